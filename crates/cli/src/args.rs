@@ -1,0 +1,145 @@
+//! Command-line definitions. Flags that override profile keys take their help text from
+//! the profile option table, so each option is described once. Values are parsed into
+//! typed units here (sizes, durations, block-size lists), so a malformed value is a clap
+//! error naming the flag, exit code 2, before anything runs.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use iofleet_profile::options::help;
+use iofleet_profile::{parse_block_sizes, parse_bytes, parse_duration, BlockSizes, Bytes};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "iofleet",
+    version,
+    about = "Fleet benchmark for hyper-converged and software-defined storage",
+    long_about = "iofleet drives a fleet of workers × disks × threads × queue depth against the \
+storage under test and reports IOPS, throughput and exact latency percentiles computed from \
+merged histograms."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run a profile (built-in name or a .toml file) and print the result.
+    Run(RunArgs),
+    /// List, show and document the built-in profiles.
+    #[command(subcommand)]
+    Profiles(ProfilesCmd),
+    /// Print the version, result schema version and io_uring availability.
+    Version,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ProfilesCmd {
+    /// List the built-in profiles.
+    List,
+    /// Print a built-in profile's TOML, ready to copy and edit.
+    Show {
+        /// Built-in profile name (see `iofleet profiles list`).
+        name: String,
+    },
+    /// Print the profile reference (docs/profiles.md) generated from the option table.
+    Reference,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EngineArg {
+    /// io_uring where the kernel allows it, else psync (with one notice).
+    Auto,
+    /// Linux io_uring: batched submission, registered buffers and files.
+    #[value(name = "io_uring", alias = "uring")]
+    Uring,
+    /// pread/pwrite, one I/O in flight per thread.
+    Psync,
+    /// Completes every I/O without touching storage (engine-overhead measurement).
+    Null,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PrepareArg {
+    Random,
+    Zero,
+    None,
+}
+
+fn size(s: &str) -> Result<Bytes, String> {
+    parse_bytes(s)
+}
+fn duration(s: &str) -> Result<Duration, String> {
+    parse_duration(s)
+}
+fn block_sizes(s: &str) -> Result<BlockSizes, String> {
+    parse_block_sizes(s)
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Built-in profile name (`iofleet profiles list`) or path to a profile .toml file.
+    pub profile: String,
+
+    /// Where disks live: a directory (created; one file per disk) or, repeated, block
+    /// devices split into disk regions.
+    #[arg(long, value_name = "DIR|DEVICE", default_value = "iofleet-data")]
+    pub target: Vec<PathBuf>,
+    /// Allow writing block devices that carry a filesystem, partition table, LVM, RAID or
+    /// other signature. Their data is destroyed.
+    #[arg(long)]
+    pub destroy_data: bool,
+    /// I/O engine.
+    #[arg(long, value_enum, default_value_t = EngineArg::Auto)]
+    pub engine: EngineArg,
+    /// Use O_DIRECT (bypass the page cache); `--direct=false` for filesystems that refuse it.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub direct: bool,
+
+    #[arg(long, help = help("fleet.workers"))]
+    pub workers: Option<u32>,
+    #[arg(long, help = help("fleet.disks_per_worker"))]
+    pub disks: Option<u32>,
+    #[arg(long, value_parser = size, help = help("fleet.disk_size"))]
+    pub disk_size: Option<Bytes>,
+    #[arg(long, help = help("fleet.threads_per_disk"))]
+    pub threads: Option<u32>,
+    #[arg(long, help = help("fleet.qd"))]
+    pub qd: Option<u32>,
+    #[arg(long, value_parser = block_sizes, help = help("stream.bs"))]
+    pub bs: Option<BlockSizes>,
+    #[arg(long, help = help("stream.read_pct"))]
+    pub read_pct: Option<f64>,
+    #[arg(long, help = help("stream.random_pct"))]
+    pub random_pct: Option<f64>,
+    #[arg(long, help = help("stream.working_set_pct"))]
+    pub working_set: Option<f64>,
+    #[arg(long, value_parser = duration, help = help("timing.duration"))]
+    pub duration: Option<Duration>,
+    #[arg(long, value_parser = duration, help = help("timing.warmup"))]
+    pub warmup: Option<Duration>,
+    #[arg(long, value_parser = duration, help = help("timing.interval"))]
+    pub interval: Option<Duration>,
+    #[arg(long, help = help("timing.rate_iops"))]
+    pub rate: Option<f64>,
+    #[arg(long, value_enum, help = help("timing.prepare"))]
+    pub prepare: Option<PrepareArg>,
+
+    /// Print the result as JSON (docs/result.schema.json) on stdout instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the JSON result to this file.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Print every interval in the table.
+    #[arg(long)]
+    pub intervals: bool,
+    /// No live progress line and no notices on stderr.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Seed for offsets and data (same seed, same I/O sequence per thread).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}

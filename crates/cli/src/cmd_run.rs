@@ -1,0 +1,144 @@
+//! `iofleet run`: resolve the profile with the command-line overrides, choose targets
+//! and engine, run with a live view and Ctrl-C handling, then export the result.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::os::unix::fs::FileTypeExt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use iofleet_engine::target::TargetSpec;
+use iofleet_fleet::{EngineChoice, RunConfig};
+use iofleet_profile::{Context, Overrides, Prepare};
+use iofleet_report::{Exporter, JsonExporter, TableExporter};
+
+use crate::args::{EngineArg, PrepareArg, RunArgs};
+use crate::live::LiveView;
+use crate::Exit;
+
+fn target_spec(a: &RunArgs) -> Result<TargetSpec, Exit> {
+    let is_dev = |p: &std::path::Path| {
+        std::fs::metadata(p)
+            .map(|m| m.file_type().is_block_device())
+            .unwrap_or(false)
+    };
+    if a.target.len() == 1 && !is_dev(&a.target[0]) {
+        return Ok(TargetSpec::Dir(a.target[0].clone()));
+    }
+    if let Some(p) = a.target.iter().find(|p| !is_dev(p)) {
+        return Err(Exit::input(format!(
+            "--target {}: when several targets are given they must all be block devices",
+            p.display()
+        )));
+    }
+    Ok(TargetSpec::Devices(a.target.clone()))
+}
+
+pub fn run(a: RunArgs) -> Result<i32, Exit> {
+    let raw = iofleet_profile::load(&a.profile).map_err(Exit::input)?;
+    let ov = Overrides {
+        workers: a.workers,
+        disks: a.disks,
+        disk_size: a.disk_size,
+        threads: a.threads,
+        qd: a.qd,
+        bs: a.bs.clone(),
+        read_pct: a.read_pct,
+        random_pct: a.random_pct,
+        working_set: a.working_set,
+        duration: a.duration,
+        warmup: a.warmup,
+        interval: a.interval,
+        rate: a.rate,
+        prepare: a.prepare.map(|p| match p {
+            PrepareArg::Random => Prepare::Random,
+            PrepareArg::Zero => Prepare::Zero,
+            PrepareArg::None => Prepare::None,
+        }),
+    };
+    let plan =
+        iofleet_profile::resolve(&raw, &ov, &Context { direct: a.direct }).map_err(Exit::input)?;
+    let target = target_spec(&a)?;
+    let cfg = RunConfig {
+        plan,
+        engine: match a.engine {
+            EngineArg::Auto => EngineChoice::Auto,
+            EngineArg::Uring => EngineChoice::Uring,
+            EngineArg::Psync => EngineChoice::Psync,
+            EngineArg::Null => EngineChoice::Null,
+        },
+        target_label: a
+            .target
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(","),
+        target,
+        direct: a.direct,
+        destroy_data: a.destroy_data,
+        disk_size_from_cli: a.disk_size.is_some(),
+        seed: a.seed,
+    };
+
+    // Open the JSON output file before any I/O, so a bad path fails early.
+    let mut output = match &a.output {
+        Some(p) => {
+            Some(BufWriter::new(File::create(p).map_err(|e| {
+                Exit::input(format!("--output {}: {e}", p.display()))
+            })?))
+        }
+        None => None,
+    };
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = stop.clone();
+    // First Ctrl-C: stop and report; a second one exits at once.
+    let _ = ctrlc::set_handler(move || {
+        if s.swap(true, Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+    });
+
+    let mut live = LiveView::new(a.quiet);
+    let result = iofleet_fleet::run(&cfg, stop.clone(), &mut live);
+    live.finish();
+    let result = result.map_err(|e| {
+        if e.is_input_error() {
+            Exit::input(e)
+        } else {
+            Exit::failure(e)
+        }
+    })?;
+
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    let written = if a.json {
+        if !a.quiet {
+            for n in &result.notices {
+                eprintln!("note: {n}");
+            }
+        }
+        JsonExporter.export(&result, &mut out)
+    } else {
+        TableExporter {
+            intervals: a.intervals,
+        }
+        .export(&result, &mut out)
+    };
+    written
+        .and_then(|_| out.flush())
+        .map_err(|e| Exit::failure(format!("writing the result: {e}")))?;
+    if let Some(f) = output.as_mut() {
+        JsonExporter
+            .export(&result, f)
+            .and_then(|_| f.flush())
+            .map_err(|e| Exit::failure(format!("--output: {e}")))?;
+    }
+    Ok(if result.run.interrupted && stop.load(Ordering::SeqCst) {
+        130
+    } else if !result.summary.errors.failed_threads.is_empty() {
+        1
+    } else {
+        0
+    })
+}

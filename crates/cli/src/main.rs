@@ -1,0 +1,62 @@
+//! The `iofleet` binary: parse arguments, dispatch to one subcommand, map outcomes to
+//! exit codes. No logic lives here.
+//!
+//! Exit codes: 0 success; 1 run-time failure; 2 bad input (a flag, a TOML key, a target
+//! refused for safety); 130 interrupted by Ctrl-C (what was measured is still printed).
+
+mod args;
+mod cmd_profiles;
+mod cmd_run;
+mod live;
+
+use clap::Parser;
+
+use args::{Cli, Command};
+
+/// An error that carries its exit code.
+pub struct Exit {
+    pub code: i32,
+    pub message: String,
+}
+
+impl Exit {
+    pub fn input(message: impl std::fmt::Display) -> Self {
+        Exit {
+            code: 2,
+            message: message.to_string(),
+        }
+    }
+    pub fn failure(message: impl std::fmt::Display) -> Self {
+        Exit {
+            code: 1,
+            message: message.to_string(),
+        }
+    }
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Run(a) => cmd_run::run(a),
+        Command::Profiles(p) => cmd_profiles::run(p),
+        Command::Version => {
+            println!(
+                "iofleet {} (result schema {}, io_uring {})",
+                env!("CARGO_PKG_VERSION"),
+                iofleet_stats::result::SCHEMA_VERSION,
+                match iofleet_engine::uring::probe() {
+                    Ok(()) => "available".to_string(),
+                    Err(e) => format!("unavailable: {e}"),
+                }
+            );
+            Ok(0)
+        }
+    };
+    match outcome {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("error: {}", e.message);
+            std::process::exit(e.code);
+        }
+    }
+}

@@ -1,0 +1,128 @@
+//! The hot path's lowest layer: engines that move bytes, the clocks that time them, and
+//! the targets (files and block-device regions) they move bytes to.
+//!
+//! An engine is small on purpose (as in fio's `ioengines.h`): it queues I/Os, submits
+//! them and reports completions. It does no timing, no accounting and no offset
+//! generation; the fleet's thread loop does all of that around engine calls, so every
+//! engine is measured the same way. This is the only crate with `unsafe` code; each
+//! block carries a `// SAFETY:` note naming its invariant.
+
+pub mod buf;
+pub mod clock;
+pub mod null;
+pub mod psync;
+pub mod target;
+pub mod uring;
+
+use std::fs::File;
+use std::time::Duration;
+
+pub use clock::{Clock, MonoClock, VirtualClock};
+
+/// Direction of one I/O.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OpKind {
+    Read,
+    Write,
+}
+
+/// One I/O handed to an engine. `slot` indexes the thread's in-flight table and its
+/// buffer (`0..qd`); it comes back unchanged in the completion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IoReq {
+    pub slot: u32,
+    pub op: OpKind,
+    /// Absolute byte offset in the opened file or device.
+    pub offset: u64,
+    pub len: u32,
+}
+
+/// A finished I/O: `result` is the byte count transferred, or a negative errno.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Completion {
+    pub slot: u32,
+    pub result: i32,
+}
+
+/// What an engine can do, declared rather than sniffed by the core.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caps {
+    /// More than one I/O may be in flight per thread (false: every call completes
+    /// what it submits before returning, so the effective queue depth is 1).
+    pub async_qd: bool,
+    /// The engine touches a file or device (false for `null`).
+    pub needs_target: bool,
+    /// Buffers are registered with the kernel (io_uring fixed buffers).
+    pub registered_buffers: bool,
+    /// The file is registered with the kernel (io_uring fixed files).
+    pub registered_files: bool,
+}
+
+/// Errors an engine reports while being set up or while running.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("io_uring is not available on this kernel or is disabled ({0}); use --engine psync")]
+    UringUnavailable(String),
+    #[error("engine setup failed: {0}")]
+    Setup(String),
+    #[error("I/O submission failed: {0}")]
+    Submit(#[from] std::io::Error),
+}
+
+/// Per-thread engine parameters.
+#[derive(Debug, Clone, Copy)]
+pub struct EngineParams {
+    /// Slots (and buffers) to allocate: the most I/Os this thread keeps in flight.
+    pub slots: u32,
+    /// Largest I/O size in bytes; every slot's buffer has this size.
+    pub max_bs: u32,
+}
+
+/// The engine interface. One instance per I/O thread, never shared.
+///
+/// Contract: `queue` adds one I/O to the pending batch (it must not block);
+/// `submit_and_reap` submits everything pending, then waits until at least
+/// `min_complete` completions are available or `timeout` passes (whichever first; a
+/// `None` timeout waits without limit), and appends every completion available to `out`.
+/// A slot is never queued again before its completion has been returned.
+pub trait Engine {
+    fn name(&self) -> &'static str;
+    fn caps(&self) -> Caps;
+    fn queue(&mut self, req: IoReq) -> Result<(), EngineError>;
+    fn submit_and_reap(
+        &mut self,
+        min_complete: u32,
+        timeout: Option<Duration>,
+        out: &mut Vec<Completion>,
+    ) -> Result<(), EngineError>;
+    /// The buffer of `slot` (length `max_bs`), for filling write data before `queue`.
+    fn buffer_mut(&mut self, slot: u32) -> &mut [u8];
+}
+
+/// Which engine a run uses; chosen once per run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineKind {
+    Uring,
+    Psync,
+    Null,
+}
+
+impl EngineKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Uring => "io_uring",
+            EngineKind::Psync => "psync",
+            EngineKind::Null => "null",
+        }
+    }
+}
+
+/// A target opened for one thread: the file handle and the disk region inside it.
+#[derive(Debug)]
+pub struct OpenDisk {
+    pub file: File,
+    /// First byte of this disk's region within the file or device.
+    pub region_offset: u64,
+    /// Addressable bytes of the region.
+    pub size: u64,
+}

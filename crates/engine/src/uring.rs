@@ -1,0 +1,644 @@
+//! The `io_uring` engine: one ring per I/O thread, batched submission, and completions
+//! reaped straight from the completion queue, with `user_data` = slot. At setup it tries
+//! the cheapest ring flavour the kernel accepts (single issuer with deferred task work,
+//! then cooperative task work, then plain), registers the file and one fixed buffer per
+//! slot, and falls back to plain `READ`/`WRITE` on a raw fd when registration is refused
+//! (for example `ENOMEM` from `RLIMIT_MEMLOCK`), declaring what it got in `Caps`. It does
+//! not use SQPOLL, IOPOLL, vectored or linked requests, and it never retries a failed or
+//! short I/O: the kernel's result goes back to the caller unchanged.
+
+use std::io;
+use std::mem::ManuallyDrop;
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::Duration;
+
+use io_uring::{opcode, types, IoUring, Probe};
+
+use crate::buf::BufferPool;
+use crate::{Caps, Completion, Engine, EngineError, EngineParams, IoReq, OpKind, OpenDisk};
+
+/// Largest ring the kernel accepts (`IORING_MAX_ENTRIES`).
+const MAX_ENTRIES: u32 = 32_768;
+/// Most buffers one ring may register (`IORING_MAX_REG_BUFFERS`).
+const MAX_REG_BUFFERS: u32 = 16_384;
+
+/// The ring flavour the kernel accepted, best first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetupMode {
+    /// `SINGLE_ISSUER | DEFER_TASKRUN` (Linux 6.1+): completions are processed only when
+    /// the owning thread waits, with no inter-processor interrupts. The ring is created
+    /// disabled and enabled by the first `submit_and_reap`, so the thread that first
+    /// submits (not the one that built the engine) becomes its only issuer.
+    DeferTaskrun,
+    /// `COOP_TASKRUN` (Linux 5.19+).
+    CoopTaskrun,
+    /// No setup flags.
+    Plain,
+}
+
+impl SetupMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            SetupMode::DeferTaskrun => "single_issuer+defer_taskrun",
+            SetupMode::CoopTaskrun => "coop_taskrun",
+            SetupMode::Plain => "plain",
+        }
+    }
+}
+
+/// Registration choices; both default to on, and each silently falls back when the
+/// kernel refuses (see `UringEngine::registration_error`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UringOptions {
+    pub fixed_files: bool,
+    pub fixed_buffers: bool,
+}
+
+impl Default for UringOptions {
+    fn default() -> Self {
+        UringOptions {
+            fixed_files: true,
+            fixed_buffers: true,
+        }
+    }
+}
+
+/// io_uring engine for one thread and one opened disk.
+///
+/// Use it from one thread once it has submitted: in `DeferTaskrun` mode the kernel
+/// refuses waits from any other thread (`EEXIST`).
+pub struct UringEngine {
+    ring: IoUring,
+    /// Freed by hand in `Drop`, and only once the kernel holds no I/O on it; leaked
+    /// otherwise. Kernel writes into freed memory would be far worse than a leak.
+    pool: ManuallyDrop<BufferPool>,
+    /// Keeps `fd` (and fixed file 0) open for the engine's whole life.
+    disk: OpenDisk,
+    fd: RawFd,
+    mode: SetupMode,
+    fixed_files: bool,
+    fixed_buffers: bool,
+    registration_error: Option<String>,
+    /// Disabled rings (`DeferTaskrun`) are enabled by the first submission.
+    enabled: bool,
+    /// Queued or submitted, completion not yet reaped.
+    in_flight: u32,
+}
+
+impl std::fmt::Debug for UringEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UringEngine")
+            .field("disk", &self.disk)
+            .field("mode", &self.mode)
+            .field("fixed_files", &self.fixed_files)
+            .field("fixed_buffers", &self.fixed_buffers)
+            .field("in_flight", &self.in_flight)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether io_uring can run this engine here: a ring can be created, and the kernel
+/// supports the read/write opcodes and timed waits (`IORING_FEAT_EXT_ARG`, 5.11+).
+/// Used to resolve `--engine auto`.
+pub fn probe() -> Result<(), EngineError> {
+    let ring = IoUring::new(8).map_err(setup_error)?;
+    check_kernel(&ring)
+}
+
+fn setup_error(e: io::Error) -> EngineError {
+    match e.raw_os_error() {
+        Some(libc::ENOSYS) => {
+            EngineError::UringUnavailable("io_uring_setup: ENOSYS, kernel built without it".into())
+        }
+        Some(libc::EPERM) => {
+            let sysctl = std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled")
+                .map(|s| s.trim().to_string())
+                .unwrap_or_else(|_| "unknown".into());
+            EngineError::UringUnavailable(format!(
+                "io_uring_setup: EPERM; kernel.io_uring_disabled = {sysctl}, or a seccomp \
+                 filter (containers) blocks it"
+            ))
+        }
+        _ => EngineError::Setup(format!("io_uring_setup failed: {e}; try a lower qd")),
+    }
+}
+
+fn check_kernel(ring: &IoUring) -> Result<(), EngineError> {
+    if !ring.params().is_feature_ext_arg() {
+        return Err(EngineError::UringUnavailable(
+            "kernel lacks IORING_FEAT_EXT_ARG (timed waits, Linux 5.11+)".into(),
+        ));
+    }
+    let mut probe = Probe::new();
+    ring.submitter()
+        .register_probe(&mut probe)
+        .map_err(|e| EngineError::UringUnavailable(format!("IORING_REGISTER_PROBE: {e}")))?;
+    for (code, name) in [
+        (opcode::Read::CODE, "READ"),
+        (opcode::Write::CODE, "WRITE"),
+        (opcode::ReadFixed::CODE, "READ_FIXED"),
+        (opcode::WriteFixed::CODE, "WRITE_FIXED"),
+    ] {
+        if !probe.is_supported(code) {
+            return Err(EngineError::UringUnavailable(format!(
+                "kernel lacks IORING_OP_{name}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Create a ring with the best flavour the kernel accepts; `EINVAL` means "unknown
+/// flag", so the next flavour is tried.
+fn build_ring(entries: u32) -> Result<(IoUring, SetupMode), EngineError> {
+    let mut last = None;
+    for mode in [
+        SetupMode::DeferTaskrun,
+        SetupMode::CoopTaskrun,
+        SetupMode::Plain,
+    ] {
+        let mut b = IoUring::builder();
+        // TASKRUN_FLAG makes the kernel flag pending completions in the SQ ring, so a
+        // non-waiting reap (`min_complete == 0`) still enters the kernel to run them.
+        match mode {
+            SetupMode::DeferTaskrun => b
+                .setup_single_issuer()
+                .setup_defer_taskrun()
+                .setup_taskrun_flag()
+                .setup_r_disabled(),
+            SetupMode::CoopTaskrun => b.setup_coop_taskrun().setup_taskrun_flag(),
+            SetupMode::Plain => &mut b,
+        };
+        match b.build(entries) {
+            Ok(ring) => return Ok((ring, mode)),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => last = Some(e),
+            Err(e) => return Err(setup_error(e)),
+        }
+    }
+    Err(setup_error(last.expect("at least one attempt")))
+}
+
+impl UringEngine {
+    pub fn new(disk: OpenDisk, params: EngineParams, seed: u64) -> Result<Self, EngineError> {
+        Self::with_options(disk, params, seed, UringOptions::default())
+    }
+
+    pub fn with_options(
+        disk: OpenDisk,
+        params: EngineParams,
+        seed: u64,
+        opts: UringOptions,
+    ) -> Result<Self, EngineError> {
+        let entries = params.slots.clamp(8, MAX_ENTRIES).next_power_of_two();
+        let (ring, mode) = build_ring(entries)?;
+        check_kernel(&ring)?;
+        let mut pool = BufferPool::new(params.slots, params.max_bs, seed)?;
+        let fd = disk.file.as_raw_fd();
+        let mut errors = Vec::new();
+
+        let fixed_files = opts.fixed_files
+            && match ring.submitter().register_files(&[fd]) {
+                Ok(()) => true,
+                Err(e) => {
+                    errors.push(format!("fixed file: {e}"));
+                    false
+                }
+            };
+
+        let fixed_buffers = opts.fixed_buffers
+            && if params.slots > MAX_REG_BUFFERS {
+                errors.push(format!(
+                    "fixed buffers: {} slots exceed the kernel's {MAX_REG_BUFFERS}",
+                    params.slots
+                ));
+                false
+            } else {
+                let iovecs: Vec<libc::iovec> = (0..params.slots)
+                    .map(|slot| libc::iovec {
+                        iov_base: pool.slot_ptr(slot).cast(),
+                        iov_len: pool.slot_len(),
+                    })
+                    .collect();
+                // SAFETY: each iovec covers exactly one slot of `pool`'s single heap
+                // allocation, which never moves and is freed only in `Drop` after every
+                // I/O using it has completed (or is leaked). The kernel pins the pages,
+                // so the registration itself outlives nothing it points to.
+                match unsafe { ring.submitter().register_buffers(&iovecs) } {
+                    Ok(()) => true,
+                    Err(e) => {
+                        errors.push(format!("fixed buffers: {e}"));
+                        false
+                    }
+                }
+            };
+
+        Ok(UringEngine {
+            ring,
+            pool: ManuallyDrop::new(pool),
+            disk,
+            fd,
+            mode,
+            fixed_files,
+            fixed_buffers,
+            registration_error: (!errors.is_empty()).then(|| errors.join("; ")),
+            enabled: mode != SetupMode::DeferTaskrun,
+            in_flight: 0,
+        })
+    }
+
+    /// The ring flavour in use.
+    pub fn setup_mode(&self) -> SetupMode {
+        self.mode
+    }
+
+    /// Why file or buffer registration was refused, if it was (e.g. "fixed buffers:
+    /// Cannot allocate memory" when RLIMIT_MEMLOCK is too low).
+    pub fn registration_error(&self) -> Option<&str> {
+        self.registration_error.as_deref()
+    }
+
+    fn ensure_enabled(&mut self) -> Result<(), EngineError> {
+        if !self.enabled {
+            self.ring.submitter().register_enable_rings()?;
+            self.enabled = true;
+        }
+        Ok(())
+    }
+
+    /// Move every completion in the CQ ring to `out`.
+    fn drain(&mut self, out: &mut Vec<Completion>) {
+        for cqe in self.ring.completion() {
+            out.push(Completion {
+                slot: cqe.user_data() as u32,
+                result: cqe.result(),
+            });
+            self.in_flight = self.in_flight.saturating_sub(1);
+        }
+    }
+
+    /// Wait until the kernel holds no I/O of ours. False if it cannot tell (e.g. the
+    /// engine is dropped on a thread that is not the ring's issuer).
+    fn quiesce(&mut self) -> bool {
+        if !self.enabled {
+            // Nothing was ever submitted; queued SQEs die with the ring.
+            return true;
+        }
+        while self.in_flight > 0 {
+            match self.ring.submit_and_wait(self.in_flight as usize) {
+                Ok(_) => {}
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR | libc::EBUSY)) => {}
+                Err(_) => return false,
+            }
+            for _ in self.ring.completion() {
+                self.in_flight -= 1;
+            }
+        }
+        true
+    }
+}
+
+impl Drop for UringEngine {
+    fn drop(&mut self) {
+        if self.quiesce() {
+            // SAFETY: no I/O is in flight, so the kernel will not touch the buffers
+            // again (the registration only pins pages); `pool` is not used after this,
+            // and Drop runs once.
+            unsafe { ManuallyDrop::drop(&mut self.pool) }
+        }
+    }
+}
+
+impl Engine for UringEngine {
+    fn name(&self) -> &'static str {
+        "io_uring"
+    }
+
+    fn caps(&self) -> Caps {
+        Caps {
+            async_qd: true,
+            needs_target: true,
+            registered_buffers: self.fixed_buffers,
+            registered_files: self.fixed_files,
+        }
+    }
+
+    fn queue(&mut self, req: IoReq) -> Result<(), EngineError> {
+        self.pool.check_req(&req)?;
+        let buf = self.pool.slot_ptr(req.slot);
+        // `slots <= MAX_REG_BUFFERS` whenever buffers are fixed, so the index fits u16.
+        let index = req.slot as u16;
+        macro_rules! rw {
+            ($fd:expr) => {
+                match (req.op, self.fixed_buffers) {
+                    (OpKind::Read, true) => opcode::ReadFixed::new($fd, buf, req.len, index)
+                        .offset(req.offset)
+                        .build(),
+                    (OpKind::Write, true) => opcode::WriteFixed::new($fd, buf, req.len, index)
+                        .offset(req.offset)
+                        .build(),
+                    (OpKind::Read, false) => opcode::Read::new($fd, buf, req.len)
+                        .offset(req.offset)
+                        .build(),
+                    (OpKind::Write, false) => opcode::Write::new($fd, buf, req.len)
+                        .offset(req.offset)
+                        .build(),
+                }
+            };
+        }
+        let sqe = if self.fixed_files {
+            rw!(types::Fixed(0))
+        } else {
+            rw!(types::Fd(self.fd))
+        }
+        .user_data(req.slot as u64);
+        loop {
+            // SAFETY: the SQE points at `req.len` bytes inside slot `req.slot`'s buffer
+            // (checked above); the pool never moves and outlives every in-flight I/O
+            // (Drop waits or leaks), and the caller does not touch the slot again until
+            // its completion is returned (the `Engine` contract). The fd is owned by
+            // `self.disk`, and fixed file 0 / buffer `index` are registered when used.
+            if unsafe { self.ring.submission().push(&sqe) }.is_ok() {
+                break;
+            }
+            // SQ full (only when slots exceed the ring size): make room.
+            self.ensure_enabled()?;
+            self.ring.submit()?;
+        }
+        self.in_flight += 1;
+        Ok(())
+    }
+
+    fn submit_and_reap(
+        &mut self,
+        min_complete: u32,
+        timeout: Option<Duration>,
+        out: &mut Vec<Completion>,
+    ) -> Result<(), EngineError> {
+        self.ensure_enabled()?;
+        // Without a timeout, never wait for more than can ever arrive.
+        let want = match timeout {
+            None => min_complete.min(self.in_flight),
+            Some(_) => min_complete,
+        } as usize;
+        let ts = timeout.map(types::Timespec::from);
+        loop {
+            let r = match &ts {
+                None => self.ring.submitter().submit_and_wait(want),
+                Some(ts) => {
+                    let args = types::SubmitArgs::new().timespec(ts);
+                    self.ring.submitter().submit_with_args(want, &args)
+                }
+            };
+            match r {
+                Ok(_) => break,
+                Err(e) => match e.raw_os_error() {
+                    // Timed out: return what has completed.
+                    Some(libc::ETIME) => break,
+                    // A signal: retry an unbounded wait, or return early from a timed
+                    // one (restarting would stretch the timeout).
+                    Some(libc::EINTR) if ts.is_none() => continue,
+                    Some(libc::EINTR) => break,
+                    // CQ overflow backlog: make room, then submit again.
+                    Some(libc::EBUSY) => self.drain(out),
+                    _ => return Err(e.into()),
+                },
+            }
+        }
+        self.drain(out);
+        Ok(())
+    }
+
+    fn buffer_mut(&mut self, slot: u32) -> &mut [u8] {
+        self.pool.slot_mut(slot)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs::{File, OpenOptions};
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::time::Instant;
+
+    const BS: u32 = 4096;
+
+    fn disk(file: File) -> OpenDisk {
+        OpenDisk {
+            file,
+            region_offset: 0,
+            size: 1 << 20,
+        }
+    }
+
+    fn params(slots: u32) -> EngineParams {
+        EngineParams { slots, max_bs: BS }
+    }
+
+    fn req(slot: u32, op: OpKind, offset: u64) -> IoReq {
+        IoReq {
+            slot,
+            op,
+            offset,
+            len: BS,
+        }
+    }
+
+    /// Reap until `n` completions arrived, with a generous deadline per call.
+    fn reap_n(e: &mut UringEngine, n: usize) -> Vec<Completion> {
+        let mut out = Vec::with_capacity(n);
+        while out.len() < n {
+            let before = out.len();
+            e.submit_and_reap(1, Some(Duration::from_secs(5)), &mut out)
+                .unwrap();
+            assert!(out.len() > before, "no completion within 5 s");
+        }
+        out.sort_by_key(|c| c.slot);
+        out
+    }
+
+    /// Write `slots` distinct blocks all in flight at once, wipe the buffers, read them
+    /// all back at once, and compare.
+    fn round_trip(e: &mut UringEngine, slots: u32) {
+        for slot in 0..slots {
+            e.buffer_mut(slot).fill(slot as u8 + 1);
+            e.queue(req(slot, OpKind::Write, slot as u64 * BS as u64))
+                .unwrap();
+        }
+        let mut out = Vec::with_capacity(slots as usize);
+        e.submit_and_reap(slots, None, &mut out).unwrap();
+        out.sort_by_key(|c| c.slot);
+        let want: Vec<_> = (0..slots)
+            .map(|slot| Completion {
+                slot,
+                result: BS as i32,
+            })
+            .collect();
+        assert_eq!(out, want);
+
+        for slot in 0..slots {
+            e.buffer_mut(slot).fill(0);
+            // Read block `slots - 1 - slot` so no slot can pass by reading its own data.
+            let block = (slots - 1 - slot) as u64;
+            e.queue(req(slot, OpKind::Read, block * BS as u64)).unwrap();
+        }
+        assert_eq!(reap_n(e, slots as usize), want);
+        for slot in 0..slots {
+            let expect = (slots - slot) as u8;
+            assert!(
+                e.buffer_mut(slot).iter().all(|&b| b == expect),
+                "slot {slot}"
+            );
+        }
+    }
+
+    #[test]
+    fn probe_succeeds_on_this_kernel() {
+        probe().unwrap();
+    }
+
+    #[test]
+    fn round_trip_with_fixed_file_and_buffers_at_several_depths() {
+        for slots in [1, 3, 8, 32] {
+            let mut e =
+                UringEngine::new(disk(tempfile::tempfile().unwrap()), params(slots), 1).unwrap();
+            let caps = e.caps();
+            assert_eq!(
+                (caps.registered_buffers, caps.registered_files),
+                (true, true),
+                "registration refused: {:?}",
+                e.registration_error()
+            );
+            assert!(caps.async_qd && caps.needs_target);
+            eprintln!("io_uring setup mode: {}", e.setup_mode().name());
+            round_trip(&mut e, slots);
+        }
+    }
+
+    #[test]
+    fn round_trip_without_registration_uses_plain_ops() {
+        let opts = UringOptions {
+            fixed_files: false,
+            fixed_buffers: false,
+        };
+        let mut e =
+            UringEngine::with_options(disk(tempfile::tempfile().unwrap()), params(4), 2, opts)
+                .unwrap();
+        let caps = e.caps();
+        assert!(!caps.registered_buffers && !caps.registered_files);
+        assert_eq!(e.registration_error(), None);
+        round_trip(&mut e, 4);
+    }
+
+    #[test]
+    fn built_on_one_thread_used_on_another() {
+        let mut e = UringEngine::new(disk(tempfile::tempfile().unwrap()), params(4), 3).unwrap();
+        std::thread::spawn(move || round_trip(&mut e, 4))
+            .join()
+            .unwrap();
+    }
+
+    #[test]
+    fn timeout_with_nothing_in_flight_returns_empty_after_the_timeout() {
+        let mut e = UringEngine::new(disk(tempfile::tempfile().unwrap()), params(2), 4).unwrap();
+        let mut out = Vec::new();
+        let t0 = Instant::now();
+        e.submit_and_reap(1, Some(Duration::from_millis(20)), &mut out)
+            .unwrap();
+        let waited = t0.elapsed();
+        assert!(out.is_empty());
+        assert!(waited >= Duration::from_millis(15), "{waited:?}");
+        assert!(waited < Duration::from_secs(2), "{waited:?}");
+        // No timeout and nothing in flight: returns at once instead of hanging.
+        e.submit_and_reap(1, None, &mut out).unwrap();
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn non_waiting_reap_eventually_sees_the_completion() {
+        let mut e = UringEngine::new(disk(tempfile::tempfile().unwrap()), params(1), 5).unwrap();
+        e.queue(req(0, OpKind::Write, 0)).unwrap();
+        let mut out = Vec::new();
+        for _ in 0..2000 {
+            e.submit_and_reap(0, None, &mut out).unwrap();
+            if !out.is_empty() {
+                break;
+            }
+            std::thread::sleep(Duration::from_micros(500));
+        }
+        assert_eq!(
+            out,
+            [Completion {
+                slot: 0,
+                result: BS as i32
+            }]
+        );
+    }
+
+    #[test]
+    fn errors_come_back_as_negative_errno() {
+        let named = tempfile::NamedTempFile::new().unwrap();
+        let ro = File::open(named.path()).unwrap();
+        let mut e = UringEngine::new(disk(ro), params(2), 6).unwrap();
+        e.queue(req(0, OpKind::Write, 0)).unwrap();
+        e.queue(req(1, OpKind::Read, 0)).unwrap();
+        let out = reap_n(&mut e, 2);
+        assert_eq!(
+            out,
+            [
+                Completion {
+                    slot: 0,
+                    result: -libc::EBADF
+                },
+                // Empty file: a read at offset 0 is a clean 0-byte transfer.
+                Completion { slot: 1, result: 0 }
+            ]
+        );
+        assert!(e.queue(req(2, OpKind::Read, 0)).is_err());
+    }
+
+    #[test]
+    fn o_direct_round_trip_with_fixed_buffers() {
+        let dir = tempfile::tempdir_in("/tmp").unwrap();
+        let f = match OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(dir.path().join("direct"))
+        {
+            Ok(f) => f,
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                eprintln!("skipping: /tmp does not support O_DIRECT");
+                return;
+            }
+            Err(e) => panic!("open O_DIRECT: {e}"),
+        };
+        let mut e = UringEngine::new(disk(f), params(8), 7).unwrap();
+        round_trip(&mut e, 8);
+        // Misaligned offset: O_DIRECT is in effect, and the kernel says so.
+        e.queue(IoReq {
+            slot: 0,
+            op: OpKind::Read,
+            offset: 100,
+            len: BS,
+        })
+        .unwrap();
+        assert_eq!(reap_n(&mut e, 1)[0].result, -libc::EINVAL);
+    }
+
+    #[test]
+    fn drop_with_io_in_flight_waits_for_it() {
+        let mut e = UringEngine::new(disk(tempfile::tempfile().unwrap()), params(8), 8).unwrap();
+        for slot in 0..8 {
+            e.queue(req(slot, OpKind::Write, slot as u64 * BS as u64))
+                .unwrap();
+        }
+        let mut out = Vec::new();
+        e.submit_and_reap(0, None, &mut out).unwrap();
+        let pending = e.in_flight;
+        assert_eq!(pending as usize + out.len(), 8);
+        assert!(e.quiesce());
+        assert_eq!(e.in_flight, 0);
+    }
+}

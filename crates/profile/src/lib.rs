@@ -1,0 +1,48 @@
+//! iofleet's workload model: profiles as written (TOML) → a validated, resolved [`Plan`].
+//!
+//! A profile is the fleet shape, the timing and one or more streams (access patterns).
+//! This crate parses profile files (`raw`), holds the built-in profiles (`builtin`,
+//! embedded from the top-level `profiles/` directory), defines every option once
+//! (`options`), and turns raw profile + command-line [`Overrides`] into a [`Plan`]
+//! (`validate`), naming the key or flag that fixes any problem. It does no I/O beyond
+//! reading a profile file, and knows nothing about engines, workers or results.
+
+pub mod builtin;
+pub mod error;
+pub mod options;
+pub mod plan;
+pub mod raw;
+pub mod units;
+mod validate;
+
+pub use builtin::{builtin_names, builtin_source};
+pub use error::ProfileError;
+pub use options::reference_markdown;
+pub use plan::*;
+pub use raw::{parse_toml, RawProfile};
+pub use units::*;
+pub use validate::{parse_block_sizes, parse_hot_bands, resolve, Context, Overrides};
+
+/// Parse the built-in profile `name`; an unknown name lists the valid ones.
+pub fn load_builtin(name: &str) -> Result<RawProfile, ProfileError> {
+    match builtin_source(name) {
+        Some(text) => parse_toml(text, &format!("built-in {name}")),
+        None => Err(ProfileError::UnknownProfile {
+            name: name.to_string(),
+            valid: builtin_names(),
+        }),
+    }
+}
+
+/// A path if `name_or_path` ends with `.toml` or contains `/`, else a built-in name.
+pub fn load(name_or_path: &str) -> Result<RawProfile, ProfileError> {
+    if name_or_path.ends_with(".toml") || name_or_path.contains('/') {
+        let text = std::fs::read_to_string(name_or_path).map_err(|source| ProfileError::Read {
+            path: name_or_path.to_string(),
+            source,
+        })?;
+        parse_toml(&text, name_or_path)
+    } else {
+        load_builtin(name_or_path)
+    }
+}

@@ -1,0 +1,605 @@
+//! The option table: every profile key defined once, with its CLI flag, type, default,
+//! range and help text.
+//!
+//! This table drives three things: validation (numeric ranges are parsed from the
+//! `range` column, size and duration limits are the constants below, which a test keeps in
+//! step with the column), `--help` text in the binary (`help(key)`), and the generated
+//! profile reference `docs/profiles.md` (`reference_markdown`). It does not parse TOML or
+//! check cross-field rules; `raw` and `validate` do.
+
+use std::time::Duration;
+
+use crate::units::Bytes;
+
+/// One profile option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OptionDef {
+    /// Dotted TOML key: `fleet.qd`, `stream.read_pct`, `name`.
+    pub key: &'static str,
+    /// Command-line override flag, if there is one.
+    pub flag: Option<&'static str>,
+    /// Value type as users see it: "integer", "size", "duration", "percent", "float",
+    /// "enum: a|b", "block sizes", "hot bands", "disk list", "string".
+    pub kind: &'static str,
+    /// Default in TOML notation, or None when required / absent by default.
+    pub default: Option<&'static str>,
+    /// Allowed values. For integer, percent and float kinds this is machine-read by
+    /// validation: `a..=b`, `(a, b]`, `> a` or `>= a`.
+    pub range: Option<&'static str>,
+    pub help: &'static str,
+}
+
+/// Smallest allowed `fleet.disk_size`.
+pub const MIN_DISK_SIZE: Bytes = Bytes(Bytes::MIB);
+/// `fleet.disk_size` must be a multiple of this (the largest common logical block size).
+pub const DISK_SIZE_MULTIPLE: Bytes = Bytes(4096);
+/// With direct I/O, block sizes must be multiples of this and alignment at least this.
+pub const DIRECT_IO_SECTOR: Bytes = Bytes(512);
+/// Smallest allowed `timing.interval`.
+pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Every key a profile may contain, in the order of the reference.
+pub static OPTIONS: &[OptionDef] = &[
+    OptionDef {
+        key: "name",
+        flag: None,
+        kind: "string",
+        default: None,
+        range: Some("required, non-empty"),
+        help: "Profile name, shown in results.",
+    },
+    OptionDef {
+        key: "description",
+        flag: None,
+        kind: "string",
+        default: Some("\"\""),
+        range: None,
+        help: "What the profile models, where its parameters come from, and what was scaled \
+               down. Required for built-in profiles.",
+    },
+    // [fleet]
+    OptionDef {
+        key: "fleet.workers",
+        flag: Some("--workers"),
+        kind: "integer",
+        default: Some("1"),
+        range: Some("1..=65536"),
+        help: "Number of workers (load sources, the analogue of test VMs).",
+    },
+    OptionDef {
+        key: "fleet.disks_per_worker",
+        flag: Some("--disks"),
+        kind: "integer",
+        default: Some("1"),
+        range: Some("1..=1024"),
+        help: "Disks (files or block devices) per worker. With --disks, stream disk lists \
+               drop indexes beyond the new count.",
+    },
+    OptionDef {
+        key: "fleet.disk_size",
+        flag: Some("--disk-size"),
+        kind: "size",
+        default: Some("\"1g\""),
+        range: Some(">= 1m, multiple of 4k"),
+        help: "Addressable bytes per disk.",
+    },
+    OptionDef {
+        key: "fleet.threads_per_disk",
+        flag: Some("--threads"),
+        kind: "integer",
+        default: Some("1"),
+        range: Some("1..=256"),
+        help: "Threads driving each disk (vdbench threads, DISKSPD -t).",
+    },
+    OptionDef {
+        key: "fleet.qd",
+        flag: Some("--qd"),
+        kind: "integer",
+        default: Some("1"),
+        range: Some("1..=4096"),
+        help: "Outstanding I/Os per thread shared by the closed-loop streams (DISKSPD -o, \
+               Iometer OIO). The --qd flag also replaces every stream's own qd.",
+    },
+    // [timing]
+    OptionDef {
+        key: "timing.prepare",
+        flag: Some("--prepare"),
+        kind: "enum: random|zero|none",
+        default: Some("\"random\""),
+        range: None,
+        help: "How disks are filled before the test: random (incompressible) data, zeros, \
+               or not at all (reads of never-written blocks may not touch media).",
+    },
+    OptionDef {
+        key: "timing.warmup",
+        flag: Some("--warmup"),
+        kind: "duration",
+        default: Some("\"0s\""),
+        range: Some(">= 0"),
+        help: "Warm-up time: measured but excluded from the summary.",
+    },
+    OptionDef {
+        key: "timing.duration",
+        flag: Some("--duration"),
+        kind: "duration",
+        default: Some("\"60s\""),
+        range: Some("> 0"),
+        help: "Measured time after the warm-up.",
+    },
+    OptionDef {
+        key: "timing.interval",
+        flag: Some("--interval"),
+        kind: "duration",
+        default: Some("\"1s\""),
+        range: Some(">= 100ms, <= timing.duration"),
+        help: "Reporting period; results are kept per interval.",
+    },
+    OptionDef {
+        key: "timing.rate_iops",
+        flag: Some("--rate"),
+        kind: "float",
+        default: None,
+        range: Some("> 0"),
+        help: "Rate cap in IOPS per worker for the closed-loop streams (those without their \
+               own rate_iops). Absent: as fast as possible.",
+    },
+    OptionDef {
+        key: "timing.arrival",
+        flag: None,
+        kind: "enum: poisson|uniform",
+        default: Some("\"poisson\""),
+        range: None,
+        help: "Spacing of issue times when a rate is set: exponential (Poisson process) or \
+               even.",
+    },
+    // [[stream]]
+    OptionDef {
+        key: "stream.name",
+        flag: None,
+        kind: "string",
+        default: Some("\"stream<N>\""),
+        range: Some("unique within the profile"),
+        help: "Stream name, shown in per-stream results. N is the stream's index from 0.",
+    },
+    OptionDef {
+        key: "stream.bs",
+        flag: Some("--bs"),
+        kind: "block sizes",
+        default: None,
+        range: Some("each > 0 and <= fleet.disk_size; multiple of 512 with direct I/O"),
+        help: "Block size, fixed (\"8k\") or a weighted list of size:weight \
+               (\"512:10,4k:60,64k:30\"). Required.",
+    },
+    OptionDef {
+        key: "stream.read_pct",
+        flag: Some("--read-pct"),
+        kind: "percent",
+        default: None,
+        range: Some("0..=100"),
+        help: "Percent of I/Os that are reads; the rest are writes. Required.",
+    },
+    OptionDef {
+        key: "stream.random_pct",
+        flag: Some("--random-pct"),
+        kind: "percent",
+        default: None,
+        range: Some("0..=100"),
+        help: "Percent of I/Os at a random offset; the rest continue the thread's sequential \
+               cursor. Required.",
+    },
+    OptionDef {
+        key: "stream.align",
+        flag: None,
+        kind: "size",
+        default: Some("smallest bs rounded up to a power of two, at least 512"),
+        range: Some("power of two, <= fleet.disk_size; >= 512 with direct I/O"),
+        help: "Alignment of random offsets.",
+    },
+    OptionDef {
+        key: "stream.weight",
+        flag: None,
+        kind: "integer",
+        default: Some("1"),
+        range: Some("1..=1000000"),
+        help: "Relative share of I/Os among the closed-loop streams on the same disk. Not \
+               with rate_iops.",
+    },
+    OptionDef {
+        key: "stream.rate_iops",
+        flag: None,
+        kind: "float",
+        default: None,
+        range: Some("> 0"),
+        help: "Own rate in IOPS per worker: the stream gets its own open-loop lane on each \
+               thread. Not with weight.",
+    },
+    OptionDef {
+        key: "stream.qd",
+        flag: Some("--qd"),
+        kind: "integer",
+        default: Some("fleet.qd"),
+        range: Some("1..=4096"),
+        help: "Outstanding I/Os per thread of this stream's own lane; only with rate_iops.",
+    },
+    OptionDef {
+        key: "stream.hot_bands",
+        flag: None,
+        kind: "hot bands",
+        default: None,
+        range: Some("each > 0; io% sum <= 100; range% sum <= 100"),
+        help: "Locality as io%/range% bands from the start of the working set, e.g. \
+               \"95/5:4/10\". Not with zipf.",
+    },
+    OptionDef {
+        key: "stream.zipf",
+        flag: None,
+        kind: "float",
+        default: None,
+        range: Some("> 0"),
+        help: "Locality as a Zipf distribution over blocks with this exponent (theta); block \
+               0 hottest. Not with hot_bands.",
+    },
+    OptionDef {
+        key: "stream.working_set_pct",
+        flag: Some("--working-set"),
+        kind: "percent",
+        default: Some("100"),
+        range: Some("(0, 100]"),
+        help: "Percent of each disk addressed, from its start; must hold one block of the \
+               largest bs.",
+    },
+    OptionDef {
+        key: "stream.disks",
+        flag: None,
+        kind: "disk list",
+        default: Some("\"all\""),
+        range: Some("indexes < fleet.disks_per_worker"),
+        help: "Disks of each worker this stream drives: \"all\", [0, 1], \"0-3\" or \"4,5\".",
+    },
+];
+
+/// The definition of `key` (e.g. `"fleet.qd"`, `"stream.bs"`).
+///
+/// # Panics
+/// On a key that is not in [`OPTIONS`]: that is a programming error.
+pub fn option(key: &str) -> &'static OptionDef {
+    OPTIONS
+        .iter()
+        .find(|o| o.key == key)
+        .unwrap_or_else(|| panic!("no profile option named '{key}'"))
+}
+
+/// Help text of `key`, for clap's `help = ...`.
+pub fn help(key: &str) -> &'static str {
+    option(key).help
+}
+
+/// The option a CLI flag overrides (for `--qd`, the fleet key).
+pub fn by_flag(flag: &str) -> Option<&'static OptionDef> {
+    OPTIONS.iter().find(|o| o.flag == Some(flag))
+}
+
+/// A numeric interval read from an option's `range` column.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bounds {
+    /// (value, inclusive)
+    pub lo: Option<(f64, bool)>,
+    pub hi: Option<(f64, bool)>,
+}
+
+impl Bounds {
+    pub fn contains(&self, v: f64) -> bool {
+        if !v.is_finite() {
+            return false;
+        }
+        let lo_ok = match self.lo {
+            Some((lo, true)) => v >= lo,
+            Some((lo, false)) => v > lo,
+            None => true,
+        };
+        let hi_ok = match self.hi {
+            Some((hi, true)) => v <= hi,
+            Some((hi, false)) => v < hi,
+            None => true,
+        };
+        lo_ok && hi_ok
+    }
+}
+
+impl OptionDef {
+    /// Numeric bounds for integer, percent and float options, parsed from `range`.
+    pub fn bounds(&self) -> Option<Bounds> {
+        if !matches!(self.kind, "integer" | "percent" | "float") {
+            return None;
+        }
+        parse_bounds(self.range?)
+    }
+
+    /// Check a number against this option's range: `Err("150 is out of range 0..=100")`.
+    pub fn check(&self, v: f64) -> Result<(), String> {
+        match self.bounds() {
+            Some(b) if !b.contains(v) => Err(format!(
+                "{v} is out of range {}",
+                self.range.unwrap_or_default()
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// `a..=b`, `(a, b]`, `[a, b)`, `> a`, `>= a`, `< a`, `<= a`.
+fn parse_bounds(text: &str) -> Option<Bounds> {
+    let t = text.trim();
+    let num = |s: &str| s.trim().parse::<f64>().ok();
+    if let Some((a, b)) = t.split_once("..=") {
+        return Some(Bounds {
+            lo: Some((num(a)?, true)),
+            hi: Some((num(b)?, true)),
+        });
+    }
+    if (t.starts_with('(') || t.starts_with('[')) && (t.ends_with(')') || t.ends_with(']')) {
+        let (a, b) = t[1..t.len() - 1].split_once(',')?;
+        return Some(Bounds {
+            lo: Some((num(a)?, t.starts_with('['))),
+            hi: Some((num(b)?, t.ends_with(']'))),
+        });
+    }
+    for (op, lower, inclusive) in [
+        (">=", true, true),
+        ("<=", false, true),
+        (">", true, false),
+        ("<", false, false),
+    ] {
+        if let Some(rest) = t.strip_prefix(op) {
+            let bound = Some((num(rest)?, inclusive));
+            return Some(if lower {
+                Bounds {
+                    lo: bound,
+                    hi: None,
+                }
+            } else {
+                Bounds {
+                    lo: None,
+                    hi: bound,
+                }
+            });
+        }
+    }
+    None
+}
+
+/// The profile reference (docs/profiles.md), generated from [`OPTIONS`] and the built-in
+/// profiles. Regenerate the file with `cargo run -p iofleet -- profiles reference >
+/// docs/profiles.md`.
+pub fn reference_markdown() -> String {
+    let mut out = String::new();
+    out.push_str(REFERENCE_INTRO);
+    for (title, prefix, about) in [
+        ("Top level", "", "Keys outside any table."),
+        (
+            "`[fleet]`",
+            "fleet.",
+            "The shape of the fleet. Every worker gets the same disks and threads.",
+        ),
+        (
+            "`[timing]`",
+            "timing.",
+            "Phases and reporting. A run is prepare, warm-up, measure.",
+        ),
+        (
+            "`[[stream]]`",
+            "stream.",
+            "One table per access pattern; at least one is required. The flags of stream \
+             keys apply to every stream of the profile.",
+        ),
+    ] {
+        out.push_str(&format!("\n## {title}\n\n{about}\n\n"));
+        out.push_str("| key | CLI flag | type | default | range | description |\n");
+        out.push_str("|---|---|---|---|---|---|\n");
+        for o in OPTIONS.iter().filter(|o| {
+            if prefix.is_empty() {
+                !o.key.contains('.')
+            } else {
+                o.key.starts_with(prefix)
+            }
+        }) {
+            let short = o.key.strip_prefix(prefix).unwrap_or(o.key);
+            out.push_str(&format!(
+                "| `{}` | {} | {} | {} | {} | {} |\n",
+                short,
+                o.flag.map(|f| format!("`{f}`")).unwrap_or_default(),
+                cell(o.kind),
+                o.default
+                    .map(|d| cell(&format!("`{d}`")))
+                    .unwrap_or_default(),
+                o.range.map(cell).unwrap_or_default(),
+                cell(o.help),
+            ));
+        }
+    }
+    out.push_str(
+        "\n## Built-in profiles\n\nRun one with its name, show its TOML with \
+         `iofleet profiles show NAME`. Fleets are scaled down to at most 2 GiB of disk per \
+         profile; each description says what was scaled and where the parameters come \
+         from.\n\n",
+    );
+    for name in crate::builtin::builtin_names() {
+        let description = crate::load_builtin(name)
+            .ok()
+            .and_then(|p| p.description)
+            .unwrap_or_default();
+        let flat = description.split_whitespace().collect::<Vec<_>>().join(" ");
+        out.push_str(&format!("- **{name}** — {flat}\n"));
+    }
+    out
+}
+
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|").replace('\n', " ")
+}
+
+const REFERENCE_INTRO: &str = r#"# Profile reference
+
+<!-- Generated from crates/profile/src/options.rs by
+     `cargo run -p iofleet -- profiles reference > docs/profiles.md`. Do not edit. -->
+
+A profile is a TOML file: the fleet shape, the timing, and one or more streams (access
+patterns). Give a built-in profile by name or your own file by path (anything ending in
+`.toml` or containing `/`). Most keys can be overridden on the command line; an error
+always names the key (and the flag, if the value came from one) that fixes it.
+
+```toml
+name = "my-oltp"
+description = "8K 70/30 random data plus a sequential log"
+
+[fleet]
+workers = 2
+disks_per_worker = 4
+disk_size = "1g"
+threads_per_disk = 2
+qd = 8
+
+[timing]
+prepare = "random"
+warmup = "5s"
+duration = "60s"
+
+[[stream]]
+name = "data"
+bs = "8k"
+read_pct = 70
+random_pct = 100
+hot_bands = "95/5:4/10"
+disks = "0-2"
+
+[[stream]]
+name = "log"
+bs = "32k"
+read_pct = 0
+random_pct = 0
+rate_iops = 300.0
+qd = 1
+disks = [3]
+```
+
+## Units
+
+- **Sizes** are bytes with binary multiples for every suffix: `4096`, `4k` = `4KiB` =
+  `4KB` = 4096, `1.5k` = 1536, `1m`, `10g`, `1t`.
+- **Durations**: `500ms`, `10s`, `5m`, `1h`; a bare number is seconds.
+- **Rates** (`rate_iops`) are IOPS **per worker**, spread over that worker's disks and
+  threads. A fleet of 10 workers at `rate_iops = 100.0` issues 1000 IOPS in total.
+- **Percentages** are 0 to 100 and may have decimals.
+
+## How streams share a disk
+
+Each disk of each worker is driven by `threads_per_disk` threads. On every thread:
+
+- The **closed-loop** streams (those without their own `rate_iops`) share one lane of
+  `fleet.qd` outstanding I/Os. Whenever a slot frees, the next I/O's stream is picked at
+  random in proportion to `weight`. `timing.rate_iops`, if set, caps that lane; otherwise
+  it runs as fast as the storage allows.
+- Every **rated** stream (`rate_iops` set) gets a lane of its own with its own `qd`
+  (default `fleet.qd`). It is open loop: I/Os are due at times drawn from
+  `timing.arrival` (Poisson or uniform) regardless of completions, and latency is
+  measured from the intended issue time, so a slow system is not allowed to hide its
+  queueing delay (no coordinated omission). `weight` and `rate_iops` are mutually
+  exclusive.
+
+## Where offsets land
+
+- `random_pct` of the I/Os go to a random offset aligned to `align` inside the
+  working set (the first `working_set_pct` percent of the disk); the others continue a
+  **sequential cursor** kept per thread, wrapping at the end of the working set. The
+  threads of a disk start their cursors at evenly spaced offsets.
+- `hot_bands = "95/5:4/10"` (DISKSPD's notation): 95% of the random I/Os fall uniformly
+  in the first 5% of the working set, 4% in the next 10%, and the remaining 1% uniformly
+  in the remaining 85%. Bands are consecutive from the start; the io% and range% sums may
+  not exceed 100 each.
+- `zipf = 1.1`: random offsets follow a Zipf distribution with exponent theta over the
+  blocks of the working set; block 0 is the hottest and popularity falls with the block
+  index, so the hot data is contiguous at the start of the working set.
+- Without either, every aligned block is equally likely.
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::units::{format_duration, parse_bytes, parse_duration};
+
+    #[test]
+    fn keys_are_unique_and_help_is_set() {
+        for (i, o) in OPTIONS.iter().enumerate() {
+            assert!(!o.help.is_empty(), "{} has no help", o.key);
+            assert!(
+                OPTIONS[..i].iter().all(|p| p.key != o.key),
+                "{} twice",
+                o.key
+            );
+        }
+        assert_eq!(option("fleet.qd").flag, Some("--qd"));
+        assert_eq!(by_flag("--read-pct").unwrap().key, "stream.read_pct");
+        assert_eq!(by_flag("--qd").unwrap().key, "fleet.qd");
+    }
+
+    #[test]
+    #[should_panic(expected = "no profile option named 'fleet.nope'")]
+    fn unknown_option_panics() {
+        option("fleet.nope");
+    }
+
+    #[test]
+    fn every_numeric_range_parses() {
+        for o in OPTIONS {
+            if matches!(o.kind, "integer" | "percent" | "float") && o.range.is_some() {
+                assert!(o.bounds().is_some(), "range of {} does not parse", o.key);
+            }
+        }
+        let pct = option("stream.read_pct");
+        assert!(pct.check(0.0).is_ok() && pct.check(100.0).is_ok());
+        assert_eq!(pct.check(150.0).unwrap_err(), "150 is out of range 0..=100");
+        let ws = option("stream.working_set_pct");
+        assert!(ws.check(0.0).is_err() && ws.check(0.1).is_ok() && ws.check(100.0).is_ok());
+        assert!(ws.check(120.0).is_err());
+        let rate = option("stream.rate_iops");
+        assert!(rate.check(0.0).is_err() && rate.check(0.5).is_ok());
+        assert!(rate.check(f64::NAN).is_err());
+    }
+
+    #[test]
+    fn size_and_duration_ranges_match_the_constants() {
+        let ds = option("fleet.disk_size").range.unwrap();
+        assert!(ds.contains(&format!(">= {MIN_DISK_SIZE}")), "{ds}");
+        assert!(
+            ds.contains(&format!("multiple of {DISK_SIZE_MULTIPLE}")),
+            "{ds}"
+        );
+        assert_eq!(parse_bytes("1m").unwrap(), MIN_DISK_SIZE);
+        let iv = option("timing.interval").range.unwrap();
+        assert!(
+            iv.contains(&format!(">= {}", format_duration(MIN_INTERVAL))),
+            "{iv}"
+        );
+        assert_eq!(parse_duration("100ms").unwrap(), MIN_INTERVAL);
+        for key in ["stream.bs", "stream.align"] {
+            let r = option(key).range.unwrap();
+            assert!(r.contains(&DIRECT_IO_SECTOR.0.to_string()), "{key}: {r}");
+        }
+    }
+
+    #[test]
+    fn reference_has_every_key_and_profile() {
+        let md = reference_markdown();
+        for o in OPTIONS {
+            let short = o.key.rsplit('.').next().unwrap();
+            assert!(md.contains(&format!("| `{short}` |")), "{} missing", o.key);
+        }
+        for name in crate::builtin::builtin_names() {
+            assert!(md.contains(&format!("**{name}**")), "{name} missing");
+        }
+        assert!(
+            md.contains("`enum: random\\|zero\\|none`")
+                || md.contains("enum: random\\|zero\\|none")
+        );
+    }
+}

@@ -1,0 +1,167 @@
+//! The resolved, validated plan: what a run will do, with every cross-field check
+//! already passed. Nothing here parses text; `raw` does that and `validate` turns a
+//! `RawProfile` into a `Plan`. The fleet and the engines consume only this type.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::units::Bytes;
+
+/// How disks are filled before the measured phases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Prepare {
+    /// Incompressible pseudo-random data (the default; right for dedupe/compression).
+    Random,
+    /// Zero-filled blocks.
+    Zero,
+    /// No fill: reads of never-written blocks may not touch media.
+    None,
+}
+
+/// How arrivals are spaced in an open-loop (rate-limited) lane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arrival {
+    /// Exponential inter-arrival times (a Poisson process).
+    Poisson,
+    /// Evenly spaced arrivals.
+    Uniform,
+}
+
+/// Weighted block-size distribution; a fixed size is one entry with weight 1.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BlockSizes {
+    /// (size, weight) pairs, sizes in bytes, weights > 0.
+    pub entries: Vec<(Bytes, u32)>,
+}
+
+impl BlockSizes {
+    pub fn fixed(bs: Bytes) -> Self {
+        BlockSizes {
+            entries: vec![(bs, 1)],
+        }
+    }
+    pub fn max(&self) -> Bytes {
+        self.entries.iter().map(|e| e.0).max().unwrap_or(Bytes(0))
+    }
+    pub fn min(&self) -> Bytes {
+        self.entries.iter().map(|e| e.0).min().unwrap_or(Bytes(0))
+    }
+    /// Weighted mean block size in bytes.
+    pub fn mean(&self) -> f64 {
+        let total: u64 = self.entries.iter().map(|e| e.1 as u64).sum();
+        let sum: f64 = self
+            .entries
+            .iter()
+            .map(|e| e.0 .0 as f64 * e.1 as f64)
+            .sum();
+        sum / total.max(1) as f64
+    }
+}
+
+/// Where in the working set random offsets land.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Locality {
+    /// Every aligned block equally likely.
+    Uniform,
+    /// DISKSPD-style hot bands: (percent of I/O, percent of range) pairs, consecutive from
+    /// the start of the working set; the remaining I/O falls uniformly on the rest.
+    HotBands { bands: Vec<HotBand> },
+    /// Zipf distribution over blocks with exponent `theta` (> 0); block 0 hottest.
+    Zipf { theta: f64 },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct HotBand {
+    pub io_pct: f64,
+    pub range_pct: f64,
+}
+
+/// One access pattern of a profile, resolved.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StreamPlan {
+    pub name: String,
+    pub bs: BlockSizes,
+    /// Percent of I/Os that are reads, 0..=100.
+    pub read_pct: f64,
+    /// Percent of I/Os at a random offset, 0..=100; the rest continue a per-thread cursor.
+    pub random_pct: f64,
+    /// Offset alignment in bytes (power of two, >= 512 with direct I/O).
+    pub align: Bytes,
+    /// Relative share of I/Os among the closed-loop streams of a disk (None when rated).
+    pub weight: Option<u32>,
+    /// Own rate in IOPS per worker (open loop); None means it shares the worker lane.
+    pub rate_iops: Option<f64>,
+    /// Outstanding I/Os per thread for this stream's own lane (rated streams only).
+    pub qd: Option<u32>,
+    pub locality: Locality,
+    /// Percent of each disk addressed, (0, 100].
+    pub working_set_pct: f64,
+    /// Disk indexes (within a worker) this stream drives, sorted, deduplicated.
+    pub disks: Vec<u32>,
+}
+
+/// The fleet shape.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FleetShape {
+    pub workers: u32,
+    pub disks_per_worker: u32,
+    /// Addressable bytes per disk (for file targets; device targets may split instead).
+    pub disk_size: Bytes,
+    pub threads_per_disk: u32,
+    /// Outstanding I/Os per thread.
+    pub qd: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Timing {
+    pub prepare: Prepare,
+    #[serde(serialize_with = "ser_secs")]
+    pub warmup: Duration,
+    #[serde(serialize_with = "ser_secs")]
+    pub duration: Duration,
+    #[serde(serialize_with = "ser_secs")]
+    pub interval: Duration,
+    /// Rate cap in IOPS per worker for the closed-loop streams (None: as fast as possible).
+    pub rate_iops: Option<f64>,
+    pub arrival: Arrival,
+}
+
+fn ser_secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
+
+/// A validated profile: the only input the fleet needs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Plan {
+    pub name: String,
+    pub description: String,
+    pub fleet: FleetShape,
+    pub timing: Timing,
+    pub streams: Vec<StreamPlan>,
+}
+
+impl Plan {
+    /// Configured outstanding I/O for the whole fleet (every lane's qd × threads × disks).
+    pub fn configured_outstanding(&self) -> u64 {
+        let f = &self.fleet;
+        let mut per_worker = 0u64;
+        for disk in 0..f.disks_per_worker {
+            let streams: Vec<&StreamPlan> = self
+                .streams
+                .iter()
+                .filter(|s| s.disks.contains(&disk))
+                .collect();
+            if streams.iter().any(|s| s.rate_iops.is_none()) {
+                per_worker += f.qd as u64 * f.threads_per_disk as u64;
+            }
+            for s in streams.iter().filter(|s| s.rate_iops.is_some()) {
+                per_worker += s.qd.unwrap_or(f.qd) as u64 * f.threads_per_disk as u64;
+            }
+        }
+        per_worker * f.workers as u64
+    }
+}

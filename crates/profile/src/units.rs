@@ -1,0 +1,156 @@
+//! Units as types: byte sizes and durations, and their text forms.
+//!
+//! Sizes use binary multiples for every suffix (`4k` = `4KiB` = `4KB` = 4096 bytes), as
+//! fio does by default, because block sizes and disk sizes are quoted that way in the
+//! field. Durations accept `ms`, `s`, `m`, `h` (a bare number is seconds).
+//! Parsing returns a plain message; callers wrap it with the key or flag it came from.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// A number of bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize)]
+#[serde(transparent)]
+pub struct Bytes(pub u64);
+
+impl Bytes {
+    pub const KIB: u64 = 1024;
+    pub const MIB: u64 = 1024 * 1024;
+    pub const GIB: u64 = 1024 * 1024 * 1024;
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl fmt::Display for Bytes {
+    /// Shortest exact binary form: 4096 -> "4k", 1536 -> "1536", 1073741824 -> "1g".
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = self.0;
+        for (unit, suffix) in [
+            (1u64 << 40, "t"),
+            (1 << 30, "g"),
+            (1 << 20, "m"),
+            (1 << 10, "k"),
+        ] {
+            if v >= unit && v % unit == 0 {
+                return write!(f, "{}{}", v / unit, suffix);
+            }
+        }
+        write!(f, "{v}")
+    }
+}
+
+/// Parse `4096`, `4k`, `4K`, `4KiB`, `4KB`, `1.5m`, `10g`, `1t` (binary multiples).
+pub fn parse_bytes(text: &str) -> Result<Bytes, String> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Err("empty size".into());
+    }
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, suffix) = t.split_at(split);
+    let mult: u64 = match suffix.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        "t" | "tb" | "tib" => 1 << 40,
+        other => {
+            return Err(format!(
+                "'{text}' has an unknown size suffix '{other}' (use k, m, g or t)"
+            ))
+        }
+    };
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("'{text}' is not a size (examples: 4096, 4k, 256KiB, 10g)"))?;
+    let bytes = value * mult as f64;
+    if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 || bytes.fract() != 0.0 {
+        return Err(format!("'{text}' is not a whole number of bytes"));
+    }
+    Ok(Bytes(bytes as u64))
+}
+
+/// Parse `10s`, `500ms`, `5m`, `1h`, `1.5s` or a bare number of seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, suffix) = t.split_at(split);
+    let scale = match suffix.trim() {
+        "" | "s" | "sec" => 1.0,
+        "ms" => 1e-3,
+        "us" => 1e-6,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        _ => {
+            return Err(format!(
+                "'{text}' is not a duration (examples: 500ms, 10s, 5m, 1h)"
+            ))
+        }
+    };
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("'{text}' is not a duration (examples: 500ms, 10s, 5m, 1h)"))?;
+    let secs = value * scale;
+    if !secs.is_finite() || secs < 0.0 || secs > 1e9 {
+        return Err(format!("'{text}' is out of range"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Format a duration the way `parse_duration` reads it back.
+pub fn format_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if d.as_nanos() % 1_000_000 != 0 {
+        format!("{}s", d.as_secs_f64())
+    } else if ms % 1000 != 0 {
+        format!("{ms}ms")
+    } else {
+        let s = d.as_secs();
+        if s != 0 && s % 3600 == 0 {
+            format!("{}h", s / 3600)
+        } else if s != 0 && s % 60 == 0 {
+            format!("{}m", s / 60)
+        } else {
+            format!("{s}s")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_bytes("4096").unwrap(), Bytes(4096));
+        assert_eq!(parse_bytes("4k").unwrap(), Bytes(4096));
+        assert_eq!(parse_bytes("4KiB").unwrap(), Bytes(4096));
+        assert_eq!(parse_bytes("1.5k").unwrap(), Bytes(1536));
+        assert_eq!(parse_bytes("10g").unwrap(), Bytes(10 << 30));
+        assert!(parse_bytes("4x").is_err());
+        assert!(parse_bytes("").is_err());
+        assert!(parse_bytes("1.1").is_err());
+        assert_eq!(Bytes(4096).to_string(), "4k");
+        assert_eq!(Bytes(1536).to_string(), "1536");
+        assert_eq!(Bytes(10 << 30).to_string(), "10g");
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("10s").unwrap(), Duration::from_secs(10));
+        assert_eq!(parse_duration("10").unwrap(), Duration::from_secs(10));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert!(parse_duration("10x").is_err());
+        assert!(parse_duration("x").is_err());
+        for d in ["10s", "500ms", "2m", "1h", "0s"] {
+            assert_eq!(format_duration(parse_duration(d).unwrap()), d);
+        }
+    }
+}

@@ -1,0 +1,757 @@
+//! Raw profile + command-line overrides + context → validated [`Plan`].
+//!
+//! All value parsing (sizes, durations, block-size lists, hot bands, disk lists) and every
+//! range and cross-field check happens here, before any I/O. Each error names the dotted
+//! TOML key that fixes it and, if the value came from an override, the CLI flag. Numeric
+//! ranges and defaults come from the option table in `options`, so they are written once.
+//! This module knows nothing about engines or files; `Context` carries the one fact about
+//! the target it needs (whether I/O is direct).
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use crate::error::ProfileError;
+use crate::options::{option, DIRECT_IO_SECTOR, DISK_SIZE_MULTIPLE, MIN_DISK_SIZE, MIN_INTERVAL};
+use crate::plan::{
+    Arrival, BlockSizes, FleetShape, HotBand, Locality, Plan, Prepare, StreamPlan, Timing,
+};
+use crate::raw::{RawDisks, RawProfile, RawStream};
+use crate::units::{format_duration, parse_bytes, parse_duration, Bytes};
+
+/// Facts about the run that change what is valid.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Context {
+    /// I/O bypasses the page cache (O_DIRECT): sizes and offsets must be sector multiples.
+    pub direct: bool,
+}
+
+/// Command-line overrides; `None` keeps the profile's value. Stream-level fields (`bs`,
+/// `read_pct`, `random_pct`, `working_set`) apply to every stream; `qd` replaces
+/// `fleet.qd` and every rated stream's own `qd`.
+#[derive(Default, Debug, Clone)]
+pub struct Overrides {
+    pub workers: Option<u32>,
+    pub disks: Option<u32>,
+    pub disk_size: Option<Bytes>,
+    pub threads: Option<u32>,
+    pub qd: Option<u32>,
+    pub bs: Option<BlockSizes>,
+    pub read_pct: Option<f64>,
+    pub random_pct: Option<f64>,
+    pub working_set: Option<f64>,
+    pub duration: Option<Duration>,
+    pub warmup: Option<Duration>,
+    pub interval: Option<Duration>,
+    pub rate: Option<f64>,
+    pub prepare: Option<Prepare>,
+}
+
+/// A value and the flag it came from (None: from the profile or the default).
+#[derive(Debug, Clone, Copy)]
+struct Val<T> {
+    v: T,
+    flag: Option<&'static str>,
+}
+
+impl<T> Val<T> {
+    /// How to refer to this value in another key's message: the flag if it came from one.
+    fn name(&self, key: &str) -> String {
+        self.flag.map_or_else(|| key.to_string(), |f| f.to_string())
+    }
+}
+
+struct Resolver<'a> {
+    origin: &'a str,
+    ctx: Context,
+}
+
+impl Resolver<'_> {
+    fn err(
+        &self,
+        key: &str,
+        flag: Option<&'static str>,
+        message: impl Into<String>,
+    ) -> ProfileError {
+        ProfileError::Invalid {
+            origin: self.origin.to_string(),
+            key: key.to_string(),
+            flag,
+            message: message.into(),
+        }
+    }
+
+    /// Override, else the profile's value, else the table default; range from the table.
+    fn integer(
+        &self,
+        opt: &str,
+        key: &str,
+        ov: Option<u32>,
+        raw: Option<i64>,
+    ) -> Result<Option<Val<u32>>, ProfileError> {
+        let def = option(opt);
+        let (v, flag) = match (ov, raw) {
+            (Some(v), _) => (v as i64, def.flag),
+            (None, Some(v)) => (v, None),
+            (None, None) => return Ok(None),
+        };
+        def.check(v as f64).map_err(|m| self.err(key, flag, m))?;
+        let v =
+            u32::try_from(v).map_err(|_| self.err(key, flag, format!("{v} is out of range")))?;
+        Ok(Some(Val { v, flag }))
+    }
+
+    fn number(
+        &self,
+        opt: &str,
+        key: &str,
+        ov: Option<f64>,
+        raw: Option<f64>,
+    ) -> Result<Option<Val<f64>>, ProfileError> {
+        let def = option(opt);
+        let (v, flag) = match (ov, raw) {
+            (Some(v), _) => (v, def.flag),
+            (None, Some(v)) => (v, None),
+            (None, None) => return Ok(None),
+        };
+        def.check(v).map_err(|m| self.err(key, flag, m))?;
+        Ok(Some(Val { v, flag }))
+    }
+
+    fn duration(
+        &self,
+        opt: &str,
+        ov: Option<Duration>,
+        raw: Option<&str>,
+    ) -> Result<Val<Duration>, ProfileError> {
+        let def = option(opt);
+        if let Some(v) = ov {
+            return Ok(Val { v, flag: def.flag });
+        }
+        let text = raw.unwrap_or_else(|| default_text(opt));
+        let v = parse_duration(text).map_err(|m| self.err(opt, None, m))?;
+        Ok(Val { v, flag: None })
+    }
+
+    fn fleet(
+        &self,
+        raw: &RawProfile,
+        ov: &Overrides,
+    ) -> Result<(FleetShape, Val<Bytes>), ProfileError> {
+        let f = &raw.fleet;
+        let int = |opt: &str, o: Option<u32>, r: Option<i64>| -> Result<u32, ProfileError> {
+            Ok(match self.integer(opt, opt, o, r)? {
+                Some(v) => v.v,
+                None => default_int(opt),
+            })
+        };
+        let workers = int("fleet.workers", ov.workers, f.workers)?;
+        let disks_per_worker = int("fleet.disks_per_worker", ov.disks, f.disks_per_worker)?;
+        let threads_per_disk = int("fleet.threads_per_disk", ov.threads, f.threads_per_disk)?;
+        let qd = int("fleet.qd", ov.qd, f.qd)?;
+
+        let key = "fleet.disk_size";
+        let disk_size = match ov.disk_size {
+            Some(v) => Val {
+                v,
+                flag: option(key).flag,
+            },
+            None => {
+                let text = f.disk_size.as_deref().unwrap_or_else(|| default_text(key));
+                let v = parse_bytes(text).map_err(|m| self.err(key, None, m))?;
+                Val { v, flag: None }
+            }
+        };
+        if disk_size.v < MIN_DISK_SIZE {
+            return Err(self.err(
+                key,
+                disk_size.flag,
+                format!(
+                    "{} is smaller than the minimum {MIN_DISK_SIZE}",
+                    disk_size.v
+                ),
+            ));
+        }
+        if disk_size.v.0 % DISK_SIZE_MULTIPLE.0 != 0 {
+            return Err(self.err(
+                key,
+                disk_size.flag,
+                format!(
+                    "{} bytes is not a multiple of {DISK_SIZE_MULTIPLE}",
+                    disk_size.v.0
+                ),
+            ));
+        }
+        let shape = FleetShape {
+            workers,
+            disks_per_worker,
+            disk_size: disk_size.v,
+            threads_per_disk,
+            qd,
+        };
+        Ok((shape, disk_size))
+    }
+
+    fn timing(&self, raw: &RawProfile, ov: &Overrides) -> Result<Timing, ProfileError> {
+        let t = &raw.timing;
+        let prepare = match ov.prepare {
+            Some(p) => p,
+            None => {
+                let key = "timing.prepare";
+                match t.prepare.as_deref().unwrap_or_else(|| default_text(key)) {
+                    "random" => Prepare::Random,
+                    "zero" => Prepare::Zero,
+                    "none" => Prepare::None,
+                    other => {
+                        return Err(self.err(
+                            key,
+                            None,
+                            format!("'{other}' is not one of random, zero, none"),
+                        ))
+                    }
+                }
+            }
+        };
+        let arrival = {
+            let key = "timing.arrival";
+            match t.arrival.as_deref().unwrap_or_else(|| default_text(key)) {
+                "poisson" => Arrival::Poisson,
+                "uniform" => Arrival::Uniform,
+                other => {
+                    return Err(self.err(
+                        key,
+                        None,
+                        format!("'{other}' is not one of poisson, uniform"),
+                    ))
+                }
+            }
+        };
+        let warmup = self.duration("timing.warmup", ov.warmup, t.warmup.as_deref())?;
+        let duration = self.duration("timing.duration", ov.duration, t.duration.as_deref())?;
+        if duration.v.is_zero() {
+            return Err(self.err("timing.duration", duration.flag, "must be greater than 0s"));
+        }
+        let interval = self.duration("timing.interval", ov.interval, t.interval.as_deref())?;
+        if interval.v < MIN_INTERVAL {
+            return Err(self.err(
+                "timing.interval",
+                interval.flag,
+                format!(
+                    "{} is shorter than the minimum {}",
+                    format_duration(interval.v),
+                    format_duration(MIN_INTERVAL)
+                ),
+            ));
+        }
+        if interval.v > duration.v {
+            return Err(self.err(
+                "timing.interval",
+                interval.flag,
+                format!(
+                    "{} is longer than {} ({})",
+                    format_duration(interval.v),
+                    duration.name("timing.duration"),
+                    format_duration(duration.v)
+                ),
+            ));
+        }
+        let rate = self.number("timing.rate_iops", "timing.rate_iops", ov.rate, t.rate_iops)?;
+        Ok(Timing {
+            prepare,
+            warmup: warmup.v,
+            duration: duration.v,
+            interval: interval.v,
+            rate_iops: rate.map(|r| r.v),
+            arrival,
+        })
+    }
+
+    fn stream(
+        &self,
+        i: usize,
+        rs: &RawStream,
+        ov: &Overrides,
+        fleet: &FleetShape,
+        disk_size: Val<Bytes>,
+    ) -> Result<StreamPlan, ProfileError> {
+        let name = rs.name.clone().unwrap_or_else(|| format!("stream{i}"));
+        let prefix = match &rs.name {
+            Some(n) => format!("stream[{i}] (\"{n}\")"),
+            None => format!("stream[{i}]"),
+        };
+        let k = |field: &str| format!("{prefix}.{field}");
+        let disk_size_name = disk_size.name("fleet.disk_size");
+
+        // Block sizes.
+        let bs_key = k("bs");
+        let bs = match &ov.bs {
+            Some(b) => Val {
+                v: b.clone(),
+                flag: option("stream.bs").flag,
+            },
+            None => {
+                let text = rs.bs.as_deref().ok_or_else(|| {
+                    self.err(
+                        &bs_key,
+                        None,
+                        "is required (e.g. bs = \"4k\" or \"512:10,4k:90\")",
+                    )
+                })?;
+                let v = parse_block_sizes(text).map_err(|m| self.err(&bs_key, None, m))?;
+                Val { v, flag: None }
+            }
+        };
+        if bs.v.entries.is_empty() {
+            return Err(self.err(&bs_key, bs.flag, "has no block sizes"));
+        }
+        for &(size, weight) in &bs.v.entries {
+            if size.0 == 0 {
+                return Err(self.err(&bs_key, bs.flag, "block size must be greater than 0"));
+            }
+            if weight == 0 {
+                return Err(self.err(
+                    &bs_key,
+                    bs.flag,
+                    format!("weight of {size} must be at least 1"),
+                ));
+            }
+            if self.ctx.direct && size.0 % DIRECT_IO_SECTOR.0 != 0 {
+                return Err(self.err(
+                    &bs_key,
+                    bs.flag,
+                    format!(
+                        "{} bytes is not a multiple of {} bytes, which direct I/O requires",
+                        size.0, DIRECT_IO_SECTOR.0
+                    ),
+                ));
+            }
+        }
+        let max_bs = bs.v.max();
+        if max_bs > fleet.disk_size {
+            return Err(self.err(
+                &bs_key,
+                bs.flag,
+                format!(
+                    "block size {max_bs} is larger than {disk_size_name} ({})",
+                    fleet.disk_size
+                ),
+            ));
+        }
+
+        // Mix.
+        let pct =
+            |field: &str, opt: &str, o: Option<f64>, r: Option<f64>| -> Result<f64, ProfileError> {
+                let key = k(field);
+                self.number(opt, &key, o, r)?
+                    .map(|v| v.v)
+                    .ok_or_else(|| self.err(&key, None, "is required (0..=100)"))
+            };
+        let read_pct = pct("read_pct", "stream.read_pct", ov.read_pct, rs.read_pct)?;
+        let random_pct = pct(
+            "random_pct",
+            "stream.random_pct",
+            ov.random_pct,
+            rs.random_pct,
+        )?;
+
+        // Alignment.
+        let align_key = k("align");
+        let align = match rs.align.as_deref() {
+            Some(text) => parse_bytes(text).map_err(|m| self.err(&align_key, None, m))?,
+            None => Bytes(bs.v.min().0.max(DIRECT_IO_SECTOR.0).next_power_of_two()),
+        };
+        if !align.0.is_power_of_two() {
+            return Err(self.err(
+                &align_key,
+                None,
+                format!("{} bytes is not a power of two", align.0),
+            ));
+        }
+        if self.ctx.direct && align < DIRECT_IO_SECTOR {
+            return Err(self.err(
+                &align_key,
+                None,
+                format!(
+                    "{} bytes is below the {}-byte minimum of direct I/O",
+                    align.0, DIRECT_IO_SECTOR.0
+                ),
+            ));
+        }
+        if align > fleet.disk_size {
+            return Err(self.err(
+                &align_key,
+                None,
+                format!(
+                    "{align} is larger than {disk_size_name} ({})",
+                    fleet.disk_size
+                ),
+            ));
+        }
+
+        // Lane: weight (closed loop) or own rate (open loop).
+        if rs.weight.is_some() && rs.rate_iops.is_some() {
+            return Err(self.err(
+                &k("weight"),
+                None,
+                format!(
+                    "{} and {} are mutually exclusive: a stream with its own rate runs in its own \
+                     lane; remove one of them",
+                    k("weight"),
+                    k("rate_iops")
+                ),
+            ));
+        }
+        let rate = self.number("stream.rate_iops", &k("rate_iops"), None, rs.rate_iops)?;
+        let weight = self.integer("stream.weight", &k("weight"), None, rs.weight)?;
+        if rs.qd.is_some() && rate.is_none() {
+            return Err(self.err(
+                &k("qd"),
+                None,
+                format!(
+                    "is only allowed together with {} (closed-loop streams share fleet.qd)",
+                    k("rate_iops")
+                ),
+            ));
+        }
+        let (weight, rate_iops, qd) = match rate {
+            Some(r) => {
+                let qd = self.integer("stream.qd", &k("qd"), ov.qd, rs.qd)?;
+                (None, Some(r.v), Some(qd.map_or(fleet.qd, |q| q.v)))
+            }
+            None => (
+                Some(weight.map_or(default_int("stream.weight"), |w| w.v)),
+                None,
+                None,
+            ),
+        };
+
+        // Locality.
+        let locality = match (&rs.hot_bands, rs.zipf) {
+            (Some(_), Some(_)) => {
+                return Err(self.err(
+                    &k("hot_bands"),
+                    None,
+                    format!(
+                        "{} and {} are mutually exclusive",
+                        k("hot_bands"),
+                        k("zipf")
+                    ),
+                ))
+            }
+            (Some(text), None) => Locality::HotBands {
+                bands: parse_hot_bands(text).map_err(|m| self.err(&k("hot_bands"), None, m))?,
+            },
+            (None, Some(_)) => {
+                let theta = self.number("stream.zipf", &k("zipf"), None, rs.zipf)?;
+                Locality::Zipf {
+                    theta: theta.map_or(1.0, |t| t.v),
+                }
+            }
+            (None, None) => Locality::Uniform,
+        };
+
+        // Working set.
+        let ws_key = k("working_set_pct");
+        let ws = self
+            .number(
+                "stream.working_set_pct",
+                &ws_key,
+                ov.working_set,
+                rs.working_set_pct,
+            )?
+            .unwrap_or(Val {
+                v: default_f64("stream.working_set_pct"),
+                flag: None,
+            });
+        let ws_bytes = fleet.disk_size.0 as f64 * ws.v / 100.0;
+        if ws_bytes < max_bs.0 as f64 {
+            return Err(self.err(
+                &ws_key,
+                ws.flag,
+                format!(
+                    "{}% of {disk_size_name} ({}) is {} bytes, less than one block of the largest \
+                     block size {max_bs}",
+                    ws.v,
+                    fleet.disk_size,
+                    ws_bytes.floor()
+                ),
+            ));
+        }
+
+        // Disks.
+        let disks_key = k("disks");
+        let all: Vec<u32> = (0..fleet.disks_per_worker).collect();
+        let disks = match &rs.disks {
+            None => all,
+            Some(d) => match parse_disk_list(d).map_err(|m| self.err(&disks_key, None, m))? {
+                None => all,
+                Some(list) => {
+                    let n = fleet.disks_per_worker;
+                    if ov.disks.is_some() {
+                        let kept: Vec<u32> = list.iter().copied().filter(|&d| d < n).collect();
+                        if kept.is_empty() {
+                            return Err(self.err(
+                                &disks_key,
+                                option("fleet.disks_per_worker").flag,
+                                format!(
+                                    "with {n} disks per worker none of this stream's disks {list:?} \
+                                     exist; use a larger --disks"
+                                ),
+                            ));
+                        }
+                        kept
+                    } else if let Some(bad) = list.iter().find(|&&d| d >= n) {
+                        return Err(self.err(
+                            &disks_key,
+                            None,
+                            format!(
+                                "disk {bad} does not exist: fleet.disks_per_worker is {n} (indexes \
+                                 0..={})",
+                                n - 1
+                            ),
+                        ));
+                    } else {
+                        list
+                    }
+                }
+            },
+        };
+
+        Ok(StreamPlan {
+            name,
+            bs: bs.v,
+            read_pct,
+            random_pct,
+            align,
+            weight,
+            rate_iops,
+            qd,
+            locality,
+            working_set_pct: ws.v,
+            disks,
+        })
+    }
+}
+
+/// Validate `raw` with `ov` applied, for the target described by `ctx`.
+pub fn resolve(raw: &RawProfile, ov: &Overrides, ctx: &Context) -> Result<Plan, ProfileError> {
+    let origin = if raw.origin.is_empty() {
+        "profile"
+    } else {
+        &raw.origin
+    };
+    let r = Resolver { origin, ctx: *ctx };
+    let name = match raw.name.as_deref().map(str::trim) {
+        Some(n) if !n.is_empty() => n.to_string(),
+        _ => return Err(r.err("name", None, "is required and may not be empty")),
+    };
+    let (fleet, disk_size) = r.fleet(raw, ov)?;
+    let timing = r.timing(raw, ov)?;
+    if raw.streams.is_empty() {
+        return Err(r.err(
+            "stream",
+            None,
+            "a profile needs at least one [[stream]] table (with bs, read_pct, random_pct)",
+        ));
+    }
+    let mut streams = Vec::with_capacity(raw.streams.len());
+    let mut names = BTreeSet::new();
+    for (i, rs) in raw.streams.iter().enumerate() {
+        let s = r.stream(i, rs, ov, &fleet, disk_size)?;
+        if !names.insert(s.name.clone()) {
+            return Err(r.err(
+                &format!("stream[{i}].name"),
+                None,
+                format!("\"{}\" is already the name of an earlier stream", s.name),
+            ));
+        }
+        streams.push(s);
+    }
+    if timing.rate_iops.is_some() && streams.iter().all(|s| s.rate_iops.is_some()) {
+        let flag = ov.rate.and(option("timing.rate_iops").flag);
+        return Err(r.err(
+            "timing.rate_iops",
+            flag,
+            "applies to closed-loop streams, but every stream has its own stream.rate_iops",
+        ));
+    }
+    Ok(Plan {
+        name,
+        description: raw
+            .description
+            .clone()
+            .unwrap_or_default()
+            .trim()
+            .to_string(),
+        fleet,
+        timing,
+        streams,
+    })
+}
+
+/// The table default of `opt` without TOML quotes.
+fn default_text(opt: &str) -> &'static str {
+    option(opt)
+        .default
+        .unwrap_or_else(|| panic!("option {opt} has no default"))
+        .trim_matches('"')
+}
+
+fn default_int(opt: &str) -> u32 {
+    default_text(opt)
+        .parse()
+        .unwrap_or_else(|_| panic!("default of {opt} is not an integer"))
+}
+
+fn default_f64(opt: &str) -> f64 {
+    default_text(opt)
+        .parse()
+        .unwrap_or_else(|_| panic!("default of {opt} is not a number"))
+}
+
+/// `"4k"` (fixed) or a weighted list `"512:10,4k:60,64k:30"` (size:weight, weights are
+/// whole numbers >= 1, sizes distinct and > 0).
+pub fn parse_block_sizes(s: &str) -> Result<BlockSizes, String> {
+    let text = s.trim();
+    if text.is_empty() {
+        return Err("empty block size (e.g. \"4k\" or \"512:10,4k:90\")".into());
+    }
+    if !text.contains(':') && !text.contains(',') {
+        let size = parse_bytes(text)?;
+        if size.0 == 0 {
+            return Err("block size must be greater than 0".into());
+        }
+        return Ok(BlockSizes::fixed(size));
+    }
+    let mut entries: Vec<(Bytes, u32)> = Vec::new();
+    for entry in text.split(',') {
+        let entry = entry.trim();
+        if entry.is_empty() {
+            return Err(format!("'{text}' has an empty entry (a stray comma?)"));
+        }
+        let (size, weight) = entry.split_once(':').ok_or_else(|| {
+            format!("entry '{entry}' of '{text}' needs a weight: write size:weight, e.g. 4k:60")
+        })?;
+        if size.trim().is_empty() {
+            return Err(format!(
+                "entry '{entry}' of '{text}' has no size before ':'"
+            ));
+        }
+        let size = parse_bytes(size).map_err(|m| format!("entry '{entry}': {m}"))?;
+        if size.0 == 0 {
+            return Err(format!(
+                "entry '{entry}': block size must be greater than 0"
+            ));
+        }
+        let weight: u32 = weight.trim().parse().map_err(|_| {
+            format!(
+                "entry '{entry}': weight '{}' is not a whole number",
+                weight.trim()
+            )
+        })?;
+        if weight == 0 {
+            return Err(format!("entry '{entry}': weight must be at least 1"));
+        }
+        if entries.iter().any(|e| e.0 == size) {
+            return Err(format!("'{text}' lists {size} more than once"));
+        }
+        entries.push((size, weight));
+    }
+    Ok(BlockSizes { entries })
+}
+
+/// DISKSPD-style hot bands, `io%/range%` pairs separated by `:`: `"95/5:4/10"` puts 95% of
+/// random I/Os on the first 5% of the working set and 4% on the next 10%; the rest fall
+/// on the remainder.
+pub fn parse_hot_bands(s: &str) -> Result<Vec<HotBand>, String> {
+    let text = s.trim();
+    if text.is_empty() {
+        return Err("empty hot bands (e.g. \"95/5:4/10\")".into());
+    }
+    let mut bands = Vec::new();
+    for band in text.split(':') {
+        let band = band.trim();
+        let (io, range) = band
+            .split_once('/')
+            .ok_or_else(|| format!("band '{band}' of '{text}' is not io%/range% (e.g. 95/5)"))?;
+        let num = |v: &str, what: &str| -> Result<f64, String> {
+            let x: f64 = v
+                .trim()
+                .parse()
+                .map_err(|_| format!("band '{band}': {what} '{}' is not a number", v.trim()))?;
+            if !(x.is_finite() && x > 0.0 && x <= 100.0) {
+                return Err(format!("band '{band}': {what} must be in (0, 100]"));
+            }
+            Ok(x)
+        };
+        bands.push(HotBand {
+            io_pct: num(io, "io%")?,
+            range_pct: num(range, "range%")?,
+        });
+    }
+    const EPS: f64 = 1e-9;
+    let io: f64 = bands.iter().map(|b| b.io_pct).sum();
+    let range: f64 = bands.iter().map(|b| b.range_pct).sum();
+    if io > 100.0 + EPS {
+        return Err(format!("the io% of '{text}' add up to {io}, more than 100"));
+    }
+    if range > 100.0 + EPS {
+        return Err(format!(
+            "the range% of '{text}' add up to {range}, more than 100"
+        ));
+    }
+    if range >= 100.0 - EPS && io < 100.0 - EPS {
+        return Err(format!(
+            "the bands of '{text}' cover the whole range but only {io}% of the I/O; the rest \
+             would have nowhere to go"
+        ));
+    }
+    Ok(bands)
+}
+
+/// `"all"` → None; `"0-3"`, `"4,5"`, `"0-1,6"` or `[0, 1]` → sorted, deduplicated indexes.
+fn parse_disk_list(d: &RawDisks) -> Result<Option<Vec<u32>>, String> {
+    let mut set = BTreeSet::new();
+    let index = |v: i64| -> Result<u32, String> {
+        u32::try_from(v).map_err(|_| format!("{v} is not a disk index (0, 1, 2, ...)"))
+    };
+    match d {
+        RawDisks::List(list) => {
+            for &v in list {
+                set.insert(index(v)?);
+            }
+        }
+        RawDisks::Text(t) => {
+            let t = t.trim();
+            if t == "all" {
+                return Ok(None);
+            }
+            for item in t.split(',') {
+                let item = item.trim();
+                let parse = |s: &str| -> Result<u32, String> {
+                    s.trim().parse::<u32>().map_err(|_| {
+                        format!("'{item}' is not a disk index or range (examples: \"all\", \"0-3\", \"4,5\")")
+                    })
+                };
+                match item.split_once('-') {
+                    Some((a, b)) => {
+                        let (a, b) = (parse(a)?, parse(b)?);
+                        if a > b {
+                            return Err(format!("range '{item}' runs backwards"));
+                        }
+                        set.extend(a..=b);
+                    }
+                    None => {
+                        set.insert(parse(item)?);
+                    }
+                }
+            }
+        }
+    }
+    if set.is_empty() {
+        return Err("the disk list is empty".into());
+    }
+    Ok(Some(set.into_iter().collect()))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,192 @@
+//! The human-readable result: a headline with the columns practitioners publish (IOPS,
+//! MB/s, mean/read/write latency, standard deviation, outstanding I/O, CPU, memory),
+//! then latency percentiles per direction and per stream, intervals in brief, workers,
+//! and errors. Plain text, fixed-width columns, no colour.
+
+use std::io::{self, Write};
+
+use iofleet_stats::result::RunResult;
+use iofleet_stats::OpSummary;
+
+use crate::Exporter;
+
+pub struct TableExporter {
+    /// Print every interval, not only a summary line about them.
+    pub intervals: bool,
+}
+
+fn lat_row(out: &mut dyn Write, label: &str, s: &OpSummary) -> io::Result<()> {
+    let l = &s.latency_us;
+    writeln!(
+        out,
+        "  {label:<14} {:>12.0} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>10.1} {:>10.1}",
+        s.iops, s.mbps, l.mean, l.stddev, l.p50, l.p90, l.p95, l.p99, l.p99_9, l.p99_99, l.max
+    )
+}
+
+impl Exporter for TableExporter {
+    fn export(&self, r: &RunResult, out: &mut dyn Write) -> io::Result<()> {
+        let run = &r.run;
+        let s = &r.summary;
+        writeln!(
+            out,
+            "iofleet {}  profile {}  engine {}  target {}  direct I/O {}",
+            run.iofleet_version,
+            run.profile,
+            run.engine,
+            run.target,
+            if run.direct { "on" } else { "off" }
+        )?;
+        writeln!(
+            out,
+            "started {}  measured {:.1} s after {:.1} s warm-up{}",
+            run.started_at,
+            run.duration_s,
+            run.warmup_s,
+            if run.interrupted {
+                "  (INTERRUPTED: partial result)"
+            } else {
+                ""
+            }
+        )?;
+        writeln!(out)?;
+        writeln!(
+            out,
+            "  {:>12} {:>9} {:>12} {:>12} {:>12} {:>12} {:>11} {:>9} {:>9}",
+            "IOPS",
+            "MB/s",
+            "lat mean µs",
+            "read µs",
+            "write µs",
+            "stddev µs",
+            "outstanding",
+            "CPU %",
+            "mem %"
+        )?;
+        writeln!(
+            out,
+            "  {:>12.0} {:>9.1} {:>12.1} {:>12.1} {:>12.1} {:>12.1} {:>11} {:>9.1} {:>9.1}",
+            s.all.iops,
+            s.all.mbps,
+            s.all.latency_us.mean,
+            s.read.latency_us.mean,
+            s.write.latency_us.mean,
+            s.all.latency_us.stddev,
+            format!(
+                "{:.1}/{}",
+                s.outstanding_io.measured_mean, s.outstanding_io.configured
+            ),
+            s.cpu.host_pct,
+            s.memory.host_used_pct
+        )?;
+        writeln!(out)?;
+        writeln!(
+            out,
+            "  {:<14} {:>12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10}",
+            "latency µs",
+            "IOPS",
+            "MB/s",
+            "mean",
+            "stddev",
+            "p50",
+            "p90",
+            "p95",
+            "p99",
+            "p99.9",
+            "p99.99",
+            "max"
+        )?;
+        lat_row(out, "read", &s.read)?;
+        lat_row(out, "write", &s.write)?;
+        lat_row(out, "all", &s.all)?;
+        if r.streams.len() > 1 {
+            for st in &r.streams {
+                let name: String = st.name.chars().take(14).collect();
+                lat_row(out, &name, &st.all)?;
+            }
+        }
+        writeln!(out)?;
+        let measured: Vec<_> = r.intervals.iter().filter(|i| !i.warmup).collect();
+        writeln!(
+            out,
+            "IOPS median of {} measured {:.0} s intervals: {:.0}",
+            measured.len(),
+            run.interval_s,
+            s.iops_median_interval
+        )?;
+        if self.intervals {
+            writeln!(
+                out,
+                "  {:>7} {:>8} {:>12} {:>9} {:>10} {:>10}",
+                "t s", "phase", "IOPS", "MB/s", "p50 µs", "p99 µs"
+            )?;
+            for i in &r.intervals {
+                writeln!(
+                    out,
+                    "  {:>7.1} {:>8} {:>12.0} {:>9.1} {:>10.1} {:>10.1}",
+                    i.t_s,
+                    if i.warmup { "warm-up" } else { "measure" },
+                    i.iops,
+                    i.mbps,
+                    i.p50_us,
+                    i.p99_us
+                )?;
+            }
+        }
+        writeln!(
+            out,
+            "CPU: iofleet usr {:.1}% sys {:.1}% (of one core), host {:.1}% of all cores; {:.2} µs per I/O (host {:.2} µs)",
+            s.cpu.usr_pct, s.cpu.sys_pct, s.cpu.host_pct, s.cpu.us_per_io, s.cpu.host_us_per_io
+        )?;
+        writeln!(
+            out,
+            "Memory: iofleet peak RSS {:.1} MiB, host {:.1}% in use",
+            s.memory.rss_peak_mib, s.memory.host_used_pct
+        )?;
+        if r.workers.len() > 1 {
+            writeln!(out)?;
+            writeln!(
+                out,
+                "  {:>6} {:<16} {:>12} {:>9} {:>12} {:>12} {:>12} {:>12}",
+                "worker",
+                "host",
+                "IOPS",
+                "MB/s",
+                "read mean",
+                "read p99",
+                "write mean",
+                "write p99"
+            )?;
+            for w in &r.workers {
+                writeln!(
+                    out,
+                    "  {:>6} {:<16} {:>12.0} {:>9.1} {:>12.1} {:>12.1} {:>12.1} {:>12.1}",
+                    w.worker,
+                    w.host.chars().take(16).collect::<String>(),
+                    w.all.iops,
+                    w.all.mbps,
+                    w.read.latency_us.mean,
+                    w.read.latency_us.p99,
+                    w.write.latency_us.mean,
+                    w.write.latency_us.p99
+                )?;
+            }
+        }
+        let e = &s.errors;
+        writeln!(out, "I/O errors: {}", e.count)?;
+        for d in &e.first {
+            writeln!(
+                out,
+                "  t={:.3}s worker {} disk {} thread {} {} offset {} len {}: {} (errno {})",
+                d.t_s, d.worker, d.disk, d.thread, d.op, d.offset, d.len, d.message, d.errno
+            )?;
+        }
+        for f in &e.failed_threads {
+            writeln!(out, "  thread failed: {f}")?;
+        }
+        for n in &r.notices {
+            writeln!(out, "note: {n}")?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,16 @@
+//! Statistics that merge exactly: latency histograms, per-operation counters, per-stream
+//! samples, and the summaries and result model computed from them.
+//!
+//! Every accumulating type implements `AddAssign<&Self>`, and that one operation is used
+//! from thread to worker to host to fleet, so a cluster percentile is always read from
+//! the merged histogram, never averaged from per-worker percentiles. This crate does no
+//! I/O and knows nothing of engines or targets.
+
+pub mod hist;
+pub mod ops;
+pub mod result;
+pub mod summary;
+
+pub use hist::LatencyHist;
+pub use ops::{OpStats, Sample, StreamStats};
+pub use summary::{LatencySummary, OpSummary};

@@ -1,0 +1,151 @@
+//! The result model: what a finished (or interrupted) run reports. This is the JSON
+//! contract (`docs/result.schema.json`, `docs/results.md`); exporters, the results store
+//! and comparisons all read this one type. Field names are part of the contract: adding
+//! a field is compatible, renaming or removing one bumps `SCHEMA_VERSION`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::summary::OpSummary;
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    pub schema_version: u32,
+    pub run: RunInfo,
+    pub summary: RunSummary,
+    /// Per stream of the profile, over the measured phase.
+    pub streams: Vec<StreamSummary>,
+    /// Every interval of warm-up and measurement, in time order.
+    pub intervals: Vec<IntervalRow>,
+    /// Per worker, over the measured phase.
+    pub workers: Vec<WorkerSummary>,
+    /// Things the user should know about how the run was carried out.
+    pub notices: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunInfo {
+    pub profile: String,
+    pub description: String,
+    pub engine: String,
+    /// RFC 3339 UTC time at which warm-up (or measurement, without warm-up) began.
+    pub started_at: String,
+    /// Seconds of measurement actually performed (less than planned when interrupted).
+    pub duration_s: f64,
+    pub warmup_s: f64,
+    pub interval_s: f64,
+    pub interrupted: bool,
+    pub direct: bool,
+    /// The target as given (directory or devices); "none" for the null engine.
+    pub target: String,
+    pub hostname: String,
+    pub iofleet_version: String,
+    /// The resolved plan (fleet shape, timing, streams) exactly as run.
+    pub plan: serde_json::Value,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunSummary {
+    pub all: OpSummary,
+    pub read: OpSummary,
+    pub write: OpSummary,
+    /// Median over measured intervals of each interval's IOPS.
+    pub iops_median_interval: f64,
+    pub outstanding_io: Outstanding,
+    pub cpu: CpuSummary,
+    pub memory: MemorySummary,
+    pub errors: ErrorSummary,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Outstanding {
+    /// Σ qd over every thread lane of the fleet.
+    pub configured: u64,
+    /// Time-averaged I/Os in flight (Σ latency ÷ elapsed, Little's law).
+    pub measured_mean: f64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuSummary {
+    /// Process user CPU, percent of one core (200 = two cores busy).
+    pub usr_pct: f64,
+    /// Process system CPU, percent of one core.
+    pub sys_pct: f64,
+    /// Whole-host busy CPU, percent of all cores (includes kernel threads such as loop).
+    pub host_pct: f64,
+    /// Process CPU (usr + sys) microseconds per completed I/O.
+    pub us_per_io: f64,
+    /// Whole-host busy CPU microseconds per completed I/O.
+    pub host_us_per_io: f64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemorySummary {
+    /// Peak resident set size of the iofleet process, MiB.
+    pub rss_peak_mib: f64,
+    /// Host memory in use (total − available), percent.
+    pub host_used_pct: f64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ErrorSummary {
+    /// I/Os that failed, over the whole run (warm-up included).
+    pub count: u64,
+    /// The first few failures in detail (the count is never truncated).
+    pub first: Vec<ErrorDetail>,
+    /// I/O threads that stopped on an engine failure, with the reason.
+    pub failed_threads: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ErrorDetail {
+    pub worker: u32,
+    pub disk: u32,
+    pub thread: u32,
+    pub op: String,
+    pub offset: u64,
+    pub len: u32,
+    pub errno: i32,
+    pub message: String,
+    /// Seconds since the run's timeline start.
+    pub t_s: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StreamSummary {
+    pub name: String,
+    pub all: OpSummary,
+    pub read: OpSummary,
+    pub write: OpSummary,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IntervalRow {
+    pub index: u32,
+    /// Start of the interval, seconds since the timeline start (start of warm-up).
+    pub t_s: f64,
+    pub duration_s: f64,
+    pub warmup: bool,
+    pub ios: u64,
+    pub iops: f64,
+    pub mbps: f64,
+    pub read_iops: f64,
+    pub write_iops: f64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub read_p50_us: f64,
+    pub read_p99_us: f64,
+    pub write_p50_us: f64,
+    pub write_p99_us: f64,
+    pub errors: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WorkerSummary {
+    pub worker: u32,
+    pub host: String,
+    pub all: OpSummary,
+    pub read: OpSummary,
+    pub write: OpSummary,
+}

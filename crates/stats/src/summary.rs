@@ -1,0 +1,109 @@
+//! Turning accumulated `OpStats` into reportable figures: rates over an elapsed time and
+//! latency percentiles in microseconds. Percentiles come from the (merged) histogram;
+//! mean and standard deviation from exact sums.
+
+use serde::{Deserialize, Serialize};
+
+use crate::ops::OpStats;
+
+/// Latency figures in microseconds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    pub mean: f64,
+    pub stddev: f64,
+    pub min: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub p99_9: f64,
+    pub p99_99: f64,
+    pub max: f64,
+}
+
+impl LatencySummary {
+    pub fn from_ops(s: &OpStats) -> Self {
+        let us = |ns: u64| ns as f64 / 1000.0;
+        let h = &s.hist;
+        LatencySummary {
+            mean: s.mean_ns() / 1000.0,
+            stddev: s.stddev_ns() / 1000.0,
+            min: us(h.min_ns()),
+            p50: us(h.quantile_ns(0.50)),
+            p90: us(h.quantile_ns(0.90)),
+            p95: us(h.quantile_ns(0.95)),
+            p99: us(h.quantile_ns(0.99)),
+            p99_9: us(h.quantile_ns(0.999)),
+            p99_99: us(h.quantile_ns(0.9999)),
+            max: us(h.max_ns()),
+        }
+    }
+}
+
+/// One direction (or both) over a span: counts, rates and latency.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct OpSummary {
+    pub ios: u64,
+    pub bytes: u64,
+    pub errors: u64,
+    pub iops: f64,
+    /// Throughput in MB/s (10^6 bytes per second).
+    pub mbps: f64,
+    pub latency_us: LatencySummary,
+}
+
+impl OpSummary {
+    pub fn from_ops(s: &OpStats, elapsed_s: f64) -> Self {
+        let per_s = |x: f64| if elapsed_s > 0.0 { x / elapsed_s } else { 0.0 };
+        OpSummary {
+            ios: s.ios,
+            bytes: s.bytes,
+            errors: s.errors,
+            iops: per_s(s.ios as f64),
+            mbps: per_s(s.bytes as f64) / 1e6,
+            latency_us: LatencySummary::from_ops(s),
+        }
+    }
+}
+
+/// Median of a list of values (mean of the two middle values for an even count).
+pub fn median(values: &[f64]) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    let mut v = values.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_and_percentiles() {
+        let mut s = OpStats::default();
+        for i in 1..=1000u64 {
+            s.record(i * 1000, 4096);
+        }
+        let sum = OpSummary::from_ops(&s, 2.0);
+        assert_eq!(sum.iops, 500.0);
+        assert!((sum.mbps - 1000.0 * 4096.0 / 2.0 / 1e6).abs() < 1e-9);
+        assert!((sum.latency_us.p50 - 500.0).abs() <= 0.5);
+        assert!((sum.latency_us.p99 - 990.0).abs() <= 1.0);
+        assert!((sum.latency_us.max - 1000.0).abs() <= 1.0);
+        assert!((sum.latency_us.mean - 500.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn median_even_odd() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert_eq!(median(&[]), 0.0);
+    }
+}
