@@ -81,7 +81,7 @@ fn an_existing_regular_file_is_not_a_target() {
         assert!(e.is_input_error());
     }
     assert!(matches!(
-        TargetSpec::from_paths(&[f.clone()]),
+        TargetSpec::from_paths(std::slice::from_ref(&f)),
         Err(TargetError::RegularFile(_))
     ));
     assert_eq!(fs::read(&f).unwrap(), b"precious");
@@ -92,12 +92,12 @@ fn classify_target_paths() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path().to_path_buf();
     assert_eq!(
-        TargetSpec::from_paths(&[d.clone()]).unwrap(),
+        TargetSpec::from_paths(std::slice::from_ref(&d)).unwrap(),
         TargetSpec::Dir(d.clone())
     );
     let missing = d.join("missing");
     assert_eq!(
-        TargetSpec::from_paths(&[missing.clone()]).unwrap(),
+        TargetSpec::from_paths(std::slice::from_ref(&missing)).unwrap(),
         TargetSpec::Dir(missing.clone())
     );
     assert!(matches!(

@@ -198,10 +198,11 @@ mod tests {
         let mut rng = SmallRng::seed_from_u64(1);
         assert_eq!(g0.next(&mut rng).1, 0);
         assert_eq!(g1.next(&mut rng).1, 256 * 1024);
-        // 512 KiB working set = 128 blocks: after 128 more I/Os thread 0 is back at 4096.
+        // 512 KiB working set = 128 blocks: the cursor reaches the last block, then wraps.
         let offs: Vec<u64> = (0..128).map(|_| g0.next(&mut rng).1).collect();
-        assert_eq!(offs[126], 0);
-        assert_eq!(offs[127], 4096);
+        assert_eq!(offs[0], 4096);
+        assert_eq!(offs[126], 127 * 4096);
+        assert_eq!(offs[127], 0);
     }
 
     #[test]

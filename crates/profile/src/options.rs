@@ -409,9 +409,7 @@ pub fn reference_markdown() -> String {
                 short,
                 o.flag.map(|f| format!("`{f}`")).unwrap_or_default(),
                 cell(o.kind),
-                o.default
-                    .map(|d| cell(&format!("`{d}`")))
-                    .unwrap_or_default(),
+                o.default.map(default_cell).unwrap_or_default(),
                 o.range.map(cell).unwrap_or_default(),
                 cell(o.help),
             ));
@@ -432,6 +430,15 @@ pub fn reference_markdown() -> String {
         out.push_str(&format!("- **{name}** — {flat}\n"));
     }
     out
+}
+
+/// TOML literals (`"1g"`, `100`) as code; prose defaults ("fleet.qd") as text.
+fn default_cell(d: &str) -> String {
+    if d.starts_with('"') || d.starts_with(|c: char| c.is_ascii_digit()) {
+        cell(&format!("`{d}`"))
+    } else {
+        cell(d)
+    }
 }
 
 fn cell(text: &str) -> String {

@@ -393,9 +393,8 @@ impl Resolver<'_> {
                 &k("weight"),
                 None,
                 format!(
-                    "{} and {} are mutually exclusive: a stream with its own rate runs in its own \
-                     lane; remove one of them",
-                    k("weight"),
+                    "is mutually exclusive with {}: a stream with its own rate runs in its own \
+                     lane, a weight only shares the closed-loop lane; remove one of them",
                     k("rate_iops")
                 ),
             ));
@@ -430,11 +429,7 @@ impl Resolver<'_> {
                 return Err(self.err(
                     &k("hot_bands"),
                     None,
-                    format!(
-                        "{} and {} are mutually exclusive",
-                        k("hot_bands"),
-                        k("zipf")
-                    ),
+                    format!("is mutually exclusive with {}; keep one", k("zipf")),
                 ))
             }
             (Some(text), None) => Locality::HotBands {

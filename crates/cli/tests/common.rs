@@ -1,0 +1,38 @@
+//! Helpers shared by the CLI integration tests.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::process::Output;
+
+use assert_cmd::Command;
+
+pub fn iofleet() -> Command {
+    Command::cargo_bin("iofleet").expect("binary is built")
+}
+
+/// Run iofleet with `args` in `dir`, returning the output.
+pub fn run_in(dir: &Path, args: &[&str]) -> Output {
+    iofleet().current_dir(dir).args(args).output().expect("iofleet runs")
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .map(|s| s.lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0")))
+        .unwrap_or(false)
+}
+
+pub fn have(cmd: &str) -> bool {
+    std::process::Command::new("sh")
+        .args(["-c", &format!("command -v {cmd}")])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
+}

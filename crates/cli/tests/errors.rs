@@ -1,0 +1,181 @@
+//! Malformed input: every case is one clear error naming the key or flag, exit code 2,
+//! no panic, and nothing written to the target.
+
+mod common;
+
+use std::fs;
+
+use common::*;
+
+/// Run and expect exit 2 with every `needles` in stderr and no panic.
+fn expect_input_error(dir: &std::path::Path, args: &[&str], needles: &[&str]) {
+    let o = run_in(dir, args);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "args {args:?}\nstderr: {err}");
+    assert!(!err.contains("panicked"), "panic for {args:?}: {err}");
+    for n in needles {
+        assert!(err.contains(n), "args {args:?}: stderr lacks {n:?}:\n{err}");
+    }
+}
+
+fn profile_file(dir: &std::path::Path, body: &str) -> String {
+    let p = dir.join("p.toml");
+    fs::write(&p, body).unwrap();
+    p.to_string_lossy().into_owned()
+}
+
+const BASE: &str = "name = \"t\"\n[fleet]\nworkers = 1\ndisk_size = \"4m\"\n[timing]\nduration = \"1s\"\n";
+
+#[test]
+fn unknown_toml_key() {
+    let d = tempfile::tempdir().unwrap();
+    let p = profile_file(d.path(), &format!("{BASE}[[stream]]\nbs = \"4k\"\nread_pct = 50\nrandom_pct = 100\ncolour = 3\n"));
+    expect_input_error(d.path(), &["run", &p, "--engine", "null"], &["colour"]);
+}
+
+#[test]
+fn read_pct_out_of_range_in_toml_and_flag() {
+    let d = tempfile::tempdir().unwrap();
+    let p = profile_file(d.path(), &format!("{BASE}[[stream]]\nbs = \"4k\"\nread_pct = 150\nrandom_pct = 100\n"));
+    expect_input_error(d.path(), &["run", &p, "--engine", "null"], &["read_pct", "150"]);
+    expect_input_error(
+        d.path(),
+        &["run", "easy-run-4k70r", "--engine", "null", "--read-pct", "150"],
+        &["--read-pct", "150"],
+    );
+}
+
+#[test]
+fn block_size_zero_and_unaligned_with_direct_io() {
+    let d = tempfile::tempdir().unwrap();
+    expect_input_error(d.path(), &["run", "easy-run-4k70r", "--engine", "null", "--bs", "0"], &["--bs"]);
+    let p = profile_file(d.path(), &format!("{BASE}[[stream]]\nbs = \"1000\"\nread_pct = 50\nrandom_pct = 100\n"));
+    expect_input_error(d.path(), &["run", &p, "--engine", "null"], &["bs", "512"]);
+    // Without direct I/O the same size is accepted.
+    let o = run_in(d.path(), &["run", &p, "--engine", "null", "--direct=false", "--duration", "200ms", "--interval", "100ms", "--quiet"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+#[test]
+fn qd_zero() {
+    let d = tempfile::tempdir().unwrap();
+    expect_input_error(d.path(), &["run", "easy-run-4k70r", "--engine", "null", "--qd", "0"], &["--qd"]);
+    let p = profile_file(d.path(), "name = \"t\"\n[fleet]\nqd = 0\n[[stream]]\nbs = \"4k\"\nread_pct = 50\nrandom_pct = 100\n");
+    expect_input_error(d.path(), &["run", &p, "--engine", "null"], &["qd"]);
+}
+
+#[test]
+fn working_set_zero_and_over_100() {
+    let d = tempfile::tempdir().unwrap();
+    for v in ["0", "120"] {
+        expect_input_error(
+            d.path(),
+            &["run", "easy-run-4k70r", "--engine", "null", "--working-set", v],
+            &["--working-set", v],
+        );
+        let p = profile_file(d.path(), &format!("{BASE}[[stream]]\nbs = \"4k\"\nread_pct = 50\nrandom_pct = 100\nworking_set_pct = {v}\n"));
+        expect_input_error(d.path(), &["run", &p, "--engine", "null"], &["working_set_pct"]);
+    }
+}
+
+#[test]
+fn target_is_an_existing_regular_file() {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("precious.dat");
+    fs::write(&f, b"keep me").unwrap();
+    expect_input_error(
+        d.path(),
+        &["run", "easy-run-4k70r", "--target", f.to_str().unwrap(), "--disk-size", "4m", "--duration", "1s"],
+        &["--target", "precious.dat"],
+    );
+    assert_eq!(fs::read(&f).unwrap(), b"keep me");
+}
+
+#[test]
+fn disk_size_larger_than_free_space() {
+    let d = tempfile::tempdir().unwrap();
+    let t = d.path().join("data");
+    expect_input_error(
+        d.path(),
+        &["run", "easy-run-4k70r", "--target", t.to_str().unwrap(), "--disk-size", "1000t", "--duration", "1s"],
+        &["--disk-size"],
+    );
+    // Nothing was created inside the target directory.
+    let created = fs::read_dir(&t).map(|r| r.count()).unwrap_or(0);
+    assert_eq!(created, 0);
+}
+
+#[test]
+fn unknown_profile_name_lists_valid_ones() {
+    let d = tempfile::tempdir().unwrap();
+    expect_input_error(d.path(), &["run", "easy-run-4k70", "--engine", "null"], &["easy-run-4k70", "easy-run-4k70r"]);
+    expect_input_error(d.path(), &["profiles", "show", "nope"], &["nope"]);
+}
+
+#[test]
+fn duration_with_bad_unit() {
+    let d = tempfile::tempdir().unwrap();
+    expect_input_error(d.path(), &["run", "easy-run-4k70r", "--engine", "null", "--duration", "10x"], &["--duration", "10x"]);
+    let p = profile_file(d.path(), "name = \"t\"\n[timing]\nduration = \"10x\"\n[[stream]]\nbs = \"4k\"\nread_pct = 50\nrandom_pct = 100\n");
+    expect_input_error(d.path(), &["run", &p, "--engine", "null"], &["duration", "10x"]);
+}
+
+#[test]
+fn weight_list_that_does_not_parse() {
+    let d = tempfile::tempdir().unwrap();
+    for bad in ["512:x,4k:60", "4k:60,", ":5"] {
+        expect_input_error(d.path(), &["run", "easy-run-4k70r", "--engine", "null", "--bs", bad], &["--bs"]);
+        let p = profile_file(d.path(), &format!("{BASE}[[stream]]\nbs = \"{bad}\"\nread_pct = 50\nrandom_pct = 100\n"));
+        expect_input_error(d.path(), &["run", &p, "--engine", "null"], &["bs"]);
+    }
+}
+
+#[test]
+fn output_file_in_missing_directory() {
+    let d = tempfile::tempdir().unwrap();
+    expect_input_error(
+        d.path(),
+        &["run", "easy-run-4k70r", "--engine", "null", "--output", "/nonexistent/dir/r.json"],
+        &["--output"],
+    );
+}
+
+#[test]
+fn o_direct_refused_by_the_filesystem_suggests_direct_false() {
+    // tmpfs accepts O_DIRECT on recent kernels; ramfs never does. Mounting needs root.
+    if !is_root() {
+        eprintln!("skip: mounting a ramfs needs root");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let mnt = d.path().join("ram");
+    std::fs::create_dir(&mnt).unwrap();
+    let ok = std::process::Command::new("mount")
+        .args(["-t", "ramfs", "ramfs", mnt.to_str().unwrap()])
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if !ok {
+        eprintln!("skip: cannot mount ramfs here");
+        return;
+    }
+    struct Unmount<'a>(&'a std::path::Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(self.0).status();
+        }
+    }
+    let _guard = Unmount(&mnt);
+    let t = mnt.join("data");
+    expect_input_error(
+        d.path(),
+        &["run", "diskspd-4k-read", "--target", t.to_str().unwrap(), "--disk-size", "4m", "--disks", "1", "--duration", "1s", "--quiet"],
+        &["O_DIRECT", "--direct=false"],
+    );
+    // With --direct=false the same target works.
+    let o = run_in(
+        d.path(),
+        &["run", "diskspd-4k-read", "--target", t.to_str().unwrap(), "--disk-size", "4m", "--disks", "1", "--workers", "1", "--duration", "1s", "--warmup", "0s", "--direct=false", "--quiet"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}

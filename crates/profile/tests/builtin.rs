@@ -1,0 +1,184 @@
+//! Contract tests of the built-in profiles: the exact list of names, that each parses and
+//! resolves for direct I/O, cites its source, and fits a laptop (<= 2 GiB of disk).
+
+use iofleet_profile::*;
+
+const EXPECTED: &[&str] = &[
+    "easy-run-4k70r",
+    "easy-run-4k100r",
+    "easy-run-8k50r",
+    "easy-run-256k0r",
+    "vxrail-4k7030",
+    "vsan-2m-read",
+    "vsan-7030",
+    "diskspd-4k-read",
+    "vmfleet-vdi",
+    "vmfleet-sql",
+    "xray-vdi-task",
+    "xray-vdi-knowledge",
+    "xray-vdi-power",
+    "xray-oltp",
+    "four-corners-randread",
+    "four-corners-randwrite",
+    "four-corners-seqread",
+    "four-corners-seqwrite",
+    "iometer-fileserver",
+    "iometer-webserver",
+    "iometer-database",
+    "jesd219",
+];
+
+fn plan(name: &str) -> Plan {
+    let raw = load_builtin(name).unwrap_or_else(|e| panic!("{name}: {e}"));
+    resolve(&raw, &Overrides::default(), &Context { direct: true })
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+#[test]
+fn names_are_exactly_the_list() {
+    assert_eq!(builtin_names(), EXPECTED);
+}
+
+#[test]
+fn files_on_disk_match_the_list() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../profiles");
+    let mut on_disk: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".toml"))
+        .map(|n| n.trim_end_matches(".toml").to_string())
+        .collect();
+    on_disk.sort();
+    let mut expected: Vec<String> = EXPECTED.iter().map(|s| s.to_string()).collect();
+    expected.sort();
+    assert_eq!(on_disk, expected);
+}
+
+#[test]
+fn every_builtin_resolves_with_direct_io() {
+    for name in EXPECTED {
+        let p = plan(name);
+        assert_eq!(p.name, *name, "the name key must match the file name");
+        assert_eq!(p.timing.warmup, std::time::Duration::from_secs(5), "{name}");
+        assert_eq!(
+            p.timing.duration,
+            std::time::Duration::from_secs(60),
+            "{name}"
+        );
+        // Also buffered.
+        let raw = load_builtin(name).unwrap();
+        resolve(&raw, &Overrides::default(), &Context { direct: false }).unwrap();
+    }
+}
+
+#[test]
+fn every_builtin_cites_its_source() {
+    for name in EXPECTED {
+        let p = plan(name);
+        assert!(p.description.len() > 80, "{name}: description too short");
+        assert!(p.description.contains("Source: "), "{name}: no 'Source: '");
+        assert!(
+            p.description.contains("Scaled down"),
+            "{name}: no 'Scaled down'"
+        );
+        let text = builtin_source(name).unwrap();
+        assert!(
+            text.starts_with(&format!("# {name} ")),
+            "{name}: no leading comment block"
+        );
+    }
+}
+
+#[test]
+fn every_builtin_fits_a_laptop() {
+    for name in EXPECTED {
+        let f = plan(name).fleet;
+        let total = f.workers as u64 * f.disks_per_worker as u64 * f.disk_size.0;
+        assert!(total <= 2 * Bytes::GIB, "{name}: {total} bytes of disk");
+    }
+}
+
+#[test]
+fn published_parameters_are_kept() {
+    let p = plan("vmfleet-sql");
+    let (data, log) = (&p.streams[0], &p.streams[1]);
+    assert_eq!((data.rate_iops, data.qd), (Some(1500.0), Some(32)));
+    assert_eq!(p.fleet.threads_per_disk, 4);
+    assert!(matches!(&data.locality, Locality::HotBands { bands } if bands.len() == 2));
+    assert_eq!(
+        (log.rate_iops, log.qd, log.random_pct),
+        (Some(300.0), Some(1), 0.0)
+    );
+
+    let p = plan("xray-oltp");
+    assert_eq!(p.fleet.disks_per_worker, 6);
+    assert_eq!(p.streams[0].disks, vec![0, 1, 2, 3]);
+    assert_eq!(p.streams[0].rate_iops, Some(4000.0));
+    assert_eq!(p.streams[1].disks, vec![4, 5]);
+    assert_eq!(p.streams[1].rate_iops, Some(200.0));
+
+    let p = plan("jesd219");
+    let s = &p.streams[0];
+    assert_eq!(s.bs.entries.iter().map(|e| e.1).sum::<u32>(), 100);
+    assert_eq!(s.align, Bytes(4096));
+    assert_eq!((p.fleet.threads_per_disk, p.fleet.qd), (4, 256));
+
+    for name in ["iometer-fileserver", "iometer-webserver"] {
+        let s = &plan(name).streams[0];
+        assert_eq!(s.bs.entries.iter().map(|e| e.1).sum::<u32>(), 100, "{name}");
+    }
+    for (name, rate) in [
+        ("xray-vdi-task", 4.0),
+        ("xray-vdi-knowledge", 6.0),
+        ("xray-vdi-power", 13.0),
+    ] {
+        let p = plan(name);
+        assert!(
+            p.streams.iter().all(|s| s.rate_iops == Some(rate)),
+            "{name}"
+        );
+    }
+    for name in EXPECTED {
+        let p = plan(name);
+        let reads = p.streams.iter().any(|s| s.read_pct > 0.0);
+        if reads {
+            assert_eq!(
+                p.timing.prepare,
+                Prepare::Random,
+                "{name} reads: prepare random"
+            );
+        }
+    }
+}
+
+#[test]
+fn unknown_profile_lists_valid_names() {
+    let e = load_builtin("easy-run-4k").unwrap_err();
+    let msg = e.to_string();
+    assert!(msg.contains("unknown profile 'easy-run-4k'"), "{msg}");
+    for name in EXPECTED {
+        assert!(msg.contains(name), "{msg}");
+    }
+    assert!(matches!(
+        load("nope").unwrap_err(),
+        ProfileError::UnknownProfile { .. }
+    ));
+}
+
+#[test]
+fn load_reads_paths() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../profiles/jesd219.toml");
+    let raw = load(dir).unwrap();
+    assert_eq!(raw.name.as_deref(), Some("jesd219"));
+    assert_eq!(raw.origin, dir);
+    let e = load("does/not/exist.toml").unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("cannot read profile does/not/exist.toml"),
+        "{e}"
+    );
+    assert_eq!(
+        load_builtin("vsan-7030").unwrap().origin,
+        "built-in vsan-7030"
+    );
+}
