@@ -115,7 +115,10 @@ fn devices(l: &Loop) -> TargetSpec {
 fn expect_refused(l: &Loop, r: &LayoutRequest, needles: &[&str]) -> String {
     let before = hash_device(&l.dev);
     let e = plan_layout(&devices(l), r).unwrap_err();
-    assert!(matches!(e, TargetError::Refused { .. }), "{e:?}");
+    assert!(
+        matches!(e, TargetError::Refused { .. } | TargetError::InUse { .. }),
+        "{e:?}"
+    );
     assert!(e.is_input_error());
     let msg = e.to_string();
     assert!(msg.contains("--destroy-data"), "{msg}");
@@ -355,4 +358,7 @@ fn mounted_device_is_refused() {
         &req(1, 1, false),
         &["mounted at", &dir.display().to_string()],
     );
+    // --destroy-data does not override a device in use.
+    let msg = expect_refused(&l, &req(1, 1, true), &["mounted at", "unmount"]);
+    assert!(msg.contains("does not override"), "{msg}");
 }
