@@ -34,7 +34,7 @@ fn show_prints_toml_that_runs_as_a_file() {
         assert!(o.status.success());
         let path = d.path().join(format!("{name}.toml"));
         std::fs::write(&path, &o.stdout).unwrap();
-        let r = run_in(d.path(), &["run", path.to_str().unwrap(), "--engine", "null", "--duration", "300ms", "--warmup", "0s", "--json", "--quiet"]);
+        let r = run_in(d.path(), &["run", path.to_str().unwrap(), "--engine", "null", "--duration", "300ms", "--interval", "100ms", "--warmup", "0s", "--json", "--quiet"]);
         assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
         let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
         assert_eq!(v["run"]["profile"], name);

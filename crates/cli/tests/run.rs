@@ -134,7 +134,7 @@ fn ctrl_c_stops_reports_and_exits_130() {
 #[test]
 fn output_file_gets_the_json_too() {
     let d = tempfile::tempdir().unwrap();
-    let o = run_in(d.path(), &["run", "iometer-database", "--engine", "null", "--duration", "500ms", "--output", "r.json", "--quiet"]);
+    let o = run_in(d.path(), &["run", "iometer-database", "--engine", "null", "--duration", "500ms", "--interval", "250ms", "--output", "r.json", "--quiet"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let v: Value = serde_json::from_slice(&std::fs::read(d.path().join("r.json")).unwrap()).unwrap();
     assert_eq!(v["run"]["profile"], "iometer-database");
