@@ -429,6 +429,7 @@ pub fn run(
     let epoch = Instant::now() + Duration::from_millis(20);
     let started_wall = SystemTime::now() + Duration::from_millis(20);
     launcher.start(epoch);
+    observer.started(&run_info(cfg, &plan, &engine, started_wall, 0.0, false));
     let wall = |i: Instant| i.saturating_duration_since(epoch).as_secs_f64();
     let warmup_s = plan.timing.warmup.as_secs_f64();
     let measure_s = plan.timing.duration.as_secs_f64();

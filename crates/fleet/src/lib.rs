@@ -14,4 +14,4 @@ pub mod sys;
 pub mod thread;
 
 pub use controller::{run, EngineChoice, FleetError, RunConfig};
-pub use observer::{IntervalSnapshot, Observer, Phase, Silent};
+pub use observer::{Fanout, IntervalSnapshot, Observer, Phase, Silent};

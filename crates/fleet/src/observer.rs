@@ -2,7 +2,7 @@
 //! calls an `Observer` from its own thread (never from I/O threads) once per event; the
 //! live terminal view, the results store and, later, remote streams implement it.
 
-use iofleet_stats::result::IntervalRow;
+use iofleet_stats::result::{IntervalRow, RunInfo};
 use iofleet_stats::Sample;
 
 /// Run phases in order.
@@ -23,6 +23,9 @@ pub struct IntervalSnapshot<'a> {
 }
 
 pub trait Observer {
+    /// The fleet is released: `info` is the run as it starts (duration 0, not
+    /// interrupted). Sent once, after prepare, before the first interval.
+    fn started(&mut self, _info: &RunInfo) {}
     fn notice(&mut self, _msg: &str) {}
     fn phase(&mut self, _phase: Phase, _planned_s: f64) {}
     /// Prepare progress in bytes written so far of `total`.
@@ -33,3 +36,24 @@ pub trait Observer {
 /// An observer that ignores everything.
 pub struct Silent;
 impl Observer for Silent {}
+
+/// Hands every event to several observers, in order.
+pub struct Fanout<'a>(pub Vec<&'a mut dyn Observer>);
+
+impl Observer for Fanout<'_> {
+    fn started(&mut self, info: &RunInfo) {
+        self.0.iter_mut().for_each(|o| o.started(info));
+    }
+    fn notice(&mut self, msg: &str) {
+        self.0.iter_mut().for_each(|o| o.notice(msg));
+    }
+    fn phase(&mut self, phase: Phase, planned_s: f64) {
+        self.0.iter_mut().for_each(|o| o.phase(phase, planned_s));
+    }
+    fn prepare_progress(&mut self, done: u64, total: u64) {
+        self.0.iter_mut().for_each(|o| o.prepare_progress(done, total));
+    }
+    fn interval(&mut self, snap: &IntervalSnapshot<'_>) {
+        self.0.iter_mut().for_each(|o| o.interval(snap));
+    }
+}
