@@ -1,0 +1,155 @@
+//! The results store: every run iofleet makes, kept in one SQLite database so runs can be
+//! listed, compared and reported long after they ended.
+//!
+//! A run is written while it happens: `begin_run` when the fleet is released, one
+//! transaction per finished interval (`record_interval`, raw per-worker per-stream
+//! counters and HDR V2 histograms), and `finish_run` with the final `RunResult`. The
+//! database is in WAL mode, so a run killed at any moment leaves every interval committed
+//! so far readable, and the run is shown as incomplete. Figures are never read back from
+//! stored percentiles: `Store::analyze` re-merges the stored histograms with the same
+//! `+=` the controller uses (`recompute`). This crate knows nothing of engines, the fleet
+//! or output formats; `docs/store.md` describes the schema.
+
+mod env;
+mod read;
+mod recompute;
+mod schema;
+mod write;
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::Connection;
+
+pub use env::{environment, Environment};
+pub use read::{ListFilter, RunListing, RunMeta, RunStatus};
+pub use recompute::Analysis;
+pub use schema::{LATEST_VERSION, MIGRATIONS};
+pub use write::NewRun;
+
+/// Everything that can go wrong with the results store. Messages name the flag that
+/// selects the database (`--db`) or the run argument the user typed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("--db {path}: {source}")]
+    Open {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    #[error("--db {path}: cannot create its directory: {source}")]
+    CreateDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("--db {path}: no results store there yet (runs are saved by `iofleet run`; pass --db to choose another file)")]
+    Missing { path: PathBuf },
+    #[error("--db {path}: schema version {found} is newer than this iofleet understands (up to {supported}); use a newer iofleet")]
+    TooNew {
+        path: PathBuf,
+        found: u32,
+        supported: u32,
+    },
+    #[error(
+        "cannot find the results store: neither XDG_DATA_HOME nor HOME is set (pass --db PATH)"
+    )]
+    NoDefaultPath,
+    #[error("run '{query}' not found (see `iofleet results list`)")]
+    NotFound { query: String },
+    #[error("run '{query}' is ambiguous: it matches {}; type more characters", .matches.join(", "))]
+    Ambiguous { query: String, matches: Vec<String> },
+    #[error("run 'latest': the results store is empty")]
+    Empty,
+    #[error("run {id} is still being recorded by process {pid}; stop that run first")]
+    StillRunning { id: String, pid: i64 },
+    #[error("run {id}: stored data is damaged: {detail}")]
+    Corrupt { id: String, detail: String },
+    #[error("a counter does not fit the store: {0}")]
+    Overflow(String),
+    #[error("results store: {0}")]
+    Sql(#[from] rusqlite::Error),
+    #[error("results store: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+/// The database path used when `--db` is not given: `$XDG_DATA_HOME/iofleet/results.db`,
+/// else `~/.local/share/iofleet/results.db`.
+pub fn default_path() -> Result<PathBuf, StoreError> {
+    let xdg = std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute());
+    let base = match xdg {
+        Some(p) => p,
+        None => {
+            let home = std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute())
+                .ok_or(StoreError::NoDefaultPath)?;
+            home.join(".local").join("share")
+        }
+    };
+    Ok(base.join("iofleet").join("results.db"))
+}
+
+/// An open results database.
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl Store {
+    /// Open the database at `path`, creating it (and its directory) when missing, and
+    /// bring its schema up to date.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        }
+        Self::open_inner(path)
+    }
+
+    /// Open an existing database (for reading commands): a missing file is an error
+    /// rather than a new empty store.
+    pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
+        if !path.exists() {
+            return Err(StoreError::Missing {
+                path: path.to_path_buf(),
+            });
+        }
+        Self::open_inner(path)
+    }
+
+    fn open_inner(path: &Path) -> Result<Store, StoreError> {
+        let open_err = |source| StoreError::Open {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut conn = Connection::open(path).map_err(open_err)?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .map_err(open_err)?;
+        // WAL: readers never block the recording run, and a killed writer loses at most
+        // the transaction it had open. NORMAL sync is durable against process crashes.
+        conn.pragma_update_and_check(None, "journal_mode", "WAL", |_| Ok(()))
+            .map_err(open_err)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(open_err)?;
+        conn.pragma_update(None, "foreign_keys", "ON")
+            .map_err(open_err)?;
+        schema::migrate(&mut conn, path)?;
+        Ok(Store {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The schema version of the open database (`PRAGMA user_version`).
+    pub fn schema_version(&self) -> Result<u32, StoreError> {
+        Ok(self
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))?)
+    }
+}

@@ -1,0 +1,345 @@
+//! Recomputing a run's figures from what is stored, never from stored percentiles.
+//!
+//! Samples are streamed interval by interval: each interval's worker samples are merged
+//! with `+=` into that interval's fleet sample (giving its `IntervalRow`) and, for
+//! measured intervals, into per-worker totals; the summary then comes from
+//! `OpSummary::from_ops` over the merged totals, exactly as the controller does it. For
+//! a run that finished, the result equals the live one; for a run whose process died,
+//! it is what the committed intervals add up to. Figures that histograms cannot give
+//! (CPU, memory, error details, configured outstanding I/O) come from the stored final
+//! result when there is one, and are zero with a notice otherwise.
+
+use iofleet_stats::result::{
+    ErrorSummary, IntervalRow, Outstanding, RunInfo, RunResult, RunSummary, StreamSummary,
+    WorkerSummary, SCHEMA_VERSION,
+};
+use iofleet_stats::summary::median;
+use iofleet_stats::{LatencyHist, OpStats, OpSummary, Sample};
+
+use crate::read::{RunMeta, RunStatus};
+use crate::{Environment, Store, StoreError};
+
+/// A stored run with figures recomputed from its histograms.
+#[derive(Clone, Debug)]
+pub struct Analysis {
+    pub meta: RunMeta,
+    pub environment: Environment,
+    /// The result, recomputed from stored intervals.
+    pub result: RunResult,
+    /// Merged histograms of the measured phase, fleet-wide.
+    pub read_hist: LatencyHist,
+    pub write_hist: LatencyHist,
+    /// Whether a final result had been stored (false for killed runs).
+    pub has_final: bool,
+}
+
+struct StoredInterval {
+    idx: u32,
+    t_s: f64,
+    duration_s: f64,
+    warmup: bool,
+}
+
+fn u128_of(blob: &[u8]) -> Option<u128> {
+    Some(u128::from_le_bytes(blob.try_into().ok()?))
+}
+
+/// Same figures as the controller's interval row, from the merged fleet sample.
+fn interval_row(k: u32, t_s: f64, secs: f64, warmup: bool, s: &Sample) -> IntervalRow {
+    let (r, w): (OpStats, OpStats) = (s.read(), s.write());
+    let mut a = r.clone();
+    a += &w;
+    let rate = |x: u64| if secs > 0.0 { x as f64 / secs } else { 0.0 };
+    let us = |ns: u64| ns as f64 / 1000.0;
+    IntervalRow {
+        index: k,
+        t_s,
+        duration_s: secs,
+        warmup,
+        ios: a.ios,
+        iops: rate(a.ios),
+        mbps: rate(a.bytes) / 1e6,
+        read_iops: rate(r.ios),
+        write_iops: rate(w.ios),
+        p50_us: us(a.hist.quantile_ns(0.5)),
+        p99_us: us(a.hist.quantile_ns(0.99)),
+        read_p50_us: us(r.hist.quantile_ns(0.5)),
+        read_p99_us: us(r.hist.quantile_ns(0.99)),
+        write_p50_us: us(w.hist.quantile_ns(0.5)),
+        write_p99_us: us(w.hist.quantile_ns(0.99)),
+        errors: a.errors,
+    }
+}
+
+impl Store {
+    /// Load a run (by full id) and recompute its result from the stored histograms.
+    pub fn analyze(&self, id: &str) -> Result<Analysis, StoreError> {
+        let meta = self.meta(id)?;
+        let corrupt = |detail: String| StoreError::Corrupt {
+            id: id.into(),
+            detail,
+        };
+        let (info, env, final_json): (String, String, Option<String>) = self.conn.query_row(
+            "SELECT info, environment, result FROM runs WHERE id = ?1",
+            [id],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )?;
+        let start_info: RunInfo =
+            serde_json::from_str(&info).map_err(|e| corrupt(format!("run info: {e}")))?;
+        let environment: Environment = serde_json::from_str(&env).unwrap_or_default();
+        let stored: Option<RunResult> = match final_json {
+            Some(j) => {
+                Some(serde_json::from_str(&j).map_err(|e| corrupt(format!("final result: {e}")))?)
+            }
+            None => None,
+        };
+        let info = stored.as_ref().map_or(start_info, |r| r.run.clone());
+        let stream_names: Vec<String> = info
+            .plan
+            .pointer("/streams")
+            .and_then(|s| s.as_array())
+            .map(|a| {
+                a.iter()
+                    .enumerate()
+                    .map(|(i, s)| {
+                        s.get("name")
+                            .and_then(|n| n.as_str())
+                            .map_or_else(|| format!("stream{i}"), str::to_string)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut hosts: Vec<String> = {
+            let mut st = self.conn.prepare(
+                "SELECT worker, host FROM run_workers WHERE run_id = ?1 ORDER BY worker",
+            )?;
+            let rows = st.query_map([id], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?;
+            let mut hosts = Vec::new();
+            for row in rows {
+                let (w, h) = row?;
+                let w = w as usize;
+                if hosts.len() <= w {
+                    hosts.resize(w + 1, info.hostname.clone());
+                }
+                hosts[w] = h;
+            }
+            hosts
+        };
+
+        let intervals: Vec<StoredInterval> = {
+            let mut st = self.conn.prepare(
+                "SELECT idx, t_s, duration_s, warmup FROM intervals WHERE run_id = ?1 ORDER BY idx",
+            )?;
+            let rows = st.query_map([id], |r| {
+                Ok(StoredInterval {
+                    idx: r.get(0)?,
+                    t_s: r.get(1)?,
+                    duration_s: r.get(2)?,
+                    warmup: r.get(3)?,
+                })
+            })?;
+            rows.collect::<Result<_, _>>()?
+        };
+
+        let n_streams = stream_names.len();
+        let mut worker_totals: Vec<Sample> = vec![Sample::new(n_streams); hosts.len()];
+        let mut rows = Vec::with_capacity(intervals.len());
+        let mut measured_ns = 0u64;
+        let mut interval_iops = Vec::new();
+        let mut error_count = 0u64;
+        let nominal_ns = (info.interval_s * 1e9).round() as u64;
+
+        let mut st = self.conn.prepare(
+            "SELECT idx, worker, stream,
+                    read_ios, read_bytes, read_errors, read_lat_sum_ns, read_lat_sq_sum_ns2, read_hist,
+                    write_ios, write_bytes, write_errors, write_lat_sum_ns, write_lat_sq_sum_ns2, write_hist
+             FROM samples WHERE run_id = ?1 ORDER BY idx, worker, stream",
+        )?;
+        let mut samples = st.query([id])?;
+        let mut pending: Option<(u32, usize, usize, StreamOps)> = None;
+        for iv in &intervals {
+            let mut per_worker: Vec<Sample> = vec![Sample::new(n_streams); hosts.len()];
+            loop {
+                if pending.is_none() {
+                    let Some(r) = samples.next()? else { break };
+                    let op = |base: usize| -> Result<OpStats, StoreError> {
+                        let blob = |i: usize| -> Result<Vec<u8>, StoreError> { Ok(r.get(i)?) };
+                        let hist: Option<Vec<u8>> = r.get(base + 5)?;
+                        Ok(OpStats {
+                            ios: r.get::<_, i64>(base)? as u64,
+                            bytes: r.get::<_, i64>(base + 1)? as u64,
+                            errors: r.get::<_, i64>(base + 2)? as u64,
+                            latency_sum_ns: u128_of(&blob(base + 3)?)
+                                .ok_or_else(|| corrupt("latency sum".into()))?,
+                            latency_sq_sum_ns2: u128_of(&blob(base + 4)?)
+                                .ok_or_else(|| corrupt("latency square sum".into()))?,
+                            hist: match hist {
+                                Some(b) => LatencyHist::from_v2_bytes(&b).map_err(corrupt)?,
+                                None => LatencyHist::new(),
+                            },
+                        })
+                    };
+                    pending = Some((
+                        r.get(0)?,
+                        r.get::<_, i64>(1)? as usize,
+                        r.get::<_, i64>(2)? as usize,
+                        StreamOps {
+                            read: op(3)?,
+                            write: op(9)?,
+                        },
+                    ));
+                }
+                let (idx, w, s, _) = pending.as_ref().expect("set above");
+                if *idx != iv.idx {
+                    if *idx < iv.idx {
+                        pending = None; // orphan sample without an interval row
+                        continue;
+                    }
+                    break;
+                }
+                let (w, s) = (*w, *s);
+                let (_, _, _, ops) = pending.take().expect("set above");
+                if per_worker.len() <= w {
+                    per_worker.resize(w + 1, Sample::new(n_streams));
+                }
+                let sample = &mut per_worker[w];
+                if sample.streams.len() <= s {
+                    sample.streams.resize(s + 1, Default::default());
+                }
+                sample.streams[s].read += &ops.read;
+                sample.streams[s].write += &ops.write;
+            }
+            let mut fleet = Sample::new(n_streams);
+            per_worker.iter().for_each(|w| fleet += w);
+            error_count += fleet.errors();
+            let row = interval_row(iv.idx, iv.t_s, iv.duration_s, iv.warmup, &fleet);
+            if !iv.warmup {
+                if worker_totals.len() < per_worker.len() {
+                    worker_totals.resize(per_worker.len(), Sample::new(n_streams));
+                }
+                for (tot, w) in worker_totals.iter_mut().zip(&per_worker) {
+                    *tot += w;
+                }
+                let dur_ns = (iv.duration_s * 1e9).round() as u64;
+                measured_ns += dur_ns;
+                if dur_ns * 2 >= nominal_ns {
+                    interval_iops.push(row.iops);
+                }
+            }
+            rows.push(row);
+        }
+        if hosts.len() < worker_totals.len() {
+            hosts.resize(worker_totals.len(), info.hostname.clone());
+        }
+
+        let elapsed_s = measured_ns as f64 / 1e9;
+        let mut fleet = Sample::new(n_streams);
+        worker_totals.iter().for_each(|w| fleet += w);
+        let all = fleet.all();
+        let (read, write) = (fleet.read(), fleet.write());
+        let streams = fleet
+            .streams
+            .iter()
+            .enumerate()
+            .map(|(i, s)| StreamSummary {
+                name: stream_names
+                    .get(i)
+                    .cloned()
+                    .unwrap_or_else(|| format!("stream{i}")),
+                all: OpSummary::from_ops(&s.all(), elapsed_s),
+                read: OpSummary::from_ops(&s.read, elapsed_s),
+                write: OpSummary::from_ops(&s.write, elapsed_s),
+            })
+            .collect();
+        let workers = worker_totals
+            .iter()
+            .enumerate()
+            .map(|(w, s)| WorkerSummary {
+                worker: w as u32,
+                host: hosts[w].clone(),
+                all: OpSummary::from_ops(&s.all(), elapsed_s),
+                read: OpSummary::from_ops(&s.read(), elapsed_s),
+                write: OpSummary::from_ops(&s.write(), elapsed_s),
+            })
+            .collect();
+        let measured_mean = if measured_ns > 0 {
+            all.latency_sum_ns as f64 / measured_ns as f64
+        } else {
+            0.0
+        };
+        let (summary_extra, mut notices, mut run) = match &stored {
+            Some(r) => (
+                (
+                    r.summary.outstanding_io.configured,
+                    r.summary.cpu.clone(),
+                    r.summary.memory.clone(),
+                    r.summary.errors.clone(),
+                ),
+                r.notices.clone(),
+                r.run.clone(),
+            ),
+            None => {
+                let mut run = info.clone();
+                run.interrupted = true;
+                (
+                    (
+                        0,
+                        Default::default(),
+                        Default::default(),
+                        ErrorSummary {
+                            count: error_count,
+                            ..Default::default()
+                        },
+                    ),
+                    vec![format!(
+                        "the recording process ended without a final result ({}): figures are recomputed from the {} intervals stored; CPU, memory and configured outstanding I/O were not recorded",
+                        meta.status.as_str(),
+                        rows.len()
+                    )],
+                    run,
+                )
+            }
+        };
+        if stored.is_none() || meta.status == RunStatus::Running {
+            run.duration_s = elapsed_s;
+        }
+        if meta.status == RunStatus::Running {
+            notices.push("the run is still being recorded: figures so far".into());
+        }
+        let (configured, cpu, memory, errors) = summary_extra;
+        let result = RunResult {
+            schema_version: SCHEMA_VERSION,
+            run,
+            summary: RunSummary {
+                all: OpSummary::from_ops(&all, elapsed_s),
+                read: OpSummary::from_ops(&read, elapsed_s),
+                write: OpSummary::from_ops(&write, elapsed_s),
+                iops_median_interval: median(&interval_iops),
+                outstanding_io: Outstanding {
+                    configured,
+                    measured_mean,
+                },
+                cpu,
+                memory,
+                errors,
+            },
+            streams,
+            intervals: rows,
+            workers,
+            notices,
+        };
+        Ok(Analysis {
+            meta,
+            environment,
+            result,
+            read_hist: read.hist,
+            write_hist: write.hist,
+            has_final: stored.is_some(),
+        })
+    }
+}
+
+struct StreamOps {
+    read: OpStats,
+    write: OpStats,
+}

@@ -1,0 +1,211 @@
+//! The write path, used while a run happens: `begin_run` creates the run as `running`,
+//! `record_interval` commits one interval (its row and every worker's per-stream raw
+//! counters and histograms) in one transaction, `finish_run` stores the final result and
+//! marks the run `complete` or `interrupted`. Nothing is buffered across intervals, so a
+//! killed process loses at most the interval it was writing.
+
+use std::collections::BTreeMap;
+
+use iofleet_stats::result::{IntervalRow, RunInfo, RunResult};
+use iofleet_stats::{OpStats, Sample};
+use rusqlite::{params, OptionalExtension};
+
+use crate::env::Environment;
+use crate::{Store, StoreError};
+
+/// What the caller knows about a run when it starts.
+pub struct NewRun<'a> {
+    /// `--name`; the profile name when absent.
+    pub name: Option<&'a str>,
+    /// `--label key=value` pairs.
+    pub labels: &'a BTreeMap<String, String>,
+    /// The run as it starts (resolved plan inside).
+    pub info: &'a RunInfo,
+    pub environment: &'a Environment,
+}
+
+/// This process's identity, so readers can tell a live recording from a dead one.
+pub(crate) fn process_identity() -> (String, i64, Option<i64>) {
+    let pid = std::process::id() as i64;
+    (hostname(), pid, start_ticks(pid))
+}
+
+pub(crate) fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// Start time of a process in clock ticks since boot (/proc/PID/stat field 22); a
+/// recycled pid has a different one.
+pub(crate) fn start_ticks(pid: i64) -> Option<i64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may contain spaces; fields resume after its ')'.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    rest.split(' ').nth(19)?.parse().ok()
+}
+
+fn to_i64(what: &str, v: u64) -> Result<i64, StoreError> {
+    i64::try_from(v).map_err(|_| StoreError::Overflow(format!("{what} = {v}")))
+}
+
+fn hist_blob(s: &OpStats) -> Option<Vec<u8>> {
+    (!s.hist.is_empty()).then(|| s.hist.to_v2_bytes())
+}
+
+impl Store {
+    /// Create a run in state `running`; returns its short id (8 hex digits).
+    pub fn begin_run(&mut self, new: &NewRun<'_>) -> Result<String, StoreError> {
+        let info_json = serde_json::to_string(new.info)?;
+        let env_json = serde_json::to_string(new.environment)?;
+        let (host, pid, ticks) = process_identity();
+        let name = new.name.unwrap_or(&new.info.profile);
+        let workers = new
+            .info
+            .plan
+            .pointer("/fleet/workers")
+            .and_then(|v| v.as_u64())
+            .unwrap_or(0);
+        let tx = self.conn.transaction()?;
+        let mut id;
+        loop {
+            id = format!("{:08x}", rand::random::<u32>());
+            let taken: Option<i64> = tx
+                .query_row("SELECT 1 FROM runs WHERE id = ?1", [&id], |r| r.get(0))
+                .optional()?;
+            if taken.is_none() {
+                break;
+            }
+        }
+        tx.execute(
+            "INSERT INTO runs (id, name, profile, engine, started_at, status, info, environment,
+                               recorder_host, recorder_pid, recorder_start_ticks)
+             VALUES (?1, ?2, ?3, ?4, ?5, 'running', ?6, ?7, ?8, ?9, ?10)",
+            params![
+                id,
+                name,
+                new.info.profile,
+                new.info.engine,
+                new.info.started_at,
+                info_json,
+                env_json,
+                host,
+                pid,
+                ticks
+            ],
+        )?;
+        for (k, v) in new.labels {
+            tx.execute(
+                "INSERT INTO labels (run_id, key, value) VALUES (?1, ?2, ?3)",
+                params![id, k, v],
+            )?;
+        }
+        for w in 0..workers {
+            tx.execute(
+                "INSERT INTO run_workers (run_id, worker, host) VALUES (?1, ?2, ?3)",
+                params![id, w as i64, new.info.hostname],
+            )?;
+        }
+        tx.commit()?;
+        Ok(id)
+    }
+
+    /// Commit one finished interval: its row and each worker's per-stream counters.
+    pub fn record_interval(
+        &mut self,
+        id: &str,
+        row: &IntervalRow,
+        workers: &[Sample],
+    ) -> Result<(), StoreError> {
+        let mut fleet = Sample::default();
+        workers.iter().for_each(|w| fleet += w);
+        let all = fleet.all();
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "INSERT INTO intervals (run_id, idx, t_s, duration_s, warmup, ios, bytes, errors)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![
+                id,
+                row.index,
+                row.t_s,
+                row.duration_s,
+                row.warmup,
+                to_i64("ios", all.ios)?,
+                to_i64("bytes", all.bytes)?,
+                to_i64("errors", all.errors)?
+            ],
+        )?;
+        {
+            let mut ins = tx.prepare_cached(
+                "INSERT INTO samples (run_id, idx, worker, stream,
+                    read_ios, read_bytes, read_errors, read_lat_sum_ns, read_lat_sq_sum_ns2, read_hist,
+                    write_ios, write_bytes, write_errors, write_lat_sum_ns, write_lat_sq_sum_ns2, write_hist)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+            )?;
+            for (w, sample) in workers.iter().enumerate() {
+                for (s, st) in sample.streams.iter().enumerate() {
+                    let (r, wr) = (&st.read, &st.write);
+                    if r.ios + r.errors + wr.ios + wr.errors == 0 {
+                        continue; // nothing happened: absent rows read back as zero
+                    }
+                    ins.execute(params![
+                        id,
+                        row.index,
+                        w as i64,
+                        s as i64,
+                        to_i64("read ios", r.ios)?,
+                        to_i64("read bytes", r.bytes)?,
+                        to_i64("read errors", r.errors)?,
+                        r.latency_sum_ns.to_le_bytes().to_vec(),
+                        r.latency_sq_sum_ns2.to_le_bytes().to_vec(),
+                        hist_blob(r),
+                        to_i64("write ios", wr.ios)?,
+                        to_i64("write bytes", wr.bytes)?,
+                        to_i64("write errors", wr.errors)?,
+                        wr.latency_sum_ns.to_le_bytes().to_vec(),
+                        wr.latency_sq_sum_ns2.to_le_bytes().to_vec(),
+                        hist_blob(wr),
+                    ])?;
+                }
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Store the final result and mark the run `complete` (or `interrupted`).
+    pub fn finish_run(&mut self, id: &str, result: &RunResult) -> Result<(), StoreError> {
+        let json = serde_json::to_string(result)?;
+        let status = if result.run.interrupted {
+            "interrupted"
+        } else {
+            "complete"
+        };
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "UPDATE runs SET status = ?2, result = ?3 WHERE id = ?1",
+            params![id, status, json],
+        )?;
+        for w in &result.workers {
+            tx.execute(
+                "INSERT INTO run_workers (run_id, worker, host) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (run_id, worker) DO UPDATE SET host = excluded.host",
+                params![id, w.worker, w.host],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Record a run that ended before the fleet was released (e.g. interrupted while
+    /// preparing disks): it has a result but no intervals.
+    pub fn record_finished(
+        &mut self,
+        new: &NewRun<'_>,
+        result: &RunResult,
+    ) -> Result<String, StoreError> {
+        let id = self.begin_run(new)?;
+        self.finish_run(&id, result)?;
+        Ok(id)
+    }
+}

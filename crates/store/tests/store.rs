@@ -1,0 +1,364 @@
+//! The store through its public API: a synthetic run written interval by interval and
+//! read back, figures recomputed from the stored histograms (not echoed from the stored
+//! summary), runs left `running` by a dead process, migrations from version 1, run-id
+//! resolution and deletion.
+
+use std::collections::BTreeMap;
+
+use iofleet_stats::result::{
+    CpuSummary, ErrorSummary, IntervalRow, MemorySummary, Outstanding, RunInfo, RunResult,
+    RunSummary, SCHEMA_VERSION,
+};
+use iofleet_stats::summary::median;
+use iofleet_stats::{OpSummary, Sample};
+use iofleet_store::{environment, ListFilter, NewRun, RunStatus, Store, StoreError};
+use rand::{Rng, SeedableRng};
+use serde_json::json;
+
+fn info(profile: &str, workers: u32) -> RunInfo {
+    RunInfo {
+        profile: profile.into(),
+        description: String::new(),
+        engine: "null".into(),
+        started_at: "2025-01-01T00:00:00Z".into(),
+        duration_s: 0.0,
+        warmup_s: 0.25,
+        interval_s: 0.25,
+        interrupted: false,
+        direct: true,
+        target: "none".into(),
+        hostname: "h1".into(),
+        iofleet_version: "0.1.0".into(),
+        plan: json!({"fleet": {"workers": workers}, "streams": [{"name": "data"}, {"name": "log"}]}),
+    }
+}
+
+/// Intervals of random samples: (row, per-worker samples). Interval 0 is warm-up.
+fn synthetic(workers: usize, n: u32, seed: u64) -> Vec<(IntervalRow, Vec<Sample>)> {
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
+    (0..n)
+        .map(|k| {
+            let samples: Vec<Sample> = (0..workers)
+                .map(|w| {
+                    let mut s = Sample::new(2);
+                    for _ in 0..rng.random_range(200..400) {
+                        let lat = rng.random_range(10_000..200_000) * (w as u64 + 1);
+                        if rng.random_bool(0.7) {
+                            s.streams[0].read.record(lat, 4096);
+                        } else {
+                            s.streams[0].write.record(lat, 4096);
+                        }
+                    }
+                    s.streams[1]
+                        .write
+                        .record(rng.random_range(1_000..5_000_000), 32768);
+                    if k == 2 && w == 1 {
+                        s.streams[0].write.record_error();
+                    }
+                    s
+                })
+                .collect();
+            let mut fleet = Sample::new(2);
+            samples.iter().for_each(|s| fleet += s);
+            let secs = 0.25;
+            let row = IntervalRow {
+                index: k,
+                t_s: k as f64 * secs,
+                duration_s: secs,
+                warmup: k == 0,
+                ios: fleet.ios(),
+                iops: fleet.ios() as f64 / secs,
+                mbps: 0.0,
+                read_iops: 0.0,
+                write_iops: 0.0,
+                p50_us: 0.0,
+                p99_us: 0.0,
+                read_p50_us: 0.0,
+                read_p99_us: 0.0,
+                write_p50_us: 0.0,
+                write_p99_us: 0.0,
+                errors: fleet.errors(),
+            };
+            (row, samples)
+        })
+        .collect()
+}
+
+fn expected_totals(data: &[(IntervalRow, Vec<Sample>)]) -> (Sample, f64) {
+    let mut fleet = Sample::new(2);
+    let mut secs = 0.0;
+    for (row, samples) in data.iter().filter(|(r, _)| !r.warmup) {
+        samples.iter().for_each(|s| fleet += s);
+        secs += row.duration_s;
+    }
+    (fleet, secs)
+}
+
+fn record(store: &mut Store, name: &str, labels: &[(&str, &str)], n: u32) -> String {
+    let labels: BTreeMap<String, String> = labels
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let info = info("synthetic", 3);
+    let env = environment("0.1.0", "none");
+    let id = store
+        .begin_run(&NewRun {
+            name: Some(name),
+            labels: &labels,
+            info: &info,
+            environment: &env,
+        })
+        .unwrap();
+    for (row, samples) in synthetic(3, n, 42) {
+        store.record_interval(&id, &row, &samples).unwrap();
+    }
+    id
+}
+
+fn fake_final(info: RunInfo) -> RunResult {
+    // Deliberately wrong figures: recomputation must not echo them.
+    let bogus = OpSummary {
+        ios: 1,
+        iops: 1.0,
+        ..Default::default()
+    };
+    RunResult {
+        schema_version: SCHEMA_VERSION,
+        run: RunInfo {
+            duration_s: 1.0,
+            ..info
+        },
+        summary: RunSummary {
+            all: bogus.clone(),
+            read: bogus.clone(),
+            write: bogus,
+            iops_median_interval: 1.0,
+            outstanding_io: Outstanding {
+                configured: 96,
+                measured_mean: 1.0,
+            },
+            cpu: CpuSummary {
+                usr_pct: 12.5,
+                ..Default::default()
+            },
+            memory: MemorySummary {
+                rss_peak_mib: 7.0,
+                host_used_pct: 10.0,
+            },
+            errors: ErrorSummary {
+                count: 1,
+                ..Default::default()
+            },
+        },
+        streams: vec![],
+        intervals: vec![],
+        workers: vec![],
+        notices: vec!["from the live run".into()],
+    }
+}
+
+#[test]
+fn round_trip_recomputes_from_histograms() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sub/results.db");
+    let mut store = Store::open(&db).unwrap();
+    assert_eq!(
+        store.schema_version().unwrap(),
+        iofleet_store::LATEST_VERSION
+    );
+    let id = record(&mut store, "raid5", &[("policy", "raid5")], 6);
+    store
+        .finish_run(&id, &fake_final(info("synthetic", 3)))
+        .unwrap();
+    drop(store);
+
+    let store = Store::open_existing(&db).unwrap();
+    let a = store.analyze(&id).unwrap();
+    assert_eq!(a.meta.status, RunStatus::Complete);
+    assert_eq!(a.meta.name, "raid5");
+    assert_eq!(a.meta.labels["policy"], "raid5");
+    assert!(a.has_final);
+
+    let data = synthetic(3, 6, 42);
+    let (fleet, secs) = expected_totals(&data);
+    let r = &a.result;
+    assert_eq!(r.summary.all, OpSummary::from_ops(&fleet.all(), secs));
+    assert_eq!(r.summary.read, OpSummary::from_ops(&fleet.read(), secs));
+    assert_eq!(r.summary.write, OpSummary::from_ops(&fleet.write(), secs));
+    assert_eq!(a.read_hist, fleet.read().hist);
+    assert_eq!(r.streams.len(), 2);
+    assert_eq!(r.streams[1].name, "log");
+    assert_eq!(r.workers.len(), 3);
+    assert_eq!(r.intervals.len(), 6);
+    assert_eq!(r.intervals[2].errors, 1);
+    let iops: Vec<f64> = r.intervals[1..].iter().map(|i| i.iops).collect();
+    assert_eq!(r.summary.iops_median_interval, median(&iops));
+    // What histograms cannot give comes from the stored final result.
+    assert_eq!(r.summary.cpu.usr_pct, 12.5);
+    assert_eq!(r.summary.outstanding_io.configured, 96);
+    assert_eq!(r.notices, vec!["from the live run".to_string()]);
+
+    // The listing agrees on IOPS without reading histograms.
+    let list = store.list(&ListFilter::default()).unwrap();
+    assert_eq!(list.len(), 1);
+    assert_eq!(list[0].intervals, 5);
+    assert!((list[0].iops - r.summary.all.iops).abs() < 1e-6);
+}
+
+#[test]
+fn run_left_running_by_dead_process_is_incomplete() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let mut store = Store::open(&db).unwrap();
+    let id = record(&mut store, "killed", &[], 3);
+    // While this (live) process records it, the run is running.
+    assert_eq!(store.meta(&id).unwrap().status, RunStatus::Running);
+    assert!(matches!(
+        store.delete(&id),
+        Err(StoreError::StillRunning { .. })
+    ));
+    drop(store);
+    // Pretend the recorder died: a pid that cannot exist.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute("UPDATE runs SET recorder_pid = 2147483646", [])
+        .unwrap();
+    drop(conn);
+    let store = Store::open_existing(&db).unwrap();
+    let a = store.analyze(&id).unwrap();
+    assert_eq!(a.meta.status, RunStatus::Incomplete);
+    assert!(!a.has_final);
+    assert!(a.result.run.interrupted);
+    assert_eq!(a.result.intervals.len(), 3);
+    let (fleet, secs) = expected_totals(&synthetic(3, 3, 42));
+    assert_eq!(
+        a.result.summary.all,
+        OpSummary::from_ops(&fleet.all(), secs)
+    );
+    assert_eq!(a.result.run.duration_s, secs);
+    assert_eq!(a.result.summary.errors.count, 1);
+    assert!(a.result.notices[0].contains("without a final result"));
+}
+
+#[test]
+fn version_1_store_is_migrated() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("v1.db");
+    {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.execute_batch(iofleet_store::MIGRATIONS[0]).unwrap();
+        conn.pragma_update(None, "user_version", 1).unwrap();
+        let info = serde_json::to_string(&info("old", 1)).unwrap();
+        conn.execute(
+            "INSERT INTO runs (id, name, profile, engine, started_at, status, info, environment)
+             VALUES ('0a0b0c0d', 'old run', 'old', 'null', '2024-01-01T00:00:00Z', 'running', ?1, '{}')",
+            [info],
+        )
+        .unwrap();
+    }
+    let store = Store::open(&db).unwrap();
+    assert_eq!(store.schema_version().unwrap(), 2);
+    let list = store.list(&ListFilter::default()).unwrap();
+    assert_eq!(list.len(), 1);
+    // A v1 run has no recorder: left 'running', it shows as incomplete.
+    assert_eq!(list[0].meta.status, RunStatus::Incomplete);
+    let a = store.analyze("0a0b0c0d").unwrap();
+    assert_eq!(a.result.summary.all.ios, 0);
+    drop(store);
+    // Opening again is a no-op; a store from the future is refused.
+    Store::open(&db).unwrap();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.pragma_update(None, "user_version", 99).unwrap();
+    drop(conn);
+    let e = Store::open(&db).err().expect("too new");
+    assert!(matches!(e, StoreError::TooNew { found: 99, .. }), "{e}");
+    assert!(e.to_string().contains("--db"));
+}
+
+#[test]
+fn resolve_filters_and_delete() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let e = Store::open_existing(&db).err().expect("missing");
+    assert!(e.to_string().contains("--db"), "{e}");
+    let mut store = Store::open(&db).unwrap();
+    assert!(matches!(store.resolve("latest"), Err(StoreError::Empty)));
+    // 17 runs: two of them must share a first hex digit.
+    let mut ids = Vec::new();
+    for i in 0..17 {
+        let policy = if i % 2 == 0 { "raid1" } else { "raid5" };
+        let id = record(&mut store, &format!("run{i}"), &[("policy", policy)], 1);
+        store
+            .finish_run(&id, &fake_final(info("synthetic", 3)))
+            .unwrap();
+        ids.push(id);
+    }
+    assert_eq!(store.resolve("latest").unwrap(), ids[16]);
+    assert_eq!(store.resolve(&ids[3]).unwrap(), ids[3]);
+    assert_eq!(store.resolve(&ids[3].to_uppercase()).unwrap(), ids[3]);
+    assert_eq!(store.resolve("run5").unwrap(), ids[5]);
+    let first = |s: &String| s[..1].to_string();
+    let shared = ids
+        .iter()
+        .find(|a| ids.iter().filter(|b| first(b) == first(a)).count() > 1)
+        .map(first)
+        .unwrap();
+    match store.resolve(&shared) {
+        Err(StoreError::Ambiguous { matches, .. }) => assert!(matches.len() >= 2),
+        other => panic!("expected ambiguous, got {other:?}"),
+    }
+    let unique = ids
+        .iter()
+        .find(|a| ids.iter().filter(|b| b[..5] == a[..5]).count() == 1)
+        .unwrap();
+    assert_eq!(store.resolve(&unique[..5]).unwrap(), *unique);
+    assert!(matches!(
+        store.resolve("ffffffffff"),
+        Err(StoreError::NotFound { .. })
+    ));
+    assert!(matches!(
+        store.resolve("no-such-name"),
+        Err(StoreError::NotFound { .. })
+    ));
+
+    let raid5 = store
+        .list(&ListFilter {
+            labels: vec![("policy".into(), "raid5".into())],
+            profile: None,
+        })
+        .unwrap();
+    assert_eq!(raid5.len(), 8);
+    let none = store
+        .list(&ListFilter {
+            labels: vec![],
+            profile: Some("other".into()),
+        })
+        .unwrap();
+    assert!(none.is_empty());
+
+    store.delete(&ids[0]).unwrap();
+    assert!(matches!(
+        store.resolve(&ids[0]),
+        Err(StoreError::NotFound { .. }) | Err(StoreError::Ambiguous { .. })
+    ));
+    assert!(matches!(
+        store.meta(&ids[0]),
+        Err(StoreError::NotFound { .. })
+    ));
+    assert_eq!(store.list(&ListFilter::default()).unwrap().len(), 16);
+}
+
+#[test]
+fn default_path_follows_xdg() {
+    std::env::set_var("XDG_DATA_HOME", "/tmp/xdg-test-iofleet");
+    assert_eq!(
+        iofleet_store::default_path().unwrap(),
+        std::path::PathBuf::from("/tmp/xdg-test-iofleet/iofleet/results.db")
+    );
+    std::env::set_var("XDG_DATA_HOME", "relative/ignored");
+    let p = iofleet_store::default_path().unwrap();
+    assert!(
+        p.ends_with(".local/share/iofleet/results.db"),
+        "{}",
+        p.display()
+    );
+}
