@@ -127,6 +127,15 @@ fn ctrl_c_stops_reports_and_exits_130() {
     let measured = v["run"]["duration_s"].as_f64().unwrap();
     assert!(measured > 1.0 && measured < 10.0, "measured {measured}");
     assert!(v["summary"]["all"]["ios"].as_u64().unwrap() > 0);
+    // The interval the stop cut short is counted for the time it ran, not its full
+    // length: durations add up, and its rate is not diluted.
+    let intervals = v["intervals"].as_array().unwrap();
+    let sum: f64 = intervals.iter().map(|i| i["duration_s"].as_f64().unwrap()).sum();
+    assert!((sum - measured).abs() < 1e-6, "{sum} vs {measured}");
+    let last = intervals.last().unwrap();
+    assert!(last["duration_s"].as_f64().unwrap() < 1.0);
+    let median = v["summary"]["iops_median_interval"].as_f64().unwrap();
+    assert!(last["iops"].as_f64().unwrap() > 0.5 * median, "{last} vs median {median}");
     let errors: Vec<String> = schema().iter_errors(&v).map(|e| e.to_string()).collect();
     assert!(errors.is_empty(), "{errors:?}");
 }

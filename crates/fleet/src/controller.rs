@@ -281,6 +281,8 @@ struct Collector {
     error_count: u64,
     max_end_ns: u64,
     failures: Vec<String>,
+    /// Per interval, the latest time a stopped thread ended in it.
+    cuts: BTreeMap<u32, u64>,
 }
 
 impl Collector {
@@ -425,6 +427,7 @@ pub fn run(
         error_count: 0,
         max_end_ns: 0,
         failures: Vec::new(),
+        cuts: BTreeMap::new(),
     };
     let epoch = Instant::now() + Duration::from_millis(20);
     let started_wall = SystemTime::now() + Duration::from_millis(20);
@@ -441,6 +444,8 @@ pub fn run(
         None
     };
     let measure_start = epoch + Duration::from_nanos(timeline.measure_start_ns());
+    let run_end = epoch + Duration::from_nanos(timeline.end_ns());
+    let mut cpu_end = None;
 
     let n_intervals = timeline.intervals();
     let mut next_emit = 0u32;
@@ -456,7 +461,12 @@ pub fn run(
                 index,
                 sample,
                 errors,
+                stopped_at,
             }) => {
+                if let Some(t) = stopped_at {
+                    let cut = col.cuts.entry(index).or_insert(0);
+                    *cut = (*cut).max(t);
+                }
                 let per_worker = col
                     .pending
                     .entry(index)
@@ -490,9 +500,13 @@ pub fn run(
                 col.done.iter_mut().for_each(|d| *d = true);
             }
         }
-        if cpu_start.is_none() && Instant::now() >= measure_start {
-            cpu_start = Some(CpuSnap::now(wall(Instant::now())));
+        let now = Instant::now();
+        if cpu_start.is_none() && now >= measure_start {
+            cpu_start = Some(CpuSnap::now(wall(now)));
             observer.phase(Phase::Measure, measure_s);
+        }
+        if cpu_end.is_none() && now >= run_end {
+            cpu_end = Some(CpuSnap::now(wall(now)));
         }
         while next_emit < n_intervals && col.complete(next_emit) {
             let k = next_emit;
@@ -502,8 +516,10 @@ pub fn run(
             };
             let start = timeline.boundaries[k as usize];
             let mut end = timeline.boundaries[k as usize + 1];
-            if col.done.iter().all(|&d| d) && col.max_end_ns < end && col.max_end_ns > start {
-                end = col.max_end_ns; // the interval a stop cut short
+            if let Some(&cut) = col.cuts.get(&k) {
+                if cut > start && cut < end {
+                    end = cut; // the interval a stop cut short
+                }
             }
             let dur_ns = end - start;
             let warmup = k < timeline.warmup_intervals;
@@ -531,9 +547,8 @@ pub fn run(
         }
     }
     launcher.join();
-    let cpu_end = CpuSnap::now(wall(
-        Instant::now().min(epoch + Duration::from_nanos(timeline.end_ns())),
-    ));
+    // CPU is sampled at the planned end, or when the threads stopped, whichever first.
+    let cpu_end = cpu_end.unwrap_or_else(|| CpuSnap::now(wall(Instant::now())));
     let cpu = cpu_start
         .map(|s| CpuSpan::between(&s, &cpu_end))
         .unwrap_or_default();

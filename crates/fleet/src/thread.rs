@@ -113,6 +113,9 @@ pub enum Msg {
         index: u32,
         sample: Sample,
         errors: Vec<ErrorDetail>,
+        /// Set on the last interval of a thread that was stopped early: when it stopped
+        /// (ns since the epoch), so the collector can cut that interval short.
+        stopped_at: Option<u64>,
     },
     Done {
         thread: u32,
@@ -267,7 +270,10 @@ pub fn run_thread<E: Engine, C: Clock>(
     let mut seq = 0u64;
     let open_lanes = lanes.iter().any(|l| l.gap_ns.is_some());
 
-    let flush = |idx: u32, sample: &mut Sample, errors: &mut Vec<ErrorDetail>| {
+    let flush = |idx: u32,
+                 sample: &mut Sample,
+                 errors: &mut Vec<ErrorDetail>,
+                 stopped_at: Option<u64>| {
         let full = std::mem::replace(sample, Sample::new(nstreams));
         let _ = tx.send(Msg::Interval {
             thread: spec.id,
@@ -275,6 +281,7 @@ pub fn run_thread<E: Engine, C: Clock>(
             index: idx,
             sample: full,
             errors: std::mem::take(errors),
+            stopped_at,
         });
     };
 
@@ -341,7 +348,7 @@ pub fn run_thread<E: Engine, C: Clock>(
         }
         let t = clock.now_ns();
         while t >= next_boundary && idx + 1 < n_intervals {
-            flush(idx, &mut sample, &mut errors);
+            flush(idx, &mut sample, &mut errors, None);
             idx += 1;
             next_boundary = timeline.boundaries[idx as usize + 1];
         }
@@ -401,11 +408,13 @@ pub fn run_thread<E: Engine, C: Clock>(
     if finished {
         stopped_at = end;
     }
-    flush(idx, &mut sample, &mut errors);
     if finished {
+        flush(idx, &mut sample, &mut errors, None);
         for k in idx + 1..n_intervals {
-            flush(k, &mut sample, &mut errors);
+            flush(k, &mut sample, &mut errors, None);
         }
+    } else {
+        flush(idx, &mut sample, &mut errors, Some(stopped_at));
     }
     Ok(stopped_at)
 }
