@@ -15,6 +15,7 @@ const MIB: u64 = 1 << 20;
 
 fn req(workers: u32, disks_per_worker: u32, disk_size: u64) -> LayoutRequest {
     LayoutRequest {
+        worker_base: 0,
         workers,
         disks_per_worker,
         disk_size,

@@ -99,6 +99,7 @@ fn hash_device(dev: &Path) -> u64 {
 
 fn req(workers: u32, disks_per_worker: u32, destroy_data: bool) -> LayoutRequest {
     LayoutRequest {
+        worker_base: 0,
         workers,
         disks_per_worker,
         disk_size: 0,

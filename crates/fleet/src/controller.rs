@@ -7,12 +7,11 @@
 //! folded into the totals. Cluster figures are always read from merged histograms.
 //! Nothing in here touches I/O in the hot path.
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crossbeam_channel::{unbounded, RecvTimeoutError};
+use crossbeam_channel::unbounded;
 use iofleet_engine::null::LatencyModel;
 use iofleet_engine::target::{
     create_files, fill_disk, fill_marker_valid, logical_block_size, open_disk, plan_layout,
@@ -20,20 +19,13 @@ use iofleet_engine::target::{
 };
 use iofleet_engine::{uring, EngineError};
 use iofleet_profile::{Plan, Prepare};
-use iofleet_stats::result::{
-    CpuSummary, ErrorDetail, ErrorSummary, IntervalRow, MemorySummary, Outstanding, RunInfo,
-    RunResult, RunSummary, StreamSummary, WorkerSummary, SCHEMA_VERSION,
-};
-use iofleet_stats::summary::median;
-use iofleet_stats::{OpStats, OpSummary, Sample};
+use iofleet_stats::result::{RunInfo, RunResult};
 
+use crate::collect::{collect, empty_result, summarize, CollectSpec, HostFacts};
 use crate::launcher::{Job, Launcher, LocalLauncher, ResolvedEngine};
-use crate::observer::{IntervalSnapshot, Observer, Phase};
-use crate::sys::{self, CpuSnap, CpuSpan};
-use crate::thread::{thread_seed, LaneSpec, Msg, ThreadSpec, Timeline};
-
-/// Error details kept for the whole run.
-const MAX_ERROR_DETAILS: usize = 20;
+use crate::observer::{Observer, Phase};
+use crate::sys;
+use crate::thread::{thread_seed, LaneSpec, ThreadSpec, Timeline};
 
 /// The engine the user asked for.
 #[derive(Debug, Clone)]
@@ -59,6 +51,11 @@ pub struct RunConfig {
     /// `--disk-size` was given on the command line (device targets honour it).
     pub disk_size_from_cli: bool,
     pub seed: u64,
+    /// Global index of this run's first worker (non-zero on an agent serving part of a
+    /// fleet): seeds, disk file names and reported worker numbers use global indexes.
+    pub worker_base: u32,
+    /// Remove the disk files (never devices) when the run ends.
+    pub cleanup: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -131,6 +128,20 @@ fn build_lanes(plan: &Plan, disk: u32, qd_cap: Option<u32>) -> Vec<LaneSpec> {
         }
     }
     lanes
+}
+
+/// Configured outstanding I/O of one worker (Σ lane qd × threads over its disks), before
+/// any engine cap.
+pub(crate) fn configured_per_worker(plan: &Plan) -> u64 {
+    (0..plan.fleet.disks_per_worker)
+        .map(|d| {
+            build_lanes(plan, d, None)
+                .iter()
+                .map(|l| l.qd as u64)
+                .sum::<u64>()
+                * plan.fleet.threads_per_disk as u64
+        })
+        .sum()
 }
 
 fn resolve_engine(
@@ -270,27 +281,34 @@ fn prepare_disks(
     Ok(complete && !stop.load(Ordering::SeqCst))
 }
 
-/// Per-interval bookkeeping while the run is going.
-struct Collector {
-    workers: usize,
-    streams: usize,
-    reported_next: Vec<u32>,
-    done: Vec<bool>,
-    pending: BTreeMap<u32, Vec<Sample>>,
-    errors: Vec<ErrorDetail>,
-    error_count: u64,
-    max_end_ns: u64,
-    failures: Vec<String>,
-    /// Per interval, the latest time a stopped thread ended in it.
-    cuts: BTreeMap<u32, u64>,
+/// Removes disk files when dropped (with `--cleanup`), whatever way the run ends.
+struct Cleanup(Vec<std::path::PathBuf>);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        for p in &self.0 {
+            let _ = std::fs::remove_file(p);
+        }
+        if let Some(dir) = self.0.first().and_then(|p| p.parent()) {
+            let _ = std::fs::remove_dir(dir); // only if now empty
+        }
+    }
 }
 
-impl Collector {
-    fn complete(&self, k: u32) -> bool {
-        self.reported_next
-            .iter()
-            .zip(&self.done)
-            .all(|(&r, &d)| r > k || d)
+/// Decides when a prepared fleet starts: locally at once; in an agent, at the instant
+/// the controller names.
+pub trait StartGate {
+    /// Every thread is ready (targets open, disks filled). Return the start instant, or an
+    /// error to abort before any measured I/O.
+    fn ready(&mut self) -> Result<Instant, FleetError>;
+}
+
+/// Start 20 ms from now (time for every thread to reach the starting line).
+pub struct StartNow;
+
+impl StartGate for StartNow {
+    fn ready(&mut self) -> Result<Instant, FleetError> {
+        Ok(Instant::now() + Duration::from_millis(20))
     }
 }
 
@@ -300,6 +318,16 @@ pub fn run(
     cfg: &RunConfig,
     stop: Arc<AtomicBool>,
     observer: &mut dyn Observer,
+) -> Result<RunResult, FleetError> {
+    run_gated(cfg, stop, observer, &mut StartNow)
+}
+
+/// `run`, with the start instant decided by `gate`.
+pub fn run_gated(
+    cfg: &RunConfig,
+    stop: Arc<AtomicBool>,
+    observer: &mut dyn Observer,
+    gate: &mut dyn StartGate,
 ) -> Result<RunResult, FleetError> {
     let mut notices = Vec::new();
     let mut plan = cfg.plan.clone();
@@ -325,7 +353,7 @@ pub fn run(
     // Thread specs, before any target is touched.
     let f = plan.fleet.clone();
     let mut threads = Vec::new();
-    for w in 0..f.workers {
+    for w in cfg.worker_base..cfg.worker_base + f.workers {
         for d in 0..f.disks_per_worker {
             let lanes = build_lanes(&plan, d, qd_cap);
             if lanes.is_empty() {
@@ -349,10 +377,12 @@ pub fn run(
 
     // Targets: every check before any write, then create, then fill.
     let mut disks: Vec<Option<DiskLayout>> = vec![None; threads.len()];
+    let mut cleanup = Cleanup(Vec::new());
     if engine.needs_target() {
         let layout = plan_layout(
             &cfg.target,
             &LayoutRequest {
+                worker_base: cfg.worker_base,
                 workers: f.workers,
                 disks_per_worker: f.disks_per_worker,
                 disk_size: f.disk_size.0,
@@ -362,6 +392,13 @@ pub fn run(
             },
         )?;
         check_layout(&plan, &layout, cfg.direct)?;
+        if cfg.cleanup {
+            cleanup.0 = layout
+                .iter()
+                .filter(|d| !d.is_device)
+                .map(|d| d.path.clone())
+                .collect();
+        }
         create_files(&layout)?;
         // Surface open errors (O_DIRECT refused, permissions) as typed errors now.
         let writes = plan.streams.iter().any(|s| s.read_pct < 100.0);
@@ -381,7 +418,8 @@ pub fn run(
             observer.phase(Phase::Prepare, 0.0);
             if !prepare_disks(&layout, p, cfg.direct, &stop, observer, &mut notices)? {
                 notices.push("interrupted while preparing disks: nothing was measured".into());
-                return Ok(empty_result(cfg, &plan, &engine, notices));
+                let info = run_info(cfg, &plan, &engine, SystemTime::now());
+                return Ok(empty_result(info, notices));
             }
         }
         for (i, t) in threads.iter_mut().enumerate() {
@@ -416,253 +454,47 @@ pub fn run(
         .map_err(FleetError::Setup)?;
     drop(tx);
 
-    let n_threads = job.threads.len();
-    let mut col = Collector {
-        workers: f.workers as usize,
-        streams: plan.streams.len(),
-        reported_next: vec![0; n_threads],
-        done: vec![false; n_threads],
-        pending: BTreeMap::new(),
-        errors: Vec::new(),
-        error_count: 0,
-        max_end_ns: 0,
-        failures: Vec::new(),
-        cuts: BTreeMap::new(),
+    let epoch = match gate.ready() {
+        Ok(e) => e,
+        Err(e) => {
+            stop.store(true, Ordering::SeqCst);
+            launcher.start(Instant::now());
+            launcher.join();
+            return Err(e);
+        }
     };
-    let epoch = Instant::now() + Duration::from_millis(20);
-    let started_wall = SystemTime::now() + Duration::from_millis(20);
+    let started_wall = SystemTime::now() + epoch.saturating_duration_since(Instant::now());
     launcher.start(epoch);
-    observer.started(&run_info(cfg, &plan, &engine, started_wall, 0.0, false));
-    let wall = |i: Instant| i.saturating_duration_since(epoch).as_secs_f64();
-    let warmup_s = plan.timing.warmup.as_secs_f64();
-    let measure_s = plan.timing.duration.as_secs_f64();
-    let mut cpu_start = if timeline.warmup_intervals == 0 {
-        observer.phase(Phase::Measure, measure_s);
-        Some(CpuSnap::now(0.0))
-    } else {
-        observer.phase(Phase::Warmup, warmup_s);
-        None
-    };
-    let measure_start = epoch + Duration::from_nanos(timeline.measure_start_ns());
-    let run_end = epoch + Duration::from_nanos(timeline.end_ns());
-    let mut cpu_end = None;
+    let info = run_info(cfg, &plan, &engine, started_wall);
+    observer.started(&info);
 
-    let n_intervals = timeline.intervals();
-    let mut next_emit = 0u32;
-    let mut rows = Vec::new();
-    let mut worker_totals = vec![Sample::new(col.streams); col.workers];
-    let mut measured_ns = 0u64;
-    let mut interval_iops = Vec::new();
-    loop {
-        match rx.recv_timeout(Duration::from_millis(50)) {
-            Ok(Msg::Interval {
-                thread,
-                worker,
-                index,
-                sample,
-                errors,
-                stopped_at,
-            }) => {
-                if let Some(t) = stopped_at {
-                    let cut = col.cuts.entry(index).or_insert(0);
-                    *cut = (*cut).max(t);
-                }
-                let per_worker = col
-                    .pending
-                    .entry(index)
-                    .or_insert_with(|| vec![Sample::new(col.streams); col.workers]);
-                per_worker[worker as usize] += &sample;
-                col.reported_next[thread as usize] = index + 1;
-                col.error_count += sample.errors();
-                for e in errors {
-                    if col.errors.len() < MAX_ERROR_DETAILS {
-                        col.errors.push(e);
-                    }
-                }
-            }
-            Ok(Msg::Done {
-                thread,
-                end_ns,
-                error,
-            }) => {
-                col.done[thread as usize] = true;
-                col.max_end_ns = col.max_end_ns.max(end_ns);
-                if let Some(e) = error {
-                    let t = &job.threads[thread as usize];
-                    col.failures.push(format!(
-                        "worker {} disk {} thread {}: {e}",
-                        t.worker, t.disk, t.thread
-                    ));
-                }
-            }
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => {
-                col.done.iter_mut().for_each(|d| *d = true);
-            }
-        }
-        let now = Instant::now();
-        if cpu_start.is_none() && now >= measure_start {
-            cpu_start = Some(CpuSnap::now(wall(now)));
-            observer.phase(Phase::Measure, measure_s);
-        }
-        if cpu_end.is_none() && now >= run_end {
-            cpu_end = Some(CpuSnap::now(wall(now)));
-        }
-        while next_emit < n_intervals && col.complete(next_emit) {
-            let k = next_emit;
-            next_emit += 1;
-            let Some(per_worker) = col.pending.remove(&k) else {
-                continue; // every thread had ended before this interval
-            };
-            let start = timeline.boundaries[k as usize];
-            let mut end = timeline.boundaries[k as usize + 1];
-            if let Some(&cut) = col.cuts.get(&k) {
-                if cut > start && cut < end {
-                    end = cut; // the interval a stop cut short
-                }
-            }
-            let dur_ns = end - start;
-            let warmup = k < timeline.warmup_intervals;
-            let mut fleet = Sample::new(col.streams);
-            per_worker.iter().for_each(|w| fleet += w);
-            let row = interval_row(k, start, dur_ns, warmup, &fleet);
-            if !warmup {
-                for (tot, w) in worker_totals.iter_mut().zip(&per_worker) {
-                    *tot += w;
-                }
-                measured_ns += dur_ns;
-                let nominal = plan.timing.interval.as_nanos() as u64;
-                if dur_ns * 2 >= nominal {
-                    interval_iops.push(row.iops);
-                }
-            }
-            observer.interval(&IntervalSnapshot {
-                row: &row,
-                workers: &per_worker,
-            });
-            rows.push(row);
-        }
-        if col.done.iter().all(|&d| d) && (next_emit >= n_intervals || col.pending.is_empty()) {
-            break;
-        }
-    }
-    launcher.join();
-    // CPU is sampled at the planned end, or when the threads stopped, whichever first.
-    let cpu_end = cpu_end.unwrap_or_else(|| CpuSnap::now(wall(Instant::now())));
-    let cpu = cpu_start
-        .map(|s| CpuSpan::between(&s, &cpu_end))
-        .unwrap_or_default();
-    observer.phase(Phase::Done, 0.0);
-
-    let interrupted = col.max_end_ns < timeline.end_ns();
-    let elapsed_s = measured_ns as f64 / 1e9;
-    let mut fleet = Sample::new(col.streams);
-    worker_totals.iter().for_each(|w| fleet += w);
-    let all = fleet.all();
-    let streams = plan
-        .streams
-        .iter()
-        .zip(&fleet.streams)
-        .map(|(p, s)| StreamSummary {
-            name: p.name.clone(),
-            all: OpSummary::from_ops(&s.all(), elapsed_s),
-            read: OpSummary::from_ops(&s.read, elapsed_s),
-            write: OpSummary::from_ops(&s.write, elapsed_s),
-        })
-        .collect();
     let host = sys::hostname();
-    let workers = worker_totals
-        .iter()
-        .enumerate()
-        .map(|(w, s)| WorkerSummary {
-            worker: w as u32,
-            host: host.clone(),
-            all: OpSummary::from_ops(&s.all(), elapsed_s),
-            read: OpSummary::from_ops(&s.read(), elapsed_s),
-            write: OpSummary::from_ops(&s.write(), elapsed_s),
-        })
-        .collect();
-    let ios = all.ios as f64;
-    let per_io = |s: f64| if ios > 0.0 { s * 1e6 / ios } else { 0.0 };
-    if !col.failures.is_empty() {
-        notices.push(format!(
-            "{} I/O thread(s) failed; see summary.errors.failed_threads",
-            col.failures.len()
-        ));
-    }
-    let mut errors = col.errors;
-    errors.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
-    let summary = RunSummary {
-        all: OpSummary::from_ops(&all, elapsed_s),
-        read: OpSummary::from_ops(&fleet.read(), elapsed_s),
-        write: OpSummary::from_ops(&fleet.write(), elapsed_s),
-        iops_median_interval: median(&interval_iops),
-        outstanding_io: Outstanding {
-            configured: plan_outstanding(&job),
-            measured_mean: if measured_ns > 0 {
-                all.latency_sum_ns as f64 / measured_ns as f64
-            } else {
-                0.0
-            },
-        },
-        cpu: CpuSummary {
-            usr_pct: cpu.usr_pct,
-            sys_pct: cpu.sys_pct,
-            host_pct: cpu.host_pct,
-            us_per_io: per_io(cpu.proc_s),
-            host_us_per_io: per_io(cpu.host_busy_s),
-        },
-        memory: MemorySummary {
-            rss_peak_mib: sys::rss_peak_mib(),
-            host_used_pct: sys::host_mem_used_pct(),
-        },
-        errors: ErrorSummary {
-            count: col.error_count,
-            first: errors,
-            failed_threads: col.failures,
-        },
+    let spec = CollectSpec {
+        plan: &plan,
+        timeline: &timeline,
+        worker_base: cfg.worker_base,
+        workers: f.workers as usize,
+        source_names: job
+            .threads
+            .iter()
+            .map(|t| format!("worker {} disk {} thread {}", t.worker, t.disk, t.thread))
+            .collect(),
+        hosts: vec![host],
+        worker_host: vec![0; f.workers as usize],
+        source_host: vec![0; job.threads.len()],
+        epoch,
     };
-    Ok(RunResult {
-        schema_version: SCHEMA_VERSION,
-        run: run_info(cfg, &plan, &engine, started_wall, elapsed_s, interrupted),
-        summary,
-        streams,
-        intervals: rows,
-        workers,
+    let collected = collect(&rx, &spec, observer, &stop);
+    launcher.join();
+    let configured = job.threads.iter().map(|t| t.slots() as u64).sum();
+    Ok(summarize(
+        &spec,
+        collected,
+        info,
+        configured,
+        &HostFacts::default(),
         notices,
-    })
-}
-
-/// Configured outstanding I/O of the threads actually started (lanes after any cap).
-fn plan_outstanding(job: &Job) -> u64 {
-    job.threads.iter().map(|t| t.slots() as u64).sum()
-}
-
-fn interval_row(k: u32, start_ns: u64, dur_ns: u64, warmup: bool, s: &Sample) -> IntervalRow {
-    let secs = dur_ns as f64 / 1e9;
-    let (r, w): (OpStats, OpStats) = (s.read(), s.write());
-    let mut a = r.clone();
-    a += &w;
-    let rate = |x: u64| if secs > 0.0 { x as f64 / secs } else { 0.0 };
-    let us = |ns: u64| ns as f64 / 1000.0;
-    IntervalRow {
-        index: k,
-        t_s: start_ns as f64 / 1e9,
-        duration_s: secs,
-        warmup,
-        ios: a.ios,
-        iops: rate(a.ios),
-        mbps: rate(a.bytes) / 1e6,
-        read_iops: rate(r.ios),
-        write_iops: rate(w.ios),
-        p50_us: us(a.hist.quantile_ns(0.5)),
-        p99_us: us(a.hist.quantile_ns(0.99)),
-        read_p50_us: us(r.hist.quantile_ns(0.5)),
-        read_p99_us: us(r.hist.quantile_ns(0.99)),
-        write_p50_us: us(w.hist.quantile_ns(0.5)),
-        write_p99_us: us(w.hist.quantile_ns(0.99)),
-        errors: a.errors,
-    }
+    ))
 }
 
 fn run_info(
@@ -670,8 +502,6 @@ fn run_info(
     plan: &Plan,
     engine: &ResolvedEngine,
     started: SystemTime,
-    duration_s: f64,
-    interrupted: bool,
 ) -> RunInfo {
     RunInfo {
         profile: plan.name.clone(),
@@ -683,10 +513,10 @@ fn run_info(
                 .map(|d| d.as_secs())
                 .unwrap_or(0),
         ),
-        duration_s,
+        duration_s: 0.0,
         warmup_s: plan.timing.warmup.as_secs_f64(),
         interval_s: plan.timing.interval.as_secs_f64(),
-        interrupted,
+        interrupted: false,
         direct: cfg.direct,
         target: if engine.needs_target() {
             cfg.target_label.clone()
@@ -695,37 +525,8 @@ fn run_info(
         },
         hostname: sys::hostname(),
         iofleet_version: env!("CARGO_PKG_VERSION").into(),
+        start_skew_ms: 0.0,
         plan: serde_json::to_value(plan).unwrap_or(serde_json::Value::Null),
-    }
-}
-
-fn empty_result(
-    cfg: &RunConfig,
-    plan: &Plan,
-    engine: &ResolvedEngine,
-    notices: Vec<String>,
-) -> RunResult {
-    let empty = OpSummary::from_ops(&OpStats::default(), 0.0);
-    RunResult {
-        schema_version: SCHEMA_VERSION,
-        run: run_info(cfg, plan, engine, SystemTime::now(), 0.0, true),
-        summary: RunSummary {
-            all: empty.clone(),
-            read: empty.clone(),
-            write: empty,
-            iops_median_interval: 0.0,
-            outstanding_io: Outstanding::default(),
-            cpu: CpuSummary::default(),
-            memory: MemorySummary {
-                rss_peak_mib: sys::rss_peak_mib(),
-                host_used_pct: sys::host_mem_used_pct(),
-            },
-            errors: ErrorSummary::default(),
-        },
-        streams: Vec::new(),
-        intervals: Vec::new(),
-        workers: Vec::new(),
-        notices,
     }
 }
 

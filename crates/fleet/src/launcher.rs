@@ -223,9 +223,11 @@ fn thread_main(
         Err(e) => (mono_now(epoch), Some(e.to_string())),
     };
     let _ = tx.send(Msg::Done {
-        thread: spec.id,
+        source: spec.id,
         end_ns,
         error,
+        errors: Vec::new(),
+        lost: false,
     });
 }
 

@@ -6,12 +6,17 @@
 //! controller never touches I/O; the threads never format or lock. This crate decides
 //! *what* to run and *when*; `iofleet-engine` decides *how* bytes move.
 
+pub mod agent;
+mod collect;
 pub mod controller;
 pub mod gen;
+pub mod inventory;
 pub mod launcher;
 pub mod observer;
+pub mod protocol;
+pub mod remote;
 pub mod sys;
 pub mod thread;
 
-pub use controller::{run, EngineChoice, FleetError, RunConfig};
+pub use controller::{run, run_gated, EngineChoice, FleetError, RunConfig, StartGate, StartNow};
 pub use observer::{Fanout, IntervalSnapshot, Observer, Phase, Silent};

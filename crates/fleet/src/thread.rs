@@ -108,20 +108,25 @@ impl ThreadSpec {
 #[derive(Debug)]
 pub enum Msg {
     Interval {
-        thread: u32,
-        worker: u32,
+        /// The reporting source: a local thread, or a remote host.
+        source: u32,
         index: u32,
-        sample: Sample,
+        /// (global worker index, its sample) — one entry per worker of the source.
+        samples: Vec<(u32, Sample)>,
         errors: Vec<ErrorDetail>,
         /// Set on the last interval of a thread that was stopped early: when it stopped
         /// (ns since the epoch), so the collector can cut that interval short.
         stopped_at: Option<u64>,
     },
     Done {
-        thread: u32,
-        /// When the thread stopped issuing, ns since the epoch.
+        source: u32,
+        /// When the source stopped issuing, ns since the epoch.
         end_ns: u64,
         error: Option<String>,
+        /// Details of I/O errors not already sent with an interval (remote sources).
+        errors: Vec<ErrorDetail>,
+        /// The source vanished (a remote host whose connection died), rather than ended.
+        lost: bool,
     },
 }
 
@@ -276,10 +281,9 @@ pub fn run_thread<E: Engine, C: Clock>(
                  stopped_at: Option<u64>| {
         let full = std::mem::replace(sample, Sample::new(nstreams));
         let _ = tx.send(Msg::Interval {
-            thread: spec.id,
-            worker: spec.worker,
+            source: spec.id,
             index: idx,
-            sample: full,
+            samples: vec![(spec.worker, full)],
             errors: std::mem::take(errors),
             stopped_at,
         });

@@ -123,6 +123,8 @@ fn merged_percentiles_equal_union_of_raw_samples() {
         destroy_data: false,
         disk_size_from_cli: false,
         seed: 42,
+        worker_base: 0,
+        cleanup: false,
     };
     let result = run(&cfg, Arc::new(AtomicBool::new(false)), &mut Silent).unwrap();
     assert!(!result.run.interrupted);
@@ -189,6 +191,8 @@ fn open_loop_rate_is_honoured_and_latency_counts_from_intended_time() {
         destroy_data: false,
         disk_size_from_cli: false,
         seed: 1,
+        worker_base: 0,
+        cleanup: false,
     };
     let r = run(&cfg, Arc::new(AtomicBool::new(false)), &mut Silent).unwrap();
     let iops = r.summary.all.iops;

@@ -4,12 +4,12 @@
 
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::units::Bytes;
 
 /// How disks are filled before the measured phases.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Prepare {
     /// Incompressible pseudo-random data (the default; right for dedupe/compression).
@@ -21,7 +21,7 @@ pub enum Prepare {
 }
 
 /// How arrivals are spaced in an open-loop (rate-limited) lane.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Arrival {
     /// Exponential inter-arrival times (a Poisson process).
@@ -31,7 +31,7 @@ pub enum Arrival {
 }
 
 /// Weighted block-size distribution; a fixed size is one entry with weight 1.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BlockSizes {
     /// (size, weight) pairs, sizes in bytes, weights > 0.
     pub entries: Vec<(Bytes, u32)>,
@@ -62,7 +62,7 @@ impl BlockSizes {
 }
 
 /// Where in the working set random offsets land.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Locality {
     /// Every aligned block equally likely.
@@ -74,14 +74,14 @@ pub enum Locality {
     Zipf { theta: f64 },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct HotBand {
     pub io_pct: f64,
     pub range_pct: f64,
 }
 
 /// One access pattern of a profile, resolved.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StreamPlan {
     pub name: String,
     pub bs: BlockSizes,
@@ -105,7 +105,7 @@ pub struct StreamPlan {
 }
 
 /// The fleet shape.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FleetShape {
     pub workers: u32,
     pub disks_per_worker: u32,
@@ -116,26 +116,38 @@ pub struct FleetShape {
     pub qd: u32,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Timing {
     pub prepare: Prepare,
-    #[serde(serialize_with = "ser_secs")]
+    #[serde(with = "secs")]
     pub warmup: Duration,
-    #[serde(serialize_with = "ser_secs")]
+    #[serde(with = "secs")]
     pub duration: Duration,
-    #[serde(serialize_with = "ser_secs")]
+    #[serde(with = "secs")]
     pub interval: Duration,
     /// Rate cap in IOPS per worker for the closed-loop streams (None: as fast as possible).
     pub rate_iops: Option<f64>,
     pub arrival: Arrival,
 }
 
-fn ser_secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_f64(d.as_secs_f64())
+/// Durations travel as seconds (f64) in JSON results and agent messages.
+mod secs {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let v = f64::deserialize(d)?;
+        Duration::try_from_secs_f64(v).map_err(serde::de::Error::custom)
+    }
 }
 
 /// A validated profile: the only input the fleet needs.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
     pub name: String,
     pub description: String,

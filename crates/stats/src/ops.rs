@@ -136,6 +136,64 @@ impl Sample {
     }
 }
 
+/// Binary wire form of a `Sample` (agent protocol, results store): per stream, per
+/// direction, the counters little-endian, then the histogram in HDR V2 encoding.
+impl Sample {
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&(self.streams.len() as u32).to_le_bytes());
+        for s in &self.streams {
+            for o in [&s.read, &s.write] {
+                out.extend_from_slice(&o.ios.to_le_bytes());
+                out.extend_from_slice(&o.bytes.to_le_bytes());
+                out.extend_from_slice(&o.errors.to_le_bytes());
+                out.extend_from_slice(&o.latency_sum_ns.to_le_bytes());
+                out.extend_from_slice(&o.latency_sq_sum_ns2.to_le_bytes());
+                let h = o.hist.to_v2_bytes();
+                out.extend_from_slice(&(h.len() as u32).to_le_bytes());
+                out.extend_from_slice(&h);
+            }
+        }
+    }
+
+    /// Decode one `Sample` from the front of `input`, advancing it.
+    pub fn decode(input: &mut &[u8]) -> Result<Sample, String> {
+        fn take<'a>(input: &mut &'a [u8], n: usize) -> Result<&'a [u8], String> {
+            if input.len() < n {
+                return Err("truncated sample".into());
+            }
+            let (a, b) = input.split_at(n);
+            *input = b;
+            Ok(a)
+        }
+        let u32_ = |i: &mut &[u8]| -> Result<u32, String> {
+            Ok(u32::from_le_bytes(take(i, 4)?.try_into().unwrap()))
+        };
+        let u64_ = |i: &mut &[u8]| -> Result<u64, String> {
+            Ok(u64::from_le_bytes(take(i, 8)?.try_into().unwrap()))
+        };
+        let u128_ = |i: &mut &[u8]| -> Result<u128, String> {
+            Ok(u128::from_le_bytes(take(i, 16)?.try_into().unwrap()))
+        };
+        let n = u32_(input)? as usize;
+        if n > 1 << 16 {
+            return Err(format!("implausible stream count {n}"));
+        }
+        let mut sample = Sample::new(n);
+        for s in sample.streams.iter_mut() {
+            for o in [&mut s.read, &mut s.write] {
+                o.ios = u64_(input)?;
+                o.bytes = u64_(input)?;
+                o.errors = u64_(input)?;
+                o.latency_sum_ns = u128_(input)?;
+                o.latency_sq_sum_ns2 = u128_(input)?;
+                let len = u32_(input)? as usize;
+                o.hist = LatencyHist::from_v2_bytes(take(input, len)?)?;
+            }
+        }
+        Ok(sample)
+    }
+}
+
 impl AddAssign<&Sample> for Sample {
     fn add_assign(&mut self, rhs: &Sample) {
         if self.streams.len() < rhs.streams.len() {
@@ -172,6 +230,22 @@ mod tests {
         assert_eq!(a.bytes, 5 * 4096);
         assert!((a.mean_ns() - mean).abs() < 1e-9);
         assert!((a.stddev_ns() - var.sqrt()).abs() < 1e-6);
+    }
+
+    #[test]
+    fn sample_wire_round_trip() {
+        let mut s = Sample::new(3);
+        s.streams[0].read.record(123_456, 4096);
+        s.streams[2].write.record(9_999_999, 65536);
+        s.streams[2].write.record_error();
+        let mut buf = Vec::new();
+        s.encode(&mut buf);
+        Sample::new(1).encode(&mut buf);
+        let mut input = &buf[..];
+        assert_eq!(Sample::decode(&mut input).unwrap(), s);
+        assert_eq!(Sample::decode(&mut input).unwrap(), Sample::new(1));
+        assert!(input.is_empty());
+        assert!(Sample::decode(&mut &buf[..10]).is_err());
     }
 
     #[test]

@@ -20,6 +20,9 @@ pub struct RunResult {
     pub intervals: Vec<IntervalRow>,
     /// Per worker, over the measured phase.
     pub workers: Vec<WorkerSummary>,
+    /// Per host, over the measured phase (one entry for a run on this host alone).
+    #[serde(default)]
+    pub hosts: Vec<HostSummary>,
     /// Things the user should know about how the run was carried out.
     pub notices: Vec<String>,
 }
@@ -39,8 +42,12 @@ pub struct RunInfo {
     pub direct: bool,
     /// The target as given (directory or devices); "none" for the null engine.
     pub target: String,
+    /// The controller's host name.
     pub hostname: String,
     pub iofleet_version: String,
+    /// Spread of the hosts' actual start instants (latest − earliest), ms; 0 on one host.
+    #[serde(default)]
+    pub start_skew_ms: f64,
     /// The resolved plan (fleet shape, timing, streams) exactly as run.
     pub plan: serde_json::Value,
 }
@@ -139,6 +146,25 @@ pub struct IntervalRow {
     pub write_p50_us: f64,
     pub write_p99_us: f64,
     pub errors: u64,
+    /// Hosts lost before the end of this interval: a non-zero value marks an interval
+    /// measured with part of the fleet missing.
+    #[serde(default)]
+    pub hosts_lost: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HostSummary {
+    pub host: String,
+    pub workers: u32,
+    pub all: OpSummary,
+    pub read: OpSummary,
+    pub write: OpSummary,
+    /// How late this host started I/O against the chosen start instant, ms (remote hosts).
+    pub start_late_ms: Option<f64>,
+    /// When the host was lost, seconds since the timeline start (None: it finished).
+    pub lost_at_s: Option<f64>,
+    /// Started more than 100 ms late, or delivered under 80% of the median host's IOPS.
+    pub straggler: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

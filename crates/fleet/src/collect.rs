@@ -1,0 +1,421 @@
+//! Merging what sources report into intervals, and intervals into a `RunResult`.
+//!
+//! A source is whatever reports intervals: a local I/O thread, or a remote host whose
+//! agent already merged its own threads. Interval k is complete when every source has
+//! reported it or has ended; it is then merged per worker with `+=`, handed to the
+//! observer, and, when measured, folded into the totals. The same code serves a local
+//! run and a fleet across hosts, so both compute every figure the same way.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError};
+use iofleet_profile::Plan;
+use iofleet_stats::result::{
+    CpuSummary, ErrorDetail, ErrorSummary, HostSummary, IntervalRow, MemorySummary,
+    Outstanding, RunInfo, RunResult, RunSummary, StreamSummary, WorkerSummary, SCHEMA_VERSION,
+};
+use iofleet_stats::summary::median;
+use iofleet_stats::{OpStats, OpSummary, Sample};
+
+use crate::observer::{IntervalSnapshot, Observer, Phase};
+use crate::sys::{self, CpuSnap, CpuSpan};
+use crate::thread::{Msg, Timeline};
+
+/// Error details kept for the whole run.
+const MAX_ERROR_DETAILS: usize = 20;
+
+/// Who reports and where workers live.
+pub(crate) struct CollectSpec<'a> {
+    pub plan: &'a Plan,
+    pub timeline: &'a Timeline,
+    /// Global index of the first worker of this run (or agent).
+    pub worker_base: u32,
+    pub workers: usize,
+    /// Names of the reporting sources (threads or hosts), for messages.
+    pub source_names: Vec<String>,
+    /// Host names, and the host of each worker (by local worker index).
+    pub hosts: Vec<String>,
+    pub worker_host: Vec<usize>,
+    /// The host each source belongs to (a lost source marks its host lost).
+    pub source_host: Vec<usize>,
+    pub epoch: Instant,
+}
+
+/// Everything the collection produced, ready to be summarised.
+pub(crate) struct Collected {
+    pub rows: Vec<IntervalRow>,
+    pub worker_totals: Vec<Sample>,
+    pub measured_ns: u64,
+    pub interval_iops: Vec<f64>,
+    pub errors: Vec<ErrorDetail>,
+    pub error_count: u64,
+    pub failures: Vec<String>,
+    pub max_end_ns: u64,
+    /// Per host: when it was lost (ns since the epoch).
+    pub host_lost_ns: Vec<Option<u64>>,
+    pub cpu: CpuSpan,
+}
+
+/// Merge messages until every source has ended.
+pub(crate) fn collect(
+    rx: &Receiver<Msg>,
+    spec: &CollectSpec<'_>,
+    observer: &mut dyn Observer,
+    stop: &AtomicBool,
+) -> Collected {
+    let streams = spec.plan.streams.len();
+    let n_sources = spec.source_names.len();
+    let timeline = spec.timeline;
+    let epoch = spec.epoch;
+    let mut reported_next = vec![0u32; n_sources];
+    let mut done = vec![false; n_sources];
+    let mut pending: BTreeMap<u32, Vec<Sample>> = BTreeMap::new();
+    let mut cuts: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut out = Collected {
+        rows: Vec::new(),
+        worker_totals: vec![Sample::new(streams); spec.workers],
+        measured_ns: 0,
+        interval_iops: Vec::new(),
+        errors: Vec::new(),
+        error_count: 0,
+        failures: Vec::new(),
+        max_end_ns: 0,
+        host_lost_ns: vec![None; spec.hosts.len()],
+        cpu: CpuSpan::default(),
+    };
+
+    let wall = |i: Instant| i.saturating_duration_since(epoch).as_secs_f64();
+    let warmup_s = spec.plan.timing.warmup.as_secs_f64();
+    let measure_s = spec.plan.timing.duration.as_secs_f64();
+    let mut cpu_start = if timeline.warmup_intervals == 0 {
+        observer.phase(Phase::Measure, measure_s);
+        Some(CpuSnap::now(0.0))
+    } else {
+        observer.phase(Phase::Warmup, warmup_s);
+        None
+    };
+    let measure_start = epoch + Duration::from_nanos(timeline.measure_start_ns());
+    let run_end = epoch + Duration::from_nanos(timeline.end_ns());
+    let mut cpu_end = None;
+    let n_intervals = timeline.intervals();
+    let mut next_emit = 0u32;
+    let nominal = spec.plan.timing.interval.as_nanos() as u64;
+
+    loop {
+        match rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(Msg::Interval {
+                source,
+                index,
+                samples,
+                errors,
+                stopped_at,
+            }) => {
+                if let Some(t) = stopped_at {
+                    let cut = cuts.entry(index).or_insert(0);
+                    *cut = (*cut).max(t);
+                }
+                let per_worker = pending
+                    .entry(index)
+                    .or_insert_with(|| vec![Sample::new(streams); spec.workers]);
+                for (worker, sample) in &samples {
+                    let local = worker.wrapping_sub(spec.worker_base) as usize;
+                    if let Some(slot) = per_worker.get_mut(local) {
+                        *slot += sample;
+                        out.error_count += sample.errors();
+                    }
+                }
+                let r = &mut reported_next[source as usize];
+                *r = (*r).max(index + 1);
+                for e in errors {
+                    if out.errors.len() < MAX_ERROR_DETAILS {
+                        out.errors.push(e);
+                    }
+                }
+            }
+            Ok(Msg::Done {
+                source,
+                end_ns,
+                error,
+                errors,
+                lost,
+            }) => {
+                for e in errors {
+                    if out.errors.len() < MAX_ERROR_DETAILS {
+                        out.errors.push(e);
+                    }
+                }
+                let s = source as usize;
+                done[s] = true;
+                out.max_end_ns = out.max_end_ns.max(end_ns);
+                if lost {
+                    let h = spec.source_host[s];
+                    out.host_lost_ns[h].get_or_insert(end_ns);
+                }
+                if let Some(e) = error {
+                    out.failures.push(format!("{}: {e}", spec.source_names[s]));
+                }
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => done.iter_mut().for_each(|d| *d = true),
+        }
+        let now = Instant::now();
+        if cpu_start.is_none() && now >= measure_start && !stop.load(Ordering::Relaxed) {
+            cpu_start = Some(CpuSnap::now(wall(now)));
+            observer.phase(Phase::Measure, measure_s);
+        }
+        if cpu_end.is_none() && now >= run_end {
+            cpu_end = Some(CpuSnap::now(wall(now)));
+        }
+        while next_emit < n_intervals
+            && reported_next
+                .iter()
+                .zip(&done)
+                .all(|(&r, &d)| r > next_emit || d)
+        {
+            let k = next_emit;
+            next_emit += 1;
+            let Some(per_worker) = pending.remove(&k) else {
+                continue; // every source had ended before this interval
+            };
+            let start = timeline.boundaries[k as usize];
+            let mut end = timeline.boundaries[k as usize + 1];
+            if let Some(&cut) = cuts.get(&k) {
+                if cut > start && cut < end {
+                    end = cut; // the interval a stop cut short
+                }
+            }
+            let dur_ns = end - start;
+            let warmup = k < timeline.warmup_intervals;
+            let mut fleet = Sample::new(streams);
+            per_worker.iter().for_each(|w| fleet += w);
+            let hosts_lost = out
+                .host_lost_ns
+                .iter()
+                .filter(|l| l.is_some_and(|t| t < end))
+                .count() as u32;
+            let row = interval_row(k, start, dur_ns, warmup, hosts_lost, &fleet);
+            if !warmup {
+                for (tot, w) in out.worker_totals.iter_mut().zip(&per_worker) {
+                    *tot += w;
+                }
+                out.measured_ns += dur_ns;
+                if dur_ns * 2 >= nominal {
+                    out.interval_iops.push(row.iops);
+                }
+            }
+            observer.interval(&IntervalSnapshot {
+                row: &row,
+                workers: &per_worker,
+            });
+            out.rows.push(row);
+        }
+        if done.iter().all(|&d| d) && (next_emit >= n_intervals || pending.is_empty()) {
+            break;
+        }
+    }
+    // CPU is sampled at the planned end, or when the sources stopped, whichever first.
+    let cpu_end = cpu_end.unwrap_or_else(|| CpuSnap::now(wall(Instant::now())));
+    out.cpu = cpu_start
+        .map(|s| CpuSpan::between(&s, &cpu_end))
+        .unwrap_or_default();
+    observer.phase(Phase::Done, 0.0);
+    out
+}
+
+fn interval_row(
+    k: u32,
+    start_ns: u64,
+    dur_ns: u64,
+    warmup: bool,
+    hosts_lost: u32,
+    s: &Sample,
+) -> IntervalRow {
+    let secs = dur_ns as f64 / 1e9;
+    let (r, w): (OpStats, OpStats) = (s.read(), s.write());
+    let mut a = r.clone();
+    a += &w;
+    let rate = |x: u64| if secs > 0.0 { x as f64 / secs } else { 0.0 };
+    let us = |ns: u64| ns as f64 / 1000.0;
+    IntervalRow {
+        index: k,
+        t_s: start_ns as f64 / 1e9,
+        duration_s: secs,
+        warmup,
+        ios: a.ios,
+        iops: rate(a.ios),
+        mbps: rate(a.bytes) / 1e6,
+        read_iops: rate(r.ios),
+        write_iops: rate(w.ios),
+        p50_us: us(a.hist.quantile_ns(0.5)),
+        p99_us: us(a.hist.quantile_ns(0.99)),
+        read_p50_us: us(r.hist.quantile_ns(0.5)),
+        read_p99_us: us(r.hist.quantile_ns(0.99)),
+        write_p50_us: us(w.hist.quantile_ns(0.5)),
+        write_p99_us: us(w.hist.quantile_ns(0.99)),
+        errors: a.errors,
+        hosts_lost,
+    }
+}
+
+/// Host-level facts known to the launcher (start offsets for a fleet across hosts).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct HostFacts {
+    /// How late each host started its I/O against the chosen instant, ms.
+    pub start_late_ms: Vec<Option<f64>>,
+}
+
+/// Turn what was collected into the result.
+pub(crate) fn summarize(
+    spec: &CollectSpec<'_>,
+    col: Collected,
+    info: RunInfo,
+    configured_outstanding: u64,
+    facts: &HostFacts,
+    mut notices: Vec<String>,
+) -> RunResult {
+    let streams_n = spec.plan.streams.len();
+    let elapsed_s = col.measured_ns as f64 / 1e9;
+    let mut fleet = Sample::new(streams_n);
+    col.worker_totals.iter().for_each(|w| fleet += w);
+    let all = fleet.all();
+    let streams = spec
+        .plan
+        .streams
+        .iter()
+        .zip(&fleet.streams)
+        .map(|(p, s)| StreamSummary {
+            name: p.name.clone(),
+            all: OpSummary::from_ops(&s.all(), elapsed_s),
+            read: OpSummary::from_ops(&s.read, elapsed_s),
+            write: OpSummary::from_ops(&s.write, elapsed_s),
+        })
+        .collect();
+    let workers = col
+        .worker_totals
+        .iter()
+        .enumerate()
+        .map(|(w, s)| WorkerSummary {
+            worker: spec.worker_base + w as u32,
+            host: spec.hosts[spec.worker_host[w]].clone(),
+            all: OpSummary::from_ops(&s.all(), elapsed_s),
+            read: OpSummary::from_ops(&s.read(), elapsed_s),
+            write: OpSummary::from_ops(&s.write(), elapsed_s),
+        })
+        .collect();
+    let mut host_totals = vec![Sample::new(streams_n); spec.hosts.len()];
+    for (w, s) in col.worker_totals.iter().enumerate() {
+        host_totals[spec.worker_host[w]] += s;
+    }
+    let host_iops: Vec<f64> = host_totals
+        .iter()
+        .map(|s| s.ios() as f64 / elapsed_s.max(1e-9))
+        .collect();
+    let median_host = median(&host_iops);
+    let hosts = spec
+        .hosts
+        .iter()
+        .enumerate()
+        .map(|(h, name)| {
+            let s = &host_totals[h];
+            let late = facts.start_late_ms.get(h).copied().flatten();
+            let lost = col.host_lost_ns[h].map(|t| t as f64 / 1e9);
+            HostSummary {
+                host: name.clone(),
+                workers: spec.worker_host.iter().filter(|&&x| x == h).count() as u32,
+                all: OpSummary::from_ops(&s.all(), elapsed_s),
+                read: OpSummary::from_ops(&s.read(), elapsed_s),
+                write: OpSummary::from_ops(&s.write(), elapsed_s),
+                start_late_ms: late,
+                lost_at_s: lost,
+                // A straggler started late or delivered clearly less than its peers.
+                straggler: lost.is_none()
+                    && spec.hosts.len() > 1
+                    && (late.is_some_and(|l| l > 100.0) || host_iops[h] < 0.8 * median_host),
+            }
+        })
+        .collect::<Vec<_>>();
+    let ios = all.ios as f64;
+    let per_io = |s: f64| if ios > 0.0 { s * 1e6 / ios } else { 0.0 };
+    if !col.failures.is_empty() {
+        notices.push(format!(
+            "{} source(s) failed; see summary.errors.failed_threads",
+            col.failures.len()
+        ));
+    }
+    let mut errors = col.errors;
+    errors.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
+    let summary = RunSummary {
+        all: OpSummary::from_ops(&all, elapsed_s),
+        read: OpSummary::from_ops(&fleet.read(), elapsed_s),
+        write: OpSummary::from_ops(&fleet.write(), elapsed_s),
+        iops_median_interval: median(&col.interval_iops),
+        outstanding_io: Outstanding {
+            configured: configured_outstanding,
+            measured_mean: if col.measured_ns > 0 {
+                all.latency_sum_ns as f64 / col.measured_ns as f64
+            } else {
+                0.0
+            },
+        },
+        cpu: CpuSummary {
+            usr_pct: col.cpu.usr_pct,
+            sys_pct: col.cpu.sys_pct,
+            host_pct: col.cpu.host_pct,
+            us_per_io: per_io(col.cpu.proc_s),
+            host_us_per_io: per_io(col.cpu.host_busy_s),
+        },
+        memory: MemorySummary {
+            rss_peak_mib: sys::rss_peak_mib(),
+            host_used_pct: sys::host_mem_used_pct(),
+        },
+        errors: ErrorSummary {
+            count: col.error_count,
+            first: errors,
+            failed_threads: col.failures,
+        },
+    };
+    let mut info = info;
+    info.duration_s = elapsed_s;
+    info.interrupted = col.max_end_ns < spec.timeline.end_ns();
+    RunResult {
+        schema_version: SCHEMA_VERSION,
+        run: info,
+        summary,
+        streams,
+        intervals: col.rows,
+        workers,
+        hosts,
+        notices,
+    }
+}
+
+/// The result of a run that measured nothing (interrupted while preparing).
+pub(crate) fn empty_result(info: RunInfo, notices: Vec<String>) -> RunResult {
+    let empty = OpSummary::from_ops(&OpStats::default(), 0.0);
+    let mut info = info;
+    info.interrupted = true;
+    RunResult {
+        schema_version: SCHEMA_VERSION,
+        run: info,
+        summary: RunSummary {
+            all: empty.clone(),
+            read: empty.clone(),
+            write: empty,
+            iops_median_interval: 0.0,
+            outstanding_io: Outstanding::default(),
+            cpu: CpuSummary::default(),
+            memory: MemorySummary {
+                rss_peak_mib: sys::rss_peak_mib(),
+                host_used_pct: sys::host_mem_used_pct(),
+            },
+            errors: ErrorSummary::default(),
+        },
+        streams: Vec::new(),
+        intervals: Vec::new(),
+        workers: Vec::new(),
+        hosts: Vec::new(),
+        notices,
+    }
+}

@@ -1,0 +1,341 @@
+//! The controller ↔ agent wire protocol, spoken over an SSH session's stdin/stdout.
+//!
+//! Framing: the agent first writes the 8-byte magic `IOFLEET1` (so a login banner or a
+//! stray shell echo before it is skipped, not misread), then both sides exchange frames:
+//! a little-endian u32 length of what follows, one kind byte, and a body. Control
+//! messages have JSON bodies; interval data is binary (counters and HDR V2 histograms,
+//! see `Sample::encode`) because it is the bulk of the traffic. Both sides open with
+//! `Hello` carrying `PROTOCOL_VERSION`; a mismatch is refused, naming both versions.
+//! This module only encodes and decodes; it never blocks on anything but its reader.
+
+use std::io::{self, Read, Write};
+
+use iofleet_profile::Plan;
+use iofleet_stats::result::ErrorDetail;
+use iofleet_stats::Sample;
+use serde::{Deserialize, Serialize};
+
+/// Bumped on any change to frames or their bodies.
+pub const PROTOCOL_VERSION: u32 = 1;
+pub const MAGIC: &[u8; 8] = b"IOFLEET1";
+/// Largest frame accepted (a guard against reading garbage as a length).
+const MAX_FRAME: usize = 256 << 20;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hello {
+    pub protocol: u32,
+    pub version: String,
+    pub hostname: String,
+}
+
+impl Hello {
+    pub fn ours() -> Self {
+        Hello {
+            protocol: PROTOCOL_VERSION,
+            version: env!("CARGO_PKG_VERSION").into(),
+            hostname: crate::sys::hostname(),
+        }
+    }
+}
+
+/// Where an agent's disks live.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum TargetArg {
+    Dir(String),
+    Devices(Vec<String>),
+}
+
+/// What one agent runs: its share of the fleet.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentJob {
+    /// The plan with `fleet.workers` set to this agent's worker count.
+    pub plan: Plan,
+    pub worker_base: u32,
+    pub target: TargetArg,
+    pub direct: bool,
+    pub destroy_data: bool,
+    pub disk_size_from_cli: bool,
+    /// "auto", "io_uring", "psync" or "null".
+    pub engine: String,
+    pub seed: u64,
+    /// Remove the disk files this run created when it ends.
+    pub cleanup: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Clock {
+    pub seq: u32,
+    /// Sender's monotonic clock, ns.
+    pub t_ns: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Ready {
+    pub notices: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Start {
+    /// The start instant on the agent's monotonic clock, ns.
+    pub epoch_ns: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Done {
+    /// When the agent's threads stopped, ns since the epoch.
+    pub end_ns: u64,
+    pub failures: Vec<String>,
+    pub errors: Vec<ErrorDetail>,
+    pub notices: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Failure {
+    pub message: String,
+    /// The user can fix it with a flag or key (exit code 2 on the controller).
+    pub input: bool,
+}
+
+/// One interval of every worker an agent runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IntervalData {
+    pub index: u32,
+    /// Set when a stop cut this interval short: its end, ns since the epoch.
+    pub stopped_at: Option<u64>,
+    pub samples: Vec<(u32, Sample)>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Frame {
+    Hello(Hello),
+    Job(Box<AgentJob>),
+    Ping(Clock),
+    Pong(Clock),
+    Ready(Ready),
+    Start(Start),
+    /// The agent released its threads (agent clock).
+    Started(Clock),
+    Interval(IntervalData),
+    Stop,
+    Done(Done),
+    Error(Failure),
+}
+
+const K_HELLO: u8 = 1;
+const K_JOB: u8 = 2;
+const K_PING: u8 = 3;
+const K_PONG: u8 = 4;
+const K_READY: u8 = 5;
+const K_START: u8 = 6;
+const K_STARTED: u8 = 7;
+const K_INTERVAL: u8 = 8;
+const K_STOP: u8 = 9;
+const K_DONE: u8 = 10;
+const K_ERROR: u8 = 11;
+
+fn json<T: Serialize>(kind: u8, v: &T) -> (u8, Vec<u8>) {
+    (kind, serde_json::to_vec(v).expect("protocol types serialise"))
+}
+
+impl Frame {
+    fn encode(&self) -> (u8, Vec<u8>) {
+        match self {
+            Frame::Hello(h) => json(K_HELLO, h),
+            Frame::Job(j) => json(K_JOB, j),
+            Frame::Ping(c) => json(K_PING, c),
+            Frame::Pong(c) => json(K_PONG, c),
+            Frame::Ready(r) => json(K_READY, r),
+            Frame::Start(s) => json(K_START, s),
+            Frame::Started(c) => json(K_STARTED, c),
+            Frame::Stop => (K_STOP, Vec::new()),
+            Frame::Done(d) => json(K_DONE, d),
+            Frame::Error(e) => json(K_ERROR, e),
+            Frame::Interval(i) => {
+                let mut b = Vec::with_capacity(64 + i.samples.len() * 256);
+                b.extend_from_slice(&i.index.to_le_bytes());
+                b.extend_from_slice(&i.stopped_at.map_or(u64::MAX, |t| t).to_le_bytes());
+                b.extend_from_slice(&(i.samples.len() as u32).to_le_bytes());
+                for (w, s) in &i.samples {
+                    b.extend_from_slice(&w.to_le_bytes());
+                    s.encode(&mut b);
+                }
+                (K_INTERVAL, b)
+            }
+        }
+    }
+
+    fn decode(kind: u8, body: &[u8]) -> io::Result<Frame> {
+        fn j<T: for<'de> Deserialize<'de>>(body: &[u8]) -> io::Result<T> {
+            serde_json::from_slice(body).map_err(|e| bad(format!("bad frame body: {e}")))
+        }
+        Ok(match kind {
+            K_HELLO => Frame::Hello(j(body)?),
+            K_JOB => Frame::Job(Box::new(j(body)?)),
+            K_PING => Frame::Ping(j(body)?),
+            K_PONG => Frame::Pong(j(body)?),
+            K_READY => Frame::Ready(j(body)?),
+            K_START => Frame::Start(j(body)?),
+            K_STARTED => Frame::Started(j(body)?),
+            K_STOP => Frame::Stop,
+            K_DONE => Frame::Done(j(body)?),
+            K_ERROR => Frame::Error(j(body)?),
+            K_INTERVAL => {
+                fn take<'a>(i: &mut &'a [u8], n: usize) -> io::Result<&'a [u8]> {
+                    if i.len() < n {
+                        return Err(bad("truncated interval frame".into()));
+                    }
+                    let (a, b) = i.split_at(n);
+                    *i = b;
+                    Ok(a)
+                }
+                let mut i = body;
+                let u32_ = |i: &mut &[u8]| -> io::Result<u32> {
+                    Ok(u32::from_le_bytes(take(i, 4)?.try_into().unwrap()))
+                };
+                let index = u32_(&mut i)?;
+                let stop = u64::from_le_bytes(take(&mut i, 8)?.try_into().unwrap());
+                let n = u32_(&mut i)? as usize;
+                let mut samples = Vec::with_capacity(n.min(1 << 16));
+                for _ in 0..n {
+                    let w = u32_(&mut i)?;
+                    let s = Sample::decode(&mut i).map_err(bad)?;
+                    samples.push((w, s));
+                }
+                Frame::Interval(IntervalData {
+                    index,
+                    stopped_at: (stop != u64::MAX).then_some(stop),
+                    samples,
+                })
+            }
+            other => return Err(bad(format!("unknown frame kind {other}"))),
+        })
+    }
+}
+
+fn bad(msg: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, msg)
+}
+
+/// Write one frame and flush.
+pub fn write_frame(w: &mut dyn Write, f: &Frame) -> io::Result<()> {
+    let (kind, body) = f.encode();
+    let len = (body.len() + 1) as u32;
+    w.write_all(&len.to_le_bytes())?;
+    w.write_all(&[kind])?;
+    w.write_all(&body)?;
+    w.flush()
+}
+
+/// Read one frame; `Ok(None)` on a clean end of stream between frames.
+pub fn read_frame(r: &mut dyn Read) -> io::Result<Option<Frame>> {
+    let mut len = [0u8; 4];
+    match r.read_exact(&mut len) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let len = u32::from_le_bytes(len) as usize;
+    if len == 0 || len > MAX_FRAME {
+        return Err(bad(format!("implausible frame length {len}")));
+    }
+    let mut buf = vec![0u8; len];
+    r.read_exact(&mut buf)?;
+    Frame::decode(buf[0], &buf[1..]).map(Some)
+}
+
+/// Skip anything before the magic (at most 64 KiB), so banners cannot desynchronise.
+pub fn read_magic(r: &mut dyn Read) -> io::Result<()> {
+    let mut window = [0u8; 8];
+    let mut seen = 0usize;
+    let mut byte = [0u8; 1];
+    while seen < 65536 + 8 {
+        r.read_exact(&mut byte)?;
+        window.rotate_left(1);
+        window[7] = byte[0];
+        seen += 1;
+        if seen >= 8 && &window == MAGIC {
+            return Ok(());
+        }
+    }
+    Err(bad("no iofleet agent greeting in the first 64 KiB".into()))
+}
+
+/// Refuse a peer that speaks another protocol version, naming both sides.
+pub fn check_hello(ours: &Hello, theirs: &Hello, peer: &str) -> Result<(), String> {
+    if ours.protocol == theirs.protocol {
+        Ok(())
+    } else {
+        Err(format!(
+            "protocol version mismatch with {peer}: it runs iofleet {} (agent protocol {}), this controller runs iofleet {} (agent protocol {}); install the same iofleet version on both",
+            theirs.version, theirs.protocol, ours.version, ours.protocol
+        ))
+    }
+}
+
+/// This host's monotonic clock in ns (the clock both ends exchange).
+pub fn mono_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_round_trip() {
+        let mut s = Sample::new(2);
+        s.streams[1].write.record(5000, 4096);
+        let frames = vec![
+            Frame::Hello(Hello::ours()),
+            Frame::Ping(Clock { seq: 3, t_ns: 77 }),
+            Frame::Interval(IntervalData {
+                index: 9,
+                stopped_at: Some(123),
+                samples: vec![(4, s.clone()), (5, Sample::new(2))],
+            }),
+            Frame::Interval(IntervalData {
+                index: 1,
+                stopped_at: None,
+                samples: vec![],
+            }),
+            Frame::Stop,
+            Frame::Error(Failure {
+                message: "x".into(),
+                input: true,
+            }),
+        ];
+        let mut buf = b"banner text\n".to_vec();
+        buf.extend_from_slice(MAGIC);
+        for f in &frames {
+            write_frame(&mut buf, f).unwrap();
+        }
+        let mut r = &buf[..];
+        read_magic(&mut r).unwrap();
+        for f in &frames {
+            assert_eq!(read_frame(&mut r).unwrap().as_ref(), Some(f));
+        }
+        assert_eq!(read_frame(&mut r).unwrap(), None);
+    }
+
+    #[test]
+    fn garbage_is_an_error_not_a_panic() {
+        let mut r: &[u8] = &[0xff, 0xff, 0xff, 0xff, 1];
+        assert!(read_frame(&mut r).is_err());
+        let mut r: &[u8] = &[2, 0, 0, 0, 99, 0];
+        assert!(read_frame(&mut r).is_err());
+        let mut r: &[u8] = b"no magic here";
+        assert!(read_magic(&mut r).is_err());
+    }
+
+    #[test]
+    fn version_mismatch_names_both_versions() {
+        let ours = Hello::ours();
+        let mut theirs = ours.clone();
+        theirs.protocol = 99;
+        theirs.version = "9.9.9".into();
+        let e = check_hello(&ours, &theirs, "h2").unwrap_err();
+        assert!(e.contains("9.9.9") && e.contains(env!("CARGO_PKG_VERSION")), "{e}");
+        assert!(e.contains("protocol 99") && e.contains("h2"), "{e}");
+    }
+}
