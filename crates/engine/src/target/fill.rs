@@ -1,0 +1,267 @@
+//! Prepare phase: fill a disk region with data, and the marker that says it is filled.
+//!
+//! Reads of never-written blocks on thin or sparse storage return without touching
+//! media, so disks are filled before read tests. A fill writes the region's
+//! addressable bytes sequentially in 1 MiB chunks (fresh pseudo-random bytes per chunk,
+//! incompressible and not dedupable, or zeros), syncs, then writes a 4 KiB marker just
+//! after the region recording size, pattern and region offset with a checksum, and
+//! syncs again. A later run that finds a valid marker for the same size and pattern can
+//! skip the fill ("reuse of preconditioned volumes"). The marker is invalidated before
+//! the first data write, so an interrupted fill never leaves a marker claiming a fill.
+//! This module does not decide *whether* to fill and does not time anything; the
+//! caller reads `progress_bytes` at its own rate.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use rand::rngs::SmallRng;
+use rand::{RngCore, SeedableRng};
+use rustix::fs::OFlags;
+
+use super::{open_disk, DiskLayout, TargetError, MARKER_LEN};
+
+/// Bytes per fill write.
+const CHUNK: usize = 1 << 20;
+/// Buffer alignment for O_DIRECT (covers 512-byte and 4Kn logical blocks).
+const ALIGN: usize = 4096;
+/// First 16 bytes of a fill marker.
+const MAGIC: &[u8; 16] = b"IOFLEET-FILL-V1\0";
+// Marker layout (little-endian): magic[0..16], size u64 [16..24], pattern u8 [24],
+// region_offset u64 [25..33], FNV-1a 64 of bytes 0..33 at [33..41], zeros to 4096.
+const CHECKED_LEN: usize = 33;
+
+/// The data a fill writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FillPattern {
+    /// Fresh pseudo-random bytes in every chunk: incompressible, not dedupable.
+    Random,
+    /// Zeros (compresses and dedupes completely on storage that does either).
+    Zero,
+}
+
+impl FillPattern {
+    fn code(self) -> u8 {
+        match self {
+            FillPattern::Random => 1,
+            FillPattern::Zero => 2,
+        }
+    }
+}
+
+/// How a fill ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FillOutcome {
+    /// Every addressable byte was written and the marker records it.
+    Done,
+    /// `stop` was set; some data was written, no marker was.
+    Interrupted,
+}
+
+/// A zeroed byte buffer whose usable part starts at an `ALIGN`-aligned address.
+/// Over-allocating a `Vec` and slicing at the aligned offset needs no `unsafe`.
+struct AlignedBuf {
+    raw: Vec<u8>,
+    start: usize,
+    len: usize,
+}
+
+impl AlignedBuf {
+    fn zeroed(len: usize) -> Self {
+        let raw = vec![0u8; len + ALIGN];
+        let addr = raw.as_ptr() as usize;
+        let start = (ALIGN - addr % ALIGN) % ALIGN;
+        AlignedBuf { raw, start, len }
+    }
+
+    fn as_mut(&mut self) -> &mut [u8] {
+        &mut self.raw[self.start..self.start + self.len]
+    }
+}
+
+fn fnv1a64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// The marker block for a region of `size` addressable bytes at `region_offset`
+/// filled with `pattern`.
+pub(super) fn encode_marker(size: u64, pattern: FillPattern, region_offset: u64) -> Vec<u8> {
+    let mut m = vec![0u8; MARKER_LEN as usize];
+    m[0..16].copy_from_slice(MAGIC);
+    m[16..24].copy_from_slice(&size.to_le_bytes());
+    m[24] = pattern.code();
+    m[25..33].copy_from_slice(&region_offset.to_le_bytes());
+    let sum = fnv1a64(&m[..CHECKED_LEN]);
+    m[33..41].copy_from_slice(&sum.to_le_bytes());
+    m
+}
+
+/// True when `block` is a marker for exactly this size, pattern and region offset.
+fn marker_matches(block: &[u8], size: u64, pattern: FillPattern, region_offset: u64) -> bool {
+    let Some(sum) = block.get(33..41) else {
+        return false;
+    };
+    block[0..16] == MAGIC[..]
+        && block[16..24] == size.to_le_bytes()
+        && block[24] == pattern.code()
+        && block[25..33] == region_offset.to_le_bytes()
+        && sum == fnv1a64(&block[..CHECKED_LEN]).to_le_bytes()
+}
+
+fn marker_offset(d: &DiskLayout) -> Result<u64, TargetError> {
+    d.region_offset
+        .checked_add(d.size)
+        .filter(|o| o.checked_add(MARKER_LEN).is_some())
+        .ok_or_else(|| TargetError::BadLayout {
+            path: d.path.clone(),
+            why: "region offset + size overflows",
+        })
+}
+
+/// True when the disk carries a valid fill marker for its current size and `p`.
+///
+/// Reads through a plain (buffered) descriptor. A missing file, a file too short to
+/// hold the marker, or a marker for another size, pattern or region is `false`.
+pub fn fill_marker_valid(d: &DiskLayout, p: FillPattern) -> Result<bool, TargetError> {
+    let off = marker_offset(d)?;
+    let mut opts = OpenOptions::new();
+    opts.read(true);
+    if !d.is_device {
+        opts.custom_flags(OFlags::NOFOLLOW.bits() as i32);
+    }
+    let file = match opts.open(&d.path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(TargetError::io("cannot open", &d.path, e)),
+    };
+    let mut block = vec![0u8; MARKER_LEN as usize];
+    match file.read_exact_at(&mut block, off) {
+        Ok(()) => Ok(marker_matches(&block, d.size, p, d.region_offset)),
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Ok(false),
+        Err(e) => Err(TargetError::io(
+            "cannot read the fill marker of",
+            &d.path,
+            e,
+        )),
+    }
+}
+
+/// Fills the disk's addressable bytes with `p`, then writes its fill marker.
+///
+/// Writes in 1 MiB chunks through O_DIRECT when `direct`; checks `stop` before every
+/// chunk (returning [`FillOutcome::Interrupted`] without a marker) and adds each
+/// chunk's bytes to `progress_bytes`. The region's size and offset must be multiples
+/// of 4096 (the planner guarantees it), so every write, the marker's included, is
+/// aligned for O_DIRECT on 512-byte and 4Kn devices alike.
+pub fn fill_disk(
+    d: &DiskLayout,
+    p: FillPattern,
+    direct: bool,
+    stop: &AtomicBool,
+    progress_bytes: &AtomicU64,
+) -> Result<FillOutcome, TargetError> {
+    // A power-of-two mask, not `is_multiple_of` (Rust 1.87; the MSRV is 1.80).
+    let mask = ALIGN as u64 - 1;
+    if d.size & mask != 0 || d.region_offset & mask != 0 {
+        return Err(TargetError::BadLayout {
+            path: d.path.clone(),
+            why: "region offset and size must be multiples of 4096 bytes",
+        });
+    }
+    let marker_off = marker_offset(d)?;
+    let file = open_disk(d, direct, true)?.file;
+    let write = |f: &File, buf: &[u8], off: u64, what: &'static str| {
+        f.write_all_at(buf, off)
+            .map_err(|e| TargetError::io(what, &d.path, e))
+    };
+    let sync = |f: &File| {
+        f.sync_data()
+            .map_err(|e| TargetError::io("cannot sync", &d.path, e))
+    };
+
+    // One aligned buffer serves the marker (first 4 KiB) and the data chunks.
+    let mut buf = AlignedBuf::zeroed(CHUNK);
+    write(
+        &file,
+        &buf.as_mut()[..MARKER_LEN as usize],
+        marker_off,
+        "cannot clear the fill marker of",
+    )?;
+    sync(&file)?;
+
+    let seed = 0x10f1_ee70_f111_5eed ^ (u64::from(d.worker) << 32 | u64::from(d.disk));
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut done = 0u64;
+    while done < d.size {
+        if stop.load(Ordering::Relaxed) {
+            return Ok(FillOutcome::Interrupted);
+        }
+        let len = (d.size - done).min(CHUNK as u64) as usize;
+        let chunk = &mut buf.as_mut()[..len];
+        if p == FillPattern::Random {
+            rng.fill_bytes(chunk);
+        }
+        write(&file, chunk, d.region_offset + done, "cannot write")?;
+        done += len as u64;
+        progress_bytes.fetch_add(len as u64, Ordering::Relaxed);
+    }
+    sync(&file)?;
+
+    let marker = encode_marker(d.size, p, d.region_offset);
+    let block = &mut buf.as_mut()[..MARKER_LEN as usize];
+    block.copy_from_slice(&marker);
+    write(&file, block, marker_off, "cannot write the fill marker of")?;
+    sync(&file)?;
+    Ok(FillOutcome::Done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marker_round_trip_and_every_field_counts() {
+        let m = encode_marker(1 << 30, FillPattern::Random, 4 << 20);
+        assert_eq!(m.len(), MARKER_LEN as usize);
+        assert!(m.starts_with(b"IOFLEET-FILL-V1\0"));
+        assert!(m[41..].iter().all(|&b| b == 0));
+        assert!(marker_matches(&m, 1 << 30, FillPattern::Random, 4 << 20));
+        assert!(!marker_matches(
+            &m,
+            (1 << 30) + 4096,
+            FillPattern::Random,
+            4 << 20
+        ));
+        assert!(!marker_matches(&m, 1 << 30, FillPattern::Zero, 4 << 20));
+        assert!(!marker_matches(&m, 1 << 30, FillPattern::Random, 0));
+        for i in 0..41 {
+            let mut bad = m.clone();
+            bad[i] ^= 0x01;
+            assert!(
+                !marker_matches(&bad, 1 << 30, FillPattern::Random, 4 << 20),
+                "flipped byte {i} still valid"
+            );
+        }
+        assert!(!marker_matches(&[0u8; 4096], 0, FillPattern::Zero, 0));
+        assert!(!marker_matches(&[], 0, FillPattern::Zero, 0));
+    }
+
+    #[test]
+    fn aligned_buffer_is_aligned() {
+        for len in [1, 4096, CHUNK] {
+            let mut b = AlignedBuf::zeroed(len);
+            let s = b.as_mut();
+            assert_eq!(s.len(), len);
+            assert_eq!(s.as_ptr() as usize % ALIGN, 0);
+        }
+    }
+
+    #[test]
+    fn fnv_reference_values() {
+        assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
+    }
+}
