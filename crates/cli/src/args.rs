@@ -31,6 +31,13 @@ pub enum Command {
     /// List, show and document the built-in profiles.
     #[command(subcommand)]
     Profiles(ProfilesCmd),
+    /// List, show, export and delete stored runs (the results store).
+    #[command(subcommand)]
+    Results(crate::cmd_results::ResultsCmd),
+    /// Compare stored runs against a baseline, optionally failing on regressions.
+    Compare(crate::cmd_compare::CompareArgs),
+    /// Write a self-contained HTML (or Markdown) report of stored runs.
+    Report(crate::cmd_report::ReportArgs),
     /// Print the version, result schema version and io_uring availability.
     Version,
 }
@@ -142,4 +149,7 @@ pub struct RunArgs {
     /// Seed for offsets and data (same seed, same I/O sequence per thread).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Results store: --db, --no-save, --name, --label.
+    #[command(flatten)]
+    pub save: crate::record::SaveArgs,
 }

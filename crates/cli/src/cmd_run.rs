@@ -8,12 +8,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use iofleet_engine::target::TargetSpec;
-use iofleet_fleet::{EngineChoice, RunConfig};
+use iofleet_fleet::{EngineChoice, Fanout, Observer, RunConfig};
 use iofleet_profile::{Context, Overrides, Prepare};
 use iofleet_report::{Exporter, JsonExporter, TableExporter};
 
 use crate::args::{EngineArg, PrepareArg, RunArgs};
 use crate::live::LiveView;
+use crate::record::StoreRecorder;
 use crate::Exit;
 
 fn target_spec(a: &RunArgs) -> Result<TargetSpec, Exit> {
@@ -90,6 +91,9 @@ pub fn run(a: RunArgs) -> Result<i32, Exit> {
         None => None,
     };
 
+    // Open the results store before any I/O too (a bad --db fails early).
+    let mut recorder = StoreRecorder::open(&a.save, a.quiet)?;
+
     let stop = Arc::new(AtomicBool::new(false));
     let s = stop.clone();
     // First Ctrl-C: stop and report; a second one exits at once.
@@ -100,8 +104,17 @@ pub fn run(a: RunArgs) -> Result<i32, Exit> {
     });
 
     let mut live = LiveView::new(a.quiet);
-    let result = iofleet_fleet::run(&cfg, stop.clone(), &mut live);
+    let result = {
+        let mut observers: Vec<&mut dyn Observer> = vec![&mut live];
+        if let Some(r) = recorder.as_mut() {
+            observers.push(r);
+        }
+        iofleet_fleet::run(&cfg, stop.clone(), &mut Fanout(observers))
+    };
     live.finish();
+    if let Some(r) = recorder {
+        r.finish(result.as_ref().ok());
+    }
     let result = result.map_err(|e| {
         if e.is_input_error() {
             Exit::input(e)

@@ -5,9 +5,13 @@
 //! refused for safety); 130 interrupted by Ctrl-C (what was measured is still printed).
 
 mod args;
+mod cmd_compare;
 mod cmd_profiles;
+mod cmd_report;
+mod cmd_results;
 mod cmd_run;
 mod live;
+mod record;
 
 use clap::Parser;
 
@@ -39,6 +43,9 @@ fn main() {
     let outcome = match cli.command {
         Command::Run(a) => cmd_run::run(a),
         Command::Profiles(p) => cmd_profiles::run(p),
+        Command::Results(r) => cmd_results::run(r),
+        Command::Compare(c) => cmd_compare::run(c),
+        Command::Report(r) => cmd_report::run(r),
         Command::Version => {
             println!(
                 "iofleet {} (result schema {}, io_uring {})",

@@ -1,17 +1,76 @@
 //! Exporters: one small `Exporter` trait and one module per format. Every exporter reads
 //! the same `RunResult`; none of them measures or computes statistics beyond formatting
 //! (the figures were merged upstream). This crate never depends on the engine.
+//!
+//! Reports over several stored runs (`compare`, `gate`, `markdown::report`,
+//! `html::report`, drawn by `charts`) take `RunData`: a run's result plus its identity
+//! in the results store and its merged latency histograms. The store itself is not a
+//! dependency: the binary hands the runs over.
 
+pub mod charts;
+pub mod compare;
+pub mod csv;
+pub mod gate;
+pub mod html;
 pub mod json;
+pub mod markdown;
 pub mod table;
 
+use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use iofleet_stats::result::RunResult;
+use iofleet_stats::LatencyHist;
 
 pub trait Exporter {
     fn export(&self, result: &RunResult, out: &mut dyn Write) -> io::Result<()>;
 }
 
+pub use csv::CsvExporter;
 pub use json::JsonExporter;
+pub use markdown::MarkdownExporter;
 pub use table::TableExporter;
+
+/// A stored run as reports see it.
+#[derive(Clone, Debug)]
+pub struct RunData {
+    /// Short id in the results store.
+    pub id: String,
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    /// complete, interrupted, incomplete or running.
+    pub status: String,
+    /// Environment recorded with the run (JSON object; may be empty).
+    pub environment: serde_json::Value,
+    /// Figures recomputed from the stored histograms.
+    pub result: RunResult,
+    /// Merged fleet-wide histograms of the measured phase.
+    pub read_hist: LatencyHist,
+    pub write_hist: LatencyHist,
+}
+
+impl RunData {
+    /// `key=value` labels joined by spaces.
+    pub fn labels_text(&self) -> String {
+        self.labels
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// What distinguishes this run in a multi-configuration table: its labels, else its
+    /// name.
+    pub fn config_text(&self) -> String {
+        if self.labels.is_empty() {
+            self.name.clone()
+        } else {
+            self.labels_text()
+        }
+    }
+
+    /// Short title for legends: id and configuration.
+    pub fn title(&self) -> String {
+        format!("{} {}", self.id, self.config_text())
+    }
+}

@@ -10,8 +10,8 @@
 //! result when there is one, and are zero with a notice otherwise.
 
 use iofleet_stats::result::{
-    ErrorSummary, IntervalRow, Outstanding, RunInfo, RunResult, RunSummary, StreamSummary,
-    WorkerSummary, SCHEMA_VERSION,
+    ErrorSummary, HostSummary, IntervalRow, Outstanding, RunInfo, RunResult, RunSummary,
+    StreamSummary, WorkerSummary, SCHEMA_VERSION,
 };
 use iofleet_stats::summary::median;
 use iofleet_stats::{LatencyHist, OpStats, OpSummary, Sample};
@@ -38,6 +38,7 @@ struct StoredInterval {
     t_s: f64,
     duration_s: f64,
     warmup: bool,
+    hosts_lost: u32,
 }
 
 fn u128_of(blob: &[u8]) -> Option<u128> {
@@ -45,17 +46,18 @@ fn u128_of(blob: &[u8]) -> Option<u128> {
 }
 
 /// Same figures as the controller's interval row, from the merged fleet sample.
-fn interval_row(k: u32, t_s: f64, secs: f64, warmup: bool, s: &Sample) -> IntervalRow {
+fn interval_row(iv: &StoredInterval, s: &Sample) -> IntervalRow {
+    let secs = iv.duration_s;
     let (r, w): (OpStats, OpStats) = (s.read(), s.write());
     let mut a = r.clone();
     a += &w;
     let rate = |x: u64| if secs > 0.0 { x as f64 / secs } else { 0.0 };
     let us = |ns: u64| ns as f64 / 1000.0;
     IntervalRow {
-        index: k,
-        t_s,
+        index: iv.idx,
+        t_s: iv.t_s,
         duration_s: secs,
-        warmup,
+        warmup: iv.warmup,
         ios: a.ios,
         iops: rate(a.ios),
         mbps: rate(a.bytes) / 1e6,
@@ -68,6 +70,7 @@ fn interval_row(k: u32, t_s: f64, secs: f64, warmup: bool, s: &Sample) -> Interv
         write_p50_us: us(w.hist.quantile_ns(0.5)),
         write_p99_us: us(w.hist.quantile_ns(0.99)),
         errors: a.errors,
+        hosts_lost: iv.hosts_lost,
     }
 }
 
@@ -128,7 +131,7 @@ impl Store {
 
         let intervals: Vec<StoredInterval> = {
             let mut st = self.conn.prepare(
-                "SELECT idx, t_s, duration_s, warmup FROM intervals WHERE run_id = ?1 ORDER BY idx",
+                "SELECT idx, t_s, duration_s, warmup, hosts_lost FROM intervals WHERE run_id = ?1 ORDER BY idx",
             )?;
             let rows = st.query_map([id], |r| {
                 Ok(StoredInterval {
@@ -136,6 +139,7 @@ impl Store {
                     t_s: r.get(1)?,
                     duration_s: r.get(2)?,
                     warmup: r.get(3)?,
+                    hosts_lost: r.get(4)?,
                 })
             })?;
             rows.collect::<Result<_, _>>()?
@@ -212,7 +216,7 @@ impl Store {
             let mut fleet = Sample::new(n_streams);
             per_worker.iter().for_each(|w| fleet += w);
             error_count += fleet.errors();
-            let row = interval_row(iv.idx, iv.t_s, iv.duration_s, iv.warmup, &fleet);
+            let row = interval_row(iv, &fleet);
             if !iv.warmup {
                 if worker_totals.len() < per_worker.len() {
                     worker_totals.resize(per_worker.len(), Sample::new(n_streams));
@@ -262,6 +266,7 @@ impl Store {
                 write: OpSummary::from_ops(&s.write(), elapsed_s),
             })
             .collect();
+        let host_summaries = host_summaries(&hosts, &worker_totals, stored.as_ref(), elapsed_s);
         let measured_mean = if measured_ns > 0 {
             all.latency_sum_ns as f64 / measured_ns as f64
         } else {
@@ -326,6 +331,7 @@ impl Store {
             streams,
             intervals: rows,
             workers,
+            hosts: host_summaries,
             notices,
         };
         Ok(Analysis {
@@ -337,6 +343,63 @@ impl Store {
             has_final: stored.is_some(),
         })
     }
+}
+
+/// Per-host figures from the per-worker totals, hosts in the order of the stored result
+/// (else first appearance). Start lateness and loss times are facts of the live run and
+/// come from the stored result; the straggler rule is the controller's.
+fn host_summaries(
+    hosts: &[String],
+    worker_totals: &[Sample],
+    stored: Option<&RunResult>,
+    elapsed_s: f64,
+) -> Vec<HostSummary> {
+    let mut names: Vec<String> = stored
+        .map(|r| r.hosts.iter().map(|h| h.host.clone()).collect())
+        .unwrap_or_default();
+    for h in hosts.iter().take(worker_totals.len()) {
+        if !names.contains(h) {
+            names.push(h.clone());
+        }
+    }
+    let n_streams = worker_totals.first().map_or(0, |s| s.streams.len());
+    let mut totals = vec![Sample::new(n_streams); names.len()];
+    let mut workers = vec![0u32; names.len()];
+    for (w, s) in worker_totals.iter().enumerate() {
+        let h = names
+            .iter()
+            .position(|n| *n == hosts[w])
+            .expect("every worker's host is named");
+        totals[h] += s;
+        workers[h] += 1;
+    }
+    let host_iops: Vec<f64> = totals
+        .iter()
+        .map(|s| s.ios() as f64 / elapsed_s.max(1e-9))
+        .collect();
+    let median_host = median(&host_iops);
+    names
+        .iter()
+        .enumerate()
+        .map(|(h, name)| {
+            let live = stored.and_then(|r| r.hosts.iter().find(|x| &x.host == name));
+            let late = live.and_then(|x| x.start_late_ms);
+            let lost = live.and_then(|x| x.lost_at_s);
+            let s = &totals[h];
+            HostSummary {
+                host: name.clone(),
+                workers: workers[h],
+                all: OpSummary::from_ops(&s.all(), elapsed_s),
+                read: OpSummary::from_ops(&s.read(), elapsed_s),
+                write: OpSummary::from_ops(&s.write(), elapsed_s),
+                start_late_ms: late,
+                lost_at_s: lost,
+                straggler: lost.is_none()
+                    && names.len() > 1
+                    && (late.is_some_and(|l| l > 100.0) || host_iops[h] < 0.8 * median_host),
+            }
+        })
+        .collect()
 }
 
 struct StreamOps {

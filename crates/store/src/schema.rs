@@ -62,8 +62,9 @@ pub const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (run_id, idx, worker, stream)
     );
     ",
-    // 2: where each worker ran, and which process records a run (to tell a live
-    // recording from one whose process died), plus a label lookup index.
+    // 2: where each worker ran, hosts lost per interval (fleets across hosts), which
+    // process records a run (to tell a live recording from one whose process died),
+    // and a label lookup index.
     "
     CREATE TABLE run_workers (
         run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
@@ -71,6 +72,7 @@ pub const MIGRATIONS: &[&str] = &[
         host   TEXT NOT NULL,
         PRIMARY KEY (run_id, worker)
     );
+    ALTER TABLE intervals ADD COLUMN hosts_lost INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE runs ADD COLUMN recorder_host TEXT NOT NULL DEFAULT '';
     ALTER TABLE runs ADD COLUMN recorder_pid INTEGER;
     ALTER TABLE runs ADD COLUMN recorder_start_ticks INTEGER;

@@ -122,8 +122,8 @@ impl Store {
         let all = fleet.all();
         let tx = self.conn.transaction()?;
         tx.execute(
-            "INSERT INTO intervals (run_id, idx, t_s, duration_s, warmup, ios, bytes, errors)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            "INSERT INTO intervals (run_id, idx, t_s, duration_s, warmup, ios, bytes, errors, hosts_lost)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             params![
                 id,
                 row.index,
@@ -132,7 +132,8 @@ impl Store {
                 row.warmup,
                 to_i64("ios", all.ios)?,
                 to_i64("bytes", all.bytes)?,
-                to_i64("errors", all.errors)?
+                to_i64("errors", all.errors)?,
+                row.hosts_lost
             ],
         )?;
         {
@@ -194,6 +195,15 @@ impl Store {
             )?;
         }
         tx.commit()?;
+        Ok(())
+    }
+
+    /// Mark a run that ended without a result (the run failed) as interrupted.
+    pub fn abandon_run(&mut self, id: &str) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE runs SET status = 'interrupted' WHERE id = ?1 AND status = 'running'",
+            [id],
+        )?;
         Ok(())
     }
 

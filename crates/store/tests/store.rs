@@ -29,6 +29,7 @@ fn info(profile: &str, workers: u32) -> RunInfo {
         target: "none".into(),
         hostname: "h1".into(),
         iofleet_version: "0.1.0".into(),
+        start_skew_ms: 0.0,
         plan: json!({"fleet": {"workers": workers}, "streams": [{"name": "data"}, {"name": "log"}]}),
     }
 }
@@ -78,6 +79,7 @@ fn synthetic(workers: usize, n: u32, seed: u64) -> Vec<(IntervalRow, Vec<Sample>
                 write_p50_us: 0.0,
                 write_p99_us: 0.0,
                 errors: fleet.errors(),
+                hosts_lost: 0,
             };
             (row, samples)
         })
@@ -153,6 +155,7 @@ fn fake_final(info: RunInfo) -> RunResult {
         streams: vec![],
         intervals: vec![],
         workers: vec![],
+        hosts: vec![],
         notices: vec!["from the live run".into()],
     }
 }

@@ -1,0 +1,251 @@
+//! `iofleet results list|show|export|delete`: browse the results store. Every figure
+//! shown for a run is recomputed from its stored histograms (`Store::analyze`), so an
+//! interrupted or killed run shows exactly what its committed intervals add up to.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand, ValueEnum};
+use iofleet_report::{
+    CsvExporter, Exporter, JsonExporter, MarkdownExporter, RunData, TableExporter,
+};
+use iofleet_store::{ListFilter, Store};
+
+use crate::record::{parse_label, store_exit, DbArg};
+use crate::Exit;
+
+#[derive(Subcommand, Debug)]
+pub enum ResultsCmd {
+    /// List stored runs, oldest first.
+    List(ListArgs),
+    /// Show one run: metadata, environment and its result table.
+    Show {
+        /// Run id (or a unique prefix of it), a unique run name, or `latest`.
+        run: String,
+        #[command(flatten)]
+        db: DbArg,
+    },
+    /// Export one run as JSON (docs/result.schema.json), CSV or Markdown.
+    Export(ExportArgs),
+    /// Delete one run and everything stored with it.
+    Delete {
+        /// Run id (or a unique prefix of it), a unique run name, or `latest`.
+        run: String,
+        #[command(flatten)]
+        db: DbArg,
+    },
+}
+
+#[derive(Args, Debug)]
+pub struct ListArgs {
+    /// Only runs carrying this label (KEY=VALUE); repeat to require several.
+    #[arg(long = "label", value_name = "KEY=VALUE", value_parser = parse_label)]
+    pub labels: Vec<(String, String)>,
+    /// Only runs of this profile.
+    #[arg(long)]
+    pub profile: Option<String>,
+    /// Print the list as JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExportFormat {
+    Json,
+    Csv,
+    Markdown,
+}
+
+#[derive(Args, Debug)]
+pub struct ExportArgs {
+    /// Run id (or a unique prefix of it), a unique run name, or `latest`.
+    pub run: String,
+    #[arg(long, value_enum, default_value_t = ExportFormat::Json)]
+    pub format: ExportFormat,
+    /// Write to this file instead of stdout.
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+/// Load a run by what the user typed, with figures recomputed from its histograms.
+pub fn load_run(store: &Store, query: &str) -> Result<RunData, Exit> {
+    let id = store.resolve(query).map_err(store_exit)?;
+    let a = store.analyze(&id).map_err(store_exit)?;
+    Ok(RunData {
+        id: a.meta.id,
+        name: a.meta.name,
+        labels: a.meta.labels,
+        status: a.meta.status.as_str().to_string(),
+        environment: serde_json::to_value(&a.environment).unwrap_or_default(),
+        result: a.result,
+        read_hist: a.read_hist,
+        write_hist: a.write_hist,
+    })
+}
+
+/// Open `-o FILE` (or stdout) for writing.
+pub fn output(path: &Option<PathBuf>) -> Result<Box<dyn Write>, Exit> {
+    Ok(match path {
+        Some(p) => {
+            Box::new(BufWriter::new(File::create(p).map_err(|e| {
+                Exit::input(format!("--output {}: {e}", p.display()))
+            })?))
+        }
+        None => Box::new(BufWriter::new(io::stdout())),
+    })
+}
+
+/// A closed pipe (`| head`) ends the output quietly, like other Unix tools.
+pub fn write_err(e: io::Error) -> Exit {
+    if e.kind() == io::ErrorKind::BrokenPipe {
+        std::process::exit(0);
+    }
+    Exit::failure(format!("writing the output: {e}"))
+}
+
+pub fn run(cmd: ResultsCmd) -> Result<i32, Exit> {
+    match cmd {
+        ResultsCmd::List(a) => list(a),
+        ResultsCmd::Show { run, db } => show(&db.open()?, &run),
+        ResultsCmd::Export(a) => {
+            let store = a.db.open()?;
+            let r = load_run(&store, &a.run)?;
+            let mut out = output(&a.output)?;
+            match a.format {
+                ExportFormat::Json => JsonExporter.export(&r.result, &mut out),
+                ExportFormat::Csv => CsvExporter.export(&r.result, &mut out),
+                ExportFormat::Markdown => MarkdownExporter.export(&r.result, &mut out),
+            }
+            .and_then(|_| out.flush())
+            .map_err(write_err)?;
+            Ok(0)
+        }
+        ResultsCmd::Delete { run, db } => {
+            let mut store = db.open()?;
+            let id = store.resolve(&run).map_err(store_exit)?;
+            store.delete(&id).map_err(store_exit)?;
+            println!("deleted run {id}");
+            Ok(0)
+        }
+    }
+}
+
+fn list(a: ListArgs) -> Result<i32, Exit> {
+    let store = a.db.open()?;
+    let runs = store
+        .list(&ListFilter {
+            labels: a.labels,
+            profile: a.profile,
+        })
+        .map_err(store_exit)?;
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    if a.json {
+        serde_json::to_writer_pretty(&mut out, &runs)
+            .map_err(|e| Exit::failure(format!("writing the list: {e}")))?;
+        writeln!(out).map_err(write_err)?;
+        return Ok(0);
+    }
+    writeln!(
+        out,
+        "{:<8}  {:<20}  {:<11}  {:<18}  {:<16}  {:>6}  {:>12}  {:>9}  labels",
+        "id", "started (UTC)", "status", "profile", "name", "meas s", "IOPS", "MB/s"
+    )
+    .map_err(write_err)?;
+    for r in &runs {
+        let m = &r.meta;
+        let labels = m
+            .labels
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        writeln!(
+            out,
+            "{:<8}  {:<20}  {:<11}  {:<18}  {:<16}  {:>6.1}  {:>12.0}  {:>9.1}  {}",
+            m.id,
+            m.started_at,
+            m.status.as_str(),
+            m.profile.chars().take(18).collect::<String>(),
+            m.name.chars().take(16).collect::<String>(),
+            r.measured_s,
+            r.iops,
+            r.mbps,
+            labels
+        )
+        .map_err(write_err)?;
+    }
+    if runs.is_empty() {
+        writeln!(out, "(no runs in {})", store.path().display()).map_err(write_err)?;
+    }
+    Ok(0)
+}
+
+fn show(store: &Store, query: &str) -> Result<i32, Exit> {
+    let r = load_run(store, query)?;
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    let e = &r.environment;
+    let get = |k: &str| {
+        e.get(k)
+            .map(|v| match v {
+                serde_json::Value::String(s) => s.clone(),
+                serde_json::Value::Null => "–".into(),
+                other => other.to_string(),
+            })
+            .unwrap_or_else(|| "–".into())
+    };
+    let mut text = format!(
+        "run {}  name {}  status {}\nlabels: {}\nenvironment: kernel {}, CPU {} ({} cores), memory {}\n",
+        r.id,
+        r.name,
+        r.status,
+        if r.labels.is_empty() {
+            "(none)".to_string()
+        } else {
+            r.labels_text()
+        },
+        get("kernel"),
+        get("cpu_model"),
+        get("cores"),
+        e.get("memory_bytes")
+            .and_then(|v| v.as_f64())
+            .map(|b| format!("{:.1} GiB", b / (1u64 << 30) as f64))
+            .unwrap_or_else(|| "–".into()),
+    );
+    if let Some(fs) = e.get("filesystem").filter(|f| f.is_object()) {
+        text.push_str(&format!(
+            "filesystem: {} on {} ({})\n",
+            fs["fstype"].as_str().unwrap_or("?"),
+            fs["mount_point"].as_str().unwrap_or("?"),
+            fs["source"].as_str().unwrap_or("?")
+        ));
+    }
+    for d in e
+        .get("devices")
+        .and_then(|d| d.as_array())
+        .into_iter()
+        .flatten()
+    {
+        text.push_str(&format!(
+            "device: {} model {} size {}\n",
+            d["name"].as_str().unwrap_or("?"),
+            d["model"].as_str().unwrap_or("–"),
+            d["size_bytes"]
+                .as_u64()
+                .map(|b| format!("{:.1} GB", b as f64 / 1e9))
+                .unwrap_or_else(|| "–".into())
+        ));
+    }
+    out.write_all(text.as_bytes()).map_err(write_err)?;
+    writeln!(out).map_err(write_err)?;
+    TableExporter { intervals: false }
+        .export(&r.result, &mut out)
+        .map_err(write_err)?;
+    Ok(0)
+}

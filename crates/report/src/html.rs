@@ -1,0 +1,417 @@
+//! The HTML report: one self-contained file (inline CSS, inline SVG charts from
+//! `charts`, one small inline script) that opens anywhere without a network: no external
+//! scripts, fonts, images or links. It shows run metadata and environment, the
+//! multi-configuration summary, comparison bars against the baseline, IOPS, MB/s and
+//! latency over time, the latency distribution, per-worker (and per-host) spread,
+//! percentile tables and notices.
+//!
+//! The inline script only checks the page: it counts the charts that rendered with
+//! visible marks and writes the count into `#chart-check`, so a headless browser (and a
+//! reader) can tell every chart drew.
+
+use std::fmt::Write as _;
+
+use iofleet_stats::OpSummary;
+
+use crate::charts::{self, run_color_css, Chart, ChartError};
+use crate::compare::{default_metrics, fmt_change, fmt_value, Comparison, Metric, Unit};
+use crate::RunData;
+
+/// Escape text for HTML element content and attribute values.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+const STYLE: &str = r#"
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0; color: #1d1d1f; background: #f6f7f9; }
+header { background: #1f2937; color: #fff; padding: 18px 32px; }
+header h1 { margin: 0 0 4px 0; font-size: 24px; }
+header p { margin: 0; color: #cbd5e1; }
+main { padding: 16px 32px 40px 32px; }
+section { background: #fff; border: 1px solid #e5e7eb; border-radius: 8px; padding: 12px 20px; margin: 16px 0; }
+h2 { font-size: 19px; margin: 6px 0 10px 0; }
+table { border-collapse: collapse; font-size: 13px; margin: 6px 0 10px 0; }
+th, td { border-bottom: 1px solid #e5e7eb; padding: 4px 10px; text-align: right; white-space: nowrap; }
+th { background: #f3f4f6; font-weight: 600; }
+td.l, th.l { text-align: left; }
+.swatch { display: inline-block; width: 11px; height: 11px; border-radius: 2px; margin-right: 6px; vertical-align: -1px; }
+.better { color: #15803d; font-weight: 600; }
+.worse { color: #b91c1c; font-weight: 600; }
+.base { color: #6b7280; }
+.warn { color: #b45309; }
+figure.chart { margin: 8px 0 18px 0; }
+figure.chart figcaption { font-size: 13px; color: #4b5563; margin-top: 4px; }
+svg.plot { width: 100%; height: auto; display: block; }
+.scroll { overflow-x: auto; }
+footer { font-size: 12px; color: #6b7280; padding: 0 32px 24px 32px; }
+"#;
+
+const CHECK_SCRIPT: &str = r##"
+(function () {
+  var figures = document.querySelectorAll("figure.chart");
+  var rendered = 0;
+  figures.forEach(function (f) {
+    var svg = f.querySelector("svg");
+    var marks = 0;
+    if (svg) {
+      svg.querySelectorAll("polyline, path, rect, line").forEach(function (m) {
+        var b = m.getBBox();
+        if (b.width <= 0 && b.height <= 0) { return; }
+        if (m.tagName === "polyline" && (m.getAttribute("points") || "").trim().split(/\s+/).length >= 3) { marks++; }
+        if (m.tagName === "rect" && b.width > 0 && b.height > 0 && (m.getAttribute("fill") || "").toUpperCase() !== "#FFFFFF") { marks++; }
+      });
+    }
+    var box = svg ? svg.getBoundingClientRect() : { width: 0, height: 0 };
+    var ok = marks > 0 && box.width > 200 && box.height > 100;
+    f.setAttribute("data-marks", String(marks));
+    f.setAttribute("data-rendered", ok ? "yes" : "no");
+    if (ok) { rendered++; }
+  });
+  var out = document.getElementById("chart-check");
+  out.setAttribute("data-rendered", String(rendered));
+  out.setAttribute("data-expected", String(figures.length));
+  out.textContent = rendered + " of " + figures.length + " charts rendered";
+})();
+"##;
+
+fn swatch(i: usize) -> String {
+    format!(
+        "<span class=\"swatch\" style=\"background:{}\"></span>",
+        run_color_css(i)
+    )
+}
+
+fn change_cell(cmp: &Comparison<'_>, m: Metric, i: usize) -> String {
+    let c = cmp.change(m, i);
+    let class = match c {
+        Some(c) if c.abs() < 0.05 => "",
+        Some(c) if (c > 0.0) == m.higher_is_better() => "better",
+        Some(_) => "worse",
+        None => "",
+    };
+    format!("<td class=\"{class}\">{}</td>", fmt_change(c))
+}
+
+fn env_text(env: &serde_json::Value, key: &str) -> String {
+    match env.get(key) {
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(serde_json::Value::Number(n)) => n.to_string(),
+        _ => "–".into(),
+    }
+}
+
+fn fs_text(env: &serde_json::Value) -> String {
+    let fs = env.get("filesystem");
+    let dev: Vec<String> = env
+        .get("devices")
+        .and_then(|d| d.as_array())
+        .map(|a| {
+            a.iter()
+                .map(|d| {
+                    let name = d.get("name").and_then(|v| v.as_str()).unwrap_or("?");
+                    let model = d.get("model").and_then(|v| v.as_str()).unwrap_or("");
+                    let size = d
+                        .get("size_bytes")
+                        .and_then(|v| v.as_f64())
+                        .map(|b| format!(" {:.0} GB", b / 1e9))
+                        .unwrap_or_default();
+                    format!("{name} {model}{size}").trim().to_string()
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let fs = match fs {
+        Some(f) if f.is_object() => format!(
+            "{} on {} ({})",
+            f.get("fstype").and_then(|v| v.as_str()).unwrap_or("?"),
+            f.get("mount_point").and_then(|v| v.as_str()).unwrap_or("?"),
+            f.get("source").and_then(|v| v.as_str()).unwrap_or("?")
+        ),
+        _ => String::new(),
+    };
+    let all = [fs, dev.join(", ")]
+        .into_iter()
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ");
+    if all.is_empty() {
+        "–".into()
+    } else {
+        all
+    }
+}
+
+fn lat_row(h: &mut String, label: &str, s: &OpSummary) {
+    let l = &s.latency_us;
+    let f = |v: f64| fmt_value(v, Unit::Micros);
+    let _ = writeln!(
+        h,
+        "<tr><td class=\"l\">{}</td><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+        escape(label),
+        fmt_value(s.iops, Unit::Iops),
+        s.mbps,
+        f(l.mean),
+        f(l.stddev),
+        f(l.p50),
+        f(l.p90),
+        f(l.p95),
+        f(l.p99),
+        f(l.p99_9),
+        f(l.p99_99),
+        f(l.max)
+    );
+}
+
+fn figure(h: &mut String, c: &Chart) {
+    let _ = writeln!(
+        h,
+        "<figure class=\"chart\" id=\"{}\">\n{}\n<figcaption>{}</figcaption>\n</figure>",
+        c.id,
+        c.svg,
+        escape(&c.caption)
+    );
+}
+
+/// The charts of a report over `runs`, in page order.
+pub fn charts_for(runs: &[RunData], baseline: usize) -> Result<Vec<Chart>, ChartError> {
+    let mut out = Vec::new();
+    if runs.len() > 1 {
+        out.push(charts::comparison_bars(&Comparison { runs, baseline })?);
+    }
+    out.push(charts::throughput_over_time(runs, false)?);
+    out.push(charts::throughput_over_time(runs, true)?);
+    out.push(charts::latency_over_time(runs)?);
+    out.push(charts::latency_percentiles(runs)?);
+    out.push(charts::worker_spread(runs)?);
+    if charts::hosts(runs).len() > 1 {
+        out.push(charts::host_spread(runs)?);
+    }
+    Ok(out)
+}
+
+/// The whole report page. `generated_at` is shown in the header.
+pub fn report(
+    runs: &[RunData],
+    baseline: usize,
+    title: &str,
+    generated_at: &str,
+) -> Result<String, ChartError> {
+    let cmp = Comparison { runs, baseline };
+    let charts = charts_for(runs, baseline)?;
+    let chart = |id: &str| charts.iter().find(|c| c.id == id);
+    let mut h = String::new();
+    let _ = writeln!(
+        h,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>",
+        escape(title)
+    );
+    let _ = writeln!(
+        h,
+        "<header><h1>{}</h1><p>{} run{} · baseline {} · generated {} · {} charts</p></header>\n<main data-charts-expected=\"{}\">",
+        escape(title),
+        runs.len(),
+        if runs.len() == 1 { "" } else { "s" },
+        escape(&cmp.base().title()),
+        escape(generated_at),
+        charts.len(),
+        charts.len()
+    );
+
+    // Runs and environment.
+    h.push_str("<section id=\"runs\"><h2>Runs</h2><div class=\"scroll\"><table>\n<tr><th class=\"l\">#</th><th class=\"l\">run</th><th class=\"l\">name</th><th class=\"l\">labels</th><th class=\"l\">profile</th><th class=\"l\">engine</th><th class=\"l\">status</th><th class=\"l\">started (UTC)</th><th>measured s</th><th>warm-up s</th><th>interval s</th><th>workers</th><th class=\"l\">target</th></tr>\n");
+    for (i, r) in runs.iter().enumerate() {
+        let run = &r.result.run;
+        let status = if r.status == "complete" {
+            escape(&r.status)
+        } else {
+            format!("<span class=\"warn\">{}</span>", escape(&r.status))
+        };
+        let _ = writeln!(
+            h,
+            "<tr><td class=\"l\">{}{}{}</td><td class=\"l\"><code>{}</code></td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{:.1}</td><td>{:.1}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td></tr>",
+            swatch(i),
+            i + 1,
+            if i == baseline { " <span class=\"base\">(baseline)</span>" } else { "" },
+            escape(&r.id),
+            escape(&r.name),
+            escape(&r.labels_text()),
+            escape(&run.profile),
+            escape(&run.engine),
+            status,
+            escape(&run.started_at),
+            run.duration_s,
+            run.warmup_s,
+            run.interval_s,
+            r.result.workers.len(),
+            escape(&run.target)
+        );
+    }
+    h.push_str("</table></div>\n<h2>Environment</h2><div class=\"scroll\"><table>\n<tr><th class=\"l\">#</th><th class=\"l\">iofleet</th><th class=\"l\">host</th><th class=\"l\">kernel</th><th class=\"l\">CPU</th><th>cores</th><th>memory GiB</th><th class=\"l\">filesystem / devices</th></tr>\n");
+    for (i, r) in runs.iter().enumerate() {
+        let e = &r.environment;
+        let mem = e
+            .get("memory_bytes")
+            .and_then(|v| v.as_f64())
+            .map(|b| format!("{:.1}", b / (1u64 << 30) as f64))
+            .unwrap_or_else(|| "–".into());
+        let _ = writeln!(
+            h,
+            "<tr><td class=\"l\">{}{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td></tr>",
+            swatch(i),
+            i + 1,
+            escape(&r.result.run.iofleet_version),
+            escape(&r.result.run.hostname),
+            escape(&env_text(e, "kernel")),
+            escape(&env_text(e, "cpu_model")),
+            escape(&env_text(e, "cores")),
+            mem,
+            escape(&fs_text(e))
+        );
+    }
+    h.push_str("</table></div></section>\n");
+
+    // Summary: the columns practitioners publish.
+    h.push_str("<section id=\"summary\"><h2>Summary</h2><div class=\"scroll\"><table>\n<tr><th class=\"l\">#</th><th class=\"l\">configuration</th><th>IOPS</th><th>change</th><th>MB/s</th><th>latency mean µs</th><th>read µs</th><th>write µs</th><th>stddev µs</th><th>outstanding I/O</th><th>CPU %</th><th>memory %</th><th>IOPS median interval</th><th>I/O errors</th></tr>\n");
+    let iops = Metric::parse("iops").expect("iops");
+    for row in cmp.config_rows() {
+        let s = &row.result.summary;
+        let change = if row.index == baseline {
+            "<td class=\"base\">baseline</td>".to_string()
+        } else {
+            change_cell(&cmp, iops, row.index)
+        };
+        let _ = writeln!(
+            h,
+            "<tr><td class=\"l\">{}{}</td><td class=\"l\">{}</td><td>{}</td>{change}<td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1} / {}</td><td>{:.1}</td><td>{:.1}</td><td>{}</td><td>{}</td></tr>",
+            swatch(row.index),
+            row.index + 1,
+            escape(&row.config),
+            fmt_value(s.all.iops, Unit::Iops),
+            s.all.mbps,
+            fmt_value(s.all.latency_us.mean, Unit::Micros),
+            fmt_value(s.read.latency_us.mean, Unit::Micros),
+            fmt_value(s.write.latency_us.mean, Unit::Micros),
+            fmt_value(s.all.latency_us.stddev, Unit::Micros),
+            s.outstanding_io.measured_mean,
+            s.outstanding_io.configured,
+            s.cpu.host_pct,
+            s.memory.host_used_pct,
+            fmt_value(s.iops_median_interval, Unit::Iops),
+            s.errors.count
+        );
+    }
+    h.push_str("</table></div></section>\n");
+
+    // Comparison against the baseline.
+    if runs.len() > 1 {
+        h.push_str("<section id=\"comparison\"><h2>Comparison against the baseline</h2>\n");
+        if let Some(c) = chart("compare-bars") {
+            figure(&mut h, c);
+        }
+        h.push_str("<div class=\"scroll\"><table>\n<tr><th class=\"l\">metric</th>");
+        for (i, _) in runs.iter().enumerate() {
+            let _ = write!(h, "<th>{}#{}</th>", swatch(i), i + 1);
+            if i != baseline {
+                let _ = write!(h, "<th>change</th>");
+            }
+        }
+        h.push_str("</tr>\n");
+        for m in default_metrics() {
+            let _ = write!(
+                h,
+                "<tr><td class=\"l\">{} {}</td>",
+                escape(&m.label()),
+                m.unit().table_suffix()
+            );
+            for (i, r) in runs.iter().enumerate() {
+                let _ = write!(h, "<td>{}</td>", fmt_value(m.value(&r.result), m.unit()));
+                if i != baseline {
+                    h.push_str(&change_cell(&cmp, m, i));
+                }
+            }
+            h.push_str("</tr>\n");
+        }
+        h.push_str("</table></div></section>\n");
+    }
+
+    h.push_str("<section id=\"over-time\"><h2>Over time</h2>\n");
+    for id in ["iops-time", "mbps-time", "latency-time"] {
+        if let Some(c) = chart(id) {
+            figure(&mut h, c);
+        }
+    }
+    h.push_str("</section>\n<section id=\"latency\"><h2>Latency distribution</h2>\n");
+    if let Some(c) = chart("latency-percentiles") {
+        figure(&mut h, c);
+    }
+    for (i, r) in runs.iter().enumerate() {
+        let s = &r.result.summary;
+        let _ = writeln!(
+            h,
+            "<h3>{}#{} <code>{}</code> {}</h3><div class=\"scroll\"><table>\n<tr><th class=\"l\">latency µs</th><th>IOPS</th><th>MB/s</th><th>mean</th><th>stddev</th><th>p50</th><th>p90</th><th>p95</th><th>p99</th><th>p99.9</th><th>p99.99</th><th>max</th></tr>",
+            swatch(i),
+            i + 1,
+            escape(&r.id),
+            escape(&r.config_text())
+        );
+        lat_row(&mut h, "read", &s.read);
+        lat_row(&mut h, "write", &s.write);
+        lat_row(&mut h, "all", &s.all);
+        if r.result.streams.len() > 1 {
+            for st in &r.result.streams {
+                lat_row(&mut h, &format!("stream {}", st.name), &st.all);
+            }
+        }
+        h.push_str("</table></div>\n");
+    }
+    h.push_str("</section>\n<section id=\"spread\"><h2>Workers and hosts</h2>\n");
+    for id in ["worker-spread", "host-spread"] {
+        if let Some(c) = chart(id) {
+            figure(&mut h, c);
+        }
+    }
+    h.push_str("</section>\n");
+
+    let notes: Vec<(usize, &String)> = runs
+        .iter()
+        .enumerate()
+        .flat_map(|(i, r)| r.result.notices.iter().map(move |n| (i, n)))
+        .collect();
+    if !notes.is_empty() {
+        h.push_str("<section id=\"notices\"><h2>Notices</h2><ul>\n");
+        for (i, n) in notes {
+            let _ = writeln!(h, "<li>{}#{}: {}</li>", swatch(i), i + 1, escape(n));
+        }
+        h.push_str("</ul></section>\n");
+    }
+    let _ = writeln!(
+        h,
+        "</main>\n<footer>iofleet report · figures recomputed from the stored histograms · <span id=\"chart-check\">{} charts</span></footer>\n<script>{CHECK_SCRIPT}</script>\n</body>\n</html>",
+        charts.len()
+    );
+    Ok(h)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_markup() {
+        assert_eq!(
+            escape("<a href='x'>&\"</a>"),
+            "&lt;a href=&#39;x&#39;&gt;&amp;&quot;&lt;/a&gt;"
+        );
+    }
+}

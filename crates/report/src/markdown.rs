@@ -1,0 +1,222 @@
+//! Markdown for pasting into tickets and wikis: `MarkdownExporter` writes one run
+//! (headline columns, latency percentiles, streams, workers); `report` writes several
+//! stored runs with the run list, the multi-configuration table and the per-metric
+//! comparison against the baseline. GitHub-flavoured tables, no HTML, no images.
+
+use std::io::{self, Write};
+
+use iofleet_stats::result::RunResult;
+use iofleet_stats::OpSummary;
+
+use crate::compare::{default_metrics, fmt_change, fmt_value, Comparison, Metric, Unit};
+use crate::{Exporter, RunData};
+
+pub struct MarkdownExporter;
+
+/// Escape table-breaking characters in user text (names, labels).
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+fn lat_row(out: &mut dyn Write, label: &str, s: &OpSummary) -> io::Result<()> {
+    let l = &s.latency_us;
+    let f = |v: f64| fmt_value(v, Unit::Micros);
+    writeln!(
+        out,
+        "| {label} | {} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {} |",
+        fmt_value(s.iops, Unit::Iops),
+        s.mbps,
+        f(l.mean),
+        f(l.p50),
+        f(l.p90),
+        f(l.p95),
+        f(l.p99),
+        f(l.p99_9),
+        f(l.p99_99),
+        f(l.max)
+    )
+}
+
+fn write_run(out: &mut dyn Write, r: &RunResult, heading: &str) -> io::Result<()> {
+    let run = &r.run;
+    let s = &r.summary;
+    writeln!(out, "{heading} {}", cell(&run.profile))?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "engine `{}`, target `{}`, direct I/O {}, started {}, measured {:.1} s after {:.1} s warm-up, interval {} s{}",
+        run.engine,
+        cell(&run.target),
+        if run.direct { "on" } else { "off" },
+        run.started_at,
+        run.duration_s,
+        run.warmup_s,
+        run.interval_s,
+        if run.interrupted {
+            " — **interrupted: partial result**"
+        } else {
+            ""
+        }
+    )?;
+    writeln!(out)?;
+    writeln!(out, "| IOPS | MB/s | latency mean µs | read µs | write µs | stddev µs | outstanding I/O | CPU % | memory % |")?;
+    writeln!(out, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|")?;
+    writeln!(
+        out,
+        "| {} | {:.1} | {} | {} | {} | {} | {:.1} / {} | {:.1} | {:.1} |",
+        fmt_value(s.all.iops, Unit::Iops),
+        s.all.mbps,
+        fmt_value(s.all.latency_us.mean, Unit::Micros),
+        fmt_value(s.read.latency_us.mean, Unit::Micros),
+        fmt_value(s.write.latency_us.mean, Unit::Micros),
+        fmt_value(s.all.latency_us.stddev, Unit::Micros),
+        s.outstanding_io.measured_mean,
+        s.outstanding_io.configured,
+        s.cpu.host_pct,
+        s.memory.host_used_pct
+    )?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "| latency µs | IOPS | MB/s | mean | p50 | p90 | p95 | p99 | p99.9 | p99.99 | max |"
+    )?;
+    writeln!(
+        out,
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    )?;
+    lat_row(out, "read", &s.read)?;
+    lat_row(out, "write", &s.write)?;
+    lat_row(out, "all", &s.all)?;
+    if r.streams.len() > 1 {
+        for st in &r.streams {
+            lat_row(out, &format!("stream {}", cell(&st.name)), &st.all)?;
+        }
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "IOPS median of measured intervals: {}. I/O errors: {}.",
+        fmt_value(s.iops_median_interval, Unit::Iops),
+        s.errors.count
+    )?;
+    if r.workers.len() > 1 {
+        let iops: Vec<f64> = r.workers.iter().map(|w| w.all.iops).collect();
+        let min = iops.iter().cloned().fold(f64::INFINITY, f64::min);
+        let max = iops.iter().cloned().fold(0.0, f64::max);
+        writeln!(
+            out,
+            "Workers: {}, IOPS per worker {} to {} (slowest at {:.0}% of fastest).",
+            r.workers.len(),
+            fmt_value(min, Unit::Iops),
+            fmt_value(max, Unit::Iops),
+            if max > 0.0 { min / max * 100.0 } else { 0.0 }
+        )?;
+    }
+    for n in &r.notices {
+        writeln!(out)?;
+        writeln!(out, "> note: {}", cell(n))?;
+    }
+    Ok(())
+}
+
+impl Exporter for MarkdownExporter {
+    fn export(&self, result: &RunResult, out: &mut dyn Write) -> io::Result<()> {
+        write_run(out, result, "## iofleet run:")
+    }
+}
+
+/// Several runs: list, multi-configuration table, comparison, then each run.
+pub fn report(runs: &[RunData], baseline: usize, out: &mut dyn Write) -> io::Result<()> {
+    let cmp = Comparison { runs, baseline };
+    writeln!(out, "# iofleet report")?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "| # | run | name | labels | profile | status | started |"
+    )?;
+    writeln!(out, "|---|---|---|---|---|---|---|")?;
+    for (i, r) in runs.iter().enumerate() {
+        writeln!(
+            out,
+            "| {}{} | `{}` | {} | {} | {} | {} | {} |",
+            i + 1,
+            if i == baseline { " (baseline)" } else { "" },
+            r.id,
+            cell(&r.name),
+            cell(&r.labels_text()),
+            cell(&r.result.run.profile),
+            r.status,
+            r.result.run.started_at
+        )?;
+    }
+    writeln!(out)?;
+    if runs.len() > 1 {
+        writeln!(out, "## Configurations")?;
+        writeln!(out)?;
+        writeln!(out, "| # | configuration | IOPS | change | MB/s | latency µs | read µs | write µs | stddev µs | outstanding I/O | CPU % | memory % |")?;
+        writeln!(
+            out,
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        )?;
+        let iops = Metric::parse("iops").expect("iops");
+        for row in cmp.config_rows() {
+            let s = &row.result.summary;
+            writeln!(
+                out,
+                "| {} | {} | {} | {} | {:.1} | {} | {} | {} | {} | {:.1} / {} | {:.1} | {:.1} |",
+                row.index + 1,
+                cell(&row.config),
+                fmt_value(s.all.iops, Unit::Iops),
+                if row.index == baseline {
+                    "baseline".to_string()
+                } else {
+                    fmt_change(cmp.change(iops, row.index))
+                },
+                s.all.mbps,
+                fmt_value(s.all.latency_us.mean, Unit::Micros),
+                fmt_value(s.read.latency_us.mean, Unit::Micros),
+                fmt_value(s.write.latency_us.mean, Unit::Micros),
+                fmt_value(s.all.latency_us.stddev, Unit::Micros),
+                s.outstanding_io.measured_mean,
+                s.outstanding_io.configured,
+                s.cpu.host_pct,
+                s.memory.host_used_pct
+            )?;
+        }
+        writeln!(out)?;
+        writeln!(out, "## Change against the baseline (#{})", baseline + 1)?;
+        writeln!(out)?;
+        let mut head = "| metric |".to_string();
+        let mut rule = "|---|".to_string();
+        for (i, _) in runs.iter().enumerate() {
+            head.push_str(&format!(" #{} |", i + 1));
+            rule.push_str("---:|");
+            if i != baseline {
+                head.push_str(&format!(" #{} change |", i + 1));
+                rule.push_str("---:|");
+            }
+        }
+        writeln!(out, "{head}")?;
+        writeln!(out, "{rule}")?;
+        for m in default_metrics() {
+            let mut line = format!("| {} {} |", m.label(), m.unit().table_suffix());
+            for (i, r) in runs.iter().enumerate() {
+                line.push_str(&format!(" {} |", fmt_value(m.value(&r.result), m.unit())));
+                if i != baseline {
+                    line.push_str(&format!(" {} |", fmt_change(cmp.change(m, i))));
+                }
+            }
+            writeln!(out, "{line}")?;
+        }
+        writeln!(out)?;
+    }
+    for (i, r) in runs.iter().enumerate() {
+        write_run(
+            out,
+            &r.result,
+            &format!("## #{} `{}` {} —", i + 1, r.id, cell(&r.config_text())),
+        )?;
+        writeln!(out)?;
+    }
+    Ok(())
+}
