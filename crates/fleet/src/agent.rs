@@ -43,11 +43,12 @@ struct Gate {
 }
 
 impl StartGate for Gate {
-    fn ready(&mut self) -> Result<Instant, FleetError> {
+    fn ready(&mut self, engine: &str) -> Result<Instant, FleetError> {
         send(
             &self.out,
             &Frame::Ready(Ready {
                 notices: self.notices.clone(),
+                engine: engine.to_string(),
             }),
         )
         .map_err(|e| FleetError::Setup(format!("cannot reach the controller: {e}")))?;
@@ -72,8 +73,10 @@ struct Streamer {
 }
 
 impl Observer for Streamer {
-    fn started(&mut self, _info: &RunInfo) {
-        let t = mono_ns().max(self.epoch_agent_ns);
+    fn started(&mut self, info: &RunInfo) {
+        // Called once every I/O thread has begun; `start_skew_ms` is how late the last
+        // one began after the epoch. Report that instant on this host's clock.
+        let t = self.epoch_agent_ns + (info.start_skew_ms * 1e6) as u64;
         let _ = send(&self.out, &Frame::Started(Clock { seq: 0, t_ns: t }));
     }
 
@@ -97,18 +100,22 @@ impl Observer for Streamer {
     }
 }
 
-fn config(job: &AgentJob) -> RunConfig {
+fn config(job: &AgentJob) -> Result<RunConfig, String> {
     let target = match &job.target {
         TargetArg::Dir(d) => TargetSpec::Dir(PathBuf::from(d)),
         TargetArg::Devices(v) => TargetSpec::Devices(v.iter().map(PathBuf::from).collect()),
     };
-    RunConfig {
+    Ok(RunConfig {
         plan: job.plan.clone(),
         engine: match job.engine.as_str() {
             "io_uring" => EngineChoice::Uring,
             "psync" => EngineChoice::Psync,
             "null" => EngineChoice::Null,
-            _ => EngineChoice::Auto,
+            "auto" => EngineChoice::Auto,
+            other => match other.strip_prefix("null-sim:") {
+                Some(spec) => EngineChoice::NullSim(crate::parse_sim_latency(spec)?),
+                None => return Err(format!("unknown engine '{other}'")),
+            },
         },
         target_label: match &job.target {
             TargetArg::Dir(d) => d.clone(),
@@ -121,7 +128,7 @@ fn config(job: &AgentJob) -> RunConfig {
         seed: job.seed,
         worker_base: job.worker_base,
         cleanup: job.cleanup,
-    }
+    })
 }
 
 /// Serve one controller on `input`/`output`. Returns the process exit code.
@@ -154,9 +161,23 @@ pub fn serve(input: Box<dyn Read + Send>, output: Box<dyn Write + Send>) -> i32 
         }
         _ => return fail("expected the controller's hello".into(), false),
     }
-    let job = match read_frame(&mut input) {
-        Ok(Some(Frame::Job(job))) => *job,
-        _ => return fail("expected a job".into(), false),
+    // Clock pings come before the job; answer each at once.
+    let job = loop {
+        match read_frame(&mut input) {
+            Ok(Some(Frame::Ping(c))) => {
+                let pong = Frame::Pong(Clock {
+                    seq: c.seq,
+                    t_ns: mono_ns(),
+                });
+                if send(&out, &pong).is_err() {
+                    return 1;
+                }
+            }
+            Ok(Some(Frame::Job(job))) => break *job,
+            // The controller went away or stopped before sending work.
+            Ok(None) | Ok(Some(Frame::Stop)) => return 0,
+            _ => return fail("expected a job".into(), false),
+        }
     };
 
     // Everything after the job is read by one thread: clock pings are answered at once,
@@ -196,7 +217,10 @@ pub fn serve(input: Box<dyn Read + Send>, output: Box<dyn Write + Send>) -> i32 
         });
     }
 
-    let cfg = config(&job);
+    let cfg = match config(&job) {
+        Ok(c) => c,
+        Err(e) => return fail(e, true),
+    };
     let mut gate = Gate {
         out: out.clone(),
         control: ctl_rx,

@@ -55,6 +55,7 @@ pub(crate) struct Collected {
     pub max_end_ns: u64,
     /// Per host: when it was lost (ns since the epoch).
     pub host_lost_ns: Vec<Option<u64>>,
+    pub lost_reasons: Vec<String>,
     pub cpu: CpuSpan,
 }
 
@@ -83,6 +84,7 @@ pub(crate) fn collect(
         failures: Vec::new(),
         max_end_ns: 0,
         host_lost_ns: vec![None; spec.hosts.len()],
+        lost_reasons: Vec::new(),
         cpu: CpuSpan::default(),
     };
 
@@ -150,10 +152,13 @@ pub(crate) fn collect(
                 done[s] = true;
                 out.max_end_ns = out.max_end_ns.max(end_ns);
                 if lost {
+                    // A lost host is reported in `hosts` and in a notice, not as a
+                    // failed source: the run goes on without it.
                     let h = spec.source_host[s];
                     out.host_lost_ns[h].get_or_insert(end_ns);
-                }
-                if let Some(e) = error {
+                    out.lost_reasons
+                        .push(error.unwrap_or_else(|| format!("{} lost", spec.source_names[s])));
+                } else if let Some(e) = error {
                     out.failures.push(format!("{}: {e}", spec.source_names[s]));
                 }
             }
@@ -313,6 +318,13 @@ pub(crate) fn summarize(
         .map(|s| s.ios() as f64 / elapsed_s.max(1e-9))
         .collect();
     let median_host = median(&host_iops);
+    let earliest = facts
+        .start_late_ms
+        .iter()
+        .flatten()
+        .copied()
+        .reduce(f64::min)
+        .unwrap_or(0.0);
     let hosts = spec
         .hosts
         .iter()
@@ -332,12 +344,24 @@ pub(crate) fn summarize(
                 // A straggler started late or delivered clearly less than its peers.
                 straggler: lost.is_none()
                     && spec.hosts.len() > 1
-                    && (late.is_some_and(|l| l > 100.0) || host_iops[h] < 0.8 * median_host),
+                    && (late.is_some_and(|l| l - earliest > 100.0)
+                        || host_iops[h] < 0.8 * median_host),
             }
         })
         .collect::<Vec<_>>();
     let ios = all.ios as f64;
     let per_io = |s: f64| if ios > 0.0 { s * 1e6 / ios } else { 0.0 };
+    for (h, lost) in col.host_lost_ns.iter().enumerate() {
+        if let Some(t) = lost {
+            let affected = col.rows.iter().filter(|r| r.hosts_lost > 0).count();
+            notices.push(format!(
+                "host {} was lost at {:.1} s; {affected} interval(s) were measured without it (hosts_lost > 0)",
+                spec.hosts[h],
+                *t as f64 / 1e9
+            ));
+        }
+    }
+    notices.extend(col.lost_reasons.iter().cloned());
     if !col.failures.is_empty() {
         notices.push(format!(
             "{} source(s) failed; see summary.errors.failed_threads",

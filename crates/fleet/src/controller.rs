@@ -130,6 +130,64 @@ fn build_lanes(plan: &Plan, disk: u32, qd_cap: Option<u32>) -> Vec<LaneSpec> {
     lanes
 }
 
+/// Parse simulated-device latencies: models separated by `;`, assigned to workers in
+/// turn (worker i gets model i mod n). A model is `fixed:T`, `uniform:LO:HI`, `exp:MEAN`,
+/// `lognormal:MEDIAN:SIGMA` or `samples:T1,T2,…` (cycled in order); times are
+/// nanoseconds, or carry `ns`, `us` or `ms`.
+pub fn parse_sim_latency(spec: &str) -> Result<Vec<LatencyModel>, String> {
+    fn t(s: &str) -> Result<u64, String> {
+        let s = s.trim();
+        let (num, mult) = if let Some(n) = s.strip_suffix("ms") {
+            (n, 1_000_000.0)
+        } else if let Some(n) = s.strip_suffix("us") {
+            (n, 1_000.0)
+        } else if let Some(n) = s.strip_suffix("ns") {
+            (n, 1.0)
+        } else {
+            (s, 1.0)
+        };
+        let v: f64 = num
+            .parse()
+            .map_err(|_| format!("'{s}' is not a time (examples: 500, 80us, 2ms)"))?;
+        if !(v.is_finite() && v >= 0.0) {
+            return Err(format!("'{s}' is not a time"));
+        }
+        Ok((v * mult).round() as u64)
+    }
+    let mut models = Vec::new();
+    for m in spec.split(';').filter(|m| !m.trim().is_empty()) {
+        let parts: Vec<&str> = m.trim().split(':').collect();
+        let model = match parts.as_slice() {
+            ["fixed", v] => LatencyModel::Fixed(t(v)?),
+            ["uniform", lo, hi] => LatencyModel::Uniform {
+                lo_ns: t(lo)?,
+                hi_ns: t(hi)?,
+            },
+            ["exp", mean] => LatencyModel::Exponential { mean_ns: t(mean)? },
+            ["lognormal", med, sigma] => LatencyModel::LogNormal {
+                median_ns: t(med)?,
+                sigma: sigma
+                    .parse()
+                    .map_err(|_| format!("'{sigma}' is not a number"))?,
+            },
+            ["samples", list] => LatencyModel::Samples(
+                list.split(',').map(t).collect::<Result<Vec<_>, _>>()?,
+            ),
+            _ => {
+                return Err(format!(
+                    "'{m}' is not a latency model (fixed:T, uniform:LO:HI, exp:MEAN, lognormal:MEDIAN:SIGMA, samples:T1,T2,…)"
+                ))
+            }
+        };
+        model.validate().map_err(|e| e.to_string())?;
+        models.push(model);
+    }
+    if models.is_empty() {
+        return Err("no latency model given".into());
+    }
+    Ok(models)
+}
+
 /// Configured outstanding I/O of one worker (Σ lane qd × threads over its disks), before
 /// any engine cap.
 pub(crate) fn configured_per_worker(plan: &Plan) -> u64 {
@@ -300,14 +358,15 @@ impl Drop for Cleanup {
 pub trait StartGate {
     /// Every thread is ready (targets open, disks filled). Return the start instant, or an
     /// error to abort before any measured I/O.
-    fn ready(&mut self) -> Result<Instant, FleetError>;
+    /// `engine` is the engine this run resolved to (after `auto`).
+    fn ready(&mut self, engine: &str) -> Result<Instant, FleetError>;
 }
 
 /// Start 20 ms from now (time for every thread to reach the starting line).
 pub struct StartNow;
 
 impl StartGate for StartNow {
-    fn ready(&mut self) -> Result<Instant, FleetError> {
+    fn ready(&mut self, _engine: &str) -> Result<Instant, FleetError> {
         Ok(Instant::now() + Duration::from_millis(20))
     }
 }
@@ -446,6 +505,8 @@ pub fn run_gated(
         engine: engine.clone(),
         direct: cfg.direct,
         stop: stop.clone(),
+        started: AtomicU64::new(0),
+        max_late_ns: AtomicU64::new(0),
     });
     let (tx, rx) = unbounded();
     let mut launcher = LocalLauncher::default();
@@ -454,7 +515,7 @@ pub fn run_gated(
         .map_err(FleetError::Setup)?;
     drop(tx);
 
-    let epoch = match gate.ready() {
+    let epoch = match gate.ready(engine.name()) {
         Ok(e) => e,
         Err(e) => {
             stop.store(true, Ordering::SeqCst);
@@ -464,8 +525,9 @@ pub fn run_gated(
         }
     };
     let started_wall = SystemTime::now() + epoch.saturating_duration_since(Instant::now());
-    launcher.start(epoch);
-    let info = run_info(cfg, &plan, &engine, started_wall);
+    let late = launcher.start(epoch);
+    let mut info = run_info(cfg, &plan, &engine, started_wall);
+    info.start_skew_ms = late.as_secs_f64() * 1e3;
     observer.started(&info);
 
     let host = sys::hostname();
@@ -572,6 +634,18 @@ mod tests {
             working_set_pct: 100.0,
             disks,
         }
+    }
+
+    #[test]
+    fn sim_latency_specs() {
+        let m = parse_sim_latency("fixed:80us; samples:1,2ms,3;uniform:1:2").unwrap();
+        assert_eq!(m.len(), 3);
+        assert_eq!(m[0], LatencyModel::Fixed(80_000));
+        assert_eq!(m[1], LatencyModel::Samples(vec![1, 2_000_000, 3]));
+        assert!(parse_sim_latency("gauss:1").is_err());
+        assert!(parse_sim_latency("fixed:x").is_err());
+        assert!(parse_sim_latency("uniform:5:1").is_err());
+        assert!(parse_sim_latency("").is_err());
     }
 
     #[test]

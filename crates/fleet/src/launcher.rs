@@ -3,10 +3,10 @@
 //! `LocalLauncher` runs threads in this process; a remote launcher (an agent over SSH)
 //! implements the same trait, so the controller cannot tell where work runs.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, OnceLock};
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, Sender};
 use iofleet_engine::null::{LatencyModel, NullEngine};
@@ -57,20 +57,26 @@ pub struct Job {
     pub engine: ResolvedEngine,
     pub direct: bool,
     pub stop: Arc<AtomicBool>,
+    /// Threads that have begun I/O, and the latest of their start times after the
+    /// epoch (ns): the start skew of this host's threads.
+    pub started: AtomicU64,
+    pub max_late_ns: AtomicU64,
 }
 
 pub trait Launcher {
     /// Open every thread's target and engine; return once all are ready, or the first
     /// thread's setup error (as text naming the disk).
     fn launch(&mut self, job: Arc<Job>, tx: Sender<Msg>) -> Result<(), String>;
-    /// Release every launched thread at `epoch`.
-    fn start(&mut self, epoch: Instant);
+    /// Release every launched thread at `epoch`; return once all have begun I/O (or
+    /// after 2 s), with how late the last one began.
+    fn start(&mut self, epoch: Instant) -> Duration;
     /// Wait until every thread has ended.
     fn join(&mut self);
 }
 
 #[derive(Default)]
 pub struct LocalLauncher {
+    job: Option<Arc<Job>>,
     handles: Vec<JoinHandle<()>>,
     gate: Option<Arc<Barrier>>,
     epoch: Arc<OnceLock<Instant>>,
@@ -79,6 +85,7 @@ pub struct LocalLauncher {
 impl Launcher for LocalLauncher {
     fn launch(&mut self, job: Arc<Job>, tx: Sender<Msg>) -> Result<(), String> {
         let n = job.threads.len();
+        self.job = Some(job.clone());
         let gate = Arc::new(Barrier::new(n + 1));
         self.gate = Some(gate.clone());
         let (ready_tx, ready_rx) = bounded::<Result<(), String>>(n);
@@ -122,11 +129,22 @@ impl Launcher for LocalLauncher {
         }
     }
 
-    fn start(&mut self, epoch: Instant) {
+    fn start(&mut self, epoch: Instant) -> Duration {
         let _ = self.epoch.set(epoch);
         if let Some(g) = self.gate.take() {
             g.wait();
         }
+        let Some(job) = self.job.as_ref() else {
+            return Duration::ZERO;
+        };
+        let deadline = epoch.max(Instant::now()) + Duration::from_secs(2);
+        while job.started.load(Ordering::SeqCst) < job.threads.len() as u64
+            && !job.stop.load(Ordering::SeqCst)
+            && Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        Duration::from_nanos(job.max_late_ns.load(Ordering::SeqCst))
     }
 
     fn join(&mut self) {
@@ -204,11 +222,17 @@ fn thread_main(
     let epoch = *epoch.get().expect("epoch is set before the gate opens");
     let mono = MonoClock::new(epoch);
     let result = match engine {
-        Ready::Sim(e, clock) => run_thread(e, &clock, spec, &job.plan, &job.timeline, stop, tx),
+        Ready::Sim(e, clock) => {
+            job.started.fetch_add(1, Ordering::SeqCst);
+            run_thread(e, &clock, spec, &job.plan, &job.timeline, stop, tx)
+        }
         other => {
             // Everyone starts at the same instant.
             let wait = epoch.saturating_duration_since(Instant::now());
             std::thread::sleep(wait);
+            let late = Instant::now().saturating_duration_since(epoch).as_nanos() as u64;
+            job.max_late_ns.fetch_max(late, Ordering::SeqCst);
+            job.started.fetch_add(1, Ordering::SeqCst);
             match other {
                 _ if stop.load(Ordering::SeqCst) => Ok(0),
                 Ready::Uring(e) => run_thread(e, &mono, spec, &job.plan, &job.timeline, stop, tx),

@@ -18,5 +18,6 @@ pub mod remote;
 pub mod sys;
 pub mod thread;
 
-pub use controller::{run, run_gated, EngineChoice, FleetError, RunConfig, StartGate, StartNow};
+pub use controller::{
+    parse_sim_latency, run, run_gated, EngineChoice, FleetError, RunConfig, StartGate, StartNow};
 pub use observer::{Fanout, IntervalSnapshot, Observer, Phase, Silent};

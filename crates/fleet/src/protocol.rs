@@ -72,6 +72,8 @@ pub struct Clock {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Ready {
     pub notices: Vec<String>,
+    /// The engine the agent resolved (`auto` decided on the host).
+    pub engine: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -402,6 +402,7 @@ pub fn run_remote(
     }
     drop(ev_tx);
     let mut ready = vec![false; conns.len()];
+    let mut engines: Vec<String> = vec![String::new(); conns.len()];
     while !ready.iter().all(|&r| r) {
         let ev = match ev_rx.recv_timeout(Duration::from_millis(100)) {
             Ok(ev) => ev,
@@ -414,6 +415,7 @@ pub fn run_remote(
         let failure = match ev {
             Event::Frame(h, Frame::Ready(r)) => {
                 ready[h] = true;
+                engines[h] = r.engine;
                 notices.extend(r.notices.into_iter().map(|n| format!("{}: {n}", conns[h].name)));
                 None
             }
@@ -538,10 +540,18 @@ pub fn run_remote(
     let timeline = Timeline::new(plan.timing.warmup, plan.timing.duration, plan.timing.interval);
     let mut full = plan.clone();
     full.fleet.workers = total_workers;
+    if engines.iter().any(|e| e != &engines[0]) {
+        let list: Vec<String> = conns
+            .iter()
+            .zip(&engines)
+            .map(|(c, e)| format!("{} {e}", c.name))
+            .collect();
+        notices.push(format!("hosts run different engines: {}", list.join(", ")));
+    }
     let info = RunInfo {
         profile: plan.name.clone(),
         description: plan.description.clone(),
-        engine: opts.engine.clone(),
+        engine: engines[0].clone(),
         started_at: sys::rfc3339(
             started_wall
                 .duration_since(UNIX_EPOCH)

@@ -172,6 +172,43 @@ impl Exporter for TableExporter {
                 )?;
             }
         }
+        if r.hosts.len() > 1 || r.hosts.iter().any(|h| h.lost_at_s.is_some()) {
+            writeln!(out)?;
+            writeln!(
+                out,
+                "  {:<16} {:>7} {:>12} {:>9} {:>10} {:>10} {:>10}  {}",
+                "host", "workers", "IOPS", "MB/s", "read p99", "write p99", "late ms", "state"
+            )?;
+            for h in &r.hosts {
+                let state = match (h.lost_at_s, h.straggler) {
+                    (Some(t), _) => format!("LOST at {t:.1} s"),
+                    (None, true) => "straggler".to_string(),
+                    (None, false) => "ok".to_string(),
+                };
+                writeln!(
+                    out,
+                    "  {:<16} {:>7} {:>12.0} {:>9.1} {:>10.1} {:>10.1} {:>10}  {}",
+                    h.host.chars().take(16).collect::<String>(),
+                    h.workers,
+                    h.all.iops,
+                    h.all.mbps,
+                    h.read.latency_us.p99,
+                    h.write.latency_us.p99,
+                    h.start_late_ms
+                        .map_or("-".to_string(), |l| format!("{l:.2}")),
+                    state
+                )?;
+            }
+            writeln!(
+                out,
+                "  {:<16} {:>7} {:>12.0} {:>9.1}   start skew {:.2} ms",
+                "total",
+                r.workers.len(),
+                s.all.iops,
+                s.all.mbps,
+                run.start_skew_ms
+            )?;
+        }
         let e = &s.errors;
         writeln!(out, "I/O errors: {}", e.count)?;
         for d in &e.first {

@@ -163,7 +163,8 @@ pub struct HostSummary {
     pub start_late_ms: Option<f64>,
     /// When the host was lost, seconds since the timeline start (None: it finished).
     pub lost_at_s: Option<f64>,
-    /// Started more than 100 ms late, or delivered under 80% of the median host's IOPS.
+    /// Started more than 100 ms after the earliest host, or delivered under 80% of the
+    /// median host's IOPS.
     pub straggler: bool,
 }
 

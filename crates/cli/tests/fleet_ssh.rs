@@ -1,0 +1,256 @@
+//! A fleet across hosts, through real OpenSSH: three sshd instances on 127.0.0.2–4, the
+//! controller copying its own binary to them, synchronized start, exact merging, a host
+//! lost mid-run, a refused protocol version, and no agent left behind after Ctrl-C.
+//! Needs root (sshd); skips without it unless CI is set (see support/sshd.rs).
+//!
+//! The tests share the remote binary cache (~/.cache/iofleet on this one machine), so
+//! they run one at a time.
+
+mod common;
+#[path = "support/sshd.rs"]
+mod sshd;
+
+use std::path::Path;
+use std::process::{Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::Value;
+use sshd::Cluster;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn inventory(c: &Cluster, dir: &Path, extra: &str) -> String {
+    let opts: Vec<String> = c.ssh_args().iter().map(|a| format!("{a:?}")).collect();
+    let mut t = format!("[ssh]\noptions = [{}]\n", opts.join(", "));
+    for h in &c.hosts {
+        t.push_str(&format!(
+            "[[host]]\ndestination = {:?}\ntarget = {:?}\n{extra}",
+            h.alias,
+            h.data_dir.display().to_string()
+        ));
+    }
+    let p = dir.join("inventory.toml");
+    std::fs::write(&p, t).unwrap();
+    p.to_string_lossy().into_owned()
+}
+
+fn fleet_run(dir: &Path, inv: &str, args: &[&str]) -> Output {
+    let mut all = vec!["run", "vsan-7030", "--hosts", inv, "--no-save", "--quiet"];
+    all.extend_from_slice(args);
+    run_in(dir, &all)
+}
+
+/// Agents (the copied binary, run as `… agent`) still alive on this machine.
+fn agents() -> Vec<u32> {
+    sshd::pids_matching(" agent")
+        .into_iter()
+        .filter(|&p| {
+            let c = sshd::cmdline(p);
+            c.contains(".cache/iofleet/iofleet-") && !c.starts_with("ssh")
+        })
+        .collect()
+}
+
+fn exact_quantile(sorted: &[u64], q: f64) -> f64 {
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1] as f64
+}
+
+#[test]
+fn three_hosts_sum_exactly_and_merge_percentiles_from_histograms() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(c) = Cluster::start(3) else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let inv = inventory(&c, tmp.path(), "");
+    // Two known latency sequences (ns), assigned to workers in turn; 6 workers, 2 per
+    // host, 1 disk × 1 thread × qd 1 each: every worker's recorded latencies are known.
+    let a: Vec<u64> = (0..97).map(|i| 50_000 + i * 1_000).collect();
+    let b: Vec<u64> = (0..89).map(|i| if i % 20 == 0 { 3_000_000 } else { 120_000 + i * 100 }).collect();
+    let join = |v: &[u64]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(",");
+    let spec = format!("samples:{};samples:{}", join(&a), join(&b));
+    let o = fleet_run(
+        tmp.path(),
+        &inv,
+        &[
+            "--engine", "null", "--sim-latency", &spec, "--workers", "6", "--disks", "1", "--threads", "1",
+            "--qd", "1", "--duration", "2s", "--warmup", "0s", "--interval", "500ms", "--json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let hosts = v["hosts"].as_array().unwrap();
+    assert_eq!(hosts.len(), 3);
+    let names: Vec<&str> = hosts.iter().map(|h| h["host"].as_str().unwrap()).collect();
+    assert_eq!(names, ["h1", "h2", "h3"]);
+    let total = v["summary"]["all"]["ios"].as_u64().unwrap();
+    let by_host: u64 = hosts.iter().map(|h| h["all"]["ios"].as_u64().unwrap()).sum();
+    assert_eq!(by_host, total, "total equals the sum of the hosts");
+    for h in hosts {
+        assert_eq!(h["workers"], 2);
+        assert!(h["lost_at_s"].is_null());
+    }
+    assert!(v["run"]["start_skew_ms"].as_f64().unwrap() >= 0.0);
+    assert_eq!(v["run"]["engine"], "null-sim");
+
+    // Independent computation from the raw samples: worker w uses list w % 2; each
+    // I/O completes at the running sum of its latencies; the measured window is 2 s.
+    let end = 2_000_000_000u64;
+    let mut union = Vec::new();
+    for w in 0..6 {
+        let list = if w % 2 == 0 { &a } else { &b };
+        let mut t = 0u64;
+        for k in 0.. {
+            t += list[k % list.len()];
+            if t >= end {
+                break;
+            }
+            union.push(list[k % list.len()]);
+        }
+    }
+    union.sort_unstable();
+    assert_eq!(total, union.len() as u64);
+    let lat = &v["summary"]["all"]["latency_us"];
+    for (key, q) in [("p50", 0.5), ("p99", 0.99), ("p99_9", 0.999)] {
+        let exact = exact_quantile(&union, q) / 1000.0;
+        let got = lat[key].as_f64().unwrap();
+        assert!((got - exact).abs() <= exact * 0.001 + 0.001, "{key}: {got} vs exact {exact}");
+    }
+
+    // The table shows per-host rows and the measured skew.
+    let t = fleet_run(tmp.path(), &inv, &["--engine", "null", "--workers", "3", "--duration", "1s", "--warmup", "0s"]);
+    assert_eq!(t.status.code(), Some(0), "{}", stderr(&t));
+    let out = stdout(&t);
+    assert!(out.contains("start skew") && out.contains("h2"), "{out}");
+    // The copied binary is removed afterwards: nothing of this run is left on the hosts.
+    let home = std::env::var("HOME").unwrap();
+    let leftovers: Vec<_> = std::fs::read_dir(Path::new(&home).join(".cache/iofleet"))
+        .map(|r| r.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(leftovers.is_empty(), "left on the host: {leftovers:?}");
+}
+
+#[test]
+fn a_host_lost_mid_run_is_marked_and_exits_3() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(mut c) = Cluster::start(3) else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let inv = inventory(&c, tmp.path(), "");
+    for tolerate in [false, true] {
+        let mut args = vec![
+            "run", "vsan-7030", "--hosts", &inv, "--no-save", "--quiet", "--json", "--engine", "null",
+            "--workers", "3", "--disks", "1", "--duration", "6s", "--warmup", "0s", "--interval", "500ms",
+        ];
+        if tolerate {
+            args.push("--tolerate-host-loss");
+        }
+        let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("iofleet"))
+            .current_dir(tmp.path())
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Wait until the agents run, then kill host h2's session (its agent included).
+        let t0 = Instant::now();
+        while agents().len() < 3 && t0.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        std::thread::sleep(Duration::from_millis(2000));
+        c.kill_sessions(1);
+        let o = child.wait_with_output().unwrap();
+        let want = if tolerate { 0 } else { 3 };
+        assert_eq!(o.status.code(), Some(want), "tolerate={tolerate}: {}", stderr(&o));
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let hosts = v["hosts"].as_array().unwrap();
+        let lost_at = hosts[1]["lost_at_s"].as_f64().expect("h2 is marked lost");
+        assert!(lost_at > 0.5 && lost_at < 5.5, "lost at {lost_at}");
+        assert!(hosts[0]["lost_at_s"].is_null() && hosts[2]["lost_at_s"].is_null());
+        assert!(hosts[0]["all"]["ios"].as_u64().unwrap() > 0);
+        assert_eq!(v["run"]["interrupted"], false, "the others ran to the end");
+        let intervals = v["intervals"].as_array().unwrap();
+        assert!(intervals.iter().any(|i| i["hosts_lost"] == 1), "affected intervals are marked");
+        assert_eq!(intervals.first().unwrap()["hosts_lost"], 0);
+        assert!(v["notices"].to_string().contains("h2"));
+    }
+}
+
+#[test]
+fn ctrl_c_leaves_no_agent_behind() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(c) = Cluster::start(3) else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let inv = inventory(&c, tmp.path(), "");
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("iofleet"))
+        .current_dir(tmp.path())
+        .args([
+            "run", "vsan-7030", "--hosts", &inv, "--no-save", "--quiet", "--json", "--engine", "null",
+            "--workers", "3", "--disks", "1", "--duration", "60s", "--warmup", "0s",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while agents().len() < 3 && t0.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(agents().len(), 3, "three agents ran");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["run"]["interrupted"], true);
+    // No agent process remains on any host.
+    let t1 = Instant::now();
+    while !agents().is_empty() && t1.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let left: Vec<String> = agents().iter().map(|&p| sshd::cmdline(p)).collect();
+    assert!(left.is_empty(), "agents left behind: {left:?}");
+    drop(c);
+}
+
+#[test]
+fn an_agent_speaking_another_protocol_is_refused() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(c) = Cluster::start(1) else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    // A stand-in agent that greets with protocol 99 from iofleet 9.9.9.
+    let fake = tmp.path().join("old-iofleet");
+    std::fs::write(
+        &fake,
+        "#!/usr/bin/env python3\nimport json, struct, sys\n\
+         body = json.dumps({'protocol': 99, 'version': '9.9.9', 'hostname': 'old'}).encode()\n\
+         sys.stdout.buffer.write(b'IOFLEET1' + struct.pack('<I', len(body) + 1) + bytes([1]) + body)\n\
+         sys.stdout.flush()\nsys.stdin.read()\n",
+    )
+    .unwrap();
+    std::process::Command::new("chmod").arg("755").arg(&fake).status().unwrap();
+    let inv = inventory(&c, tmp.path(), &format!("iofleet_path = {:?}\n", fake.display().to_string()));
+    let o = fleet_run(tmp.path(), &inv, &["--engine", "null", "--duration", "1s"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("9.9.9") && err.contains(env!("CARGO_PKG_VERSION")), "{err}");
+    assert!(err.contains("protocol 99") && err.contains("h1"), "{err}");
+}
+
+#[test]
+fn an_unreachable_host_is_named() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(mut c) = Cluster::start(2) else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let inv = inventory(&c, tmp.path(), "");
+    c.kill_host(1);
+    let o = fleet_run(tmp.path(), &inv, &["--engine", "null", "--duration", "1s"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("host h2"), "{err}");
+    assert!(agents().is_empty(), "the reachable host's agent was stopped too");
+}
