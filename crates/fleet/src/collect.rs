@@ -213,6 +213,8 @@ pub(crate) fn collect(
             observer.interval(&IntervalSnapshot {
                 row: &row,
                 workers: &per_worker,
+                hosts: &spec.hosts,
+                worker_host: &spec.worker_host,
             });
             out.rows.push(row);
         }

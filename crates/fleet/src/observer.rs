@@ -18,8 +18,11 @@ pub enum Phase {
 #[derive(Debug)]
 pub struct IntervalSnapshot<'a> {
     pub row: &'a IntervalRow,
-    /// Indexed by worker; each holds one `StreamStats` per stream.
+    /// Indexed by worker (local to this run); each holds one `StreamStats` per stream.
     pub workers: &'a [Sample],
+    /// Host names, and the host index of each worker in `workers`.
+    pub hosts: &'a [String],
+    pub worker_host: &'a [usize],
 }
 
 pub trait Observer {
