@@ -25,6 +25,8 @@ pub struct Cli {
 }
 
 #[derive(Subcommand, Debug)]
+// Parsed once per process: the size of the `run` variant does not matter.
+#[allow(clippy::large_enum_variant)]
 pub enum Command {
     /// Run a profile (built-in name or a .toml file) and print the result.
     Run(RunArgs),

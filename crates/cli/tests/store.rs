@@ -1,0 +1,413 @@
+//! The results store through the binary: runs recorded with names and labels, listed,
+//! filtered, shown, exported (JSON checked against the schema and equal to the live
+//! result, CSV, Markdown) and deleted; run-id errors; --db/--no-save/--label handling;
+//! and a run killed with SIGKILL mid-way.
+
+mod results_common;
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use results_common::*;
+use serde_json::Value;
+
+#[test]
+fn recomputed_export_equals_live_result() {
+    let t = two_runs();
+    for (id, live) in [(&t.base_id, &t.base), (&t.cand_id, &t.cand)] {
+        let o = with_db(&t.db, &["results", "export", id, "--format", "json"]);
+        assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+        let rec: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_schema_valid(&rec);
+        // Recomputed from the stored histograms: identical summary (I/O counts,
+        // percentiles, means), streams, workers, intervals — the whole result.
+        assert_eq!(rec["summary"], live["summary"]);
+        assert_eq!(rec["intervals"], live["intervals"]);
+        assert_eq!(rec["workers"], live["workers"]);
+        assert_eq!(&rec, live);
+    }
+}
+
+#[test]
+fn list_filter_show_and_labels() {
+    let t = two_runs();
+    let o = with_db(&t.db, &["results", "list"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let text = out(&o);
+    assert!(
+        text.contains(&t.base_id) && text.contains(&t.cand_id),
+        "{text}"
+    );
+    assert!(
+        text.contains("policy=raid5") && text.contains("complete"),
+        "{text}"
+    );
+
+    let o = with_db(
+        &t.db,
+        &["results", "list", "--json", "--label", "policy=raid5"],
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let runs = v.as_array().unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["id"], t.cand_id.as_str());
+    assert_eq!(runs[0]["labels"]["dedupe"], "off");
+    assert_eq!(runs[0]["status"], "complete");
+    assert_eq!(runs[0]["intervals"], 4);
+    let iops = runs[0]["iops"].as_f64().unwrap();
+    let live = t.cand["summary"]["all"]["iops"].as_f64().unwrap();
+    assert!((iops - live).abs() < 1e-6 * live, "{iops} vs {live}");
+
+    let both = |args: &[&str]| {
+        let mut a = vec!["results", "list", "--json"];
+        a.extend_from_slice(args);
+        let o = with_db(&t.db, &a);
+        serde_json::from_slice::<Value>(&o.stdout)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .len()
+    };
+    assert_eq!(both(&["--label", "dedupe=off"]), 2);
+    assert_eq!(
+        both(&["--label", "dedupe=off", "--label", "policy=raid1"]),
+        1
+    );
+    assert_eq!(both(&["--profile", "easy-run-4k70r"]), 2);
+    assert_eq!(both(&["--profile", "vmfleet-sql"]), 0);
+
+    // show: by unique prefix, by name, and `latest`.
+    for q in [&t.base_id[..4], "mirror"] {
+        let o = with_db(&t.db, &["results", "show", q]);
+        assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+        let s = out(&o);
+        assert!(s.contains(&format!("run {}", t.base_id)), "{s}");
+        assert!(
+            s.contains("policy=raid1") && s.contains("IOPS") && s.contains("kernel"),
+            "{s}"
+        );
+    }
+    let o = with_db(&t.db, &["results", "show", "latest"]);
+    assert!(out(&o).contains(&t.cand_id));
+}
+
+#[test]
+fn csv_and_markdown_exports() {
+    let t = two_runs();
+    let o = with_db(&t.db, &["results", "export", &t.base_id, "--format", "csv"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let csv = out(&o);
+    let lines: Vec<&str> = csv.lines().collect();
+    let header: Vec<&str> = lines[0].split(',').collect();
+    assert_eq!(header[0], "kind");
+    assert!(header.contains(&"p99_us"));
+    for l in &lines {
+        assert_eq!(l.split(',').count(), header.len(), "ragged row: {l}");
+    }
+    let fleet_all = lines
+        .iter()
+        .find(|l| l.starts_with("summary,") && l.contains(",fleet,,all,"))
+        .expect("fleet summary row");
+    let ios: u64 = fleet_all.split(',').nth(8).unwrap().parse().unwrap();
+    assert_eq!(ios, t.base["summary"]["all"]["ios"].as_u64().unwrap());
+    // 3 ops × (fleet + 1 stream + 3 workers) summary rows, 3 ops × 5 intervals.
+    assert_eq!(
+        lines.iter().filter(|l| l.starts_with("summary,")).count(),
+        15
+    );
+    assert_eq!(
+        lines.iter().filter(|l| l.starts_with("interval,")).count(),
+        15
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let md = dir.path().join("run.md");
+    let o = with_db(
+        &t.db,
+        &[
+            "results",
+            "export",
+            "mirror",
+            "--format",
+            "markdown",
+            "-o",
+            md.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let md = std::fs::read_to_string(md).unwrap();
+    assert!(
+        md.contains("| IOPS | MB/s |") && md.contains("| read |"),
+        "{md}"
+    );
+}
+
+#[test]
+fn run_id_errors_and_delete() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    // No store yet: reading commands say so and name --db.
+    let o = with_db(&db, &["results", "list"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(err(&o).contains("--db"), "{}", err(&o));
+
+    record_run(&db, "5000", &["--name", "one"]);
+    record_run(&db, "5000", &["--name", "two"]);
+    // Give both runs ids with a common prefix to make it ambiguous.
+    {
+        let c = rusqlite::Connection::open(&db).unwrap();
+        c.pragma_update(None, "foreign_keys", "OFF").unwrap();
+        for (name, id) in [("one", "abc11111"), ("two", "abc22222")] {
+            let old: String = c
+                .query_row("SELECT id FROM runs WHERE name = ?1", [name], |r| r.get(0))
+                .unwrap();
+            for table in ["samples", "intervals", "labels", "run_workers"] {
+                c.execute(
+                    &format!("UPDATE {table} SET run_id = ?2 WHERE run_id = ?1"),
+                    [&old, id],
+                )
+                .unwrap();
+            }
+            c.execute("UPDATE runs SET id = ?2 WHERE id = ?1", [&old, id])
+                .unwrap();
+        }
+    }
+    let o = with_db(&db, &["results", "show", "abc"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        err(&o).contains("ambiguous") && err(&o).contains("abc11111"),
+        "{}",
+        err(&o)
+    );
+    let o = with_db(&db, &["results", "show", "abc2"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    for q in ["ffff0000", "no-such-run"] {
+        let o = with_db(&db, &["results", "export", q]);
+        assert_eq!(o.status.code(), Some(2));
+        assert!(err(&o).contains("not found"), "{}", err(&o));
+    }
+    let o = with_db(&db, &["results", "delete", "abc1"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    assert!(out(&o).contains("deleted run abc11111"));
+    let o = with_db(&db, &["results", "show", "abc"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "only abc22222 is left: {}",
+        err(&o)
+    );
+    let c = rusqlite::Connection::open(&db).unwrap();
+    let left: i64 = c
+        .query_row(
+            "SELECT count(*) FROM samples WHERE run_id = 'abc11111'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(left, 0, "a deleted run's samples are gone");
+}
+
+#[test]
+fn save_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    // --no-save writes nothing, even to the default location.
+    let xdg = dir.path().join("xdg");
+    let o = iofleet()
+        .env("XDG_DATA_HOME", &xdg)
+        .args([
+            "run",
+            "easy-run-4k70r",
+            "--engine",
+            "null",
+            "--workers",
+            "1",
+            "--disks",
+            "1",
+        ])
+        .args([
+            "--rate",
+            "1000",
+            "--duration",
+            "250ms",
+            "--warmup",
+            "0s",
+            "--interval",
+            "250ms",
+        ])
+        .args(["--quiet", "--no-save"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    assert!(!xdg.exists());
+    // Without --db the run goes to $XDG_DATA_HOME/iofleet/results.db.
+    let o = iofleet()
+        .env("XDG_DATA_HOME", &xdg)
+        .args([
+            "run",
+            "easy-run-4k70r",
+            "--engine",
+            "null",
+            "--workers",
+            "1",
+            "--disks",
+            "1",
+        ])
+        .args([
+            "--rate",
+            "1000",
+            "--duration",
+            "250ms",
+            "--warmup",
+            "0s",
+            "--interval",
+            "250ms",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    assert!(err(&o).contains("saved as run"), "{}", err(&o));
+    assert!(xdg.join("iofleet/results.db").exists());
+    let o = iofleet()
+        .env("XDG_DATA_HOME", &xdg)
+        .args(["results", "list", "--json"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 1);
+
+    // A --db that cannot be created is refused before the run, naming --db.
+    let blocker = dir.path().join("file");
+    std::fs::write(&blocker, "x").unwrap();
+    let bad = blocker.join("sub/results.db");
+    let o = with_db(
+        &bad,
+        &[
+            "run",
+            "easy-run-4k70r",
+            "--engine",
+            "null",
+            "--duration",
+            "1s",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(err(&o).contains("--db"), "{}", err(&o));
+    // Malformed and repeated labels; --no-save with --db.
+    for (args, needle) in [
+        (vec!["--label", "novalue"], "--label"),
+        (vec!["--label", "a b=c"], "label key"),
+        (
+            vec!["--label", "k=1", "--label", "k=2"],
+            "--label k: given more than once",
+        ),
+    ] {
+        let mut a = vec![
+            "run",
+            "easy-run-4k70r",
+            "--engine",
+            "null",
+            "--duration",
+            "1s",
+        ];
+        a.extend(args);
+        let o = with_db(&dir.path().join("x.db"), &a);
+        assert_eq!(o.status.code(), Some(2), "{a:?}");
+        assert!(err(&o).contains(needle), "{a:?}: {}", err(&o));
+    }
+    let o = with_db(
+        &dir.path().join("x.db"),
+        &["run", "easy-run-4k70r", "--engine", "null", "--no-save"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(err(&o).contains("--no-save"), "{}", err(&o));
+}
+
+/// Poll `db` until the run has `n` intervals stored (or panic after `limit`).
+fn wait_for_intervals(db: &std::path::Path, n: i64, limit: Duration) -> i64 {
+    let t0 = Instant::now();
+    loop {
+        if let Ok(c) = rusqlite::Connection::open(db) {
+            let got: i64 = c
+                .query_row("SELECT count(*) FROM intervals", [], |r| r.get(0))
+                .unwrap_or(0);
+            if got >= n {
+                return got;
+            }
+        }
+        assert!(
+            t0.elapsed() < limit,
+            "no {n} intervals stored within {limit:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn sigkill_leaves_completed_intervals_and_an_incomplete_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("crash.db");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("iofleet"))
+        .args([
+            "run",
+            "easy-run-4k70r",
+            "--engine",
+            "null",
+            "--workers",
+            "2",
+            "--disks",
+            "1",
+        ])
+        .args([
+            "--rate",
+            "4000",
+            "--duration",
+            "30s",
+            "--warmup",
+            "0s",
+            "--interval",
+            "250ms",
+        ])
+        .args(["--quiet", "--name", "doomed", "--db"])
+        .arg(&db)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stored = wait_for_intervals(&db, 3, Duration::from_secs(20));
+    assert!(stored >= 3);
+    // SIGKILL: no handler runs, nothing is flushed by the process itself.
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let o = with_db(&db, &["results", "list", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v[0]["status"], "incomplete");
+    assert!(v[0]["intervals"].as_u64().unwrap() >= 3);
+    let o = with_db(&db, &["results", "show", "doomed"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    assert!(out(&o).contains("status incomplete"), "{}", out(&o));
+    let o = with_db(&db, &["results", "export", "latest"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_schema_valid(&r);
+    assert_eq!(r["run"]["interrupted"], true);
+    let intervals = r["intervals"].as_array().unwrap();
+    assert!(intervals.len() as i64 >= stored);
+    // What the intervals add up to is the summary.
+    let ios: u64 = intervals.iter().map(|i| i["ios"].as_u64().unwrap()).sum();
+    assert_eq!(ios, r["summary"]["all"]["ios"].as_u64().unwrap());
+    assert!(ios > 0);
+    let secs = r["run"]["duration_s"].as_f64().unwrap();
+    assert!(
+        (secs - 0.25 * intervals.len() as f64).abs() < 1e-6,
+        "{secs}"
+    );
+    assert!(r["notices"][0]
+        .as_str()
+        .unwrap()
+        .contains("without a final result"));
+    // An incomplete run can still be compared and reported.
+    let o = with_db(&db, &["compare", "latest", "latest"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+}
