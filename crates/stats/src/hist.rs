@@ -2,6 +2,8 @@
 //! (every recorded value is kept within 0.1% of itself), auto-resizing so no latency is
 //! ever out of range. Merging is exact: the merged histogram equals the histogram of the
 //! union of the samples. Serialises to the compact HDR V2 encoding for storage.
+//! The bucket array is allocated on the first record: an empty histogram costs nothing,
+//! which matters when a controller holds thousands of workers' intervals.
 
 use std::ops::AddAssign;
 
@@ -13,7 +15,15 @@ pub const SIGFIG: u8 = 3;
 
 #[derive(Clone, Debug)]
 pub struct LatencyHist {
-    h: Histogram<u64>,
+    h: Option<Histogram<u64>>,
+}
+
+fn fresh() -> Histogram<u64> {
+    // Auto-resizing from a small initial range: memory follows the largest latency
+    // seen, and recording never fails for being out of range.
+    let mut h = Histogram::<u64>::new(SIGFIG).expect("static histogram bounds are valid");
+    h.auto(true);
+    h
 }
 
 impl Default for LatencyHist {
@@ -24,108 +34,105 @@ impl Default for LatencyHist {
 
 impl PartialEq for LatencyHist {
     fn eq(&self, other: &Self) -> bool {
-        self.h.len() == other.h.len()
-            && self
-                .h
-                .iter_recorded()
-                .map(|v| (v.value_iterated_to(), v.count_at_value()))
-                .eq(other
-                    .h
-                    .iter_recorded()
-                    .map(|v| (v.value_iterated_to(), v.count_at_value())))
+        self.count() == other.count() && self.buckets().eq(other.buckets())
     }
 }
 
 impl LatencyHist {
     pub fn new() -> Self {
-        // Auto-resizing from a small initial range: memory follows the largest latency
-        // seen, and recording never fails for being out of range.
-        let mut h = Histogram::<u64>::new_with_max(1 << 20, SIGFIG)
-            .expect("static histogram bounds are valid");
-        h.auto(true);
-        LatencyHist { h }
+        LatencyHist { h: None }
     }
 
     /// Record one latency in nanoseconds (0 is recorded as 1 ns).
     #[inline]
     pub fn record(&mut self, latency_ns: u64) {
+        let h = self.h.get_or_insert_with(fresh);
         // With auto-resize on, `record` only fails if memory cannot be grown; saturate then.
-        if self.h.record(latency_ns.max(1)).is_err() {
-            self.h.saturating_record(latency_ns.max(1));
+        if h.record(latency_ns.max(1)).is_err() {
+            h.saturating_record(latency_ns.max(1));
         }
     }
 
     pub fn count(&self) -> u64 {
-        self.h.len()
+        self.h.as_ref().map_or(0, |h| h.len())
     }
 
     pub fn is_empty(&self) -> bool {
-        self.h.is_empty()
+        self.count() == 0
     }
 
     /// Value at quantile `q` in 0..=1, in nanoseconds (0 when empty).
     pub fn quantile_ns(&self, q: f64) -> u64 {
-        if self.h.is_empty() {
-            0
-        } else {
-            self.h.value_at_quantile(q)
+        match &self.h {
+            Some(h) if !h.is_empty() => h.value_at_quantile(q),
+            _ => 0,
         }
     }
 
     pub fn max_ns(&self) -> u64 {
-        if self.h.is_empty() {
-            0
-        } else {
-            self.h.max()
+        match &self.h {
+            Some(h) if !h.is_empty() => h.max(),
+            _ => 0,
         }
     }
 
     pub fn min_ns(&self) -> u64 {
-        if self.h.is_empty() {
-            0
-        } else {
-            self.h.min()
+        match &self.h {
+            Some(h) if !h.is_empty() => h.min(),
+            _ => 0,
         }
     }
 
     pub fn reset(&mut self) {
-        self.h.reset();
+        if let Some(h) = self.h.as_mut() {
+            h.reset();
+        }
     }
 
     /// Every (highest equivalent value, count) bucket with a non-zero count, ascending.
     pub fn buckets(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.h.iter_recorded().map(|v| {
-            (
-                self.h.highest_equivalent(v.value_iterated_to()),
-                v.count_at_value(),
-            )
+        self.h.iter().flat_map(|h| {
+            h.iter_recorded()
+                .map(|v| (h.highest_equivalent(v.value_iterated_to()), v.count_at_value()))
         })
     }
 
-    /// Compact HDR V2 encoding (for the results store and the agent protocol).
+    /// Compact HDR V2 encoding (for the results store and the agent protocol); an
+    /// empty histogram encodes as zero bytes.
     pub fn to_v2_bytes(&self) -> Vec<u8> {
         let mut out = Vec::new();
-        V2Serializer::new()
-            .serialize(&self.h, &mut out)
-            .expect("serialising into a Vec cannot fail");
+        if let Some(h) = self.h.as_ref().filter(|h| !h.is_empty()) {
+            V2Serializer::new()
+                .serialize(h, &mut out)
+                .expect("serialising into a Vec cannot fail");
+        }
         out
     }
 
     pub fn from_v2_bytes(bytes: &[u8]) -> Result<Self, String> {
+        if bytes.is_empty() {
+            return Ok(LatencyHist::new());
+        }
         let mut h: Histogram<u64> = Deserializer::new()
             .deserialize(&mut &bytes[..])
             .map_err(|e| format!("bad histogram encoding: {e:?}"))?;
         h.auto(true);
-        Ok(LatencyHist { h })
+        Ok(LatencyHist { h: Some(h) })
     }
 }
 
 impl AddAssign<&LatencyHist> for LatencyHist {
     fn add_assign(&mut self, rhs: &LatencyHist) {
-        // Auto-resize makes `add` infallible except on allocation failure.
-        self.h
-            .add(&rhs.h)
-            .expect("auto-resizing histogram accepts any range");
+        let Some(r) = rhs.h.as_ref().filter(|r| !r.is_empty()) else {
+            return;
+        };
+        match self.h.as_mut() {
+            None => self.h = Some(r.clone()),
+            // Auto-resize makes `add` infallible except on allocation failure.
+            Some(h) => h
+                .add(r)
+                .expect("auto-resizing histogram accepts any range"),
+        }
     }
 }
 
