@@ -296,11 +296,15 @@ impl Store {
                             ..Default::default()
                         },
                     ),
-                    vec![format!(
-                        "the recording process ended without a final result ({}): figures are recomputed from the {} intervals stored; CPU, memory and configured outstanding I/O were not recorded",
-                        meta.status.as_str(),
-                        rows.len()
-                    )],
+                    if meta.status == RunStatus::Running {
+                        Vec::new()
+                    } else {
+                        vec![format!(
+                            "the recording process ended without a final result ({}): figures are recomputed from the {} intervals stored; CPU, memory and configured outstanding I/O were not recorded",
+                            meta.status.as_str(),
+                            rows.len()
+                        )]
+                    },
                     run,
                 )
             }

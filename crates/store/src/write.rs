@@ -42,7 +42,12 @@ pub(crate) fn start_ticks(pid: i64) -> Option<i64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) may contain spaces; fields resume after its ')'.
     let rest = &stat[stat.rfind(')')? + 2..];
-    rest.split(' ').nth(19)?.parse().ok()
+    let mut fields = rest.split(' ');
+    // A killed process that is not reaped yet is a zombie: it records nothing more.
+    if matches!(fields.next()?, "Z" | "X" | "x") {
+        return None;
+    }
+    fields.nth(18)?.parse().ok()
 }
 
 fn to_i64(what: &str, v: u64) -> Result<i64, StoreError> {
