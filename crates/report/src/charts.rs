@@ -659,3 +659,46 @@ pub fn comparison_bars(cmp: &Comparison<'_>) -> Result<Chart, ChartError> {
         svg: finish_svg(draw().map_err(err(id))?, title),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn axis_labels() {
+        assert_eq!(compact(&2_024_000.0), "2.02M");
+        assert_eq!(compact(&450_000.0), "450k");
+        assert_eq!(compact(&12.5), "12.5");
+        assert_eq!(compact(&0.75), "0.75");
+        assert_eq!(compact(&0.0), "0");
+        assert_eq!(nines_label(&0.0), "p0");
+        assert_eq!(nines_label(&2.0), "p99");
+        assert_eq!(nines_label(&4.0), "p99.99");
+        assert_eq!(nines_label(&2.5), "");
+    }
+
+    #[test]
+    fn percentile_curve_is_monotonic_and_ends_at_max() {
+        let mut h = LatencyHist::new();
+        for v in 1..=10_000u64 {
+            h.record(v * 1000);
+        }
+        let pts = percentile_points(&h);
+        assert!(pts.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1));
+        let last = pts.last().unwrap();
+        assert!((last.0 - 4.0).abs() < 1e-9);
+        assert_eq!(last.1, h.max_ns() as f64 / 1000.0);
+    }
+
+    #[test]
+    fn inline_svg_carries_no_url() {
+        let svg = finish_svg(
+            "<svg width=\"1\" height=\"1\" viewBox=\"0 0 1 1\" xmlns=\"http://www.w3.org/2000/svg\">\n</svg>".into(),
+            "a <b>",
+        );
+        assert!(!svg.contains("http"));
+        assert!(
+            svg.starts_with("<svg class=\"plot\" role=\"img\" aria-label=\"a &lt;b&gt;\" width=")
+        );
+    }
+}
