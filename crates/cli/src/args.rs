@@ -42,6 +42,9 @@ pub enum Command {
     Report(crate::cmd_report::ReportArgs),
     /// Print the version, result schema version and io_uring availability.
     Version,
+    /// Serve a controller on stdin/stdout (started by `run --hosts` over SSH).
+    #[command(hide = true)]
+    Agent,
 }
 
 #[derive(Subcommand, Debug)]
@@ -100,9 +103,30 @@ pub struct RunArgs {
     /// other signature. Their data is destroyed.
     #[arg(long)]
     pub destroy_data: bool,
+    /// Run the fleet across the hosts of this inventory (iofleet TOML, or Ansible INI)
+    /// over SSH; each host's targets come from the inventory.
+    #[arg(long, value_name = "FILE")]
+    pub hosts: Option<PathBuf>,
+    /// Serve the latest interval as Prometheus/OpenMetrics text on this address
+    /// (e.g. 127.0.0.1:9464) while the run goes: fleet and per-host IOPS, throughput,
+    /// latency quantiles.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
+    /// With --hosts: a host lost mid-run does not make the exit code 3.
+    #[arg(long)]
+    pub tolerate_host_loss: bool,
+    /// Remove the disk files this run used when it ends (directory targets only).
+    #[arg(long)]
+    pub cleanup: bool,
     /// I/O engine.
     #[arg(long, value_enum, default_value_t = EngineArg::Auto)]
     pub engine: EngineArg,
+    /// With --engine null: complete I/Os after simulated latencies, in simulated time
+    /// (models `fixed:T`, `uniform:LO:HI`, `exp:MEAN`, `lognormal:MEDIAN:SIGMA`,
+    /// `samples:T1,T2,…`, separated by `;`, one per worker in turn; times in ns or with
+    /// ns/us/ms). For testing and what-if studies; no storage is touched.
+    #[arg(long, value_name = "SPEC", hide = true, requires = "engine")]
+    pub sim_latency: Option<String>,
     /// Use O_DIRECT (bypass the page cache); `--direct=false` for filesystems that refuse it.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub direct: bool,

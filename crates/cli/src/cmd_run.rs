@@ -59,14 +59,30 @@ pub fn run(a: RunArgs) -> Result<i32, Exit> {
     };
     let plan =
         iofleet_profile::resolve(&raw, &ov, &Context { direct: a.direct }).map_err(Exit::input)?;
-    let target = target_spec(&a)?;
+    // With --hosts, targets come from the inventory; --target applies to local runs.
+    let target = if a.hosts.is_some() {
+        TargetSpec::Dir(a.target[0].clone())
+    } else {
+        target_spec(&a)?
+    };
+    let sim = match &a.sim_latency {
+        Some(_) if a.engine != EngineArg::Null => {
+            return Err(Exit::input("--sim-latency needs --engine null"))
+        }
+        Some(spec) => Some(
+            iofleet_fleet::parse_sim_latency(spec)
+                .map_err(|e| Exit::input(format!("--sim-latency: {e}")))?,
+        ),
+        None => None,
+    };
     let cfg = RunConfig {
         plan,
-        engine: match a.engine {
-            EngineArg::Auto => EngineChoice::Auto,
-            EngineArg::Uring => EngineChoice::Uring,
-            EngineArg::Psync => EngineChoice::Psync,
-            EngineArg::Null => EngineChoice::Null,
+        engine: match (a.engine, sim) {
+            (_, Some(models)) => EngineChoice::NullSim(models),
+            (EngineArg::Auto, None) => EngineChoice::Auto,
+            (EngineArg::Uring, None) => EngineChoice::Uring,
+            (EngineArg::Psync, None) => EngineChoice::Psync,
+            (EngineArg::Null, None) => EngineChoice::Null,
         },
         target_label: a
             .target
@@ -79,6 +95,8 @@ pub fn run(a: RunArgs) -> Result<i32, Exit> {
         destroy_data: a.destroy_data,
         disk_size_from_cli: a.disk_size.is_some(),
         seed: a.seed,
+        worker_base: 0,
+        cleanup: a.cleanup,
     };
 
     // Open the JSON output file before any I/O, so a bad path fails early.
@@ -103,13 +121,52 @@ pub fn run(a: RunArgs) -> Result<i32, Exit> {
         }
     });
 
+    let mut metrics = match &a.metrics_listen {
+        Some(addr) => {
+            let (m, local) = crate::metrics::Metrics::listen(addr)?;
+            if !a.quiet {
+                eprintln!("metrics: http://{local}/metrics");
+            }
+            Some(m)
+        }
+        None => None,
+    };
     let mut live = LiveView::new(a.quiet);
     let result = {
         let mut observers: Vec<&mut dyn Observer> = vec![&mut live];
+        if let Some(m) = metrics.as_mut() {
+            observers.push(m);
+        }
         if let Some(r) = recorder.as_mut() {
             observers.push(r);
         }
-        iofleet_fleet::run(&cfg, stop.clone(), &mut Fanout(observers))
+        match &a.hosts {
+            None => iofleet_fleet::run(&cfg, stop.clone(), &mut Fanout(observers)),
+            Some(path) => {
+                let hosts = iofleet_fleet::inventory::load(path).map_err(Exit::input)?;
+                let opts = iofleet_fleet::remote::RemoteOptions {
+                    engine: match (a.engine, &a.sim_latency) {
+                        (_, Some(spec)) => format!("null-sim:{spec}"),
+                        (EngineArg::Auto, None) => "auto".into(),
+                        (EngineArg::Uring, None) => "io_uring".into(),
+                        (EngineArg::Psync, None) => "psync".into(),
+                        (EngineArg::Null, None) => "null".into(),
+                    },
+                    direct: a.direct,
+                    destroy_data: a.destroy_data,
+                    disk_size_from_cli: a.disk_size.is_some(),
+                    seed: a.seed,
+                    cleanup: a.cleanup,
+                };
+                iofleet_fleet::remote::run_remote(
+                    &cfg.plan,
+                    &hosts,
+                    &opts,
+                    stop.clone(),
+                    &mut Fanout(observers),
+                )
+            }
+        }
     };
     live.finish();
     if let Some(r) = recorder {
@@ -147,8 +204,16 @@ pub fn run(a: RunArgs) -> Result<i32, Exit> {
             .and_then(|_| f.flush())
             .map_err(|e| Exit::failure(format!("--output: {e}")))?;
     }
+    let lost = result
+        .hosts
+        .iter()
+        .filter(|h| h.lost_at_s.is_some())
+        .count();
     Ok(if result.run.interrupted && stop.load(Ordering::SeqCst) {
         130
+    } else if lost > 0 && !a.tolerate_host_loss {
+        eprintln!("error: {lost} host(s) lost during the run (--tolerate-host-loss accepts this)");
+        3
     } else if !result.summary.errors.failed_threads.is_empty() {
         1
     } else {

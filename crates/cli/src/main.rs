@@ -2,7 +2,8 @@
 //! exit codes. No logic lives here.
 //!
 //! Exit codes: 0 success; 1 run-time failure; 2 bad input (a flag, a TOML key, a target
-//! refused for safety); 130 interrupted by Ctrl-C (what was measured is still printed).
+//! refused for safety); 3 hosts lost mid-run (unless --tolerate-host-loss); 130
+//! interrupted by Ctrl-C (what was measured is still printed).
 
 mod args;
 mod cmd_compare;
@@ -11,6 +12,7 @@ mod cmd_report;
 mod cmd_results;
 mod cmd_run;
 mod live;
+mod metrics;
 mod record;
 
 use clap::Parser;
@@ -46,6 +48,10 @@ fn main() {
         Command::Results(r) => cmd_results::run(r),
         Command::Compare(c) => cmd_compare::run(c),
         Command::Report(r) => cmd_report::run(r),
+        Command::Agent => Ok(iofleet_fleet::agent::serve(
+            Box::new(std::io::stdin()),
+            Box::new(std::io::stdout()),
+        )),
         Command::Version => {
             println!(
                 "iofleet {} (result schema {}, io_uring {})",

@@ -58,10 +58,21 @@ fn answer(mut s: TcpStream, body: &str) -> std::io::Result<()> {
     )
 }
 
-fn series(out: &mut String, labels: &str, all: &OpStats, read: &OpStats, write: &OpStats, secs: f64) {
+fn series(
+    out: &mut String,
+    labels: &str,
+    all: &OpStats,
+    read: &OpStats,
+    write: &OpStats,
+    secs: f64,
+) {
     let rate = |x: u64| if secs > 0.0 { x as f64 / secs } else { 0.0 };
     let _ = writeln!(out, "iofleet_iops{{{labels}}} {}", rate(all.ios));
-    let _ = writeln!(out, "iofleet_throughput_bytes_per_second{{{labels}}} {}", rate(all.bytes));
+    let _ = writeln!(
+        out,
+        "iofleet_throughput_bytes_per_second{{{labels}}} {}",
+        rate(all.bytes)
+    );
     for (op, s) in [("read", read), ("write", write)] {
         for q in [0.5, 0.9, 0.99, 0.999] {
             let _ = writeln!(
@@ -82,7 +93,14 @@ impl Observer for Metrics {
         out.push_str("# HELP iofleet_latency_seconds Latency quantiles over the last interval, from merged histograms.\n# TYPE iofleet_latency_seconds gauge\n");
         let mut fleet = Sample::default();
         snap.workers.iter().for_each(|w| fleet += w);
-        series(&mut out, "scope=\"fleet\"", &fleet.all(), &fleet.read(), &fleet.write(), secs);
+        series(
+            &mut out,
+            "scope=\"fleet\"",
+            &fleet.all(),
+            &fleet.read(),
+            &fleet.write(),
+            secs,
+        );
         for (h, name) in snap.hosts.iter().enumerate() {
             let mut host = Sample::default();
             for (w, s) in snap.workers.iter().enumerate() {
@@ -91,11 +109,30 @@ impl Observer for Metrics {
                 }
             }
             let labels = format!("scope=\"host\",host=\"{}\"", name.replace('"', "'"));
-            series(&mut out, &labels, &host.all(), &host.read(), &host.write(), secs);
+            series(
+                &mut out,
+                &labels,
+                &host.all(),
+                &host.read(),
+                &host.write(),
+                secs,
+            );
         }
-        let _ = writeln!(out, "# TYPE iofleet_interval_index gauge\niofleet_interval_index {}", snap.row.index);
-        let _ = writeln!(out, "# TYPE iofleet_warmup gauge\niofleet_warmup {}", u8::from(snap.row.warmup));
-        let _ = writeln!(out, "# TYPE iofleet_hosts_lost gauge\niofleet_hosts_lost {}", snap.row.hosts_lost);
+        let _ = writeln!(
+            out,
+            "# TYPE iofleet_interval_index gauge\niofleet_interval_index {}",
+            snap.row.index
+        );
+        let _ = writeln!(
+            out,
+            "# TYPE iofleet_warmup gauge\niofleet_warmup {}",
+            u8::from(snap.row.warmup)
+        );
+        let _ = writeln!(
+            out,
+            "# TYPE iofleet_hosts_lost gauge\niofleet_hosts_lost {}",
+            snap.row.hosts_lost
+        );
         *self.page.lock().unwrap_or_else(|p| p.into_inner()) = out;
     }
 }

@@ -6,13 +6,25 @@ use std::process::Output;
 
 use assert_cmd::Command;
 
+/// The binary, with its results store redirected into a scratch directory, so tests
+/// never write the user's `~/.local/share/iofleet/results.db`.
 pub fn iofleet() -> Command {
-    Command::cargo_bin("iofleet").expect("binary is built")
+    let mut c = Command::cargo_bin("iofleet").expect("binary is built");
+    c.env("XDG_DATA_HOME", scratch_data_home());
+    c
+}
+
+pub fn scratch_data_home() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("iofleet-test-data-{}", std::process::id()))
 }
 
 /// Run iofleet with `args` in `dir`, returning the output.
 pub fn run_in(dir: &Path, args: &[&str]) -> Output {
-    iofleet().current_dir(dir).args(args).output().expect("iofleet runs")
+    iofleet()
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("iofleet runs")
 }
 
 pub fn stderr(o: &Output) -> String {
@@ -25,7 +37,10 @@ pub fn stdout(o: &Output) -> String {
 
 pub fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
-        .map(|s| s.lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0")))
+        .map(|s| {
+            s.lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+        })
         .unwrap_or(false)
 }
 

@@ -16,9 +16,19 @@ struct Loop {
 
 impl Loop {
     fn attach(img: &Path) -> Loop {
-        let out = Command::new("losetup").args(["--find", "--show"]).arg(img).output().unwrap();
-        assert!(out.status.success(), "losetup: {}", String::from_utf8_lossy(&out.stderr));
-        Loop { dev: PathBuf::from(String::from_utf8(out.stdout).unwrap().trim()) }
+        let out = Command::new("losetup")
+            .args(["--find", "--show"])
+            .arg(img)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "losetup: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Loop {
+            dev: PathBuf::from(String::from_utf8(out.stdout).unwrap().trim()),
+        }
     }
 }
 
@@ -46,7 +56,9 @@ fn image(dir: &Path, mib: u64) -> PathBuf {
 fn digest(dev: &Path) -> u64 {
     // FNV-1a over the whole device: any changed byte changes it.
     let bytes = std::fs::read(dev).unwrap();
-    bytes.iter().fold(0xcbf29ce484222325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x100000001b3))
+    bytes.iter().fold(0xcbf29ce484222325u64, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x100000001b3)
+    })
 }
 
 #[test]
@@ -56,16 +68,36 @@ fn ext4_loop_device_is_refused_and_left_identical() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let img = image(tmp.path(), 64);
-    assert!(Command::new("mkfs.ext4").args(["-q", "-F"]).arg(&img).status().unwrap().success());
+    assert!(Command::new("mkfs.ext4")
+        .args(["-q", "-F"])
+        .arg(&img)
+        .status()
+        .unwrap()
+        .success());
     let l = Loop::attach(&img);
     let before = digest(&l.dev);
     let o = run_in(
         tmp.path(),
-        &["run", "easy-run-4k70r", "--target", l.dev.to_str().unwrap(), "--workers", "1", "--disks", "2", "--duration", "1s", "--quiet"],
+        &[
+            "run",
+            "easy-run-4k70r",
+            "--target",
+            l.dev.to_str().unwrap(),
+            "--workers",
+            "1",
+            "--disks",
+            "2",
+            "--duration",
+            "1s",
+            "--quiet",
+        ],
     );
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("ext4") && err.contains("--destroy-data"), "{err}");
+    assert!(
+        err.contains("ext4") && err.contains("--destroy-data"),
+        "{err}"
+    );
     assert_eq!(digest(&l.dev), before, "the refused device was modified");
 }
 
@@ -79,18 +111,57 @@ fn blank_loop_device_is_split_into_regions_and_driven() {
     let l = Loop::attach(&img);
     let o = run_in(
         tmp.path(),
-        &["run", "easy-run-4k70r", "--target", l.dev.to_str().unwrap(), "--workers", "2", "--disks", "2", "--threads", "1", "--qd", "4", "--duration", "1s", "--warmup", "0s", "--json", "--quiet"],
+        &[
+            "run",
+            "easy-run-4k70r",
+            "--target",
+            l.dev.to_str().unwrap(),
+            "--workers",
+            "2",
+            "--disks",
+            "2",
+            "--threads",
+            "1",
+            "--qd",
+            "4",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0s",
+            "--json",
+            "--quiet",
+        ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(v["summary"]["write"]["ios"].as_u64().unwrap() > 0);
     assert_eq!(v["summary"]["errors"]["count"], 0);
     // Four regions of 16 MiB, each 16 MiB − 4 KiB addressable.
-    assert_eq!(v["run"]["plan"]["fleet"]["disk_size"], 16 * 1024 * 1024 - 4096);
+    assert_eq!(
+        v["run"]["plan"]["fleet"]["disk_size"],
+        16 * 1024 * 1024 - 4096
+    );
     // It now carries iofleet data (random fill), which is not a signature: a rerun works.
     let again = run_in(
         tmp.path(),
-        &["run", "easy-run-4k70r", "--target", l.dev.to_str().unwrap(), "--workers", "2", "--disks", "2", "--threads", "1", "--duration", "1s", "--warmup", "0s", "--json", "--quiet"],
+        &[
+            "run",
+            "easy-run-4k70r",
+            "--target",
+            l.dev.to_str().unwrap(),
+            "--workers",
+            "2",
+            "--disks",
+            "2",
+            "--threads",
+            "1",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0s",
+            "--json",
+            "--quiet",
+        ],
     );
     assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
     let v2: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();

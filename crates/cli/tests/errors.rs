@@ -24,23 +24,41 @@ fn profile_file(dir: &std::path::Path, body: &str) -> String {
     p.to_string_lossy().into_owned()
 }
 
-const BASE: &str = "name = \"t\"\n[fleet]\nworkers = 1\ndisk_size = \"4m\"\n[timing]\nduration = \"1s\"\n";
+const BASE: &str =
+    "name = \"t\"\n[fleet]\nworkers = 1\ndisk_size = \"4m\"\n[timing]\nduration = \"1s\"\n";
 
 #[test]
 fn unknown_toml_key() {
     let d = tempfile::tempdir().unwrap();
-    let p = profile_file(d.path(), &format!("{BASE}[[stream]]\nbs = \"4k\"\nread_pct = 50\nrandom_pct = 100\ncolour = 3\n"));
+    let p = profile_file(
+        d.path(),
+        &format!("{BASE}[[stream]]\nbs = \"4k\"\nread_pct = 50\nrandom_pct = 100\ncolour = 3\n"),
+    );
     expect_input_error(d.path(), &["run", &p, "--engine", "null"], &["colour"]);
 }
 
 #[test]
 fn read_pct_out_of_range_in_toml_and_flag() {
     let d = tempfile::tempdir().unwrap();
-    let p = profile_file(d.path(), &format!("{BASE}[[stream]]\nbs = \"4k\"\nread_pct = 150\nrandom_pct = 100\n"));
-    expect_input_error(d.path(), &["run", &p, "--engine", "null"], &["read_pct", "150"]);
+    let p = profile_file(
+        d.path(),
+        &format!("{BASE}[[stream]]\nbs = \"4k\"\nread_pct = 150\nrandom_pct = 100\n"),
+    );
     expect_input_error(
         d.path(),
-        &["run", "easy-run-4k70r", "--engine", "null", "--read-pct", "150"],
+        &["run", &p, "--engine", "null"],
+        &["read_pct", "150"],
+    );
+    expect_input_error(
+        d.path(),
+        &[
+            "run",
+            "easy-run-4k70r",
+            "--engine",
+            "null",
+            "--read-pct",
+            "150",
+        ],
         &["--read-pct", "150"],
     );
 }
@@ -48,19 +66,47 @@ fn read_pct_out_of_range_in_toml_and_flag() {
 #[test]
 fn block_size_zero_and_unaligned_with_direct_io() {
     let d = tempfile::tempdir().unwrap();
-    expect_input_error(d.path(), &["run", "easy-run-4k70r", "--engine", "null", "--bs", "0"], &["--bs"]);
-    let p = profile_file(d.path(), &format!("{BASE}[[stream]]\nbs = \"1000\"\nread_pct = 50\nrandom_pct = 100\n"));
+    expect_input_error(
+        d.path(),
+        &["run", "easy-run-4k70r", "--engine", "null", "--bs", "0"],
+        &["--bs"],
+    );
+    let p = profile_file(
+        d.path(),
+        &format!("{BASE}[[stream]]\nbs = \"1000\"\nread_pct = 50\nrandom_pct = 100\n"),
+    );
     expect_input_error(d.path(), &["run", &p, "--engine", "null"], &["bs", "512"]);
     // Without direct I/O the same size is accepted.
-    let o = run_in(d.path(), &["run", &p, "--engine", "null", "--direct=false", "--duration", "200ms", "--interval", "100ms", "--quiet"]);
+    let o = run_in(
+        d.path(),
+        &[
+            "run",
+            &p,
+            "--engine",
+            "null",
+            "--direct=false",
+            "--duration",
+            "200ms",
+            "--interval",
+            "100ms",
+            "--quiet",
+        ],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
 
 #[test]
 fn qd_zero() {
     let d = tempfile::tempdir().unwrap();
-    expect_input_error(d.path(), &["run", "easy-run-4k70r", "--engine", "null", "--qd", "0"], &["--qd"]);
-    let p = profile_file(d.path(), "name = \"t\"\n[fleet]\nqd = 0\n[[stream]]\nbs = \"4k\"\nread_pct = 50\nrandom_pct = 100\n");
+    expect_input_error(
+        d.path(),
+        &["run", "easy-run-4k70r", "--engine", "null", "--qd", "0"],
+        &["--qd"],
+    );
+    let p = profile_file(
+        d.path(),
+        "name = \"t\"\n[fleet]\nqd = 0\n[[stream]]\nbs = \"4k\"\nread_pct = 50\nrandom_pct = 100\n",
+    );
     expect_input_error(d.path(), &["run", &p, "--engine", "null"], &["qd"]);
 }
 
@@ -70,11 +116,22 @@ fn working_set_zero_and_over_100() {
     for v in ["0", "120"] {
         expect_input_error(
             d.path(),
-            &["run", "easy-run-4k70r", "--engine", "null", "--working-set", v],
+            &[
+                "run",
+                "easy-run-4k70r",
+                "--engine",
+                "null",
+                "--working-set",
+                v,
+            ],
             &["--working-set", v],
         );
         let p = profile_file(d.path(), &format!("{BASE}[[stream]]\nbs = \"4k\"\nread_pct = 50\nrandom_pct = 100\nworking_set_pct = {v}\n"));
-        expect_input_error(d.path(), &["run", &p, "--engine", "null"], &["working_set_pct"]);
+        expect_input_error(
+            d.path(),
+            &["run", &p, "--engine", "null"],
+            &["working_set_pct"],
+        );
     }
 }
 
@@ -85,7 +142,16 @@ fn target_is_an_existing_regular_file() {
     fs::write(&f, b"keep me").unwrap();
     expect_input_error(
         d.path(),
-        &["run", "easy-run-4k70r", "--target", f.to_str().unwrap(), "--disk-size", "4m", "--duration", "1s"],
+        &[
+            "run",
+            "easy-run-4k70r",
+            "--target",
+            f.to_str().unwrap(),
+            "--disk-size",
+            "4m",
+            "--duration",
+            "1s",
+        ],
         &["--target", "precious.dat"],
     );
     assert_eq!(fs::read(&f).unwrap(), b"keep me");
@@ -97,7 +163,16 @@ fn disk_size_larger_than_free_space() {
     let t = d.path().join("data");
     expect_input_error(
         d.path(),
-        &["run", "easy-run-4k70r", "--target", t.to_str().unwrap(), "--disk-size", "1000t", "--duration", "1s"],
+        &[
+            "run",
+            "easy-run-4k70r",
+            "--target",
+            t.to_str().unwrap(),
+            "--disk-size",
+            "1000t",
+            "--duration",
+            "1s",
+        ],
         &["--disk-size"],
     );
     // Nothing was created inside the target directory.
@@ -108,24 +183,50 @@ fn disk_size_larger_than_free_space() {
 #[test]
 fn unknown_profile_name_lists_valid_ones() {
     let d = tempfile::tempdir().unwrap();
-    expect_input_error(d.path(), &["run", "easy-run-4k70", "--engine", "null"], &["easy-run-4k70", "easy-run-4k70r"]);
+    expect_input_error(
+        d.path(),
+        &["run", "easy-run-4k70", "--engine", "null"],
+        &["easy-run-4k70", "easy-run-4k70r"],
+    );
     expect_input_error(d.path(), &["profiles", "show", "nope"], &["nope"]);
 }
 
 #[test]
 fn duration_with_bad_unit() {
     let d = tempfile::tempdir().unwrap();
-    expect_input_error(d.path(), &["run", "easy-run-4k70r", "--engine", "null", "--duration", "10x"], &["--duration", "10x"]);
+    expect_input_error(
+        d.path(),
+        &[
+            "run",
+            "easy-run-4k70r",
+            "--engine",
+            "null",
+            "--duration",
+            "10x",
+        ],
+        &["--duration", "10x"],
+    );
     let p = profile_file(d.path(), "name = \"t\"\n[timing]\nduration = \"10x\"\n[[stream]]\nbs = \"4k\"\nread_pct = 50\nrandom_pct = 100\n");
-    expect_input_error(d.path(), &["run", &p, "--engine", "null"], &["duration", "10x"]);
+    expect_input_error(
+        d.path(),
+        &["run", &p, "--engine", "null"],
+        &["duration", "10x"],
+    );
 }
 
 #[test]
 fn weight_list_that_does_not_parse() {
     let d = tempfile::tempdir().unwrap();
     for bad in ["512:x,4k:60", "4k:60,", ":5"] {
-        expect_input_error(d.path(), &["run", "easy-run-4k70r", "--engine", "null", "--bs", bad], &["--bs"]);
-        let p = profile_file(d.path(), &format!("{BASE}[[stream]]\nbs = \"{bad}\"\nread_pct = 50\nrandom_pct = 100\n"));
+        expect_input_error(
+            d.path(),
+            &["run", "easy-run-4k70r", "--engine", "null", "--bs", bad],
+            &["--bs"],
+        );
+        let p = profile_file(
+            d.path(),
+            &format!("{BASE}[[stream]]\nbs = \"{bad}\"\nread_pct = 50\nrandom_pct = 100\n"),
+        );
         expect_input_error(d.path(), &["run", &p, "--engine", "null"], &["bs"]);
     }
 }
@@ -135,7 +236,14 @@ fn output_file_in_missing_directory() {
     let d = tempfile::tempdir().unwrap();
     expect_input_error(
         d.path(),
-        &["run", "easy-run-4k70r", "--engine", "null", "--output", "/nonexistent/dir/r.json"],
+        &[
+            "run",
+            "easy-run-4k70r",
+            "--engine",
+            "null",
+            "--output",
+            "/nonexistent/dir/r.json",
+        ],
         &["--output"],
     );
 }
@@ -169,13 +277,42 @@ fn o_direct_refused_by_the_filesystem_suggests_direct_false() {
     let t = mnt.join("data");
     expect_input_error(
         d.path(),
-        &["run", "diskspd-4k-read", "--target", t.to_str().unwrap(), "--disk-size", "4m", "--disks", "1", "--duration", "1s", "--quiet"],
+        &[
+            "run",
+            "diskspd-4k-read",
+            "--target",
+            t.to_str().unwrap(),
+            "--disk-size",
+            "4m",
+            "--disks",
+            "1",
+            "--duration",
+            "1s",
+            "--quiet",
+        ],
         &["O_DIRECT", "--direct=false"],
     );
     // With --direct=false the same target works.
     let o = run_in(
         d.path(),
-        &["run", "diskspd-4k-read", "--target", t.to_str().unwrap(), "--disk-size", "4m", "--disks", "1", "--workers", "1", "--duration", "1s", "--warmup", "0s", "--direct=false", "--quiet"],
+        &[
+            "run",
+            "diskspd-4k-read",
+            "--target",
+            t.to_str().unwrap(),
+            "--disk-size",
+            "4m",
+            "--disks",
+            "1",
+            "--workers",
+            "1",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0s",
+            "--direct=false",
+            "--quiet",
+        ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }

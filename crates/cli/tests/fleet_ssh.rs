@@ -67,15 +67,45 @@ fn three_hosts_sum_exactly_and_merge_percentiles_from_histograms() {
     // Two known latency sequences (ns), assigned to workers in turn; 6 workers, 2 per
     // host, 1 disk × 1 thread × qd 1 each: every worker's recorded latencies are known.
     let a: Vec<u64> = (0..97).map(|i| 50_000 + i * 1_000).collect();
-    let b: Vec<u64> = (0..89).map(|i| if i % 20 == 0 { 3_000_000 } else { 120_000 + i * 100 }).collect();
-    let join = |v: &[u64]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(",");
+    let b: Vec<u64> = (0..89)
+        .map(|i| {
+            if i % 20 == 0 {
+                3_000_000
+            } else {
+                120_000 + i * 100
+            }
+        })
+        .collect();
+    let join = |v: &[u64]| {
+        v.iter()
+            .map(|x| x.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
     let spec = format!("samples:{};samples:{}", join(&a), join(&b));
     let o = fleet_run(
         tmp.path(),
         &inv,
         &[
-            "--engine", "null", "--sim-latency", &spec, "--workers", "6", "--disks", "1", "--threads", "1",
-            "--qd", "1", "--duration", "2s", "--warmup", "0s", "--interval", "500ms", "--json",
+            "--engine",
+            "null",
+            "--sim-latency",
+            &spec,
+            "--workers",
+            "6",
+            "--disks",
+            "1",
+            "--threads",
+            "1",
+            "--qd",
+            "1",
+            "--duration",
+            "2s",
+            "--warmup",
+            "0s",
+            "--interval",
+            "500ms",
+            "--json",
         ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -85,7 +115,10 @@ fn three_hosts_sum_exactly_and_merge_percentiles_from_histograms() {
     let names: Vec<&str> = hosts.iter().map(|h| h["host"].as_str().unwrap()).collect();
     assert_eq!(names, ["h1", "h2", "h3"]);
     let total = v["summary"]["all"]["ios"].as_u64().unwrap();
-    let by_host: u64 = hosts.iter().map(|h| h["all"]["ios"].as_u64().unwrap()).sum();
+    let by_host: u64 = hosts
+        .iter()
+        .map(|h| h["all"]["ios"].as_u64().unwrap())
+        .sum();
     assert_eq!(by_host, total, "total equals the sum of the hosts");
     for h in hosts {
         assert_eq!(h["workers"], 2);
@@ -115,11 +148,27 @@ fn three_hosts_sum_exactly_and_merge_percentiles_from_histograms() {
     for (key, q) in [("p50", 0.5), ("p99", 0.99), ("p99_9", 0.999)] {
         let exact = exact_quantile(&union, q) / 1000.0;
         let got = lat[key].as_f64().unwrap();
-        assert!((got - exact).abs() <= exact * 0.001 + 0.001, "{key}: {got} vs exact {exact}");
+        assert!(
+            (got - exact).abs() <= exact * 0.001 + 0.001,
+            "{key}: {got} vs exact {exact}"
+        );
     }
 
     // The table shows per-host rows and the measured skew.
-    let t = fleet_run(tmp.path(), &inv, &["--engine", "null", "--workers", "3", "--duration", "1s", "--warmup", "0s"]);
+    let t = fleet_run(
+        tmp.path(),
+        &inv,
+        &[
+            "--engine",
+            "null",
+            "--workers",
+            "3",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0s",
+        ],
+    );
     assert_eq!(t.status.code(), Some(0), "{}", stderr(&t));
     let out = stdout(&t);
     assert!(out.contains("start skew") && out.contains("h2"), "{out}");
@@ -134,13 +183,32 @@ fn three_hosts_sum_exactly_and_merge_percentiles_from_histograms() {
 #[test]
 fn a_host_lost_mid_run_is_marked_and_exits_3() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let Some(mut c) = Cluster::start(3) else { return };
+    let Some(mut c) = Cluster::start(3) else {
+        return;
+    };
     let tmp = tempfile::tempdir().unwrap();
     let inv = inventory(&c, tmp.path(), "");
     for tolerate in [false, true] {
         let mut args = vec![
-            "run", "vsan-7030", "--hosts", &inv, "--no-save", "--quiet", "--json", "--engine", "null",
-            "--workers", "3", "--disks", "1", "--duration", "6s", "--warmup", "0s", "--interval", "500ms",
+            "run",
+            "vsan-7030",
+            "--hosts",
+            &inv,
+            "--no-save",
+            "--quiet",
+            "--json",
+            "--engine",
+            "null",
+            "--workers",
+            "3",
+            "--disks",
+            "1",
+            "--duration",
+            "6s",
+            "--warmup",
+            "0s",
+            "--interval",
+            "500ms",
         ];
         if tolerate {
             args.push("--tolerate-host-loss");
@@ -161,7 +229,12 @@ fn a_host_lost_mid_run_is_marked_and_exits_3() {
         c.kill_sessions(1);
         let o = child.wait_with_output().unwrap();
         let want = if tolerate { 0 } else { 3 };
-        assert_eq!(o.status.code(), Some(want), "tolerate={tolerate}: {}", stderr(&o));
+        assert_eq!(
+            o.status.code(),
+            Some(want),
+            "tolerate={tolerate}: {}",
+            stderr(&o)
+        );
         let v: Value = serde_json::from_slice(&o.stdout).unwrap();
         let hosts = v["hosts"].as_array().unwrap();
         let lost_at = hosts[1]["lost_at_s"].as_f64().expect("h2 is marked lost");
@@ -170,7 +243,10 @@ fn a_host_lost_mid_run_is_marked_and_exits_3() {
         assert!(hosts[0]["all"]["ios"].as_u64().unwrap() > 0);
         assert_eq!(v["run"]["interrupted"], false, "the others ran to the end");
         let intervals = v["intervals"].as_array().unwrap();
-        assert!(intervals.iter().any(|i| i["hosts_lost"] == 1), "affected intervals are marked");
+        assert!(
+            intervals.iter().any(|i| i["hosts_lost"] == 1),
+            "affected intervals are marked"
+        );
         assert_eq!(intervals.first().unwrap()["hosts_lost"], 0);
         assert!(v["notices"].to_string().contains("h2"));
     }
@@ -185,8 +261,23 @@ fn ctrl_c_leaves_no_agent_behind() {
     let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("iofleet"))
         .current_dir(tmp.path())
         .args([
-            "run", "vsan-7030", "--hosts", &inv, "--no-save", "--quiet", "--json", "--engine", "null",
-            "--workers", "3", "--disks", "1", "--duration", "60s", "--warmup", "0s",
+            "run",
+            "vsan-7030",
+            "--hosts",
+            &inv,
+            "--no-save",
+            "--quiet",
+            "--json",
+            "--engine",
+            "null",
+            "--workers",
+            "3",
+            "--disks",
+            "1",
+            "--duration",
+            "60s",
+            "--warmup",
+            "0s",
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -232,19 +323,32 @@ fn an_agent_speaking_another_protocol_is_refused() {
          sys.stdout.flush()\nsys.stdin.read()\n",
     )
     .unwrap();
-    std::process::Command::new("chmod").arg("755").arg(&fake).status().unwrap();
-    let inv = inventory(&c, tmp.path(), &format!("iofleet_path = {:?}\n", fake.display().to_string()));
+    std::process::Command::new("chmod")
+        .arg("755")
+        .arg(&fake)
+        .status()
+        .unwrap();
+    let inv = inventory(
+        &c,
+        tmp.path(),
+        &format!("iofleet_path = {:?}\n", fake.display().to_string()),
+    );
     let o = fleet_run(tmp.path(), &inv, &["--engine", "null", "--duration", "1s"]);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("9.9.9") && err.contains(env!("CARGO_PKG_VERSION")), "{err}");
+    assert!(
+        err.contains("9.9.9") && err.contains(env!("CARGO_PKG_VERSION")),
+        "{err}"
+    );
     assert!(err.contains("protocol 99") && err.contains("h1"), "{err}");
 }
 
 #[test]
 fn an_unreachable_host_is_named() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let Some(mut c) = Cluster::start(2) else { return };
+    let Some(mut c) = Cluster::start(2) else {
+        return;
+    };
     let tmp = tempfile::tempdir().unwrap();
     let inv = inventory(&c, tmp.path(), "");
     c.kill_host(1);
@@ -252,5 +356,8 @@ fn an_unreachable_host_is_named() {
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("host h2"), "{err}");
-    assert!(agents().is_empty(), "the reachable host's agent was stopped too");
+    assert!(
+        agents().is_empty(),
+        "the reachable host's agent was stopped too"
+    );
 }

@@ -12,7 +12,8 @@ use common::*;
 
 fn get(addr: &str) -> Option<String> {
     let mut s = TcpStream::connect(addr).ok()?;
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").ok()?;
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .ok()?;
     let mut out = String::new();
     s.read_to_string(&mut out).ok()?;
     Some(out)
@@ -20,12 +21,27 @@ fn get(addr: &str) -> Option<String> {
 
 #[test]
 fn serves_the_latest_interval_while_running() {
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let addr = format!("127.0.0.1:{port}");
     let d = tempfile::tempdir().unwrap();
     let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("iofleet"))
         .current_dir(d.path())
-        .args(["run", "vsan-7030", "--engine", "null", "--duration", "4s", "--warmup", "0s", "--interval", "500ms"])
+        .args([
+            "run",
+            "vsan-7030",
+            "--engine",
+            "null",
+            "--duration",
+            "4s",
+            "--warmup",
+            "0s",
+            "--interval",
+            "500ms",
+        ])
         .args(["--no-save", "--quiet", "--metrics-listen", &addr])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -62,7 +78,18 @@ fn an_address_that_cannot_be_bound_is_refused() {
     let taken = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = taken.local_addr().unwrap().to_string();
     let d = tempfile::tempdir().unwrap();
-    let o = run_in(d.path(), &["run", "vsan-7030", "--engine", "null", "--no-save", "--metrics-listen", &addr]);
+    let o = run_in(
+        d.path(),
+        &[
+            "run",
+            "vsan-7030",
+            "--engine",
+            "null",
+            "--no-save",
+            "--metrics-listen",
+            &addr,
+        ],
+    );
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--metrics-listen"), "{}", stderr(&o));
 }

@@ -6,11 +6,28 @@ mod common;
 use common::*;
 
 const NAMES: [&str; 22] = [
-    "easy-run-4k70r", "easy-run-4k100r", "easy-run-8k50r", "easy-run-256k0r", "vxrail-4k7030",
-    "vsan-2m-read", "vsan-7030", "diskspd-4k-read", "vmfleet-vdi", "vmfleet-sql", "xray-vdi-task",
-    "xray-vdi-knowledge", "xray-vdi-power", "xray-oltp", "four-corners-randread",
-    "four-corners-randwrite", "four-corners-seqread", "four-corners-seqwrite",
-    "iometer-fileserver", "iometer-webserver", "iometer-database", "jesd219",
+    "easy-run-4k70r",
+    "easy-run-4k100r",
+    "easy-run-8k50r",
+    "easy-run-256k0r",
+    "vxrail-4k7030",
+    "vsan-2m-read",
+    "vsan-7030",
+    "diskspd-4k-read",
+    "vmfleet-vdi",
+    "vmfleet-sql",
+    "xray-vdi-task",
+    "xray-vdi-knowledge",
+    "xray-vdi-power",
+    "xray-oltp",
+    "four-corners-randread",
+    "four-corners-randwrite",
+    "four-corners-seqread",
+    "four-corners-seqwrite",
+    "iometer-fileserver",
+    "iometer-webserver",
+    "iometer-database",
+    "jesd219",
 ];
 
 #[test]
@@ -18,7 +35,10 @@ fn list_names_every_builtin() {
     let o = iofleet().args(["profiles", "list"]).output().unwrap();
     assert!(o.status.success());
     let out = stdout(&o);
-    let listed: Vec<&str> = out.lines().map(|l| l.split_whitespace().next().unwrap()).collect();
+    let listed: Vec<&str> = out
+        .lines()
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
     let mut want = NAMES.to_vec();
     want.sort_unstable();
     let mut got = listed.clone();
@@ -34,7 +54,23 @@ fn show_prints_toml_that_runs_as_a_file() {
         assert!(o.status.success());
         let path = d.path().join(format!("{name}.toml"));
         std::fs::write(&path, &o.stdout).unwrap();
-        let r = run_in(d.path(), &["run", path.to_str().unwrap(), "--engine", "null", "--duration", "300ms", "--interval", "100ms", "--warmup", "0s", "--json", "--quiet"]);
+        let r = run_in(
+            d.path(),
+            &[
+                "run",
+                path.to_str().unwrap(),
+                "--engine",
+                "null",
+                "--duration",
+                "300ms",
+                "--interval",
+                "100ms",
+                "--warmup",
+                "0s",
+                "--json",
+                "--quiet",
+            ],
+        );
         assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
         let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
         assert_eq!(v["run"]["profile"], name);
@@ -45,7 +81,11 @@ fn show_prints_toml_that_runs_as_a_file() {
 fn reference_matches_docs() {
     let o = iofleet().args(["profiles", "reference"]).output().unwrap();
     assert!(o.status.success());
-    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/profiles.md")).unwrap();
+    let docs = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/profiles.md"
+    ))
+    .unwrap();
     assert!(
         stdout(&o) == docs,
         "docs/profiles.md is stale: run `cargo run -p iofleet -- profiles reference > docs/profiles.md`"
@@ -57,7 +97,22 @@ fn help_and_version() {
     let o = iofleet().args(["run", "--help"]).output().unwrap();
     assert!(o.status.success());
     let h = stdout(&o);
-    for flag in ["--workers", "--disks", "--disk-size", "--threads", "--qd", "--bs", "--read-pct", "--random-pct", "--working-set", "--duration", "--warmup", "--rate", "--destroy-data", "--direct"] {
+    for flag in [
+        "--workers",
+        "--disks",
+        "--disk-size",
+        "--threads",
+        "--qd",
+        "--bs",
+        "--read-pct",
+        "--random-pct",
+        "--working-set",
+        "--duration",
+        "--warmup",
+        "--rate",
+        "--destroy-data",
+        "--direct",
+    ] {
         assert!(h.contains(flag), "run --help lacks {flag}");
     }
     let v = iofleet().arg("version").output().unwrap();

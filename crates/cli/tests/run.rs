@@ -10,8 +10,11 @@ use common::*;
 use serde_json::Value;
 
 fn schema() -> jsonschema::Validator {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/result.schema.json"))
-        .expect("schema file");
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/result.schema.json"
+    ))
+    .expect("schema file");
     jsonschema::validator_for(&serde_json::from_str(&text).unwrap()).expect("valid schema")
 }
 
@@ -22,7 +25,10 @@ fn json_run(dir: &std::path::Path, args: &[&str]) -> Value {
     let o = run_in(dir, &all);
     assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
     let v: Value = serde_json::from_slice(&o.stdout).expect("stdout is JSON");
-    let errors: Vec<String> = schema().iter_errors(&v).map(|e| format!("{e} at {}", e.instance_path)).collect();
+    let errors: Vec<String> = schema()
+        .iter_errors(&v)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
     assert!(errors.is_empty(), "schema violations: {errors:#?}");
     v
 }
@@ -32,7 +38,19 @@ fn null_engine_json_matches_schema_and_shape() {
     let d = tempfile::tempdir().unwrap();
     let v = json_run(
         d.path(),
-        &["vmfleet-sql", "--engine", "null", "--workers", "3", "--duration", "2s", "--warmup", "500ms", "--interval", "500ms"],
+        &[
+            "vmfleet-sql",
+            "--engine",
+            "null",
+            "--workers",
+            "3",
+            "--duration",
+            "2s",
+            "--warmup",
+            "500ms",
+            "--interval",
+            "500ms",
+        ],
     );
     assert_eq!(v["run"]["engine"], "null");
     assert_eq!(v["run"]["target"], "none");
@@ -41,18 +59,35 @@ fn null_engine_json_matches_schema_and_shape() {
     let intervals = v["intervals"].as_array().unwrap();
     assert_eq!(intervals.iter().filter(|i| i["warmup"] == true).count(), 1);
     assert_eq!(intervals.iter().filter(|i| i["warmup"] == false).count(), 4);
-    assert_eq!(v["streams"].as_array().unwrap().len(), 2, "data and log streams");
+    assert_eq!(
+        v["streams"].as_array().unwrap().len(),
+        2,
+        "data and log streams"
+    );
     // Σ workers = total; Σ streams = total.
     let total = v["summary"]["all"]["ios"].as_u64().unwrap();
     assert!(total > 0);
-    let by_worker: u64 = v["workers"].as_array().unwrap().iter().map(|w| w["all"]["ios"].as_u64().unwrap()).sum();
-    let by_stream: u64 = v["streams"].as_array().unwrap().iter().map(|s| s["all"]["ios"].as_u64().unwrap()).sum();
+    let by_worker: u64 = v["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["all"]["ios"].as_u64().unwrap())
+        .sum();
+    let by_stream: u64 = v["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["all"]["ios"].as_u64().unwrap())
+        .sum();
     assert_eq!(by_worker, total);
     assert_eq!(by_stream, total);
     // Rated streams: the log stream runs at its own 300 IOPS per worker (open loop).
     let log = &v["streams"][1];
     let log_iops = log["all"]["iops"].as_f64().unwrap();
-    assert!((log_iops - 900.0).abs() < 120.0, "log stream at 3 × 300 IOPS, got {log_iops}");
+    assert!(
+        (log_iops - 900.0).abs() < 120.0,
+        "log stream at 3 × 300 IOPS, got {log_iops}"
+    );
     // No nothing-files were created for the null engine.
     assert!(!d.path().join("iofleet-data").exists());
 }
@@ -60,10 +95,34 @@ fn null_engine_json_matches_schema_and_shape() {
 #[test]
 fn table_has_the_published_columns() {
     let d = tempfile::tempdir().unwrap();
-    let o = run_in(d.path(), &["run", "easy-run-4k70r", "--engine", "null", "--duration", "1s", "--warmup", "0s", "--quiet"]);
+    let o = run_in(
+        d.path(),
+        &[
+            "run",
+            "easy-run-4k70r",
+            "--engine",
+            "null",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0s",
+            "--quiet",
+        ],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let out = stdout(&o);
-    for col in ["IOPS", "MB/s", "lat mean µs", "read µs", "write µs", "stddev µs", "outstanding", "CPU", "p99.9", "IOPS median of"] {
+    for col in [
+        "IOPS",
+        "MB/s",
+        "lat mean µs",
+        "read µs",
+        "write µs",
+        "stddev µs",
+        "outstanding",
+        "CPU",
+        "p99.9",
+        "IOPS median of",
+    ] {
         assert!(out.contains(col), "table lacks {col}:\n{out}");
     }
 }
@@ -71,14 +130,34 @@ fn table_has_the_published_columns() {
 #[test]
 fn real_io_on_a_scratch_directory_then_no_refill() {
     let d = tempfile::tempdir().unwrap();
-    let args = ["diskspd-4k-read", "--workers", "1", "--disks", "2", "--disk-size", "8m", "--qd", "4", "--duration", "1s", "--warmup", "0s"];
+    let args = [
+        "diskspd-4k-read",
+        "--workers",
+        "1",
+        "--disks",
+        "2",
+        "--disk-size",
+        "8m",
+        "--qd",
+        "4",
+        "--duration",
+        "1s",
+        "--warmup",
+        "0s",
+    ];
     let v = json_run(d.path(), &args);
     assert!(["io_uring", "psync"].contains(&v["run"]["engine"].as_str().unwrap()));
     assert!(v["summary"]["read"]["ios"].as_u64().unwrap() > 0);
     assert_eq!(v["summary"]["errors"]["count"], 0);
     for disk in ["w000-d000.iofleet", "w000-d001.iofleet"] {
-        let len = std::fs::metadata(d.path().join("iofleet-data").join(disk)).unwrap().len();
-        assert_eq!(len, 8 * 1024 * 1024 + 4096, "data plus the fill marker block");
+        let len = std::fs::metadata(d.path().join("iofleet-data").join(disk))
+            .unwrap()
+            .len();
+        assert_eq!(
+            len,
+            8 * 1024 * 1024 + 4096,
+            "data plus the fill marker block"
+        );
     }
     // Second run: the fill marker is valid, the disks are not filled again.
     let v2 = json_run(d.path(), &args);
@@ -96,12 +175,35 @@ fn psync_engine_writes_and_caps_qd() {
     let d = tempfile::tempdir().unwrap();
     let v = json_run(
         d.path(),
-        &["easy-run-4k70r", "--engine", "psync", "--workers", "1", "--disks", "1", "--threads", "2", "--qd", "4", "--disk-size", "8m", "--duration", "1s", "--warmup", "0s"],
+        &[
+            "easy-run-4k70r",
+            "--engine",
+            "psync",
+            "--workers",
+            "1",
+            "--disks",
+            "1",
+            "--threads",
+            "2",
+            "--qd",
+            "4",
+            "--disk-size",
+            "8m",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0s",
+        ],
     );
     assert_eq!(v["run"]["engine"], "psync");
     assert!(v["summary"]["write"]["ios"].as_u64().unwrap() > 0);
-    assert_eq!(v["summary"]["outstanding_io"]["configured"], 2, "one I/O per psync thread");
-    assert!(v["notices"].to_string().contains("psync keeps one I/O in flight"));
+    assert_eq!(
+        v["summary"]["outstanding_io"]["configured"], 2,
+        "one I/O per psync thread"
+    );
+    assert!(v["notices"]
+        .to_string()
+        .contains("psync keeps one I/O in flight"));
 }
 
 #[test]
@@ -109,14 +211,29 @@ fn ctrl_c_stops_reports_and_exits_130() {
     let d = tempfile::tempdir().unwrap();
     let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("iofleet"))
         .current_dir(d.path())
-        .args(["run", "easy-run-4k70r", "--engine", "null", "--duration", "60s", "--warmup", "0s", "--json", "--quiet"])
+        .env("XDG_DATA_HOME", scratch_data_home())
+        .args([
+            "run",
+            "easy-run-4k70r",
+            "--engine",
+            "null",
+            "--duration",
+            "60s",
+            "--warmup",
+            "0s",
+            "--json",
+            "--quiet",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(2500));
     let signalled = Instant::now();
-    let ok = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let ok = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
     assert!(ok.success());
     let o = child.wait_with_output().unwrap();
     // Liveness only (the timing goal is for benchmarks): it must not run on to 60 s.
@@ -130,12 +247,18 @@ fn ctrl_c_stops_reports_and_exits_130() {
     // The interval the stop cut short is counted for the time it ran, not its full
     // length: durations add up, and its rate is not diluted.
     let intervals = v["intervals"].as_array().unwrap();
-    let sum: f64 = intervals.iter().map(|i| i["duration_s"].as_f64().unwrap()).sum();
+    let sum: f64 = intervals
+        .iter()
+        .map(|i| i["duration_s"].as_f64().unwrap())
+        .sum();
     assert!((sum - measured).abs() < 1e-6, "{sum} vs {measured}");
     let last = intervals.last().unwrap();
     assert!(last["duration_s"].as_f64().unwrap() < 1.0);
     let median = v["summary"]["iops_median_interval"].as_f64().unwrap();
-    assert!(last["iops"].as_f64().unwrap() > 0.5 * median, "{last} vs median {median}");
+    assert!(
+        last["iops"].as_f64().unwrap() > 0.5 * median,
+        "{last} vs median {median}"
+    );
     let errors: Vec<String> = schema().iter_errors(&v).map(|e| e.to_string()).collect();
     assert!(errors.is_empty(), "{errors:?}");
 }
@@ -143,9 +266,25 @@ fn ctrl_c_stops_reports_and_exits_130() {
 #[test]
 fn output_file_gets_the_json_too() {
     let d = tempfile::tempdir().unwrap();
-    let o = run_in(d.path(), &["run", "iometer-database", "--engine", "null", "--duration", "500ms", "--interval", "250ms", "--output", "r.json", "--quiet"]);
+    let o = run_in(
+        d.path(),
+        &[
+            "run",
+            "iometer-database",
+            "--engine",
+            "null",
+            "--duration",
+            "500ms",
+            "--interval",
+            "250ms",
+            "--output",
+            "r.json",
+            "--quiet",
+        ],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let v: Value = serde_json::from_slice(&std::fs::read(d.path().join("r.json")).unwrap()).unwrap();
+    let v: Value =
+        serde_json::from_slice(&std::fs::read(d.path().join("r.json")).unwrap()).unwrap();
     assert_eq!(v["run"]["profile"], "iometer-database");
     assert!(stdout(&o).contains("IOPS"), "table still printed");
 }

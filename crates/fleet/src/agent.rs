@@ -146,7 +146,13 @@ pub fn serve(input: Box<dyn Read + Send>, output: Box<dyn Write + Send>) -> i32 
         return 1;
     }
     let fail = |msg: String, input: bool| {
-        let _ = send(&out, &Frame::Error(Failure { message: msg, input }));
+        let _ = send(
+            &out,
+            &Frame::Error(Failure {
+                message: msg,
+                input,
+            }),
+        );
         if input {
             2
         } else {

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use iofleet_profile::Plan;
 use iofleet_stats::result::{
-    CpuSummary, ErrorDetail, ErrorSummary, HostSummary, IntervalRow, MemorySummary,
-    Outstanding, RunInfo, RunResult, RunSummary, StreamSummary, WorkerSummary, SCHEMA_VERSION,
+    CpuSummary, ErrorDetail, ErrorSummary, HostSummary, IntervalRow, MemorySummary, Outstanding,
+    RunInfo, RunResult, RunSummary, StreamSummary, WorkerSummary, SCHEMA_VERSION,
 };
 use iofleet_stats::summary::median;
 use iofleet_stats::{OpStats, OpSummary, Sample};

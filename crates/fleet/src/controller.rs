@@ -559,12 +559,7 @@ pub fn run_gated(
     ))
 }
 
-fn run_info(
-    cfg: &RunConfig,
-    plan: &Plan,
-    engine: &ResolvedEngine,
-    started: SystemTime,
-) -> RunInfo {
+fn run_info(cfg: &RunConfig, plan: &Plan, engine: &ResolvedEngine, started: SystemTime) -> RunInfo {
     RunInfo {
         profile: plan.name.clone(),
         description: plan.description.clone(),

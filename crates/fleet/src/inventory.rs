@@ -109,8 +109,8 @@ fn target_arg(t: Option<RawTarget>) -> TargetArg {
 
 /// Read an inventory file: TOML when it ends in `.toml`, Ansible INI otherwise.
 pub fn load(path: &Path) -> Result<Vec<HostSpec>, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("--hosts {}: {e}", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("--hosts {}: {e}", path.display()))?;
     let hosts = if path.extension().is_some_and(|e| e == "toml") {
         parse_toml(&text)
     } else {
@@ -165,12 +165,18 @@ pub fn parse_ansible(text: &str) -> Result<Vec<HostSpec>, String> {
         let alias = parts.next().expect("non-empty line has a first word");
         let mut vars = BTreeMap::new();
         for kv in parts {
-            let (k, v) = kv.split_once('=').ok_or_else(|| {
-                format!("line {}: '{kv}' is not key=value", n + 1)
-            })?;
-            vars.insert(k.to_string(), v.trim_matches(|c| c == '"' || c == '\'').to_string());
+            let (k, v) = kv
+                .split_once('=')
+                .ok_or_else(|| format!("line {}: '{kv}' is not key=value", n + 1))?;
+            vars.insert(
+                k.to_string(),
+                v.trim_matches(|c| c == '"' || c == '\'').to_string(),
+            );
         }
-        let host = vars.get("ansible_host").cloned().unwrap_or_else(|| alias.to_string());
+        let host = vars
+            .get("ansible_host")
+            .cloned()
+            .unwrap_or_else(|| alias.to_string());
         let destination = match vars.get("ansible_user") {
             Some(u) => format!("{u}@{host}"),
             None => host,
@@ -225,7 +231,9 @@ fn check(hosts: &[HostSpec]) -> Result<(), String> {
 /// per host; hosts that get no worker keep a count of 0.
 pub fn place(hosts: &[HostSpec], total: u32) -> Result<Vec<(u32, u32)>, String> {
     let pinned: u32 = hosts.iter().filter_map(|h| h.workers).sum();
-    let free: Vec<usize> = (0..hosts.len()).filter(|&i| hosts[i].workers.is_none()).collect();
+    let free: Vec<usize> = (0..hosts.len())
+        .filter(|&i| hosts[i].workers.is_none())
+        .collect();
     let rest = if free.is_empty() {
         0
     } else {
@@ -297,7 +305,9 @@ mod tests {
         assert_eq!(hosts[0].workers, Some(2));
         assert_eq!(hosts[1].destination, "n2");
         assert_eq!(hosts[1].labels["group"], "storage");
-        assert!(parse_ansible("[g]\nn1 oops\n").unwrap_err().contains("line 2"));
+        assert!(parse_ansible("[g]\nn1 oops\n")
+            .unwrap_err()
+            .contains("line 2"));
     }
 
     #[test]

@@ -19,5 +19,6 @@ pub mod sys;
 pub mod thread;
 
 pub use controller::{
-    parse_sim_latency, run, run_gated, EngineChoice, FleetError, RunConfig, StartGate, StartNow};
+    parse_sim_latency, run, run_gated, EngineChoice, FleetError, RunConfig, StartGate, StartNow,
+};
 pub use observer::{Fanout, IntervalSnapshot, Observer, Phase, Silent};

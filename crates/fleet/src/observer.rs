@@ -54,7 +54,9 @@ impl Observer for Fanout<'_> {
         self.0.iter_mut().for_each(|o| o.phase(phase, planned_s));
     }
     fn prepare_progress(&mut self, done: u64, total: u64) {
-        self.0.iter_mut().for_each(|o| o.prepare_progress(done, total));
+        self.0
+            .iter_mut()
+            .for_each(|o| o.prepare_progress(done, total));
     }
     fn interval(&mut self, snap: &IntervalSnapshot<'_>) {
         self.0.iter_mut().for_each(|o| o.interval(snap));

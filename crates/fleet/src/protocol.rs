@@ -136,7 +136,10 @@ const K_DONE: u8 = 10;
 const K_ERROR: u8 = 11;
 
 fn json<T: Serialize>(kind: u8, v: &T) -> (u8, Vec<u8>) {
-    (kind, serde_json::to_vec(v).expect("protocol types serialise"))
+    (
+        kind,
+        serde_json::to_vec(v).expect("protocol types serialise"),
+    )
 }
 
 impl Frame {
@@ -337,7 +340,10 @@ mod tests {
         theirs.protocol = 99;
         theirs.version = "9.9.9".into();
         let e = check_hello(&ours, &theirs, "h2").unwrap_err();
-        assert!(e.contains("9.9.9") && e.contains(env!("CARGO_PKG_VERSION")), "{e}");
+        assert!(
+            e.contains("9.9.9") && e.contains(env!("CARGO_PKG_VERSION")),
+            "{e}"
+        );
         assert!(e.contains("protocol 99") && e.contains("h2"), "{e}");
     }
 }

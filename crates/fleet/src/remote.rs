@@ -154,7 +154,11 @@ fn connect(
 ) -> Result<Conn, FleetError> {
     let (mut cmd, copied) = match host.transport {
         Transport::Local => {
-            let mut c = Command::new(host.iofleet_path.as_deref().map_or(exe, std::path::Path::new));
+            let mut c = Command::new(
+                host.iofleet_path
+                    .as_deref()
+                    .map_or(exe, std::path::Path::new),
+            );
             c.arg("agent");
             (c, None)
         }
@@ -200,10 +204,21 @@ fn connect(
         let _ = conn.child.kill();
         let _ = conn.child.wait();
         std::thread::sleep(Duration::from_millis(50));
-        let err = conn.stderr.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let err = conn
+            .stderr
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
         host_err(
             host,
-            format!("{what}{}", if err.trim().is_empty() { String::new() } else { format!(": {}", err.trim()) }),
+            format!(
+                "{what}{}",
+                if err.trim().is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", err.trim())
+                }
+            ),
         )
     };
     if let Err(e) = read_magic(&mut stdout) {
@@ -211,7 +226,12 @@ fn connect(
     }
     let theirs = match read_frame(&mut stdout) {
         Ok(Some(Frame::Hello(h))) => h,
-        other => return Err(died(&mut conn, format!("no hello from the agent ({other:?})"))),
+        other => {
+            return Err(died(
+                &mut conn,
+                format!("no hello from the agent ({other:?})"),
+            ))
+        }
     };
     let ours = Hello::ours();
     if let Err(e) = check_hello(&ours, &theirs, &format!("host {}", host.name)) {
@@ -249,7 +269,10 @@ fn connect(
                         host_err(host, &f.message)
                     });
                 }
-                return Err(died(&mut conn, format!("clock exchange failed ({other:?})")));
+                return Err(died(
+                    &mut conn,
+                    format!("clock exchange failed ({other:?})"),
+                ));
             }
         }
     }
@@ -293,7 +316,10 @@ fn send_to(stdin: &Stdin, f: &Frame) -> std::io::Result<()> {
     let mut w = stdin.lock().unwrap_or_else(|p| p.into_inner());
     match w.as_mut() {
         Some(pipe) => write_frame(pipe, f),
-        None => Err(std::io::Error::new(std::io::ErrorKind::BrokenPipe, "closed")),
+        None => Err(std::io::Error::new(
+            std::io::ErrorKind::BrokenPipe,
+            "closed",
+        )),
     }
 }
 
@@ -326,7 +352,9 @@ fn shutdown(conns: &mut [Conn], hosts: &[HostSpec]) {
     for (c, h) in conns.iter().zip(hosts) {
         if let Some(path) = &c.copied {
             let _ = ssh(h)
-                .arg(format!("rm -f {path}; rmdir \"$HOME/.cache/iofleet\" 2>/dev/null; true"))
+                .arg(format!(
+                    "rm -f {path}; rmdir \"$HOME/.cache/iofleet\" 2>/dev/null; true"
+                ))
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
@@ -348,7 +376,12 @@ pub fn run_remote(
     let active: Vec<usize> = (0..hosts.len()).filter(|&i| placement[i].1 > 0).collect();
     for (i, h) in hosts.iter().enumerate() {
         if placement[i].1 == 0 {
-            notices.push(format!("host {} has no worker to run ({} workers over {} hosts)", h.name, plan.fleet.workers, hosts.len()));
+            notices.push(format!(
+                "host {} has no worker to run ({} workers over {} hosts)",
+                h.name,
+                plan.fleet.workers,
+                hosts.len()
+            ));
         }
     }
     let total_workers: u32 = placement.iter().map(|p| p.1).sum();
@@ -377,7 +410,10 @@ pub fn run_remote(
                 s.spawn(move || connect(&hosts[i], job, exe, digest))
             })
             .collect();
-        handles.into_iter().map(|h| h.join().expect("connect does not panic")).collect()
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("connect does not panic"))
+            .collect()
     });
     let mut conns = Vec::new();
     let mut first_err = None;
@@ -408,7 +444,9 @@ pub fn run_remote(
             Ok(ev) => ev,
             Err(_) if stop.load(Ordering::SeqCst) => {
                 shutdown(&mut conns, &act_hosts);
-                return Err(FleetError::Setup("interrupted while the hosts were preparing".into()));
+                return Err(FleetError::Setup(
+                    "interrupted while the hosts were preparing".into(),
+                ));
             }
             Err(_) => continue,
         };
@@ -416,7 +454,11 @@ pub fn run_remote(
             Event::Frame(h, Frame::Ready(r)) => {
                 ready[h] = true;
                 engines[h] = r.engine;
-                notices.extend(r.notices.into_iter().map(|n| format!("{}: {n}", conns[h].name)));
+                notices.extend(
+                    r.notices
+                        .into_iter()
+                        .map(|n| format!("{}: {n}", conns[h].name)),
+                );
                 None
             }
             Event::Frame(h, Frame::Error(f)) => Some(if f.input {
@@ -425,8 +467,15 @@ pub fn run_remote(
                 host_err(&act_hosts[h], f.message)
             }),
             Event::Closed(h) => {
-                let err = conns[h].stderr.lock().unwrap_or_else(|p| p.into_inner()).clone();
-                Some(host_err(&act_hosts[h], format!("lost while preparing: {}", err.trim())))
+                let err = conns[h]
+                    .stderr
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .clone();
+                Some(host_err(
+                    &act_hosts[h],
+                    format!("lost while preparing: {}", err.trim()),
+                ))
             }
             Event::Frame(..) => None,
         };
@@ -508,7 +557,11 @@ pub fn run_remote(
                             error: Some(format!(
                                 "host {} lost: its agent connection closed{}",
                                 names[h],
-                                if why.trim().is_empty() { String::new() } else { format!(" ({})", why.trim()) }
+                                if why.trim().is_empty() {
+                                    String::new()
+                                } else {
+                                    format!(" ({})", why.trim())
+                                }
                             )),
                             errors: Vec::new(),
                             lost: true,
@@ -537,7 +590,11 @@ pub fn run_remote(
         })
     };
 
-    let timeline = Timeline::new(plan.timing.warmup, plan.timing.duration, plan.timing.interval);
+    let timeline = Timeline::new(
+        plan.timing.warmup,
+        plan.timing.duration,
+        plan.timing.interval,
+    );
     let mut full = plan.clone();
     full.fleet.workers = total_workers;
     if engines.iter().any(|e| e != &engines[0]) {

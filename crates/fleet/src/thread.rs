@@ -275,19 +275,17 @@ pub fn run_thread<E: Engine, C: Clock>(
     let mut seq = 0u64;
     let open_lanes = lanes.iter().any(|l| l.gap_ns.is_some());
 
-    let flush = |idx: u32,
-                 sample: &mut Sample,
-                 errors: &mut Vec<ErrorDetail>,
-                 stopped_at: Option<u64>| {
-        let full = std::mem::replace(sample, Sample::new(nstreams));
-        let _ = tx.send(Msg::Interval {
-            source: spec.id,
-            index: idx,
-            samples: vec![(spec.worker, full)],
-            errors: std::mem::take(errors),
-            stopped_at,
-        });
-    };
+    let flush =
+        |idx: u32, sample: &mut Sample, errors: &mut Vec<ErrorDetail>, stopped_at: Option<u64>| {
+            let full = std::mem::replace(sample, Sample::new(nstreams));
+            let _ = tx.send(Msg::Interval {
+                source: spec.id,
+                index: idx,
+                samples: vec![(spec.worker, full)],
+                errors: std::mem::take(errors),
+                stopped_at,
+            });
+        };
 
     let mut stopped_at;
     loop {

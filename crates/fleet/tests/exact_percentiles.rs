@@ -21,7 +21,9 @@ fn lcg_list(seed: u64, n: usize, f: impl Fn(f64) -> u64) -> Vec<u64> {
     let mut x = seed;
     (0..n)
         .map(|_| {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             f((x >> 11) as f64 / (1u64 << 53) as f64)
         })
         .collect()
@@ -108,15 +110,15 @@ fn merged_percentiles_equal_union_of_raw_samples() {
             }
         }),
         // Worker 2: heavy tail, 20 µs .. ~20 ms.
-        lcg_list(3, 1013, |u| 20_000 + (1.0 / (1.0 - u * 0.999) * 20_000.0) as u64),
+        lcg_list(3, 1013, |u| {
+            20_000 + (1.0 / (1.0 - u * 0.999) * 20_000.0) as u64
+        }),
     ];
     let (workers, disks, threads) = (3u32, 2u32, 2u32);
     let (warmup_ms, duration_ms) = (500u64, 3000u64);
     let cfg = RunConfig {
         plan: plan(workers, disks, threads, warmup_ms, duration_ms),
-        engine: EngineChoice::NullSim(
-            models.iter().cloned().map(LatencyModel::Samples).collect(),
-        ),
+        engine: EngineChoice::NullSim(models.iter().cloned().map(LatencyModel::Samples).collect()),
         target: TargetSpec::Dir("unused".into()),
         target_label: "none".into(),
         direct: true,
@@ -143,7 +145,11 @@ fn merged_percentiles_equal_union_of_raw_samples() {
         worker.sort_unstable();
         let ws = &result.workers[w];
         assert_eq!(ws.all.ios, worker.len() as u64, "worker {w} I/O count");
-        close(ws.all.latency_us.p99, exact_quantile(&worker, 0.99), "worker p99");
+        close(
+            ws.all.latency_us.p99,
+            exact_quantile(&worker, 0.99),
+            "worker p99",
+        );
         per_worker_p99.push(exact_quantile(&worker, 0.99));
         union.extend(worker);
     }
@@ -157,7 +163,10 @@ fn merged_percentiles_equal_union_of_raw_samples() {
     close(all.latency_us.p99_9, exact_quantile(&union, 0.999), "p99.9");
     close(all.latency_us.max, *union.last().unwrap() as f64, "max");
     let mean = union.iter().map(|&x| x as f64).sum::<f64>() / union.len() as f64;
-    assert!((all.latency_us.mean - mean / 1000.0).abs() < 1e-6, "exact mean");
+    assert!(
+        (all.latency_us.mean - mean / 1000.0).abs() < 1e-6,
+        "exact mean"
+    );
     // The average of per-worker p99s (what some tools report) is not the fleet p99.
     let avg_p99 = per_worker_p99.iter().sum::<f64>() / per_worker_p99.len() as f64;
     assert!((avg_p99 - exact_quantile(&union, 0.99)).abs() > exact_quantile(&union, 0.99) * 0.05);
@@ -166,7 +175,12 @@ fn merged_percentiles_equal_union_of_raw_samples() {
     assert!((result.run.duration_s - 3.0).abs() < 1e-9);
     assert_eq!(result.intervals.iter().filter(|i| i.warmup).count(), 2);
     assert_eq!(result.intervals.iter().filter(|i| !i.warmup).count(), 12);
-    let interval_ios: u64 = result.intervals.iter().filter(|i| !i.warmup).map(|i| i.ios).sum();
+    let interval_ios: u64 = result
+        .intervals
+        .iter()
+        .filter(|i| !i.warmup)
+        .map(|i| i.ios)
+        .sum();
     assert_eq!(interval_ios, all.ios, "intervals add up to the total");
     // Little's law: mean outstanding = Σ latency / elapsed ≈ 12 qd-1 threads, busy.
     let o = result.summary.outstanding_io;
@@ -197,13 +211,20 @@ fn open_loop_rate_is_honoured_and_latency_counts_from_intended_time() {
     let r = run(&cfg, Arc::new(AtomicBool::new(false)), &mut Silent).unwrap();
     let iops = r.summary.all.iops;
     assert!((iops - 400.0).abs() < 5.0, "device-bound rate {iops}");
-    assert!(r.summary.all.latency_us.p99 > 500_000.0, "backlog shows in latency");
+    assert!(
+        r.summary.all.latency_us.p99 > 500_000.0,
+        "backlog shows in latency"
+    );
 
     // Under the device's capacity, the achieved rate is the requested one and latency
     // is the service time.
     p.timing.rate_iops = Some(100.0);
     let cfg = RunConfig { plan: p, ..cfg };
     let r = run(&cfg, Arc::new(AtomicBool::new(false)), &mut Silent).unwrap();
-    assert!((r.summary.all.iops - 100.0).abs() < 2.0, "{}", r.summary.all.iops);
+    assert!(
+        (r.summary.all.iops - 100.0).abs() < 2.0,
+        "{}",
+        r.summary.all.iops
+    );
     assert!((r.summary.all.latency_us.p99 - 5000.0).abs() < 5.0);
 }

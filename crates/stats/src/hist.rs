@@ -92,8 +92,12 @@ impl LatencyHist {
     /// Every (highest equivalent value, count) bucket with a non-zero count, ascending.
     pub fn buckets(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         self.h.iter().flat_map(|h| {
-            h.iter_recorded()
-                .map(|v| (h.highest_equivalent(v.value_iterated_to()), v.count_at_value()))
+            h.iter_recorded().map(|v| {
+                (
+                    h.highest_equivalent(v.value_iterated_to()),
+                    v.count_at_value(),
+                )
+            })
         })
     }
 
@@ -129,9 +133,7 @@ impl AddAssign<&LatencyHist> for LatencyHist {
         match self.h.as_mut() {
             None => self.h = Some(r.clone()),
             // Auto-resize makes `add` infallible except on allocation failure.
-            Some(h) => h
-                .add(r)
-                .expect("auto-resizing histogram accepts any range"),
+            Some(h) => h.add(r).expect("auto-resizing histogram accepts any range"),
         }
     }
 }
