@@ -183,7 +183,7 @@ fn three_hosts_sum_exactly_and_merge_percentiles_from_histograms() {
 #[test]
 fn a_host_lost_mid_run_is_marked_and_exits_3() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let Some(mut c) = Cluster::start(3) else {
+    let Some(c) = Cluster::start(3) else {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();

@@ -178,6 +178,8 @@ fn thread_main(
         let d = job.disks[i].as_ref().expect("target engines have a layout");
         open_disk(d, job.direct, writes).map_err(|e| e.to_string())
     };
+    // Built once per thread and consumed at once: the size difference is irrelevant.
+    #[allow(clippy::large_enum_variant)]
     enum Ready {
         Uring(UringEngine),
         Psync(PsyncEngine),

@@ -245,9 +245,9 @@ pub fn run_thread<E: Engine, C: Clock>(
             poisson: l.arrival == Arrival::Poisson,
             next_arrival: 0.0,
         };
-        if gap_ns.is_some() {
+        if let Some(gap) = gap_ns {
             // Start each open-loop lane at a random phase so threads do not fire in step.
-            lane.next_arrival = rng.random::<f64>() * gap_ns.unwrap();
+            lane.next_arrival = rng.random::<f64>() * gap;
         }
         lanes.push(lane);
     }

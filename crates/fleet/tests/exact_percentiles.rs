@@ -98,7 +98,7 @@ fn close(got_us: f64, exact_ns: f64, what: &str) {
 
 #[test]
 fn merged_percentiles_equal_union_of_raw_samples() {
-    let models = vec![
+    let models = [
         // Worker 0: uniform 50..150 µs.
         lcg_list(1, 997, |u| 50_000 + (u * 100_000.0) as u64),
         // Worker 1: mostly 80 µs, 2% at 2..6 ms (a slow node).

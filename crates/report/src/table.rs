@@ -176,8 +176,8 @@ impl Exporter for TableExporter {
             writeln!(out)?;
             writeln!(
                 out,
-                "  {:<16} {:>7} {:>12} {:>9} {:>10} {:>10} {:>10}  {}",
-                "host", "workers", "IOPS", "MB/s", "read p99", "write p99", "late ms", "state"
+                "  {:<16} {:>7} {:>12} {:>9} {:>10} {:>10} {:>10}  state",
+                "host", "workers", "IOPS", "MB/s", "read p99", "write p99", "late ms"
             )?;
             for h in &r.hosts {
                 let state = match (h.lost_at_s, h.straggler) {
