@@ -97,6 +97,7 @@ pub struct StoreRecorder {
     id: Option<String>,
     broken: bool,
     quiet: bool,
+    hosts_recorded: bool,
 }
 
 impl StoreRecorder {
@@ -123,6 +124,7 @@ impl StoreRecorder {
             id: None,
             broken: false,
             quiet,
+            hosts_recorded: false,
         }))
     }
 
@@ -195,6 +197,16 @@ impl Observer for StoreRecorder {
             return;
         }
         if let Some(id) = self.id.clone() {
+            if !self.hosts_recorded {
+                self.hosts_recorded = true;
+                if let Err(e) = self
+                    .store
+                    .set_worker_hosts(&id, snap.hosts, snap.worker_host)
+                {
+                    self.fail(e);
+                    return;
+                }
+            }
             if let Err(e) = self.store.record_interval(&id, snap.row, snap.workers) {
                 self.fail(e);
             }

@@ -154,6 +154,70 @@ fn three_hosts_sum_exactly_and_merge_percentiles_from_histograms() {
         );
     }
 
+    // Stored in the results database, the run keeps each worker's host, and the result
+    // recomputed from the stored histograms agrees with the live one.
+    let db = tmp.path().join("results.db");
+    let db = db.to_str().unwrap();
+    let stored_run = run_in(
+        tmp.path(),
+        &[
+            "run",
+            "vsan-7030",
+            "--hosts",
+            &inv,
+            "--db",
+            db,
+            "--quiet",
+            "--json",
+            "--engine",
+            "null",
+            "--sim-latency",
+            &spec,
+            "--workers",
+            "6",
+            "--disks",
+            "1",
+            "--threads",
+            "1",
+            "--qd",
+            "1",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0s",
+            "--interval",
+            "500ms",
+        ],
+    );
+    assert_eq!(stored_run.status.code(), Some(0), "{}", stderr(&stored_run));
+    let live: Value = serde_json::from_slice(&stored_run.stdout).unwrap();
+    let export = run_in(
+        tmp.path(),
+        &[
+            "results", "export", "latest", "--format", "json", "--db", db,
+        ],
+    );
+    assert_eq!(export.status.code(), Some(0), "{}", stderr(&export));
+    let again: Value = serde_json::from_slice(&export.stdout).unwrap();
+    let hosts_of = |v: &Value| -> Vec<String> {
+        v["workers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["host"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(hosts_of(&again), ["h1", "h1", "h2", "h2", "h3", "h3"]);
+    assert_eq!(hosts_of(&again), hosts_of(&live));
+    assert_eq!(
+        again["summary"]["all"]["ios"],
+        live["summary"]["all"]["ios"]
+    );
+    assert_eq!(
+        again["summary"]["all"]["latency_us"]["p99"],
+        live["summary"]["all"]["latency_us"]["p99"]
+    );
+
     // The table shows per-host rows and the measured skew.
     let t = fleet_run(
         tmp.path(),

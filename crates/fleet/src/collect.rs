@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use iofleet_profile::Plan;
 use iofleet_stats::result::{
-    CpuSummary, ErrorDetail, ErrorSummary, HostSummary, IntervalRow, MemorySummary, Outstanding,
-    RunInfo, RunResult, RunSummary, StreamSummary, WorkerSummary, SCHEMA_VERSION,
+    is_straggler, CpuSummary, ErrorDetail, ErrorSummary, HostSummary, IntervalRow, MemorySummary,
+    Outstanding, RunInfo, RunResult, RunSummary, StreamSummary, WorkerSummary, SCHEMA_VERSION,
 };
 use iofleet_stats::summary::median;
 use iofleet_stats::{OpStats, OpSummary, Sample};
@@ -200,7 +200,14 @@ pub(crate) fn collect(
                 .iter()
                 .filter(|l| l.is_some_and(|t| t < end))
                 .count() as u32;
-            let row = interval_row(k, start, dur_ns, warmup, hosts_lost, &fleet);
+            let row = IntervalRow::from_sample(
+                k,
+                start as f64 / 1e9,
+                dur_ns as f64 / 1e9,
+                warmup,
+                hosts_lost,
+                &fleet,
+            );
             if !warmup {
                 for (tot, w) in out.worker_totals.iter_mut().zip(&per_worker) {
                     *tot += w;
@@ -229,41 +236,6 @@ pub(crate) fn collect(
         .unwrap_or_default();
     observer.phase(Phase::Done, 0.0);
     out
-}
-
-fn interval_row(
-    k: u32,
-    start_ns: u64,
-    dur_ns: u64,
-    warmup: bool,
-    hosts_lost: u32,
-    s: &Sample,
-) -> IntervalRow {
-    let secs = dur_ns as f64 / 1e9;
-    let (r, w): (OpStats, OpStats) = (s.read(), s.write());
-    let mut a = r.clone();
-    a += &w;
-    let rate = |x: u64| if secs > 0.0 { x as f64 / secs } else { 0.0 };
-    let us = |ns: u64| ns as f64 / 1000.0;
-    IntervalRow {
-        index: k,
-        t_s: start_ns as f64 / 1e9,
-        duration_s: secs,
-        warmup,
-        ios: a.ios,
-        iops: rate(a.ios),
-        mbps: rate(a.bytes) / 1e6,
-        read_iops: rate(r.ios),
-        write_iops: rate(w.ios),
-        p50_us: us(a.hist.quantile_ns(0.5)),
-        p99_us: us(a.hist.quantile_ns(0.99)),
-        read_p50_us: us(r.hist.quantile_ns(0.5)),
-        read_p99_us: us(r.hist.quantile_ns(0.99)),
-        write_p50_us: us(w.hist.quantile_ns(0.5)),
-        write_p99_us: us(w.hist.quantile_ns(0.99)),
-        errors: a.errors,
-        hosts_lost,
-    }
 }
 
 /// Host-level facts known to the launcher (start offsets for a fleet across hosts).
@@ -344,10 +316,14 @@ pub(crate) fn summarize(
                 start_late_ms: late,
                 lost_at_s: lost,
                 // A straggler started late or delivered clearly less than its peers.
-                straggler: lost.is_none()
-                    && spec.hosts.len() > 1
-                    && (late.is_some_and(|l| l - earliest > 100.0)
-                        || host_iops[h] < 0.8 * median_host),
+                straggler: is_straggler(
+                    lost.is_some(),
+                    spec.hosts.len(),
+                    late,
+                    earliest,
+                    host_iops[h],
+                    median_host,
+                ),
             }
         })
         .collect::<Vec<_>>();

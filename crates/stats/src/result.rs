@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::ops::{OpStats, Sample};
 use crate::summary::OpSummary;
 
 pub const SCHEMA_VERSION: u32 = 1;
@@ -150,6 +151,66 @@ pub struct IntervalRow {
     /// measured with part of the fleet missing.
     #[serde(default)]
     pub hosts_lost: u32,
+}
+
+impl IntervalRow {
+    /// The row for one interval of `duration_s` seconds from the fleet's merged sample;
+    /// used by the live run and by recomputation from stored histograms alike.
+    pub fn from_sample(
+        index: u32,
+        t_s: f64,
+        duration_s: f64,
+        warmup: bool,
+        hosts_lost: u32,
+        s: &Sample,
+    ) -> Self {
+        let (r, w): (OpStats, OpStats) = (s.read(), s.write());
+        let mut a = r.clone();
+        a += &w;
+        let rate = |x: u64| {
+            if duration_s > 0.0 {
+                x as f64 / duration_s
+            } else {
+                0.0
+            }
+        };
+        let us = |ns: u64| ns as f64 / 1000.0;
+        IntervalRow {
+            index,
+            t_s,
+            duration_s,
+            warmup,
+            ios: a.ios,
+            iops: rate(a.ios),
+            mbps: rate(a.bytes) / 1e6,
+            read_iops: rate(r.ios),
+            write_iops: rate(w.ios),
+            p50_us: us(a.hist.quantile_ns(0.5)),
+            p99_us: us(a.hist.quantile_ns(0.99)),
+            read_p50_us: us(r.hist.quantile_ns(0.5)),
+            read_p99_us: us(r.hist.quantile_ns(0.99)),
+            write_p50_us: us(w.hist.quantile_ns(0.5)),
+            write_p99_us: us(w.hist.quantile_ns(0.99)),
+            errors: a.errors,
+            hosts_lost,
+        }
+    }
+}
+
+/// Whether a host is a straggler: it was not lost, the fleet has several hosts, and it
+/// started more than 100 ms after the earliest host or delivered under 80% of the
+/// median host's IOPS.
+pub fn is_straggler(
+    lost: bool,
+    hosts: usize,
+    late_ms: Option<f64>,
+    earliest_late_ms: f64,
+    iops: f64,
+    median_iops: f64,
+) -> bool {
+    !lost
+        && hosts > 1
+        && (late_ms.is_some_and(|l| l - earliest_late_ms > 100.0) || iops < 0.8 * median_iops)
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -10,8 +10,8 @@
 //! result when there is one, and are zero with a notice otherwise.
 
 use iofleet_stats::result::{
-    ErrorSummary, HostSummary, IntervalRow, Outstanding, RunInfo, RunResult, RunSummary,
-    StreamSummary, WorkerSummary, SCHEMA_VERSION,
+    is_straggler, ErrorSummary, HostSummary, IntervalRow, Outstanding, RunInfo, RunResult,
+    RunSummary, StreamSummary, WorkerSummary, SCHEMA_VERSION,
 };
 use iofleet_stats::summary::median;
 use iofleet_stats::{LatencyHist, OpStats, OpSummary, Sample};
@@ -45,33 +45,9 @@ fn u128_of(blob: &[u8]) -> Option<u128> {
     Some(u128::from_le_bytes(blob.try_into().ok()?))
 }
 
-/// Same figures as the controller's interval row, from the merged fleet sample.
+/// Same figures as the live run's interval row, from the merged fleet sample.
 fn interval_row(iv: &StoredInterval, s: &Sample) -> IntervalRow {
-    let secs = iv.duration_s;
-    let (r, w): (OpStats, OpStats) = (s.read(), s.write());
-    let mut a = r.clone();
-    a += &w;
-    let rate = |x: u64| if secs > 0.0 { x as f64 / secs } else { 0.0 };
-    let us = |ns: u64| ns as f64 / 1000.0;
-    IntervalRow {
-        index: iv.idx,
-        t_s: iv.t_s,
-        duration_s: secs,
-        warmup: iv.warmup,
-        ios: a.ios,
-        iops: rate(a.ios),
-        mbps: rate(a.bytes) / 1e6,
-        read_iops: rate(r.ios),
-        write_iops: rate(w.ios),
-        p50_us: us(a.hist.quantile_ns(0.5)),
-        p99_us: us(a.hist.quantile_ns(0.99)),
-        read_p50_us: us(r.hist.quantile_ns(0.5)),
-        read_p99_us: us(r.hist.quantile_ns(0.99)),
-        write_p50_us: us(w.hist.quantile_ns(0.5)),
-        write_p99_us: us(w.hist.quantile_ns(0.99)),
-        errors: a.errors,
-        hosts_lost: iv.hosts_lost,
-    }
+    IntervalRow::from_sample(iv.idx, iv.t_s, iv.duration_s, iv.warmup, iv.hosts_lost, s)
 }
 
 impl Store {
@@ -382,6 +358,11 @@ fn host_summaries(
         .map(|s| s.ios() as f64 / elapsed_s.max(1e-9))
         .collect();
     let median_host = median(&host_iops);
+    let earliest = stored
+        .iter()
+        .flat_map(|r| r.hosts.iter().filter_map(|h| h.start_late_ms))
+        .reduce(f64::min)
+        .unwrap_or(0.0);
     names
         .iter()
         .enumerate()
@@ -398,9 +379,14 @@ fn host_summaries(
                 write: OpSummary::from_ops(&s.write(), elapsed_s),
                 start_late_ms: late,
                 lost_at_s: lost,
-                straggler: lost.is_none()
-                    && names.len() > 1
-                    && (late.is_some_and(|l| l > 100.0) || host_iops[h] < 0.8 * median_host),
+                straggler: is_straggler(
+                    lost.is_some(),
+                    names.len(),
+                    late,
+                    earliest,
+                    host_iops[h],
+                    median_host,
+                ),
             }
         })
         .collect()

@@ -203,6 +203,27 @@ impl Store {
         Ok(())
     }
 
+    /// Record which host each worker runs on (known once the fleet is placed), so a run
+    /// killed before its final result still attributes workers to hosts.
+    pub fn set_worker_hosts(
+        &mut self,
+        id: &str,
+        hosts: &[String],
+        worker_host: &[usize],
+    ) -> Result<(), StoreError> {
+        let tx = self.conn.transaction()?;
+        for (w, &h) in worker_host.iter().enumerate() {
+            let Some(host) = hosts.get(h) else { continue };
+            tx.execute(
+                "INSERT INTO run_workers (run_id, worker, host) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (run_id, worker) DO UPDATE SET host = excluded.host",
+                params![id, w as i64, host],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
     /// Mark a run that ended without a result (the run failed) as interrupted.
     pub fn abandon_run(&mut self, id: &str) -> Result<(), StoreError> {
         self.conn.execute(
