@@ -93,7 +93,13 @@ fn block_sizes(s: &str) -> Result<BlockSizes, String> {
 #[derive(Args, Debug)]
 pub struct RunArgs {
     /// Built-in profile name (`iofleet profiles list`) or path to a profile .toml file.
-    pub profile: String,
+    #[arg(required_unless_present = "group")]
+    pub profile: Option<String>,
+    /// A worker group NAME=PROFILE[:WORKERS] (repeatable): several profiles run at once on
+    /// one timeline, e.g. `--group vdi=vmfleet-vdi:20 --group sql=vmfleet-sql:4`;
+    /// results are reported per group and in total.
+    #[arg(long, value_name = "NAME=PROFILE[:WORKERS]")]
+    pub group: Vec<String>,
 
     /// Where disks live: a directory (created; one file per disk) or, repeated, block
     /// devices split into disk regions.

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use iofleet_engine::target::TargetSpec;
 use iofleet_fleet::{EngineChoice, Fanout, Observer, RunConfig};
-use iofleet_profile::{Context, Overrides, Prepare};
+use iofleet_profile::{format_duration, Context, GroupPlan, Overrides, Prepare};
 use iofleet_report::{Exporter, JsonExporter, TableExporter};
 
 use crate::args::{EngineArg, PrepareArg, RunArgs};
@@ -35,8 +35,90 @@ fn target_spec(a: &RunArgs) -> Result<TargetSpec, Exit> {
     Ok(TargetSpec::Devices(a.target.clone()))
 }
 
+/// Split `NAME=PROFILE[:WORKERS]`.
+fn parse_group(spec: &str) -> Result<(String, String, Option<u32>), Exit> {
+    let bad = || {
+        Exit::input(format!(
+            "--group {spec}: expected NAME=PROFILE[:WORKERS], e.g. vdi=vmfleet-vdi:20"
+        ))
+    };
+    let (name, rest) = spec.split_once('=').ok_or_else(bad)?;
+    if name.is_empty() || rest.is_empty() {
+        return Err(bad());
+    }
+    match rest.rsplit_once(':') {
+        Some((profile, n)) if !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()) => {
+            let workers: u32 = n.parse().map_err(|_| bad())?;
+            if workers == 0 || profile.is_empty() {
+                return Err(bad());
+            }
+            Ok((name.into(), profile.into(), Some(workers)))
+        }
+        _ => Ok((name.into(), rest.into(), None)),
+    }
+}
+
+/// The run's worker groups: one for a single profile, or one per `--group`, each
+/// resolved with the same overrides, placed one after another, sharing one timeline.
+fn groups(a: &RunArgs, ov: &Overrides) -> Result<Vec<GroupPlan>, Exit> {
+    let ctx = Context { direct: a.direct };
+    if a.group.is_empty() {
+        let profile = a.profile.as_deref().ok_or_else(|| {
+            Exit::input(
+                "give a profile to run, or worker groups with --group NAME=PROFILE[:WORKERS]",
+            )
+        })?;
+        let raw = iofleet_profile::load(profile).map_err(Exit::input)?;
+        let plan = iofleet_profile::resolve(&raw, ov, &ctx).map_err(Exit::input)?;
+        return Ok(GroupPlan::single(plan, 0));
+    }
+    if let Some(p) = &a.profile {
+        return Err(Exit::input(format!(
+            "give either a profile ({p}) or --group, not both"
+        )));
+    }
+    if a.workers.is_some() {
+        return Err(Exit::input(
+            "--workers: with --group, give each group's workers as NAME=PROFILE:WORKERS",
+        ));
+    }
+    let mut out: Vec<GroupPlan> = Vec::new();
+    let mut base = 0;
+    for spec in &a.group {
+        let (name, profile, workers) = parse_group(spec)?;
+        if out.iter().any(|g| g.name == name) {
+            return Err(Exit::input(format!(
+                "--group {spec}: the name {name} is used twice"
+            )));
+        }
+        let raw = iofleet_profile::load(&profile).map_err(Exit::input)?;
+        let mut g_ov = ov.clone();
+        g_ov.workers = workers;
+        let plan = iofleet_profile::resolve(&raw, &g_ov, &ctx)
+            .map_err(|e| Exit::input(format!("--group {name}: {e}")))?;
+        if let Some(first) = out.first() {
+            let (t0, t1) = (&first.plan.timing, &plan.timing);
+            if (t0.warmup, t0.duration, t0.interval) != (t1.warmup, t1.duration, t1.interval) {
+                return Err(Exit::input(format!(
+                    "--group {name}: its warm-up/duration/interval ({}/{}/{}) differ from group {}'s ({}/{}/{}); groups share one timeline, so set --warmup, --duration and --interval",
+                    format_duration(t1.warmup), format_duration(t1.duration), format_duration(t1.interval),
+                    first.name,
+                    format_duration(t0.warmup), format_duration(t0.duration), format_duration(t0.interval),
+                )));
+            }
+        }
+        let n = plan.fleet.workers;
+        out.push(GroupPlan {
+            name,
+            plan,
+            worker_base: base,
+        });
+        base += n;
+    }
+    Ok(out)
+}
+
 pub fn run(a: RunArgs) -> Result<i32, Exit> {
-    let raw = iofleet_profile::load(&a.profile).map_err(Exit::input)?;
     let ov = Overrides {
         workers: a.workers,
         disks: a.disks,
@@ -57,8 +139,7 @@ pub fn run(a: RunArgs) -> Result<i32, Exit> {
             PrepareArg::None => Prepare::None,
         }),
     };
-    let plan =
-        iofleet_profile::resolve(&raw, &ov, &Context { direct: a.direct }).map_err(Exit::input)?;
+    let groups = groups(&a, &ov)?;
     // With --hosts, targets come from the inventory; --target applies to local runs.
     let target = if a.hosts.is_some() {
         TargetSpec::Dir(a.target[0].clone())
@@ -76,7 +157,7 @@ pub fn run(a: RunArgs) -> Result<i32, Exit> {
         None => None,
     };
     let cfg = RunConfig {
-        plan,
+        groups,
         engine: match (a.engine, sim) {
             (_, Some(models)) => EngineChoice::NullSim(models),
             (EngineArg::Auto, None) => EngineChoice::Auto,
@@ -95,7 +176,6 @@ pub fn run(a: RunArgs) -> Result<i32, Exit> {
         destroy_data: a.destroy_data,
         disk_size_from_cli: a.disk_size.is_some(),
         seed: a.seed,
-        worker_base: 0,
         cleanup: a.cleanup,
     };
 
@@ -159,7 +239,7 @@ pub fn run(a: RunArgs) -> Result<i32, Exit> {
                     cleanup: a.cleanup,
                 };
                 iofleet_fleet::remote::run_remote(
-                    &cfg.plan,
+                    &cfg.groups,
                     &hosts,
                     &opts,
                     stop.clone(),

@@ -425,3 +425,74 @@ fn an_unreachable_host_is_named() {
         "the reachable host's agent was stopped too"
     );
 }
+
+#[test]
+fn worker_groups_are_placed_across_hosts() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(c) = Cluster::start(3) else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let inv = inventory(&c, tmp.path(), "");
+    // 3 VDI + 3 SQL workers over 3 hosts: h2 serves one worker of each group.
+    let o = run_in(
+        tmp.path(),
+        &[
+            "run",
+            "--group",
+            "vdi=xray-vdi-task:3",
+            "--group",
+            "sql=vmfleet-sql:3",
+            "--hosts",
+            &inv,
+            "--engine",
+            "null",
+            "--duration",
+            "2s",
+            "--warmup",
+            "0s",
+            "--interval",
+            "500ms",
+            "--json",
+            "--quiet",
+            "--no-save",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let workers: Vec<(u64, String)> = v["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| {
+            (
+                w["worker"].as_u64().unwrap(),
+                w["host"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let hosts: Vec<&str> = workers.iter().map(|w| w.1.as_str()).collect();
+    assert_eq!(hosts, ["h1", "h1", "h2", "h2", "h3", "h3"]);
+    let total = v["summary"]["all"]["ios"].as_u64().unwrap();
+    let groups = v["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 2);
+    let by_group: u64 = groups
+        .iter()
+        .map(|g| g["all"]["ios"].as_u64().unwrap())
+        .sum();
+    let by_host: u64 = v["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["all"]["ios"].as_u64().unwrap())
+        .sum();
+    assert_eq!(by_group, total);
+    assert_eq!(by_host, total);
+    // Every worker did I/O with its own group's streams (names group/stream).
+    for w in v["workers"].as_array().unwrap() {
+        assert!(w["all"]["ios"].as_u64().unwrap() > 0, "{w}");
+    }
+    let vdi_iops = groups[0]["all"]["iops"].as_f64().unwrap();
+    assert!(
+        (vdi_iops - 24.0).abs() < 8.0,
+        "3 VMs × 8 IOPS, got {vdi_iops}"
+    );
+}

@@ -106,7 +106,7 @@ fn config(job: &AgentJob) -> Result<RunConfig, String> {
         TargetArg::Devices(v) => TargetSpec::Devices(v.iter().map(PathBuf::from).collect()),
     };
     Ok(RunConfig {
-        plan: job.plan.clone(),
+        groups: job.groups.clone(),
         engine: match job.engine.as_str() {
             "io_uring" => EngineChoice::Uring,
             "psync" => EngineChoice::Psync,
@@ -126,7 +126,6 @@ fn config(job: &AgentJob) -> Result<RunConfig, String> {
         destroy_data: job.destroy_data,
         disk_size_from_cli: job.disk_size_from_cli,
         seed: job.seed,
-        worker_base: job.worker_base,
         cleanup: job.cleanup,
     })
 }
@@ -234,8 +233,11 @@ pub fn serve(input: Box<dyn Read + Send>, output: Box<dyn Write + Send>) -> i32 
     };
     let mut streamer = Streamer {
         out: out.clone(),
-        worker_base: job.worker_base,
-        nominal_ns: job.plan.timing.interval.as_nanos() as u64,
+        worker_base: job.groups.first().map_or(0, |g| g.worker_base),
+        nominal_ns: job
+            .groups
+            .first()
+            .map_or(0, |g| g.plan.timing.interval.as_nanos() as u64),
         epoch_agent_ns: 0,
     };
     // The Streamer learns the epoch when the gate does; read it lazily.

@@ -13,8 +13,9 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use iofleet_profile::Plan;
 use iofleet_stats::result::{
-    is_straggler, CpuSummary, ErrorDetail, ErrorSummary, HostSummary, IntervalRow, MemorySummary,
-    Outstanding, RunInfo, RunResult, RunSummary, StreamSummary, WorkerSummary, SCHEMA_VERSION,
+    is_straggler, CpuSummary, ErrorDetail, ErrorSummary, GroupSummary, HostSummary, IntervalRow,
+    MemorySummary, Outstanding, RunInfo, RunResult, RunSummary, StreamSummary, WorkerSummary,
+    SCHEMA_VERSION,
 };
 use iofleet_stats::summary::median;
 use iofleet_stats::{OpStats, OpSummary, Sample};
@@ -32,6 +33,8 @@ pub(crate) struct CollectSpec<'a> {
     pub timeline: &'a Timeline,
     /// Global index of the first worker of this run (or agent).
     pub worker_base: u32,
+    /// (name, profile, first global worker, workers) per group.
+    pub groups: Vec<(String, String, u32, u32)>,
     pub workers: usize,
     /// Names of the reporting sources (threads or hosts), for messages.
     pub source_names: Vec<String>,
@@ -327,6 +330,30 @@ pub(crate) fn summarize(
             }
         })
         .collect::<Vec<_>>();
+    let groups = spec
+        .groups
+        .iter()
+        .map(|(name, profile, first, n)| {
+            let mut g = Sample::new(streams_n);
+            for w in *first..first + n {
+                if let Some(s) = col
+                    .worker_totals
+                    .get(w.wrapping_sub(spec.worker_base) as usize)
+                {
+                    g += s;
+                }
+            }
+            GroupSummary {
+                name: name.clone(),
+                profile: profile.clone(),
+                first_worker: *first,
+                workers: *n,
+                all: OpSummary::from_ops(&g.all(), elapsed_s),
+                read: OpSummary::from_ops(&g.read(), elapsed_s),
+                write: OpSummary::from_ops(&g.write(), elapsed_s),
+            }
+        })
+        .collect();
     let ios = all.ios as f64;
     let per_io = |s: f64| if ios > 0.0 { s * 1e6 / ios } else { 0.0 };
     for (h, lost) in col.host_lost_ns.iter().enumerate() {
@@ -389,6 +416,7 @@ pub(crate) fn summarize(
         intervals: col.rows,
         workers,
         hosts,
+        groups,
         notices,
     }
 }
@@ -418,6 +446,7 @@ pub(crate) fn empty_result(info: RunInfo, notices: Vec<String>) -> RunResult {
         intervals: Vec::new(),
         workers: Vec::new(),
         hosts: Vec::new(),
+        groups: Vec::new(),
         notices,
     }
 }

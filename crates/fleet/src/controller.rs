@@ -18,7 +18,7 @@ use iofleet_engine::target::{
     DiskLayout, FillOutcome, FillPattern, LayoutRequest, TargetError, TargetSpec,
 };
 use iofleet_engine::{uring, EngineError};
-use iofleet_profile::{Plan, Prepare};
+use iofleet_profile::{combine, stream_offsets, GroupPlan, Plan, Prepare};
 use iofleet_stats::result::{RunInfo, RunResult};
 
 use crate::collect::{collect, empty_result, summarize, CollectSpec, HostFacts};
@@ -41,7 +41,8 @@ pub enum EngineChoice {
 
 #[derive(Debug, Clone)]
 pub struct RunConfig {
-    pub plan: Plan,
+    /// The worker groups (one for a single profile), contiguous in worker index.
+    pub groups: Vec<GroupPlan>,
     pub engine: EngineChoice,
     pub target: TargetSpec,
     /// How the target is shown in results.
@@ -51,9 +52,6 @@ pub struct RunConfig {
     /// `--disk-size` was given on the command line (device targets honour it).
     pub disk_size_from_cli: bool,
     pub seed: u64,
-    /// Global index of this run's first worker (non-zero on an agent serving part of a
-    /// fleet): seeds, disk file names and reported worker numbers use global indexes.
-    pub worker_base: u32,
     /// Remove the disk files (never devices) when the run ends.
     pub cleanup: bool,
 }
@@ -186,6 +184,31 @@ pub fn parse_sim_latency(spec: &str) -> Result<Vec<LatencyModel>, String> {
         return Err("no latency model given".into());
     }
     Ok(models)
+}
+
+/// The plan as recorded in results: the combined plan, plus every group's own plan when
+/// there are several.
+pub(crate) fn plan_json(plan: &Plan, groups: &[GroupPlan]) -> serde_json::Value {
+    let mut v = serde_json::to_value(plan).unwrap_or(serde_json::Value::Null);
+    if groups.len() > 1 {
+        v["groups"] = serde_json::to_value(groups).unwrap_or(serde_json::Value::Null);
+    }
+    v
+}
+
+/// (name, profile, first worker, workers) of each group, for per-group results.
+pub(crate) fn group_ranges(groups: &[GroupPlan]) -> Vec<(String, String, u32, u32)> {
+    groups
+        .iter()
+        .map(|g| {
+            (
+                g.name.clone(),
+                g.plan.name.clone(),
+                g.worker_base,
+                g.plan.fleet.workers,
+            )
+        })
+        .collect()
 }
 
 /// Configured outstanding I/O of one worker (Σ lane qd × threads over its disks), before
@@ -389,16 +412,28 @@ pub fn run_gated(
     gate: &mut dyn StartGate,
 ) -> Result<RunResult, FleetError> {
     let mut notices = Vec::new();
-    let mut plan = cfg.plan.clone();
+    let groups = &cfg.groups;
+    if groups.is_empty() {
+        return Err(FleetError::Input(
+            "a run needs at least one worker group".into(),
+        ));
+    }
+    let mut plan = combine(groups);
+    let offsets = stream_offsets(groups);
+    let worker_base = groups[0].worker_base;
     let engine = resolve_engine(&cfg.engine, &mut notices)?;
     let qd_cap = if engine.is_async() {
         None
     } else {
-        let max_qd = plan
-            .streams
+        let max_qd = groups
             .iter()
-            .filter_map(|s| s.qd)
-            .chain([plan.fleet.qd])
+            .flat_map(|g| {
+                g.plan
+                    .streams
+                    .iter()
+                    .filter_map(|s| s.qd)
+                    .chain([g.plan.fleet.qd])
+            })
             .max()
             .unwrap_or(1);
         if max_qd > 1 {
@@ -408,28 +443,38 @@ pub fn run_gated(
         }
         Some(1)
     };
+    if groups.len() > 1 && matches!(cfg.target, TargetSpec::Devices(_)) && engine.needs_target() {
+        return Err(FleetError::Input(
+            "--target: worker groups need a directory target (each group would split the same devices)".into(),
+        ));
+    }
 
-    // Thread specs, before any target is touched.
-    let f = plan.fleet.clone();
+    // Thread specs, before any target is touched. Lanes index the combined stream list.
     let mut threads = Vec::new();
-    for w in cfg.worker_base..cfg.worker_base + f.workers {
-        for d in 0..f.disks_per_worker {
-            let lanes = build_lanes(&plan, d, qd_cap);
-            if lanes.is_empty() {
-                continue; // no stream uses this disk
-            }
-            for t in 0..f.threads_per_disk {
-                threads.push(ThreadSpec {
-                    id: threads.len() as u32,
-                    worker: w,
-                    disk: d,
-                    thread: t,
-                    threads_per_disk: f.threads_per_disk,
-                    lanes: lanes.clone(),
-                    seed: thread_seed(cfg.seed, w, d, t),
-                    region_offset: 0,
-                    disk_size: f.disk_size.0,
-                });
+    for (g, offset) in groups.iter().zip(&offsets) {
+        let f = &g.plan.fleet;
+        for w in g.worker_base..g.worker_base + f.workers {
+            for d in 0..f.disks_per_worker {
+                let mut lanes = build_lanes(&g.plan, d, qd_cap);
+                if lanes.is_empty() {
+                    continue; // no stream uses this disk
+                }
+                for l in &mut lanes {
+                    l.streams.iter_mut().for_each(|s| s.0 += offset);
+                }
+                for t in 0..f.threads_per_disk {
+                    threads.push(ThreadSpec {
+                        id: threads.len() as u32,
+                        worker: w,
+                        disk: d,
+                        thread: t,
+                        threads_per_disk: f.threads_per_disk,
+                        lanes: lanes.clone(),
+                        seed: thread_seed(cfg.seed, w, d, t),
+                        region_offset: 0,
+                        disk_size: f.disk_size.0,
+                    });
+                }
             }
         }
     }
@@ -438,52 +483,70 @@ pub fn run_gated(
     let mut disks: Vec<Option<DiskLayout>> = vec![None; threads.len()];
     let mut cleanup = Cleanup(Vec::new());
     if engine.needs_target() {
-        let layout = plan_layout(
-            &cfg.target,
-            &LayoutRequest {
-                worker_base: cfg.worker_base,
-                workers: f.workers,
-                disks_per_worker: f.disks_per_worker,
-                disk_size: f.disk_size.0,
-                disk_size_from_cli: cfg.disk_size_from_cli,
-                direct: cfg.direct,
-                destroy_data: cfg.destroy_data,
-            },
-        )?;
-        check_layout(&plan, &layout, cfg.direct)?;
+        let mut layouts = Vec::new();
+        for g in groups.iter().filter(|g| g.plan.fleet.workers > 0) {
+            let f = &g.plan.fleet;
+            let layout = plan_layout(
+                &cfg.target,
+                &LayoutRequest {
+                    worker_base: g.worker_base,
+                    workers: f.workers,
+                    disks_per_worker: f.disks_per_worker,
+                    disk_size: f.disk_size.0,
+                    disk_size_from_cli: cfg.disk_size_from_cli,
+                    direct: cfg.direct,
+                    destroy_data: cfg.destroy_data,
+                },
+            )?;
+            check_layout(&g.plan, &layout, cfg.direct)?;
+            layouts.push((g, layout));
+        }
         if cfg.cleanup {
-            cleanup.0 = layout
+            cleanup.0 = layouts
                 .iter()
+                .flat_map(|(_, l)| l.iter())
                 .filter(|d| !d.is_device)
                 .map(|d| d.path.clone())
                 .collect();
         }
-        create_files(&layout)?;
-        // Surface open errors (O_DIRECT refused, permissions) as typed errors now.
-        let writes = plan.streams.iter().any(|s| s.read_pct < 100.0);
-        let needs_write = writes || plan.timing.prepare != Prepare::None;
-        if let Some(first) = layout.first() {
-            open_disk(first, cfg.direct, needs_write)?;
+        for (g, layout) in &layouts {
+            create_files(layout)?;
+            // Surface open errors (O_DIRECT refused, permissions) as typed errors now.
+            let writes = g.plan.streams.iter().any(|s| s.read_pct < 100.0);
+            let needs_write = writes || g.plan.timing.prepare != Prepare::None;
+            if let Some(first) = layout.first() {
+                open_disk(first, cfg.direct, needs_write)?;
+            }
         }
-        if let Some(min) = layout.iter().map(|d| d.size).min() {
-            plan.fleet.disk_size = iofleet_profile::Bytes(min);
+        if groups.len() == 1 {
+            if let Some(min) = layouts
+                .iter()
+                .flat_map(|(_, l)| l.iter())
+                .map(|d| d.size)
+                .min()
+            {
+                plan.fleet.disk_size = iofleet_profile::Bytes(min);
+            }
         }
-        let pattern = match plan.timing.prepare {
-            Prepare::Random => Some(FillPattern::Random),
-            Prepare::Zero => Some(FillPattern::Zero),
-            Prepare::None => None,
-        };
-        if let Some(p) = pattern {
-            observer.phase(Phase::Prepare, 0.0);
-            if !prepare_disks(&layout, p, cfg.direct, &stop, observer, &mut notices)? {
-                notices.push("interrupted while preparing disks: nothing was measured".into());
-                let info = run_info(cfg, &plan, &engine, SystemTime::now());
-                return Ok(empty_result(info, notices));
+        for (g, layout) in &layouts {
+            let pattern = match g.plan.timing.prepare {
+                Prepare::Random => Some(FillPattern::Random),
+                Prepare::Zero => Some(FillPattern::Zero),
+                Prepare::None => None,
+            };
+            if let Some(p) = pattern {
+                observer.phase(Phase::Prepare, 0.0);
+                if !prepare_disks(layout, p, cfg.direct, &stop, observer, &mut notices)? {
+                    notices.push("interrupted while preparing disks: nothing was measured".into());
+                    let info = run_info(cfg, &plan, &engine, SystemTime::now());
+                    return Ok(empty_result(info, notices));
+                }
             }
         }
         for (i, t) in threads.iter_mut().enumerate() {
-            let d = layout
+            let d = layouts
                 .iter()
+                .flat_map(|(_, l)| l.iter())
                 .find(|d| d.worker == t.worker && d.disk == t.disk)
                 .expect("layout covers every disk");
             t.region_offset = d.region_offset;
@@ -491,6 +554,7 @@ pub fn run_gated(
             disks[i] = Some(d.clone());
         }
     }
+    let f = plan.fleet.clone();
 
     let timeline = Timeline::new(
         plan.timing.warmup,
@@ -534,7 +598,8 @@ pub fn run_gated(
     let spec = CollectSpec {
         plan: &plan,
         timeline: &timeline,
-        worker_base: cfg.worker_base,
+        worker_base,
+        groups: group_ranges(groups),
         workers: f.workers as usize,
         source_names: job
             .threads
@@ -583,7 +648,7 @@ fn run_info(cfg: &RunConfig, plan: &Plan, engine: &ResolvedEngine, started: Syst
         hostname: sys::hostname(),
         iofleet_version: env!("CARGO_PKG_VERSION").into(),
         start_skew_ms: 0.0,
-        plan: serde_json::to_value(plan).unwrap_or(serde_json::Value::Null),
+        plan: plan_json(plan, &cfg.groups),
     }
 }
 

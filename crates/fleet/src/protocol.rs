@@ -10,7 +10,7 @@
 
 use std::io::{self, Read, Write};
 
-use iofleet_profile::Plan;
+use iofleet_profile::GroupPlan;
 use iofleet_stats::result::ErrorDetail;
 use iofleet_stats::Sample;
 use serde::{Deserialize, Serialize};
@@ -48,9 +48,10 @@ pub enum TargetArg {
 /// What one agent runs: its share of the fleet.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgentJob {
-    /// The plan with `fleet.workers` set to this agent's worker count.
-    pub plan: Plan,
-    pub worker_base: u32,
+    /// Every group of the run, in run order; each with `fleet.workers` and
+    /// `worker_base` set to this agent's share (0 workers when it runs none of the
+    /// group), so stream indexes agree across hosts.
+    pub groups: Vec<GroupPlan>,
     pub target: TargetArg,
     pub direct: bool,
     pub destroy_data: bool,

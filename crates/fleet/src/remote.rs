@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crossbeam_channel::{unbounded, Receiver, Sender};
-use iofleet_profile::Plan;
+use iofleet_profile::{combine, GroupPlan};
 use iofleet_stats::result::{RunInfo, RunResult};
 use sha2::{Digest, Sha256};
 
@@ -363,14 +363,22 @@ fn shutdown(conns: &mut [Conn], hosts: &[HostSpec]) {
     }
 }
 
-/// Run `plan` across `hosts`. The plan's `fleet.workers` is the fleet total.
+/// Run `groups` across `hosts`: the groups' workers (in group order) are placed over
+/// the hosts, so a host may serve workers of several groups.
 pub fn run_remote(
-    plan: &Plan,
+    groups: &[GroupPlan],
     hosts: &[HostSpec],
     opts: &RemoteOptions,
     stop: Arc<AtomicBool>,
     observer: &mut dyn Observer,
 ) -> Result<RunResult, FleetError> {
+    if groups.is_empty() {
+        return Err(FleetError::Input(
+            "a run needs at least one worker group".into(),
+        ));
+    }
+    let combined = combine(groups);
+    let plan = &combined;
     let placement = place(hosts, plan.fleet.workers).map_err(FleetError::Input)?;
     let mut notices = Vec::new();
     let active: Vec<usize> = (0..hosts.len()).filter(|&i| placement[i].1 > 0).collect();
@@ -393,11 +401,20 @@ pub fn run_remote(
             .iter()
             .map(|&i| {
                 let (base, count) = placement[i];
-                let mut p = plan.clone();
-                p.fleet.workers = count;
+                // This host's share of each group: the overlap of worker ranges.
+                let share = groups
+                    .iter()
+                    .map(|g| {
+                        let lo = g.worker_base.max(base);
+                        let hi = (g.worker_base + g.plan.fleet.workers).min(base + count);
+                        let mut g = g.clone();
+                        g.worker_base = lo.min(base + count);
+                        g.plan.fleet.workers = hi.saturating_sub(lo);
+                        g
+                    })
+                    .collect();
                 let job = AgentJob {
-                    plan: p,
-                    worker_base: base,
+                    groups: share,
                     target: hosts[i].target.clone(),
                     direct: opts.direct,
                     destroy_data: opts.destroy_data,
@@ -597,6 +614,7 @@ pub fn run_remote(
     );
     let mut full = plan.clone();
     full.fleet.workers = total_workers;
+    let plan_value = crate::controller::plan_json(&full, groups);
     if engines.iter().any(|e| e != &engines[0]) {
         let list: Vec<String> = conns
             .iter()
@@ -624,7 +642,7 @@ pub fn run_remote(
         hostname: sys::hostname(),
         iofleet_version: env!("CARGO_PKG_VERSION").into(),
         start_skew_ms: 0.0,
-        plan: serde_json::to_value(&full).unwrap_or(serde_json::Value::Null),
+        plan: plan_value,
     };
     observer.started(&info);
     let mut worker_host = Vec::new();
@@ -635,6 +653,7 @@ pub fn run_remote(
         plan,
         timeline: &timeline,
         worker_base: 0,
+        groups: crate::controller::group_ranges(groups),
         workers: total_workers as usize,
         source_names: conns.iter().map(|c| format!("host {}", c.name)).collect(),
         hosts: conns.iter().map(|c| c.name.clone()).collect(),
@@ -663,12 +682,15 @@ pub fn run_remote(
     let mut info = info;
     info.start_skew_ms = skew;
     // Configured outstanding: every host runs the same per-worker lanes.
-    let per_worker = crate::controller::configured_per_worker(plan);
+    let configured = groups
+        .iter()
+        .map(|g| crate::controller::configured_per_worker(&g.plan) * g.plan.fleet.workers as u64)
+        .sum();
     Ok(summarize(
         &spec,
         collected,
         info,
-        per_worker * total_workers as u64,
+        configured,
         &HostFacts {
             start_late_ms: late,
         },

@@ -12,7 +12,7 @@ use iofleet_engine::null::LatencyModel;
 use iofleet_engine::target::TargetSpec;
 use iofleet_fleet::{run, EngineChoice, RunConfig, Silent};
 use iofleet_profile::{
-    Arrival, BlockSizes, Bytes, FleetShape, Locality, Plan, Prepare, StreamPlan, Timing,
+    Arrival, BlockSizes, Bytes, FleetShape, GroupPlan, Locality, Plan, Prepare, StreamPlan, Timing,
 };
 
 /// A deterministic pseudo-random latency list (ns) from a simple LCG, independent of
@@ -117,7 +117,7 @@ fn merged_percentiles_equal_union_of_raw_samples() {
     let (workers, disks, threads) = (3u32, 2u32, 2u32);
     let (warmup_ms, duration_ms) = (500u64, 3000u64);
     let cfg = RunConfig {
-        plan: plan(workers, disks, threads, warmup_ms, duration_ms),
+        groups: GroupPlan::single(plan(workers, disks, threads, warmup_ms, duration_ms), 0),
         engine: EngineChoice::NullSim(models.iter().cloned().map(LatencyModel::Samples).collect()),
         target: TargetSpec::Dir("unused".into()),
         target_label: "none".into(),
@@ -125,7 +125,6 @@ fn merged_percentiles_equal_union_of_raw_samples() {
         destroy_data: false,
         disk_size_from_cli: false,
         seed: 42,
-        worker_base: 0,
         cleanup: false,
     };
     let result = run(&cfg, Arc::new(AtomicBool::new(false)), &mut Silent).unwrap();
@@ -197,7 +196,7 @@ fn open_loop_rate_is_honoured_and_latency_counts_from_intended_time() {
     p.fleet.qd = 2;
     p.timing.rate_iops = Some(1000.0);
     let cfg = RunConfig {
-        plan: p.clone(),
+        groups: GroupPlan::single(p.clone(), 0),
         engine: EngineChoice::NullSim(vec![LatencyModel::Fixed(5_000_000)]),
         target: TargetSpec::Dir("unused".into()),
         target_label: "none".into(),
@@ -205,7 +204,6 @@ fn open_loop_rate_is_honoured_and_latency_counts_from_intended_time() {
         destroy_data: false,
         disk_size_from_cli: false,
         seed: 1,
-        worker_base: 0,
         cleanup: false,
     };
     let r = run(&cfg, Arc::new(AtomicBool::new(false)), &mut Silent).unwrap();
@@ -219,7 +217,10 @@ fn open_loop_rate_is_honoured_and_latency_counts_from_intended_time() {
     // Under the device's capacity, the achieved rate is the requested one and latency
     // is the service time.
     p.timing.rate_iops = Some(100.0);
-    let cfg = RunConfig { plan: p, ..cfg };
+    let cfg = RunConfig {
+        groups: GroupPlan::single(p, 0),
+        ..cfg
+    };
     let r = run(&cfg, Arc::new(AtomicBool::new(false)), &mut Silent).unwrap();
     assert!(
         (r.summary.all.iops - 100.0).abs() < 2.0,

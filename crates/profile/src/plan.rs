@@ -177,3 +177,77 @@ impl Plan {
         per_worker * f.workers as u64
     }
 }
+
+/// One worker group of a run: a profile driven by a contiguous range of the fleet's
+/// workers (`plan.fleet.workers` of them, starting at global worker `worker_base`).
+/// Several groups run at once on one timeline (say 20 VDI workers and 4 SQL workers).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GroupPlan {
+    pub name: String,
+    pub plan: Plan,
+    pub worker_base: u32,
+}
+
+impl GroupPlan {
+    /// A run of one profile: one group named after it.
+    pub fn single(plan: Plan, worker_base: u32) -> Vec<GroupPlan> {
+        vec![GroupPlan {
+            name: plan.name.clone(),
+            plan,
+            worker_base,
+        }]
+    }
+}
+
+/// Index of each group's first stream in the combined stream list.
+pub fn stream_offsets(groups: &[GroupPlan]) -> Vec<usize> {
+    let mut at = 0;
+    groups
+        .iter()
+        .map(|g| {
+            let o = at;
+            at += g.plan.streams.len();
+            o
+        })
+        .collect()
+}
+
+/// The plan the threads and the collector share: every group's streams in group order
+/// (named `group/stream` when there are several groups), the first group's timing
+/// (groups share one timeline), and the total worker count.
+pub fn combine(groups: &[GroupPlan]) -> Plan {
+    let first = &groups[0].plan;
+    if groups.len() == 1 {
+        return first.clone();
+    }
+    let mut fleet = first.fleet.clone();
+    fleet.workers = groups.iter().map(|g| g.plan.fleet.workers).sum();
+    Plan {
+        name: groups
+            .iter()
+            .map(|g| g.name.as_str())
+            .collect::<Vec<_>>()
+            .join("+"),
+        description: groups
+            .iter()
+            .map(|g| {
+                format!(
+                    "{} ({} workers): {}",
+                    g.name, g.plan.fleet.workers, g.plan.name
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+        fleet,
+        timing: first.timing.clone(),
+        streams: groups
+            .iter()
+            .flat_map(|g| {
+                g.plan.streams.iter().map(move |s| StreamPlan {
+                    name: format!("{}/{}", g.name, s.name),
+                    ..s.clone()
+                })
+            })
+            .collect(),
+    }
+}

@@ -172,6 +172,37 @@ impl Exporter for TableExporter {
                 )?;
             }
         }
+        if r.groups.len() > 1 {
+            writeln!(out)?;
+            writeln!(
+                out,
+                "  {:<14} {:<22} {:>7} {:>12} {:>9} {:>10} {:>10} {:>10} {:>10}",
+                "group",
+                "profile",
+                "workers",
+                "IOPS",
+                "MB/s",
+                "read mean",
+                "read p99",
+                "write mean",
+                "write p99"
+            )?;
+            for g in &r.groups {
+                writeln!(
+                    out,
+                    "  {:<14} {:<22} {:>7} {:>12.0} {:>9.1} {:>10.1} {:>10.1} {:>10.1} {:>10.1}",
+                    g.name.chars().take(14).collect::<String>(),
+                    g.profile.chars().take(22).collect::<String>(),
+                    g.workers,
+                    g.all.iops,
+                    g.all.mbps,
+                    g.read.latency_us.mean,
+                    g.read.latency_us.p99,
+                    g.write.latency_us.mean,
+                    g.write.latency_us.p99
+                )?;
+            }
+        }
         if r.hosts.len() > 1 || r.hosts.iter().any(|h| h.lost_at_s.is_some()) {
             writeln!(out)?;
             writeln!(

@@ -24,6 +24,9 @@ pub struct RunResult {
     /// Per host, over the measured phase (one entry for a run on this host alone).
     #[serde(default)]
     pub hosts: Vec<HostSummary>,
+    /// Per worker group, over the measured phase (one entry for a single profile).
+    #[serde(default)]
+    pub groups: Vec<GroupSummary>,
     /// Things the user should know about how the run was carried out.
     pub notices: Vec<String>,
 }
@@ -227,6 +230,19 @@ pub struct HostSummary {
     /// Started more than 100 ms after the earliest host, or delivered under 80% of the
     /// median host's IOPS.
     pub straggler: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GroupSummary {
+    pub name: String,
+    /// The profile the group runs.
+    pub profile: String,
+    /// Global index of the group's first worker, and its number of workers.
+    pub first_worker: u32,
+    pub workers: u32,
+    pub all: OpSummary,
+    pub read: OpSummary,
+    pub write: OpSummary,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

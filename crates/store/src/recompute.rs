@@ -10,8 +10,8 @@
 //! result when there is one, and are zero with a notice otherwise.
 
 use iofleet_stats::result::{
-    is_straggler, ErrorSummary, HostSummary, IntervalRow, Outstanding, RunInfo, RunResult,
-    RunSummary, StreamSummary, WorkerSummary, SCHEMA_VERSION,
+    is_straggler, ErrorSummary, GroupSummary, HostSummary, IntervalRow, Outstanding, RunInfo,
+    RunResult, RunSummary, StreamSummary, WorkerSummary, SCHEMA_VERSION,
 };
 use iofleet_stats::summary::median;
 use iofleet_stats::{LatencyHist, OpStats, OpSummary, Sample};
@@ -243,6 +243,8 @@ impl Store {
             })
             .collect();
         let host_summaries = host_summaries(&hosts, &worker_totals, stored.as_ref(), elapsed_s);
+        let group_summaries =
+            group_summaries(&info.plan, stored.as_ref(), &worker_totals, elapsed_s);
         let measured_mean = if measured_ns > 0 {
             all.latency_sum_ns as f64 / measured_ns as f64
         } else {
@@ -312,6 +314,7 @@ impl Store {
             intervals: rows,
             workers,
             hosts: host_summaries,
+            groups: group_summaries,
             notices,
         };
         Ok(Analysis {
@@ -323,6 +326,59 @@ impl Store {
             has_final: stored.is_some(),
         })
     }
+}
+
+/// Per-group figures from the per-worker totals. Group ranges come from the stored
+/// result, else from the recorded plan (its `groups` when there are several, else one
+/// group of every worker).
+fn group_summaries(
+    plan: &serde_json::Value,
+    stored: Option<&RunResult>,
+    worker_totals: &[Sample],
+    elapsed_s: f64,
+) -> Vec<GroupSummary> {
+    let ranges: Vec<(String, String, u32, u32)> = match stored {
+        Some(r) if !r.groups.is_empty() => r
+            .groups
+            .iter()
+            .map(|g| (g.name.clone(), g.profile.clone(), g.first_worker, g.workers))
+            .collect(),
+        _ => match plan.get("groups").and_then(|g| g.as_array()) {
+            Some(groups) => groups
+                .iter()
+                .map(|g| {
+                    let name = g["name"].as_str().unwrap_or("").to_string();
+                    let profile = g["plan"]["name"].as_str().unwrap_or("").to_string();
+                    let base = g["worker_base"].as_u64().unwrap_or(0) as u32;
+                    let n = g["plan"]["fleet"]["workers"].as_u64().unwrap_or(0) as u32;
+                    (name, profile, base, n)
+                })
+                .collect(),
+            None => {
+                let name = plan["name"].as_str().unwrap_or("").to_string();
+                vec![(name.clone(), name, 0, worker_totals.len() as u32)]
+            }
+        },
+    };
+    let n_streams = worker_totals.first().map_or(0, |s| s.streams.len());
+    ranges
+        .into_iter()
+        .map(|(name, profile, first, n)| {
+            let mut g = Sample::new(n_streams);
+            for s in worker_totals.iter().skip(first as usize).take(n as usize) {
+                g += s;
+            }
+            GroupSummary {
+                name,
+                profile,
+                first_worker: first,
+                workers: n,
+                all: OpSummary::from_ops(&g.all(), elapsed_s),
+                read: OpSummary::from_ops(&g.read(), elapsed_s),
+                write: OpSummary::from_ops(&g.write(), elapsed_s),
+            }
+        })
+        .collect()
 }
 
 /// Per-host figures from the per-worker totals, hosts in the order of the stored result

@@ -156,6 +156,7 @@ fn fake_final(info: RunInfo) -> RunResult {
         intervals: vec![],
         workers: vec![],
         hosts: vec![],
+        groups: vec![],
         notices: vec!["from the live run".into()],
     }
 }
