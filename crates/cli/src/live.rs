@@ -1,35 +1,75 @@
 //! The live terminal view: one progress line on stderr while a run goes (phase,
-//! elapsed/total, last-interval IOPS, MB/s and p99). It is an `Observer`, called from the
-//! controller thread once per interval, so it never touches I/O threads. Hidden when
+//! elapsed/total, last-interval IOPS, MB/s and p99) and, for a fleet across hosts, one
+//! row per host with the same figures for its workers. It is an `Observer`, called from
+//! the controller thread once per interval, so it never touches I/O threads. Hidden when
 //! stderr is not a terminal or with `--quiet`.
 
 use std::io::IsTerminal;
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use iofleet_fleet::{IntervalSnapshot, Observer, Phase};
+use iofleet_stats::Sample;
 
 pub struct LiveView {
+    multi: Option<MultiProgress>,
     bar: Option<ProgressBar>,
+    host_rows: Vec<ProgressBar>,
     phase_start_s: f64,
 }
 
 impl LiveView {
     pub fn new(quiet: bool) -> Self {
-        let bar = if !quiet && std::io::stderr().is_terminal() {
-            let b = ProgressBar::with_draw_target(Some(1), ProgressDrawTarget::stderr());
-            Some(b)
+        let (multi, bar) = if !quiet && std::io::stderr().is_terminal() {
+            let m = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
+            let b = m.add(ProgressBar::new(1));
+            (Some(m), Some(b))
         } else {
-            None
+            (None, None)
         };
         LiveView {
+            multi,
             bar,
+            host_rows: Vec::new(),
             phase_start_s: 0.0,
         }
     }
 
     pub fn finish(&mut self) {
+        for r in self.host_rows.drain(..) {
+            r.finish_and_clear();
+        }
         if let Some(b) = self.bar.take() {
             b.finish_and_clear();
+        }
+    }
+
+    /// One row per host (created at the first interval of a fleet across hosts).
+    fn host_rows(&mut self, snap: &IntervalSnapshot<'_>) {
+        let Some(m) = &self.multi else { return };
+        if snap.hosts.len() < 2 {
+            return;
+        }
+        while self.host_rows.len() < snap.hosts.len() {
+            let row = m.add(ProgressBar::new(1));
+            row.set_style(ProgressStyle::with_template("{msg}").expect("static template"));
+            self.host_rows.push(row);
+        }
+        let mut per_host = vec![Sample::default(); snap.hosts.len()];
+        for (w, s) in snap.workers.iter().enumerate() {
+            if let Some(&h) = snap.worker_host.get(w) {
+                per_host[h] += s;
+            }
+        }
+        let secs = snap.row.duration_s.max(1e-9);
+        for ((row, name), s) in self.host_rows.iter().zip(snap.hosts).zip(&per_host) {
+            let all = s.all();
+            row.set_message(format!(
+                "  {:<16} {:>10.0} IOPS {:>8.1} MB/s  p99 {:>9.1} µs",
+                name.chars().take(16).collect::<String>(),
+                all.ios as f64 / secs,
+                all.bytes as f64 / secs / 1e6,
+                all.hist.quantile_ns(0.99) as f64 / 1000.0
+            ));
         }
     }
 }
@@ -80,6 +120,7 @@ impl Observer for LiveView {
     }
 
     fn interval(&mut self, snap: &IntervalSnapshot<'_>) {
+        self.host_rows(snap);
         let Some(b) = &self.bar else { return };
         let r = snap.row;
         if r.warmup {

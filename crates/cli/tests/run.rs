@@ -288,3 +288,70 @@ fn output_file_gets_the_json_too() {
     assert_eq!(v["run"]["profile"], "iometer-database");
     assert!(stdout(&o).contains("IOPS"), "table still printed");
 }
+
+#[test]
+fn cleanup_removes_the_disk_files_it_used() {
+    let d = tempfile::tempdir().unwrap();
+    let keep = d.path().join("iofleet-data").join("unrelated.txt");
+    std::fs::create_dir_all(keep.parent().unwrap()).unwrap();
+    std::fs::write(&keep, b"not ours").unwrap();
+    let o = run_in(
+        d.path(),
+        &[
+            "run",
+            "diskspd-4k-read",
+            "--workers",
+            "1",
+            "--disks",
+            "2",
+            "--disk-size",
+            "4m",
+            "--duration",
+            "500ms",
+            "--interval",
+            "250ms",
+            "--warmup",
+            "0s",
+            "--cleanup",
+            "--quiet",
+            "--no-save",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let left: Vec<String> = std::fs::read_dir(d.path().join("iofleet-data"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        left,
+        ["unrelated.txt"],
+        "only iofleet's disk files are removed"
+    );
+    // Without other files, the directory goes too.
+    std::fs::remove_file(&keep).unwrap();
+    let o = run_in(
+        d.path(),
+        &[
+            "run",
+            "diskspd-4k-read",
+            "--workers",
+            "1",
+            "--disks",
+            "1",
+            "--disk-size",
+            "4m",
+            "--duration",
+            "500ms",
+            "--interval",
+            "250ms",
+            "--warmup",
+            "0s",
+            "--cleanup",
+            "--quiet",
+            "--no-save",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!d.path().join("iofleet-data").exists());
+}
