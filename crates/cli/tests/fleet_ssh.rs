@@ -53,6 +53,44 @@ fn agents() -> Vec<u32> {
         .collect()
 }
 
+/// Start a 3-worker null-engine run of `duration` across the inventory's hosts (JSON on
+/// stdout) and return once all three agents are running.
+fn spawn_fleet(dir: &Path, inv: &str, duration: &str, extra: &[&str]) -> std::process::Child {
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("iofleet"))
+        .current_dir(dir)
+        .args([
+            "run",
+            "vsan-7030",
+            "--hosts",
+            inv,
+            "--no-save",
+            "--quiet",
+            "--json",
+        ])
+        .args([
+            "--engine",
+            "null",
+            "--workers",
+            "3",
+            "--disks",
+            "1",
+            "--warmup",
+            "0s",
+        ])
+        .args(["--interval", "500ms", "--duration", duration])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while agents().len() < 3 && t0.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(agents().len(), 3, "three agents run");
+    child
+}
+
 fn exact_quantile(sorted: &[u64], q: f64) -> f64 {
     let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
     sorted[rank - 1] as f64
@@ -253,42 +291,13 @@ fn a_host_lost_mid_run_is_marked_and_exits_3() {
     let tmp = tempfile::tempdir().unwrap();
     let inv = inventory(&c, tmp.path(), "");
     for tolerate in [false, true] {
-        let mut args = vec![
-            "run",
-            "vsan-7030",
-            "--hosts",
-            &inv,
-            "--no-save",
-            "--quiet",
-            "--json",
-            "--engine",
-            "null",
-            "--workers",
-            "3",
-            "--disks",
-            "1",
-            "--duration",
-            "6s",
-            "--warmup",
-            "0s",
-            "--interval",
-            "500ms",
-        ];
-        if tolerate {
-            args.push("--tolerate-host-loss");
-        }
-        let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("iofleet"))
-            .current_dir(tmp.path())
-            .args(&args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        // Wait until the agents run, then kill host h2's session (its agent included).
-        let t0 = Instant::now();
-        while agents().len() < 3 && t0.elapsed() < Duration::from_secs(20) {
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        let extra: &[&str] = if tolerate {
+            &["--tolerate-host-loss"]
+        } else {
+            &[]
+        };
+        let child = spawn_fleet(tmp.path(), &inv, "6s", extra);
+        // Two seconds in, kill host h2's session (its agent included).
         std::thread::sleep(Duration::from_millis(2000));
         c.kill_sessions(1);
         let o = child.wait_with_output().unwrap();
@@ -322,36 +331,7 @@ fn ctrl_c_leaves_no_agent_behind() {
     let Some(c) = Cluster::start(3) else { return };
     let tmp = tempfile::tempdir().unwrap();
     let inv = inventory(&c, tmp.path(), "");
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("iofleet"))
-        .current_dir(tmp.path())
-        .args([
-            "run",
-            "vsan-7030",
-            "--hosts",
-            &inv,
-            "--no-save",
-            "--quiet",
-            "--json",
-            "--engine",
-            "null",
-            "--workers",
-            "3",
-            "--disks",
-            "1",
-            "--duration",
-            "60s",
-            "--warmup",
-            "0s",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let t0 = Instant::now();
-    while agents().len() < 3 && t0.elapsed() < Duration::from_secs(20) {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert_eq!(agents().len(), 3, "three agents ran");
+    let child = spawn_fleet(tmp.path(), &inv, "60s", &[]);
     std::thread::sleep(Duration::from_millis(1500));
     assert!(std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])

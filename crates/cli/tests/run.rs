@@ -295,29 +295,32 @@ fn cleanup_removes_the_disk_files_it_used() {
     let keep = d.path().join("iofleet-data").join("unrelated.txt");
     std::fs::create_dir_all(keep.parent().unwrap()).unwrap();
     std::fs::write(&keep, b"not ours").unwrap();
-    let o = run_in(
-        d.path(),
-        &[
-            "run",
-            "diskspd-4k-read",
-            "--workers",
-            "1",
-            "--disks",
-            "2",
-            "--disk-size",
-            "4m",
-            "--duration",
-            "500ms",
-            "--interval",
-            "250ms",
-            "--warmup",
-            "0s",
-            "--cleanup",
-            "--quiet",
-            "--no-save",
-        ],
-    );
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let run_with_cleanup = |disks: &str| {
+        let o = run_in(
+            d.path(),
+            &[
+                "run",
+                "diskspd-4k-read",
+                "--workers",
+                "1",
+                "--disks",
+                disks,
+                "--disk-size",
+                "4m",
+                "--duration",
+                "500ms",
+                "--interval",
+                "250ms",
+                "--warmup",
+                "0s",
+                "--cleanup",
+                "--quiet",
+                "--no-save",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    };
+    run_with_cleanup("2");
     let left: Vec<String> = std::fs::read_dir(d.path().join("iofleet-data"))
         .unwrap()
         .flatten()
@@ -330,28 +333,6 @@ fn cleanup_removes_the_disk_files_it_used() {
     );
     // Without other files, the directory goes too.
     std::fs::remove_file(&keep).unwrap();
-    let o = run_in(
-        d.path(),
-        &[
-            "run",
-            "diskspd-4k-read",
-            "--workers",
-            "1",
-            "--disks",
-            "1",
-            "--disk-size",
-            "4m",
-            "--duration",
-            "500ms",
-            "--interval",
-            "250ms",
-            "--warmup",
-            "0s",
-            "--cleanup",
-            "--quiet",
-            "--no-save",
-        ],
-    );
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    run_with_cleanup("1");
     assert!(!d.path().join("iofleet-data").exists());
 }

@@ -36,7 +36,7 @@ impl fmt::Display for Bytes {
             (1 << 20, "m"),
             (1 << 10, "k"),
         ] {
-            if v >= unit && v % unit == 0 {
+            if v >= unit && v.is_multiple_of(unit) {
                 return write!(f, "{}{}", v / unit, suffix);
             }
         }
@@ -108,15 +108,15 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 /// Format a duration the way `parse_duration` reads it back.
 pub fn format_duration(d: Duration) -> String {
     let ms = d.as_millis();
-    if d.as_nanos() % 1_000_000 != 0 {
+    if !d.as_nanos().is_multiple_of(1_000_000) {
         format!("{}s", d.as_secs_f64())
-    } else if ms % 1000 != 0 {
+    } else if !ms.is_multiple_of(1000) {
         format!("{ms}ms")
     } else {
         let s = d.as_secs();
-        if s != 0 && s % 3600 == 0 {
+        if s != 0 && s.is_multiple_of(3600) {
             format!("{}h", s / 3600)
-        } else if s != 0 && s % 60 == 0 {
+        } else if s != 0 && s.is_multiple_of(60) {
             format!("{}m", s / 60)
         } else {
             format!("{s}s")
