@@ -290,9 +290,14 @@ pub(crate) fn summarize(
     for (w, s) in col.worker_totals.iter().enumerate() {
         host_totals[spec.worker_host[w]] += s;
     }
+    // Hosts are compared per worker: a host given fewer workers is not slower.
+    let host_workers: Vec<usize> = (0..spec.hosts.len())
+        .map(|h| spec.worker_host.iter().filter(|&&x| x == h).count())
+        .collect();
     let host_iops: Vec<f64> = host_totals
         .iter()
-        .map(|s| s.ios() as f64 / elapsed_s.max(1e-9))
+        .zip(&host_workers)
+        .map(|(s, &n)| s.ios() as f64 / elapsed_s.max(1e-9) / n.max(1) as f64)
         .collect();
     let median_host = median(&host_iops);
     let earliest = facts
@@ -448,5 +453,112 @@ pub(crate) fn empty_result(info: RunInfo, notices: Vec<String>) -> RunResult {
         hosts: Vec::new(),
         groups: Vec::new(),
         notices,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iofleet_profile::{
+        Arrival, BlockSizes, Bytes, FleetShape, Locality, Prepare, StreamPlan, Timing,
+    };
+
+    fn plan() -> Plan {
+        Plan {
+            name: "p".into(),
+            description: String::new(),
+            fleet: FleetShape {
+                workers: 3,
+                disks_per_worker: 1,
+                disk_size: Bytes(1 << 20),
+                threads_per_disk: 1,
+                qd: 1,
+            },
+            timing: Timing {
+                prepare: Prepare::None,
+                warmup: Duration::ZERO,
+                duration: Duration::from_secs(1),
+                interval: Duration::from_secs(1),
+                rate_iops: None,
+                arrival: Arrival::Uniform,
+            },
+            streams: vec![StreamPlan {
+                name: "s".into(),
+                bs: BlockSizes::fixed(Bytes(4096)),
+                read_pct: 100.0,
+                random_pct: 100.0,
+                align: Bytes(4096),
+                weight: Some(1),
+                rate_iops: None,
+                qd: None,
+                locality: Locality::Uniform,
+                working_set_pct: 100.0,
+                disks: vec![0],
+            }],
+        }
+    }
+
+    /// Hosts a (workers 0, 1) and b (worker 2); each worker did `ios[w]` reads.
+    fn stragglers(ios: [u64; 3]) -> Vec<bool> {
+        let plan = plan();
+        let timeline = Timeline::new(
+            Duration::ZERO,
+            Duration::from_secs(1),
+            Duration::from_secs(1),
+        );
+        let spec = CollectSpec {
+            plan: &plan,
+            timeline: &timeline,
+            worker_base: 0,
+            groups: vec![("p".into(), "p".into(), 0, 3)],
+            workers: 3,
+            source_names: vec!["a".into(), "b".into()],
+            hosts: vec!["a".into(), "b".into()],
+            worker_host: vec![0, 0, 1],
+            source_host: vec![0, 1],
+            epoch: Instant::now(),
+        };
+        let worker_totals = ios
+            .iter()
+            .map(|&n| {
+                let mut s = Sample::new(1);
+                (0..n).for_each(|_| s.streams[0].read.record(1000, 4096));
+                s
+            })
+            .collect();
+        let col = Collected {
+            rows: Vec::new(),
+            worker_totals,
+            measured_ns: 1_000_000_000,
+            interval_iops: Vec::new(),
+            errors: Vec::new(),
+            error_count: 0,
+            failures: Vec::new(),
+            max_end_ns: 1_000_000_000,
+            host_lost_ns: vec![None, None],
+            lost_reasons: Vec::new(),
+            cpu: CpuSpan::default(),
+        };
+        let info: RunInfo = serde_json::from_value(serde_json::json!({
+            "profile": "p", "description": "", "engine": "null", "started_at": "",
+            "duration_s": 0.0, "warmup_s": 0.0, "interval_s": 1.0, "interrupted": false,
+            "direct": true, "target": "none", "hostname": "h", "iofleet_version": "0",
+            "plan": null
+        }))
+        .unwrap();
+        let r = summarize(&spec, col, info, 3, &HostFacts::default(), Vec::new());
+        assert_eq!(
+            r.hosts.iter().map(|h| h.all.ios).sum::<u64>(),
+            ios.iter().sum::<u64>()
+        );
+        r.hosts.iter().map(|h| h.straggler).collect()
+    }
+
+    #[test]
+    fn hosts_are_compared_per_worker() {
+        // b runs one worker at the same per-worker rate as a's two: not a straggler.
+        assert_eq!(stragglers([100, 100, 100]), [false, false]);
+        // b's worker delivers half of a's per-worker rate: a straggler.
+        assert_eq!(stragglers([100, 100, 50]), [false, true]);
     }
 }

@@ -202,7 +202,7 @@ impl IntervalRow {
 
 /// Whether a host is a straggler: it was not lost, the fleet has several hosts, and it
 /// started more than 100 ms after the earliest host or delivered under 80% of the
-/// median host's IOPS.
+/// median host's IOPS per worker (`iops` and `median_iops` are per worker).
 pub fn is_straggler(
     lost: bool,
     hosts: usize,
@@ -228,7 +228,7 @@ pub struct HostSummary {
     /// When the host was lost, seconds since the timeline start (None: it finished).
     pub lost_at_s: Option<f64>,
     /// Started more than 100 ms after the earliest host, or delivered under 80% of the
-    /// median host's IOPS.
+    /// median host's IOPS per worker.
     pub straggler: bool,
 }
 

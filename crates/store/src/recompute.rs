@@ -409,9 +409,11 @@ fn host_summaries(
         totals[h] += s;
         workers[h] += 1;
     }
+    // Hosts are compared per worker, as in the live result.
     let host_iops: Vec<f64> = totals
         .iter()
-        .map(|s| s.ios() as f64 / elapsed_s.max(1e-9))
+        .zip(&workers)
+        .map(|(s, &n)| s.ios() as f64 / elapsed_s.max(1e-9) / n.max(1) as f64)
         .collect();
     let median_host = median(&host_iops);
     let earliest = stored
