@@ -270,7 +270,20 @@ fn o_direct_refused_by_the_filesystem_suggests_direct_false() {
     struct Unmount<'a>(&'a std::path::Path);
     impl Drop for Unmount<'_> {
         fn drop(&mut self) {
-            let _ = std::process::Command::new("umount").arg(self.0).status();
+            // io_uring tears a ring down asynchronously after its process exits and holds
+            // its registered file until then, so the mount can be briefly busy: retry.
+            for _ in 0..30 {
+                let done = std::process::Command::new("umount")
+                    .arg(self.0)
+                    .stderr(std::process::Stdio::null())
+                    .status()
+                    .is_ok_and(|s| s.success());
+                if done {
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            eprintln!("could not unmount {}", self.0.display());
         }
     }
     let _guard = Unmount(&mnt);
