@@ -118,6 +118,10 @@ pub struct RunArgs {
     /// latency quantiles.
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<String>,
+    /// With --hosts: a host still silent this long after the run's end (or a Ctrl-C) is
+    /// marked lost, as a host whose connection closed would be.
+    #[arg(long, value_parser = duration, default_value = "30s", value_name = "DURATION")]
+    pub host_timeout: Duration,
     /// With --hosts: a host lost mid-run does not make the exit code 3.
     #[arg(long)]
     pub tolerate_host_loss: bool,

@@ -237,6 +237,7 @@ pub fn run(a: RunArgs) -> Result<i32, Exit> {
                     disk_size_from_cli: a.disk_size.is_some(),
                     seed: a.seed,
                     cleanup: a.cleanup,
+                    host_timeout: a.host_timeout,
                 };
                 iofleet_fleet::remote::run_remote(
                     &cfg.groups,

@@ -79,6 +79,9 @@ impl Default for UringOptions {
     }
 }
 
+/// The longest an engine being dropped waits for its I/O to complete.
+const QUIESCE_LIMIT: Duration = Duration::from_secs(10);
+
 /// After a poll that found nothing, skip polling for this many waits.
 const POLL_BACKOFF: u32 = 16;
 
@@ -326,10 +329,27 @@ impl UringEngine {
             // Nothing was ever submitted; queued SQEs die with the ring.
             return true;
         }
+        // Bounded: a device that never completes (a dead path, a hung NFS server) must
+        // not hang the thread for ever. Past the deadline the pool is leaked instead.
+        let deadline = std::time::Instant::now() + QUIESCE_LIMIT;
         while self.in_flight > 0 {
-            match self.ring.submit_and_wait(self.in_flight as usize) {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            let ts = types::Timespec::from(left);
+            let args = types::SubmitArgs::new().timespec(&ts);
+            match self
+                .ring
+                .submitter()
+                .submit_with_args(self.in_flight as usize, &args)
+            {
                 Ok(_) => {}
-                Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR | libc::EBUSY)) => {}
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc::EINTR | libc::EBUSY | libc::ETIME)
+                    ) => {}
                 Err(_) => return false,
             }
             for _ in self.ring.completion() {
@@ -419,7 +439,7 @@ impl Engine for UringEngine {
     ) -> Result<(), EngineError> {
         self.ensure_enabled()?;
         // Without a timeout, never wait for more than can ever arrive.
-        let want = match timeout {
+        let mut want = match timeout {
             None => min_complete.min(self.in_flight),
             Some(_) => min_complete,
         } as usize;
@@ -480,8 +500,16 @@ impl Engine for UringEngine {
                     // one (restarting would stretch the timeout).
                     Some(libc::EINTR) if ts.is_none() => continue,
                     Some(libc::EINTR) => break,
-                    // CQ overflow backlog: make room, then submit again.
-                    Some(libc::EBUSY) => self.drain(out),
+                    // CQ overflow backlog: make room, then submit again (waiting only
+                    // for what is still missing).
+                    Some(libc::EBUSY) => {
+                        let before = out.len();
+                        self.drain(out);
+                        want = want.saturating_sub(out.len() - before);
+                        if want == 0 {
+                            return Ok(());
+                        }
+                    }
                     _ => return Err(e.into()),
                 },
             }

@@ -39,15 +39,14 @@ enum Control {
 struct Gate {
     out: Out,
     control: Receiver<Control>,
-    notices: Vec<String>,
 }
 
 impl StartGate for Gate {
-    fn ready(&mut self, engine: &str) -> Result<Instant, FleetError> {
+    fn ready(&mut self, engine: &str, notices: &[String]) -> Result<Instant, FleetError> {
         send(
             &self.out,
             &Frame::Ready(Ready {
-                notices: self.notices.clone(),
+                notices: notices.to_vec(),
                 engine: engine.to_string(),
             }),
         )
@@ -229,7 +228,6 @@ pub fn serve(input: Box<dyn Read + Send>, output: Box<dyn Write + Send>) -> i32 
     let mut gate = Gate {
         out: out.clone(),
         control: ctl_rx,
-        notices: Vec::new(),
     };
     let mut streamer = Streamer {
         out: out.clone(),

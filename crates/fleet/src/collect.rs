@@ -44,6 +44,10 @@ pub(crate) struct CollectSpec<'a> {
     /// The host each source belongs to (a lost source marks its host lost).
     pub source_host: Vec<usize>,
     pub epoch: Instant,
+    /// Sources still silent this long after the planned end (or after a stop) are
+    /// given up on and marked lost: a remote host can go quiet without its connection
+    /// closing. None for local threads, which always report.
+    pub silence_grace: Option<Duration>,
 }
 
 /// Everything the collection produced, ready to be summarised.
@@ -77,6 +81,9 @@ pub(crate) fn collect(
     let mut done = vec![false; n_sources];
     let mut pending: BTreeMap<u32, Vec<Sample>> = BTreeMap::new();
     let mut cuts: BTreeMap<u32, u64> = BTreeMap::new();
+    // Intervals some source reported in full: a stop elsewhere must not shorten them.
+    let mut ran_through: std::collections::BTreeSet<u32> = Default::default();
+    let mut stop_seen: Option<Instant> = None;
     let mut out = Collected {
         rows: Vec::new(),
         worker_totals: vec![Sample::new(streams); spec.workers],
@@ -116,10 +123,15 @@ pub(crate) fn collect(
                 samples,
                 errors,
                 stopped_at,
-            }) => {
-                if let Some(t) = stopped_at {
-                    let cut = cuts.entry(index).or_insert(0);
-                    *cut = (*cut).max(t);
+            }) if index < n_intervals && (source as usize) < n_sources => {
+                match stopped_at {
+                    Some(t) => {
+                        let cut = cuts.entry(index).or_insert(0);
+                        *cut = (*cut).max(t);
+                    }
+                    None => {
+                        ran_through.insert(index);
+                    }
                 }
                 let per_worker = pending
                     .entry(index)
@@ -165,10 +177,33 @@ pub(crate) fn collect(
                     out.failures.push(format!("{}: {e}", spec.source_names[s]));
                 }
             }
+            // An interval beyond the timeline (or from an unknown source) is ignored.
+            Ok(Msg::Interval { .. }) => {}
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => done.iter_mut().for_each(|d| *d = true),
         }
         let now = Instant::now();
+        if stop.load(Ordering::Relaxed) && stop_seen.is_none() {
+            stop_seen = Some(now);
+        }
+        if let Some(grace) = spec.silence_grace {
+            let limit = stop_seen.map_or(run_end, |t| t.min(run_end)) + grace;
+            if now >= limit {
+                for (s, finished) in done.iter_mut().enumerate() {
+                    if !*finished {
+                        *finished = true;
+                        let h = spec.source_host[s];
+                        out.host_lost_ns[h]
+                            .get_or_insert(now.saturating_duration_since(epoch).as_nanos() as u64);
+                        out.lost_reasons.push(format!(
+                            "{} stopped responding: nothing heard {} s after the run's end",
+                            spec.source_names[s],
+                            grace.as_secs()
+                        ));
+                    }
+                }
+            }
+        }
         if cpu_start.is_none() && now >= measure_start && !stop.load(Ordering::Relaxed) {
             cpu_start = Some(CpuSnap::now(wall(now)));
             observer.phase(Phase::Measure, measure_s);
@@ -189,7 +224,7 @@ pub(crate) fn collect(
             };
             let start = timeline.boundaries[k as usize];
             let mut end = timeline.boundaries[k as usize + 1];
-            if let Some(&cut) = cuts.get(&k) {
+            if let Some(&cut) = cuts.get(&k).filter(|_| !ran_through.contains(&k)) {
                 if cut > start && cut < end {
                     end = cut; // the interval a stop cut short
                 }
@@ -517,6 +552,7 @@ mod tests {
             worker_host: vec![0, 0, 1],
             source_host: vec![0, 1],
             epoch: Instant::now(),
+            silence_grace: None,
         };
         let worker_totals = ios
             .iter()
@@ -552,6 +588,98 @@ mod tests {
             ios.iter().sum::<u64>()
         );
         r.hosts.iter().map(|h| h.straggler).collect()
+    }
+
+    #[test]
+    fn a_stop_cuts_only_intervals_no_source_ran_through() {
+        // Source 0 stops at 0.95 s inside interval 0; source 1 runs interval 0 to its
+        // end and stops at 1.03 s inside interval 1.
+        let plan = plan();
+        let timeline = Timeline::new(
+            Duration::ZERO,
+            Duration::from_secs(3),
+            Duration::from_secs(1),
+        );
+        let spec = CollectSpec {
+            plan: &plan,
+            timeline: &timeline,
+            worker_base: 0,
+            groups: vec![("p".into(), "p".into(), 0, 2)],
+            workers: 2,
+            source_names: vec!["t0".into(), "t1".into()],
+            hosts: vec!["h".into()],
+            worker_host: vec![0, 0],
+            source_host: vec![0, 0],
+            epoch: Instant::now(),
+            silence_grace: None,
+        };
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let interval = |source: u32, index: u32, stopped_at: Option<u64>| Msg::Interval {
+            source,
+            index,
+            samples: vec![(source, Sample::new(1))],
+            errors: Vec::new(),
+            stopped_at,
+        };
+        let done = |source: u32, end_ns: u64| Msg::Done {
+            source,
+            end_ns,
+            error: None,
+            errors: Vec::new(),
+            lost: false,
+        };
+        tx.send(interval(0, 0, Some(950_000_000))).unwrap();
+        tx.send(done(0, 950_000_000)).unwrap();
+        tx.send(interval(1, 0, None)).unwrap();
+        tx.send(interval(1, 1, Some(1_030_000_000))).unwrap();
+        tx.send(done(1, 1_030_000_000)).unwrap();
+        drop(tx);
+        let stop = std::sync::atomic::AtomicBool::new(true);
+        let col = collect(&rx, &spec, &mut crate::Silent, &stop);
+        let d: Vec<f64> = col.rows.iter().map(|r| r.duration_s).collect();
+        assert_eq!(col.rows.len(), 2);
+        assert!(
+            (d[0] - 1.0).abs() < 1e-9,
+            "interval 0 ran through on t1: {d:?}"
+        );
+        assert!(
+            (d[1] - 0.03).abs() < 1e-9,
+            "interval 1 cut at the stop: {d:?}"
+        );
+        assert_eq!(col.measured_ns, 1_030_000_000);
+    }
+
+    #[test]
+    fn a_silent_source_is_given_up_after_the_grace() {
+        let plan = plan();
+        let timeline = Timeline::new(
+            Duration::ZERO,
+            Duration::from_millis(100),
+            Duration::from_millis(100),
+        );
+        let spec = CollectSpec {
+            plan: &plan,
+            timeline: &timeline,
+            worker_base: 0,
+            groups: vec![("p".into(), "p".into(), 0, 1)],
+            workers: 1,
+            source_names: vec!["host quiet".into()],
+            hosts: vec!["quiet".into()],
+            worker_host: vec![0],
+            source_host: vec![0],
+            epoch: Instant::now(),
+            silence_grace: Some(Duration::from_millis(200)),
+        };
+        // The sender stays alive and silent, as a frozen host's connection would.
+        let (_tx, rx) = crossbeam_channel::unbounded::<Msg>();
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let col = collect(&rx, &spec, &mut crate::Silent, &stop);
+        assert!(col.host_lost_ns[0].is_some());
+        assert!(
+            col.lost_reasons[0].contains("stopped responding"),
+            "{:?}",
+            col.lost_reasons
+        );
     }
 
     #[test]

@@ -381,15 +381,16 @@ impl Drop for Cleanup {
 pub trait StartGate {
     /// Every thread is ready (targets open, disks filled). Return the start instant, or an
     /// error to abort before any measured I/O.
-    /// `engine` is the engine this run resolved to (after `auto`).
-    fn ready(&mut self, engine: &str) -> Result<Instant, FleetError>;
+    /// `engine` is the engine this run resolved to (after `auto`); `notices` what the
+    /// user should know so far (engine fallback, queue-depth cap, fills skipped).
+    fn ready(&mut self, engine: &str, notices: &[String]) -> Result<Instant, FleetError>;
 }
 
 /// Start 20 ms from now (time for every thread to reach the starting line).
 pub struct StartNow;
 
 impl StartGate for StartNow {
-    fn ready(&mut self, _engine: &str) -> Result<Instant, FleetError> {
+    fn ready(&mut self, _engine: &str, _notices: &[String]) -> Result<Instant, FleetError> {
         Ok(Instant::now() + Duration::from_millis(20))
     }
 }
@@ -443,7 +444,8 @@ pub fn run_gated(
         }
         Some(1)
     };
-    if groups.len() > 1 && matches!(cfg.target, TargetSpec::Devices(_)) && engine.needs_target() {
+    let active_groups = groups.iter().filter(|g| g.plan.fleet.workers > 0).count();
+    if active_groups > 1 && matches!(cfg.target, TargetSpec::Devices(_)) && engine.needs_target() {
         return Err(FleetError::Input(
             "--target: worker groups need a directory target (each group would split the same devices)".into(),
         ));
@@ -579,7 +581,7 @@ pub fn run_gated(
         .map_err(FleetError::Setup)?;
     drop(tx);
 
-    let epoch = match gate.ready(engine.name()) {
+    let epoch = match gate.ready(engine.name(), &notices) {
         Ok(e) => e,
         Err(e) => {
             stop.store(true, Ordering::SeqCst);
@@ -610,6 +612,7 @@ pub fn run_gated(
         worker_host: vec![0; f.workers as usize],
         source_host: vec![0; job.threads.len()],
         epoch,
+        silence_grace: None,
     };
     let collected = collect(&rx, &spec, observer, &stop);
     launcher.join();

@@ -4,7 +4,7 @@
 //! implements the same trait, so the controller cannot tell where work runs.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Barrier, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -74,11 +74,49 @@ pub trait Launcher {
     fn join(&mut self);
 }
 
+/// The starting line: threads wait until it opens. Unlike a barrier it cannot deadlock
+/// when fewer threads than planned reach it (a failed spawn, a panic during setup).
+#[derive(Default)]
+struct Gate {
+    open: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Gate {
+    fn wait(&self) {
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        while !*open {
+            open = self.cv.wait(open).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+    fn open(&self) {
+        *self.open.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        self.cv.notify_all();
+    }
+}
+
+/// Reports a thread's setup outcome exactly once, even if setup panics.
+struct ReadyOnce<'a>(Option<&'a Sender<Result<(), String>>>);
+
+impl ReadyOnce<'_> {
+    fn send(&mut self, r: Result<(), String>) {
+        if let Some(tx) = self.0.take() {
+            let _ = tx.send(r);
+        }
+    }
+}
+
+impl Drop for ReadyOnce<'_> {
+    fn drop(&mut self) {
+        self.send(Err("an I/O thread failed during setup".into()));
+    }
+}
+
 #[derive(Default)]
 pub struct LocalLauncher {
     job: Option<Arc<Job>>,
     handles: Vec<JoinHandle<()>>,
-    gate: Option<Arc<Barrier>>,
+    gate: Option<Arc<Gate>>,
     epoch: Arc<OnceLock<Instant>>,
 }
 
@@ -86,11 +124,11 @@ impl Launcher for LocalLauncher {
     fn launch(&mut self, job: Arc<Job>, tx: Sender<Msg>) -> Result<(), String> {
         let n = job.threads.len();
         self.job = Some(job.clone());
-        let gate = Arc::new(Barrier::new(n + 1));
+        let gate = Arc::new(Gate::default());
         self.gate = Some(gate.clone());
         let (ready_tx, ready_rx) = bounded::<Result<(), String>>(n);
         for i in 0..n {
-            let job = job.clone();
+            let job_t = job.clone();
             let tx = tx.clone();
             let gate = gate.clone();
             let ready_tx = ready_tx.clone();
@@ -100,9 +138,16 @@ impl Launcher for LocalLauncher {
                     "io-w{}d{}t{}",
                     job.threads[i].worker, job.threads[i].disk, job.threads[i].thread
                 ))
-                .spawn(move || thread_main(&job, i, &tx, &gate, &ready_tx, &epoch))
-                .map_err(|e| format!("cannot start an I/O thread: {e}"))?;
-            self.handles.push(h);
+                .spawn(move || thread_main(&job_t, i, &tx, &gate, &ready_tx, &epoch));
+            match h {
+                Ok(h) => self.handles.push(h),
+                Err(e) => {
+                    job.stop.store(true, Ordering::SeqCst);
+                    self.start(Instant::now());
+                    self.join();
+                    return Err(format!("cannot start an I/O thread: {e}"));
+                }
+            }
         }
         drop(ready_tx);
         let mut first_err = None;
@@ -132,7 +177,7 @@ impl Launcher for LocalLauncher {
     fn start(&mut self, epoch: Instant) -> Duration {
         let _ = self.epoch.set(epoch);
         if let Some(g) = self.gate.take() {
-            g.wait();
+            g.open();
         }
         let Some(job) = self.job.as_ref() else {
             return Duration::ZERO;
@@ -158,10 +203,11 @@ fn thread_main(
     job: &Job,
     i: usize,
     tx: &Sender<Msg>,
-    gate: &Barrier,
+    gate: &Gate,
     ready: &Sender<Result<(), String>>,
     epoch: &OnceLock<Instant>,
 ) {
+    let mut ready = ReadyOnce(Some(ready));
     let spec = &job.threads[i];
     let params = EngineParams {
         slots: spec.slots(),
@@ -208,13 +254,13 @@ fn thread_main(
                 .map_err(|e| e.to_string())
         }
     };
-    let engine = match engine {
+    let mut engine = match engine {
         Ok(e) => {
-            let _ = ready.send(Ok(()));
+            ready.send(Ok(()));
             e
         }
         Err(e) => {
-            let _ = ready.send(Err(e));
+            ready.send(Err(e));
             gate.wait();
             return;
         }
@@ -223,10 +269,11 @@ fn thread_main(
     let stop = &job.stop;
     let epoch = *epoch.get().expect("epoch is set before the gate opens");
     let mono = MonoClock::new(epoch);
-    let result = match engine {
+    // A panic in the loop must still end this source, or the collector waits for ever.
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &mut engine {
         Ready::Sim(e, clock) => {
             job.started.fetch_add(1, Ordering::SeqCst);
-            run_thread(e, &clock, spec, &job.plan, &job.timeline, stop, tx)
+            run_thread(e, clock, spec, &job.plan, &job.timeline, stop, tx)
         }
         other => {
             // Everyone starts at the same instant.
@@ -243,11 +290,14 @@ fn thread_main(
                 Ready::Sim(..) => unreachable!("handled above"),
             }
         }
+    }));
+    let (end_ns, error) = match outcome {
+        Ok(Ok(end)) => (end, None),
+        Ok(Err(e)) => (mono_now(epoch), Some(e.to_string())),
+        Err(_) => (mono_now(epoch), Some("the I/O thread panicked".to_string())),
     };
-    let (end_ns, error) = match result {
-        Ok(end) => (end, None),
-        Err(e) => (mono_now(epoch), Some(e.to_string())),
-    };
+    // Report before the engine is dropped: dropping waits (bounded) for I/O still in
+    // the kernel, which must not hold up the end of the run.
     let _ = tx.send(Msg::Done {
         source: spec.id,
         end_ns,
@@ -255,6 +305,7 @@ fn thread_main(
         errors: Vec::new(),
         lost: false,
     });
+    drop(engine);
 }
 
 fn mono_now(epoch: Instant) -> u64 {

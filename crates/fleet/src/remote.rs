@@ -44,6 +44,8 @@ pub struct RemoteOptions {
     pub disk_size_from_cli: bool,
     pub seed: u64,
     pub cleanup: bool,
+    /// A host silent this long after the run's end (or a stop) is marked lost.
+    pub host_timeout: Duration,
 }
 
 /// An open session to one host's agent.
@@ -62,9 +64,27 @@ struct Conn {
 
 fn ssh(host: &HostSpec) -> Command {
     let mut c = Command::new("ssh");
-    c.args(&host.ssh_options)
-        .args(["-o", "BatchMode=yes", "-T", "--", &host.destination]);
+    // Keep-alives make a partitioned or frozen host close its session (and be marked
+    // lost) instead of leaving the run waiting on a connection that never ends.
+    c.args(&host.ssh_options).args([
+        "-o",
+        "BatchMode=yes",
+        "-o",
+        "ConnectTimeout=15",
+        "-o",
+        "ServerAliveInterval=5",
+        "-o",
+        "ServerAliveCountMax=3",
+        "-T",
+        "--",
+        &host.destination,
+    ]);
     c
+}
+
+/// Quote a word for the remote POSIX shell.
+fn shell_quote(word: &str) -> String {
+    format!("'{}'", word.replace('\'', "'\\''"))
 }
 
 fn host_err(host: &HostSpec, what: impl std::fmt::Display) -> FleetError {
@@ -123,15 +143,23 @@ fn provision(
         .map_err(|e| host_err(host, format!("cannot run ssh: {e}")))?;
     let bytes = std::fs::read(exe)
         .map_err(|e| FleetError::Setup(format!("cannot read {}: {e}", exe.display())))?;
-    {
+    let written = {
         let mut stdin = child.stdin.take().expect("piped");
-        stdin
-            .write_all(&bytes)
-            .map_err(|e| host_err(host, format!("copying iofleet failed: {e}")))?;
-    }
+        stdin.write_all(&bytes)
+    };
+    // Wait in every case: the remote side's message says why a copy failed.
     let out = child
         .wait_with_output()
         .map_err(|e| host_err(host, format!("copying iofleet failed: {e}")))?;
+    if let Err(e) = written {
+        return Err(host_err(
+            host,
+            format!(
+                "copying iofleet failed: {e}: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
+        ));
+    }
     let echoed = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() || !echoed.starts_with(digest) {
         return Err(host_err(
@@ -164,7 +192,7 @@ fn connect(
         }
         Transport::Ssh => {
             let (path, copied) = match &host.iofleet_path {
-                Some(p) => (p.clone(), false),
+                Some(p) => (shell_quote(p), false),
                 None => provision(host, exe, digest)?,
             };
             let mut c = ssh(host);
@@ -377,10 +405,26 @@ pub fn run_remote(
             "a run needs at least one worker group".into(),
         ));
     }
+    // When every host pins its worker count, the pins are the fleet.
+    let mut notices = Vec::new();
+    let mut owned = groups.to_vec();
+    let planned: u32 = owned.iter().map(|g| g.plan.fleet.workers).sum();
+    let pinned: u32 = hosts.iter().filter_map(|h| h.workers).sum();
+    if hosts.iter().all(|h| h.workers.is_some()) && pinned != planned {
+        if owned.len() > 1 {
+            return Err(FleetError::Input(format!(
+                "--hosts: every host pins its workers ({pinned} in all) but the groups have {planned}; make them agree"
+            )));
+        }
+        notices.push(format!(
+            "every host pins its worker count: running {pinned} workers, not the planned {planned}"
+        ));
+        owned[0].plan.fleet.workers = pinned;
+    }
+    let groups = &owned[..];
     let combined = combine(groups);
     let plan = &combined;
     let placement = place(hosts, plan.fleet.workers).map_err(FleetError::Input)?;
-    let mut notices = Vec::new();
     let active: Vec<usize> = (0..hosts.len()).filter(|&i| placement[i].1 > 0).collect();
     for (i, h) in hosts.iter().enumerate() {
         if placement[i].1 == 0 {
@@ -494,6 +538,10 @@ pub fn run_remote(
                     format!("lost while preparing: {}", err.trim()),
                 ))
             }
+            Event::Frame(h, Frame::Done(d)) => Some(host_err(
+                &act_hosts[h],
+                format!("ended before the start: {}", d.notices.join("; ")),
+            )),
             Event::Frame(..) => None,
         };
         if let Some(e) = failure {
@@ -525,8 +573,10 @@ pub fn run_remote(
     let stderrs: Vec<Arc<Mutex<String>>> = conns.iter().map(|c| c.stderr.clone()).collect();
     let offsets: Vec<i64> = conns.iter().map(|c| c.offset_ns).collect();
     let router_done = Arc::new(AtomicBool::new(false));
+    let done_notices: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
     let router = {
         let started = started.clone();
+        let done_notices = done_notices.clone();
         let router_done = router_done.clone();
         std::thread::spawn(move || {
             let mut finished = vec![false; names.len()];
@@ -547,6 +597,17 @@ pub fn run_remote(
                     }
                     Event::Frame(h, Frame::Done(d)) => {
                         finished[h] = true;
+                        // Notices that arose during the run (the ones from before the
+                        // start came with Ready), minus repeats.
+                        {
+                            let mut late = done_notices.lock().unwrap_or_else(|p| p.into_inner());
+                            for n in d.notices {
+                                let n = format!("{}: {n}", names[h]);
+                                if !late.contains(&n) {
+                                    late.push(n);
+                                }
+                            }
+                        }
                         let _ = tx.send(Msg::Done {
                             source: h as u32,
                             end_ns: d.end_ns,
@@ -660,6 +721,7 @@ pub fn run_remote(
         worker_host,
         source_host: (0..conns.len()).collect(),
         epoch,
+        silence_grace: Some(opts.host_timeout),
     };
     let collected = collect(&rx, &spec, observer, &stop);
     shutdown(&mut conns, &act_hosts);
@@ -682,10 +744,25 @@ pub fn run_remote(
     let mut info = info;
     info.start_skew_ms = skew;
     // Configured outstanding: every host runs the same per-worker lanes.
+    // Configured outstanding I/O of the workers actually placed (pins may differ from
+    // the plan's count): each group's share of workers 0..total.
     let configured = groups
         .iter()
-        .map(|g| crate::controller::configured_per_worker(&g.plan) * g.plan.fleet.workers as u64)
+        .map(|g| {
+            let lo = g.worker_base.min(total_workers);
+            let hi = (g.worker_base + g.plan.fleet.workers).min(total_workers);
+            crate::controller::configured_per_worker(&g.plan) * (hi - lo) as u64
+        })
         .sum();
+    for n in done_notices
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .drain(..)
+    {
+        if !notices.contains(&n) {
+            notices.push(n);
+        }
+    }
     Ok(summarize(
         &spec,
         collected,
