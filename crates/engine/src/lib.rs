@@ -99,24 +99,6 @@ pub trait Engine {
     fn buffer_mut(&mut self, slot: u32) -> &mut [u8];
 }
 
-/// Which engine a run uses; chosen once per run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EngineKind {
-    Uring,
-    Psync,
-    Null,
-}
-
-impl EngineKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            EngineKind::Uring => "io_uring",
-            EngineKind::Psync => "psync",
-            EngineKind::Null => "null",
-        }
-    }
-}
-
 /// A target opened for one thread: the file handle and the disk region inside it.
 #[derive(Debug)]
 pub struct OpenDisk {

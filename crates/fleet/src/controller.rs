@@ -211,20 +211,6 @@ pub(crate) fn group_ranges(groups: &[GroupPlan]) -> Vec<(String, String, u32, u3
         .collect()
 }
 
-/// Configured outstanding I/O of one worker (Σ lane qd × threads over its disks), before
-/// any engine cap.
-pub(crate) fn configured_per_worker(plan: &Plan) -> u64 {
-    (0..plan.fleet.disks_per_worker)
-        .map(|d| {
-            build_lanes(plan, d, None)
-                .iter()
-                .map(|l| l.qd as u64)
-                .sum::<u64>()
-                * plan.fleet.threads_per_disk as u64
-        })
-        .sum()
-}
-
 fn resolve_engine(
     choice: &EngineChoice,
     notices: &mut Vec<String>,

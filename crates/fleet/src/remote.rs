@@ -751,7 +751,7 @@ pub fn run_remote(
         .map(|g| {
             let lo = g.worker_base.min(total_workers);
             let hi = (g.worker_base + g.plan.fleet.workers).min(total_workers);
-            crate::controller::configured_per_worker(&g.plan) * (hi - lo) as u64
+            g.plan.configured_per_worker() * (hi - lo) as u64
         })
         .sum();
     for n in done_notices

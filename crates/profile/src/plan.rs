@@ -159,6 +159,12 @@ pub struct Plan {
 impl Plan {
     /// Configured outstanding I/O for the whole fleet (every lane's qd × threads × disks).
     pub fn configured_outstanding(&self) -> u64 {
+        self.configured_per_worker() * self.fleet.workers as u64
+    }
+
+    /// Configured outstanding I/O of one worker: per disk, the closed-loop lane's qd (when
+    /// any weighted stream uses the disk) plus each rated stream's own qd, × threads.
+    pub fn configured_per_worker(&self) -> u64 {
         let f = &self.fleet;
         let mut per_worker = 0u64;
         for disk in 0..f.disks_per_worker {
@@ -174,7 +180,7 @@ impl Plan {
                 per_worker += s.qd.unwrap_or(f.qd) as u64 * f.threads_per_disk as u64;
             }
         }
-        per_worker * f.workers as u64
+        per_worker
     }
 }
 
