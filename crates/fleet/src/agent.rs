@@ -7,7 +7,7 @@
 
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -39,6 +39,8 @@ enum Control {
 struct Gate {
     out: Out,
     control: Receiver<Control>,
+    /// The start instant on this host's clock, for the streamer's `Started` report.
+    epoch_ns: Arc<AtomicU64>,
 }
 
 impl StartGate for Gate {
@@ -53,6 +55,7 @@ impl StartGate for Gate {
         .map_err(|e| FleetError::Setup(format!("cannot reach the controller: {e}")))?;
         match self.control.recv() {
             Ok(Control::Start(epoch_ns)) => {
+                self.epoch_ns.store(epoch_ns, Ordering::SeqCst);
                 let now = mono_ns();
                 let ahead = Duration::from_nanos(epoch_ns.saturating_sub(now));
                 Ok(Instant::now() + ahead)
@@ -68,14 +71,14 @@ struct Streamer {
     out: Out,
     worker_base: u32,
     nominal_ns: u64,
-    epoch_agent_ns: u64,
+    epoch_ns: Arc<AtomicU64>,
 }
 
 impl Observer for Streamer {
     fn started(&mut self, info: &RunInfo) {
         // Called once every I/O thread has begun; `start_skew_ms` is how late the last
         // one began after the epoch. Report that instant on this host's clock.
-        let t = self.epoch_agent_ns + (info.start_skew_ms * 1e6) as u64;
+        let t = self.epoch_ns.load(Ordering::SeqCst) + (info.start_skew_ms * 1e6) as u64;
         let _ = send(&self.out, &Frame::Started(Clock { seq: 0, t_ns: t }));
     }
 
@@ -188,7 +191,6 @@ pub fn serve(input: Box<dyn Read + Send>, output: Box<dyn Write + Send>) -> i32 
     // Start and Stop are handed over, and the end of input stops the run.
     let stop = Arc::new(AtomicBool::new(false));
     let (ctl_tx, ctl_rx) = unbounded();
-    let (epoch_tx, epoch_rx) = unbounded::<u64>();
     {
         let out = out.clone();
         let stop = stop.clone();
@@ -204,7 +206,6 @@ pub fn serve(input: Box<dyn Read + Send>, output: Box<dyn Write + Send>) -> i32 
                     );
                 }
                 Ok(Some(Frame::Start(s))) => {
-                    let _ = epoch_tx.send(s.epoch_ns);
                     let _ = ctl_tx.send(Control::Start(s.epoch_ns));
                 }
                 Ok(Some(Frame::Stop)) => {
@@ -225,9 +226,11 @@ pub fn serve(input: Box<dyn Read + Send>, output: Box<dyn Write + Send>) -> i32 
         Ok(c) => c,
         Err(e) => return fail(e, true),
     };
+    let epoch_ns = Arc::new(AtomicU64::new(0));
     let mut gate = Gate {
         out: out.clone(),
         control: ctl_rx,
+        epoch_ns: epoch_ns.clone(),
     };
     let mut streamer = Streamer {
         out: out.clone(),
@@ -236,29 +239,9 @@ pub fn serve(input: Box<dyn Read + Send>, output: Box<dyn Write + Send>) -> i32 
             .groups
             .first()
             .map_or(0, |g| g.plan.timing.interval.as_nanos() as u64),
-        epoch_agent_ns: 0,
+        epoch_ns,
     };
-    // The Streamer learns the epoch when the gate does; read it lazily.
-    struct Lazy<'a> {
-        s: &'a mut Streamer,
-        epoch: Receiver<u64>,
-    }
-    impl Observer for Lazy<'_> {
-        fn started(&mut self, info: &RunInfo) {
-            if let Ok(e) = self.epoch.try_recv() {
-                self.s.epoch_agent_ns = e;
-            }
-            self.s.started(info);
-        }
-        fn interval(&mut self, snap: &IntervalSnapshot<'_>) {
-            self.s.interval(snap);
-        }
-    }
-    let mut obs = Lazy {
-        s: &mut streamer,
-        epoch: epoch_rx,
-    };
-    match run_gated(&cfg, stop, &mut obs, &mut gate) {
+    match run_gated(&cfg, stop, &mut streamer, &mut gate) {
         Ok(result) => {
             let end_ns = if result.run.interrupted {
                 result
