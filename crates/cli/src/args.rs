@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use iofleet_fleet::EngineSpec;
 use iofleet_profile::options::help;
 use iofleet_profile::{parse_block_sizes, parse_bytes, parse_duration, BlockSizes, Bytes};
 
@@ -61,19 +62,6 @@ pub enum ProfilesCmd {
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EngineArg {
-    /// io_uring where the kernel allows it, else psync (with one notice).
-    Auto,
-    /// Linux io_uring: batched submission, registered buffers and files.
-    #[value(name = "io_uring", alias = "uring")]
-    Uring,
-    /// pread/pwrite, one I/O in flight per thread.
-    Psync,
-    /// Completes every I/O without touching storage (engine-overhead measurement).
-    Null,
-}
-
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PrepareArg {
     Random,
     Zero,
@@ -88,6 +76,9 @@ fn duration(s: &str) -> Result<Duration, String> {
 }
 fn block_sizes(s: &str) -> Result<BlockSizes, String> {
     parse_block_sizes(s)
+}
+fn engine(s: &str) -> Result<EngineSpec, String> {
+    s.parse()
 }
 
 #[derive(Args, Debug)]
@@ -128,9 +119,12 @@ pub struct RunArgs {
     /// Remove the disk files this run used when it ends (directory targets only).
     #[arg(long)]
     pub cleanup: bool,
-    /// I/O engine.
-    #[arg(long, value_enum, default_value_t = EngineArg::Auto)]
-    pub engine: EngineArg,
+    /// I/O engine: auto (io_uring where the kernel allows it, else psync, with one
+    /// notice), io_uring, psync (pread/pwrite, one I/O in flight per thread), null
+    /// (completes every I/O without touching storage: iofleet's own overhead), or
+    /// null-sim:MODELS (null with simulated latencies, see --sim-latency).
+    #[arg(long, default_value = "auto", value_parser = engine, value_name = "ENGINE")]
+    pub engine: EngineSpec,
     /// With --engine null: complete I/Os after simulated latencies, in simulated time
     /// (models `fixed:T`, `uniform:LO:HI`, `exp:MEAN`, `lognormal:MEDIAN:SIGMA`,
     /// `samples:T1,T2,…`, separated by `;`, one per worker in turn; times in ns or with

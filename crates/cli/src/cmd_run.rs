@@ -8,11 +8,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use iofleet_engine::target::TargetSpec;
-use iofleet_fleet::{EngineChoice, Fanout, Observer, RunConfig};
+use iofleet_fleet::agents::AgentLauncher;
+use iofleet_fleet::inproc::ThreadLauncher;
+use iofleet_fleet::launcher::Launcher;
+use iofleet_fleet::{EngineSpec, Fanout, Observer, RunSettings, StartNow};
 use iofleet_profile::{format_duration, Context, GroupPlan, Overrides, Prepare};
 use iofleet_report::{Exporter, JsonExporter, TableExporter};
 
-use crate::args::{EngineArg, PrepareArg, RunArgs};
+use crate::args::{PrepareArg, RunArgs};
 use crate::live::LiveView;
 use crate::record::StoreRecorder;
 use crate::Exit;
@@ -140,43 +143,40 @@ pub fn run(a: RunArgs) -> Result<i32, Exit> {
         }),
     };
     let groups = groups(&a, &ov)?;
-    // With --hosts, targets come from the inventory; --target applies to local runs.
-    let target = if a.hosts.is_some() {
-        TargetSpec::Dir(a.target[0].clone())
-    } else {
-        target_spec(&a)?
-    };
-    let sim = match &a.sim_latency {
-        Some(_) if a.engine != EngineArg::Null => {
+    let engine = match &a.sim_latency {
+        Some(_) if a.engine != EngineSpec::Null => {
             return Err(Exit::input("--sim-latency needs --engine null"))
         }
-        Some(spec) => Some(
-            iofleet_fleet::parse_sim_latency(spec)
+        Some(spec) => EngineSpec::NullSim(
+            iofleet_engine::null::LatencyModel::parse_list(spec)
                 .map_err(|e| Exit::input(format!("--sim-latency: {e}")))?,
         ),
-        None => None,
+        None => a.engine.clone(),
     };
-    let cfg = RunConfig {
-        groups,
-        engine: match (a.engine, sim) {
-            (_, Some(models)) => EngineChoice::NullSim(models),
-            (EngineArg::Auto, None) => EngineChoice::Auto,
-            (EngineArg::Uring, None) => EngineChoice::Uring,
-            (EngineArg::Psync, None) => EngineChoice::Psync,
-            (EngineArg::Null, None) => EngineChoice::Null,
-        },
-        target_label: a
-            .target
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>()
-            .join(","),
-        target,
+    let settings = RunSettings {
+        engine,
         direct: a.direct,
         destroy_data: a.destroy_data,
         disk_size_from_cli: a.disk_size.is_some(),
         seed: a.seed,
         cleanup: a.cleanup,
+        host_timeout: a.host_timeout,
+    };
+    // With --hosts, targets come from the inventory; --target applies to local runs.
+    let mut launcher: Box<dyn Launcher> = match &a.hosts {
+        Some(path) => {
+            let hosts = iofleet_fleet::inventory::load(path).map_err(Exit::input)?;
+            Box::new(AgentLauncher::new(hosts, settings))
+        }
+        None => {
+            let label = a
+                .target
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(",");
+            Box::new(ThreadLauncher::new(target_spec(&a)?, label, settings))
+        }
     };
 
     // Open the JSON output file before any I/O, so a bad path fails early.
@@ -220,35 +220,15 @@ pub fn run(a: RunArgs) -> Result<i32, Exit> {
         if let Some(r) = recorder.as_mut() {
             observers.push(r);
         }
-        match &a.hosts {
-            None => iofleet_fleet::run(&cfg, stop.clone(), &mut Fanout(observers)),
-            Some(path) => {
-                let hosts = iofleet_fleet::inventory::load(path).map_err(Exit::input)?;
-                let opts = iofleet_fleet::remote::RemoteOptions {
-                    engine: match (a.engine, &a.sim_latency) {
-                        (_, Some(spec)) => format!("null-sim:{spec}"),
-                        (EngineArg::Auto, None) => "auto".into(),
-                        (EngineArg::Uring, None) => "io_uring".into(),
-                        (EngineArg::Psync, None) => "psync".into(),
-                        (EngineArg::Null, None) => "null".into(),
-                    },
-                    direct: a.direct,
-                    destroy_data: a.destroy_data,
-                    disk_size_from_cli: a.disk_size.is_some(),
-                    seed: a.seed,
-                    cleanup: a.cleanup,
-                    host_timeout: a.host_timeout,
-                };
-                iofleet_fleet::remote::run_remote(
-                    &cfg.groups,
-                    &hosts,
-                    &opts,
-                    stop.clone(),
-                    &mut Fanout(observers),
-                )
-            }
-        }
+        iofleet_fleet::run(
+            &groups,
+            &mut *launcher,
+            &mut StartNow,
+            stop.clone(),
+            &mut Fanout(observers),
+        )
     };
+    drop(launcher);
     live.finish();
     if let Some(r) = recorder {
         r.finish(result.as_ref().ok());

@@ -11,6 +11,7 @@ pub mod buf;
 pub mod clock;
 pub mod null;
 pub mod psync;
+pub mod spec;
 pub mod target;
 pub mod uring;
 
@@ -18,6 +19,7 @@ use std::fs::File;
 use std::time::Duration;
 
 pub use clock::{Clock, MonoClock, VirtualClock};
+pub use spec::{BuiltEngine, Drive, EngineSpec};
 
 /// Direction of one I/O.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -56,6 +58,8 @@ pub struct Caps {
     pub registered_buffers: bool,
     /// The file is registered with the kernel (io_uring fixed files).
     pub registered_files: bool,
+    /// Completions follow simulated time (a virtual clock), not the wall clock.
+    pub simulated_time: bool,
 }
 
 /// Errors an engine reports while being set up or while running.

@@ -75,6 +75,96 @@ impl LatencyModel {
     }
 }
 
+impl LatencyModel {
+    /// Parse models separated by `;` (see `FromStr`); at least one.
+    pub fn parse_list(spec: &str) -> Result<Vec<LatencyModel>, String> {
+        let models = spec
+            .split(';')
+            .filter(|m| !m.trim().is_empty())
+            .map(str::parse)
+            .collect::<Result<Vec<_>, _>>()?;
+        if models.is_empty() {
+            return Err("no latency model given".into());
+        }
+        Ok(models)
+    }
+}
+
+/// A time in nanoseconds, or with `ns`, `us` or `ms`.
+fn parse_ns(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let (num, mult) = if let Some(n) = s.strip_suffix("ms") {
+        (n, 1_000_000.0)
+    } else if let Some(n) = s.strip_suffix("us") {
+        (n, 1_000.0)
+    } else if let Some(n) = s.strip_suffix("ns") {
+        (n, 1.0)
+    } else {
+        (s, 1.0)
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a time (examples: 500, 80us, 2ms)"))?;
+    if !(v.is_finite() && v >= 0.0) {
+        return Err(format!("'{s}' is not a time"));
+    }
+    Ok((v * mult).round() as u64)
+}
+
+/// `fixed:T`, `uniform:LO:HI`, `exp:MEAN`, `lognormal:MEDIAN:SIGMA` or
+/// `samples:T1,T2,…` (cycled in order); times in ns, or with `ns`, `us` or `ms`.
+impl std::str::FromStr for LatencyModel {
+    type Err = String;
+    fn from_str(m: &str) -> Result<Self, String> {
+        let parts: Vec<&str> = m.trim().split(':').collect();
+        let model = match parts.as_slice() {
+            ["fixed", v] => LatencyModel::Fixed(parse_ns(v)?),
+            ["uniform", lo, hi] => LatencyModel::Uniform {
+                lo_ns: parse_ns(lo)?,
+                hi_ns: parse_ns(hi)?,
+            },
+            ["exp", mean] => LatencyModel::Exponential {
+                mean_ns: parse_ns(mean)?,
+            },
+            ["lognormal", med, sigma] => LatencyModel::LogNormal {
+                median_ns: parse_ns(med)?,
+                sigma: sigma
+                    .parse()
+                    .map_err(|_| format!("'{sigma}' is not a number"))?,
+            },
+            ["samples", list] => LatencyModel::Samples(
+                list.split(',').map(parse_ns).collect::<Result<Vec<_>, _>>()?,
+            ),
+            _ => {
+                return Err(format!(
+                    "'{}' is not a latency model (fixed:T, uniform:LO:HI, exp:MEAN, lognormal:MEDIAN:SIGMA, samples:T1,T2,…)",
+                    m.trim()
+                ))
+            }
+        };
+        model.validate().map_err(|e| e.to_string())?;
+        Ok(model)
+    }
+}
+
+/// The `FromStr` grammar, times in ns, so a model survives the wire unchanged.
+impl std::fmt::Display for LatencyModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LatencyModel::Fixed(ns) => write!(f, "fixed:{ns}"),
+            LatencyModel::Uniform { lo_ns, hi_ns } => write!(f, "uniform:{lo_ns}:{hi_ns}"),
+            LatencyModel::Exponential { mean_ns } => write!(f, "exp:{mean_ns}"),
+            LatencyModel::LogNormal { median_ns, sigma } => {
+                write!(f, "lognormal:{median_ns}:{sigma}")
+            }
+            LatencyModel::Samples(v) => {
+                let list: Vec<String> = v.iter().map(u64::to_string).collect();
+                write!(f, "samples:{}", list.join(","))
+            }
+        }
+    }
+}
+
 /// One in-flight simulated I/O: (due_ns, seq, slot, result), ordered by due time, then
 /// queue order (`seq` is unique, so slot and result never decide).
 type Due = Reverse<(u64, u64, u32, i32)>;
@@ -181,6 +271,7 @@ impl Engine for NullEngine {
             needs_target: false,
             registered_buffers: false,
             registered_files: false,
+            simulated_time: matches!(self.mode, Mode::Latency(_)),
         }
     }
 
@@ -387,6 +478,23 @@ mod tests {
         };
         let below = (0..n).filter(|&i| ln.sample(&mut rng, i) < 10_000).count() as f64;
         assert!((0.48..0.52).contains(&(below / n as f64)), "{below}");
+    }
+
+    #[test]
+    fn model_specs_parse_and_print_the_same_grammar() {
+        let m = LatencyModel::parse_list("fixed:80us; samples:1,2ms,3;uniform:1:2").unwrap();
+        assert_eq!(m.len(), 3);
+        assert_eq!(m[0], LatencyModel::Fixed(80_000));
+        assert_eq!(m[1], LatencyModel::Samples(vec![1, 2_000_000, 3]));
+        for x in &m {
+            assert_eq!(&x.to_string().parse::<LatencyModel>().unwrap(), x);
+        }
+        let ln: LatencyModel = "lognormal:1ms:0.5".parse().unwrap();
+        assert_eq!(ln.to_string().parse::<LatencyModel>().unwrap(), ln);
+        assert!("gauss:1".parse::<LatencyModel>().is_err());
+        assert!("fixed:x".parse::<LatencyModel>().is_err());
+        assert!("uniform:5:1".parse::<LatencyModel>().is_err());
+        assert!(LatencyModel::parse_list("").is_err());
     }
 
     #[test]

@@ -61,6 +61,7 @@ impl Engine for PsyncEngine {
             needs_target: true,
             registered_buffers: false,
             registered_files: false,
+            simulated_time: false,
         }
     }
 

@@ -382,6 +382,7 @@ impl Engine for UringEngine {
             needs_target: true,
             registered_buffers: self.fixed_buffers,
             registered_files: self.fixed_files,
+            simulated_time: false,
         }
     }
 

@@ -1,9 +1,11 @@
-//! `iofleet agent`: the same binary, run on a remote host by the controller over SSH,
-//! speaking the protocol on stdin/stdout. It runs its share of the fleet with the very
-//! same `run_gated` as a local run: it prepares, reports ready, starts at the instant
-//! the controller names (on its own clock), and streams every interval's per-worker
-//! samples back. It never listens on a port, and it stops by itself when its stdin
-//! closes (the controller or the SSH session went away), so no orphan keeps running.
+//! `iofleet agent`: the same binary, run on a host by the controller over a transport,
+//! speaking the protocol on stdin/stdout. It runs its share of the fleet through the
+//! very same `controller::run` and `ThreadLauncher` as a local run: it prepares, reports
+//! ready, starts at the instant the controller names (on its own clock), and streams
+//! every interval's per-worker samples back, with a heartbeat at least every half
+//! interval so a frozen host is noticed. It never listens on a port, and it stops by
+//! itself when its stdin closes (the controller or the session went away), so no orphan
+//! keeps running.
 
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::path::PathBuf;
@@ -15,7 +17,9 @@ use crossbeam_channel::{unbounded, Receiver};
 use iofleet_engine::target::TargetSpec;
 use iofleet_stats::result::RunInfo;
 
-use crate::controller::{run_gated, EngineChoice, FleetError, RunConfig, StartGate};
+use crate::controller::{run, FleetError, StartGate};
+use crate::inproc::ThreadLauncher;
+use crate::launcher::Prepared;
 use crate::observer::{IntervalSnapshot, Observer};
 use crate::protocol::{
     check_hello, mono_ns, read_frame, write_frame, AgentJob, Clock, Done, Failure, Frame, Hello,
@@ -44,12 +48,13 @@ struct Gate {
 }
 
 impl StartGate for Gate {
-    fn ready(&mut self, engine: &str, notices: &[String]) -> Result<Instant, FleetError> {
+    fn ready(&mut self, prepared: &Prepared, notices: &[String]) -> Result<Instant, FleetError> {
         send(
             &self.out,
             &Frame::Ready(Ready {
                 notices: notices.to_vec(),
-                engine: engine.to_string(),
+                engine: prepared.engine.clone(),
+                configured_outstanding: prepared.configured_outstanding,
             }),
         )
         .map_err(|e| FleetError::Setup(format!("cannot reach the controller: {e}")))?;
@@ -102,34 +107,26 @@ impl Observer for Streamer {
     }
 }
 
-fn config(job: &AgentJob) -> Result<RunConfig, String> {
-    let target = match &job.target {
-        TargetArg::Dir(d) => TargetSpec::Dir(PathBuf::from(d)),
-        TargetArg::Devices(v) => TargetSpec::Devices(v.iter().map(PathBuf::from).collect()),
-    };
-    Ok(RunConfig {
-        groups: job.groups.clone(),
-        engine: match job.engine.as_str() {
-            "io_uring" => EngineChoice::Uring,
-            "psync" => EngineChoice::Psync,
-            "null" => EngineChoice::Null,
-            "auto" => EngineChoice::Auto,
-            other => match other.strip_prefix("null-sim:") {
-                Some(spec) => EngineChoice::NullSim(crate::parse_sim_latency(spec)?),
-                None => return Err(format!("unknown engine '{other}'")),
-            },
-        },
-        target_label: match &job.target {
-            TargetArg::Dir(d) => d.clone(),
-            TargetArg::Devices(v) => v.join(","),
-        },
-        target,
-        direct: job.direct,
-        destroy_data: job.destroy_data,
-        disk_size_from_cli: job.disk_size_from_cli,
-        seed: job.seed,
-        cleanup: job.cleanup,
-    })
+fn target(job: &AgentJob) -> (TargetSpec, String) {
+    match &job.target {
+        TargetArg::Dir(d) => (TargetSpec::Dir(PathBuf::from(d)), d.clone()),
+        TargetArg::Devices(v) => (
+            TargetSpec::Devices(v.iter().map(PathBuf::from).collect()),
+            v.join(","),
+        ),
+    }
+}
+
+/// Send a heartbeat every `period` until `quit` is set.
+fn heartbeat(out: Out, period: Duration, quit: Arc<AtomicBool>) {
+    std::thread::spawn(move || {
+        while !quit.load(Ordering::SeqCst) {
+            if send(&out, &Frame::Heartbeat).is_err() {
+                return;
+            }
+            std::thread::sleep(period);
+        }
+    });
 }
 
 /// Serve one controller on `input`/`output`. Returns the process exit code.
@@ -222,10 +219,18 @@ pub fn serve(input: Box<dyn Read + Send>, output: Box<dyn Write + Send>) -> i32 
         });
     }
 
-    let cfg = match config(&job) {
-        Ok(c) => c,
-        Err(e) => return fail(e, true),
-    };
+    let (target, label) = target(&job);
+    let interval = job
+        .groups
+        .first()
+        .map_or(Duration::from_secs(1), |g| g.plan.timing.interval);
+    let beats = Arc::new(AtomicBool::new(false));
+    heartbeat(
+        out.clone(),
+        (interval / 2).clamp(Duration::from_millis(10), Duration::from_millis(500)),
+        beats.clone(),
+    );
+    let mut launcher = ThreadLauncher::new(target, label, job.settings.clone());
     let epoch_ns = Arc::new(AtomicU64::new(0));
     let mut gate = Gate {
         out: out.clone(),
@@ -235,13 +240,13 @@ pub fn serve(input: Box<dyn Read + Send>, output: Box<dyn Write + Send>) -> i32 
     let mut streamer = Streamer {
         out: out.clone(),
         worker_base: job.groups.first().map_or(0, |g| g.worker_base),
-        nominal_ns: job
-            .groups
-            .first()
-            .map_or(0, |g| g.plan.timing.interval.as_nanos() as u64),
+        nominal_ns: interval.as_nanos() as u64,
         epoch_ns,
     };
-    match run_gated(&cfg, stop, &mut streamer, &mut gate) {
+    let outcome = run(&job.groups, &mut launcher, &mut gate, stop, &mut streamer);
+    drop(launcher);
+    beats.store(true, Ordering::SeqCst);
+    match outcome {
         Ok(result) => {
             let end_ns = if result.run.interrupted {
                 result

@@ -44,8 +44,9 @@ pub(crate) struct CollectSpec<'a> {
     /// The host each source belongs to (a lost source marks its host lost).
     pub source_host: Vec<usize>,
     pub epoch: Instant,
-    /// Sources still silent this long after the planned end (or after a stop) are
-    /// given up on and marked lost: a remote host can go quiet without its connection
+    /// A source silent this long is given up on and its host marked lost, at the time
+    /// it was last heard from; so is one that has not ended this long after the
+    /// planned end (or a stop). A remote host can go quiet without its connection
     /// closing. None for local threads, which always report.
     pub silence_grace: Option<Duration>,
 }
@@ -66,12 +67,14 @@ pub(crate) struct Collected {
     pub cpu: CpuSpan,
 }
 
-/// Merge messages until every source has ended.
+/// Merge messages until every source has ended. `give_up` is called once for each
+/// source the silence rule gives up on, so its launcher can end it.
 pub(crate) fn collect(
     rx: &Receiver<Msg>,
     spec: &CollectSpec<'_>,
     observer: &mut dyn Observer,
     stop: &AtomicBool,
+    give_up: &mut dyn FnMut(usize),
 ) -> Collected {
     let streams = spec.plan.streams.len();
     let n_sources = spec.source_names.len();
@@ -79,6 +82,8 @@ pub(crate) fn collect(
     let epoch = spec.epoch;
     let mut reported_next = vec![0u32; n_sources];
     let mut done = vec![false; n_sources];
+    // When each source was last heard from (any message counts).
+    let mut last_heard = vec![epoch.max(Instant::now()); n_sources];
     let mut pending: BTreeMap<u32, Vec<Sample>> = BTreeMap::new();
     let mut cuts: BTreeMap<u32, u64> = BTreeMap::new();
     // Intervals some source reported in full: a stop elsewhere must not shorten them.
@@ -116,7 +121,17 @@ pub(crate) fn collect(
     let nominal = spec.plan.timing.interval.as_nanos() as u64;
 
     loop {
-        match rx.recv_timeout(Duration::from_millis(50)) {
+        let mut msg = rx.recv_timeout(Duration::from_millis(50));
+        if let Ok(m) = &msg {
+            match done.get(m.source() as usize) {
+                // A source given up on (or ended) has nothing more to say.
+                Some(true) => msg = Err(RecvTimeoutError::Timeout),
+                Some(false) => last_heard[m.source() as usize] = Instant::now(),
+                None => {}
+            }
+        }
+        match msg {
+            Ok(Msg::Heartbeat { .. }) => {}
             Ok(Msg::Interval {
                 source,
                 index,
@@ -187,21 +202,34 @@ pub(crate) fn collect(
             stop_seen = Some(now);
         }
         if let Some(grace) = spec.silence_grace {
-            let limit = stop_seen.map_or(run_end, |t| t.min(run_end)) + grace;
-            if now >= limit {
-                for (s, finished) in done.iter_mut().enumerate() {
-                    if !*finished {
-                        *finished = true;
-                        let h = spec.source_host[s];
-                        out.host_lost_ns[h]
-                            .get_or_insert(now.saturating_duration_since(epoch).as_nanos() as u64);
-                        out.lost_reasons.push(format!(
-                            "{} stopped responding: nothing heard {} s after the run's end",
-                            spec.source_names[s],
-                            grace.as_secs()
-                        ));
-                    }
+            let end_limit = stop_seen.map_or(run_end, |t| t.min(run_end)) + grace;
+            for s in 0..n_sources {
+                if done[s] {
+                    continue;
                 }
+                let silent = now.saturating_duration_since(last_heard[s]) >= grace;
+                if !silent && now < end_limit {
+                    continue;
+                }
+                done[s] = true;
+                let heard_ns = last_heard[s].saturating_duration_since(epoch).as_nanos() as u64;
+                let h = spec.source_host[s];
+                out.host_lost_ns[h].get_or_insert(heard_ns.min(timeline.end_ns()));
+                out.lost_reasons.push(if silent {
+                    format!(
+                        "{} stopped responding: nothing heard from it for {} s (last at {:.1} s)",
+                        spec.source_names[s],
+                        grace.as_secs_f64(),
+                        heard_ns as f64 / 1e9
+                    )
+                } else {
+                    format!(
+                        "{} did not finish within {} s of the run's end",
+                        spec.source_names[s],
+                        grace.as_secs_f64()
+                    )
+                });
+                give_up(s);
             }
         }
         if cpu_start.is_none() && now >= measure_start && !stop.load(Ordering::Relaxed) {
@@ -276,20 +304,13 @@ pub(crate) fn collect(
     out
 }
 
-/// Host-level facts known to the launcher (start offsets for a fleet across hosts).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct HostFacts {
-    /// How late each host started its I/O against the chosen instant, ms.
-    pub start_late_ms: Vec<Option<f64>>,
-}
-
 /// Turn what was collected into the result.
 pub(crate) fn summarize(
     spec: &CollectSpec<'_>,
     col: Collected,
     info: RunInfo,
     configured_outstanding: u64,
-    facts: &HostFacts,
+    start_late_ms: &[Option<f64>],
     mut notices: Vec<String>,
 ) -> RunResult {
     let streams_n = spec.plan.streams.len();
@@ -335,8 +356,7 @@ pub(crate) fn summarize(
         .map(|(s, &n)| s.ios() as f64 / elapsed_s.max(1e-9) / n.max(1) as f64)
         .collect();
     let median_host = median(&host_iops);
-    let earliest = facts
-        .start_late_ms
+    let earliest = start_late_ms
         .iter()
         .flatten()
         .copied()
@@ -348,7 +368,7 @@ pub(crate) fn summarize(
         .enumerate()
         .map(|(h, name)| {
             let s = &host_totals[h];
-            let late = facts.start_late_ms.get(h).copied().flatten();
+            let late = start_late_ms.get(h).copied().flatten();
             let lost = col.host_lost_ns[h].map(|t| t as f64 / 1e9);
             HostSummary {
                 host: name.clone(),
@@ -582,7 +602,7 @@ mod tests {
             "plan": null
         }))
         .unwrap();
-        let r = summarize(&spec, col, info, 3, &HostFacts::default(), Vec::new());
+        let r = summarize(&spec, col, info, 3, &[], Vec::new());
         assert_eq!(
             r.hosts.iter().map(|h| h.all.ios).sum::<u64>(),
             ios.iter().sum::<u64>()
@@ -635,7 +655,7 @@ mod tests {
         tx.send(done(1, 1_030_000_000)).unwrap();
         drop(tx);
         let stop = std::sync::atomic::AtomicBool::new(true);
-        let col = collect(&rx, &spec, &mut crate::Silent, &stop);
+        let col = collect(&rx, &spec, &mut crate::Silent, &stop, &mut |_| {});
         let d: Vec<f64> = col.rows.iter().map(|r| r.duration_s).collect();
         assert_eq!(col.rows.len(), 2);
         assert!(
@@ -673,7 +693,7 @@ mod tests {
         // The sender stays alive and silent, as a frozen host's connection would.
         let (_tx, rx) = crossbeam_channel::unbounded::<Msg>();
         let stop = std::sync::atomic::AtomicBool::new(false);
-        let col = collect(&rx, &spec, &mut crate::Silent, &stop);
+        let col = collect(&rx, &spec, &mut crate::Silent, &stop, &mut |_| {});
         assert!(col.host_lost_ns[0].is_some());
         assert!(
             col.lost_reasons[0].contains("stopped responding"),

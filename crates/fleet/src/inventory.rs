@@ -30,7 +30,7 @@ use crate::protocol::TargetArg;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Transport {
+pub enum TransportKind {
     Ssh,
     Local,
 }
@@ -43,7 +43,7 @@ pub struct HostSpec {
     pub workers: Option<u32>,
     pub labels: BTreeMap<String, String>,
     pub iofleet_path: Option<String>,
-    pub transport: Transport,
+    pub transport: TransportKind,
     /// Extra arguments for `ssh` (inventory-wide options, then per-host ones).
     pub ssh_options: Vec<String>,
 }
@@ -90,7 +90,7 @@ struct RawHost {
     #[serde(default)]
     labels: BTreeMap<String, String>,
     iofleet_path: Option<String>,
-    transport: Option<Transport>,
+    transport: Option<TransportKind>,
     #[serde(default)]
     ssh_options: Vec<String>,
 }
@@ -136,7 +136,7 @@ pub fn parse_toml(text: &str) -> Result<Vec<HostSpec>, String> {
                 workers: h.workers.or(raw.defaults.workers),
                 labels: h.labels,
                 iofleet_path: h.iofleet_path,
-                transport: h.transport.unwrap_or(Transport::Ssh),
+                transport: h.transport.unwrap_or(TransportKind::Ssh),
                 ssh_options,
             }
         })
@@ -203,7 +203,7 @@ pub fn parse_ansible(text: &str) -> Result<Vec<HostSpec>, String> {
             workers,
             labels,
             iofleet_path: vars.get("iofleet_path").cloned(),
-            transport: Transport::Ssh,
+            transport: TransportKind::Ssh,
             ssh_options,
         });
     }
@@ -319,7 +319,7 @@ mod tests {
             workers: w,
             labels: BTreeMap::new(),
             iofleet_path: None,
-            transport: Transport::Ssh,
+            transport: TransportKind::Ssh,
             ssh_options: vec![],
         };
         let hosts = vec![h(None), h(Some(4)), h(None), h(None)];

@@ -1,24 +1,28 @@
-//! The fleet: turns a `Plan` into running I/O threads, keeps them in step on one
-//! timeline, collects their per-interval samples and produces a `RunResult`.
+//! The fleet: turns worker groups into running I/O, keeps every source on one
+//! timeline, folds their per-interval samples and produces a `RunResult`.
 //!
-//! `run` is the one entry point. Threads are started by a `Launcher`; today the local
-//! one (threads in this process), later remote ones behind the same boundary. The
-//! controller never touches I/O; the threads never format or lock. This crate decides
-//! *what* to run and *when*; `iofleet-engine` decides *how* bytes move.
+//! `controller::run` is the one run path. Where workers execute is a `Launcher`:
+//! threads in this process (`inproc`), or agents on hosts reached over a `Transport`
+//! (`agents`, `transport`). The controller never touches I/O; the threads never format
+//! or lock. This crate decides *what* to run and *when*; `iofleet-engine` decides *how*
+//! bytes move.
 
 pub mod agent;
+pub mod agents;
 mod collect;
 pub mod controller;
 pub mod gen;
+pub mod inproc;
 pub mod inventory;
 pub mod launcher;
 pub mod observer;
 pub mod protocol;
-pub mod remote;
+pub mod settings;
 pub mod sys;
 pub mod thread;
+pub mod transport;
 
-pub use controller::{
-    parse_sim_latency, run, run_gated, EngineChoice, FleetError, RunConfig, StartGate, StartNow,
-};
+pub use controller::{run, run_local, FleetError, StartGate, StartNow};
+pub use iofleet_engine::EngineSpec;
 pub use observer::{Fanout, IntervalSnapshot, Observer, Phase, Silent};
+pub use settings::RunSettings;

@@ -11,12 +11,14 @@
 use std::io::{self, Read, Write};
 
 use iofleet_profile::GroupPlan;
+
+use crate::settings::RunSettings;
 use iofleet_stats::result::ErrorDetail;
 use iofleet_stats::Sample;
 use serde::{Deserialize, Serialize};
 
 /// Bumped on any change to frames or their bodies.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 pub const MAGIC: &[u8; 8] = b"IOFLEET1";
 /// Largest frame accepted (a guard against reading garbage as a length).
 const MAX_FRAME: usize = 256 << 20;
@@ -26,6 +28,10 @@ pub struct Hello {
     pub protocol: u32,
     pub version: String,
     pub hostname: String,
+    /// The sender's process id (the controller ends a frozen agent by it). Defaulted,
+    /// so that a hello from any version still decodes and the version check speaks.
+    #[serde(default)]
+    pub pid: u32,
 }
 
 impl Hello {
@@ -34,6 +40,7 @@ impl Hello {
             protocol: PROTOCOL_VERSION,
             version: env!("CARGO_PKG_VERSION").into(),
             hostname: crate::sys::hostname(),
+            pid: std::process::id(),
         }
     }
 }
@@ -53,14 +60,7 @@ pub struct AgentJob {
     /// group), so stream indexes agree across hosts.
     pub groups: Vec<GroupPlan>,
     pub target: TargetArg,
-    pub direct: bool,
-    pub destroy_data: bool,
-    pub disk_size_from_cli: bool,
-    /// "auto", "io_uring", "psync" or "null".
-    pub engine: String,
-    pub seed: u64,
-    /// Remove the disk files this run created when it ends.
-    pub cleanup: bool,
+    pub settings: RunSettings,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -75,6 +75,8 @@ pub struct Ready {
     pub notices: Vec<String>,
     /// The engine the agent resolved (`auto` decided on the host).
     pub engine: String,
+    /// I/Os the agent's threads keep outstanding when every lane is full.
+    pub configured_outstanding: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -119,6 +121,8 @@ pub enum Frame {
     /// The agent released its threads (agent clock).
     Started(Clock),
     Interval(IntervalData),
+    /// The agent is alive (sent at least every half interval, from the job on).
+    Heartbeat,
     Stop,
     Done(Done),
     Error(Failure),
@@ -135,6 +139,7 @@ const K_INTERVAL: u8 = 8;
 const K_STOP: u8 = 9;
 const K_DONE: u8 = 10;
 const K_ERROR: u8 = 11;
+const K_HEARTBEAT: u8 = 12;
 
 fn json<T: Serialize>(kind: u8, v: &T) -> (u8, Vec<u8>) {
     (
@@ -154,6 +159,7 @@ impl Frame {
             Frame::Start(s) => json(K_START, s),
             Frame::Started(c) => json(K_STARTED, c),
             Frame::Stop => (K_STOP, Vec::new()),
+            Frame::Heartbeat => (K_HEARTBEAT, Vec::new()),
             Frame::Done(d) => json(K_DONE, d),
             Frame::Error(e) => json(K_ERROR, e),
             Frame::Interval(i) => {
@@ -183,6 +189,7 @@ impl Frame {
             K_START => Frame::Start(j(body)?),
             K_STARTED => Frame::Started(j(body)?),
             K_STOP => Frame::Stop,
+            K_HEARTBEAT => Frame::Heartbeat,
             K_DONE => Frame::Done(j(body)?),
             K_ERROR => Frame::Error(j(body)?),
             K_INTERVAL => {
@@ -306,6 +313,7 @@ mod tests {
                 samples: vec![],
             }),
             Frame::Stop,
+            Frame::Heartbeat,
             Frame::Error(Failure {
                 message: "x".into(),
                 input: true,

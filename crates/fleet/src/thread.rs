@@ -128,6 +128,19 @@ pub enum Msg {
         /// The source vanished (a remote host whose connection died), rather than ended.
         lost: bool,
     },
+    /// The source is alive (a remote host with nothing else to say yet).
+    Heartbeat { source: u32 },
+}
+
+impl Msg {
+    /// Who sent this message.
+    pub fn source(&self) -> u32 {
+        match self {
+            Msg::Interval { source, .. } | Msg::Done { source, .. } | Msg::Heartbeat { source } => {
+                *source
+            }
+        }
+    }
 }
 
 #[derive(Clone, Copy)]

@@ -10,10 +10,23 @@ use std::time::Duration;
 
 use iofleet_engine::null::LatencyModel;
 use iofleet_engine::target::TargetSpec;
-use iofleet_fleet::{run, EngineChoice, RunConfig, Silent};
+use iofleet_fleet::{run_local, EngineSpec, RunSettings, Silent};
 use iofleet_profile::{
     Arrival, BlockSizes, Bytes, FleetShape, GroupPlan, Locality, Plan, Prepare, StreamPlan, Timing,
 };
+
+/// Run `groups` on this host's threads (no target: the engine is simulated).
+fn go(groups: &[GroupPlan], settings: &RunSettings) -> iofleet_stats::result::RunResult {
+    run_local(
+        groups,
+        TargetSpec::Dir("unused".into()),
+        "none".into(),
+        settings,
+        Arc::new(AtomicBool::new(false)),
+        &mut Silent,
+    )
+    .unwrap()
+}
 
 /// A deterministic pseudo-random latency list (ns) from a simple LCG, independent of
 /// the engine's own generators.
@@ -116,18 +129,13 @@ fn merged_percentiles_equal_union_of_raw_samples() {
     ];
     let (workers, disks, threads) = (3u32, 2u32, 2u32);
     let (warmup_ms, duration_ms) = (500u64, 3000u64);
-    let cfg = RunConfig {
-        groups: GroupPlan::single(plan(workers, disks, threads, warmup_ms, duration_ms), 0),
-        engine: EngineChoice::NullSim(models.iter().cloned().map(LatencyModel::Samples).collect()),
-        target: TargetSpec::Dir("unused".into()),
-        target_label: "none".into(),
-        direct: true,
-        destroy_data: false,
-        disk_size_from_cli: false,
+    let settings = RunSettings {
+        engine: EngineSpec::NullSim(models.iter().cloned().map(LatencyModel::Samples).collect()),
         seed: 42,
-        cleanup: false,
+        ..RunSettings::default()
     };
-    let result = run(&cfg, Arc::new(AtomicBool::new(false)), &mut Silent).unwrap();
+    let groups = GroupPlan::single(plan(workers, disks, threads, warmup_ms, duration_ms), 0);
+    let result = go(&groups, &settings);
     assert!(!result.run.interrupted);
     assert_eq!(result.run.engine, "null-sim");
 
@@ -195,18 +203,11 @@ fn open_loop_rate_is_honoured_and_latency_counts_from_intended_time() {
     let mut p = plan(1, 1, 1, 0, 2000);
     p.fleet.qd = 2;
     p.timing.rate_iops = Some(1000.0);
-    let cfg = RunConfig {
-        groups: GroupPlan::single(p.clone(), 0),
-        engine: EngineChoice::NullSim(vec![LatencyModel::Fixed(5_000_000)]),
-        target: TargetSpec::Dir("unused".into()),
-        target_label: "none".into(),
-        direct: true,
-        destroy_data: false,
-        disk_size_from_cli: false,
-        seed: 1,
-        cleanup: false,
+    let settings = RunSettings {
+        engine: EngineSpec::NullSim(vec![LatencyModel::Fixed(5_000_000)]),
+        ..RunSettings::default()
     };
-    let r = run(&cfg, Arc::new(AtomicBool::new(false)), &mut Silent).unwrap();
+    let r = go(&GroupPlan::single(p.clone(), 0), &settings);
     let iops = r.summary.all.iops;
     assert!((iops - 400.0).abs() < 5.0, "device-bound rate {iops}");
     assert!(
@@ -217,11 +218,7 @@ fn open_loop_rate_is_honoured_and_latency_counts_from_intended_time() {
     // Under the device's capacity, the achieved rate is the requested one and latency
     // is the service time.
     p.timing.rate_iops = Some(100.0);
-    let cfg = RunConfig {
-        groups: GroupPlan::single(p, 0),
-        ..cfg
-    };
-    let r = run(&cfg, Arc::new(AtomicBool::new(false)), &mut Silent).unwrap();
+    let r = go(&GroupPlan::single(p, 0), &settings);
     assert!(
         (r.summary.all.iops - 100.0).abs() < 2.0,
         "{}",

@@ -1,0 +1,274 @@
+//! `EngineSpec`: the one way an engine is named, from the command line through the
+//! results to the agent protocol. It parses (`FromStr`) and prints (`Display`) one
+//! grammar, serialises as that same string, declares each engine's capabilities, turns
+//! `auto` into a concrete engine on this host (`resolve`), and builds an engine for one
+//! I/O thread (`build`). The core reads `caps()`, never the variant.
+//!
+//! Grammar: `auto`, `io_uring` (alias `uring`), `psync`, `null`, and
+//! `null-sim:MODELS` — the null engine completing I/Os after injected latencies in
+//! simulated time, `MODELS` being `LatencyModel`s separated by `;` (worker i uses model
+//! i mod n). This module does not decide how many threads run or what they issue.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Instant;
+
+use crate::null::{LatencyModel, NullEngine};
+use crate::psync::PsyncEngine;
+use crate::uring::{self, UringEngine};
+use crate::{Caps, Clock, Engine, EngineError, EngineParams, MonoClock, OpenDisk, VirtualClock};
+
+/// An engine as the user names it (possibly `Auto`) or as a host resolved it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EngineSpec {
+    /// io_uring where the kernel allows it, else psync (with one notice).
+    Auto,
+    Uring,
+    Psync,
+    /// Completes every I/O at once without touching storage.
+    Null,
+    /// The null engine with injected latencies, in simulated time.
+    NullSim(Vec<LatencyModel>),
+}
+
+impl EngineSpec {
+    /// The short name shown in results (`run.engine`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            EngineSpec::Auto => "auto",
+            EngineSpec::Uring => "io_uring",
+            EngineSpec::Psync => "psync",
+            EngineSpec::Null => "null",
+            EngineSpec::NullSim(_) => "null-sim",
+        }
+    }
+
+    /// What this engine can do. `Auto` answers for io_uring, what it resolves to on
+    /// any kernel that has it; call `resolve` first where the difference matters.
+    pub fn caps(&self) -> Caps {
+        let base = Caps {
+            async_qd: true,
+            needs_target: false,
+            registered_buffers: false,
+            registered_files: false,
+            simulated_time: false,
+        };
+        match self {
+            EngineSpec::Auto | EngineSpec::Uring => Caps {
+                needs_target: true,
+                registered_buffers: true,
+                registered_files: true,
+                ..base
+            },
+            EngineSpec::Psync => Caps {
+                async_qd: false,
+                needs_target: true,
+                ..base
+            },
+            EngineSpec::Null => base,
+            EngineSpec::NullSim(_) => Caps {
+                simulated_time: true,
+                ..base
+            },
+        }
+    }
+
+    /// A concrete engine for this host: `Auto` becomes io_uring when the kernel allows
+    /// it, else psync (with a notice saying why); an explicit `io_uring` that cannot
+    /// run is an error. Every other spec is returned as it is.
+    pub fn resolve(&self, notices: &mut Vec<String>) -> Result<EngineSpec, EngineError> {
+        match self {
+            EngineSpec::Auto => match uring::probe() {
+                Ok(()) => Ok(EngineSpec::Uring),
+                Err(e) => {
+                    notices.push(format!("io_uring is not usable here ({e}); using psync"));
+                    Ok(EngineSpec::Psync)
+                }
+            },
+            EngineSpec::Uring => uring::probe().map(|()| EngineSpec::Uring),
+            other => Ok(other.clone()),
+        }
+    }
+
+    /// Build the engine of one I/O thread. `disk` is required when `caps().needs_target`;
+    /// `worker` picks the latency model of `NullSim`. `Auto` must be resolved first.
+    pub fn build(
+        &self,
+        disk: Option<OpenDisk>,
+        params: EngineParams,
+        seed: u64,
+        worker: u32,
+    ) -> Result<BuiltEngine, EngineError> {
+        let disk = || disk.ok_or_else(|| EngineError::Setup("this engine needs a target".into()));
+        Ok(match self {
+            EngineSpec::Auto => {
+                return Err(EngineError::Setup(
+                    "engine 'auto' must be resolved before it is built".into(),
+                ))
+            }
+            EngineSpec::Uring => BuiltEngine::Uring(UringEngine::new(disk()?, params, seed)?),
+            EngineSpec::Psync => BuiltEngine::Psync(PsyncEngine::new(disk()?, params, seed)?),
+            EngineSpec::Null => BuiltEngine::Null(NullEngine::new(params, seed)?),
+            EngineSpec::NullSim(models) => {
+                let model = models
+                    .get(worker as usize % models.len().max(1))
+                    .cloned()
+                    .ok_or_else(|| EngineError::Setup("null-sim needs a latency model".into()))?;
+                let clock = VirtualClock::new();
+                let e = NullEngine::with_latency(params, seed, model, clock.clone())?;
+                BuiltEngine::Sim(e, clock)
+            }
+        })
+    }
+}
+
+impl fmt::Display for EngineSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EngineSpec::NullSim(models) => {
+                f.write_str("null-sim:")?;
+                for (i, m) in models.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(";")?;
+                    }
+                    write!(f, "{m}")?;
+                }
+                Ok(())
+            }
+            other => f.write_str(other.name()),
+        }
+    }
+}
+
+impl FromStr for EngineSpec {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let s = s.trim();
+        Ok(match s {
+            "auto" => EngineSpec::Auto,
+            "io_uring" | "uring" => EngineSpec::Uring,
+            "psync" => EngineSpec::Psync,
+            "null" => EngineSpec::Null,
+            _ => match s.strip_prefix("null-sim:") {
+                Some(models) => EngineSpec::NullSim(LatencyModel::parse_list(models)?),
+                None => {
+                    return Err(format!(
+                        "'{s}' is not an engine (auto, io_uring, psync, null, null-sim:MODELS)"
+                    ))
+                }
+            },
+        })
+    }
+}
+
+impl serde::Serialize for EngineSpec {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for EngineSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// A thread's engine, built and ready: which one is decided here, once, and the thread
+/// loop is then monomorphised for it through `Drive` (no dispatch per I/O).
+#[allow(clippy::large_enum_variant)] // built once per thread
+pub enum BuiltEngine {
+    Uring(UringEngine),
+    Psync(PsyncEngine),
+    Null(NullEngine),
+    Sim(NullEngine, VirtualClock),
+}
+
+/// Work that runs against any engine and clock (the fleet's thread loop).
+pub trait Drive {
+    type Out;
+    fn drive<E: Engine, C: Clock>(self, engine: &mut E, clock: &C) -> Self::Out;
+}
+
+impl BuiltEngine {
+    /// Whether time is simulated (the loop must not wait for the wall-clock start).
+    pub fn simulated_time(&self) -> bool {
+        matches!(self, BuiltEngine::Sim(..))
+    }
+
+    /// Run `work` on this engine, with real time counted from `epoch` or, for a
+    /// simulated engine, its own virtual clock.
+    pub fn drive<D: Drive>(&mut self, epoch: Instant, work: D) -> D::Out {
+        let mono = MonoClock::new(epoch);
+        match self {
+            BuiltEngine::Uring(e) => work.drive(e, &mono),
+            BuiltEngine::Psync(e) => work.drive(e, &mono),
+            BuiltEngine::Null(e) => work.drive(e, &mono),
+            BuiltEngine::Sim(e, clock) => work.drive(e, &*clock),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grammar_round_trips_and_names_what_is_wrong() {
+        for s in [
+            "auto",
+            "io_uring",
+            "psync",
+            "null",
+            "null-sim:fixed:80000;exp:1000000",
+        ] {
+            let e: EngineSpec = s.parse().unwrap();
+            assert_eq!(e.to_string(), s);
+            let json = serde_json::to_string(&e).unwrap();
+            assert_eq!(serde_json::from_str::<EngineSpec>(&json).unwrap(), e);
+        }
+        assert_eq!("uring".parse::<EngineSpec>().unwrap(), EngineSpec::Uring);
+        let e = "null-sim:fixed:80us".parse::<EngineSpec>().unwrap();
+        assert_eq!(e, EngineSpec::NullSim(vec![LatencyModel::Fixed(80_000)]));
+        assert!("spdk".parse::<EngineSpec>().unwrap_err().contains("spdk"));
+        assert!("null-sim:gauss:1".parse::<EngineSpec>().is_err());
+        assert!("null-sim:".parse::<EngineSpec>().is_err());
+    }
+
+    #[test]
+    fn caps_are_declared_per_engine() {
+        assert!(!EngineSpec::Psync.caps().async_qd);
+        assert!(EngineSpec::Uring.caps().needs_target);
+        assert!(!EngineSpec::Null.caps().needs_target);
+        assert!(
+            EngineSpec::NullSim(vec![LatencyModel::Fixed(1)])
+                .caps()
+                .simulated_time
+        );
+        let mut notices = Vec::new();
+        let r = EngineSpec::Auto.resolve(&mut notices).unwrap();
+        assert_ne!(r, EngineSpec::Auto);
+        assert!(EngineSpec::Auto
+            .build(
+                None,
+                EngineParams {
+                    slots: 1,
+                    max_bs: 512
+                },
+                0,
+                0
+            )
+            .is_err());
+        assert!(EngineSpec::Psync
+            .build(
+                None,
+                EngineParams {
+                    slots: 1,
+                    max_bs: 512
+                },
+                0,
+                0
+            )
+            .is_err());
+    }
+}

@@ -1,0 +1,808 @@
+//! The agent launcher: one `iofleet agent` per host, reached over that host's
+//! transport, speaking the protocol on the session's stdin/stdout. To the controller it
+//! is one source per host, whose agent already merged its own threads.
+//!
+//! Sequence: provision the binary where the transport needs it (copied when missing or
+//! different, verified by SHA-256, stale copies of other versions removed, this run's
+//! copy removed at the end) → hello (versions checked, the agent's pid learnt) → clock
+//! offset from round trips → job → every host prepares and reports ready (heartbeats
+//! meanwhile) → one start instant, translated to each host's clock → intervals and
+//! heartbeats stream back → stop (at the end, on Ctrl-C, or when stdin closes on the
+//! agents). A host whose connection dies is lost at that moment; one that goes silent
+//! (frozen, partitioned) is lost at the moment it was last heard from, and its agent
+//! is killed through a second connection, since a frozen process reads nothing.
+
+use std::io::{BufReader, Read, Write};
+use std::process::{Child, ChildStdin, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{unbounded, Receiver, Sender};
+use iofleet_profile::{combine, GroupPlan};
+use sha2::{Digest, Sha256};
+
+use crate::controller::FleetError;
+use crate::inventory::{place, HostSpec};
+use crate::launcher::{Finished, Launcher, Prepared};
+use crate::observer::Observer;
+use crate::protocol::{
+    check_hello, mono_ns, read_frame, read_magic, write_frame, AgentJob, Clock, Frame, Hello, Start,
+};
+use crate::settings::RunSettings;
+use crate::thread::Msg;
+use crate::transport::{self, shell_quote, Transport};
+
+/// Clock round trips per host; the one with the shortest round trip sets the offset.
+const CLOCK_SAMPLES: u32 = 8;
+/// How long agents get to exit after a stop before their sessions are killed.
+const EXIT_GRACE: Duration = Duration::from_secs(5);
+
+type Stdin = Arc<Mutex<Option<ChildStdin>>>;
+
+/// An open session to one host's agent.
+struct Conn {
+    name: String,
+    transport: Arc<dyn Transport>,
+    child: Child,
+    stdin: Stdin,
+    stdout: Option<BufReader<std::process::ChildStdout>>,
+    stderr: Arc<Mutex<String>>,
+    /// The agent's process id on its host (from its hello).
+    pid: u32,
+    /// Clock offset: agent clock − controller clock, ns.
+    offset_ns: i64,
+    rtt_ns: u64,
+    /// Remote binary to remove at the end (a copy this controller provisioned).
+    copied: Option<String>,
+}
+
+impl Conn {
+    fn stderr_text(&self) -> String {
+        self.stderr
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .trim()
+            .to_string()
+    }
+}
+
+fn host_err(host: &HostSpec, what: impl std::fmt::Display) -> FleetError {
+    FleetError::Setup(format!("host {} ({}): {what}", host.name, host.destination))
+}
+
+/// SHA-256 of this executable, hex.
+fn self_digest() -> Result<(std::path::PathBuf, String), FleetError> {
+    let exe = std::env::current_exe()
+        .map_err(|e| FleetError::Setup(format!("cannot find the iofleet binary: {e}")))?;
+    let bytes = std::fs::read(&exe)
+        .map_err(|e| FleetError::Setup(format!("cannot read {}: {e}", exe.display())))?;
+    let digest = Sha256::digest(&bytes);
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    Ok((exe, hex))
+}
+
+/// Make sure the host has this exact binary; returns the remote command path. Copies
+/// of other versions that no process of this user runs are removed first (what a
+/// killed controller left behind).
+fn provision(
+    host: &HostSpec,
+    t: &dyn Transport,
+    exe: &std::path::Path,
+    digest: &str,
+) -> Result<String, FleetError> {
+    let name = format!("iofleet-{}", &digest[..16]);
+    let check = format!(
+        r#"d="$HOME/.cache/iofleet"; p="$d/{name}"
+for f in "$d"/iofleet-* "$d"/.upload.*; do
+  [ -e "$f" ] && [ "$f" != "$p" ] || continue
+  busy=no
+  for e in /proc/[0-9]*/exe; do [ "$(readlink "$e" 2>/dev/null)" = "$f" ] && busy=yes && break; done
+  [ $busy = no ] && rm -f "$f"
+done
+if [ -x "$p" ] && [ "$(sha256sum "$p" 2>/dev/null | cut -d' ' -f1)" = "{digest}" ]; then echo present; else echo missing; fi"#
+    );
+    let out = t
+        .shell(&check)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| host_err(host, format!("cannot run {}: {e}", t.kind())))?;
+    if !out.status.success() {
+        return Err(host_err(
+            host,
+            format!(
+                "{} failed: {}",
+                t.kind(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
+        ));
+    }
+    let path = format!("\"$HOME/.cache/iofleet/{name}\"");
+    if String::from_utf8_lossy(&out.stdout).trim() == "present" {
+        return Ok(path);
+    }
+    let upload = format!(
+        "d=\"$HOME/.cache/iofleet\"; mkdir -p \"$d\" && t=\"$d/.upload.$$\" && cat > \"$t\" && chmod 755 \"$t\" && mv -f \"$t\" \"$d/{name}\" && sha256sum \"$d/{name}\""
+    );
+    let mut child = t
+        .shell(&upload)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| host_err(host, format!("cannot run {}: {e}", t.kind())))?;
+    let bytes = std::fs::read(exe)
+        .map_err(|e| FleetError::Setup(format!("cannot read {}: {e}", exe.display())))?;
+    let written = {
+        let mut stdin = child.stdin.take().expect("piped");
+        stdin.write_all(&bytes)
+    };
+    // Wait in every case: the remote side's message says why a copy failed.
+    let out = child
+        .wait_with_output()
+        .map_err(|e| host_err(host, format!("copying iofleet failed: {e}")))?;
+    if let Err(e) = written {
+        return Err(host_err(
+            host,
+            format!(
+                "copying iofleet failed: {e}: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
+        ));
+    }
+    let echoed = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() || !echoed.starts_with(digest) {
+        return Err(host_err(
+            host,
+            format!(
+                "copying iofleet failed verification (checksum {}): {}",
+                echoed.split_whitespace().next().unwrap_or("none"),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
+        ));
+    }
+    Ok(path)
+}
+
+/// Start the agent on `host`, check versions, measure the clock offset, send the job.
+fn connect(host: &HostSpec, job: AgentJob, exe: &std::path::Path) -> Result<Conn, FleetError> {
+    let transport: Arc<dyn Transport> = Arc::from(transport::for_host(host));
+    let (path, copied) = match &host.iofleet_path {
+        Some(p) => (shell_quote(p), None),
+        None if transport.shares_binary() => (shell_quote(&exe.to_string_lossy()), None),
+        None => {
+            let (_, digest) = self_digest()?;
+            let p = provision(host, &*transport, exe, &digest)?;
+            (p.clone(), Some(p))
+        }
+    };
+    // `exec`: the agent replaces the shell, so its pid is the one it reports.
+    let mut child = transport
+        .shell(&format!("exec {path} agent"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| host_err(host, format!("cannot start the agent: {e}")))?;
+    let stderr = Arc::new(Mutex::new(String::new()));
+    {
+        let mut pipe = child.stderr.take().expect("piped");
+        let buf = stderr.clone();
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = pipe.read_to_string(&mut s);
+            buf.lock().unwrap_or_else(|p| p.into_inner()).push_str(&s);
+        });
+    }
+    let stdin = Arc::new(Mutex::new(child.stdin.take()));
+    let mut stdout = BufReader::new(child.stdout.take().expect("piped"));
+    let mut conn = Conn {
+        name: host.name.clone(),
+        transport,
+        child,
+        stdin,
+        stdout: None,
+        stderr,
+        pid: 0,
+        offset_ns: 0,
+        rtt_ns: 0,
+        copied,
+    };
+    let died = |conn: &mut Conn, what: String| {
+        let _ = conn.child.kill();
+        let _ = conn.child.wait();
+        std::thread::sleep(Duration::from_millis(50));
+        let err = conn.stderr_text();
+        host_err(
+            host,
+            format!(
+                "{what}{}",
+                if err.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {err}")
+                }
+            ),
+        )
+    };
+    if let Err(e) = read_magic(&mut stdout) {
+        return Err(died(&mut conn, format!("the agent did not start ({e})")));
+    }
+    let theirs = match read_frame(&mut stdout) {
+        Ok(Some(Frame::Hello(h))) => h,
+        other => {
+            return Err(died(
+                &mut conn,
+                format!("no hello from the agent ({other:?})"),
+            ))
+        }
+    };
+    let ours = Hello::ours();
+    if let Err(e) = check_hello(&ours, &theirs, &format!("host {}", host.name)) {
+        let _ = conn.child.kill();
+        let _ = conn.child.wait();
+        return Err(FleetError::Input(e));
+    }
+    conn.pid = theirs.pid;
+    let send = |conn: &Conn, f: &Frame| send_to(&conn.stdin, f);
+    if send(&conn, &Frame::Hello(ours)).is_err() {
+        return Err(died(&mut conn, "the agent closed the session".into()));
+    }
+    // Clock offset, NTP style: offset = t_agent − (t_sent + t_received) / 2, from the
+    // round trip with the smallest delay.
+    let mut best: Option<(u64, i64)> = None;
+    for seq in 0..CLOCK_SAMPLES {
+        let t0 = mono_ns();
+        if send(&conn, &Frame::Ping(Clock { seq, t_ns: t0 })).is_err() {
+            return Err(died(&mut conn, "the agent closed the session".into()));
+        }
+        match read_frame(&mut stdout) {
+            Ok(Some(Frame::Pong(c))) if c.seq == seq => {
+                let t1 = mono_ns();
+                let rtt = t1 - t0;
+                let offset = c.t_ns as i64 - ((t0 as i128 + t1 as i128) / 2) as i64;
+                if best.is_none_or(|(r, _)| rtt < r) {
+                    best = Some((rtt, offset));
+                }
+            }
+            other => {
+                return Err(died(
+                    &mut conn,
+                    format!("clock exchange failed ({other:?})"),
+                ));
+            }
+        }
+    }
+    let (rtt, offset) = best.expect("at least one sample");
+    conn.rtt_ns = rtt;
+    conn.offset_ns = offset;
+    if send(&conn, &Frame::Job(Box::new(job))).is_err() {
+        return Err(died(&mut conn, "the agent closed the session".into()));
+    }
+    conn.stdout = Some(stdout);
+    Ok(conn)
+}
+
+/// What reader threads report.
+enum Event {
+    Frame(usize, Frame),
+    Closed(usize),
+}
+
+fn spawn_reader(h: usize, mut r: BufReader<std::process::ChildStdout>, tx: Sender<Event>) {
+    std::thread::spawn(move || loop {
+        match read_frame(&mut r) {
+            Ok(Some(f)) => {
+                let done = matches!(f, Frame::Done(_) | Frame::Error(_));
+                if tx.send(Event::Frame(h, f)).is_err() || done {
+                    return;
+                }
+            }
+            Ok(None) | Err(_) => {
+                let _ = tx.send(Event::Closed(h));
+                return;
+            }
+        }
+    });
+}
+
+/// Write one frame to an agent (an error once its stdin has been closed).
+fn send_to(stdin: &Stdin, f: &Frame) -> std::io::Result<()> {
+    let mut w = stdin.lock().unwrap_or_else(|p| p.into_inner());
+    match w.as_mut() {
+        Some(pipe) => write_frame(pipe, f),
+        None => Err(std::io::Error::new(
+            std::io::ErrorKind::BrokenPipe,
+            "closed",
+        )),
+    }
+}
+
+/// Kill an agent through a second connection (a frozen agent reads no Stop), then its
+/// session. Bounded by the transport's own connect timeout.
+fn kill_remote(conn: &mut Conn) -> Option<JoinHandle<()>> {
+    conn.stdin.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let pid = conn.pid;
+    let t = conn.transport.clone();
+    let handle = (pid > 0).then(|| {
+        std::thread::spawn(move || {
+            let _ = t
+                .shell(&format!("kill -KILL {pid} 2>/dev/null; true"))
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        })
+    });
+    let _ = conn.child.kill();
+    handle
+}
+
+/// Workers as agents on the hosts of an inventory.
+pub struct AgentLauncher {
+    hosts: Vec<HostSpec>,
+    settings: RunSettings,
+    conns: Vec<Conn>,
+    /// Events from the reader threads: taken by the router once the run starts.
+    events: Option<Receiver<Event>>,
+    /// Per host: last time anything was heard (during prepare).
+    router: Option<JoinHandle<()>>,
+    stopper: Option<JoinHandle<()>>,
+    killers: Vec<JoinHandle<()>>,
+    stop: Arc<AtomicBool>,
+    /// Each host's start report (controller clock, ns) and the chosen start (ns).
+    started: Arc<Mutex<Vec<Option<u64>>>>,
+    epoch_ns: u64,
+    late_notices: Arc<Mutex<Vec<String>>>,
+    router_done: Arc<AtomicBool>,
+}
+
+impl AgentLauncher {
+    pub fn new(hosts: Vec<HostSpec>, settings: RunSettings) -> Self {
+        AgentLauncher {
+            hosts,
+            settings,
+            conns: Vec::new(),
+            events: None,
+            router: None,
+            stopper: None,
+            killers: Vec::new(),
+            stop: Arc::new(AtomicBool::new(false)),
+            started: Arc::new(Mutex::new(Vec::new())),
+            epoch_ns: 0,
+            late_notices: Arc::new(Mutex::new(Vec::new())),
+            router_done: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// Stop every agent, wait (bounded) for them to exit, kill what is left, remove
+    /// the copies this run made.
+    fn shutdown(&mut self) {
+        for c in &self.conns {
+            let _ = send_to(&c.stdin, &Frame::Stop);
+            // Closing stdin ends the agent even if it missed the Stop frame.
+            c.stdin.lock().unwrap_or_else(|p| p.into_inner()).take();
+        }
+        let deadline = Instant::now() + EXIT_GRACE;
+        for i in 0..self.conns.len() {
+            loop {
+                match self.conns[i].child.try_wait() {
+                    Ok(Some(_)) => break,
+                    _ if Instant::now() >= deadline => {
+                        if let Some(k) = kill_remote(&mut self.conns[i]) {
+                            self.killers.push(k);
+                        }
+                        let _ = self.conns[i].child.wait();
+                        break;
+                    }
+                    _ => std::thread::sleep(Duration::from_millis(20)),
+                }
+            }
+        }
+        for k in self.killers.drain(..) {
+            let _ = k.join();
+        }
+        for c in &self.conns {
+            if let Some(path) = &c.copied {
+                let _ = c
+                    .transport
+                    .shell(&format!(
+                        "rm -f {path}; rmdir \"$HOME/.cache/iofleet\" 2>/dev/null; true"
+                    ))
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status();
+            }
+        }
+    }
+
+    /// Connect to every host in parallel; None when `stop` was set meanwhile (every
+    /// session that did open is shut down).
+    fn connect_all(
+        &mut self,
+        jobs: Vec<(usize, AgentJob)>,
+        stop: &AtomicBool,
+    ) -> Result<Option<()>, FleetError> {
+        let exe = std::env::current_exe()
+            .map_err(|e| FleetError::Setup(format!("cannot find the iofleet binary: {e}")))?;
+        let (tx, rx) = unbounded();
+        let n = jobs.len();
+        for (order, (i, job)) in jobs.into_iter().enumerate() {
+            let (host, exe, tx) = (self.hosts[i].clone(), exe.clone(), tx.clone());
+            std::thread::spawn(move || {
+                let _ = tx.send((order, connect(&host, job, &exe)));
+            });
+        }
+        drop(tx);
+        let mut slots: Vec<Option<Conn>> = (0..n).map(|_| None).collect();
+        let mut first_err = None;
+        // Every connect ends (transport timeouts bound it); a stop only changes what
+        // is done with the sessions once they are open.
+        for (order, r) in rx.iter() {
+            match r {
+                Ok(c) => slots[order] = Some(c),
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        self.conns = slots.into_iter().flatten().collect();
+        if let Some(e) = first_err {
+            self.shutdown();
+            return Err(e);
+        }
+        if stop.load(Ordering::SeqCst) {
+            self.shutdown();
+            return Ok(None);
+        }
+        Ok(Some(()))
+    }
+}
+
+impl Launcher for AgentLauncher {
+    fn prepare(
+        &mut self,
+        groups: &[GroupPlan],
+        stop: &Arc<AtomicBool>,
+        _observer: &mut dyn Observer,
+        notices: &mut Vec<String>,
+    ) -> Result<Option<Prepared>, FleetError> {
+        self.stop = stop.clone();
+        let hosts = &self.hosts;
+        // When every host pins its worker count, the pins are the fleet.
+        let mut groups = groups.to_vec();
+        let planned: u32 = groups.iter().map(|g| g.plan.fleet.workers).sum();
+        let pinned: u32 = hosts.iter().filter_map(|h| h.workers).sum();
+        if hosts.iter().all(|h| h.workers.is_some()) && pinned != planned {
+            if groups.len() > 1 {
+                return Err(FleetError::Input(format!(
+                    "--hosts: every host pins its workers ({pinned} in all) but the groups have {planned}; make them agree"
+                )));
+            }
+            notices.push(format!(
+                "every host pins its worker count: running {pinned} workers, not the planned {planned}"
+            ));
+            groups[0].plan.fleet.workers = pinned;
+        }
+        let total = combine(&groups).fleet.workers;
+        let placement = place(hosts, total).map_err(FleetError::Input)?;
+        let active: Vec<usize> = (0..hosts.len()).filter(|&i| placement[i].1 > 0).collect();
+        for (i, h) in hosts.iter().enumerate() {
+            if placement[i].1 == 0 {
+                notices.push(format!(
+                    "host {} has no worker to run ({total} workers over {} hosts)",
+                    h.name,
+                    hosts.len()
+                ));
+            }
+        }
+        let jobs = active
+            .iter()
+            .map(|&i| {
+                let (base, count) = placement[i];
+                // This host's share of each group: the overlap of worker ranges.
+                let share = groups
+                    .iter()
+                    .map(|g| {
+                        let lo = g.worker_base.max(base);
+                        let hi = (g.worker_base + g.plan.fleet.workers).min(base + count);
+                        let mut g = g.clone();
+                        g.worker_base = lo.min(base + count);
+                        g.plan.fleet.workers = hi.saturating_sub(lo);
+                        g
+                    })
+                    .collect();
+                let job = AgentJob {
+                    groups: share,
+                    target: hosts[i].target.clone(),
+                    settings: self.settings.clone(),
+                };
+                (i, job)
+            })
+            .collect();
+        if self.connect_all(jobs, stop)?.is_none() {
+            return Ok(None);
+        }
+        let active_hosts: Vec<HostSpec> = active.iter().map(|&i| self.hosts[i].clone()).collect();
+
+        // Readers, then wait until every host has prepared. Agents heartbeat while
+        // they prepare, so a host that goes silent is noticed here too.
+        let (ev_tx, ev_rx) = unbounded();
+        for (h, c) in self.conns.iter_mut().enumerate() {
+            spawn_reader(h, c.stdout.take().expect("set by connect"), ev_tx.clone());
+        }
+        drop(ev_tx);
+        let n = self.conns.len();
+        let mut ready = vec![false; n];
+        let mut engines = vec![String::new(); n];
+        let mut configured = 0u64;
+        let mut heard = vec![Instant::now(); n];
+        let timeout = self.settings.host_timeout;
+        while !ready.iter().all(|&r| r) {
+            let ev = match ev_rx.recv_timeout(Duration::from_millis(100)) {
+                Ok(ev) => Some(ev),
+                Err(_) if stop.load(Ordering::SeqCst) => {
+                    self.shutdown();
+                    return Ok(None);
+                }
+                Err(_) => None,
+            };
+            let failure = match ev {
+                Some(Event::Frame(h, f)) => {
+                    heard[h] = Instant::now();
+                    match f {
+                        Frame::Ready(r) => {
+                            ready[h] = true;
+                            engines[h] = r.engine;
+                            configured += r.configured_outstanding;
+                            notices.extend(
+                                r.notices
+                                    .into_iter()
+                                    .map(|n| format!("{}: {n}", self.conns[h].name)),
+                            );
+                            None
+                        }
+                        Frame::Error(f) => Some(if f.input {
+                            FleetError::Input(format!("host {}: {}", self.conns[h].name, f.message))
+                        } else {
+                            host_err(&active_hosts[h], f.message)
+                        }),
+                        Frame::Done(d) => Some(host_err(
+                            &active_hosts[h],
+                            format!("ended before the start: {}", d.notices.join("; ")),
+                        )),
+                        _ => None,
+                    }
+                }
+                Some(Event::Closed(h)) => {
+                    std::thread::sleep(Duration::from_millis(50)); // let stderr arrive
+                    let err = self.conns[h].stderr_text();
+                    Some(host_err(
+                        &active_hosts[h],
+                        format!(
+                            "lost while preparing: its agent's connection closed{}",
+                            if err.is_empty() {
+                                " without a message".to_string()
+                            } else {
+                                format!(" ({err})")
+                            }
+                        ),
+                    ))
+                }
+                None => heard.iter().position(|t| t.elapsed() >= timeout).map(|h| {
+                    host_err(
+                        &active_hosts[h],
+                        format!(
+                            "lost while preparing: nothing heard from it for {} s (--host-timeout)",
+                            timeout.as_secs_f64()
+                        ),
+                    )
+                }),
+            };
+            if let Some(e) = failure {
+                self.shutdown();
+                return Err(e);
+            }
+        }
+        self.events = Some(ev_rx);
+        if engines.iter().any(|e| e != &engines[0]) {
+            let list: Vec<String> = self
+                .conns
+                .iter()
+                .zip(&engines)
+                .map(|(c, e)| format!("{} {e}", c.name))
+                .collect();
+            notices.push(format!("hosts run different engines: {}", list.join(", ")));
+        }
+        let mut worker_host = Vec::new();
+        for (h, &i) in active.iter().enumerate() {
+            worker_host.extend(std::iter::repeat_n(h, placement[i].1 as usize));
+        }
+        let max_rtt = self.conns.iter().map(|c| c.rtt_ns).max().unwrap_or(0);
+        Ok(Some(Prepared {
+            groups,
+            worker_base: 0,
+            workers: worker_host.len() as u32,
+            hosts: self.conns.iter().map(|c| c.name.clone()).collect(),
+            worker_host,
+            sources: (0..n)
+                .map(|h| (format!("host {}", self.conns[h].name), h))
+                .collect(),
+            engine: engines[0].clone(),
+            target_label: "per host (see hosts)".into(),
+            direct: self.settings.direct,
+            configured_outstanding: configured,
+            start_margin: Duration::from_millis(100) + Duration::from_nanos(max_rtt * 4),
+            silence_grace: Some(self.settings.host_timeout),
+        }))
+    }
+
+    fn start(&mut self, epoch: Instant, tx: Sender<Msg>) -> Option<Duration> {
+        let epoch_ns =
+            mono_ns() + epoch.saturating_duration_since(Instant::now()).as_nanos() as u64;
+        self.epoch_ns = epoch_ns;
+        *self.started.lock().unwrap_or_else(|p| p.into_inner()) = vec![None; self.conns.len()];
+        if !self.stop.load(Ordering::SeqCst) {
+            for c in &self.conns {
+                let agent_epoch = (epoch_ns as i64 + c.offset_ns).max(0) as u64;
+                let _ = send_to(
+                    &c.stdin,
+                    &Frame::Start(Start {
+                        epoch_ns: agent_epoch,
+                    }),
+                );
+            }
+        }
+        // Route host events into the collector.
+        let ev_rx = self.events.take()?;
+        let names: Vec<String> = self.conns.iter().map(|c| c.name.clone()).collect();
+        let stderrs: Vec<Arc<Mutex<String>>> =
+            self.conns.iter().map(|c| c.stderr.clone()).collect();
+        let offsets: Vec<i64> = self.conns.iter().map(|c| c.offset_ns).collect();
+        let (started, late, router_done) = (
+            self.started.clone(),
+            self.late_notices.clone(),
+            self.router_done.clone(),
+        );
+        self.router = Some(std::thread::spawn(move || {
+            route(
+                ev_rx, tx, &names, &stderrs, &offsets, epoch_ns, &started, &late,
+            );
+            router_done.store(true, Ordering::SeqCst);
+        }));
+        // Forward a stop (Ctrl-C) to every agent.
+        let stop = self.stop.clone();
+        let stdins: Vec<Stdin> = self.conns.iter().map(|c| c.stdin.clone()).collect();
+        let router_done = self.router_done.clone();
+        self.stopper = Some(std::thread::spawn(move || {
+            while !router_done.load(Ordering::SeqCst) {
+                if stop.load(Ordering::SeqCst) {
+                    for s in &stdins {
+                        let _ = send_to(s, &Frame::Stop);
+                    }
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }));
+        None
+    }
+
+    fn give_up(&mut self, source: usize) {
+        if let Some(c) = self.conns.get_mut(source) {
+            if let Some(k) = kill_remote(c) {
+                self.killers.push(k);
+            }
+        }
+    }
+
+    fn finish(&mut self) -> Finished {
+        self.shutdown();
+        if let Some(r) = self.router.take() {
+            let _ = r.join();
+        }
+        self.router_done.store(true, Ordering::SeqCst);
+        if let Some(s) = self.stopper.take() {
+            let _ = s.join();
+        }
+        let starts = self
+            .started
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        Finished {
+            start_late_ms: starts
+                .iter()
+                .map(|s| s.map(|t| (t as f64 - self.epoch_ns as f64) / 1e6))
+                .collect(),
+            notices: std::mem::take(
+                &mut *self.late_notices.lock().unwrap_or_else(|p| p.into_inner()),
+            ),
+        }
+    }
+}
+
+/// Turn host frames into collector messages until every reader has ended.
+#[allow(clippy::too_many_arguments)]
+fn route(
+    ev_rx: Receiver<Event>,
+    tx: Sender<Msg>,
+    names: &[String],
+    stderrs: &[Arc<Mutex<String>>],
+    offsets: &[i64],
+    epoch_ns: u64,
+    started: &Mutex<Vec<Option<u64>>>,
+    late_notices: &Mutex<Vec<String>>,
+) {
+    let mut finished = vec![false; names.len()];
+    while let Ok(ev) = ev_rx.recv() {
+        let msg = match ev {
+            Event::Frame(h, Frame::Interval(d)) => Msg::Interval {
+                source: h as u32,
+                index: d.index,
+                samples: d.samples,
+                errors: Vec::new(),
+                stopped_at: d.stopped_at,
+            },
+            Event::Frame(h, Frame::Started(c)) => {
+                let ctrl = (c.t_ns as i64 - offsets[h]).max(0) as u64;
+                started.lock().unwrap_or_else(|p| p.into_inner())[h] = Some(ctrl);
+                Msg::Heartbeat { source: h as u32 }
+            }
+            Event::Frame(h, Frame::Done(d)) => {
+                finished[h] = true;
+                // Notices that arose during the run (those from before the start came
+                // with Ready), minus repeats.
+                let mut late = late_notices.lock().unwrap_or_else(|p| p.into_inner());
+                for n in d.notices {
+                    let n = format!("{}: {n}", names[h]);
+                    if !late.contains(&n) {
+                        late.push(n);
+                    }
+                }
+                Msg::Done {
+                    source: h as u32,
+                    end_ns: d.end_ns,
+                    error: (!d.failures.is_empty()).then(|| d.failures.join("; ")),
+                    errors: d.errors,
+                    lost: false,
+                }
+            }
+            Event::Frame(h, Frame::Error(f)) => {
+                finished[h] = true;
+                Msg::Done {
+                    source: h as u32,
+                    end_ns: mono_ns().saturating_sub(epoch_ns),
+                    error: Some(f.message),
+                    errors: Vec::new(),
+                    lost: false,
+                }
+            }
+            Event::Frame(h, _) => Msg::Heartbeat { source: h as u32 },
+            Event::Closed(h) if !finished[h] => {
+                finished[h] = true;
+                std::thread::sleep(Duration::from_millis(50)); // let stderr arrive
+                let why = stderrs[h].lock().unwrap_or_else(|p| p.into_inner()).clone();
+                Msg::Done {
+                    source: h as u32,
+                    end_ns: mono_ns().saturating_sub(epoch_ns),
+                    error: Some(format!(
+                        "host {} lost: its agent's connection closed{}",
+                        names[h],
+                        if why.trim().is_empty() {
+                            String::new()
+                        } else {
+                            format!(" ({})", why.trim())
+                        }
+                    )),
+                    errors: Vec::new(),
+                    lost: true,
+                }
+            }
+            Event::Closed(_) => continue,
+        };
+        let _ = tx.send(msg);
+    }
+}

@@ -1,0 +1,718 @@
+//! The in-process launcher: the fleet's workers as I/O threads of this process. It
+//! resolves the engine, builds every thread's lanes, checks and lays out the targets
+//! (every check before any write), fills disks, opens each thread's engine, and holds
+//! the threads at a starting line until the controller names the instant. A local run
+//! uses it directly; an agent uses it for its share of a fleet, so both run the same
+//! code. It computes no result: its threads send interval samples to the collector.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{bounded, Sender};
+use iofleet_engine::target::{
+    create_files, fill_disk, fill_marker_valid, logical_block_size, open_disk, plan_layout,
+    DiskLayout, FillOutcome, FillPattern, LayoutRequest, TargetError, TargetSpec,
+};
+use iofleet_engine::{BuiltEngine, Drive, EngineParams, EngineSpec};
+use iofleet_profile::{combine, stream_offsets, GroupPlan, Plan, Prepare};
+
+use crate::controller::FleetError;
+use crate::launcher::{Finished, Launcher, Prepared};
+use crate::observer::{Observer, Phase};
+use crate::settings::RunSettings;
+use crate::sys;
+use crate::thread::{run_thread, thread_seed, LaneSpec, Msg, ThreadSpec, Timeline};
+
+/// Everything the threads of one run share.
+struct Job {
+    plan: Plan,
+    timeline: Timeline,
+    threads: Vec<ThreadSpec>,
+    /// Disk layout per thread (None for engines without a target).
+    disks: Vec<Option<DiskLayout>>,
+    engine: EngineSpec,
+    direct: bool,
+    stop: Arc<AtomicBool>,
+    /// Threads that have begun I/O, and the latest of their start times after the
+    /// epoch (ns): the start skew of this host's threads.
+    started: AtomicU64,
+    max_late_ns: AtomicU64,
+}
+
+/// The starting line: threads wait until it opens. Unlike a barrier it cannot deadlock
+/// when fewer threads than planned reach it (a failed spawn, a panic during setup).
+#[derive(Default)]
+struct Gate {
+    open: Mutex<Option<(Instant, Sender<Msg>)>>,
+    cv: Condvar,
+}
+
+impl Gate {
+    fn wait(&self) -> (Instant, Sender<Msg>) {
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if let Some(o) = open.as_ref() {
+                return o.clone();
+            }
+            open = self.cv.wait(open).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+    fn open(&self, epoch: Instant, tx: Sender<Msg>) {
+        *self.open.lock().unwrap_or_else(|p| p.into_inner()) = Some((epoch, tx));
+        self.cv.notify_all();
+    }
+    fn close(&self) {
+        self.open.lock().unwrap_or_else(|p| p.into_inner()).take();
+    }
+}
+
+/// Reports a thread's setup outcome exactly once, even if setup panics.
+struct ReadyOnce<'a>(Option<&'a Sender<Result<(), String>>>);
+
+impl ReadyOnce<'_> {
+    fn send(&mut self, r: Result<(), String>) {
+        if let Some(tx) = self.0.take() {
+            let _ = tx.send(r);
+        }
+    }
+}
+
+impl Drop for ReadyOnce<'_> {
+    fn drop(&mut self) {
+        self.send(Err("an I/O thread failed during setup".into()));
+    }
+}
+
+/// Removes disk files when dropped (with `--cleanup`), whatever way the run ends.
+#[derive(Default)]
+struct Cleanup(Vec<std::path::PathBuf>);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        for p in &self.0 {
+            let _ = std::fs::remove_file(p);
+        }
+        if let Some(dir) = self.0.first().and_then(|p| p.parent()) {
+            let _ = std::fs::remove_dir(dir); // only if now empty
+        }
+    }
+}
+
+/// Workers as I/O threads of this process.
+pub struct ThreadLauncher {
+    target: TargetSpec,
+    target_label: String,
+    settings: RunSettings,
+    job: Option<Arc<Job>>,
+    handles: Vec<JoinHandle<()>>,
+    gate: Arc<Gate>,
+    cleanup: Cleanup,
+}
+
+impl ThreadLauncher {
+    pub fn new(target: TargetSpec, target_label: String, settings: RunSettings) -> Self {
+        ThreadLauncher {
+            target,
+            target_label,
+            settings,
+            job: None,
+            handles: Vec::new(),
+            gate: Arc::new(Gate::default()),
+            cleanup: Cleanup::default(),
+        }
+    }
+
+    /// Stop and join threads already spawned (setup failed).
+    fn abandon(&mut self, stop: &AtomicBool) {
+        stop.store(true, Ordering::SeqCst);
+        let (tx, _rx) = crossbeam_channel::unbounded();
+        self.gate.open(Instant::now(), tx);
+        for h in self.handles.drain(..) {
+            let _ = h.join();
+        }
+        self.gate.close();
+    }
+}
+
+/// Lanes of one thread on `disk`: one closed-loop lane shared by the weighted streams
+/// (rate-capped when the profile sets a worker rate), one open-loop lane per rated stream.
+pub(crate) fn build_lanes(plan: &Plan, disk: u32, qd_cap: Option<u32>) -> Vec<LaneSpec> {
+    let f = &plan.fleet;
+    let cap = |qd: u32| qd_cap.map_or(qd, |c| qd.min(c));
+    let mut lanes = Vec::new();
+    let weighted: Vec<(usize, u32)> = plan
+        .streams
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.rate_iops.is_none() && s.disks.contains(&disk))
+        .map(|(i, s)| (i, s.weight.unwrap_or(1)))
+        .collect();
+    if !weighted.is_empty() {
+        let disks_with_weighted = (0..f.disks_per_worker)
+            .filter(|d| {
+                plan.streams
+                    .iter()
+                    .any(|s| s.rate_iops.is_none() && s.disks.contains(d))
+            })
+            .count() as f64;
+        lanes.push(LaneSpec {
+            streams: weighted,
+            qd: cap(f.qd),
+            rate_per_thread: plan
+                .timing
+                .rate_iops
+                .map(|r| r / (disks_with_weighted * f.threads_per_disk as f64)),
+            arrival: plan.timing.arrival,
+        });
+    }
+    for (i, s) in plan.streams.iter().enumerate() {
+        if let Some(rate) = s.rate_iops {
+            if s.disks.contains(&disk) {
+                lanes.push(LaneSpec {
+                    streams: vec![(i, 1)],
+                    qd: cap(s.qd.unwrap_or(f.qd)),
+                    rate_per_thread: Some(
+                        rate / (s.disks.len() as f64 * f.threads_per_disk as f64),
+                    ),
+                    arrival: plan.timing.arrival,
+                });
+            }
+        }
+    }
+    lanes
+}
+
+/// Check the layout against the plan: block sizes and alignment against the device's
+/// logical block size with direct I/O, and every stream's largest block against the
+/// disk size actually available.
+fn check_layout(plan: &Plan, layout: &[DiskLayout], direct: bool) -> Result<(), FleetError> {
+    for d in layout {
+        if direct {
+            let lbs = logical_block_size(d);
+            for (i, s) in plan.streams.iter().enumerate() {
+                if let Some((bs, _)) = s.bs.entries.iter().find(|(b, _)| b.0 % lbs != 0) {
+                    return Err(FleetError::Input(format!(
+                        "stream[{i}] (\"{}\").bs: {} is not a multiple of {}'s logical block size ({lbs} bytes) required by direct I/O (or rerun with --direct=false)",
+                        s.name,
+                        bs,
+                        d.path.display()
+                    )));
+                }
+                if s.align.0 % lbs != 0 {
+                    return Err(FleetError::Input(format!(
+                        "stream[{i}] (\"{}\").align: {} is not a multiple of {}'s logical block size ({lbs} bytes)",
+                        s.name,
+                        s.align,
+                        d.path.display()
+                    )));
+                }
+            }
+        }
+        for (i, s) in plan.streams.iter().enumerate() {
+            if s.disks.contains(&d.disk) && s.bs.max().0 > d.size {
+                return Err(FleetError::Input(format!(
+                    "stream[{i}] (\"{}\").bs: {} does not fit in disk {} of worker {} ({} bytes); raise --disk-size",
+                    s.name,
+                    s.bs.max(),
+                    d.disk,
+                    d.worker,
+                    d.size
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Fill every disk that lacks a valid marker; returns false when interrupted.
+fn prepare_disks(
+    layout: &[DiskLayout],
+    pattern: FillPattern,
+    direct: bool,
+    stop: &AtomicBool,
+    observer: &mut dyn Observer,
+    notices: &mut Vec<String>,
+) -> Result<bool, FleetError> {
+    let mut todo = Vec::new();
+    for d in layout {
+        if !fill_marker_valid(d, pattern)? {
+            todo.push(d.clone());
+        }
+    }
+    if todo.len() < layout.len() {
+        notices.push(format!(
+            "prepare: {} of {} disks already carry a valid fill marker and were not refilled",
+            layout.len() - todo.len(),
+            layout.len()
+        ));
+    }
+    if todo.is_empty() {
+        return Ok(true);
+    }
+    let total: u64 = todo.iter().map(|d| d.size).sum();
+    let progress = Arc::new(AtomicU64::new(0));
+    let next = Arc::new(AtomicU64::new(0));
+    let todo = Arc::new(todo);
+    let parallel = todo.len().min(4);
+    let results = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..parallel)
+            .map(|_| {
+                let (todo, next, progress) = (todo.clone(), next.clone(), progress.clone());
+                scope.spawn(move || -> Result<bool, TargetError> {
+                    loop {
+                        let i = next.fetch_add(1, Ordering::SeqCst) as usize;
+                        let Some(d) = todo.get(i) else {
+                            return Ok(true);
+                        };
+                        if fill_disk(d, pattern, direct, stop, &progress)?
+                            == FillOutcome::Interrupted
+                        {
+                            return Ok(false);
+                        }
+                    }
+                })
+            })
+            .collect();
+        while handles.iter().any(|h| !h.is_finished()) {
+            observer.prepare_progress(progress.load(Ordering::Relaxed), total);
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        observer.prepare_progress(progress.load(Ordering::Relaxed), total);
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("fill thread does not panic"))
+            .collect::<Vec<_>>()
+    });
+    let mut complete = true;
+    for r in results {
+        complete &= r?;
+    }
+    Ok(complete && !stop.load(Ordering::SeqCst))
+}
+
+impl Launcher for ThreadLauncher {
+    fn prepare(
+        &mut self,
+        groups: &[GroupPlan],
+        stop: &Arc<AtomicBool>,
+        observer: &mut dyn Observer,
+        notices: &mut Vec<String>,
+    ) -> Result<Option<Prepared>, FleetError> {
+        let cfg = &self.settings;
+        let engine = cfg.engine.resolve(notices)?;
+        let caps = engine.caps();
+        let qd_cap = if caps.async_qd {
+            None
+        } else {
+            let max_qd = groups
+                .iter()
+                .flat_map(|g| {
+                    g.plan
+                        .streams
+                        .iter()
+                        .filter_map(|s| s.qd)
+                        .chain([g.plan.fleet.qd])
+                })
+                .max()
+                .unwrap_or(1);
+            if max_qd > 1 {
+                notices.push(format!(
+                    "{} keeps one I/O in flight per thread: qd {max_qd} runs as qd 1 (raise --threads for more outstanding I/O)",
+                    engine.name()
+                ));
+            }
+            Some(1)
+        };
+        let active_groups = groups.iter().filter(|g| g.plan.fleet.workers > 0).count();
+        if active_groups > 1 && matches!(self.target, TargetSpec::Devices(_)) && caps.needs_target {
+            return Err(FleetError::Input(
+                "--target: worker groups need a directory target (each group would split the same devices)".into(),
+            ));
+        }
+        let mut groups = groups.to_vec();
+        let offsets = stream_offsets(&groups);
+
+        // Thread specs, before any target is touched. Lanes index the combined streams.
+        let mut threads = Vec::new();
+        for (g, offset) in groups.iter().zip(&offsets) {
+            let f = &g.plan.fleet;
+            for w in g.worker_base..g.worker_base + f.workers {
+                for d in 0..f.disks_per_worker {
+                    let mut lanes = build_lanes(&g.plan, d, qd_cap);
+                    if lanes.is_empty() {
+                        continue; // no stream uses this disk
+                    }
+                    for l in &mut lanes {
+                        l.streams.iter_mut().for_each(|s| s.0 += offset);
+                    }
+                    for t in 0..f.threads_per_disk {
+                        threads.push(ThreadSpec {
+                            id: threads.len() as u32,
+                            worker: w,
+                            disk: d,
+                            thread: t,
+                            threads_per_disk: f.threads_per_disk,
+                            lanes: lanes.clone(),
+                            seed: thread_seed(cfg.seed, w, d, t),
+                            region_offset: 0,
+                            disk_size: f.disk_size.0,
+                        });
+                    }
+                }
+            }
+        }
+
+        // Targets: every check before any write, then create, then fill.
+        let mut disks: Vec<Option<DiskLayout>> = vec![None; threads.len()];
+        if caps.needs_target {
+            let mut layouts = Vec::new();
+            for (gi, g) in groups.iter().enumerate() {
+                if g.plan.fleet.workers == 0 {
+                    continue;
+                }
+                let f = &g.plan.fleet;
+                let layout = plan_layout(
+                    &self.target,
+                    &LayoutRequest {
+                        worker_base: g.worker_base,
+                        workers: f.workers,
+                        disks_per_worker: f.disks_per_worker,
+                        disk_size: f.disk_size.0,
+                        disk_size_from_cli: cfg.disk_size_from_cli,
+                        direct: cfg.direct,
+                        destroy_data: cfg.destroy_data,
+                    },
+                )?;
+                check_layout(&g.plan, &layout, cfg.direct)?;
+                layouts.push((gi, layout));
+            }
+            if cfg.cleanup {
+                self.cleanup.0 = layouts
+                    .iter()
+                    .flat_map(|(_, l)| l.iter())
+                    .filter(|d| !d.is_device)
+                    .map(|d| d.path.clone())
+                    .collect();
+            }
+            for (gi, layout) in &layouts {
+                create_files(layout)?;
+                // Surface open errors (O_DIRECT refused, permissions) as typed errors now.
+                let p = &groups[*gi].plan;
+                let writes = p.streams.iter().any(|s| s.read_pct < 100.0);
+                let needs_write = writes || p.timing.prepare != Prepare::None;
+                if let Some(first) = layout.first() {
+                    open_disk(first, cfg.direct, needs_write)?;
+                }
+            }
+            if groups.len() == 1 {
+                if let Some(min) = layouts
+                    .iter()
+                    .flat_map(|(_, l)| l.iter())
+                    .map(|d| d.size)
+                    .min()
+                {
+                    groups[0].plan.fleet.disk_size = iofleet_profile::Bytes(min);
+                }
+            }
+            for (gi, layout) in &layouts {
+                let pattern = match groups[*gi].plan.timing.prepare {
+                    Prepare::Random => Some(FillPattern::Random),
+                    Prepare::Zero => Some(FillPattern::Zero),
+                    Prepare::None => None,
+                };
+                if let Some(p) = pattern {
+                    observer.phase(Phase::Prepare, 0.0);
+                    if !prepare_disks(layout, p, cfg.direct, stop, observer, notices)? {
+                        return Ok(None);
+                    }
+                }
+            }
+            for (i, t) in threads.iter_mut().enumerate() {
+                let d = layouts
+                    .iter()
+                    .flat_map(|(_, l)| l.iter())
+                    .find(|d| d.worker == t.worker && d.disk == t.disk)
+                    .expect("layout covers every disk");
+                t.region_offset = d.region_offset;
+                t.disk_size = d.size;
+                disks[i] = Some(d.clone());
+            }
+        }
+
+        let plan = combine(&groups);
+        let worker_base = groups[0].worker_base;
+        let workers = plan.fleet.workers;
+        let timeline = Timeline::new(
+            plan.timing.warmup,
+            plan.timing.duration,
+            plan.timing.interval,
+        );
+        let configured_outstanding = threads.iter().map(|t| t.slots() as u64).sum();
+        let sources = threads
+            .iter()
+            .map(|t| {
+                (
+                    format!("worker {} disk {} thread {}", t.worker, t.disk, t.thread),
+                    0,
+                )
+            })
+            .collect();
+        let job = Arc::new(Job {
+            plan,
+            timeline,
+            threads,
+            disks,
+            engine: engine.clone(),
+            direct: cfg.direct,
+            stop: stop.clone(),
+            started: AtomicU64::new(0),
+            max_late_ns: AtomicU64::new(0),
+        });
+        self.job = Some(job.clone());
+
+        // Open every thread's engine; they then wait at the starting line.
+        let n = job.threads.len();
+        let (ready_tx, ready_rx) = bounded::<Result<(), String>>(n);
+        for i in 0..n {
+            let (job_t, gate, ready_tx) = (job.clone(), self.gate.clone(), ready_tx.clone());
+            let t = &job.threads[i];
+            let h = std::thread::Builder::new()
+                .name(format!("io-w{}d{}t{}", t.worker, t.disk, t.thread))
+                .spawn(move || thread_main(&job_t, i, &gate, &ready_tx));
+            match h {
+                Ok(h) => self.handles.push(h),
+                Err(e) => {
+                    self.abandon(stop);
+                    return Err(FleetError::Setup(format!(
+                        "cannot start an I/O thread: {e}"
+                    )));
+                }
+            }
+        }
+        drop(ready_tx);
+        let mut first_err = None;
+        for _ in 0..n {
+            match ready_rx.recv() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    first_err.get_or_insert(e);
+                }
+                Err(_) => {
+                    first_err.get_or_insert("an I/O thread ended during setup".into());
+                    break;
+                }
+            }
+        }
+        if let Some(e) = first_err {
+            self.abandon(stop);
+            return Err(FleetError::Setup(e));
+        }
+        Ok(Some(Prepared {
+            groups,
+            worker_base,
+            workers,
+            hosts: vec![sys::hostname()],
+            worker_host: vec![0; workers as usize],
+            sources,
+            engine: engine.name().into(),
+            target_label: if caps.needs_target {
+                self.target_label.clone()
+            } else {
+                "none".into()
+            },
+            direct: cfg.direct,
+            configured_outstanding,
+            start_margin: Duration::from_millis(20),
+            silence_grace: None,
+        }))
+    }
+
+    fn start(&mut self, epoch: Instant, tx: Sender<Msg>) -> Option<Duration> {
+        self.gate.open(epoch, tx);
+        let job = self.job.as_ref()?;
+        let deadline = epoch.max(Instant::now()) + Duration::from_secs(2);
+        while job.started.load(Ordering::SeqCst) < job.threads.len() as u64
+            && !job.stop.load(Ordering::SeqCst)
+            && Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        Some(Duration::from_nanos(job.max_late_ns.load(Ordering::SeqCst)))
+    }
+
+    fn finish(&mut self) -> Finished {
+        for h in self.handles.drain(..) {
+            let _ = h.join();
+        }
+        // Threads hold the only senders besides the gate's: drop it so the channel ends.
+        self.gate.close();
+        Finished::default()
+    }
+}
+
+/// The thread loop, monomorphised for the engine built for this thread.
+struct Loop<'a> {
+    job: &'a Job,
+    i: usize,
+    tx: &'a Sender<Msg>,
+}
+
+impl Drive for Loop<'_> {
+    type Out = Result<u64, iofleet_engine::EngineError>;
+    fn drive<E: iofleet_engine::Engine, C: iofleet_engine::Clock>(
+        self,
+        engine: &mut E,
+        clock: &C,
+    ) -> Self::Out {
+        let job = self.job;
+        run_thread(
+            engine,
+            clock,
+            &job.threads[self.i],
+            &job.plan,
+            &job.timeline,
+            &job.stop,
+            self.tx,
+        )
+    }
+}
+
+fn thread_main(job: &Job, i: usize, gate: &Gate, ready: &Sender<Result<(), String>>) {
+    let mut ready = ReadyOnce(Some(ready));
+    let spec = &job.threads[i];
+    let params = EngineParams {
+        slots: spec.slots(),
+        max_bs: spec
+            .lanes
+            .iter()
+            .flat_map(|l| l.streams.iter())
+            .map(|&(s, _)| job.plan.streams[s].bs.max().0 as u32)
+            .max()
+            .unwrap_or(4096),
+    };
+    let writes = job.plan.streams.iter().any(|s| s.read_pct < 100.0);
+    let built: Result<BuiltEngine, String> = (|| {
+        let disk = match &job.disks[i] {
+            Some(d) => Some(open_disk(d, job.direct, writes).map_err(|e| e.to_string())?),
+            None => None,
+        };
+        job.engine
+            .build(disk, params, spec.seed, spec.worker)
+            .map_err(|e| e.to_string())
+    })();
+    let mut engine = match built {
+        Ok(e) => {
+            ready.send(Ok(()));
+            e
+        }
+        Err(e) => {
+            ready.send(Err(e));
+            gate.wait();
+            return;
+        }
+    };
+    let (epoch, tx) = gate.wait();
+    // A panic in the loop must still end this source, or the collector waits for ever.
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        if !engine.simulated_time() {
+            // Everyone starts at the same instant.
+            std::thread::sleep(epoch.saturating_duration_since(Instant::now()));
+            let late = Instant::now().saturating_duration_since(epoch).as_nanos() as u64;
+            job.max_late_ns.fetch_max(late, Ordering::SeqCst);
+        }
+        job.started.fetch_add(1, Ordering::SeqCst);
+        if job.stop.load(Ordering::SeqCst) && !engine.simulated_time() {
+            return Ok(0);
+        }
+        engine.drive(epoch, Loop { job, i, tx: &tx })
+    }));
+    let (end_ns, error) = match outcome {
+        Ok(Ok(end)) => (end, None),
+        Ok(Err(e)) => (mono_now(epoch), Some(e.to_string())),
+        Err(_) => (mono_now(epoch), Some("the I/O thread panicked".to_string())),
+    };
+    // Report before the engine is dropped: dropping waits (bounded) for I/O still in
+    // the kernel, which must not hold up the end of the run.
+    let _ = tx.send(Msg::Done {
+        source: spec.id,
+        end_ns,
+        error,
+        errors: Vec::new(),
+        lost: false,
+    });
+    drop(tx);
+    drop(engine);
+}
+
+fn mono_now(epoch: Instant) -> u64 {
+    Instant::now().saturating_duration_since(epoch).as_nanos() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iofleet_profile::{Arrival, BlockSizes, Bytes, FleetShape, Locality, StreamPlan, Timing};
+
+    fn plan_with(streams: Vec<StreamPlan>, disks: u32) -> Plan {
+        Plan {
+            name: "t".into(),
+            description: String::new(),
+            fleet: FleetShape {
+                workers: 1,
+                disks_per_worker: disks,
+                disk_size: Bytes(1 << 20),
+                threads_per_disk: 2,
+                qd: 4,
+            },
+            timing: Timing {
+                prepare: Prepare::None,
+                warmup: Duration::ZERO,
+                duration: Duration::from_secs(1),
+                interval: Duration::from_secs(1),
+                rate_iops: None,
+                arrival: Arrival::Uniform,
+            },
+            streams,
+        }
+    }
+
+    fn stream(name: &str, rate: Option<f64>, qd: Option<u32>, disks: Vec<u32>) -> StreamPlan {
+        StreamPlan {
+            name: name.into(),
+            bs: BlockSizes::fixed(Bytes(4096)),
+            read_pct: 50.0,
+            random_pct: 100.0,
+            align: Bytes(4096),
+            weight: if rate.is_none() { Some(1) } else { None },
+            rate_iops: rate,
+            qd,
+            locality: Locality::Uniform,
+            working_set_pct: 100.0,
+            disks,
+        }
+    }
+
+    #[test]
+    fn lanes_split_closed_and_rated_streams() {
+        let plan = plan_with(
+            vec![
+                stream("data", None, None, vec![0, 1]),
+                stream("log", Some(300.0), Some(1), vec![1]),
+            ],
+            2,
+        );
+        let l0 = build_lanes(&plan, 0, None);
+        assert_eq!(l0.len(), 1);
+        assert_eq!(l0[0].qd, 4);
+        assert!(l0[0].rate_per_thread.is_none());
+        let l1 = build_lanes(&plan, 1, None);
+        assert_eq!(l1.len(), 2);
+        assert_eq!(l1[1].qd, 1);
+        // 300 IOPS per worker over 1 disk × 2 threads.
+        assert_eq!(l1[1].rate_per_thread, Some(150.0));
+        let capped = build_lanes(&plan, 1, Some(1));
+        assert!(capped.iter().all(|l| l.qd == 1));
+    }
+}

@@ -1,0 +1,40 @@
+//! `RunSettings`: the run-wide choices that are not part of a profile (engine, direct
+//! I/O, data safety, seed, cleanup, liveness). One value is built by the CLI, read by
+//! every launcher and sent unchanged to every agent, so a setting cannot mean one thing
+//! locally and another on a remote host. Profiles (the workload) travel separately as
+//! resolved `GroupPlan`s; targets are per host.
+
+use std::time::Duration;
+
+use iofleet_engine::EngineSpec;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSettings {
+    pub engine: EngineSpec,
+    /// O_DIRECT.
+    pub direct: bool,
+    /// `--destroy-data`: devices carrying a signature may be written.
+    pub destroy_data: bool,
+    /// `--disk-size` was given on the command line (device targets honour it).
+    pub disk_size_from_cli: bool,
+    pub seed: u64,
+    /// Remove the disk files (never devices) when the run ends.
+    pub cleanup: bool,
+    /// A host silent this long (during the run, or after its end) is marked lost.
+    pub host_timeout: Duration,
+}
+
+impl Default for RunSettings {
+    fn default() -> Self {
+        RunSettings {
+            engine: EngineSpec::Auto,
+            direct: true,
+            destroy_data: false,
+            disk_size_from_cli: false,
+            seed: 1,
+            cleanup: false,
+            host_timeout: Duration::from_secs(30),
+        }
+    }
+}

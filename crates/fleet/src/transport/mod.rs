@@ -1,0 +1,62 @@
+//! How the controller reaches a host's agent. A transport only knows how to run a
+//! POSIX shell script on the host with stdin, stdout and stderr piped back; everything
+//! else — provisioning the binary, starting `iofleet agent` (with `exec`, so the agent
+//! is the process the transport runs), ending a frozen agent through a second
+//! connection, removing copies — is built on that one call in `agents.rs`, the same for
+//! every transport.
+//!
+//! Implementations: `local` (a child process of this controller, `sh -c`), `ssh` (the
+//! system OpenSSH client in batch mode). A `kubectl exec -i POD -- sh -c SCRIPT`
+//! transport fits the same method; docs/fleet.md describes that design.
+
+mod local;
+mod ssh;
+
+use std::process::Command;
+
+pub use local::LocalTransport;
+pub use ssh::SshTransport;
+
+use crate::inventory::{HostSpec, TransportKind};
+
+pub trait Transport: Send + Sync {
+    /// How this transport is named in inventories and messages.
+    fn kind(&self) -> &'static str;
+    /// A command that runs `script` in a POSIX shell on the host. The caller pipes and
+    /// spawns it.
+    fn shell(&self, script: &str) -> Command;
+    /// The host runs this controller's own binary at its own path (nothing is copied).
+    fn shares_binary(&self) -> bool;
+}
+
+/// The transport an inventory entry asks for.
+pub fn for_host(host: &HostSpec) -> Box<dyn Transport> {
+    match host.transport {
+        TransportKind::Local => Box::new(LocalTransport),
+        TransportKind::Ssh => Box::new(SshTransport {
+            destination: host.destination.clone(),
+            options: host.ssh_options.clone(),
+        }),
+    }
+}
+
+/// Quote a word for a POSIX shell.
+pub fn shell_quote(word: &str) -> String {
+    format!("'{}'", word.replace('\'', "'\\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting_survives_a_real_shell() {
+        for word in ["plain", "with space", "it's", "$HOME `x` \"y\"", ""] {
+            let out = LocalTransport
+                .shell(&format!("printf %s {}", shell_quote(word)))
+                .output()
+                .unwrap();
+            assert_eq!(String::from_utf8_lossy(&out.stdout), word);
+        }
+    }
+}
