@@ -335,6 +335,225 @@ fn a_host_lost_mid_run_is_marked_and_exits_3() {
     }
 }
 
+/// The server address of the SSH session a process runs in (from `SSH_CONNECTION`).
+fn server_addr(pid: u32) -> Option<String> {
+    let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    env.split(|&b| b == 0)
+        .find_map(|kv| kv.strip_prefix(b"SSH_CONNECTION="))
+        .and_then(|v| {
+            String::from_utf8_lossy(v)
+                .split_whitespace()
+                .nth(2)
+                .map(String::from)
+        })
+}
+
+/// The `iofleet_interval_index` gauge at `addr`, if it answers.
+fn interval_index(addr: &str) -> Option<u64> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .ok()?;
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    out.lines()
+        .find(|l| l.starts_with("iofleet_interval_index"))?
+        .split_whitespace()
+        .last()?
+        .parse()
+        .ok()
+}
+
+#[test]
+fn a_frozen_host_is_lost_when_it_went_silent_and_its_agent_is_ended() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(c) = Cluster::start(3) else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let inv = inventory(&c, tmp.path(), "");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let child = spawn_fleet(
+        tmp.path(),
+        &inv,
+        "12s",
+        &["--host-timeout", "5s", "--metrics-listen", &addr],
+    );
+    let run_agents = agents();
+    // Host h2's agent: the one whose session came in on h2's address.
+    let h2: Vec<u32> = run_agents
+        .iter()
+        .copied()
+        .filter(|&p| server_addr(p).as_deref() == Some(c.hosts[1].addr.as_str()))
+        .collect();
+    let seen: Vec<_> = run_agents.iter().map(|&p| server_addr(p)).collect();
+    assert_eq!(
+        h2.len(),
+        1,
+        "one agent on h2: {h2:?} of {run_agents:?} at {seen:?}"
+    );
+    std::thread::sleep(Duration::from_millis(2500));
+    // Where the run is: interval `before` is complete (its end has passed) and the next
+    // one is not yet merged, so the run's clock is in [(before+1)·0.5 s, (before+2)·0.5 s
+    // + delivery] when the stop is sent.
+    let before = interval_index(&addr).expect("metrics answer");
+    let polled = Instant::now();
+    assert!(std::process::Command::new("kill")
+        .args(["-STOP", &h2[0].to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let stop_lo = (before + 1) as f64 * 0.5;
+    let stop_hi = (before + 2) as f64 * 0.5 + polled.elapsed().as_secs_f64() + 0.1;
+    // The metrics go on advancing with the two remaining hosts once h2 is given up on
+    // (5 s of silence), well before the run's end.
+    std::thread::sleep(Duration::from_millis(6500));
+    let a = interval_index(&addr).expect("metrics answer");
+    std::thread::sleep(Duration::from_millis(1500));
+    let b = interval_index(&addr).expect("metrics answer");
+    assert!(b > a, "iofleet_interval_index advances: {a} then {b}");
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let hosts = v["hosts"].as_array().unwrap();
+    let lost_at = hosts[1]["lost_at_s"].as_f64().expect("h2 is marked lost");
+    // Lost when it was last heard from: within one interval (0.5 s) of the stop.
+    assert!(
+        lost_at >= stop_lo - 0.5 && lost_at <= stop_hi,
+        "lost at {lost_at} s; stopped between {stop_lo} and {stop_hi} s"
+    );
+    assert!(hosts[0]["lost_at_s"].is_null() && hosts[2]["lost_at_s"].is_null());
+    let intervals = v["intervals"].as_array().unwrap();
+    for iv in intervals {
+        let end = iv["t_s"].as_f64().unwrap() + iv["duration_s"].as_f64().unwrap();
+        let flagged = iv["hosts_lost"].as_u64().unwrap() == 1;
+        assert_eq!(
+            flagged,
+            end > lost_at,
+            "interval {iv} against loss at {lost_at}"
+        );
+    }
+    let notices = v["notices"].to_string();
+    assert!(notices.contains("stopped responding"), "{notices}");
+    // Nothing of this run is left on any host 5 s after it ended.
+    let t1 = Instant::now();
+    while !agents().is_empty() && t1.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let left: Vec<String> = agents().iter().map(|&p| sshd::cmdline(p)).collect();
+    assert!(left.is_empty(), "agents left behind: {left:?}");
+}
+
+/// One profile in simulated time (null engine, injected latencies, fixed seed):
+/// in-process, over the `local` transport and over ssh. Every path goes through the
+/// same launcher seam and fold, so counts and percentiles are identical, and equal to
+/// what the store recomputes from its histograms.
+#[test]
+fn in_process_local_transport_and_ssh_fold_identically() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(c) = Cluster::start(3) else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("results.db");
+    let db_s = db.to_string_lossy().into_owned();
+    let ssh_inv = inventory(&c, tmp.path(), "");
+    let local_inv = tmp.path().join("local.toml");
+    std::fs::write(
+        &local_inv,
+        (1..=3)
+            .map(|i| format!("[[host]]\ndestination = \"l{i}\"\ntransport = \"local\"\n"))
+            .collect::<String>(),
+    )
+    .unwrap();
+    let local_inv = local_inv.to_string_lossy().into_owned();
+    let run = |hosts: Option<&str>| -> Value {
+        let mut args = vec![
+            "run",
+            "vsan-7030",
+            "--engine",
+            "null",
+            "--sim-latency",
+            "exp:200us;fixed:80us;lognormal:100us:0.5",
+            "--workers",
+            "3",
+            "--disks",
+            "2",
+            "--threads",
+            "2",
+            "--warmup",
+            "1s",
+            "--duration",
+            "3s",
+            "--interval",
+            "1s",
+            "--seed",
+            "7",
+            "--json",
+            "--quiet",
+            "--db",
+            &db_s,
+        ];
+        if let Some(h) = hosts {
+            args.extend(["--hosts", h]);
+        }
+        let o = run_in(tmp.path(), &args);
+        assert_eq!(o.status.code(), Some(0), "{hosts:?}: {}", stderr(&o));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let inproc = run(None);
+    let local = run(Some(&local_inv));
+    let ssh = run(Some(&ssh_inv));
+    assert!(inproc["summary"]["all"]["ios"].as_u64().unwrap() > 1000);
+    // Workers without their host names, intervals without anything host-specific.
+    let workers = |v: &Value| -> Vec<Value> {
+        v["workers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| {
+                let mut w = w.clone();
+                w.as_object_mut().unwrap().remove("host");
+                w
+            })
+            .collect()
+    };
+    for (name, other) in [("local transport", &local), ("ssh", &ssh)] {
+        for part in ["all", "read", "write"] {
+            assert_eq!(
+                inproc["summary"][part], other["summary"][part],
+                "{name}: summary.{part}"
+            );
+        }
+        assert_eq!(inproc["streams"], other["streams"], "{name}: streams");
+        assert_eq!(workers(&inproc), workers(other), "{name}: workers");
+        assert_eq!(inproc["intervals"], other["intervals"], "{name}: intervals");
+        assert_eq!(other["hosts"].as_array().unwrap().len(), 3, "{name}");
+    }
+    // The store recomputes the same figures from its histograms, for each run.
+    let o = run_in(tmp.path(), &["results", "list", "--json", "--db", &db_s]);
+    let runs: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ids: Vec<String> = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ids.len(), 3);
+    for id in &ids {
+        let o = run_in(
+            tmp.path(),
+            &["results", "export", id, "--format", "json", "--db", &db_s],
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let rec: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(rec["summary"]["all"], inproc["summary"]["all"], "run {id}");
+        assert_eq!(rec["intervals"], inproc["intervals"], "run {id}");
+    }
+}
+
 #[test]
 fn ctrl_c_leaves_no_agent_behind() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());

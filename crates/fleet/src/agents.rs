@@ -13,6 +13,7 @@
 //! is killed through a second connection, since a frozen process reads nothing.
 
 use std::io::{BufReader, Read, Write};
+use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStdin, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -177,9 +178,12 @@ fn connect(host: &HostSpec, job: AgentJob, exe: &std::path::Path) -> Result<Conn
             (p.clone(), Some(p))
         }
     };
-    // `exec`: the agent replaces the shell, so its pid is the one it reports.
+    // `exec`: the agent replaces the shell, so its pid is the one it reports. Its own
+    // process group: a terminal's Ctrl-C reaches the controller, which stops the agents
+    // in order, and not the sessions, whose death would read as lost hosts.
     let mut child = transport
         .shell(&format!("exec {path} agent"))
+        .process_group(0)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

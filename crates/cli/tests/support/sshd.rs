@@ -43,6 +43,26 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
+/// Sessions run the login user's shell start-up. Where that runs `pyenv init` (as root's
+/// does on our development machines), a session killed during it leaves pyenv's rehash
+/// lock behind, and every later session then waits 60 s for it. A lock older than a few
+/// seconds is stale (pyenv holds it for a moment), so it is removed before a cluster
+/// starts; nothing else of the user's environment is touched.
+fn clear_stale_shell_lock() {
+    let Some(home) = std::env::var_os("HOME") else {
+        return;
+    };
+    let lock = Path::new(&home).join(".pyenv/shims/.pyenv-shim");
+    let stale = fs::metadata(&lock)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|age| age > Duration::from_secs(5));
+    if stale {
+        let _ = fs::remove_file(&lock);
+    }
+}
+
 /// How long one host may take from spawn to accepting `ssh hN true`.
 const READY_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -93,6 +113,7 @@ impl Cluster {
         };
         // sshd refuses to start without its privilege separation directory.
         fs::create_dir_all("/run/sshd").expect("create /run/sshd");
+        clear_stale_shell_lock();
 
         let dir = tempfile::Builder::new()
             .prefix("iofleet-sshd-")
