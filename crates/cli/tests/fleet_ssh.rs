@@ -86,6 +86,7 @@ fn spawn_fleet(dir: &Path, inv: &str, duration: &str, extra: &[&str]) -> std::pr
     // Sessions start the login shell first; on a loaded machine that can take a while.
     let t0 = Instant::now();
     while agents().len() < 3 && t0.elapsed() < Duration::from_secs(60) {
+        sshd::clear_stale_shell_lock();
         std::thread::sleep(Duration::from_millis(100));
     }
     if agents().len() < 3 {
@@ -552,6 +553,129 @@ fn in_process_local_transport_and_ssh_fold_identically() {
         assert_eq!(rec["summary"]["all"], inproc["summary"]["all"], "run {id}");
         assert_eq!(rec["intervals"], inproc["intervals"], "run {id}");
     }
+}
+
+/// Every host reports what it spends: iofleet's and the host's CPU, memory, network and
+/// the block device under its target. The fleet's CPU per I/O is the agents' CPU (not
+/// the controller's), and the store gives back the same figures.
+#[test]
+fn hosts_report_cpu_memory_network_and_disk() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(c) = Cluster::start(3) else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let inv = inventory(&c, tmp.path(), "");
+    let db = tmp.path().join("results.db");
+    let db_s = db.to_string_lossy().into_owned();
+    // Real I/O (O_DIRECT on the host's filesystem), so the device sees it.
+    let o = run_in(
+        tmp.path(),
+        &[
+            "run",
+            "vsan-7030",
+            "--hosts",
+            &inv,
+            "--workers",
+            "3",
+            "--disks",
+            "1",
+            "--disk-size",
+            "16m",
+            "--qd",
+            "4",
+            "--warmup",
+            "0s",
+            "--duration",
+            "2s",
+            "--interval",
+            "500ms",
+            "--json",
+            "--quiet",
+            "--db",
+            &db_s,
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let live: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let hosts = live["hosts"].as_array().unwrap();
+    assert_eq!(hosts.len(), 3);
+    let mut agents_cpu_s = 0.0;
+    for h in hosts {
+        let cpu = &h["cpu"];
+        assert!(cpu["host_pct"].as_f64().unwrap() > 0.0, "{h}");
+        assert!(cpu["usr_pct"].as_f64().unwrap() + cpu["sys_pct"].as_f64().unwrap() > 0.0);
+        assert!(h["memory"]["rss_peak_mib"].as_f64().unwrap() > 0.0, "{h}");
+        assert!(h["net"]["rx_mbps"].as_f64().unwrap() >= 0.0, "{h}");
+        assert!(h["net"]["tx_mbps"].as_f64().unwrap() >= 0.0, "{h}");
+        let disk = &h["disk"];
+        assert!(disk["iops"].as_f64().unwrap() > 0.0, "{h}");
+        assert!(disk["busy_pct"].as_f64().unwrap() > 0.0, "{h}");
+        assert_eq!(disk["devices"], 1);
+        agents_cpu_s += (cpu["usr_pct"].as_f64().unwrap() + cpu["sys_pct"].as_f64().unwrap())
+            / 100.0
+            * live["run"]["duration_s"].as_f64().unwrap();
+    }
+    // CPU per I/O is the agents' CPU over the fleet's I/Os.
+    let ios = live["summary"]["all"]["ios"].as_f64().unwrap();
+    let us_per_io = live["summary"]["cpu"]["us_per_io"].as_f64().unwrap();
+    let expect = agents_cpu_s * 1e6 / ios;
+    assert!(
+        (us_per_io - expect).abs() <= 0.15 * expect,
+        "us_per_io {us_per_io} against the agents' {expect}"
+    );
+    // The store gives back the same figures.
+    let o = run_in(
+        tmp.path(),
+        &[
+            "results", "export", "latest", "--format", "json", "--db", &db_s,
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let rec: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(rec["hosts"], live["hosts"]);
+    assert_eq!(rec["summary"]["cpu"], live["summary"]["cpu"]);
+}
+
+/// What a SIGKILLed controller leaves behind (a copy of another version, an abandoned
+/// upload) is removed by the next run to that host, and that run's own copy too.
+#[test]
+fn stale_agent_copies_are_removed_by_the_next_run() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(c) = Cluster::start(1) else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let inv = inventory(&c, tmp.path(), "");
+    let cache = std::path::PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/iofleet");
+    std::fs::create_dir_all(&cache).unwrap();
+    let stale = cache.join("iofleet-00000000deadbeef");
+    std::fs::write(&stale, b"#!/bin/sh\n").unwrap();
+    let upload = cache.join(".upload.1");
+    std::fs::write(&upload, b"partial").unwrap();
+    // An upload abandoned long ago (older than 10 minutes).
+    let old = std::time::SystemTime::now() - Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(&upload)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    let o = fleet_run(
+        tmp.path(),
+        &inv,
+        &[
+            "--engine",
+            "null",
+            "--workers",
+            "1",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0s",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let left: Vec<_> = std::fs::read_dir(&cache)
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "left in {}: {left:?}", cache.display());
 }
 
 #[test]

@@ -102,6 +102,7 @@ impl Observer for Streamer {
                 .enumerate()
                 .map(|(i, s)| (self.worker_base + i as u32, s.clone()))
                 .collect(),
+            usage: snap.usage.first().cloned().flatten(),
         };
         let _ = send(&self.out, &Frame::Interval(data));
     }

@@ -86,7 +86,8 @@ fn self_digest() -> Result<(std::path::PathBuf, String), FleetError> {
 
 /// Make sure the host has this exact binary; returns the remote command path. Copies
 /// of other versions that no process of this user runs are removed first (what a
-/// killed controller left behind).
+/// killed controller left behind), and so are uploads abandoned over 10 minutes ago
+/// (younger ones may be another host's upload in progress, on a shared home).
 fn provision(
     host: &HostSpec,
     t: &dyn Transport,
@@ -96,7 +97,8 @@ fn provision(
     let name = format!("iofleet-{}", &digest[..16]);
     let check = format!(
         r#"d="$HOME/.cache/iofleet"; p="$d/{name}"
-for f in "$d"/iofleet-* "$d"/.upload.*; do
+find "$d" -maxdepth 1 -name '.upload.*' -mmin +10 -exec rm -f {{}} + 2>/dev/null
+for f in "$d"/iofleet-*; do
   [ -e "$f" ] && [ "$f" != "$p" ] || continue
   busy=no
   for e in /proc/[0-9]*/exe; do [ "$(readlink "$e" 2>/dev/null)" = "$f" ] && busy=yes && break; done
@@ -640,6 +642,7 @@ impl Launcher for AgentLauncher {
             configured_outstanding: configured,
             start_margin: Duration::from_millis(100) + Duration::from_nanos(max_rtt * 4),
             silence_grace: Some(self.settings.host_timeout),
+            probe: None,
         }))
     }
 
@@ -749,6 +752,7 @@ fn route(
                 samples: d.samples,
                 errors: Vec::new(),
                 stopped_at: d.stopped_at,
+                usage: d.usage,
             },
             Event::Frame(h, Frame::Started(c)) => {
                 let ctrl = (c.t_ns as i64 - offsets[h]).max(0) as u64;

@@ -18,10 +18,10 @@ use iofleet_stats::result::{
     SCHEMA_VERSION,
 };
 use iofleet_stats::summary::median;
-use iofleet_stats::{OpStats, OpSummary, Sample};
+use iofleet_stats::{HostUsage, OpStats, OpSummary, Sample};
 
 use crate::observer::{IntervalSnapshot, Observer, Phase};
-use crate::sys::{self, CpuSnap, CpuSpan};
+use crate::sys::{self, HostProbe};
 use crate::thread::{Msg, Timeline};
 
 /// Error details kept for the whole run.
@@ -49,6 +49,9 @@ pub(crate) struct CollectSpec<'a> {
     /// planned end (or a stop). A remote host can go quiet without its connection
     /// closing. None for local threads, which always report.
     pub silence_grace: Option<Duration>,
+    /// Samples this machine as host 0 at every interval (in-process sources); remote
+    /// hosts send their own usage with their intervals instead.
+    pub probe: Option<HostProbe>,
 }
 
 /// Everything the collection produced, ready to be summarised.
@@ -64,7 +67,8 @@ pub(crate) struct Collected {
     /// Per host: when it was lost (ns since the epoch).
     pub host_lost_ns: Vec<Option<u64>>,
     pub lost_reasons: Vec<String>,
-    pub cpu: CpuSpan,
+    /// Per host: what it spent over the measured intervals.
+    pub host_usage: Vec<HostUsage>,
 }
 
 /// Merge messages until every source has ended. `give_up` is called once for each
@@ -100,22 +104,26 @@ pub(crate) fn collect(
         max_end_ns: 0,
         host_lost_ns: vec![None; spec.hosts.len()],
         lost_reasons: Vec::new(),
-        cpu: CpuSpan::default(),
+        host_usage: vec![HostUsage::default(); spec.hosts.len()],
     };
+    let mut probe = spec.probe.clone();
+    // Spans start now, at the start instant: what preparing cost is not the run's.
+    if let Some(p) = probe.as_mut() {
+        p.sample();
+    }
+    // Per interval and host: usage the hosts reported with their samples.
+    let mut pending_usage: BTreeMap<u32, Vec<Option<HostUsage>>> = BTreeMap::new();
 
-    let wall = |i: Instant| i.saturating_duration_since(epoch).as_secs_f64();
     let warmup_s = spec.plan.timing.warmup.as_secs_f64();
     let measure_s = spec.plan.timing.duration.as_secs_f64();
-    let mut cpu_start = if timeline.warmup_intervals == 0 {
+    let mut measuring = timeline.warmup_intervals == 0;
+    if measuring {
         observer.phase(Phase::Measure, measure_s);
-        Some(CpuSnap::now(0.0))
     } else {
         observer.phase(Phase::Warmup, warmup_s);
-        None
-    };
+    }
     let measure_start = epoch + Duration::from_nanos(timeline.measure_start_ns());
     let run_end = epoch + Duration::from_nanos(timeline.end_ns());
-    let mut cpu_end = None;
     let n_intervals = timeline.intervals();
     let mut next_emit = 0u32;
     let nominal = spec.plan.timing.interval.as_nanos() as u64;
@@ -138,7 +146,14 @@ pub(crate) fn collect(
                 samples,
                 errors,
                 stopped_at,
+                usage,
             }) if index < n_intervals && (source as usize) < n_sources => {
+                if let Some(u) = usage {
+                    let per_host = pending_usage
+                        .entry(index)
+                        .or_insert_with(|| vec![None; spec.hosts.len()]);
+                    per_host[spec.source_host[source as usize]] = Some(u);
+                }
                 match stopped_at {
                     Some(t) => {
                         let cut = cuts.entry(index).or_insert(0);
@@ -232,12 +247,9 @@ pub(crate) fn collect(
                 give_up(s);
             }
         }
-        if cpu_start.is_none() && now >= measure_start && !stop.load(Ordering::Relaxed) {
-            cpu_start = Some(CpuSnap::now(wall(now)));
+        if !measuring && now >= measure_start && !stop.load(Ordering::Relaxed) {
+            measuring = true;
             observer.phase(Phase::Measure, measure_s);
-        }
-        if cpu_end.is_none() && now >= run_end {
-            cpu_end = Some(CpuSnap::now(wall(now)));
         }
         while next_emit < n_intervals
             && reported_next
@@ -250,6 +262,12 @@ pub(crate) fn collect(
             let Some(per_worker) = pending.remove(&k) else {
                 continue; // every source had ended before this interval
             };
+            let mut usage = pending_usage
+                .remove(&k)
+                .unwrap_or_else(|| vec![None; spec.hosts.len()]);
+            if let Some(p) = probe.as_mut() {
+                usage[0] = Some(p.sample());
+            }
             let start = timeline.boundaries[k as usize];
             let mut end = timeline.boundaries[k as usize + 1];
             if let Some(&cut) = cuts.get(&k).filter(|_| !ran_through.contains(&k)) {
@@ -278,6 +296,11 @@ pub(crate) fn collect(
                 for (tot, w) in out.worker_totals.iter_mut().zip(&per_worker) {
                     *tot += w;
                 }
+                for (tot, u) in out.host_usage.iter_mut().zip(&usage) {
+                    if let Some(u) = u {
+                        *tot += u;
+                    }
+                }
                 out.measured_ns += dur_ns;
                 if dur_ns * 2 >= nominal {
                     out.interval_iops.push(row.iops);
@@ -288,6 +311,7 @@ pub(crate) fn collect(
                 workers: &per_worker,
                 hosts: &spec.hosts,
                 worker_host: &spec.worker_host,
+                usage: &usage,
             });
             out.rows.push(row);
         }
@@ -295,11 +319,6 @@ pub(crate) fn collect(
             break;
         }
     }
-    // CPU is sampled at the planned end, or when the sources stopped, whichever first.
-    let cpu_end = cpu_end.unwrap_or_else(|| CpuSnap::now(wall(Instant::now())));
-    out.cpu = cpu_start
-        .map(|s| CpuSpan::between(&s, &cpu_end))
-        .unwrap_or_default();
     observer.phase(Phase::Done, 0.0);
     out
 }
@@ -370,7 +389,12 @@ pub(crate) fn summarize(
             let s = &host_totals[h];
             let late = start_late_ms.get(h).copied().flatten();
             let lost = col.host_lost_ns[h].map(|t| t as f64 / 1e9);
+            let res = col.host_usage[h].summary();
             HostSummary {
+                cpu: res.as_ref().map(|r| r.cpu.clone()),
+                memory: res.as_ref().map(|r| r.memory.clone()),
+                net: res.as_ref().map(|r| r.net.clone()),
+                disk: res.as_ref().and_then(|r| r.disk.clone()),
                 host: name.clone(),
                 workers: spec.worker_host.iter().filter(|&&x| x == h).count() as u32,
                 all: OpSummary::from_ops(&s.all(), elapsed_s),
@@ -448,17 +472,8 @@ pub(crate) fn summarize(
                 0.0
             },
         },
-        cpu: CpuSummary {
-            usr_pct: col.cpu.usr_pct,
-            sys_pct: col.cpu.sys_pct,
-            host_pct: col.cpu.host_pct,
-            us_per_io: per_io(col.cpu.proc_s),
-            host_us_per_io: per_io(col.cpu.host_busy_s),
-        },
-        memory: MemorySummary {
-            rss_peak_mib: sys::rss_peak_mib(),
-            host_used_pct: sys::host_mem_used_pct(),
-        },
+        cpu: fleet_cpu(&col.host_usage, per_io),
+        memory: fleet_memory(&col.host_usage),
         errors: ErrorSummary {
             count: col.error_count,
             first: errors,
@@ -478,6 +493,41 @@ pub(crate) fn summarize(
         hosts,
         groups,
         notices,
+    }
+}
+
+/// The fleet's CPU from what its hosts spent: iofleet's CPU summed over hosts (percent
+/// of one core), the hosts' mean busy share, and both per completed I/O.
+fn fleet_cpu(usage: &[HostUsage], per_io: impl Fn(f64) -> f64) -> CpuSummary {
+    let known: Vec<&HostUsage> = usage.iter().filter(|u| u.wall_s > 0.0).collect();
+    if known.is_empty() {
+        return CpuSummary::default();
+    }
+    let res: Vec<_> = known.iter().filter_map(|u| u.summary()).collect();
+    CpuSummary {
+        usr_pct: res.iter().map(|r| r.cpu.usr_pct).sum(),
+        sys_pct: res.iter().map(|r| r.cpu.sys_pct).sum(),
+        host_pct: res.iter().map(|r| r.cpu.host_pct).sum::<f64>() / res.len() as f64,
+        us_per_io: per_io(known.iter().map(|u| u.proc_usr_s + u.proc_sys_s).sum()),
+        host_us_per_io: per_io(known.iter().map(|u| u.host_busy_s).sum()),
+    }
+}
+
+/// The fleet's memory: the largest iofleet peak on any host, the hosts' mean use.
+fn fleet_memory(usage: &[HostUsage]) -> MemorySummary {
+    let res: Vec<_> = usage.iter().filter_map(|u| u.summary()).collect();
+    if res.is_empty() {
+        return MemorySummary {
+            rss_peak_mib: sys::rss_peak_mib(),
+            host_used_pct: sys::host_mem_used_pct(),
+        };
+    }
+    MemorySummary {
+        rss_peak_mib: res
+            .iter()
+            .map(|r| r.memory.rss_peak_mib)
+            .fold(0.0, f64::max),
+        host_used_pct: res.iter().map(|r| r.memory.host_used_pct).sum::<f64>() / res.len() as f64,
     }
 }
 
@@ -573,6 +623,7 @@ mod tests {
             source_host: vec![0, 1],
             epoch: Instant::now(),
             silence_grace: None,
+            probe: None,
         };
         let worker_totals = ios
             .iter()
@@ -593,7 +644,7 @@ mod tests {
             max_end_ns: 1_000_000_000,
             host_lost_ns: vec![None, None],
             lost_reasons: Vec::new(),
-            cpu: CpuSpan::default(),
+            host_usage: vec![HostUsage::default(); 2],
         };
         let info: RunInfo = serde_json::from_value(serde_json::json!({
             "profile": "p", "description": "", "engine": "null", "started_at": "",
@@ -632,6 +683,7 @@ mod tests {
             source_host: vec![0, 0],
             epoch: Instant::now(),
             silence_grace: None,
+            probe: None,
         };
         let (tx, rx) = crossbeam_channel::unbounded();
         let interval = |source: u32, index: u32, stopped_at: Option<u64>| Msg::Interval {
@@ -640,6 +692,7 @@ mod tests {
             samples: vec![(source, Sample::new(1))],
             errors: Vec::new(),
             stopped_at,
+            usage: None,
         };
         let done = |source: u32, end_ns: u64| Msg::Done {
             source,
@@ -689,6 +742,7 @@ mod tests {
             source_host: vec![0],
             epoch: Instant::now(),
             silence_grace: Some(Duration::from_millis(200)),
+            probe: None,
         };
         // The sender stays alive and silent, as a frozen host's connection would.
         let (_tx, rx) = crossbeam_channel::unbounded::<Msg>();

@@ -173,6 +173,7 @@ pub fn run(
         source_host: prep.sources.iter().map(|s| s.1).collect(),
         epoch,
         silence_grace: prep.silence_grace,
+        probe: prep.probe.clone(),
     };
     let collected = collect(&rx, &spec, observer, &stop, &mut |s| launcher.give_up(s));
     let finished = launcher.finish();

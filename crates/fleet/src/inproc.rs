@@ -526,6 +526,11 @@ impl Launcher for ThreadLauncher {
             configured_outstanding,
             start_margin: Duration::from_millis(20),
             silence_grace: None,
+            probe: Some(sys::HostProbe::new(if caps.needs_target {
+                sys::devices_under(&self.target.paths())
+            } else {
+                Vec::new()
+            })),
         }))
     }
 

@@ -19,6 +19,7 @@ use iofleet_profile::GroupPlan;
 
 use crate::controller::FleetError;
 use crate::observer::Observer;
+use crate::sys::HostProbe;
 use crate::thread::Msg;
 
 /// What a launcher has ready once every worker can start.
@@ -48,6 +49,8 @@ pub struct Prepared {
     pub start_margin: Duration,
     /// A source silent this long is given up on (None: it always reports).
     pub silence_grace: Option<Duration>,
+    /// Samples this machine as host 0 each interval (in-process sources only).
+    pub probe: Option<HostProbe>,
 }
 
 /// Facts a launcher learns during the run.

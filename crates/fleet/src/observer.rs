@@ -3,7 +3,7 @@
 //! live terminal view, the results store and, later, remote streams implement it.
 
 use iofleet_stats::result::{IntervalRow, RunInfo};
-use iofleet_stats::Sample;
+use iofleet_stats::{HostUsage, Sample};
 
 /// Run phases in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,6 +23,8 @@ pub struct IntervalSnapshot<'a> {
     /// Host names, and the host index of each worker in `workers`.
     pub hosts: &'a [String],
     pub worker_host: &'a [usize],
+    /// What each host spent during this interval, when it reported it.
+    pub usage: &'a [Option<HostUsage>],
 }
 
 pub trait Observer {

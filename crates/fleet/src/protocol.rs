@@ -14,7 +14,7 @@ use iofleet_profile::GroupPlan;
 
 use crate::settings::RunSettings;
 use iofleet_stats::result::ErrorDetail;
-use iofleet_stats::Sample;
+use iofleet_stats::{HostUsage, Sample};
 use serde::{Deserialize, Serialize};
 
 /// Bumped on any change to frames or their bodies.
@@ -108,6 +108,8 @@ pub struct IntervalData {
     /// Set when a stop cut this interval short: its end, ns since the epoch.
     pub stopped_at: Option<u64>,
     pub samples: Vec<(u32, Sample)>,
+    /// What the agent's host spent during the interval.
+    pub usage: Option<HostUsage>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -171,6 +173,14 @@ impl Frame {
                     b.extend_from_slice(&w.to_le_bytes());
                     s.encode(&mut b);
                 }
+                // Host usage: a length-prefixed JSON body, 0 bytes when absent.
+                let usage = i
+                    .usage
+                    .as_ref()
+                    .map(|u| serde_json::to_vec(u).expect("usage serialises"))
+                    .unwrap_or_default();
+                b.extend_from_slice(&(usage.len() as u32).to_le_bytes());
+                b.extend_from_slice(&usage);
                 (K_INTERVAL, b)
             }
         }
@@ -214,10 +224,16 @@ impl Frame {
                     let s = Sample::decode(&mut i).map_err(bad)?;
                     samples.push((w, s));
                 }
+                let n = u32_(&mut i)? as usize;
+                let usage = match n {
+                    0 => None,
+                    n => Some(j(take(&mut i, n)?)?),
+                };
                 Frame::Interval(IntervalData {
                     index,
                     stopped_at: (stop != u64::MAX).then_some(stop),
                     samples,
+                    usage,
                 })
             }
             other => return Err(bad(format!("unknown frame kind {other}"))),
@@ -306,11 +322,17 @@ mod tests {
                 index: 9,
                 stopped_at: Some(123),
                 samples: vec![(4, s.clone()), (5, Sample::new(2))],
+                usage: Some(HostUsage {
+                    wall_s: 0.5,
+                    net_rx_bytes: 7,
+                    ..Default::default()
+                }),
             }),
             Frame::Interval(IntervalData {
                 index: 1,
                 stopped_at: None,
                 samples: vec![],
+                usage: None,
             }),
             Frame::Stop,
             Frame::Heartbeat,

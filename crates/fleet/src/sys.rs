@@ -1,96 +1,178 @@
-//! What the host says about itself: process and whole-host CPU time, memory, hostname.
-//! Read from /proc so that everything the process and the kernel spend is counted
-//! (io_uring worker threads are threads of this process; the loop device's kernel
-//! thread only shows in the host figure). Readings are snapshots; `CpuSpan` turns two of
-//! them into rates.
+//! What the host says about itself: process and whole-host CPU time, memory, network,
+//! the block devices under the targets, hostname. Read from /proc so that everything the
+//! process and the kernel spend is counted (io_uring worker threads are threads of this
+//! process; the loop device's kernel thread only shows in the host figure). A
+//! `HostProbe` turns successive readings into `HostUsage` spans, one per interval.
 
 use std::fs;
+use std::time::Instant;
 
-/// A snapshot of CPU counters.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct CpuSnap {
-    /// Process user and system CPU time, seconds.
-    pub proc_usr_s: f64,
-    pub proc_sys_s: f64,
-    /// Host busy and total jiffies (all cores).
-    pub host_busy: u64,
-    pub host_total: u64,
-    /// Wall clock, seconds since an arbitrary point.
-    pub wall_s: f64,
-}
+use iofleet_stats::HostUsage;
 
+/// The kernel's clock tick (USER_HZ), in which /proc reports CPU times.
 fn clock_ticks() -> f64 {
-    // USER_HZ is 100 on every Linux architecture we run on; /proc reports in it.
-    100.0
+    rustix::param::clock_ticks_per_second() as f64
 }
 
-impl CpuSnap {
-    pub fn now(wall_s: f64) -> Self {
-        let mut s = CpuSnap {
+/// Counters read at one instant; `HostProbe` turns two into a `HostUsage`.
+#[derive(Debug, Clone)]
+struct Reading {
+    at: Instant,
+    proc_usr: u64,
+    proc_sys: u64,
+    host_busy: u64,
+    host_total: u64,
+    net_rx: u64,
+    net_tx: u64,
+    /// Completed I/Os, sectors and busy ms summed over the probed devices.
+    disk_ios: u64,
+    disk_sectors: u64,
+    disk_busy_ms: u64,
+}
+
+/// Samples what this host spends: iofleet's CPU (all threads), the host's CPU, memory,
+/// network (every interface but `lo`) and the block devices under the targets.
+#[derive(Debug, Clone)]
+pub struct HostProbe {
+    devices: Vec<(u32, u32)>,
+    last: Reading,
+}
+
+impl HostProbe {
+    /// Start counting now, for the block devices `devices` (major, minor).
+    pub fn new(devices: Vec<(u32, u32)>) -> Self {
+        let last = read(&devices);
+        HostProbe { devices, last }
+    }
+
+    /// What was spent since the previous sample (or since `new`).
+    pub fn sample(&mut self) -> HostUsage {
+        let now = read(&self.devices);
+        let a = &self.last;
+        let t = clock_ticks();
+        let d = |x: u64, y: u64| y.saturating_sub(x);
+        let wall_s = now.at.saturating_duration_since(a.at).as_secs_f64();
+        let u = HostUsage {
             wall_s,
-            ..Default::default()
+            proc_usr_s: d(a.proc_usr, now.proc_usr) as f64 / t,
+            proc_sys_s: d(a.proc_sys, now.proc_sys) as f64 / t,
+            host_busy_s: d(a.host_busy, now.host_busy) as f64 / t,
+            host_total_s: d(a.host_total, now.host_total) as f64 / t,
+            rss_peak_mib: rss_peak_mib(),
+            mem_used_pct_s: host_mem_used_pct() * wall_s,
+            net_rx_bytes: d(a.net_rx, now.net_rx),
+            net_tx_bytes: d(a.net_tx, now.net_tx),
+            disk_ios: d(a.disk_ios, now.disk_ios),
+            disk_bytes: d(a.disk_sectors, now.disk_sectors) * 512,
+            disk_busy_s: d(a.disk_busy_ms, now.disk_busy_ms) as f64 / 1e3,
+            disk_devices: self.devices.len() as u32,
         };
-        if let Ok(stat) = fs::read_to_string("/proc/self/stat") {
-            // Fields after the command name (which may contain spaces) start after ')'.
-            if let Some(rest) = stat.rsplit_once(')').map(|r| r.1) {
-                let f: Vec<&str> = rest.split_whitespace().collect();
-                // rest[0] is field 3 (state); utime is field 14, stime 15.
-                if f.len() > 13 {
-                    s.proc_usr_s = f[11].parse::<f64>().unwrap_or(0.0) / clock_ticks();
-                    s.proc_sys_s = f[12].parse::<f64>().unwrap_or(0.0) / clock_ticks();
-                }
-            }
-        }
-        if let Ok(stat) = fs::read_to_string("/proc/stat") {
-            if let Some(line) = stat.lines().next() {
-                let v: Vec<u64> = line
-                    .split_whitespace()
-                    .skip(1)
-                    .filter_map(|x| x.parse().ok())
-                    .collect();
-                if v.len() >= 4 {
-                    let idle = v[3] + v.get(4).copied().unwrap_or(0); // idle + iowait
-                    let total: u64 = v.iter().take(8).sum(); // exclude guest (already in user)
-                    s.host_total = total;
-                    s.host_busy = total - idle;
-                }
-            }
-        }
-        s
+        self.last = now;
+        u
     }
 }
 
-/// CPU use between two snapshots.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct CpuSpan {
-    pub usr_pct: f64,
-    pub sys_pct: f64,
-    pub host_pct: f64,
-    /// Process CPU seconds in the span.
-    pub proc_s: f64,
-    /// Host busy CPU seconds in the span (all cores).
-    pub host_busy_s: f64,
-}
-
-impl CpuSpan {
-    pub fn between(a: &CpuSnap, b: &CpuSnap) -> Self {
-        let wall = (b.wall_s - a.wall_s).max(1e-9);
-        let usr = (b.proc_usr_s - a.proc_usr_s).max(0.0);
-        let sys = (b.proc_sys_s - a.proc_sys_s).max(0.0);
-        let total = b.host_total.saturating_sub(a.host_total) as f64;
-        let busy = b.host_busy.saturating_sub(a.host_busy) as f64;
-        CpuSpan {
-            usr_pct: usr / wall * 100.0,
-            sys_pct: sys / wall * 100.0,
-            host_pct: if total > 0.0 {
-                busy / total * 100.0
-            } else {
-                0.0
-            },
-            proc_s: usr + sys,
-            host_busy_s: busy / clock_ticks(),
+/// The block devices (major, minor) that hold `paths`: the device itself for a block
+/// device, the filesystem's device for a file or directory. Only devices the kernel
+/// keeps statistics for (/proc/diskstats) are kept; tmpfs and overlay have none.
+pub fn devices_under(paths: &[std::path::PathBuf]) -> Vec<(u32, u32)> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let known = fs::read_to_string("/proc/diskstats").unwrap_or_default();
+    let listed = |dev: (u32, u32)| {
+        known.lines().any(|l| {
+            let mut f = l.split_whitespace();
+            f.next().and_then(|x| x.parse().ok()) == Some(dev.0)
+                && f.next().and_then(|x| x.parse().ok()) == Some(dev.1)
+        })
+    };
+    let mut out = Vec::new();
+    for p in paths {
+        let Ok(m) = fs::metadata(p) else { continue };
+        let raw = if m.file_type().is_block_device() {
+            m.rdev()
+        } else {
+            m.dev()
+        };
+        let dev = (rustix::fs::major(raw), rustix::fs::minor(raw));
+        if listed(dev) && !out.contains(&dev) {
+            out.push(dev);
         }
     }
+    out
+}
+
+fn read(devices: &[(u32, u32)]) -> Reading {
+    let mut r = Reading {
+        at: Instant::now(),
+        proc_usr: 0,
+        proc_sys: 0,
+        host_busy: 0,
+        host_total: 0,
+        net_rx: 0,
+        net_tx: 0,
+        disk_ios: 0,
+        disk_sectors: 0,
+        disk_busy_ms: 0,
+    };
+    if let Ok(stat) = fs::read_to_string("/proc/self/stat") {
+        // Fields after the command name (which may contain spaces) start after ')'.
+        if let Some(rest) = stat.rsplit_once(')').map(|r| r.1) {
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            // rest[0] is field 3 (state); utime is field 14, stime 15.
+            if f.len() > 13 {
+                r.proc_usr = f[11].parse().unwrap_or(0);
+                r.proc_sys = f[12].parse().unwrap_or(0);
+            }
+        }
+    }
+    if let Ok(stat) = fs::read_to_string("/proc/stat") {
+        if let Some(line) = stat.lines().next() {
+            let v: Vec<u64> = line
+                .split_whitespace()
+                .skip(1)
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            if v.len() >= 4 {
+                let idle = v[3] + v.get(4).copied().unwrap_or(0); // idle + iowait
+                let total: u64 = v.iter().take(8).sum(); // exclude guest (already in user)
+                r.host_total = total;
+                r.host_busy = total - idle;
+            }
+        }
+    }
+    if let Ok(net) = fs::read_to_string("/proc/net/dev") {
+        for line in net.lines().skip(2) {
+            let Some((name, rest)) = line.split_once(':') else {
+                continue;
+            };
+            if name.trim() == "lo" {
+                continue;
+            }
+            let v: Vec<u64> = rest
+                .split_whitespace()
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            if v.len() >= 9 {
+                r.net_rx += v[0];
+                r.net_tx += v[8];
+            }
+        }
+    }
+    if !devices.is_empty() {
+        if let Ok(ds) = fs::read_to_string("/proc/diskstats") {
+            for line in ds.lines() {
+                let f: Vec<&str> = line.split_whitespace().collect();
+                let num = |i: usize| f.get(i).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0);
+                let dev = (num(0) as u32, num(1) as u32);
+                if f.len() >= 14 && devices.contains(&dev) {
+                    r.disk_ios += num(3) + num(7);
+                    r.disk_sectors += num(5) + num(9);
+                    r.disk_busy_ms += num(12);
+                }
+            }
+        }
+    }
+    r
 }
 
 /// Peak resident set of this process in MiB (VmHWM).
@@ -163,19 +245,23 @@ mod tests {
     }
 
     #[test]
-    fn cpu_span_counts_busy_work() {
-        let a = CpuSnap::now(0.0);
+    fn probe_counts_busy_work_and_the_disk_under_a_path() {
+        let devs = devices_under(&[std::path::PathBuf::from("/")]);
+        let mut p = HostProbe::new(devs.clone());
         let t = std::time::Instant::now();
         let mut x = 0u64;
         while t.elapsed().as_millis() < 300 {
             x = x.wrapping_mul(31).wrapping_add(1);
         }
         std::hint::black_box(x);
-        let b = CpuSnap::now(t.elapsed().as_secs_f64());
-        let span = CpuSpan::between(&a, &b);
-        assert!(span.usr_pct + span.sys_pct > 50.0, "{span:?}");
-        assert!(span.host_pct > 0.0);
-        assert!(rss_peak_mib() > 0.0);
-        assert!(host_mem_used_pct() > 0.0);
+        let u = p.sample();
+        assert!(u.wall_s >= 0.3, "{u:?}");
+        assert!((u.proc_usr_s + u.proc_sys_s) / u.wall_s > 0.5, "{u:?}");
+        assert!(u.host_busy_s > 0.0 && u.host_total_s >= u.host_busy_s);
+        assert!(u.rss_peak_mib > 0.0 && u.mem_used_pct_s > 0.0);
+        assert_eq!(u.disk_devices as usize, devs.len());
+        // No path, no device; a path on a filesystem without a block device neither.
+        assert!(devices_under(&[]).is_empty());
+        assert!(devices_under(&[std::path::PathBuf::from("/proc")]).is_empty());
     }
 }

@@ -117,6 +117,8 @@ pub enum Msg {
         /// Set on the last interval of a thread that was stopped early: when it stopped
         /// (ns since the epoch), so the collector can cut that interval short.
         stopped_at: Option<u64>,
+        /// What the source's host spent during the interval (remote hosts).
+        usage: Option<iofleet_stats::HostUsage>,
     },
     Done {
         source: u32,
@@ -297,6 +299,7 @@ pub fn run_thread<E: Engine, C: Clock>(
                 samples: vec![(spec.worker, full)],
                 errors: std::mem::take(errors),
                 stopped_at,
+                usage: None,
             });
         };
 

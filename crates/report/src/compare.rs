@@ -50,6 +50,11 @@ pub enum Field {
     CpuPerIo,
     /// Host memory in use, % (run-wide only).
     Mem,
+    /// Network received / sent, 10^6 bytes/s summed over hosts (run-wide only).
+    NetRx,
+    NetTx,
+    /// Busy share of the devices under the targets, %, mean over hosts (run-wide only).
+    DiskBusy,
 }
 
 /// The unit a metric's values are in.
@@ -111,6 +116,9 @@ const RUN_FIELDS: &[(&str, Field)] = &[
     ("cpu", Field::Cpu),
     ("cpu_us_per_io", Field::CpuPerIo),
     ("mem", Field::Mem),
+    ("net_rx_mbps", Field::NetRx),
+    ("net_tx_mbps", Field::NetTx),
+    ("disk_busy", Field::DiskBusy),
 ];
 
 /// One comparable figure of a run, named by a path such as `read.p99`.
@@ -198,6 +206,9 @@ impl Metric {
             Field::Cpu => "host CPU",
             Field::CpuPerIo => "CPU per I/O",
             Field::Mem => "host memory used",
+            Field::NetRx => "network received MB/s",
+            Field::NetTx => "network sent MB/s",
+            Field::DiskBusy => "device busy",
         };
         match self.scope {
             _ if self.run_wide() => field.to_string(),
@@ -210,7 +221,8 @@ impl Metric {
     pub fn unit(self) -> Unit {
         match self.field {
             Field::Iops | Field::IopsMedian => Unit::Iops,
-            Field::Mbps => Unit::MBps,
+            Field::Mbps | Field::NetRx | Field::NetTx => Unit::MBps,
+            Field::DiskBusy => Unit::Percent,
             Field::Ios | Field::Errors => Unit::Count,
             Field::Outstanding => Unit::Io,
             Field::Cpu | Field::Mem => Unit::Percent,
@@ -261,6 +273,27 @@ impl Metric {
             Field::Cpu => s.cpu.host_pct,
             Field::CpuPerIo => s.cpu.us_per_io,
             Field::Mem => s.memory.host_used_pct,
+            Field::NetRx => r
+                .hosts
+                .iter()
+                .filter_map(|h| h.net.as_ref())
+                .map(|n| n.rx_mbps)
+                .sum(),
+            Field::NetTx => r
+                .hosts
+                .iter()
+                .filter_map(|h| h.net.as_ref())
+                .map(|n| n.tx_mbps)
+                .sum(),
+            Field::DiskBusy => {
+                let busy: Vec<f64> = r
+                    .hosts
+                    .iter()
+                    .filter_map(|h| h.disk.as_ref())
+                    .map(|d| d.busy_pct)
+                    .collect();
+                busy.iter().sum::<f64>() / busy.len().max(1) as f64
+            }
         }
     }
 }
@@ -286,6 +319,9 @@ pub fn default_metrics() -> Vec<Metric> {
         "cpu",
         "cpu_us_per_io",
         "mem",
+        "net_rx_mbps",
+        "net_tx_mbps",
+        "disk_busy",
         "errors",
     ]
     .iter()

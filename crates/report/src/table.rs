@@ -143,6 +143,26 @@ impl Exporter for TableExporter {
             "Memory: iofleet peak RSS {:.1} MiB, host {:.1}% in use",
             s.memory.rss_peak_mib, s.memory.host_used_pct
         )?;
+        if let [h] = &r.hosts[..] {
+            if let Some(n) = &h.net {
+                writeln!(
+                    out,
+                    "Network: {:.2} MB/s received, {:.2} MB/s sent (all interfaces but lo)",
+                    n.rx_mbps, n.tx_mbps
+                )?;
+            }
+            if let Some(d) = &h.disk {
+                writeln!(
+                    out,
+                    "Devices under the target: {:.0} IOPS, {:.1} MB/s, {:.1}% busy ({} device{})",
+                    d.iops,
+                    d.mbps,
+                    d.busy_pct,
+                    d.devices,
+                    if d.devices == 1 { "" } else { "s" }
+                )?;
+            }
+        }
         if r.workers.len() > 1 {
             writeln!(out)?;
             writeln!(
@@ -239,6 +259,43 @@ impl Exporter for TableExporter {
                 s.all.mbps,
                 run.start_skew_ms
             )?;
+            if r.hosts.iter().any(|h| h.cpu.is_some()) {
+                writeln!(out)?;
+                writeln!(
+                    out,
+                    "  {:<16} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>8}",
+                    "host resources",
+                    "iofleet%",
+                    "host CPU%",
+                    "RSS MiB",
+                    "net rx",
+                    "net tx",
+                    "disk IOPS",
+                    "disk MB/s",
+                    "busy%"
+                )?;
+                let dash = || "-".to_string();
+                for h in &r.hosts {
+                    let cpu = h.cpu.as_ref();
+                    let net = h.net.as_ref();
+                    let disk = h.disk.as_ref();
+                    writeln!(
+                        out,
+                        "  {:<16} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>8}",
+                        h.host.chars().take(16).collect::<String>(),
+                        cpu.map_or_else(dash, |c| format!("{:.1}", c.usr_pct + c.sys_pct)),
+                        cpu.map_or_else(dash, |c| format!("{:.1}", c.host_pct)),
+                        h.memory
+                            .as_ref()
+                            .map_or_else(dash, |m| format!("{:.1}", m.rss_peak_mib)),
+                        net.map_or_else(dash, |n| format!("{:.2}", n.rx_mbps)),
+                        net.map_or_else(dash, |n| format!("{:.2}", n.tx_mbps)),
+                        disk.map_or_else(dash, |d| format!("{:.0}", d.iops)),
+                        disk.map_or_else(dash, |d| format!("{:.1}", d.mbps)),
+                        disk.map_or_else(dash, |d| format!("{:.1}", d.busy_pct)),
+                    )?;
+                }
+            }
         }
         let e = &s.errors;
         writeln!(out, "I/O errors: {}", e.count)?;

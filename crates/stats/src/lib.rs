@@ -10,7 +10,9 @@ pub mod hist;
 pub mod ops;
 pub mod result;
 pub mod summary;
+pub mod usage;
 
 pub use hist::LatencyHist;
 pub use ops::{OpStats, Sample, StreamStats};
 pub use summary::{LatencySummary, OpSummary};
+pub use usage::{HostResources, HostUsage};

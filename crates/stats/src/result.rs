@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::ops::{OpStats, Sample};
 use crate::summary::OpSummary;
+use crate::usage::{HostCpu, HostDisk, HostMemory, HostNet};
 
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -230,6 +231,17 @@ pub struct HostSummary {
     /// Started more than 100 ms after the earliest host, or delivered under 80% of the
     /// median host's IOPS per worker.
     pub straggler: bool,
+    /// What the host spent over the measured phase, as it reported it (None: unknown,
+    /// e.g. a host lost before its first measured interval).
+    #[serde(default)]
+    pub cpu: Option<HostCpu>,
+    #[serde(default)]
+    pub memory: Option<HostMemory>,
+    #[serde(default)]
+    pub net: Option<HostNet>,
+    /// None also when no block device lies under the host's targets.
+    #[serde(default)]
+    pub disk: Option<HostDisk>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -445,6 +445,11 @@ fn host_summaries(
                     host_iops[h],
                     median_host,
                 ),
+                // What the host spent is a fact of the live run, as it reported it.
+                cpu: live.and_then(|x| x.cpu.clone()),
+                memory: live.and_then(|x| x.memory.clone()),
+                net: live.and_then(|x| x.net.clone()),
+                disk: live.and_then(|x| x.disk.clone()),
             }
         })
         .collect()

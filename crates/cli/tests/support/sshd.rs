@@ -48,7 +48,7 @@ use tempfile::TempDir;
 /// lock behind, and every later session then waits 60 s for it. A lock older than a few
 /// seconds is stale (pyenv holds it for a moment), so it is removed before a cluster
 /// starts; nothing else of the user's environment is touched.
-fn clear_stale_shell_lock() {
+pub fn clear_stale_shell_lock() {
     let Some(home) = std::env::var_os("HOME") else {
         return;
     };

@@ -49,6 +49,14 @@ pub enum TargetSpec {
 }
 
 impl TargetSpec {
+    /// The directory or devices, as given.
+    pub fn paths(&self) -> Vec<PathBuf> {
+        match self {
+            TargetSpec::Dir(d) => vec![d.clone()],
+            TargetSpec::Devices(v) => v.clone(),
+        }
+    }
+
     /// Classifies `--target` values: one directory or missing path is a directory
     /// target; block devices are a device target; anything else is an error.
     pub fn from_paths(paths: &[PathBuf]) -> Result<TargetSpec, TargetError> {

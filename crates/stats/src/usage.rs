@@ -1,0 +1,193 @@
+//! What a host spends while it runs workers: iofleet's own CPU, the whole host's CPU,
+//! memory, network and the block devices under its targets. A `HostUsage` covers one
+//! span of wall time (an interval) as raw amounts, so spans add up with `+=` and every
+//! rate is computed once, over the measured phase, in `HostUsage::summary`. Reading
+//! /proc is the fleet crate's job; this module only holds and folds the numbers.
+
+use std::ops::AddAssign;
+
+use serde::{Deserialize, Serialize};
+
+/// Raw amounts over a span of wall time. Zero-valued device fields with
+/// `disk_devices == 0` mean no block device was found under the targets.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostUsage {
+    /// Wall time covered, seconds.
+    pub wall_s: f64,
+    /// CPU time of the iofleet process (all its threads, io_uring workers included).
+    pub proc_usr_s: f64,
+    pub proc_sys_s: f64,
+    /// Busy and total CPU time of the whole host, all cores, seconds.
+    pub host_busy_s: f64,
+    pub host_total_s: f64,
+    /// Peak resident set of the iofleet process so far, MiB.
+    pub rss_peak_mib: f64,
+    /// Host memory in use (total − available) in percent, times `wall_s` (a time
+    /// integral, so spans add up to a time-weighted mean).
+    pub mem_used_pct_s: f64,
+    /// Bytes received and sent on every network interface but loopback.
+    pub net_rx_bytes: u64,
+    pub net_tx_bytes: u64,
+    /// Completed I/Os, bytes moved and busy time summed over the block devices under
+    /// the host's targets, and how many devices that is.
+    pub disk_ios: u64,
+    pub disk_bytes: u64,
+    pub disk_busy_s: f64,
+    pub disk_devices: u32,
+}
+
+impl AddAssign<&HostUsage> for HostUsage {
+    fn add_assign(&mut self, o: &HostUsage) {
+        self.wall_s += o.wall_s;
+        self.proc_usr_s += o.proc_usr_s;
+        self.proc_sys_s += o.proc_sys_s;
+        self.host_busy_s += o.host_busy_s;
+        self.host_total_s += o.host_total_s;
+        self.rss_peak_mib = self.rss_peak_mib.max(o.rss_peak_mib);
+        self.mem_used_pct_s += o.mem_used_pct_s;
+        self.net_rx_bytes += o.net_rx_bytes;
+        self.net_tx_bytes += o.net_tx_bytes;
+        self.disk_ios += o.disk_ios;
+        self.disk_bytes += o.disk_bytes;
+        self.disk_busy_s += o.disk_busy_s;
+        self.disk_devices = self.disk_devices.max(o.disk_devices);
+    }
+}
+
+/// One host's CPU over the measured phase.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostCpu {
+    /// iofleet's user CPU, percent of one core (200 = two cores busy).
+    pub usr_pct: f64,
+    /// iofleet's system CPU, percent of one core.
+    pub sys_pct: f64,
+    /// The whole host's busy CPU, percent of all its cores.
+    pub host_pct: f64,
+}
+
+/// One host's memory over the measured phase.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostMemory {
+    /// Peak resident set of iofleet on the host, MiB.
+    pub rss_peak_mib: f64,
+    /// Host memory in use (total − available), percent, time-weighted mean.
+    pub host_used_pct: f64,
+}
+
+/// One host's network traffic (every interface but loopback), 10^6 bytes per second.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostNet {
+    pub rx_mbps: f64,
+    pub tx_mbps: f64,
+}
+
+/// The block devices under one host's targets, as the kernel counts them
+/// (/proc/diskstats): what reached the devices, not what iofleet issued.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostDisk {
+    pub iops: f64,
+    /// 10^6 bytes per second.
+    pub mbps: f64,
+    /// Share of the time the devices had I/O in flight, percent (mean over devices).
+    pub busy_pct: f64,
+    /// How many devices these figures cover.
+    pub devices: u32,
+}
+
+/// The per-host resource figures of a result.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostResources {
+    pub cpu: HostCpu,
+    pub memory: HostMemory,
+    pub net: HostNet,
+    /// None when no block device lies under the host's targets (tmpfs, the null engine).
+    pub disk: Option<HostDisk>,
+}
+
+impl HostUsage {
+    /// Rates over the span this usage covers; None when it covers no time.
+    pub fn summary(&self) -> Option<HostResources> {
+        if self.wall_s <= 0.0 {
+            return None;
+        }
+        let w = self.wall_s;
+        let rate = |x: u64| x as f64 / w;
+        Some(HostResources {
+            cpu: HostCpu {
+                usr_pct: self.proc_usr_s / w * 100.0,
+                sys_pct: self.proc_sys_s / w * 100.0,
+                host_pct: if self.host_total_s > 0.0 {
+                    self.host_busy_s / self.host_total_s * 100.0
+                } else {
+                    0.0
+                },
+            },
+            memory: HostMemory {
+                rss_peak_mib: self.rss_peak_mib,
+                host_used_pct: self.mem_used_pct_s / w,
+            },
+            net: HostNet {
+                rx_mbps: rate(self.net_rx_bytes) / 1e6,
+                tx_mbps: rate(self.net_tx_bytes) / 1e6,
+            },
+            disk: (self.disk_devices > 0).then(|| HostDisk {
+                iops: rate(self.disk_ios),
+                mbps: rate(self.disk_bytes) / 1e6,
+                busy_pct: self.disk_busy_s / (w * self.disk_devices as f64) * 100.0,
+                devices: self.disk_devices,
+            }),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spans_add_up_to_rates_over_the_whole() {
+        let a = HostUsage {
+            wall_s: 1.0,
+            proc_usr_s: 0.5,
+            proc_sys_s: 0.25,
+            host_busy_s: 1.0,
+            host_total_s: 2.0,
+            rss_peak_mib: 10.0,
+            mem_used_pct_s: 40.0,
+            net_rx_bytes: 1_000_000,
+            net_tx_bytes: 3_000_000,
+            disk_ios: 100,
+            disk_bytes: 409_600,
+            disk_busy_s: 0.5,
+            disk_devices: 1,
+        };
+        let b = HostUsage {
+            wall_s: 3.0,
+            proc_usr_s: 0.5,
+            host_busy_s: 1.0,
+            host_total_s: 6.0,
+            rss_peak_mib: 12.0,
+            mem_used_pct_s: 3.0 * 60.0,
+            disk_ios: 300,
+            disk_busy_s: 0.5,
+            disk_devices: 1,
+            ..Default::default()
+        };
+        let mut t = a.clone();
+        t += &b;
+        let r = t.summary().unwrap();
+        assert_eq!(r.cpu.usr_pct, 25.0);
+        assert!((r.cpu.host_pct - 25.0).abs() < 1e-9);
+        assert_eq!(r.memory.rss_peak_mib, 12.0);
+        assert!((r.memory.host_used_pct - 55.0).abs() < 1e-9);
+        assert_eq!(r.net.rx_mbps, 0.25);
+        let d = r.disk.unwrap();
+        assert_eq!((d.iops, d.busy_pct), (100.0, 25.0));
+        let none = HostUsage {
+            wall_s: 1.0,
+            ..Default::default()
+        };
+        assert!(none.summary().unwrap().disk.is_none());
+        assert!(HostUsage::default().summary().is_none());
+    }
+}
