@@ -18,7 +18,7 @@ use iofleet_stats::result::{
     SCHEMA_VERSION,
 };
 use iofleet_stats::summary::median;
-use iofleet_stats::{HostUsage, OpStats, OpSummary, Sample};
+use iofleet_stats::{HostUsage, OpStats, OpSummary, PackedSample, Sample};
 
 use crate::observer::{IntervalSnapshot, Observer, Phase};
 use crate::sys::{self, HostProbe};
@@ -57,7 +57,8 @@ pub(crate) struct CollectSpec<'a> {
 /// Everything the collection produced, ready to be summarised.
 pub(crate) struct Collected {
     pub rows: Vec<IntervalRow>,
-    pub worker_totals: Vec<Sample>,
+    /// Per worker over the measured intervals, packed: 10,000 of them stay small.
+    pub worker_totals: Vec<PackedSample>,
     pub measured_ns: u64,
     pub interval_iops: Vec<f64>,
     pub errors: Vec<ErrorDetail>,
@@ -95,7 +96,7 @@ pub(crate) fn collect(
     let mut stop_seen: Option<Instant> = None;
     let mut out = Collected {
         rows: Vec::new(),
-        worker_totals: vec![Sample::new(streams); spec.workers],
+        worker_totals: vec![PackedSample::new(streams); spec.workers],
         measured_ns: 0,
         interval_iops: Vec::new(),
         errors: Vec::new(),
@@ -294,7 +295,7 @@ pub(crate) fn collect(
             );
             if !warmup {
                 for (tot, w) in out.worker_totals.iter_mut().zip(&per_worker) {
-                    *tot += w;
+                    tot.add(w);
                 }
                 for (tot, u) in out.host_usage.iter_mut().zip(&usage) {
                     if let Some(u) = u {
@@ -334,8 +335,30 @@ pub(crate) fn summarize(
 ) -> RunResult {
     let streams_n = spec.plan.streams.len();
     let elapsed_s = col.measured_ns as f64 / 1e9;
+    // One pass over the workers: each total is unpacked once, summarised, and added to
+    // the fleet, its host and its group.
     let mut fleet = Sample::new(streams_n);
-    col.worker_totals.iter().for_each(|w| fleet += w);
+    let mut host_totals = vec![Sample::new(streams_n); spec.hosts.len()];
+    let mut group_totals = vec![Sample::new(streams_n); spec.groups.len()];
+    let mut workers = Vec::with_capacity(col.worker_totals.len());
+    for (w, packed) in col.worker_totals.iter().enumerate() {
+        let s = packed.to_sample();
+        let global = spec.worker_base + w as u32;
+        workers.push(WorkerSummary {
+            worker: global,
+            host: spec.hosts[spec.worker_host[w]].clone(),
+            all: OpSummary::from_ops(&s.all(), elapsed_s),
+            read: OpSummary::from_ops(&s.read(), elapsed_s),
+            write: OpSummary::from_ops(&s.write(), elapsed_s),
+        });
+        fleet += &s;
+        host_totals[spec.worker_host[w]] += &s;
+        for (g, (_, _, first, n)) in spec.groups.iter().enumerate() {
+            if (*first..first + n).contains(&global) {
+                group_totals[g] += &s;
+            }
+        }
+    }
     let all = fleet.all();
     let streams = spec
         .plan
@@ -349,22 +372,6 @@ pub(crate) fn summarize(
             write: OpSummary::from_ops(&s.write, elapsed_s),
         })
         .collect();
-    let workers = col
-        .worker_totals
-        .iter()
-        .enumerate()
-        .map(|(w, s)| WorkerSummary {
-            worker: spec.worker_base + w as u32,
-            host: spec.hosts[spec.worker_host[w]].clone(),
-            all: OpSummary::from_ops(&s.all(), elapsed_s),
-            read: OpSummary::from_ops(&s.read(), elapsed_s),
-            write: OpSummary::from_ops(&s.write(), elapsed_s),
-        })
-        .collect();
-    let mut host_totals = vec![Sample::new(streams_n); spec.hosts.len()];
-    for (w, s) in col.worker_totals.iter().enumerate() {
-        host_totals[spec.worker_host[w]] += s;
-    }
     // Hosts are compared per worker: a host given fewer workers is not slower.
     let host_workers: Vec<usize> = (0..spec.hosts.len())
         .map(|h| spec.worker_host.iter().filter(|&&x| x == h).count())
@@ -417,25 +424,15 @@ pub(crate) fn summarize(
     let groups = spec
         .groups
         .iter()
-        .map(|(name, profile, first, n)| {
-            let mut g = Sample::new(streams_n);
-            for w in *first..first + n {
-                if let Some(s) = col
-                    .worker_totals
-                    .get(w.wrapping_sub(spec.worker_base) as usize)
-                {
-                    g += s;
-                }
-            }
-            GroupSummary {
-                name: name.clone(),
-                profile: profile.clone(),
-                first_worker: *first,
-                workers: *n,
-                all: OpSummary::from_ops(&g.all(), elapsed_s),
-                read: OpSummary::from_ops(&g.read(), elapsed_s),
-                write: OpSummary::from_ops(&g.write(), elapsed_s),
-            }
+        .zip(&group_totals)
+        .map(|((name, profile, first, n), g)| GroupSummary {
+            name: name.clone(),
+            profile: profile.clone(),
+            first_worker: *first,
+            workers: *n,
+            all: OpSummary::from_ops(&g.all(), elapsed_s),
+            read: OpSummary::from_ops(&g.read(), elapsed_s),
+            write: OpSummary::from_ops(&g.write(), elapsed_s),
         })
         .collect();
     let ios = all.ios as f64;
@@ -630,7 +627,9 @@ mod tests {
             .map(|&n| {
                 let mut s = Sample::new(1);
                 (0..n).for_each(|_| s.streams[0].read.record(1000, 4096));
-                s
+                let mut p = PackedSample::new(1);
+                p.add(&s);
+                p
             })
             .collect();
         let col = Collected {

@@ -292,7 +292,8 @@ pub fn run_thread<E: Engine, C: Clock>(
 
     let flush =
         |idx: u32, sample: &mut Sample, errors: &mut Vec<ErrorDetail>, stopped_at: Option<u64>| {
-            let full = std::mem::replace(sample, Sample::new(nstreams));
+            // A sparse copy goes; the counts arrays stay for the next interval.
+            let full = sample.take();
             let _ = tx.send(Msg::Interval {
                 source: spec.id,
                 index: idx,

@@ -2,8 +2,15 @@
 //! (every recorded value is kept within 0.1% of itself), auto-resizing so no latency is
 //! ever out of range. Merging is exact: the merged histogram equals the histogram of the
 //! union of the samples. Serialises to the compact HDR V2 encoding for storage.
-//! The bucket array is allocated on the first record: an empty histogram costs nothing,
-//! which matters when a controller holds thousands of workers' intervals.
+//!
+//! Two forms hold the same buckets. *Dense* is the HDR counts array, allocated on the
+//! first record, where I/O threads record. *Sparse* is the list of non-empty buckets
+//! (value, count): what a histogram decoded from the wire or the store becomes, and what
+//! merging sparse histograms gives until it grows past `SPARSE_MAX` buckets. A
+//! controller holding 10,000 workers' intervals and totals thus keeps a few hundred
+//! buckets per worker instead of tens of thousands, and merges in time proportional to
+//! the buckets in use. Every figure (count, min, max, quantiles, buckets) is the same in
+//! either form, bucket for bucket; tests check it against HDR's own.
 
 use std::ops::AddAssign;
 
@@ -13,17 +20,50 @@ use hdrhistogram::Histogram;
 /// Significant decimal digits kept by every latency histogram.
 pub const SIGFIG: u8 = 3;
 
-#[derive(Clone, Debug)]
-pub struct LatencyHist {
-    h: Option<Histogram<u64>>,
+/// Above this many non-empty buckets a merged sparse histogram turns dense.
+const SPARSE_MAX: usize = 512;
+
+/// The bucket geometry of every `LatencyHist`: lowest discernible value 1 ns, 3
+/// significant digits, so 2048 sub-buckets, the lower half of which serve bucket 0.
+const SUB_HALF_MAGNITUDE: u32 = 10;
+const SUB_HALF: u64 = 1 << SUB_HALF_MAGNITUDE;
+const SUB_MASK: u64 = 2 * SUB_HALF - 1;
+const LEADING_ZERO_BASE: u32 = 64 - SUB_HALF_MAGNITUDE - 1;
+
+/// Lowest value of the bucket at counts-array `index` (HDR's own mapping).
+fn value_for_index(index: u64) -> u64 {
+    let bucket = (index >> SUB_HALF_MAGNITUDE) as i64 - 1;
+    let sub = (index & (SUB_HALF - 1)) + SUB_HALF;
+    if bucket < 0 {
+        sub - SUB_HALF
+    } else {
+        sub << bucket
+    }
 }
 
-fn fresh() -> Histogram<u64> {
-    // Auto-resizing from a small initial range: memory follows the largest latency
-    // seen, and recording never fails for being out of range.
-    let mut h = Histogram::<u64>::new(SIGFIG).expect("static histogram bounds are valid");
-    h.auto(true);
-    h
+/// Width of the bucket holding `value` (all values in it are recorded as one).
+fn equivalent_range(value: u64) -> u64 {
+    1u64 << (LEADING_ZERO_BASE - (value | SUB_MASK).leading_zeros())
+}
+
+fn highest_equivalent(lowest: u64) -> u64 {
+    lowest.saturating_add(equivalent_range(lowest)) - 1
+}
+
+#[derive(Clone, Debug)]
+enum Form {
+    Empty,
+    Dense(Box<Histogram<u64>>),
+    /// Non-empty buckets as (lowest value, count), ascending; `total` is their sum.
+    Sparse {
+        buckets: Vec<(u64, u64)>,
+        total: u64,
+    },
+}
+
+#[derive(Clone, Debug)]
+pub struct LatencyHist {
+    form: Form,
 }
 
 impl Default for LatencyHist {
@@ -38,103 +78,523 @@ impl PartialEq for LatencyHist {
     }
 }
 
+fn fresh() -> Histogram<u64> {
+    // Auto-resizing from a small initial range: memory follows the largest latency
+    // seen, and recording never fails for being out of range.
+    let mut h = Histogram::<u64>::new(SIGFIG).expect("static histogram bounds are valid");
+    h.auto(true);
+    h
+}
+
+fn record_n(h: &mut Histogram<u64>, value: u64, n: u64) {
+    // With auto-resize on, recording only fails if memory cannot be grown; saturate then.
+    if h.record_n(value, n).is_err() {
+        h.saturating_record_n(value, n);
+    }
+}
+
 impl LatencyHist {
     pub fn new() -> Self {
-        LatencyHist { h: None }
+        LatencyHist { form: Form::Empty }
+    }
+
+    /// The dense form, converting to it first.
+    fn dense(&mut self) -> &mut Histogram<u64> {
+        if !matches!(self.form, Form::Dense(_)) {
+            let mut h = fresh();
+            if let Form::Sparse { buckets, .. } = &self.form {
+                for &(v, c) in buckets {
+                    record_n(&mut h, v, c);
+                }
+            }
+            self.form = Form::Dense(Box::new(h));
+        }
+        match &mut self.form {
+            Form::Dense(h) => h,
+            _ => unreachable!("just made dense"),
+        }
     }
 
     /// Record one latency in nanoseconds (0 is recorded as 1 ns).
     #[inline]
     pub fn record(&mut self, latency_ns: u64) {
-        let h = self.h.get_or_insert_with(fresh);
-        // With auto-resize on, `record` only fails if memory cannot be grown; saturate then.
-        if h.record(latency_ns.max(1)).is_err() {
-            h.saturating_record(latency_ns.max(1));
-        }
+        let h = match &mut self.form {
+            Form::Dense(h) => h,
+            _ => self.dense(),
+        };
+        record_n(h, latency_ns.max(1), 1);
     }
 
     pub fn count(&self) -> u64 {
-        self.h.as_ref().map_or(0, |h| h.len())
+        match &self.form {
+            Form::Empty => 0,
+            Form::Dense(h) => h.len(),
+            Form::Sparse { total, .. } => *total,
+        }
     }
 
     pub fn is_empty(&self) -> bool {
         self.count() == 0
     }
 
-    /// Value at quantile `q` in 0..=1, in nanoseconds (0 when empty).
+    /// Value at quantile `q` in 0..=1, in nanoseconds (0 when empty); the same value
+    /// HDR gives: the highest value equivalent to the bucket where the count reaches
+    /// ⌈q·n⌉ (at least 1).
     pub fn quantile_ns(&self, q: f64) -> u64 {
-        match &self.h {
-            Some(h) if !h.is_empty() => h.value_at_quantile(q),
+        match &self.form {
+            Form::Dense(h) if !h.is_empty() => h.value_at_quantile(q),
+            Form::Sparse { buckets, total } if *total > 0 => {
+                let q = q.min(1.0);
+                let target = ((q * *total as f64).ceil() as u64).max(1);
+                let mut seen = 0;
+                for &(v, c) in buckets {
+                    seen += c;
+                    if seen >= target {
+                        return if q == 0.0 { v } else { highest_equivalent(v) };
+                    }
+                }
+                0
+            }
             _ => 0,
         }
     }
 
     pub fn max_ns(&self) -> u64 {
-        match &self.h {
-            Some(h) if !h.is_empty() => h.max(),
+        match &self.form {
+            Form::Dense(h) if !h.is_empty() => h.max(),
+            Form::Sparse { buckets, .. } => buckets.last().map_or(0, |b| highest_equivalent(b.0)),
             _ => 0,
         }
     }
 
     pub fn min_ns(&self) -> u64 {
-        match &self.h {
-            Some(h) if !h.is_empty() => h.min(),
+        match &self.form {
+            Form::Dense(h) if !h.is_empty() => h.min(),
+            Form::Sparse { buckets, .. } => buckets.first().map_or(0, |b| b.0),
             _ => 0,
         }
     }
 
     pub fn reset(&mut self) {
-        if let Some(h) = self.h.as_mut() {
-            h.reset();
+        match &mut self.form {
+            Form::Dense(h) => h.reset(),
+            _ => self.form = Form::Empty,
         }
     }
 
     /// Every (highest equivalent value, count) bucket with a non-zero count, ascending.
-    pub fn buckets(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.h.iter().flat_map(|h| {
-            h.iter_recorded().map(|v| {
+    pub fn buckets(&self) -> Box<dyn Iterator<Item = (u64, u64)> + '_> {
+        match &self.form {
+            Form::Empty => Box::new(std::iter::empty()),
+            Form::Dense(h) => Box::new(h.iter_recorded().map(|v| {
                 (
                     h.highest_equivalent(v.value_iterated_to()),
                     v.count_at_value(),
                 )
-            })
-        })
+            })),
+            Form::Sparse { buckets, .. } => {
+                Box::new(buckets.iter().map(|&(v, c)| (highest_equivalent(v), c)))
+            }
+        }
+    }
+
+    /// Non-empty buckets as (lowest value, count), ascending.
+    fn lowest_buckets(&self) -> Vec<(u64, u64)> {
+        match &self.form {
+            Form::Empty => Vec::new(),
+            Form::Dense(h) => h
+                .iter_recorded()
+                .map(|v| {
+                    (
+                        h.lowest_equivalent(v.value_iterated_to()),
+                        v.count_at_value(),
+                    )
+                })
+                .collect(),
+            Form::Sparse { buckets, .. } => buckets.clone(),
+        }
     }
 
     /// Compact HDR V2 encoding (for the results store and the agent protocol); an
-    /// empty histogram encodes as zero bytes.
+    /// empty histogram encodes as zero bytes. The sparse form is encoded directly.
     pub fn to_v2_bytes(&self) -> Vec<u8> {
         let mut out = Vec::new();
-        if let Some(h) = self.h.as_ref().filter(|h| !h.is_empty()) {
-            V2Serializer::new()
-                .serialize(h, &mut out)
-                .expect("serialising into a Vec cannot fail");
+        match &self.form {
+            Form::Dense(h) if !h.is_empty() => {
+                V2Serializer::new()
+                    .serialize(&**h, &mut out)
+                    .expect("serialising into a Vec cannot fail");
+            }
+            Form::Sparse { buckets, .. } => encode_sparse(buckets, &mut out),
+            _ => {}
         }
         out
     }
 
+    /// A sparse copy of this histogram, leaving it empty (a dense one keeps its counts
+    /// array for the next interval: no allocation per interval in the hot loop).
+    pub fn take(&mut self) -> LatencyHist {
+        let out = match &mut self.form {
+            Form::Dense(h) if !h.is_empty() => {
+                let buckets = h
+                    .iter_recorded()
+                    .map(|v| {
+                        (
+                            h.lowest_equivalent(v.value_iterated_to()),
+                            v.count_at_value(),
+                        )
+                    })
+                    .collect();
+                let total = h.len();
+                h.reset();
+                Form::Sparse { buckets, total }
+            }
+            Form::Dense(_) => Form::Empty,
+            other => std::mem::replace(other, Form::Empty),
+        };
+        LatencyHist { form: out }
+    }
+
+    /// Decode the HDR V2 encoding. Histograms of iofleet's own geometry decode straight
+    /// into the sparse form (no counts array is built); any other is decoded by HDR.
     pub fn from_v2_bytes(bytes: &[u8]) -> Result<Self, String> {
         if bytes.is_empty() {
             return Ok(LatencyHist::new());
+        }
+        if let Some(h) = decode_sparse(bytes) {
+            return Ok(h);
         }
         let mut h: Histogram<u64> = Deserializer::new()
             .deserialize(&mut &bytes[..])
             .map_err(|e| format!("bad histogram encoding: {e:?}"))?;
         h.auto(true);
-        Ok(LatencyHist { h: Some(h) })
+        Ok(LatencyHist {
+            form: Form::Dense(Box::new(h)),
+        })
     }
+}
+
+/// Decode a V2 encoding of iofleet's geometry (lowest 1, 3 digits) into the sparse form;
+/// None for anything else (then HDR's own decoder decides).
+fn decode_sparse(bytes: &[u8]) -> Option<LatencyHist> {
+    let be32 = |at: usize| Some(u32::from_be_bytes(bytes.get(at..at + 4)?.try_into().ok()?));
+    let be64 = |at: usize| Some(u64::from_be_bytes(bytes.get(at..at + 8)?.try_into().ok()?));
+    // Cookie, payload length, normalising offset, digits, lowest, highest, ratio.
+    if be32(0)? != 0x1c84_9313 || be32(8)? != 0 || be32(12)? != SIGFIG as u32 || be64(16)? != 1 {
+        return None;
+    }
+    if f64::from_bits(be64(32)?) != 1.0 {
+        return None;
+    }
+    let len = be32(4)? as usize;
+    let mut payload = bytes.get(40..40 + len)?;
+    let mut buckets = Vec::new();
+    let mut total = 0u64;
+    let mut index = 0u64;
+    while !payload.is_empty() {
+        // LEB128 with a 9th byte carrying all 8 bits, then zig-zag.
+        let mut v = 0u64;
+        let mut i = 0;
+        loop {
+            let b = *payload.get(i)?;
+            if i == 8 {
+                v |= (b as u64) << 56;
+                i += 1;
+                break;
+            }
+            v |= ((b & 0x7f) as u64) << (7 * i);
+            i += 1;
+            if b & 0x80 == 0 {
+                break;
+            }
+        }
+        payload = &payload[i..];
+        let n = ((v >> 1) as i64) ^ -((v & 1) as i64);
+        if n < 0 {
+            index = index.checked_add(n.unsigned_abs())?; // a run of empty buckets
+        } else {
+            if n > 0 {
+                buckets.push((value_for_index(index), n as u64));
+                total = total.checked_add(n as u64)?;
+            }
+            index += 1;
+        }
+        if index > (64 << SUB_HALF_MAGNITUDE) {
+            return None;
+        }
+    }
+    Some(LatencyHist {
+        form: if total == 0 {
+            Form::Empty
+        } else {
+            Form::Sparse { buckets, total }
+        },
+    })
+}
+
+/// Counts-array index of the bucket whose lowest value is `v` (HDR's own mapping).
+fn index_for_value(v: u64) -> u64 {
+    let bucket = LEADING_ZERO_BASE - (v | SUB_MASK).leading_zeros();
+    let sub = v >> bucket;
+    ((bucket as u64 + 1) << SUB_HALF_MAGNITUDE) + sub - SUB_HALF
+}
+
+fn put_varint(out: &mut Vec<u8>, n: i64) {
+    let mut v = ((n << 1) ^ (n >> 63)) as u64; // zig-zag
+    for _ in 0..8 {
+        if v < 0x80 {
+            out.push(v as u8);
+            return;
+        }
+        out.push((v as u8 & 0x7f) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8); // the 9th byte carries all 8 bits
+}
+
+/// HDR V2 encoding of ascending (lowest value, count) buckets, as HDR writes it: the
+/// header, then each count, with runs of empty buckets as negative run lengths.
+fn encode_sparse(buckets: &[(u64, u64)], out: &mut Vec<u8>) {
+    let Some(&(last, _)) = buckets.last() else {
+        return;
+    };
+    let mut payload = Vec::with_capacity(buckets.len() * 3);
+    let mut next = 0u64;
+    for &(v, c) in buckets {
+        let i = index_for_value(v);
+        if i > next {
+            put_varint(&mut payload, -((i - next) as i64));
+        }
+        put_varint(&mut payload, c as i64);
+        next = i + 1;
+    }
+    out.extend_from_slice(&0x1c84_9313u32.to_be_bytes());
+    out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+    out.extend_from_slice(&0u32.to_be_bytes());
+    out.extend_from_slice(&(SIGFIG as u32).to_be_bytes());
+    out.extend_from_slice(&1u64.to_be_bytes());
+    out.extend_from_slice(&highest_equivalent(last).max(2).to_be_bytes());
+    out.extend_from_slice(&1.0f64.to_bits().to_be_bytes());
+    out.extend_from_slice(&payload);
+}
+
+/// Merge two ascending bucket lists.
+fn merge_sorted(a: &[(u64, u64)], b: &[(u64, u64)]) -> Vec<(u64, u64)> {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        match a[i].0.cmp(&b[j].0) {
+            std::cmp::Ordering::Less => {
+                out.push(a[i]);
+                i += 1;
+            }
+            std::cmp::Ordering::Greater => {
+                out.push(b[j]);
+                j += 1;
+            }
+            std::cmp::Ordering::Equal => {
+                out.push((a[i].0, a[i].1 + b[j].1));
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    out.extend_from_slice(&a[i..]);
+    out.extend_from_slice(&b[j..]);
+    out
 }
 
 impl AddAssign<&LatencyHist> for LatencyHist {
     fn add_assign(&mut self, rhs: &LatencyHist) {
-        let Some(r) = rhs.h.as_ref().filter(|r| !r.is_empty()) else {
+        if rhs.is_empty() {
             return;
-        };
-        match self.h.as_mut() {
-            None => self.h = Some(r.clone()),
-            // Auto-resize makes `add` infallible except on allocation failure.
-            Some(h) => h.add(r).expect("auto-resizing histogram accepts any range"),
         }
+        match (&mut self.form, &rhs.form) {
+            (Form::Empty, _) => self.form = rhs.form.clone(),
+            (Form::Dense(h), Form::Dense(r)) => {
+                // Auto-resize makes `add` infallible except on allocation failure.
+                h.add(&**r)
+                    .expect("auto-resizing histogram accepts any range")
+            }
+            (Form::Dense(h), Form::Sparse { buckets, .. }) => {
+                for &(v, c) in buckets {
+                    record_n(h, v, c);
+                }
+            }
+            (
+                Form::Sparse { buckets, total },
+                Form::Sparse {
+                    buckets: rb,
+                    total: rt,
+                },
+            ) => {
+                let merged = merge_sorted(buckets, rb);
+                if merged.len() > SPARSE_MAX {
+                    self.form = Form::Sparse {
+                        buckets: merged,
+                        total: *total + rt,
+                    };
+                    self.dense();
+                } else {
+                    *total += rt;
+                    *buckets = merged;
+                }
+            }
+            (Form::Sparse { .. }, Form::Dense(_)) => {
+                let rb = rhs.lowest_buckets();
+                let h = self.dense();
+                for (v, c) in rb {
+                    record_n(h, v, c);
+                }
+            }
+            (_, Form::Empty) => {}
+        }
+    }
+}
+
+/// Fold recent additions into the packed buckets after this many merges, or sooner
+/// when they hold more than `SPARSE_MAX` buckets.
+const FOLD_EVERY: u32 = 16;
+
+/// A long-lived accumulator of many histograms (a worker's totals over a whole run):
+/// its buckets varint-packed, a few bytes per non-empty bucket, so its size follows the
+/// distinct latencies seen rather than the latency range, and does not grow once the
+/// distribution is covered. Recent additions stay sparse and are folded in every
+/// `FOLD_EVERY` merges, which keeps the cost of a merge near the size of what is added.
+#[derive(Clone, Debug, Default)]
+pub struct PackedHist {
+    /// (index delta, count) pairs as LEB128 varints, ascending by HDR counts index.
+    packed: Vec<u8>,
+    recent: LatencyHist,
+    merges: u32,
+}
+
+fn put_u64(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8 & 0x7f) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn get_u64(input: &mut &[u8]) -> u64 {
+    let mut v = 0u64;
+    let mut shift = 0;
+    while let Some((&b, rest)) = input.split_first() {
+        *input = rest;
+        v |= ((b & 0x7f) as u64) << shift;
+        if b & 0x80 == 0 {
+            break;
+        }
+        shift += 7;
+    }
+    v
+}
+
+/// Iterate (lowest value, count) of a packed bucket list.
+fn unpack(mut bytes: &[u8]) -> impl Iterator<Item = (u64, u64)> + '_ {
+    let mut index = 0u64;
+    let mut first = true;
+    std::iter::from_fn(move || {
+        if bytes.is_empty() {
+            return None;
+        }
+        let delta = get_u64(&mut bytes);
+        index = if first { delta } else { index + delta };
+        first = false;
+        let count = get_u64(&mut bytes);
+        Some((value_for_index(index), count))
+    })
+}
+
+impl PackedHist {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn add(&mut self, h: &LatencyHist) {
+        if h.is_empty() {
+            return;
+        }
+        self.recent += h;
+        self.merges += 1;
+        let big = match &self.recent.form {
+            Form::Sparse { buckets, .. } => buckets.len() > SPARSE_MAX / 2,
+            Form::Dense(_) => true,
+            Form::Empty => false,
+        };
+        if big || self.merges >= FOLD_EVERY {
+            self.fold();
+        }
+    }
+
+    /// Merge the recent additions into the packed buckets.
+    fn fold(&mut self) {
+        self.merges = 0;
+        if self.recent.is_empty() {
+            return;
+        }
+        let recent = std::mem::take(&mut self.recent).lowest_buckets();
+        let mut out = Vec::with_capacity(self.packed.len() + recent.len() * 3);
+        let mut last: Option<u64> = None;
+        let mut put = |out: &mut Vec<u8>, v: u64, c: u64| {
+            let i = index_for_value(v);
+            put_u64(out, last.map_or(i, |l| i - l));
+            put_u64(out, c);
+            last = Some(i);
+        };
+        let packed = std::mem::take(&mut self.packed);
+        let mut old = unpack(&packed).peekable();
+        let mut new = recent.into_iter().peekable();
+        loop {
+            match (old.peek().copied(), new.peek().copied()) {
+                (Some(a), Some(b)) if a.0 == b.0 => {
+                    put(&mut out, a.0, a.1 + b.1);
+                    old.next();
+                    new.next();
+                }
+                (Some(a), Some(b)) if a.0 < b.0 => {
+                    put(&mut out, a.0, a.1);
+                    old.next();
+                }
+                (_, Some(b)) => {
+                    put(&mut out, b.0, b.1);
+                    new.next();
+                }
+                (Some(a), None) => {
+                    put(&mut out, a.0, a.1);
+                    old.next();
+                }
+                (None, None) => break,
+            }
+        }
+        out.shrink_to_fit();
+        self.packed = out;
+    }
+
+    /// Everything added so far, as a histogram (sparse, or dense when large).
+    pub fn to_hist(&self) -> LatencyHist {
+        let buckets: Vec<(u64, u64)> = unpack(&self.packed).collect();
+        let total = buckets.iter().map(|b| b.1).sum();
+        let mut h = if total == 0 {
+            LatencyHist::new()
+        } else {
+            LatencyHist {
+                form: Form::Sparse { buckets, total },
+            }
+        };
+        h += &self.recent;
+        h
+    }
+
+    /// Heap bytes held (for memory accounting in tests and benchmarks).
+    pub fn heap_bytes(&self) -> usize {
+        self.packed.capacity()
+            + match &self.recent.form {
+                Form::Sparse { buckets, .. } => buckets.capacity() * 16,
+                Form::Dense(h) => h.distinct_values() * 8,
+                Form::Empty => 0,
+            }
     }
 }
 
@@ -197,6 +657,137 @@ mod tests {
         let back = LatencyHist::from_v2_bytes(&h.to_v2_bytes()).unwrap();
         assert_eq!(h, back);
         assert!(LatencyHist::from_v2_bytes(b"junk").is_err());
+    }
+
+    /// A histogram with `n` latencies from a heavy-tailed mix, and the raw values.
+    fn random_hist(seed: u64, n: usize) -> (LatencyHist, Vec<u64>) {
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
+        let mut h = LatencyHist::new();
+        let mut raw = Vec::new();
+        for _ in 0..n {
+            let v = match rng.random_range(0..100) {
+                0 => rng.random_range(1..2_000),
+                1..=3 => rng.random_range(1_000_000..5_000_000_000),
+                _ => rng.random_range(20_000..400_000),
+            };
+            h.record(v);
+            raw.push(v);
+        }
+        (h, raw)
+    }
+
+    fn dense_copy(h: &LatencyHist) -> LatencyHist {
+        let mut d = h.clone();
+        d.dense();
+        d
+    }
+
+    #[test]
+    fn sparse_form_gives_every_figure_hdr_gives() {
+        for (seed, n) in [(1, 1), (2, 7), (3, 300), (4, 50_000)] {
+            let (dense, _) = random_hist(seed, n);
+            let bytes = dense.to_v2_bytes();
+            let sparse = LatencyHist::from_v2_bytes(&bytes).unwrap();
+            assert!(matches!(sparse.form, Form::Sparse { .. }), "decoded sparse");
+            assert_eq!(sparse, dense);
+            assert_eq!(sparse.count(), dense.count());
+            assert_eq!(sparse.min_ns(), dense.min_ns(), "n={n}");
+            assert_eq!(sparse.max_ns(), dense.max_ns(), "n={n}");
+            for q in [0.0, 0.001, 0.25, 0.5, 0.9, 0.99, 0.999, 0.9999, 1.0] {
+                assert_eq!(sparse.quantile_ns(q), dense.quantile_ns(q), "n={n} q={q}");
+            }
+            // Re-encoding the sparse form gives the same histogram back, through our
+            // decoder and through HDR's own.
+            let again = sparse.to_v2_bytes();
+            assert_eq!(LatencyHist::from_v2_bytes(&again).unwrap(), dense);
+            let mut hdr: Histogram<u64> = Deserializer::new().deserialize(&mut &again[..]).unwrap();
+            hdr.auto(true);
+            let hdr = LatencyHist {
+                form: Form::Dense(Box::new(hdr)),
+            };
+            assert_eq!(hdr, dense);
+            assert_eq!(hdr.quantile_ns(0.99), dense.quantile_ns(0.99));
+            // Taking a dense histogram leaves it empty and gives its sparse copy.
+            let mut d = dense.clone();
+            let t = d.take();
+            assert!(d.is_empty() && matches!(d.form, Form::Dense(_)));
+            assert!(matches!(t.form, Form::Sparse { .. }));
+            assert_eq!(t, dense);
+        }
+    }
+
+    #[test]
+    fn merging_either_form_gives_the_same_histogram() {
+        let parts: Vec<(LatencyHist, Vec<u64>)> = (0..40)
+            .map(|i| random_hist(100 + i, 40 + 25 * i as usize))
+            .collect();
+        let mut all_dense = LatencyHist::new();
+        let mut all_sparse = LatencyHist::new();
+        let mut sparse_into_dense = LatencyHist::new();
+        sparse_into_dense.record(5); // start dense
+        let mut union = LatencyHist::new();
+        union.record(5);
+        for (h, raw) in &parts {
+            let s = LatencyHist::from_v2_bytes(&h.to_v2_bytes()).unwrap();
+            all_dense += &dense_copy(h);
+            all_sparse += &s;
+            sparse_into_dense += &s;
+            raw.iter().for_each(|&v| union.record(v));
+        }
+        // Enough distinct buckets that the sparse sum turned dense on the way.
+        assert!(matches!(all_sparse.form, Form::Dense(_)));
+        assert_eq!(all_sparse, all_dense);
+        assert_eq!(sparse_into_dense, union);
+        // Sparse + dense, and small sparse sums that stay sparse.
+        let (a, _) = random_hist(7, 20);
+        let (b, _) = random_hist(8, 20);
+        let (sa, sb) = (
+            LatencyHist::from_v2_bytes(&a.to_v2_bytes()).unwrap(),
+            LatencyHist::from_v2_bytes(&b.to_v2_bytes()).unwrap(),
+        );
+        let mut x = sa.clone();
+        x += &sb;
+        assert!(matches!(x.form, Form::Sparse { .. }));
+        let mut y = a.clone();
+        y += &b;
+        assert_eq!(x, y);
+        let mut z = sa.clone();
+        z += &b;
+        assert_eq!(z, y);
+        // Recording into a sparse histogram keeps what it had.
+        let mut r = sa.clone();
+        r.record(123);
+        let mut r2 = a.clone();
+        r2.record(123);
+        assert_eq!(r, r2);
+    }
+
+    #[test]
+    fn packed_totals_equal_the_merged_histogram_and_stay_small() {
+        let mut packed = PackedHist::new();
+        let mut merged = LatencyHist::new();
+        for i in 0..300 {
+            let (h, _) = random_hist(1000 + i, 20);
+            let s = LatencyHist::from_v2_bytes(&h.to_v2_bytes()).unwrap();
+            packed.add(&s);
+            merged += &h;
+            if i % 37 == 0 {
+                assert_eq!(packed.to_hist(), merged, "after {i} merges");
+            }
+        }
+        let total = packed.to_hist();
+        assert_eq!(total, merged);
+        for q in [0.5, 0.99, 0.999, 1.0] {
+            assert_eq!(total.quantile_ns(q), merged.quantile_ns(q));
+        }
+        // A few bytes per non-empty bucket, far below the dense counts array.
+        let buckets = merged.buckets().count();
+        assert!(
+            packed.heap_bytes() < buckets * 8 + 20 * 16 * 16,
+            "{} B",
+            packed.heap_bytes()
+        );
+        assert!(PackedHist::new().to_hist().is_empty());
     }
 
     #[test]

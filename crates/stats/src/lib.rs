@@ -12,7 +12,7 @@ pub mod result;
 pub mod summary;
 pub mod usage;
 
-pub use hist::LatencyHist;
-pub use ops::{OpStats, Sample, StreamStats};
+pub use hist::{LatencyHist, PackedHist};
+pub use ops::{OpStats, PackedSample, Sample, StreamStats};
 pub use summary::{LatencySummary, OpSummary};
 pub use usage::{HostResources, HostUsage};

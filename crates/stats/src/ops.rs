@@ -6,7 +6,7 @@
 
 use std::ops::AddAssign;
 
-use crate::hist::LatencyHist;
+use crate::hist::{LatencyHist, PackedHist};
 
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct OpStats {
@@ -133,6 +133,98 @@ impl Sample {
             .iter()
             .map(|s| s.read.errors + s.write.errors)
             .sum()
+    }
+}
+
+impl OpStats {
+    /// This interval's figures, leaving `self` zeroed for the next (its histogram keeps
+    /// its allocation; the copy is sparse).
+    pub fn take(&mut self) -> OpStats {
+        let out = OpStats {
+            ios: self.ios,
+            bytes: self.bytes,
+            errors: self.errors,
+            latency_sum_ns: self.latency_sum_ns,
+            latency_sq_sum_ns2: self.latency_sq_sum_ns2,
+            hist: self.hist.take(),
+        };
+        self.ios = 0;
+        self.bytes = 0;
+        self.errors = 0;
+        self.latency_sum_ns = 0;
+        self.latency_sq_sum_ns2 = 0;
+        out
+    }
+}
+
+impl Sample {
+    /// This interval's sample, leaving `self` zeroed and ready for the next.
+    pub fn take(&mut self) -> Sample {
+        Sample {
+            streams: self
+                .streams
+                .iter_mut()
+                .map(|s| StreamStats {
+                    read: s.read.take(),
+                    write: s.write.take(),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A long-lived total of many samples (a worker's over a whole run): counters exact,
+/// histograms packed (`PackedHist`), so thousands of them fit in little memory.
+#[derive(Clone, Debug, Default)]
+pub struct PackedSample {
+    counters: Sample,
+    hists: Vec<[PackedHist; 2]>,
+}
+
+impl PackedSample {
+    pub fn new(streams: usize) -> Self {
+        PackedSample {
+            counters: Sample::new(streams),
+            hists: vec![Default::default(); streams],
+        }
+    }
+
+    pub fn add(&mut self, s: &Sample) {
+        if self.hists.len() < s.streams.len() {
+            self.hists.resize(s.streams.len(), Default::default());
+            self.counters
+                .streams
+                .resize(s.streams.len(), StreamStats::default());
+        }
+        for ((tot, h), r) in self
+            .counters
+            .streams
+            .iter_mut()
+            .zip(self.hists.iter_mut())
+            .zip(&s.streams)
+        {
+            for (i, (t, o)) in [(&mut tot.read, &r.read), (&mut tot.write, &r.write)]
+                .into_iter()
+                .enumerate()
+            {
+                t.ios += o.ios;
+                t.bytes += o.bytes;
+                t.errors += o.errors;
+                t.latency_sum_ns += o.latency_sum_ns;
+                t.latency_sq_sum_ns2 += o.latency_sq_sum_ns2;
+                h[i].add(&o.hist);
+            }
+        }
+    }
+
+    /// The total as a `Sample`.
+    pub fn to_sample(&self) -> Sample {
+        let mut s = self.counters.clone();
+        for (st, h) in s.streams.iter_mut().zip(&self.hists) {
+            st.read.hist = h[0].to_hist();
+            st.write.hist = h[1].to_hist();
+        }
+        s
     }
 }
 
