@@ -384,19 +384,30 @@ fn a_frozen_host_is_lost_when_it_went_silent_and_its_agent_is_ended() {
         "12s",
         &["--host-timeout", "5s", "--metrics-listen", &addr],
     );
-    let run_agents = agents();
-    // Host h2's agent: the one whose session came in on h2's address.
-    let h2: Vec<u32> = run_agents
-        .iter()
-        .copied()
-        .filter(|&p| server_addr(p).as_deref() == Some(c.hosts[1].addr.as_str()))
-        .collect();
-    let seen: Vec<_> = run_agents.iter().map(|&p| server_addr(p)).collect();
-    assert_eq!(
-        h2.len(),
-        1,
-        "one agent on h2: {h2:?} of {run_agents:?} at {seen:?}"
-    );
+    // Host h2's agent: the agent process (not a shell about to exec it) of this
+    // cluster's h2, whose session came in on h2's address. Retried briefly: sessions
+    // may still be starting.
+    let h2_agent = || -> Vec<u32> {
+        let mine = c.session_pids(1);
+        agents()
+            .into_iter()
+            .filter(|p| mine.contains(p))
+            .filter(|&p| {
+                sshd::cmdline(p)
+                    .split_whitespace()
+                    .next()
+                    .is_some_and(|exe| exe.contains("/.cache/iofleet/iofleet-"))
+            })
+            .filter(|&p| server_addr(p).as_deref() == Some(c.hosts[1].addr.as_str()))
+            .collect()
+    };
+    let t0 = Instant::now();
+    let mut h2 = h2_agent();
+    while h2.len() != 1 && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(50));
+        h2 = h2_agent();
+    }
+    assert_eq!(h2.len(), 1, "one agent on h2: {h2:?} of {:?}", agents());
     std::thread::sleep(Duration::from_millis(2500));
     // Where the run is: interval `before` is complete (its end has passed) and the next
     // one is not yet merged, so the run's clock is in [(before+1)·0.5 s, (before+2)·0.5 s
