@@ -27,14 +27,33 @@ use crate::thread::{Msg, Timeline};
 /// Error details kept for the whole run.
 const MAX_ERROR_DETAILS: usize = 20;
 
+/// One worker group as the summary needs it.
+#[derive(Debug, Clone)]
+pub(crate) struct GroupRange {
+    pub name: String,
+    pub profile: String,
+    /// Global index of the group's first worker, and its number of workers.
+    pub first: u32,
+    pub workers: u32,
+    /// IOPS each worker is scheduled to issue when every stream of the group is
+    /// rate-limited (None: some stream runs closed-loop, as fast as it can).
+    pub rate_per_worker: Option<f64>,
+}
+
+impl GroupRange {
+    fn contains(&self, worker: u32) -> bool {
+        (self.first..self.first + self.workers).contains(&worker)
+    }
+}
+
 /// Who reports and where workers live.
 pub(crate) struct CollectSpec<'a> {
     pub plan: &'a Plan,
     pub timeline: &'a Timeline,
     /// Global index of the first worker of this run (or agent).
     pub worker_base: u32,
-    /// (name, profile, first global worker, workers) per group.
-    pub groups: Vec<(String, String, u32, u32)>,
+    /// The worker groups, by global worker range.
+    pub groups: Vec<GroupRange>,
     pub workers: usize,
     /// Names of the reporting sources (threads or hosts), for messages.
     pub source_names: Vec<String>,
@@ -340,6 +359,8 @@ pub(crate) fn summarize(
     let mut fleet = Sample::new(streams_n);
     let mut host_totals = vec![Sample::new(streams_n); spec.hosts.len()];
     let mut group_totals = vec![Sample::new(streams_n); spec.groups.len()];
+    // Per host and group: I/Os and workers, for the straggler rule.
+    let mut host_group = vec![vec![(0u64, 0u32); spec.groups.len()]; spec.hosts.len()];
     let mut workers = Vec::with_capacity(col.worker_totals.len());
     for (w, packed) in col.worker_totals.iter().enumerate() {
         let s = packed.to_sample();
@@ -353,9 +374,11 @@ pub(crate) fn summarize(
         });
         fleet += &s;
         host_totals[spec.worker_host[w]] += &s;
-        for (g, (_, _, first, n)) in spec.groups.iter().enumerate() {
-            if (*first..first + n).contains(&global) {
+        for (g, range) in spec.groups.iter().enumerate() {
+            if range.contains(global) {
                 group_totals[g] += &s;
+                host_group[spec.worker_host[w]][g].0 += s.ios();
+                host_group[spec.worker_host[w]][g].1 += 1;
             }
         }
     }
@@ -372,16 +395,36 @@ pub(crate) fn summarize(
             write: OpSummary::from_ops(&s.write, elapsed_s),
         })
         .collect();
-    // Hosts are compared per worker: a host given fewer workers is not slower.
-    let host_workers: Vec<usize> = (0..spec.hosts.len())
-        .map(|h| spec.worker_host.iter().filter(|&&x| x == h).count())
-        .collect();
-    let host_iops: Vec<f64> = host_totals
+    // Hosts are compared per worker and per group: a host given fewer workers is not
+    // slower, and a group is judged against its own kind — a rate-limited group against
+    // its scheduled rate, a closed-loop one against the median host of that group. A
+    // host's figure is its worst ratio over the groups it runs (1 = on par).
+    let per_worker = |(ios, n): (u64, u32)| ios as f64 / elapsed_s.max(1e-9) / n.max(1) as f64;
+    let references: Vec<Option<f64>> = spec
+        .groups
         .iter()
-        .zip(&host_workers)
-        .map(|(s, &n)| s.ios() as f64 / elapsed_s.max(1e-9) / n.max(1) as f64)
+        .enumerate()
+        .map(|(g, range)| {
+            range.rate_per_worker.or_else(|| {
+                let peers: Vec<f64> = host_group
+                    .iter()
+                    .filter(|hg| hg[g].1 > 0)
+                    .map(|hg| per_worker(hg[g]))
+                    .collect();
+                (!peers.is_empty()).then(|| median(&peers))
+            })
+        })
         .collect();
-    let median_host = median(&host_iops);
+    let host_ratio: Vec<f64> = host_group
+        .iter()
+        .map(|hg| {
+            hg.iter()
+                .zip(&references)
+                .filter(|(x, r)| x.1 > 0 && r.is_some_and(|r| r > 0.0))
+                .map(|(x, r)| per_worker(*x) / r.expect("filtered"))
+                .fold(1.0, f64::min)
+        })
+        .collect();
     let earliest = start_late_ms
         .iter()
         .flatten()
@@ -415,8 +458,8 @@ pub(crate) fn summarize(
                     spec.hosts.len(),
                     late,
                     earliest,
-                    host_iops[h],
-                    median_host,
+                    host_ratio[h],
+                    1.0,
                 ),
             }
         })
@@ -425,11 +468,11 @@ pub(crate) fn summarize(
         .groups
         .iter()
         .zip(&group_totals)
-        .map(|((name, profile, first, n), g)| GroupSummary {
-            name: name.clone(),
-            profile: profile.clone(),
-            first_worker: *first,
-            workers: *n,
+        .map(|(range, g)| GroupSummary {
+            name: range.name.clone(),
+            profile: range.profile.clone(),
+            first_worker: range.first,
+            workers: range.workers,
             all: OpSummary::from_ops(&g.all(), elapsed_s),
             read: OpSummary::from_ops(&g.read(), elapsed_s),
             write: OpSummary::from_ops(&g.write(), elapsed_s),
@@ -600,8 +643,23 @@ mod tests {
         }
     }
 
-    /// Hosts a (workers 0, 1) and b (worker 2); each worker did `ios[w]` reads.
+    fn range(first: u32, workers: u32, rate: Option<f64>) -> GroupRange {
+        GroupRange {
+            name: format!("g{first}"),
+            profile: "p".into(),
+            first,
+            workers,
+            rate_per_worker: rate,
+        }
+    }
+
+    /// Hosts a (workers 0, 1) and b (worker 2), one group; each worker did `ios[w]`
+    /// reads in 1 s.
     fn stragglers(ios: [u64; 3]) -> Vec<bool> {
+        stragglers_in(ios, vec![range(0, 3, None)])
+    }
+
+    fn stragglers_in(ios: [u64; 3], groups: Vec<GroupRange>) -> Vec<bool> {
         let plan = plan();
         let timeline = Timeline::new(
             Duration::ZERO,
@@ -612,7 +670,7 @@ mod tests {
             plan: &plan,
             timeline: &timeline,
             worker_base: 0,
-            groups: vec![("p".into(), "p".into(), 0, 3)],
+            groups,
             workers: 3,
             source_names: vec!["a".into(), "b".into()],
             hosts: vec!["a".into(), "b".into()],
@@ -674,7 +732,7 @@ mod tests {
             plan: &plan,
             timeline: &timeline,
             worker_base: 0,
-            groups: vec![("p".into(), "p".into(), 0, 2)],
+            groups: vec![range(0, 2, None)],
             workers: 2,
             source_names: vec!["t0".into(), "t1".into()],
             hosts: vec!["h".into()],
@@ -733,7 +791,7 @@ mod tests {
             plan: &plan,
             timeline: &timeline,
             worker_base: 0,
-            groups: vec![("p".into(), "p".into(), 0, 1)],
+            groups: vec![range(0, 1, None)],
             workers: 1,
             source_names: vec!["host quiet".into()],
             hosts: vec!["quiet".into()],
@@ -761,5 +819,17 @@ mod tests {
         assert_eq!(stragglers([100, 100, 100]), [false, false]);
         // b's worker delivers half of a's per-worker rate: a straggler.
         assert_eq!(stragglers([100, 100, 50]), [false, true]);
+    }
+
+    #[test]
+    fn a_rate_limited_group_is_judged_against_its_own_rate() {
+        // a runs a closed-loop group (workers 0, 1), b a group scheduled at 10 IOPS per
+        // worker (worker 2): b delivering its 10 IOPS is on par, not a straggler beside
+        // a's 100; delivering 5 of its 10 it is one.
+        let groups = || vec![range(0, 2, None), range(2, 1, Some(10.0))];
+        assert_eq!(stragglers_in([100, 100, 10], groups()), [false, false]);
+        assert_eq!(stragglers_in([100, 100, 5], groups()), [false, true]);
+        // Judged against the fleet instead, b would have been flagged.
+        assert_eq!(stragglers([100, 100, 10]), [false, true]);
     }
 }

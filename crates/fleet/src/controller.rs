@@ -19,7 +19,7 @@ use iofleet_engine::EngineError;
 use iofleet_profile::{combine, GroupPlan, Plan};
 use iofleet_stats::result::{RunInfo, RunResult};
 
-use crate::collect::{collect, empty_result, summarize, CollectSpec};
+use crate::collect::{collect, empty_result, summarize, CollectSpec, GroupRange};
 use crate::inproc::ThreadLauncher;
 use crate::launcher::{Launcher, Prepared};
 use crate::observer::Observer;
@@ -60,19 +60,30 @@ pub(crate) fn plan_json(plan: &Plan, groups: &[GroupPlan]) -> serde_json::Value 
     v
 }
 
-/// (name, profile, first worker, workers) of each group, for per-group results.
-fn group_ranges(groups: &[GroupPlan]) -> Vec<(String, String, u32, u32)> {
+/// Each group's worker range and scheduled rate, for per-group results and stragglers.
+fn group_ranges(groups: &[GroupPlan]) -> Vec<GroupRange> {
     groups
         .iter()
-        .map(|g| {
-            (
-                g.name.clone(),
-                g.plan.name.clone(),
-                g.worker_base,
-                g.plan.fleet.workers,
-            )
+        .map(|g| GroupRange {
+            name: g.name.clone(),
+            profile: g.plan.name.clone(),
+            first: g.worker_base,
+            workers: g.plan.fleet.workers,
+            rate_per_worker: scheduled_rate(&g.plan),
         })
         .collect()
+}
+
+/// IOPS a worker of `plan` is scheduled to issue, when every stream is rate-limited:
+/// the profile's rate shared by its weighted streams plus each rated stream's own.
+fn scheduled_rate(plan: &Plan) -> Option<f64> {
+    let weighted = plan.streams.iter().any(|s| s.rate_iops.is_none());
+    let shared = match (weighted, plan.timing.rate_iops) {
+        (true, None) => return None,
+        (true, Some(r)) => r,
+        (false, _) => 0.0,
+    };
+    Some(shared + plan.streams.iter().filter_map(|s| s.rate_iops).sum::<f64>())
 }
 
 /// Decides when a prepared fleet starts: a controller picks an instant far enough

@@ -437,13 +437,20 @@ fn host_summaries(
                 write: OpSummary::from_ops(&s.write(), elapsed_s),
                 start_late_ms: late,
                 lost_at_s: lost,
-                straggler: is_straggler(
-                    lost.is_some(),
-                    names.len(),
-                    late,
-                    earliest,
-                    host_iops[h],
-                    median_host,
+                // The live run judged stragglers per group, against each group's own
+                // rate; without its final result, hosts are compared per worker.
+                straggler: live.map_or_else(
+                    || {
+                        is_straggler(
+                            lost.is_some(),
+                            names.len(),
+                            late,
+                            earliest,
+                            host_iops[h],
+                            median_host,
+                        )
+                    },
+                    |x| x.straggler,
                 ),
                 // What the host spent is a fact of the live run, as it reported it.
                 cpu: live.and_then(|x| x.cpu.clone()),
