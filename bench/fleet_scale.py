@@ -48,6 +48,7 @@ def main():
     err_f = tempfile.TemporaryFile()
     proc = subprocess.Popen(cmd, stdout=out_f, stderr=err_f)
     samples = []  # (wall, cpu seconds of the controller process itself)
+    rss = []  # (wall, VmRSS kiB)
     hwm_kib = 0
     while proc.poll() is None:
         try:
@@ -57,6 +58,8 @@ def main():
                 for line in f:
                     if line.startswith("VmHWM:"):
                         hwm_kib = max(hwm_kib, int(line.split()[1]))
+                    if line.startswith("VmRSS:"):
+                        rss.append((time.time() - t0, int(line.split()[1])))
             samples.append((time.time() - t0, (int(fields[11]) + int(fields[12])) / tick))
         except (OSError, IndexError, ValueError):
             pass
@@ -83,6 +86,16 @@ def main():
           f"(planned {args.seconds}), fleet {s['all']['iops']:.0f} IOPS")
     print(f"controller CPU {cpu_pct:.1f}% of one core = {per_interval_ms:.1f} ms CPU per 1 s interval; "
           f"peak RSS {hwm_kib / 1024:.1f} MiB; wall {wall:.1f} s for {args.seconds + 2} s planned")
+    # Resident memory through the measured phase: it should level off, not grow.
+    marks = []
+    for frac in (0.25, 0.5, 0.75, 1.0):
+        t = start + 2.0 + frac * args.seconds
+        near = [r for r in rss if r[0] <= t]
+        if near:
+            marks.append(f"{near[-1][1] / 1024:.0f}")
+    print(f"controller RSS at 25/50/75/100% of the measured phase: {' / '.join(marks)} MiB")
+    if os.environ.get("RSS_SERIES"):
+        print("RSS series (s, MiB):", [(round(t), round(k / 1024)) for t, k in rss[::4]])
     ok = len(measured) == args.seconds and cpu_pct < 25.0 and hwm_kib < 1024 * 1024
     print("PASS: keeps up in real time under 25% of one core and 1 GiB" if ok else "FAIL")
 
