@@ -336,3 +336,67 @@ fn cleanup_removes_the_disk_files_it_used() {
     run_with_cleanup("1");
     assert!(!d.path().join("iofleet-data").exists());
 }
+
+/// `--engine auto` on a filesystem without non-blocking reads (tmpfs, buffered) uses
+/// psync, names it in the result and says why; on the root filesystem it stays io_uring.
+#[test]
+fn auto_engine_avoids_io_uring_where_it_would_punt_every_io() {
+    let shm = std::path::Path::new("/dev/shm");
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    if !mounts
+        .lines()
+        .any(|l| l.starts_with("tmpfs /dev/shm ") || l.contains(" /dev/shm tmpfs "))
+    {
+        eprintln!("skip: /dev/shm is not tmpfs");
+        return;
+    }
+    let args = |target: &str| -> Vec<String> {
+        [
+            "easy-run-4k100r",
+            "--target",
+            target,
+            "--direct=false",
+            "--workers",
+            "1",
+            "--disks",
+            "1",
+            "--threads",
+            "1",
+            "--qd",
+            "4",
+            "--disk-size",
+            "8m",
+            "--warmup",
+            "0s",
+            "--duration",
+            "1s",
+            "--no-save",
+            "--cleanup",
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let tmpfs = tempfile::tempdir_in(shm).unwrap();
+    let t = tmpfs.path().join("data");
+    let v = json_run(
+        tmpfs.path(),
+        &args(t.to_str().unwrap())
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(v["run"]["engine"], "psync", "{}", v["notices"]);
+    let notices = v["notices"].to_string();
+    assert!(notices.contains("non-blocking reads"), "{notices}");
+    assert!(v["summary"]["all"]["ios"].as_u64().unwrap() > 0);
+    let disk = tempfile::tempdir_in("/var/tmp").unwrap();
+    let t = disk.path().join("data");
+    let v = json_run(
+        disk.path(),
+        &args(t.to_str().unwrap())
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(v["run"]["engine"], "io_uring", "{}", v["notices"]);
+}

@@ -90,6 +90,30 @@ impl EngineSpec {
         }
     }
 
+    /// `resolve`, then, for `Auto` on a directory target, the per-target check: where
+    /// io_uring would hand every I/O to kernel workers (no non-blocking reads on that
+    /// filesystem), psync is used instead, with a notice saying why.
+    pub fn resolve_for_dir(
+        &self,
+        dir: Option<&std::path::Path>,
+        direct: bool,
+        notices: &mut Vec<String>,
+    ) -> Result<EngineSpec, EngineError> {
+        let resolved = self.resolve(notices)?;
+        if *self == EngineSpec::Auto && resolved == EngineSpec::Uring {
+            if let Some(d) = dir {
+                if uring::completes_inline_in(d, direct) == Some(false) {
+                    notices.push(format!(
+                        "engine auto: {} has no non-blocking reads (tmpfs, for example), so io_uring would hand every I/O to a kernel worker thread; using psync, which is faster there (--engine io_uring to insist)",
+                        d.display()
+                    ));
+                    return Ok(EngineSpec::Psync);
+                }
+            }
+        }
+        Ok(resolved)
+    }
+
     /// Build the engine of one I/O thread. `disk` is required when `caps().needs_target`;
     /// `worker` picks the latency model of `NullSim`. `Auto` must be resolved first.
     pub fn build(

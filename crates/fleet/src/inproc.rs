@@ -301,7 +301,11 @@ impl Launcher for ThreadLauncher {
         notices: &mut Vec<String>,
     ) -> Result<Option<Prepared>, FleetError> {
         let cfg = &self.settings;
-        let engine = cfg.engine.resolve(notices)?;
+        let dir = match &self.target {
+            TargetSpec::Dir(d) => Some(d.as_path()),
+            TargetSpec::Devices(_) => None,
+        };
+        let engine = cfg.engine.resolve_for_dir(dir, cfg.direct, notices)?;
         let caps = engine.caps();
         let qd_cap = if caps.async_qd {
             None
