@@ -352,7 +352,7 @@ pub struct AgentLauncher {
     conns: Vec<Conn>,
     /// Events from the reader threads: taken by the router once the run starts.
     events: Option<Receiver<Event>>,
-    /// Per host: last time anything was heard (during prepare).
+    /// Turns host frames into collector messages while the run goes.
     router: Option<JoinHandle<()>>,
     stopper: Option<JoinHandle<()>>,
     killers: Vec<JoinHandle<()>>,
@@ -630,7 +630,6 @@ impl Launcher for AgentLauncher {
         Ok(Some(Prepared {
             groups,
             worker_base: 0,
-            workers: worker_host.len() as u32,
             hosts: self.conns.iter().map(|c| c.name.clone()).collect(),
             worker_host,
             sources: (0..n)

@@ -177,7 +177,7 @@ pub fn run(
         timeline: &timeline,
         worker_base: prep.worker_base,
         groups: group_ranges(&prep.groups),
-        workers: prep.workers as usize,
+        workers: prep.worker_host.len(),
         source_names: prep.sources.iter().map(|s| s.0.clone()).collect(),
         hosts: prep.hosts.clone(),
         worker_host: prep.worker_host.clone(),

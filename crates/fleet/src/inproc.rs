@@ -516,7 +516,6 @@ impl Launcher for ThreadLauncher {
         Ok(Some(Prepared {
             groups,
             worker_base,
-            workers,
             hosts: vec![sys::hostname()],
             worker_host: vec![0; workers as usize],
             sources,

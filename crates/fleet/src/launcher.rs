@@ -30,9 +30,8 @@ pub struct Prepared {
     pub groups: Vec<GroupPlan>,
     /// Global index of the first worker these sources run.
     pub worker_base: u32,
-    /// Workers these sources run.
-    pub workers: u32,
-    /// Host names, and the host of each worker (by index from `worker_base`).
+    /// Host names, and the host of each worker (by index from `worker_base`): as many
+    /// entries as workers these sources run.
     pub hosts: Vec<String>,
     pub worker_host: Vec<usize>,
     /// Each reporting source: its name (for messages) and its host.

@@ -86,6 +86,18 @@ fn fresh() -> Histogram<u64> {
     h
 }
 
+/// The non-empty buckets of a dense histogram as (lowest value, count), ascending.
+fn dense_buckets(h: &Histogram<u64>) -> Vec<(u64, u64)> {
+    h.iter_recorded()
+        .map(|v| {
+            (
+                h.lowest_equivalent(v.value_iterated_to()),
+                v.count_at_value(),
+            )
+        })
+        .collect()
+}
+
 fn record_n(h: &mut Histogram<u64>, value: u64, n: u64) {
     // With auto-resize on, recording only fails if memory cannot be grown; saturate then.
     if h.record_n(value, n).is_err() {
@@ -202,15 +214,7 @@ impl LatencyHist {
     fn lowest_buckets(&self) -> Vec<(u64, u64)> {
         match &self.form {
             Form::Empty => Vec::new(),
-            Form::Dense(h) => h
-                .iter_recorded()
-                .map(|v| {
-                    (
-                        h.lowest_equivalent(v.value_iterated_to()),
-                        v.count_at_value(),
-                    )
-                })
-                .collect(),
+            Form::Dense(h) => dense_buckets(h),
             Form::Sparse { buckets, .. } => buckets.clone(),
         }
     }
@@ -236,16 +240,8 @@ impl LatencyHist {
     pub fn take(&mut self) -> LatencyHist {
         let out = match &mut self.form {
             Form::Dense(h) if !h.is_empty() => {
-                let buckets = h
-                    .iter_recorded()
-                    .map(|v| {
-                        (
-                            h.lowest_equivalent(v.value_iterated_to()),
-                            v.count_at_value(),
-                        )
-                    })
-                    .collect();
                 let total = h.len();
+                let buckets = dense_buckets(h);
                 h.reset();
                 Form::Sparse { buckets, total }
             }
