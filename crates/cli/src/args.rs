@@ -145,6 +145,10 @@ pub struct RunArgs {
     pub threads: Option<u32>,
     #[arg(long, help = help("fleet.qd"))]
     pub qd: Option<u32>,
+    #[arg(long, value_name = "N", help = help("fleet.io_threads"))]
+    pub io_threads: Option<u32>,
+    #[arg(long, value_name = "LIST", help = help("fleet.cpus"))]
+    pub cpus: Option<String>,
     #[arg(long, value_parser = block_sizes, help = help("stream.bs"))]
     pub bs: Option<BlockSizes>,
     #[arg(long, help = help("stream.read_pct"))]

@@ -141,6 +141,8 @@ pub fn run(a: RunArgs) -> Result<i32, Exit> {
             PrepareArg::Zero => Prepare::Zero,
             PrepareArg::None => Prepare::None,
         }),
+        io_threads: a.io_threads,
+        cpus: a.cpus.clone(),
     };
     let groups = groups(&a, &ov)?;
     let engine = match &a.sim_latency {

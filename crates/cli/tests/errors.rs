@@ -111,6 +111,50 @@ fn qd_zero() {
 }
 
 #[test]
+fn cpus_the_process_may_not_use_or_that_do_not_parse() {
+    let d = tempfile::tempdir().unwrap();
+    // CPU 4000 exists on no machine this runs on; the error says which CPUs may be used.
+    expect_input_error(
+        d.path(),
+        &[
+            "run",
+            "easy-run-4k70r",
+            "--engine",
+            "null",
+            "--cpus",
+            "0,4000",
+        ],
+        &["--cpus", "CPU 4000", "may use"],
+    );
+    expect_input_error(
+        d.path(),
+        &["run", "easy-run-4k70r", "--engine", "null", "--cpus", "2-1"],
+        &["--cpus", "descending"],
+    );
+    expect_input_error(
+        d.path(),
+        &[
+            "run",
+            "easy-run-4k70r",
+            "--engine",
+            "null",
+            "--io-threads",
+            "0",
+        ],
+        &["--io-threads"],
+    );
+    let p = profile_file(
+        d.path(),
+        "name = \"t\"\n[fleet]\ncpus = \"4000\"\n[[stream]]\nbs = \"4k\"\nread_pct = 50\nrandom_pct = 100\n",
+    );
+    expect_input_error(
+        d.path(),
+        &["run", &p, "--engine", "null"],
+        &["fleet.cpus", "CPU 4000"],
+    );
+}
+
+#[test]
 fn working_set_zero_and_over_100() {
     let d = tempfile::tempdir().unwrap();
     for v in ["0", "120"] {

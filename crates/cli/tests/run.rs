@@ -400,3 +400,51 @@ fn auto_engine_avoids_io_uring_where_it_would_punt_every_io() {
     );
     assert_eq!(v["run"]["engine"], "io_uring", "{}", v["notices"]);
 }
+
+#[test]
+fn lanes_share_io_threads_pinned_where_asked() {
+    // 2 workers × 4 disks × 4 threads = 32 lanes on the 2 I/O threads asked for, pinned
+    // to the first CPU this process may use; each worker keeps its own figures.
+    let d = tempfile::tempdir().unwrap();
+    let cpu = first_allowed_cpu();
+    let v = json_run(
+        d.path(),
+        &[
+            "easy-run-4k70r",
+            "--engine",
+            "null",
+            "--workers",
+            "2",
+            "--disks",
+            "4",
+            "--threads",
+            "4",
+            "--io-threads",
+            "2",
+            "--cpus",
+            &cpu.to_string(),
+            "--duration",
+            "1s",
+            "--warmup",
+            "0s",
+        ],
+    );
+    let g = &v["summary"]["generator"];
+    assert_eq!(g["io_threads"], 2, "{g}");
+    assert_eq!(v["run"]["plan"]["fleet"]["cpus"], serde_json::json!([cpu]));
+    assert_eq!(v["summary"]["outstanding_io"]["configured"], 32);
+    for w in v["workers"].as_array().unwrap() {
+        assert!(w["all"]["ios"].as_u64().unwrap() > 0, "{w}");
+    }
+}
+
+fn first_allowed_cpu() -> usize {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let list = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap()
+        .trim()
+        .to_string();
+    list.split([',', '-']).next().unwrap().parse().unwrap()
+}

@@ -252,6 +252,7 @@ mod tests {
         let p = BufferPool::new(2, 4096, 0).unwrap();
         let req = |slot, len| IoReq {
             slot,
+            file: 0,
             op: OpKind::Read,
             offset: 0,
             len,

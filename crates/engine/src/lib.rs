@@ -19,7 +19,7 @@ use std::fs::File;
 use std::time::Duration;
 
 pub use clock::{Clock, MonoClock, VirtualClock};
-pub use spec::{BuiltEngine, Drive, EngineSpec};
+pub use spec::{BuiltEngine, Drive, EngineFile, EngineSpec};
 
 /// Direction of one I/O.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -28,11 +28,13 @@ pub enum OpKind {
     Write,
 }
 
-/// One I/O handed to an engine. `slot` indexes the thread's in-flight table and its
-/// buffer (`0..qd`); it comes back unchanged in the completion.
+/// One I/O handed to an engine. `slot` indexes the I/O thread's in-flight table and its
+/// buffer (`0..slots`); it comes back unchanged in the completion. `file` indexes the
+/// files the engine was opened with (an I/O thread drives many disks through one ring).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IoReq {
     pub slot: u32,
+    pub file: u32,
     pub op: OpKind,
     /// Absolute byte offset in the opened file or device.
     pub offset: u64,
@@ -73,7 +75,7 @@ pub enum EngineError {
     Submit(#[from] std::io::Error),
 }
 
-/// Per-thread engine parameters.
+/// Per-I/O-thread engine parameters.
 #[derive(Debug, Clone, Copy)]
 pub struct EngineParams {
     /// Slots (and buffers) to allocate: the most I/Os this thread keeps in flight.
@@ -82,7 +84,8 @@ pub struct EngineParams {
     pub max_bs: u32,
 }
 
-/// The engine interface. One instance per I/O thread, never shared.
+/// The engine interface. One instance per I/O thread, never shared; it may hold many
+/// files (`IoReq::file`).
 ///
 /// Contract: `queue` adds one I/O to the pending batch (it must not block);
 /// `submit_and_reap` submits everything pending, then waits until at least
@@ -103,7 +106,7 @@ pub trait Engine {
     fn buffer_mut(&mut self, slot: u32) -> &mut [u8];
 }
 
-/// A target opened for one thread: the file handle and the disk region inside it.
+/// A target opened for an I/O thread: the file handle and the disk region inside it.
 #[derive(Debug)]
 pub struct OpenDisk {
     pub file: File,
@@ -111,4 +114,15 @@ pub struct OpenDisk {
     pub region_offset: u64,
     /// Addressable bytes of the region.
     pub size: u64,
+}
+
+/// A request for a file the engine was not opened with.
+pub(crate) fn bad_file(req: &IoReq, files: usize) -> EngineError {
+    EngineError::Submit(std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        format!(
+            "I/O for file {} but the engine holds {files} file(s)",
+            req.file
+        ),
+    ))
 }

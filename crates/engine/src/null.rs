@@ -1,8 +1,10 @@
 //! The `null` engine: every I/O succeeds with `result = len` and no byte is moved, like
 //! fio's `engines/null.c`. It has two modes. *Instant* completes everything at the next
 //! `submit_and_reap` and measures the harness itself. *Latency* gives each I/O a due time
-//! drawn from a `LatencyModel` on a shared `VirtualClock` and completes it when simulated
-//! time reaches it, so whole runs are deterministic and repeatable in tests. The engine
+//! drawn from its file's `LatencyModel` on a shared `VirtualClock` and completes it when
+//! simulated time reaches it, so whole runs are deterministic and repeatable in tests.
+//! Each file (a worker's disk) draws from its own model, random generator and sequence,
+//! so its latencies do not depend on which other files share the engine. The engine
 //! never sleeps and never reads the real clock; it does not model bandwidth, queueing in
 //! a device, or errors.
 
@@ -169,10 +171,18 @@ impl std::fmt::Display for LatencyModel {
 /// queue order (`seq` is unique, so slot and result never decide).
 type Due = Reverse<(u64, u64, u32, i32)>;
 
+/// One file's latency source.
 #[derive(Debug)]
-struct Timed {
+struct FileLatency {
     model: LatencyModel,
     rng: SmallRng,
+    /// I/Os queued to this file so far.
+    seq: u64,
+}
+
+#[derive(Debug)]
+struct Timed {
+    files: Vec<FileLatency>,
     clock: VirtualClock,
     /// Min-heap on (due_ns, seq); capacity `slots`.
     in_flight: BinaryHeap<Due>,
@@ -202,20 +212,34 @@ impl NullEngine {
         })
     }
 
-    /// Latency mode in simulated time on `clock`; latencies come from `latency`, random
-    /// ones from a `SmallRng` seeded with `seed` and drawn in queue order.
+    /// Latency mode in simulated time on `clock`: I/Os to file `i` take latencies from
+    /// `per_file[i].0`, random ones from a `SmallRng` seeded with `per_file[i].1`, drawn
+    /// in that file's queue order (so a file's latencies do not depend on which other
+    /// files share the engine). `seed` fills the buffers.
     pub fn with_latency(
         params: EngineParams,
         seed: u64,
-        latency: LatencyModel,
+        per_file: Vec<(LatencyModel, u64)>,
         clock: VirtualClock,
     ) -> Result<Self, EngineError> {
-        latency.validate()?;
+        if per_file.is_empty() {
+            return Err(EngineError::Setup(
+                "null engine latency: no file to simulate".into(),
+            ));
+        }
+        let mut files = Vec::with_capacity(per_file.len());
+        for (model, file_seed) in per_file {
+            model.validate()?;
+            files.push(FileLatency {
+                model,
+                rng: SmallRng::seed_from_u64(file_seed),
+                seq: 0,
+            });
+        }
         Ok(NullEngine {
             pool: BufferPool::new(params.slots, params.max_bs, seed)?,
             mode: Mode::Latency(Box::new(Timed {
-                model: latency,
-                rng: SmallRng::seed_from_u64(seed),
+                files,
                 clock,
                 in_flight: BinaryHeap::with_capacity(params.slots as usize),
                 seq: 0,
@@ -284,10 +308,12 @@ impl Engine for NullEngine {
                 result,
             }),
             Mode::Latency(t) => {
-                let due = t
-                    .clock
-                    .now_ns()
-                    .saturating_add(t.model.sample(&mut t.rng, t.seq));
+                let Some(f) = t.files.get_mut(req.file as usize) else {
+                    return Err(crate::bad_file(&req, t.files.len()));
+                };
+                let lat = f.model.sample(&mut f.rng, f.seq);
+                f.seq += 1;
+                let due = t.clock.now_ns().saturating_add(lat);
                 t.in_flight.push(Reverse((due, t.seq, req.slot, result)));
                 t.seq += 1;
             }
@@ -328,6 +354,7 @@ mod tests {
     fn req(slot: u32, len: u32) -> IoReq {
         IoReq {
             slot,
+            file: 0,
             op: match slot % 2 {
                 0 => OpKind::Read,
                 _ => OpKind::Write,
@@ -365,7 +392,7 @@ mod tests {
     fn latency_mode_completes_in_due_order_advancing_the_clock() {
         let clock = VirtualClock::new();
         let model = LatencyModel::Samples(vec![100, 300, 200]);
-        let mut e = NullEngine::with_latency(P, 1, model, clock.clone()).unwrap();
+        let mut e = NullEngine::with_latency(P, 1, vec![(model, 1)], clock.clone()).unwrap();
         for slot in 0..3 {
             e.queue(req(slot, 4096)).unwrap();
         }
@@ -384,7 +411,7 @@ mod tests {
     fn latency_mode_min_waits_for_the_min_th_and_returns_all_due() {
         let clock = VirtualClock::new();
         let model = LatencyModel::Samples(vec![100, 300, 200, 250]);
-        let mut e = NullEngine::with_latency(P, 1, model, clock.clone()).unwrap();
+        let mut e = NullEngine::with_latency(P, 1, vec![(model, 1)], clock.clone()).unwrap();
         for slot in 0..4 {
             e.queue(req(slot, 4096)).unwrap();
         }
@@ -410,10 +437,38 @@ mod tests {
     }
 
     #[test]
+    fn each_file_draws_from_its_own_model_and_sequence() {
+        let clock = VirtualClock::new();
+        let models = vec![
+            (LatencyModel::Samples(vec![100, 200]), 1),
+            (LatencyModel::Fixed(1_000), 2),
+        ];
+        let mut e = NullEngine::with_latency(P, 1, models, clock.clone()).unwrap();
+        let to = |slot, file| IoReq {
+            file,
+            ..req(slot, 4096)
+        };
+        // File 1's I/O does not advance file 0's sample sequence.
+        e.queue(to(0, 1)).unwrap();
+        e.queue(to(1, 0)).unwrap();
+        e.queue(to(2, 0)).unwrap();
+        let mut out = Vec::new();
+        e.submit_and_reap(3, None, &mut out).unwrap();
+        assert_eq!(out, [c(1, 4096), c(2, 4096), c(0, 4096)]);
+        assert_eq!(clock.now_ns(), 1_000);
+        assert!(e
+            .queue(to(3, 2))
+            .unwrap_err()
+            .to_string()
+            .contains("file 2"));
+    }
+
+    #[test]
     fn latency_mode_timeout_advances_clock_by_exactly_the_timeout() {
         let clock = VirtualClock::new();
         let mut e =
-            NullEngine::with_latency(P, 1, LatencyModel::Fixed(1_000), clock.clone()).unwrap();
+            NullEngine::with_latency(P, 1, vec![(LatencyModel::Fixed(1_000), 1)], clock.clone())
+                .unwrap();
         e.queue(req(0, 4096)).unwrap();
         let mut out = Vec::new();
         e.submit_and_reap(1, Some(Duration::from_nanos(400)), &mut out)
@@ -507,7 +562,9 @@ mod tests {
             },
             LatencyModel::Samples(vec![]),
         ] {
-            assert!(NullEngine::with_latency(P, 0, m, VirtualClock::new()).is_err());
+            assert!(NullEngine::with_latency(P, 0, vec![(m, 0)], VirtualClock::new()).is_err());
         }
+        assert!(NullEngine::with_latency(P, 0, vec![], VirtualClock::new()).is_err());
+        {}
     }
 }

@@ -1,5 +1,5 @@
 //! The `psync` engine: one synchronous `pread`/`pwrite` per I/O, like fio's engine of the
-//! same name. `queue` only records the request; `submit_and_reap` runs every recorded
+//! same name, on any of the files it was opened with. `queue` only records the request; `submit_and_reap` runs every recorded
 //! request in queue order on the calling thread and reports each one. It is the portable
 //! fallback when io_uring is missing or disabled. It does not loop over short transfers
 //! (a short read at end of file is reported as the bytes it moved) and it does not use
@@ -13,10 +13,10 @@ use std::time::Duration;
 use crate::buf::BufferPool;
 use crate::{Caps, Completion, Engine, EngineError, EngineParams, IoReq, OpKind, OpenDisk};
 
-/// Synchronous positional I/O on one opened disk.
+/// Synchronous positional I/O on opened disks.
 #[derive(Debug)]
 pub struct PsyncEngine {
-    disk: OpenDisk,
+    disks: Vec<OpenDisk>,
     pool: BufferPool,
     /// Requests queued since the last `submit_and_reap`; capacity `slots`, never grows
     /// while callers keep at most `slots` I/Os outstanding.
@@ -24,10 +24,10 @@ pub struct PsyncEngine {
 }
 
 impl PsyncEngine {
-    pub fn new(disk: OpenDisk, params: EngineParams, seed: u64) -> Result<Self, EngineError> {
+    pub fn new(disks: Vec<OpenDisk>, params: EngineParams, seed: u64) -> Result<Self, EngineError> {
         let pool = BufferPool::new(params.slots, params.max_bs, seed)?;
         Ok(PsyncEngine {
-            disk,
+            disks,
             pool,
             pending: Vec::with_capacity(params.slots as usize),
         })
@@ -67,6 +67,9 @@ impl Engine for PsyncEngine {
 
     fn queue(&mut self, req: IoReq) -> Result<(), EngineError> {
         self.pool.check_req(&req)?;
+        if req.file as usize >= self.disks.len() {
+            return Err(crate::bad_file(&req, self.disks.len()));
+        }
         self.pending.push(req);
         Ok(())
     }
@@ -79,13 +82,13 @@ impl Engine for PsyncEngine {
         out: &mut Vec<Completion>,
     ) -> Result<(), EngineError> {
         let PsyncEngine {
-            disk,
+            disks,
             pool,
             pending,
         } = self;
         for req in pending.drain(..) {
             let buf = &mut pool.slot_mut(req.slot)[..req.len as usize];
-            let result = transfer(&disk.file, req.op, buf, req.offset);
+            let result = transfer(&disks[req.file as usize].file, req.op, buf, req.offset);
             out.push(Completion {
                 slot: req.slot,
                 result,
@@ -109,17 +112,18 @@ mod tests {
         EngineParams { slots, max_bs }
     }
 
-    fn disk(file: File) -> OpenDisk {
-        OpenDisk {
+    fn disk(file: File) -> Vec<OpenDisk> {
+        vec![OpenDisk {
             file,
             region_offset: 0,
             size: 1 << 20,
-        }
+        }]
     }
 
     fn req(slot: u32, op: OpKind, offset: u64, len: u32) -> IoReq {
         IoReq {
             slot,
+            file: 0,
             op,
             offset,
             len,
@@ -172,6 +176,28 @@ mod tests {
     }
 
     #[test]
+    fn each_request_goes_to_its_own_file() {
+        let (a, b) = (tempfile::tempfile().unwrap(), tempfile::tempfile().unwrap());
+        let mut disks = disk(a);
+        disks.extend(disk(b));
+        let mut e = PsyncEngine::new(disks, params(2, 4096), 3).unwrap();
+        e.queue(IoReq {
+            file: 1,
+            ..req(0, OpKind::Write, 4096, 4096)
+        })
+        .unwrap();
+        let mut out = Vec::new();
+        e.submit_and_reap(1, None, &mut out).unwrap();
+        assert_eq!(out[0].result, 4096);
+        let lens: Vec<u64> = e
+            .disks
+            .iter()
+            .map(|d| d.file.metadata().unwrap().len())
+            .collect();
+        assert_eq!(lens, [0, 8192], "only the second file was written");
+    }
+
+    #[test]
     fn short_read_at_end_of_file_reports_bytes_moved() {
         let f = tempfile::tempfile().unwrap();
         f.set_len(6000).unwrap();
@@ -215,6 +241,12 @@ mod tests {
             PsyncEngine::new(disk(tempfile::tempfile().unwrap()), params(2, 4096), 1).unwrap();
         assert!(e.queue(req(2, OpKind::Read, 0, 512)).is_err());
         assert!(e.queue(req(0, OpKind::Read, 0, 8192)).is_err());
+        let other_file = IoReq {
+            file: 1,
+            ..req(0, OpKind::Read, 0, 512)
+        };
+        let err = e.queue(other_file).unwrap_err().to_string();
+        assert!(err.contains("file 1"), "{err}");
         let mut out = Vec::new();
         e.submit_and_reap(1, None, &mut out).unwrap();
         assert!(out.is_empty());

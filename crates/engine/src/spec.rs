@@ -114,32 +114,43 @@ impl EngineSpec {
         Ok(resolved)
     }
 
-    /// Build the engine of one I/O thread. `disk` is required when `caps().needs_target`;
-    /// `worker` picks the latency model of `NullSim`. `Auto` must be resolved first.
+    /// Build the engine of one I/O thread over `files` (`IoReq::file` indexes them).
+    /// Every file needs an opened disk when `caps().needs_target`; its worker picks the
+    /// latency model of `NullSim`. `Auto` must be resolved first.
     pub fn build(
         &self,
-        disk: Option<OpenDisk>,
+        files: Vec<EngineFile>,
         params: EngineParams,
         seed: u64,
-        worker: u32,
     ) -> Result<BuiltEngine, EngineError> {
-        let disk = || disk.ok_or_else(|| EngineError::Setup("this engine needs a target".into()));
+        let workers: Vec<(u32, u64)> = files.iter().map(|f| (f.worker, f.seed)).collect();
+        let disks = || {
+            files
+                .into_iter()
+                .map(|f| f.disk)
+                .collect::<Option<Vec<OpenDisk>>>()
+                .filter(|d| !d.is_empty())
+                .ok_or_else(|| EngineError::Setup("this engine needs a target".into()))
+        };
         Ok(match self {
             EngineSpec::Auto => {
                 return Err(EngineError::Setup(
                     "engine 'auto' must be resolved before it is built".into(),
                 ))
             }
-            EngineSpec::Uring => BuiltEngine::Uring(UringEngine::new(disk()?, params, seed)?),
-            EngineSpec::Psync => BuiltEngine::Psync(PsyncEngine::new(disk()?, params, seed)?),
+            EngineSpec::Uring => BuiltEngine::Uring(UringEngine::new(disks()?, params, seed)?),
+            EngineSpec::Psync => BuiltEngine::Psync(PsyncEngine::new(disks()?, params, seed)?),
             EngineSpec::Null => BuiltEngine::Null(NullEngine::new(params, seed)?),
             EngineSpec::NullSim(models) => {
-                let model = models
-                    .get(worker as usize % models.len().max(1))
-                    .cloned()
-                    .ok_or_else(|| EngineError::Setup("null-sim needs a latency model".into()))?;
+                if models.is_empty() {
+                    return Err(EngineError::Setup("null-sim needs a latency model".into()));
+                }
+                let per_file = workers
+                    .iter()
+                    .map(|&(w, seed)| (models[w as usize % models.len()].clone(), seed))
+                    .collect();
                 let clock = VirtualClock::new();
-                let e = NullEngine::with_latency(params, seed, model, clock.clone())?;
+                let e = NullEngine::with_latency(params, seed, per_file, clock.clone())?;
                 BuiltEngine::Sim(e, clock)
             }
         })
@@ -198,7 +209,16 @@ impl<'de> serde::Deserialize<'de> for EngineSpec {
     }
 }
 
-/// A thread's engine, built and ready: which one is decided here, once, and the thread
+/// One file of an I/O thread's engine: the opened disk (None for engines without a
+/// target), the worker it belongs to, and the seed of its simulated latencies.
+#[derive(Debug)]
+pub struct EngineFile {
+    pub disk: Option<OpenDisk>,
+    pub worker: u32,
+    pub seed: u64,
+}
+
+/// An I/O thread's engine, built and ready: which one is decided here, once, and the thread
 /// loop is then monomorphised for it through `Drive` (no dispatch per I/O).
 #[allow(clippy::large_enum_variant)] // built once per thread
 pub enum BuiltEngine {
@@ -274,24 +294,30 @@ mod tests {
         assert_ne!(r, EngineSpec::Auto);
         assert!(EngineSpec::Auto
             .build(
-                None,
+                vec![EngineFile {
+                    disk: None,
+                    worker: 0,
+                    seed: 0,
+                }],
                 EngineParams {
                     slots: 1,
                     max_bs: 512
                 },
                 0,
-                0
             )
             .is_err());
         assert!(EngineSpec::Psync
             .build(
-                None,
+                vec![EngineFile {
+                    disk: None,
+                    worker: 0,
+                    seed: 0,
+                }],
                 EngineParams {
                     slots: 1,
                     max_bs: 512
                 },
                 0,
-                0
             )
             .is_err());
     }

@@ -1,7 +1,7 @@
 //! The `io_uring` engine: one ring per I/O thread, batched submission, and completions
 //! reaped straight from the completion queue, with `user_data` = slot. It sets up a plain
-//! ring (deferred or cooperative task work on request), registers the file and one fixed
-//! buffer per slot, and falls back to plain `READ`/`WRITE` on a raw fd when registration
+//! ring (deferred or cooperative task work on request), registers every file the thread
+//! drives (one ring serves many disks) and one fixed buffer per slot, and falls back to plain `READ`/`WRITE` on a raw fd when registration
 //! is refused (for example `ENOMEM` from `RLIMIT_MEMLOCK`), declaring what it got in
 //! `Caps`. With 4 or more I/Os in flight it polls the completion queue for up to 50 µs
 //! before sleeping: the next completion is then usually microseconds away, and waking an
@@ -85,7 +85,7 @@ const QUIESCE_LIMIT: Duration = Duration::from_secs(10);
 /// After a poll that found nothing, skip polling for this many waits.
 const POLL_BACKOFF: u32 = 16;
 
-/// io_uring engine for one thread and one opened disk.
+/// io_uring engine for one I/O thread and the disks it drives.
 ///
 /// Use it from one thread once it has submitted: in `DeferTaskrun` mode the kernel
 /// refuses waits from any other thread (`EEXIST`).
@@ -94,9 +94,9 @@ pub struct UringEngine {
     /// Freed by hand in `Drop`, and only once the kernel holds no I/O on it; leaked
     /// otherwise. Kernel writes into freed memory would be far worse than a leak.
     pool: ManuallyDrop<BufferPool>,
-    /// Keeps `fd` (and fixed file 0) open for the engine's whole life.
-    disk: OpenDisk,
-    fd: RawFd,
+    /// Keeps every fd (and the fixed files) open for the engine's whole life.
+    disks: Vec<OpenDisk>,
+    fds: Vec<RawFd>,
     mode: SetupMode,
     fixed_files: bool,
     fixed_buffers: bool,
@@ -114,7 +114,7 @@ pub struct UringEngine {
 impl std::fmt::Debug for UringEngine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("UringEngine")
-            .field("disk", &self.disk)
+            .field("disks", &self.disks)
             .field("mode", &self.mode)
             .field("fixed_files", &self.fixed_files)
             .field("fixed_buffers", &self.fixed_buffers)
@@ -249,12 +249,12 @@ fn build_ring(entries: u32, defer_taskrun: bool) -> Result<(IoUring, SetupMode),
 }
 
 impl UringEngine {
-    pub fn new(disk: OpenDisk, params: EngineParams, seed: u64) -> Result<Self, EngineError> {
-        Self::with_options(disk, params, seed, UringOptions::default())
+    pub fn new(disks: Vec<OpenDisk>, params: EngineParams, seed: u64) -> Result<Self, EngineError> {
+        Self::with_options(disks, params, seed, UringOptions::default())
     }
 
     pub fn with_options(
-        disk: OpenDisk,
+        disks: Vec<OpenDisk>,
         params: EngineParams,
         seed: u64,
         opts: UringOptions,
@@ -263,11 +263,11 @@ impl UringEngine {
         let (ring, mode) = build_ring(entries, opts.defer_taskrun)?;
         check_kernel(&ring)?;
         let mut pool = BufferPool::new(params.slots, params.max_bs, seed)?;
-        let fd = disk.file.as_raw_fd();
+        let fds: Vec<RawFd> = disks.iter().map(|d| d.file.as_raw_fd()).collect();
         let mut errors = Vec::new();
 
         let fixed_files = opts.fixed_files
-            && match ring.submitter().register_files(&[fd]) {
+            && match ring.submitter().register_files(&fds) {
                 Ok(()) => true,
                 Err(e) => {
                     errors.push(format!("fixed file: {e}"));
@@ -305,8 +305,8 @@ impl UringEngine {
         Ok(UringEngine {
             ring,
             pool: ManuallyDrop::new(pool),
-            disk,
-            fd,
+            disks,
+            fds,
             mode,
             fixed_files,
             fixed_buffers,
@@ -427,6 +427,9 @@ impl Engine for UringEngine {
 
     fn queue(&mut self, req: IoReq) -> Result<(), EngineError> {
         self.pool.check_req(&req)?;
+        if req.file as usize >= self.fds.len() {
+            return Err(crate::bad_file(&req, self.fds.len()));
+        }
         let buf = self.pool.slot_ptr(req.slot);
         // `slots <= MAX_REG_BUFFERS` whenever buffers are fixed, so the index fits u16.
         let index = req.slot as u16;
@@ -449,9 +452,9 @@ impl Engine for UringEngine {
             };
         }
         let sqe = if self.fixed_files {
-            rw!(types::Fixed(0))
+            rw!(types::Fixed(req.file))
         } else {
-            rw!(types::Fd(self.fd))
+            rw!(types::Fd(self.fds[req.file as usize]))
         }
         .user_data(req.slot as u64);
         loop {
@@ -459,7 +462,8 @@ impl Engine for UringEngine {
             // (checked above); the pool never moves and outlives every in-flight I/O
             // (Drop waits or leaks), and the caller does not touch the slot again until
             // its completion is returned (the `Engine` contract). The fd is owned by
-            // `self.disk`, and fixed file 0 / buffer `index` are registered when used.
+            // `self.disks` (index checked above), and the fixed file / buffer `index` are
+            // registered when used.
             if unsafe { self.ring.submission().push(&sqe) }.is_ok() {
                 break;
             }
@@ -572,12 +576,12 @@ mod tests {
 
     const BS: u32 = 4096;
 
-    fn disk(file: File) -> OpenDisk {
-        OpenDisk {
+    fn disk(file: File) -> Vec<OpenDisk> {
+        vec![OpenDisk {
             file,
             region_offset: 0,
             size: 1 << 20,
-        }
+        }]
     }
 
     fn params(slots: u32) -> EngineParams {
@@ -587,6 +591,7 @@ mod tests {
     fn req(slot: u32, op: OpKind, offset: u64) -> IoReq {
         IoReq {
             slot,
+            file: 0,
             op,
             offset,
             len: BS,
@@ -685,6 +690,42 @@ mod tests {
             assert!(caps.async_qd && caps.needs_target);
             eprintln!("io_uring setup mode: {}", e.setup_mode().name());
             round_trip(&mut e, slots);
+        }
+    }
+
+    #[test]
+    fn one_ring_drives_several_files_registered_or_not() {
+        for fixed_files in [true, false] {
+            let files: Vec<File> = (0..3).map(|_| tempfile::tempfile().unwrap()).collect();
+            let disks = files
+                .iter()
+                .flat_map(|f| disk(f.try_clone().unwrap()))
+                .collect();
+            let opts = UringOptions {
+                fixed_files,
+                ..UringOptions::default()
+            };
+            let mut e = UringEngine::with_options(disks, params(3), 4, opts).unwrap();
+            assert_eq!(e.caps().registered_files, fixed_files);
+            // File i gets block i+1 written; no other file is touched.
+            for i in 0..3u32 {
+                e.queue(IoReq {
+                    file: i,
+                    ..req(i, OpKind::Write, (i as u64 + 1) * BS as u64)
+                })
+                .unwrap();
+            }
+            assert_eq!(reap_n(&mut e, 3).len(), 3);
+            let lens: Vec<u64> = files.iter().map(|f| f.metadata().unwrap().len()).collect();
+            assert_eq!(lens, [2 * BS as u64, 3 * BS as u64, 4 * BS as u64]);
+            let err = e
+                .queue(IoReq {
+                    file: 3,
+                    ..req(0, OpKind::Read, 0)
+                })
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("file 3"), "{err}");
         }
     }
 
@@ -829,6 +870,7 @@ mod tests {
         // Misaligned offset: O_DIRECT is in effect, and the kernel says so.
         e.queue(IoReq {
             slot: 0,
+            file: 0,
             op: OpKind::Read,
             offset: 100,
             len: BS,

@@ -103,6 +103,7 @@ impl Observer for Streamer {
                 .map(|(i, s)| (self.worker_base + i as u32, s.clone()))
                 .collect(),
             usage: snap.usage.first().cloned().flatten(),
+            generator: snap.generator.cloned().map(Box::new),
         };
         let _ = send(&self.out, &Frame::Interval(data));
     }

@@ -26,13 +26,13 @@ use sha2::{Digest, Sha256};
 
 use crate::controller::FleetError;
 use crate::inventory::{place, HostSpec};
+use crate::lanes::Msg;
 use crate::launcher::{Finished, Launcher, Prepared};
 use crate::observer::Observer;
 use crate::protocol::{
     check_hello, mono_ns, read_frame, read_magic, write_frame, AgentJob, Clock, Frame, Hello, Start,
 };
 use crate::settings::RunSettings;
-use crate::thread::Msg;
 use crate::transport::{self, shell_quote, Transport};
 
 /// Clock round trips per host; the one with the shortest round trip sets the offset.
@@ -752,6 +752,7 @@ fn route(
                 errors: Vec::new(),
                 stopped_at: d.stopped_at,
                 usage: d.usage,
+                generator: d.generator,
             },
             Event::Frame(h, Frame::Started(c)) => {
                 let ctrl = (c.t_ns as i64 - offsets[h]).max(0) as u64;

@@ -18,11 +18,11 @@ use iofleet_stats::result::{
     SCHEMA_VERSION,
 };
 use iofleet_stats::summary::median;
-use iofleet_stats::{HostUsage, OpStats, OpSummary, PackedSample, Sample};
+use iofleet_stats::{GenSample, HostUsage, OpStats, OpSummary, PackedSample, Sample};
 
+use crate::lanes::{Msg, Timeline};
 use crate::observer::{IntervalSnapshot, Observer, Phase};
 use crate::sys::{self, HostProbe};
-use crate::thread::{Msg, Timeline};
 
 /// Error details kept for the whole run.
 const MAX_ERROR_DETAILS: usize = 20;
@@ -89,6 +89,10 @@ pub(crate) struct Collected {
     pub lost_reasons: Vec<String>,
     /// Per host: what it spent over the measured intervals.
     pub host_usage: Vec<HostUsage>,
+    /// The generator self-check over the measured intervals, and the most I/O threads
+    /// that reported in one interval.
+    pub generator: GenSample,
+    pub io_threads: u32,
 }
 
 /// Merge messages until every source has ended. `give_up` is called once for each
@@ -125,7 +129,11 @@ pub(crate) fn collect(
         host_lost_ns: vec![None; spec.hosts.len()],
         lost_reasons: Vec::new(),
         host_usage: vec![HostUsage::default(); spec.hosts.len()],
+        generator: GenSample::default(),
+        io_threads: 0,
     };
+    // Per interval: the generator figures of every source, folded.
+    let mut pending_gen: BTreeMap<u32, GenSample> = BTreeMap::new();
     let mut probe = spec.probe.clone();
     // Spans start now, at the start instant: what preparing cost is not the run's.
     if let Some(p) = probe.as_mut() {
@@ -167,7 +175,11 @@ pub(crate) fn collect(
                 errors,
                 stopped_at,
                 usage,
+                generator,
             }) if index < n_intervals && (source as usize) < n_sources => {
+                if let Some(g) = generator {
+                    *pending_gen.entry(index).or_default() += &g;
+                }
                 if let Some(u) = usage {
                     let per_host = pending_usage
                         .entry(index)
@@ -304,7 +316,7 @@ pub(crate) fn collect(
                 .iter()
                 .filter(|l| l.is_some_and(|t| t < end))
                 .count() as u32;
-            let row = IntervalRow::from_sample(
+            let mut row = IntervalRow::from_sample(
                 k,
                 start as f64 / 1e9,
                 dur_ns as f64 / 1e9,
@@ -312,7 +324,15 @@ pub(crate) fn collect(
                 hosts_lost,
                 &fleet,
             );
+            let gen = pending_gen.remove(&k).filter(|g| g.threads > 0);
+            if let Some(g) = &gen {
+                row.generator = Some(g.summary(g.threads, mean_latency_ns(&fleet.all())));
+            }
             if !warmup {
+                if let Some(g) = &gen {
+                    out.generator += g;
+                    out.io_threads = out.io_threads.max(g.threads);
+                }
                 for (tot, w) in out.worker_totals.iter_mut().zip(&per_worker) {
                     tot.add(w);
                 }
@@ -332,6 +352,7 @@ pub(crate) fn collect(
                 hosts: &spec.hosts,
                 worker_host: &spec.worker_host,
                 usage: &usage,
+                generator: gen.as_ref(),
             });
             out.rows.push(row);
         }
@@ -341,6 +362,14 @@ pub(crate) fn collect(
     }
     observer.phase(Phase::Done, 0.0);
     out
+}
+
+fn mean_latency_ns(ops: &OpStats) -> f64 {
+    if ops.ios == 0 {
+        0.0
+    } else {
+        ops.latency_sum_ns as f64 / ops.ios as f64
+    }
 }
 
 /// Turn what was collected into the result.
@@ -519,6 +548,8 @@ pub(crate) fn summarize(
             first: errors,
             failed_threads: col.failures,
         },
+        generator: (col.generator.threads > 0)
+            .then(|| col.generator.summary(col.io_threads, mean_latency_ns(&all))),
     };
     let mut info = info;
     info.duration_s = elapsed_s;
@@ -591,6 +622,7 @@ pub(crate) fn empty_result(info: RunInfo, notices: Vec<String>) -> RunResult {
                 host_used_pct: sys::host_mem_used_pct(),
             },
             errors: ErrorSummary::default(),
+            generator: None,
         },
         streams: Vec::new(),
         intervals: Vec::new(),
@@ -618,6 +650,8 @@ mod tests {
                 disk_size: Bytes(1 << 20),
                 threads_per_disk: 1,
                 qd: 1,
+                io_threads: None,
+                cpus: None,
             },
             timing: Timing {
                 prepare: Prepare::None,
@@ -702,6 +736,8 @@ mod tests {
             host_lost_ns: vec![None, None],
             lost_reasons: Vec::new(),
             host_usage: vec![HostUsage::default(); 2],
+            generator: GenSample::default(),
+            io_threads: 0,
         };
         let info: RunInfo = serde_json::from_value(serde_json::json!({
             "profile": "p", "description": "", "engine": "null", "started_at": "",
@@ -750,6 +786,13 @@ mod tests {
             errors: Vec::new(),
             stopped_at,
             usage: None,
+            // Each source's I/O thread: 40% busy over its 1 s, 100 µs in the run
+            // queue, 10 I/Os, one open-loop I/O issued 5 µs late.
+            generator: Some({
+                let mut g = GenSample::thread_span(1_000_000_000, 400_000_000, Some(100_000), 10);
+                g.lag.record(5_000);
+                Box::new(g)
+            }),
         };
         let done = |source: u32, end_ns: u64| Msg::Done {
             source,
@@ -777,6 +820,21 @@ mod tests {
             "interval 1 cut at the stop: {d:?}"
         );
         assert_eq!(col.measured_ns, 1_030_000_000);
+        // The self-check folds every source's figures per interval and over the run.
+        let g0 = col.rows[0]
+            .generator
+            .as_ref()
+            .expect("interval 0 self-check");
+        assert_eq!(g0.io_threads, 2);
+        assert!((g0.busy_pct - 40.0).abs() < 1e-9);
+        assert_eq!(g0.runq_us_per_io, Some(10.0));
+        assert_eq!(g0.open_loop_ios, 2);
+        assert_eq!(col.io_threads, 2);
+        assert_eq!(
+            col.generator.threads, 3,
+            "two in interval 0, one in interval 1"
+        );
+        assert_eq!(col.generator.ios, 30);
     }
 
     #[test]

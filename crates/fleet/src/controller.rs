@@ -167,7 +167,7 @@ pub fn run(
     info.start_skew_ms = late.map_or(0.0, |l| l.as_secs_f64() * 1e3);
     observer.started(&info);
 
-    let timeline = crate::thread::Timeline::new(
+    let timeline = crate::lanes::Timeline::new(
         plan.timing.warmup,
         plan.timing.duration,
         plan.timing.interval,

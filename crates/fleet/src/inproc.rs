@@ -1,7 +1,10 @@
-//! The in-process launcher: the fleet's workers as I/O threads of this process. It
-//! resolves the engine, builds every thread's lanes, checks and lays out the targets
-//! (every check before any write), fills disks, opens each thread's engine, and holds
-//! the threads at a starting line until the controller names the instant. A local run
+//! The in-process launcher: the fleet's workers as lanes on I/O threads of this
+//! process. It resolves the engine, builds every lane (one per thread of each disk of
+//! each worker), checks and lays out the targets (every check before any write), fills
+//! disks, spreads the lanes over the I/O threads (one per usable CPU unless told
+//! otherwise, pinned with `cpus`), opens each I/O thread's engine over the files of its
+//! lanes, and holds the threads at a starting line until the controller names the
+//! instant. A local run
 //! uses it directly; an agent uses it for its share of a fleet, so both run the same
 //! code. It computes no result: its threads send interval samples to the collector.
 
@@ -15,27 +18,30 @@ use iofleet_engine::target::{
     create_files, fill_disk, fill_marker_valid, logical_block_size, open_disk, plan_layout,
     DiskLayout, FillOutcome, FillPattern, LayoutRequest, TargetError, TargetSpec,
 };
-use iofleet_engine::{BuiltEngine, Drive, EngineParams, EngineSpec};
+use iofleet_engine::{BuiltEngine, Drive, EngineFile, EngineParams, EngineSpec};
 use iofleet_profile::{combine, stream_offsets, GroupPlan, Plan, Prepare};
 
 use crate::controller::FleetError;
+use crate::lanes::{
+    lane_seed, run_lanes, IoThreadSpec, LaneSpec, Msg, QueueSpec, ThreadWork, Timeline,
+};
 use crate::launcher::{Finished, Launcher, Prepared};
 use crate::observer::{Observer, Phase};
 use crate::settings::RunSettings;
 use crate::sys;
-use crate::thread::{run_thread, thread_seed, LaneSpec, Msg, ThreadSpec, Timeline};
 
 /// Everything the threads of one run share.
 struct Job {
     plan: Plan,
     timeline: Timeline,
-    threads: Vec<ThreadSpec>,
-    /// Disk layout per thread (None for engines without a target).
+    lanes: Vec<LaneSpec>,
+    /// Disk layout per lane (None for engines without a target).
     disks: Vec<Option<DiskLayout>>,
+    io_threads: Vec<IoThreadSpec>,
     engine: EngineSpec,
     direct: bool,
     stop: Arc<AtomicBool>,
-    /// Threads that have begun I/O, and the latest of their start times after the
+    /// I/O threads that have begun, and the latest of their start times after the
     /// epoch (ns): the start skew of this host's threads.
     started: AtomicU64,
     max_late_ns: AtomicU64,
@@ -136,9 +142,10 @@ impl ThreadLauncher {
     }
 }
 
-/// Lanes of one thread on `disk`: one closed-loop lane shared by the weighted streams
-/// (rate-capped when the profile sets a worker rate), one open-loop lane per rated stream.
-pub(crate) fn build_lanes(plan: &Plan, disk: u32, qd_cap: Option<u32>) -> Vec<LaneSpec> {
+/// Queues of one lane on `disk`: one closed-loop queue shared by the weighted streams
+/// (rate-capped when the profile sets a worker rate), one open-loop queue per rated
+/// stream.
+pub(crate) fn build_queues(plan: &Plan, disk: u32, qd_cap: Option<u32>) -> Vec<QueueSpec> {
     let f = &plan.fleet;
     let cap = |qd: u32| qd_cap.map_or(qd, |c| qd.min(c));
     let mut lanes = Vec::new();
@@ -157,10 +164,10 @@ pub(crate) fn build_lanes(plan: &Plan, disk: u32, qd_cap: Option<u32>) -> Vec<La
                     .any(|s| s.rate_iops.is_none() && s.disks.contains(d))
             })
             .count() as f64;
-        lanes.push(LaneSpec {
+        lanes.push(QueueSpec {
             streams: weighted,
             qd: cap(f.qd),
-            rate_per_thread: plan
+            rate: plan
                 .timing
                 .rate_iops
                 .map(|r| r / (disks_with_weighted * f.threads_per_disk as f64)),
@@ -170,12 +177,10 @@ pub(crate) fn build_lanes(plan: &Plan, disk: u32, qd_cap: Option<u32>) -> Vec<La
     for (i, s) in plan.streams.iter().enumerate() {
         if let Some(rate) = s.rate_iops {
             if s.disks.contains(&disk) {
-                lanes.push(LaneSpec {
+                lanes.push(QueueSpec {
                     streams: vec![(i, 1)],
                     qd: cap(s.qd.unwrap_or(f.qd)),
-                    rate_per_thread: Some(
-                        rate / (s.disks.len() as f64 * f.threads_per_disk as f64),
-                    ),
+                    rate: Some(rate / (s.disks.len() as f64 * f.threads_per_disk as f64)),
                     arrival: plan.timing.arrival,
                 });
             }
@@ -323,7 +328,7 @@ impl Launcher for ThreadLauncher {
                 .unwrap_or(1);
             if max_qd > 1 {
                 notices.push(format!(
-                    "{} keeps one I/O in flight per thread: qd {max_qd} runs as qd 1 (raise --threads for more outstanding I/O)",
+                    "{} keeps one I/O in flight per OS thread: each lane runs on its own I/O thread, and qd {max_qd} runs as qd 1 (raise --threads for more outstanding I/O)",
                     engine.name()
                 ));
             }
@@ -338,28 +343,27 @@ impl Launcher for ThreadLauncher {
         let mut groups = groups.to_vec();
         let offsets = stream_offsets(&groups);
 
-        // Thread specs, before any target is touched. Lanes index the combined streams.
-        let mut threads = Vec::new();
+        // Lanes, before any target is touched. Queues index the combined streams.
+        let mut lanes = Vec::new();
         for (g, offset) in groups.iter().zip(&offsets) {
             let f = &g.plan.fleet;
             for w in g.worker_base..g.worker_base + f.workers {
                 for d in 0..f.disks_per_worker {
-                    let mut lanes = build_lanes(&g.plan, d, qd_cap);
-                    if lanes.is_empty() {
+                    let mut queues = build_queues(&g.plan, d, qd_cap);
+                    if queues.is_empty() {
                         continue; // no stream uses this disk
                     }
-                    for l in &mut lanes {
-                        l.streams.iter_mut().for_each(|s| s.0 += offset);
+                    for q in &mut queues {
+                        q.streams.iter_mut().for_each(|s| s.0 += offset);
                     }
                     for t in 0..f.threads_per_disk {
-                        threads.push(ThreadSpec {
-                            id: threads.len() as u32,
+                        lanes.push(LaneSpec {
                             worker: w,
                             disk: d,
                             thread: t,
                             threads_per_disk: f.threads_per_disk,
-                            lanes: lanes.clone(),
-                            seed: thread_seed(cfg.seed, w, d, t),
+                            queues: queues.clone(),
+                            seed: lane_seed(cfg.seed, w, d, t),
                             region_offset: 0,
                             disk_size: f.disk_size.0,
                         });
@@ -367,9 +371,10 @@ impl Launcher for ThreadLauncher {
                 }
             }
         }
+        let placement = place_lanes(&lanes, &groups, caps.async_qd, notices)?;
 
         // Targets: every check before any write, then create, then fill.
-        let mut disks: Vec<Option<DiskLayout>> = vec![None; threads.len()];
+        let mut disks: Vec<Option<DiskLayout>> = vec![None; lanes.len()];
         if caps.needs_target {
             let mut layouts = Vec::new();
             for (gi, g) in groups.iter().enumerate() {
@@ -433,7 +438,7 @@ impl Launcher for ThreadLauncher {
                     }
                 }
             }
-            for (i, t) in threads.iter_mut().enumerate() {
+            for (i, t) in lanes.iter_mut().enumerate() {
                 let d = layouts
                     .iter()
                     .flat_map(|(_, l)| l.iter())
@@ -453,21 +458,18 @@ impl Launcher for ThreadLauncher {
             plan.timing.duration,
             plan.timing.interval,
         );
-        let configured_outstanding = threads.iter().map(|t| t.slots() as u64).sum();
-        let sources = threads
+        let configured_outstanding = lanes.iter().map(|t| t.slots() as u64).sum();
+        let io_threads = placement.threads(&lanes, !caps.needs_target);
+        let sources = io_threads
             .iter()
-            .map(|t| {
-                (
-                    format!("worker {} disk {} thread {}", t.worker, t.disk, t.thread),
-                    0,
-                )
-            })
+            .map(|t| (describe_io_thread(t, &lanes), 0))
             .collect();
         let job = Arc::new(Job {
             plan,
             timeline,
-            threads,
+            lanes,
             disks,
+            io_threads,
             engine: engine.clone(),
             direct: cfg.direct,
             stop: stop.clone(),
@@ -476,14 +478,13 @@ impl Launcher for ThreadLauncher {
         });
         self.job = Some(job.clone());
 
-        // Open every thread's engine; they then wait at the starting line.
-        let n = job.threads.len();
+        // Open every I/O thread's engine; they then wait at the starting line.
+        let n = job.io_threads.len();
         let (ready_tx, ready_rx) = bounded::<Result<(), String>>(n);
         for i in 0..n {
             let (job_t, gate, ready_tx) = (job.clone(), self.gate.clone(), ready_tx.clone());
-            let t = &job.threads[i];
             let h = std::thread::Builder::new()
-                .name(format!("io-w{}d{}t{}", t.worker, t.disk, t.thread))
+                .name(format!("iofleet-io{i}"))
                 .spawn(move || thread_main(&job_t, i, &gate, &ready_tx));
             match h {
                 Ok(h) => self.handles.push(h),
@@ -541,7 +542,7 @@ impl Launcher for ThreadLauncher {
         self.gate.open(epoch, tx);
         let job = self.job.as_ref()?;
         let deadline = epoch.max(Instant::now()) + Duration::from_secs(2);
-        while job.started.load(Ordering::SeqCst) < job.threads.len() as u64
+        while job.started.load(Ordering::SeqCst) < job.io_threads.len() as u64
             && !job.stop.load(Ordering::SeqCst)
             && Instant::now() < deadline
         {
@@ -560,11 +561,105 @@ impl Launcher for ThreadLauncher {
     }
 }
 
-/// The thread loop, monomorphised for the engine built for this thread.
+/// How lanes are spread over I/O threads on this host.
+#[derive(Debug, Clone)]
+struct Placement {
+    threads: usize,
+    cpus: Option<Vec<usize>>,
+}
+
+/// Decide the I/O threads: `io_threads` (largest asked by any group), else one per CPU
+/// in `cpus` or per CPU this process may use, never more than there are lanes. Engines
+/// with one I/O in flight per thread get one thread per lane. `cpus` must all be CPUs
+/// this process may use.
+fn place_lanes(
+    lanes: &[LaneSpec],
+    groups: &[GroupPlan],
+    async_qd: bool,
+    notices: &mut Vec<String>,
+) -> Result<Placement, FleetError> {
+    let asked = groups.iter().filter_map(|g| g.plan.fleet.io_threads).max();
+    let cpus = groups.iter().find_map(|g| g.plan.fleet.cpus.clone());
+    let allowed = sys::allowed_cpus();
+    if let Some(list) = &cpus {
+        if let Some(bad) = list.iter().find(|c| !allowed.contains(c)) {
+            return Err(FleetError::Input(format!(
+                "--cpus (fleet.cpus): CPU {bad} is not one this process may use (it may use {})",
+                sys::format_cpu_list(&allowed)
+            )));
+        }
+    }
+    let lanes_n = lanes.len().max(1);
+    let threads = if async_qd {
+        asked
+            .map(|n| n as usize)
+            .or(cpus.as_ref().map(Vec::len))
+            .unwrap_or(allowed.len())
+            .clamp(1, lanes_n)
+    } else {
+        if asked.is_some_and(|n| n as usize != lanes_n) {
+            notices.push(format!(
+                "--io-threads is ignored with an engine that keeps one I/O in flight per thread: each of the {lanes_n} lanes has its own I/O thread"
+            ));
+        }
+        lanes_n
+    };
+    Ok(Placement { threads, cpus })
+}
+
+impl Placement {
+    /// Lane i goes to I/O thread i mod n, so every thread gets a like share of every
+    /// worker group; each thread opens each disk its lanes use once. With `file_per_lane`
+    /// (engines without a target) every lane is a file of its own, so simulated
+    /// latencies follow the lane's seed whatever the placement.
+    fn threads(&self, lanes: &[LaneSpec], file_per_lane: bool) -> Vec<IoThreadSpec> {
+        let n = self.threads.min(lanes.len()).max(1);
+        let mut out: Vec<IoThreadSpec> = (0..n)
+            .map(|i| IoThreadSpec {
+                id: i as u32,
+                cpu: self.cpus.as_ref().map(|c| c[i % c.len()]),
+                ..IoThreadSpec::default()
+            })
+            .collect();
+        // Per thread: (worker, disk) of each file opened so far.
+        let mut opened: Vec<Vec<(u32, u32)>> = vec![Vec::new(); n];
+        for (i, lane) in lanes.iter().enumerate() {
+            let t = i % n;
+            let key = (lane.worker, lane.disk);
+            let file = match opened[t].iter().position(|&k| k == key) {
+                Some(f) if !file_per_lane => f,
+                _ => {
+                    opened[t].push(key);
+                    opened[t].len() - 1
+                }
+            };
+            out[t].lanes.push(i);
+            out[t].files.push(file as u32);
+        }
+        out
+    }
+}
+
+fn describe_io_thread(t: &IoThreadSpec, lanes: &[LaneSpec]) -> String {
+    let workers = {
+        let mut w: Vec<u32> = t.lanes.iter().map(|&l| lanes[l].worker).collect();
+        w.dedup();
+        w.len()
+    };
+    format!(
+        "I/O thread {} ({} lane(s) of {} worker(s))",
+        t.id,
+        t.lanes.len(),
+        workers
+    )
+}
+
+/// The I/O thread loop, monomorphised for the engine built for this thread.
 struct Loop<'a> {
     job: &'a Job,
     i: usize,
     tx: &'a Sender<Msg>,
+    self_check: bool,
 }
 
 impl Drive for Loop<'_> {
@@ -575,42 +670,63 @@ impl Drive for Loop<'_> {
         clock: &C,
     ) -> Self::Out {
         let job = self.job;
-        run_thread(
+        run_lanes(
             engine,
             clock,
-            &job.threads[self.i],
-            &job.plan,
-            &job.timeline,
-            &job.stop,
-            self.tx,
+            &ThreadWork {
+                spec: &job.io_threads[self.i],
+                lanes: &job.lanes,
+                plan: &job.plan,
+                timeline: &job.timeline,
+                stop: &job.stop,
+                tx: self.tx,
+                self_check: self.self_check,
+            },
         )
     }
 }
 
-fn thread_main(job: &Job, i: usize, gate: &Gate, ready: &Sender<Result<(), String>>) {
-    let mut ready = ReadyOnce(Some(ready));
-    let spec = &job.threads[i];
+/// Pin (when asked), open this I/O thread's files and build its engine.
+fn open_engine(job: &Job, spec: &IoThreadSpec) -> Result<BuiltEngine, String> {
+    if let Some(cpu) = spec.cpu {
+        sys::pin_current_thread(cpu)
+            .map_err(|e| format!("--cpus: cannot pin an I/O thread to CPU {cpu}: {e}"))?;
+    }
+    let lanes: Vec<&LaneSpec> = spec.lanes.iter().map(|&l| &job.lanes[l]).collect();
     let params = EngineParams {
-        slots: spec.slots(),
-        max_bs: spec
-            .lanes
+        slots: lanes.iter().map(|l| l.slots()).sum(),
+        max_bs: lanes
             .iter()
-            .flat_map(|l| l.streams.iter())
+            .flat_map(|l| l.queues.iter().flat_map(|q| q.streams.iter()))
             .map(|&(s, _)| job.plan.streams[s].bs.max().0 as u32)
             .max()
             .unwrap_or(4096),
     };
     let writes = job.plan.streams.iter().any(|s| s.read_pct < 100.0);
-    let built: Result<BuiltEngine, String> = (|| {
-        let disk = match &job.disks[i] {
-            Some(d) => Some(open_disk(d, job.direct, writes).map_err(|e| e.to_string())?),
-            None => None,
-        };
-        job.engine
-            .build(disk, params, spec.seed, spec.worker)
-            .map_err(|e| e.to_string())
-    })();
-    let mut engine = match built {
+    let mut files: Vec<EngineFile> = Vec::new();
+    for (&l, &f) in spec.lanes.iter().zip(&spec.files) {
+        if f as usize == files.len() {
+            let disk = match &job.disks[l] {
+                Some(d) => Some(open_disk(d, job.direct, writes).map_err(|e| e.to_string())?),
+                None => None,
+            };
+            files.push(EngineFile {
+                disk,
+                worker: job.lanes[l].worker,
+                seed: job.lanes[l].seed,
+            });
+        }
+    }
+    let seed = lanes.first().map_or(0, |l| l.seed);
+    job.engine
+        .build(files, params, seed)
+        .map_err(|e| e.to_string())
+}
+
+fn thread_main(job: &Job, i: usize, gate: &Gate, ready: &Sender<Result<(), String>>) {
+    let mut ready = ReadyOnce(Some(ready));
+    let spec = &job.io_threads[i];
+    let mut engine = match open_engine(job, spec) {
         Ok(e) => {
             ready.send(Ok(()));
             e
@@ -622,19 +738,29 @@ fn thread_main(job: &Job, i: usize, gate: &Gate, ready: &Sender<Result<(), Strin
         }
     };
     let (epoch, tx) = gate.wait();
+    sys::precise_timers();
     // A panic in the loop must still end this source, or the collector waits for ever.
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        if !engine.simulated_time() {
+        let simulated = engine.simulated_time();
+        if !simulated {
             // Everyone starts at the same instant.
             std::thread::sleep(epoch.saturating_duration_since(Instant::now()));
             let late = Instant::now().saturating_duration_since(epoch).as_nanos() as u64;
             job.max_late_ns.fetch_max(late, Ordering::SeqCst);
         }
         job.started.fetch_add(1, Ordering::SeqCst);
-        if job.stop.load(Ordering::SeqCst) && !engine.simulated_time() {
+        if job.stop.load(Ordering::SeqCst) && !simulated {
             return Ok(0);
         }
-        engine.drive(epoch, Loop { job, i, tx: &tx })
+        engine.drive(
+            epoch,
+            Loop {
+                job,
+                i,
+                tx: &tx,
+                self_check: !simulated,
+            },
+        )
     }));
     let (end_ns, error) = match outcome {
         Ok(Ok(end)) => (end, None),
@@ -673,6 +799,8 @@ mod tests {
                 disk_size: Bytes(1 << 20),
                 threads_per_disk: 2,
                 qd: 4,
+                io_threads: None,
+                cpus: None,
             },
             timing: Timing {
                 prepare: Prepare::None,
@@ -703,7 +831,7 @@ mod tests {
     }
 
     #[test]
-    fn lanes_split_closed_and_rated_streams() {
+    fn queues_split_closed_and_rated_streams() {
         let plan = plan_with(
             vec![
                 stream("data", None, None, vec![0, 1]),
@@ -711,16 +839,16 @@ mod tests {
             ],
             2,
         );
-        let l0 = build_lanes(&plan, 0, None);
+        let l0 = build_queues(&plan, 0, None);
         assert_eq!(l0.len(), 1);
         assert_eq!(l0[0].qd, 4);
-        assert!(l0[0].rate_per_thread.is_none());
-        let l1 = build_lanes(&plan, 1, None);
+        assert!(l0[0].rate.is_none());
+        let l1 = build_queues(&plan, 1, None);
         assert_eq!(l1.len(), 2);
         assert_eq!(l1[1].qd, 1);
         // 300 IOPS per worker over 1 disk × 2 threads.
-        assert_eq!(l1[1].rate_per_thread, Some(150.0));
-        let capped = build_lanes(&plan, 1, Some(1));
+        assert_eq!(l1[1].rate, Some(150.0));
+        let capped = build_queues(&plan, 1, Some(1));
         assert!(capped.iter().all(|l| l.qd == 1));
     }
 }

@@ -18,9 +18,9 @@ use crossbeam_channel::Sender;
 use iofleet_profile::GroupPlan;
 
 use crate::controller::FleetError;
+use crate::lanes::Msg;
 use crate::observer::Observer;
 use crate::sys::HostProbe;
-use crate::thread::Msg;
 
 /// What a launcher has ready once every worker can start.
 #[derive(Debug, Clone)]

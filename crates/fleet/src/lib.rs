@@ -14,12 +14,12 @@ pub mod controller;
 pub mod gen;
 pub mod inproc;
 pub mod inventory;
+pub mod lanes;
 pub mod launcher;
 pub mod observer;
 pub mod protocol;
 pub mod settings;
 pub mod sys;
-pub mod thread;
 pub mod transport;
 
 pub use controller::{run, run_local, FleetError, StartGate, StartNow};

@@ -3,7 +3,7 @@
 //! live terminal view, the results store and, later, remote streams implement it.
 
 use iofleet_stats::result::{IntervalRow, RunInfo};
-use iofleet_stats::{HostUsage, Sample};
+use iofleet_stats::{GenSample, HostUsage, Sample};
 
 /// Run phases in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,6 +25,8 @@ pub struct IntervalSnapshot<'a> {
     pub worker_host: &'a [usize],
     /// What each host spent during this interval, when it reported it.
     pub usage: &'a [Option<HostUsage>],
+    /// The generator self-check of the interval, folded over every I/O thread.
+    pub generator: Option<&'a GenSample>,
 }
 
 pub trait Observer {

@@ -14,11 +14,11 @@ use iofleet_profile::GroupPlan;
 
 use crate::settings::RunSettings;
 use iofleet_stats::result::ErrorDetail;
-use iofleet_stats::{HostUsage, Sample};
+use iofleet_stats::{GenSample, HostUsage, Sample};
 use serde::{Deserialize, Serialize};
 
 /// Bumped on any change to frames or their bodies.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 pub const MAGIC: &[u8; 8] = b"IOFLEET1";
 /// Largest frame accepted (a guard against reading garbage as a length).
 const MAX_FRAME: usize = 256 << 20;
@@ -110,6 +110,8 @@ pub struct IntervalData {
     pub samples: Vec<(u32, Sample)>,
     /// What the agent's host spent during the interval.
     pub usage: Option<HostUsage>,
+    /// The agent's generator self-check for the interval, folded over its I/O threads.
+    pub generator: Option<Box<GenSample>>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -181,6 +183,14 @@ impl Frame {
                     .unwrap_or_default();
                 b.extend_from_slice(&(usage.len() as u32).to_le_bytes());
                 b.extend_from_slice(&usage);
+                // Generator self-check: the same, 0 bytes when absent.
+                let gen = i
+                    .generator
+                    .as_ref()
+                    .map(|g| serde_json::to_vec(g).expect("generator sample serialises"))
+                    .unwrap_or_default();
+                b.extend_from_slice(&(gen.len() as u32).to_le_bytes());
+                b.extend_from_slice(&gen);
                 (K_INTERVAL, b)
             }
         }
@@ -229,11 +239,17 @@ impl Frame {
                     0 => None,
                     n => Some(j(take(&mut i, n)?)?),
                 };
+                let n = u32_(&mut i)? as usize;
+                let generator = match n {
+                    0 => None,
+                    n => Some(j(take(&mut i, n)?)?),
+                };
                 Frame::Interval(IntervalData {
                     index,
                     stopped_at: (stop != u64::MAX).then_some(stop),
                     samples,
                     usage,
+                    generator,
                 })
             }
             other => return Err(bad(format!("unknown frame kind {other}"))),
@@ -327,12 +343,18 @@ mod tests {
                     net_rx_bytes: 7,
                     ..Default::default()
                 }),
+                generator: Some({
+                    let mut g = GenSample::thread_span(1_000, 400, Some(30), 12);
+                    g.lag.record(2_500);
+                    Box::new(g)
+                }),
             }),
             Frame::Interval(IntervalData {
                 index: 1,
                 stopped_at: None,
                 samples: vec![],
                 usage: None,
+                generator: None,
             }),
             Frame::Stop,
             Frame::Heartbeat,

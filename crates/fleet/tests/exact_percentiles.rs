@@ -52,6 +52,8 @@ fn plan(workers: u32, disks: u32, threads: u32, warmup_ms: u64, duration_ms: u64
             disk_size: Bytes(1 << 30),
             threads_per_disk: threads,
             qd: 1,
+            io_threads: None,
+            cpus: None,
         },
         timing: Timing {
             prepare: Prepare::None,

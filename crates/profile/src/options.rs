@@ -100,6 +100,25 @@ pub static OPTIONS: &[OptionDef] = &[
         help: "Outstanding I/Os per thread shared by the closed-loop streams (DISKSPD -o, \
                Iometer OIO). The --qd flag also replaces every stream's own qd.",
     },
+    OptionDef {
+        key: "fleet.io_threads",
+        flag: Some("--io-threads"),
+        kind: "integer",
+        default: None,
+        range: Some("1..=1024"),
+        help: "OS threads that drive the lanes (each thread of a disk is a lane with its own \
+               cursor, qd and schedule; many lanes share one I/O thread and its ring). \
+               Absent: one per CPU this process may use. Engines with one I/O in flight per \
+               thread (psync) run each lane on its own thread instead.",
+    },
+    OptionDef {
+        key: "fleet.cpus",
+        flag: Some("--cpus"),
+        kind: "CPU list",
+        default: None,
+        range: Some("e.g. \"0-3,6\"; CPUs this process may use"),
+        help: "Pin the I/O threads to these CPUs, in turn. Absent: not pinned.",
+    },
     // [timing]
     OptionDef {
         key: "timing.prepare",

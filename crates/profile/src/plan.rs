@@ -114,6 +114,12 @@ pub struct FleetShape {
     pub threads_per_disk: u32,
     /// Outstanding I/Os per thread.
     pub qd: u32,
+    /// OS threads driving the lanes on each host (None: one per usable CPU).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_threads: Option<u32>,
+    /// CPUs the I/O threads are pinned to, in turn (None: not pinned).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<Vec<usize>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -40,6 +40,8 @@ pub struct RawFleet {
     pub disk_size: Option<String>,
     pub threads_per_disk: Option<i64>,
     pub qd: Option<i64>,
+    pub io_threads: Option<i64>,
+    pub cpus: Option<String>,
 }
 
 /// `[timing]`

@@ -44,6 +44,33 @@ impl fmt::Display for Bytes {
     }
 }
 
+/// Parse a CPU list as `taskset -c` takes it: `0-3,6,8-9` (ascending, no repeats
+/// kept). Returns the CPUs in ascending order.
+pub fn parse_cpu_list(text: &str) -> Result<Vec<usize>, String> {
+    let mut cpus = Vec::new();
+    for part in text.split(',').map(str::trim) {
+        let num = |s: &str| {
+            s.trim()
+                .parse::<usize>()
+                .map_err(|_| format!("'{s}' in '{text}' is not a CPU number (example: 0-3,6)"))
+        };
+        let (lo, hi) = match part.split_once('-') {
+            Some((a, b)) => (num(a)?, num(b)?),
+            None => (num(part)?, num(part)?),
+        };
+        if lo > hi {
+            return Err(format!("'{part}' in '{text}' is a descending range"));
+        }
+        if hi >= 4096 {
+            return Err(format!("CPU {hi} is beyond any CPU this kernel can have"));
+        }
+        cpus.extend(lo..=hi);
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    Ok(cpus)
+}
+
 /// Parse `4096`, `4k`, `4K`, `4KiB`, `4KB`, `1.5m`, `10g`, `1t` (binary multiples).
 pub fn parse_bytes(text: &str) -> Result<Bytes, String> {
     let t = text.trim();
@@ -127,6 +154,15 @@ pub fn format_duration(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_cpu_list("0-3,6").unwrap(), [0, 1, 2, 3, 6]);
+        assert_eq!(parse_cpu_list(" 5 , 1-2,2").unwrap(), [1, 2, 5]);
+        assert!(parse_cpu_list("3-1").unwrap_err().contains("descending"));
+        assert!(parse_cpu_list("a").unwrap_err().contains("'a'"));
+        assert!(parse_cpu_list("").is_err());
+        assert!(parse_cpu_list("0-99999").is_err());
+    }
 
     #[test]
     fn sizes() {

@@ -16,7 +16,7 @@ use crate::plan::{
     Arrival, BlockSizes, FleetShape, HotBand, Locality, Plan, Prepare, StreamPlan, Timing,
 };
 use crate::raw::{RawDisks, RawProfile, RawStream};
-use crate::units::{format_duration, parse_bytes, parse_duration, Bytes};
+use crate::units::{format_duration, parse_bytes, parse_cpu_list, parse_duration, Bytes};
 
 /// Facts about the run that change what is valid.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -44,6 +44,9 @@ pub struct Overrides {
     pub interval: Option<Duration>,
     pub rate: Option<f64>,
     pub prepare: Option<Prepare>,
+    pub io_threads: Option<u32>,
+    /// `--cpus`, as typed.
+    pub cpus: Option<String>,
 }
 
 /// A value and the flag it came from (None: from the profile or the default).
@@ -148,6 +151,26 @@ impl Resolver<'_> {
         let disks_per_worker = int("fleet.disks_per_worker", ov.disks, f.disks_per_worker)?;
         let threads_per_disk = int("fleet.threads_per_disk", ov.threads, f.threads_per_disk)?;
         let qd = int("fleet.qd", ov.qd, f.qd)?;
+        let io_threads = self
+            .integer(
+                "fleet.io_threads",
+                "fleet.io_threads",
+                ov.io_threads,
+                f.io_threads,
+            )?
+            .map(|v| v.v);
+        let cpus = {
+            let key = "fleet.cpus";
+            let (text, flag) = match (&ov.cpus, &f.cpus) {
+                (Some(t), _) => (Some(t.as_str()), option(key).flag),
+                (None, Some(t)) => (Some(t.as_str()), None),
+                (None, None) => (None, None),
+            };
+            match text {
+                Some(t) => Some(parse_cpu_list(t).map_err(|m| self.err(key, flag, m))?),
+                None => None,
+            }
+        };
 
         let key = "fleet.disk_size";
         let disk_size = match ov.disk_size {
@@ -187,6 +210,8 @@ impl Resolver<'_> {
             disk_size: disk_size.v,
             threads_per_disk,
             qd,
+            io_threads,
+            cpus,
         };
         Ok((shape, disk_size))
     }

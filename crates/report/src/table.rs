@@ -143,6 +143,25 @@ impl Exporter for TableExporter {
             "Memory: iofleet peak RSS {:.1} MiB, host {:.1}% in use",
             s.memory.rss_peak_mib, s.memory.host_used_pct
         )?;
+        if let Some(g) = &s.generator {
+            let runq = g
+                .runq_us_per_io
+                .map_or("unknown".into(), |r| format!("{r:.2} µs"));
+            let lag = g.issue_lag_p99_us.map_or(String::new(), |l| {
+                format!(", open-loop issue lag p99 {l:.0} µs")
+            });
+            writeln!(
+                out,
+                "Generator: {} I/O thread{}, {:.0}% busy (busiest {:.0}%), run-queue delay {runq} per I/O{lag}",
+                g.io_threads,
+                if g.io_threads == 1 { "" } else { "s" },
+                g.busy_pct,
+                g.max_busy_pct
+            )?;
+            for w in &g.warnings {
+                writeln!(out, "warning: {w}")?;
+            }
+        }
         if let [h] = &r.hosts[..] {
             if let Some(n) = &h.net {
                 writeln!(

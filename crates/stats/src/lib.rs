@@ -6,12 +6,14 @@
 //! the merged histogram, never averaged from per-worker percentiles. This crate does no
 //! I/O and knows nothing of engines or targets.
 
+pub mod generator;
 pub mod hist;
 pub mod ops;
 pub mod result;
 pub mod summary;
 pub mod usage;
 
+pub use generator::{GenSample, GeneratorSummary};
 pub use hist::{LatencyHist, PackedHist};
 pub use ops::{OpStats, PackedSample, Sample, StreamStats};
 pub use summary::{LatencySummary, OpSummary};

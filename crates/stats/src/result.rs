@@ -68,6 +68,9 @@ pub struct RunSummary {
     pub cpu: CpuSummary,
     pub memory: MemorySummary,
     pub errors: ErrorSummary,
+    /// The generator's self-check over the measured phase (null in simulated time).
+    #[serde(default)]
+    pub generator: Option<crate::GeneratorSummary>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -155,6 +158,9 @@ pub struct IntervalRow {
     /// measured with part of the fleet missing.
     #[serde(default)]
     pub hosts_lost: u32,
+    /// The generator's self-check for this interval (absent in simulated time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator: Option<crate::GeneratorSummary>,
 }
 
 impl IntervalRow {
@@ -197,6 +203,7 @@ impl IntervalRow {
             write_p99_us: us(w.hist.quantile_ns(0.99)),
             errors: a.errors,
             hosts_lost,
+            generator: None,
         }
     }
 }

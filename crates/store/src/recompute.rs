@@ -192,7 +192,12 @@ impl Store {
             let mut fleet = Sample::new(n_streams);
             per_worker.iter().for_each(|w| fleet += w);
             error_count += fleet.errors();
-            let row = interval_row(iv, &fleet);
+            let mut row = interval_row(iv, &fleet);
+            // The self-check is not in the histograms: it comes from the final result.
+            row.generator = stored
+                .as_ref()
+                .and_then(|r| r.intervals.iter().find(|x| x.index == iv.idx))
+                .and_then(|x| x.generator.clone());
             if !iv.warmup {
                 if worker_totals.len() < per_worker.len() {
                     worker_totals.resize(per_worker.len(), Sample::new(n_streams));
@@ -278,7 +283,7 @@ impl Store {
                         Vec::new()
                     } else {
                         vec![format!(
-                            "the recording process ended without a final result ({}): figures are recomputed from the {} intervals stored; CPU, memory and configured outstanding I/O were not recorded",
+                            "the recording process ended without a final result ({}): figures are recomputed from the {} intervals stored; CPU, memory, the generator self-check and configured outstanding I/O were not recorded",
                             meta.status.as_str(),
                             rows.len()
                         )]
@@ -309,6 +314,7 @@ impl Store {
                 cpu,
                 memory,
                 errors,
+                generator: stored.as_ref().and_then(|r| r.summary.generator.clone()),
             },
             streams,
             intervals: rows,

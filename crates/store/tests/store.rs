@@ -80,10 +80,19 @@ fn synthetic(workers: usize, n: u32, seed: u64) -> Vec<(IntervalRow, Vec<Sample>
                 write_p99_us: 0.0,
                 errors: fleet.errors(),
                 hosts_lost: 0,
+                generator: None,
             };
             (row, samples)
         })
         .collect()
+}
+
+fn self_check() -> iofleet_stats::GeneratorSummary {
+    iofleet_stats::GeneratorSummary {
+        io_threads: 2,
+        busy_pct: 41.5,
+        ..Default::default()
+    }
 }
 
 fn expected_totals(data: &[(IntervalRow, Vec<Sample>)]) -> (Sample, f64) {
@@ -151,9 +160,13 @@ fn fake_final(info: RunInfo) -> RunResult {
                 count: 1,
                 ..Default::default()
             },
+            generator: Some(self_check()),
         },
         streams: vec![],
-        intervals: vec![],
+        intervals: vec![IntervalRow {
+            generator: Some(self_check()),
+            ..IntervalRow::from_sample(2, 0.5, 0.25, false, 0, &Sample::new(2))
+        }],
         workers: vec![],
         hosts: vec![],
         groups: vec![],
@@ -199,6 +212,10 @@ fn round_trip_recomputes_from_histograms() {
     assert_eq!(r.summary.iops_median_interval, median(&iops));
     // What histograms cannot give comes from the stored final result.
     assert_eq!(r.summary.cpu.usr_pct, 12.5);
+    // The generator self-check is not in the histograms: it comes from the live run.
+    assert_eq!(r.summary.generator, Some(self_check()));
+    assert_eq!(r.intervals[2].generator, Some(self_check()));
+    assert_eq!(r.intervals[1].generator, None);
     assert_eq!(r.summary.outstanding_io.configured, 96);
     assert_eq!(r.notices, vec!["from the live run".to_string()]);
 

@@ -168,7 +168,9 @@ fn defaults() {
             disks_per_worker: 1,
             disk_size: Bytes(Bytes::GIB),
             threads_per_disk: 1,
-            qd: 1
+            qd: 1,
+            io_threads: None,
+            cpus: None,
         }
     );
     assert_eq!(p.timing.prepare, Prepare::Random);
@@ -383,6 +385,9 @@ fn other_fleet_and_timing_errors() {
         ("[fleet]\nworkers = 0", "fleet.workers"),
         ("[fleet]\ndisks_per_worker = 2000", "fleet.disks_per_worker"),
         ("[fleet]\nthreads_per_disk = 0", "fleet.threads_per_disk"),
+        ("[fleet]\nio_threads = 0", "fleet.io_threads"),
+        ("[fleet]\ncpus = \"3-1\"", "fleet.cpus"),
+        ("[fleet]\ncpus = \"one\"", "fleet.cpus"),
         ("[fleet]\ndisk_size = \"512k\"", "fleet.disk_size"),
         ("[fleet]\ndisk_size = \"1000000000\"", "fleet.disk_size"),
         ("[fleet]\ndisk_size = \"lots\"", "fleet.disk_size"),
@@ -579,6 +584,20 @@ fn override_errors_name_the_flag() {
         ),
         (
             Overrides {
+                io_threads: Some(5000),
+                ..Default::default()
+            },
+            "--io-threads (fleet.io_threads)",
+        ),
+        (
+            Overrides {
+                cpus: Some("0-x".into()),
+                ..Default::default()
+            },
+            "--cpus (fleet.cpus)",
+        ),
+        (
+            Overrides {
                 bs: Some(BlockSizes::fixed(Bytes(0))),
                 ..Default::default()
             },
@@ -652,4 +671,25 @@ fn plan_serializes() {
     assert_eq!(json["timing"]["duration"], 60.0);
     assert_eq!(json["streams"][1]["rate_iops"], 100.0);
     assert_eq!(p.configured_outstanding(), 4 * 8 + 2);
+}
+
+#[test]
+fn io_threads_and_cpus_from_profile_or_flags() {
+    let p = ok(&format!(
+        "{MIN}[fleet]\nio_threads = 3\ncpus = \"2-3,0,3\"\n"
+    ));
+    assert_eq!(p.fleet.io_threads, Some(3));
+    assert_eq!(p.fleet.cpus, Some(vec![0, 2, 3]));
+    let ov = Overrides {
+        io_threads: Some(1),
+        cpus: Some("1".into()),
+        ..Default::default()
+    };
+    let p = resolve(
+        &raw(&format!("{MIN}[fleet]\nio_threads = 3\ncpus = \"2-3\"\n")),
+        &ov,
+        &Context::default(),
+    )
+    .unwrap();
+    assert_eq!((p.fleet.io_threads, p.fleet.cpus), (Some(1), Some(vec![1])));
 }

@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""iofleet on the machine's real disk: agreement with fio, and the fleet shape.
+
+Files on a directory of the root filesystem (never a raw disk device), O_DIRECT,
+io_uring. Two parts:
+
+* ``fio``: one 1 GiB file, 4K random read and 4K 70/30 random at QD 1, 4, 16 and 32 on
+  one thread; fio and iofleet interleaved A B B A (``--rounds`` times), medians of IOPS,
+  p50, p99 and CPU per I/O (the child's rusage, every thread, divided by its I/Os).
+* ``shape``: the same 16 disk files (2 workers x 8 disks x 64 MiB), 4K 70/30 random,
+  64 I/Os outstanding either as ``--threads 4 --qd 1`` (HCIBench easy-run's shape) or as
+  ``--threads 1 --qd 4``; interleaved A B B A, medians.
+
+Usage (from the repository root, after ``cargo build --release``):
+
+    python3 bench/real_disk.py fio   --dir /var/tmp --seconds 8 --rounds 2
+    python3 bench/real_disk.py shape --dir /var/tmp --seconds 8 --rounds 3
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare_fio import run  # noqa: E402  (same CPU accounting as the loop-device bench)
+
+
+def iofleet(binary, target, extra, secs):
+    cmd = [binary, "run", "easy-run-4k70r", "--target", target, "--engine", "io_uring",
+           "--prepare", "none", "--warmup", "0s", f"--duration={secs}s", "--json", "--quiet",
+           "--no-save"] + extra
+    out, cpu, host = run(cmd)
+    r = json.loads(out)
+    s = r["summary"]
+    ios = s["all"]["ios"]
+    g = s.get("generator") or {}
+    return {"iops": s["all"]["iops"], "p50_us": s["all"]["latency_us"]["p50"],
+            "p99_us": s["all"]["latency_us"]["p99"], "cpu_us_per_io": cpu * 1e6 / ios,
+            "host_us_per_io": host * 1e6 / ios, "gen_busy_pct": g.get("max_busy_pct"),
+            "warnings": g.get("warnings", [])}
+
+
+def fio(path, rw, qd, secs):
+    cmd = ["fio", "--name=bench", "--output-format=json", "--lat_percentiles=1",
+           "--time_based", f"--runtime={secs}", "--bs=4k", f"--iodepth={qd}", "--numjobs=1",
+           "--randrepeat=0", "--norandommap", "--ioengine=io_uring", "--direct=1",
+           f"--filename={path}", "--size=1g"]
+    cmd += ["--rw=randread"] if rw == "randread" else ["--rw=randrw", "--rwmixread=70"]
+    out, cpu, host = run(cmd)
+    job = json.loads(out)["jobs"][0]
+    ios = job["read"]["total_ios"] + job["write"]["total_ios"]
+    # fio keeps read and write percentiles apart; for the 70/30 mix take the reads' (the
+    # larger share) as its p50/p99, which is what a user reading fio's output would quote.
+    pct = job["read"]["lat_ns"]["percentile"]
+    return {"iops": job["read"]["iops"] + job["write"]["iops"],
+            "p50_us": pct.get("50.000000", 0) / 1e3, "p99_us": pct.get("99.000000", 0) / 1e3,
+            "cpu_us_per_io": cpu * 1e6 / ios, "host_us_per_io": host * 1e6 / ios}
+
+
+def medians(runs, keys):
+    return {k: statistics.median(r[k] for r in runs) for k in keys}
+
+
+KEYS = ["iops", "p50_us", "p99_us", "cpu_us_per_io", "host_us_per_io"]
+
+
+def part_fio(args, binary, work):
+    # iofleet lays out and fills its disk file; fio then runs on that same file.
+    target = os.path.join(work, "t")
+    run([binary, "run", "easy-run-4k70r", "--target", target, "--workers", "1", "--disks", "1",
+         "--threads", "1", "--disk-size", "1g", "--prepare", "random", "--duration", "1s",
+         "--warmup", "0s", "--quiet", "--no-save", "--json"])
+    path = os.path.join(target, "w000-d000.iofleet")
+    assert os.path.exists(path), path
+    rows = []
+    for rw in ["randread", "randrw"]:
+        for qd in [1, 4, 16, 32]:
+            extra = ["--workers", "1", "--disks", "1", "--threads", "1", f"--qd={qd}",
+                     "--disk-size", "1g", "--read-pct", "100" if rw == "randread" else "70"]
+            f_runs, i_runs = [], []
+            for _ in range(args.rounds):
+                f_runs.append(fio(path, rw, qd, args.seconds))
+                i_runs.append(iofleet(binary, target, extra, args.seconds))
+                i_runs.append(iofleet(binary, target, extra, args.seconds))
+                f_runs.append(fio(path, rw, qd, args.seconds))
+            f, i = medians(f_runs, KEYS), medians(i_runs, KEYS)
+            name = f"{'4K random read' if rw == 'randread' else '4K 70/30'} QD{qd}"
+            row = {"case": name, "fio": f, "iofleet": i,
+                   "ratio": {k: i[k] / f[k] if f[k] else float("nan") for k in KEYS},
+                   "runs": {"fio": f_runs, "iofleet": i_runs}}
+            rows.append(row)
+            print(f"{name:<22} IOPS fio {f['iops']:>9.0f} iofleet {i['iops']:>9.0f} "
+                  f"ratio {row['ratio']['iops']:.3f} | p50 {f['p50_us']:.0f}/{i['p50_us']:.0f} "
+                  f"p99 {f['p99_us']:.0f}/{i['p99_us']:.0f} µs | CPU µs/IO "
+                  f"{f['cpu_us_per_io']:.2f}/{i['cpu_us_per_io']:.2f} "
+                  f"(ratio {row['ratio']['cpu_us_per_io']:.2f})", flush=True)
+    return rows
+
+
+def part_shape(args, binary, work):
+    target = os.path.join(work, "t")
+    base = ["--workers", "2", "--disks", "8", "--disk-size", "64MiB"]
+    run([binary, "run", "easy-run-4k70r", "--target", target, *base, "--prepare", "random",
+         "--duration", "1s", "--warmup", "0s", "--quiet", "--no-save", "--json"])
+    shapes = {"4 threads x QD1": ["--threads", "4", "--qd", "1"],
+              "1 thread x QD4": ["--threads", "1", "--qd", "4"]}
+    a, b = list(shapes)
+    runs = {a: [], b: []}
+    for _ in range(args.rounds):
+        for name in [a, b, b, a]:
+            runs[name].append(iofleet(binary, target, base + shapes[name], args.seconds))
+    rows = []
+    for name in shapes:
+        m = medians(runs[name], KEYS)
+        rows.append({"shape": name, "median": m, "runs": runs[name]})
+        print(f"{name:<16} IOPS {m['iops']:>9.0f} p50 {m['p50_us']:.0f} µs p99 {m['p99_us']:.0f} µs "
+              f"CPU µs/IO {m['cpu_us_per_io']:.2f} (host {m['host_us_per_io']:.2f}); runs: "
+              + ", ".join(f"{r['iops']:.0f}" for r in runs[name]), flush=True)
+    ma, mb = rows[0]["median"], rows[1]["median"]
+    print(f"ratio {a} / {b}: IOPS {ma['iops'] / mb['iops']:.3f}, p99 {ma['p99_us'] / mb['p99_us']:.3f}, "
+          f"CPU per I/O {ma['cpu_us_per_io'] / mb['cpu_us_per_io']:.3f}")
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("part", choices=["fio", "shape"])
+    ap.add_argument("--iofleet", default="target/release/iofleet")
+    ap.add_argument("--dir", default="/var/tmp", help="a directory on the filesystem to test")
+    ap.add_argument("--seconds", type=int, default=8)
+    ap.add_argument("--rounds", type=int, default=2, help="A B B A blocks per case")
+    ap.add_argument("--out", default="")
+    args = ap.parse_args()
+    if args.part == "fio" and shutil.which("fio") is None:
+        sys.exit("fio is not installed (apt-get install fio)")
+    binary = os.path.abspath(args.iofleet)
+    work = tempfile.mkdtemp(dir=args.dir, prefix="iofleet-bench-")
+    try:
+        rows = part_fio(args, binary, work) if args.part == "fio" else part_shape(args, binary, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    out = args.out or os.path.join(tempfile.gettempdir(), f"iofleet-real-disk-{args.part}.json")
+    json.dump(rows, open(out, "w"), indent=2)
+    print(f"runs written to {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,946 @@
+//! Lanes on shared rings: the I/O thread loop.
+//!
+//! A *lane* is a thread of a disk as the profile means it: its own sequential cursors,
+//! its own random generator (seeded from the run seed and its place), its own queue
+//! depth, stream choice and arrival schedule. A lane is not an OS thread. An *I/O
+//! thread* owns one engine (one ring, holding every file its lanes use) and drives many
+//! lanes of many disks and workers: it keeps every closed-loop queue full, issues every
+//! open-loop queue at its intended times from one timer heap, and records each
+//! completion into its lane's worker's interval `Sample`, so per-worker and per-stream
+//! statistics stay exact and merge with the same `+=`. A lane issues the same I/O
+//! sequence for the same seed whatever else shares its thread.
+//!
+//! The loop is generic over the engine and the clock, so the choice is made once per
+//! thread and costs nothing per I/O. Per I/O it only generates an offset, stamps write
+//! data, queues, and records: no allocation, no locks, no channels. Once per interval it
+//! hands its workers' `Sample`s, and its own CPU and scheduling figures (the generator
+//! self-check, `GenSample`), to the collector over a channel.
+//! In an open-loop queue an I/O that waits for a free slot is charged for the wait: its
+//! latency counts from its intended issue time (no coordinated omission). An I/O whose
+//! slot was free is timed from when it was issued; how late that was against its
+//! schedule (timer wake-up, a busy thread) is the generator's issue lag, reported by the
+//! self-check rather than added to the storage's latency.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use crossbeam_channel::Sender;
+use iofleet_engine::{Clock, Engine, EngineError, IoReq, OpKind};
+use iofleet_profile::{Arrival, Plan};
+use iofleet_stats::result::ErrorDetail;
+use iofleet_stats::{GenSample, Sample};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use crate::gen::StreamGen;
+use crate::sys::ThreadMeter;
+
+/// The longest the loop waits without looking at the stop flag.
+const STOP_POLL_NS: u64 = 100_000_000;
+/// Error details kept per I/O thread (the count is never capped).
+const MAX_ERROR_DETAILS: usize = 10;
+
+/// The interval boundaries shared by every thread of a run, in ns since the epoch.
+#[derive(Debug, Clone)]
+pub struct Timeline {
+    /// `boundaries[k]..boundaries[k+1]` is interval k; the first is 0.
+    pub boundaries: Vec<u64>,
+    /// Intervals `0..warmup_intervals` are warm-up.
+    pub warmup_intervals: u32,
+}
+
+impl Timeline {
+    /// Warm-up then measurement, each cut into `interval` pieces (a phase's last piece
+    /// may be shorter when the phase is not a multiple of the interval).
+    pub fn new(warmup: Duration, duration: Duration, interval: Duration) -> Self {
+        let step = interval.as_nanos().max(1) as u64;
+        let mut boundaries = vec![0u64];
+        let cut = |len: u64, boundaries: &mut Vec<u64>| {
+            let start = *boundaries.last().unwrap();
+            let mut t = 0;
+            let mut n = 0;
+            while t < len {
+                t = (t + step).min(len);
+                boundaries.push(start + t);
+                n += 1;
+            }
+            n
+        };
+        let warmup_intervals = cut(warmup.as_nanos() as u64, &mut boundaries);
+        cut(duration.as_nanos() as u64, &mut boundaries);
+        Timeline {
+            boundaries,
+            warmup_intervals,
+        }
+    }
+    pub fn intervals(&self) -> u32 {
+        (self.boundaries.len() - 1) as u32
+    }
+    pub fn end_ns(&self) -> u64 {
+        *self.boundaries.last().unwrap()
+    }
+    pub fn measure_start_ns(&self) -> u64 {
+        self.boundaries[self.warmup_intervals as usize]
+    }
+}
+
+/// One queue of a lane: streams sharing a queue depth and (optionally) an arrival rate.
+#[derive(Debug, Clone)]
+pub struct QueueSpec {
+    /// (stream index in the plan, weight) pairs.
+    pub streams: Vec<(usize, u32)>,
+    pub qd: u32,
+    /// Arrivals per second for this lane's queue; None = closed loop.
+    pub rate: Option<f64>,
+    pub arrival: Arrival,
+}
+
+/// One lane: a thread of one disk of one worker, as the profile means it.
+#[derive(Debug, Clone)]
+pub struct LaneSpec {
+    pub worker: u32,
+    pub disk: u32,
+    pub thread: u32,
+    pub threads_per_disk: u32,
+    pub queues: Vec<QueueSpec>,
+    pub seed: u64,
+    /// Region of the disk within the opened file or device.
+    pub region_offset: u64,
+    pub disk_size: u64,
+}
+
+impl LaneSpec {
+    pub fn slots(&self) -> u32 {
+        self.queues.iter().map(|q| q.qd).sum()
+    }
+}
+
+/// What one I/O thread drives.
+#[derive(Debug, Clone, Default)]
+pub struct IoThreadSpec {
+    /// Source index towards the collector.
+    pub id: u32,
+    /// Indexes into the run's lanes.
+    pub lanes: Vec<usize>,
+    /// Per lane (same order): the engine file it uses.
+    pub files: Vec<u32>,
+    /// The CPU this thread is pinned to, if any.
+    pub cpu: Option<usize>,
+}
+
+/// What I/O threads tell the collector.
+#[derive(Debug)]
+pub enum Msg {
+    Interval {
+        /// The reporting source: a local I/O thread, or a remote host.
+        source: u32,
+        index: u32,
+        /// (global worker index, its sample) — one entry per worker of the source.
+        samples: Vec<(u32, Sample)>,
+        errors: Vec<ErrorDetail>,
+        /// Set on the last interval of a source that was stopped early: when it stopped
+        /// (ns since the epoch), so the collector can cut that interval short.
+        stopped_at: Option<u64>,
+        /// What the source's host spent during the interval (remote hosts).
+        usage: Option<iofleet_stats::HostUsage>,
+        /// The generator's own figures for the interval (None in simulated time).
+        generator: Option<Box<GenSample>>,
+    },
+    Done {
+        source: u32,
+        /// When the source stopped issuing, ns since the epoch.
+        end_ns: u64,
+        error: Option<String>,
+        /// Details of I/O errors not already sent with an interval (remote sources).
+        errors: Vec<ErrorDetail>,
+        /// The source vanished (a remote host whose connection died), rather than ended.
+        lost: bool,
+    },
+    /// The source is alive (a remote host with nothing else to say yet).
+    Heartbeat { source: u32 },
+}
+
+impl Msg {
+    /// Who sent this message.
+    pub fn source(&self) -> u32 {
+        match self {
+            Msg::Interval { source, .. } | Msg::Done { source, .. } | Msg::Heartbeat { source } => {
+                *source
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Slot {
+    intended_ns: u64,
+    offset: u64,
+    len: u32,
+    /// Stream index in the plan.
+    stream: u16,
+    queue: u32,
+    op: OpKind,
+}
+
+/// A lane's generator state.
+struct Lane {
+    rng: SmallRng,
+    /// (plan stream index, its generator) for the streams this lane uses.
+    gens: Vec<(usize, StreamGen)>,
+    /// Index of the lane's worker in the thread's samples.
+    sample: usize,
+    file: u32,
+    region_offset: u64,
+    /// Writes issued by this lane (stamped into the data).
+    seq: u64,
+}
+
+struct Queue {
+    lane: u32,
+    pick_cum: Vec<u32>,
+    /// Per stream choice: index into the lane's `gens`.
+    pick_gen: Vec<u16>,
+    free: Vec<u32>,
+    /// Mean gap between arrivals in ns (open loop only).
+    gap_ns: Option<f64>,
+    poisson: bool,
+    next_arrival: f64,
+    /// Open loop: the next arrival found no free slot; the queue waits for a completion
+    /// instead of a timer.
+    blocked: bool,
+    /// When a slot last became free after none was (issue lag is not counted before).
+    free_since: u64,
+}
+
+impl Queue {
+    #[inline]
+    fn pick(&self, rng: &mut SmallRng) -> usize {
+        if self.pick_gen.len() == 1 {
+            return self.pick_gen[0] as usize;
+        }
+        let total = *self.pick_cum.last().unwrap();
+        let r = rng.random_range(0..total);
+        self.pick_gen[self.pick_cum.partition_point(|&c| c <= r)] as usize
+    }
+
+    #[inline]
+    fn advance(&mut self, rng: &mut SmallRng) {
+        let gap = self.gap_ns.unwrap_or(0.0);
+        self.next_arrival += if self.poisson {
+            // Exponential inter-arrival time: -ln(U) × mean, U in (0, 1].
+            let u: f64 = 1.0 - rng.random::<f64>();
+            -u.ln() * gap
+        } else {
+            gap
+        };
+    }
+}
+
+fn splitmix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = x;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Seed for one lane's generator, derived from the run seed and the lane's place.
+pub fn lane_seed(run_seed: u64, worker: u32, disk: u32, thread: u32) -> u64 {
+    splitmix(run_seed ^ ((worker as u64) << 40) ^ ((disk as u64) << 20) ^ thread as u64)
+}
+
+/// Make every 4 KiB of a write unique (offset and sequence in its first 16 bytes), so a
+/// deduplicating target cannot collapse repeated writes of the same buffer.
+#[inline]
+fn stamp(buf: &mut [u8], len: u32, offset: u64, seq: u64) {
+    let mut at = 0usize;
+    while at + 16 <= len as usize {
+        buf[at..at + 8].copy_from_slice(&(offset + at as u64).to_le_bytes());
+        buf[at + 8..at + 16].copy_from_slice(&seq.to_le_bytes());
+        at += 4096;
+    }
+}
+
+/// Everything an I/O thread's loop reads.
+pub struct ThreadWork<'a> {
+    pub spec: &'a IoThreadSpec,
+    /// Every lane of the run (the thread drives `spec.lanes` of them).
+    pub lanes: &'a [LaneSpec],
+    pub plan: &'a Plan,
+    pub timeline: &'a Timeline,
+    pub stop: &'a AtomicBool,
+    pub tx: &'a Sender<Msg>,
+    /// Measure the thread's CPU and run-queue delay (real time only).
+    pub self_check: bool,
+}
+
+/// Generate, queue and account one I/O of queue `q` in `slot`, intended at `intended`.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+fn issue<E: Engine>(
+    engine: &mut E,
+    lanes: &mut [Lane],
+    queue: &Queue,
+    slots: &mut [Slot],
+    q: u32,
+    slot: u32,
+    intended: u64,
+) -> Result<(), EngineError> {
+    let lane = &mut lanes[queue.lane as usize];
+    let g = queue.pick(&mut lane.rng);
+    let (stream, gen) = &mut lane.gens[g];
+    let (op, offset, len) = gen.next(&mut lane.rng);
+    if op == OpKind::Write {
+        lane.seq += 1;
+        stamp(engine.buffer_mut(slot), len, offset, lane.seq);
+    }
+    slots[slot as usize] = Slot {
+        intended_ns: intended,
+        offset,
+        len,
+        stream: *stream as u16,
+        queue: q,
+        op,
+    };
+    engine.queue(IoReq {
+        slot,
+        file: lane.file,
+        op,
+        offset: lane.region_offset + offset,
+        len,
+    })
+}
+
+/// Drive an I/O thread's lanes until the timeline ends or `stop` is set. Returns the
+/// time the thread stopped issuing. Every interval up to the stop (all of them, on a
+/// normal end) is sent to `tx`, so the collector can tell when an interval is complete.
+pub fn run_lanes<E: Engine, C: Clock>(
+    engine: &mut E,
+    clock: &C,
+    work: &ThreadWork<'_>,
+) -> Result<u64, EngineError> {
+    let (plan, timeline, spec) = (work.plan, work.timeline, work.spec);
+    let nstreams = plan.streams.len();
+
+    // Per lane: generator state; per queue: slots and schedule; per worker: a sample.
+    let mut workers: Vec<u32> = Vec::new();
+    let mut lanes: Vec<Lane> = Vec::with_capacity(spec.lanes.len());
+    let mut queues: Vec<Queue> = Vec::new();
+    let mut next_slot = 0u32;
+    for (li, (&lane_ix, &file)) in spec.lanes.iter().zip(&spec.files).enumerate() {
+        let ls = &work.lanes[lane_ix];
+        let sample = match workers.iter().position(|&w| w == ls.worker) {
+            Some(i) => i,
+            None => {
+                workers.push(ls.worker);
+                workers.len() - 1
+            }
+        };
+        let mut lane = Lane {
+            rng: SmallRng::seed_from_u64(ls.seed),
+            gens: Vec::new(),
+            sample,
+            file,
+            region_offset: ls.region_offset,
+            seq: 0,
+        };
+        for qs in &ls.queues {
+            let mut pick_cum = Vec::new();
+            let mut pick_gen = Vec::new();
+            let mut acc = 0;
+            for &(s, w) in &qs.streams {
+                acc += w.max(1);
+                pick_cum.push(acc);
+                let g = match lane.gens.iter().position(|(gs, _)| *gs == s) {
+                    Some(g) => g,
+                    None => {
+                        lane.gens.push((
+                            s,
+                            StreamGen::new(
+                                &plan.streams[s],
+                                ls.disk_size,
+                                ls.thread,
+                                ls.threads_per_disk,
+                            ),
+                        ));
+                        lane.gens.len() - 1
+                    }
+                };
+                pick_gen.push(g as u16);
+            }
+            let free: Vec<u32> = (next_slot..next_slot + qs.qd).rev().collect();
+            next_slot += qs.qd;
+            let gap_ns = qs.rate.map(|r| 1e9 / r);
+            let mut queue = Queue {
+                lane: li as u32,
+                pick_cum,
+                pick_gen,
+                free,
+                gap_ns,
+                poisson: qs.arrival == Arrival::Poisson,
+                next_arrival: 0.0,
+                blocked: false,
+                free_since: 0,
+            };
+            if let Some(gap) = gap_ns {
+                // Start each open-loop queue at a random phase so lanes do not fire in step.
+                queue.next_arrival = lane.rng.random::<f64>() * gap;
+            }
+            queues.push(queue);
+        }
+        lanes.push(lane);
+    }
+    let mut slots = vec![
+        Slot {
+            intended_ns: 0,
+            offset: 0,
+            len: 0,
+            stream: 0,
+            queue: 0,
+            op: OpKind::Read,
+        };
+        next_slot as usize
+    ];
+    let mut samples: Vec<(u32, Sample)> = workers
+        .iter()
+        .map(|&w| (w, Sample::new(nstreams)))
+        .collect();
+    // Closed-loop queues with free slots, and the open-loop queues' next arrivals (each
+    // open queue is either in the heap or blocked on a full queue, never both).
+    let mut ready: Vec<u32> = Vec::with_capacity(queues.len());
+    let mut timers: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::with_capacity(queues.len());
+    for (q, queue) in queues.iter().enumerate() {
+        match queue.gap_ns {
+            None => ready.push(q as u32),
+            Some(_) => timers.push(Reverse((queue.next_arrival as u64, q as u32))),
+        }
+    }
+
+    let n_intervals = timeline.intervals();
+    let end = timeline.end_ns();
+    let mut idx: u32 = 0;
+    let mut next_boundary = timeline.boundaries[1];
+    let mut errors: Vec<ErrorDetail> = Vec::new();
+    let mut error_details_left = MAX_ERROR_DETAILS;
+    let mut out = Vec::with_capacity(next_slot as usize);
+    let mut inflight = 0u32;
+
+    // The self-check: CPU and run-queue delay per interval, and the issue lag of
+    // open-loop I/Os whose slot was free.
+    let mut meter = work.self_check.then(ThreadMeter::start);
+    let mut gen = GenSample::default();
+    let mut lap_at = clock.now_ns();
+    let mut completed = 0u64;
+
+    let mut flush = |idx: u32,
+                     samples: &mut [(u32, Sample)],
+                     errors: &mut Vec<ErrorDetail>,
+                     gen: &mut GenSample,
+                     completed: &mut u64,
+                     stopped_at: Option<u64>| {
+        let generator = meter.as_mut().map(|m| {
+            let now = clock.now_ns();
+            let (busy, runq) = m.lap();
+            let mut g = GenSample::thread_span(now.saturating_sub(lap_at), busy, runq, *completed);
+            lap_at = now;
+            g.lag = gen.lag.take();
+            Box::new(g)
+        });
+        *completed = 0;
+        // A sparse copy goes; the counts arrays stay for the next interval.
+        let _ = work.tx.send(Msg::Interval {
+            source: spec.id,
+            index: idx,
+            samples: samples.iter_mut().map(|(w, s)| (*w, s.take())).collect(),
+            errors: std::mem::take(errors),
+            stopped_at,
+            usage: None,
+            generator,
+        });
+    };
+
+    let mut stopped_at;
+    loop {
+        let now = clock.now_ns();
+        if now >= end || work.stop.load(Ordering::Relaxed) {
+            stopped_at = now.min(end);
+            break;
+        }
+        // Issue: every closed-loop queue's free slots, then every due arrival.
+        while let Some(q) = ready.pop() {
+            let queue = &mut queues[q as usize];
+            while let Some(slot) = queue.free.pop() {
+                issue(engine, &mut lanes, queue, &mut slots, q, slot, now)?;
+                inflight += 1;
+            }
+        }
+        while let Some(&Reverse((due, q))) = timers.peek() {
+            if due > now {
+                break;
+            }
+            timers.pop();
+            let queue = &mut queues[q as usize];
+            let Some(slot) = queue.free.pop() else {
+                queue.blocked = true;
+                continue;
+            };
+            let due = queue.next_arrival as u64;
+            // A slot was free at the intended time: any delay since is the generator's
+            // own (timer wake-up, a busy thread), reported as issue lag and not charged
+            // to the storage. A slot that freed later means the storage held the I/O
+            // back: latency then counts from the intended time.
+            let intended = if queue.free_since <= due { now } else { due };
+            gen.lag
+                .record(now.saturating_sub(due.max(queue.free_since)));
+            queue.advance(&mut lanes[queue.lane as usize].rng);
+            issue(engine, &mut lanes, queue, &mut slots, q, slot, intended)?;
+            inflight += 1;
+            timers.push(Reverse((queue.next_arrival as u64, q)));
+        }
+        // Wait: for a completion, the next arrival, the interval boundary or a stop poll.
+        let mut wake = next_boundary.min(end).min(now + STOP_POLL_NS);
+        if let Some(&Reverse((due, _))) = timers.peek() {
+            wake = wake.min(due);
+        }
+        if inflight == 0 {
+            clock.sleep_until(wake);
+        } else {
+            let timeout = Duration::from_nanos(wake.saturating_sub(now));
+            engine.submit_and_reap(1, Some(timeout), &mut out)?;
+        }
+        let t = clock.now_ns();
+        while t >= next_boundary && idx + 1 < n_intervals {
+            flush(
+                idx,
+                &mut samples,
+                &mut errors,
+                &mut gen,
+                &mut completed,
+                None,
+            );
+            idx += 1;
+            next_boundary = timeline.boundaries[idx as usize + 1];
+        }
+        for c in out.drain(..) {
+            let sl = slots[c.slot as usize];
+            inflight -= 1;
+            let queue = &mut queues[sl.queue as usize];
+            if queue.free.is_empty() {
+                queue.free_since = t;
+                if queue.gap_ns.is_none() {
+                    ready.push(sl.queue);
+                } else if queue.blocked {
+                    queue.blocked = false;
+                    timers.push(Reverse((queue.next_arrival as u64, sl.queue)));
+                }
+            }
+            queue.free.push(c.slot);
+            if t >= end {
+                continue; // completed after the timeline: not part of any interval
+            }
+            completed += 1;
+            let lane = &lanes[queue.lane as usize];
+            let stats = &mut samples[lane.sample].1.streams[sl.stream as usize];
+            let ops = if sl.op == OpKind::Read {
+                &mut stats.read
+            } else {
+                &mut stats.write
+            };
+            if c.result >= 0 && c.result as u32 == sl.len {
+                ops.record(t.saturating_sub(sl.intended_ns), c.result as u64);
+            } else {
+                ops.record_error();
+                if error_details_left > 0 {
+                    error_details_left -= 1;
+                    let ls = &work.lanes[spec.lanes[queue.lane as usize]];
+                    let message = if c.result < 0 {
+                        std::io::Error::from_raw_os_error(-c.result).to_string()
+                    } else {
+                        format!("short transfer: {} of {} bytes", c.result, sl.len)
+                    };
+                    errors.push(ErrorDetail {
+                        worker: ls.worker,
+                        disk: ls.disk,
+                        thread: ls.thread,
+                        op: if sl.op == OpKind::Read {
+                            "read"
+                        } else {
+                            "write"
+                        }
+                        .into(),
+                        offset: lane.region_offset + sl.offset,
+                        len: sl.len,
+                        errno: (-c.result).max(0),
+                        message,
+                        t_s: t as f64 / 1e9,
+                    });
+                }
+            }
+        }
+    }
+    // Drain what is still in flight (bounded), without recording it. A failure here
+    // does not cost the intervals already measured: they are still handed over.
+    let drain_deadline = clock.now_ns() + 2_000_000_000;
+    while inflight > 0 && clock.now_ns() < drain_deadline {
+        if engine
+            .submit_and_reap(1, Some(Duration::from_millis(100)), &mut out)
+            .is_err()
+        {
+            break;
+        }
+        inflight -= out.len() as u32;
+        out.clear();
+    }
+    // Hand over the interval in progress and, on a normal end, every remaining one.
+    let finished = stopped_at >= end;
+    if finished {
+        stopped_at = end;
+        flush(
+            idx,
+            &mut samples,
+            &mut errors,
+            &mut gen,
+            &mut completed,
+            None,
+        );
+        for k in idx + 1..n_intervals {
+            flush(k, &mut samples, &mut errors, &mut gen, &mut completed, None);
+        }
+    } else {
+        flush(
+            idx,
+            &mut samples,
+            &mut errors,
+            &mut gen,
+            &mut completed,
+            Some(stopped_at),
+        );
+    }
+    Ok(stopped_at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iofleet_engine::null::LatencyModel;
+    use iofleet_engine::{
+        Caps, Completion, Drive, EngineFile, EngineParams, EngineSpec, VirtualClock,
+    };
+    use iofleet_profile::{BlockSizes, Bytes, FleetShape, Locality, Prepare, StreamPlan, Timing};
+    use std::time::Instant;
+
+    fn plan(streams: Vec<StreamPlan>) -> Plan {
+        Plan {
+            name: "t".into(),
+            description: String::new(),
+            fleet: FleetShape {
+                workers: 8,
+                disks_per_worker: 1,
+                disk_size: Bytes(64 << 20),
+                threads_per_disk: 1,
+                qd: 2,
+                io_threads: None,
+                cpus: None,
+            },
+            timing: Timing {
+                prepare: Prepare::None,
+                warmup: Duration::ZERO,
+                duration: Duration::from_secs(1),
+                interval: Duration::from_millis(250),
+                rate_iops: None,
+                arrival: Arrival::Uniform,
+            },
+            streams,
+        }
+    }
+
+    fn stream(name: &str, read: f64, random: f64) -> StreamPlan {
+        StreamPlan {
+            name: name.into(),
+            bs: BlockSizes {
+                entries: vec![(Bytes(4096), 3), (Bytes(65536), 1)],
+            },
+            read_pct: read,
+            random_pct: random,
+            align: Bytes(4096),
+            weight: Some(1),
+            rate_iops: None,
+            qd: None,
+            locality: Locality::Uniform,
+            working_set_pct: 100.0,
+            disks: vec![0],
+        }
+    }
+
+    /// Lane `w`: worker w, disk 0, thread 0, two weighted streams at `qd`.
+    fn lane(w: u32, qd: u32, rate: Option<f64>) -> LaneSpec {
+        LaneSpec {
+            worker: w,
+            disk: 0,
+            thread: 0,
+            threads_per_disk: 1,
+            queues: vec![QueueSpec {
+                streams: vec![(0, 3), (1, 1)],
+                qd,
+                rate,
+                arrival: Arrival::Poisson,
+            }],
+            seed: lane_seed(42, w, 0, 0),
+            region_offset: 1 << 30,
+            disk_size: 64 << 20,
+        }
+    }
+
+    /// An engine that logs every request per file and completes each after `lat_ns` of
+    /// simulated time.
+    struct Recorder {
+        clock: VirtualClock,
+        lat_ns: u64,
+        due: Vec<(u64, Completion)>,
+        log: Vec<Vec<(OpKind, u64, u32)>>,
+        buf: Vec<u8>,
+    }
+
+    impl Engine for Recorder {
+        fn name(&self) -> &'static str {
+            "recorder"
+        }
+        fn caps(&self) -> Caps {
+            EngineSpec::Null.caps()
+        }
+        fn queue(&mut self, req: IoReq) -> Result<(), EngineError> {
+            self.log[req.file as usize].push((req.op, req.offset, req.len));
+            let due = self.clock.now_ns() + self.lat_ns;
+            self.due.push((
+                due,
+                Completion {
+                    slot: req.slot,
+                    result: req.len as i32,
+                },
+            ));
+            Ok(())
+        }
+        fn submit_and_reap(
+            &mut self,
+            _min: u32,
+            timeout: Option<Duration>,
+            out: &mut Vec<Completion>,
+        ) -> Result<(), EngineError> {
+            let next = self.due.iter().map(|d| d.0).min();
+            let limit = self.clock.now_ns() + timeout.map_or(u64::MAX, |t| t.as_nanos() as u64);
+            match next {
+                Some(t) if t <= limit => self.clock.advance_to(t),
+                _ => self.clock.advance_to(limit),
+            }
+            let now = self.clock.now_ns();
+            self.due.retain(|(t, c)| {
+                if *t <= now {
+                    out.push(*c);
+                    false
+                } else {
+                    true
+                }
+            });
+            Ok(())
+        }
+        fn buffer_mut(&mut self, _slot: u32) -> &mut [u8] {
+            &mut self.buf
+        }
+    }
+
+    /// Run `lanes` (indexes into `all`) on one I/O thread with the recorder; returns
+    /// the log per lane.
+    fn record(all: &[LaneSpec], lanes: &[usize], plan: &Plan) -> Vec<Vec<(OpKind, u64, u32)>> {
+        let spec = IoThreadSpec {
+            id: 0,
+            lanes: lanes.to_vec(),
+            files: (0..lanes.len() as u32).collect(),
+            cpu: None,
+        };
+        let clock = VirtualClock::new();
+        let mut e = Recorder {
+            clock: clock.clone(),
+            lat_ns: 7_000,
+            due: Vec::new(),
+            log: vec![Vec::new(); lanes.len()],
+            buf: vec![0; 65536],
+        };
+        let timeline = Timeline::new(
+            Duration::ZERO,
+            Duration::from_millis(20),
+            Duration::from_millis(5),
+        );
+        let (tx, _rx) = crossbeam_channel::unbounded();
+        let stop = AtomicBool::new(false);
+        let work = ThreadWork {
+            spec: &spec,
+            lanes: all,
+            plan,
+            timeline: &timeline,
+            stop: &stop,
+            tx: &tx,
+            self_check: false,
+        };
+        run_lanes(&mut e, &clock, &work).unwrap();
+        e.log
+    }
+
+    #[test]
+    fn a_lane_issues_the_same_sequence_alone_or_sharing_a_ring() {
+        let plan = plan(vec![stream("a", 70.0, 100.0), stream("b", 0.0, 0.0)]);
+        for rate in [None, Some(20_000.0)] {
+            let all: Vec<LaneSpec> = (0..8).map(|w| lane(w, 3, rate)).collect();
+            let shared = record(&all, &(0..8).collect::<Vec<_>>(), &plan);
+            for (w, shared_log) in shared.iter().enumerate() {
+                let alone = record(&all, &[w], &plan).remove(0);
+                assert!(alone.len() > 100, "lane {w} issued {} I/Os", alone.len());
+                let n = alone.len().min(shared_log.len());
+                assert!(n * 10 >= alone.len() * 9, "{n} of {}", alone.len());
+                assert_eq!(alone[..n], shared_log[..n], "lane {w}, rate {rate:?}");
+                // Every offset is inside the lane's region and aligned.
+                assert!(alone.iter().all(|&(_, off, len)| off >= 1 << 30
+                    && off + len as u64 <= (1 << 30) + (64 << 20)
+                    && off % 4096 == 0));
+            }
+            // Lanes differ from one another (each has its own seed).
+            assert_ne!(shared[0][..50], shared[1][..50]);
+        }
+    }
+
+    /// Runs a built engine's loop (the fleet's `Drive`) and gathers every message.
+    struct Go<'a>(&'a ThreadWork<'a>);
+    impl Drive for Go<'_> {
+        type Out = Result<u64, EngineError>;
+        fn drive<E: Engine, C: Clock>(self, engine: &mut E, clock: &C) -> Self::Out {
+            run_lanes(engine, clock, self.0)
+        }
+    }
+
+    #[test]
+    fn workers_sharing_a_ring_keep_exact_results_against_an_oracle() {
+        // Three workers, qd 2 each, fixed simulated latencies of 100 µs, 300 µs and
+        // 1 ms, all on one I/O thread. Oracle: worker w completes qd × ⌊(end − 1) / lat⌋
+        // I/Os, every one of latency exactly lat.
+        let mut p = plan(vec![stream("a", 100.0, 100.0)]);
+        p.streams[0].bs = BlockSizes::fixed(Bytes(4096));
+        let lats = [100_000u64, 300_000, 1_000_000];
+        let all: Vec<LaneSpec> = (0..3)
+            .map(|w| LaneSpec {
+                queues: vec![QueueSpec {
+                    streams: vec![(0, 1)],
+                    qd: 2,
+                    rate: None,
+                    arrival: Arrival::Uniform,
+                }],
+                ..lane(w, 2, None)
+            })
+            .collect();
+        let models = lats.iter().map(|&l| LatencyModel::Fixed(l)).collect();
+        let files = (0..3)
+            .map(|w| EngineFile {
+                disk: None,
+                worker: w,
+                seed: w as u64,
+            })
+            .collect();
+        let mut engine = EngineSpec::NullSim(models)
+            .build(
+                files,
+                EngineParams {
+                    slots: 6,
+                    max_bs: 4096,
+                },
+                1,
+            )
+            .unwrap();
+        let spec = IoThreadSpec {
+            id: 0,
+            lanes: vec![0, 1, 2],
+            files: vec![0, 1, 2],
+            cpu: None,
+        };
+        let timeline = Timeline::new(
+            Duration::ZERO,
+            Duration::from_secs(1),
+            Duration::from_millis(250),
+        );
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let stop = AtomicBool::new(false);
+        let work = ThreadWork {
+            spec: &spec,
+            lanes: &all,
+            plan: &p,
+            timeline: &timeline,
+            stop: &stop,
+            tx: &tx,
+            self_check: false,
+        };
+        let end = engine.drive(Instant::now(), Go(&work)).unwrap();
+        assert_eq!(end, 1_000_000_000);
+        drop(tx);
+        let mut per_worker = vec![Sample::new(1); 3];
+        let mut intervals = 0;
+        for m in rx.iter() {
+            if let Msg::Interval {
+                samples, generator, ..
+            } = m
+            {
+                intervals += 1;
+                assert!(generator.is_none(), "no self-check in simulated time");
+                for (w, s) in samples {
+                    per_worker[w as usize] += &s;
+                }
+            }
+        }
+        assert_eq!(intervals, 4);
+        for (w, lat) in lats.iter().enumerate() {
+            let r = &per_worker[w].streams[0].read;
+            assert_eq!(r.ios, 2 * ((1_000_000_000 - 1) / lat), "worker {w}");
+            // Every latency exactly `lat`: the sums are exact, and the histogram is the
+            // one `ios` records of `lat` make.
+            assert_eq!(r.latency_sum_ns, r.ios as u128 * *lat as u128);
+            assert_eq!(r.latency_sq_sum_ns2, r.ios as u128 * (*lat as u128).pow(2));
+            let mut want = iofleet_stats::LatencyHist::new();
+            (0..r.ios).for_each(|_| want.record(*lat));
+            assert_eq!(r.hist, want, "worker {w}");
+            assert_eq!(r.bytes, r.ios * 4096);
+        }
+    }
+
+    #[test]
+    fn timeline_cuts_phases() {
+        let t = Timeline::new(
+            Duration::from_millis(2500),
+            Duration::from_secs(3),
+            Duration::from_secs(1),
+        );
+        assert_eq!(t.warmup_intervals, 3);
+        assert_eq!(t.intervals(), 6);
+        assert_eq!(t.measure_start_ns(), 2_500_000_000);
+        assert_eq!(t.end_ns(), 5_500_000_000);
+        assert_eq!(t.boundaries[3], 2_500_000_000);
+        assert_eq!(t.boundaries[2], 2_000_000_000);
+        let none = Timeline::new(
+            Duration::ZERO,
+            Duration::from_secs(2),
+            Duration::from_secs(1),
+        );
+        assert_eq!(none.warmup_intervals, 0);
+        assert_eq!(none.intervals(), 2);
+    }
+
+    #[test]
+    fn stamp_marks_every_4k() {
+        let mut buf = vec![0u8; 16384];
+        stamp(&mut buf, 8192, 1 << 20, 7);
+        assert_eq!(u64::from_le_bytes(buf[0..8].try_into().unwrap()), 1 << 20);
+        assert_eq!(
+            u64::from_le_bytes(buf[4096..4104].try_into().unwrap()),
+            (1 << 20) + 4096
+        );
+        assert_eq!(u64::from_le_bytes(buf[4104..4112].try_into().unwrap()), 7);
+        assert!(buf[8192..].iter().all(|&b| b == 0), "beyond len untouched");
+    }
+}

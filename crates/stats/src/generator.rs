@@ -1,0 +1,260 @@
+//! The generator's self-check: how much of a result the load generator itself may have
+//! set. Each I/O thread reports, per interval, the wall time it ran, the CPU time it
+//! used, the time it spent runnable but waiting for a CPU (the kernel's run-queue
+//! delay), the I/Os it completed, and how late it issued open-loop I/Os against their
+//! intended times (a slot was free, the thread was simply late). Amounts are raw, so
+//! threads, hosts and intervals add up with `+=`; `GenSample::summary` turns them into
+//! shares and per-I/O figures and `warnings` says when they are large enough to doubt
+//! the storage's numbers.
+
+use std::ops::AddAssign;
+
+use serde::{Deserialize, Serialize};
+
+use crate::hist::LatencyHist;
+
+/// An I/O thread over this share of its wall time on a CPU is flagged.
+pub const BUSY_WARN: f64 = 0.90;
+/// Run-queue delay per I/O over this share of the mean latency is flagged.
+pub const RUNQ_WARN: f64 = 0.10;
+/// Open-loop issue lag (p99) over this is flagged: the schedule slipped by more than
+/// timer wake-ups on a virtual machine explain (tens to a few hundred µs).
+pub const LAG_WARN_NS: u64 = 1_000_000;
+
+/// Raw amounts from one or more I/O threads over one span.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct GenSample {
+    /// I/O threads folded in (per interval: the threads that ran).
+    pub threads: u32,
+    /// Wall time the threads ran, summed over threads (ns).
+    pub wall_ns: u64,
+    /// CPU time the threads used, summed (ns).
+    pub busy_ns: u64,
+    /// The busiest single thread's share (0..1) of a span spent running or runnable
+    /// (waiting for a CPU), i.e. never idle, in any span folded in. A thread at 1 never
+    /// waited for the device or a timer: the generator, not the storage, set its pace.
+    pub max_busy: f64,
+    /// Time runnable but waiting for a CPU, summed; None when a thread could not
+    /// tell (kernels without schedstats).
+    pub runq_ns: Option<u64>,
+    /// I/Os the threads completed.
+    pub ios: u64,
+    /// Open-loop issue lag: time from an I/O's intended start, with a slot free, to
+    /// its queueing.
+    #[serde(with = "hist_bytes")]
+    pub lag: LatencyHist,
+}
+
+mod hist_bytes {
+    use crate::hist::LatencyHist;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(h: &LatencyHist, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(&h.to_v2_bytes())
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<LatencyHist, D::Error> {
+        let bytes = Vec::<u8>::deserialize(d)?;
+        LatencyHist::from_v2_bytes(&bytes).map_err(serde::de::Error::custom)
+    }
+}
+
+impl AddAssign<&GenSample> for GenSample {
+    fn add_assign(&mut self, o: &GenSample) {
+        // An empty sample is the identity (it must not turn a known delay unknown).
+        if o.threads == 0 {
+            return;
+        }
+        self.runq_ns = match (self.threads, self.runq_ns, o.runq_ns) {
+            (0, _, r) => r,
+            (_, Some(a), Some(b)) => Some(a + b),
+            _ => None,
+        };
+        self.threads += o.threads;
+        self.wall_ns += o.wall_ns;
+        self.busy_ns += o.busy_ns;
+        self.max_busy = self.max_busy.max(o.max_busy);
+        self.ios += o.ios;
+        self.lag += &o.lag;
+    }
+}
+
+impl GenSample {
+    /// One thread's span: `busy_ns` of CPU and `runq_ns` waiting for one, over
+    /// `wall_ns` of wall time.
+    pub fn thread_span(wall_ns: u64, busy_ns: u64, runq_ns: Option<u64>, ios: u64) -> Self {
+        GenSample {
+            threads: 1,
+            wall_ns,
+            busy_ns,
+            max_busy: if wall_ns == 0 {
+                0.0
+            } else {
+                ((busy_ns + runq_ns.unwrap_or(0)) as f64 / wall_ns as f64).min(1.0)
+            },
+            runq_ns,
+            ios,
+            lag: LatencyHist::new(),
+        }
+    }
+
+    /// Shares and per-I/O figures; `io_threads` is how many I/O threads ran (the
+    /// sample of a whole run has folded each thread once per interval) and
+    /// `mean_latency_ns` the storage latency the figures are weighed against.
+    pub fn summary(&self, io_threads: u32, mean_latency_ns: f64) -> GeneratorSummary {
+        let pct = |a: u64, b: u64| {
+            if b == 0 {
+                0.0
+            } else {
+                a as f64 * 100.0 / b as f64
+            }
+        };
+        let runq_us_per_io = self.runq_ns.map(|r| {
+            if self.ios == 0 {
+                0.0
+            } else {
+                r as f64 / self.ios as f64 / 1e3
+            }
+        });
+        let (lag_p99, lag_max) = if self.lag.is_empty() {
+            (None, None)
+        } else {
+            (
+                Some(self.lag.quantile_ns(0.99) as f64 / 1e3),
+                Some(self.lag.max_ns() as f64 / 1e3),
+            )
+        };
+        let mut s = GeneratorSummary {
+            io_threads,
+            busy_pct: pct(self.busy_ns, self.wall_ns),
+            max_busy_pct: self.max_busy * 100.0,
+            runq_us_per_io,
+            open_loop_ios: self.lag.count(),
+            issue_lag_p99_us: lag_p99,
+            issue_lag_max_us: lag_max,
+            warnings: Vec::new(),
+        };
+        s.warnings = s.warnings(mean_latency_ns);
+        s
+    }
+}
+
+/// The generator's self-check over an interval or the measured phase.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct GeneratorSummary {
+    /// I/O threads that drove the lanes (fleet-wide).
+    pub io_threads: u32,
+    /// Mean CPU share of the I/O threads, percent.
+    pub busy_pct: f64,
+    /// The busiest I/O thread's share of an interval spent running or waiting to run
+    /// (never idle), percent; the highest over the intervals.
+    pub max_busy_pct: f64,
+    /// Run-queue delay of the I/O threads per completed I/O, µs (null when the kernel
+    /// does not keep schedstats).
+    pub runq_us_per_io: Option<f64>,
+    /// Open-loop I/Os issued (0 in a closed-loop run).
+    pub open_loop_ios: u64,
+    /// How late open-loop I/Os were issued against their intended time, µs.
+    pub issue_lag_p99_us: Option<f64>,
+    pub issue_lag_max_us: Option<f64>,
+    /// Why the generator, rather than the storage, may have set the result.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+impl GeneratorSummary {
+    fn warnings(&self, mean_latency_ns: f64) -> Vec<String> {
+        let mut w = Vec::new();
+        if self.max_busy_pct > BUSY_WARN * 100.0 {
+            w.push(format!(
+                "an I/O thread was busy (running or waiting for a CPU) {:.0}% of the time: the generator may have limited the I/O rate (more --io-threads or CPUs, or fewer lanes)",
+                self.max_busy_pct
+            ));
+        }
+        let mean_us = mean_latency_ns / 1e3;
+        if let Some(r) = self.runq_us_per_io {
+            if mean_us > 0.0 && r > RUNQ_WARN * mean_us {
+                w.push(format!(
+                    "I/O threads waited {r:.1} µs per I/O for a CPU, {:.0}% of the mean latency ({mean_us:.1} µs): part of the latency is the generator's scheduling",
+                    r * 100.0 / mean_us
+                ));
+            }
+        }
+        if let Some(p99) = self.issue_lag_p99_us {
+            if p99 * 1e3 > LAG_WARN_NS as f64 {
+                w.push(format!(
+                    "open-loop I/Os were issued up to {p99:.0} µs late (p99) against their schedule: the load offered was burstier than planned"
+                ));
+            }
+        }
+        w
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn span(wall: u64, busy: u64, runq: Option<u64>, ios: u64) -> GenSample {
+        GenSample::thread_span(wall, busy, runq, ios)
+    }
+
+    #[test]
+    fn spans_fold_and_summarise() {
+        let mut g = GenSample::default();
+        g += &GenSample::default();
+        g += &span(1_000_000_000, 500_000_000, Some(2_000_000), 1_000);
+        g += &span(1_000_000_000, 900_000_000, Some(50_000_000), 1_000);
+        assert_eq!(g.threads, 2);
+        assert_eq!(g.runq_ns, Some(52_000_000));
+        let s = g.summary(2, 1_000_000.0);
+        assert!((s.busy_pct - 70.0).abs() < 1e-9, "{}", s.busy_pct);
+        // 90% on a CPU and 5% waiting for one: busy 95% of the time.
+        assert!((s.max_busy_pct - 95.0).abs() < 1e-9);
+        assert_eq!(s.runq_us_per_io, Some(26.0));
+        assert_eq!(s.issue_lag_p99_us, None);
+        // 95% busy is flagged; 26 µs of run-queue delay against 1 ms is not.
+        assert_eq!(s.warnings.len(), 1, "{:?}", s.warnings);
+        assert!(s.warnings[0].contains("95% of the time"));
+        // Against a 104 µs mean latency the same delay is a quarter of it.
+        let s = g.summary(2, 104_000.0);
+        assert!(
+            s.warnings.iter().any(|w| w.contains("25% of the mean")),
+            "{:?}",
+            s.warnings
+        );
+        // A thread that cannot read schedstats makes the sum unknown.
+        g += &span(1, 1, None, 1);
+        assert_eq!(g.runq_ns, None);
+        assert_eq!(g.summary(3, 1e6).runq_us_per_io, None);
+    }
+
+    #[test]
+    fn issue_lag_is_flagged_beyond_timer_wake_ups() {
+        let mut g = span(1_000_000_000, 100_000_000, Some(0), 100);
+        for _ in 0..100 {
+            g.lag.record(3_000_000);
+        }
+        let s = g.summary(1, 1_000_000.0);
+        let p99 = s.issue_lag_p99_us.unwrap();
+        assert!((p99 - 3_000.0).abs() < 30.0, "{p99}");
+        assert_eq!(s.open_loop_ios, 100);
+        assert!(
+            s.warnings.iter().any(|w| w.contains("late")),
+            "{:?}",
+            s.warnings
+        );
+        // 300 µs late is a virtual machine's timer wake-up: not a finding.
+        let mut small = span(1_000_000_000, 100_000_000, Some(0), 100);
+        small.lag.record(300_000);
+        assert!(small.summary(1, 100_000.0).warnings.is_empty());
+    }
+
+    #[test]
+    fn serde_round_trip_keeps_the_lag_histogram() {
+        let mut g = span(10, 5, Some(1), 3);
+        g.lag.record(12_345);
+        let json = serde_json::to_string(&g).unwrap();
+        let back: GenSample = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, g);
+    }
+}
