@@ -526,11 +526,12 @@ impl Engine for UringEngine {
             // CPU the completion is often posted by the time `submit` returns (the
             // device's worker ran on this CPU meanwhile), which saves the waiting call.
             // Nothing held back (`queue` submitted it all): no call at all.
-            let held = !self.ring.submission().is_empty();
-            if let Err(e) = held
-                .then(|| self.ring.submitter().submit())
-                .unwrap_or(Ok(0))
-            {
+            let submitted = if self.ring.submission().is_empty() {
+                Ok(0)
+            } else {
+                self.ring.submitter().submit()
+            };
+            if let Err(e) = submitted {
                 // EBUSY (completion backlog) and EINTR are handled by the waiting call
                 // below, which submits again.
                 if !matches!(e.raw_os_error(), Some(libc::EBUSY) | Some(libc::EINTR)) {
