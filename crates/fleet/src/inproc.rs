@@ -4,9 +4,9 @@
 //! disks, spreads the lanes over the I/O threads (one per usable CPU unless told
 //! otherwise, pinned with `cpus`), opens each I/O thread's engine over the files of its
 //! lanes, and holds the threads at a starting line until the controller names the
-//! instant. A local run
-//! uses it directly; an agent uses it for its share of a fleet, so both run the same
-//! code. It computes no result: its threads send interval samples to the collector.
+//! instant. A local run uses it directly; an agent uses it for its share of a fleet, so
+//! both run the same code. It computes no result: its threads send interval samples to
+//! the collector.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -148,7 +148,7 @@ impl ThreadLauncher {
 pub(crate) fn build_queues(plan: &Plan, disk: u32, qd_cap: Option<u32>) -> Vec<QueueSpec> {
     let f = &plan.fleet;
     let cap = |qd: u32| qd_cap.map_or(qd, |c| qd.min(c));
-    let mut lanes = Vec::new();
+    let mut queues = Vec::new();
     let weighted: Vec<(usize, u32)> = plan
         .streams
         .iter()
@@ -164,7 +164,7 @@ pub(crate) fn build_queues(plan: &Plan, disk: u32, qd_cap: Option<u32>) -> Vec<Q
                     .any(|s| s.rate_iops.is_none() && s.disks.contains(d))
             })
             .count() as f64;
-        lanes.push(QueueSpec {
+        queues.push(QueueSpec {
             streams: weighted,
             qd: cap(f.qd),
             rate: plan
@@ -177,7 +177,7 @@ pub(crate) fn build_queues(plan: &Plan, disk: u32, qd_cap: Option<u32>) -> Vec<Q
     for (i, s) in plan.streams.iter().enumerate() {
         if let Some(rate) = s.rate_iops {
             if s.disks.contains(&disk) {
-                lanes.push(QueueSpec {
+                queues.push(QueueSpec {
                     streams: vec![(i, 1)],
                     qd: cap(s.qd.unwrap_or(f.qd)),
                     rate: Some(rate / (s.disks.len() as f64 * f.threads_per_disk as f64)),
@@ -186,7 +186,7 @@ pub(crate) fn build_queues(plan: &Plan, disk: u32, qd_cap: Option<u32>) -> Vec<Q
             }
         }
     }
-    lanes
+    queues
 }
 
 /// Check the layout against the plan: block sizes and alignment against the device's
@@ -643,6 +643,7 @@ impl Placement {
 fn describe_io_thread(t: &IoThreadSpec, lanes: &[LaneSpec]) -> String {
     let workers = {
         let mut w: Vec<u32> = t.lanes.iter().map(|&l| lanes[l].worker).collect();
+        w.sort_unstable();
         w.dedup();
         w.len()
     };
