@@ -27,6 +27,16 @@ pub fn run_in(dir: &Path, args: &[&str]) -> Output {
         .expect("iofleet runs")
 }
 
+/// `iofleet run ARGS --json --quiet` in `dir`: expects exit 0 and returns the result.
+pub fn run_json(dir: &Path, args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["run"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--json", "--quiet"]);
+    let o = run_in(dir, &all);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    serde_json::from_slice(&o.stdout).expect("stdout is JSON")
+}
+
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }

@@ -18,13 +18,9 @@ fn schema() -> jsonschema::Validator {
     jsonschema::validator_for(&serde_json::from_str(&text).unwrap()).expect("valid schema")
 }
 
+/// `run_json`, checked against the published schema.
 fn json_run(dir: &std::path::Path, args: &[&str]) -> Value {
-    let mut all = vec!["run"];
-    all.extend_from_slice(args);
-    all.extend_from_slice(&["--json", "--quiet"]);
-    let o = run_in(dir, &all);
-    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
-    let v: Value = serde_json::from_slice(&o.stdout).expect("stdout is JSON");
+    let v = run_json(dir, args);
     let errors: Vec<String> = schema()
         .iter_errors(&v)
         .map(|e| format!("{e} at {}", e.instance_path))

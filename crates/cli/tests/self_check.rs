@@ -5,16 +5,6 @@
 mod common;
 
 use common::*;
-use serde_json::Value;
-
-fn json_run(dir: &std::path::Path, args: &[&str]) -> Value {
-    let mut all = vec!["run"];
-    all.extend_from_slice(args);
-    all.extend_from_slice(&["--json", "--quiet"]);
-    let o = run_in(dir, &all);
-    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
-    serde_json::from_slice(&o.stdout).expect("stdout is JSON")
-}
 
 #[test]
 fn self_check_flags_a_saturated_generator_not_a_device_bound_run() {
@@ -43,7 +33,7 @@ fn self_check_flags_a_saturated_generator_not_a_device_bound_run() {
     assert!(table.contains("warning: an I/O thread was busy"), "{table}");
     let mut json_args = args[1..].to_vec();
     json_args.retain(|a| *a != "--no-save");
-    let v = json_run(d.path(), &json_args);
+    let v = run_json(d.path(), &json_args);
     let g = &v["summary"]["generator"];
     assert!(g["max_busy_pct"].as_f64().unwrap() > 90.0, "{g}");
     assert!(g["warnings"].to_string().contains("busy"), "{g}");
@@ -78,7 +68,7 @@ fn self_check_flags_a_saturated_generator_not_a_device_bound_run() {
             "--cleanup",
         ];
         a.extend_from_slice(extra);
-        let v = json_run(disk.path(), &a);
+        let v = run_json(disk.path(), &a);
         let g = &v["summary"]["generator"];
         assert!(g["max_busy_pct"].as_f64().unwrap() < 90.0, "{extra:?}: {g}");
         assert_eq!(g.get("warnings"), None, "{extra:?}: {g}");

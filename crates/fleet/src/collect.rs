@@ -636,45 +636,10 @@ pub(crate) fn empty_result(info: RunInfo, notices: Vec<String>) -> RunResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use iofleet_profile::{
-        Arrival, BlockSizes, Bytes, FleetShape, Locality, Prepare, StreamPlan, Timing,
-    };
 
     fn plan() -> Plan {
-        Plan {
-            name: "p".into(),
-            description: String::new(),
-            fleet: FleetShape {
-                workers: 3,
-                disks_per_worker: 1,
-                disk_size: Bytes(1 << 20),
-                threads_per_disk: 1,
-                qd: 1,
-                io_threads: None,
-                cpus: None,
-            },
-            timing: Timing {
-                prepare: Prepare::None,
-                warmup: Duration::ZERO,
-                duration: Duration::from_secs(1),
-                interval: Duration::from_secs(1),
-                rate_iops: None,
-                arrival: Arrival::Uniform,
-            },
-            streams: vec![StreamPlan {
-                name: "s".into(),
-                bs: BlockSizes::fixed(Bytes(4096)),
-                read_pct: 100.0,
-                random_pct: 100.0,
-                align: Bytes(4096),
-                weight: Some(1),
-                rate_iops: None,
-                qd: None,
-                locality: Locality::Uniform,
-                working_set_pct: 100.0,
-                disks: vec![0],
-            }],
-        }
+        use crate::fixtures::{fleet, plan, stream};
+        plan(fleet(3, 1, 1, 1), vec![stream("s", 100.0)])
     }
 
     fn range(first: u32, workers: u32, rate: Option<f64>) -> GroupRange {

@@ -788,46 +788,20 @@ fn mono_now(epoch: Instant) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use iofleet_profile::{Arrival, BlockSizes, Bytes, FleetShape, Locality, StreamPlan, Timing};
+    use crate::fixtures;
+    use iofleet_profile::StreamPlan;
 
     fn plan_with(streams: Vec<StreamPlan>, disks: u32) -> Plan {
-        Plan {
-            name: "t".into(),
-            description: String::new(),
-            fleet: FleetShape {
-                workers: 1,
-                disks_per_worker: disks,
-                disk_size: Bytes(1 << 20),
-                threads_per_disk: 2,
-                qd: 4,
-                io_threads: None,
-                cpus: None,
-            },
-            timing: Timing {
-                prepare: Prepare::None,
-                warmup: Duration::ZERO,
-                duration: Duration::from_secs(1),
-                interval: Duration::from_secs(1),
-                rate_iops: None,
-                arrival: Arrival::Uniform,
-            },
-            streams,
-        }
+        fixtures::plan(fixtures::fleet(1, disks, 2, 4), streams)
     }
 
     fn stream(name: &str, rate: Option<f64>, qd: Option<u32>, disks: Vec<u32>) -> StreamPlan {
         StreamPlan {
-            name: name.into(),
-            bs: BlockSizes::fixed(Bytes(4096)),
-            read_pct: 50.0,
-            random_pct: 100.0,
-            align: Bytes(4096),
             weight: if rate.is_none() { Some(1) } else { None },
             rate_iops: rate,
             qd,
-            locality: Locality::Uniform,
-            working_set_pct: 100.0,
             disks,
+            ..fixtures::stream(name, 50.0)
         }
     }
 

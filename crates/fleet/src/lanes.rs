@@ -628,49 +628,26 @@ mod tests {
     use iofleet_engine::{
         Caps, Completion, Drive, EngineFile, EngineParams, EngineSpec, VirtualClock,
     };
-    use iofleet_profile::{BlockSizes, Bytes, FleetShape, Locality, Prepare, StreamPlan, Timing};
+    use iofleet_profile::{BlockSizes, Bytes, FleetShape, StreamPlan};
     use std::time::Instant;
 
     fn plan(streams: Vec<StreamPlan>) -> Plan {
-        Plan {
-            name: "t".into(),
-            description: String::new(),
-            fleet: FleetShape {
-                workers: 8,
-                disks_per_worker: 1,
+        crate::fixtures::plan(
+            FleetShape {
                 disk_size: Bytes(64 << 20),
-                threads_per_disk: 1,
-                qd: 2,
-                io_threads: None,
-                cpus: None,
-            },
-            timing: Timing {
-                prepare: Prepare::None,
-                warmup: Duration::ZERO,
-                duration: Duration::from_secs(1),
-                interval: Duration::from_millis(250),
-                rate_iops: None,
-                arrival: Arrival::Uniform,
+                ..crate::fixtures::fleet(8, 1, 1, 2)
             },
             streams,
-        }
+        )
     }
 
     fn stream(name: &str, read: f64, random: f64) -> StreamPlan {
         StreamPlan {
-            name: name.into(),
             bs: BlockSizes {
                 entries: vec![(Bytes(4096), 3), (Bytes(65536), 1)],
             },
-            read_pct: read,
             random_pct: random,
-            align: Bytes(4096),
-            weight: Some(1),
-            rate_iops: None,
-            qd: None,
-            locality: Locality::Uniform,
-            working_set_pct: 100.0,
-            disks: vec![0],
+            ..crate::fixtures::stream(name, read)
         }
     }
 

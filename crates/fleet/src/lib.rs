@@ -11,6 +11,8 @@ pub mod agent;
 pub mod agents;
 mod collect;
 pub mod controller;
+#[cfg(test)]
+mod fixtures;
 pub mod gen;
 pub mod inproc;
 pub mod inventory;
