@@ -177,6 +177,10 @@ pub struct RunArgs {
     /// Print every interval in the table.
     #[arg(long)]
     pub intervals: bool,
+    /// Print each table row of the result on one line, however wide (by default tables
+    /// wrap into blocks of columns that fit 120 columns).
+    #[arg(long)]
+    pub wide: bool,
     /// No live progress line and no notices on stderr.
     #[arg(long, short)]
     pub quiet: bool,

@@ -23,6 +23,10 @@ pub enum ResultsCmd {
     Show {
         /// Run id (or a unique prefix of it), a unique run name, or `latest`.
         run: String,
+        /// Print each table row on one line, however wide (by default tables wrap into
+        /// blocks of columns that fit 120 columns).
+        #[arg(long)]
+        wide: bool,
         #[command(flatten)]
         db: DbArg,
     },
@@ -111,7 +115,7 @@ pub fn write_err(e: io::Error) -> Exit {
 pub fn run(cmd: ResultsCmd) -> Result<i32, Exit> {
     match cmd {
         ResultsCmd::List(a) => list(a),
-        ResultsCmd::Show { run, db } => show(&db.open()?, &run),
+        ResultsCmd::Show { run, wide, db } => show(&db.open()?, &run, wide),
         ResultsCmd::Export(a) => {
             let store = a.db.open()?;
             let r = load_run(&store, &a.run)?;
@@ -186,7 +190,7 @@ fn list(a: ListArgs) -> Result<i32, Exit> {
     Ok(0)
 }
 
-fn show(store: &Store, query: &str) -> Result<i32, Exit> {
+fn show(store: &Store, query: &str, wide: bool) -> Result<i32, Exit> {
     let r = load_run(store, query)?;
     let stdout = io::stdout();
     let mut out = stdout.lock();
@@ -244,8 +248,11 @@ fn show(store: &Store, query: &str) -> Result<i32, Exit> {
     }
     out.write_all(text.as_bytes()).map_err(write_err)?;
     writeln!(out).map_err(write_err)?;
-    TableExporter { intervals: false }
-        .export(&r.result, &mut out)
+    TableExporter {
+        intervals: false,
+        wide,
+    }
+    .export(&r.result, &mut out)
         .map_err(write_err)?;
     Ok(0)
 }

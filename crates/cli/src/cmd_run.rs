@@ -255,6 +255,7 @@ pub fn run(a: RunArgs) -> Result<i32, Exit> {
     } else {
         TableExporter {
             intervals: a.intervals,
+            wide: a.wide,
         }
         .export(&result, &mut out)
     };

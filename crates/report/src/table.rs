@@ -1,7 +1,12 @@
 //! The human-readable result: a headline with the columns practitioners publish (IOPS,
 //! MB/s, mean/read/write latency, standard deviation, outstanding I/O, CPU, memory),
 //! then latency percentiles per direction and per stream, intervals in brief, workers,
-//! and errors. Plain text, fixed-width columns, no colour.
+//! and errors. Plain text, no colour.
+//!
+//! Every table is laid out by `Grid`: columns as wide as their widest cell, and, unless
+//! `wide` is set, wrapped into blocks of columns that fit `WIDTH` (120) columns, each
+//! block repeating the row labels. Free text (notices, warnings) is word-wrapped to the
+//! same width. With `wide`, each table row stays on one line, however long.
 
 use std::io::{self, Write};
 
@@ -10,32 +15,169 @@ use iofleet_stats::OpSummary;
 
 use crate::Exporter;
 
+/// The width the table fits unless `wide` is set.
+pub const WIDTH: usize = 120;
+
 pub struct TableExporter {
     /// Print every interval, not only a summary line about them.
     pub intervals: bool,
+    /// One line per table row, however wide (no wrapping into blocks).
+    pub wide: bool,
 }
 
-fn lat_row(out: &mut dyn Write, label: &str, s: &OpSummary) -> io::Result<()> {
+/// A text table: `key` leading columns label the rows and are repeated in every block.
+struct Grid {
+    heads: Vec<(&'static str, bool)>,
+    key: usize,
+    rows: Vec<Vec<String>>,
+}
+
+const INDENT: &str = "  ";
+const GAP: usize = 2;
+
+fn width(s: &str) -> usize {
+    s.chars().count()
+}
+
+impl Grid {
+    /// Columns as (header, left-aligned).
+    fn new(key: usize, heads: &[(&'static str, bool)]) -> Self {
+        Grid {
+            heads: heads.to_vec(),
+            key,
+            rows: Vec::new(),
+        }
+    }
+
+    fn row(&mut self, cells: Vec<String>) {
+        debug_assert_eq!(cells.len(), self.heads.len());
+        self.rows.push(cells);
+    }
+
+    /// Column blocks (indices) that fit `max` characters; one block without a limit.
+    fn blocks(&self, widths: &[usize], max: Option<usize>) -> Vec<Vec<usize>> {
+        let keys: Vec<usize> = (0..self.key).collect();
+        let key_w: usize = INDENT.len() + widths[..self.key].iter().map(|w| w + GAP).sum::<usize>();
+        let mut blocks = Vec::new();
+        let mut cur = keys.clone();
+        let mut used = key_w;
+        for (i, w) in widths.iter().enumerate().skip(self.key) {
+            let fits = max.is_none_or(|m| used + w <= m);
+            if !fits && cur.len() > self.key {
+                blocks.push(std::mem::replace(&mut cur, keys.clone()));
+                used = key_w;
+            }
+            cur.push(i);
+            used += w + GAP;
+        }
+        if cur.len() > self.key || blocks.is_empty() {
+            blocks.push(cur);
+        }
+        blocks
+    }
+
+    fn print(&self, out: &mut dyn Write, max: Option<usize>) -> io::Result<()> {
+        let widths: Vec<usize> = self
+            .heads
+            .iter()
+            .enumerate()
+            .map(|(i, (h, _))| {
+                self.rows
+                    .iter()
+                    .map(|r| width(&r[i]))
+                    .chain([width(h)])
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        for (b, cols) in self.blocks(&widths, max).iter().enumerate() {
+            if b > 0 {
+                writeln!(out)?;
+            }
+            let line = |cells: &dyn Fn(usize) -> String| -> String {
+                let mut s = String::from(INDENT);
+                for (k, &i) in cols.iter().enumerate() {
+                    let c = cells(i);
+                    let pad = " ".repeat(widths[i].saturating_sub(width(&c)));
+                    if k > 0 {
+                        s.push_str(&" ".repeat(GAP));
+                    }
+                    if self.heads[i].1 {
+                        s.push_str(&c);
+                        s.push_str(&pad);
+                    } else {
+                        s.push_str(&pad);
+                        s.push_str(&c);
+                    }
+                }
+                s.trim_end().to_string()
+            };
+            writeln!(out, "{}", line(&|i| self.heads[i].0.to_string()))?;
+            for r in &self.rows {
+                writeln!(out, "{}", line(&|i| r[i].clone()))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Word-wrap `text` to `max` characters (none: one line, as is); continuation lines
+/// are indented by `hang` spaces. A word longer than a line stays whole; a text that
+/// fits is printed as it is.
+fn wrap(out: &mut dyn Write, text: &str, max: Option<usize>, hang: usize) -> io::Result<()> {
+    let max = match max {
+        Some(m) if width(text) > m => m,
+        _ => return writeln!(out, "{text}"),
+    };
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && width(&line) + 1 + width(word) > max {
+            writeln!(out, "{line}")?;
+            line = " ".repeat(hang);
+        } else if !line.trim().is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    writeln!(out, "{line}")
+}
+
+fn f0(v: f64) -> String {
+    format!("{v:.0}")
+}
+fn f1(v: f64) -> String {
+    format!("{v:.1}")
+}
+
+fn lat_cells(label: String, s: &OpSummary) -> Vec<String> {
     let l = &s.latency_us;
-    writeln!(
-        out,
-        "  {label:<14} {:>12.0} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>10.1} {:>10.1}",
-        s.iops, s.mbps, l.mean, l.stddev, l.p50, l.p90, l.p95, l.p99, l.p99_9, l.p99_99, l.max
-    )
+    let mut cells = vec![label, f0(s.iops), f1(s.mbps)];
+    cells.extend(
+        [
+            l.mean, l.stddev, l.p50, l.p90, l.p95, l.p99, l.p99_9, l.p99_99, l.max,
+        ]
+        .map(f1),
+    );
+    cells
 }
 
 impl Exporter for TableExporter {
     fn export(&self, r: &RunResult, out: &mut dyn Write) -> io::Result<()> {
+        let max = (!self.wide).then_some(WIDTH);
         let run = &r.run;
         let s = &r.summary;
-        writeln!(
+        wrap(
             out,
-            "iofleet {}  profile {}  engine {}  target {}  direct I/O {}",
-            run.iofleet_version,
-            run.profile,
-            run.engine,
-            run.target,
-            if run.direct { "on" } else { "off" }
+            &format!(
+                "iofleet {}  profile {}  engine {}  direct I/O {}  target {}",
+                run.iofleet_version,
+                run.profile,
+                run.engine,
+                if run.direct { "on" } else { "off" },
+                run.target,
+            ),
+            max,
+            2,
         )?;
         writeln!(
             out,
@@ -50,61 +192,64 @@ impl Exporter for TableExporter {
             }
         )?;
         writeln!(out)?;
-        writeln!(
-            out,
-            "  {:>12} {:>9} {:>12} {:>12} {:>12} {:>12} {:>11} {:>9} {:>9}",
-            "IOPS",
-            "MB/s",
-            "lat mean µs",
-            "read µs",
-            "write µs",
-            "stddev µs",
-            "outstanding",
-            "CPU %",
-            "mem %"
-        )?;
-        writeln!(
-            out,
-            "  {:>12.0} {:>9.1} {:>12.1} {:>12.1} {:>12.1} {:>12.1} {:>11} {:>9.1} {:>9.1}",
-            s.all.iops,
-            s.all.mbps,
-            s.all.latency_us.mean,
-            s.read.latency_us.mean,
-            s.write.latency_us.mean,
-            s.all.latency_us.stddev,
+        let mut head = Grid::new(
+            0,
+            &[
+                ("IOPS", false),
+                ("MB/s", false),
+                ("lat mean µs", false),
+                ("read µs", false),
+                ("write µs", false),
+                ("stddev µs", false),
+                ("outstanding", false),
+                ("CPU %", false),
+                ("mem %", false),
+            ],
+        );
+        head.row(vec![
+            f0(s.all.iops),
+            f1(s.all.mbps),
+            f1(s.all.latency_us.mean),
+            f1(s.read.latency_us.mean),
+            f1(s.write.latency_us.mean),
+            f1(s.all.latency_us.stddev),
             format!(
                 "{:.1}/{}",
                 s.outstanding_io.measured_mean, s.outstanding_io.configured
             ),
-            s.cpu.host_pct,
-            s.memory.host_used_pct
-        )?;
+            f1(s.cpu.host_pct),
+            f1(s.memory.host_used_pct),
+        ]);
+        head.print(out, max)?;
         writeln!(out)?;
-        writeln!(
-            out,
-            "  {:<14} {:>12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10}",
-            "latency µs",
-            "IOPS",
-            "MB/s",
-            "mean",
-            "stddev",
-            "p50",
-            "p90",
-            "p95",
-            "p99",
-            "p99.9",
-            "p99.99",
-            "max"
-        )?;
-        lat_row(out, "read", &s.read)?;
-        lat_row(out, "write", &s.write)?;
-        lat_row(out, "all", &s.all)?;
+        // Direction rows are `read`, `write`, `all`; stream rows say `stream NAME`, so a
+        // stream named `read` is never taken for the read direction.
+        let mut lat = Grid::new(
+            1,
+            &[
+                ("latency µs", true),
+                ("IOPS", false),
+                ("MB/s", false),
+                ("mean", false),
+                ("stddev", false),
+                ("p50", false),
+                ("p90", false),
+                ("p95", false),
+                ("p99", false),
+                ("p99.9", false),
+                ("p99.99", false),
+                ("max", false),
+            ],
+        );
+        lat.row(lat_cells("read".into(), &s.read));
+        lat.row(lat_cells("write".into(), &s.write));
+        lat.row(lat_cells("all".into(), &s.all));
         if r.streams.len() > 1 {
             for st in &r.streams {
-                let name: String = st.name.chars().take(14).collect();
-                lat_row(out, &name, &st.all)?;
+                lat.row(lat_cells(format!("stream {}", st.name), &st.all));
             }
         }
+        lat.print(out, max)?;
         writeln!(out)?;
         let measured: Vec<_> = r.intervals.iter().filter(|i| !i.warmup).collect();
         writeln!(
@@ -115,28 +260,37 @@ impl Exporter for TableExporter {
             s.iops_median_interval
         )?;
         if self.intervals {
-            writeln!(
-                out,
-                "  {:>7} {:>8} {:>12} {:>9} {:>10} {:>10}",
-                "t s", "phase", "IOPS", "MB/s", "p50 µs", "p99 µs"
-            )?;
+            let mut g = Grid::new(
+                2,
+                &[
+                    ("t s", false),
+                    ("phase", false),
+                    ("IOPS", false),
+                    ("MB/s", false),
+                    ("p50 µs", false),
+                    ("p99 µs", false),
+                ],
+            );
             for i in &r.intervals {
-                writeln!(
-                    out,
-                    "  {:>7.1} {:>8} {:>12.0} {:>9.1} {:>10.1} {:>10.1}",
-                    i.t_s,
-                    if i.warmup { "warm-up" } else { "measure" },
-                    i.iops,
-                    i.mbps,
-                    i.p50_us,
-                    i.p99_us
-                )?;
+                g.row(vec![
+                    f1(i.t_s),
+                    if i.warmup { "warm-up" } else { "measure" }.into(),
+                    f0(i.iops),
+                    f1(i.mbps),
+                    f1(i.p50_us),
+                    f1(i.p99_us),
+                ]);
             }
+            g.print(out, max)?;
         }
-        writeln!(
+        wrap(
             out,
-            "CPU: iofleet usr {:.1}% sys {:.1}% (of one core), host {:.1}% of all cores; {:.2} µs per I/O (host {:.2} µs)",
-            s.cpu.usr_pct, s.cpu.sys_pct, s.cpu.host_pct, s.cpu.us_per_io, s.cpu.host_us_per_io
+            &format!(
+                "CPU: iofleet usr {:.1}% sys {:.1}% (of one core), host {:.1}% of all cores; {:.2} µs per I/O (host {:.2} µs)",
+                s.cpu.usr_pct, s.cpu.sys_pct, s.cpu.host_pct, s.cpu.us_per_io, s.cpu.host_us_per_io
+            ),
+            max,
+            5,
         )?;
         writeln!(
             out,
@@ -150,16 +304,20 @@ impl Exporter for TableExporter {
             let lag = g.issue_lag_p99_us.map_or(String::new(), |l| {
                 format!(", open-loop issue lag p99 {l:.0} µs")
             });
-            writeln!(
+            wrap(
                 out,
-                "Generator: {} I/O thread{}, {:.0}% busy (busiest {:.0}%), run-queue delay {runq} per I/O{lag}",
-                g.io_threads,
-                if g.io_threads == 1 { "" } else { "s" },
-                g.busy_pct,
-                g.max_busy_pct
+                &format!(
+                    "Generator: {} I/O thread{}, {:.0}% busy (busiest {:.0}%), run-queue delay {runq} per I/O{lag}",
+                    g.io_threads,
+                    if g.io_threads == 1 { "" } else { "s" },
+                    g.busy_pct,
+                    g.max_busy_pct
+                ),
+                max,
+                11,
             )?;
             for w in &g.warnings {
-                writeln!(out, "warning: {w}")?;
+                wrap(out, &format!("warning: {w}"), max, 9)?;
             }
         }
         if let [h] = &r.hosts[..] {
@@ -184,153 +342,230 @@ impl Exporter for TableExporter {
         }
         if r.workers.len() > 1 {
             writeln!(out)?;
-            writeln!(
-                out,
-                "  {:>6} {:<16} {:>12} {:>9} {:>12} {:>12} {:>12} {:>12}",
-                "worker",
-                "host",
-                "IOPS",
-                "MB/s",
-                "read mean",
-                "read p99",
-                "write mean",
-                "write p99"
-            )?;
+            let mut g = Grid::new(
+                2,
+                &[
+                    ("worker", false),
+                    ("host", true),
+                    ("IOPS", false),
+                    ("MB/s", false),
+                    ("read mean", false),
+                    ("read p99", false),
+                    ("write mean", false),
+                    ("write p99", false),
+                ],
+            );
             for w in &r.workers {
-                writeln!(
-                    out,
-                    "  {:>6} {:<16} {:>12.0} {:>9.1} {:>12.1} {:>12.1} {:>12.1} {:>12.1}",
-                    w.worker,
-                    w.host.chars().take(16).collect::<String>(),
-                    w.all.iops,
-                    w.all.mbps,
-                    w.read.latency_us.mean,
-                    w.read.latency_us.p99,
-                    w.write.latency_us.mean,
-                    w.write.latency_us.p99
-                )?;
+                g.row(vec![
+                    w.worker.to_string(),
+                    w.host.clone(),
+                    f0(w.all.iops),
+                    f1(w.all.mbps),
+                    f1(w.read.latency_us.mean),
+                    f1(w.read.latency_us.p99),
+                    f1(w.write.latency_us.mean),
+                    f1(w.write.latency_us.p99),
+                ]);
             }
+            g.print(out, max)?;
         }
         if r.groups.len() > 1 {
             writeln!(out)?;
-            writeln!(
-                out,
-                "  {:<14} {:<22} {:>7} {:>12} {:>9} {:>10} {:>10} {:>10} {:>10}",
-                "group",
-                "profile",
-                "workers",
-                "IOPS",
-                "MB/s",
-                "read mean",
-                "read p99",
-                "write mean",
-                "write p99"
-            )?;
-            for g in &r.groups {
-                writeln!(
-                    out,
-                    "  {:<14} {:<22} {:>7} {:>12.0} {:>9.1} {:>10.1} {:>10.1} {:>10.1} {:>10.1}",
-                    g.name.chars().take(14).collect::<String>(),
-                    g.profile.chars().take(22).collect::<String>(),
-                    g.workers,
-                    g.all.iops,
-                    g.all.mbps,
-                    g.read.latency_us.mean,
-                    g.read.latency_us.p99,
-                    g.write.latency_us.mean,
-                    g.write.latency_us.p99
-                )?;
+            let mut g = Grid::new(
+                1,
+                &[
+                    ("group", true),
+                    ("profile", true),
+                    ("workers", false),
+                    ("IOPS", false),
+                    ("MB/s", false),
+                    ("read mean", false),
+                    ("read p99", false),
+                    ("write mean", false),
+                    ("write p99", false),
+                ],
+            );
+            for x in &r.groups {
+                g.row(vec![
+                    x.name.clone(),
+                    x.profile.clone(),
+                    x.workers.to_string(),
+                    f0(x.all.iops),
+                    f1(x.all.mbps),
+                    f1(x.read.latency_us.mean),
+                    f1(x.read.latency_us.p99),
+                    f1(x.write.latency_us.mean),
+                    f1(x.write.latency_us.p99),
+                ]);
             }
+            g.print(out, max)?;
         }
         if r.hosts.len() > 1 || r.hosts.iter().any(|h| h.lost_at_s.is_some()) {
             writeln!(out)?;
-            writeln!(
-                out,
-                "  {:<16} {:>7} {:>12} {:>9} {:>10} {:>10} {:>10}  state",
-                "host", "workers", "IOPS", "MB/s", "read p99", "write p99", "late ms"
-            )?;
+            let mut g = Grid::new(
+                1,
+                &[
+                    ("host", true),
+                    ("workers", false),
+                    ("IOPS", false),
+                    ("MB/s", false),
+                    ("read p99", false),
+                    ("write p99", false),
+                    ("late ms", false),
+                    ("state", true),
+                ],
+            );
             for h in &r.hosts {
                 let state = match (h.lost_at_s, h.straggler) {
                     (Some(t), _) => format!("LOST at {t:.1} s"),
                     (None, true) => "straggler".to_string(),
                     (None, false) => "ok".to_string(),
                 };
-                writeln!(
-                    out,
-                    "  {:<16} {:>7} {:>12.0} {:>9.1} {:>10.1} {:>10.1} {:>10}  {}",
-                    h.host.chars().take(16).collect::<String>(),
-                    h.workers,
-                    h.all.iops,
-                    h.all.mbps,
-                    h.read.latency_us.p99,
-                    h.write.latency_us.p99,
+                g.row(vec![
+                    h.host.clone(),
+                    h.workers.to_string(),
+                    f0(h.all.iops),
+                    f1(h.all.mbps),
+                    f1(h.read.latency_us.p99),
+                    f1(h.write.latency_us.p99),
                     h.start_late_ms
                         .map_or("-".to_string(), |l| format!("{l:.2}")),
-                    state
-                )?;
+                    state,
+                ]);
             }
-            writeln!(
-                out,
-                "  {:<16} {:>7} {:>12.0} {:>9.1}   start skew {:.2} ms",
-                "total",
-                r.workers.len(),
-                s.all.iops,
-                s.all.mbps,
-                run.start_skew_ms
-            )?;
+            g.row(vec![
+                "total".into(),
+                r.workers.len().to_string(),
+                f0(s.all.iops),
+                f1(s.all.mbps),
+                String::new(),
+                String::new(),
+                String::new(),
+                format!("start skew {:.2} ms", run.start_skew_ms),
+            ]);
+            g.print(out, max)?;
             if r.hosts.iter().any(|h| h.cpu.is_some()) {
                 writeln!(out)?;
-                writeln!(
-                    out,
-                    "  {:<16} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>8}",
-                    "host resources",
-                    "iofleet%",
-                    "host CPU%",
-                    "RSS MiB",
-                    "net rx",
-                    "net tx",
-                    "disk IOPS",
-                    "disk MB/s",
-                    "busy%"
-                )?;
+                let mut g = Grid::new(
+                    1,
+                    &[
+                        ("host resources", true),
+                        ("iofleet%", false),
+                        ("host CPU%", false),
+                        ("RSS MiB", false),
+                        ("net rx", false),
+                        ("net tx", false),
+                        ("disk IOPS", false),
+                        ("disk MB/s", false),
+                        ("busy%", false),
+                    ],
+                );
                 let dash = || "-".to_string();
                 for h in &r.hosts {
                     let cpu = h.cpu.as_ref();
                     let net = h.net.as_ref();
                     let disk = h.disk.as_ref();
-                    writeln!(
-                        out,
-                        "  {:<16} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>8}",
-                        h.host.chars().take(16).collect::<String>(),
-                        cpu.map_or_else(dash, |c| format!("{:.1}", c.usr_pct + c.sys_pct)),
-                        cpu.map_or_else(dash, |c| format!("{:.1}", c.host_pct)),
+                    g.row(vec![
+                        h.host.clone(),
+                        cpu.map_or_else(dash, |c| f1(c.usr_pct + c.sys_pct)),
+                        cpu.map_or_else(dash, |c| f1(c.host_pct)),
                         h.memory
                             .as_ref()
-                            .map_or_else(dash, |m| format!("{:.1}", m.rss_peak_mib)),
+                            .map_or_else(dash, |m| f1(m.rss_peak_mib)),
                         net.map_or_else(dash, |n| format!("{:.2}", n.rx_mbps)),
                         net.map_or_else(dash, |n| format!("{:.2}", n.tx_mbps)),
-                        disk.map_or_else(dash, |d| format!("{:.0}", d.iops)),
-                        disk.map_or_else(dash, |d| format!("{:.1}", d.mbps)),
-                        disk.map_or_else(dash, |d| format!("{:.1}", d.busy_pct)),
-                    )?;
+                        disk.map_or_else(dash, |d| f0(d.iops)),
+                        disk.map_or_else(dash, |d| f1(d.mbps)),
+                        disk.map_or_else(dash, |d| f1(d.busy_pct)),
+                    ]);
                 }
+                g.print(out, max)?;
             }
         }
         let e = &s.errors;
         writeln!(out, "I/O errors: {}", e.count)?;
         for d in &e.first {
-            writeln!(
+            wrap(
                 out,
-                "  t={:.3}s worker {} disk {} thread {} {} offset {} len {}: {} (errno {})",
-                d.t_s, d.worker, d.disk, d.thread, d.op, d.offset, d.len, d.message, d.errno
+                &format!(
+                    "  t={:.3}s worker {} disk {} thread {} {} offset {} len {}: {} (errno {})",
+                    d.t_s, d.worker, d.disk, d.thread, d.op, d.offset, d.len, d.message, d.errno
+                ),
+                max,
+                4,
             )?;
         }
         for f in &e.failed_threads {
-            writeln!(out, "  thread failed: {f}")?;
+            wrap(out, &format!("  thread failed: {f}"), max, 4)?;
         }
         for n in &r.notices {
-            writeln!(out, "note: {n}")?;
+            wrap(out, &format!("note: {n}"), max, 6)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn render(g: &Grid, max: Option<usize>) -> String {
+        let mut v = Vec::new();
+        g.print(&mut v, max).unwrap();
+        String::from_utf8(v).unwrap()
+    }
+
+    fn wide_grid() -> Grid {
+        let heads: Vec<(&'static str, bool)> = std::iter::once(("row", true))
+            .chain(["aaaaaaaaaa"; 14].map(|h| (h, false)))
+            .collect();
+        let mut g = Grid::new(1, &heads);
+        g.row(
+            std::iter::once("first µs".to_string())
+                .chain((0..14).map(|i| format!("{}", i * 1000)))
+                .collect(),
+        );
+        g
+    }
+
+    #[test]
+    fn grid_wraps_into_blocks_that_repeat_the_row_label() {
+        let g = wide_grid();
+        let text = render(&g, Some(WIDTH));
+        let max = text.lines().map(width).max().unwrap();
+        assert!(max <= WIDTH, "{max} columns:\n{text}");
+        let blocks = text.split("\n\n").count();
+        assert_eq!(blocks, 2, "{text}");
+        assert_eq!(text.matches("first µs").count(), 2, "{text}");
+        assert!(text.contains("13000"));
+        // Wide: one header line and one row line.
+        let wide = render(&g, None);
+        assert_eq!(wide.lines().count(), 2, "{wide}");
+        assert!(wide.lines().next().unwrap().chars().count() > WIDTH);
+    }
+
+    #[test]
+    fn columns_align_right_or_left() {
+        let mut g = Grid::new(1, &[("name", true), ("n", false)]);
+        g.row(vec!["a".into(), "1".into()]);
+        g.row(vec!["bbbbbb".into(), "100".into()]);
+        assert_eq!(
+            render(&g, Some(WIDTH)),
+            "  name      n\n  a         1\n  bbbbbb  100\n"
+        );
+    }
+
+    #[test]
+    fn text_wraps_with_a_hanging_indent() {
+        let mut v = Vec::new();
+        let long = format!("note: {}", "word ".repeat(60));
+        wrap(&mut v, &long, Some(40), 6).unwrap();
+        let text = String::from_utf8(v).unwrap();
+        assert!(text.lines().count() > 1);
+        assert!(text.lines().all(|l| width(l) <= 40), "{text}");
+        assert!(text.lines().skip(1).all(|l| l.starts_with("      word")));
+        let mut v = Vec::new();
+        wrap(&mut v, &long, None, 6).unwrap();
+        assert_eq!(String::from_utf8(v).unwrap().lines().count(), 1);
     }
 }
