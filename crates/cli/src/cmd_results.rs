@@ -253,6 +253,6 @@ fn show(store: &Store, query: &str, wide: bool) -> Result<i32, Exit> {
         wide,
     }
     .export(&r.result, &mut out)
-        .map_err(write_err)?;
+    .map_err(write_err)?;
     Ok(0)
 }

@@ -229,7 +229,11 @@ mod tests {
         let mut l = LiveLine::default();
         l.phase(Phase::Prepare, 0.0);
         l.prepare_progress(134_217_728, 268_435_456);
-        assert!(l.text().contains("128.00 MiB of 256.00 MiB"), "{}", l.text());
+        assert!(
+            l.text().contains("128.00 MiB of 256.00 MiB"),
+            "{}",
+            l.text()
+        );
         l.prepare_progress(268_435_456, 268_435_456);
         l.phase(Phase::Warmup, 3.0);
         assert!(l.text().starts_with(" warm-up     0/3 s"), "{}", l.text());

@@ -207,7 +207,14 @@ impl Observer for StoreRecorder {
                     return;
                 }
             }
-            if let Err(e) = self.store.record_interval(&id, snap.row, snap.workers) {
+            if let Err(e) = self
+                .store
+                .record_interval(&id, snap.row, snap.workers)
+                .and_then(|_| {
+                    self.store
+                        .record_usage(&id, snap.row.index, snap.hosts, snap.usage)
+                })
+            {
                 self.fail(e);
             }
         }

@@ -30,12 +30,22 @@ fn easy_run_table_fits_120_columns() {
     for workers in ["1", "3"] {
         let out = table(d.path(), &["easy-run-4k70r", "--workers", workers]);
         assert!(widest(&out) <= 120, "{} columns:\n{out}", widest(&out));
-        for col in ["IOPS", "lat mean µs", "outstanding", "p99.9", "p99.99", "max"] {
+        for col in [
+            "IOPS",
+            "lat mean µs",
+            "outstanding",
+            "p99.9",
+            "p99.99",
+            "max",
+        ] {
             assert!(out.contains(col), "table lacks {col}:\n{out}");
         }
     }
     // The stored run shows the same table.
-    let o = run_in(d.path(), &["results", "show", "latest", "--db", "results.db"]);
+    let o = run_in(
+        d.path(),
+        &["results", "show", "latest", "--db", "results.db"],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let shown = stdout(&o);
     assert!(widest(&shown) <= 120, "{shown}");
@@ -69,8 +79,16 @@ fn stream_rows_are_labelled_as_streams() {
     // One direction row each; the streams of the same names say they are streams.
     assert_eq!(rows("read"), 1, "{out}");
     assert_eq!(rows("write"), 1, "{out}");
-    assert!(out.lines().any(|l| l.trim_start().starts_with("stream read ")), "{out}");
-    assert!(out.lines().any(|l| l.trim_start().starts_with("stream write ")), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.trim_start().starts_with("stream read ")),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.trim_start().starts_with("stream write ")),
+        "{out}"
+    );
 }
 
 #[test]
@@ -91,7 +109,10 @@ fn wide_tables_wrap_into_blocks_unless_wide() {
         .lines()
         .find(|l| l.contains(&format!("stream {long}")))
         .unwrap();
-    assert!(row.split_whitespace().count() >= 13, "every column on one line: {row}");
+    assert!(
+        row.split_whitespace().count() >= 13,
+        "every column on one line: {row}"
+    );
 
     let o = run_in(
         d.path(),

@@ -469,9 +469,7 @@ impl Exporter for TableExporter {
                         h.host.clone(),
                         cpu.map_or_else(dash, |c| f1(c.usr_pct + c.sys_pct)),
                         cpu.map_or_else(dash, |c| f1(c.host_pct)),
-                        h.memory
-                            .as_ref()
-                            .map_or_else(dash, |m| f1(m.rss_peak_mib)),
+                        h.memory.as_ref().map_or_else(dash, |m| f1(m.rss_peak_mib)),
                         net.map_or_else(dash, |n| format!("{:.2}", n.rx_mbps)),
                         net.map_or_else(dash, |n| format!("{:.2}", n.tx_mbps)),
                         disk.map_or_else(dash, |d| f0(d.iops)),

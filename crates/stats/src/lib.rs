@@ -10,11 +10,13 @@ pub mod generator;
 pub mod hist;
 pub mod ops;
 pub mod result;
+pub mod series;
 pub mod summary;
 pub mod usage;
 
 pub use generator::{GenSample, GeneratorSummary};
 pub use hist::{LatencyHist, PackedHist};
 pub use ops::{OpStats, PackedSample, Sample, StreamStats};
+pub use series::Series;
 pub use summary::{LatencySummary, OpSummary};
 pub use usage::{HostResources, HostUsage};

@@ -254,6 +254,7 @@ impl Store {
         }
         let tx = self.conn.transaction()?;
         tx.execute("DELETE FROM samples WHERE run_id = ?1", [id])?;
+        tx.execute("DELETE FROM host_usage WHERE run_id = ?1", [id])?;
         tx.execute("DELETE FROM intervals WHERE run_id = ?1", [id])?;
         tx.execute("DELETE FROM labels WHERE run_id = ?1", [id])?;
         tx.execute("DELETE FROM run_workers WHERE run_id = ?1", [id])?;

@@ -9,12 +9,14 @@
 //! (CPU, memory, error details, configured outstanding I/O) come from the stored final
 //! result when there is one, and are zero with a notice otherwise.
 
+use std::collections::BTreeMap;
+
 use iofleet_stats::result::{
     is_straggler, ErrorSummary, GroupSummary, HostSummary, IntervalRow, Outstanding, RunInfo,
     RunResult, RunSummary, StreamSummary, WorkerSummary, SCHEMA_VERSION,
 };
 use iofleet_stats::summary::median;
-use iofleet_stats::{LatencyHist, OpStats, OpSummary, Sample};
+use iofleet_stats::{HostUsage, LatencyHist, OpStats, OpSummary, Sample, Series};
 
 use crate::read::{RunMeta, RunStatus};
 use crate::{Environment, Store, StoreError};
@@ -31,6 +33,10 @@ pub struct Analysis {
     pub write_hist: LatencyHist,
     /// Whether a final result had been stored (false for killed runs).
     pub has_final: bool,
+    /// Per host, in the order of `result.hosts`: its interval rows and CPU over time.
+    pub host_series: Vec<Series>,
+    /// Per worker group, in the order of `result.groups`: its interval rows.
+    pub group_series: Vec<Series>,
 }
 
 struct StoredInterval {
@@ -121,6 +127,31 @@ impl Store {
             rows.collect::<Result<_, _>>()?
         };
 
+        // Parts of the fleet over time: each interval's worker samples are also merged
+        // per host and per group, with the same `+=` and the same row function.
+        let n_known = hosts.len();
+        let host_names = host_order(&hosts, stored.as_ref());
+        let worker_host: Vec<usize> = hosts
+            .iter()
+            .map(|h| host_names.iter().position(|n| n == h).expect("named"))
+            .collect();
+        let ranges = group_ranges(&info.plan, stored.as_ref(), n_known);
+        let usage = self.host_usage(id)?;
+        let mut host_series: Vec<Series> = host_names
+            .iter()
+            .map(|n| Series {
+                name: n.clone(),
+                ..Default::default()
+            })
+            .collect();
+        let mut group_series: Vec<Series> = ranges
+            .iter()
+            .map(|g| Series {
+                name: g.0.clone(),
+                ..Default::default()
+            })
+            .collect();
+
         let n_streams = stream_names.len();
         let mut worker_totals: Vec<Sample> = vec![Sample::new(n_streams); hosts.len()];
         let mut rows = Vec::with_capacity(intervals.len());
@@ -188,6 +219,28 @@ impl Store {
                 }
                 sample.streams[s].read += &ops.read;
                 sample.streams[s].write += &ops.write;
+            }
+            let mut per_host = vec![Sample::new(n_streams); host_series.len()];
+            for (w, sample) in per_worker.iter().enumerate() {
+                if let Some(&h) = worker_host.get(w) {
+                    per_host[h] += sample;
+                }
+            }
+            for ((series, sample), name) in host_series.iter_mut().zip(&per_host).zip(&host_names) {
+                series.rows.push(interval_row(iv, sample));
+                series.cpu.push(
+                    usage
+                        .get(&(iv.idx, name.clone()))
+                        .and_then(HostUsage::summary)
+                        .map(|r| r.cpu),
+                );
+            }
+            for (series, (_, _, first, n)) in group_series.iter_mut().zip(&ranges) {
+                let mut g = Sample::new(n_streams);
+                for w in per_worker.iter().skip(*first as usize).take(*n as usize) {
+                    g += w;
+                }
+                series.rows.push(interval_row(iv, &g));
             }
             let mut fleet = Sample::new(n_streams);
             per_worker.iter().for_each(|w| fleet += w);
@@ -330,20 +383,58 @@ impl Store {
             read_hist: read.hist,
             write_hist: write.hist,
             has_final: stored.is_some(),
+            host_series,
+            group_series,
         })
+    }
+
+    /// What each host spent per interval, keyed by (interval, host).
+    fn host_usage(&self, id: &str) -> Result<BTreeMap<(u32, String), HostUsage>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare("SELECT idx, host, usage FROM host_usage WHERE run_id = ?1")?;
+        let rows = st.query_map([id], |r| {
+            Ok((
+                r.get::<_, u32>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+            ))
+        })?;
+        let mut out = BTreeMap::new();
+        for row in rows {
+            let (idx, host, text) = row?;
+            let u: HostUsage = serde_json::from_str(&text).map_err(|e| StoreError::Corrupt {
+                id: id.into(),
+                detail: format!("host usage of interval {idx} on {host}: {e}"),
+            })?;
+            out.insert((idx, host), u);
+        }
+        Ok(out)
     }
 }
 
-/// Per-group figures from the per-worker totals. Group ranges come from the stored
-/// result, else from the recorded plan (its `groups` when there are several, else one
-/// group of every worker).
-fn group_summaries(
+/// Host names in the order of the stored result, then in order of first appearance.
+fn host_order(hosts: &[String], stored: Option<&RunResult>) -> Vec<String> {
+    let mut names: Vec<String> = stored
+        .map(|r| r.hosts.iter().map(|h| h.host.clone()).collect())
+        .unwrap_or_default();
+    for h in hosts {
+        if !names.contains(h) {
+            names.push(h.clone());
+        }
+    }
+    names
+}
+
+/// Worker groups as (name, profile, first worker, workers): from the stored result,
+/// else from the recorded plan (its `groups` when there are several, else one group of
+/// all `n_workers` workers).
+fn group_ranges(
     plan: &serde_json::Value,
     stored: Option<&RunResult>,
-    worker_totals: &[Sample],
-    elapsed_s: f64,
-) -> Vec<GroupSummary> {
-    let ranges: Vec<(String, String, u32, u32)> = match stored {
+    n_workers: usize,
+) -> Vec<(String, String, u32, u32)> {
+    match stored {
         Some(r) if !r.groups.is_empty() => r
             .groups
             .iter()
@@ -362,10 +453,20 @@ fn group_summaries(
                 .collect(),
             None => {
                 let name = plan["name"].as_str().unwrap_or("").to_string();
-                vec![(name.clone(), name, 0, worker_totals.len() as u32)]
+                vec![(name.clone(), name, 0, n_workers as u32)]
             }
         },
-    };
+    }
+}
+
+/// Per-group figures from the per-worker totals, over the groups of `group_ranges`.
+fn group_summaries(
+    plan: &serde_json::Value,
+    stored: Option<&RunResult>,
+    worker_totals: &[Sample],
+    elapsed_s: f64,
+) -> Vec<GroupSummary> {
+    let ranges = group_ranges(plan, stored, worker_totals.len());
     let n_streams = worker_totals.first().map_or(0, |s| s.streams.len());
     ranges
         .into_iter()
@@ -396,14 +497,7 @@ fn host_summaries(
     stored: Option<&RunResult>,
     elapsed_s: f64,
 ) -> Vec<HostSummary> {
-    let mut names: Vec<String> = stored
-        .map(|r| r.hosts.iter().map(|h| h.host.clone()).collect())
-        .unwrap_or_default();
-    for h in hosts.iter().take(worker_totals.len()) {
-        if !names.contains(h) {
-            names.push(h.clone());
-        }
-    }
+    let names = host_order(&hosts[..worker_totals.len().min(hosts.len())], stored);
     let n_streams = worker_totals.first().map_or(0, |s| s.streams.len());
     let mut totals = vec![Sample::new(n_streams); names.len()];
     let mut workers = vec![0u32; names.len()];

@@ -78,6 +78,17 @@ pub const MIGRATIONS: &[&str] = &[
     ALTER TABLE runs ADD COLUMN recorder_start_ticks INTEGER;
     CREATE INDEX labels_by_key_value ON labels(key, value);
     ",
+    // 3: what each host spent per interval (CPU, memory, network, devices), as raw
+    // amounts (`HostUsage` JSON), for the report's per-host figures over time.
+    "
+    CREATE TABLE host_usage (
+        run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        idx    INTEGER NOT NULL,
+        host   TEXT NOT NULL,
+        usage  TEXT NOT NULL,
+        PRIMARY KEY (run_id, idx, host)
+    );
+    ",
 ];
 
 /// The schema version this build writes.

@@ -1,13 +1,14 @@
 //! The write path, used while a run happens: `begin_run` creates the run as `running`,
 //! `record_interval` commits one interval (its row and every worker's per-stream raw
-//! counters and histograms) in one transaction, `finish_run` stores the final result and
+//! counters and histograms) in one transaction, `record_usage` adds what each host spent
+//! in it, `finish_run` stores the final result and
 //! marks the run `complete` or `interrupted`. Nothing is buffered across intervals, so a
 //! killed process loses at most the interval it was writing.
 
 use std::collections::BTreeMap;
 
 use iofleet_stats::result::{IntervalRow, RunInfo, RunResult};
-use iofleet_stats::{OpStats, Sample};
+use iofleet_stats::{HostUsage, OpStats, Sample};
 use rusqlite::{params, OptionalExtension};
 
 use crate::env::Environment;
@@ -172,6 +173,31 @@ impl Store {
                         wr.latency_sq_sum_ns2.to_le_bytes().to_vec(),
                         hist_blob(wr),
                     ])?;
+                }
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Commit what each host spent during interval `idx` (hosts that did not report
+    /// are left out). Kept apart from `record_interval`: usage is an extra the report
+    /// draws, never an input to the recomputed figures.
+    pub fn record_usage(
+        &mut self,
+        id: &str,
+        idx: u32,
+        hosts: &[String],
+        usage: &[Option<HostUsage>],
+    ) -> Result<(), StoreError> {
+        let tx = self.conn.transaction()?;
+        {
+            let mut ins = tx.prepare_cached(
+                "INSERT OR REPLACE INTO host_usage (run_id, idx, host, usage) VALUES (?1, ?2, ?3, ?4)",
+            )?;
+            for (host, u) in hosts.iter().zip(usage) {
+                if let Some(u) = u {
+                    ins.execute(params![id, idx, host, serde_json::to_string(u)?])?;
                 }
             }
         }

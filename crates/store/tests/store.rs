@@ -277,7 +277,10 @@ fn version_1_store_is_migrated() {
         .unwrap();
     }
     let store = Store::open(&db).unwrap();
-    assert_eq!(store.schema_version().unwrap(), 2);
+    assert_eq!(
+        store.schema_version().unwrap(),
+        iofleet_store::LATEST_VERSION
+    );
     let list = store.list(&ListFilter::default()).unwrap();
     assert_eq!(list.len(), 1);
     // A v1 run has no recorder: left 'running', it shows as incomplete.
@@ -382,4 +385,72 @@ fn default_path_follows_xdg() {
         "{}",
         p.display()
     );
+}
+
+#[test]
+fn hosts_and_groups_over_time_add_up_to_the_fleet() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("r.db")).unwrap();
+    let labels = BTreeMap::new();
+    let info = info("synthetic", 3);
+    let env = environment("0.1.0", "none");
+    let id = store
+        .begin_run(&NewRun {
+            name: None,
+            labels: &labels,
+            info: &info,
+            environment: &env,
+        })
+        .unwrap();
+    let hosts = ["h1".to_string(), "h2".to_string()];
+    store.set_worker_hosts(&id, &hosts, &[0, 0, 1]).unwrap();
+    let data = synthetic(3, 4, 7);
+    for (row, samples) in &data {
+        store.record_interval(&id, row, samples).unwrap();
+        // h1 reports what it spent; h2 does not (a host that sends no usage).
+        let used = iofleet_stats::HostUsage {
+            wall_s: 0.25,
+            proc_usr_s: 0.05,
+            host_busy_s: 0.1,
+            host_total_s: 0.5,
+            ..Default::default()
+        };
+        store
+            .record_usage(&id, row.index, &hosts, &[Some(used), None])
+            .unwrap();
+    }
+    let a = store.analyze(&id).unwrap();
+    let names: Vec<&str> = a.host_series.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["h1", "h2"]);
+    for (k, fleet_row) in a.result.intervals.iter().enumerate() {
+        let (h1, h2) = (&a.host_series[0].rows[k], &a.host_series[1].rows[k]);
+        assert_eq!(h1.ios + h2.ios, fleet_row.ios, "interval {k}");
+        let mut expect = Sample::new(2);
+        data[k].1[2..].iter().for_each(|s| expect += s);
+        assert_eq!(h2.ios, expect.ios());
+        let cpu = a.host_series[0].cpu[k].as_ref().expect("h1 reported");
+        assert!((cpu.usr_pct - 20.0).abs() < 1e-9 && (cpu.host_pct - 20.0).abs() < 1e-9);
+        assert!(a.host_series[1].cpu[k].is_none(), "h2 reported nothing");
+    }
+    // One profile: one group of every worker, the fleet's own rows.
+    assert_eq!(a.group_series.len(), 1);
+    assert_eq!(
+        a.group_series[0].rows,
+        a.result
+            .intervals
+            .iter()
+            .map(|r| IntervalRow {
+                generator: None,
+                ..r.clone()
+            })
+            .collect::<Vec<_>>()
+    );
+    // Deleting the run deletes its usage too.
+    store.finish_run(&id, &fake_final(info)).unwrap();
+    store.delete(&id).unwrap();
+    let conn = rusqlite::Connection::open(dir.path().join("r.db")).unwrap();
+    let left: i64 = conn
+        .query_row("SELECT COUNT(*) FROM host_usage", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(left, 0);
 }
