@@ -89,6 +89,8 @@ pub fn load_run(store: &Store, query: &str) -> Result<RunData, Exit> {
         result: a.result,
         read_hist: a.read_hist,
         write_hist: a.write_hist,
+        host_series: a.host_series,
+        group_series: a.group_series,
     })
 }
 

@@ -1,19 +1,27 @@
 //! The HTML report: one self-contained file (inline CSS, inline SVG charts from
 //! `charts`, one small inline script) that opens anywhere without a network: no external
-//! scripts, fonts, images or links. It shows run metadata and environment, the
-//! multi-configuration summary, comparison bars against the baseline, IOPS, MB/s and
-//! latency over time, the latency distribution, per-worker (and per-host) spread,
-//! percentile tables and notices.
+//! scripts, fonts, images or links. It shows the runs and the workload each ran (fleet
+//! shape, streams, engine, target), the environment, the multi-configuration summary,
+//! comparison bars against the baseline, IOPS, MB/s, latency and CPU over time, the
+//! latency distribution with a histogram per run, per-worker and per-host spread, a
+//! section per host (IOPS, p99 and CPU over time) and per worker group, percentile
+//! tables and notices.
+//!
+//! Layout: legends are HTML next to each chart, never drawn over the plot; tables wrap
+//! their text cells so the page fits a 1400 px wide window without sideways scrolling.
 //!
 //! The inline script only checks the page: it counts the charts that rendered with
-//! visible marks and writes the count into `#chart-check`, so a headless browser (and a
-//! reader) can tell every chart drew.
+//! visible marks and writes the count into `#chart-check`, and writes into
+//! `#layout-check` how wide the page is against the window, how many tables or charts
+//! stick out of it and how many legends overlap their plot, so a headless browser (and
+//! a reader) can tell every chart drew and the layout holds.
 
 use std::fmt::Write as _;
 
+use iofleet_profile::{BlockSizes, GroupPlan, Plan};
 use iofleet_stats::OpSummary;
 
-use crate::charts::{self, run_color_css, Chart, ChartError};
+use crate::charts::{self, run_color_css, Chart, ChartError, Mark};
 use crate::compare::{default_metrics, fmt_change, fmt_value, Comparison, Metric, Unit};
 use crate::RunData;
 
@@ -41,8 +49,11 @@ header p { margin: 0; color: #cbd5e1; }
 main { padding: 16px 32px 40px 32px; }
 section { background: #fff; border: 1px solid #e5e7eb; border-radius: 8px; padding: 12px 20px; margin: 16px 0; }
 h2 { font-size: 19px; margin: 6px 0 10px 0; }
-table { border-collapse: collapse; font-size: 13px; margin: 6px 0 10px 0; }
-th, td { border-bottom: 1px solid #e5e7eb; padding: 4px 10px; text-align: right; white-space: nowrap; }
+table { border-collapse: collapse; font-size: 13px; margin: 6px 0 10px 0; max-width: 100%; }
+th, td { border-bottom: 1px solid #e5e7eb; padding: 4px 8px; text-align: right; }
+td { white-space: nowrap; }
+td.l, td.w { white-space: normal; overflow-wrap: anywhere; }
+td:first-child { white-space: nowrap; }
 th { background: #f3f4f6; font-weight: 600; }
 td.l, th.l { text-align: left; }
 .swatch { display: inline-block; width: 11px; height: 11px; border-radius: 2px; margin-right: 6px; vertical-align: -1px; }
@@ -53,7 +64,14 @@ td.l, th.l { text-align: left; }
 figure.chart { margin: 8px 0 18px 0; }
 figure.chart figcaption { font-size: 13px; color: #4b5563; margin-top: 4px; }
 svg.plot { width: 100%; height: auto; display: block; }
-.scroll { overflow-x: auto; }
+ul.legend { list-style: none; display: flex; flex-wrap: wrap; gap: 4px 18px; padding: 0; margin: 6px 0 0 0; font-size: 13px; }
+ul.legend li { display: flex; align-items: center; }
+.mark { display: inline-block; margin-right: 6px; flex: none; }
+.mark.line { width: 22px; border-top: 3px solid var(--c); }
+.mark.dashed { width: 22px; border-top: 3px dashed var(--c); }
+.mark.box { width: 12px; height: 12px; background: var(--c); }
+.mark.lightbox { width: 12px; height: 12px; background: var(--c); opacity: 0.45; }
+.part { margin: 10px 0 4px 0; }
 footer { font-size: 12px; color: #6b7280; padding: 0 32px 24px 32px; }
 "#;
 
@@ -82,6 +100,30 @@ const CHECK_SCRIPT: &str = r##"
   out.setAttribute("data-rendered", String(rendered));
   out.setAttribute("data-expected", String(figures.length));
   out.textContent = rendered + " of " + figures.length + " charts rendered";
+
+  // Layout: nothing wider than the window, legends clear of their plots.
+  var doc = document.documentElement;
+  var view = doc.clientWidth;
+  var sticking = 0;
+  document.querySelectorAll("table, figure, svg, ul.legend, section").forEach(function (e) {
+    var r = e.getBoundingClientRect();
+    if (r.right > view + 0.5 || e.scrollWidth > e.clientWidth + 1 && e.tagName !== "svg") { sticking++; }
+  });
+  var overlaps = 0, legends = 0;
+  figures.forEach(function (f) {
+    var svg = f.querySelector("svg"), legend = f.querySelector("ul.legend");
+    if (!svg || !legend) { return; }
+    legends++;
+    var a = svg.getBoundingClientRect(), b = legend.getBoundingClientRect();
+    if (a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom) { overlaps++; }
+  });
+  var layout = document.getElementById("layout-check");
+  layout.setAttribute("data-page-width", String(doc.scrollWidth));
+  layout.setAttribute("data-window-width", String(view));
+  layout.setAttribute("data-sticking-out", String(sticking));
+  layout.setAttribute("data-legends", String(legends));
+  layout.setAttribute("data-legend-overlaps", String(overlaps));
+  layout.textContent = "page " + doc.scrollWidth + " px wide in a " + view + " px window";
 })();
 "##;
 
@@ -173,14 +215,138 @@ fn lat_row(h: &mut String, label: &str, s: &OpSummary) {
     );
 }
 
+fn legend_html(c: &Chart) -> String {
+    let mut h = String::from("<ul class=\"legend\">");
+    for e in &c.legend {
+        let class = match e.mark {
+            Mark::Line => "line",
+            Mark::Dashed => "dashed",
+            Mark::Box => "box",
+            Mark::LightBox => "lightbox",
+        };
+        let _ = write!(
+            h,
+            "<li><span class=\"mark {class}\" style=\"--c:{}\"></span>{}</li>",
+            escape(&e.color),
+            escape(&e.label)
+        );
+    }
+    h.push_str("</ul>");
+    h
+}
+
 fn figure(h: &mut String, c: &Chart) {
     let _ = writeln!(
         h,
-        "<figure class=\"chart\" id=\"{}\">\n{}\n<figcaption>{}</figcaption>\n</figure>",
+        "<figure class=\"chart\" id=\"{}\">\n{}\n{}\n<figcaption>{}</figcaption>\n</figure>",
         c.id,
         c.svg,
+        legend_html(c),
         escape(&c.caption)
     );
+}
+
+/// A block-size distribution: `4k`, or `512 10%, 4k 60%, …` by share of I/Os.
+fn bs_text(bs: &BlockSizes) -> String {
+    if let [(size, _)] = &bs.entries[..] {
+        return size.to_string();
+    }
+    let total: u64 = bs.entries.iter().map(|e| e.1 as u64).sum::<u64>().max(1);
+    bs.entries
+        .iter()
+        .map(|(size, w)| format!("{size} {}%", trim_num(*w as f64 * 100.0 / total as f64)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Seconds with up to two decimals: 60, 0.25, 1.5.
+fn secs(v: f64) -> String {
+    let s = format!("{v:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+fn trim_num(v: f64) -> String {
+    let s = format!("{v:.1}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// The plan of a run as (group name, plan) pairs: the groups of a multi-group run,
+/// else the run's one plan; empty when the stored plan cannot be read.
+fn run_plans(plan: &serde_json::Value) -> Vec<(Option<String>, Plan)> {
+    if let Some(groups) = plan
+        .get("groups")
+        .and_then(|g| serde_json::from_value::<Vec<GroupPlan>>(g.clone()).ok())
+        .filter(|g| g.len() > 1)
+    {
+        return groups.into_iter().map(|g| (Some(g.name), g.plan)).collect();
+    }
+    serde_json::from_value::<Plan>(plan.clone())
+        .map(|p| vec![(None, p)])
+        .unwrap_or_default()
+}
+
+/// The workload table: one row per stream of each run (and group), with the fleet
+/// shape on the stream's first row.
+fn workload_table(h: &mut String, runs: &[RunData]) {
+    h.push_str("<h2>Workload</h2><table id=\"workload\">\n<tr><th class=\"l\">#</th><th class=\"l\">group / profile</th><th>workers</th><th>disks per worker</th><th>disk size</th><th>threads per disk</th><th>qd per thread</th><th class=\"l\">stream</th><th class=\"l\">block sizes</th><th>read %</th><th>random %</th><th>rate IOPS per worker</th><th class=\"l\">engine</th><th class=\"l\">target</th></tr>\n");
+    for (i, r) in runs.iter().enumerate() {
+        let run = &r.result.run;
+        let engine = format!(
+            "{}{}",
+            run.engine,
+            if run.direct { ", direct I/O" } else { ", buffered" }
+        );
+        let plans = run_plans(&run.plan);
+        if plans.is_empty() {
+            let _ = writeln!(
+                h,
+                "<tr><td class=\"l\">{}{}</td><td class=\"l\">{}</td><td colspan=\"10\" class=\"l\">– (the stored plan could not be read)</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
+                swatch(i),
+                i + 1,
+                escape(&run.profile),
+                escape(&engine),
+                escape(&run.target)
+            );
+            continue;
+        }
+        let mut first_of_run = true;
+        for (group, plan) in &plans {
+            let f = &plan.fleet;
+            let who = match group {
+                Some(g) => format!("{g}: {}", plan.name),
+                None => plan.name.clone(),
+            };
+            for (k, st) in plan.streams.iter().enumerate() {
+                let first = k == 0;
+                let cell = |v: String| if first { v } else { String::new() };
+                let qd = match st.qd {
+                    Some(q) if st.rate_iops.is_some() => format!("{} (stream {q})", f.qd),
+                    _ => f.qd.to_string(),
+                };
+                let rate = st.rate_iops.or(plan.timing.rate_iops);
+                let _ = writeln!(
+                    h,
+                    "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"w\">{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
+                    if first_of_run { format!("{}{}", swatch(i), i + 1) } else { String::new() },
+                    cell(escape(&who)),
+                    cell(f.workers.to_string()),
+                    cell(f.disks_per_worker.to_string()),
+                    cell(f.disk_size.to_string()),
+                    cell(f.threads_per_disk.to_string()),
+                    cell(escape(&qd)),
+                    escape(&st.name),
+                    escape(&bs_text(&st.bs)),
+                    trim_num(st.read_pct),
+                    trim_num(st.random_pct),
+                    rate.map_or("–".into(), |r| fmt_value(r, Unit::Iops)),
+                    if first_of_run { escape(&engine) } else { String::new() },
+                    if first_of_run { escape(&run.target) } else { String::new() },
+                );
+                first_of_run = false;
+            }
+        }
+    }
+    h.push_str("</table>\n");
 }
 
 /// The charts of a report over `runs`, in page order.
@@ -192,14 +358,134 @@ pub fn charts_for(runs: &[RunData], baseline: usize) -> Result<Vec<Chart>, Chart
     out.push(charts::throughput_over_time(runs, false)?);
     out.push(charts::throughput_over_time(runs, true)?);
     out.push(charts::latency_over_time(runs)?);
+    if charts::has_cpu_series(runs) {
+        out.push(charts::cpu_over_time(runs)?);
+    }
     out.push(charts::latency_percentiles(runs)?);
+    for (i, r) in runs.iter().enumerate() {
+        if r.read_hist.count() + r.write_hist.count() > 0 {
+            out.push(charts::latency_histogram(r, i)?);
+        }
+    }
     out.push(charts::worker_spread(runs)?);
     if charts::hosts(runs).len() > 1 {
         out.push(charts::host_spread(runs)?);
     }
+    for (k, host) in charts::hosts(runs).iter().enumerate() {
+        if runs
+            .iter()
+            .any(|r| r.host_series.iter().any(|s| &s.name == host))
+        {
+            out.push(charts::host_over_time(runs, k, host)?);
+        }
+    }
+    if has_groups(runs) {
+        for (k, g) in charts::groups(runs).iter().enumerate() {
+            out.push(charts::group_over_time(runs, k, g)?);
+        }
+    }
     Ok(out)
 }
 
+/// Whether any run has several worker groups (a group section would otherwise repeat
+/// the fleet's own figures).
+fn has_groups(runs: &[RunData]) -> bool {
+    runs.iter().any(|r| r.result.groups.len() > 1)
+}
+
+fn opt(v: Option<f64>, digits: usize) -> String {
+    v.map_or("–".into(), |v| format!("{v:.digits$}"))
+}
+
+fn hosts_section(h: &mut String, runs: &[RunData], charts: &[Chart]) {
+    let chart = |id: &str| charts.iter().find(|c| c.id == id);
+    h.push_str("<section id=\"hosts\"><h2>Hosts</h2>\n<table id=\"host-table\">\n<tr><th class=\"l\">host</th><th class=\"l\">#</th><th>workers</th><th>IOPS</th><th>MB/s</th><th>read p99 µs</th><th>write p99 µs</th><th>iofleet CPU % of one core</th><th>host CPU %</th><th>RSS MiB</th><th>start late ms</th><th class=\"l\">state</th></tr>\n");
+    for host in charts::hosts(runs) {
+        for (i, r) in runs.iter().enumerate() {
+            let Some(x) = r.result.hosts.iter().find(|x| x.host == host) else {
+                continue;
+            };
+            let state = match (x.lost_at_s, x.straggler) {
+                (Some(t), _) => format!("<span class=\"warn\">lost at {t:.1} s</span>"),
+                (None, true) => "<span class=\"warn\">straggler</span>".into(),
+                (None, false) => "ok".into(),
+            };
+            let _ = writeln!(
+                h,
+                "<tr><td class=\"l\">{}</td><td class=\"l\">{}{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{state}</td></tr>",
+                escape(&host),
+                swatch(i),
+                i + 1,
+                x.workers,
+                fmt_value(x.all.iops, Unit::Iops),
+                x.all.mbps,
+                fmt_value(x.read.latency_us.p99, Unit::Micros),
+                fmt_value(x.write.latency_us.p99, Unit::Micros),
+                opt(x.cpu.as_ref().map(|c| c.usr_pct + c.sys_pct), 1),
+                opt(x.cpu.as_ref().map(|c| c.host_pct), 1),
+                opt(x.memory.as_ref().map(|m| m.rss_peak_mib), 1),
+                opt(x.start_late_ms, 2),
+            );
+        }
+    }
+    h.push_str("</table>\n");
+    for (k, host) in charts::hosts(runs).iter().enumerate() {
+        if let Some(c) = chart(&format!("host-{}", k + 1)) {
+            let _ = writeln!(
+                h,
+                "<div class=\"part host\" data-host=\"{}\"><h3>Host {}</h3>",
+                escape(host),
+                escape(host)
+            );
+            figure(h, c);
+            h.push_str("</div>\n");
+        }
+    }
+    h.push_str("</section>\n");
+}
+
+fn groups_section(h: &mut String, runs: &[RunData], charts: &[Chart]) {
+    let chart = |id: &str| charts.iter().find(|c| c.id == id);
+    h.push_str("<section id=\"groups\"><h2>Worker groups</h2>\n<table id=\"group-table\">\n<tr><th class=\"l\">group</th><th class=\"l\">#</th><th class=\"l\">profile</th><th>workers</th><th>IOPS</th><th>MB/s</th><th>read mean µs</th><th>read p99 µs</th><th>write mean µs</th><th>write p99 µs</th></tr>\n");
+    let names = charts::groups(runs);
+    for g in &names {
+        for (i, r) in runs.iter().enumerate() {
+            let Some(x) = r.result.groups.iter().find(|x| &x.name == g) else {
+                continue;
+            };
+            let us = |v: f64| fmt_value(v, Unit::Micros);
+            let _ = writeln!(
+                h,
+                "<tr><td class=\"l\">{}</td><td class=\"l\">{}{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                escape(g),
+                swatch(i),
+                i + 1,
+                escape(&x.profile),
+                x.workers,
+                fmt_value(x.all.iops, Unit::Iops),
+                x.all.mbps,
+                us(x.read.latency_us.mean),
+                us(x.read.latency_us.p99),
+                us(x.write.latency_us.mean),
+                us(x.write.latency_us.p99),
+            );
+        }
+    }
+    h.push_str("</table>\n");
+    for (k, g) in names.iter().enumerate() {
+        if let Some(c) = chart(&format!("group-{}", k + 1)) {
+            let _ = writeln!(
+                h,
+                "<div class=\"part group\" data-group=\"{}\"><h3>Group {}</h3>",
+                escape(g),
+                escape(g)
+            );
+            figure(h, c);
+            h.push_str("</div>\n");
+        }
+    }
+    h.push_str("</section>\n");
+}
 /// The whole report page. `generated_at` is shown in the header.
 pub fn report(
     runs: &[RunData],
@@ -228,8 +514,8 @@ pub fn report(
         charts.len()
     );
 
-    // Runs and environment.
-    h.push_str("<section id=\"runs\"><h2>Runs</h2><div class=\"scroll\"><table>\n<tr><th class=\"l\">#</th><th class=\"l\">run</th><th class=\"l\">name</th><th class=\"l\">labels</th><th class=\"l\">profile</th><th class=\"l\">engine</th><th class=\"l\">status</th><th class=\"l\">started (UTC)</th><th>measured s</th><th>warm-up s</th><th>interval s</th><th>workers</th><th class=\"l\">target</th></tr>\n");
+    // Runs, the workload each ran, and the environment.
+    h.push_str("<section id=\"runs\"><h2>Runs</h2><table id=\"runs-table\">\n<tr><th class=\"l\">#</th><th class=\"l\">run</th><th class=\"l\">name</th><th class=\"l\">labels</th><th class=\"l\">profile</th><th class=\"l\">status</th><th class=\"l\">started (UTC)</th><th>measured s</th><th>warm-up s</th><th>interval s</th><th>workers</th><th>hosts</th></tr>\n");
     for (i, r) in runs.iter().enumerate() {
         let run = &r.result.run;
         let status = if r.status == "complete" {
@@ -239,7 +525,7 @@ pub fn report(
         };
         let _ = writeln!(
             h,
-            "<tr><td class=\"l\">{}{}{}</td><td class=\"l\"><code>{}</code></td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{:.1}</td><td>{:.1}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td></tr>",
+            "<tr><td class=\"l\">{}{}{}</td><td class=\"l\"><code>{}</code></td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             swatch(i),
             i + 1,
             if i == baseline { " <span class=\"base\">(baseline)</span>" } else { "" },
@@ -247,17 +533,18 @@ pub fn report(
             escape(&r.name),
             escape(&r.labels_text()),
             escape(&run.profile),
-            escape(&run.engine),
             status,
             escape(&run.started_at),
-            run.duration_s,
-            run.warmup_s,
-            run.interval_s,
+            secs(run.duration_s),
+            secs(run.warmup_s),
+            secs(run.interval_s),
             r.result.workers.len(),
-            escape(&run.target)
+            r.result.hosts.len().max(1),
         );
     }
-    h.push_str("</table></div>\n<h2>Environment</h2><div class=\"scroll\"><table>\n<tr><th class=\"l\">#</th><th class=\"l\">iofleet</th><th class=\"l\">host</th><th class=\"l\">kernel</th><th class=\"l\">CPU</th><th>cores</th><th>memory GiB</th><th class=\"l\">filesystem / devices</th></tr>\n");
+    h.push_str("</table>\n");
+    workload_table(&mut h, runs);
+    h.push_str("<h2>Environment</h2><table>\n<tr><th class=\"l\">#</th><th class=\"l\">iofleet</th><th class=\"l\">host</th><th class=\"l\">kernel</th><th class=\"l\">CPU</th><th>cores</th><th>memory GiB</th><th class=\"l\">filesystem / devices</th></tr>\n");
     for (i, r) in runs.iter().enumerate() {
         let e = &r.environment;
         let mem = e
@@ -279,10 +566,10 @@ pub fn report(
             escape(&fs_text(e))
         );
     }
-    h.push_str("</table></div></section>\n");
+    h.push_str("</table></section>\n");
 
     // Summary: the columns practitioners publish.
-    h.push_str("<section id=\"summary\"><h2>Summary</h2><div class=\"scroll\"><table>\n<tr><th class=\"l\">#</th><th class=\"l\">configuration</th><th>IOPS</th><th>change</th><th>MB/s</th><th>latency mean µs</th><th>read µs</th><th>write µs</th><th>stddev µs</th><th>outstanding I/O</th><th>CPU %</th><th>memory %</th><th>IOPS median interval</th><th>I/O errors</th></tr>\n");
+    h.push_str("<section id=\"summary\"><h2>Summary</h2><table>\n<tr><th class=\"l\">#</th><th class=\"l\">configuration</th><th>IOPS</th><th>change</th><th>MB/s</th><th>latency mean µs</th><th>read µs</th><th>write µs</th><th>stddev µs</th><th>outstanding I/O</th><th>CPU %</th><th>memory %</th><th>IOPS median interval</th><th>I/O errors</th></tr>\n");
     let iops = Metric::parse("iops").expect("iops");
     for row in cmp.config_rows() {
         let s = &row.result.summary;
@@ -311,7 +598,7 @@ pub fn report(
             s.errors.count
         );
     }
-    h.push_str("</table></div></section>\n");
+    h.push_str("</table></section>\n");
 
     // Comparison against the baseline.
     if runs.len() > 1 {
@@ -319,7 +606,7 @@ pub fn report(
         if let Some(c) = chart("compare-bars") {
             figure(&mut h, c);
         }
-        h.push_str("<div class=\"scroll\"><table>\n<tr><th class=\"l\">metric</th>");
+        h.push_str("<table>\n<tr><th class=\"l\">metric</th>");
         for (i, _) in runs.iter().enumerate() {
             let _ = write!(h, "<th>{}#{}</th>", swatch(i), i + 1);
             if i != baseline {
@@ -342,14 +629,17 @@ pub fn report(
             }
             h.push_str("</tr>\n");
         }
-        h.push_str("</table></div></section>\n");
+        h.push_str("</table></section>\n");
     }
 
     h.push_str("<section id=\"over-time\"><h2>Over time</h2>\n");
-    for id in ["iops-time", "mbps-time", "latency-time"] {
+    for id in ["iops-time", "mbps-time", "latency-time", "cpu-time"] {
         if let Some(c) = chart(id) {
             figure(&mut h, c);
         }
+    }
+    if chart("cpu-time").is_none() {
+        h.push_str("<p class=\"warn\">CPU over time: not recorded for these runs (runs stored before iofleet recorded per-interval host usage).</p>\n");
     }
     h.push_str("</section>\n<section id=\"latency\"><h2>Latency distribution</h2>\n");
     if let Some(c) = chart("latency-percentiles") {
@@ -359,7 +649,7 @@ pub fn report(
         let s = &r.result.summary;
         let _ = writeln!(
             h,
-            "<h3>{}#{} <code>{}</code> {}</h3><div class=\"scroll\"><table>\n<tr><th class=\"l\">latency µs</th><th>IOPS</th><th>MB/s</th><th>mean</th><th>stddev</th><th>p50</th><th>p90</th><th>p95</th><th>p99</th><th>p99.9</th><th>p99.99</th><th>max</th></tr>",
+            "<h3>{}#{} <code>{}</code> {}</h3><table>\n<tr><th class=\"l\">latency µs</th><th>IOPS</th><th>MB/s</th><th>mean</th><th>stddev</th><th>p50</th><th>p90</th><th>p95</th><th>p99</th><th>p99.9</th><th>p99.99</th><th>max</th></tr>",
             swatch(i),
             i + 1,
             escape(&r.id),
@@ -373,7 +663,10 @@ pub fn report(
                 lat_row(&mut h, &format!("stream {}", st.name), &st.all);
             }
         }
-        h.push_str("</table></div>\n");
+        h.push_str("</table>\n");
+        if let Some(c) = chart(&format!("latency-hist-{}", i + 1)) {
+            figure(&mut h, c);
+        }
     }
     h.push_str("</section>\n<section id=\"spread\"><h2>Workers and hosts</h2>\n");
     for id in ["worker-spread", "host-spread"] {
@@ -382,6 +675,10 @@ pub fn report(
         }
     }
     h.push_str("</section>\n");
+    hosts_section(&mut h, runs, &charts);
+    if has_groups(runs) {
+        groups_section(&mut h, runs, &charts);
+    }
 
     let notes: Vec<(usize, &String)> = runs
         .iter()
@@ -397,11 +694,12 @@ pub fn report(
     }
     let _ = writeln!(
         h,
-        "</main>\n<footer>iofleet report · figures recomputed from the stored histograms · <span id=\"chart-check\">{} charts</span></footer>\n<script>{CHECK_SCRIPT}</script>\n</body>\n</html>",
+        "</main>\n<footer>iofleet report · figures recomputed from the stored histograms · <span id=\"chart-check\">{} charts</span> · <span id=\"layout-check\">layout</span></footer>\n<script>{CHECK_SCRIPT}</script>\n</body>\n</html>",
         charts.len()
     );
     Ok(h)
 }
+
 
 #[cfg(test)]
 mod tests {

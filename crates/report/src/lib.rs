@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use iofleet_stats::result::RunResult;
-use iofleet_stats::LatencyHist;
+use iofleet_stats::{LatencyHist, Series};
 
 pub trait Exporter {
     fn export(&self, result: &RunResult, out: &mut dyn Write) -> io::Result<()>;
@@ -47,6 +47,10 @@ pub struct RunData {
     /// Merged fleet-wide histograms of the measured phase.
     pub read_hist: LatencyHist,
     pub write_hist: LatencyHist,
+    /// Per host (in the order of `result.hosts`): interval rows and CPU over time.
+    pub host_series: Vec<Series>,
+    /// Per worker group (in the order of `result.groups`): interval rows.
+    pub group_series: Vec<Series>,
 }
 
 impl RunData {

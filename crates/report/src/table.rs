@@ -252,11 +252,12 @@ impl Exporter for TableExporter {
         lat.print(out, max)?;
         writeln!(out)?;
         let measured: Vec<_> = r.intervals.iter().filter(|i| !i.warmup).collect();
+        let interval = format!("{:.3}", run.interval_s);
         writeln!(
             out,
-            "IOPS median of {} measured {:.0} s intervals: {:.0}",
+            "IOPS median of {} measured {} s intervals: {:.0}",
             measured.len(),
-            run.interval_s,
+            interval.trim_end_matches('0').trim_end_matches('.'),
             s.iops_median_interval
         )?;
         if self.intervals {
