@@ -1,7 +1,11 @@
 //! `iofleet report`: the self-contained HTML report (no URL anywhere, every chart drawn)
-//! and the Markdown report. The HTML is opened in headless Chromium: it must load
-//! without console errors, its self-check must count every chart as rendered with
-//! visible marks, and the screenshot must show a real page. Chromium (Debian package
+//! and the Markdown report. The page shows the workload each run ran, legends beside
+//! (never over) the plots, log latency axes with 1-2-5 ticks and units, a change axis
+//! fitted to the changes, CPU over time, a latency histogram per run, and a section per
+//! host and per worker group. The HTML is opened in headless Chromium at 1400 px: it
+//! must load without console errors, its self-check must count every chart as rendered
+//! with visible marks, nothing may stick out of the window and no legend may overlap
+//! its plot, and the screenshot must show a real page. Chromium (Debian package
 //! `chromium`) is installed by .ci/run; without it the test fails under CI and skips
 //! with a message elsewhere.
 
@@ -19,9 +23,48 @@ const CHARTS: &[&str] = &[
     "iops-time",
     "mbps-time",
     "latency-time",
+    "cpu-time",
     "latency-percentiles",
+    "latency-hist-1",
+    "latency-hist-2",
     "worker-spread",
+    "host-1",
 ];
+
+/// The text of element `<tag ... id="id" ...> … </tag>` (first such element).
+fn element<'a>(html: &'a str, tag: &str, id: &str) -> &'a str {
+    let at = html
+        .find(&format!("id=\"{id}\""))
+        .unwrap_or_else(|| panic!("element {id} missing"));
+    let open = html[..at].rfind(&format!("<{tag}")).unwrap();
+    let close = html[at..]
+        .find(&format!("</{tag}>"))
+        .unwrap_or_else(|| panic!("{id} is closed"));
+    &html[open..at + close]
+}
+
+/// The text content of every `<text>` element of an SVG.
+fn svg_texts(svg: &str) -> Vec<String> {
+    svg.split("<text")
+        .skip(1)
+        .filter_map(|t| {
+            let body = &t[t.find('>')? + 1..];
+            Some(body[..body.find("</text>")?].trim().to_string())
+        })
+        .collect()
+}
+
+/// The labels of a figure's HTML legend.
+fn legend_labels(fig: &str) -> Vec<String> {
+    let Some(at) = fig.find("<ul class=\"legend\">") else {
+        return Vec::new();
+    };
+    let ul = &fig[at..at + fig[at..].find("</ul>").unwrap()];
+    ul.split("</span>")
+        .skip(1)
+        .map(|l| l[..l.find("</li>").unwrap_or(l.len())].to_string())
+        .collect()
+}
 
 fn html_report(dir: &Path) -> (PathBuf, String) {
     let t = two_runs();
@@ -71,6 +114,10 @@ fn html_is_self_contained_with_every_chart() {
         !html.contains("id=\"host-spread\""),
         "one host: no host chart"
     );
+    assert!(
+        !html.contains("id=\"groups\""),
+        "one group per run: no group section"
+    );
     let t = two_runs();
     for s in [
         t.base_id.as_str(),
@@ -81,6 +128,221 @@ fn html_is_self_contained_with_every_chart() {
     ] {
         assert!(html.contains(s), "{s} missing");
     }
+}
+
+/// Numbers of SVG tick labels with a latency unit, in µs.
+fn latency_ticks(texts: &[String]) -> Vec<f64> {
+    texts
+        .iter()
+        .filter_map(|t| {
+            let (n, unit) = t.split_once(' ')?;
+            let scale = match unit {
+                "µs" => 1.0,
+                "ms" => 1e3,
+                "s" => 1e6,
+                _ => return None,
+            };
+            Some(n.parse::<f64>().ok()? * scale)
+        })
+        .collect()
+}
+
+#[test]
+fn html_shows_the_workload_and_readable_charts() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, html) = html_report(dir.path());
+
+    // The workload each run ran: fleet shape, stream, engine and target.
+    let workload = element(&html, "table", "workload");
+    for head in [
+        "workers",
+        "disks per worker",
+        "disk size",
+        "threads per disk",
+        "qd per thread",
+        "block sizes",
+        "read %",
+        "random %",
+        "engine",
+        "target",
+    ] {
+        assert!(
+            workload.contains(&format!(">{head}</th>")),
+            "{head}: {workload}"
+        );
+    }
+    // record_run: easy-run-4k70r (64m disks, 4k 70% read 100% random) with 3 workers,
+    // 2 disks, 1 thread, qd 4, null engine.
+    assert!(
+        workload.contains("<td>3</td><td>2</td><td>64m</td><td>1</td><td>4</td><td class=\"l\">main</td><td class=\"w\">4k</td><td>70</td><td>100</td>"),
+        "{workload}"
+    );
+    assert!(workload.contains("null, direct I/O") && workload.contains(">none<"));
+
+    for id in CHARTS {
+        let fig = element(&html, "figure", id);
+        let svg = &fig[..fig.find("</svg>").unwrap()];
+        let texts = svg_texts(svg);
+        // Legends are HTML beside the plot, never text drawn inside it.
+        let labels = legend_labels(fig);
+        assert!(!labels.is_empty(), "{id} has a legend");
+        for l in &labels {
+            assert!(
+                !texts.iter().any(|t| t.contains(l.as_str())),
+                "{id}: legend entry {l} drawn inside the plot"
+            );
+        }
+        let after_svg = &fig[fig.find("</svg>").unwrap()..];
+        assert!(after_svg.contains("<ul class=\"legend\">"), "{id}");
+    }
+
+    // Log latency axes: at least three labelled ticks, with units, at 1-2-5 (or 1…9
+    // on a narrow range) of their decade.
+    for id in [
+        "latency-time",
+        "latency-percentiles",
+        "latency-hist-1",
+        "host-1",
+    ] {
+        let fig = element(&html, "figure", id);
+        let ticks = latency_ticks(&svg_texts(&fig[..fig.find("</svg>").unwrap()]));
+        assert!(ticks.len() >= 3, "{id}: latency ticks {ticks:?}");
+        for t in &ticks {
+            let mantissa = t / 10f64.powf(t.log10().floor());
+            assert!(
+                (mantissa - mantissa.round()).abs() < 1e-6,
+                "{id}: tick {t} µs is not a round value of its decade"
+            );
+        }
+    }
+
+    // The change axis spans the changes measured (bar labels carry one decimal,
+    // ticks none).
+    let fig = element(&html, "figure", "compare-bars");
+    let texts = svg_texts(&fig[..fig.find("</svg>").unwrap()]);
+    let pct = |t: &String| t.strip_suffix('%')?.parse::<f64>().ok();
+    let changes: Vec<f64> = texts
+        .iter()
+        .filter(|t| t.contains('.'))
+        .filter_map(pct)
+        .collect();
+    let ticks: Vec<f64> = texts
+        .iter()
+        .filter(|t| !t.contains('.'))
+        .filter_map(pct)
+        .collect();
+    assert!(!changes.is_empty() && ticks.len() >= 2, "{texts:?}");
+    let lo = changes.iter().cloned().fold(0.0f64, f64::min);
+    let hi = changes.iter().cloned().fold(0.0f64, f64::max);
+    let span = (hi - lo).max(10.0);
+    for t in &ticks {
+        assert!(
+            *t >= lo - 0.3 * span && *t <= hi + 0.3 * span,
+            "tick {t}% far outside the changes {lo}%..{hi}%"
+        );
+    }
+
+    // CPU over time, and one host section with IOPS, p99 and CPU panels.
+    let host = element(&html, "section", "hosts");
+    assert_eq!(host.matches("class=\"part host\"").count(), 1, "{host}");
+    let fig = element(&html, "figure", "host-1");
+    let texts = svg_texts(&fig[..fig.find("</svg>").unwrap()]);
+    for axis in ["IOPS", "p99 latency (log)", "host CPU %"] {
+        assert!(
+            texts.iter().any(|t| t == axis),
+            "host-1 lacks {axis}: {texts:?}"
+        );
+    }
+    let host_table = element(&html, "table", "host-table");
+    assert_eq!(
+        host_table.matches("<tr><td class=\"l\">").count(),
+        2,
+        "one row per run"
+    );
+}
+
+#[test]
+fn report_has_a_section_per_host_and_per_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let inv = dir.path().join("local.toml");
+    std::fs::write(
+        &inv,
+        (1..=2)
+            .map(|i| format!("[[host]]\ndestination = \"l{i}\"\ntransport = \"local\"\ntarget = \"data{i}\"\n"))
+            .collect::<String>(),
+    )
+    .unwrap();
+    let db = dir.path().join("results.db");
+    let o = iofleet()
+        .current_dir(dir.path())
+        .args([
+            "run",
+            "--group",
+            "a=iometer-database:2",
+            "--group",
+            "b=diskspd-4k-read:2",
+        ])
+        .arg("--hosts")
+        .arg(&inv)
+        .args(["--engine", "null", "--duration", "1s", "--warmup", "250ms"])
+        .args([
+            "--interval",
+            "250ms",
+            "--rate",
+            "2000",
+            "--quiet",
+            "--name",
+            "fleet",
+        ])
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let page = dir.path().join("fleet.html");
+    let o = with_db(&db, &["report", "fleet", "-o", page.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let html = std::fs::read_to_string(&page).unwrap();
+
+    let workload = element(&html, "table", "workload");
+    assert!(workload.contains("a: iometer-database") && workload.contains("b: diskspd-4k-read"));
+    assert!(
+        workload.contains("<td class=\"w\">8k</td><td>67</td><td>100</td>"),
+        "{workload}"
+    );
+
+    let hosts = element(&html, "section", "hosts");
+    for h in ["l1", "l2"] {
+        assert!(
+            hosts.contains(&format!("data-host=\"{h}\"")),
+            "{h}: {hosts}"
+        );
+    }
+    for id in ["host-1", "host-2", "host-spread", "cpu-time"] {
+        let fig = element(&html, "figure", id);
+        assert!(
+            fig.contains("<polyline") || fig.contains("<rect"),
+            "{id} drew"
+        );
+    }
+    let texts = svg_texts(element(&html, "figure", "host-2"));
+    assert!(texts.iter().any(|t| t == "host CPU %"), "{texts:?}");
+
+    let groups = element(&html, "section", "groups");
+    for g in ["a", "b"] {
+        assert!(
+            groups.contains(&format!("data-group=\"{g}\"")),
+            "{g}: {groups}"
+        );
+    }
+    for id in ["group-1", "group-2"] {
+        let fig = element(&html, "figure", id);
+        assert!(fig.contains("<polyline"), "{id} drew");
+        let texts = svg_texts(fig);
+        assert!(texts.iter().any(|t| t == "IOPS") && !texts.iter().any(|t| t == "host CPU %"));
+    }
+    let table = element(&html, "table", "group-table");
+    assert!(table.contains("iometer-database") && table.contains("diskspd-4k-read"));
 }
 
 #[test]
@@ -216,8 +478,41 @@ fn html_report_renders_in_headless_chromium() {
     let check_at = dom.find("id=\"chart-check\"").expect("chart check present");
     let tag =
         &dom[dom[..check_at].rfind('<').unwrap()..check_at + dom[check_at..].find('>').unwrap()];
-    assert_eq!(attr(tag, "data-expected").as_deref(), Some("6"), "{tag}");
-    assert_eq!(attr(tag, "data-rendered").as_deref(), Some("6"), "{tag}");
+    let n = CHARTS.len().to_string();
+    assert_eq!(
+        attr(tag, "data-expected").as_deref(),
+        Some(n.as_str()),
+        "{tag}"
+    );
+    assert_eq!(
+        attr(tag, "data-rendered").as_deref(),
+        Some(n.as_str()),
+        "{tag}"
+    );
+
+    // Layout at 1400 px: the page is no wider than the window (no sideways scroll),
+    // no table or chart sticks out, every chart's legend is clear of its plot.
+    let at = dom
+        .find("id=\"layout-check\"")
+        .expect("layout check present");
+    let tag = &dom[dom[..at].rfind('<').unwrap()..at + dom[at..].find('>').unwrap()];
+    let num = |k: &str| -> u32 {
+        attr(tag, k)
+            .unwrap_or_else(|| panic!("{k} in {tag}"))
+            .parse()
+            .unwrap()
+    };
+    assert!(
+        num("data-window-width") <= 1400 && num("data-window-width") > 1300,
+        "{tag}"
+    );
+    assert!(
+        num("data-page-width") <= num("data-window-width"),
+        "page scrolls sideways: {tag}"
+    );
+    assert_eq!(num("data-sticking-out"), 0, "{tag}");
+    assert_eq!(num("data-legends"), CHARTS.len() as u32, "{tag}");
+    assert_eq!(num("data-legend-overlaps"), 0, "{tag}");
     for id in CHARTS {
         let at = dom
             .find(&format!("id=\"{id}\""))

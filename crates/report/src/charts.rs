@@ -160,7 +160,13 @@ pub fn latency_label(us: f64) -> String {
     } else {
         (us, "µs")
     };
-    let digits = if v >= 10.0 { 0 } else if v >= 1.0 { 1 } else { 3 };
+    let digits = if v >= 10.0 {
+        0
+    } else if v >= 1.0 {
+        1
+    } else {
+        3
+    };
     format!("{} {unit}", trim(format!("{v:.digits$}")))
 }
 
@@ -320,8 +326,8 @@ fn draw_panels(id: &str, title: &str, panels: &[Panel<'_>], h: u32) -> Result<St
     let mut svg = String::new();
     {
         let mut draw = || -> Result<(), String> {
-            let root = SVGBackend::with_string(&mut svg, (W, h * panels.len() as u32))
-                .into_drawing_area();
+            let root =
+                SVGBackend::with_string(&mut svg, (W, h * panels.len() as u32)).into_drawing_area();
             root.fill(&WHITE).map_err(|e| e.to_string())?;
             let areas = root.split_evenly((panels.len(), 1));
             for (a, p) in areas.iter().zip(panels) {
@@ -1158,7 +1164,10 @@ mod tests {
         let t = log_ticks(7.0, 3000.0);
         let want = [10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0, 2000.0];
         assert_eq!(t.len(), want.len(), "{t:?}");
-        assert!(t.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-9), "{t:?}");
+        assert!(
+            t.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-9),
+            "{t:?}"
+        );
         // A narrow range still gets at least three labelled ticks.
         assert!(log_ticks(110.0, 350.0).len() >= 3);
         assert!(log_ticks(0.0, 1.0).is_empty());

@@ -294,7 +294,11 @@ fn workload_table(h: &mut String, runs: &[RunData]) {
         let engine = format!(
             "{}{}",
             run.engine,
-            if run.direct { ", direct I/O" } else { ", buffered" }
+            if run.direct {
+                ", direct I/O"
+            } else {
+                ", buffered"
+            }
         );
         let plans = run_plans(&run.plan);
         if plans.is_empty() {
@@ -699,7 +703,6 @@ pub fn report(
     );
     Ok(h)
 }
-
 
 #[cfg(test)]
 mod tests {
