@@ -311,7 +311,7 @@ where
     let style = l.color.stroke_width(2);
     if l.dashed {
         chart
-            .draw_series(DashedLineSeries::new(pts.into_iter(), 7, 4, style))
+            .draw_series(DashedLineSeries::new(pts, 7, 4, style))
             .map_err(|e| e.to_string())?;
     } else {
         chart
