@@ -564,3 +564,26 @@ fn html_report_renders_in_headless_chromium() {
         "screenshot is almost all white"
     );
 }
+
+/// The user docs describe iofleet on their own: no reference to the project's internal
+/// briefs (docs/compare.md once pointed readers at "BRIEF §3" for the summary columns).
+#[test]
+fn docs_cite_no_internal_brief() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut files = vec![root.join("README.md")];
+    for e in std::fs::read_dir(root.join("docs")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "md") {
+            files.push(p);
+        }
+    }
+    assert!(files.len() > 3);
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        assert!(
+            !text.contains("BRIEF §"),
+            "{} cites an internal brief",
+            f.display()
+        );
+    }
+}
