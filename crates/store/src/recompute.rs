@@ -235,9 +235,12 @@ impl Store {
                         .map(|r| r.cpu),
                 );
             }
+            let one_group = ranges.len() == 1;
             for (series, (_, _, first, n)) in group_series.iter_mut().zip(&ranges) {
+                // One group is every worker, also those a v1 store did not place.
+                let n = if one_group { usize::MAX } else { *n as usize };
                 let mut g = Sample::new(n_streams);
-                for w in per_worker.iter().skip(*first as usize).take(*n as usize) {
+                for w in per_worker.iter().skip(*first as usize).take(n) {
                     g += w;
                 }
                 series.rows.push(interval_row(iv, &g));
