@@ -171,8 +171,8 @@ pub fn latency_label(us: f64) -> String {
 }
 
 /// Tick values (in µs) for a log axis over [lo, hi] µs: 1-2-5 of each decade; only the
-/// decades when that would crowd the axis (more than 12 ticks); 1…9 of each decade when
-/// 1-2-5 would give fewer than three.
+/// decades when that would crowd the axis (more than 12 ticks); 1, 1.5, 2, 2.5, 3, 4 … 9
+/// of each decade when 1-2-5 would give fewer than three.
 pub fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
     if !(lo > 0.0 && hi > lo) {
         return Vec::new();
@@ -188,7 +188,7 @@ pub fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
     if ticks.len() > 12 {
         pick(&[1.0])
     } else if ticks.len() < 3 {
-        pick(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0])
+        pick(&[1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0])
     } else {
         ticks
     }
@@ -1169,7 +1169,7 @@ mod tests {
             "{t:?}"
         );
         // A narrow range still gets at least three labelled ticks.
-        assert!(log_ticks(110.0, 350.0).len() >= 3);
+        assert_eq!(log_ticks(110.0, 350.0), [150.0, 200.0, 250.0, 300.0]);
         assert!(log_ticks(0.0, 1.0).is_empty());
     }
 
