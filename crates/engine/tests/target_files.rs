@@ -136,6 +136,21 @@ fn too_little_space_fails_before_writing_anything() {
     assert!(msg.contains("4194304.00 GiB"), "{msg}");
     assert!(e.is_input_error());
     assert!(files_in(tmp.path()).is_empty());
+    // A target directory that does not exist yet is checked on the filesystem it would
+    // be created on, and a refusal leaves no empty directory behind.
+    let missing = tmp.path().join("new/sub");
+    let e = plan_layout(&TargetSpec::Dir(missing.clone()), &req(2, 2, pib)).unwrap_err();
+    assert!(matches!(e, TargetError::NoSpace { .. }), "{e:?}");
+    assert!(
+        !tmp.path().join("new").exists(),
+        "the refused run left a directory"
+    );
+    // The same for a relative path whose first component is missing (its parent is the
+    // current directory, the empty path).
+    let rel = PathBuf::from(format!("iofleet-missing-{}/d", std::process::id()));
+    let e = plan_layout(&TargetSpec::Dir(rel.clone()), &req(2, 2, pib)).unwrap_err();
+    assert!(matches!(e, TargetError::NoSpace { .. }), "{e:?}");
+    assert!(!rel.parent().unwrap().exists());
 }
 
 #[test]

@@ -285,7 +285,7 @@ fn check_disk_size(size: u64) -> Result<(), TargetError> {
 }
 
 /// Plans the fleet's disks on `spec`, with every check and no writes (a missing target
-/// directory is created).
+/// directory is created once every check has passed).
 ///
 /// Directory: one file per disk, `size = disk_size`, checked against free space.
 /// Devices: disk `k` (worker-major) goes to device `k % n`, each device split into
@@ -305,18 +305,44 @@ pub fn plan_layout(spec: &TargetSpec, req: &LayoutRequest) -> Result<Vec<DiskLay
 
 fn plan_dir(dir: &Path, req: &LayoutRequest) -> Result<Vec<DiskLayout>, TargetError> {
     check_disk_size(req.disk_size)?;
-    match fs::metadata(dir) {
-        Ok(m) if m.is_dir() => {}
+    let create = |dir: &Path| {
+        fs::create_dir_all(dir).map_err(|source| TargetError::CreateDir {
+            path: dir.to_path_buf(),
+            source,
+        })
+    };
+    // A missing directory is created only once every check has passed, so a refused
+    // run leaves nothing behind; until then its nearest existing ancestor (the
+    // filesystem it will be created on) stands in for the free-space and O_DIRECT checks.
+    let checked_at = match fs::metadata(dir) {
+        Ok(m) if m.is_dir() => None,
         Ok(m) if m.is_file() => return Err(TargetError::RegularFile(dir.to_path_buf())),
         Ok(m) => return Err(not_a_target(dir, &m)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            fs::create_dir_all(dir).map_err(|source| TargetError::CreateDir {
-                path: dir.to_path_buf(),
-                source,
-            })?;
+            let parent = dir
+                .ancestors()
+                .skip(1)
+                // A relative path's last ancestor is "": the current directory.
+                .map(|a| {
+                    if a.as_os_str().is_empty() {
+                        Path::new(".")
+                    } else {
+                        a
+                    }
+                })
+                .find(|a| a.exists());
+            match parent {
+                Some(a) if a.is_dir() => Some(a),
+                // No usable ancestor: creating it reports why.
+                _ => {
+                    create(dir)?;
+                    None
+                }
+            }
         }
         Err(e) => return Err(TargetError::io("cannot inspect", dir, e)),
-    }
+    };
+    let fs_dir = checked_at.unwrap_or(dir);
 
     let file_len = req.disk_size + MARKER_LEN;
     let mut needed = 0u64;
@@ -349,8 +375,8 @@ fn plan_dir(dir: &Path, req: &LayoutRequest) -> Result<Vec<DiskLayout>, TargetEr
         });
     }
 
-    let st =
-        rustix::fs::statvfs(dir).map_err(|e| TargetError::io("cannot statvfs", dir, e.into()))?;
+    let st = rustix::fs::statvfs(fs_dir)
+        .map_err(|e| TargetError::io("cannot statvfs", fs_dir, e.into()))?;
     let available = st.f_bavail.saturating_mul(st.f_frsize);
     // A filesystem that reports no size at all (ramfs: f_blocks = 0) has no limit to
     // check against; any other one must have room for every disk file.
@@ -362,7 +388,13 @@ fn plan_dir(dir: &Path, req: &LayoutRequest) -> Result<Vec<DiskLayout>, TargetEr
         });
     }
     if req.direct {
-        probe_direct(dir)?;
+        probe_direct(fs_dir).map_err(|e| match e {
+            TargetError::DirectUnsupported(_) => TargetError::DirectUnsupported(dir.to_path_buf()),
+            e => e,
+        })?;
+    }
+    if checked_at.is_some() {
+        create(dir)?;
     }
     Ok(out)
 }
