@@ -712,7 +712,15 @@ pub fn latency_histogram(r: &RunData, i: usize) -> Result<Chart, ChartError> {
 
 struct BarSeries {
     color: RGBColor,
-    values: Vec<f64>,
+    /// One value per category; None where the run has no such worker or host.
+    values: Vec<Option<f64>>,
+}
+
+/// The mean of a run's bars over its own workers or hosts (categories it lacks are
+/// not zeros).
+fn bar_mean(values: &[Option<f64>]) -> Option<f64> {
+    let present: Vec<f64> = values.iter().flatten().copied().collect();
+    (!present.is_empty()).then(|| present.iter().sum::<f64>() / present.len() as f64)
 }
 
 /// Vertical grouped bars: one group per category, one bar per series; dashed
@@ -729,7 +737,7 @@ fn grouped_bars(
     let s_count = series.len().max(1);
     let max = series
         .iter()
-        .flat_map(|s| s.values.iter().cloned())
+        .flat_map(|s| s.values.iter().flatten().cloned())
         .fold(0.0f64, f64::max);
     let hi = if max > 0.0 { max * 1.15 } else { 1.0 };
     let fmt = |x: &f64| -> String {
@@ -767,13 +775,16 @@ fn grouped_bars(
             for (si, s) in series.iter().enumerate() {
                 let color = s.color;
                 chart
-                    .draw_series(s.values.iter().enumerate().map(|(c, v)| {
+                    .draw_series(s.values.iter().enumerate().filter_map(|(c, v)| {
                         let left = c as f64 - 0.4 + si as f64 * width;
-                        Rectangle::new([(left, 0.0), (left + width * 0.92, *v)], color.filled())
+                        let v = (*v)?;
+                        Some(Rectangle::new(
+                            [(left, 0.0), (left + width * 0.92, v)],
+                            color.filled(),
+                        ))
                     }))
                     .map_err(|e| e.to_string())?;
-                if !s.values.is_empty() {
-                    let mean = s.values.iter().sum::<f64>() / s.values.len() as f64;
+                if let Some(mean) = bar_mean(&s.values) {
                     chart
                         .draw_series(DashedLineSeries::new(
                             [(-0.5, mean), (n as f64 - 0.5, mean)],
@@ -805,7 +816,7 @@ pub fn worker_spread(runs: &[RunData]) -> Result<Chart, ChartError> {
         .enumerate()
         .map(|(i, r)| BarSeries {
             color: run_color(i),
-            values: r.result.workers.iter().map(|w| w.all.iops).collect(),
+            values: r.result.workers.iter().map(|w| Some(w.all.iops)).collect(),
         })
         .collect();
     let title = "IOPS per worker";
@@ -860,12 +871,14 @@ pub fn host_spread(runs: &[RunData]) -> Result<Chart, ChartError> {
             values: categories
                 .iter()
                 .map(|h| {
-                    r.result
+                    let mine: Vec<f64> = r
+                        .result
                         .workers
                         .iter()
                         .filter(|w| &w.host == h)
                         .map(|w| w.all.iops)
-                        .sum()
+                        .collect();
+                    (!mine.is_empty()).then(|| mine.iter().sum())
                 })
                 .collect(),
         })
@@ -1184,6 +1197,13 @@ mod tests {
         assert!(hi > 690.0 && hi < 900.0, "{hi}");
         let (lo, hi) = change_axis(&[]);
         assert!(lo < 0.0 && hi > 0.0 && hi - lo < 12.0);
+    }
+
+    #[test]
+    fn a_runs_mean_bar_ignores_hosts_it_did_not_run_on() {
+        assert_eq!(bar_mean(&[Some(60_000.0), None, None]), Some(60_000.0));
+        assert_eq!(bar_mean(&[None, Some(10.0), Some(20.0)]), Some(15.0));
+        assert_eq!(bar_mean(&[None]), None);
     }
 
     #[test]
