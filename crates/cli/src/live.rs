@@ -27,7 +27,8 @@ impl LiveView {
             let b = m.add(ProgressBar::new(1));
             // The line is drawn whole from `LiveLine`: one `set_message` per event, so
             // no half-updated state (a new length with the old position) is ever drawn.
-            b.set_style(ProgressStyle::with_template("{msg}").expect("static template"));
+            // `wide_msg`: clipped to the terminal's width, so the line never wraps.
+            b.set_style(ProgressStyle::with_template("{wide_msg}").expect("static template"));
             (Some(m), Some(b))
         } else {
             (None, None)
@@ -129,7 +130,7 @@ pub struct LiveLine {
     figures: Option<String>,
 }
 
-const BAR_CELLS: usize = 24;
+const BAR_CELLS: usize = 12;
 
 fn bar(done: f64, total: f64) -> String {
     let frac = if total > 0.0 {
@@ -160,7 +161,7 @@ impl LiveLine {
 
     pub fn interval(&mut self, r: &IntervalRow) {
         self.figures = Some(format!(
-            "{:>10.0} IOPS {:>8.1} MB/s  p99 {:>9.1} µs",
+            "{:>9.0} IOPS {:>7.1} MB/s p99 {:>8.1} µs",
             r.iops, r.mbps, r.p99_us
         ));
         let end = r.t_s + r.duration_s;
