@@ -513,6 +513,19 @@ fn html_report_renders_in_headless_chromium() {
     assert_eq!(num("data-sticking-out"), 0, "{tag}");
     assert_eq!(num("data-legends"), CHARTS.len() as u32, "{tag}");
     assert_eq!(num("data-legend-overlaps"), 0, "{tag}");
+    // The tables and sections that show what was run, per host and per run.
+    for id in [
+        "runs-table",
+        "workload",
+        "hosts",
+        "host-table",
+        "latency-hist-1",
+    ] {
+        assert!(
+            dom.contains(&format!("id=\"{id}\"")),
+            "{id} missing from the DOM"
+        );
+    }
     for id in CHARTS {
         let at = dom
             .find(&format!("id=\"{id}\""))
