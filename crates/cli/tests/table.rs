@@ -1,7 +1,8 @@
 //! The result table printed after `iofleet run` and by `results show`: it fits 120
 //! columns (tables wrap into blocks of columns that repeat the row labels), `--wide`
-//! keeps every table row on one line, and stream rows are labelled as streams so a
-//! stream named `read` is not taken for the read direction.
+//! keeps every table row on one line, stream rows are labelled as streams so a stream
+//! named `read` is not taken for the read direction, and the median line counts the
+//! intervals the median used.
 
 mod common;
 
@@ -120,4 +121,39 @@ fn wide_tables_wrap_into_blocks_unless_wide() {
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(stdout(&o).matches("latency µs").count(), 1);
+}
+
+#[test]
+fn median_line_counts_the_intervals_the_median_used() {
+    let d = tempfile::tempdir().unwrap();
+    // 1.1 s in 0.5 s intervals: 0.5, 0.5 and a final 0.1 s, which the median leaves out.
+    let o = run_in(
+        d.path(),
+        &[
+            "run",
+            "easy-run-4k70r",
+            "--engine",
+            "null",
+            "--warmup",
+            "0s",
+            "--duration",
+            "1100ms",
+            "--interval",
+            "500ms",
+            "--rate",
+            "1000",
+            "--intervals",
+            "--quiet",
+            "--no-save",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("IOPS median of 2 measured 0.5 s intervals: ")
+            && out.contains("(1 shorter than half of 0.5 s left out)"),
+        "{out}"
+    );
+    let rows = out.lines().filter(|l| l.contains(" measure ")).count();
+    assert_eq!(rows, 3, "three measured rows are printed: {out}");
 }

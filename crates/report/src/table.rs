@@ -252,13 +252,30 @@ impl Exporter for TableExporter {
         lat.print(out, max)?;
         writeln!(out)?;
         let measured: Vec<_> = r.intervals.iter().filter(|i| !i.warmup).collect();
+        // The median's own rule: an interval shorter than half the nominal one (the
+        // final one a run's end cut short) is left out of it.
+        let used = measured
+            .iter()
+            .filter(|i| i.duration_s * 2.0 >= run.interval_s * (1.0 - 1e-9))
+            .count();
         let interval = format!("{:.3}", run.interval_s);
-        writeln!(
+        let interval = interval.trim_end_matches('0').trim_end_matches('.');
+        wrap(
             out,
-            "IOPS median of {} measured {} s intervals: {:.0}",
-            measured.len(),
-            interval.trim_end_matches('0').trim_end_matches('.'),
-            s.iops_median_interval
+            &format!(
+                "IOPS median of {used} measured {interval} s intervals: {:.0}{}",
+                s.iops_median_interval,
+                if used < measured.len() {
+                    format!(
+                        " ({} shorter than half of {interval} s left out)",
+                        measured.len() - used
+                    )
+                } else {
+                    String::new()
+                }
+            ),
+            max,
+            2,
         )?;
         if self.intervals {
             let mut g = Grid::new(
