@@ -167,7 +167,7 @@ fn real_io_on_a_scratch_directory_then_no_refill() {
 }
 
 #[test]
-fn psync_engine_writes_and_caps_qd() {
+fn psync_engine_writes_at_the_profile_qd() {
     let d = tempfile::tempdir().unwrap();
     let v = json_run(
         d.path(),
@@ -194,8 +194,8 @@ fn psync_engine_writes_and_caps_qd() {
     assert_eq!(v["run"]["engine"], "psync");
     assert!(v["summary"]["write"]["ios"].as_u64().unwrap() > 0);
     assert_eq!(
-        v["summary"]["outstanding_io"]["configured"], 2,
-        "one I/O per psync thread"
+        v["summary"]["outstanding_io"]["configured"], 8,
+        "2 lanes at qd 4: one sync thread per slot once an I/O blocks"
     );
     assert!(v["notices"]
         .to_string()

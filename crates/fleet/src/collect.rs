@@ -12,10 +12,11 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use iofleet_profile::Plan;
+pub(crate) use iofleet_stats::fold::GroupRange;
+use iofleet_stats::fold::{Folded, HostFacts, Layout};
 use iofleet_stats::result::{
-    is_straggler, CpuSummary, ErrorDetail, ErrorSummary, GroupSummary, HostSummary, IntervalRow,
-    MemorySummary, Outstanding, RunInfo, RunResult, RunSummary, StreamSummary, WorkerSummary,
-    SCHEMA_VERSION,
+    CpuSummary, ErrorDetail, ErrorSummary, IntervalRow, MemorySummary, Outstanding, RunInfo,
+    RunResult, RunSummary, SCHEMA_VERSION,
 };
 use iofleet_stats::summary::median;
 use iofleet_stats::{GenSample, HostUsage, OpStats, OpSummary, PackedSample, Sample};
@@ -26,25 +27,6 @@ use crate::sys::{self, HostProbe};
 
 /// Error details kept for the whole run.
 const MAX_ERROR_DETAILS: usize = 20;
-
-/// One worker group as the summary needs it.
-#[derive(Debug, Clone)]
-pub(crate) struct GroupRange {
-    pub name: String,
-    pub profile: String,
-    /// Global index of the group's first worker, and its number of workers.
-    pub first: u32,
-    pub workers: u32,
-    /// IOPS each worker is scheduled to issue when every stream of the group is
-    /// rate-limited (None: some stream runs closed-loop, as fast as it can).
-    pub rate_per_worker: Option<f64>,
-}
-
-impl GroupRange {
-    fn contains(&self, worker: u32) -> bool {
-        (self.first..self.first + self.workers).contains(&worker)
-    }
-}
 
 /// Who reports and where workers live.
 pub(crate) struct CollectSpec<'a> {
@@ -381,132 +363,33 @@ pub(crate) fn summarize(
     start_late_ms: &[Option<f64>],
     mut notices: Vec<String>,
 ) -> RunResult {
-    let streams_n = spec.plan.streams.len();
     let elapsed_s = col.measured_ns as f64 / 1e9;
-    // One pass over the workers: each total is unpacked once, summarised, and added to
-    // the fleet, its host and its group.
-    let mut fleet = Sample::new(streams_n);
-    let mut host_totals = vec![Sample::new(streams_n); spec.hosts.len()];
-    let mut group_totals = vec![Sample::new(streams_n); spec.groups.len()];
-    // Per host and group: I/Os and workers, for the straggler rule.
-    let mut host_group = vec![vec![(0u64, 0u32); spec.groups.len()]; spec.hosts.len()];
-    let mut workers = Vec::with_capacity(col.worker_totals.len());
-    for (w, packed) in col.worker_totals.iter().enumerate() {
-        let s = packed.to_sample();
-        let global = spec.worker_base + w as u32;
-        workers.push(WorkerSummary {
-            worker: global,
-            host: spec.hosts[spec.worker_host[w]].clone(),
-            all: OpSummary::from_ops(&s.all(), elapsed_s),
-            read: OpSummary::from_ops(&s.read(), elapsed_s),
-            write: OpSummary::from_ops(&s.write(), elapsed_s),
-        });
-        fleet += &s;
-        host_totals[spec.worker_host[w]] += &s;
-        for (g, range) in spec.groups.iter().enumerate() {
-            if range.contains(global) {
-                group_totals[g] += &s;
-                host_group[spec.worker_host[w]][g].0 += s.ios();
-                host_group[spec.worker_host[w]][g].1 += 1;
-            }
-        }
-    }
+    let layout = Layout {
+        streams: spec.plan.streams.iter().map(|s| s.name.clone()).collect(),
+        hosts: spec.hosts.clone(),
+        worker_base: spec.worker_base,
+        worker_host: spec.worker_host.clone(),
+        groups: spec.groups.clone(),
+    };
+    let facts: Vec<HostFacts> = (0..spec.hosts.len())
+        .map(|h| HostFacts {
+            start_late_ms: start_late_ms.get(h).copied().flatten(),
+            lost_at_s: col.host_lost_ns[h].map(|t| t as f64 / 1e9),
+            resources: col.host_usage[h].summary(),
+        })
+        .collect();
+    let Folded {
+        fleet,
+        streams,
+        workers,
+        hosts,
+        groups,
+    } = layout.fold(
+        col.worker_totals.iter().map(PackedSample::to_sample),
+        &facts,
+        elapsed_s,
+    );
     let all = fleet.all();
-    let streams = spec
-        .plan
-        .streams
-        .iter()
-        .zip(&fleet.streams)
-        .map(|(p, s)| StreamSummary {
-            name: p.name.clone(),
-            all: OpSummary::from_ops(&s.all(), elapsed_s),
-            read: OpSummary::from_ops(&s.read, elapsed_s),
-            write: OpSummary::from_ops(&s.write, elapsed_s),
-        })
-        .collect();
-    // Hosts are compared per worker and per group: a host given fewer workers is not
-    // slower, and a group is judged against its own kind — a rate-limited group against
-    // its scheduled rate, a closed-loop one against the median host of that group. A
-    // host's figure is its worst ratio over the groups it runs (1 = on par).
-    let per_worker = |(ios, n): (u64, u32)| ios as f64 / elapsed_s.max(1e-9) / n.max(1) as f64;
-    let references: Vec<Option<f64>> = spec
-        .groups
-        .iter()
-        .enumerate()
-        .map(|(g, range)| {
-            range.rate_per_worker.or_else(|| {
-                let peers: Vec<f64> = host_group
-                    .iter()
-                    .filter(|hg| hg[g].1 > 0)
-                    .map(|hg| per_worker(hg[g]))
-                    .collect();
-                (!peers.is_empty()).then(|| median(&peers))
-            })
-        })
-        .collect();
-    let host_ratio: Vec<f64> = host_group
-        .iter()
-        .map(|hg| {
-            hg.iter()
-                .zip(&references)
-                .filter(|(x, r)| x.1 > 0 && r.is_some_and(|r| r > 0.0))
-                .map(|(x, r)| per_worker(*x) / r.expect("filtered"))
-                .fold(1.0, f64::min)
-        })
-        .collect();
-    let earliest = start_late_ms
-        .iter()
-        .flatten()
-        .copied()
-        .reduce(f64::min)
-        .unwrap_or(0.0);
-    let hosts = spec
-        .hosts
-        .iter()
-        .enumerate()
-        .map(|(h, name)| {
-            let s = &host_totals[h];
-            let late = start_late_ms.get(h).copied().flatten();
-            let lost = col.host_lost_ns[h].map(|t| t as f64 / 1e9);
-            let res = col.host_usage[h].summary();
-            HostSummary {
-                cpu: res.as_ref().map(|r| r.cpu.clone()),
-                memory: res.as_ref().map(|r| r.memory.clone()),
-                net: res.as_ref().map(|r| r.net.clone()),
-                disk: res.as_ref().and_then(|r| r.disk.clone()),
-                host: name.clone(),
-                workers: spec.worker_host.iter().filter(|&&x| x == h).count() as u32,
-                all: OpSummary::from_ops(&s.all(), elapsed_s),
-                read: OpSummary::from_ops(&s.read(), elapsed_s),
-                write: OpSummary::from_ops(&s.write(), elapsed_s),
-                start_late_ms: late,
-                lost_at_s: lost,
-                // A straggler started late or delivered clearly less than its peers.
-                straggler: is_straggler(
-                    lost.is_some(),
-                    spec.hosts.len(),
-                    late,
-                    earliest,
-                    host_ratio[h],
-                    1.0,
-                ),
-            }
-        })
-        .collect::<Vec<_>>();
-    let groups = spec
-        .groups
-        .iter()
-        .zip(&group_totals)
-        .map(|(range, g)| GroupSummary {
-            name: range.name.clone(),
-            profile: range.profile.clone(),
-            first_worker: range.first,
-            workers: range.workers,
-            all: OpSummary::from_ops(&g.all(), elapsed_s),
-            read: OpSummary::from_ops(&g.read(), elapsed_s),
-            write: OpSummary::from_ops(&g.write(), elapsed_s),
-        })
-        .collect();
     let ios = all.ios as f64;
     let per_io = |s: f64| if ios > 0.0 { s * 1e6 / ios } else { 0.0 };
     for (h, lost) in col.host_lost_ns.iter().enumerate() {

@@ -259,6 +259,10 @@ pub struct GroupSummary {
     /// Global index of the group's first worker, and its number of workers.
     pub first_worker: u32,
     pub workers: u32,
+    /// IOPS each worker was scheduled to issue when every stream of the group is
+    /// rate-limited (absent: closed loop); its hosts are judged against it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_per_worker: Option<f64>,
     pub all: OpSummary,
     pub read: OpSummary,
     pub write: OpSummary,

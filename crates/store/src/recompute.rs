@@ -2,19 +2,19 @@
 //!
 //! Samples are streamed interval by interval: each interval's worker samples are merged
 //! with `+=` into that interval's fleet sample (giving its `IntervalRow`) and, for
-//! measured intervals, into per-worker totals; the summary then comes from
-//! `OpSummary::from_ops` over the merged totals, exactly as the controller does it. For
+//! measured intervals, into per-worker totals; streams, workers, hosts and groups then
+//! come from the controller's own fold (`iofleet_stats::fold`) over those totals. For
 //! a run that finished, the result equals the live one; for a run whose process died,
 //! it is what the committed intervals add up to. Figures that histograms cannot give
 //! (CPU, memory, error details, configured outstanding I/O) come from the stored final
 //! result when there is one, and are zero with a notice otherwise.
 
+use iofleet_stats::fold::{Folded, GroupRange, HostFacts, Layout};
 use iofleet_stats::result::{
-    is_straggler, ErrorSummary, GroupSummary, HostSummary, IntervalRow, Outstanding, RunInfo,
-    RunResult, RunSummary, StreamSummary, WorkerSummary, SCHEMA_VERSION,
+    ErrorSummary, IntervalRow, Outstanding, RunInfo, RunResult, RunSummary, SCHEMA_VERSION,
 };
 use iofleet_stats::summary::median;
-use iofleet_stats::{LatencyHist, OpStats, OpSummary, Sample};
+use iofleet_stats::{HostResources, LatencyHist, OpStats, OpSummary, Sample};
 
 use crate::read::{RunMeta, RunStatus};
 use crate::{Environment, Store, StoreError};
@@ -218,38 +218,27 @@ impl Store {
         }
 
         let elapsed_s = measured_ns as f64 / 1e9;
-        let mut fleet = Sample::new(n_streams);
-        worker_totals.iter().for_each(|w| fleet += w);
+        let layout = layout_of(
+            &info.plan,
+            stored.as_ref(),
+            stream_names,
+            &hosts,
+            &worker_totals,
+        );
+        let facts: Vec<HostFacts> = layout
+            .hosts
+            .iter()
+            .map(|name| host_facts(stored.as_ref(), name))
+            .collect();
+        let Folded {
+            fleet,
+            streams,
+            workers,
+            hosts: host_summaries,
+            groups: group_summaries,
+        } = layout.fold(worker_totals, &facts, elapsed_s);
         let all = fleet.all();
         let (read, write) = (fleet.read(), fleet.write());
-        let streams = fleet
-            .streams
-            .iter()
-            .enumerate()
-            .map(|(i, s)| StreamSummary {
-                name: stream_names
-                    .get(i)
-                    .cloned()
-                    .unwrap_or_else(|| format!("stream{i}")),
-                all: OpSummary::from_ops(&s.all(), elapsed_s),
-                read: OpSummary::from_ops(&s.read, elapsed_s),
-                write: OpSummary::from_ops(&s.write, elapsed_s),
-            })
-            .collect();
-        let workers = worker_totals
-            .iter()
-            .enumerate()
-            .map(|(w, s)| WorkerSummary {
-                worker: w as u32,
-                host: hosts[w].clone(),
-                all: OpSummary::from_ops(&s.all(), elapsed_s),
-                read: OpSummary::from_ops(&s.read(), elapsed_s),
-                write: OpSummary::from_ops(&s.write(), elapsed_s),
-            })
-            .collect();
-        let host_summaries = host_summaries(&hosts, &worker_totals, stored.as_ref(), elapsed_s);
-        let group_summaries =
-            group_summaries(&info.plan, stored.as_ref(), &worker_totals, elapsed_s);
         let measured_mean = if measured_ns > 0 {
             all.latency_sum_ns as f64 / measured_ns as f64
         } else {
@@ -334,138 +323,100 @@ impl Store {
     }
 }
 
-/// Per-group figures from the per-worker totals. Group ranges come from the stored
-/// result, else from the recorded plan (its `groups` when there are several, else one
-/// group of every worker).
-fn group_summaries(
+/// Where the stored workers lived. Hosts keep the stored result's order (else first
+/// appearance); group ranges, with their scheduled rates, come from the stored result,
+/// else from the recorded plan (its `groups` when there are several, else one group of
+/// every worker; a plan's rate is not re-derived, so such groups are judged as closed
+/// loop).
+fn layout_of(
     plan: &serde_json::Value,
     stored: Option<&RunResult>,
+    streams: Vec<String>,
+    worker_hosts: &[String],
     worker_totals: &[Sample],
-    elapsed_s: f64,
-) -> Vec<GroupSummary> {
-    let ranges: Vec<(String, String, u32, u32)> = match stored {
+) -> Layout {
+    let mut hosts: Vec<String> = stored
+        .map(|r| r.hosts.iter().map(|h| h.host.clone()).collect())
+        .unwrap_or_default();
+    for h in worker_hosts.iter().take(worker_totals.len()) {
+        if !hosts.contains(h) {
+            hosts.push(h.clone());
+        }
+    }
+    let worker_host = worker_hosts
+        .iter()
+        .take(worker_totals.len())
+        .map(|h| {
+            hosts
+                .iter()
+                .position(|n| n == h)
+                .expect("every worker's host is named")
+        })
+        .collect();
+    let groups = match stored {
         Some(r) if !r.groups.is_empty() => r
             .groups
             .iter()
-            .map(|g| (g.name.clone(), g.profile.clone(), g.first_worker, g.workers))
+            .map(|g| GroupRange {
+                name: g.name.clone(),
+                profile: g.profile.clone(),
+                first: g.first_worker,
+                workers: g.workers,
+                rate_per_worker: g.rate_per_worker,
+            })
             .collect(),
         _ => match plan.get("groups").and_then(|g| g.as_array()) {
             Some(groups) => groups
                 .iter()
-                .map(|g| {
-                    let name = g["name"].as_str().unwrap_or("").to_string();
-                    let profile = g["plan"]["name"].as_str().unwrap_or("").to_string();
-                    let base = g["worker_base"].as_u64().unwrap_or(0) as u32;
-                    let n = g["plan"]["fleet"]["workers"].as_u64().unwrap_or(0) as u32;
-                    (name, profile, base, n)
+                .map(|g| GroupRange {
+                    name: g["name"].as_str().unwrap_or("").to_string(),
+                    profile: g["plan"]["name"].as_str().unwrap_or("").to_string(),
+                    first: g["worker_base"].as_u64().unwrap_or(0) as u32,
+                    workers: g["plan"]["fleet"]["workers"].as_u64().unwrap_or(0) as u32,
+                    rate_per_worker: None,
                 })
                 .collect(),
             None => {
                 let name = plan["name"].as_str().unwrap_or("").to_string();
-                vec![(name.clone(), name, 0, worker_totals.len() as u32)]
+                vec![GroupRange {
+                    name: name.clone(),
+                    profile: name,
+                    first: 0,
+                    workers: worker_totals.len() as u32,
+                    rate_per_worker: None,
+                }]
             }
         },
     };
-    let n_streams = worker_totals.first().map_or(0, |s| s.streams.len());
-    ranges
-        .into_iter()
-        .map(|(name, profile, first, n)| {
-            let mut g = Sample::new(n_streams);
-            for s in worker_totals.iter().skip(first as usize).take(n as usize) {
-                g += s;
-            }
-            GroupSummary {
-                name,
-                profile,
-                first_worker: first,
-                workers: n,
-                all: OpSummary::from_ops(&g.all(), elapsed_s),
-                read: OpSummary::from_ops(&g.read(), elapsed_s),
-                write: OpSummary::from_ops(&g.write(), elapsed_s),
-            }
-        })
-        .collect()
+    Layout {
+        streams,
+        hosts,
+        worker_base: 0,
+        worker_host,
+        groups,
+    }
 }
 
-/// Per-host figures from the per-worker totals, hosts in the order of the stored result
-/// (else first appearance). Start lateness and loss times are facts of the live run and
-/// come from the stored result; the straggler rule is the controller's.
-fn host_summaries(
-    hosts: &[String],
-    worker_totals: &[Sample],
-    stored: Option<&RunResult>,
-    elapsed_s: f64,
-) -> Vec<HostSummary> {
-    let mut names: Vec<String> = stored
-        .map(|r| r.hosts.iter().map(|h| h.host.clone()).collect())
-        .unwrap_or_default();
-    for h in hosts.iter().take(worker_totals.len()) {
-        if !names.contains(h) {
-            names.push(h.clone());
-        }
+/// Start lateness, loss time and what the host spent are facts of the live run: they
+/// come from the stored result, as the host reported them.
+fn host_facts(stored: Option<&RunResult>, name: &str) -> HostFacts {
+    let Some(live) = stored.and_then(|r| r.hosts.iter().find(|x| x.host == name)) else {
+        return HostFacts::default();
+    };
+    let resources = match (&live.cpu, &live.memory, &live.net) {
+        (Some(cpu), Some(memory), Some(net)) => Some(HostResources {
+            cpu: cpu.clone(),
+            memory: memory.clone(),
+            net: net.clone(),
+            disk: live.disk.clone(),
+        }),
+        _ => None,
+    };
+    HostFacts {
+        start_late_ms: live.start_late_ms,
+        lost_at_s: live.lost_at_s,
+        resources,
     }
-    let n_streams = worker_totals.first().map_or(0, |s| s.streams.len());
-    let mut totals = vec![Sample::new(n_streams); names.len()];
-    let mut workers = vec![0u32; names.len()];
-    for (w, s) in worker_totals.iter().enumerate() {
-        let h = names
-            .iter()
-            .position(|n| *n == hosts[w])
-            .expect("every worker's host is named");
-        totals[h] += s;
-        workers[h] += 1;
-    }
-    // Hosts are compared per worker, as in the live result.
-    let host_iops: Vec<f64> = totals
-        .iter()
-        .zip(&workers)
-        .map(|(s, &n)| s.ios() as f64 / elapsed_s.max(1e-9) / n.max(1) as f64)
-        .collect();
-    let median_host = median(&host_iops);
-    let earliest = stored
-        .iter()
-        .flat_map(|r| r.hosts.iter().filter_map(|h| h.start_late_ms))
-        .reduce(f64::min)
-        .unwrap_or(0.0);
-    names
-        .iter()
-        .enumerate()
-        .map(|(h, name)| {
-            let live = stored.and_then(|r| r.hosts.iter().find(|x| &x.host == name));
-            let late = live.and_then(|x| x.start_late_ms);
-            let lost = live.and_then(|x| x.lost_at_s);
-            let s = &totals[h];
-            HostSummary {
-                host: name.clone(),
-                workers: workers[h],
-                all: OpSummary::from_ops(&s.all(), elapsed_s),
-                read: OpSummary::from_ops(&s.read(), elapsed_s),
-                write: OpSummary::from_ops(&s.write(), elapsed_s),
-                start_late_ms: late,
-                lost_at_s: lost,
-                // The live run judged stragglers per group, against each group's own
-                // rate; without its final result, hosts are compared per worker.
-                straggler: live.map_or_else(
-                    || {
-                        is_straggler(
-                            lost.is_some(),
-                            names.len(),
-                            late,
-                            earliest,
-                            host_iops[h],
-                            median_host,
-                        )
-                    },
-                    |x| x.straggler,
-                ),
-                // What the host spent is a fact of the live run, as it reported it.
-                cpu: live.and_then(|x| x.cpu.clone()),
-                memory: live.and_then(|x| x.memory.clone()),
-                net: live.and_then(|x| x.net.clone()),
-                disk: live.and_then(|x| x.disk.clone()),
-            }
-        })
-        .collect()
 }
 
 struct StreamOps {
