@@ -155,6 +155,14 @@ pub fn run(a: RunArgs) -> Result<i32, Exit> {
         ),
         None => a.engine.clone(),
     };
+    let engine = match (engine, a.real_time) {
+        (EngineSpec::Sim(mut device), true) => {
+            device.real_time = true;
+            EngineSpec::Sim(device)
+        }
+        (_, true) => return Err(Exit::input("--real-time needs --engine sim")),
+        (engine, false) => engine,
+    };
     let settings = RunSettings {
         engine,
         direct: a.direct,

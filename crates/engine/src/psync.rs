@@ -162,6 +162,7 @@ impl Engine for PsyncEngine {
             registered_buffers: false,
             registered_files: false,
             simulated_time: false,
+            device_per_disk: false,
         }
     }
 

@@ -18,7 +18,7 @@ use iofleet_engine::target::{
     create_files, fill_disk, fill_marker_valid, logical_block_size, open_disk, plan_layout,
     DiskLayout, FillOutcome, FillPattern, LayoutRequest, TargetError, TargetSpec,
 };
-use iofleet_engine::{BuiltEngine, Drive, EngineFile, EngineParams, EngineSpec};
+use iofleet_engine::{BuiltEngine, Caps, Drive, EngineFile, EngineParams, EngineSpec};
 use iofleet_profile::{combine, stream_offsets, GroupPlan, Plan, Prepare};
 
 use crate::controller::FleetError;
@@ -460,7 +460,7 @@ impl Launcher for ThreadLauncher {
             plan.timing.interval,
         );
         let configured_outstanding = lanes.iter().map(|t| t.slots() as u64).sum();
-        let io_threads = placement.threads(&lanes, !caps.needs_target);
+        let io_threads = placement.threads(&lanes, &caps);
         let sources = io_threads
             .iter()
             .map(|t| (describe_io_thread(t, &lanes), 0))
@@ -610,11 +610,29 @@ fn place_lanes(
 
 impl Placement {
     /// Lane i goes to I/O thread i mod n, so every thread gets a like share of every
-    /// worker group; each thread opens each disk its lanes use once. With `file_per_lane`
-    /// (engines without a target) every lane is a file of its own, so simulated
-    /// latencies follow the lane's seed whatever the placement.
-    fn threads(&self, lanes: &[LaneSpec], file_per_lane: bool) -> Vec<IoThreadSpec> {
-        let n = self.threads.min(lanes.len()).max(1);
+    /// worker group; each thread opens each disk its lanes use once. Engines without a
+    /// target give every lane a file of its own, so simulated latencies follow the
+    /// lane's seed whatever the placement. Engines that model each disk as one device
+    /// (`device_per_disk`) keep every lane of a disk on one thread, through one file:
+    /// disk k (in lane order) goes to thread k mod n.
+    fn threads(&self, lanes: &[LaneSpec], caps: &Caps) -> Vec<IoThreadSpec> {
+        let file_per_lane = !caps.needs_target && !caps.device_per_disk;
+        let mut disk_index: Vec<usize> = Vec::with_capacity(lanes.len());
+        let mut disks = 0usize;
+        for (i, lane) in lanes.iter().enumerate() {
+            let same =
+                i > 0 && (lanes[i - 1].worker, lanes[i - 1].disk) == (lane.worker, lane.disk);
+            if !same && i > 0 {
+                disks += 1;
+            }
+            disk_index.push(disks);
+        }
+        let units = if caps.device_per_disk {
+            disks + 1
+        } else {
+            lanes.len()
+        };
+        let n = self.threads.min(units).max(1);
         let mut out: Vec<IoThreadSpec> = (0..n)
             .map(|i| IoThreadSpec {
                 id: i as u32,
@@ -625,7 +643,11 @@ impl Placement {
         // Per thread: (worker, disk) of each file opened so far.
         let mut opened: Vec<Vec<(u32, u32)>> = vec![Vec::new(); n];
         for (i, lane) in lanes.iter().enumerate() {
-            let t = i % n;
+            let t = if caps.device_per_disk {
+                disk_index[i] % n
+            } else {
+                i % n
+            };
             let key = (lane.worker, lane.disk);
             let file = match opened[t].iter().position(|&k| k == key) {
                 Some(f) if !file_per_lane => f,
