@@ -78,8 +78,12 @@ impl Registries {
         unit: Option<Unit>,
         metric: &M,
     ) -> fastmetrics::error::Result<()> {
-        self.openmetrics
-            .register_metric(name.to_string(), help.to_string(), unit.clone(), metric.clone())?;
+        self.openmetrics.register_metric(
+            name.to_string(),
+            help.to_string(),
+            unit.clone(),
+            metric.clone(),
+        )?;
         if M::TYPE == MetricType::Counter {
             let unit = unit.map(|u| format!("_{}", u.as_str())).unwrap_or_default();
             self.text.register_metric(
@@ -306,12 +310,19 @@ where
     }
 
     fn record(&self, labels: &L, s: &OpStats, secs: f64) {
-        let rate = |x: u64| if secs > 0.0 { x as f64 / secs } else { f64::NAN };
+        let rate = |x: u64| {
+            if secs > 0.0 {
+                x as f64 / secs
+            } else {
+                f64::NAN
+            }
+        };
         self.ios.with_or_new(labels, |c| c.inc_by(s.ios));
         self.bytes.with_or_new(labels, |c| c.inc_by(s.bytes));
         self.errors.with_or_new(labels, |c| c.inc_by(s.errors));
         self.iops.with_or_new(labels, |g| g.set(rate(s.ios)));
-        self.throughput.with_or_new(labels, |g| g.set(rate(s.bytes)));
+        self.throughput
+            .with_or_new(labels, |g| g.set(rate(s.bytes)));
         self.latency.with_or_new(labels, |l| l.record(s));
     }
 }
@@ -570,7 +581,10 @@ mod tests {
         assert_eq!((r.status, r.content_type), ("200 OK", PROMETHEUS_TEXT));
         assert_eq!(r.body, p.text);
         assert_eq!(respond("GET", "/", None, &p).status, "404 Not Found");
-        assert_eq!(respond("GET", "/metricsx", None, &p).status, "404 Not Found");
+        assert_eq!(
+            respond("GET", "/metricsx", None, &p).status,
+            "404 Not Found"
+        );
         let r = respond("POST", "/metrics", None, &p);
         assert_eq!(r.status, "405 Method Not Allowed");
         assert_eq!(r.headers, "Allow: GET\r\n");
@@ -604,7 +618,11 @@ mod tests {
     #[test]
     fn intervals_become_counters_gauges_and_summaries() {
         let mut m = Metrics::new().unwrap();
-        assert_eq!(m.pages().openmetrics, "# EOF\n", "no samples before an interval");
+        assert_eq!(
+            m.pages().openmetrics,
+            "# EOF\n",
+            "no samples before an interval"
+        );
         let hosts = ["a\"b".to_string(), "c".to_string()];
         let workers = [reads(10, 4096, 1_000_000), reads(30, 4096, 3_000_000)];
         for index in 0..2 {
@@ -621,8 +639,14 @@ mod tests {
         let om = &p.openmetrics;
         assert!(om.ends_with("# EOF\n"), "{om}");
         assert!(om.contains("# TYPE iofleet_ios counter"), "{om}");
-        assert!(om.contains("# TYPE iofleet_latency_seconds summary"), "{om}");
-        assert!(om.contains("# UNIT iofleet_latency_seconds seconds"), "{om}");
+        assert!(
+            om.contains("# TYPE iofleet_latency_seconds summary"),
+            "{om}"
+        );
+        assert!(
+            om.contains("# UNIT iofleet_latency_seconds seconds"),
+            "{om}"
+        );
         // Counters add up over intervals; gauges hold the latest interval.
         assert_eq!(value(om, "iofleet_ios_total{direction=\"read\"}"), 80.0);
         assert_eq!(value(om, "iofleet_ios_total{direction=\"write\"}"), 0.0);
@@ -673,6 +697,9 @@ mod tests {
         assert!(!txt.contains("# EOF"), "{txt}");
         assert!(!txt.contains("# UNIT"), "{txt}");
         assert_eq!(value(txt, "iofleet_ios_total{direction=\"read\"}"), 80.0);
-        assert!(txt.contains("# TYPE iofleet_latency_seconds summary"), "{txt}");
+        assert!(
+            txt.contains("# TYPE iofleet_latency_seconds summary"),
+            "{txt}"
+        );
     }
 }

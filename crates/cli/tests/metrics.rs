@@ -91,7 +91,10 @@ fn serves_openmetrics_while_running_and_only_at_metrics() {
     assert!(om.ends_with("# EOF\n"), "{om}");
     assert!(om.contains("# TYPE iofleet_iops gauge"), "{om}");
     assert!(om.contains("# TYPE iofleet_ios counter"), "{om}");
-    assert!(om.contains("# TYPE iofleet_latency_seconds summary"), "{om}");
+    assert!(
+        om.contains("# TYPE iofleet_latency_seconds summary"),
+        "{om}"
+    );
     let read_iops: f64 = om
         .lines()
         .find_map(|l| l.strip_prefix("iofleet_iops{direction=\"read\"} "))
@@ -119,10 +122,16 @@ fn serves_openmetrics_while_running_and_only_at_metrics() {
         Some("text/plain; version=0.0.4; charset=utf-8")
     );
     assert!(!body(&text).contains("# EOF"), "{text}");
-    assert!(body(&text).contains("# TYPE iofleet_ios_total counter"), "{text}");
+    assert!(
+        body(&text).contains("# TYPE iofleet_ios_total counter"),
+        "{text}"
+    );
 
     assert!(other.starts_with("HTTP/1.1 404 Not Found"), "{other}");
-    assert!(post.starts_with("HTTP/1.1 405 Method Not Allowed"), "{post}");
+    assert!(
+        post.starts_with("HTTP/1.1 405 Method Not Allowed"),
+        "{post}"
+    );
     assert_eq!(header(&post, "allow"), Some("GET"));
 }
 

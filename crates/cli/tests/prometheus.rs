@@ -69,7 +69,9 @@ fn encode(s: &str) -> String {
 fn get(addr: &str, target: &str, accept: Option<&str>) -> Option<(u16, String, String)> {
     let mut s = TcpStream::connect(addr).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
-    let accept = accept.map(|a| format!("Accept: {a}\r\n")).unwrap_or_default();
+    let accept = accept
+        .map(|a| format!("Accept: {a}\r\n"))
+        .unwrap_or_default();
     write!(s, "GET {target} HTTP/1.0\r\nHost: {addr}\r\n{accept}\r\n").ok()?;
     let mut raw = Vec::new();
     s.read_to_end(&mut raw).ok()?;
@@ -122,7 +124,9 @@ fn dashboard_exprs(d: &Value) -> Vec<(String, String)> {
             let mut e = t["expr"].as_str().unwrap().to_string();
             e = e.replace("$__rate_interval", "10s");
             for v in &vars {
-                e = e.replace(&format!("${{{v}}}"), ".+").replace(&format!("${v}"), ".+");
+                e = e
+                    .replace(&format!("${{{v}}}"), ".+")
+                    .replace(&format!("${v}"), ".+");
             }
             assert!(!e.contains('$'), "unknown variable in `{e}`");
             out.push((p["title"].as_str().unwrap().to_string(), e));
