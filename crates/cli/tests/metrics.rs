@@ -79,6 +79,14 @@ fn serves_openmetrics_while_running_and_only_at_metrics() {
     let text = request(&addr, "GET", "/metrics", "Accept: text/plain\r\n").unwrap_or_default();
     let other = request(&addr, "GET", "/other", "").unwrap_or_default();
     let post = request(&addr, "POST", "/metrics", "Content-Length: 0\r\n").unwrap_or_default();
+    let garbage = (|| {
+        let mut s = TcpStream::connect(&addr).ok()?;
+        s.write_all(b"\x01\x02 not http\r\n\r\n").ok()?;
+        let mut out = String::new();
+        s.read_to_string(&mut out).ok()?;
+        Some(out)
+    })()
+    .unwrap_or_default();
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 
@@ -133,6 +141,7 @@ fn serves_openmetrics_while_running_and_only_at_metrics() {
         "{post}"
     );
     assert_eq!(header(&post, "allow"), Some("GET"));
+    assert!(garbage.starts_with("HTTP/1.1 400 Bad Request"), "{garbage}");
 }
 
 #[test]
