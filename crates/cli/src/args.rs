@@ -104,9 +104,9 @@ pub struct RunArgs {
     /// over SSH; each host's targets come from the inventory.
     #[arg(long, value_name = "FILE")]
     pub hosts: Option<PathBuf>,
-    /// Serve the latest interval as Prometheus/OpenMetrics text on this address
-    /// (e.g. 127.0.0.1:9464) while the run goes: fleet and per-host IOPS, throughput,
-    /// latency quantiles.
+    /// Serve GET /metrics on this address (e.g. 127.0.0.1:9464) while the run goes, as
+    /// OpenMetrics (Prometheus text when asked for): fleet and per-host I/O counters,
+    /// IOPS, throughput and latency summaries of the latest interval (docs/metrics.md).
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<String>,
     /// With --hosts: a host still silent this long after the run's end (or a Ctrl-C) is
