@@ -539,7 +539,10 @@ pub(crate) fn summarize(
                 .then(|| all.latency_sum_ns as f64 / col.measured_ns as f64),
         },
         cpu: fleet_cpu(&col.host_usage, per_io),
-        memory: fleet_memory(&col.host_usage),
+        // Nothing measured, nothing to report (not this process's memory at the stop).
+        memory: (col.measured_ns > 0)
+            .then(|| fleet_memory(&col.host_usage))
+            .flatten(),
         errors: ErrorSummary {
             count: col.error_count,
             first: errors,

@@ -769,9 +769,8 @@ impl Pivot {
             }
             writeln!(
                 out,
-                "{} {}: one row per {}, one column per {}; {} = {} against {}={}",
-                m.label(),
-                m.unit().suffix(),
+                "{}: one row per {}, one column per {}; {} = {} against {}={}",
+                format!("{} {}", m.label(), m.unit().table_suffix()).trim_end(),
                 self.by,
                 self.configs,
                 cmp.gain.heading(),
