@@ -13,7 +13,8 @@ use crate::ops::{OpStats, Sample};
 use crate::summary::OpSummary;
 use crate::usage::{HostCpu, HostDisk, HostMemory, HostNet};
 
-pub const SCHEMA_VERSION: u32 = 1;
+/// 2: figures that were not measured are null (were 0); `stored` added.
+pub const SCHEMA_VERSION: u32 = 2;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
