@@ -58,7 +58,8 @@ pub enum GainArg {
 }
 
 fn metric(s: &str) -> Result<Metric, String> {
-    Metric::parse(s).ok_or_else(|| format!("unknown metric '{s}' (known: {})", Metric::known_names()))
+    Metric::parse(s)
+        .ok_or_else(|| format!("unknown metric '{s}' (known: {})", Metric::known_names()))
 }
 
 /// The runs of a comparison and the baseline's index among them.

@@ -174,11 +174,16 @@ fn json_and_ratio_gains() {
     let base = t.base["summary"]["all"]["iops"].as_f64().unwrap();
     let cand = t.cand["summary"]["all"]["iops"].as_f64().unwrap();
     assert_eq!(iops["values"][0].as_f64().unwrap(), base);
-    assert!(iops["gains"][0].is_null(), "no gain for the baseline itself");
+    assert!(
+        iops["gains"][0].is_null(),
+        "no gain for the baseline itself"
+    );
     let ratio = iops["gains"][1].as_f64().unwrap();
     assert!((ratio - cand / base * 100.0).abs() < 1e-9, "{ratio}");
     // Text: the same ratio as a percentage (10,000 vs 20,000 IOPS: about 50%).
-    let o = compare(&[&t.base_id, &t.cand_id, "--gain", "ratio", "--metric", "iops"]);
+    let o = compare(&[
+        &t.base_id, &t.cand_id, "--gain", "ratio", "--metric", "iops",
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", err(&o));
     let text = out(&o);
     let line = text.lines().find(|l| l.starts_with("IOPS")).unwrap();
@@ -212,7 +217,14 @@ fn pivot_runs() -> &'static (tempfile::TempDir, std::path::PathBuf, Vec<(String,
             let v = record_run(
                 &db,
                 rate,
-                &["--label", &format!("test={test}"), "--label", &format!("ns={ns}"), "--name", &name],
+                &[
+                    "--label",
+                    &format!("test={test}"),
+                    "--label",
+                    &format!("ns={ns}"),
+                    "--name",
+                    &name,
+                ],
             );
             runs.push((name, v["summary"]["all"]["iops"].as_f64().unwrap()));
         }
@@ -262,7 +274,10 @@ fn by_test_and_configs_gives_one_row_per_test_and_one_column_per_configuration()
         assert_eq!(row[2], grouped(new), "{text}");
         assert_eq!(row[3], format!("{:.0}%", new / old * 100.0), "{text}");
     }
-    assert!(text.contains("ratio = new ÷ old × 100 against ns=none"), "{text}");
+    assert!(
+        text.contains("ratio = new ÷ old × 100 against ns=none"),
+        "{text}"
+    );
 
     // The same table as JSON; the baseline run picks the baseline column.
     args.extend(["--json", "--baseline", "seqw-8"]);
@@ -287,17 +302,50 @@ fn by_and_configs_need_their_labels() {
     let (_d, db, _runs) = pivot_runs();
     let t = two_runs();
     // A run without the label is named in the error (exit 2).
-    let o = with_db(db, &["compare", "seqw-none", "seqw-8", "--by", "test", "--configs", "policy"]);
+    let o = with_db(
+        db,
+        &[
+            "compare",
+            "seqw-none",
+            "seqw-8",
+            "--by",
+            "test",
+            "--configs",
+            "policy",
+        ],
+    );
     assert_eq!(o.status.code(), Some(2));
     assert!(
         err(&o).contains("--configs policy") && err(&o).contains("has no label 'policy'"),
         "{}",
         err(&o)
     );
-    let o = compare(&[&t.base_id, &t.cand_id, "--by", "test", "--configs", "policy"]);
+    let o = compare(&[
+        &t.base_id,
+        &t.cand_id,
+        "--by",
+        "test",
+        "--configs",
+        "policy",
+    ]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(err(&o).contains("--by test") && err(&o).contains(&t.base_id), "{}", err(&o));
-    let o = with_db(db, &["compare", "seqw-none", "seqw-8", "--by", "test", "--configs", "test"]);
+    assert!(
+        err(&o).contains("--by test") && err(&o).contains(&t.base_id),
+        "{}",
+        err(&o)
+    );
+    let o = with_db(
+        db,
+        &[
+            "compare",
+            "seqw-none",
+            "seqw-8",
+            "--by",
+            "test",
+            "--configs",
+            "test",
+        ],
+    );
     assert_eq!(o.status.code(), Some(2));
     assert!(err(&o).contains("--configs test"), "{}", err(&o));
     // --by alone, or an unknown --metric, are refused by the parser (exit 2).
@@ -306,7 +354,11 @@ fn by_and_configs_need_their_labels() {
     assert!(err(&o).contains("--configs"), "{}", err(&o));
     let o = compare(&[&t.base_id, &t.cand_id, "--metric", "latency"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(err(&o).contains("--metric") && err(&o).contains("unknown metric"), "{}", err(&o));
+    assert!(
+        err(&o).contains("--metric") && err(&o).contains("unknown metric"),
+        "{}",
+        err(&o)
+    );
     let o = compare(&[&t.base_id, &t.cand_id, "--gain", "percent"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(err(&o).contains("--gain"), "{}", err(&o));

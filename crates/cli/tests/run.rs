@@ -303,7 +303,10 @@ fn ctrl_c_before_measuring_saves_an_interrupted_run_without_figures() {
     // The table says nothing was measured instead of printing zeros.
     let text = stdout(&o);
     assert!(text.contains("nothing was measured"), "{text}");
-    assert!(!text.contains("IOPS median") && !text.contains("0.0/"), "{text}");
+    assert!(
+        !text.contains("IOPS median") && !text.contains("0.0/"),
+        "{text}"
+    );
     // Saved as interrupted, with no figures: null, not 0.
     let list = iofleet()
         .args(["results", "list", "--json", "--db"])
@@ -336,7 +339,11 @@ fn ctrl_c_before_measuring_saves_an_interrupted_run_without_figures() {
         .arg(&db)
         .output()
         .unwrap();
-    assert!(stdout(&show).contains("nothing was measured"), "{}", stdout(&show));
+    assert!(
+        stdout(&show).contains("nothing was measured"),
+        "{}",
+        stdout(&show)
+    );
 }
 
 #[test]

@@ -155,10 +155,19 @@ fn exports_say_which_run_and_what_it_ran() {
     assert_eq!(v["stored"]["labels"]["policy"], "raid5");
     assert_eq!(v["stored"]["labels"]["dedupe"], "off");
     assert_eq!(v["stored"]["status"], "complete");
-    assert_eq!(v["stored"], t.cand["stored"], "the live result says the same");
+    assert_eq!(
+        v["stored"], t.cand["stored"],
+        "the live result says the same"
+    );
     // ... and the resolved workload as run.
     let fleet = &v["run"]["plan"]["fleet"];
-    assert_eq!((fleet["workers"].as_u64(), fleet["disks_per_worker"].as_u64()), (Some(3), Some(2)));
+    assert_eq!(
+        (
+            fleet["workers"].as_u64(),
+            fleet["disks_per_worker"].as_u64()
+        ),
+        (Some(3), Some(2))
+    );
 
     // CSV: every row ends with the identity; workload rows say what ran.
     let o = with_db(&t.db, &["results", "export", &t.base_id, "--format", "csv"]);
@@ -166,7 +175,12 @@ fn exports_say_which_run_and_what_it_ran() {
     let csv = out(&o);
     let mut lines = csv.lines();
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let col = |name: &str| header.iter().position(|c| *c == name).unwrap_or_else(|| panic!("{name}"));
+    let col = |name: &str| {
+        header
+            .iter()
+            .position(|c| *c == name)
+            .unwrap_or_else(|| panic!("{name}"))
+    };
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
     assert!(!rows.is_empty());
     for r in &rows {
@@ -194,7 +208,10 @@ fn exports_say_which_run_and_what_it_ran() {
     assert!(w[col("disk_size_bytes")].parse::<u64>().unwrap() > 0);
 
     // Markdown: identity line and workload table.
-    let o = with_db(&t.db, &["results", "export", "mirror", "--format", "markdown"]);
+    let o = with_db(
+        &t.db,
+        &["results", "export", "mirror", "--format", "markdown"],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", err(&o));
     let md = out(&o);
     assert!(
@@ -204,7 +221,10 @@ fn exports_say_which_run_and_what_it_ran() {
     );
     assert!(md.contains("| group | stream | workers | disks |"), "{md}");
     assert!(md.contains("| easy-run-4k70r | main | 3 | 2 |"), "{md}");
-    assert!(md.contains("| 1 | 4 | 4k | 70 | 100 | null | none |"), "{md}");
+    assert!(
+        md.contains("| 1 | 4 | 4k | 70 | 100 | null | none |"),
+        "{md}"
+    );
 }
 
 #[test]
@@ -254,7 +274,9 @@ fn schema_is_closed_and_rejects_undeclared_fields() {
     fn walk(v: &Value, path: &str, open: &mut Vec<String>) {
         match v {
             Value::Object(m) => {
-                if m.contains_key("properties") && m.get("additionalProperties") != Some(&Value::Bool(false)) {
+                if m.contains_key("properties")
+                    && m.get("additionalProperties") != Some(&Value::Bool(false))
+                {
                     open.push(path.to_string());
                 }
                 for (k, x) in m {
@@ -279,11 +301,23 @@ fn a_direction_without_io_has_no_latencies() {
     let db = dir.path().join("r.db");
     let live = record_run(&db, "4000", &["--read-pct", "100", "--name", "reads"]);
     assert_schema_valid(&live);
-    assert!(live["summary"]["read"]["latency_us"]["p99"].as_f64().unwrap() > 0.0);
+    assert!(
+        live["summary"]["read"]["latency_us"]["p99"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
     assert_eq!(live["summary"]["write"]["ios"], 0);
-    assert!(live["summary"]["write"]["latency_us"].is_null(), "{}", live["summary"]["write"]);
+    assert!(
+        live["summary"]["write"]["latency_us"].is_null(),
+        "{}",
+        live["summary"]["write"]
+    );
     for i in live["intervals"].as_array().unwrap() {
-        assert!(i["write_p50_us"].is_null() && i["write_p99_us"].is_null(), "{i}");
+        assert!(
+            i["write_p50_us"].is_null() && i["write_p99_us"].is_null(),
+            "{i}"
+        );
         assert!(i["read_p99_us"].as_f64().unwrap() > 0.0);
     }
     // The table prints – where a figure does not exist, never 0.0.
@@ -312,6 +346,31 @@ fn a_direction_without_io_has_no_latencies() {
         .unwrap()
         .to_string();
     assert!(line.contains('–') && !line.contains("0.00"), "{line}");
+    // The gate: a figure neither run measured holds nothing; one measured by only one
+    // run cannot be compared and fails.
+    let o = with_db(
+        &db,
+        &["compare", "reads", "reads", "--fail-if", "write.p99 > +10%"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    assert!(
+        out(&o).contains("not measured in either run"),
+        "{}",
+        out(&o)
+    );
+    record_run(&db, "4000", &["--name", "mixed"]);
+    let o = with_db(
+        &db,
+        &["compare", "reads", "mixed", "--fail-if", "write.p99 > +10%"],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    assert!(err(&o).contains("measured in only one run"), "{}", err(&o));
+    let o = with_db(
+        &db,
+        &["compare", "mixed", "reads", "--fail-if", "write.p99 > 2ms"],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    assert!(err(&o).contains("not measured in this run"), "{}", err(&o));
 }
 
 #[test]
@@ -583,12 +642,20 @@ fn sigkill_leaves_completed_intervals_and_an_incomplete_run() {
     assert!(r["summary"]["cpu"].is_null(), "{}", r["summary"]["cpu"]);
     assert!(r["summary"]["memory"].is_null());
     assert!(r["summary"]["outstanding_io"]["configured"].is_null());
-    assert!(r["summary"]["outstanding_io"]["measured_mean"].as_f64().unwrap() > 0.0);
+    assert!(
+        r["summary"]["outstanding_io"]["measured_mean"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
     let o = with_db(&db, &["results", "show", "doomed"]);
     let text = out(&o);
     assert!(text.contains("CPU: – (not measured)"), "{text}");
     assert!(text.contains("Memory: – (not measured)"), "{text}");
-    assert!(!text.contains("/0 "), "no configured outstanding I/O of 0: {text}");
+    assert!(
+        !text.contains("/0 "),
+        "no configured outstanding I/O of 0: {text}"
+    );
     // An incomplete run can still be compared and reported.
     let o = with_db(&db, &["compare", "latest", "latest"]);
     assert_eq!(o.status.code(), Some(0), "{}", err(&o));

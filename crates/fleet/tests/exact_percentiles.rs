@@ -166,11 +166,31 @@ fn merged_percentiles_equal_union_of_raw_samples() {
     let all = &result.summary.all;
     assert_eq!(all.ios, union.len() as u64);
     assert_eq!(result.summary.read.ios + result.summary.write.ios, all.ios);
-    close(all.latency_us.as_ref().unwrap().p50, exact_quantile(&union, 0.5), "p50");
-    close(all.latency_us.as_ref().unwrap().p90, exact_quantile(&union, 0.9), "p90");
-    close(all.latency_us.as_ref().unwrap().p99, exact_quantile(&union, 0.99), "p99");
-    close(all.latency_us.as_ref().unwrap().p99_9, exact_quantile(&union, 0.999), "p99.9");
-    close(all.latency_us.as_ref().unwrap().max, *union.last().unwrap() as f64, "max");
+    close(
+        all.latency_us.as_ref().unwrap().p50,
+        exact_quantile(&union, 0.5),
+        "p50",
+    );
+    close(
+        all.latency_us.as_ref().unwrap().p90,
+        exact_quantile(&union, 0.9),
+        "p90",
+    );
+    close(
+        all.latency_us.as_ref().unwrap().p99,
+        exact_quantile(&union, 0.99),
+        "p99",
+    );
+    close(
+        all.latency_us.as_ref().unwrap().p99_9,
+        exact_quantile(&union, 0.999),
+        "p99.9",
+    );
+    close(
+        all.latency_us.as_ref().unwrap().max,
+        *union.last().unwrap() as f64,
+        "max",
+    );
     let mean = union.iter().map(|&x| x as f64).sum::<f64>() / union.len() as f64;
     assert!(
         (all.latency_us.as_ref().unwrap().mean - mean / 1000.0).abs() < 1e-6,

@@ -162,7 +162,10 @@ fn write_workload(out: &mut dyn Write, r: &RunResult) -> io::Result<()> {
         return Ok(());
     }
     writeln!(out, "| group | stream | workers | disks | disk size | threads | qd | block sizes | read % | random % | engine | target |")?;
-    writeln!(out, "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---|---|")?;
+    writeln!(
+        out,
+        "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---|---|"
+    )?;
     for w in rows {
         writeln!(
             out,

@@ -281,13 +281,12 @@ fn runs_that_lost_hosts_are_listed_as_such() {
     // A run that finished with every host, one whose final result has a lost host, and
     // one whose recorder died after intervals measured without a host.
     let ok = record(&mut store, "ok", &[], 3);
-    store.finish_run(&ok, &fake_final(info("synthetic", 3))).unwrap();
+    store
+        .finish_run(&ok, &fake_final(info("synthetic", 3)))
+        .unwrap();
     let lost = record(&mut store, "lost", &[], 3);
     let mut r = fake_final(info("synthetic", 3));
-    r.hosts = vec![
-        host("h1", None),
-        host("h2", Some(0.4)),
-    ];
+    r.hosts = vec![host("h1", None), host("h2", Some(0.4))];
     store.finish_run(&lost, &r).unwrap();
     let id = store
         .begin_run(&NewRun {
