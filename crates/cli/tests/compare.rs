@@ -200,9 +200,15 @@ fn json_and_ratio_gains() {
 
 /// Four runs as the vSAN NVMe namespaces report lays them out: tests `seqw` and `randr`,
 /// configurations `ns=none` (baseline) and `ns=8`.
-fn pivot_runs() -> &'static (tempfile::TempDir, std::path::PathBuf, Vec<(String, f64)>) {
-    static RUNS: std::sync::OnceLock<(tempfile::TempDir, std::path::PathBuf, Vec<(String, f64)>)> =
-        std::sync::OnceLock::new();
+struct PivotRuns {
+    _dir: tempfile::TempDir,
+    db: std::path::PathBuf,
+    /// Run name and its live IOPS.
+    runs: Vec<(String, f64)>,
+}
+
+fn pivot_runs() -> &'static PivotRuns {
+    static RUNS: std::sync::OnceLock<PivotRuns> = std::sync::OnceLock::new();
     RUNS.get_or_init(|| {
         let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
         let db = dir.path().join("pivot.db");
@@ -228,13 +234,17 @@ fn pivot_runs() -> &'static (tempfile::TempDir, std::path::PathBuf, Vec<(String,
             );
             runs.push((name, v["summary"]["all"]["iops"].as_f64().unwrap()));
         }
-        (dir, db, runs)
+        PivotRuns {
+            _dir: dir,
+            db,
+            runs,
+        }
     })
 }
 
 #[test]
 fn by_test_and_configs_gives_one_row_per_test_and_one_column_per_configuration() {
-    let (_d, db, runs) = pivot_runs();
+    let PivotRuns { db, runs, .. } = pivot_runs();
     let iops = |name: &str| runs.iter().find(|(n, _)| n == name).unwrap().1;
     let names: Vec<&str> = runs.iter().map(|(n, _)| n.as_str()).collect();
     let mut args = vec!["compare"];
@@ -299,7 +309,7 @@ fn by_test_and_configs_gives_one_row_per_test_and_one_column_per_configuration()
 
 #[test]
 fn by_and_configs_need_their_labels() {
-    let (_d, db, _runs) = pivot_runs();
+    let db = &pivot_runs().db;
     let t = two_runs();
     // A run without the label is named in the error (exit 2).
     let o = with_db(

@@ -577,9 +577,7 @@ impl Comparison<'_> {
                 } else {
                     self.gain.fmt(self.gain(iops, row.index))
                 },
-                r.measured()
-                    .then(|| format!("{:.1}", r.summary.all.mbps))
-                    .unwrap_or_else(|| "–".into()),
+                opt1(Metric::parse("mbps").expect("mbps").value(r)),
                 v(r, "mean"),
                 v(r, "read.mean"),
                 v(r, "write.mean"),
