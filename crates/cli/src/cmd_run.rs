@@ -240,16 +240,16 @@ pub fn run(a: RunArgs) -> Result<i32, Exit> {
     };
     drop(launcher);
     live.finish();
-    if let Some(r) = recorder {
-        r.finish(result.as_ref().ok());
-    }
-    let result = result.map_err(|e| {
+    let stored = recorder.and_then(|r| r.finish(result.as_ref().ok()));
+    let mut result = result.map_err(|e| {
         if e.is_input_error() {
             Exit::input(e)
         } else {
             Exit::failure(e)
         }
     })?;
+    // Printed and exported results say which stored run they are.
+    result.stored = stored;
 
     let stdout = io::stdout();
     let mut out = stdout.lock();

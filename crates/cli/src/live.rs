@@ -131,8 +131,10 @@ impl Observer for LiveView {
         let end = r.t_s + r.duration_s;
         b.set_position((end - if r.warmup { 0.0 } else { self.phase_start_s }).round() as u64);
         b.set_message(format!(
-            "{:>10.0} IOPS {:>8.1} MB/s  p99 {:>9.1} µs",
-            r.iops, r.mbps, r.p99_us
+            "{:>10.0} IOPS {:>8.1} MB/s  p99 {:>9} µs",
+            r.iops,
+            r.mbps,
+            r.p99_us.map_or_else(|| "–".into(), |p| format!("{p:.1}"))
         ));
     }
 }

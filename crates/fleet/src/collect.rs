@@ -18,7 +18,7 @@ use iofleet_stats::result::{
     CpuSummary, ErrorDetail, ErrorSummary, IntervalRow, MemorySummary, Outstanding, RunInfo,
     RunResult, RunSummary, SCHEMA_VERSION,
 };
-use iofleet_stats::summary::median;
+use iofleet_stats::summary::median_of;
 use iofleet_stats::{GenSample, HostUsage, OpStats, OpSummary, PackedSample, Sample};
 
 use crate::lanes::{Msg, Timeline};
@@ -391,7 +391,7 @@ pub(crate) fn summarize(
     );
     let all = fleet.all();
     let ios = all.ios as f64;
-    let per_io = |s: f64| if ios > 0.0 { s * 1e6 / ios } else { 0.0 };
+    let per_io = |s: f64| (ios > 0.0).then(|| s * 1e6 / ios);
     for (h, lost) in col.host_lost_ns.iter().enumerate() {
         if let Some(t) = lost {
             let affected = col.rows.iter().filter(|r| r.hosts_lost > 0).count();
@@ -415,17 +415,17 @@ pub(crate) fn summarize(
         all: OpSummary::from_ops(&all, elapsed_s),
         read: OpSummary::from_ops(&fleet.read(), elapsed_s),
         write: OpSummary::from_ops(&fleet.write(), elapsed_s),
-        iops_median_interval: median(&col.interval_iops),
+        iops_median_interval: median_of(&col.interval_iops),
         outstanding_io: Outstanding {
-            configured: configured_outstanding,
-            measured_mean: if col.measured_ns > 0 {
-                all.latency_sum_ns as f64 / col.measured_ns as f64
-            } else {
-                0.0
-            },
+            configured: Some(configured_outstanding),
+            measured_mean: (col.measured_ns > 0)
+                .then(|| all.latency_sum_ns as f64 / col.measured_ns as f64),
         },
         cpu: fleet_cpu(&col.host_usage, per_io),
-        memory: fleet_memory(&col.host_usage),
+        // Nothing measured, nothing to report (not this process's memory at the stop).
+        memory: (col.measured_ns > 0)
+            .then(|| fleet_memory(&col.host_usage))
+            .flatten(),
         errors: ErrorSummary {
             count: col.error_count,
             first: errors,
@@ -439,6 +439,7 @@ pub(crate) fn summarize(
     info.interrupted = col.max_end_ns < spec.timeline.end_ns();
     RunResult {
         schema_version: SCHEMA_VERSION,
+        stored: None,
         run: info,
         summary,
         streams,
@@ -452,58 +453,57 @@ pub(crate) fn summarize(
 
 /// The fleet's CPU from what its hosts spent: iofleet's CPU summed over hosts (percent
 /// of one core), the hosts' mean busy share, and both per completed I/O.
-fn fleet_cpu(usage: &[HostUsage], per_io: impl Fn(f64) -> f64) -> CpuSummary {
+fn fleet_cpu(usage: &[HostUsage], per_io: impl Fn(f64) -> Option<f64>) -> Option<CpuSummary> {
     let known: Vec<&HostUsage> = usage.iter().filter(|u| u.wall_s > 0.0).collect();
-    if known.is_empty() {
-        return CpuSummary::default();
-    }
     let res: Vec<_> = known.iter().filter_map(|u| u.summary()).collect();
-    CpuSummary {
+    if res.is_empty() {
+        return None;
+    }
+    Some(CpuSummary {
         usr_pct: res.iter().map(|r| r.cpu.usr_pct).sum(),
         sys_pct: res.iter().map(|r| r.cpu.sys_pct).sum(),
         host_pct: res.iter().map(|r| r.cpu.host_pct).sum::<f64>() / res.len() as f64,
         us_per_io: per_io(known.iter().map(|u| u.proc_usr_s + u.proc_sys_s).sum()),
         host_us_per_io: per_io(known.iter().map(|u| u.host_busy_s).sum()),
-    }
+    })
 }
 
 /// The fleet's memory: the largest iofleet peak on any host, the hosts' mean use.
-fn fleet_memory(usage: &[HostUsage]) -> MemorySummary {
+fn fleet_memory(usage: &[HostUsage]) -> Option<MemorySummary> {
     let res: Vec<_> = usage.iter().filter_map(|u| u.summary()).collect();
     if res.is_empty() {
-        return MemorySummary {
+        return Some(MemorySummary {
             rss_peak_mib: sys::rss_peak_mib(),
             host_used_pct: sys::host_mem_used_pct(),
-        };
+        });
     }
-    MemorySummary {
+    Some(MemorySummary {
         rss_peak_mib: res
             .iter()
             .map(|r| r.memory.rss_peak_mib)
             .fold(0.0, f64::max),
         host_used_pct: res.iter().map(|r| r.memory.host_used_pct).sum::<f64>() / res.len() as f64,
-    }
+    })
 }
 
-/// The result of a run that measured nothing (interrupted while preparing).
+/// The result of a run that measured nothing (interrupted while preparing): every
+/// figure is unknown, not zero.
 pub(crate) fn empty_result(info: RunInfo, notices: Vec<String>) -> RunResult {
     let empty = OpSummary::from_ops(&OpStats::default(), 0.0);
     let mut info = info;
     info.interrupted = true;
     RunResult {
         schema_version: SCHEMA_VERSION,
+        stored: None,
         run: info,
         summary: RunSummary {
             all: empty.clone(),
             read: empty.clone(),
             write: empty,
-            iops_median_interval: 0.0,
+            iops_median_interval: None,
             outstanding_io: Outstanding::default(),
-            cpu: CpuSummary::default(),
-            memory: MemorySummary {
-                rss_peak_mib: sys::rss_peak_mib(),
-                host_used_pct: sys::host_mem_used_pct(),
-            },
+            cpu: None,
+            memory: None,
             errors: ErrorSummary::default(),
             generator: None,
         },

@@ -204,13 +204,14 @@ fn line_chart(spec: LineSpec<'_>, log_y: bool, title: &str) -> Result<String, Ch
 /// Measured intervals of a run as (seconds since measurement start at interval end, y).
 fn measured_series(
     r: &RunData,
-    f: impl Fn(&iofleet_stats::result::IntervalRow) -> f64,
+    f: impl Fn(&iofleet_stats::result::IntervalRow) -> Option<f64>,
 ) -> Vec<(f64, f64)> {
     let measured: Vec<_> = r.result.intervals.iter().filter(|i| !i.warmup).collect();
     let start = measured.first().map_or(0.0, |i| i.t_s);
     measured
         .iter()
-        .map(|i| (i.t_s + i.duration_s - start, f(i)))
+        // An interval without the figure (no I/O in it) has no point.
+        .filter_map(|i| Some((i.t_s + i.duration_s - start, f(i)?)))
         .collect()
 }
 
@@ -228,7 +229,7 @@ pub fn throughput_over_time(runs: &[RunData], mbps: bool) -> Result<Chart, Chart
             label: r.title(),
             color: run_color(i),
             dashed: false,
-            points: measured_series(r, |row| if mbps { row.mbps } else { row.iops }),
+            points: measured_series(r, |row| Some(if mbps { row.mbps } else { row.iops })),
         })
         .collect();
     let svg = line_chart(

@@ -14,7 +14,10 @@ use std::fmt::Write as _;
 use iofleet_stats::OpSummary;
 
 use crate::charts::{self, run_color_css, Chart, ChartError};
-use crate::compare::{default_metrics, fmt_change, fmt_value, Comparison, Metric, Unit};
+use crate::compare::{
+    default_metrics, fmt_change, fmt_lat, fmt_opt, fmt_outstanding, fmt_value, metric_text, opt1,
+    Comparison, Gain, Metric, Unit,
+};
 use crate::RunData;
 
 /// Escape text for HTML element content and attribute values.
@@ -153,23 +156,22 @@ fn fs_text(env: &serde_json::Value) -> String {
 }
 
 fn lat_row(h: &mut String, label: &str, s: &OpSummary) {
-    let l = &s.latency_us;
-    let f = |v: f64| fmt_value(v, Unit::Micros);
+    let f = |g: fn(&iofleet_stats::LatencySummary) -> f64| fmt_lat(s, g);
     let _ = writeln!(
         h,
         "<tr><td class=\"l\">{}</td><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
         escape(label),
         fmt_value(s.iops, Unit::Iops),
         s.mbps,
-        f(l.mean),
-        f(l.stddev),
-        f(l.p50),
-        f(l.p90),
-        f(l.p95),
-        f(l.p99),
-        f(l.p99_9),
-        f(l.p99_99),
-        f(l.max)
+        f(|l| l.mean),
+        f(|l| l.stddev),
+        f(|l| l.p50),
+        f(|l| l.p90),
+        f(|l| l.p95),
+        f(|l| l.p99),
+        f(|l| l.p99_9),
+        f(|l| l.p99_99),
+        f(|l| l.max)
     );
 }
 
@@ -187,7 +189,11 @@ fn figure(h: &mut String, c: &Chart) {
 pub fn charts_for(runs: &[RunData], baseline: usize) -> Result<Vec<Chart>, ChartError> {
     let mut out = Vec::new();
     if runs.len() > 1 {
-        out.push(charts::comparison_bars(&Comparison { runs, baseline })?);
+        out.push(charts::comparison_bars(&Comparison {
+            runs,
+            baseline,
+            gain: Gain::Change,
+        })?);
     }
     out.push(charts::throughput_over_time(runs, false)?);
     out.push(charts::throughput_over_time(runs, true)?);
@@ -207,7 +213,11 @@ pub fn report(
     title: &str,
     generated_at: &str,
 ) -> Result<String, ChartError> {
-    let cmp = Comparison { runs, baseline };
+    let cmp = Comparison {
+        runs,
+        baseline,
+        gain: Gain::Change,
+    };
     let charts = charts_for(runs, baseline)?;
     let chart = |id: &str| charts.iter().find(|c| c.id == id);
     let mut h = String::new();
@@ -293,21 +303,20 @@ pub fn report(
         };
         let _ = writeln!(
             h,
-            "<tr><td class=\"l\">{}{}</td><td class=\"l\">{}</td><td>{}</td>{change}<td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1} / {}</td><td>{:.1}</td><td>{:.1}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td class=\"l\">{}{}</td><td class=\"l\">{}</td><td>{}</td>{change}<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             swatch(row.index),
             row.index + 1,
             escape(&row.config),
-            fmt_value(s.all.iops, Unit::Iops),
-            s.all.mbps,
-            fmt_value(s.all.latency_us.mean, Unit::Micros),
-            fmt_value(s.read.latency_us.mean, Unit::Micros),
-            fmt_value(s.write.latency_us.mean, Unit::Micros),
-            fmt_value(s.all.latency_us.stddev, Unit::Micros),
-            s.outstanding_io.measured_mean,
-            s.outstanding_io.configured,
-            s.cpu.host_pct,
-            s.memory.host_used_pct,
-            fmt_value(s.iops_median_interval, Unit::Iops),
+            metric_text(row.result, "iops"),
+            metric_text(row.result, "mbps"),
+            metric_text(row.result, "mean"),
+            metric_text(row.result, "read.mean"),
+            metric_text(row.result, "write.mean"),
+            metric_text(row.result, "stddev"),
+            fmt_outstanding(&s.outstanding_io),
+            opt1(s.cpu.as_ref().map(|c| c.host_pct)),
+            opt1(s.memory.as_ref().map(|m| m.host_used_pct)),
+            fmt_opt(s.iops_median_interval, Unit::Iops),
             s.errors.count
         );
     }
@@ -335,7 +344,7 @@ pub fn report(
                 m.unit().table_suffix()
             );
             for (i, r) in runs.iter().enumerate() {
-                let _ = write!(h, "<td>{}</td>", fmt_value(m.value(&r.result), m.unit()));
+                let _ = write!(h, "<td>{}</td>", fmt_opt(m.value(&r.result), m.unit()));
                 if i != baseline {
                     h.push_str(&change_cell(&cmp, m, i));
                 }

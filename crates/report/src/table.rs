@@ -1,7 +1,9 @@
 //! The human-readable result: a headline with the columns practitioners publish (IOPS,
 //! MB/s, mean/read/write latency, standard deviation, outstanding I/O, CPU, memory),
 //! then latency percentiles per direction and per stream, intervals in brief, workers,
-//! and errors. Plain text, fixed-width columns, no colour.
+//! and errors. Plain text, fixed-width columns, no colour. A figure that was not
+//! measured prints as `–`; a run interrupted before its first measured interval prints
+//! that nothing was measured instead of a table of zeros.
 
 use std::io::{self, Write};
 
@@ -15,12 +17,27 @@ pub struct TableExporter {
     pub intervals: bool,
 }
 
+/// A figure with `prec` decimals, `–` when it was not measured.
+fn d(v: Option<f64>, prec: usize) -> String {
+    v.map_or_else(|| "–".into(), |v| format!("{v:.prec$}"))
+}
+
 fn lat_row(out: &mut dyn Write, label: &str, s: &OpSummary) -> io::Result<()> {
-    let l = &s.latency_us;
+    let l = |f: fn(&iofleet_stats::LatencySummary) -> f64| d(s.lat(f), 1);
     writeln!(
         out,
-        "  {label:<14} {:>12.0} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>10.1} {:>10.1}",
-        s.iops, s.mbps, l.mean, l.stddev, l.p50, l.p90, l.p95, l.p99, l.p99_9, l.p99_99, l.max
+        "  {label:<14} {:>12.0} {:>9.1} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10}",
+        s.iops,
+        s.mbps,
+        l(|l| l.mean),
+        l(|l| l.stddev),
+        l(|l| l.p50),
+        l(|l| l.p90),
+        l(|l| l.p95),
+        l(|l| l.p99),
+        l(|l| l.p99_9),
+        l(|l| l.p99_99),
+        l(|l| l.max)
     )
 }
 
@@ -37,6 +54,34 @@ impl Exporter for TableExporter {
             run.target,
             if run.direct { "on" } else { "off" }
         )?;
+        if let Some(st) = &r.stored {
+            writeln!(
+                out,
+                "run {}  name {}  labels {}",
+                st.id,
+                st.name,
+                if st.labels.is_empty() {
+                    "(none)".to_string()
+                } else {
+                    st.labels
+                        .iter()
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                }
+            )?;
+        }
+        if !r.measured() {
+            writeln!(
+                out,
+                "started {}  INTERRUPTED before the first measured interval: nothing was measured, so there are no figures",
+                run.started_at
+            )?;
+            for n in &r.notices {
+                writeln!(out, "note: {n}")?;
+            }
+            return Ok(());
+        }
         writeln!(
             out,
             "started {}  measured {:.1} s after {:.1} s warm-up{}",
@@ -65,19 +110,16 @@ impl Exporter for TableExporter {
         )?;
         writeln!(
             out,
-            "  {:>12.0} {:>9.1} {:>12.1} {:>12.1} {:>12.1} {:>12.1} {:>11} {:>9.1} {:>9.1}",
+            "  {:>12.0} {:>9.1} {:>12} {:>12} {:>12} {:>12} {:>11} {:>9} {:>9}",
             s.all.iops,
             s.all.mbps,
-            s.all.latency_us.mean,
-            s.read.latency_us.mean,
-            s.write.latency_us.mean,
-            s.all.latency_us.stddev,
-            format!(
-                "{:.1}/{}",
-                s.outstanding_io.measured_mean, s.outstanding_io.configured
-            ),
-            s.cpu.host_pct,
-            s.memory.host_used_pct
+            d(s.all.lat(|l| l.mean), 1),
+            d(s.read.lat(|l| l.mean), 1),
+            d(s.write.lat(|l| l.mean), 1),
+            d(s.all.lat(|l| l.stddev), 1),
+            crate::compare::fmt_outstanding(&s.outstanding_io),
+            d(s.cpu.as_ref().map(|c| c.host_pct), 1),
+            d(s.memory.as_ref().map(|m| m.host_used_pct), 1)
         )?;
         writeln!(out)?;
         writeln!(
@@ -109,10 +151,10 @@ impl Exporter for TableExporter {
         let measured: Vec<_> = r.intervals.iter().filter(|i| !i.warmup).collect();
         writeln!(
             out,
-            "IOPS median of {} measured {:.0} s intervals: {:.0}",
+            "IOPS median of {} measured {:.0} s intervals: {}",
             measured.len(),
             run.interval_s,
-            s.iops_median_interval
+            d(s.iops_median_interval, 0)
         )?;
         if self.intervals {
             writeln!(
@@ -123,26 +165,36 @@ impl Exporter for TableExporter {
             for i in &r.intervals {
                 writeln!(
                     out,
-                    "  {:>7.1} {:>8} {:>12.0} {:>9.1} {:>10.1} {:>10.1}",
+                    "  {:>7.1} {:>8} {:>12.0} {:>9.1} {:>10} {:>10}",
                     i.t_s,
                     if i.warmup { "warm-up" } else { "measure" },
                     i.iops,
                     i.mbps,
-                    i.p50_us,
-                    i.p99_us
+                    d(i.p50_us, 1),
+                    d(i.p99_us, 1)
                 )?;
             }
         }
-        writeln!(
-            out,
-            "CPU: iofleet usr {:.1}% sys {:.1}% (of one core), host {:.1}% of all cores; {:.2} µs per I/O (host {:.2} µs)",
-            s.cpu.usr_pct, s.cpu.sys_pct, s.cpu.host_pct, s.cpu.us_per_io, s.cpu.host_us_per_io
-        )?;
-        writeln!(
-            out,
-            "Memory: iofleet peak RSS {:.1} MiB, host {:.1}% in use",
-            s.memory.rss_peak_mib, s.memory.host_used_pct
-        )?;
+        match &s.cpu {
+            Some(c) => writeln!(
+                out,
+                "CPU: iofleet usr {:.1}% sys {:.1}% (of one core), host {:.1}% of all cores; {} µs per I/O (host {} µs)",
+                c.usr_pct,
+                c.sys_pct,
+                c.host_pct,
+                d(c.us_per_io, 2),
+                d(c.host_us_per_io, 2)
+            )?,
+            None => writeln!(out, "CPU: – (not measured)")?,
+        }
+        match &s.memory {
+            Some(m) => writeln!(
+                out,
+                "Memory: iofleet peak RSS {:.1} MiB, host {:.1}% in use",
+                m.rss_peak_mib, m.host_used_pct
+            )?,
+            None => writeln!(out, "Memory: – (not measured)")?,
+        }
         if let Some(g) = &s.generator {
             let runq = g
                 .runq_us_per_io
@@ -199,15 +251,15 @@ impl Exporter for TableExporter {
             for w in &r.workers {
                 writeln!(
                     out,
-                    "  {:>6} {:<16} {:>12.0} {:>9.1} {:>12.1} {:>12.1} {:>12.1} {:>12.1}",
+                    "  {:>6} {:<16} {:>12.0} {:>9.1} {:>12} {:>12} {:>12} {:>12}",
                     w.worker,
                     w.host.chars().take(16).collect::<String>(),
                     w.all.iops,
                     w.all.mbps,
-                    w.read.latency_us.mean,
-                    w.read.latency_us.p99,
-                    w.write.latency_us.mean,
-                    w.write.latency_us.p99
+                    d(w.read.lat(|l| l.mean), 1),
+                    d(w.read.lat(|l| l.p99), 1),
+                    d(w.write.lat(|l| l.mean), 1),
+                    d(w.write.lat(|l| l.p99), 1)
                 )?;
             }
         }
@@ -229,16 +281,16 @@ impl Exporter for TableExporter {
             for g in &r.groups {
                 writeln!(
                     out,
-                    "  {:<14} {:<22} {:>7} {:>12.0} {:>9.1} {:>10.1} {:>10.1} {:>10.1} {:>10.1}",
+                    "  {:<14} {:<22} {:>7} {:>12.0} {:>9.1} {:>10} {:>10} {:>10} {:>10}",
                     g.name.chars().take(14).collect::<String>(),
                     g.profile.chars().take(22).collect::<String>(),
                     g.workers,
                     g.all.iops,
                     g.all.mbps,
-                    g.read.latency_us.mean,
-                    g.read.latency_us.p99,
-                    g.write.latency_us.mean,
-                    g.write.latency_us.p99
+                    d(g.read.lat(|l| l.mean), 1),
+                    d(g.read.lat(|l| l.p99), 1),
+                    d(g.write.lat(|l| l.mean), 1),
+                    d(g.write.lat(|l| l.p99), 1)
                 )?;
             }
         }
@@ -257,13 +309,13 @@ impl Exporter for TableExporter {
                 };
                 writeln!(
                     out,
-                    "  {:<16} {:>7} {:>12.0} {:>9.1} {:>10.1} {:>10.1} {:>10}  {}",
+                    "  {:<16} {:>7} {:>12.0} {:>9.1} {:>10} {:>10} {:>10}  {}",
                     h.host.chars().take(16).collect::<String>(),
                     h.workers,
                     h.all.iops,
                     h.all.mbps,
-                    h.read.latency_us.p99,
-                    h.write.latency_us.p99,
+                    d(h.read.lat(|l| l.p99), 1),
+                    d(h.write.lat(|l| l.p99), 1),
                     h.start_late_ms
                         .map_or("-".to_string(), |l| format!("{l:.2}")),
                     state
@@ -271,12 +323,12 @@ impl Exporter for TableExporter {
             }
             writeln!(
                 out,
-                "  {:<16} {:>7} {:>12.0} {:>9.1}   start skew {:.2} ms",
+                "  {:<16} {:>7} {:>12.0} {:>9.1}   start skew {} ms",
                 "total",
                 r.workers.len(),
                 s.all.iops,
                 s.all.mbps,
-                run.start_skew_ms
+                d(run.start_skew_ms, 2)
             )?;
             if r.hosts.iter().any(|h| h.cpu.is_some()) {
                 writeln!(out)?;

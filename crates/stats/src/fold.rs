@@ -272,7 +272,7 @@ mod tests {
         assert_eq!(f.groups[0].all.ios, 400);
         assert_eq!(f.streams[0].read.ios, 400);
         // Percentiles come from the merged histogram: host c saw 3 µs and 4 µs.
-        let p50 = f.hosts[2].all.latency_us.p50;
+        let p50 = f.hosts[2].all.latency_us.as_ref().unwrap().p50;
         assert!((2.9..3.1).contains(&p50), "{p50}");
         // Per worker, every host delivers the same: no straggler.
         assert!(f.hosts.iter().all(|h| !h.straggler));

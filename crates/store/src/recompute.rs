@@ -6,14 +6,16 @@
 //! come from the controller's own fold (`iofleet_stats::fold`) over those totals. For
 //! a run that finished, the result equals the live one; for a run whose process died,
 //! it is what the committed intervals add up to. Figures that histograms cannot give
-//! (CPU, memory, error details, configured outstanding I/O) come from the stored final
-//! result when there is one, and are zero with a notice otherwise.
+//! (CPU, memory, error details, configured outstanding I/O, start skew across hosts)
+//! come from the stored final result when there is one, and are unknown (None) with a
+//! notice otherwise.
 
 use iofleet_stats::fold::{Folded, GroupRange, HostFacts, Layout};
 use iofleet_stats::result::{
-    ErrorSummary, IntervalRow, Outstanding, RunInfo, RunResult, RunSummary, SCHEMA_VERSION,
+    ErrorSummary, IntervalRow, Outstanding, RunInfo, RunResult, RunSummary, StoredRun,
+    SCHEMA_VERSION,
 };
-use iofleet_stats::summary::median;
+use iofleet_stats::summary::median_of;
 use iofleet_stats::{HostResources, LatencyHist, OpStats, OpSummary, Sample};
 
 use crate::read::{RunMeta, RunStatus};
@@ -239,11 +241,8 @@ impl Store {
         } = layout.fold(worker_totals, &facts, elapsed_s);
         let all = fleet.all();
         let (read, write) = (fleet.read(), fleet.write());
-        let measured_mean = if measured_ns > 0 {
-            all.latency_sum_ns as f64 / measured_ns as f64
-        } else {
-            0.0
-        };
+        let measured_mean =
+            (measured_ns > 0).then(|| all.latency_sum_ns as f64 / measured_ns as f64);
         let (summary_extra, mut notices, mut run) = match &stored {
             Some(r) => (
                 (
@@ -260,9 +259,9 @@ impl Store {
                 run.interrupted = true;
                 (
                     (
-                        0,
-                        Default::default(),
-                        Default::default(),
+                        None,
+                        None,
+                        None,
                         ErrorSummary {
                             count: error_count,
                             ..Default::default()
@@ -284,18 +283,28 @@ impl Store {
         if stored.is_none() || meta.status == RunStatus::Running {
             run.duration_s = elapsed_s;
         }
+        if stored.is_none() && host_summaries.len() > 1 {
+            // Across hosts the skew is computed from the hosts' start reports at the end.
+            run.start_skew_ms = None;
+        }
         if meta.status == RunStatus::Running {
             notices.push("the run is still being recorded: figures so far".into());
         }
         let (configured, cpu, memory, errors) = summary_extra;
         let result = RunResult {
             schema_version: SCHEMA_VERSION,
+            stored: Some(StoredRun {
+                id: meta.id.clone(),
+                name: meta.name.clone(),
+                labels: meta.labels.clone(),
+                status: meta.status.as_str().to_string(),
+            }),
             run,
             summary: RunSummary {
                 all: OpSummary::from_ops(&all, elapsed_s),
                 read: OpSummary::from_ops(&read, elapsed_s),
                 write: OpSummary::from_ops(&write, elapsed_s),
-                iops_median_interval: median(&interval_iops),
+                iops_median_interval: median_of(&interval_iops),
                 outstanding_io: Outstanding {
                     configured,
                     measured_mean,
