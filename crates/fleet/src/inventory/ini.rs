@@ -38,9 +38,10 @@ fn err<T>(line: usize, message: impl Into<String>) -> Result<T, LineError> {
     })
 }
 
-#[derive(Default)]
 struct G {
     name: String,
+    /// `ansible_group_priority` (default 1).
+    priority: i64,
     hosts: Vec<usize>,
     children: Vec<usize>,
     parents: Vec<usize>,
@@ -83,7 +84,11 @@ impl Builder {
         }
         self.groups.push(G {
             name: name.to_string(),
-            ..G::default()
+            priority: 1,
+            hosts: vec![],
+            children: vec![],
+            parents: vec![],
+            vars: BTreeMap::new(),
         });
         self.group_index
             .insert(name.to_string(), self.groups.len() - 1);
@@ -245,10 +250,25 @@ pub fn parse(text: &str) -> Result<Inventory, LineError> {
                 if k.is_empty() {
                     return err(n, format!("'{line}' sets a variable with no name"));
                 }
+                let value = literal::eval(v.trim());
+                // As in Ansible, the priority orders groups of one depth; it is not a
+                // variable of the hosts.
+                if k == "ansible_group_priority" {
+                    b.groups[group].priority = match &value {
+                        Value::Number(p) => p.as_i64(),
+                        Value::String(s) => s.trim().parse().ok(),
+                        _ => None,
+                    }
+                    .ok_or_else(|| LineError {
+                        line: n,
+                        message: format!("ansible_group_priority={} is not a whole number", v.trim()),
+                    })?;
+                    continue;
+                }
                 b.groups[group].vars.insert(
                     k.to_string(),
                     Var {
-                        value: literal::eval(v.trim()),
+                        value,
                         line: Some(n),
                     },
                 );
@@ -317,16 +337,7 @@ impl Builder {
             }
         }
         let depth: Vec<usize> = (0..self.groups.len()).map(|g| self.depth(g)).collect();
-        let priority = |g: &G| -> i64 {
-            g.vars
-                .get("ansible_group_priority")
-                .and_then(|v| match &v.value {
-                    Value::Number(n) => n.as_i64(),
-                    Value::String(s) => s.trim().parse().ok(),
-                    _ => None,
-                })
-                .unwrap_or(1)
-        };
+        let priority = |g: &G| g.priority;
         let mut vars = BTreeMap::new();
         for (h, host) in self.hosts.iter().enumerate() {
             let mut mine: Vec<usize> = Vec::new();
@@ -716,6 +727,7 @@ mod tests {
             ("[v:vars]\nx=1\n", 1, "never declared"),
             ("[a:children]\nb\n[b:children]\na\n", 4, "loop"),
             ("[g]\nn1:\n", 2, "ends in ':'"),
+            ("[g]\nn1\n[g:vars]\nansible_group_priority=high\n", 4, "not a whole number"),
         ] {
             let e = parse(text).unwrap_err();
             assert_eq!(e.line, line, "{text:?}: {e:?}");

@@ -19,7 +19,8 @@ pub fn eval(text: &str) -> Value {
     match p.value() {
         Some(v) => {
             p.ws();
-            if p.i == p.s.len() {
+            // Python reads `#` after a value as a comment.
+            if p.i == p.s.len() || p.peek() == Some(b'#') {
                 v
             } else {
                 Value::String(text.to_string())
@@ -251,6 +252,8 @@ mod tests {
             ("'open", json!("'open")),
             ("[1, 2", json!("[1, 2")),
             ("1 2", json!("1 2")),
+            ("8   # a number", json!(8)),
+            ("/srv # kept", json!("/srv # kept")),
         ] {
             assert_eq!(eval(text), want, "{text}");
         }

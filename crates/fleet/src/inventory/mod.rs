@@ -208,7 +208,7 @@ pub fn load_with(path: &Path, reader: Reader) -> Result<Vec<HostSpec>, Inventory
                 }
             },
         };
-        host_specs(&inv, text.as_deref()).map_err(|(line, m)| fail(line, m))?
+        resolve_hosts(path, &inv, text.as_deref())?
     };
     check(&hosts).map_err(|e| fail(None, e))?;
     Ok(hosts)
@@ -280,7 +280,20 @@ fn show(v: &Value) -> String {
     }
 }
 
-/// Hosts to connect to, from a resolved Ansible inventory.
+/// Hosts to connect to, from an Ansible inventory resolved by either reader; `text` is
+/// the file's text, to name the line of a bad variable `ansible-inventory` resolved.
+pub fn resolve_hosts(
+    file: &Path,
+    inv: &Inventory,
+    text: Option<&str>,
+) -> Result<Vec<HostSpec>, InventoryError> {
+    host_specs(inv, text).map_err(|(line, message)| InventoryError::File {
+        file: file.to_path_buf(),
+        line,
+        message,
+    })
+}
+
 fn host_specs(inv: &Inventory, text: Option<&str>) -> Result<Vec<HostSpec>, (Option<usize>, String)> {
     inv.hosts.iter().map(|h| host_spec(h, text)).collect()
 }
