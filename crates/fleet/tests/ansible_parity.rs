@@ -63,7 +63,11 @@ fn hosts_of(inv: &Inventory) -> Vec<HostView> {
     inv.hosts
         .iter()
         .map(|h| {
-            let vars = h.vars.iter().map(|(k, v)| (k.clone(), v.value.clone())).collect();
+            let vars = h
+                .vars
+                .iter()
+                .map(|(k, v)| (k.clone(), v.value.clone()))
+                .collect();
             (h.name.clone(), h.groups.clone(), vars)
         })
         .collect()
@@ -85,7 +89,10 @@ fn parity(text: &str) -> Value {
         assert_eq!(vars, &theirs, "variables of host {host}");
     }
     for host in hostvars.keys() {
-        assert!(mine.contains_key(host), "ansible lists host {host}, native does not");
+        assert!(
+            mine.contains_key(host),
+            "ansible lists host {host}, native does not"
+        );
     }
 
     // Every group's own hosts and children, in order; empty groups are not listed.
@@ -99,7 +106,11 @@ fn parity(text: &str) -> Value {
     let mut listed = 0;
     for g in &native.groups {
         if g.hosts.is_empty() && g.children.is_empty() {
-            assert!(!groups.contains_key(&g.name), "empty group {} listed", g.name);
+            assert!(
+                !groups.contains_key(&g.name),
+                "empty group {} listed",
+                g.name
+            );
             continue;
         }
         listed += 1;
@@ -107,7 +118,12 @@ fn parity(text: &str) -> Value {
             .get(&g.name)
             .unwrap_or_else(|| panic!("ansible does not list group {}", g.name));
         assert_eq!(g.hosts, names(theirs, "hosts"), "hosts of group {}", g.name);
-        assert_eq!(g.children, names(theirs, "children"), "children of group {}", g.name);
+        assert_eq!(
+            g.children,
+            names(theirs, "children"),
+            "children of group {}",
+            g.name
+        );
     }
     assert_eq!(listed + 1, groups.len(), "groups: {:?}", groups.keys());
 

@@ -54,7 +54,10 @@ pub struct Inventory {
 impl Inventory {
     /// Build from groups and per-host variables: hosts in listing order, with the
     /// groups that list them.
-    pub fn from_groups(groups: Vec<Group>, mut vars: BTreeMap<String, BTreeMap<String, Var>>) -> Self {
+    pub fn from_groups(
+        groups: Vec<Group>,
+        mut vars: BTreeMap<String, BTreeMap<String, Var>>,
+    ) -> Self {
         let by_name: BTreeMap<&str, &Group> = groups.iter().map(|g| (g.name.as_str(), g)).collect();
         let mut order = Vec::new();
         let mut seen_hosts = HashSet::new();
@@ -113,7 +116,11 @@ impl Inventory {
         let names = |g: &Value, key: &str| -> Vec<String> {
             g.get(key)
                 .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|x| x.as_str().map(String::from))
+                        .collect()
+                })
                 .unwrap_or_default()
         };
         let mut groups: Vec<Group> = obj
@@ -180,7 +187,11 @@ pub fn run_ansible_inventory(path: &Path) -> Outcome {
     };
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
-        let lines: Vec<&str> = err.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+        let lines: Vec<&str> = err
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect();
         return Outcome::Failed(format!(
             "ansible-inventory -i {} --list failed ({}): {}",
             path.display(),

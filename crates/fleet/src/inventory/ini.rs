@@ -162,7 +162,8 @@ impl Builder {
                     name: name.to_string(),
                     vars,
                 });
-                self.host_index.insert(name.to_string(), self.hosts.len() - 1);
+                self.host_index
+                    .insert(name.to_string(), self.hosts.len() - 1);
                 self.hosts.len() - 1
             }
         };
@@ -199,7 +200,10 @@ pub fn parse(text: &str) -> Result<Inventory, LineError> {
                     )
                 }
             };
-            if !b.group_index.contains_key(name) && state == State::Vars && b.pending(name).is_none() {
+            if !b.group_index.contains_key(name)
+                && state == State::Vars
+                && b.pending(name).is_none()
+            {
                 b.pending.push(Pending {
                     name: name.to_string(),
                     line: n,
@@ -244,7 +248,13 @@ pub fn parse(text: &str) -> Result<Inventory, LineError> {
             }
             State::Vars => {
                 let Some((k, v)) = line.split_once('=') else {
-                    return err(n, format!("expected key=value in [{}:vars], got '{line}'", b.groups[group].name));
+                    return err(
+                        n,
+                        format!(
+                            "expected key=value in [{}:vars], got '{line}'",
+                            b.groups[group].name
+                        ),
+                    );
                 };
                 let k = k.trim();
                 if k.is_empty() {
@@ -261,7 +271,10 @@ pub fn parse(text: &str) -> Result<Inventory, LineError> {
                     }
                     .ok_or_else(|| LineError {
                         line: n,
-                        message: format!("ansible_group_priority={} is not a whole number", v.trim()),
+                        message: format!(
+                            "ansible_group_priority={} is not a whole number",
+                            v.trim()
+                        ),
                     })?;
                     continue;
                 }
@@ -301,12 +314,18 @@ pub fn parse(text: &str) -> Result<Inventory, LineError> {
             let parent = &b.groups[*p.parents.last().expect("a child has a parent")].name;
             err(
                 p.line,
-                format!("[{parent}:children] names group '{}', which is never declared", p.name),
+                format!(
+                    "[{parent}:children] names group '{}', which is never declared",
+                    p.name
+                ),
             )
         } else {
             err(
                 p.line,
-                format!("[{0}:vars] is for group '{0}', which is never declared", p.name),
+                format!(
+                    "[{0}:vars] is for group '{0}', which is never declared",
+                    p.name
+                ),
             )
         };
     }
@@ -375,7 +394,11 @@ impl Builder {
             .enumerate()
             .map(|(gi, g)| Group {
                 name: g.name.clone(),
-                hosts: if gi == all { vec![] } else { name_of(&g.hosts, true) },
+                hosts: if gi == all {
+                    vec![]
+                } else {
+                    name_of(&g.hosts, true)
+                },
                 children: name_of(&g.children, false),
             })
             .collect();
@@ -415,20 +438,22 @@ fn section(line: &str) -> Option<(&str, Option<&str>)> {
         Some((n, t)) => (n, Some(t)),
         None => (inner, None),
     };
-    let name_ok = !name.is_empty() && !name.contains(|c: char| c.is_whitespace() || c == ':' || c == ']');
-    let tag_ok = tag.is_none_or(|t| !t.is_empty() && t.chars().all(|c| c.is_alphanumeric() || c == '_'));
+    let name_ok =
+        !name.is_empty() && !name.contains(|c: char| c.is_whitespace() || c == ':' || c == ']');
+    let tag_ok =
+        tag.is_none_or(|t| !t.is_empty() && t.chars().all(|c| c.is_alphanumeric() || c == '_'));
     (name_ok && tag_ok).then_some((name, tag))
 }
 
 /// A line of a `:children` section: one group name, optionally a comment.
 fn group_name(line: &str) -> Option<&str> {
-    let end = line.find(|c: char| c.is_whitespace() || c == '#').unwrap_or(line.len());
+    let end = line
+        .find(|c: char| c.is_whitespace() || c == '#')
+        .unwrap_or(line.len());
     let (name, rest) = line.split_at(end);
     let rest = rest.trim_start();
-    (!name.is_empty()
-        && !name.contains([':', ']'])
-        && (rest.is_empty() || rest.starts_with('#')))
-    .then_some(name)
+    (!name.is_empty() && !name.contains([':', ']']) && (rest.is_empty() || rest.starts_with('#')))
+        .then_some(name)
 }
 
 type HostLine = (Vec<String>, Option<u16>, Vec<(String, Value)>);
@@ -503,9 +528,17 @@ fn expand(pattern: &str) -> Result<Vec<String>, String> {
     };
     let close = match pattern.find(']') {
         Some(c) if c > open => c,
-        _ => return Err(format!("host pattern '{pattern}' has a '[' without a matching ']'")),
+        _ => {
+            return Err(format!(
+                "host pattern '{pattern}' has a '[' without a matching ']'"
+            ))
+        }
     };
-    let (head, range, tail) = (&pattern[..open], &pattern[open + 1..close], &pattern[close + 1..]);
+    let (head, range, tail) = (
+        &pattern[..open],
+        &pattern[open + 1..close],
+        &pattern[close + 1..],
+    );
     let bounds: Vec<&str> = range.split(':').collect();
     if !(2..=3).contains(&bounds.len()) {
         return Err(format!(
@@ -519,18 +552,22 @@ fn expand(pattern: &str) -> Result<Vec<String>, String> {
     }
     let step = match bounds.get(2) {
         None => 1,
-        Some(s) => s
-            .parse::<usize>()
-            .ok()
-            .filter(|&s| s > 0)
-            .ok_or_else(|| format!("host range [{range}] in '{pattern}': step '{s}' is not a whole number above 0"))?,
+        Some(s) => s.parse::<usize>().ok().filter(|&s| s > 0).ok_or_else(|| {
+            format!("host range [{range}] in '{pattern}': step '{s}' is not a whole number above 0")
+        })?,
     };
     let items: Vec<String> = match (LETTERS.find(begin), LETTERS.find(end)) {
         (Some(b), Some(e)) if begin.len() == 1 && end.len() == 1 => {
             if b > e {
-                return Err(format!("host range [{range}] in '{pattern}' has begin after end"));
+                return Err(format!(
+                    "host range [{range}] in '{pattern}' has begin after end"
+                ));
             }
-            LETTERS[b..=e].chars().step_by(step).map(String::from).collect()
+            LETTERS[b..=e]
+                .chars()
+                .step_by(step)
+                .map(String::from)
+                .collect()
         }
         _ => {
             let num = |s: &str| {
@@ -555,7 +592,9 @@ fn expand(pattern: &str) -> Result<Vec<String>, String> {
         }
     };
     if items.is_empty() {
-        return Err(format!("host range [{range}] in '{pattern}' has begin after end"));
+        return Err(format!(
+            "host range [{range}] in '{pattern}' has begin after end"
+        ));
     }
     let mut out = Vec::new();
     for item in items {
@@ -652,8 +691,8 @@ mod tests {
         assert_eq!(
             names(&inv),
             [
-                "node01", "node02", "node03", "ba-x", "bb-x", "bc-x", "s1", "s5", "s9", "r8",
-                "r9", "r10", "m1a", "m1b", "m2a", "m2b"
+                "node01", "node02", "node03", "ba-x", "bb-x", "bc-x", "s1", "s5", "s9", "r8", "r9",
+                "r10", "m1a", "m1b", "m2a", "m2b"
             ]
         );
         for bad in ["x[1:]", "x[01:4]", "x[3:1]", "x[1:2:0]", "x[1-3]", "x[1:2"] {
@@ -727,7 +766,11 @@ mod tests {
             ("[v:vars]\nx=1\n", 1, "never declared"),
             ("[a:children]\nb\n[b:children]\na\n", 4, "loop"),
             ("[g]\nn1:\n", 2, "ends in ':'"),
-            ("[g]\nn1\n[g:vars]\nansible_group_priority=high\n", 4, "not a whole number"),
+            (
+                "[g]\nn1\n[g:vars]\nansible_group_priority=high\n",
+                4,
+                "not a whole number",
+            ),
         ] {
             let e = parse(text).unwrap_err();
             assert_eq!(e.line, line, "{text:?}: {e:?}");

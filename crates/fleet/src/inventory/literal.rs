@@ -219,7 +219,9 @@ fn negate(n: &Number) -> Option<Value> {
     if let Some(i) = n.as_i64() {
         Some(Value::from(-i))
     } else {
-        n.as_f64().and_then(|f| Number::from_f64(-f)).map(Value::Number)
+        n.as_f64()
+            .and_then(|f| Number::from_f64(-f))
+            .map(Value::Number)
     }
 }
 

@@ -260,16 +260,17 @@ fn native(path: &Path, text: Option<&str>) -> Result<Inventory, InventoryError> 
 /// The first line of `text` that sets `key` (`key=`, `key =` or `key:`), for messages
 /// about variables that ansible-inventory resolved.
 fn find_line(text: &str, key: &str) -> Option<usize> {
-    text.lines().position(|l| {
-        l.match_indices(key).any(|(i, _)| {
-            let before_ok = l[..i]
-                .chars()
-                .next_back()
-                .is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
-            before_ok && l[i + key.len()..].trim_start().starts_with(['=', ':'])
+    text.lines()
+        .position(|l| {
+            l.match_indices(key).any(|(i, _)| {
+                let before_ok = l[..i]
+                    .chars()
+                    .next_back()
+                    .is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+                before_ok && l[i + key.len()..].trim_start().starts_with(['=', ':'])
+            })
         })
-    })
-    .map(|i| i + 1)
+        .map(|i| i + 1)
 }
 
 /// A value as the user wrote it: text without JSON quotes.
@@ -294,7 +295,10 @@ pub fn resolve_hosts(
     })
 }
 
-fn host_specs(inv: &Inventory, text: Option<&str>) -> Result<Vec<HostSpec>, (Option<usize>, String)> {
+fn host_specs(
+    inv: &Inventory,
+    text: Option<&str>,
+) -> Result<Vec<HostSpec>, (Option<usize>, String)> {
     inv.hosts.iter().map(|h| host_spec(h, text)).collect()
 }
 
@@ -314,7 +318,10 @@ fn host_spec(h: &Host, text: Option<&str>) -> Result<HostSpec, (Option<usize>, S
     {
         return Err(bad(
             k,
-            format!("unknown variable (iofleet reads {})", IOFLEET_VARS.join(", ")),
+            format!(
+                "unknown variable (iofleet reads {})",
+                IOFLEET_VARS.join(", ")
+            ),
         ));
     }
     let get = |k: &str| h.vars.get(k).map(|v| &v.value).filter(|v| !v.is_null());
@@ -359,9 +366,13 @@ fn host_spec(h: &Host, text: Option<&str>) -> Result<HostSpec, (Option<usize>, S
     let target = match get("iofleet_target") {
         None => None,
         Some(Value::String(s)) => Some(RawTarget::One(s.clone())),
-        Some(Value::Array(a)) if !a.is_empty() && a.iter().all(Value::is_string) => Some(
-            RawTarget::Many(a.iter().filter_map(|d| d.as_str().map(String::from)).collect()),
-        ),
+        Some(Value::Array(a)) if !a.is_empty() && a.iter().all(Value::is_string) => {
+            Some(RawTarget::Many(
+                a.iter()
+                    .filter_map(|d| d.as_str().map(String::from))
+                    .collect(),
+            ))
+        }
         Some(v) => {
             return Err(bad(
                 "iofleet_target",
@@ -372,7 +383,12 @@ fn host_spec(h: &Host, text: Option<&str>) -> Result<HostSpec, (Option<usize>, S
     let transport = match text_of("iofleet_transport")?.as_deref() {
         None | Some("ssh") => TransportKind::Ssh,
         Some("local") => TransportKind::Local,
-        Some(t) => return Err(bad("iofleet_transport", format!("'{t}' is not ssh or local"))),
+        Some(t) => {
+            return Err(bad(
+                "iofleet_transport",
+                format!("'{t}' is not ssh or local"),
+            ))
+        }
     };
     let workers = whole("iofleet_workers", 1, u64::from(u32::MAX))?.map(|w| w as u32);
     Ok(HostSpec {
@@ -507,7 +523,10 @@ mod tests {
         assert_eq!(hosts[0].destination, "root@10.0.0.1");
         assert_eq!(hosts[0].ssh_options, ["-p", "2222"]);
         assert_eq!(hosts[0].workers, Some(2));
-        assert_eq!(hosts[0].iofleet_path.as_deref(), Some("/usr/local/bin/iofleet"));
+        assert_eq!(
+            hosts[0].iofleet_path.as_deref(),
+            Some("/usr/local/bin/iofleet")
+        );
         assert_eq!(hosts[1].destination, "n2");
         assert_eq!(hosts[1].ssh_options, ["-i", "~/.ssh/k"]);
         assert_eq!(
@@ -523,7 +542,9 @@ mod tests {
 
     #[test]
     fn a_host_in_two_groups_runs_once_labelled_with_both() {
-        let hosts = ini_hosts("[a]\nn1 iofleet_workers=2\n[b]\nn1\nn2\n[b:vars]\niofleet_workers=3\n").unwrap();
+        let hosts =
+            ini_hosts("[a]\nn1 iofleet_workers=2\n[b]\nn1\nn2\n[b:vars]\niofleet_workers=3\n")
+                .unwrap();
         assert_eq!(hosts.len(), 2);
         assert_eq!(hosts[0].name, "n1");
         assert_eq!(hosts[0].labels["group"], "a,b");
@@ -535,12 +556,28 @@ mod tests {
     #[test]
     fn bad_iofleet_and_ansible_values_name_variable_and_line() {
         for (text, line, needle) in [
-            ("[g]\nn1\nn2 iofleet_wrkers=3\n", 3, "iofleet_wrkers: unknown variable"),
-            ("[g]\nn1\n[all:vars]\niofleet_wrkers=3\n", 4, "iofleet_wrkers"),
-            ("n1 iofleet_workers=0\n", 1, "iofleet_workers: 0 is not a whole number"),
+            (
+                "[g]\nn1\nn2 iofleet_wrkers=3\n",
+                3,
+                "iofleet_wrkers: unknown variable",
+            ),
+            (
+                "[g]\nn1\n[all:vars]\niofleet_wrkers=3\n",
+                4,
+                "iofleet_wrkers",
+            ),
+            (
+                "n1 iofleet_workers=0\n",
+                1,
+                "iofleet_workers: 0 is not a whole number",
+            ),
             ("n1 iofleet_workers=two\n", 1, "iofleet_workers: two"),
             ("n1 ansible_port=70000\n", 1, "ansible_port: 70000"),
-            ("n1 iofleet_transport=kubectl\n", 1, "'kubectl' is not ssh or local"),
+            (
+                "n1 iofleet_transport=kubectl\n",
+                1,
+                "'kubectl' is not ssh or local",
+            ),
             ("n1 iofleet_target=\"[1]\"\n", 1, "iofleet_target"),
             ("n1 ansible_user=\"['a']\"\n", 1, "is not text"),
         ] {
@@ -549,8 +586,14 @@ mod tests {
             assert!(m.contains(needle), "{text:?}: {m}");
         }
         // Variables resolved by ansible-inventory carry no line: it is found in the text.
-        assert_eq!(find_line("[g]\nn1 iofleet_wrkers=3\n", "iofleet_wrkers"), Some(2));
-        assert_eq!(find_line("all:\n  vars:\n    iofleet_wrkers: 3\n", "iofleet_wrkers"), Some(3));
+        assert_eq!(
+            find_line("[g]\nn1 iofleet_wrkers=3\n", "iofleet_wrkers"),
+            Some(2)
+        );
+        assert_eq!(
+            find_line("all:\n  vars:\n    iofleet_wrkers: 3\n", "iofleet_wrkers"),
+            Some(3)
+        );
         assert_eq!(find_line("x_iofleet_wrkers=3\n", "iofleet_wrkers"), None);
     }
 
@@ -570,7 +613,9 @@ mod tests {
         std::fs::create_dir(d.path().join("group_vars")).unwrap();
         let e = load_with(&ini, Reader::Native).unwrap_err().to_string();
         assert!(e.contains("group_vars/"), "{e}");
-        let e = load_with(&d.path().join("absent"), Reader::Native).unwrap_err().to_string();
+        let e = load_with(&d.path().join("absent"), Reader::Native)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("absent"), "{e}");
     }
 
