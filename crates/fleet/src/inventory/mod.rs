@@ -1,8 +1,8 @@
 //! The host inventory: which machines run workers, how to reach them, where their disks
-//! live. Read from iofleet's TOML format or from an Ansible INI inventory, then checked,
+//! live. Read from iofleet's TOML format or from an Ansible inventory, then checked,
 //! and workers are placed: pinned counts first, the rest spread evenly.
 //!
-//! TOML:
+//! TOML (files ending in `.toml`):
 //! ```toml
 //! [ssh]
 //! options = ["-F", "/path/to/ssh_config"]   # added to every ssh command
@@ -17,9 +17,13 @@
 //! iofleet_path = "/usr/local/bin/iofleet"    # use this binary; nothing is copied
 //! transport = "ssh"                          # or "local": run the agent as a local process
 //! ```
-//! Ansible INI: `host ansible_host=… ansible_user=… ansible_port=… iofleet_target=…
-//! iofleet_workers=…` lines under `[group]` headers (`:vars` and `:children` sections
-//! are skipped).
+//! Any other file is an Ansible inventory, resolved into hosts and variables by
+//! `ansible-inventory` when it is on PATH, else by the native INI reader (`ini.rs`;
+//! `IOFLEET_INVENTORY_READER` chooses). Both readers give an `ansible::Inventory`, and
+//! one function here turns it into hosts: `ansible_host`, `ansible_user`,
+//! `ansible_port`, `ansible_ssh_private_key_file` → SSH destination and options;
+//! `iofleet_workers`, `iofleet_target`, `iofleet_path`, `iofleet_transport` → the TOML
+//! keys of the same names. Any other `iofleet_*` variable is an error.
 
 pub mod ansible;
 pub mod ini;
@@ -324,6 +328,17 @@ fn host_spec(h: &Host, text: Option<&str>) -> Result<HostSpec, (Option<usize>, S
             ),
         ));
     }
+    // Ansible's old names for the connection variables: reading them wrongly would
+    // connect to another host, so they are refused rather than ignored.
+    for (old, new) in [
+        ("ansible_ssh_host", "ansible_host"),
+        ("ansible_ssh_port", "ansible_port"),
+        ("ansible_ssh_user", "ansible_user"),
+    ] {
+        if h.vars.contains_key(old) {
+            return Err(bad(old, format!("not read by iofleet; write {new}")));
+        }
+    }
     let get = |k: &str| h.vars.get(k).map(|v| &v.value).filter(|v| !v.is_null());
     let text_of = |k: &str| -> Result<Option<String>, (Option<usize>, String)> {
         match get(k) {
@@ -427,7 +442,9 @@ pub fn parse_toml(text: &str) -> Result<Vec<HostSpec>, String> {
 
 fn check(hosts: &[HostSpec]) -> Result<(), String> {
     if hosts.is_empty() {
-        return Err("no hosts listed (add [[host]] entries)".into());
+        return Err(
+            "no hosts listed (add [[host]] entries, or hosts under [group] headers)".into(),
+        );
     }
     let mut names = std::collections::BTreeSet::new();
     for h in hosts {
@@ -580,6 +597,11 @@ mod tests {
             ),
             ("n1 iofleet_target=\"[1]\"\n", 1, "iofleet_target"),
             ("n1 ansible_user=\"['a']\"\n", 1, "is not text"),
+            (
+                "[g:vars]\nansible_ssh_host=10.0.0.1\n[g]\nn1\n",
+                2,
+                "write ansible_host",
+            ),
         ] {
             let (l, m) = ini_hosts(text).unwrap_err();
             assert_eq!(l, Some(line), "{text:?}: {m}");
