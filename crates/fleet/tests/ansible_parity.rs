@@ -209,6 +209,7 @@ fn ansible_host_port_user_and_key() {
          node2:2200 ansible_ssh_private_key_file=~/.ssh/bench\n\
          node3:2201 ansible_port=2300\n\
          node4 ansible_host=fe80::1\n\
+         [fe80::1]:2022\nfe80::2\n10.0.0.[1:2]:23\n10.0.1.1\n\
          [storage:vars]\nansible_user=bench\nansible_port=22\n",
     );
 }
@@ -226,7 +227,7 @@ fn ungrouped_hosts_priorities_comments_and_quoting() {
 #[test]
 fn groups_named_before_they_are_declared() {
     parity(
-        "[late:vars]\nv=late\n[top:children]\nlate\nmid\n[mid:children]\nlate\n\
+        "[late:vars]\nv=late\n[top:children]\nlate\nmid\nodd#name # comment\n[odd#name]\no1\n[mid:children]\nlate\n\
          [mid]\nm1\n[late]\nl1\nl2 v=own\n",
     );
 }

@@ -447,9 +447,7 @@ fn section(line: &str) -> Option<(&str, Option<&str>)> {
 
 /// A line of a `:children` section: one group name, optionally a comment.
 fn group_name(line: &str) -> Option<&str> {
-    let end = line
-        .find(|c: char| c.is_whitespace() || c == '#')
-        .unwrap_or(line.len());
+    let end = line.find(char::is_whitespace).unwrap_or(line.len());
     let (name, rest) = line.split_at(end);
     let rest = rest.trim_start();
     (!name.is_empty() && !name.contains([':', ']']) && (rest.is_empty() || rest.starts_with('#')))
@@ -487,8 +485,23 @@ fn host_line(line: &str) -> Result<HostLine, String> {
 }
 
 /// `host:PORT` → (host, port). A colon inside a range, or in an IPv6 address (more
-/// than one colon), is not a port.
+/// than one colon), is not a port; `[IPv6]:PORT` is.
 fn split_port(pattern: &str) -> Result<(&str, Option<u16>), String> {
+    if let Some((addr, rest)) = pattern
+        .strip_prefix('[')
+        .and_then(|p| p.split_once(']'))
+        .filter(|(a, _)| {
+            a.matches(':').count() >= 2
+                && a.chars()
+                    .all(|c| c.is_ascii_hexdigit() || c == ':' || c == '.')
+        })
+    {
+        return match rest.strip_prefix(':') {
+            None if rest.is_empty() => Ok((addr, None)),
+            Some(port) => Ok((addr, Some(parse_port(port, pattern)?))),
+            None => Err(format!("'{pattern}': expected [IPv6 address]:PORT")),
+        };
+    }
     let mut depth = 0i32;
     let mut colons = Vec::new();
     for (i, c) in pattern.char_indices() {
@@ -507,15 +520,17 @@ fn split_port(pattern: &str) -> Result<(&str, Option<u16>), String> {
     if let [i] = colons[..] {
         let port = &pattern[i + 1..];
         if !port.is_empty() && port.bytes().all(|c| c.is_ascii_digit()) {
-            let p: u16 = port
-                .parse()
-                .ok()
-                .filter(|&p| p > 0)
-                .ok_or_else(|| format!("port {port} in '{pattern}' is not in 1..=65535"))?;
-            return Ok((&pattern[..i], Some(p)));
+            return Ok((&pattern[..i], Some(parse_port(port, pattern)?)));
         }
     }
     Ok((pattern, None))
+}
+
+fn parse_port(port: &str, pattern: &str) -> Result<u16, String> {
+    port.parse()
+        .ok()
+        .filter(|&p| p > 0)
+        .ok_or_else(|| format!("port {port} in '{pattern}' is not in 1..=65535"))
 }
 
 const LETTERS: &str = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
