@@ -59,7 +59,17 @@ impl Parser<'_> {
     fn value(&mut self) -> Option<Value> {
         self.ws();
         match self.peek()? {
-            b'\'' | b'"' => self.string().map(Value::String),
+            b'\'' | b'"' => {
+                // Adjacent literals join, as in Python: 'it''s' is "its".
+                let mut text = self.string()?;
+                loop {
+                    self.ws();
+                    match self.peek() {
+                        Some(b'\'' | b'"') => text.push_str(&self.string()?),
+                        _ => return Some(Value::String(text)),
+                    }
+                }
+            }
             b'[' => {
                 self.i += 1;
                 self.sequence(b']').map(Value::Array)
@@ -133,14 +143,54 @@ impl Parser<'_> {
                 b'\\' => {
                     let e = self.peek()?;
                     self.i += 1;
-                    match e {
-                        b'n' => out.push(b'\n'),
-                        b't' => out.push(b'\t'),
-                        b'r' => out.push(b'\r'),
-                        b'0' => out.push(0),
-                        b'\\' | b'\'' | b'"' => out.push(e),
-                        // Other escapes (\x, \u, …): leave the value as text.
-                        _ => return None,
+                    let simple = match e {
+                        b'n' => Some(b'\n'),
+                        b't' => Some(b'\t'),
+                        b'r' => Some(b'\r'),
+                        b'a' => Some(0x07),
+                        b'b' => Some(0x08),
+                        b'f' => Some(0x0c),
+                        b'v' => Some(0x0b),
+                        b'\\' | b'\'' | b'"' => Some(e),
+                        _ => None,
+                    };
+                    let code = |p: &mut Self, digits: usize, radix: u32| {
+                        let d = p.s.get(p.i..p.i + digits)?;
+                        if !d.iter().all(u8::is_ascii_hexdigit) {
+                            return None;
+                        }
+                        let v = u32::from_str_radix(std::str::from_utf8(d).ok()?, radix).ok()?;
+                        p.i += digits;
+                        char::from_u32(v)
+                    };
+                    let ch = match e {
+                        _ if simple.is_some() => None,
+                        b'x' => Some(code(self, 2, 16)?),
+                        b'u' => Some(code(self, 4, 16)?),
+                        b'U' => Some(code(self, 8, 16)?),
+                        b'0'..=b'7' => {
+                            self.i -= 1;
+                            let n = self.s[self.i..]
+                                .iter()
+                                .take(3)
+                                .take_while(|c| (b'0'..=b'7').contains(c))
+                                .count();
+                            Some(code(self, n, 8)?)
+                        }
+                        // \N{name} needs Unicode's name table: leave the value as text.
+                        b'N' => return None,
+                        // Python keeps an unknown escape as written.
+                        _ => {
+                            out.push(b'\\');
+                            out.push(e);
+                            None
+                        }
+                    };
+                    if let Some(b) = simple {
+                        out.push(b);
+                    }
+                    if let Some(c) = ch {
+                        out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
                     }
                 }
                 c => out.push(c),
@@ -245,6 +295,8 @@ mod tests {
             ("\"a b\"", json!("a b")),
             ("['/dev/a', \"/dev/b\",]", json!(["/dev/a", "/dev/b"])),
             ("(1, 2)", json!([1, 2])),
+            ("'it''s'", json!("its")),
+            ("'\\x41\\u00e9\\101\\q'", json!("AéA\\q")),
             ("{'rack': 'r1', 'n': 2}", json!({"rack": "r1", "n": 2})),
             ("007", json!("007")),
             ("/data", json!("/data")),
