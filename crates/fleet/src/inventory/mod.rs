@@ -185,7 +185,8 @@ pub fn load_with(path: &Path, reader: Reader) -> Result<Vec<HostSpec>, Inventory
         let text = std::fs::read_to_string(path).map_err(|e| fail(None, e.to_string()))?;
         parse_toml(&text).map_err(|e| fail(None, e))?
     } else {
-        // Scripts and directories are for ansible-inventory: no text to read lines from.
+        // A directory has no text: ansible-inventory reads it itself. The text serves the
+        // native reader and names the line of a bad variable.
         let text = std::fs::read_to_string(path).ok();
         let inv = match reader {
             Reader::Native => native(path, text.as_deref())?,
