@@ -340,6 +340,26 @@ fn host_spec(h: &Host, text: Option<&str>) -> Result<HostSpec, (Option<usize>, S
             return Err(bad(old, format!("not read by iofleet; write {new}")));
         }
     }
+    // Ansible expands `{{ … }}` only when it runs a task; iofleet would pass it on as
+    // written, so a variable it reads must not hold a template.
+    let read = [
+        "ansible_host",
+        "ansible_user",
+        "ansible_port",
+        "ansible_ssh_private_key_file",
+    ];
+    for k in read.iter().chain(IOFLEET_VARS.iter()) {
+        if h.vars
+            .get(*k)
+            .is_some_and(|v| v.value.to_string().contains("{{"))
+        {
+            return Err(bad(
+                k,
+                "holds a Jinja template ({{ … }}), which iofleet does not expand: write the value"
+                    .into(),
+            ));
+        }
+    }
     let get = |k: &str| h.vars.get(k).map(|v| &v.value).filter(|v| !v.is_null());
     let text_of = |k: &str| -> Result<Option<String>, (Option<usize>, String)> {
         match get(k) {
@@ -602,6 +622,11 @@ mod tests {
                 "[g:vars]\nansible_ssh_host=10.0.0.1\n[g]\nn1\n",
                 2,
                 "write ansible_host",
+            ),
+            (
+                "n1 ansible_host=\"{{ inventory_hostname }}.lan\"\n",
+                1,
+                "Jinja template",
             ),
         ] {
             let (l, m) = ini_hosts(text).unwrap_err();
