@@ -44,12 +44,13 @@ def iofleet(binary, target, extra, secs):
             "warnings": g.get("warnings", [])}
 
 
-def fio(path, rw, qd, secs):
+def fio(path, rw, qd, secs, extra=()):
     cmd = ["fio", "--name=bench", "--output-format=json", "--lat_percentiles=1",
            "--time_based", f"--runtime={secs}", "--bs=4k", f"--iodepth={qd}", "--numjobs=1",
            "--randrepeat=0", "--norandommap", "--ioengine=io_uring", "--direct=1",
            f"--filename={path}", "--size=1g"]
     cmd += ["--rw=randread"] if rw == "randread" else ["--rw=randrw", "--rwmixread=70"]
+    cmd += list(extra)
     out, cpu, host = run(cmd)
     job = json.loads(out)["jobs"][0]
     ios = job["read"]["total_ios"] + job["write"]["total_ios"]
@@ -83,10 +84,10 @@ def part_fio(args, binary, work):
                      "--disk-size", "1g", "--read-pct", "100" if rw == "randread" else "70"]
             f_runs, i_runs = [], []
             for _ in range(args.rounds):
-                f_runs.append(fio(path, rw, qd, args.seconds))
+                f_runs.append(fio(path, rw, qd, args.seconds, args.fio_opt))
                 i_runs.append(iofleet(binary, target, extra, args.seconds))
                 i_runs.append(iofleet(binary, target, extra, args.seconds))
-                f_runs.append(fio(path, rw, qd, args.seconds))
+                f_runs.append(fio(path, rw, qd, args.seconds, args.fio_opt))
             f, i = medians(f_runs, KEYS), medians(i_runs, KEYS)
             name = f"{'4K random read' if rw == 'randread' else '4K 70/30'} QD{qd}"
             row = {"case": name, "fio": f, "iofleet": i,
@@ -134,6 +135,8 @@ def main():
     ap.add_argument("--seconds", type=int, default=8)
     ap.add_argument("--rounds", type=int, default=2, help="A B B A blocks per case")
     ap.add_argument("--out", default="")
+    ap.add_argument("--fio-opt", action="append", default=[],
+                    help="extra fio option, e.g. --fio-opt=--fixedbufs (repeatable)")
     args = ap.parse_args()
     if args.part == "fio" and shutil.which("fio") is None:
         sys.exit("fio is not installed (apt-get install fio)")

@@ -104,9 +104,9 @@ pub struct RunArgs {
     /// over SSH; each host's targets come from the inventory.
     #[arg(long, value_name = "FILE")]
     pub hosts: Option<PathBuf>,
-    /// Serve the latest interval as Prometheus/OpenMetrics text on this address
-    /// (e.g. 127.0.0.1:9464) while the run goes: fleet and per-host IOPS, throughput,
-    /// latency quantiles.
+    /// Serve GET /metrics on this address (e.g. 127.0.0.1:9464) while the run goes, as
+    /// OpenMetrics (Prometheus text when asked for): fleet and per-host I/O counters,
+    /// IOPS, throughput and latency summaries of the latest interval (docs/metrics.md).
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<String>,
     /// With --hosts: a host still silent this long after the run's end (or a Ctrl-C) is
@@ -122,6 +122,8 @@ pub struct RunArgs {
     /// I/O engine: auto (io_uring where the kernel allows it, else psync, with one
     /// notice), io_uring, psync (pread/pwrite, one I/O in flight per thread), null
     /// (completes every I/O without touching storage: iofleet's own overhead), or
+    /// sim[:servers=N,service=T,dist=exp|fixed|lognormal,sigma=S,max_mbps=M] (a
+    /// simulated device per disk, in simulated time; see docs/capacity.md), or
     /// null-sim:MODELS (null with simulated latencies, see --sim-latency).
     #[arg(long, default_value = "auto", value_parser = engine, value_name = "ENGINE")]
     pub engine: EngineSpec,
@@ -131,6 +133,10 @@ pub struct RunArgs {
     /// ns/us/ms). For testing and what-if studies; no storage is touched.
     #[arg(long, value_name = "SPEC", hide = true, requires = "engine")]
     pub sim_latency: Option<String>,
+    /// With --engine sim: run the simulated devices on the wall clock instead of in
+    /// simulated time (same as `clock=real` in the engine's options).
+    #[arg(long)]
+    pub real_time: bool,
     /// Use O_DIRECT (bypass the page cache); `--direct=false` for filesystems that refuse it.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub direct: bool,

@@ -250,11 +250,14 @@ fn show(store: &Store, query: &str, wide: bool) -> Result<i32, Exit> {
     }
     out.write_all(text.as_bytes()).map_err(write_err)?;
     writeln!(out).map_err(write_err)?;
+    // The identity is printed above; the table need not repeat it.
+    let mut result = r.result;
+    result.stored = None;
     TableExporter {
         intervals: false,
         wide,
     }
-    .export(&r.result, &mut out)
+    .export(&result, &mut out)
     .map_err(write_err)?;
     Ok(0)
 }

@@ -155,6 +155,14 @@ pub fn run(a: RunArgs) -> Result<i32, Exit> {
         ),
         None => a.engine.clone(),
     };
+    let engine = match (engine, a.real_time) {
+        (EngineSpec::Sim(mut device), true) => {
+            device.real_time = true;
+            EngineSpec::Sim(device)
+        }
+        (_, true) => return Err(Exit::input("--real-time needs --engine sim")),
+        (engine, false) => engine,
+    };
     let settings = RunSettings {
         engine,
         direct: a.direct,
@@ -232,16 +240,16 @@ pub fn run(a: RunArgs) -> Result<i32, Exit> {
     };
     drop(launcher);
     live.finish();
-    if let Some(r) = recorder {
-        r.finish(result.as_ref().ok());
-    }
-    let result = result.map_err(|e| {
+    let stored = recorder.and_then(|r| r.finish(result.as_ref().ok()));
+    let mut result = result.map_err(|e| {
         if e.is_input_error() {
             Exit::input(e)
         } else {
             Exit::failure(e)
         }
     })?;
+    // Printed and exported results say which stored run they are.
+    result.stored = stored;
 
     let stdout = io::stdout();
     let mut out = stdout.lock();

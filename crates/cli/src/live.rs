@@ -161,8 +161,10 @@ impl LiveLine {
 
     pub fn interval(&mut self, r: &IntervalRow) {
         self.figures = Some(format!(
-            "{:>9.0} IOPS {:>7.1} MB/s p99 {:>8.1} µs",
-            r.iops, r.mbps, r.p99_us
+            "{:>9.0} IOPS {:>7.1} MB/s p99 {:>8} µs",
+            r.iops,
+            r.mbps,
+            iofleet_report::compare::opt1(r.p99_us)
         ));
         let end = r.t_s + r.duration_s;
         let clock = match (self.phase, r.warmup) {

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use iofleet_fleet::{IntervalSnapshot, Observer};
-use iofleet_stats::result::{RunInfo, RunResult};
+use iofleet_stats::result::{RunInfo, RunResult, StoredRun};
 use iofleet_store::{environment, NewRun, Store, StoreError};
 
 use crate::Exit;
@@ -153,10 +153,10 @@ impl StoreRecorder {
     }
 
     /// Store the final result (or, when the run failed, mark it interrupted) and tell
-    /// the user the run's id.
-    pub fn finish(mut self, result: Option<&RunResult>) {
+    /// the user the run's id; returns the run's identity in the store when it was saved.
+    pub fn finish(mut self, result: Option<&RunResult>) -> Option<StoredRun> {
         if self.broken {
-            return;
+            return None;
         }
         let outcome = match (self.id.clone(), result) {
             (Some(id), Some(r)) => self.store.finish_run(&id, r).map(|_| id),
@@ -172,15 +172,32 @@ impl StoreRecorder {
                 };
                 self.store.record_finished(&new, r)
             }
-            (None, None) => return,
+            (None, None) => return None,
         };
-        match outcome {
-            Ok(id) if !self.quiet => eprintln!(
+        let id = match outcome {
+            Ok(id) => id,
+            Err(e) => {
+                self.fail(e);
+                return None;
+            }
+        };
+        if !self.quiet {
+            eprintln!(
                 "saved as run {id} in {} (iofleet results show {id})",
                 self.store.path().display()
-            ),
-            Ok(_) => {}
-            Err(e) => self.fail(e),
+            );
+        }
+        match self.store.meta(&id) {
+            Ok(m) => Some(StoredRun {
+                id: m.id,
+                name: m.name,
+                labels: m.labels,
+                status: m.status.as_str().to_string(),
+            }),
+            Err(e) => {
+                self.fail(e);
+                None
+            }
         }
     }
 }

@@ -1,5 +1,6 @@
-//! `--metrics-listen`: Prometheus/OpenMetrics text with fleet and per-host figures,
-//! served while the run goes; a bad address is refused before any I/O.
+//! `--metrics-listen`: OpenMetrics (or, when asked for, Prometheus text) with fleet and
+//! per-host figures, served while the run goes at /metrics only; a bad address is
+//! refused before any I/O. The scrape by a real Prometheus is in tests/prometheus.rs.
 
 mod common;
 
@@ -10,17 +11,30 @@ use std::time::{Duration, Instant};
 
 use common::*;
 
-fn get(addr: &str) -> Option<String> {
+/// Send `method target` with optional extra header lines; the raw response.
+fn request(addr: &str, method: &str, target: &str, extra: &str) -> Option<String> {
     let mut s = TcpStream::connect(addr).ok()?;
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-        .ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(s, "{method} {target} HTTP/1.1\r\nHost: x\r\n{extra}\r\n").ok()?;
     let mut out = String::new();
     s.read_to_string(&mut out).ok()?;
     Some(out)
 }
 
+fn header<'a>(response: &'a str, name: &str) -> Option<&'a str> {
+    let head = response.split("\r\n\r\n").next()?;
+    head.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.eq_ignore_ascii_case(name).then(|| v.trim())
+    })
+}
+
+fn body(response: &str) -> &str {
+    response.split_once("\r\n\r\n").map_or("", |(_, b)| b)
+}
+
 #[test]
-fn serves_the_latest_interval_while_running() {
+fn serves_openmetrics_while_running_and_only_at_metrics() {
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -30,11 +44,14 @@ fn serves_the_latest_interval_while_running() {
     let d = tempfile::tempdir().unwrap();
     let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("iofleet"))
         .current_dir(d.path())
+        .env("XDG_DATA_HOME", scratch_data_home())
         .args([
             "run",
             "vsan-7030",
             "--engine",
             "null",
+            "--rate",
+            "1000",
             "--duration",
             "4s",
             "--warmup",
@@ -50,27 +67,81 @@ fn serves_the_latest_interval_while_running() {
     let t0 = Instant::now();
     let mut page = String::new();
     while t0.elapsed() < Duration::from_secs(10) {
-        if let Some(p) = get(&addr) {
-            if p.contains("iofleet_iops{scope=\"fleet\"}") {
+        // What curl sends.
+        if let Some(p) = request(&addr, "GET", "/metrics", "Accept: */*\r\n") {
+            if p.contains("iofleet_host_iops{") {
                 page = p;
                 break;
             }
         }
         std::thread::sleep(Duration::from_millis(200));
     }
+    let text = request(&addr, "GET", "/metrics", "Accept: text/plain\r\n").unwrap_or_default();
+    let other = request(&addr, "GET", "/other", "").unwrap_or_default();
+    let post = request(&addr, "POST", "/metrics", "Content-Length: 0\r\n").unwrap_or_default();
+    let garbage = (|| {
+        let mut s = TcpStream::connect(&addr).ok()?;
+        s.write_all(b"\x01\x02 not http\r\n\r\n").ok()?;
+        let mut out = String::new();
+        s.read_to_string(&mut out).ok()?;
+        Some(out)
+    })()
+    .unwrap_or_default();
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+
     assert!(page.starts_with("HTTP/1.1 200 OK"), "{page}");
-    assert!(page.contains("# TYPE iofleet_iops gauge"));
-    let fleet: f64 = page
+    assert_eq!(
+        header(&page, "content-type"),
+        Some("application/openmetrics-text; version=1.0.0; charset=utf-8")
+    );
+    let om = body(&page);
+    assert!(om.ends_with("# EOF\n"), "{om}");
+    assert!(om.contains("# TYPE iofleet_iops gauge"), "{om}");
+    assert!(om.contains("# TYPE iofleet_ios counter"), "{om}");
+    assert!(
+        om.contains("# TYPE iofleet_latency_seconds summary"),
+        "{om}"
+    );
+    let read_iops: f64 = om
         .lines()
-        .find(|l| l.starts_with("iofleet_iops{scope=\"fleet\"}"))
-        .and_then(|l| l.split_whitespace().last())
+        .find_map(|l| l.strip_prefix("iofleet_iops{direction=\"read\"} "))
         .and_then(|v| v.parse().ok())
         .unwrap();
-    assert!(fleet > 0.0);
-    assert!(page.contains("scope=\"host\",host="), "per-host series");
-    assert!(page.contains("iofleet_latency_seconds{scope=\"fleet\",op=\"read\",quantile=\"0.99\"}"));
+    assert!(read_iops > 0.0);
+    assert!(om.contains("iofleet_host_iops{host=\""), "per-host series");
+    assert!(om.contains("iofleet_latency_seconds{direction=\"read\",quantile=\"0.99\"}"));
+    // Families are grouped: each TYPE line comes right before its own samples.
+    let mut seen = Vec::new();
+    let mut family = "";
+    for l in om.lines() {
+        if let Some(t) = l.strip_prefix("# TYPE ") {
+            family = t.split(' ').next().unwrap();
+            assert!(!seen.contains(&family), "{family} twice in\n{om}");
+            seen.push(family);
+        } else if !l.starts_with('#') {
+            assert!(l.starts_with(family), "{l} outside its family {family}");
+        }
+    }
+
+    assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
+    assert_eq!(
+        header(&text, "content-type"),
+        Some("text/plain; version=0.0.4; charset=utf-8")
+    );
+    assert!(!body(&text).contains("# EOF"), "{text}");
+    assert!(
+        body(&text).contains("# TYPE iofleet_ios_total counter"),
+        "{text}"
+    );
+
+    assert!(other.starts_with("HTTP/1.1 404 Not Found"), "{other}");
+    assert!(
+        post.starts_with("HTTP/1.1 405 Method Not Allowed"),
+        "{post}"
+    );
+    assert_eq!(header(&post, "allow"), Some("GET"));
+    assert!(garbage.starts_with("HTTP/1.1 400 Bad Request"), "{garbage}");
 }
 
 #[test]

@@ -3,6 +3,7 @@
 
 mod common;
 
+use std::os::unix::fs::MetadataExt;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -167,7 +168,7 @@ fn real_io_on_a_scratch_directory_then_no_refill() {
 }
 
 #[test]
-fn psync_engine_writes_and_caps_qd() {
+fn psync_engine_writes_at_the_profile_qd() {
     let d = tempfile::tempdir().unwrap();
     let v = json_run(
         d.path(),
@@ -194,8 +195,8 @@ fn psync_engine_writes_and_caps_qd() {
     assert_eq!(v["run"]["engine"], "psync");
     assert!(v["summary"]["write"]["ios"].as_u64().unwrap() > 0);
     assert_eq!(
-        v["summary"]["outstanding_io"]["configured"], 2,
-        "one I/O per psync thread"
+        v["summary"]["outstanding_io"]["configured"], 8,
+        "2 lanes at qd 4: one sync thread per slot once an I/O blocks"
     );
     assert!(v["notices"]
         .to_string()
@@ -257,6 +258,181 @@ fn ctrl_c_stops_reports_and_exits_130() {
     );
     let errors: Vec<String> = schema().iter_errors(&v).map(|e| e.to_string()).collect();
     assert!(errors.is_empty(), "{errors:?}");
+}
+
+#[test]
+fn ctrl_c_before_measuring_saves_an_interrupted_run_without_figures() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("r.db");
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("iofleet"))
+        .current_dir(d.path())
+        .args([
+            "run",
+            "easy-run-4k70r",
+            "--engine",
+            "null",
+            "--workers",
+            "1",
+            "--disks",
+            "1",
+            "--rate",
+            "2000",
+            "--warmup",
+            "60s",
+            "--duration",
+            "60s",
+            "--interval",
+            "250ms",
+            "--quiet",
+            "--name",
+            "cut-short",
+            "--db",
+        ])
+        .arg(&db)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let ok = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "stderr: {}", stderr(&o));
+    // The table says nothing was measured instead of printing zeros.
+    let text = stdout(&o);
+    assert!(text.contains("nothing was measured"), "{text}");
+    assert!(
+        !text.contains("IOPS median") && !text.contains("0.0/"),
+        "{text}"
+    );
+    // Saved as interrupted, with no figures: null, not 0.
+    let list = iofleet()
+        .args(["results", "list", "--json", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let list: Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(list[0]["status"], "interrupted");
+    assert_eq!(list[0]["intervals"], 0);
+    let e = iofleet()
+        .args(["results", "export", "cut-short", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(e.status.code(), Some(0), "{}", stderr(&e));
+    let v: Value = serde_json::from_slice(&e.stdout).unwrap();
+    let errors: Vec<String> = schema().iter_errors(&v).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(v["run"]["interrupted"], true);
+    assert_eq!(v["run"]["duration_s"], 0.0);
+    let s = &v["summary"];
+    assert_eq!(s["all"]["ios"], 0);
+    for f in ["iops_median_interval", "cpu", "memory"] {
+        assert!(s[f].is_null(), "{f}: {}", s[f]);
+    }
+    assert!(s["outstanding_io"]["measured_mean"].is_null());
+    assert!(s["all"]["latency_us"].is_null());
+    let show = iofleet()
+        .args(["results", "show", "cut-short", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&show).contains("nothing was measured"),
+        "{}",
+        stdout(&show)
+    );
+}
+
+#[test]
+fn ctrl_c_while_filling_prints_and_saves_no_figures() {
+    // A tmpfs target: the fill touches no block device, and the disk stays sparse.
+    let shm = std::path::Path::new("/dev/shm");
+    if !shm.is_dir() {
+        eprintln!("skipped: no /dev/shm");
+        return;
+    }
+    let d = tempfile::tempdir_in(shm).unwrap();
+    let target = d.path().join("data");
+    let db = d.path().join("r.db");
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("iofleet"))
+        .current_dir(d.path())
+        .args([
+            "run",
+            "easy-run-4k70r",
+            "--engine",
+            "psync",
+            "--direct=false",
+        ])
+        .args(["--workers", "1", "--disks", "1", "--disk-size", "4g"])
+        .args([
+            "--prepare",
+            "random",
+            "--warmup",
+            "60s",
+            "--duration",
+            "60s",
+        ])
+        .args(["--quiet", "--name", "fill-cut", "--target"])
+        .arg(&target)
+        .arg("--db")
+        .arg(&db)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Signal as soon as the fill has begun writing.
+    let t0 = Instant::now();
+    let filling = || {
+        std::fs::read_dir(&target)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| {
+                e.metadata()
+                    .map(|m| m.is_file() && m.blocks() > 0)
+                    .unwrap_or(false)
+            })
+    };
+    while !filling() && t0.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(filling(), "the fill did not start");
+    let ok = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "stderr: {}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains("nothing was measured"), "{text}");
+    assert!(!text.contains("measured 0.0 s"), "{text}");
+    let e = iofleet()
+        .args(["results", "export", "fill-cut", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(e.status.code(), Some(0), "{}", stderr(&e));
+    let v: Value = serde_json::from_slice(&e.stdout).unwrap();
+    assert_eq!(v["stored"]["status"], "interrupted");
+    assert!(
+        v["notices"]
+            .to_string()
+            .contains("interrupted while preparing"),
+        "{}",
+        v["notices"]
+    );
+    let s = &v["summary"];
+    for f in ["iops_median_interval", "cpu", "memory"] {
+        assert!(s[f].is_null(), "{f}: {}", s[f]);
+    }
+    assert!(s["outstanding_io"]["configured"].is_null());
+    assert!(s["read"]["latency_us"].is_null());
+    assert!(v["run"]["start_skew_ms"].is_null());
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! The results store through the binary: runs recorded with names and labels, listed,
-//! filtered, shown, exported (JSON checked against the schema and equal to the live
-//! result, CSV, Markdown) and deleted; run-id errors; --db/--no-save/--label handling;
-//! and a run killed with SIGKILL mid-way.
+//! filtered, shown, exported (JSON checked against the closed schema and equal to the
+//! live result, CSV, Markdown, each saying which run it is and what it ran) and deleted;
+//! run-id errors; --db/--no-save/--label handling; figures not measured shown as null
+//! and `–`; and a run killed with SIGKILL mid-way.
 
 mod results_common;
 
@@ -140,6 +141,236 @@ fn csv_and_markdown_exports() {
         md.contains("| IOPS | MB/s |") && md.contains("| read |"),
         "{md}"
     );
+}
+
+#[test]
+fn exports_say_which_run_and_what_it_ran() {
+    let t = two_runs();
+    // JSON: the store's identity, equal to what the live run printed.
+    let o = with_db(&t.db, &["results", "export", "latest", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["stored"]["id"], t.cand_id.as_str());
+    assert_eq!(v["stored"]["name"], "erasure");
+    assert_eq!(v["stored"]["labels"]["policy"], "raid5");
+    assert_eq!(v["stored"]["labels"]["dedupe"], "off");
+    assert_eq!(v["stored"]["status"], "complete");
+    assert_eq!(
+        v["stored"], t.cand["stored"],
+        "the live result says the same"
+    );
+    // ... and the resolved workload as run.
+    let fleet = &v["run"]["plan"]["fleet"];
+    assert_eq!(
+        (
+            fleet["workers"].as_u64(),
+            fleet["disks_per_worker"].as_u64()
+        ),
+        (Some(3), Some(2))
+    );
+
+    // CSV: every row ends with the identity; workload rows say what ran.
+    let o = with_db(&t.db, &["results", "export", &t.base_id, "--format", "csv"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let csv = out(&o);
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| {
+        header
+            .iter()
+            .position(|c| *c == name)
+            .unwrap_or_else(|| panic!("{name}"))
+    };
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert!(!rows.is_empty());
+    for r in &rows {
+        assert_eq!(r[col("run_id")], t.base_id, "{r:?}");
+        assert_eq!(r[col("run_name")], "mirror");
+        assert_eq!(r[col("labels")], "dedupe=off policy=raid1");
+        assert_eq!(r[col("profile")], "easy-run-4k70r");
+    }
+    let w: Vec<&Vec<&str>> = rows.iter().filter(|r| r[0] == "workload").collect();
+    assert_eq!(w.len(), 1, "one stream");
+    let w = w[0];
+    for (c, want) in [
+        ("workers", "3"),
+        ("disks_per_worker", "2"),
+        ("threads_per_disk", "1"),
+        ("qd", "4"),
+        ("block_sizes", "4k"),
+        ("read_pct", "70"),
+        ("random_pct", "100"),
+        ("engine", "null"),
+        ("target", "none"),
+    ] {
+        assert_eq!(w[col(c)], want, "{c}");
+    }
+    assert!(w[col("disk_size_bytes")].parse::<u64>().unwrap() > 0);
+
+    // Markdown: identity line and workload table.
+    let o = with_db(
+        &t.db,
+        &["results", "export", "mirror", "--format", "markdown"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let md = out(&o);
+    assert!(
+        md.contains(&format!("run `{}`, name mirror", t.base_id))
+            && md.contains("`dedupe=off` `policy=raid1`"),
+        "{md}"
+    );
+    assert!(md.contains("| group | stream | workers | disks |"), "{md}");
+    assert!(md.contains("| easy-run-4k70r | main | 3 | 2 |"), "{md}");
+    assert!(
+        md.contains("| 1 | 4 | 4k | 70 | 100 | null | none |"),
+        "{md}"
+    );
+}
+
+#[test]
+fn schema_is_closed_and_rejects_undeclared_fields() {
+    let t = two_runs();
+    let o = with_db(&t.db, &["results", "export", &t.base_id]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_schema_valid(&v);
+    let validator = schema();
+    // An undeclared field anywhere is refused: top level, run, summary, a nested op,
+    // its latencies, an interval, a worker, a host, the store identity.
+    for path in [
+        "",
+        "/run",
+        "/summary",
+        "/summary/read",
+        "/summary/read/latency_us",
+        "/summary/cpu",
+        "/summary/outstanding_io",
+        "/intervals/0",
+        "/workers/0",
+        "/hosts/0",
+        "/groups/0",
+        "/streams/0",
+        "/stored",
+        "/run/plan",
+    ] {
+        let mut bad = v.clone();
+        bad.pointer_mut(path)
+            .unwrap_or_else(|| panic!("{path} exists"))
+            .as_object_mut()
+            .unwrap_or_else(|| panic!("{path} is an object"))
+            .insert("undeclared_field".into(), Value::from(1));
+        assert!(
+            !validator.is_valid(&bad),
+            "an undeclared field at {path:?} passed the schema"
+        );
+    }
+    // Every object the schema describes is closed (the plan's inner objects are the
+    // profile's keys, documented in docs/profiles.md).
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/result.schema.json"
+    ))
+    .unwrap();
+    let s: Value = serde_json::from_str(&text).unwrap();
+    fn walk(v: &Value, path: &str, open: &mut Vec<String>) {
+        match v {
+            Value::Object(m) => {
+                if m.contains_key("properties")
+                    && m.get("additionalProperties") != Some(&Value::Bool(false))
+                {
+                    open.push(path.to_string());
+                }
+                for (k, x) in m {
+                    if path.ends_with("/plan/properties") {
+                        continue;
+                    }
+                    walk(x, &format!("{path}/{k}"), open);
+                }
+            }
+            Value::Array(a) => a.iter().for_each(|x| walk(x, path, open)),
+            _ => {}
+        }
+    }
+    let mut open = Vec::new();
+    walk(&s, "", &mut open);
+    assert!(open.is_empty(), "open objects in the schema: {open:?}");
+}
+
+#[test]
+fn a_direction_without_io_has_no_latencies() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let live = record_run(&db, "4000", &["--read-pct", "100", "--name", "reads"]);
+    assert_schema_valid(&live);
+    assert!(
+        live["summary"]["read"]["latency_us"]["p99"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    assert_eq!(live["summary"]["write"]["ios"], 0);
+    assert!(
+        live["summary"]["write"]["latency_us"].is_null(),
+        "{}",
+        live["summary"]["write"]
+    );
+    for i in live["intervals"].as_array().unwrap() {
+        assert!(
+            i["write_p50_us"].is_null() && i["write_p99_us"].is_null(),
+            "{i}"
+        );
+        assert!(i["read_p99_us"].as_f64().unwrap() > 0.0);
+    }
+    // The table prints – where a figure does not exist, never 0.0.
+    let o = with_db(&db, &["results", "show", "reads"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let text = out(&o);
+    let write_row = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("write "))
+        .unwrap_or_else(|| panic!("{text}"));
+    let cells: Vec<&str> = write_row.split_whitespace().collect();
+    assert_eq!(&cells[3..], ["–"; 9], "{write_row}");
+    // So do CSV (empty cells) and compare (–).
+    let o = with_db(&db, &["results", "export", "reads", "--format", "csv"]);
+    let csv = out(&o);
+    let w = csv
+        .lines()
+        .find(|l| l.starts_with("summary,") && l.contains(",fleet,,write,"))
+        .unwrap();
+    let cells: Vec<&str> = w.split(',').collect();
+    assert!(cells[13..23].iter().all(|c| c.is_empty()), "{w}");
+    let o = with_db(&db, &["compare", "reads", "reads"]);
+    let line = out(&o)
+        .lines()
+        .find(|l| l.starts_with("write latency mean"))
+        .unwrap()
+        .to_string();
+    assert!(line.contains('–') && !line.contains("0.00"), "{line}");
+    // The gate: a figure neither run measured holds nothing; one measured by only one
+    // run cannot be compared and fails.
+    let o = with_db(
+        &db,
+        &["compare", "reads", "reads", "--fail-if", "write.p99 > +10%"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    assert!(
+        out(&o).contains("not measured in either run"),
+        "{}",
+        out(&o)
+    );
+    record_run(&db, "4000", &["--name", "mixed"]);
+    let o = with_db(
+        &db,
+        &["compare", "reads", "mixed", "--fail-if", "write.p99 > +10%"],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    assert!(err(&o).contains("measured in only one run"), "{}", err(&o));
+    let o = with_db(
+        &db,
+        &["compare", "mixed", "reads", "--fail-if", "write.p99 > 2ms"],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    assert!(err(&o).contains("not measured in this run"), "{}", err(&o));
 }
 
 #[test]
@@ -407,6 +638,24 @@ fn sigkill_leaves_completed_intervals_and_an_incomplete_run() {
         .as_str()
         .unwrap()
         .contains("without a final result"));
+    // What only the live run knew is unknown: null, not 0 (and – in the table).
+    assert!(r["summary"]["cpu"].is_null(), "{}", r["summary"]["cpu"]);
+    assert!(r["summary"]["memory"].is_null());
+    assert!(r["summary"]["outstanding_io"]["configured"].is_null());
+    assert!(
+        r["summary"]["outstanding_io"]["measured_mean"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    let o = with_db(&db, &["results", "show", "doomed"]);
+    let text = out(&o);
+    assert!(text.contains("CPU: – (not measured)"), "{text}");
+    assert!(text.contains("Memory: – (not measured)"), "{text}");
+    assert!(
+        !text.contains("/0 "),
+        "no configured outstanding I/O of 0: {text}"
+    );
     // An incomplete run can still be compared and reported.
     let o = with_db(&db, &["compare", "latest", "latest"]);
     assert_eq!(o.status.code(), Some(0), "{}", err(&o));

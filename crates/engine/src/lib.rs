@@ -11,6 +11,7 @@ pub mod buf;
 pub mod clock;
 pub mod null;
 pub mod psync;
+pub mod sim;
 pub mod spec;
 pub mod target;
 pub mod uring;
@@ -62,6 +63,9 @@ pub struct Caps {
     pub registered_files: bool,
     /// Completions follow simulated time (a virtual clock), not the wall clock.
     pub simulated_time: bool,
+    /// The engine models each disk as one device that every lane driving the disk
+    /// shares: the lanes of a disk must run on one I/O thread, through one file.
+    pub device_per_disk: bool,
 }
 
 /// Errors an engine reports while being set up or while running.

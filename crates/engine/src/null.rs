@@ -93,7 +93,7 @@ impl LatencyModel {
 }
 
 /// A time in nanoseconds, or with `ns`, `us` or `ms`.
-fn parse_ns(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_ns(s: &str) -> Result<u64, String> {
     let s = s.trim();
     let (num, mult) = if let Some(n) = s.strip_suffix("ms") {
         (n, 1_000_000.0)
@@ -296,6 +296,7 @@ impl Engine for NullEngine {
             registered_buffers: false,
             registered_files: false,
             simulated_time: matches!(self.mode, Mode::Latency(_)),
+            device_per_disk: false,
         }
     }
 

@@ -1,36 +1,136 @@
 //! The `psync` engine: one synchronous `pread`/`pwrite` per I/O, like fio's engine of the
-//! same name, on any of the files it was opened with. `queue` only records the request; `submit_and_reap` runs every recorded
-//! request in queue order on the calling thread and reports each one. It is the portable
-//! fallback when io_uring is missing or disabled. It does not loop over short transfers
-//! (a short read at end of file is reported as the bytes it moved) and it does not use
-//! vectored or asynchronous I/O: the effective queue depth is always 1.
+//! same name, on any of the files it was opened with. It is the portable fallback when
+//! io_uring is missing or disabled, and what `auto` uses where io_uring would hand every
+//! I/O to a kernel worker (buffered I/O on tmpfs, for example).
+//!
+//! `queue` only records a request; `submit_and_reap` runs the recorded requests. With one
+//! slot, every request runs on the calling thread, in queue order. With more slots (a
+//! lane at qd N), requests still run on the calling thread while each completes quickly
+//! — a page-cache copy gains nothing from more threads on a busy CPU, and each request's
+//! latency honestly includes its wait in the queue — but the first request that takes
+//! longer than [`BLOCKED_NS`] shows the target blocks (a disk), and from then on every
+//! request is handed to one of N sync threads, so N I/Os are truly in flight, as the qd
+//! asks. It does not loop over short transfers (a short read at end of file is reported
+//! as the bytes it moved) and it does not use vectored or asynchronous I/O.
 
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
-use std::time::Duration;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 use crate::buf::BufferPool;
 use crate::{Caps, Completion, Engine, EngineError, EngineParams, IoReq, OpKind, OpenDisk};
 
+/// An I/O on the calling thread that takes longer than this means the target blocks:
+/// further I/Os go to the sync threads. A 4K page-cache copy takes about a microsecond;
+/// a device round trip tens or hundreds.
+pub const BLOCKED_NS: u64 = 50_000;
+
 /// Synchronous positional I/O on opened disks.
 #[derive(Debug)]
 pub struct PsyncEngine {
-    disks: Vec<OpenDisk>,
+    disks: Arc<Vec<OpenDisk>>,
     pool: BufferPool,
     /// Requests queued since the last `submit_and_reap`; capacity `slots`, never grows
     /// while callers keep at most `slots` I/Os outstanding.
     pending: Vec<IoReq>,
+    slots: u32,
+    /// An I/O slower than this on the calling thread starts the sync threads.
+    blocked_ns: u64,
+    /// The sync threads, started once an I/O blocked (never with one slot).
+    threads: Option<SyncThreads>,
+}
+
+/// A request handed to a sync thread: the slot's buffer travels as its address, which
+/// stays valid and untouched by the engine's owner until the slot's completion is reaped
+/// (the engine contract), and the threads are joined before the buffers are freed.
+struct Job {
+    req: IoReq,
+    buf: *mut u8,
+}
+
+// SAFETY: the buffer a job points at belongs to that job's slot alone until its
+// completion is reaped, so exactly one thread touches it at a time.
+unsafe impl Send for Job {}
+
+#[derive(Debug)]
+struct SyncThreads {
+    jobs: Option<Sender<Job>>,
+    done: Receiver<Completion>,
+    handles: Vec<JoinHandle<()>>,
+    in_flight: u32,
+}
+
+impl SyncThreads {
+    fn start(n: u32, disks: &Arc<Vec<OpenDisk>>) -> Result<Self, EngineError> {
+        let (jobs, job_rx) = crossbeam_channel::unbounded::<Job>();
+        let (done_tx, done) = crossbeam_channel::unbounded();
+        let mut handles = Vec::with_capacity(n as usize);
+        for i in 0..n {
+            let (rx, tx, disks) = (job_rx.clone(), done_tx.clone(), Arc::clone(disks));
+            let h = std::thread::Builder::new()
+                .name(format!("iofleet-psync-{i}"))
+                .spawn(move || {
+                    for job in rx.iter() {
+                        let r = job.req;
+                        // SAFETY: see `Job`: the slot's buffer is this job's alone.
+                        let buf =
+                            unsafe { std::slice::from_raw_parts_mut(job.buf, r.len as usize) };
+                        let result = transfer(&disks[r.file as usize].file, r.op, buf, r.offset);
+                        if tx
+                            .send(Completion {
+                                slot: r.slot,
+                                result,
+                            })
+                            .is_err()
+                        {
+                            break;
+                        }
+                    }
+                })
+                .map_err(|e| EngineError::Setup(format!("psync: starting a sync thread: {e}")))?;
+            handles.push(h);
+        }
+        Ok(SyncThreads {
+            jobs: Some(jobs),
+            done,
+            handles,
+            in_flight: 0,
+        })
+    }
+}
+
+impl Drop for SyncThreads {
+    fn drop(&mut self) {
+        // Closing the job channel ends every thread once it has finished its I/O; they
+        // are joined before the engine's buffers are freed.
+        self.jobs.take();
+        for h in self.handles.drain(..) {
+            let _ = h.join();
+        }
+    }
 }
 
 impl PsyncEngine {
     pub fn new(disks: Vec<OpenDisk>, params: EngineParams, seed: u64) -> Result<Self, EngineError> {
         let pool = BufferPool::new(params.slots, params.max_bs, seed)?;
         Ok(PsyncEngine {
-            disks,
+            disks: Arc::new(disks),
             pool,
             pending: Vec::with_capacity(params.slots as usize),
+            slots: params.slots,
+            blocked_ns: BLOCKED_NS,
+            threads: None,
         })
+    }
+
+    /// Whether requests now go to sync threads (a request blocked on this target).
+    pub fn threaded(&self) -> bool {
+        self.threads.is_some()
     }
 }
 
@@ -62,6 +162,7 @@ impl Engine for PsyncEngine {
             registered_buffers: false,
             registered_files: false,
             simulated_time: false,
+            device_per_disk: false,
         }
     }
 
@@ -74,31 +175,82 @@ impl Engine for PsyncEngine {
         Ok(())
     }
 
-    /// Runs every queued I/O now; `min_complete` and `timeout` have nothing to wait for.
+    /// Runs queued I/Os on this thread until one blocks, then hands the rest (and every
+    /// later one) to the sync threads and waits for at least `min_complete` of what they
+    /// hold, or `timeout`.
     fn submit_and_reap(
         &mut self,
-        _min_complete: u32,
-        _timeout: Option<Duration>,
+        min_complete: u32,
+        timeout: Option<Duration>,
         out: &mut Vec<Completion>,
     ) -> Result<(), EngineError> {
-        let PsyncEngine {
-            disks,
-            pool,
-            pending,
-        } = self;
-        for req in pending.drain(..) {
-            let buf = &mut pool.slot_mut(req.slot)[..req.len as usize];
-            let result = transfer(&disks[req.file as usize].file, req.op, buf, req.offset);
-            out.push(Completion {
-                slot: req.slot,
-                result,
-            });
+        let before = out.len();
+        let mut i = 0;
+        if self.threads.is_none() {
+            while i < self.pending.len() {
+                let req = self.pending[i];
+                i += 1;
+                let t0 = Instant::now();
+                let buf = &mut self.pool.slot_mut(req.slot)[..req.len as usize];
+                let result = transfer(&self.disks[req.file as usize].file, req.op, buf, req.offset);
+                out.push(Completion {
+                    slot: req.slot,
+                    result,
+                });
+                if self.slots > 1 && t0.elapsed().as_nanos() as u64 >= self.blocked_ns {
+                    self.threads = Some(SyncThreads::start(self.slots, &self.disks)?);
+                    break;
+                }
+            }
         }
-        Ok(())
+        let Some(threads) = self.threads.as_mut() else {
+            self.pending.clear();
+            return Ok(());
+        };
+        let jobs = threads.jobs.as_ref().expect("open while the engine lives");
+        for req in self.pending.drain(i..) {
+            let buf = self.pool.slot_mut(req.slot).as_mut_ptr();
+            jobs.send(Job { req, buf })
+                .map_err(|_| EngineError::Setup("psync: the sync threads ended".into()))?;
+            threads.in_flight += 1;
+        }
+        self.pending.clear();
+        let deadline = timeout.map(|t| Instant::now() + t);
+        loop {
+            while let Ok(c) = threads.done.try_recv() {
+                threads.in_flight -= 1;
+                out.push(c);
+            }
+            if out.len() - before >= min_complete as usize || threads.in_flight == 0 {
+                return Ok(());
+            }
+            let got = match deadline {
+                Some(d) => match threads.done.recv_deadline(d) {
+                    Ok(c) => c,
+                    Err(RecvTimeoutError::Timeout) => return Ok(()),
+                    Err(RecvTimeoutError::Disconnected) => {
+                        return Err(EngineError::Setup("psync: the sync threads ended".into()))
+                    }
+                },
+                None => threads
+                    .done
+                    .recv()
+                    .map_err(|_| EngineError::Setup("psync: the sync threads ended".into()))?,
+            };
+            threads.in_flight -= 1;
+            out.push(got);
+        }
     }
 
     fn buffer_mut(&mut self, slot: u32) -> &mut [u8] {
         self.pool.slot_mut(slot)
+    }
+}
+
+impl Drop for PsyncEngine {
+    fn drop(&mut self) {
+        // Join the sync threads (their I/O may still point into the buffers) first.
+        self.threads.take();
     }
 }
 
@@ -142,6 +294,8 @@ mod tests {
     fn writes_then_reads_back_in_queue_order() {
         let mut e =
             PsyncEngine::new(disk(tempfile::tempfile().unwrap()), params(4, 4096), 1).unwrap();
+        // Served on this thread, in order, however slow a busy machine makes an I/O.
+        e.blocked_ns = u64::MAX;
         e.buffer_mut(0).fill(0x11);
         e.buffer_mut(1).fill(0x22);
         e.queue(req(0, OpKind::Write, 0, 4096)).unwrap();
@@ -175,6 +329,64 @@ mod tests {
         assert!(out.is_empty());
     }
 
+    /// An engine whose first I/O counts as blocked: every later one goes to the threads.
+    fn threaded(disks: Vec<OpenDisk>, slots: u32) -> PsyncEngine {
+        let mut e = PsyncEngine::new(disks, params(slots, 4096), 1).unwrap();
+        e.blocked_ns = 0;
+        e
+    }
+
+    #[test]
+    fn a_blocking_io_hands_the_queue_to_one_thread_per_slot() {
+        let mut e = threaded(disk(tempfile::tempfile().unwrap()), 4);
+        for slot in 0..4 {
+            e.buffer_mut(slot).fill(slot as u8 + 1);
+            e.queue(req(slot, OpKind::Write, slot as u64 * 4096, 4096))
+                .unwrap();
+        }
+        let mut out = Vec::new();
+        // The first write runs here and "blocks"; the other three go to the threads.
+        e.submit_and_reap(4, None, &mut out).unwrap();
+        assert!(e.threaded());
+        let threads = e.threads.as_ref().unwrap();
+        assert_eq!(threads.handles.len(), 4, "one sync thread per slot");
+        assert!(threads.handles.iter().all(|h| !h.is_finished()));
+        let mut slots: Vec<u32> = out.iter().map(|c| c.slot).collect();
+        slots.sort_unstable();
+        assert_eq!(slots, [0, 1, 2, 3]);
+        assert!(out.iter().all(|c| c.result == 4096));
+        // Read every block back through the threads, into other slots' buffers.
+        for slot in 0..4 {
+            e.buffer_mut(slot).fill(0);
+            e.queue(req(slot, OpKind::Read, (3 - slot) as u64 * 4096, 4096))
+                .unwrap();
+        }
+        out.clear();
+        while out.len() < 4 {
+            e.submit_and_reap(1, Some(Duration::from_secs(5)), &mut out)
+                .unwrap();
+        }
+        for slot in 0..4u32 {
+            let want = (3 - slot) as u8 + 1;
+            assert!(e.buffer_mut(slot).iter().all(|&b| b == want), "slot {slot}");
+        }
+        // Nothing in flight: a reap returns at once with nothing.
+        out.clear();
+        e.submit_and_reap(1, Some(Duration::from_secs(5)), &mut out)
+            .unwrap();
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn one_slot_never_starts_threads() {
+        let mut e = threaded(disk(tempfile::tempfile().unwrap()), 1);
+        e.queue(req(0, OpKind::Write, 0, 4096)).unwrap();
+        let mut out = Vec::new();
+        e.submit_and_reap(1, None, &mut out).unwrap();
+        assert_eq!(out.len(), 1);
+        assert!(!e.threaded());
+    }
+
     #[test]
     fn each_request_goes_to_its_own_file() {
         let (a, b) = (tempfile::tempfile().unwrap(), tempfile::tempfile().unwrap());
@@ -202,6 +414,7 @@ mod tests {
         let f = tempfile::tempfile().unwrap();
         f.set_len(6000).unwrap();
         let mut e = PsyncEngine::new(disk(f), params(2, 4096), 1).unwrap();
+        e.blocked_ns = u64::MAX;
         e.queue(req(0, OpKind::Read, 4096, 4096)).unwrap();
         e.queue(req(1, OpKind::Read, 8192, 4096)).unwrap();
         let mut out = Vec::new();
@@ -272,6 +485,7 @@ mod tests {
             Err(e) => panic!("open O_DIRECT: {e}"),
         };
         let mut e = PsyncEngine::new(disk(f), params(2, 8192), 9).unwrap();
+        e.blocked_ns = u64::MAX;
         let written = e.buffer_mut(0).to_vec();
         e.queue(req(0, OpKind::Write, 4096, 8192)).unwrap();
         e.queue(req(1, OpKind::Read, 4096, 8192)).unwrap();

@@ -7,7 +7,7 @@
 //! Grammar: `auto`, `io_uring` (alias `uring`), `psync`, `null`, and
 //! `null-sim:MODELS` — the null engine completing I/Os after injected latencies in
 //! simulated time, `MODELS` being `LatencyModel`s separated by `;` (worker i uses model
-//! i mod n). This module does not decide how many threads run or what they issue.
+//! i mod n) — and `sim:KEY=VALUE,…`, a simulated device per disk (`SimDevice`). This module does not decide how many threads run or what they issue.
 
 use std::fmt;
 use std::str::FromStr;
@@ -15,6 +15,7 @@ use std::time::Instant;
 
 use crate::null::{LatencyModel, NullEngine};
 use crate::psync::PsyncEngine;
+use crate::sim::{SimDevice, SimEngine};
 use crate::uring::{self, UringEngine};
 use crate::{Caps, Clock, Engine, EngineError, EngineParams, MonoClock, OpenDisk, VirtualClock};
 
@@ -29,6 +30,8 @@ pub enum EngineSpec {
     Null,
     /// The null engine with injected latencies, in simulated time.
     NullSim(Vec<LatencyModel>),
+    /// A simulated device per disk (queueing, servers, bandwidth).
+    Sim(SimDevice),
 }
 
 impl EngineSpec {
@@ -40,6 +43,7 @@ impl EngineSpec {
             EngineSpec::Psync => "psync",
             EngineSpec::Null => "null",
             EngineSpec::NullSim(_) => "null-sim",
+            EngineSpec::Sim(_) => "sim",
         }
     }
 
@@ -52,6 +56,7 @@ impl EngineSpec {
             registered_buffers: false,
             registered_files: false,
             simulated_time: false,
+            device_per_disk: false,
         };
         match self {
             EngineSpec::Auto | EngineSpec::Uring => Caps {
@@ -68,6 +73,11 @@ impl EngineSpec {
             EngineSpec::Null => base,
             EngineSpec::NullSim(_) => Caps {
                 simulated_time: true,
+                ..base
+            },
+            EngineSpec::Sim(d) => Caps {
+                simulated_time: !d.real_time,
+                device_per_disk: true,
                 ..base
             },
         }
@@ -153,6 +163,23 @@ impl EngineSpec {
                 let e = NullEngine::with_latency(params, seed, per_file, clock.clone())?;
                 BuiltEngine::Sim(e, clock)
             }
+            EngineSpec::Sim(device) => {
+                let seeds: Vec<u64> = workers.iter().map(|&(_, s)| s).collect();
+                if device.real_time {
+                    let clock = MonoClock::new(Instant::now());
+                    BuiltEngine::DeviceReal(SimEngine::new(
+                        device.clone(),
+                        params,
+                        seed,
+                        &seeds,
+                        clock,
+                    )?)
+                } else {
+                    let clock = VirtualClock::new();
+                    let e = SimEngine::new(device.clone(), params, seed, &seeds, clock.clone())?;
+                    BuiltEngine::Device(e, clock)
+                }
+            }
         })
     }
 }
@@ -170,6 +197,7 @@ impl fmt::Display for EngineSpec {
                 }
                 Ok(())
             }
+            EngineSpec::Sim(d) => write!(f, "sim:{d}"),
             other => f.write_str(other.name()),
         }
     }
@@ -184,14 +212,18 @@ impl FromStr for EngineSpec {
             "io_uring" | "uring" => EngineSpec::Uring,
             "psync" => EngineSpec::Psync,
             "null" => EngineSpec::Null,
-            _ => match s.strip_prefix("null-sim:") {
-                Some(models) => EngineSpec::NullSim(LatencyModel::parse_list(models)?),
-                None => {
+            "sim" => EngineSpec::Sim(SimDevice::default()),
+            _ => {
+                if let Some(models) = s.strip_prefix("null-sim:") {
+                    EngineSpec::NullSim(LatencyModel::parse_list(models)?)
+                } else if let Some(device) = s.strip_prefix("sim:") {
+                    EngineSpec::Sim(device.parse()?)
+                } else {
                     return Err(format!(
-                        "'{s}' is not an engine (auto, io_uring, psync, null, null-sim:MODELS)"
-                    ))
+                        "'{s}' is not an engine (auto, io_uring, psync, null, sim[:servers=N,service=T,dist=exp|fixed|lognormal,sigma=S,max_mbps=M], null-sim:MODELS)"
+                    ));
                 }
-            },
+            }
         })
     }
 }
@@ -226,6 +258,9 @@ pub enum BuiltEngine {
     Psync(PsyncEngine),
     Null(NullEngine),
     Sim(NullEngine, VirtualClock),
+    /// A simulated device in simulated time, and on the wall clock.
+    Device(SimEngine<VirtualClock>, VirtualClock),
+    DeviceReal(SimEngine<MonoClock>),
 }
 
 /// Work that runs against any engine and clock (the fleet's thread loop).
@@ -237,7 +272,7 @@ pub trait Drive {
 impl BuiltEngine {
     /// Whether time is simulated (the loop must not wait for the wall-clock start).
     pub fn simulated_time(&self) -> bool {
-        matches!(self, BuiltEngine::Sim(..))
+        matches!(self, BuiltEngine::Sim(..) | BuiltEngine::Device(..))
     }
 
     /// Run `work` on this engine, with real time counted from `epoch` or, for a
@@ -249,6 +284,12 @@ impl BuiltEngine {
             BuiltEngine::Psync(e) => work.drive(e, &mono),
             BuiltEngine::Null(e) => work.drive(e, &mono),
             BuiltEngine::Sim(e, clock) => work.drive(e, &*clock),
+            BuiltEngine::Device(e, clock) => work.drive(e, &*clock),
+            BuiltEngine::DeviceReal(e) => {
+                // The device's clock and the loop's count from the same start instant.
+                *e.clock_mut() = mono;
+                work.drive(e, &mono)
+            }
         }
     }
 }
@@ -265,6 +306,7 @@ mod tests {
             "psync",
             "null",
             "null-sim:fixed:80000;exp:1000000",
+            "sim:servers=8,service=200000ns,dist=exp",
         ] {
             let e: EngineSpec = s.parse().unwrap();
             assert_eq!(e.to_string(), s);
@@ -277,6 +319,12 @@ mod tests {
         assert!("spdk".parse::<EngineSpec>().unwrap_err().contains("spdk"));
         assert!("null-sim:gauss:1".parse::<EngineSpec>().is_err());
         assert!("null-sim:".parse::<EngineSpec>().is_err());
+        assert_eq!(
+            "sim".parse::<EngineSpec>().unwrap(),
+            EngineSpec::Sim(SimDevice::default())
+        );
+        let e = "sim:servers=0".parse::<EngineSpec>().unwrap_err();
+        assert!(e.contains("servers"), "{e}");
     }
 
     #[test]

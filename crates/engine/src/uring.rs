@@ -439,6 +439,7 @@ impl Engine for UringEngine {
             registered_buffers: self.fixed_buffers,
             registered_files: self.fixed_files,
             simulated_time: false,
+            device_per_disk: false,
         }
     }
 

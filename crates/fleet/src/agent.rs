@@ -83,7 +83,8 @@ impl Observer for Streamer {
     fn started(&mut self, info: &RunInfo) {
         // Called once every I/O thread has begun; `start_skew_ms` is how late the last
         // one began after the epoch. Report that instant on this host's clock.
-        let t = self.epoch_ns.load(Ordering::SeqCst) + (info.start_skew_ms * 1e6) as u64;
+        let t =
+            self.epoch_ns.load(Ordering::SeqCst) + (info.start_skew_ms.unwrap_or(0.0) * 1e6) as u64;
         let _ = send(&self.out, &Frame::Started(Clock { seq: 0, t_ns: t }));
     }
 

@@ -56,7 +56,7 @@ struct Conn {
     offset_ns: i64,
     rtt_ns: u64,
     /// Remote binary to remove at the end (a copy this controller provisioned).
-    copied: Option<String>,
+    copied: Option<(String, String)>,
 }
 
 impl Conn {
@@ -84,27 +84,33 @@ fn self_digest() -> Result<(std::path::PathBuf, String), FleetError> {
     Ok((exe, hex))
 }
 
-/// Make sure the host has this exact binary; returns the remote command path. Copies
-/// of other versions that no process of this user runs are removed first (what a
+/// Make sure the host has this exact binary; returns the remote command path and the
+/// copy's modification stamp. Copies of other versions that no process of this user
+/// runs and that nobody provisioned in the last 10 minutes are removed first (what a
 /// killed controller left behind), and so are uploads abandoned over 10 minutes ago
-/// (younger ones may be another host's upload in progress, on a shared home).
+/// (younger ones may be another run's upload in progress, on a shared home). A copy
+/// found present is touched, so a run that started meanwhile keeps it: the end of a
+/// run removes its copy only if the stamp is still the one it saw (`remove_copy`).
 fn provision(
     host: &HostSpec,
     t: &dyn Transport,
     exe: &std::path::Path,
     digest: &str,
-) -> Result<String, FleetError> {
+) -> Result<(String, String), FleetError> {
     let name = format!("iofleet-{}", &digest[..16]);
     let check = format!(
         r#"d="$HOME/.cache/iofleet"; p="$d/{name}"
 find "$d" -maxdepth 1 -name '.upload.*' -mmin +10 -exec rm -f {{}} + 2>/dev/null
 for f in "$d"/iofleet-*; do
   [ -e "$f" ] && [ "$f" != "$p" ] || continue
+  [ -n "$(find "$f" -maxdepth 0 -mmin +10 2>/dev/null)" ] || continue
   busy=no
   for e in /proc/[0-9]*/exe; do [ "$(readlink "$e" 2>/dev/null)" = "$f" ] && busy=yes && break; done
   [ $busy = no ] && rm -f "$f"
 done
-if [ -x "$p" ] && [ "$(sha256sum "$p" 2>/dev/null | cut -d' ' -f1)" = "{digest}" ]; then echo present; else echo missing; fi"#
+if [ -x "$p" ] && [ "$(sha256sum "$p" 2>/dev/null | cut -d' ' -f1)" = "{digest}" ]; then
+  touch -c "$p"; echo "present $({STAMP} "$p")"
+else echo missing; fi"#
     );
     let out = t
         .shell(&check)
@@ -122,11 +128,14 @@ if [ -x "$p" ] && [ "$(sha256sum "$p" 2>/dev/null | cut -d' ' -f1)" = "{digest}"
         ));
     }
     let path = format!("\"$HOME/.cache/iofleet/{name}\"");
-    if String::from_utf8_lossy(&out.stdout).trim() == "present" {
-        return Ok(path);
+    if let Some(stamp) = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .strip_prefix("present ")
+    {
+        return Ok((path, stamp.to_string()));
     }
     let upload = format!(
-        "d=\"$HOME/.cache/iofleet\"; mkdir -p \"$d\" && t=\"$d/.upload.$$\" && cat > \"$t\" && chmod 755 \"$t\" && mv -f \"$t\" \"$d/{name}\" && sha256sum \"$d/{name}\""
+        "d=\"$HOME/.cache/iofleet\"; mkdir -p \"$d\" && t=\"$d/.upload.$$\" && cat > \"$t\" && chmod 755 \"$t\" && mv -f \"$t\" \"$d/{name}\" && sha256sum \"$d/{name}\" && {STAMP} \"$d/{name}\""
     );
     let mut child = t
         .shell(&upload)
@@ -155,6 +164,7 @@ if [ -x "$p" ] && [ "$(sha256sum "$p" 2>/dev/null | cut -d' ' -f1)" = "{digest}"
         ));
     }
     let echoed = String::from_utf8_lossy(&out.stdout);
+    let stamp = echoed.lines().nth(1).unwrap_or("").trim().to_string();
     if !out.status.success() || !echoed.starts_with(digest) {
         return Err(host_err(
             host,
@@ -165,7 +175,21 @@ if [ -x "$p" ] && [ "$(sha256sum "$p" 2>/dev/null | cut -d' ' -f1)" = "{digest}"
             ),
         ));
     }
-    Ok(path)
+    Ok((path, stamp))
+}
+
+/// A file's modification time with nanoseconds where `stat` can (GNU), else seconds.
+const STAMP: &str =
+    "stamp() { stat -c %.9Y \"$1\" 2>/dev/null || stat -c %Y \"$1\" 2>/dev/null; }; stamp";
+
+/// Remove this run's copy at its end, unless another run provisioned it since (its
+/// stamp moved) or a process still runs it.
+fn remove_copy_script(path: &str, stamp: &str) -> String {
+    format!(
+        r#"p={path}; [ "$({STAMP} "$p")" = "{stamp}" ] || exit 0
+for e in /proc/[0-9]*/exe; do [ "$(readlink "$e" 2>/dev/null)" = "$p" ] && exit 0; done
+rm -f "$p"; rmdir "$HOME/.cache/iofleet" 2>/dev/null; true"#
+    )
 }
 
 /// Start the agent on `host`, check versions, measure the clock offset, send the job.
@@ -176,8 +200,8 @@ fn connect(host: &HostSpec, job: AgentJob, exe: &std::path::Path) -> Result<Conn
         None if transport.shares_binary() => (shell_quote(&exe.to_string_lossy()), None),
         None => {
             let (_, digest) = self_digest()?;
-            let p = provision(host, &*transport, exe, &digest)?;
-            (p.clone(), Some(p))
+            let (p, stamp) = provision(host, &*transport, exe, &digest)?;
+            (p.clone(), Some((p, stamp)))
         }
     };
     // `exec`: the agent replaces the shell, so its pid is the one it reports. Its own
@@ -410,12 +434,10 @@ impl AgentLauncher {
             let _ = k.join();
         }
         for c in &self.conns {
-            if let Some(path) = &c.copied {
+            if let Some((path, stamp)) = &c.copied {
                 let _ = c
                     .transport
-                    .shell(&format!(
-                        "rm -f {path}; rmdir \"$HOME/.cache/iofleet\" 2>/dev/null; true"
-                    ))
+                    .shell(&remove_copy_script(path, stamp))
                     .stdin(Stdio::null())
                     .stdout(Stdio::null())
                     .stderr(Stdio::null())

@@ -12,12 +12,13 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use iofleet_profile::Plan;
+pub(crate) use iofleet_stats::fold::GroupRange;
+use iofleet_stats::fold::{Folded, HostFacts, Layout};
 use iofleet_stats::result::{
-    is_straggler, CpuSummary, ErrorDetail, ErrorSummary, GroupSummary, HostSummary, IntervalRow,
-    MemorySummary, Outstanding, RunInfo, RunResult, RunSummary, StreamSummary, WorkerSummary,
-    SCHEMA_VERSION,
+    CpuSummary, ErrorDetail, ErrorSummary, IntervalRow, MemorySummary, Outstanding, RunInfo,
+    RunResult, RunSummary, SCHEMA_VERSION,
 };
-use iofleet_stats::summary::median;
+use iofleet_stats::summary::median_of;
 use iofleet_stats::{GenSample, HostUsage, OpStats, OpSummary, PackedSample, Sample};
 
 use crate::lanes::{Msg, Timeline};
@@ -26,25 +27,6 @@ use crate::sys::{self, HostProbe};
 
 /// Error details kept for the whole run.
 const MAX_ERROR_DETAILS: usize = 20;
-
-/// One worker group as the summary needs it.
-#[derive(Debug, Clone)]
-pub(crate) struct GroupRange {
-    pub name: String,
-    pub profile: String,
-    /// Global index of the group's first worker, and its number of workers.
-    pub first: u32,
-    pub workers: u32,
-    /// IOPS each worker is scheduled to issue when every stream of the group is
-    /// rate-limited (None: some stream runs closed-loop, as fast as it can).
-    pub rate_per_worker: Option<f64>,
-}
-
-impl GroupRange {
-    fn contains(&self, worker: u32) -> bool {
-        (self.first..self.first + self.workers).contains(&worker)
-    }
-}
 
 /// Who reports and where workers live.
 pub(crate) struct CollectSpec<'a> {
@@ -381,134 +363,35 @@ pub(crate) fn summarize(
     start_late_ms: &[Option<f64>],
     mut notices: Vec<String>,
 ) -> RunResult {
-    let streams_n = spec.plan.streams.len();
     let elapsed_s = col.measured_ns as f64 / 1e9;
-    // One pass over the workers: each total is unpacked once, summarised, and added to
-    // the fleet, its host and its group.
-    let mut fleet = Sample::new(streams_n);
-    let mut host_totals = vec![Sample::new(streams_n); spec.hosts.len()];
-    let mut group_totals = vec![Sample::new(streams_n); spec.groups.len()];
-    // Per host and group: I/Os and workers, for the straggler rule.
-    let mut host_group = vec![vec![(0u64, 0u32); spec.groups.len()]; spec.hosts.len()];
-    let mut workers = Vec::with_capacity(col.worker_totals.len());
-    for (w, packed) in col.worker_totals.iter().enumerate() {
-        let s = packed.to_sample();
-        let global = spec.worker_base + w as u32;
-        workers.push(WorkerSummary {
-            worker: global,
-            host: spec.hosts[spec.worker_host[w]].clone(),
-            all: OpSummary::from_ops(&s.all(), elapsed_s),
-            read: OpSummary::from_ops(&s.read(), elapsed_s),
-            write: OpSummary::from_ops(&s.write(), elapsed_s),
-        });
-        fleet += &s;
-        host_totals[spec.worker_host[w]] += &s;
-        for (g, range) in spec.groups.iter().enumerate() {
-            if range.contains(global) {
-                group_totals[g] += &s;
-                host_group[spec.worker_host[w]][g].0 += s.ios();
-                host_group[spec.worker_host[w]][g].1 += 1;
-            }
-        }
-    }
+    let layout = Layout {
+        streams: spec.plan.streams.iter().map(|s| s.name.clone()).collect(),
+        hosts: spec.hosts.clone(),
+        worker_base: spec.worker_base,
+        worker_host: spec.worker_host.clone(),
+        groups: spec.groups.clone(),
+    };
+    let facts: Vec<HostFacts> = (0..spec.hosts.len())
+        .map(|h| HostFacts {
+            start_late_ms: start_late_ms.get(h).copied().flatten(),
+            lost_at_s: col.host_lost_ns[h].map(|t| t as f64 / 1e9),
+            resources: col.host_usage[h].summary(),
+        })
+        .collect();
+    let Folded {
+        fleet,
+        streams,
+        workers,
+        hosts,
+        groups,
+    } = layout.fold(
+        col.worker_totals.iter().map(PackedSample::to_sample),
+        &facts,
+        elapsed_s,
+    );
     let all = fleet.all();
-    let streams = spec
-        .plan
-        .streams
-        .iter()
-        .zip(&fleet.streams)
-        .map(|(p, s)| StreamSummary {
-            name: p.name.clone(),
-            all: OpSummary::from_ops(&s.all(), elapsed_s),
-            read: OpSummary::from_ops(&s.read, elapsed_s),
-            write: OpSummary::from_ops(&s.write, elapsed_s),
-        })
-        .collect();
-    // Hosts are compared per worker and per group: a host given fewer workers is not
-    // slower, and a group is judged against its own kind — a rate-limited group against
-    // its scheduled rate, a closed-loop one against the median host of that group. A
-    // host's figure is its worst ratio over the groups it runs (1 = on par).
-    let per_worker = |(ios, n): (u64, u32)| ios as f64 / elapsed_s.max(1e-9) / n.max(1) as f64;
-    let references: Vec<Option<f64>> = spec
-        .groups
-        .iter()
-        .enumerate()
-        .map(|(g, range)| {
-            range.rate_per_worker.or_else(|| {
-                let peers: Vec<f64> = host_group
-                    .iter()
-                    .filter(|hg| hg[g].1 > 0)
-                    .map(|hg| per_worker(hg[g]))
-                    .collect();
-                (!peers.is_empty()).then(|| median(&peers))
-            })
-        })
-        .collect();
-    let host_ratio: Vec<f64> = host_group
-        .iter()
-        .map(|hg| {
-            hg.iter()
-                .zip(&references)
-                .filter(|(x, r)| x.1 > 0 && r.is_some_and(|r| r > 0.0))
-                .map(|(x, r)| per_worker(*x) / r.expect("filtered"))
-                .fold(1.0, f64::min)
-        })
-        .collect();
-    let earliest = start_late_ms
-        .iter()
-        .flatten()
-        .copied()
-        .reduce(f64::min)
-        .unwrap_or(0.0);
-    let hosts = spec
-        .hosts
-        .iter()
-        .enumerate()
-        .map(|(h, name)| {
-            let s = &host_totals[h];
-            let late = start_late_ms.get(h).copied().flatten();
-            let lost = col.host_lost_ns[h].map(|t| t as f64 / 1e9);
-            let res = col.host_usage[h].summary();
-            HostSummary {
-                cpu: res.as_ref().map(|r| r.cpu.clone()),
-                memory: res.as_ref().map(|r| r.memory.clone()),
-                net: res.as_ref().map(|r| r.net.clone()),
-                disk: res.as_ref().and_then(|r| r.disk.clone()),
-                host: name.clone(),
-                workers: spec.worker_host.iter().filter(|&&x| x == h).count() as u32,
-                all: OpSummary::from_ops(&s.all(), elapsed_s),
-                read: OpSummary::from_ops(&s.read(), elapsed_s),
-                write: OpSummary::from_ops(&s.write(), elapsed_s),
-                start_late_ms: late,
-                lost_at_s: lost,
-                // A straggler started late or delivered clearly less than its peers.
-                straggler: is_straggler(
-                    lost.is_some(),
-                    spec.hosts.len(),
-                    late,
-                    earliest,
-                    host_ratio[h],
-                    1.0,
-                ),
-            }
-        })
-        .collect::<Vec<_>>();
-    let groups = spec
-        .groups
-        .iter()
-        .zip(&group_totals)
-        .map(|(range, g)| GroupSummary {
-            name: range.name.clone(),
-            profile: range.profile.clone(),
-            first_worker: range.first,
-            workers: range.workers,
-            all: OpSummary::from_ops(&g.all(), elapsed_s),
-            read: OpSummary::from_ops(&g.read(), elapsed_s),
-            write: OpSummary::from_ops(&g.write(), elapsed_s),
-        })
-        .collect();
     let ios = all.ios as f64;
-    let per_io = |s: f64| if ios > 0.0 { s * 1e6 / ios } else { 0.0 };
+    let per_io = |s: f64| (ios > 0.0).then(|| s * 1e6 / ios);
     for (h, lost) in col.host_lost_ns.iter().enumerate() {
         if let Some(t) = lost {
             let affected = col.rows.iter().filter(|r| r.hosts_lost > 0).count();
@@ -532,17 +415,17 @@ pub(crate) fn summarize(
         all: OpSummary::from_ops(&all, elapsed_s),
         read: OpSummary::from_ops(&fleet.read(), elapsed_s),
         write: OpSummary::from_ops(&fleet.write(), elapsed_s),
-        iops_median_interval: median(&col.interval_iops),
+        iops_median_interval: median_of(&col.interval_iops),
         outstanding_io: Outstanding {
-            configured: configured_outstanding,
-            measured_mean: if col.measured_ns > 0 {
-                all.latency_sum_ns as f64 / col.measured_ns as f64
-            } else {
-                0.0
-            },
+            configured: Some(configured_outstanding),
+            measured_mean: (col.measured_ns > 0)
+                .then(|| all.latency_sum_ns as f64 / col.measured_ns as f64),
         },
         cpu: fleet_cpu(&col.host_usage, per_io),
-        memory: fleet_memory(&col.host_usage),
+        // Nothing measured, nothing to report (not this process's memory at the stop).
+        memory: (col.measured_ns > 0)
+            .then(|| fleet_memory(&col.host_usage))
+            .flatten(),
         errors: ErrorSummary {
             count: col.error_count,
             first: errors,
@@ -556,6 +439,7 @@ pub(crate) fn summarize(
     info.interrupted = col.max_end_ns < spec.timeline.end_ns();
     RunResult {
         schema_version: SCHEMA_VERSION,
+        stored: None,
         run: info,
         summary,
         streams,
@@ -569,58 +453,57 @@ pub(crate) fn summarize(
 
 /// The fleet's CPU from what its hosts spent: iofleet's CPU summed over hosts (percent
 /// of one core), the hosts' mean busy share, and both per completed I/O.
-fn fleet_cpu(usage: &[HostUsage], per_io: impl Fn(f64) -> f64) -> CpuSummary {
+fn fleet_cpu(usage: &[HostUsage], per_io: impl Fn(f64) -> Option<f64>) -> Option<CpuSummary> {
     let known: Vec<&HostUsage> = usage.iter().filter(|u| u.wall_s > 0.0).collect();
-    if known.is_empty() {
-        return CpuSummary::default();
-    }
     let res: Vec<_> = known.iter().filter_map(|u| u.summary()).collect();
-    CpuSummary {
+    if res.is_empty() {
+        return None;
+    }
+    Some(CpuSummary {
         usr_pct: res.iter().map(|r| r.cpu.usr_pct).sum(),
         sys_pct: res.iter().map(|r| r.cpu.sys_pct).sum(),
         host_pct: res.iter().map(|r| r.cpu.host_pct).sum::<f64>() / res.len() as f64,
         us_per_io: per_io(known.iter().map(|u| u.proc_usr_s + u.proc_sys_s).sum()),
         host_us_per_io: per_io(known.iter().map(|u| u.host_busy_s).sum()),
-    }
+    })
 }
 
 /// The fleet's memory: the largest iofleet peak on any host, the hosts' mean use.
-fn fleet_memory(usage: &[HostUsage]) -> MemorySummary {
+fn fleet_memory(usage: &[HostUsage]) -> Option<MemorySummary> {
     let res: Vec<_> = usage.iter().filter_map(|u| u.summary()).collect();
     if res.is_empty() {
-        return MemorySummary {
+        return Some(MemorySummary {
             rss_peak_mib: sys::rss_peak_mib(),
             host_used_pct: sys::host_mem_used_pct(),
-        };
+        });
     }
-    MemorySummary {
+    Some(MemorySummary {
         rss_peak_mib: res
             .iter()
             .map(|r| r.memory.rss_peak_mib)
             .fold(0.0, f64::max),
         host_used_pct: res.iter().map(|r| r.memory.host_used_pct).sum::<f64>() / res.len() as f64,
-    }
+    })
 }
 
-/// The result of a run that measured nothing (interrupted while preparing).
+/// The result of a run that measured nothing (interrupted while preparing): every
+/// figure is unknown, not zero.
 pub(crate) fn empty_result(info: RunInfo, notices: Vec<String>) -> RunResult {
     let empty = OpSummary::from_ops(&OpStats::default(), 0.0);
     let mut info = info;
     info.interrupted = true;
     RunResult {
         schema_version: SCHEMA_VERSION,
+        stored: None,
         run: info,
         summary: RunSummary {
             all: empty.clone(),
             read: empty.clone(),
             write: empty,
-            iops_median_interval: 0.0,
+            iops_median_interval: None,
             outstanding_io: Outstanding::default(),
-            cpu: CpuSummary::default(),
-            memory: MemorySummary {
-                rss_peak_mib: sys::rss_peak_mib(),
-                host_used_pct: sys::host_mem_used_pct(),
-            },
+            cpu: None,
+            memory: None,
             errors: ErrorSummary::default(),
             generator: None,
         },

@@ -164,7 +164,7 @@ pub fn run(
         prep.direct,
         started_wall,
     );
-    info.start_skew_ms = late.map_or(0.0, |l| l.as_secs_f64() * 1e3);
+    info.start_skew_ms = late.map(|l| l.as_secs_f64() * 1e3);
     observer.started(&info);
 
     let timeline = crate::lanes::Timeline::new(
@@ -199,7 +199,7 @@ pub fn run(
         known.iter().copied().reduce(f64::max),
         known.iter().copied().reduce(f64::min),
     ) {
-        info.start_skew_ms = hi - lo;
+        info.start_skew_ms = Some(hi - lo);
     }
     Ok(summarize(
         &spec,
@@ -237,7 +237,7 @@ fn run_info(
         target: target.into(),
         hostname: sys::hostname(),
         iofleet_version: env!("CARGO_PKG_VERSION").into(),
-        start_skew_ms: 0.0,
+        start_skew_ms: None,
         plan: plan_json(plan, groups),
     }
 }

@@ -18,7 +18,7 @@ use iofleet_engine::target::{
     create_files, fill_disk, fill_marker_valid, logical_block_size, open_disk, plan_layout,
     DiskLayout, FillOutcome, FillPattern, LayoutRequest, TargetError, TargetSpec,
 };
-use iofleet_engine::{BuiltEngine, Drive, EngineFile, EngineParams, EngineSpec};
+use iofleet_engine::{BuiltEngine, Caps, Drive, EngineFile, EngineParams, EngineSpec};
 use iofleet_profile::{combine, stream_offsets, GroupPlan, Plan, Prepare};
 
 use crate::controller::FleetError;
@@ -145,9 +145,8 @@ impl ThreadLauncher {
 /// Queues of one lane on `disk`: one closed-loop queue shared by the weighted streams
 /// (rate-capped when the profile sets a worker rate), one open-loop queue per rated
 /// stream.
-pub(crate) fn build_queues(plan: &Plan, disk: u32, qd_cap: Option<u32>) -> Vec<QueueSpec> {
+pub(crate) fn build_queues(plan: &Plan, disk: u32) -> Vec<QueueSpec> {
     let f = &plan.fleet;
-    let cap = |qd: u32| qd_cap.map_or(qd, |c| qd.min(c));
     let mut queues = Vec::new();
     let weighted: Vec<(usize, u32)> = plan
         .streams
@@ -166,7 +165,7 @@ pub(crate) fn build_queues(plan: &Plan, disk: u32, qd_cap: Option<u32>) -> Vec<Q
             .count() as f64;
         queues.push(QueueSpec {
             streams: weighted,
-            qd: cap(f.qd),
+            qd: f.qd,
             rate: plan
                 .timing
                 .rate_iops
@@ -179,7 +178,7 @@ pub(crate) fn build_queues(plan: &Plan, disk: u32, qd_cap: Option<u32>) -> Vec<Q
             if s.disks.contains(&disk) {
                 queues.push(QueueSpec {
                     streams: vec![(i, 1)],
-                    qd: cap(s.qd.unwrap_or(f.qd)),
+                    qd: s.qd.unwrap_or(f.qd),
                     rate: Some(rate / (s.disks.len() as f64 * f.threads_per_disk as f64)),
                     arrival: plan.timing.arrival,
                 });
@@ -312,9 +311,7 @@ impl Launcher for ThreadLauncher {
         };
         let engine = cfg.engine.resolve_for_dir(dir, cfg.direct, notices)?;
         let caps = engine.caps();
-        let qd_cap = if caps.async_qd {
-            None
-        } else {
+        if !caps.async_qd {
             let max_qd = groups
                 .iter()
                 .flat_map(|g| {
@@ -326,14 +323,18 @@ impl Launcher for ThreadLauncher {
                 })
                 .max()
                 .unwrap_or(1);
-            if max_qd > 1 {
-                notices.push(format!(
-                    "{} keeps one I/O in flight per OS thread: each lane runs on its own I/O thread, and qd {max_qd} runs as qd 1 (raise --threads for more outstanding I/O)",
+            notices.push(if max_qd > 1 {
+                format!(
+                    "{} keeps one I/O in flight per OS thread: each lane has its own I/O thread, which serves its queue itself while I/Os complete at once (page-cache copies) and hands it to one sync thread per slot (qd up to {max_qd}) once an I/O blocks",
                     engine.name()
-                ));
-            }
-            Some(1)
-        };
+                )
+            } else {
+                format!(
+                    "{} keeps one I/O in flight per OS thread: each lane has its own I/O thread",
+                    engine.name()
+                )
+            });
+        }
         let active_groups = groups.iter().filter(|g| g.plan.fleet.workers > 0).count();
         if active_groups > 1 && matches!(self.target, TargetSpec::Devices(_)) && caps.needs_target {
             return Err(FleetError::Input(
@@ -349,7 +350,7 @@ impl Launcher for ThreadLauncher {
             let f = &g.plan.fleet;
             for w in g.worker_base..g.worker_base + f.workers {
                 for d in 0..f.disks_per_worker {
-                    let mut queues = build_queues(&g.plan, d, qd_cap);
+                    let mut queues = build_queues(&g.plan, d);
                     if queues.is_empty() {
                         continue; // no stream uses this disk
                     }
@@ -459,7 +460,7 @@ impl Launcher for ThreadLauncher {
             plan.timing.interval,
         );
         let configured_outstanding = lanes.iter().map(|t| t.slots() as u64).sum();
-        let io_threads = placement.threads(&lanes, !caps.needs_target);
+        let io_threads = placement.threads(&lanes, &caps);
         let sources = io_threads
             .iter()
             .map(|t| (describe_io_thread(t, &lanes), 0))
@@ -609,11 +610,29 @@ fn place_lanes(
 
 impl Placement {
     /// Lane i goes to I/O thread i mod n, so every thread gets a like share of every
-    /// worker group; each thread opens each disk its lanes use once. With `file_per_lane`
-    /// (engines without a target) every lane is a file of its own, so simulated
-    /// latencies follow the lane's seed whatever the placement.
-    fn threads(&self, lanes: &[LaneSpec], file_per_lane: bool) -> Vec<IoThreadSpec> {
-        let n = self.threads.min(lanes.len()).max(1);
+    /// worker group; each thread opens each disk its lanes use once. Engines without a
+    /// target give every lane a file of its own, so simulated latencies follow the
+    /// lane's seed whatever the placement. Engines that model each disk as one device
+    /// (`device_per_disk`) keep every lane of a disk on one thread, through one file:
+    /// disk k (in lane order) goes to thread k mod n.
+    fn threads(&self, lanes: &[LaneSpec], caps: &Caps) -> Vec<IoThreadSpec> {
+        let file_per_lane = !caps.needs_target && !caps.device_per_disk;
+        let mut disk_index: Vec<usize> = Vec::with_capacity(lanes.len());
+        let mut disks = 0usize;
+        for (i, lane) in lanes.iter().enumerate() {
+            let same =
+                i > 0 && (lanes[i - 1].worker, lanes[i - 1].disk) == (lane.worker, lane.disk);
+            if !same && i > 0 {
+                disks += 1;
+            }
+            disk_index.push(disks);
+        }
+        let units = if caps.device_per_disk {
+            disks + 1
+        } else {
+            lanes.len()
+        };
+        let n = self.threads.min(units).max(1);
         let mut out: Vec<IoThreadSpec> = (0..n)
             .map(|i| IoThreadSpec {
                 id: i as u32,
@@ -624,7 +643,11 @@ impl Placement {
         // Per thread: (worker, disk) of each file opened so far.
         let mut opened: Vec<Vec<(u32, u32)>> = vec![Vec::new(); n];
         for (i, lane) in lanes.iter().enumerate() {
-            let t = i % n;
+            let t = if caps.device_per_disk {
+                disk_index[i] % n
+            } else {
+                i % n
+            };
             let key = (lane.worker, lane.disk);
             let file = match opened[t].iter().position(|&k| k == key) {
                 Some(f) if !file_per_lane => f,
@@ -814,16 +837,14 @@ mod tests {
             ],
             2,
         );
-        let l0 = build_queues(&plan, 0, None);
+        let l0 = build_queues(&plan, 0);
         assert_eq!(l0.len(), 1);
         assert_eq!(l0[0].qd, 4);
         assert!(l0[0].rate.is_none());
-        let l1 = build_queues(&plan, 1, None);
+        let l1 = build_queues(&plan, 1);
         assert_eq!(l1.len(), 2);
         assert_eq!(l1[1].qd, 1);
         // 300 IOPS per worker over 1 disk × 2 threads.
         assert_eq!(l1[1].rate, Some(150.0));
-        let capped = build_queues(&plan, 1, Some(1));
-        assert!(capped.iter().all(|l| l.qd == 1));
     }
 }

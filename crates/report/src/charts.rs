@@ -341,17 +341,18 @@ fn draw_panels(id: &str, title: &str, panels: &[Panel<'_>], h: u32) -> Result<St
 }
 
 /// Measured rows as (seconds since measurement start at interval end, y).
-fn measured_rows(rows: &[IntervalRow], f: impl Fn(&IntervalRow) -> f64) -> Vec<(f64, f64)> {
+fn measured_rows(rows: &[IntervalRow], f: impl Fn(&IntervalRow) -> Option<f64>) -> Vec<(f64, f64)> {
     let measured: Vec<_> = rows.iter().filter(|i| !i.warmup).collect();
     let start = measured.first().map_or(0.0, |i| i.t_s);
     measured
         .iter()
-        .map(|i| (i.t_s + i.duration_s - start, f(i)))
+        // An interval without the figure (no I/O in it) has no point.
+        .filter_map(|i| Some((i.t_s + i.duration_s - start, f(i)?)))
         .collect()
 }
 
 /// Measured intervals of a run as (seconds since measurement start at interval end, y).
-fn measured_series(r: &RunData, f: impl Fn(&IntervalRow) -> f64) -> Vec<(f64, f64)> {
+fn measured_series(r: &RunData, f: impl Fn(&IntervalRow) -> Option<f64>) -> Vec<(f64, f64)> {
     measured_rows(&r.result.intervals, f)
 }
 
@@ -381,7 +382,7 @@ pub fn throughput_over_time(runs: &[RunData], mbps: bool) -> Result<Chart, Chart
         .map(|(i, r)| Line {
             color: run_color(i),
             dashed: false,
-            points: measured_series(r, |row| if mbps { row.mbps } else { row.iops }),
+            points: measured_series(r, |row| Some(if mbps { row.mbps } else { row.iops })),
         })
         .collect();
     let panel = Panel {
@@ -925,7 +926,7 @@ fn part_over_time(
             })
             .collect()
     };
-    let iops = lines(&|s| measured_rows(&s.rows, |r| r.iops));
+    let iops = lines(&|s| measured_rows(&s.rows, |r| Some(r.iops)));
     let p99 = lines(&|s| measured_rows(&s.rows, |r| r.p99_us));
     let cpu = lines(&|s| {
         let measured: Vec<usize> = (0..s.rows.len()).filter(|&k| !s.rows[k].warmup).collect();

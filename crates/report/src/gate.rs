@@ -8,7 +8,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::compare::{fmt_change, fmt_value, Comparison, Metric, Unit};
+use crate::compare::{fmt_change, fmt_opt, fmt_value, Comparison, Metric, Unit};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Op {
@@ -246,8 +246,24 @@ pub fn evaluate(cmp: &Comparison<'_>, conditions: &[Condition]) -> Vec<Check> {
         for (i, run) in cmp.others() {
             let v = m.value(&run.result);
             let unit = m.unit().suffix();
-            let (violated, detail) = match c.threshold {
-                Threshold::ChangePct(t) => {
+            let (violated, detail) = match (c.threshold, base, v) {
+                // A figure neither run measured cannot have regressed; one measured by
+                // only one of them cannot be judged, and fails the gate.
+                (_, None, None) => (false, format!("{} not measured in either run", m.path())),
+                (Threshold::ChangePct(_), _, None) | (Threshold::ChangePct(_), None, _) => (
+                    true,
+                    format!(
+                        "{} {} {unit} vs baseline {} {unit}: cannot compare a figure measured in only one run",
+                        m.path(),
+                        fmt_opt(v, m.unit()),
+                        fmt_opt(base, m.unit()),
+                    ),
+                ),
+                (Threshold::Absolute(_), _, None) => (
+                    true,
+                    format!("{} not measured in this run (baseline {} {unit})", m.path(), fmt_opt(base, m.unit())),
+                ),
+                (Threshold::ChangePct(t), Some(base), Some(v)) => {
                     let change = cmp.change(m, i);
                     // An undefined change (baseline 0) counts as +∞.
                     let x = change.unwrap_or(f64::INFINITY);
@@ -263,7 +279,7 @@ pub fn evaluate(cmp: &Comparison<'_>, conditions: &[Condition]) -> Vec<Check> {
                         ),
                     )
                 }
-                Threshold::Absolute(t) => (
+                (Threshold::Absolute(t), _, Some(v)) => (
                     c.op.holds(v, t),
                     format!(
                         "{} {} {unit} (limit {} {} {unit})",

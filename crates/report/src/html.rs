@@ -18,11 +18,14 @@
 
 use std::fmt::Write as _;
 
-use iofleet_profile::{BlockSizes, GroupPlan, Plan};
 use iofleet_stats::OpSummary;
 
 use crate::charts::{self, run_color_css, Chart, ChartError, Mark};
-use crate::compare::{default_metrics, fmt_change, fmt_value, Comparison, Metric, Unit};
+use crate::compare::{
+    default_metrics, fmt_change, fmt_lat, fmt_opt, fmt_outstanding, fmt_value, metric_text, opt1,
+    opt_fixed, Comparison, Gain, Metric, Unit,
+};
+use crate::workload::{self, size_text};
 use crate::RunData;
 
 /// Escape text for HTML element content and attribute values.
@@ -195,23 +198,22 @@ fn fs_text(env: &serde_json::Value) -> String {
 }
 
 fn lat_row(h: &mut String, label: &str, s: &OpSummary) {
-    let l = &s.latency_us;
-    let f = |v: f64| fmt_value(v, Unit::Micros);
+    let f = |g: fn(&iofleet_stats::LatencySummary) -> f64| fmt_lat(s, g);
     let _ = writeln!(
         h,
         "<tr><td class=\"l\">{}</td><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
         escape(label),
         fmt_value(s.iops, Unit::Iops),
         s.mbps,
-        f(l.mean),
-        f(l.stddev),
-        f(l.p50),
-        f(l.p90),
-        f(l.p95),
-        f(l.p99),
-        f(l.p99_9),
-        f(l.p99_99),
-        f(l.max)
+        f(|l| l.mean),
+        f(|l| l.stddev),
+        f(|l| l.p50),
+        f(|l| l.p90),
+        f(|l| l.p95),
+        f(|l| l.p99),
+        f(|l| l.p99_9),
+        f(|l| l.p99_99),
+        f(|l| l.max)
     );
 }
 
@@ -246,19 +248,6 @@ fn figure(h: &mut String, c: &Chart) {
     );
 }
 
-/// A block-size distribution: `4k`, or `512 10%, 4k 60%, …` by share of I/Os.
-fn bs_text(bs: &BlockSizes) -> String {
-    if let [(size, _)] = &bs.entries[..] {
-        return size.to_string();
-    }
-    let total: u64 = bs.entries.iter().map(|e| e.1 as u64).sum::<u64>().max(1);
-    bs.entries
-        .iter()
-        .map(|(size, w)| format!("{size} {}%", trim_num(*w as f64 * 100.0 / total as f64)))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 /// Seconds with up to two decimals: 60, 0.25, 1.5.
 fn secs(v: f64) -> String {
     let s = format!("{v:.2}");
@@ -270,23 +259,9 @@ fn trim_num(v: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
-/// The plan of a run as (group name, plan) pairs: the groups of a multi-group run,
-/// else the run's one plan; empty when the stored plan cannot be read.
-fn run_plans(plan: &serde_json::Value) -> Vec<(Option<String>, Plan)> {
-    if let Some(groups) = plan
-        .get("groups")
-        .and_then(|g| serde_json::from_value::<Vec<GroupPlan>>(g.clone()).ok())
-        .filter(|g| g.len() > 1)
-    {
-        return groups.into_iter().map(|g| (Some(g.name), g.plan)).collect();
-    }
-    serde_json::from_value::<Plan>(plan.clone())
-        .map(|p| vec![(None, p)])
-        .unwrap_or_default()
-}
-
 /// The workload table: one row per stream of each run (and group), with the fleet
-/// shape on the stream's first row.
+/// shape on the stream's first row. The rows come from `workload::rows`, the reader the
+/// CSV and Markdown exports use.
 fn workload_table(h: &mut String, runs: &[RunData]) {
     h.push_str("<h2>Workload</h2><table id=\"workload\">\n<tr><th class=\"l\">#</th><th class=\"l\">group / profile</th><th>workers</th><th>disks per worker</th><th>disk size</th><th>threads per disk</th><th>qd per thread</th><th class=\"l\">stream</th><th class=\"l\">block sizes</th><th>read %</th><th>random %</th><th>rate IOPS per worker</th><th class=\"l\">engine</th><th class=\"l\">target</th></tr>\n");
     for (i, r) in runs.iter().enumerate() {
@@ -300,8 +275,8 @@ fn workload_table(h: &mut String, runs: &[RunData]) {
                 ", buffered"
             }
         );
-        let plans = run_plans(&run.plan);
-        if plans.is_empty() {
+        let rows = workload::rows(&run.plan);
+        if rows.is_empty() {
             let _ = writeln!(
                 h,
                 "<tr><td class=\"l\">{}{}</td><td class=\"l\">{}</td><td colspan=\"10\" class=\"l\">– (the stored plan could not be read)</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
@@ -313,41 +288,33 @@ fn workload_table(h: &mut String, runs: &[RunData]) {
             );
             continue;
         }
-        let mut first_of_run = true;
-        for (group, plan) in &plans {
-            let f = &plan.fleet;
-            let who = match group {
-                Some(g) => format!("{g}: {}", plan.name),
-                None => plan.name.clone(),
+        for (k, w) in rows.iter().enumerate() {
+            // The fleet shape is printed once per group, on its first stream.
+            let first = k == 0 || rows[k - 1].group != w.group;
+            let cell = |v: String| if first { v } else { String::new() };
+            let who = if w.group == w.profile {
+                w.profile.clone()
+            } else {
+                format!("{}: {}", w.group, w.profile)
             };
-            for (k, st) in plan.streams.iter().enumerate() {
-                let first = k == 0;
-                let cell = |v: String| if first { v } else { String::new() };
-                let qd = match st.qd {
-                    Some(q) if st.rate_iops.is_some() => format!("{} (stream {q})", f.qd),
-                    _ => f.qd.to_string(),
-                };
-                let rate = st.rate_iops.or(plan.timing.rate_iops);
-                let _ = writeln!(
-                    h,
-                    "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"w\">{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
-                    if first_of_run { format!("{}{}", swatch(i), i + 1) } else { String::new() },
-                    cell(escape(&who)),
-                    cell(f.workers.to_string()),
-                    cell(f.disks_per_worker.to_string()),
-                    cell(f.disk_size.to_string()),
-                    cell(f.threads_per_disk.to_string()),
-                    cell(escape(&qd)),
-                    escape(&st.name),
-                    escape(&bs_text(&st.bs)),
-                    trim_num(st.read_pct),
-                    trim_num(st.random_pct),
-                    rate.map_or("–".into(), |r| fmt_value(r, Unit::Iops)),
-                    if first_of_run { escape(&engine) } else { String::new() },
-                    if first_of_run { escape(&run.target) } else { String::new() },
-                );
-                first_of_run = false;
-            }
+            let _ = writeln!(
+                h,
+                "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"w\">{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
+                if k == 0 { format!("{}{}", swatch(i), i + 1) } else { String::new() },
+                cell(escape(&who)),
+                cell(w.workers.to_string()),
+                cell(w.disks_per_worker.to_string()),
+                cell(size_text(w.disk_size_bytes)),
+                cell(w.threads_per_disk.to_string()),
+                w.qd,
+                escape(&w.stream),
+                escape(&w.block_sizes),
+                trim_num(w.read_pct),
+                trim_num(w.random_pct),
+                w.rate_iops.map_or("–".into(), |r| fmt_value(r, Unit::Iops)),
+                if k == 0 { escape(&engine) } else { String::new() },
+                if k == 0 { escape(&run.target) } else { String::new() },
+            );
         }
     }
     h.push_str("</table>\n");
@@ -357,7 +324,11 @@ fn workload_table(h: &mut String, runs: &[RunData]) {
 pub fn charts_for(runs: &[RunData], baseline: usize) -> Result<Vec<Chart>, ChartError> {
     let mut out = Vec::new();
     if runs.len() > 1 {
-        out.push(charts::comparison_bars(&Comparison { runs, baseline })?);
+        out.push(charts::comparison_bars(&Comparison {
+            runs,
+            baseline,
+            gain: Gain::Change,
+        })?);
     }
     out.push(charts::throughput_over_time(runs, false)?);
     out.push(charts::throughput_over_time(runs, true)?);
@@ -397,10 +368,6 @@ fn has_groups(runs: &[RunData]) -> bool {
     runs.iter().any(|r| r.result.groups.len() > 1)
 }
 
-fn opt(v: Option<f64>, digits: usize) -> String {
-    v.map_or("–".into(), |v| format!("{v:.digits$}"))
-}
-
 fn hosts_section(h: &mut String, runs: &[RunData], charts: &[Chart]) {
     let chart = |id: &str| charts.iter().find(|c| c.id == id);
     h.push_str("<section id=\"hosts\"><h2>Hosts</h2>\n<table id=\"host-table\">\n<tr><th class=\"l\">host</th><th class=\"l\">#</th><th>workers</th><th>IOPS</th><th>MB/s</th><th>read p99 µs</th><th>write p99 µs</th><th>iofleet CPU % of one core</th><th>host CPU %</th><th>RSS MiB</th><th>start late ms</th><th class=\"l\">state</th></tr>\n");
@@ -423,12 +390,12 @@ fn hosts_section(h: &mut String, runs: &[RunData], charts: &[Chart]) {
                 x.workers,
                 fmt_value(x.all.iops, Unit::Iops),
                 x.all.mbps,
-                fmt_value(x.read.latency_us.p99, Unit::Micros),
-                fmt_value(x.write.latency_us.p99, Unit::Micros),
-                opt(x.cpu.as_ref().map(|c| c.usr_pct + c.sys_pct), 1),
-                opt(x.cpu.as_ref().map(|c| c.host_pct), 1),
-                opt(x.memory.as_ref().map(|m| m.rss_peak_mib), 1),
-                opt(x.start_late_ms, 2),
+                fmt_lat(&x.read, |l| l.p99),
+                fmt_lat(&x.write, |l| l.p99),
+                opt1(x.cpu.as_ref().map(|c| c.usr_pct + c.sys_pct)),
+                opt1(x.cpu.as_ref().map(|c| c.host_pct)),
+                opt1(x.memory.as_ref().map(|m| m.rss_peak_mib)),
+                opt_fixed(x.start_late_ms, 2),
             );
         }
     }
@@ -457,7 +424,6 @@ fn groups_section(h: &mut String, runs: &[RunData], charts: &[Chart]) {
             let Some(x) = r.result.groups.iter().find(|x| &x.name == g) else {
                 continue;
             };
-            let us = |v: f64| fmt_value(v, Unit::Micros);
             let _ = writeln!(
                 h,
                 "<tr><td class=\"l\">{}</td><td class=\"l\">{}{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
@@ -468,10 +434,10 @@ fn groups_section(h: &mut String, runs: &[RunData], charts: &[Chart]) {
                 x.workers,
                 fmt_value(x.all.iops, Unit::Iops),
                 x.all.mbps,
-                us(x.read.latency_us.mean),
-                us(x.read.latency_us.p99),
-                us(x.write.latency_us.mean),
-                us(x.write.latency_us.p99),
+                fmt_lat(&x.read, |l| l.mean),
+                fmt_lat(&x.read, |l| l.p99),
+                fmt_lat(&x.write, |l| l.mean),
+                fmt_lat(&x.write, |l| l.p99),
             );
         }
     }
@@ -497,7 +463,11 @@ pub fn report(
     title: &str,
     generated_at: &str,
 ) -> Result<String, ChartError> {
-    let cmp = Comparison { runs, baseline };
+    let cmp = Comparison {
+        runs,
+        baseline,
+        gain: Gain::Change,
+    };
     let charts = charts_for(runs, baseline)?;
     let chart = |id: &str| charts.iter().find(|c| c.id == id);
     let mut h = String::new();
@@ -584,21 +554,20 @@ pub fn report(
         };
         let _ = writeln!(
             h,
-            "<tr><td class=\"l\">{}{}</td><td class=\"l\">{}</td><td>{}</td>{change}<td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1} / {}</td><td>{:.1}</td><td>{:.1}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td class=\"l\">{}{}</td><td class=\"l\">{}</td><td>{}</td>{change}<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             swatch(row.index),
             row.index + 1,
             escape(&row.config),
-            fmt_value(s.all.iops, Unit::Iops),
-            s.all.mbps,
-            fmt_value(s.all.latency_us.mean, Unit::Micros),
-            fmt_value(s.read.latency_us.mean, Unit::Micros),
-            fmt_value(s.write.latency_us.mean, Unit::Micros),
-            fmt_value(s.all.latency_us.stddev, Unit::Micros),
-            s.outstanding_io.measured_mean,
-            s.outstanding_io.configured,
-            s.cpu.host_pct,
-            s.memory.host_used_pct,
-            fmt_value(s.iops_median_interval, Unit::Iops),
+            metric_text(row.result, "iops"),
+            metric_text(row.result, "mbps"),
+            metric_text(row.result, "mean"),
+            metric_text(row.result, "read.mean"),
+            metric_text(row.result, "write.mean"),
+            metric_text(row.result, "stddev"),
+            fmt_outstanding(&s.outstanding_io),
+            opt1(s.cpu.as_ref().map(|c| c.host_pct)),
+            opt1(s.memory.as_ref().map(|m| m.host_used_pct)),
+            fmt_opt(s.iops_median_interval, Unit::Iops),
             s.errors.count
         );
     }
@@ -626,7 +595,7 @@ pub fn report(
                 m.unit().table_suffix()
             );
             for (i, r) in runs.iter().enumerate() {
-                let _ = write!(h, "<td>{}</td>", fmt_value(m.value(&r.result), m.unit()));
+                let _ = write!(h, "<td>{}</td>", fmt_opt(m.value(&r.result), m.unit()));
                 if i != baseline {
                     h.push_str(&change_cell(&cmp, m, i));
                 }

@@ -15,6 +15,7 @@ pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod table;
+pub mod workload;
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};

@@ -1,5 +1,6 @@
 //! Markdown for pasting into tickets and wikis: `MarkdownExporter` writes one run
-//! (headline columns, latency percentiles, streams, workers); `report` writes several
+//! (its store id, name and labels, the workload it ran, headline columns, latency
+//! percentiles, streams, workers; `–` for figures not measured); `report` writes several
 //! stored runs with the run list, the multi-configuration table and the per-metric
 //! comparison against the baseline. GitHub-flavoured tables, no HTML, no images.
 
@@ -8,7 +9,11 @@ use std::io::{self, Write};
 use iofleet_stats::result::RunResult;
 use iofleet_stats::OpSummary;
 
-use crate::compare::{default_metrics, fmt_change, fmt_value, Comparison, Metric, Unit};
+use crate::compare::{
+    default_metrics, fmt_change, fmt_lat, fmt_opt, fmt_outstanding, fmt_value, metric_text, opt1,
+    Comparison, Gain, Metric, Unit,
+};
+use crate::workload::{self, size_text};
 use crate::{Exporter, RunData};
 
 pub struct MarkdownExporter;
@@ -19,21 +24,20 @@ fn cell(s: &str) -> String {
 }
 
 fn lat_row(out: &mut dyn Write, label: &str, s: &OpSummary) -> io::Result<()> {
-    let l = &s.latency_us;
-    let f = |v: f64| fmt_value(v, Unit::Micros);
+    let f = |g: fn(&iofleet_stats::LatencySummary) -> f64| fmt_lat(s, g);
     writeln!(
         out,
         "| {label} | {} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {} |",
         fmt_value(s.iops, Unit::Iops),
         s.mbps,
-        f(l.mean),
-        f(l.p50),
-        f(l.p90),
-        f(l.p95),
-        f(l.p99),
-        f(l.p99_9),
-        f(l.p99_99),
-        f(l.max)
+        f(|l| l.mean),
+        f(|l| l.p50),
+        f(|l| l.p90),
+        f(|l| l.p95),
+        f(|l| l.p99),
+        f(|l| l.p99_9),
+        f(|l| l.p99_99),
+        f(|l| l.max)
     )
 }
 
@@ -59,21 +63,53 @@ fn write_run(out: &mut dyn Write, r: &RunResult, heading: &str) -> io::Result<()
         }
     )?;
     writeln!(out)?;
+    if let Some(st) = &r.stored {
+        writeln!(
+            out,
+            "run `{}`, name {}, labels {}, status {}",
+            st.id,
+            cell(&st.name),
+            if st.labels.is_empty() {
+                "(none)".to_string()
+            } else {
+                cell(
+                    &st.labels
+                        .iter()
+                        .map(|(k, v)| format!("`{k}={v}`"))
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                )
+            },
+            st.status
+        )?;
+        writeln!(out)?;
+    }
+    write_workload(out, r)?;
+    if !r.measured() {
+        writeln!(
+            out,
+            "**Nothing was measured**: the run was interrupted before its first measured interval, so it has no figures."
+        )?;
+        for n in &r.notices {
+            writeln!(out)?;
+            writeln!(out, "> note: {}", cell(n))?;
+        }
+        return Ok(());
+    }
     writeln!(out, "| IOPS | MB/s | latency mean µs | read µs | write µs | stddev µs | outstanding I/O | CPU % | memory % |")?;
     writeln!(out, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|")?;
     writeln!(
         out,
-        "| {} | {:.1} | {} | {} | {} | {} | {:.1} / {} | {:.1} | {:.1} |",
-        fmt_value(s.all.iops, Unit::Iops),
-        s.all.mbps,
-        fmt_value(s.all.latency_us.mean, Unit::Micros),
-        fmt_value(s.read.latency_us.mean, Unit::Micros),
-        fmt_value(s.write.latency_us.mean, Unit::Micros),
-        fmt_value(s.all.latency_us.stddev, Unit::Micros),
-        s.outstanding_io.measured_mean,
-        s.outstanding_io.configured,
-        s.cpu.host_pct,
-        s.memory.host_used_pct
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+        metric_text(r, "iops"),
+        metric_text(r, "mbps"),
+        metric_text(r, "mean"),
+        metric_text(r, "read.mean"),
+        metric_text(r, "write.mean"),
+        metric_text(r, "stddev"),
+        fmt_outstanding(&s.outstanding_io),
+        opt1(s.cpu.as_ref().map(|c| c.host_pct)),
+        opt1(s.memory.as_ref().map(|m| m.host_used_pct))
     )?;
     writeln!(out)?;
     writeln!(
@@ -96,7 +132,7 @@ fn write_run(out: &mut dyn Write, r: &RunResult, heading: &str) -> io::Result<()
     writeln!(
         out,
         "IOPS median of measured intervals: {}. I/O errors: {}.",
-        fmt_value(s.iops_median_interval, Unit::Iops),
+        fmt_opt(s.iops_median_interval, Unit::Iops),
         s.errors.count
     )?;
     if r.workers.len() > 1 {
@@ -119,6 +155,38 @@ fn write_run(out: &mut dyn Write, r: &RunResult, heading: &str) -> io::Result<()
     Ok(())
 }
 
+/// The workload table: per group and stream, the fleet shape and the I/O pattern.
+fn write_workload(out: &mut dyn Write, r: &RunResult) -> io::Result<()> {
+    let rows = workload::rows(&r.run.plan);
+    if rows.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "| group | stream | workers | disks | disk size | threads | qd | block sizes | read % | random % | engine | target |")?;
+    writeln!(
+        out,
+        "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---|---|"
+    )?;
+    for w in rows {
+        writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            cell(&w.group),
+            cell(&w.stream),
+            w.workers,
+            w.disks_per_worker,
+            size_text(w.disk_size_bytes),
+            w.threads_per_disk,
+            w.qd,
+            w.block_sizes,
+            w.read_pct,
+            w.random_pct,
+            cell(&r.run.engine),
+            cell(&r.run.target)
+        )?;
+    }
+    writeln!(out)
+}
+
 impl Exporter for MarkdownExporter {
     fn export(&self, result: &RunResult, out: &mut dyn Write) -> io::Result<()> {
         write_run(out, result, "## iofleet run:")
@@ -127,7 +195,11 @@ impl Exporter for MarkdownExporter {
 
 /// Several runs: list, multi-configuration table, comparison, then each run.
 pub fn report(runs: &[RunData], baseline: usize, out: &mut dyn Write) -> io::Result<()> {
-    let cmp = Comparison { runs, baseline };
+    let cmp = Comparison {
+        runs,
+        baseline,
+        gain: Gain::Change,
+    };
     writeln!(out, "# iofleet report")?;
     writeln!(out)?;
     writeln!(
@@ -163,24 +235,23 @@ pub fn report(runs: &[RunData], baseline: usize, out: &mut dyn Write) -> io::Res
             let s = &row.result.summary;
             writeln!(
                 out,
-                "| {} | {} | {} | {} | {:.1} | {} | {} | {} | {} | {:.1} / {} | {:.1} | {:.1} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 row.index + 1,
                 cell(&row.config),
-                fmt_value(s.all.iops, Unit::Iops),
+                metric_text(row.result, "iops"),
                 if row.index == baseline {
                     "baseline".to_string()
                 } else {
                     fmt_change(cmp.change(iops, row.index))
                 },
-                s.all.mbps,
-                fmt_value(s.all.latency_us.mean, Unit::Micros),
-                fmt_value(s.read.latency_us.mean, Unit::Micros),
-                fmt_value(s.write.latency_us.mean, Unit::Micros),
-                fmt_value(s.all.latency_us.stddev, Unit::Micros),
-                s.outstanding_io.measured_mean,
-                s.outstanding_io.configured,
-                s.cpu.host_pct,
-                s.memory.host_used_pct
+                metric_text(row.result, "mbps"),
+                metric_text(row.result, "mean"),
+                metric_text(row.result, "read.mean"),
+                metric_text(row.result, "write.mean"),
+                metric_text(row.result, "stddev"),
+                fmt_outstanding(&s.outstanding_io),
+                opt1(s.cpu.as_ref().map(|c| c.host_pct)),
+                opt1(s.memory.as_ref().map(|m| m.host_used_pct))
             )?;
         }
         writeln!(out)?;
@@ -201,7 +272,7 @@ pub fn report(runs: &[RunData], baseline: usize, out: &mut dyn Write) -> io::Res
         for m in default_metrics() {
             let mut line = format!("| {} {} |", m.label(), m.unit().table_suffix());
             for (i, r) in runs.iter().enumerate() {
-                line.push_str(&format!(" {} |", fmt_value(m.value(&r.result), m.unit())));
+                line.push_str(&format!(" {} |", fmt_opt(m.value(&r.result), m.unit())));
                 if i != baseline {
                     line.push_str(&format!(" {} |", fmt_change(cmp.change(m, i))));
                 }

@@ -1,7 +1,9 @@
 //! The human-readable result: a headline with the columns practitioners publish (IOPS,
 //! MB/s, mean/read/write latency, standard deviation, outstanding I/O, CPU, memory),
 //! then latency percentiles per direction and per stream, intervals in brief, workers,
-//! and errors. Plain text, no colour.
+//! and errors. Plain text, no colour. A figure that was not measured prints as `–`; a
+//! run interrupted before its first measured interval prints that nothing was measured
+//! instead of a table of zeros.
 //!
 //! Every table is laid out by `Grid`: columns as wide as their widest cell, and, unless
 //! `wide` is set, wrapped into blocks of columns that fit `WIDTH` (120) columns, each
@@ -11,8 +13,9 @@
 use std::io::{self, Write};
 
 use iofleet_stats::result::RunResult;
-use iofleet_stats::OpSummary;
+use iofleet_stats::{LatencySummary, OpSummary};
 
+use crate::compare::opt_fixed as d;
 use crate::Exporter;
 
 /// The width the table fits unless `wide` is set.
@@ -150,14 +153,19 @@ fn f1(v: f64) -> String {
 }
 
 fn lat_cells(label: String, s: &OpSummary) -> Vec<String> {
-    let l = &s.latency_us;
+    let figures: [fn(&LatencySummary) -> f64; 9] = [
+        |l| l.mean,
+        |l| l.stddev,
+        |l| l.p50,
+        |l| l.p90,
+        |l| l.p95,
+        |l| l.p99,
+        |l| l.p99_9,
+        |l| l.p99_99,
+        |l| l.max,
+    ];
     let mut cells = vec![label, f0(s.iops), f1(s.mbps)];
-    cells.extend(
-        [
-            l.mean, l.stddev, l.p50, l.p90, l.p95, l.p99, l.p99_9, l.p99_99, l.max,
-        ]
-        .map(f1),
-    );
+    cells.extend(figures.map(|f| d(s.lat(f), 1)));
     cells
 }
 
@@ -179,6 +187,42 @@ impl Exporter for TableExporter {
             max,
             2,
         )?;
+        if let Some(st) = &r.stored {
+            wrap(
+                out,
+                &format!(
+                    "run {}  name {}  labels {}",
+                    st.id,
+                    st.name,
+                    if st.labels.is_empty() {
+                        "(none)".to_string()
+                    } else {
+                        st.labels
+                            .iter()
+                            .map(|(k, v)| format!("{k}={v}"))
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    }
+                ),
+                max,
+                2,
+            )?;
+        }
+        if !r.measured() {
+            wrap(
+                out,
+                &format!(
+                    "started {}  INTERRUPTED before the first measured interval: nothing was measured, so there are no figures",
+                    run.started_at
+                ),
+                max,
+                2,
+            )?;
+            for n in &r.notices {
+                wrap(out, &format!("note: {n}"), max, 6)?;
+            }
+            return Ok(());
+        }
         writeln!(
             out,
             "started {}  measured {:.1} s after {:.1} s warm-up{}",
@@ -209,16 +253,13 @@ impl Exporter for TableExporter {
         head.row(vec![
             f0(s.all.iops),
             f1(s.all.mbps),
-            f1(s.all.latency_us.mean),
-            f1(s.read.latency_us.mean),
-            f1(s.write.latency_us.mean),
-            f1(s.all.latency_us.stddev),
-            format!(
-                "{:.1}/{}",
-                s.outstanding_io.measured_mean, s.outstanding_io.configured
-            ),
-            f1(s.cpu.host_pct),
-            f1(s.memory.host_used_pct),
+            d(s.all.lat(|l| l.mean), 1),
+            d(s.read.lat(|l| l.mean), 1),
+            d(s.write.lat(|l| l.mean), 1),
+            d(s.all.lat(|l| l.stddev), 1),
+            crate::compare::fmt_outstanding(&s.outstanding_io),
+            d(s.cpu.as_ref().map(|c| c.host_pct), 1),
+            d(s.memory.as_ref().map(|m| m.host_used_pct), 1),
         ]);
         head.print(out, max)?;
         writeln!(out)?;
@@ -263,8 +304,8 @@ impl Exporter for TableExporter {
         wrap(
             out,
             &format!(
-                "IOPS median of {used} measured {interval} s intervals: {:.0}{}",
-                s.iops_median_interval,
+                "IOPS median of {used} measured {interval} s intervals: {}{}",
+                d(s.iops_median_interval, 0),
                 if used < measured.len() {
                     format!(
                         " ({} shorter than half of {interval} s left out)",
@@ -295,26 +336,36 @@ impl Exporter for TableExporter {
                     if i.warmup { "warm-up" } else { "measure" }.into(),
                     f0(i.iops),
                     f1(i.mbps),
-                    f1(i.p50_us),
-                    f1(i.p99_us),
+                    d(i.p50_us, 1),
+                    d(i.p99_us, 1),
                 ]);
             }
             g.print(out, max)?;
         }
-        wrap(
-            out,
-            &format!(
-                "CPU: iofleet usr {:.1}% sys {:.1}% (of one core), host {:.1}% of all cores; {:.2} µs per I/O (host {:.2} µs)",
-                s.cpu.usr_pct, s.cpu.sys_pct, s.cpu.host_pct, s.cpu.us_per_io, s.cpu.host_us_per_io
-            ),
-            max,
-            5,
-        )?;
-        writeln!(
-            out,
-            "Memory: iofleet peak RSS {:.1} MiB, host {:.1}% in use",
-            s.memory.rss_peak_mib, s.memory.host_used_pct
-        )?;
+        match &s.cpu {
+            Some(c) => wrap(
+                out,
+                &format!(
+                    "CPU: iofleet usr {:.1}% sys {:.1}% (of one core), host {:.1}% of all cores; {} µs per I/O (host {} µs)",
+                    c.usr_pct,
+                    c.sys_pct,
+                    c.host_pct,
+                    d(c.us_per_io, 2),
+                    d(c.host_us_per_io, 2)
+                ),
+                max,
+                5,
+            )?,
+            None => writeln!(out, "CPU: – (not measured)")?,
+        }
+        match &s.memory {
+            Some(m) => writeln!(
+                out,
+                "Memory: iofleet peak RSS {:.1} MiB, host {:.1}% in use",
+                m.rss_peak_mib, m.host_used_pct
+            )?,
+            None => writeln!(out, "Memory: – (not measured)")?,
+        }
         if let Some(g) = &s.generator {
             let runq = g
                 .runq_us_per_io
@@ -379,10 +430,10 @@ impl Exporter for TableExporter {
                     w.host.clone(),
                     f0(w.all.iops),
                     f1(w.all.mbps),
-                    f1(w.read.latency_us.mean),
-                    f1(w.read.latency_us.p99),
-                    f1(w.write.latency_us.mean),
-                    f1(w.write.latency_us.p99),
+                    d(w.read.lat(|l| l.mean), 1),
+                    d(w.read.lat(|l| l.p99), 1),
+                    d(w.write.lat(|l| l.mean), 1),
+                    d(w.write.lat(|l| l.p99), 1),
                 ]);
             }
             g.print(out, max)?;
@@ -410,10 +461,10 @@ impl Exporter for TableExporter {
                     x.workers.to_string(),
                     f0(x.all.iops),
                     f1(x.all.mbps),
-                    f1(x.read.latency_us.mean),
-                    f1(x.read.latency_us.p99),
-                    f1(x.write.latency_us.mean),
-                    f1(x.write.latency_us.p99),
+                    d(x.read.lat(|l| l.mean), 1),
+                    d(x.read.lat(|l| l.p99), 1),
+                    d(x.write.lat(|l| l.mean), 1),
+                    d(x.write.lat(|l| l.p99), 1),
                 ]);
             }
             g.print(out, max)?;
@@ -444,8 +495,8 @@ impl Exporter for TableExporter {
                     h.workers.to_string(),
                     f0(h.all.iops),
                     f1(h.all.mbps),
-                    f1(h.read.latency_us.p99),
-                    f1(h.write.latency_us.p99),
+                    d(h.read.lat(|l| l.p99), 1),
+                    d(h.write.lat(|l| l.p99), 1),
                     h.start_late_ms
                         .map_or("-".to_string(), |l| format!("{l:.2}")),
                     state,
@@ -459,7 +510,7 @@ impl Exporter for TableExporter {
                 String::new(),
                 String::new(),
                 String::new(),
-                format!("start skew {:.2} ms", run.start_skew_ms),
+                format!("start skew {} ms", d(run.start_skew_ms, 2)),
             ]);
             g.print(out, max)?;
             if r.hosts.iter().any(|h| h.cpu.is_some()) {
@@ -569,6 +620,44 @@ mod tests {
             render(&g, Some(WIDTH)),
             "  name      n\n  a         1\n  bbbbbb  100\n"
         );
+    }
+
+    #[test]
+    fn unknown_latencies_print_as_dashes_aligned_by_characters() {
+        let mut g = Grid::new(
+            1,
+            &[
+                ("latency µs", true),
+                ("IOPS", false),
+                ("MB/s", false),
+                ("mean", false),
+                ("stddev", false),
+                ("p50", false),
+                ("p90", false),
+                ("p95", false),
+                ("p99", false),
+                ("p99.9", false),
+                ("p99.99", false),
+                ("max", false),
+            ],
+        );
+        let read = OpSummary {
+            iops: 1000.0,
+            latency_us: Some(LatencySummary {
+                mean: 123456.7,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        g.row(lat_cells("read".into(), &read));
+        // A direction without I/O has no latencies: `–`, never 0.0.
+        g.row(lat_cells("write".into(), &OpSummary::default()));
+        let text = render(&g, Some(WIDTH));
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[2].split_whitespace().filter(|c| *c == "–").count(), 9);
+        // `–` is one column though three bytes: the rows end in the same column.
+        assert_eq!(width(lines[1]), width(lines[2]), "{text}");
+        assert!(lines.iter().all(|l| width(l) <= WIDTH), "{text}");
     }
 
     #[test]

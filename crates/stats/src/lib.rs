@@ -6,6 +6,7 @@
 //! the merged histogram, never averaged from per-worker percentiles. This crate does no
 //! I/O and knows nothing of engines or targets.
 
+pub mod fold;
 pub mod generator;
 pub mod hist;
 pub mod ops;

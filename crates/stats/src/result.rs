@@ -2,6 +2,10 @@
 //! contract (`docs/result.schema.json`, `docs/results.md`); exporters, the results store
 //! and comparisons all read this one type. Field names are part of the contract: adding
 //! a field is compatible, renaming or removing one bumps `SCHEMA_VERSION`.
+//!
+//! A figure that was not measured is `None` (JSON `null`, `–` in tables), never 0: CPU
+//! and memory of a run whose recording process died, the latencies of a direction with
+//! no I/O, outstanding I/O and the interval median of a run that measured nothing.
 
 use serde::{Deserialize, Serialize};
 
@@ -9,11 +13,15 @@ use crate::ops::{OpStats, Sample};
 use crate::summary::OpSummary;
 use crate::usage::{HostCpu, HostDisk, HostMemory, HostNet};
 
-pub const SCHEMA_VERSION: u32 = 1;
+/// 2: figures that were not measured are null (were 0); `stored` added.
+pub const SCHEMA_VERSION: u32 = 2;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
     pub schema_version: u32,
+    /// The run's identity in the results store (None: not saved).
+    #[serde(default)]
+    pub stored: Option<StoredRun>,
     pub run: RunInfo,
     pub summary: RunSummary,
     /// Per stream of the profile, over the measured phase.
@@ -30,6 +38,25 @@ pub struct RunResult {
     pub groups: Vec<GroupSummary>,
     /// Things the user should know about how the run was carried out.
     pub notices: Vec<String>,
+}
+
+/// Who a run is in the results store: what `--name` and `--label` said of it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoredRun {
+    /// Short id (8 hex digits).
+    pub id: String,
+    pub name: String,
+    pub labels: std::collections::BTreeMap<String, String>,
+    /// complete, hosts-lost, interrupted, incomplete or running.
+    pub status: String,
+}
+
+impl RunResult {
+    /// Whether any measured time was recorded: false for a run interrupted while
+    /// preparing or warming up, whose figures are all unknown.
+    pub fn measured(&self) -> bool {
+        self.run.duration_s > 0.0
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -50,9 +77,10 @@ pub struct RunInfo {
     /// The controller's host name.
     pub hostname: String,
     pub iofleet_version: String,
-    /// Spread of the hosts' actual start instants (latest − earliest), ms; 0 on one host.
+    /// Spread of the I/O sources' actual start instants (latest − earliest), ms; None
+    /// when it was not measured.
     #[serde(default)]
-    pub start_skew_ms: f64,
+    pub start_skew_ms: Option<f64>,
     /// The resolved plan (fleet shape, timing, streams) exactly as run.
     pub plan: serde_json::Value,
 }
@@ -62,11 +90,14 @@ pub struct RunSummary {
     pub all: OpSummary,
     pub read: OpSummary,
     pub write: OpSummary,
-    /// Median over measured intervals of each interval's IOPS.
-    pub iops_median_interval: f64,
+    /// Median over measured intervals of each interval's IOPS (None: no full interval
+    /// was measured).
+    pub iops_median_interval: Option<f64>,
     pub outstanding_io: Outstanding,
-    pub cpu: CpuSummary,
-    pub memory: MemorySummary,
+    /// None when not measured (e.g. the recording process died).
+    pub cpu: Option<CpuSummary>,
+    /// None when not measured (e.g. the recording process died).
+    pub memory: Option<MemorySummary>,
     pub errors: ErrorSummary,
     /// The generator's self-check over the measured phase (null in simulated time).
     #[serde(default)]
@@ -75,10 +106,11 @@ pub struct RunSummary {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Outstanding {
-    /// Σ qd over every thread lane of the fleet.
-    pub configured: u64,
-    /// Time-averaged I/Os in flight (Σ latency ÷ elapsed, Little's law).
-    pub measured_mean: f64,
+    /// Σ qd over every thread lane of the fleet (None: not recorded).
+    pub configured: Option<u64>,
+    /// Time-averaged I/Os in flight (Σ latency ÷ elapsed, Little's law); None when
+    /// nothing was measured.
+    pub measured_mean: Option<f64>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -89,10 +121,10 @@ pub struct CpuSummary {
     pub sys_pct: f64,
     /// Whole-host busy CPU, percent of all cores (includes kernel threads such as loop).
     pub host_pct: f64,
-    /// Process CPU (usr + sys) microseconds per completed I/O.
-    pub us_per_io: f64,
-    /// Whole-host busy CPU microseconds per completed I/O.
-    pub host_us_per_io: f64,
+    /// Process CPU (usr + sys) microseconds per completed I/O (None without I/O).
+    pub us_per_io: Option<f64>,
+    /// Whole-host busy CPU microseconds per completed I/O (None without I/O).
+    pub host_us_per_io: Option<f64>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -147,12 +179,13 @@ pub struct IntervalRow {
     pub mbps: f64,
     pub read_iops: f64,
     pub write_iops: f64,
-    pub p50_us: f64,
-    pub p99_us: f64,
-    pub read_p50_us: f64,
-    pub read_p99_us: f64,
-    pub write_p50_us: f64,
-    pub write_p99_us: f64,
+    /// Latency percentiles of the interval, µs; None for a direction without I/O in it.
+    pub p50_us: Option<f64>,
+    pub p99_us: Option<f64>,
+    pub read_p50_us: Option<f64>,
+    pub read_p99_us: Option<f64>,
+    pub write_p50_us: Option<f64>,
+    pub write_p99_us: Option<f64>,
     pub errors: u64,
     /// Hosts lost before the end of this interval: a non-zero value marks an interval
     /// measured with part of the fleet missing.
@@ -184,7 +217,7 @@ impl IntervalRow {
                 0.0
             }
         };
-        let us = |ns: u64| ns as f64 / 1000.0;
+        let q = |o: &OpStats, p: f64| (o.ios > 0).then(|| o.hist.quantile_ns(p) as f64 / 1000.0);
         IntervalRow {
             index,
             t_s,
@@ -195,12 +228,12 @@ impl IntervalRow {
             mbps: rate(a.bytes) / 1e6,
             read_iops: rate(r.ios),
             write_iops: rate(w.ios),
-            p50_us: us(a.hist.quantile_ns(0.5)),
-            p99_us: us(a.hist.quantile_ns(0.99)),
-            read_p50_us: us(r.hist.quantile_ns(0.5)),
-            read_p99_us: us(r.hist.quantile_ns(0.99)),
-            write_p50_us: us(w.hist.quantile_ns(0.5)),
-            write_p99_us: us(w.hist.quantile_ns(0.99)),
+            p50_us: q(&a, 0.5),
+            p99_us: q(&a, 0.99),
+            read_p50_us: q(&r, 0.5),
+            read_p99_us: q(&r, 0.99),
+            write_p50_us: q(&w, 0.5),
+            write_p99_us: q(&w, 0.99),
             errors: a.errors,
             hosts_lost,
             generator: None,
@@ -259,6 +292,10 @@ pub struct GroupSummary {
     /// Global index of the group's first worker, and its number of workers.
     pub first_worker: u32,
     pub workers: u32,
+    /// IOPS each worker was scheduled to issue when every stream of the group is
+    /// rate-limited (absent: closed loop); its hosts are judged against it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_per_worker: Option<f64>,
     pub all: OpSummary,
     pub read: OpSummary,
     pub write: OpSummary,

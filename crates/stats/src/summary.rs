@@ -49,7 +49,8 @@ pub struct OpSummary {
     pub iops: f64,
     /// Throughput in MB/s (10^6 bytes per second).
     pub mbps: f64,
-    pub latency_us: LatencySummary,
+    /// None when no I/O completed: a direction without I/O has no latencies.
+    pub latency_us: Option<LatencySummary>,
 }
 
 impl OpSummary {
@@ -61,24 +62,35 @@ impl OpSummary {
             errors: s.errors,
             iops: per_s(s.ios as f64),
             mbps: per_s(s.bytes as f64) / 1e6,
-            latency_us: LatencySummary::from_ops(s),
+            latency_us: (s.ios > 0).then(|| LatencySummary::from_ops(s)),
         }
+    }
+
+    /// One latency figure (µs), None when no I/O completed.
+    pub fn lat(&self, f: impl Fn(&LatencySummary) -> f64) -> Option<f64> {
+        self.latency_us.as_ref().map(f)
     }
 }
 
-/// Median of a list of values (mean of the two middle values for an even count).
+/// Median of a list of values (mean of the two middle values for an even count); 0 for
+/// an empty list (see `median_of` for the undefined case).
 pub fn median(values: &[f64]) -> f64 {
+    median_of(values).unwrap_or(0.0)
+}
+
+/// Median of a list of values; None for an empty list.
+pub fn median_of(values: &[f64]) -> Option<f64> {
     if values.is_empty() {
-        return 0.0;
+        return None;
     }
     let mut v = values.to_vec();
     v.sort_by(|a, b| a.total_cmp(b));
     let n = v.len();
-    if n % 2 == 1 {
+    Some(if n % 2 == 1 {
         v[n / 2]
     } else {
         (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
+    })
 }
 
 #[cfg(test)]
@@ -94,10 +106,19 @@ mod tests {
         let sum = OpSummary::from_ops(&s, 2.0);
         assert_eq!(sum.iops, 500.0);
         assert!((sum.mbps - 1000.0 * 4096.0 / 2.0 / 1e6).abs() < 1e-9);
-        assert!((sum.latency_us.p50 - 500.0).abs() <= 0.5);
-        assert!((sum.latency_us.p99 - 990.0).abs() <= 1.0);
-        assert!((sum.latency_us.max - 1000.0).abs() <= 1.0);
-        assert!((sum.latency_us.mean - 500.5).abs() < 1e-9);
+        let l = sum.latency_us.unwrap();
+        assert!((l.p50 - 500.0).abs() <= 0.5);
+        assert!((l.p99 - 990.0).abs() <= 1.0);
+        assert!((l.max - 1000.0).abs() <= 1.0);
+        assert!((l.mean - 500.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn no_io_has_no_latency() {
+        let sum = OpSummary::from_ops(&OpStats::default(), 2.0);
+        assert_eq!(sum.ios, 0);
+        assert_eq!(sum.latency_us, None);
+        assert_eq!(sum.lat(|l| l.mean), None);
     }
 
     #[test]
@@ -105,5 +126,6 @@ mod tests {
         assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
         assert_eq!(median(&[]), 0.0);
+        assert_eq!(median_of(&[]), None);
     }
 }

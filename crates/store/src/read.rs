@@ -18,6 +18,10 @@ pub enum RunStatus {
     /// Being recorded by a live process.
     Running,
     Complete,
+    /// Ran to its end, but one or more hosts were lost on the way: its figures cover
+    /// part of the fleet for part of the time.
+    #[serde(rename = "hosts-lost")]
+    HostsLost,
     /// Stopped early (Ctrl-C) with a final result.
     Interrupted,
     /// The recording process died (SIGKILL, crash, power loss): only the intervals
@@ -30,6 +34,7 @@ impl RunStatus {
         match self {
             RunStatus::Running => "running",
             RunStatus::Complete => "complete",
+            RunStatus::HostsLost => "hosts-lost",
             RunStatus::Interrupted => "interrupted",
             RunStatus::Incomplete => "incomplete",
         }
@@ -46,6 +51,8 @@ pub struct RunMeta {
     pub engine: String,
     pub started_at: String,
     pub status: RunStatus,
+    /// Hosts lost during the run (from its final result, else from its intervals).
+    pub hosts_lost: u32,
     /// Process recording the run (while `running`).
     #[serde(skip)]
     pub recorder_pid: Option<i64>,
@@ -72,9 +79,17 @@ pub struct ListFilter {
     pub profile: Option<String>,
 }
 
-/// Status of a run whose row says `running`: running only if its recorder is alive.
-fn effective_status(stored: &str, host: &str, pid: Option<i64>, ticks: Option<i64>) -> RunStatus {
+/// Status of a run as users see it: a complete run that lost hosts says so, and a run
+/// whose row says `running` is running only if its recorder is alive.
+fn effective_status(
+    stored: &str,
+    hosts_lost: u32,
+    host: &str,
+    pid: Option<i64>,
+    ticks: Option<i64>,
+) -> RunStatus {
     match stored {
+        "complete" if hosts_lost > 0 => RunStatus::HostsLost,
         "complete" => RunStatus::Complete,
         "interrupted" => RunStatus::Interrupted,
         _ => {
@@ -93,8 +108,13 @@ fn effective_status(stored: &str, host: &str, pid: Option<i64>, ticks: Option<i6
     }
 }
 
+/// The last column counts lost hosts: those with a loss time in the final result, or
+/// (for a run without one) the most any stored interval was measured without.
 const META_COLUMNS: &str =
-    "id, name, profile, engine, started_at, status, recorder_host, recorder_pid, recorder_start_ticks";
+    "id, name, profile, engine, started_at, status, recorder_host, recorder_pid, recorder_start_ticks,
+     max((SELECT count(*) FROM json_each(runs.result, '$.hosts')
+           WHERE json_extract(value, '$.lost_at_s') IS NOT NULL),
+         coalesce((SELECT max(hosts_lost) FROM intervals WHERE run_id = runs.id), 0))";
 
 impl Store {
     fn meta_from_row(&self, r: &rusqlite::Row<'_>) -> rusqlite::Result<RunMeta> {
@@ -102,6 +122,7 @@ impl Store {
         let host: String = r.get(6)?;
         let pid: Option<i64> = r.get(7)?;
         let ticks: Option<i64> = r.get(8)?;
+        let hosts_lost: u32 = r.get(9)?;
         Ok(RunMeta {
             id: r.get(0)?,
             name: r.get(1)?,
@@ -109,7 +130,8 @@ impl Store {
             profile: r.get(2)?,
             engine: r.get(3)?,
             started_at: r.get(4)?,
-            status: effective_status(&status, &host, pid, ticks),
+            status: effective_status(&status, hosts_lost, &host, pid, ticks),
+            hosts_lost,
             recorder_pid: pid,
         })
     }

@@ -2,21 +2,23 @@
 //!
 //! Samples are streamed interval by interval: each interval's worker samples are merged
 //! with `+=` into that interval's fleet sample (giving its `IntervalRow`) and, for
-//! measured intervals, into per-worker totals; the summary then comes from
-//! `OpSummary::from_ops` over the merged totals, exactly as the controller does it. For
+//! measured intervals, into per-worker totals; streams, workers, hosts and groups then
+//! come from the controller's own fold (`iofleet_stats::fold`) over those totals. For
 //! a run that finished, the result equals the live one; for a run whose process died,
 //! it is what the committed intervals add up to. Figures that histograms cannot give
-//! (CPU, memory, error details, configured outstanding I/O) come from the stored final
-//! result when there is one, and are zero with a notice otherwise.
+//! (CPU, memory, error details, configured outstanding I/O, start skew across hosts)
+//! come from the stored final result when there is one, and are unknown (None) with a
+//! notice otherwise.
 
 use std::collections::BTreeMap;
 
+use iofleet_stats::fold::{Folded, GroupRange, HostFacts, Layout};
 use iofleet_stats::result::{
-    is_straggler, ErrorSummary, GroupSummary, HostSummary, IntervalRow, Outstanding, RunInfo,
-    RunResult, RunSummary, StreamSummary, WorkerSummary, SCHEMA_VERSION,
+    ErrorSummary, IntervalRow, Outstanding, RunInfo, RunResult, RunSummary, StoredRun,
+    SCHEMA_VERSION,
 };
-use iofleet_stats::summary::median;
-use iofleet_stats::{HostUsage, LatencyHist, OpStats, OpSummary, Sample, Series};
+use iofleet_stats::summary::median_of;
+use iofleet_stats::{HostResources, HostUsage, LatencyHist, OpStats, OpSummary, Sample, Series};
 
 use crate::read::{RunMeta, RunStatus};
 use crate::{Environment, Store, StoreError};
@@ -127,32 +129,28 @@ impl Store {
             rows.collect::<Result<_, _>>()?
         };
 
-        // Parts of the fleet over time: each interval's worker samples are also merged
-        // per host and per group, with the same `+=` and the same row function.
-        let n_known = hosts.len();
-        let host_names = host_order(&hosts, stored.as_ref());
-        let worker_host: Vec<usize> = hosts
-            .iter()
-            .map(|h| host_names.iter().position(|n| n == h).expect("named"))
-            .collect();
-        let ranges = group_ranges(&info.plan, stored.as_ref(), n_known);
-        let usage = self.host_usage(id)?;
-        let mut host_series: Vec<Series> = host_names
-            .iter()
-            .map(|n| Series {
-                name: n.clone(),
-                ..Default::default()
-            })
-            .collect();
-        let mut group_series: Vec<Series> = ranges
-            .iter()
-            .map(|g| Series {
-                name: g.0.clone(),
-                ..Default::default()
-            })
-            .collect();
-
+        // Every worker that has samples, also one a v1 store did not place (it runs on
+        // the recording host, as the result says).
+        let sampled: Option<i64> = self.conn.query_row(
+            "SELECT MAX(worker) + 1 FROM samples WHERE run_id = ?1",
+            [id],
+            |r| r.get(0),
+        )?;
+        let n_workers = hosts.len().max(sampled.unwrap_or(0) as usize);
+        hosts.resize(n_workers, info.hostname.clone());
+        // The layout is known before the samples are read, so that each interval's worker
+        // samples can also be merged per host and per group (same `+=`, same row
+        // function) for the parts over time; the totals are folded over the same layout.
         let n_streams = stream_names.len();
+        let layout = layout_of(&info.plan, stored.as_ref(), stream_names, &hosts);
+        let usage = self.host_usage(id)?;
+        let series = |name: &String| Series {
+            name: name.clone(),
+            ..Default::default()
+        };
+        let mut host_series: Vec<Series> = layout.hosts.iter().map(series).collect();
+        let mut group_series: Vec<Series> = layout.groups.iter().map(|g| series(&g.name)).collect();
+
         let mut worker_totals: Vec<Sample> = vec![Sample::new(n_streams); hosts.len()];
         let mut rows = Vec::with_capacity(intervals.len());
         let mut measured_ns = 0u64;
@@ -220,13 +218,9 @@ impl Store {
                 sample.streams[s].read += &ops.read;
                 sample.streams[s].write += &ops.write;
             }
-            let mut per_host = vec![Sample::new(n_streams); host_series.len()];
-            for (w, sample) in per_worker.iter().enumerate() {
-                if let Some(&h) = worker_host.get(w) {
-                    per_host[h] += sample;
-                }
-            }
-            for ((series, sample), name) in host_series.iter_mut().zip(&per_host).zip(&host_names) {
+            let (per_host, per_group) = parts(&layout, &per_worker, n_streams);
+            for ((series, sample), name) in host_series.iter_mut().zip(&per_host).zip(&layout.hosts)
+            {
                 series.rows.push(interval_row(iv, sample));
                 series.cpu.push(
                     usage
@@ -235,15 +229,8 @@ impl Store {
                         .map(|r| r.cpu),
                 );
             }
-            let one_group = ranges.len() == 1;
-            for (series, (_, _, first, n)) in group_series.iter_mut().zip(&ranges) {
-                // One group is every worker, also those a v1 store did not place.
-                let n = if one_group { usize::MAX } else { *n as usize };
-                let mut g = Sample::new(n_streams);
-                for w in per_worker.iter().skip(*first as usize).take(n) {
-                    g += w;
-                }
-                series.rows.push(interval_row(iv, &g));
+            for (series, sample) in group_series.iter_mut().zip(&per_group) {
+                series.rows.push(interval_row(iv, sample));
             }
             let mut fleet = Sample::new(n_streams);
             per_worker.iter().for_each(|w| fleet += w);
@@ -269,48 +256,23 @@ impl Store {
             }
             rows.push(row);
         }
-        if hosts.len() < worker_totals.len() {
-            hosts.resize(worker_totals.len(), info.hostname.clone());
-        }
-
         let elapsed_s = measured_ns as f64 / 1e9;
-        let mut fleet = Sample::new(n_streams);
-        worker_totals.iter().for_each(|w| fleet += w);
+        let facts: Vec<HostFacts> = layout
+            .hosts
+            .iter()
+            .map(|name| host_facts(stored.as_ref(), name))
+            .collect();
+        let Folded {
+            fleet,
+            streams,
+            workers,
+            hosts: host_summaries,
+            groups: group_summaries,
+        } = layout.fold(worker_totals, &facts, elapsed_s);
         let all = fleet.all();
         let (read, write) = (fleet.read(), fleet.write());
-        let streams = fleet
-            .streams
-            .iter()
-            .enumerate()
-            .map(|(i, s)| StreamSummary {
-                name: stream_names
-                    .get(i)
-                    .cloned()
-                    .unwrap_or_else(|| format!("stream{i}")),
-                all: OpSummary::from_ops(&s.all(), elapsed_s),
-                read: OpSummary::from_ops(&s.read, elapsed_s),
-                write: OpSummary::from_ops(&s.write, elapsed_s),
-            })
-            .collect();
-        let workers = worker_totals
-            .iter()
-            .enumerate()
-            .map(|(w, s)| WorkerSummary {
-                worker: w as u32,
-                host: hosts[w].clone(),
-                all: OpSummary::from_ops(&s.all(), elapsed_s),
-                read: OpSummary::from_ops(&s.read(), elapsed_s),
-                write: OpSummary::from_ops(&s.write(), elapsed_s),
-            })
-            .collect();
-        let host_summaries = host_summaries(&hosts, &worker_totals, stored.as_ref(), elapsed_s);
-        let group_summaries =
-            group_summaries(&info.plan, stored.as_ref(), &worker_totals, elapsed_s);
-        let measured_mean = if measured_ns > 0 {
-            all.latency_sum_ns as f64 / measured_ns as f64
-        } else {
-            0.0
-        };
+        let measured_mean =
+            (measured_ns > 0).then(|| all.latency_sum_ns as f64 / measured_ns as f64);
         let (summary_extra, mut notices, mut run) = match &stored {
             Some(r) => (
                 (
@@ -327,9 +289,9 @@ impl Store {
                 run.interrupted = true;
                 (
                     (
-                        0,
-                        Default::default(),
-                        Default::default(),
+                        None,
+                        None,
+                        None,
                         ErrorSummary {
                             count: error_count,
                             ..Default::default()
@@ -351,18 +313,28 @@ impl Store {
         if stored.is_none() || meta.status == RunStatus::Running {
             run.duration_s = elapsed_s;
         }
+        if stored.is_none() && host_summaries.len() > 1 {
+            // Across hosts the skew is computed from the hosts' start reports at the end.
+            run.start_skew_ms = None;
+        }
         if meta.status == RunStatus::Running {
             notices.push("the run is still being recorded: figures so far".into());
         }
         let (configured, cpu, memory, errors) = summary_extra;
         let result = RunResult {
             schema_version: SCHEMA_VERSION,
+            stored: Some(StoredRun {
+                id: meta.id.clone(),
+                name: meta.name.clone(),
+                labels: meta.labels.clone(),
+                status: meta.status.as_str().to_string(),
+            }),
             run,
             summary: RunSummary {
                 all: OpSummary::from_ops(&all, elapsed_s),
                 read: OpSummary::from_ops(&read, elapsed_s),
                 write: OpSummary::from_ops(&write, elapsed_s),
-                iops_median_interval: median(&interval_iops),
+                iops_median_interval: median_of(&interval_iops),
                 outstanding_io: Outstanding {
                     configured,
                     measured_mean,
@@ -416,153 +388,118 @@ impl Store {
     }
 }
 
-/// Host names in the order of the stored result, then in order of first appearance.
-fn host_order(hosts: &[String], stored: Option<&RunResult>) -> Vec<String> {
-    let mut names: Vec<String> = stored
-        .map(|r| r.hosts.iter().map(|h| h.host.clone()).collect())
-        .unwrap_or_default();
-    for h in hosts {
-        if !names.contains(h) {
-            names.push(h.clone());
-        }
-    }
-    names
-}
-
-/// Worker groups as (name, profile, first worker, workers): from the stored result,
+/// Where the stored workers lived. Hosts keep the stored result's order (else first
+/// appearance); group ranges, with their scheduled rates, come from the stored result,
 /// else from the recorded plan (its `groups` when there are several, else one group of
-/// all `n_workers` workers).
-fn group_ranges(
+/// every worker; a plan's rate is not re-derived, so such groups are judged as closed
+/// loop).
+fn layout_of(
     plan: &serde_json::Value,
     stored: Option<&RunResult>,
-    n_workers: usize,
-) -> Vec<(String, String, u32, u32)> {
-    match stored {
+    streams: Vec<String>,
+    worker_hosts: &[String],
+) -> Layout {
+    let mut hosts: Vec<String> = stored
+        .map(|r| r.hosts.iter().map(|h| h.host.clone()).collect())
+        .unwrap_or_default();
+    for h in worker_hosts {
+        if !hosts.contains(h) {
+            hosts.push(h.clone());
+        }
+    }
+    let worker_host = worker_hosts
+        .iter()
+        .map(|h| {
+            hosts
+                .iter()
+                .position(|n| n == h)
+                .expect("every worker's host is named")
+        })
+        .collect();
+    let groups = match stored {
         Some(r) if !r.groups.is_empty() => r
             .groups
             .iter()
-            .map(|g| (g.name.clone(), g.profile.clone(), g.first_worker, g.workers))
+            .map(|g| GroupRange {
+                name: g.name.clone(),
+                profile: g.profile.clone(),
+                first: g.first_worker,
+                workers: g.workers,
+                rate_per_worker: g.rate_per_worker,
+            })
             .collect(),
         _ => match plan.get("groups").and_then(|g| g.as_array()) {
             Some(groups) => groups
                 .iter()
-                .map(|g| {
-                    let name = g["name"].as_str().unwrap_or("").to_string();
-                    let profile = g["plan"]["name"].as_str().unwrap_or("").to_string();
-                    let base = g["worker_base"].as_u64().unwrap_or(0) as u32;
-                    let n = g["plan"]["fleet"]["workers"].as_u64().unwrap_or(0) as u32;
-                    (name, profile, base, n)
+                .map(|g| GroupRange {
+                    name: g["name"].as_str().unwrap_or("").to_string(),
+                    profile: g["plan"]["name"].as_str().unwrap_or("").to_string(),
+                    first: g["worker_base"].as_u64().unwrap_or(0) as u32,
+                    workers: g["plan"]["fleet"]["workers"].as_u64().unwrap_or(0) as u32,
+                    rate_per_worker: None,
                 })
                 .collect(),
             None => {
                 let name = plan["name"].as_str().unwrap_or("").to_string();
-                vec![(name.clone(), name, 0, n_workers as u32)]
+                vec![GroupRange {
+                    name: name.clone(),
+                    profile: name,
+                    first: 0,
+                    workers: worker_hosts.len() as u32,
+                    rate_per_worker: None,
+                }]
             }
         },
+    };
+    Layout {
+        streams,
+        hosts,
+        worker_base: 0,
+        worker_host,
+        groups,
     }
 }
 
-/// Per-group figures from the per-worker totals, over the groups of `group_ranges`.
-fn group_summaries(
-    plan: &serde_json::Value,
-    stored: Option<&RunResult>,
-    worker_totals: &[Sample],
-    elapsed_s: f64,
-) -> Vec<GroupSummary> {
-    let ranges = group_ranges(plan, stored, worker_totals.len());
-    let n_streams = worker_totals.first().map_or(0, |s| s.streams.len());
-    ranges
-        .into_iter()
-        .map(|(name, profile, first, n)| {
-            let mut g = Sample::new(n_streams);
-            for s in worker_totals.iter().skip(first as usize).take(n as usize) {
-                g += s;
+/// One interval's worker samples merged per host and per group of `layout`, each
+/// worker placed as `Layout::fold` places it.
+fn parts(layout: &Layout, per_worker: &[Sample], n_streams: usize) -> (Vec<Sample>, Vec<Sample>) {
+    let mut hosts = vec![Sample::new(n_streams); layout.hosts.len()];
+    let mut groups = vec![Sample::new(n_streams); layout.groups.len()];
+    for (w, s) in per_worker.iter().enumerate() {
+        let h = layout.worker_host.get(w).copied().unwrap_or(0);
+        if let Some(h) = hosts.get_mut(h) {
+            *h += s;
+        }
+        let global = layout.worker_base + w as u32;
+        for (g, range) in groups.iter_mut().zip(&layout.groups) {
+            if range.contains(global) {
+                *g += s;
             }
-            GroupSummary {
-                name,
-                profile,
-                first_worker: first,
-                workers: n,
-                all: OpSummary::from_ops(&g.all(), elapsed_s),
-                read: OpSummary::from_ops(&g.read(), elapsed_s),
-                write: OpSummary::from_ops(&g.write(), elapsed_s),
-            }
-        })
-        .collect()
+        }
+    }
+    (hosts, groups)
 }
 
-/// Per-host figures from the per-worker totals, hosts in the order of the stored result
-/// (else first appearance). Start lateness and loss times are facts of the live run and
-/// come from the stored result; the straggler rule is the controller's.
-fn host_summaries(
-    hosts: &[String],
-    worker_totals: &[Sample],
-    stored: Option<&RunResult>,
-    elapsed_s: f64,
-) -> Vec<HostSummary> {
-    let names = host_order(&hosts[..worker_totals.len().min(hosts.len())], stored);
-    let n_streams = worker_totals.first().map_or(0, |s| s.streams.len());
-    let mut totals = vec![Sample::new(n_streams); names.len()];
-    let mut workers = vec![0u32; names.len()];
-    for (w, s) in worker_totals.iter().enumerate() {
-        let h = names
-            .iter()
-            .position(|n| *n == hosts[w])
-            .expect("every worker's host is named");
-        totals[h] += s;
-        workers[h] += 1;
+/// Start lateness, loss time and what the host spent are facts of the live run: they
+/// come from the stored result, as the host reported them.
+fn host_facts(stored: Option<&RunResult>, name: &str) -> HostFacts {
+    let Some(live) = stored.and_then(|r| r.hosts.iter().find(|x| x.host == name)) else {
+        return HostFacts::default();
+    };
+    let resources = match (&live.cpu, &live.memory, &live.net) {
+        (Some(cpu), Some(memory), Some(net)) => Some(HostResources {
+            cpu: cpu.clone(),
+            memory: memory.clone(),
+            net: net.clone(),
+            disk: live.disk.clone(),
+        }),
+        _ => None,
+    };
+    HostFacts {
+        start_late_ms: live.start_late_ms,
+        lost_at_s: live.lost_at_s,
+        resources,
     }
-    // Hosts are compared per worker, as in the live result.
-    let host_iops: Vec<f64> = totals
-        .iter()
-        .zip(&workers)
-        .map(|(s, &n)| s.ios() as f64 / elapsed_s.max(1e-9) / n.max(1) as f64)
-        .collect();
-    let median_host = median(&host_iops);
-    let earliest = stored
-        .iter()
-        .flat_map(|r| r.hosts.iter().filter_map(|h| h.start_late_ms))
-        .reduce(f64::min)
-        .unwrap_or(0.0);
-    names
-        .iter()
-        .enumerate()
-        .map(|(h, name)| {
-            let live = stored.and_then(|r| r.hosts.iter().find(|x| &x.host == name));
-            let late = live.and_then(|x| x.start_late_ms);
-            let lost = live.and_then(|x| x.lost_at_s);
-            let s = &totals[h];
-            HostSummary {
-                host: name.clone(),
-                workers: workers[h],
-                all: OpSummary::from_ops(&s.all(), elapsed_s),
-                read: OpSummary::from_ops(&s.read(), elapsed_s),
-                write: OpSummary::from_ops(&s.write(), elapsed_s),
-                start_late_ms: late,
-                lost_at_s: lost,
-                // The live run judged stragglers per group, against each group's own
-                // rate; without its final result, hosts are compared per worker.
-                straggler: live.map_or_else(
-                    || {
-                        is_straggler(
-                            lost.is_some(),
-                            names.len(),
-                            late,
-                            earliest,
-                            host_iops[h],
-                            median_host,
-                        )
-                    },
-                    |x| x.straggler,
-                ),
-                // What the host spent is a fact of the live run, as it reported it.
-                cpu: live.and_then(|x| x.cpu.clone()),
-                memory: live.and_then(|x| x.memory.clone()),
-                net: live.and_then(|x| x.net.clone()),
-                disk: live.and_then(|x| x.disk.clone()),
-            }
-        })
-        .collect()
 }
 
 struct StreamOps {

@@ -1,7 +1,8 @@
 //! The store through its public API: a synthetic run written interval by interval and
 //! read back, figures recomputed from the stored histograms (not echoed from the stored
-//! summary), runs left `running` by a dead process, migrations from version 1, run-id
-//! resolution and deletion.
+//! summary), runs left `running` by a dead process (whose unrecorded figures are
+//! unknown, not 0), runs that lost hosts (listed as such), migrations from version 1,
+//! run-id resolution and deletion.
 
 use std::collections::BTreeMap;
 
@@ -29,7 +30,7 @@ fn info(profile: &str, workers: u32) -> RunInfo {
         target: "none".into(),
         hostname: "h1".into(),
         iofleet_version: "0.1.0".into(),
-        start_skew_ms: 0.0,
+        start_skew_ms: Some(0.0),
         plan: json!({"fleet": {"workers": workers}, "streams": [{"name": "data"}, {"name": "log"}]}),
     }
 }
@@ -72,12 +73,12 @@ fn synthetic(workers: usize, n: u32, seed: u64) -> Vec<(IntervalRow, Vec<Sample>
                 mbps: 0.0,
                 read_iops: 0.0,
                 write_iops: 0.0,
-                p50_us: 0.0,
-                p99_us: 0.0,
-                read_p50_us: 0.0,
-                read_p99_us: 0.0,
-                write_p50_us: 0.0,
-                write_p99_us: 0.0,
+                p50_us: None,
+                p99_us: None,
+                read_p50_us: None,
+                read_p99_us: None,
+                write_p50_us: None,
+                write_p99_us: None,
                 errors: fleet.errors(),
                 hosts_lost: 0,
                 generator: None,
@@ -135,6 +136,7 @@ fn fake_final(info: RunInfo) -> RunResult {
     };
     RunResult {
         schema_version: SCHEMA_VERSION,
+        stored: None,
         run: RunInfo {
             duration_s: 1.0,
             ..info
@@ -143,19 +145,19 @@ fn fake_final(info: RunInfo) -> RunResult {
             all: bogus.clone(),
             read: bogus.clone(),
             write: bogus,
-            iops_median_interval: 1.0,
+            iops_median_interval: Some(1.0),
             outstanding_io: Outstanding {
-                configured: 96,
-                measured_mean: 1.0,
+                configured: Some(96),
+                measured_mean: Some(1.0),
             },
-            cpu: CpuSummary {
+            cpu: Some(CpuSummary {
                 usr_pct: 12.5,
                 ..Default::default()
-            },
-            memory: MemorySummary {
+            }),
+            memory: Some(MemorySummary {
                 rss_peak_mib: 7.0,
                 host_used_pct: 10.0,
-            },
+            }),
             errors: ErrorSummary {
                 count: 1,
                 ..Default::default()
@@ -209,15 +211,20 @@ fn round_trip_recomputes_from_histograms() {
     assert_eq!(r.intervals.len(), 6);
     assert_eq!(r.intervals[2].errors, 1);
     let iops: Vec<f64> = r.intervals[1..].iter().map(|i| i.iops).collect();
-    assert_eq!(r.summary.iops_median_interval, median(&iops));
+    assert_eq!(r.summary.iops_median_interval, Some(median(&iops)));
     // What histograms cannot give comes from the stored final result.
-    assert_eq!(r.summary.cpu.usr_pct, 12.5);
+    assert_eq!(r.summary.cpu.as_ref().unwrap().usr_pct, 12.5);
     // The generator self-check is not in the histograms: it comes from the live run.
     assert_eq!(r.summary.generator, Some(self_check()));
     assert_eq!(r.intervals[2].generator, Some(self_check()));
     assert_eq!(r.intervals[1].generator, None);
-    assert_eq!(r.summary.outstanding_io.configured, 96);
+    assert_eq!(r.summary.outstanding_io.configured, Some(96));
     assert_eq!(r.notices, vec!["from the live run".to_string()]);
+    // The result says which stored run it is.
+    let st = r.stored.as_ref().expect("identity");
+    assert_eq!((st.id.as_str(), st.name.as_str()), (id.as_str(), "raid5"));
+    assert_eq!(st.labels["policy"], "raid5");
+    assert_eq!(st.status, "complete");
 
     // The listing agrees on IOPS without reading histograms.
     let list = store.list(&ListFilter::default()).unwrap();
@@ -258,6 +265,81 @@ fn run_left_running_by_dead_process_is_incomplete() {
     assert_eq!(a.result.run.duration_s, secs);
     assert_eq!(a.result.summary.errors.count, 1);
     assert!(a.result.notices[0].contains("without a final result"));
+    // What only the live run knew is unknown, not zero.
+    let s = &a.result.summary;
+    assert_eq!(s.cpu, None);
+    assert_eq!(s.memory, None);
+    assert_eq!(s.outstanding_io.configured, None);
+    assert!(s.outstanding_io.measured_mean.is_some_and(|m| m > 0.0));
+}
+
+#[test]
+fn runs_that_lost_hosts_are_listed_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("lost.db");
+    let mut store = Store::open(&db).unwrap();
+    // A run that finished with every host, one whose final result has a lost host, and
+    // one whose recorder died after intervals measured without a host.
+    let ok = record(&mut store, "ok", &[], 3);
+    store
+        .finish_run(&ok, &fake_final(info("synthetic", 3)))
+        .unwrap();
+    let lost = record(&mut store, "lost", &[], 3);
+    let mut r = fake_final(info("synthetic", 3));
+    r.hosts = vec![host("h1", None), host("h2", Some(0.4))];
+    store.finish_run(&lost, &r).unwrap();
+    let id = store
+        .begin_run(&NewRun {
+            name: Some("killed"),
+            labels: &BTreeMap::new(),
+            info: &info("synthetic", 3),
+            environment: &environment("0.1.0", "none"),
+        })
+        .unwrap();
+    for (mut row, samples) in synthetic(3, 3, 7) {
+        row.hosts_lost = u32::from(row.index >= 1);
+        store.record_interval(&id, &row, &samples).unwrap();
+    }
+    drop(store);
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute(
+        "UPDATE runs SET recorder_pid = 2147483646 WHERE id = ?1",
+        [&id],
+    )
+    .unwrap();
+    drop(conn);
+
+    let store = Store::open_existing(&db).unwrap();
+    let list = store.list(&ListFilter::default()).unwrap();
+    let by_name = |n: &str| list.iter().find(|r| r.meta.name == n).unwrap();
+    assert_eq!(by_name("ok").meta.status, RunStatus::Complete);
+    assert_eq!(by_name("ok").meta.hosts_lost, 0);
+    assert_eq!(by_name("lost").meta.status, RunStatus::HostsLost);
+    assert_eq!(by_name("lost").meta.status.as_str(), "hosts-lost");
+    assert_eq!(by_name("lost").meta.hosts_lost, 1);
+    // A dead recorder stays incomplete, and the intervals tell the loss.
+    assert_eq!(by_name("killed").meta.status, RunStatus::Incomplete);
+    assert_eq!(by_name("killed").meta.hosts_lost, 1);
+    let a = store.analyze(&lost).unwrap();
+    assert_eq!(a.meta.status, RunStatus::HostsLost);
+    assert_eq!(a.result.stored.unwrap().status, "hosts-lost");
+}
+
+fn host(name: &str, lost_at_s: Option<f64>) -> iofleet_stats::result::HostSummary {
+    iofleet_stats::result::HostSummary {
+        host: name.into(),
+        workers: 1,
+        all: OpSummary::default(),
+        read: OpSummary::default(),
+        write: OpSummary::default(),
+        start_late_ms: None,
+        lost_at_s,
+        straggler: false,
+        cpu: None,
+        memory: None,
+        net: None,
+        disk: None,
+    }
 }
 
 #[test]

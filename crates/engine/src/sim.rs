@@ -1,0 +1,460 @@
+//! The `sim` engine: a simulated device per disk, so sweeps, searches for the highest
+//! rate under a latency objective and capacity questions can be tried without hardware
+//! and tested deterministically.
+//!
+//! Each disk is a queue in front of `servers` identical servers (the device's internal
+//! parallelism), served first come, first served. An I/O's service time is drawn from
+//! `dist` with mean (fixed, exp) or median (lognormal) `service`, plus, with `max_mbps`,
+//! its transfer time on a server's share of that bandwidth (`len × servers / max_mbps`),
+//! so that all servers together move at most `max_mbps`. An I/O queued at time *t*
+//! starts when a server is free and completes after its service time: with Poisson
+//! arrivals and exponential service this is the M/M/c queue, whose latency rises with
+//! load the way a real device's does (see `docs/capacity.md`). Every lane driving a disk
+//! shares its device (the placement keeps a disk's lanes on one I/O thread).
+//!
+//! By default time is simulated: the engine's clock jumps to the next completion, so a
+//! 60 s step takes a fraction of a second and is repeatable for a seed. With
+//! `clock=real` (`--real-time`) the same model runs on the wall clock, and the engine
+//! sleeps until each completion is due. No byte is moved.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
+
+use crate::buf::BufferPool;
+use crate::null::{parse_ns, LatencyModel};
+use crate::{Caps, Clock, Completion, Engine, EngineError, EngineParams, IoReq};
+
+/// Service-time distribution of a simulated device.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ServiceDist {
+    Fixed,
+    Exp,
+    /// Log-normal with this shape (standard deviation of ln).
+    LogNormal {
+        sigma: f64,
+    },
+}
+
+/// The device every disk of a `sim` run is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimDevice {
+    pub servers: u32,
+    /// Mean (fixed, exp) or median (lognormal) service time, ns.
+    pub service_ns: u64,
+    pub dist: ServiceDist,
+    /// Bandwidth of the whole device, MB/s (10^6 bytes per second).
+    pub max_mbps: Option<f64>,
+    /// Run on the wall clock instead of in simulated time.
+    pub real_time: bool,
+}
+
+impl Default for SimDevice {
+    fn default() -> Self {
+        SimDevice {
+            servers: 8,
+            service_ns: 200_000,
+            dist: ServiceDist::Exp,
+            max_mbps: None,
+            real_time: false,
+        }
+    }
+}
+
+impl SimDevice {
+    fn model(&self) -> LatencyModel {
+        match self.dist {
+            ServiceDist::Fixed => LatencyModel::Fixed(self.service_ns),
+            ServiceDist::Exp => LatencyModel::Exponential {
+                mean_ns: self.service_ns,
+            },
+            ServiceDist::LogNormal { sigma } => LatencyModel::LogNormal {
+                median_ns: self.service_ns,
+                sigma,
+            },
+        }
+    }
+
+    /// Transfer time of `len` bytes on one server's share of the bandwidth, ns.
+    fn transfer_ns(&self, len: u32) -> u64 {
+        self.max_mbps.map_or(0, |m| {
+            (len as f64 * self.servers as f64 / (m * 1e6) * 1e9).round() as u64
+        })
+    }
+
+    /// The most this device completes per second at block size `bs` (every server busy),
+    /// using the mean service time.
+    pub fn max_iops(&self, bs: u32) -> f64 {
+        let mean = match self.dist {
+            ServiceDist::Fixed | ServiceDist::Exp => self.service_ns as f64,
+            ServiceDist::LogNormal { sigma } => {
+                self.service_ns as f64 * (sigma * sigma / 2.0).exp()
+            }
+        };
+        self.servers as f64 * 1e9 / (mean + self.transfer_ns(bs) as f64)
+    }
+}
+
+/// `servers=N,service=T,dist=fixed|exp|lognormal,sigma=S,max_mbps=M,clock=sim|real`, every
+/// key optional (defaults: 8 servers, 200us, exp, no bandwidth limit, simulated time).
+impl FromStr for SimDevice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let mut d = SimDevice::default();
+        let mut dist = "exp";
+        let mut sigma: Option<f64> = None;
+        for kv in s.split(',').map(str::trim).filter(|kv| !kv.is_empty()) {
+            let (k, v) = kv
+                .split_once('=')
+                .ok_or_else(|| format!("sim: '{kv}' is not KEY=VALUE"))?;
+            let num = |v: &str| -> Result<f64, String> {
+                v.parse::<f64>()
+                    .ok()
+                    .filter(|x| x.is_finite() && *x > 0.0)
+                    .ok_or_else(|| format!("sim: {k} must be a number above 0, not '{v}'"))
+            };
+            match k {
+                "servers" => {
+                    d.servers = v
+                        .parse()
+                        .ok()
+                        .filter(|&n: &u32| (1..=65_536).contains(&n))
+                        .ok_or_else(|| format!("sim: servers must be 1 to 65536, not '{v}'"))?
+                }
+                "service" => {
+                    d.service_ns = parse_ns(v).map_err(|e| format!("sim: service: {e}"))?;
+                    if d.service_ns == 0 {
+                        return Err("sim: service must be above 0".into());
+                    }
+                }
+                "dist" => dist = v,
+                "sigma" => sigma = Some(num(v)?),
+                "max_mbps" => d.max_mbps = Some(num(v)?),
+                "clock" => {
+                    d.real_time = match v {
+                        "sim" => false,
+                        "real" => true,
+                        _ => return Err(format!("sim: clock is sim or real, not '{v}'")),
+                    }
+                }
+                _ => {
+                    return Err(format!(
+                        "sim: unknown key '{k}' (servers, service, dist, sigma, max_mbps, clock)"
+                    ))
+                }
+            }
+        }
+        d.dist = match (dist, sigma) {
+            ("fixed", None) => ServiceDist::Fixed,
+            ("exp", None) => ServiceDist::Exp,
+            ("lognormal", s) => ServiceDist::LogNormal {
+                sigma: s.unwrap_or(0.5),
+            },
+            ("fixed" | "exp", Some(_)) => {
+                return Err("sim: sigma goes with dist=lognormal only".into())
+            }
+            (other, _) => {
+                return Err(format!(
+                    "sim: dist is fixed, exp or lognormal, not '{other}'"
+                ))
+            }
+        };
+        Ok(d)
+    }
+}
+
+/// The `FromStr` grammar with every key, so a device survives the wire unchanged.
+impl fmt::Display for SimDevice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "servers={},service={}ns", self.servers, self.service_ns)?;
+        match self.dist {
+            ServiceDist::Fixed => f.write_str(",dist=fixed")?,
+            ServiceDist::Exp => f.write_str(",dist=exp")?,
+            ServiceDist::LogNormal { sigma } => write!(f, ",dist=lognormal,sigma={sigma}")?,
+        }
+        if let Some(m) = self.max_mbps {
+            write!(f, ",max_mbps={m}")?;
+        }
+        if self.real_time {
+            f.write_str(",clock=real")?;
+        }
+        Ok(())
+    }
+}
+
+/// One disk's device: when each server is next free, and its service-time source.
+#[derive(Debug)]
+struct DiskQueue {
+    /// Min-heap of the servers' next free times (ns); always `servers` entries.
+    free: BinaryHeap<Reverse<u64>>,
+    rng: SmallRng,
+    seq: u64,
+}
+
+/// One in-flight I/O: (due_ns, seq, slot, result), by due time, then queue order.
+type Due = Reverse<(u64, u64, u32, i32)>;
+
+/// A simulated device per file, on clock `C` (simulated or real time).
+#[derive(Debug)]
+pub struct SimEngine<C: Clock> {
+    pool: BufferPool,
+    device: SimDevice,
+    model: LatencyModel,
+    disks: Vec<DiskQueue>,
+    clock: C,
+    in_flight: BinaryHeap<Due>,
+    seq: u64,
+}
+
+impl<C: Clock> SimEngine<C> {
+    /// One simulated device per entry of `disk_seeds` (its service-time seed).
+    pub fn new(
+        device: SimDevice,
+        params: EngineParams,
+        seed: u64,
+        disk_seeds: &[u64],
+        clock: C,
+    ) -> Result<Self, EngineError> {
+        if disk_seeds.is_empty() {
+            return Err(EngineError::Setup("sim: no disk to simulate".into()));
+        }
+        let model = device.model();
+        model.validate()?;
+        let disks = disk_seeds
+            .iter()
+            .map(|&s| DiskQueue {
+                free: (0..device.servers).map(|_| Reverse(0)).collect(),
+                rng: SmallRng::seed_from_u64(s),
+                seq: 0,
+            })
+            .collect();
+        Ok(SimEngine {
+            pool: BufferPool::new(params.slots, params.max_bs, seed)?,
+            device,
+            model,
+            disks,
+            clock,
+            in_flight: BinaryHeap::with_capacity(params.slots as usize),
+            seq: 0,
+        })
+    }
+
+    /// The engine's clock (the loop must use the same one).
+    pub fn clock_mut(&mut self) -> &mut C {
+        &mut self.clock
+    }
+}
+
+impl<C: Clock> Engine for SimEngine<C> {
+    fn name(&self) -> &'static str {
+        "sim"
+    }
+
+    fn caps(&self) -> Caps {
+        Caps {
+            async_qd: true,
+            needs_target: false,
+            registered_buffers: false,
+            registered_files: false,
+            simulated_time: !self.device.real_time,
+            device_per_disk: true,
+        }
+    }
+
+    fn queue(&mut self, req: IoReq) -> Result<(), EngineError> {
+        self.pool.check_req(&req)?;
+        let n = self.disks.len();
+        let Some(d) = self.disks.get_mut(req.file as usize) else {
+            return Err(crate::bad_file(&req, n));
+        };
+        let now = self.clock.now_ns();
+        let service = self.model.sample(&mut d.rng, d.seq) + self.device.transfer_ns(req.len);
+        d.seq += 1;
+        let Reverse(free) = d.free.pop().expect("a device has at least one server");
+        let done = free.max(now).saturating_add(service);
+        d.free.push(Reverse(done));
+        self.in_flight
+            .push(Reverse((done, self.seq, req.slot, req.len as i32)));
+        self.seq += 1;
+        Ok(())
+    }
+
+    /// Completes what is due; with fewer than `min_complete` due, time passes (jumps, or
+    /// sleeps on the wall clock) until enough are, or until `timeout`.
+    fn submit_and_reap(
+        &mut self,
+        min_complete: u32,
+        timeout: Option<Duration>,
+        out: &mut Vec<Completion>,
+    ) -> Result<(), EngineError> {
+        let start = self.clock.now_ns();
+        let deadline = timeout.map(|t| start.saturating_add(t.as_nanos() as u64));
+        let mut reaped = 0u32;
+        loop {
+            let now = self.clock.now_ns();
+            match self.in_flight.peek() {
+                Some(Reverse((due, ..))) if *due <= now => {
+                    let Reverse((_, _, slot, result)) = self.in_flight.pop().expect("peeked");
+                    out.push(Completion { slot, result });
+                    reaped += 1;
+                }
+                _ if reaped >= min_complete => return Ok(()),
+                Some(Reverse((due, ..))) => match deadline {
+                    Some(d) if *due > d => {
+                        self.clock.sleep_until(d);
+                        return Ok(());
+                    }
+                    _ => self.clock.sleep_until(*due),
+                },
+                None => {
+                    if let Some(d) = deadline {
+                        self.clock.sleep_until(d);
+                    }
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    fn buffer_mut(&mut self, slot: u32) -> &mut [u8] {
+        self.pool.slot_mut(slot)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::VirtualClock;
+
+    fn engine(spec: &str, disks: usize, slots: u32) -> (SimEngine<VirtualClock>, VirtualClock) {
+        let clock = VirtualClock::new();
+        let seeds: Vec<u64> = (0..disks as u64).collect();
+        let e = SimEngine::new(
+            spec.parse().unwrap(),
+            EngineParams {
+                slots,
+                max_bs: 65536,
+            },
+            1,
+            &seeds,
+            clock.clone(),
+        )
+        .unwrap();
+        (e, clock)
+    }
+
+    fn req(slot: u32, file: u32, len: u32) -> IoReq {
+        IoReq {
+            slot,
+            file,
+            op: crate::OpKind::Read,
+            offset: 0,
+            len,
+        }
+    }
+
+    #[test]
+    fn grammar_round_trips_and_names_the_bad_key() {
+        for s in [
+            "servers=8,service=200000ns,dist=exp",
+            "servers=1,service=1000ns,dist=fixed,max_mbps=500",
+            "servers=4,service=80000ns,dist=lognormal,sigma=0.3,clock=real",
+        ] {
+            let d: SimDevice = s.parse().unwrap();
+            assert_eq!(d.to_string(), s);
+        }
+        let d: SimDevice = "servers=2,service=1ms".parse().unwrap();
+        assert_eq!((d.servers, d.service_ns), (2, 1_000_000));
+        assert_eq!("".parse::<SimDevice>().unwrap(), SimDevice::default());
+        for (bad, names) in [
+            ("servers=0", "servers"),
+            ("service=0", "service"),
+            ("service=fast", "service"),
+            ("dist=gauss", "dist"),
+            ("dist=exp,sigma=1", "sigma"),
+            ("max_mbps=-1", "max_mbps"),
+            ("clock=fast", "clock"),
+            ("speed=1", "speed"),
+            ("servers", "KEY=VALUE"),
+        ] {
+            let e = bad.parse::<SimDevice>().unwrap_err();
+            assert!(e.contains(names), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn servers_serve_in_parallel_then_queue() {
+        // Two servers, 100 µs each: two I/Os finish at 100 µs, the third waits for one.
+        let (mut e, clock) = engine("servers=2,service=100us,dist=fixed", 1, 3);
+        for slot in 0..3 {
+            e.queue(req(slot, 0, 4096)).unwrap();
+        }
+        let mut out = Vec::new();
+        e.submit_and_reap(2, None, &mut out).unwrap();
+        assert_eq!(out.len(), 2);
+        assert_eq!(clock.now_ns(), 100_000);
+        e.submit_and_reap(1, None, &mut out).unwrap();
+        assert_eq!(out.len(), 3);
+        assert_eq!(clock.now_ns(), 200_000);
+    }
+
+    #[test]
+    fn disks_are_separate_devices_and_bandwidth_adds_transfer_time() {
+        // One server each: I/Os to two disks run side by side.
+        let (mut e, clock) = engine("servers=1,service=50us,dist=fixed", 2, 2);
+        e.queue(req(0, 0, 4096)).unwrap();
+        e.queue(req(1, 1, 4096)).unwrap();
+        let mut out = Vec::new();
+        e.submit_and_reap(2, None, &mut out).unwrap();
+        assert_eq!(clock.now_ns(), 50_000);
+        // 2 servers sharing 100 MB/s: 64 KB takes 2 × 655.36 µs on top of the service.
+        let (mut e, clock) = engine("servers=2,service=50us,dist=fixed,max_mbps=100", 1, 1);
+        e.queue(req(0, 0, 65536)).unwrap();
+        e.submit_and_reap(1, None, &mut out).unwrap();
+        assert_eq!(clock.now_ns(), 50_000 + 1_310_720);
+        assert!(e.queue(req(0, 2, 512)).is_err(), "no third disk");
+    }
+
+    #[test]
+    fn mm1_latency_matches_theory_under_poisson_load() {
+        // M/M/1 at 50% load: mean time in system = S / (1 - rho) = 2 S.
+        let (mut e, clock) = engine("servers=1,service=100us,dist=exp", 1, 4096);
+        let mut rng = SmallRng::seed_from_u64(7);
+        let arrivals = LatencyModel::Exponential { mean_ns: 200_000 };
+        let n = 50_000u64;
+        let mut issued_at = vec![0u64; 4096];
+        let mut free: Vec<u32> = (0..4096).collect();
+        let (mut t, mut sum, mut done) = (0u64, 0u128, 0u64);
+        let mut out = Vec::new();
+        for i in 0..n {
+            t += arrivals.sample(&mut rng, i);
+            // Complete everything due before the next arrival.
+            loop {
+                out.clear();
+                e.submit_and_reap(1, Some(Duration::from_nanos(t - clock.now_ns())), &mut out)
+                    .unwrap();
+                for c in &out {
+                    sum += (clock.now_ns() - issued_at[c.slot as usize]) as u128;
+                    done += 1;
+                    free.push(c.slot);
+                }
+                if clock.now_ns() >= t {
+                    break;
+                }
+            }
+            let slot = free.pop().expect("fewer than 4096 in flight");
+            issued_at[slot as usize] = t;
+            e.queue(req(slot, 0, 4096)).unwrap();
+        }
+        let mean_us = sum as f64 / done as f64 / 1000.0;
+        assert!(
+            (190.0..210.0).contains(&mean_us),
+            "M/M/1 at rho 0.5: {mean_us} µs"
+        );
+    }
+}

@@ -1,0 +1,689 @@
+//! The host inventory: which machines run workers, how to reach them, where their disks
+//! live. Read from iofleet's TOML format or from an Ansible inventory, then checked,
+//! and workers are placed: pinned counts first, the rest spread evenly.
+//!
+//! TOML (files ending in `.toml`):
+//! ```toml
+//! [ssh]
+//! options = ["-F", "/path/to/ssh_config"]   # added to every ssh command
+//! [defaults]
+//! target = "/var/tmp/iofleet"                # directory, or a list of block devices
+//! [[host]]
+//! destination = "node1"                      # anything `ssh` accepts (aliases too)
+//! name = "node1"                             # shown in results (default: destination)
+//! target = ["/dev/nvme1n1"]                  # overrides the default
+//! workers = 4                                # pin this host's worker count
+//! labels = { rack = "r1", fault_domain = "a" }
+//! iofleet_path = "/usr/local/bin/iofleet"    # use this binary; nothing is copied
+//! transport = "ssh"                          # or "local": run the agent as a local process
+//! ```
+//! Any other file is an Ansible inventory, resolved into hosts and variables by
+//! `ansible-inventory` when it is on PATH, else by the native INI reader (`ini.rs`;
+//! `IOFLEET_INVENTORY_READER` chooses). Both readers give an `ansible::Inventory`, and
+//! one function here turns it into hosts: `ansible_host`, `ansible_user`,
+//! `ansible_port`, `ansible_ssh_private_key_file` → SSH destination and options;
+//! `iofleet_workers`, `iofleet_target`, `iofleet_path`, `iofleet_transport` → the TOML
+//! keys of the same names. Any other `iofleet_*` variable is an error.
+
+pub mod ansible;
+pub mod ini;
+mod literal;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use self::ansible::{Host, Inventory, Outcome};
+use crate::protocol::TargetArg;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TransportKind {
+    Ssh,
+    Local,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostSpec {
+    pub name: String,
+    pub destination: String,
+    pub target: TargetArg,
+    pub workers: Option<u32>,
+    pub labels: BTreeMap<String, String>,
+    pub iofleet_path: Option<String>,
+    pub transport: TransportKind,
+    /// Extra arguments for `ssh` (inventory-wide options, then per-host ones).
+    pub ssh_options: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawInventory {
+    #[serde(default)]
+    ssh: RawSsh,
+    #[serde(default)]
+    defaults: RawDefaults,
+    #[serde(default)]
+    host: Vec<RawHost>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSsh {
+    #[serde(default)]
+    options: Vec<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDefaults {
+    target: Option<RawTarget>,
+    workers: Option<u32>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+enum RawTarget {
+    One(String),
+    Many(Vec<String>),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHost {
+    destination: String,
+    name: Option<String>,
+    target: Option<RawTarget>,
+    workers: Option<u32>,
+    #[serde(default)]
+    labels: BTreeMap<String, String>,
+    iofleet_path: Option<String>,
+    transport: Option<TransportKind>,
+    #[serde(default)]
+    ssh_options: Vec<String>,
+}
+
+/// Default target directory on a host when the inventory names none.
+pub const DEFAULT_REMOTE_TARGET: &str = "/var/tmp/iofleet-data";
+
+fn target_arg(t: Option<RawTarget>) -> TargetArg {
+    match t {
+        None => TargetArg::Dir(DEFAULT_REMOTE_TARGET.into()),
+        Some(RawTarget::One(s)) if s.starts_with("/dev/") => TargetArg::Devices(vec![s]),
+        Some(RawTarget::One(s)) => TargetArg::Dir(s),
+        Some(RawTarget::Many(v)) => TargetArg::Devices(v),
+    }
+}
+
+/// The environment variable that chooses how non-TOML inventories are read.
+pub const READER_ENV: &str = "IOFLEET_INVENTORY_READER";
+
+/// How an Ansible inventory is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reader {
+    /// `ansible-inventory` when it is on PATH, else the native INI reader.
+    Auto,
+    /// The native INI reader, even when `ansible-inventory` is on PATH.
+    Native,
+    /// `ansible-inventory` only; an error when it is not on PATH.
+    AnsibleInventory,
+}
+
+impl Reader {
+    /// From `IOFLEET_INVENTORY_READER`: unset or `auto`, `native`, `ansible-inventory`.
+    pub fn from_env() -> Result<Self, InventoryError> {
+        match std::env::var(READER_ENV) {
+            Err(_) => Ok(Reader::Auto),
+            Ok(v) => match v.as_str() {
+                "" | "auto" => Ok(Reader::Auto),
+                "native" => Ok(Reader::Native),
+                "ansible-inventory" => Ok(Reader::AnsibleInventory),
+                _ => Err(InventoryError::Reader(v)),
+            },
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum InventoryError {
+    /// A problem with the inventory, at a line when one is known.
+    #[error("--hosts {}{}: {message}", file.display(), line.map(|l| format!(", line {l}")).unwrap_or_default())]
+    File {
+        file: PathBuf,
+        line: Option<usize>,
+        message: String,
+    },
+    #[error("{READER_ENV}={0}: expected auto, native or ansible-inventory")]
+    Reader(String),
+}
+
+/// The `iofleet_*` variables an Ansible inventory may set; any other is an error.
+pub const IOFLEET_VARS: [&str; 4] = [
+    "iofleet_workers",
+    "iofleet_target",
+    "iofleet_path",
+    "iofleet_transport",
+];
+
+/// Read an inventory file: TOML when it ends in `.toml`, otherwise an Ansible
+/// inventory, read as `IOFLEET_INVENTORY_READER` says (`Reader::Auto` when unset).
+pub fn load(path: &Path) -> Result<Vec<HostSpec>, InventoryError> {
+    load_with(path, Reader::from_env()?)
+}
+
+/// `load` with the reader given.
+pub fn load_with(path: &Path, reader: Reader) -> Result<Vec<HostSpec>, InventoryError> {
+    let fail = |line: Option<usize>, message: String| InventoryError::File {
+        file: path.to_path_buf(),
+        line,
+        message,
+    };
+    std::fs::metadata(path).map_err(|e| fail(None, e.to_string()))?;
+    let hosts = if path.extension().is_some_and(|e| e == "toml") {
+        let text = std::fs::read_to_string(path).map_err(|e| fail(None, e.to_string()))?;
+        parse_toml(&text).map_err(|e| fail(None, e))?
+    } else {
+        // A directory has no text: ansible-inventory reads it itself. The text serves the
+        // native reader and names the line of a bad variable.
+        let text = std::fs::read_to_string(path).ok();
+        let inv = match reader {
+            Reader::Native => native(path, text.as_deref())?,
+            Reader::Auto | Reader::AnsibleInventory => match ansible::run_ansible_inventory(path) {
+                Outcome::Resolved(inv) => inv,
+                Outcome::Missing if reader == Reader::Auto => native(path, text.as_deref())?,
+                Outcome::Missing => {
+                    return Err(fail(
+                        None,
+                        format!("{READER_ENV}=ansible-inventory, but ansible-inventory is not on PATH (Debian: apt-get install ansible-core)"),
+                    ))
+                }
+                Outcome::Failed(message) => {
+                    // Ansible's message may not name the line; the native reader can.
+                    if let (Some(text), false) = (&text, is_yaml(path)) {
+                        if let Err(e) = ini::parse(text) {
+                            return Err(fail(
+                                Some(e.line),
+                                format!("{} (ansible-inventory refuses it too)", e.message),
+                            ));
+                        }
+                    }
+                    return Err(fail(None, message));
+                }
+            },
+        };
+        resolve_hosts(path, &inv, text.as_deref())?
+    };
+    check(&hosts).map_err(|e| fail(None, e))?;
+    Ok(hosts)
+}
+
+fn is_yaml(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e == "yml" || e == "yaml" || e == "json")
+}
+
+/// The native INI reader, with what it cannot do refused rather than ignored.
+fn native(path: &Path, text: Option<&str>) -> Result<Inventory, InventoryError> {
+    let fail = |line: Option<usize>, message: String| InventoryError::File {
+        file: path.to_path_buf(),
+        line,
+        message,
+    };
+    if is_yaml(path) {
+        return Err(fail(
+            None,
+            "YAML and JSON inventories are read through ansible-inventory, which is not on PATH \
+             or not chosen (Debian: apt-get install ansible-core; unset IOFLEET_INVENTORY_READER)"
+                .into(),
+        ));
+    }
+    let dir = path.parent().unwrap_or(Path::new("."));
+    for d in ["group_vars", "host_vars"] {
+        if dir.join(d).is_dir() {
+            return Err(fail(
+                None,
+                format!(
+                    "{d}/ beside the inventory is read only through ansible-inventory, which is \
+                     not on PATH or not chosen; the native INI reader would ignore it"
+                ),
+            ));
+        }
+    }
+    let owned;
+    let text = match text {
+        Some(t) => t,
+        None => {
+            owned = std::fs::read_to_string(path).map_err(|e| fail(None, e.to_string()))?;
+            &owned
+        }
+    };
+    ini::parse(text).map_err(|e| fail(Some(e.line), e.message))
+}
+
+/// The first line of `text` that sets `key` (`key=`, `key =` or `key:`), for messages
+/// about variables that ansible-inventory resolved.
+fn find_line(text: &str, key: &str) -> Option<usize> {
+    text.lines()
+        .position(|l| {
+            l.match_indices(key).any(|(i, _)| {
+                let before_ok = l[..i]
+                    .chars()
+                    .next_back()
+                    .is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+                before_ok && l[i + key.len()..].trim_start().starts_with(['=', ':'])
+            })
+        })
+        .map(|i| i + 1)
+}
+
+/// A value as the user wrote it: text without JSON quotes.
+fn show(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        v => v.to_string(),
+    }
+}
+
+/// Hosts to connect to, from an Ansible inventory resolved by either reader; `text` is
+/// the file's text, to name the line of a bad variable `ansible-inventory` resolved.
+pub fn resolve_hosts(
+    file: &Path,
+    inv: &Inventory,
+    text: Option<&str>,
+) -> Result<Vec<HostSpec>, InventoryError> {
+    host_specs(inv, text).map_err(|(line, message)| InventoryError::File {
+        file: file.to_path_buf(),
+        line,
+        message,
+    })
+}
+
+fn host_specs(
+    inv: &Inventory,
+    text: Option<&str>,
+) -> Result<Vec<HostSpec>, (Option<usize>, String)> {
+    inv.hosts.iter().map(|h| host_spec(h, text)).collect()
+}
+
+fn host_spec(h: &Host, text: Option<&str>) -> Result<HostSpec, (Option<usize>, String)> {
+    let bad = |k: &str, what: String| {
+        let line = h
+            .vars
+            .get(k)
+            .and_then(|v| v.line)
+            .or_else(|| text.and_then(|t| find_line(t, k)));
+        (line, format!("host '{}': {k}: {what}", h.name))
+    };
+    if let Some(k) = h
+        .vars
+        .keys()
+        .find(|k| k.starts_with("iofleet_") && !IOFLEET_VARS.contains(&k.as_str()))
+    {
+        return Err(bad(
+            k,
+            format!(
+                "unknown variable (iofleet reads {})",
+                IOFLEET_VARS.join(", ")
+            ),
+        ));
+    }
+    // Ansible's old names for the connection variables: reading them wrongly would
+    // connect to another host, so they are refused rather than ignored.
+    for (old, new) in [
+        ("ansible_ssh_host", "ansible_host"),
+        ("ansible_ssh_port", "ansible_port"),
+        ("ansible_ssh_user", "ansible_user"),
+    ] {
+        if h.vars.contains_key(old) {
+            return Err(bad(old, format!("not read by iofleet; write {new}")));
+        }
+    }
+    // Ansible expands `{{ … }}` only when it runs a task; iofleet would pass it on as
+    // written, so a variable it reads must not hold a template.
+    let read = [
+        "ansible_host",
+        "ansible_user",
+        "ansible_port",
+        "ansible_ssh_private_key_file",
+    ];
+    for k in read.iter().chain(IOFLEET_VARS.iter()) {
+        if h.vars
+            .get(*k)
+            .is_some_and(|v| v.value.to_string().contains("{{"))
+        {
+            return Err(bad(
+                k,
+                "holds a Jinja template ({{ … }}), which iofleet does not expand: write the value"
+                    .into(),
+            ));
+        }
+    }
+    let get = |k: &str| h.vars.get(k).map(|v| &v.value).filter(|v| !v.is_null());
+    let text_of = |k: &str| -> Result<Option<String>, (Option<usize>, String)> {
+        match get(k) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(Value::Number(n)) => Ok(Some(n.to_string())),
+            Some(v) => Err(bad(k, format!("{} is not text", show(v)))),
+        }
+    };
+    let whole = |k: &str, min: u64, max: u64| -> Result<Option<u64>, (Option<usize>, String)> {
+        let n = match get(k) {
+            None => return Ok(None),
+            Some(Value::Number(n)) => n.as_u64(),
+            Some(Value::String(s)) => s.trim().parse().ok(),
+            Some(_) => None,
+        };
+        match n {
+            Some(n) if (min..=max).contains(&n) => Ok(Some(n)),
+            _ => Err(bad(
+                k,
+                format!(
+                    "{} is not a whole number in {min}..={max}",
+                    show(get(k).expect("set"))
+                ),
+            )),
+        }
+    };
+    let host = text_of("ansible_host")?.unwrap_or_else(|| h.name.clone());
+    let destination = match text_of("ansible_user")? {
+        Some(u) => format!("{u}@{host}"),
+        None => host,
+    };
+    let mut ssh_options = Vec::new();
+    if let Some(p) = whole("ansible_port", 1, 65535)? {
+        ssh_options.extend(["-p".to_string(), p.to_string()]);
+    }
+    if let Some(k) = text_of("ansible_ssh_private_key_file")? {
+        ssh_options.extend(["-i".to_string(), k]);
+    }
+    let target = match get("iofleet_target") {
+        None => None,
+        Some(Value::String(s)) => Some(RawTarget::One(s.clone())),
+        Some(Value::Array(a)) if !a.is_empty() && a.iter().all(Value::is_string) => {
+            Some(RawTarget::Many(
+                a.iter()
+                    .filter_map(|d| d.as_str().map(String::from))
+                    .collect(),
+            ))
+        }
+        Some(v) => {
+            return Err(bad(
+                "iofleet_target",
+                format!("{} is neither a path nor a list of device paths", show(v)),
+            ))
+        }
+    };
+    let transport = match text_of("iofleet_transport")?.as_deref() {
+        None | Some("ssh") => TransportKind::Ssh,
+        Some("local") => TransportKind::Local,
+        Some(t) => {
+            return Err(bad(
+                "iofleet_transport",
+                format!("'{t}' is not ssh or local"),
+            ))
+        }
+    };
+    let workers = whole("iofleet_workers", 1, u64::from(u32::MAX))?.map(|w| w as u32);
+    Ok(HostSpec {
+        name: h.name.clone(),
+        destination,
+        target: target_arg(target),
+        workers,
+        labels: BTreeMap::from([("group".to_string(), h.groups.join(","))]),
+        iofleet_path: text_of("iofleet_path")?,
+        transport,
+        ssh_options,
+    })
+}
+
+pub fn parse_toml(text: &str) -> Result<Vec<HostSpec>, String> {
+    let raw: RawInventory = toml::from_str(text).map_err(|e| e.to_string())?;
+    Ok(raw
+        .host
+        .into_iter()
+        .map(|h| {
+            let mut ssh_options = raw.ssh.options.clone();
+            ssh_options.extend(h.ssh_options);
+            HostSpec {
+                name: h.name.unwrap_or_else(|| h.destination.clone()),
+                destination: h.destination,
+                target: target_arg(h.target.or_else(|| raw.defaults.target.clone())),
+                workers: h.workers.or(raw.defaults.workers),
+                labels: h.labels,
+                iofleet_path: h.iofleet_path,
+                transport: h.transport.unwrap_or(TransportKind::Ssh),
+                ssh_options,
+            }
+        })
+        .collect())
+}
+
+fn check(hosts: &[HostSpec]) -> Result<(), String> {
+    if hosts.is_empty() {
+        return Err(
+            "no hosts listed (add [[host]] entries, or hosts under [group] headers)".into(),
+        );
+    }
+    let mut names = std::collections::BTreeSet::new();
+    for h in hosts {
+        if !names.insert(&h.name) {
+            return Err(format!("host name '{}' appears twice", h.name));
+        }
+        if h.workers == Some(0) {
+            return Err(format!("host '{}': workers must be at least 1", h.name));
+        }
+    }
+    Ok(())
+}
+
+/// Place `total` workers: pinned hosts get their count; the rest is spread evenly over
+/// the others (earlier hosts take the remainder). Returns (first global worker, count)
+/// per host; hosts that get no worker keep a count of 0.
+pub fn place(hosts: &[HostSpec], total: u32) -> Result<Vec<(u32, u32)>, String> {
+    let pinned: u32 = hosts.iter().filter_map(|h| h.workers).sum();
+    let free: Vec<usize> = (0..hosts.len())
+        .filter(|&i| hosts[i].workers.is_none())
+        .collect();
+    let rest = if free.is_empty() {
+        0
+    } else {
+        total.checked_sub(pinned).ok_or_else(|| {
+            format!("the inventory pins {pinned} workers but the run has only {total} (--workers)")
+        })?
+    };
+    let mut counts: Vec<u32> = hosts.iter().map(|h| h.workers.unwrap_or(0)).collect();
+    for (k, &i) in free.iter().enumerate() {
+        let n = free.len() as u32;
+        counts[i] = rest / n + u32::from((k as u32) < rest % n);
+    }
+    let mut base = 0;
+    Ok(counts
+        .into_iter()
+        .map(|c| {
+            let b = base;
+            base += c;
+            (b, c)
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn toml_inventory_with_defaults_and_overrides() {
+        let hosts = parse_toml(
+            r#"
+            [ssh]
+            options = ["-F", "cfg"]
+            [defaults]
+            target = "/data/iofleet"
+            [[host]]
+            destination = "node1"
+            labels = { rack = "r1" }
+            [[host]]
+            destination = "root@10.0.0.2"
+            name = "node2"
+            target = ["/dev/nvme1n1", "/dev/nvme2n1"]
+            workers = 3
+            ssh_options = ["-p", "2222"]
+            "#,
+        )
+        .unwrap();
+        assert_eq!(hosts[0].name, "node1");
+        assert_eq!(hosts[0].target, TargetArg::Dir("/data/iofleet".into()));
+        assert_eq!(hosts[0].labels["rack"], "r1");
+        assert_eq!(hosts[1].name, "node2");
+        assert_eq!(hosts[1].workers, Some(3));
+        assert_eq!(hosts[1].ssh_options, ["-F", "cfg", "-p", "2222"]);
+        assert!(matches!(hosts[1].target, TargetArg::Devices(ref v) if v.len() == 2));
+        assert!(parse_toml("[[host]]\ndestination = \"a\"\ncolour = 1\n")
+            .unwrap_err()
+            .contains("colour"));
+    }
+
+    fn ini_hosts(text: &str) -> Result<Vec<HostSpec>, (Option<usize>, String)> {
+        let inv = ini::parse(text).map_err(|e| (Some(e.line), e.message))?;
+        host_specs(&inv, Some(text))
+    }
+
+    #[test]
+    fn ansible_variables_become_destination_options_and_pins() {
+        let hosts = ini_hosts(
+            "# comment\n[storage]\nn1 ansible_host=10.0.0.1 ansible_user=root ansible_port=2222 iofleet_workers=2\nn2 ansible_ssh_private_key_file=~/.ssh/k iofleet_target=\"['/dev/a','/dev/b']\"\n[storage:vars]\nfoo=bar\niofleet_path=/usr/local/bin/iofleet\n[local]\nl1 iofleet_transport=local iofleet_target=/data\n",
+        )
+        .unwrap();
+        assert_eq!(hosts.len(), 3);
+        assert_eq!(hosts[0].destination, "root@10.0.0.1");
+        assert_eq!(hosts[0].ssh_options, ["-p", "2222"]);
+        assert_eq!(hosts[0].workers, Some(2));
+        assert_eq!(
+            hosts[0].iofleet_path.as_deref(),
+            Some("/usr/local/bin/iofleet")
+        );
+        assert_eq!(hosts[1].destination, "n2");
+        assert_eq!(hosts[1].ssh_options, ["-i", "~/.ssh/k"]);
+        assert_eq!(
+            hosts[1].target,
+            TargetArg::Devices(vec!["/dev/a".into(), "/dev/b".into()])
+        );
+        assert_eq!(hosts[1].labels["group"], "storage");
+        assert_eq!(hosts[1].target, hosts[1].target);
+        assert_eq!(hosts[2].transport, TransportKind::Local);
+        assert_eq!(hosts[2].target, TargetArg::Dir("/data".into()));
+        assert_eq!(hosts[2].iofleet_path, None);
+    }
+
+    #[test]
+    fn a_host_in_two_groups_runs_once_labelled_with_both() {
+        let hosts =
+            ini_hosts("[a]\nn1 iofleet_workers=2\n[b]\nn1\nn2\n[b:vars]\niofleet_workers=3\n")
+                .unwrap();
+        assert_eq!(hosts.len(), 2);
+        assert_eq!(hosts[0].name, "n1");
+        assert_eq!(hosts[0].labels["group"], "a,b");
+        assert_eq!(hosts[0].workers, Some(2));
+        assert_eq!(hosts[1].workers, Some(3));
+        assert!(check(&hosts).is_ok());
+    }
+
+    #[test]
+    fn bad_iofleet_and_ansible_values_name_variable_and_line() {
+        for (text, line, needle) in [
+            (
+                "[g]\nn1\nn2 iofleet_wrkers=3\n",
+                3,
+                "iofleet_wrkers: unknown variable",
+            ),
+            (
+                "[g]\nn1\n[all:vars]\niofleet_wrkers=3\n",
+                4,
+                "iofleet_wrkers",
+            ),
+            (
+                "n1 iofleet_workers=0\n",
+                1,
+                "iofleet_workers: 0 is not a whole number",
+            ),
+            ("n1 iofleet_workers=two\n", 1, "iofleet_workers: two"),
+            ("n1 ansible_port=70000\n", 1, "ansible_port: 70000"),
+            (
+                "n1 iofleet_transport=kubectl\n",
+                1,
+                "'kubectl' is not ssh or local",
+            ),
+            ("n1 iofleet_target=\"[1]\"\n", 1, "iofleet_target"),
+            ("n1 ansible_user=\"['a']\"\n", 1, "is not text"),
+            (
+                "[g:vars]\nansible_ssh_host=10.0.0.1\n[g]\nn1\n",
+                2,
+                "write ansible_host",
+            ),
+            (
+                "n1 ansible_host=\"{{ inventory_hostname }}.lan\"\n",
+                1,
+                "Jinja template",
+            ),
+        ] {
+            let (l, m) = ini_hosts(text).unwrap_err();
+            assert_eq!(l, Some(line), "{text:?}: {m}");
+            assert!(m.contains(needle), "{text:?}: {m}");
+        }
+        // Variables resolved by ansible-inventory carry no line: it is found in the text.
+        assert_eq!(
+            find_line("[g]\nn1 iofleet_wrkers=3\n", "iofleet_wrkers"),
+            Some(2)
+        );
+        assert_eq!(
+            find_line("all:\n  vars:\n    iofleet_wrkers: 3\n", "iofleet_wrkers"),
+            Some(3)
+        );
+        assert_eq!(find_line("x_iofleet_wrkers=3\n", "iofleet_wrkers"), None);
+    }
+
+    #[test]
+    fn load_names_file_and_line_and_refuses_what_native_cannot_read() {
+        let d = tempfile::tempdir().unwrap();
+        let ini = d.path().join("hosts");
+        std::fs::write(&ini, "[nodes\nn1\n").unwrap();
+        let e = load_with(&ini, Reader::Native).unwrap_err().to_string();
+        assert!(e.contains(&format!("{}, line 1", ini.display())), "{e}");
+        let yaml = d.path().join("hosts.yml");
+        std::fs::write(&yaml, "all:\n  hosts:\n    n1:\n").unwrap();
+        let e = load_with(&yaml, Reader::Native).unwrap_err().to_string();
+        assert!(e.contains("ansible-inventory"), "{e}");
+        std::fs::write(&ini, "n1\n").unwrap();
+        assert_eq!(load_with(&ini, Reader::Native).unwrap()[0].name, "n1");
+        std::fs::create_dir(d.path().join("group_vars")).unwrap();
+        let e = load_with(&ini, Reader::Native).unwrap_err().to_string();
+        assert!(e.contains("group_vars/"), "{e}");
+        let e = load_with(&d.path().join("absent"), Reader::Native)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("absent"), "{e}");
+    }
+
+    #[test]
+    fn placement_spreads_and_pins() {
+        let h = |w: Option<u32>| HostSpec {
+            name: format!("{w:?}{}", rand::random::<u32>()),
+            destination: "x".into(),
+            target: TargetArg::Dir("d".into()),
+            workers: w,
+            labels: BTreeMap::new(),
+            iofleet_path: None,
+            transport: TransportKind::Ssh,
+            ssh_options: vec![],
+        };
+        let hosts = vec![h(None), h(Some(4)), h(None), h(None)];
+        let p = place(&hosts, 11).unwrap();
+        assert_eq!(p, vec![(0, 3), (3, 4), (7, 2), (9, 2)]);
+        assert!(place(&hosts, 3).unwrap_err().contains("pins 4"));
+        let pinned = vec![h(Some(2)), h(Some(5))];
+        assert_eq!(place(&pinned, 99).unwrap(), vec![(0, 2), (2, 5)]);
+    }
+}

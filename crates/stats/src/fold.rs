@@ -1,0 +1,315 @@
+//! The one fold from per-worker totals to a result's streams, workers, hosts and groups.
+//!
+//! The controller folds what its sources reported and the store folds what it recorded;
+//! both call [`Layout::fold`], so a stored run recomputed from its histograms and the
+//! live result cannot drift apart: same sums, same percentiles, same straggler rule.
+
+use crate::result::{is_straggler, GroupSummary, HostSummary, StreamSummary, WorkerSummary};
+use crate::summary::median;
+use crate::{HostResources, OpSummary, Sample};
+
+/// One worker group as the fold needs it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupRange {
+    pub name: String,
+    pub profile: String,
+    /// Global index of the group's first worker, and its number of workers.
+    pub first: u32,
+    pub workers: u32,
+    /// IOPS each worker is scheduled to issue when every stream of the group is
+    /// rate-limited (None: some stream runs closed-loop, as fast as it can).
+    pub rate_per_worker: Option<f64>,
+}
+
+impl GroupRange {
+    pub fn contains(&self, worker: u32) -> bool {
+        (self.first..self.first + self.workers).contains(&worker)
+    }
+}
+
+/// Where workers live: the names the fold gives its rows.
+#[derive(Debug, Clone, Default)]
+pub struct Layout {
+    pub streams: Vec<String>,
+    pub hosts: Vec<String>,
+    /// Global index of the first worker folded.
+    pub worker_base: u32,
+    /// The host (index into `hosts`) of each worker, by local worker index.
+    pub worker_host: Vec<usize>,
+    pub groups: Vec<GroupRange>,
+}
+
+/// What is known of a host besides its I/O: facts of the live run.
+#[derive(Debug, Clone, Default)]
+pub struct HostFacts {
+    pub start_late_ms: Option<f64>,
+    pub lost_at_s: Option<f64>,
+    pub resources: Option<HostResources>,
+}
+
+/// The folded figures.
+#[derive(Debug, Clone)]
+pub struct Folded {
+    /// Every worker's total, merged.
+    pub fleet: Sample,
+    pub streams: Vec<StreamSummary>,
+    pub workers: Vec<WorkerSummary>,
+    pub hosts: Vec<HostSummary>,
+    pub groups: Vec<GroupSummary>,
+}
+
+impl Layout {
+    /// Fold per-worker totals (in local worker order) measured over `elapsed_s`. Each
+    /// total is taken once, summarised, and added to the fleet, its host and its group.
+    /// `facts` is indexed like `hosts` (missing entries: nothing known).
+    pub fn fold(
+        &self,
+        totals: impl IntoIterator<Item = Sample>,
+        facts: &[HostFacts],
+        elapsed_s: f64,
+    ) -> Folded {
+        let n_streams = self.streams.len();
+        let ops = |s: &Sample| {
+            (
+                OpSummary::from_ops(&s.all(), elapsed_s),
+                OpSummary::from_ops(&s.read(), elapsed_s),
+                OpSummary::from_ops(&s.write(), elapsed_s),
+            )
+        };
+        let mut fleet = Sample::new(n_streams);
+        let mut host_totals = vec![Sample::new(n_streams); self.hosts.len()];
+        let mut host_workers = vec![0u32; self.hosts.len()];
+        // Per host and group: I/Os and workers, for the straggler rule.
+        let mut host_group = vec![vec![(0u64, 0u32); self.groups.len()]; self.hosts.len()];
+        let mut group_totals = vec![Sample::new(n_streams); self.groups.len()];
+        let mut workers = Vec::new();
+        for (w, s) in totals.into_iter().enumerate() {
+            let global = self.worker_base + w as u32;
+            let h = self.worker_host.get(w).copied().unwrap_or(0);
+            let (all, read, write) = ops(&s);
+            workers.push(WorkerSummary {
+                worker: global,
+                host: self.hosts.get(h).cloned().unwrap_or_default(),
+                all,
+                read,
+                write,
+            });
+            fleet += &s;
+            if h < self.hosts.len() {
+                host_totals[h] += &s;
+                host_workers[h] += 1;
+            }
+            for (g, range) in self.groups.iter().enumerate() {
+                if range.contains(global) {
+                    group_totals[g] += &s;
+                    if h < self.hosts.len() {
+                        host_group[h][g].0 += s.ios();
+                        host_group[h][g].1 += 1;
+                    }
+                }
+            }
+        }
+        let streams = self
+            .streams
+            .iter()
+            .zip(&fleet.streams)
+            .map(|(name, s)| StreamSummary {
+                name: name.clone(),
+                all: OpSummary::from_ops(&s.all(), elapsed_s),
+                read: OpSummary::from_ops(&s.read, elapsed_s),
+                write: OpSummary::from_ops(&s.write, elapsed_s),
+            })
+            .collect();
+        let ratios = self.host_ratios(&host_group, elapsed_s);
+        let none = HostFacts::default();
+        let fact = |h: usize| facts.get(h).unwrap_or(&none);
+        let earliest = (0..self.hosts.len())
+            .filter_map(|h| fact(h).start_late_ms)
+            .reduce(f64::min)
+            .unwrap_or(0.0);
+        let hosts = self
+            .hosts
+            .iter()
+            .enumerate()
+            .map(|(h, name)| {
+                let f = fact(h);
+                let (all, read, write) = ops(&host_totals[h]);
+                let res = f.resources.as_ref();
+                HostSummary {
+                    host: name.clone(),
+                    workers: host_workers[h],
+                    all,
+                    read,
+                    write,
+                    start_late_ms: f.start_late_ms,
+                    lost_at_s: f.lost_at_s,
+                    // A straggler started late or delivered clearly less than its peers.
+                    straggler: is_straggler(
+                        f.lost_at_s.is_some(),
+                        self.hosts.len(),
+                        f.start_late_ms,
+                        earliest,
+                        ratios[h],
+                        1.0,
+                    ),
+                    cpu: res.map(|r| r.cpu.clone()),
+                    memory: res.map(|r| r.memory.clone()),
+                    net: res.map(|r| r.net.clone()),
+                    disk: res.and_then(|r| r.disk.clone()),
+                }
+            })
+            .collect();
+        let groups = self
+            .groups
+            .iter()
+            .zip(&group_totals)
+            .map(|(range, g)| {
+                let (all, read, write) = ops(g);
+                GroupSummary {
+                    name: range.name.clone(),
+                    profile: range.profile.clone(),
+                    first_worker: range.first,
+                    workers: range.workers,
+                    rate_per_worker: range.rate_per_worker,
+                    all,
+                    read,
+                    write,
+                }
+            })
+            .collect();
+        Folded {
+            fleet,
+            streams,
+            workers,
+            hosts,
+            groups,
+        }
+    }
+
+    /// Each host's delivery against its peers, per worker and per group: a host given
+    /// fewer workers is not slower, and a group is judged against its own kind — a
+    /// rate-limited group against its scheduled rate, a closed-loop one against the
+    /// median host of that group. A host's figure is its worst ratio over the groups it
+    /// runs (1 = on par).
+    fn host_ratios(&self, host_group: &[Vec<(u64, u32)>], elapsed_s: f64) -> Vec<f64> {
+        let per_worker = |(ios, n): (u64, u32)| ios as f64 / elapsed_s.max(1e-9) / n.max(1) as f64;
+        let references: Vec<Option<f64>> = self
+            .groups
+            .iter()
+            .enumerate()
+            .map(|(g, range)| {
+                range.rate_per_worker.or_else(|| {
+                    let peers: Vec<f64> = host_group
+                        .iter()
+                        .filter(|hg| hg[g].1 > 0)
+                        .map(|hg| per_worker(hg[g]))
+                        .collect();
+                    (!peers.is_empty()).then(|| median(&peers))
+                })
+            })
+            .collect();
+        host_group
+            .iter()
+            .map(|hg| {
+                hg.iter()
+                    .zip(&references)
+                    .filter(|(x, r)| x.1 > 0 && r.is_some_and(|r| r > 0.0))
+                    .map(|(x, r)| per_worker(*x) / r.expect("filtered"))
+                    .fold(1.0, f64::min)
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::StreamStats;
+    use crate::OpStats;
+
+    fn sample(ios: u64, lat_ns: u64) -> Sample {
+        let mut read = OpStats::default();
+        for _ in 0..ios {
+            read.record(lat_ns, 4096);
+        }
+        Sample {
+            streams: vec![StreamStats {
+                read,
+                write: OpStats::default(),
+            }],
+        }
+    }
+
+    fn layout(rate: Option<f64>) -> Layout {
+        Layout {
+            streams: vec!["s".into()],
+            hosts: vec!["a".into(), "b".into(), "c".into()],
+            worker_base: 0,
+            worker_host: vec![0, 1, 2, 2],
+            groups: vec![GroupRange {
+                name: "g".into(),
+                profile: "p".into(),
+                first: 0,
+                workers: 4,
+                rate_per_worker: rate,
+            }],
+        }
+    }
+
+    #[test]
+    fn fold_sums_workers_into_hosts_groups_and_fleet() {
+        let totals = vec![
+            sample(100, 1_000),
+            sample(100, 2_000),
+            sample(100, 3_000),
+            sample(100, 4_000),
+        ];
+        let f = layout(None).fold(totals, &[], 10.0);
+        assert_eq!(f.fleet.ios(), 400);
+        assert_eq!(f.workers.len(), 4);
+        assert_eq!(f.hosts[2].workers, 2);
+        assert_eq!(f.hosts[2].all.ios, 200);
+        assert_eq!(f.groups[0].all.ios, 400);
+        assert_eq!(f.streams[0].read.ios, 400);
+        // Percentiles come from the merged histogram: host c saw 3 µs and 4 µs.
+        let p50 = f.hosts[2].all.latency_us.as_ref().unwrap().p50;
+        assert!((2.9..3.1).contains(&p50), "{p50}");
+        // Per worker, every host delivers the same: no straggler.
+        assert!(f.hosts.iter().all(|h| !h.straggler));
+    }
+
+    #[test]
+    fn straggler_judged_per_worker_and_against_the_scheduled_rate() {
+        // Host b's one worker delivers 5 IOPS where its peers deliver 10 per worker.
+        let totals = vec![
+            sample(100, 1),
+            sample(50, 1),
+            sample(100, 1),
+            sample(100, 1),
+        ];
+        let f = layout(None).fold(totals.clone(), &[], 10.0);
+        let flagged: Vec<bool> = f.hosts.iter().map(|h| h.straggler).collect();
+        assert_eq!(flagged, [false, true, false]);
+        // Scheduled at 5 IOPS per worker, host b is on its rate: nobody is behind.
+        let f = layout(Some(5.0)).fold(totals.clone(), &[], 10.0);
+        assert!(f.hosts.iter().all(|h| !h.straggler));
+        // A lost host is never a straggler; a late one is.
+        let facts = vec![
+            HostFacts {
+                start_late_ms: Some(0.0),
+                ..Default::default()
+            },
+            HostFacts {
+                lost_at_s: Some(3.0),
+                ..Default::default()
+            },
+            HostFacts {
+                start_late_ms: Some(250.0),
+                ..Default::default()
+            },
+        ];
+        let f = layout(Some(5.0)).fold(totals, &facts, 10.0);
+        let flagged: Vec<bool> = f.hosts.iter().map(|h| h.straggler).collect();
+        assert_eq!(flagged, [false, false, true]);
+    }
+}
