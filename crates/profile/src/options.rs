@@ -45,7 +45,7 @@ pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
 pub static OPTIONS: &[OptionDef] = &[
     OptionDef {
         key: "name",
-        required: true,
+        required: false, // the range says "required"
         flag: None,
         kind: "string",
         default: None,
