@@ -141,6 +141,12 @@ fn blank_loop_device_is_split_into_regions_and_driven() {
         v["run"]["plan"]["fleet"]["disk_size"],
         16 * 1024 * 1024 - 4096
     );
+    // The device, not the profile (64m), set the disk size: a notice says so.
+    let notices = v["notices"].to_string();
+    assert!(
+        notices.contains("disk size is 16380k, not the profile's 64m"),
+        "{notices}"
+    );
     // It now carries iofleet data (random fill), which is not a signature: a rerun works.
     let again = run_in(
         tmp.path(),
