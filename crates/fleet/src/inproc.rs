@@ -192,7 +192,7 @@ pub(crate) fn build_queues(plan: &Plan, disk: u32, qd_cap: Option<u32>) -> Vec<Q
 /// Check the layout against the plan: block sizes and alignment against the device's
 /// logical block size with direct I/O, and every stream's largest block against the
 /// disk size actually available.
-fn check_layout(plan: &Plan, layout: &[DiskLayout], direct: bool) -> Result<(), FleetError> {
+pub fn check_layout(plan: &Plan, layout: &[DiskLayout], direct: bool) -> Result<(), FleetError> {
     for d in layout {
         if direct {
             let lbs = logical_block_size(d);
@@ -234,7 +234,7 @@ fn check_layout(plan: &Plan, layout: &[DiskLayout], direct: bool) -> Result<(), 
 /// The notice a device target owes when it, not the profile, sets the disk size: without
 /// `--disk-size` each disk is a whole device region (less the fill marker), whatever
 /// `fleet.disk_size` said. None for directories, `--disk-size`, or an equal size.
-fn device_size_notice(
+pub fn device_size_notice(
     profile_size: u64,
     layout: &[DiskLayout],
     from_cli: bool,

@@ -29,7 +29,7 @@ pub struct Context {
 /// so a negative one reaches the option's range check and its message. Stream-level fields (`bs`,
 /// `read_pct`, `random_pct`, `working_set`) apply to every stream; `qd` replaces
 /// `fleet.qd` and every rated stream's own `qd`.
-#[derive(Default, Debug, Clone)]
+#[derive(Default, Debug, Clone, PartialEq)]
 pub struct Overrides {
     pub workers: Option<i64>,
     pub disks: Option<i64>,
@@ -48,6 +48,13 @@ pub struct Overrides {
     pub io_threads: Option<i64>,
     /// `--cpus`, as typed.
     pub cpus: Option<String>,
+}
+
+impl Overrides {
+    /// No override given.
+    pub fn is_empty(&self) -> bool {
+        *self == Overrides::default()
+    }
 }
 
 /// A value and the flag it came from (None: from the profile or the default).
