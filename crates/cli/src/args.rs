@@ -159,7 +159,7 @@ pub struct RunArgs {
     /// Print the resolved plan as profile TOML (it runs as a profile file), the fleet
     /// layout and the files or device regions the run would use, then stop: nothing is
     /// created, filled or written. Every check of a real run is made (exit 2 if one fails).
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["json", "output"])]
     pub dry_run: bool,
 
     #[arg(long, allow_hyphen_values = true, help = help("fleet.workers"))]
