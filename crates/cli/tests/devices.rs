@@ -1,7 +1,7 @@
 //! Block devices through the binary, on loop devices over files in a temp dir: a device
 //! holding ext4 is refused without --destroy-data and its bytes stay identical; a blank
-//! device is split into disk regions and driven. Needs root and losetup (skips
-//! otherwise, saying so).
+//! device is split into disk regions (listed by a dry run that writes nothing) and
+//! driven. Needs root and losetup (skips otherwise, saying so).
 
 mod common;
 
@@ -109,6 +109,35 @@ fn blank_loop_device_is_split_into_regions_and_driven() {
     let tmp = tempfile::tempdir().unwrap();
     let img = image(tmp.path(), 64);
     let l = Loop::attach(&img);
+    // A dry run lists the regions it would use and writes nothing.
+    let before = digest(&l.dev);
+    let dev = l.dev.to_str().unwrap();
+    let o = run_in(
+        tmp.path(),
+        &[
+            "run",
+            "easy-run-4k70r",
+            "--target",
+            dev,
+            "--workers",
+            "2",
+            "--disks",
+            "2",
+            "--dry-run",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert_eq!(digest(&l.dev), before, "a dry run wrote the device");
+    let mib = 1u64 << 20;
+    let last = format!(
+        "worker 1 disk 1: {dev} bytes {}..{} (16380k)",
+        48 * mib,
+        64 * mib - 4096
+    );
+    assert!(out.contains(&last), "no {last:?} in\n{out}");
+    assert!(out.contains("disk_size = \"16380k\""), "{out}");
+    assert!(out.contains("not the profile's 64m"), "{out}");
     let o = run_in(
         tmp.path(),
         &[
