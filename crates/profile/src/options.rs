@@ -489,6 +489,9 @@ pub fn reference_markdown() -> String {
             ));
         }
     }
+    out.push_str(RUNS_WITHOUT_PROFILE);
+    out.push_str(&format!("\n```toml\n{}```\n", crate::flags::FLAGS_PROFILE));
+    out.push_str(DRY_RUN);
     out.push_str(
         "\n## Built-in profiles\n\nRun one with its name, show its TOML with \
          `iofleet profiles show NAME`. Fleets are scaled down to at most 2 GiB of disk per \
@@ -518,6 +521,37 @@ fn default_cell(d: &str) -> String {
 fn cell(text: &str) -> String {
     text.replace('|', "\\|").replace('\n', " ")
 }
+
+const RUNS_WITHOUT_PROFILE: &str = r#"
+## Runs without a profile
+
+`iofleet run` given no profile (and no `--group`) takes the workload from its flags, as
+fio does: `iofleet run --bs 4k --read-pct 70 --random-pct 100 --qd 32`. The flags apply to
+the default shape below exactly as they apply to any profile, with the same checks. At
+least one of the flags of the CLI flag column above must be given; a bare `iofleet run`
+is an error rather than a silent 60 s run. The run is named after its
+workload, `cli-BS-readR-randomX-qdQ` (`mixed` for a block-size list), so stored runs of
+different flag workloads are told apart. The default shape is one worker with one disk of
+1 GiB driven by one thread at qd 1, 4 KiB random reads over the whole disk, a random fill
+first, no warm-up and 60 s measured in 1 s intervals:
+"#;
+
+const DRY_RUN: &str = r#"
+## Seeing the resolved plan: `--dry-run`
+
+`iofleet run ... --dry-run` prints the plan a run would use as a profile with every key
+written out (defaults, alignment, weights, each stream's disks), then the fleet layout
+(workers per group, disks, lanes, outstanding I/O, engine, this host and its I/O threads,
+or each inventory host's share) and the disk files or device regions, as TOML comments. The
+whole output is a profile: save it and run it with `iofleet run FILE` (with the same
+`--target`; a device target sets the disk size again on each run). It makes every check a
+run makes on this host, failing the same way (exit 2), and touches nothing: no target directory, no disk
+file, no `--output` file, no results store, no SSH connection. With `--group` it prints one
+profile per group, each under a `# ---- group NAME` line; save each part to its own file. At
+most 32 files or regions are listed per target or host. On a directory target a dry run
+does not probe whether the filesystem completes reads without blocking (the run does, with
+a scratch file, to choose between io_uring and psync under `--engine auto`).
+"#;
 
 const REFERENCE_INTRO: &str = r#"# Profile reference
 
