@@ -113,10 +113,7 @@ pub fn print(groups: &[GroupPlan], at: Where<'_>, settings: &RunSettings) -> Res
         .iter()
         .map(|g| g.plan.fleet.workers as u64 * g.plan.fleet.disks_per_worker as u64)
         .sum();
-    let outstanding: u64 = groups
-        .iter()
-        .map(|g| g.plan.configured_outstanding())
-        .sum();
+    let outstanding: u64 = groups.iter().map(|g| g.plan.configured_outstanding()).sum();
     writeln!(out, "# Fleet").ok();
     writeln!(out, "#   workers:     {total_workers}").ok();
     for g in &groups {
@@ -145,7 +142,12 @@ pub fn print(groups: &[GroupPlan], at: Where<'_>, settings: &RunSettings) -> Res
         "#   outstanding: {outstanding} I/Os when every lane is full"
     )
     .ok();
-    writeln!(out, "#   engine:      {}", engine_line(&settings.engine, &at)).ok();
+    writeln!(
+        out,
+        "#   engine:      {}",
+        engine_line(&settings.engine, &at)
+    )
+    .ok();
     writeln!(
         out,
         "#   direct I/O:  {}",
@@ -159,8 +161,18 @@ pub fn print(groups: &[GroupPlan], at: Where<'_>, settings: &RunSettings) -> Res
 
     match at {
         Where::Local(target) => {
-            writeln!(out, "#   host:        {} (this host)", iofleet_fleet::sys::hostname()).ok();
-            writeln!(out, "#   I/O threads: {}", io_threads_line(&groups, &settings.engine, lanes)).ok();
+            writeln!(
+                out,
+                "#   host:        {} (this host)",
+                iofleet_fleet::sys::hostname()
+            )
+            .ok();
+            writeln!(
+                out,
+                "#   I/O threads: {}",
+                io_threads_line(&groups, &settings.engine, lanes)
+            )
+            .ok();
             if !caps.needs_target {
                 writeln!(
                     out,
@@ -233,7 +245,10 @@ fn engine_line(engine: &EngineSpec, at: &Where<'_>) -> String {
 fn io_threads_line(groups: &[GroupPlan], engine: &EngineSpec, lanes: u64) -> String {
     let lanes = lanes.max(1);
     if !engine.caps().async_qd {
-        return format!("{lanes} (one per lane: {} keeps one I/O in flight per thread)", engine.name());
+        return format!(
+            "{lanes} (one per lane: {} keeps one I/O in flight per thread)",
+            engine.name()
+        );
     }
     let asked = groups.iter().filter_map(|g| g.plan.fleet.io_threads).max();
     let cpus = groups.iter().find_map(|g| g.plan.fleet.cpus.clone());
@@ -246,10 +261,16 @@ fn io_threads_line(groups: &[GroupPlan], engine: &EngineSpec, lanes: u64) -> Str
         ),
     };
     let pinned = match &cpus {
-        Some(c) => format!(", pinned to CPUs {}", iofleet_fleet::sys::format_cpu_list(c)),
+        Some(c) => format!(
+            ", pinned to CPUs {}",
+            iofleet_fleet::sys::format_cpu_list(c)
+        ),
         None => String::new(),
     };
-    format!("{} ({why}, at most one per lane{pinned})", n.clamp(1, lanes))
+    format!(
+        "{} ({why}, at most one per lane{pinned})",
+        n.clamp(1, lanes)
+    )
 }
 
 fn target_lines(out: &mut String, target: &TargetSpec, layout: &[DiskLayout]) {
@@ -331,13 +352,17 @@ fn host_lines(out: &mut String, h: &HostSpec, base: u32, count: u32, groups: &[G
                 for w in lo..hi {
                     for d in 0..g.plan.fleet.disks_per_worker {
                         files.push(
-                            PathBuf::from(dir)
-                                .join(iofleet_engine::target::disk_file_name(w, d)),
+                            PathBuf::from(dir).join(iofleet_engine::target::disk_file_name(w, d)),
                         );
                     }
                 }
             }
-            writeln!(out, "#     target directory {dir}: {} disk file(s)", files.len()).ok();
+            writeln!(
+                out,
+                "#     target directory {dir}: {} disk file(s)",
+                files.len()
+            )
+            .ok();
             for f in files.iter().take(LIST_AT_MOST) {
                 writeln!(out, "#       {}", f.display()).ok();
             }

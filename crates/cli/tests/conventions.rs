@@ -14,7 +14,10 @@ fn completions_for_bash_zsh_and_fish() {
         let script = stdout(&o);
         assert!(script.len() > 200, "{shell}: {script}");
         assert!(script.contains("run"), "{shell}: no `run` in the script");
-        assert!(script.contains("dry-run"), "{shell}: no --dry-run in the script");
+        assert!(
+            script.contains("dry-run"),
+            "{shell}: no --dry-run in the script"
+        );
     }
     // The bash script is valid bash.
     let script = d.path().join("iofleet.bash");
@@ -24,7 +27,11 @@ fn completions_for_bash_zsh_and_fish() {
         .arg(&script)
         .output()
         .expect("bash runs");
-    assert!(check.status.success(), "{}", String::from_utf8_lossy(&check.stderr));
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
     // An unknown shell is a clap error naming the choices, exit 2.
     let o = run_in(d.path(), &["completions", "tcsh"]);
     assert_eq!(o.status.code(), Some(2));

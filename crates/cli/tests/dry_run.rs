@@ -112,7 +112,13 @@ fn dry_run_prints_a_profile_that_runs_and_touches_nothing() {
     let t = d.path().join("data");
     let out = dry_run(
         d.path(),
-        &["easy-run-4k70r", "--target", t.to_str().unwrap(), "--qd", "2"],
+        &[
+            "easy-run-4k70r",
+            "--target",
+            t.to_str().unwrap(),
+            "--qd",
+            "2",
+        ],
     );
     assert!(!t.exists(), "a dry run created the target directory");
     for needle in [
@@ -132,7 +138,10 @@ fn dry_run_prints_a_profile_that_runs_and_touches_nothing() {
     // Saved as a file, it is a profile: it runs, and a dry run of it prints the same plan.
     let p = d.path().join("plan.toml");
     fs::write(&p, &out).unwrap();
-    let again = dry_run(d.path(), &[p.to_str().unwrap(), "--target", t.to_str().unwrap()]);
+    let again = dry_run(
+        d.path(),
+        &[p.to_str().unwrap(), "--target", t.to_str().unwrap()],
+    );
     assert_eq!(toml_lines(&again), toml_lines(&out));
     let v = run_json(
         d.path(),
@@ -180,7 +189,10 @@ fn dry_run_of_a_flags_run_leaves_an_existing_target_unchanged() {
         ],
     );
     assert_eq!(snapshot(d.path()), before, "a dry run changed the target");
-    assert!(out.contains("qd = 8") && out.contains("duration = \"2s\""), "{out}");
+    assert!(
+        out.contains("qd = 8") && out.contains("duration = \"2s\""),
+        "{out}"
+    );
     assert!(out.contains("(exists)"), "{out}");
     assert!(!db.exists(), "a dry run opened the results store");
 }
@@ -242,13 +254,25 @@ fn dry_run_of_groups_and_hosts() {
     .unwrap();
     let out = dry_run(
         d.path(),
-        &["easy-run-4k70r", "--hosts", inv.to_str().unwrap(), "--workers", "3"],
+        &[
+            "easy-run-4k70r",
+            "--hosts",
+            inv.to_str().unwrap(),
+            "--workers",
+            "3",
+        ],
     );
     assert!(
         out.contains("host nowhere-a.invalid (ssh nowhere-a.invalid): workers 0..=0"),
         "{out}"
     );
     assert!(out.contains("/var/tmp/iofleet/w000-d007.iofleet"), "{out}");
-    assert!(out.contains("host nowhere-b.invalid (ssh nowhere-b.invalid): workers 1..=2"), "{out}");
-    assert!(out.contains("/dev/nvme9n1 (regions are planned on the host)"), "{out}");
+    assert!(
+        out.contains("host nowhere-b.invalid (ssh nowhere-b.invalid): workers 1..=2"),
+        "{out}"
+    );
+    assert!(
+        out.contains("/dev/nvme9n1 (regions are planned on the host)"),
+        "{out}"
+    );
 }

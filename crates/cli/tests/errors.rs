@@ -266,7 +266,10 @@ fn run_help_marks_no_override_flag_as_required() {
     let o = run_in(d.path(), &["run", "--help"]);
     assert_eq!(o.status.code(), Some(0));
     let help = stdout(&o);
-    assert!(help.contains("--read-pct") && help.contains("--dry-run"), "{help}");
+    assert!(
+        help.contains("--read-pct") && help.contains("--dry-run"),
+        "{help}"
+    );
     assert!(!help.contains("Required"), "{help}");
 }
 

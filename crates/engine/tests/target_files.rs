@@ -46,7 +46,10 @@ fn layout_names_sizes_and_order_without_creating_files() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("new/sub");
     let layout = plan_layout(&TargetSpec::Dir(dir.clone()), &req(2, 3, 4 * MIB)).unwrap();
-    assert!(!dir.exists(), "planning creates nothing, not even the directory");
+    assert!(
+        !dir.exists(),
+        "planning creates nothing, not even the directory"
+    );
     let got: Vec<(u32, u32, PathBuf)> = layout
         .iter()
         .map(|d| (d.worker, d.disk, d.path.clone()))
@@ -61,7 +64,11 @@ fn layout_names_sizes_and_order_without_creating_files() {
         assert_eq!(logical_block_size(d), 512);
     }
     create_files(&layout).unwrap();
-    assert_eq!(files_in(&dir).len(), 6, "create_files creates the directory too");
+    assert_eq!(
+        files_in(&dir).len(),
+        6,
+        "create_files creates the directory too"
+    );
 }
 
 #[test]
@@ -70,7 +77,11 @@ fn refused_plan_in_a_missing_directory_leaves_nothing() {
     let dir = tmp.path().join("new/sub");
     let e = plan_layout(&TargetSpec::Dir(dir.clone()), &req(2, 2, 1u64 << 50)).unwrap_err();
     assert!(matches!(e, TargetError::NoSpace { .. }), "{e:?}");
-    assert!(files_in(tmp.path()).is_empty(), "{:?}", files_in(tmp.path()));
+    assert!(
+        files_in(tmp.path()).is_empty(),
+        "{:?}",
+        files_in(tmp.path())
+    );
     // Under a regular file the directory cannot be created: said before anything is.
     let f = tmp.path().join("file");
     fs::write(&f, b"x").unwrap();

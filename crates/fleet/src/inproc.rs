@@ -845,7 +845,10 @@ mod tests {
         ];
         let n = device_size_notice(64 * mib, &regions, false).unwrap();
         assert!(n.starts_with("--target /dev/loop7: "), "{n}");
-        assert!(n.contains("disk size is 16380k, not the profile's 64m"), "{n}");
+        assert!(
+            n.contains("disk size is 16380k, not the profile's 64m"),
+            "{n}"
+        );
         assert!(n.contains("--disk-size"), "{n}");
         // Given with --disk-size, or equal to the profile's, or a directory: nothing to say.
         assert_eq!(device_size_notice(64 * mib, &regions, true), None);
@@ -858,7 +861,10 @@ mod tests {
             disk("/dev/b", 12 * mib, true),
         ];
         let n = device_size_notice(64 * mib, &mixed, false).unwrap();
-        assert!(n.contains("--target /dev/a /dev/b") && n.contains("8m to 12m"), "{n}");
+        assert!(
+            n.contains("--target /dev/a /dev/b") && n.contains("8m to 12m"),
+            "{n}"
+        );
     }
 
     fn plan_with(streams: Vec<StreamPlan>, disks: u32) -> Plan {

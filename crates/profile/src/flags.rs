@@ -105,7 +105,10 @@ mod tests {
         };
         let e = resolve_flags(&ov, &Context::default()).unwrap_err();
         let msg = e.to_string();
-        assert!(msg.starts_with("command line: --qd (fleet.qd): -1"), "{msg}");
+        assert!(
+            msg.starts_with("command line: --qd (fleet.qd): -1"),
+            "{msg}"
+        );
         assert!(msg.contains("must be at least 1"), "{msg}");
     }
 }

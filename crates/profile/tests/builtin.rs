@@ -140,7 +140,10 @@ fn published_parameters_are_kept() {
     // The VxRail report's workload is vdb-8vmdk-10ws-4k-70rdpct-30randompct-2threads.
     let p = plan("vxrail-4k7030");
     let s = &p.streams[0];
-    assert_eq!((s.read_pct, s.random_pct, s.working_set_pct), (70.0, 30.0, 10.0));
+    assert_eq!(
+        (s.read_pct, s.random_pct, s.working_set_pct),
+        (70.0, 30.0, 10.0)
+    );
     assert_eq!((p.fleet.disks_per_worker, p.fleet.threads_per_disk), (8, 2));
 
     let p = plan("jesd219");
