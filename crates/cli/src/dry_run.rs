@@ -167,10 +167,15 @@ pub fn print(groups: &[GroupPlan], at: Where<'_>, settings: &RunSettings) -> Res
                 iofleet_fleet::sys::hostname()
             )
             .ok();
+            // What `auto` becomes here decides one I/O thread per lane (psync) or not.
+            let engine = settings
+                .engine
+                .resolve(&mut Vec::new())
+                .unwrap_or_else(|_| settings.engine.clone());
             writeln!(
                 out,
                 "#   I/O threads: {}",
-                io_threads_line(&groups, &settings.engine, lanes)
+                io_threads_line(&groups, &engine, lanes)
             )
             .ok();
             if !caps.needs_target {
