@@ -80,8 +80,9 @@ pub enum PrepareArg {
     None,
 }
 
-// Numeric flags take values starting with '-' (`allow_hyphen_values`), so `--qd -1`
-// reaches the option's own range check instead of clap's "unexpected argument".
+// Numeric flags take negative numbers (`allow_negative_numbers`; sizes and durations,
+// which are not plain numbers, `allow_hyphen_values`), so `--qd -1` reaches the option's
+// own range check instead of clap's "unexpected argument".
 fn size(s: &str) -> Result<Bytes, String> {
     if s.trim_start().starts_with('-') {
         return Err("a size cannot be negative".into());
@@ -162,27 +163,27 @@ pub struct RunArgs {
     #[arg(long, conflicts_with_all = ["json", "output"])]
     pub dry_run: bool,
 
-    #[arg(long, allow_hyphen_values = true, help = help("fleet.workers"))]
+    #[arg(long, allow_negative_numbers = true, help = help("fleet.workers"))]
     pub workers: Option<i64>,
-    #[arg(long, allow_hyphen_values = true, help = help("fleet.disks_per_worker"))]
+    #[arg(long, allow_negative_numbers = true, help = help("fleet.disks_per_worker"))]
     pub disks: Option<i64>,
     #[arg(long, allow_hyphen_values = true, value_parser = size, help = help("fleet.disk_size"))]
     pub disk_size: Option<Bytes>,
-    #[arg(long, allow_hyphen_values = true, help = help("fleet.threads_per_disk"))]
+    #[arg(long, allow_negative_numbers = true, help = help("fleet.threads_per_disk"))]
     pub threads: Option<i64>,
-    #[arg(long, allow_hyphen_values = true, help = help("fleet.qd"))]
+    #[arg(long, allow_negative_numbers = true, help = help("fleet.qd"))]
     pub qd: Option<i64>,
-    #[arg(long, value_name = "N", allow_hyphen_values = true, help = help("fleet.io_threads"))]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, help = help("fleet.io_threads"))]
     pub io_threads: Option<i64>,
     #[arg(long, value_name = "LIST", help = help("fleet.cpus"))]
     pub cpus: Option<String>,
     #[arg(long, value_parser = block_sizes, help = help("stream.bs"))]
     pub bs: Option<BlockSizes>,
-    #[arg(long, allow_hyphen_values = true, help = help("stream.read_pct"))]
+    #[arg(long, allow_negative_numbers = true, help = help("stream.read_pct"))]
     pub read_pct: Option<f64>,
-    #[arg(long, allow_hyphen_values = true, help = help("stream.random_pct"))]
+    #[arg(long, allow_negative_numbers = true, help = help("stream.random_pct"))]
     pub random_pct: Option<f64>,
-    #[arg(long, allow_hyphen_values = true, help = help("stream.working_set_pct"))]
+    #[arg(long, allow_negative_numbers = true, help = help("stream.working_set_pct"))]
     pub working_set: Option<f64>,
     #[arg(long, allow_hyphen_values = true, value_parser = duration, help = help("timing.duration"))]
     pub duration: Option<Duration>,
@@ -190,7 +191,7 @@ pub struct RunArgs {
     pub warmup: Option<Duration>,
     #[arg(long, allow_hyphen_values = true, value_parser = duration, help = help("timing.interval"))]
     pub interval: Option<Duration>,
-    #[arg(long, allow_hyphen_values = true, help = help("timing.rate_iops"))]
+    #[arg(long, allow_negative_numbers = true, help = help("timing.rate_iops"))]
     pub rate: Option<f64>,
     #[arg(long, value_enum, help = help("timing.prepare"))]
     pub prepare: Option<PrepareArg>,
@@ -208,7 +209,7 @@ pub struct RunArgs {
     #[arg(long, short)]
     pub quiet: bool,
     /// Seed for offsets and data (same seed, same I/O sequence per thread).
-    #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub seed: u64,
     /// Results store: --db, --no-save, --name, --label.
     #[command(flatten)]

@@ -246,6 +246,12 @@ fn negative_numbers_reach_the_flags_own_range_check() {
             expect_input_error(d.path(), &args, &[flag, why]);
         }
     }
+    // A flag after a numeric flag is still a flag, not its value.
+    expect_input_error(
+        d.path(),
+        &["run", "easy-run-4k70r", "--qd", "--json"],
+        &["--qd", "a value is required"],
+    );
 }
 
 #[test]
