@@ -29,7 +29,8 @@ pub struct Cli {
 // Parsed once per process: the size of the `run` variant does not matter.
 #[allow(clippy::large_enum_variant)]
 pub enum Command {
-    /// Run a profile (built-in name or a .toml file) and print the result.
+    /// Run a profile (built-in name or a .toml file), or a workload given by flags, and
+    /// print the result; `--dry-run` prints the plan instead.
     Run(RunArgs),
     /// List, show and document the built-in profiles.
     #[command(subcommand)]
