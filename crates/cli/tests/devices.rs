@@ -138,6 +138,22 @@ fn blank_loop_device_is_split_into_regions_and_driven() {
     assert!(out.contains(&last), "no {last:?} in\n{out}");
     assert!(out.contains("disk_size = \"16380k\""), "{out}");
     assert!(out.contains("not the profile's 64m"), "{out}");
+    // Worker groups would split the same device: refused by a dry run as by a run.
+    let o = run_in(
+        tmp.path(),
+        &[
+            "run",
+            "--group",
+            "a=easy-run-4k70r:1",
+            "--group",
+            "b=easy-run-4k70r:1",
+            "--target",
+            dev,
+            "--dry-run",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("worker groups need a directory target"));
     let o = run_in(
         tmp.path(),
         &[

@@ -275,4 +275,39 @@ fn dry_run_of_groups_and_hosts() {
         out.contains("/dev/nvme9n1 (regions are planned on the host)"),
         "{out}"
     );
+
+    // Inventory errors are the run's: pins beyond the run's workers, a missing file.
+    let pins = d.path().join("pins.toml");
+    fs::write(
+        &pins,
+        "[[host]]\ndestination = \"a.invalid\"\nworkers = 5\n\
+         [[host]]\ndestination = \"b.invalid\"\n",
+    )
+    .unwrap();
+    let o = run_in(
+        d.path(),
+        &[
+            "run",
+            "easy-run-4k70r",
+            "--hosts",
+            pins.to_str().unwrap(),
+            "--workers",
+            "2",
+            "--dry-run",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("pins 5 workers"), "{}", stderr(&o));
+    let o = run_in(
+        d.path(),
+        &[
+            "run",
+            "easy-run-4k70r",
+            "--hosts",
+            "missing.toml",
+            "--dry-run",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("missing.toml"), "{}", stderr(&o));
 }
