@@ -191,7 +191,7 @@ pub(crate) fn build_queues(plan: &Plan, disk: u32) -> Vec<QueueSpec> {
 /// Check the layout against the plan: block sizes and alignment against the device's
 /// logical block size with direct I/O, and every stream's largest block against the
 /// disk size actually available.
-fn check_layout(plan: &Plan, layout: &[DiskLayout], direct: bool) -> Result<(), FleetError> {
+pub fn check_layout(plan: &Plan, layout: &[DiskLayout], direct: bool) -> Result<(), FleetError> {
     for d in layout {
         if direct {
             let lbs = logical_block_size(d);
@@ -228,6 +228,38 @@ fn check_layout(plan: &Plan, layout: &[DiskLayout], direct: bool) -> Result<(), 
         }
     }
     Ok(())
+}
+
+/// The notice a device target owes when it, not the profile, sets the disk size: without
+/// `--disk-size` each disk is a whole device region (less the fill marker), whatever
+/// `fleet.disk_size` said. None for directories, `--disk-size`, or an equal size.
+pub fn device_size_notice(
+    profile_size: u64,
+    layout: &[DiskLayout],
+    from_cli: bool,
+) -> Option<String> {
+    let devs: Vec<&DiskLayout> = layout.iter().filter(|d| d.is_device).collect();
+    let lo = devs.iter().map(|d| d.size).min()?;
+    let hi = devs.iter().map(|d| d.size).max()?;
+    if from_cli || (lo == profile_size && hi == profile_size) {
+        return None;
+    }
+    let mut paths: Vec<String> = devs.iter().map(|d| d.path.display().to_string()).collect();
+    paths.dedup();
+    let size = if lo == hi {
+        format!("{}", iofleet_profile::Bytes(lo))
+    } else {
+        format!(
+            "{} to {}",
+            iofleet_profile::Bytes(lo),
+            iofleet_profile::Bytes(hi)
+        )
+    };
+    Some(format!(
+        "--target {}: each disk is an equal region of the device (less a 4k fill marker), so the disk size is {size}, not the profile's {} (fleet.disk_size); give --disk-size to choose it",
+        paths.join(" "),
+        iofleet_profile::Bytes(profile_size)
+    ))
 }
 
 /// Fill every disk that lacks a valid marker; returns false when interrupted.
@@ -396,6 +428,11 @@ impl Launcher for ThreadLauncher {
                     },
                 )?;
                 check_layout(&g.plan, &layout, cfg.direct)?;
+                notices.extend(device_size_notice(
+                    f.disk_size.0,
+                    &layout,
+                    cfg.disk_size_from_cli,
+                ));
                 layouts.push((gi, layout));
             }
             if cfg.cleanup {
@@ -813,6 +850,45 @@ mod tests {
     use super::*;
     use crate::fixtures;
     use iofleet_profile::StreamPlan;
+
+    #[test]
+    fn a_device_target_that_replaces_the_disk_size_says_so() {
+        let disk = |path: &str, size: u64, is_device: bool| DiskLayout {
+            worker: 0,
+            disk: 0,
+            path: path.into(),
+            region_offset: 0,
+            size,
+            is_device,
+        };
+        let mib = 1u64 << 20;
+        let regions = [
+            disk("/dev/loop7", 16 * mib - 4096, true),
+            disk("/dev/loop7", 16 * mib - 4096, true),
+        ];
+        let n = device_size_notice(64 * mib, &regions, false).unwrap();
+        assert!(n.starts_with("--target /dev/loop7: "), "{n}");
+        assert!(
+            n.contains("disk size is 16380k, not the profile's 64m"),
+            "{n}"
+        );
+        assert!(n.contains("--disk-size"), "{n}");
+        // Given with --disk-size, or equal to the profile's, or a directory: nothing to say.
+        assert_eq!(device_size_notice(64 * mib, &regions, true), None);
+        assert_eq!(device_size_notice(16 * mib - 4096, &regions, false), None);
+        let files = [disk("d/w000-d000.iofleet", 64 * mib, false)];
+        assert_eq!(device_size_notice(32 * mib, &files, false), None);
+        // Regions of unequal devices: the range.
+        let mixed = [
+            disk("/dev/a", 8 * mib, true),
+            disk("/dev/b", 12 * mib, true),
+        ];
+        let n = device_size_notice(64 * mib, &mixed, false).unwrap();
+        assert!(
+            n.contains("--target /dev/a /dev/b") && n.contains("8m to 12m"),
+            "{n}"
+        );
+    }
 
     fn plan_with(streams: Vec<StreamPlan>, disks: u32) -> Plan {
         fixtures::plan(fixtures::fleet(1, disks, 2, 4), streams)
