@@ -175,7 +175,7 @@ pub fn print(groups: &[GroupPlan], at: Where<'_>, settings: &RunSettings) -> Res
             writeln!(
                 out,
                 "#   I/O threads: {}",
-                io_threads_line(&groups, &engine, lanes)
+                io_threads_line(&groups, &engine)?
             )
             .ok();
             if !caps.needs_target {
@@ -243,27 +243,20 @@ fn engine_line(engine: &EngineSpec, at: &Where<'_>) -> String {
     }
 }
 
-/// The I/O threads the in-process launcher would start (the rule of its lane placement):
-/// engines with one I/O in flight per thread get one per lane; others get
-/// `fleet.io_threads`, else one per `fleet.cpus` entry, else one per CPU this process may
-/// use, never more than there are lanes.
-fn io_threads_line(groups: &[GroupPlan], engine: &EngineSpec, lanes: u64) -> String {
-    let lanes = lanes.max(1);
-    if !engine.caps().async_qd {
-        return format!(
-            "{lanes} (one per lane: {} keeps one I/O in flight per thread)",
+/// The I/O threads the in-process launcher would start, from its own placement.
+fn io_threads_line(groups: &[GroupPlan], engine: &EngineSpec) -> Result<String, Exit> {
+    let (n, lanes, cpus) =
+        iofleet_fleet::inproc::planned_io_threads(groups, engine).map_err(fleet_exit)?;
+    let caps = engine.caps();
+    let why = if !caps.async_qd {
+        format!(
+            "one per lane: {} keeps one I/O in flight per thread",
             engine.name()
-        );
-    }
-    let asked = groups.iter().filter_map(|g| g.plan.fleet.io_threads).max();
-    let cpus = groups.iter().find_map(|g| g.plan.fleet.cpus.clone());
-    let (n, why) = match (asked, &cpus) {
-        (Some(n), _) => (n as u64, "fleet.io_threads".to_string()),
-        (None, Some(c)) => (c.len() as u64, "one per CPU of fleet.cpus".to_string()),
-        (None, None) => (
-            iofleet_fleet::sys::allowed_cpus().len() as u64,
-            "one per CPU this process may use".to_string(),
-        ),
+        )
+    } else if caps.device_per_disk {
+        "a disk's lanes share one thread, as they share its simulated device".to_string()
+    } else {
+        format!("{lanes} lane(s) shared among them")
     };
     let pinned = match &cpus {
         Some(c) => format!(
@@ -272,10 +265,7 @@ fn io_threads_line(groups: &[GroupPlan], engine: &EngineSpec, lanes: u64) -> Str
         ),
         None => String::new(),
     };
-    format!(
-        "{} ({why}, at most one per lane{pinned})",
-        n.clamp(1, lanes)
-    )
+    Ok(format!("{n} ({why}{pinned})"))
 }
 
 fn target_lines(out: &mut String, target: &TargetSpec, layout: &[DiskLayout]) {

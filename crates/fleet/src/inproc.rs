@@ -374,36 +374,8 @@ impl Launcher for ThreadLauncher {
             ));
         }
         let mut groups = groups.to_vec();
-        let offsets = stream_offsets(&groups);
-
         // Lanes, before any target is touched. Queues index the combined streams.
-        let mut lanes = Vec::new();
-        for (g, offset) in groups.iter().zip(&offsets) {
-            let f = &g.plan.fleet;
-            for w in g.worker_base..g.worker_base + f.workers {
-                for d in 0..f.disks_per_worker {
-                    let mut queues = build_queues(&g.plan, d);
-                    if queues.is_empty() {
-                        continue; // no stream uses this disk
-                    }
-                    for q in &mut queues {
-                        q.streams.iter_mut().for_each(|s| s.0 += offset);
-                    }
-                    for t in 0..f.threads_per_disk {
-                        lanes.push(LaneSpec {
-                            worker: w,
-                            disk: d,
-                            thread: t,
-                            threads_per_disk: f.threads_per_disk,
-                            queues: queues.clone(),
-                            seed: lane_seed(cfg.seed, w, d, t),
-                            region_offset: 0,
-                            disk_size: f.disk_size.0,
-                        });
-                    }
-                }
-            }
-        }
+        let mut lanes = build_lanes(&groups, cfg.seed);
         let placement = place_lanes(&lanes, &groups, caps.async_qd, notices)?;
 
         // Targets: every check before any write, then create, then fill.
@@ -604,6 +576,54 @@ impl Launcher for ThreadLauncher {
 struct Placement {
     threads: usize,
     cpus: Option<Vec<usize>>,
+}
+
+/// Every lane of every group: one per thread of each disk some stream uses, in worker,
+/// disk, thread order. Queues index the groups' combined streams.
+fn build_lanes(groups: &[GroupPlan], seed: u64) -> Vec<LaneSpec> {
+    let offsets = stream_offsets(groups);
+    let mut lanes = Vec::new();
+    for (g, offset) in groups.iter().zip(&offsets) {
+        let f = &g.plan.fleet;
+        for w in g.worker_base..g.worker_base + f.workers {
+            for d in 0..f.disks_per_worker {
+                let mut queues = build_queues(&g.plan, d);
+                if queues.is_empty() {
+                    continue; // no stream uses this disk
+                }
+                for q in &mut queues {
+                    q.streams.iter_mut().for_each(|s| s.0 += offset);
+                }
+                for t in 0..f.threads_per_disk {
+                    lanes.push(LaneSpec {
+                        worker: w,
+                        disk: d,
+                        thread: t,
+                        threads_per_disk: f.threads_per_disk,
+                        queues: queues.clone(),
+                        seed: lane_seed(seed, w, d, t),
+                        region_offset: 0,
+                        disk_size: f.disk_size.0,
+                    });
+                }
+            }
+        }
+    }
+    lanes
+}
+
+/// The I/O threads a run of `groups` on `engine` would start in this process, by the
+/// same placement the run uses: their number, the lanes they drive, and the CPUs they
+/// are pinned to (for `--dry-run`). `engine` should be resolved for this host.
+pub fn planned_io_threads(
+    groups: &[GroupPlan],
+    engine: &EngineSpec,
+) -> Result<(usize, usize, Option<Vec<usize>>), FleetError> {
+    let caps = engine.caps();
+    let lanes = build_lanes(groups, 0);
+    let placement = place_lanes(&lanes, groups, caps.async_qd, &mut Vec::new())?;
+    let threads = placement.threads(&lanes, &caps).len();
+    Ok((threads, lanes.len(), placement.cpus))
 }
 
 /// Decide the I/O threads: `io_threads` (largest asked by any group), else one per CPU
