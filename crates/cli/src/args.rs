@@ -29,7 +29,8 @@ pub struct Cli {
 // Parsed once per process: the size of the `run` variant does not matter.
 #[allow(clippy::large_enum_variant)]
 pub enum Command {
-    /// Run a profile (built-in name or a .toml file) and print the result.
+    /// Run a profile (built-in name or a .toml file), or a workload given by flags, and
+    /// print the result; `--dry-run` prints the plan instead.
     Run(RunArgs),
     /// List, show and document the built-in profiles.
     #[command(subcommand)]
@@ -43,6 +44,18 @@ pub enum Command {
     Report(crate::cmd_report::ReportArgs),
     /// Print the version, result schema version and io_uring availability.
     Version,
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout,
+    /// e.g. `iofleet completions bash > /etc/bash_completion.d/iofleet`.
+    Completions {
+        /// The shell to complete for.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) on stdout: iofleet(1), or iofleet-SUBCOMMAND(1), e.g.
+    /// `iofleet man run | man -l -`.
+    Man {
+        /// A subcommand, for its own page (`run`, `results`, ...).
+        subcommand: Option<String>,
+    },
     /// Serve a controller on stdin/stdout (started by `run --hosts` over SSH).
     #[command(hide = true)]
     Agent,
@@ -68,10 +81,19 @@ pub enum PrepareArg {
     None,
 }
 
+// Numeric flags take negative numbers (`allow_negative_numbers`; sizes and durations,
+// which are not plain numbers, `allow_hyphen_values`), so `--qd -1` reaches the option's
+// own range check instead of clap's "unexpected argument".
 fn size(s: &str) -> Result<Bytes, String> {
+    if s.trim_start().starts_with('-') {
+        return Err("a size cannot be negative".into());
+    }
     parse_bytes(s)
 }
 fn duration(s: &str) -> Result<Duration, String> {
+    if s.trim_start().starts_with('-') {
+        return Err("a duration cannot be negative".into());
+    }
     parse_duration(s)
 }
 fn block_sizes(s: &str) -> Result<BlockSizes, String> {
@@ -84,7 +106,9 @@ fn engine(s: &str) -> Result<EngineSpec, String> {
 #[derive(Args, Debug)]
 pub struct RunArgs {
     /// Built-in profile name (`iofleet profiles list`) or path to a profile .toml file.
-    #[arg(required_unless_present = "group")]
+    /// Without one (and without --group), the workload flags below apply to a default
+    /// shape: 1 worker, 1 disk of 1g, 1 thread, qd 1, 4k random reads, 60s (see
+    /// docs/profiles.md).
     pub profile: Option<String>,
     /// A worker group NAME=PROFILE[:WORKERS] (repeatable): several profiles run at once on
     /// one timeline, e.g. `--group vdi=vmfleet-vdi:20 --group sql=vmfleet-sql:4`;
@@ -111,7 +135,7 @@ pub struct RunArgs {
     pub metrics_listen: Option<String>,
     /// With --hosts: a host still silent this long after the run's end (or a Ctrl-C) is
     /// marked lost, as a host whose connection closed would be.
-    #[arg(long, value_parser = duration, default_value = "30s", value_name = "DURATION")]
+    #[arg(long, value_parser = duration, default_value = "30s", value_name = "DURATION", allow_hyphen_values = true)]
     pub host_timeout: Duration,
     /// With --hosts: a host lost mid-run does not make the exit code 3.
     #[arg(long)]
@@ -140,36 +164,41 @@ pub struct RunArgs {
     /// Use O_DIRECT (bypass the page cache); `--direct=false` for filesystems that refuse it.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub direct: bool,
+    /// Print the resolved plan as profile TOML (it runs as a profile file), the fleet
+    /// layout and the files or device regions the run would use, then stop: nothing is
+    /// created, filled or written. Every check of a real run is made (exit 2 if one fails).
+    #[arg(long, conflicts_with_all = ["json", "output"])]
+    pub dry_run: bool,
 
-    #[arg(long, help = help("fleet.workers"))]
-    pub workers: Option<u32>,
-    #[arg(long, help = help("fleet.disks_per_worker"))]
-    pub disks: Option<u32>,
-    #[arg(long, value_parser = size, help = help("fleet.disk_size"))]
+    #[arg(long, allow_negative_numbers = true, help = help("fleet.workers"))]
+    pub workers: Option<i64>,
+    #[arg(long, allow_negative_numbers = true, help = help("fleet.disks_per_worker"))]
+    pub disks: Option<i64>,
+    #[arg(long, allow_hyphen_values = true, value_parser = size, help = help("fleet.disk_size"))]
     pub disk_size: Option<Bytes>,
-    #[arg(long, help = help("fleet.threads_per_disk"))]
-    pub threads: Option<u32>,
-    #[arg(long, help = help("fleet.qd"))]
-    pub qd: Option<u32>,
-    #[arg(long, value_name = "N", help = help("fleet.io_threads"))]
-    pub io_threads: Option<u32>,
+    #[arg(long, allow_negative_numbers = true, help = help("fleet.threads_per_disk"))]
+    pub threads: Option<i64>,
+    #[arg(long, allow_negative_numbers = true, help = help("fleet.qd"))]
+    pub qd: Option<i64>,
+    #[arg(long, value_name = "N", allow_negative_numbers = true, help = help("fleet.io_threads"))]
+    pub io_threads: Option<i64>,
     #[arg(long, value_name = "LIST", help = help("fleet.cpus"))]
     pub cpus: Option<String>,
     #[arg(long, value_parser = block_sizes, help = help("stream.bs"))]
     pub bs: Option<BlockSizes>,
-    #[arg(long, help = help("stream.read_pct"))]
+    #[arg(long, allow_negative_numbers = true, help = help("stream.read_pct"))]
     pub read_pct: Option<f64>,
-    #[arg(long, help = help("stream.random_pct"))]
+    #[arg(long, allow_negative_numbers = true, help = help("stream.random_pct"))]
     pub random_pct: Option<f64>,
-    #[arg(long, help = help("stream.working_set_pct"))]
+    #[arg(long, allow_negative_numbers = true, help = help("stream.working_set_pct"))]
     pub working_set: Option<f64>,
-    #[arg(long, value_parser = duration, help = help("timing.duration"))]
+    #[arg(long, allow_hyphen_values = true, value_parser = duration, help = help("timing.duration"))]
     pub duration: Option<Duration>,
-    #[arg(long, value_parser = duration, help = help("timing.warmup"))]
+    #[arg(long, allow_hyphen_values = true, value_parser = duration, help = help("timing.warmup"))]
     pub warmup: Option<Duration>,
-    #[arg(long, value_parser = duration, help = help("timing.interval"))]
+    #[arg(long, allow_hyphen_values = true, value_parser = duration, help = help("timing.interval"))]
     pub interval: Option<Duration>,
-    #[arg(long, help = help("timing.rate_iops"))]
+    #[arg(long, allow_negative_numbers = true, help = help("timing.rate_iops"))]
     pub rate: Option<f64>,
     #[arg(long, value_enum, help = help("timing.prepare"))]
     pub prepare: Option<PrepareArg>,
@@ -191,7 +220,7 @@ pub struct RunArgs {
     #[arg(long, short)]
     pub quiet: bool,
     /// Seed for offsets and data (same seed, same I/O sequence per thread).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub seed: u64,
     /// Results store: --db, --no-save, --name, --label.
     #[command(flatten)]

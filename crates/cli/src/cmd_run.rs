@@ -1,5 +1,7 @@
-//! `iofleet run`: resolve the profile with the command-line overrides, choose targets
-//! and engine, run with a live view and Ctrl-C handling, then export the result.
+//! `iofleet run`: resolve the profile (or, without one, the default shape of
+//! `iofleet_profile::flags`) with the command-line overrides, choose targets and engine,
+//! then either print the plan (`--dry-run`, see `dry_run`) or run with a live view and
+//! Ctrl-C handling and export the result.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -16,6 +18,7 @@ use iofleet_profile::{format_duration, Context, GroupPlan, Overrides, Prepare};
 use iofleet_report::{Exporter, JsonExporter, TableExporter};
 
 use crate::args::{PrepareArg, RunArgs};
+use crate::dry_run;
 use crate::live::LiveView;
 use crate::record::StoreRecorder;
 use crate::Exit;
@@ -38,8 +41,9 @@ fn target_spec(a: &RunArgs) -> Result<TargetSpec, Exit> {
     Ok(TargetSpec::Devices(a.target.clone()))
 }
 
-/// Split `NAME=PROFILE[:WORKERS]`.
-fn parse_group(spec: &str) -> Result<(String, String, Option<u32>), Exit> {
+/// Split `NAME=PROFILE[:WORKERS]`. A WORKERS count is checked against `fleet.workers`'
+/// range, so `:0` or `:-1` says what the count must be.
+fn parse_group(spec: &str) -> Result<(String, String, Option<i64>), Exit> {
     let bad = || {
         Exit::input(format!(
             "--group {spec}: expected NAME=PROFILE[:WORKERS], e.g. vdi=vmfleet-vdi:20"
@@ -50,11 +54,18 @@ fn parse_group(spec: &str) -> Result<(String, String, Option<u32>), Exit> {
         return Err(bad());
     }
     match rest.rsplit_once(':') {
-        Some((profile, n)) if !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()) => {
-            let workers: u32 = n.parse().map_err(|_| bad())?;
-            if workers == 0 || profile.is_empty() {
+        Some((profile, n)) if n.parse::<i64>().is_ok() => {
+            if profile.is_empty() {
                 return Err(bad());
             }
+            let workers: i64 = n.parse().map_err(|_| bad())?;
+            let def = iofleet_profile::options::option("fleet.workers");
+            def.check(workers as f64).map_err(|m| {
+                Exit::input(format!(
+                    "--group {spec}: workers {}",
+                    m.split_once(": ").map_or(m.as_str(), |(_, why)| why)
+                ))
+            })?;
             Ok((name.into(), profile.into(), Some(workers)))
         }
         _ => Ok((name.into(), rest.into(), None)),
@@ -66,11 +77,17 @@ fn parse_group(spec: &str) -> Result<(String, String, Option<u32>), Exit> {
 fn groups(a: &RunArgs, ov: &Overrides) -> Result<Vec<GroupPlan>, Exit> {
     let ctx = Context { direct: a.direct };
     if a.group.is_empty() {
-        let profile = a.profile.as_deref().ok_or_else(|| {
-            Exit::input(
-                "give a profile to run, or worker groups with --group NAME=PROFILE[:WORKERS]",
-            )
-        })?;
+        let Some(profile) = a.profile.as_deref() else {
+            if ov.is_empty() {
+                return Err(Exit::input(
+                    "give a profile to run, worker groups with --group NAME=PROFILE[:WORKERS], \
+                     or workload flags for a run on the default shape (e.g. iofleet run --bs 4k \
+                     --read-pct 70 --random-pct 100 --qd 32)",
+                ));
+            }
+            let plan = iofleet_profile::resolve_flags(ov, &ctx).map_err(Exit::input)?;
+            return Ok(GroupPlan::single(plan, 0));
+        };
         let raw = iofleet_profile::load(profile).map_err(Exit::input)?;
         let plan = iofleet_profile::resolve(&raw, ov, &ctx).map_err(Exit::input)?;
         return Ok(GroupPlan::single(plan, 0));
@@ -122,28 +139,7 @@ fn groups(a: &RunArgs, ov: &Overrides) -> Result<Vec<GroupPlan>, Exit> {
 }
 
 pub fn run(a: RunArgs) -> Result<i32, Exit> {
-    let ov = Overrides {
-        workers: a.workers,
-        disks: a.disks,
-        disk_size: a.disk_size,
-        threads: a.threads,
-        qd: a.qd,
-        bs: a.bs.clone(),
-        read_pct: a.read_pct,
-        random_pct: a.random_pct,
-        working_set: a.working_set,
-        duration: a.duration,
-        warmup: a.warmup,
-        interval: a.interval,
-        rate: a.rate,
-        prepare: a.prepare.map(|p| match p {
-            PrepareArg::Random => Prepare::Random,
-            PrepareArg::Zero => Prepare::Zero,
-            PrepareArg::None => Prepare::None,
-        }),
-        io_threads: a.io_threads,
-        cpus: a.cpus.clone(),
-    };
+    let ov = overrides(&a);
     let groups = groups(&a, &ov)?;
     let engine = match &a.sim_latency {
         Some(_) if a.engine != EngineSpec::Null => {
@@ -172,6 +168,45 @@ pub fn run(a: RunArgs) -> Result<i32, Exit> {
         cleanup: a.cleanup,
         host_timeout: a.host_timeout,
     };
+    if a.dry_run {
+        return match &a.hosts {
+            Some(path) => {
+                let hosts = iofleet_fleet::inventory::load(path).map_err(Exit::input)?;
+                dry_run::print(&groups, dry_run::Where::Hosts(&hosts), &settings)
+            }
+            None => dry_run::print(&groups, dry_run::Where::Local(&target_spec(&a)?), &settings),
+        };
+    }
+    execute(a, groups, settings)
+}
+
+fn overrides(a: &RunArgs) -> Overrides {
+    Overrides {
+        workers: a.workers,
+        disks: a.disks,
+        disk_size: a.disk_size,
+        threads: a.threads,
+        qd: a.qd,
+        bs: a.bs.clone(),
+        read_pct: a.read_pct,
+        random_pct: a.random_pct,
+        working_set: a.working_set,
+        duration: a.duration,
+        warmup: a.warmup,
+        interval: a.interval,
+        rate: a.rate,
+        prepare: a.prepare.map(|p| match p {
+            PrepareArg::Random => Prepare::Random,
+            PrepareArg::Zero => Prepare::Zero,
+            PrepareArg::None => Prepare::None,
+        }),
+        io_threads: a.io_threads,
+        cpus: a.cpus.clone(),
+    }
+}
+
+/// The run itself: launcher, outputs, store, live view, Ctrl-C, then the result.
+fn execute(a: RunArgs, groups: Vec<GroupPlan>, settings: RunSettings) -> Result<i32, Exit> {
     // With --hosts, targets come from the inventory; --target applies to local runs.
     let mut launcher: Box<dyn Launcher> = match &a.hosts {
         Some(path) => {

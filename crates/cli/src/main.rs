@@ -11,11 +11,12 @@ mod cmd_profiles;
 mod cmd_report;
 mod cmd_results;
 mod cmd_run;
+mod dry_run;
 mod live;
 mod metrics;
 mod record;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 
 use args::{Cli, Command};
 
@@ -40,6 +41,37 @@ impl Exit {
     }
 }
 
+/// `iofleet man [SUBCOMMAND]`: the roff page of the one clap definition.
+fn man(subcommand: Option<&str>) -> Result<i32, Exit> {
+    let mut cmd = Cli::command();
+    cmd.build();
+    let page = match subcommand {
+        None => cmd,
+        Some(name) => {
+            let sub = cmd.find_subcommand(name).cloned().ok_or_else(|| {
+                let names: Vec<&str> = cmd
+                    .get_subcommands()
+                    .filter(|c| !c.is_hide_set())
+                    .map(|c| c.get_name())
+                    .collect();
+                Exit::input(format!(
+                    "man {name}: no such subcommand; one of {}",
+                    names.join(", ")
+                ))
+            })?;
+            // The page is iofleet-NAME(1), as git-style tools name them. clap keeps names
+            // as &'static str; the process prints one page and exits.
+            let title: &'static str = Box::leak(format!("iofleet-{name}").into_boxed_str());
+            sub.name(title)
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    clap_mangen::Man::new(page)
+        .render(&mut out)
+        .map_err(|e| Exit::failure(format!("writing the man page: {e}")))?;
+    Ok(0)
+}
+
 fn main() {
     let cli = Cli::parse();
     let outcome = match cli.command {
@@ -52,6 +84,12 @@ fn main() {
             Box::new(std::io::stdin()),
             Box::new(std::io::stdout()),
         )),
+        Command::Completions { shell } => {
+            let mut cmd = Cli::command();
+            clap_complete::generate(shell, &mut cmd, "iofleet", &mut std::io::stdout());
+            Ok(0)
+        }
+        Command::Man { subcommand } => man(subcommand.as_deref()),
         Command::Version => {
             println!(
                 "iofleet {} (result schema {}, io_uring {})",

@@ -1,7 +1,7 @@
 //! Block devices through the binary, on loop devices over files in a temp dir: a device
 //! holding ext4 is refused without --destroy-data and its bytes stay identical; a blank
-//! device is split into disk regions and driven. Needs root and losetup (skips
-//! otherwise, saying so).
+//! device is split into disk regions (listed by a dry run that writes nothing) and
+//! driven. Needs root and losetup (skips otherwise, saying so).
 
 mod common;
 
@@ -109,6 +109,51 @@ fn blank_loop_device_is_split_into_regions_and_driven() {
     let tmp = tempfile::tempdir().unwrap();
     let img = image(tmp.path(), 64);
     let l = Loop::attach(&img);
+    // A dry run lists the regions it would use and writes nothing.
+    let before = digest(&l.dev);
+    let dev = l.dev.to_str().unwrap();
+    let o = run_in(
+        tmp.path(),
+        &[
+            "run",
+            "easy-run-4k70r",
+            "--target",
+            dev,
+            "--workers",
+            "2",
+            "--disks",
+            "2",
+            "--dry-run",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert_eq!(digest(&l.dev), before, "a dry run wrote the device");
+    let mib = 1u64 << 20;
+    let last = format!(
+        "worker 1 disk 1: {dev} bytes {}..{} (16380k)",
+        48 * mib,
+        64 * mib - 4096
+    );
+    assert!(out.contains(&last), "no {last:?} in\n{out}");
+    assert!(out.contains("disk_size = \"16380k\""), "{out}");
+    assert!(out.contains("not the profile's 64m"), "{out}");
+    // Worker groups would split the same device: refused by a dry run as by a run.
+    let o = run_in(
+        tmp.path(),
+        &[
+            "run",
+            "--group",
+            "a=easy-run-4k70r:1",
+            "--group",
+            "b=easy-run-4k70r:1",
+            "--target",
+            dev,
+            "--dry-run",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("worker groups need a directory target"));
     let o = run_in(
         tmp.path(),
         &[
@@ -140,6 +185,12 @@ fn blank_loop_device_is_split_into_regions_and_driven() {
     assert_eq!(
         v["run"]["plan"]["fleet"]["disk_size"],
         16 * 1024 * 1024 - 4096
+    );
+    // The device, not the profile (64m), set the disk size: a notice says so.
+    let notices = v["notices"].to_string();
+    assert!(
+        notices.contains("disk size is 16380k, not the profile's 64m"),
+        "{notices}"
     );
     // It now carries iofleet data (random fill), which is not a signature: a rerun works.
     let again = run_in(

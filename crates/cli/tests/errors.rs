@@ -219,9 +219,64 @@ fn disk_size_larger_than_free_space() {
         ],
         &["--disk-size"],
     );
-    // Nothing was created inside the target directory.
-    let created = fs::read_dir(&t).map(|r| r.count()).unwrap_or(0);
-    assert_eq!(created, 0);
+    // Nothing was created, not even an empty target directory.
+    assert!(!t.exists(), "the refused run left {} behind", t.display());
+}
+
+#[test]
+fn negative_numbers_reach_the_flags_own_range_check() {
+    let d = tempfile::tempdir().unwrap();
+    for (flag, value, why) in [
+        ("--qd", "-1", "must be at least 1"),
+        ("--workers", "-2", "must be at least 1"),
+        ("--threads", "-1", "must be at least 1"),
+        ("--read-pct", "-5", "must be at least 0"),
+        ("--random-pct", "-0.5", "must be at least 0"),
+        ("--rate", "-10", "must be greater than 0"),
+        ("--disk-size", "-4k", "cannot be negative"),
+        ("--duration", "-1s", "cannot be negative"),
+    ] {
+        for profile in [Some("easy-run-4k70r"), None] {
+            let mut args = vec!["run"];
+            args.extend(profile);
+            args.extend([flag, value, "--engine", "null"]);
+            let o = run_in(d.path(), &args);
+            let err = stderr(&o);
+            assert!(!err.contains("unexpected argument"), "{args:?}: {err}");
+            expect_input_error(d.path(), &args, &[flag, why]);
+        }
+    }
+    // A flag after a numeric flag is still a flag, not its value.
+    expect_input_error(
+        d.path(),
+        &["run", "easy-run-4k70r", "--qd", "--json"],
+        &["--qd", "a value is required"],
+    );
+}
+
+#[test]
+fn group_with_no_workers_says_workers_must_be_at_least_1() {
+    let d = tempfile::tempdir().unwrap();
+    for spec in ["a=easy-run-4k70r:0", "a=easy-run-4k70r:-1"] {
+        expect_input_error(
+            d.path(),
+            &["run", "--group", spec, "--engine", "null"],
+            &["--group", "workers must be at least 1"],
+        );
+    }
+}
+
+#[test]
+fn run_help_marks_no_override_flag_as_required() {
+    let d = tempfile::tempdir().unwrap();
+    let o = run_in(d.path(), &["run", "--help"]);
+    assert_eq!(o.status.code(), Some(0));
+    let help = stdout(&o);
+    assert!(
+        help.contains("--read-pct") && help.contains("--dry-run"),
+        "{help}"
+    );
+    assert!(!help.contains("Required"), "{help}");
 }
 
 #[test]

@@ -647,7 +647,8 @@ fn hosts_report_cpu_memory_network_and_disk() {
 }
 
 /// What a SIGKILLed controller leaves behind (a copy of another version, an abandoned
-/// upload) is removed by the next run to that host, and that run's own copy too.
+/// upload, untouched for over 10 minutes) is removed by the next run to that host, and
+/// that run's own copy too; a copy provisioned a moment ago is left to its run.
 #[test]
 fn stale_agent_copies_are_removed_by_the_next_run() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
@@ -656,18 +657,26 @@ fn stale_agent_copies_are_removed_by_the_next_run() {
     let inv = inventory(&c, tmp.path(), "");
     let cache = std::path::PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/iofleet");
     std::fs::create_dir_all(&cache).unwrap();
+    // A copy of another version and an upload, both abandoned long ago (over 10
+    // minutes), and a copy of another version provisioned a moment ago (another run may
+    // be about to start it).
+    let old = std::time::SystemTime::now() - Duration::from_secs(3600);
+    let age = |path: &std::path::Path| {
+        std::fs::File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(old)
+            .unwrap()
+    };
     let stale = cache.join("iofleet-00000000deadbeef");
     std::fs::write(&stale, b"#!/bin/sh\n").unwrap();
+    age(&stale);
     let upload = cache.join(".upload.1");
     std::fs::write(&upload, b"partial").unwrap();
-    // An upload abandoned long ago (older than 10 minutes).
-    let old = std::time::SystemTime::now() - Duration::from_secs(3600);
-    std::fs::File::options()
-        .write(true)
-        .open(&upload)
-        .unwrap()
-        .set_modified(old)
-        .unwrap();
+    age(&upload);
+    let fresh = cache.join("iofleet-00000000cafef00d");
+    std::fs::write(&fresh, b"#!/bin/sh\n").unwrap();
     let o = fleet_run(
         tmp.path(),
         &inv,
@@ -686,7 +695,13 @@ fn stale_agent_copies_are_removed_by_the_next_run() {
     let left: Vec<_> = std::fs::read_dir(&cache)
         .map(|d| d.flatten().map(|e| e.file_name()).collect())
         .unwrap_or_default();
-    assert!(left.is_empty(), "left in {}: {left:?}", cache.display());
+    assert_eq!(
+        left,
+        [std::ffi::OsString::from("iofleet-00000000cafef00d")],
+        "only the fresh copy of another version is left in {}",
+        cache.display()
+    );
+    std::fs::remove_file(&fresh).unwrap();
 }
 
 #[test]

@@ -46,8 +46,10 @@ fn layout_names_sizes_and_order_without_creating_files() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("new/sub");
     let layout = plan_layout(&TargetSpec::Dir(dir.clone()), &req(2, 3, 4 * MIB)).unwrap();
-    assert!(dir.is_dir(), "planning creates the target directory");
-    assert!(files_in(&dir).is_empty(), "planning creates no disk file");
+    assert!(
+        !dir.exists(),
+        "planning creates nothing, not even the directory"
+    );
     let got: Vec<(u32, u32, PathBuf)> = layout
         .iter()
         .map(|d| (d.worker, d.disk, d.path.clone()))
@@ -61,6 +63,31 @@ fn layout_names_sizes_and_order_without_creating_files() {
         assert_eq!((d.region_offset, d.size, d.is_device), (0, 4 * MIB, false));
         assert_eq!(logical_block_size(d), 512);
     }
+    create_files(&layout).unwrap();
+    assert_eq!(
+        files_in(&dir).len(),
+        6,
+        "create_files creates the directory too"
+    );
+}
+
+#[test]
+fn refused_plan_in_a_missing_directory_leaves_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("new/sub");
+    let e = plan_layout(&TargetSpec::Dir(dir.clone()), &req(2, 2, 1u64 << 50)).unwrap_err();
+    assert!(matches!(e, TargetError::NoSpace { .. }), "{e:?}");
+    assert!(
+        files_in(tmp.path()).is_empty(),
+        "{:?}",
+        files_in(tmp.path())
+    );
+    // Under a regular file the directory cannot be created: said before anything is.
+    let f = tmp.path().join("file");
+    fs::write(&f, b"x").unwrap();
+    let e = plan_layout(&TargetSpec::Dir(f.join("d")), &req(1, 1, MIB)).unwrap_err();
+    assert!(matches!(e, TargetError::CreateDir { .. }), "{e:?}");
+    assert!(e.to_string().contains("--target"), "{e}");
 }
 
 #[test]

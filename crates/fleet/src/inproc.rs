@@ -191,7 +191,7 @@ pub(crate) fn build_queues(plan: &Plan, disk: u32) -> Vec<QueueSpec> {
 /// Check the layout against the plan: block sizes and alignment against the device's
 /// logical block size with direct I/O, and every stream's largest block against the
 /// disk size actually available.
-fn check_layout(plan: &Plan, layout: &[DiskLayout], direct: bool) -> Result<(), FleetError> {
+pub fn check_layout(plan: &Plan, layout: &[DiskLayout], direct: bool) -> Result<(), FleetError> {
     for d in layout {
         if direct {
             let lbs = logical_block_size(d);
@@ -228,6 +228,38 @@ fn check_layout(plan: &Plan, layout: &[DiskLayout], direct: bool) -> Result<(), 
         }
     }
     Ok(())
+}
+
+/// The notice a device target owes when it, not the profile, sets the disk size: without
+/// `--disk-size` each disk is a whole device region (less the fill marker), whatever
+/// `fleet.disk_size` said. None for directories, `--disk-size`, or an equal size.
+pub fn device_size_notice(
+    profile_size: u64,
+    layout: &[DiskLayout],
+    from_cli: bool,
+) -> Option<String> {
+    let devs: Vec<&DiskLayout> = layout.iter().filter(|d| d.is_device).collect();
+    let lo = devs.iter().map(|d| d.size).min()?;
+    let hi = devs.iter().map(|d| d.size).max()?;
+    if from_cli || (lo == profile_size && hi == profile_size) {
+        return None;
+    }
+    let mut paths: Vec<String> = devs.iter().map(|d| d.path.display().to_string()).collect();
+    paths.dedup();
+    let size = if lo == hi {
+        format!("{}", iofleet_profile::Bytes(lo))
+    } else {
+        format!(
+            "{} to {}",
+            iofleet_profile::Bytes(lo),
+            iofleet_profile::Bytes(hi)
+        )
+    };
+    Some(format!(
+        "--target {}: each disk is an equal region of the device (less a 4k fill marker), so the disk size is {size}, not the profile's {} (fleet.disk_size); give --disk-size to choose it",
+        paths.join(" "),
+        iofleet_profile::Bytes(profile_size)
+    ))
 }
 
 /// Fill every disk that lacks a valid marker; returns false when interrupted.
@@ -342,36 +374,8 @@ impl Launcher for ThreadLauncher {
             ));
         }
         let mut groups = groups.to_vec();
-        let offsets = stream_offsets(&groups);
-
         // Lanes, before any target is touched. Queues index the combined streams.
-        let mut lanes = Vec::new();
-        for (g, offset) in groups.iter().zip(&offsets) {
-            let f = &g.plan.fleet;
-            for w in g.worker_base..g.worker_base + f.workers {
-                for d in 0..f.disks_per_worker {
-                    let mut queues = build_queues(&g.plan, d);
-                    if queues.is_empty() {
-                        continue; // no stream uses this disk
-                    }
-                    for q in &mut queues {
-                        q.streams.iter_mut().for_each(|s| s.0 += offset);
-                    }
-                    for t in 0..f.threads_per_disk {
-                        lanes.push(LaneSpec {
-                            worker: w,
-                            disk: d,
-                            thread: t,
-                            threads_per_disk: f.threads_per_disk,
-                            queues: queues.clone(),
-                            seed: lane_seed(cfg.seed, w, d, t),
-                            region_offset: 0,
-                            disk_size: f.disk_size.0,
-                        });
-                    }
-                }
-            }
-        }
+        let mut lanes = build_lanes(&groups, cfg.seed);
         let placement = place_lanes(&lanes, &groups, caps.async_qd, notices)?;
 
         // Targets: every check before any write, then create, then fill.
@@ -396,6 +400,11 @@ impl Launcher for ThreadLauncher {
                     },
                 )?;
                 check_layout(&g.plan, &layout, cfg.direct)?;
+                notices.extend(device_size_notice(
+                    f.disk_size.0,
+                    &layout,
+                    cfg.disk_size_from_cli,
+                ));
                 layouts.push((gi, layout));
             }
             if cfg.cleanup {
@@ -567,6 +576,54 @@ impl Launcher for ThreadLauncher {
 struct Placement {
     threads: usize,
     cpus: Option<Vec<usize>>,
+}
+
+/// Every lane of every group: one per thread of each disk some stream uses, in worker,
+/// disk, thread order. Queues index the groups' combined streams.
+fn build_lanes(groups: &[GroupPlan], seed: u64) -> Vec<LaneSpec> {
+    let offsets = stream_offsets(groups);
+    let mut lanes = Vec::new();
+    for (g, offset) in groups.iter().zip(&offsets) {
+        let f = &g.plan.fleet;
+        for w in g.worker_base..g.worker_base + f.workers {
+            for d in 0..f.disks_per_worker {
+                let mut queues = build_queues(&g.plan, d);
+                if queues.is_empty() {
+                    continue; // no stream uses this disk
+                }
+                for q in &mut queues {
+                    q.streams.iter_mut().for_each(|s| s.0 += offset);
+                }
+                for t in 0..f.threads_per_disk {
+                    lanes.push(LaneSpec {
+                        worker: w,
+                        disk: d,
+                        thread: t,
+                        threads_per_disk: f.threads_per_disk,
+                        queues: queues.clone(),
+                        seed: lane_seed(seed, w, d, t),
+                        region_offset: 0,
+                        disk_size: f.disk_size.0,
+                    });
+                }
+            }
+        }
+    }
+    lanes
+}
+
+/// The I/O threads a run of `groups` on `engine` would start in this process, by the
+/// same placement the run uses: their number, the lanes they drive, and the CPUs they
+/// are pinned to (for `--dry-run`). `engine` should be resolved for this host.
+pub fn planned_io_threads(
+    groups: &[GroupPlan],
+    engine: &EngineSpec,
+) -> Result<(usize, usize, Option<Vec<usize>>), FleetError> {
+    let caps = engine.caps();
+    let lanes = build_lanes(groups, 0);
+    let placement = place_lanes(&lanes, groups, caps.async_qd, &mut Vec::new())?;
+    let threads = placement.threads(&lanes, &caps).len();
+    Ok((threads, lanes.len(), placement.cpus))
 }
 
 /// Decide the I/O threads: `io_threads` (largest asked by any group), else one per CPU
@@ -813,6 +870,45 @@ mod tests {
     use super::*;
     use crate::fixtures;
     use iofleet_profile::StreamPlan;
+
+    #[test]
+    fn a_device_target_that_replaces_the_disk_size_says_so() {
+        let disk = |path: &str, size: u64, is_device: bool| DiskLayout {
+            worker: 0,
+            disk: 0,
+            path: path.into(),
+            region_offset: 0,
+            size,
+            is_device,
+        };
+        let mib = 1u64 << 20;
+        let regions = [
+            disk("/dev/loop7", 16 * mib - 4096, true),
+            disk("/dev/loop7", 16 * mib - 4096, true),
+        ];
+        let n = device_size_notice(64 * mib, &regions, false).unwrap();
+        assert!(n.starts_with("--target /dev/loop7: "), "{n}");
+        assert!(
+            n.contains("disk size is 16380k, not the profile's 64m"),
+            "{n}"
+        );
+        assert!(n.contains("--disk-size"), "{n}");
+        // Given with --disk-size, or equal to the profile's, or a directory: nothing to say.
+        assert_eq!(device_size_notice(64 * mib, &regions, true), None);
+        assert_eq!(device_size_notice(16 * mib - 4096, &regions, false), None);
+        let files = [disk("d/w000-d000.iofleet", 64 * mib, false)];
+        assert_eq!(device_size_notice(32 * mib, &files, false), None);
+        // Regions of unequal devices: the range.
+        let mixed = [
+            disk("/dev/a", 8 * mib, true),
+            disk("/dev/b", 12 * mib, true),
+        ];
+        let n = device_size_notice(64 * mib, &mixed, false).unwrap();
+        assert!(
+            n.contains("--target /dev/a /dev/b") && n.contains("8m to 12m"),
+            "{n}"
+        );
+    }
 
     fn plan_with(streams: Vec<StreamPlan>, disks: u32) -> Plan {
         fixtures::plan(fixtures::fleet(1, disks, 2, 4), streams)

@@ -4,11 +4,15 @@
 //! This crate parses profile files (`raw`), holds the built-in profiles (`builtin`,
 //! embedded from the top-level `profiles/` directory), defines every option once
 //! (`options`), and turns raw profile + command-line [`Overrides`] into a [`Plan`]
-//! (`validate`), naming the key or flag that fixes any problem. It does no I/O beyond
+//! (`validate`), naming the key or flag that fixes any problem; `flags` is the default
+//! shape of a run given no profile, and `emit` prints a resolved plan back as profile
+//! TOML. It does no I/O beyond
 //! reading a profile file, and knows nothing about engines, workers or results.
 
 pub mod builtin;
+pub mod emit;
 pub mod error;
+pub mod flags;
 pub mod options;
 pub mod plan;
 pub mod raw;
@@ -18,7 +22,9 @@ pub mod units;
 mod validate;
 
 pub use builtin::{builtin_names, builtin_source};
+pub use emit::plan_toml;
 pub use error::ProfileError;
+pub use flags::{resolve_flags, FLAGS_PROFILE};
 pub use options::reference_markdown;
 pub use plan::*;
 pub use raw::{parse_toml, RawProfile};

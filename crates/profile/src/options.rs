@@ -23,6 +23,9 @@ pub struct OptionDef {
     pub kind: &'static str,
     /// Default in TOML notation, or None when required / absent by default.
     pub default: Option<&'static str>,
+    /// The key must be set in every profile (the flag, when given, sets it too). The
+    /// reference says so; `--help` does not, since with a profile the flag is optional.
+    pub required: bool,
     /// Allowed values. For integer, percent and float kinds this is machine-read by
     /// validation: `a..=b`, `(a, b]`, `> a` or `>= a`.
     pub range: Option<&'static str>,
@@ -42,6 +45,7 @@ pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
 pub static OPTIONS: &[OptionDef] = &[
     OptionDef {
         key: "name",
+        required: false, // the range says "required"
         flag: None,
         kind: "string",
         default: None,
@@ -50,6 +54,7 @@ pub static OPTIONS: &[OptionDef] = &[
     },
     OptionDef {
         key: "description",
+        required: false,
         flag: None,
         kind: "string",
         default: Some("\"\""),
@@ -60,6 +65,7 @@ pub static OPTIONS: &[OptionDef] = &[
     // [fleet]
     OptionDef {
         key: "fleet.workers",
+        required: false,
         flag: Some("--workers"),
         kind: "integer",
         default: Some("1"),
@@ -68,6 +74,7 @@ pub static OPTIONS: &[OptionDef] = &[
     },
     OptionDef {
         key: "fleet.disks_per_worker",
+        required: false,
         flag: Some("--disks"),
         kind: "integer",
         default: Some("1"),
@@ -77,6 +84,7 @@ pub static OPTIONS: &[OptionDef] = &[
     },
     OptionDef {
         key: "fleet.disk_size",
+        required: false,
         flag: Some("--disk-size"),
         kind: "size",
         default: Some("\"1g\""),
@@ -85,6 +93,7 @@ pub static OPTIONS: &[OptionDef] = &[
     },
     OptionDef {
         key: "fleet.threads_per_disk",
+        required: false,
         flag: Some("--threads"),
         kind: "integer",
         default: Some("1"),
@@ -93,6 +102,7 @@ pub static OPTIONS: &[OptionDef] = &[
     },
     OptionDef {
         key: "fleet.qd",
+        required: false,
         flag: Some("--qd"),
         kind: "integer",
         default: Some("1"),
@@ -102,6 +112,7 @@ pub static OPTIONS: &[OptionDef] = &[
     },
     OptionDef {
         key: "fleet.io_threads",
+        required: false,
         flag: Some("--io-threads"),
         kind: "integer",
         default: None,
@@ -113,6 +124,7 @@ pub static OPTIONS: &[OptionDef] = &[
     },
     OptionDef {
         key: "fleet.cpus",
+        required: false,
         flag: Some("--cpus"),
         kind: "CPU list",
         default: None,
@@ -122,6 +134,7 @@ pub static OPTIONS: &[OptionDef] = &[
     // [timing]
     OptionDef {
         key: "timing.prepare",
+        required: false,
         flag: Some("--prepare"),
         kind: "enum: random|zero|none",
         default: Some("\"random\""),
@@ -131,6 +144,7 @@ pub static OPTIONS: &[OptionDef] = &[
     },
     OptionDef {
         key: "timing.warmup",
+        required: false,
         flag: Some("--warmup"),
         kind: "duration",
         default: Some("\"0s\""),
@@ -139,6 +153,7 @@ pub static OPTIONS: &[OptionDef] = &[
     },
     OptionDef {
         key: "timing.duration",
+        required: false,
         flag: Some("--duration"),
         kind: "duration",
         default: Some("\"60s\""),
@@ -147,6 +162,7 @@ pub static OPTIONS: &[OptionDef] = &[
     },
     OptionDef {
         key: "timing.interval",
+        required: false,
         flag: Some("--interval"),
         kind: "duration",
         default: Some("\"1s\""),
@@ -155,6 +171,7 @@ pub static OPTIONS: &[OptionDef] = &[
     },
     OptionDef {
         key: "timing.rate_iops",
+        required: false,
         flag: Some("--rate"),
         kind: "float",
         default: None,
@@ -164,6 +181,7 @@ pub static OPTIONS: &[OptionDef] = &[
     },
     OptionDef {
         key: "timing.arrival",
+        required: false,
         flag: None,
         kind: "enum: poisson|uniform",
         default: Some("\"poisson\""),
@@ -174,6 +192,7 @@ pub static OPTIONS: &[OptionDef] = &[
     // [[stream]]
     OptionDef {
         key: "stream.name",
+        required: false,
         flag: None,
         kind: "string",
         default: Some("\"stream<N>\""),
@@ -182,32 +201,36 @@ pub static OPTIONS: &[OptionDef] = &[
     },
     OptionDef {
         key: "stream.bs",
+        required: true,
         flag: Some("--bs"),
         kind: "block sizes",
         default: None,
         range: Some("each > 0 and <= fleet.disk_size; multiple of 512 with direct I/O"),
         help: "Block size, fixed (\"8k\") or a weighted list of size:weight \
-               (\"512:10,4k:60,64k:30\"). Required.",
+               (\"512:10,4k:60,64k:30\").",
     },
     OptionDef {
         key: "stream.read_pct",
+        required: true,
         flag: Some("--read-pct"),
         kind: "percent",
         default: None,
         range: Some("0..=100"),
-        help: "Percent of I/Os that are reads; the rest are writes. Required.",
+        help: "Percent of I/Os that are reads; the rest are writes.",
     },
     OptionDef {
         key: "stream.random_pct",
+        required: true,
         flag: Some("--random-pct"),
         kind: "percent",
         default: None,
         range: Some("0..=100"),
         help: "Percent of I/Os at a random offset; the rest continue the thread's sequential \
-               cursor. Required.",
+               cursor.",
     },
     OptionDef {
         key: "stream.align",
+        required: false,
         flag: None,
         kind: "size",
         default: Some("smallest bs rounded up to a power of two, at least 512"),
@@ -216,6 +239,7 @@ pub static OPTIONS: &[OptionDef] = &[
     },
     OptionDef {
         key: "stream.weight",
+        required: false,
         flag: None,
         kind: "integer",
         default: Some("1"),
@@ -225,6 +249,7 @@ pub static OPTIONS: &[OptionDef] = &[
     },
     OptionDef {
         key: "stream.rate_iops",
+        required: false,
         flag: None,
         kind: "float",
         default: None,
@@ -234,6 +259,7 @@ pub static OPTIONS: &[OptionDef] = &[
     },
     OptionDef {
         key: "stream.qd",
+        required: false,
         flag: Some("--qd"),
         kind: "integer",
         default: Some("fleet.qd"),
@@ -242,6 +268,7 @@ pub static OPTIONS: &[OptionDef] = &[
     },
     OptionDef {
         key: "stream.hot_bands",
+        required: false,
         flag: None,
         kind: "hot bands",
         default: None,
@@ -251,6 +278,7 @@ pub static OPTIONS: &[OptionDef] = &[
     },
     OptionDef {
         key: "stream.zipf",
+        required: false,
         flag: None,
         kind: "float",
         default: None,
@@ -260,6 +288,7 @@ pub static OPTIONS: &[OptionDef] = &[
     },
     OptionDef {
         key: "stream.working_set_pct",
+        required: false,
         flag: Some("--working-set"),
         kind: "percent",
         default: Some("100"),
@@ -269,6 +298,7 @@ pub static OPTIONS: &[OptionDef] = &[
     },
     OptionDef {
         key: "stream.disks",
+        required: false,
         flag: None,
         kind: "disk list",
         default: Some("\"all\""),
@@ -323,6 +353,20 @@ impl Bounds {
         };
         lo_ok && hi_ok
     }
+
+    /// Which bound `v` breaks, in words: "must be at least 1", "must be greater than 0".
+    fn broken_by(&self, v: f64) -> String {
+        if !v.is_finite() {
+            return "must be a finite number".into();
+        }
+        match (self.lo, self.hi) {
+            (Some((lo, true)), _) if v < lo => format!("must be at least {lo}"),
+            (Some((lo, false)), _) if v <= lo => format!("must be greater than {lo}"),
+            (_, Some((hi, true))) if v > hi => format!("must be at most {hi}"),
+            (_, Some((hi, false))) => format!("must be less than {hi}"),
+            _ => "is out of range".into(),
+        }
+    }
 }
 
 impl OptionDef {
@@ -334,12 +378,23 @@ impl OptionDef {
         parse_bounds(self.range?)
     }
 
-    /// Check a number against this option's range: `Err("150 is out of range 0..=100")`.
+    /// The reference's description: the help, and "Required." for required keys.
+    pub fn description(&self) -> String {
+        if self.required {
+            format!("{} Required.", self.help)
+        } else {
+            self.help.to_string()
+        }
+    }
+
+    /// Check a number against this option's range, saying which bound it breaks:
+    /// `Err("150 is out of range 0..=100: must be at most 100")`.
     pub fn check(&self, v: f64) -> Result<(), String> {
         match self.bounds() {
             Some(b) if !b.contains(v) => Err(format!(
-                "{v} is out of range {}",
-                self.range.unwrap_or_default()
+                "{v} is out of range {}: {}",
+                self.range.unwrap_or_default(),
+                b.broken_by(v)
             )),
             _ => Ok(()),
         }
@@ -430,10 +485,13 @@ pub fn reference_markdown() -> String {
                 cell(o.kind),
                 o.default.map(default_cell).unwrap_or_default(),
                 o.range.map(cell).unwrap_or_default(),
-                cell(o.help),
+                cell(&o.description()),
             ));
         }
     }
+    out.push_str(RUNS_WITHOUT_PROFILE);
+    out.push_str(&format!("\n```toml\n{}```\n", crate::flags::FLAGS_PROFILE));
+    out.push_str(DRY_RUN);
     out.push_str(
         "\n## Built-in profiles\n\nRun one with its name, show its TOML with \
          `iofleet profiles show NAME`. Fleets are scaled down to at most 2 GiB of disk per \
@@ -463,6 +521,37 @@ fn default_cell(d: &str) -> String {
 fn cell(text: &str) -> String {
     text.replace('|', "\\|").replace('\n', " ")
 }
+
+const RUNS_WITHOUT_PROFILE: &str = r#"
+## Runs without a profile
+
+`iofleet run` given no profile (and no `--group`) takes the workload from its flags, as
+fio does: `iofleet run --bs 4k --read-pct 70 --random-pct 100 --qd 32`. The flags apply to
+the default shape below exactly as they apply to any profile, with the same checks. At
+least one of the flags of the CLI flag column above must be given; a bare `iofleet run`
+is an error rather than a silent 60 s run. The run is named after its
+workload, `cli-BS-readR-randomX-qdQ` (`mixed` for a block-size list), so stored runs of
+different flag workloads are told apart. The default shape is one worker with one disk of
+1 GiB driven by one thread at qd 1, 4 KiB random reads over the whole disk, a random fill
+first, no warm-up and 60 s measured in 1 s intervals:
+"#;
+
+const DRY_RUN: &str = r#"
+## Seeing the resolved plan: `--dry-run`
+
+`iofleet run ... --dry-run` prints the plan a run would use as a profile with every key
+written out (defaults, alignment, weights, each stream's disks), then the fleet layout
+(workers per group, disks, lanes, outstanding I/O, engine, this host and its I/O threads,
+or each inventory host's share) and the disk files or device regions, as TOML comments. The
+whole output is a profile: save it and run it with `iofleet run FILE` (with the same
+`--target`; a device target sets the disk size again on each run). It makes every check a
+run makes on this host, failing the same way (exit 2), and touches nothing: no target directory, no disk
+file, no `--output` file, no results store, no SSH connection. With `--group` it prints one
+profile per group, each under a `# ---- group NAME` line; save each part to its own file. At
+most 32 files or regions are listed per target or host. On a directory target a dry run
+does not probe whether the filesystem completes reads without blocking (the run does, with
+a scratch file, to choose between io_uring and psync under `--engine auto`).
+"#;
 
 const REFERENCE_INTRO: &str = r#"# Profile reference
 
@@ -583,7 +672,19 @@ mod tests {
         }
         let pct = option("stream.read_pct");
         assert!(pct.check(0.0).is_ok() && pct.check(100.0).is_ok());
-        assert_eq!(pct.check(150.0).unwrap_err(), "150 is out of range 0..=100");
+        assert_eq!(
+            pct.check(150.0).unwrap_err(),
+            "150 is out of range 0..=100: must be at most 100"
+        );
+        let qd = option("fleet.qd");
+        assert_eq!(
+            qd.check(-1.0).unwrap_err(),
+            "-1 is out of range 1..=4096: must be at least 1"
+        );
+        assert!(option("timing.rate_iops")
+            .check(0.0)
+            .unwrap_err()
+            .ends_with("must be greater than 0"));
         let ws = option("stream.working_set_pct");
         assert!(ws.check(0.0).is_err() && ws.check(0.1).is_ok() && ws.check(100.0).is_ok());
         assert!(ws.check(120.0).is_err());

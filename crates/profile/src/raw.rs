@@ -5,16 +5,18 @@
 //! hot bands and disk lists stay text, and integers stay `i64`, so that `validate` can
 //! report a bad value with its dotted key and, when an override replaced it, not complain
 //! about it at all. Absent keys are `None`; defaults are applied by `validate`.
+//! Serializing a `RawProfile` writes the same TOML shape back (absent keys omitted); `emit`
+//! uses that to print a resolved plan as a profile that runs.
 
 use std::fmt;
 
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize, Serializer};
 
 use crate::error::ProfileError;
 
 /// A whole profile file.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawProfile {
     pub name: Option<String>,
@@ -31,7 +33,7 @@ pub struct RawProfile {
 }
 
 /// `[fleet]`
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawFleet {
     pub workers: Option<i64>,
@@ -45,7 +47,7 @@ pub struct RawFleet {
 }
 
 /// `[timing]`
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawTiming {
     pub prepare: Option<String>,
@@ -60,7 +62,7 @@ pub struct RawTiming {
 }
 
 /// One `[[stream]]` table.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawStream {
     pub name: Option<String>,
@@ -84,6 +86,15 @@ pub struct RawStream {
 pub enum RawDisks {
     Text(String),
     List(Vec<i64>),
+}
+
+impl Serialize for RawDisks {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            RawDisks::Text(t) => s.serialize_str(t),
+            RawDisks::List(l) => l.serialize(s),
+        }
+    }
 }
 
 impl<'de> Deserialize<'de> for RawDisks {

@@ -25,16 +25,17 @@ pub struct Context {
     pub direct: bool,
 }
 
-/// Command-line overrides; `None` keeps the profile's value. Stream-level fields (`bs`,
+/// Command-line overrides; `None` keeps the profile's value. Integers are `i64` as typed,
+/// so a negative one reaches the option's range check and its message. Stream-level fields (`bs`,
 /// `read_pct`, `random_pct`, `working_set`) apply to every stream; `qd` replaces
 /// `fleet.qd` and every rated stream's own `qd`.
-#[derive(Default, Debug, Clone)]
+#[derive(Default, Debug, Clone, PartialEq)]
 pub struct Overrides {
-    pub workers: Option<u32>,
-    pub disks: Option<u32>,
+    pub workers: Option<i64>,
+    pub disks: Option<i64>,
     pub disk_size: Option<Bytes>,
-    pub threads: Option<u32>,
-    pub qd: Option<u32>,
+    pub threads: Option<i64>,
+    pub qd: Option<i64>,
     pub bs: Option<BlockSizes>,
     pub read_pct: Option<f64>,
     pub random_pct: Option<f64>,
@@ -44,9 +45,16 @@ pub struct Overrides {
     pub interval: Option<Duration>,
     pub rate: Option<f64>,
     pub prepare: Option<Prepare>,
-    pub io_threads: Option<u32>,
+    pub io_threads: Option<i64>,
     /// `--cpus`, as typed.
     pub cpus: Option<String>,
+}
+
+impl Overrides {
+    /// No override given.
+    pub fn is_empty(&self) -> bool {
+        *self == Overrides::default()
+    }
 }
 
 /// A value and the flag it came from (None: from the profile or the default).
@@ -88,12 +96,12 @@ impl Resolver<'_> {
         &self,
         opt: &str,
         key: &str,
-        ov: Option<u32>,
+        ov: Option<i64>,
         raw: Option<i64>,
     ) -> Result<Option<Val<u32>>, ProfileError> {
         let def = option(opt);
         let (v, flag) = match (ov, raw) {
-            (Some(v), _) => (v as i64, def.flag),
+            (Some(v), _) => (v, def.flag),
             (None, Some(v)) => (v, None),
             (None, None) => return Ok(None),
         };
@@ -141,7 +149,7 @@ impl Resolver<'_> {
         ov: &Overrides,
     ) -> Result<(FleetShape, Val<Bytes>), ProfileError> {
         let f = &raw.fleet;
-        let int = |opt: &str, o: Option<u32>, r: Option<i64>| -> Result<u32, ProfileError> {
+        let int = |opt: &str, o: Option<i64>, r: Option<i64>| -> Result<u32, ProfileError> {
             Ok(match self.integer(opt, opt, o, r)? {
                 Some(v) => v.v,
                 None => default_int(opt),

@@ -90,6 +90,26 @@ fn every_builtin_cites_its_source() {
 }
 
 #[test]
+fn every_builtin_says_how_to_set_its_duration() {
+    for name in EXPECTED {
+        let d = plan(name).description;
+        assert!(d.contains("--duration"), "{name}: no --duration in {d}");
+    }
+    // Where the source published a run length, the description restores it.
+    for (name, flags) in [
+        ("easy-run-4k70r", "--warmup 30m --duration 1h"),
+        ("easy-run-256k0r", "--warmup 30m --duration 1h"),
+        ("vxrail-4k7030", "--duration 10m"),
+        ("vsan-2m-read", "--duration 1h --interval 60s"),
+        ("vsan-7030", "--duration 3h"),
+        ("diskspd-4k-read", "--duration 15m"),
+    ] {
+        let d = plan(name).description.replace(" \n", " ");
+        assert!(d.contains(flags), "{name}: {flags} not in {d}");
+    }
+}
+
+#[test]
 fn every_builtin_fits_a_laptop() {
     for name in EXPECTED {
         let f = plan(name).fleet;
@@ -116,6 +136,15 @@ fn published_parameters_are_kept() {
     assert_eq!(p.streams[0].rate_iops, Some(4000.0));
     assert_eq!(p.streams[1].disks, vec![4, 5]);
     assert_eq!(p.streams[1].rate_iops, Some(200.0));
+
+    // The VxRail report's workload is vdb-8vmdk-10ws-4k-70rdpct-30randompct-2threads.
+    let p = plan("vxrail-4k7030");
+    let s = &p.streams[0];
+    assert_eq!(
+        (s.read_pct, s.random_pct, s.working_set_pct),
+        (70.0, 30.0, 10.0)
+    );
+    assert_eq!((p.fleet.disks_per_worker, p.fleet.threads_per_disk), (8, 2));
 
     let p = plan("jesd219");
     let s = &p.streams[0];

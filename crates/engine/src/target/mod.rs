@@ -7,8 +7,9 @@
 //! `--target` kind, `--disk-size` against free space or device size, O_DIRECT support,
 //! and, for devices, the safety checks of `safety.rs` and `signature.rs` that refuse
 //! a device in use or carrying data unless `--destroy-data` was given. It writes
-//! nothing (it may create the target directory). [`create_files`] then allocates the
-//! disk files, [`open_disk`] opens one disk for an I/O thread, and `fill.rs` fills
+//! nothing, not even a missing target directory (free space and O_DIRECT are checked on
+//! the nearest existing directory above it), so a refused run and `--dry-run` leave no
+//! trace. [`create_files`] then creates the directory and allocates the disk files, [`open_disk`] opens one disk for an I/O thread, and `fill.rs` fills
 //! regions and keeps fill markers. Engines never see paths: they get an [`OpenDisk`].
 //! Every error names the flag that fixes it; [`TargetError::is_input_error`] tells the
 //! binary which exit class to use.
@@ -285,7 +286,7 @@ fn check_disk_size(size: u64) -> Result<(), TargetError> {
 }
 
 /// Plans the fleet's disks on `spec`, with every check and no writes (a missing target
-/// directory is created once every check has passed).
+/// directory is left for [`create_files`] to create).
 ///
 /// Directory: one file per disk, `size = disk_size`, checked against free space.
 /// Devices: disk `k` (worker-major) goes to device `k % n`, each device split into
@@ -305,44 +306,10 @@ pub fn plan_layout(spec: &TargetSpec, req: &LayoutRequest) -> Result<Vec<DiskLay
 
 fn plan_dir(dir: &Path, req: &LayoutRequest) -> Result<Vec<DiskLayout>, TargetError> {
     check_disk_size(req.disk_size)?;
-    let create = |dir: &Path| {
-        fs::create_dir_all(dir).map_err(|source| TargetError::CreateDir {
-            path: dir.to_path_buf(),
-            source,
-        })
-    };
-    // A missing directory is created only once every check has passed, so a refused
-    // run leaves nothing behind; until then its nearest existing ancestor (the
-    // filesystem it will be created on) stands in for the free-space and O_DIRECT checks.
-    let checked_at = match fs::metadata(dir) {
-        Ok(m) if m.is_dir() => None,
-        Ok(m) if m.is_file() => return Err(TargetError::RegularFile(dir.to_path_buf())),
-        Ok(m) => return Err(not_a_target(dir, &m)),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            let parent = dir
-                .ancestors()
-                .skip(1)
-                // A relative path's last ancestor is "": the current directory.
-                .map(|a| {
-                    if a.as_os_str().is_empty() {
-                        Path::new(".")
-                    } else {
-                        a
-                    }
-                })
-                .find(|a| a.exists());
-            match parent {
-                Some(a) if a.is_dir() => Some(a),
-                // No usable ancestor: creating it reports why.
-                _ => {
-                    create(dir)?;
-                    None
-                }
-            }
-        }
-        Err(e) => return Err(TargetError::io("cannot inspect", dir, e)),
-    };
-    let fs_dir = checked_at.unwrap_or(dir);
+    // The directory, or (when it is still to be created) the nearest existing directory
+    // above it: the filesystem the disk files will land on. Nothing is created here, so
+    // a refused plan leaves nothing behind.
+    let existing = existing_dir(dir)?;
 
     let file_len = req.disk_size + MARKER_LEN;
     let mut needed = 0u64;
@@ -375,8 +342,8 @@ fn plan_dir(dir: &Path, req: &LayoutRequest) -> Result<Vec<DiskLayout>, TargetEr
         });
     }
 
-    let st = rustix::fs::statvfs(fs_dir)
-        .map_err(|e| TargetError::io("cannot statvfs", fs_dir, e.into()))?;
+    let st = rustix::fs::statvfs(existing)
+        .map_err(|e| TargetError::io("cannot statvfs", existing, e.into()))?;
     let available = st.f_bavail.saturating_mul(st.f_frsize);
     // A filesystem that reports no size at all (ramfs: f_blocks = 0) has no limit to
     // check against; any other one must have room for every disk file.
@@ -388,15 +355,50 @@ fn plan_dir(dir: &Path, req: &LayoutRequest) -> Result<Vec<DiskLayout>, TargetEr
         });
     }
     if req.direct {
-        probe_direct(fs_dir).map_err(|e| match e {
+        // The refusal names the target given, not the directory that stood in for it.
+        probe_direct(existing).map_err(|e| match e {
             TargetError::DirectUnsupported(_) => TargetError::DirectUnsupported(dir.to_path_buf()),
             e => e,
         })?;
     }
-    if checked_at.is_some() {
-        create(dir)?;
-    }
     Ok(out)
+}
+
+/// `dir` if it is a directory; the nearest existing directory above it if `dir` does not
+/// exist yet; an error if `dir` (or what stands in its place) is anything else.
+fn existing_dir(dir: &Path) -> Result<&Path, TargetError> {
+    let mut at = dir;
+    loop {
+        match fs::metadata(at) {
+            Ok(m) if m.is_dir() => return Ok(at),
+            Ok(m) if at == dir && m.is_file() => {
+                return Err(TargetError::RegularFile(dir.to_path_buf()))
+            }
+            Ok(m) if at == dir => return Err(not_a_target(dir, &m)),
+            // A file where a parent directory should be: creating `dir` would fail.
+            Ok(_) => {
+                return Err(TargetError::CreateDir {
+                    path: dir.to_path_buf(),
+                    source: io::Error::new(
+                        io::ErrorKind::NotADirectory,
+                        format!("{} is not a directory", at.display()),
+                    ),
+                })
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotADirectory => {
+                return Err(TargetError::CreateDir {
+                    path: dir.to_path_buf(),
+                    source: e,
+                })
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => match at.parent() {
+                Some(p) if !p.as_os_str().is_empty() => at = p,
+                // A relative path with no existing component: the working directory.
+                _ => return Ok(Path::new(".")),
+            },
+            Err(e) => return Err(TargetError::io("cannot inspect", at, e)),
+        }
+    }
 }
 
 /// Checks O_DIRECT support in `dir` with an unnamed O_TMPFILE (nothing visible is
@@ -517,11 +519,18 @@ fn plan_devices(
         .collect())
 }
 
-/// Creates or extends every disk file to `size + MARKER_LEN` bytes, allocated with
+/// Creates the target directory if missing, then creates or extends every disk file to
+/// `size + MARKER_LEN` bytes, allocated with
 /// fallocate (sparse `set_len` where the filesystem has no fallocate). Existing
 /// longer files are left as they are; devices are untouched.
 pub fn create_files(layout: &[DiskLayout]) -> Result<(), TargetError> {
     for d in layout.iter().filter(|d| !d.is_device) {
+        if let Some(dir) = d.path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            fs::create_dir_all(dir).map_err(|source| TargetError::CreateDir {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
         let len = d
             .size
             .checked_add(MARKER_LEN)

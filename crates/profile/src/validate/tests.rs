@@ -273,7 +273,7 @@ fn read_pct_out_of_range() {
     assert_eq!(e.key(), Some("stream[0] (\"main\").read_pct"));
     assert_eq!(
         e.to_string(),
-        "test.toml: stream[0] (\"main\").read_pct: 150 is out of range 0..=100"
+        "test.toml: stream[0] (\"main\").read_pct: 150 is out of range 0..=100: must be at most 100"
     );
 }
 
@@ -312,7 +312,7 @@ fn fleet_qd_zero() {
     assert_eq!(e.key(), Some("fleet.qd"));
     assert_eq!(
         e.to_string(),
-        "test.toml: fleet.qd: 0 is out of range 1..=4096"
+        "test.toml: fleet.qd: 0 is out of range 1..=4096: must be at least 1"
     );
 }
 
@@ -531,7 +531,7 @@ fn override_errors_name_the_flag() {
                 read_pct: Some(150.0),
                 ..Default::default()
             },
-            "--read-pct (stream[0] (\"main\").read_pct): 150 is out of range 0..=100",
+            "--read-pct (stream[0] (\"main\").read_pct): 150 is out of range 0..=100: must be at most 100",
         ),
         (
             Overrides {

@@ -1,0 +1,313 @@
+//! Runs without a profile (the workload from flags on the default shape) and `--dry-run`:
+//! the printed plan is a profile that runs, and a dry run touches nothing.
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+
+use common::*;
+
+/// The TOML part of a dry run's stdout (comment lines dropped).
+fn toml_lines(out: &str) -> Vec<&str> {
+    out.lines().filter(|l| !l.starts_with('#')).collect()
+}
+
+fn dry_run(dir: &Path, args: &[&str]) -> String {
+    let mut all = vec!["run"];
+    all.extend_from_slice(args);
+    all.push("--dry-run");
+    let o = run_in(dir, &all);
+    assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+    stdout(&o)
+}
+
+/// Names and contents of every file under `dir`, recursively, sorted.
+fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                todo.push(p.clone());
+                out.push((p.display().to_string(), Vec::new()));
+            } else {
+                out.push((p.display().to_string(), fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn a_run_without_profile_takes_the_workload_from_flags() {
+    let d = tempfile::tempdir().unwrap();
+    let t = d.path().join("data");
+    // The acceptance command, on a small disk so the fill stays small.
+    let v = run_json(
+        d.path(),
+        &[
+            "--bs",
+            "4k",
+            "--read-pct",
+            "100",
+            "--random-pct",
+            "100",
+            "--qd",
+            "8",
+            "--duration",
+            "2s",
+            "--target",
+            t.to_str().unwrap(),
+            "--disk-size",
+            "4m",
+        ],
+    );
+    let plan = &v["run"]["plan"];
+    assert_eq!(plan["name"], "cli-4k-read100-random100-qd8");
+    assert_eq!(plan["fleet"]["workers"], 1);
+    assert_eq!(plan["fleet"]["disks_per_worker"], 1);
+    assert_eq!(plan["fleet"]["threads_per_disk"], 1);
+    assert_eq!(plan["fleet"]["qd"], 8);
+    assert_eq!(plan["streams"][0]["read_pct"], 100.0);
+    assert_eq!(plan["streams"][0]["random_pct"], 100.0);
+    assert_eq!(plan["streams"][0]["bs"]["entries"][0][0], 4096);
+    assert!(v["summary"]["read"]["ios"].as_u64().unwrap() > 0);
+    assert_eq!(v["summary"]["write"]["ios"], 0);
+    assert!(t.join("w000-d000.iofleet").is_file());
+}
+
+#[test]
+fn the_default_shape_fills_in_what_the_flags_leave_out() {
+    let d = tempfile::tempdir().unwrap();
+    let v = run_json(
+        d.path(),
+        &[
+            "--read-pct",
+            "70",
+            "--engine",
+            "null",
+            "--duration",
+            "300ms",
+            "--interval",
+            "100ms",
+        ],
+    );
+    let plan = &v["run"]["plan"];
+    assert_eq!(plan["name"], "cli-4k-read70-random100-qd1");
+    assert_eq!(plan["fleet"]["disk_size"], 1u64 << 30);
+    assert_eq!(plan["timing"]["warmup"], 0.0);
+    assert_eq!(plan["streams"][0]["working_set_pct"], 100.0);
+    // Nothing given at all is still an error, not a silent 60 s run.
+    let o = run_in(d.path(), &["run", "--engine", "null"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("give a profile"), "{}", stderr(&o));
+}
+
+#[test]
+fn dry_run_prints_a_profile_that_runs_and_touches_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let t = d.path().join("data");
+    let out = dry_run(
+        d.path(),
+        &[
+            "easy-run-4k70r",
+            "--target",
+            t.to_str().unwrap(),
+            "--qd",
+            "2",
+        ],
+    );
+    assert!(!t.exists(), "a dry run created the target directory");
+    for needle in [
+        "name = \"easy-run-4k70r\"",
+        "qd = 2",
+        "# Fleet",
+        "workers:     2",
+        "lanes:       64",
+        "I/O threads:",
+        "(this host)",
+        "does not exist yet",
+        "worker 1 disk 7: ",
+        "w001-d007.iofleet (64m)",
+    ] {
+        assert!(out.contains(needle), "no {needle:?} in\n{out}");
+    }
+    // Saved as a file, it is a profile: it runs, and a dry run of it prints the same plan.
+    let p = d.path().join("plan.toml");
+    fs::write(&p, &out).unwrap();
+    let again = dry_run(
+        d.path(),
+        &[p.to_str().unwrap(), "--target", t.to_str().unwrap()],
+    );
+    assert_eq!(toml_lines(&again), toml_lines(&out));
+    let v = run_json(
+        d.path(),
+        &[
+            p.to_str().unwrap(),
+            "--engine",
+            "null",
+            "--duration",
+            "300ms",
+            "--interval",
+            "100ms",
+            "--warmup",
+            "0s",
+        ],
+    );
+    assert_eq!(v["run"]["plan"]["fleet"]["qd"], 2);
+    assert_eq!(v["run"]["plan"]["name"], "easy-run-4k70r");
+}
+
+#[test]
+fn dry_run_of_a_flags_run_leaves_an_existing_target_unchanged() {
+    let d = tempfile::tempdir().unwrap();
+    let t = d.path().join("data");
+    fs::create_dir(&t).unwrap();
+    fs::write(t.join("keep.txt"), b"keep me").unwrap();
+    let before = snapshot(d.path());
+    let db = d.path().join("results.db");
+    let out = dry_run(
+        d.path(),
+        &[
+            "--db",
+            db.to_str().unwrap(),
+            "--bs",
+            "4k",
+            "--read-pct",
+            "100",
+            "--random-pct",
+            "100",
+            "--qd",
+            "8",
+            "--duration",
+            "2s",
+            "--target",
+            t.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(snapshot(d.path()), before, "a dry run changed the target");
+    assert!(
+        out.contains("qd = 8") && out.contains("duration = \"2s\""),
+        "{out}"
+    );
+    assert!(out.contains("(exists)"), "{out}");
+    assert!(!db.exists(), "a dry run opened the results store");
+}
+
+#[test]
+fn dry_run_refuses_what_the_run_would_refuse() {
+    let d = tempfile::tempdir().unwrap();
+    let t = d.path().join("data");
+    let o = run_in(
+        d.path(),
+        &[
+            "run",
+            "easy-run-4k70r",
+            "--target",
+            t.to_str().unwrap(),
+            "--disk-size",
+            "1000t",
+            "--dry-run",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--disk-size"), "{}", stderr(&o));
+    assert!(!t.exists());
+    let o = run_in(d.path(), &["run", "easy-run-4k70r", "--dry-run", "--json"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--json"), "{}", stderr(&o));
+}
+
+#[test]
+fn dry_run_of_groups_and_hosts() {
+    let d = tempfile::tempdir().unwrap();
+    let t = d.path().join("data");
+    let out = dry_run(
+        d.path(),
+        &[
+            "--group",
+            "vdi=vmfleet-vdi:3",
+            "--group",
+            "sql=vmfleet-sql:1",
+            "--target",
+            t.to_str().unwrap(),
+        ],
+    );
+    assert!(out.contains("# ---- group vdi (3 workers)"), "{out}");
+    assert!(out.contains("# ---- group sql (1 workers)"), "{out}");
+    assert!(out.contains("group sql: workers 3..=3"), "{out}");
+    assert!(out.contains("w003-d000.iofleet"), "{out}");
+    assert!(!t.exists());
+
+    // Hosts are listed with their share and files, and never contacted (these names
+    // resolve nowhere).
+    let inv = d.path().join("inv.toml");
+    fs::write(
+        &inv,
+        "[defaults]\ntarget = \"/var/tmp/iofleet\"\n\
+         [[host]]\ndestination = \"nowhere-a.invalid\"\nworkers = 1\n\
+         [[host]]\ndestination = \"nowhere-b.invalid\"\ntarget = [\"/dev/nvme9n1\"]\n",
+    )
+    .unwrap();
+    let out = dry_run(
+        d.path(),
+        &[
+            "easy-run-4k70r",
+            "--hosts",
+            inv.to_str().unwrap(),
+            "--workers",
+            "3",
+        ],
+    );
+    assert!(
+        out.contains("host nowhere-a.invalid (ssh nowhere-a.invalid): workers 0..=0"),
+        "{out}"
+    );
+    assert!(out.contains("/var/tmp/iofleet/w000-d007.iofleet"), "{out}");
+    assert!(
+        out.contains("host nowhere-b.invalid (ssh nowhere-b.invalid): workers 1..=2"),
+        "{out}"
+    );
+    assert!(
+        out.contains("/dev/nvme9n1 (regions are planned on the host)"),
+        "{out}"
+    );
+
+    // Inventory errors are the run's: pins beyond the run's workers, a missing file.
+    let pins = d.path().join("pins.toml");
+    fs::write(
+        &pins,
+        "[[host]]\ndestination = \"a.invalid\"\nworkers = 5\n\
+         [[host]]\ndestination = \"b.invalid\"\n",
+    )
+    .unwrap();
+    let o = run_in(
+        d.path(),
+        &[
+            "run",
+            "easy-run-4k70r",
+            "--hosts",
+            pins.to_str().unwrap(),
+            "--workers",
+            "2",
+            "--dry-run",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("pins 5 workers"), "{}", stderr(&o));
+    let o = run_in(
+        d.path(),
+        &[
+            "run",
+            "easy-run-4k70r",
+            "--hosts",
+            "missing.toml",
+            "--dry-run",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("missing.toml"), "{}", stderr(&o));
+}
