@@ -38,6 +38,10 @@ pub enum Command {
     /// List, show, export and delete stored runs (the results store).
     #[command(subcommand)]
     Results(crate::cmd_results::ResultsCmd),
+    /// Run a profile once per value of one setting (`--vary qd=1,2,4,8,16,32`), each step
+    /// saved as a run labelled with its sweep and step, and print the curve: IOPS
+    /// against mean, p50 and p99 latency.
+    Sweep(crate::cmd_sweep::SweepArgs),
     /// Compare stored runs against a baseline, optionally failing on regressions.
     Compare(crate::cmd_compare::CompareArgs),
     /// Write a self-contained HTML (or Markdown) report of stored runs.
@@ -103,7 +107,7 @@ fn engine(s: &str) -> Result<EngineSpec, String> {
     s.parse()
 }
 
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Clone)]
 pub struct RunArgs {
     /// Built-in profile name (`iofleet profiles list`) or path to a profile .toml file.
     /// Without one (and without --group), the workload flags below apply to a default

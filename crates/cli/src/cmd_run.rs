@@ -16,6 +16,7 @@ use iofleet_fleet::launcher::Launcher;
 use iofleet_fleet::{EngineSpec, Fanout, Observer, RunSettings, StartNow};
 use iofleet_profile::{format_duration, Context, GroupPlan, Overrides, Prepare};
 use iofleet_report::{Exporter, JsonExporter, TableExporter};
+use iofleet_stats::result::RunResult;
 
 use crate::args::{PrepareArg, RunArgs};
 use crate::dry_run;
@@ -139,8 +140,23 @@ fn groups(a: &RunArgs, ov: &Overrides) -> Result<Vec<GroupPlan>, Exit> {
 }
 
 pub fn run(a: RunArgs) -> Result<i32, Exit> {
-    let ov = overrides(&a);
-    let groups = groups(&a, &ov)?;
+    let (groups, settings) = resolve(&a)?;
+    if a.dry_run {
+        return match &a.hosts {
+            Some(path) => {
+                let hosts = iofleet_fleet::inventory::load(path).map_err(Exit::input)?;
+                dry_run::print(&groups, dry_run::Where::Hosts(&hosts), &settings)
+            }
+            None => dry_run::print(&groups, dry_run::Where::Local(&target_spec(&a)?), &settings),
+        };
+    }
+    execute(a, groups, settings)
+}
+
+/// The worker groups and run settings the arguments ask for.
+pub(crate) fn resolve(a: &RunArgs) -> Result<(Vec<GroupPlan>, RunSettings), Exit> {
+    let ov = overrides(a);
+    let groups = groups(a, &ov)?;
     let engine = match &a.sim_latency {
         Some(_) if a.engine != EngineSpec::Null => {
             return Err(Exit::input("--sim-latency needs --engine null"))
@@ -168,16 +184,7 @@ pub fn run(a: RunArgs) -> Result<i32, Exit> {
         cleanup: a.cleanup,
         host_timeout: a.host_timeout,
     };
-    if a.dry_run {
-        return match &a.hosts {
-            Some(path) => {
-                let hosts = iofleet_fleet::inventory::load(path).map_err(Exit::input)?;
-                dry_run::print(&groups, dry_run::Where::Hosts(&hosts), &settings)
-            }
-            None => dry_run::print(&groups, dry_run::Where::Local(&target_spec(&a)?), &settings),
-        };
-    }
-    execute(a, groups, settings)
+    Ok((groups, settings))
 }
 
 fn overrides(a: &RunArgs) -> Overrides {
@@ -205,8 +212,30 @@ fn overrides(a: &RunArgs) -> Overrides {
     }
 }
 
-/// The run itself: launcher, outputs, store, live view, Ctrl-C, then the result.
+/// The run itself: outputs, Ctrl-C, the measurement, then the result and exit code.
 fn execute(a: RunArgs, groups: Vec<GroupPlan>, settings: RunSettings) -> Result<i32, Exit> {
+    // Open the JSON output file before any I/O, so a bad path fails early.
+    let mut output = match &a.output {
+        Some(p) => {
+            Some(BufWriter::new(File::create(p).map_err(|e| {
+                Exit::input(format!("--output {}: {e}", p.display()))
+            })?))
+        }
+        None => None,
+    };
+    let stop = ctrl_c_flag();
+    let result = measure(&a, &groups, settings, &stop)?;
+    print_and_exit_code(&a, &result, output.as_mut(), &stop)
+}
+
+/// Launcher, store, live view and metrics around one run of `groups`: the result, saved
+/// unless `--no-save`, with the stored identity filled in. `stop` ends it early.
+pub(crate) fn measure(
+    a: &RunArgs,
+    groups: &[GroupPlan],
+    settings: RunSettings,
+    stop: &Arc<AtomicBool>,
+) -> Result<RunResult, Exit> {
     // With --hosts, targets come from the inventory; --target applies to local runs.
     let mut launcher: Box<dyn Launcher> = match &a.hosts {
         Some(path) => {
@@ -224,27 +253,8 @@ fn execute(a: RunArgs, groups: Vec<GroupPlan>, settings: RunSettings) -> Result<
         }
     };
 
-    // Open the JSON output file before any I/O, so a bad path fails early.
-    let mut output = match &a.output {
-        Some(p) => {
-            Some(BufWriter::new(File::create(p).map_err(|e| {
-                Exit::input(format!("--output {}: {e}", p.display()))
-            })?))
-        }
-        None => None,
-    };
-
-    // Open the results store before any I/O too (a bad --db fails early).
+    // Open the results store before any I/O (a bad --db fails early).
     let mut recorder = StoreRecorder::open(&a.save, a.quiet)?;
-
-    let stop = Arc::new(AtomicBool::new(false));
-    let s = stop.clone();
-    // First Ctrl-C: stop and report; a second one exits at once.
-    let _ = ctrlc::set_handler(move || {
-        if s.swap(true, Ordering::SeqCst) {
-            std::process::exit(130);
-        }
-    });
 
     let mut metrics = match &a.metrics_listen {
         Some(addr) => {
@@ -266,7 +276,7 @@ fn execute(a: RunArgs, groups: Vec<GroupPlan>, settings: RunSettings) -> Result<
             observers.push(r);
         }
         iofleet_fleet::run(
-            &groups,
+            groups,
             &mut *launcher,
             &mut StartNow,
             stop.clone(),
@@ -285,7 +295,28 @@ fn execute(a: RunArgs, groups: Vec<GroupPlan>, settings: RunSettings) -> Result<
     })?;
     // Printed and exported results say which stored run they are.
     result.stored = stored;
+    Ok(result)
+}
 
+/// A flag the first Ctrl-C sets (stop and report what was measured); a second Ctrl-C
+/// exits at once.
+pub(crate) fn ctrl_c_flag() -> Arc<AtomicBool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = stop.clone();
+    let _ = ctrlc::set_handler(move || {
+        if s.swap(true, Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+    });
+    stop
+}
+
+fn print_and_exit_code(
+    a: &RunArgs,
+    result: &RunResult,
+    output: Option<&mut BufWriter<File>>,
+    stop: &AtomicBool,
+) -> Result<i32, Exit> {
     let stdout = io::stdout();
     let mut out = stdout.lock();
     let written = if a.json {
@@ -294,20 +325,20 @@ fn execute(a: RunArgs, groups: Vec<GroupPlan>, settings: RunSettings) -> Result<
                 eprintln!("note: {n}");
             }
         }
-        JsonExporter.export(&result, &mut out)
+        JsonExporter.export(result, &mut out)
     } else {
         TableExporter {
             intervals: a.intervals,
             wide: a.wide,
         }
-        .export(&result, &mut out)
+        .export(result, &mut out)
     };
     written
         .and_then(|_| out.flush())
         .map_err(|e| Exit::failure(format!("writing the result: {e}")))?;
-    if let Some(f) = output.as_mut() {
+    if let Some(f) = output {
         JsonExporter
-            .export(&result, f)
+            .export(result, f)
             .and_then(|_| f.flush())
             .map_err(|e| Exit::failure(format!("--output: {e}")))?;
     }

@@ -11,6 +11,7 @@ mod cmd_profiles;
 mod cmd_report;
 mod cmd_results;
 mod cmd_run;
+mod cmd_sweep;
 mod dry_run;
 mod live;
 mod metrics;
@@ -76,6 +77,7 @@ fn main() {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Run(a) => cmd_run::run(a),
+        Command::Sweep(a) => cmd_sweep::run(a),
         Command::Profiles(p) => cmd_profiles::run(p),
         Command::Results(r) => cmd_results::run(r),
         Command::Compare(c) => cmd_compare::run(c),

@@ -94,3 +94,107 @@ fn sim_options_and_real_time_are_checked() {
     assert!(t.elapsed() >= std::time::Duration::from_millis(900));
     assert!(v["summary"]["all"]["ios"].as_u64().unwrap() > 100);
 }
+
+#[test]
+fn a_sweep_draws_the_curve_and_saves_each_step() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("results.db");
+    let db_s = db.to_str().unwrap();
+    let o = run_in(
+        d.path(),
+        &[
+            "sweep",
+            "easy-run-4k100r",
+            "--engine",
+            "sim:servers=4,service=1ms,dist=fixed",
+            "--workers",
+            "1",
+            "--disks",
+            "1",
+            "--threads",
+            "1",
+            "--warmup",
+            "0s",
+            "--duration",
+            "10s",
+            "--vary",
+            "qd=2,4,8",
+            "--db",
+            db_s,
+            "--json",
+            "--quiet",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["vary"], "qd");
+    let points = v["points"].as_array().unwrap();
+    let fig = |i: usize, k: &str| points[i][k].as_f64().unwrap();
+    // 4 servers of 1 ms: 2 and 4 outstanding are served at once (1 ms); 8 queue (2 ms),
+    // and throughput stops at 4,000 IOPS.
+    assert_eq!(points.len(), 3);
+    assert!((fig(0, "iops") - 2000.0).abs() < 2.0, "{v}");
+    assert!((fig(1, "iops") - 4000.0).abs() < 4.0, "{v}");
+    assert!((fig(2, "iops") - 4000.0).abs() < 4.0, "{v}");
+    assert!((fig(1, "mean_us") - 1000.0).abs() < 5.0, "{v}");
+    assert!((fig(2, "mean_us") - 2000.0).abs() < 10.0, "{v}");
+    // Each step is a stored run, labelled with its sweep, step and value.
+    let o = run_in(d.path(), &["results", "list", "--json", "--db", db_s]);
+    let runs: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let mut labels: Vec<(String, String)> = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            assert_eq!(r["labels"]["sweep"], "sweep-easy-run-4k100r-qd");
+            (
+                r["labels"]["step"].as_str().unwrap().to_string(),
+                r["labels"]["qd"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    labels.sort();
+    let want: Vec<(String, String)> = [("0", "2"), ("1", "4"), ("2", "8")]
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+    assert_eq!(labels, want);
+    // The curve names each step's stored run (the list shows ids' first characters).
+    for r in runs.as_array().unwrap() {
+        let id = r["id"].as_str().unwrap();
+        assert!(
+            points
+                .iter()
+                .any(|p| p["run_id"].as_str().unwrap().starts_with(id)),
+            "{id} is not on the curve"
+        );
+    }
+}
+
+#[test]
+fn a_sweep_checks_every_step_before_the_first() {
+    let d = tempfile::tempdir().unwrap();
+    for (vary, says) in [
+        ("colour=1,2", "colour"),
+        ("qd=4", "at least two"),
+        ("qd=1,0", "--qd (fleet.qd): 0 is out of range"),
+        ("bs=4k,huge", "--vary bs=huge"),
+    ] {
+        let o = run_in(
+            d.path(),
+            &[
+                "sweep",
+                "easy-run-4k100r",
+                "--engine",
+                "sim",
+                "--vary",
+                vary,
+                "--no-save",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(2), "{vary}");
+        assert!(stderr(&o).contains(says), "{vary}: {}", stderr(&o));
+    }
+    // Nothing ran: no step was measured or stored, no target was created.
+    assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0);
+}

@@ -1,0 +1,235 @@
+//! `iofleet sweep PROFILE --vary KEY=V1,V2,…`: the same run once per value of one
+//! setting, each step measured and saved like `iofleet run` (labelled `sweep`, `step` and
+//! the key), then the curve — IOPS against mean, p50 and p99 latency — that shows where
+//! more load stops buying throughput and starts costing latency (the hockey stick).
+//!
+//! Steps run in the order given. Disks are filled once: the first step prepares them as
+//! the profile says, and later steps find the fill marker valid and reuse the fill when
+//! the disks are unchanged (steps that vary `workers` fill the new workers' disks).
+
+use std::io::Write;
+use std::sync::atomic::Ordering;
+
+use clap::Args;
+use iofleet_report::compare::opt_fixed;
+use iofleet_stats::result::RunResult;
+
+use crate::args::RunArgs;
+use crate::cmd_run::{ctrl_c_flag, measure, resolve};
+use crate::Exit;
+
+#[derive(Args, Debug)]
+pub struct SweepArgs {
+    /// The setting to vary and its values, in order: `qd=1,2,4,8`, `threads=1,2,4`,
+    /// `workers=1,2,4`, `bs=4k,64k,1m`, `read_pct=0,30,70,100` or `rate=1000,2000`.
+    #[arg(long, value_name = "KEY=V1,V2,…")]
+    pub vary: String,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// The settings a sweep can vary.
+const KEYS: [&str; 6] = ["qd", "threads", "workers", "bs", "read_pct", "rate"];
+
+/// `KEY=V1,V2,…` into the key and its values.
+fn parse_vary(s: &str) -> Result<(String, Vec<String>), Exit> {
+    let (key, values) = s.split_once('=').ok_or_else(|| {
+        Exit::input(format!(
+            "--vary: '{s}' is not KEY=V1,V2,… (e.g. qd=1,2,4,8)"
+        ))
+    })?;
+    let key = key.trim().to_string();
+    if !KEYS.contains(&key.as_str()) {
+        return Err(Exit::input(format!(
+            "--vary: '{key}' cannot be varied (one of {})",
+            KEYS.join(", ")
+        )));
+    }
+    let values: Vec<String> = values
+        .split(',')
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+        .collect();
+    if values.len() < 2 {
+        return Err(Exit::input(format!(
+            "--vary: give at least two values of {key} (e.g. {key}=1,2,4)"
+        )));
+    }
+    Ok((key, values))
+}
+
+/// `base` with the varied setting at `value`, checked as the flag itself would be.
+fn step_args(base: &RunArgs, key: &str, value: &str) -> Result<RunArgs, Exit> {
+    let mut a = base.clone();
+    let bad = |e: String| Exit::input(format!("--vary {key}={value}: {e}"));
+    let int = || {
+        value
+            .parse::<i64>()
+            .map_err(|_| bad("not a whole number".into()))
+    };
+    let num = || value.parse::<f64>().map_err(|_| bad("not a number".into()));
+    match key {
+        "qd" => a.qd = Some(int()?),
+        "threads" => a.threads = Some(int()?),
+        "workers" => a.workers = Some(int()?),
+        "read_pct" => a.read_pct = Some(num()?),
+        "rate" => a.rate = Some(num()?),
+        "bs" => a.bs = Some(iofleet_profile::parse_block_sizes(value).map_err(bad)?),
+        _ => unreachable!("checked by parse_vary"),
+    }
+    Ok(a)
+}
+
+pub fn run(s: SweepArgs) -> Result<i32, Exit> {
+    let (key, values) = parse_vary(&s.vary)?;
+    if s.run.dry_run || s.run.output.is_some() {
+        return Err(Exit::input(
+            "--dry-run and --output apply to `iofleet run`; a sweep saves each step in the results store",
+        ));
+    }
+    // Every step is checked before the first one runs: a bad value fails fast.
+    let mut steps = Vec::with_capacity(values.len());
+    for v in &values {
+        let a = step_args(&s.run, &key, v)?;
+        let (groups, settings) = resolve(&a)?;
+        steps.push((v.clone(), a, groups, settings));
+    }
+    let sweep = s.run.save.name.clone().unwrap_or_else(|| {
+        let profile = s.run.profile.as_deref().unwrap_or("flags");
+        format!("sweep-{profile}-{key}")
+    });
+    let stop = ctrl_c_flag();
+    let mut done: Vec<(String, RunResult)> = Vec::new();
+    let n = steps.len();
+    for (i, (value, mut a, groups, settings)) in steps.into_iter().enumerate() {
+        a.save.name = Some(format!("{sweep}/{key}={value}"));
+        a.save.labels.extend([
+            ("sweep".to_string(), sweep.clone()),
+            ("step".to_string(), i.to_string()),
+            (key.clone(), value.clone()),
+        ]);
+        if !a.quiet {
+            eprintln!("step {}/{n}: {key} = {value}", i + 1);
+        }
+        let result = measure(&a, &groups, settings, &stop)?;
+        let interrupted = result.run.interrupted && stop.load(Ordering::SeqCst);
+        done.push((value, result));
+        if interrupted {
+            break;
+        }
+    }
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let written = if s.run.json {
+        serde_json::to_writer_pretty(&mut out, &curve_json(&sweep, &key, &done))
+            .map_err(std::io::Error::other)
+            .and_then(|_| writeln!(out))
+    } else {
+        write!(out, "{}", curve_table(&sweep, &key, &done))
+    };
+    written
+        .and_then(|_| out.flush())
+        .map_err(|e| Exit::failure(format!("writing the curve: {e}")))?;
+    Ok(if stop.load(Ordering::SeqCst) {
+        130
+    } else if done
+        .iter()
+        .any(|(_, r)| !r.summary.errors.failed_threads.is_empty())
+    {
+        1
+    } else {
+        0
+    })
+}
+
+/// The curve as JSON: one point per step, with the stored run of each.
+fn curve_json(sweep: &str, key: &str, done: &[(String, RunResult)]) -> serde_json::Value {
+    let points: Vec<serde_json::Value> = done
+        .iter()
+        .map(|(value, r)| {
+            let all = &r.summary.all;
+            let lat = all.latency_us.as_ref();
+            serde_json::json!({
+                "value": value,
+                "run_id": r.stored.as_ref().map(|s| s.id.clone()),
+                "iops": all.iops,
+                "mbps": all.mbps,
+                "mean_us": lat.map(|l| l.mean),
+                "p50_us": lat.map(|l| l.p50),
+                "p99_us": lat.map(|l| l.p99),
+                "interrupted": r.run.interrupted,
+            })
+        })
+        .collect();
+    serde_json::json!({ "sweep": sweep, "vary": key, "points": points })
+}
+
+/// The curve as a table, with each step's IOPS gain over the previous one: where the
+/// gain falls towards zero while p99 keeps rising, the knee has passed.
+fn curve_table(sweep: &str, key: &str, done: &[(String, RunResult)]) -> String {
+    let mut t = format!(
+        "sweep {sweep}: {} step(s) of {key}\n{:>10} {:>12} {:>8} {:>10} {:>10} {:>10} {:>9}  run\n",
+        done.len(),
+        key,
+        "IOPS",
+        "MB/s",
+        "mean µs",
+        "p50 µs",
+        "p99 µs",
+        "IOPS Δ"
+    );
+    let mut prev: Option<f64> = None;
+    for (value, r) in done {
+        let all = &r.summary.all;
+        let lat = all.latency_us.as_ref();
+        let gain = prev
+            .filter(|p| *p > 0.0)
+            .map(|p| format!("{:+.0}%", (all.iops - p) / p * 100.0))
+            .unwrap_or_else(|| "–".into());
+        t.push_str(&format!(
+            "{:>10} {:>12.0} {:>8.1} {:>10} {:>10} {:>10} {:>9}  {}{}\n",
+            value,
+            all.iops,
+            all.mbps,
+            opt_fixed(lat.map(|l| l.mean), 1),
+            opt_fixed(lat.map(|l| l.p50), 1),
+            opt_fixed(lat.map(|l| l.p99), 1),
+            gain,
+            r.stored.as_ref().map_or("(not saved)", |s| s.id.as_str()),
+            if r.run.interrupted {
+                " (interrupted)"
+            } else {
+                ""
+            }
+        ));
+        prev = Some(all.iops);
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vary_names_what_is_wrong() {
+        let Ok((k, v)) = parse_vary("qd=1, 2,4") else {
+            panic!("a good --vary is refused")
+        };
+        assert_eq!(
+            (k.as_str(), v),
+            ("qd", vec!["1".into(), "2".into(), "4".into()])
+        );
+        for (bad, says) in [
+            ("qd", "KEY=V1"),
+            ("colour=1,2", "colour"),
+            ("qd=4", "at least two"),
+        ] {
+            let Err(e) = parse_vary(bad) else {
+                panic!("{bad} is accepted")
+            };
+            let e = e.message;
+            assert!(e.contains(says) && e.contains("--vary"), "{bad}: {e}");
+        }
+    }
+}
