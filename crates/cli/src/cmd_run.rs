@@ -249,7 +249,7 @@ pub(crate) fn measure(
                 .map(|p| p.display().to_string())
                 .collect::<Vec<_>>()
                 .join(",");
-            Box::new(ThreadLauncher::new(target_spec(&a)?, label, settings))
+            Box::new(ThreadLauncher::new(target_spec(a)?, label, settings))
         }
     };
 
