@@ -342,12 +342,18 @@ fn print_and_exit_code(
             .and_then(|_| f.flush())
             .map_err(|e| Exit::failure(format!("--output: {e}")))?;
     }
+    Ok(exit_code(a, result, stop))
+}
+
+/// A run's exit code: 130 when Ctrl-C stopped it, 3 when hosts were lost (unless
+/// `--tolerate-host-loss`, with a message), 1 when a source failed, else 0.
+pub(crate) fn exit_code(a: &RunArgs, result: &RunResult, stop: &AtomicBool) -> i32 {
     let lost = result
         .hosts
         .iter()
         .filter(|h| h.lost_at_s.is_some())
         .count();
-    Ok(if result.run.interrupted && stop.load(Ordering::SeqCst) {
+    if result.run.interrupted && stop.load(Ordering::SeqCst) {
         130
     } else if lost > 0 && !a.tolerate_host_loss {
         eprintln!("error: {lost} host(s) lost during the run (--tolerate-host-loss accepts this)");
@@ -356,5 +362,5 @@ fn print_and_exit_code(
         1
     } else {
         0
-    })
+    }
 }

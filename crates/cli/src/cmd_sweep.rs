@@ -8,14 +8,13 @@
 //! the disks are unchanged (steps that vary `workers` fill the new workers' disks).
 
 use std::io::Write;
-use std::sync::atomic::Ordering;
 
 use clap::Args;
 use iofleet_report::compare::opt_fixed;
 use iofleet_stats::result::RunResult;
 
 use crate::args::RunArgs;
-use crate::cmd_run::{ctrl_c_flag, measure, resolve};
+use crate::cmd_run::{ctrl_c_flag, exit_code, measure, resolve};
 use crate::Exit;
 
 #[derive(Args, Debug)]
@@ -82,10 +81,21 @@ fn step_args(base: &RunArgs, key: &str, value: &str) -> Result<RunArgs, Exit> {
 
 pub fn run(s: SweepArgs) -> Result<i32, Exit> {
     let (key, values) = parse_vary(&s.vary)?;
-    if s.run.dry_run || s.run.output.is_some() {
+    if s.run.dry_run || s.run.output.is_some() || s.run.metrics_listen.is_some() {
         return Err(Exit::input(
-            "--dry-run and --output apply to `iofleet run`; a sweep saves each step in the results store",
+            "--dry-run, --output and --metrics-listen apply to `iofleet run`; a sweep saves each step in the results store",
         ));
+    }
+    if let Some((k, _)) = s
+        .run
+        .save
+        .labels
+        .iter()
+        .find(|(k, _)| k == "sweep" || k == "step" || *k == key)
+    {
+        return Err(Exit::input(format!(
+            "--label {k}: the sweep sets this label on every step"
+        )));
     }
     // Every step is checked before the first one runs: a bad value fails fast.
     let mut steps = Vec::with_capacity(values.len());
@@ -100,6 +110,8 @@ pub fn run(s: SweepArgs) -> Result<i32, Exit> {
     });
     let stop = ctrl_c_flag();
     let mut done: Vec<(String, RunResult)> = Vec::new();
+    let mut code = 0;
+    let mut failed = None;
     let n = steps.len();
     for (i, (value, mut a, groups, settings)) in steps.into_iter().enumerate() {
         a.save.name = Some(format!("{sweep}/{key}={value}"));
@@ -111,13 +123,24 @@ pub fn run(s: SweepArgs) -> Result<i32, Exit> {
         if !a.quiet {
             eprintln!("step {}/{n}: {key} = {value}", i + 1);
         }
-        let result = measure(&a, &groups, settings, &stop)?;
-        let interrupted = result.run.interrupted && stop.load(Ordering::SeqCst);
-        done.push((value, result));
-        if interrupted {
-            break;
+        match measure(&a, &groups, settings, &stop) {
+            Ok(result) => {
+                // The worst step decides: a lost host (3) or a failed source (1) in any
+                // step is the sweep's, as in `iofleet run`.
+                let c = exit_code(&a, &result, &stop);
+                code = code.max(c);
+                done.push((value, result));
+                if c == 130 {
+                    break;
+                }
+            }
+            Err(e) => {
+                failed = Some(e);
+                break;
+            }
         }
     }
+    // The steps measured so far are printed even when a later one failed.
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let written = if s.run.json {
@@ -130,16 +153,10 @@ pub fn run(s: SweepArgs) -> Result<i32, Exit> {
     written
         .and_then(|_| out.flush())
         .map_err(|e| Exit::failure(format!("writing the curve: {e}")))?;
-    Ok(if stop.load(Ordering::SeqCst) {
-        130
-    } else if done
-        .iter()
-        .any(|(_, r)| !r.summary.errors.failed_threads.is_empty())
-    {
-        1
-    } else {
-        0
-    })
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(code),
+    }
 }
 
 /// The curve as JSON: one point per step, with the stored run of each.

@@ -136,17 +136,28 @@ impl BufferPool {
     }
 
     /// The buffer of `slot`. Panics if `slot >= slots()`.
+    ///
+    /// Built from the slot's own address range, never through a reference to the whole
+    /// pool, so other slots may be in use elsewhere (the kernel's io_uring, or psync's
+    /// sync threads) while this one is read.
     #[inline]
     pub fn slot(&self, slot: u32) -> &[u8] {
         let start = self.start(slot);
-        &self.buf[start..start + self.slot_len]
+        // SAFETY: `start + slot_len <= len` (checked in `start`); the bytes are
+        // initialised and live as long as `self`. Engines never hand out a slot that is
+        // in flight.
+        unsafe { std::slice::from_raw_parts(self.buf.ptr.as_ptr().add(start), self.slot_len) }
     }
 
-    /// The buffer of `slot`, writable. Panics if `slot >= slots()`.
+    /// The buffer of `slot`, writable. Panics if `slot >= slots()`. Like `slot`, it
+    /// covers that slot's bytes only.
     #[inline]
     pub fn slot_mut(&mut self, slot: u32) -> &mut [u8] {
         let start = self.start(slot);
-        &mut self.buf[start..start + self.slot_len]
+        // SAFETY: as in `slot`; `&mut self` and the engines' rule that a slot is touched
+        // by one party at a time (its owner, or the I/O in flight on it) make this the
+        // only reference to these bytes.
+        unsafe { std::slice::from_raw_parts_mut(self.buf.ptr.as_ptr().add(start), self.slot_len) }
     }
 
     /// Start of `slot`'s buffer, valid for `slot_len()` bytes while the pool lives.

@@ -3,19 +3,25 @@
 //! io_uring is missing or disabled, and what `auto` uses where io_uring would hand every
 //! I/O to a kernel worker (buffered I/O on tmpfs, for example).
 //!
-//! `queue` only records a request; `submit_and_reap` runs the recorded requests. With one
-//! slot, every request runs on the calling thread, in queue order. With more slots (a
-//! lane at qd N), requests still run on the calling thread while each completes quickly
-//! — a page-cache copy gains nothing from more threads on a busy CPU, and each request's
-//! latency honestly includes its wait in the queue — but the first request that takes
-//! longer than [`BLOCKED_NS`] shows the target blocks (a disk), and from then on every
-//! request is handed to one of N sync threads, so N I/Os are truly in flight, as the qd
-//! asks. It does not loop over short transfers (a short read at end of file is reported
-//! as the bytes it moved) and it does not use vectored or asynchronous I/O.
+//! `queue` only records a request; `submit_and_reap` runs them. With one slot, or while
+//! the target answers at once, requests run on the calling thread, oldest first, one
+//! per call (so the caller timestamps each completion as it happens): a page-cache copy
+//! gains nothing from more threads on a busy CPU, and each request's latency honestly
+//! includes its wait in the queue. When [`BLOCKED_STREAK`] requests in a row each take
+//! longer than [`BLOCKED_NS`], the target blocks (a disk): from then on every request is
+//! handed to sync threads, one per slot up to [`MAX_SYNC_THREADS`], so the qd's I/Os are
+//! truly in flight. It does not loop over short transfers (a short read at end of file
+//! is reported as the bytes it moved) and it does not use vectored or asynchronous I/O.
+//!
+//! Buffers: a slot belongs to its I/O from `queue` until its completion is returned; the
+//! engine refuses to queue a slot in flight and `buffer_mut` panics on one, so a sync
+//! thread's writes never alias anything the owner can reach.
 
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -25,22 +31,29 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use crate::buf::BufferPool;
 use crate::{Caps, Completion, Engine, EngineError, EngineParams, IoReq, OpKind, OpenDisk};
 
-/// An I/O on the calling thread that takes longer than this means the target blocks:
-/// further I/Os go to the sync threads. A 4K page-cache copy takes about a microsecond;
-/// a device round trip tens or hundreds.
+/// An I/O on the calling thread that takes longer than this may have blocked. A 4K
+/// page-cache copy takes about a microsecond; a device round trip tens or hundreds.
 pub const BLOCKED_NS: u64 = 50_000;
+
+/// This many slow I/Os in a row mean the target blocks (one alone may be a preemption).
+pub const BLOCKED_STREAK: u32 = 3;
+
+/// At most this many sync threads per engine; a deeper qd waits for one.
+pub const MAX_SYNC_THREADS: u32 = 128;
 
 /// Synchronous positional I/O on opened disks.
 #[derive(Debug)]
 pub struct PsyncEngine {
     disks: Arc<Vec<OpenDisk>>,
     pool: BufferPool,
-    /// Requests queued since the last `submit_and_reap`; capacity `slots`, never grows
-    /// while callers keep at most `slots` I/Os outstanding.
-    pending: Vec<IoReq>,
+    /// Requests queued and not yet run, oldest first; capacity `slots`.
+    pending: VecDeque<IoReq>,
+    /// Per slot: queued or running, not yet returned.
+    busy: Vec<bool>,
     slots: u32,
-    /// An I/O slower than this on the calling thread starts the sync threads.
+    /// An I/O slower than this on the calling thread counts towards the streak.
     blocked_ns: u64,
+    slow_streak: u32,
     /// The sync threads, started once an I/O blocked (never with one slot).
     threads: Option<SyncThreads>,
 }
@@ -60,6 +73,8 @@ unsafe impl Send for Job {}
 #[derive(Debug)]
 struct SyncThreads {
     jobs: Option<Sender<Job>>,
+    /// Set when the engine goes: queued jobs are skipped, not run.
+    closing: Arc<AtomicBool>,
     done: Receiver<Completion>,
     handles: Vec<JoinHandle<()>>,
     in_flight: u32,
@@ -69,13 +84,18 @@ impl SyncThreads {
     fn start(n: u32, disks: &Arc<Vec<OpenDisk>>) -> Result<Self, EngineError> {
         let (jobs, job_rx) = crossbeam_channel::unbounded::<Job>();
         let (done_tx, done) = crossbeam_channel::unbounded();
+        let closing = Arc::new(AtomicBool::new(false));
         let mut handles = Vec::with_capacity(n as usize);
         for i in 0..n {
             let (rx, tx, disks) = (job_rx.clone(), done_tx.clone(), Arc::clone(disks));
+            let closing = Arc::clone(&closing);
             let h = std::thread::Builder::new()
                 .name(format!("iofleet-psync-{i}"))
                 .spawn(move || {
                     for job in rx.iter() {
+                        if closing.load(Ordering::Relaxed) {
+                            continue;
+                        }
                         let r = job.req;
                         // SAFETY: see `Job`: the slot's buffer is this job's alone.
                         let buf =
@@ -97,6 +117,7 @@ impl SyncThreads {
         }
         Ok(SyncThreads {
             jobs: Some(jobs),
+            closing,
             done,
             handles,
             in_flight: 0,
@@ -106,8 +127,10 @@ impl SyncThreads {
 
 impl Drop for SyncThreads {
     fn drop(&mut self) {
-        // Closing the job channel ends every thread once it has finished its I/O; they
-        // are joined before the engine's buffers are freed.
+        // Queued jobs are skipped and closing the channel ends every thread once its
+        // current I/O is done (a hung device still holds that one); they are joined
+        // before the engine's buffers are freed.
+        self.closing.store(true, Ordering::Relaxed);
         self.jobs.take();
         for h in self.handles.drain(..) {
             let _ = h.join();
@@ -121,9 +144,11 @@ impl PsyncEngine {
         Ok(PsyncEngine {
             disks: Arc::new(disks),
             pool,
-            pending: Vec::with_capacity(params.slots as usize),
+            pending: VecDeque::with_capacity(params.slots as usize),
+            busy: vec![false; params.slots as usize],
             slots: params.slots,
             blocked_ns: BLOCKED_NS,
+            slow_streak: 0,
             threads: None,
         })
     }
@@ -171,13 +196,22 @@ impl Engine for PsyncEngine {
         if req.file as usize >= self.disks.len() {
             return Err(crate::bad_file(&req, self.disks.len()));
         }
-        self.pending.push(req);
+        let busy = &mut self.busy[req.slot as usize];
+        if *busy {
+            return Err(EngineError::Submit(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("slot {} is still in flight", req.slot),
+            )));
+        }
+        *busy = true;
+        self.pending.push_back(req);
         Ok(())
     }
 
-    /// Runs queued I/Os on this thread until one blocks, then hands the rest (and every
-    /// later one) to the sync threads and waits for at least `min_complete` of what they
-    /// hold, or `timeout`.
+    /// On the calling thread: runs the oldest queued I/Os, at least one and
+    /// `min_complete` if that many are queued, and returns them; `timeout` has nothing
+    /// to wait for. Once the target blocks: hands every queued I/O to the sync threads
+    /// and waits for at least `min_complete` of what they hold, or `timeout`.
     fn submit_and_reap(
         &mut self,
         min_complete: u32,
@@ -185,41 +219,54 @@ impl Engine for PsyncEngine {
         out: &mut Vec<Completion>,
     ) -> Result<(), EngineError> {
         let before = out.len();
-        let mut i = 0;
         if self.threads.is_none() {
-            while i < self.pending.len() {
-                let req = self.pending[i];
-                i += 1;
+            let mut run = min_complete.max(1);
+            while run > 0 {
+                let Some(req) = self.pending.pop_front() else {
+                    break;
+                };
+                run -= 1;
                 let t0 = Instant::now();
                 let buf = &mut self.pool.slot_mut(req.slot)[..req.len as usize];
                 let result = transfer(&self.disks[req.file as usize].file, req.op, buf, req.offset);
+                self.busy[req.slot as usize] = false;
                 out.push(Completion {
                     slot: req.slot,
                     result,
                 });
                 if self.slots > 1 && t0.elapsed().as_nanos() as u64 >= self.blocked_ns {
-                    self.threads = Some(SyncThreads::start(self.slots, &self.disks)?);
+                    self.slow_streak += 1;
+                } else {
+                    self.slow_streak = 0;
+                }
+                if self.slow_streak >= BLOCKED_STREAK {
+                    let n = self.slots.min(MAX_SYNC_THREADS);
+                    self.threads = Some(SyncThreads::start(n, &self.disks)?);
                     break;
                 }
             }
+            if self.threads.is_none() {
+                return Ok(());
+            }
         }
-        let Some(threads) = self.threads.as_mut() else {
-            self.pending.clear();
-            return Ok(());
-        };
+        let threads = self.threads.as_mut().expect("started above");
         let jobs = threads.jobs.as_ref().expect("open while the engine lives");
-        for req in self.pending.drain(i..) {
-            let buf = self.pool.slot_mut(req.slot).as_mut_ptr();
+        while let Some(req) = self.pending.pop_front() {
+            let buf = self.pool.slot_ptr(req.slot);
             jobs.send(Job { req, buf })
                 .map_err(|_| EngineError::Setup("psync: the sync threads ended".into()))?;
             threads.in_flight += 1;
         }
-        self.pending.clear();
         let deadline = timeout.map(|t| Instant::now() + t);
+        let busy = &mut self.busy;
+        let mut take = |c: Completion, out: &mut Vec<Completion>| {
+            busy[c.slot as usize] = false;
+            out.push(c);
+        };
         loop {
             while let Ok(c) = threads.done.try_recv() {
                 threads.in_flight -= 1;
-                out.push(c);
+                take(c, out);
             }
             if out.len() - before >= min_complete as usize || threads.in_flight == 0 {
                 return Ok(());
@@ -238,11 +285,15 @@ impl Engine for PsyncEngine {
                     .map_err(|_| EngineError::Setup("psync: the sync threads ended".into()))?,
             };
             threads.in_flight -= 1;
-            out.push(got);
+            take(got, out);
         }
     }
 
     fn buffer_mut(&mut self, slot: u32) -> &mut [u8] {
+        assert!(
+            !self.busy.get(slot as usize).copied().unwrap_or(false),
+            "psync: slot {slot} is in flight"
+        );
         self.pool.slot_mut(slot)
     }
 }
@@ -329,7 +380,8 @@ mod tests {
         assert!(out.is_empty());
     }
 
-    /// An engine whose first I/O counts as blocked: every later one goes to the threads.
+    /// An engine where every I/O counts as slow: after `BLOCKED_STREAK` of them, the rest
+    /// go to the threads.
     fn threaded(disks: Vec<OpenDisk>, slots: u32) -> PsyncEngine {
         let mut e = PsyncEngine::new(disks, params(slots, 4096), 1).unwrap();
         e.blocked_ns = 0;
@@ -345,7 +397,7 @@ mod tests {
                 .unwrap();
         }
         let mut out = Vec::new();
-        // The first write runs here and "blocks"; the other three go to the threads.
+        // Three writes run here and "block"; the fourth goes to the threads.
         e.submit_and_reap(4, None, &mut out).unwrap();
         assert!(e.threaded());
         let threads = e.threads.as_ref().unwrap();
@@ -378,12 +430,47 @@ mod tests {
     }
 
     #[test]
-    fn one_slot_never_starts_threads() {
-        let mut e = threaded(disk(tempfile::tempfile().unwrap()), 1);
-        e.queue(req(0, OpKind::Write, 0, 4096)).unwrap();
+    fn inline_runs_the_oldest_first_one_per_call_and_guards_slots_in_flight() {
+        let mut e =
+            PsyncEngine::new(disk(tempfile::tempfile().unwrap()), params(3, 4096), 1).unwrap();
+        e.blocked_ns = u64::MAX;
+        for slot in 0..3 {
+            e.queue(req(slot, OpKind::Write, slot as u64 * 4096, 4096))
+                .unwrap();
+        }
+        // Queued and not returned: the slot is the I/O's.
+        assert!(e.queue(req(1, OpKind::Read, 0, 4096)).is_err());
         let mut out = Vec::new();
         e.submit_and_reap(1, None, &mut out).unwrap();
-        assert_eq!(out.len(), 1);
+        assert_eq!(out.iter().map(|c| c.slot).collect::<Vec<_>>(), [0]);
+        e.submit_and_reap(0, None, &mut out).unwrap();
+        assert_eq!(out.iter().map(|c| c.slot).collect::<Vec<_>>(), [0, 1]);
+        // Returned slots are the owner's again; slot 2 is still queued.
+        e.buffer_mut(0).fill(1);
+        e.queue(req(0, OpKind::Write, 0, 4096)).unwrap();
+        e.submit_and_reap(2, None, &mut out).unwrap();
+        assert_eq!(out.iter().map(|c| c.slot).collect::<Vec<_>>(), [0, 1, 2, 0]);
+        assert!(!e.threaded());
+    }
+
+    #[test]
+    #[should_panic(expected = "in flight")]
+    fn the_buffer_of_a_slot_in_flight_is_not_handed_out() {
+        let mut e =
+            PsyncEngine::new(disk(tempfile::tempfile().unwrap()), params(2, 4096), 1).unwrap();
+        e.queue(req(1, OpKind::Write, 0, 4096)).unwrap();
+        e.buffer_mut(1);
+    }
+
+    #[test]
+    fn one_slot_never_starts_threads() {
+        let mut e = threaded(disk(tempfile::tempfile().unwrap()), 1);
+        let mut out = Vec::new();
+        for _ in 0..2 * BLOCKED_STREAK {
+            e.queue(req(0, OpKind::Write, 0, 4096)).unwrap();
+            e.submit_and_reap(1, None, &mut out).unwrap();
+        }
+        assert_eq!(out.len(), 2 * BLOCKED_STREAK as usize);
         assert!(!e.threaded());
     }
 

@@ -128,11 +128,10 @@ else echo missing; fi"#
         ));
     }
     let path = format!("\"$HOME/.cache/iofleet/{name}\"");
-    if let Some(stamp) = String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .strip_prefix("present ")
-    {
-        return Ok((path, stamp.to_string()));
+    let answer = String::from_utf8_lossy(&out.stdout);
+    if let Some(stamp) = answer.trim().strip_prefix("present") {
+        // No stamp (no `stat`): the copy is then never removed at the end, only as stale.
+        return Ok((path, stamp.trim().to_string()));
     }
     let upload = format!(
         "d=\"$HOME/.cache/iofleet\"; mkdir -p \"$d\" && t=\"$d/.upload.$$\" && cat > \"$t\" && chmod 755 \"$t\" && mv -f \"$t\" \"$d/{name}\" && sha256sum \"$d/{name}\" && {STAMP} \"$d/{name}\""
@@ -186,7 +185,7 @@ const STAMP: &str =
 /// stamp moved) or a process still runs it.
 fn remove_copy_script(path: &str, stamp: &str) -> String {
     format!(
-        r#"p={path}; [ "$({STAMP} "$p")" = "{stamp}" ] || exit 0
+        r#"p={path}; s="$({STAMP} "$p")"; [ -n "$s" ] && [ "$s" = "{stamp}" ] || exit 0
 for e in /proc/[0-9]*/exe; do [ "$(readlink "$e" 2>/dev/null)" = "$p" ] && exit 0; done
 rm -f "$p"; rmdir "$HOME/.cache/iofleet" 2>/dev/null; true"#
     )

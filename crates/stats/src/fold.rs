@@ -120,7 +120,10 @@ impl Layout {
                 write: OpSummary::from_ops(&s.write, elapsed_s),
             })
             .collect();
-        let ratios = self.host_ratios(&host_group, elapsed_s);
+        let lost: Vec<bool> = (0..self.hosts.len())
+            .map(|h| facts.get(h).is_some_and(|f| f.lost_at_s.is_some()))
+            .collect();
+        let ratios = self.host_ratios(&host_group, &lost, elapsed_s);
         let none = HostFacts::default();
         let fact = |h: usize| facts.get(h).unwrap_or(&none);
         let earliest = (0..self.hosts.len())
@@ -190,8 +193,17 @@ impl Layout {
     /// fewer workers is not slower, and a group is judged against its own kind — a
     /// rate-limited group against its scheduled rate, a closed-loop one against the
     /// median host of that group. A host's figure is its worst ratio over the groups it
-    /// runs (1 = on par).
-    fn host_ratios(&self, host_group: &[Vec<(u64, u32)>], elapsed_s: f64) -> Vec<f64> {
+    /// runs (1 = on par). Lost hosts are not peers (their shortfall is explained), and
+    /// nothing measured means nobody is behind.
+    fn host_ratios(
+        &self,
+        host_group: &[Vec<(u64, u32)>],
+        lost: &[bool],
+        elapsed_s: f64,
+    ) -> Vec<f64> {
+        if elapsed_s <= 0.0 {
+            return vec![1.0; host_group.len()];
+        }
         let per_worker = |(ios, n): (u64, u32)| ios as f64 / elapsed_s.max(1e-9) / n.max(1) as f64;
         let references: Vec<Option<f64>> = self
             .groups
@@ -201,8 +213,9 @@ impl Layout {
                 range.rate_per_worker.or_else(|| {
                     let peers: Vec<f64> = host_group
                         .iter()
-                        .filter(|hg| hg[g].1 > 0)
-                        .map(|hg| per_worker(hg[g]))
+                        .zip(lost)
+                        .filter(|(hg, &lost)| hg[g].1 > 0 && !lost)
+                        .map(|(hg, _)| per_worker(hg[g]))
                         .collect();
                     (!peers.is_empty()).then(|| median(&peers))
                 })
@@ -308,8 +321,25 @@ mod tests {
                 ..Default::default()
             },
         ];
-        let f = layout(Some(5.0)).fold(totals, &facts, 10.0);
+        let f = layout(Some(5.0)).fold(totals.clone(), &facts, 10.0);
         let flagged: Vec<bool> = f.hosts.iter().map(|h| h.straggler).collect();
         assert_eq!(flagged, [false, false, true]);
+        // Nothing measured (interrupted in warm-up): nobody is behind a schedule.
+        let f = layout(Some(5.0)).fold(totals.clone(), &[], 0.0);
+        assert!(f.hosts.iter().all(|h| !h.straggler));
+        // A lost host is no peer: the median is then a's 10 and b's 5 per worker, and b
+        // is behind; counting lost c's 5 would have made b look on par.
+        let slow = vec![sample(100, 1), sample(50, 1), sample(50, 1), sample(50, 1)];
+        let facts = vec![
+            HostFacts::default(),
+            HostFacts::default(),
+            HostFacts {
+                lost_at_s: Some(1.0),
+                ..Default::default()
+            },
+        ];
+        let f = layout(None).fold(slow, &facts, 10.0);
+        let flagged: Vec<bool> = f.hosts.iter().map(|h| h.straggler).collect();
+        assert_eq!(flagged, [false, true, false]);
     }
 }

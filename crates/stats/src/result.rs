@@ -268,8 +268,9 @@ pub struct HostSummary {
     pub start_late_ms: Option<f64>,
     /// When the host was lost, seconds since the timeline start (None: it finished).
     pub lost_at_s: Option<f64>,
-    /// Started more than 100 ms after the earliest host, or delivered under 80% of the
-    /// median host's IOPS per worker.
+    /// Started more than 100 ms after the earliest host, or, in some group it runs,
+    /// delivered under 80% of that group's reference IOPS per worker (its scheduled
+    /// rate, else the median of the group's hosts that were not lost); see `fold`.
     pub straggler: bool,
     /// What the host spent over the measured phase, as it reported it (None: unknown,
     /// e.g. a host lost before its first measured interval).

@@ -535,6 +535,10 @@ fn parse_port(port: &str, pattern: &str) -> Result<u16, String> {
 
 const LETTERS: &str = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
 
+/// The most hosts one pattern may expand to: far beyond any fleet, short of exhausting
+/// memory on a typo such as `node[0:99999999999]`.
+const MAX_HOSTS_PER_PATTERN: u64 = 100_000;
+
 /// Expand the first `[begin:end(:step)]` range of `pattern`, then the rest, as Ansible
 /// does: numbers keep the width of a zero-padded begin; letters run through a–z, A–Z.
 fn expand(pattern: &str) -> Result<Vec<String>, String> {
@@ -600,6 +604,11 @@ fn expand(pattern: &str) -> Result<Vec<String>, String> {
             } else {
                 0
             };
+            if e >= b && (e - b) / step as u64 + 1 > MAX_HOSTS_PER_PATTERN {
+                return Err(format!(
+                    "host range [{range}] in '{pattern}' expands to more than {MAX_HOSTS_PER_PATTERN} hosts"
+                ));
+            }
             (b..=e)
                 .step_by(step)
                 .map(|i| format!("{i:0width$}"))
@@ -614,6 +623,11 @@ fn expand(pattern: &str) -> Result<Vec<String>, String> {
     let mut out = Vec::new();
     for item in items {
         out.extend(expand(&format!("{head}{item}{tail}"))?);
+        if out.len() as u64 > MAX_HOSTS_PER_PATTERN {
+            return Err(format!(
+                "host pattern '{pattern}' expands to more than {MAX_HOSTS_PER_PATTERN} hosts"
+            ));
+        }
     }
     Ok(out)
 }
@@ -791,5 +805,14 @@ mod tests {
             assert_eq!(e.line, line, "{text:?}: {e:?}");
             assert!(e.message.contains(needle), "{text:?}: {e:?}");
         }
+    }
+
+    #[test]
+    fn a_range_past_any_fleet_is_refused_not_expanded() {
+        let e = expand("node[0:99999999999]").unwrap_err();
+        assert!(e.contains("more than 100000 hosts"), "{e}");
+        let e = expand("n[0:999]x[0:999]").unwrap_err();
+        assert!(e.contains("more than 100000 hosts"), "{e}");
+        assert_eq!(expand("n[1:3]").unwrap(), ["n1", "n2", "n3"]);
     }
 }

@@ -15,6 +15,7 @@ pub fn eval(text: &str) -> Value {
     let mut p = Parser {
         s: text.trim_start_matches([' ', '\t']).as_bytes(),
         i: 0,
+        depth: 0,
     };
     match p.value() {
         Some(v) => {
@@ -33,7 +34,12 @@ pub fn eval(text: &str) -> Value {
 struct Parser<'a> {
     s: &'a [u8],
     i: usize,
+    /// Nesting so far: past `MAX_DEPTH` the value is kept as text, so a pathological
+    /// `[[[[…` cannot exhaust the stack.
+    depth: u32,
 }
+
+const MAX_DEPTH: u32 = 64;
 
 impl Parser<'_> {
     fn ws(&mut self) {
@@ -57,6 +63,16 @@ impl Parser<'_> {
     }
 
     fn value(&mut self) -> Option<Value> {
+        if self.depth >= MAX_DEPTH {
+            return None;
+        }
+        self.depth += 1;
+        let v = self.value_inner();
+        self.depth -= 1;
+        v
+    }
+
+    fn value_inner(&mut self) -> Option<Value> {
         self.ws();
         match self.peek()? {
             b'\'' | b'"' => {
@@ -311,5 +327,13 @@ mod tests {
         ] {
             assert_eq!(eval(text), want, "{text}");
         }
+    }
+
+    #[test]
+    fn deep_nesting_is_kept_as_text_not_a_crash() {
+        let deep = "[".repeat(100_000);
+        assert_eq!(eval(&deep), serde_json::Value::String(deep.clone()));
+        let signs = format!("{}1", "-+".repeat(50_000));
+        assert_eq!(eval(&signs), serde_json::Value::String(signs.clone()));
     }
 }

@@ -426,7 +426,8 @@ fn host_spec(h: &Host, text: Option<&str>) -> Result<HostSpec, (Option<usize>, S
             ))
         }
     };
-    let workers = whole("iofleet_workers", 1, u64::from(u32::MAX))?.map(|w| w as u32);
+    // A host's pin is at most a fleet's workers (fleet.workers is 1..=65536).
+    let workers = whole("iofleet_workers", 1, 65_536)?.map(|w| w as u32);
     Ok(HostSpec {
         name: h.name.clone(),
         destination,
