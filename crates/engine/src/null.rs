@@ -169,7 +169,7 @@ impl std::fmt::Display for LatencyModel {
 
 /// One in-flight simulated I/O: (due_ns, seq, slot, result), ordered by due time, then
 /// queue order (`seq` is unique, so slot and result never decide).
-type Due = Reverse<(u64, u64, u32, i32)>;
+pub(crate) type Due = Reverse<(u64, u64, u32, i32)>;
 
 /// One file's latency source.
 #[derive(Debug)]
@@ -250,35 +250,48 @@ impl NullEngine {
 
 impl Timed {
     fn reap(&mut self, min_complete: u32, timeout: Option<Duration>, out: &mut Vec<Completion>) {
-        let start = self.clock.now_ns();
-        let deadline = timeout.map(|t| start.saturating_add(t.as_nanos() as u64));
-        let mut reaped = 0u32;
-        loop {
-            let now = self.clock.now_ns();
-            match self.in_flight.peek() {
-                Some(Reverse((due, ..))) if *due <= now => {
-                    let Reverse((_, _, slot, result)) = self.in_flight.pop().expect("peeked");
-                    out.push(Completion { slot, result });
-                    reaped += 1;
-                }
-                _ if reaped >= min_complete => return,
-                // Fewer than `min_complete` ready: time passes until the next one is due,
-                // unless the timeout runs out first.
-                Some(Reverse((due, ..))) => match deadline {
-                    Some(d) if *due > d => {
-                        self.clock.advance_to(d);
-                        return;
-                    }
-                    _ => self.clock.advance_to(*due),
-                },
-                // Nothing in flight: a real engine would sit out the timeout, or wait
-                // forever without one; in simulation the latter returns at once.
-                None => {
-                    if let Some(d) = deadline {
-                        self.clock.advance_to(d);
-                    }
+        reap_due(&mut self.in_flight, &self.clock, min_complete, timeout, out);
+    }
+}
+
+/// Complete what is due on `clock`; with fewer than `min_complete` due, time passes
+/// (`sleep_until`: a jump in simulated time, a sleep on the wall clock) until enough
+/// are, or until `timeout`. Shared by the engines that complete I/Os at computed times.
+pub(crate) fn reap_due<C: Clock>(
+    in_flight: &mut BinaryHeap<Due>,
+    clock: &C,
+    min_complete: u32,
+    timeout: Option<Duration>,
+    out: &mut Vec<Completion>,
+) {
+    let start = clock.now_ns();
+    let deadline = timeout.map(|t| start.saturating_add(t.as_nanos() as u64));
+    let mut reaped = 0u32;
+    loop {
+        let now = clock.now_ns();
+        match in_flight.peek() {
+            Some(Reverse((due, ..))) if *due <= now => {
+                let Reverse((_, _, slot, result)) = in_flight.pop().expect("peeked");
+                out.push(Completion { slot, result });
+                reaped += 1;
+            }
+            _ if reaped >= min_complete => return,
+            // Fewer than `min_complete` ready: time passes until the next one is due,
+            // unless the timeout runs out first.
+            Some(Reverse((due, ..))) => match deadline {
+                Some(d) if *due > d => {
+                    clock.sleep_until(d);
                     return;
                 }
+                _ => clock.sleep_until(*due),
+            },
+            // Nothing in flight: a real engine would sit out the timeout, or wait
+            // forever without one; in simulation the latter returns at once.
+            None => {
+                if let Some(d) = deadline {
+                    clock.sleep_until(d);
+                }
+                return;
             }
         }
     }

@@ -27,7 +27,7 @@ use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
 use crate::buf::BufferPool;
-use crate::null::{parse_ns, LatencyModel};
+use crate::null::{parse_ns, reap_due, Due, LatencyModel};
 use crate::{Caps, Clock, Completion, Engine, EngineError, EngineParams, IoReq};
 
 /// Service-time distribution of a simulated device.
@@ -196,9 +196,6 @@ struct DiskQueue {
     seq: u64,
 }
 
-/// One in-flight I/O: (due_ns, seq, slot, result), by due time, then queue order.
-type Due = Reverse<(u64, u64, u32, i32)>;
-
 /// A simulated device per file, on clock `C` (simulated or real time).
 #[derive(Debug)]
 pub struct SimEngine<C: Clock> {
@@ -292,33 +289,8 @@ impl<C: Clock> Engine for SimEngine<C> {
         timeout: Option<Duration>,
         out: &mut Vec<Completion>,
     ) -> Result<(), EngineError> {
-        let start = self.clock.now_ns();
-        let deadline = timeout.map(|t| start.saturating_add(t.as_nanos() as u64));
-        let mut reaped = 0u32;
-        loop {
-            let now = self.clock.now_ns();
-            match self.in_flight.peek() {
-                Some(Reverse((due, ..))) if *due <= now => {
-                    let Reverse((_, _, slot, result)) = self.in_flight.pop().expect("peeked");
-                    out.push(Completion { slot, result });
-                    reaped += 1;
-                }
-                _ if reaped >= min_complete => return Ok(()),
-                Some(Reverse((due, ..))) => match deadline {
-                    Some(d) if *due > d => {
-                        self.clock.sleep_until(d);
-                        return Ok(());
-                    }
-                    _ => self.clock.sleep_until(*due),
-                },
-                None => {
-                    if let Some(d) = deadline {
-                        self.clock.sleep_until(d);
-                    }
-                    return Ok(());
-                }
-            }
-        }
+        reap_due(&mut self.in_flight, &self.clock, min_complete, timeout, out);
+        Ok(())
     }
 
     fn buffer_mut(&mut self, slot: u32) -> &mut [u8] {
