@@ -371,6 +371,13 @@ fn a_direction_without_io_has_no_latencies() {
     );
     assert_eq!(o.status.code(), Some(1), "{}", out(&o));
     assert!(err(&o).contains("not measured in this run"), "{}", err(&o));
+    // Nor does an absolute limit pass when neither run measured the figure.
+    let o = with_db(
+        &db,
+        &["compare", "reads", "reads", "--fail-if", "write.p99 > 2ms"],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    assert!(err(&o).contains("not measured in this run"), "{}", err(&o));
 }
 
 #[test]

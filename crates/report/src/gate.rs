@@ -247,9 +247,13 @@ pub fn evaluate(cmp: &Comparison<'_>, conditions: &[Condition]) -> Vec<Check> {
             let v = m.value(&run.result);
             let unit = m.unit().suffix();
             let (violated, detail) = match (c.threshold, base, v) {
-                // A figure neither run measured cannot have regressed; one measured by
-                // only one of them cannot be judged, and fails the gate.
-                (_, None, None) => (false, format!("{} not measured in either run", m.path())),
+                // A change neither run measured cannot have regressed; one measured by
+                // only one of them cannot be judged, and fails the gate. An absolute
+                // limit on a figure this run did not measure fails: a gate must not
+                // pass on what it never evaluated.
+                (Threshold::ChangePct(_), None, None) => {
+                    (false, format!("{} not measured in either run", m.path()))
+                }
                 (Threshold::ChangePct(_), _, None) | (Threshold::ChangePct(_), None, _) => (
                     true,
                     format!(
