@@ -145,7 +145,7 @@ pub fn print(groups: &[GroupPlan], at: Where<'_>, settings: &RunSettings) -> Res
     writeln!(
         out,
         "#   engine:      {}",
-        engine_line(&settings.engine, &at)
+        engine_line(&settings.engine, &at, settings.direct)
     )
     .ok();
     writeln!(
@@ -168,9 +168,7 @@ pub fn print(groups: &[GroupPlan], at: Where<'_>, settings: &RunSettings) -> Res
             )
             .ok();
             // What `auto` becomes here decides one I/O thread per lane (psync) or not.
-            let engine = settings
-                .engine
-                .resolve(&mut Vec::new())
+            let engine = resolve_here(&settings.engine, target, settings.direct)
                 .unwrap_or_else(|_| settings.engine.clone());
             writeln!(
                 out,
@@ -226,19 +224,32 @@ fn lanes_of(plan: &Plan) -> u64 {
     f.workers as u64 * used * f.threads_per_disk as u64
 }
 
-fn engine_line(engine: &EngineSpec, at: &Where<'_>) -> String {
+/// The engine a local run would use: `auto` resolved for this kernel and, on a
+/// directory target, for its filesystem (the check writes nothing).
+fn resolve_here(
+    engine: &EngineSpec,
+    target: &TargetSpec,
+    direct: bool,
+) -> Result<EngineSpec, iofleet_engine::EngineError> {
+    let dir = match target {
+        TargetSpec::Dir(d) => Some(d.as_path()),
+        TargetSpec::Devices(_) => None,
+    };
+    engine.resolve_for_dir(dir, direct, &mut Vec::new())
+}
+
+fn engine_line(engine: &EngineSpec, at: &Where<'_>, direct: bool) -> String {
     match (engine, at) {
         (EngineSpec::Auto, Where::Hosts(_)) => {
             "auto (each host uses io_uring where its kernel allows it, else psync)".into()
         }
-        (EngineSpec::Auto, Where::Local(_)) => {
-            let mut n = Vec::new();
-            match engine.resolve(&mut n) {
-                Ok(EngineSpec::Uring) => "auto: io_uring (psync instead on a filesystem without non-blocking reads such as tmpfs, which the run probes with a scratch file and a dry run does not)".into(),
-                Ok(other) => format!("auto: {}", other.name()),
-                Err(e) => format!("auto: {e}"),
+        (EngineSpec::Auto, Where::Local(target)) => match resolve_here(engine, target, direct) {
+            Ok(EngineSpec::Psync) if matches!(target, TargetSpec::Dir(_)) => {
+                "auto: psync (the target's filesystem has no non-blocking reads, as tmpfs; or io_uring is unavailable)".into()
             }
-        }
+            Ok(other) => format!("auto: {}", other.name()),
+            Err(e) => format!("auto: {e}"),
+        },
         (e, _) => e.to_string(),
     }
 }

@@ -151,40 +151,52 @@ pub fn probe() -> Result<(), EngineError> {
 /// Whether io_uring can complete I/O on files in `dir` inline. A filesystem without
 /// non-blocking reads (`RWF_NOWAIT` refused with `EOPNOTSUPP`: tmpfs, for example) makes
 /// io_uring hand every request to a kernel worker thread, where plain `pread`/`pwrite`
-/// is several times faster (bench/README.md). Probed with a 4 KiB scratch file opened as
-/// the run will open its disks (`direct`), removed at once. `None` when it cannot tell
-/// (the directory cannot be written, or refuses the open flags: the run's own checks
-/// report that).
+/// is several times faster (bench/README.md). Nothing is written: a regular file already
+/// in `dir` (a previous run's disk) is asked with one non-blocking read, opened as the
+/// run will open its disks (`direct`); otherwise the nearest existing directory's
+/// filesystem type answers (tmpfs and ramfs keep file data only in the page cache and
+/// have no non-blocking reads). `None` when it cannot tell.
 pub fn completes_inline_in(dir: &std::path::Path, direct: bool) -> Option<bool> {
     use std::os::unix::fs::OpenOptionsExt;
+    if let Some(file) = std::fs::read_dir(dir).ok().and_then(|entries| {
+        entries.flatten().find_map(|e| {
+            let is_file = e.file_type().ok()?.is_file();
+            let big_enough = e.metadata().ok()?.len() >= 4096;
+            (is_file && big_enough).then(|| e.path())
+        })
+    }) {
+        let answer = (|| {
+            let f = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(if direct { libc::O_DIRECT } else { 0 })
+                .open(&file)
+                .ok()?;
+            let mut buf = crate::buf::AlignedBuf::zeroed(4096).ok()?;
+            let r = rustix::io::preadv2(
+                &f,
+                &mut [io::IoSliceMut::new(&mut buf[..])],
+                0,
+                rustix::io::ReadWriteFlags::NOWAIT,
+            );
+            match r {
+                Err(e) if e == rustix::io::Errno::OPNOTSUPP => Some(false),
+                // Read at once, or "would block": non-blocking reads are supported.
+                _ => Some(true),
+            }
+        })();
+        if answer.is_some() {
+            return answer;
+        }
+    }
     // The directory, or the nearest existing one above it (where it will be created).
     let mut at = dir;
     while !at.is_dir() {
         at = at.parent()?;
     }
-    let path = at.join(format!(".iofleet-probe-{}", std::process::id()));
-    let result = (|| {
-        std::fs::write(&path, [0u8; 4096]).ok()?;
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(if direct { libc::O_DIRECT } else { 0 })
-            .open(&path)
-            .ok()?;
-        let mut buf = crate::buf::AlignedBuf::zeroed(4096).ok()?;
-        let r = rustix::io::preadv2(
-            &file,
-            &mut [io::IoSliceMut::new(&mut buf[..])],
-            0,
-            rustix::io::ReadWriteFlags::NOWAIT,
-        );
-        match r {
-            Err(e) if e == rustix::io::Errno::OPNOTSUPP => Some(false),
-            // Read at once, or "would block": non-blocking reads are supported.
-            _ => Some(true),
-        }
-    })();
-    let _ = std::fs::remove_file(&path);
-    result
+    const TMPFS_MAGIC: i64 = 0x0102_1994;
+    const RAMFS_MAGIC: i64 = 0x8584_58f6;
+    let fs = rustix::fs::statfs(at).ok()?;
+    Some(!matches!(fs.f_type as i64, TMPFS_MAGIC | RAMFS_MAGIC))
 }
 
 fn setup_error(e: io::Error) -> EngineError {
@@ -700,11 +712,18 @@ mod tests {
         let is_tmpfs = rustix::fs::statfs(shm).is_ok_and(|s| s.f_type == 0x0102_1994);
         if is_tmpfs {
             let d = tempfile::tempdir_in(shm).unwrap();
+            // An empty directory: the filesystem type answers, and nothing is written.
             assert_eq!(completes_inline_in(d.path(), false), Some(false));
             assert!(
                 std::fs::read_dir(d.path()).unwrap().next().is_none(),
-                "probe removed"
+                "nothing written"
             );
+            // A file there (a previous run's disk) is asked with a non-blocking read.
+            std::fs::write(d.path().join("disk"), [7u8; 8192]).unwrap();
+            assert_eq!(completes_inline_in(d.path(), false), Some(false));
+            let on_disk = tempfile::tempdir_in("/var/tmp").unwrap();
+            std::fs::write(on_disk.path().join("disk"), [7u8; 8192]).unwrap();
+            assert_eq!(completes_inline_in(on_disk.path(), false), Some(true));
         } else {
             eprintln!("skip: /dev/shm is not tmpfs");
         }
