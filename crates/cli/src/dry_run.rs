@@ -16,7 +16,7 @@ use iofleet_fleet::inproc::{check_layout, device_size_notice};
 use iofleet_fleet::inventory::{self, HostSpec};
 use iofleet_fleet::protocol::TargetArg;
 use iofleet_fleet::{EngineSpec, FleetError, RunSettings};
-use iofleet_profile::{plan_toml, Bytes, GroupPlan, Plan};
+use iofleet_profile::{plan_toml, Bytes, GroupPlan};
 
 use crate::Exit;
 
@@ -108,7 +108,7 @@ pub fn print(groups: &[GroupPlan], at: Where<'_>, settings: &RunSettings) -> Res
 
     // The fleet.
     let total_workers: u32 = groups.iter().map(|g| g.plan.fleet.workers).sum();
-    let lanes: u64 = groups.iter().map(|g| lanes_of(&g.plan)).sum();
+    let lanes = iofleet_fleet::inproc::lane_count(&groups) as u64;
     let disks: u64 = groups
         .iter()
         .map(|g| g.plan.fleet.workers as u64 * g.plan.fleet.disks_per_worker as u64)
@@ -213,15 +213,6 @@ fn fleet_exit(e: FleetError) -> Exit {
     } else {
         Exit::failure(e)
     }
-}
-
-/// Lanes of one group: one per thread of every disk some stream uses.
-fn lanes_of(plan: &Plan) -> u64 {
-    let f = &plan.fleet;
-    let used = (0..f.disks_per_worker)
-        .filter(|d| plan.streams.iter().any(|s| s.disks.contains(d)))
-        .count() as u64;
-    f.workers as u64 * used * f.threads_per_disk as u64
 }
 
 /// The engine a local run would use: `auto` resolved for this kernel and, on a

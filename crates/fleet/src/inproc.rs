@@ -612,6 +612,11 @@ fn build_lanes(groups: &[GroupPlan], seed: u64) -> Vec<LaneSpec> {
     lanes
 }
 
+/// How many lanes a run of `groups` has (one per thread of each disk a stream uses).
+pub fn lane_count(groups: &[GroupPlan]) -> usize {
+    build_lanes(groups, 0).len()
+}
+
 /// The I/O threads a run of `groups` on `engine` would start in this process, by the
 /// same placement the run uses: their number, the lanes they drive, and the CPUs they
 /// are pinned to (for `--dry-run`). `engine` should be resolved for this host.
