@@ -548,9 +548,9 @@ whole output is a profile: save it and run it with `iofleet run FILE` (with the 
 run makes on this host, failing the same way (exit 2), and touches nothing: no target directory, no disk
 file, no `--output` file, no results store, no SSH connection. With `--group` it prints one
 profile per group, each under a `# ---- group NAME` line; save each part to its own file. At
-most 32 files or regions are listed per target or host. On a directory target a dry run
-does not probe whether the filesystem completes reads without blocking (the run does, with
-a scratch file, to choose between io_uring and psync under `--engine auto`).
+most 32 files or regions are listed per target or host. On a directory target, `--engine
+auto` is resolved as the run resolves it (io_uring, or psync on a filesystem without
+non-blocking reads such as tmpfs); that check writes nothing.
 "#;
 
 const REFERENCE_INTRO: &str = r#"# Profile reference
