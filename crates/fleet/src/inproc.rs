@@ -702,7 +702,9 @@ impl Placement {
                 ..IoThreadSpec::default()
             })
             .collect();
-        // Per thread: (worker, disk) of each file opened so far.
+        // Per thread: (worker, disk) of each file opened so far. Lanes come in worker,
+        // disk, thread order, so each thread meets a disk's lanes one after another:
+        // the last file opened is the only one a lane can share.
         let mut opened: Vec<Vec<(u32, u32)>> = vec![Vec::new(); n];
         for (i, lane) in lanes.iter().enumerate() {
             let t = if caps.device_per_disk {
@@ -711,8 +713,8 @@ impl Placement {
                 i % n
             };
             let key = (lane.worker, lane.disk);
-            let file = match opened[t].iter().position(|&k| k == key) {
-                Some(f) if !file_per_lane => f,
+            let file = match opened[t].last() {
+                Some(&k) if k == key && !file_per_lane => opened[t].len() - 1,
                 _ => {
                     opened[t].push(key);
                     opened[t].len() - 1
