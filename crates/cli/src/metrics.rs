@@ -385,13 +385,14 @@ impl Families {
         for (direction, s) in [("read", fleet.read()), ("write", fleet.write())] {
             self.fleet.record(&FleetLabels { direction }, &s, secs);
         }
-        for (h, name) in snap.hosts.iter().enumerate() {
-            let mut host = Sample::default();
-            for (w, s) in snap.workers.iter().enumerate() {
-                if snap.worker_host.get(w) == Some(&h) {
-                    host += s;
-                }
-            }
+        let n_streams = snap.workers.first().map_or(0, |w| w.streams.len());
+        let per_host = iofleet_stats::fold::sum_by_host(
+            snap.workers,
+            snap.worker_host,
+            snap.hosts.len(),
+            n_streams,
+        );
+        for (name, host) in snap.hosts.iter().zip(&per_host) {
             for (direction, s) in [("read", host.read()), ("write", host.write())] {
                 let labels = HostLabels {
                     host: name.clone(),

@@ -18,7 +18,7 @@ use iofleet_stats::result::{
     CpuSummary, ErrorDetail, ErrorSummary, IntervalRow, MemorySummary, Outstanding, RunInfo,
     RunResult, RunSummary, SCHEMA_VERSION,
 };
-use iofleet_stats::summary::median_of;
+use iofleet_stats::summary::{counts_in_median, median_of};
 use iofleet_stats::{GenSample, HostUsage, OpStats, OpSummary, PackedSample, Sample};
 
 use crate::lanes::{Msg, Timeline};
@@ -324,7 +324,7 @@ pub(crate) fn collect(
                     }
                 }
                 out.measured_ns += dur_ns;
-                if dur_ns * 2 >= nominal {
+                if counts_in_median(dur_ns, nominal) {
                     out.interval_iops.push(row.iops);
                 }
             }

@@ -13,6 +13,7 @@
 use std::io::{self, Write};
 
 use iofleet_stats::result::RunResult;
+use iofleet_stats::summary::counts_in_median;
 use iofleet_stats::{LatencySummary, OpSummary};
 
 use crate::compare::opt_fixed as d;
@@ -152,6 +153,22 @@ fn f1(v: f64) -> String {
     format!("{v:.1}")
 }
 
+/// Columns of the latency rows (`lat_cells`): the row label, then the figures.
+const LATENCY_COLUMNS: &[(&str, bool)] = &[
+    ("latency µs", true),
+    ("IOPS", false),
+    ("MB/s", false),
+    ("mean", false),
+    ("stddev", false),
+    ("p50", false),
+    ("p90", false),
+    ("p95", false),
+    ("p99", false),
+    ("p99.9", false),
+    ("p99.99", false),
+    ("max", false),
+];
+
 fn lat_cells(label: String, s: &OpSummary) -> Vec<String> {
     let figures: [fn(&LatencySummary) -> f64; 9] = [
         |l| l.mean,
@@ -265,23 +282,7 @@ impl Exporter for TableExporter {
         writeln!(out)?;
         // Direction rows are `read`, `write`, `all`; stream rows say `stream NAME`, so a
         // stream named `read` is never taken for the read direction.
-        let mut lat = Grid::new(
-            1,
-            &[
-                ("latency µs", true),
-                ("IOPS", false),
-                ("MB/s", false),
-                ("mean", false),
-                ("stddev", false),
-                ("p50", false),
-                ("p90", false),
-                ("p95", false),
-                ("p99", false),
-                ("p99.9", false),
-                ("p99.99", false),
-                ("max", false),
-            ],
-        );
+        let mut lat = Grid::new(1, LATENCY_COLUMNS);
         lat.row(lat_cells("read".into(), &s.read));
         lat.row(lat_cells("write".into(), &s.write));
         lat.row(lat_cells("all".into(), &s.all));
@@ -293,11 +294,11 @@ impl Exporter for TableExporter {
         lat.print(out, max)?;
         writeln!(out)?;
         let measured: Vec<_> = r.intervals.iter().filter(|i| !i.warmup).collect();
-        // The median's own rule: an interval shorter than half the nominal one (the
-        // final one a run's end cut short) is left out of it.
+        // The median's own rule (`counts_in_median`).
+        let ns = |s: f64| (s * 1e9).round() as u64;
         let used = measured
             .iter()
-            .filter(|i| i.duration_s * 2.0 >= run.interval_s * (1.0 - 1e-9))
+            .filter(|i| counts_in_median(ns(i.duration_s), ns(run.interval_s)))
             .count();
         let interval = format!("{:.3}", run.interval_s);
         let interval = interval.trim_end_matches('0').trim_end_matches('.');
@@ -624,23 +625,7 @@ mod tests {
 
     #[test]
     fn unknown_latencies_print_as_dashes_aligned_by_characters() {
-        let mut g = Grid::new(
-            1,
-            &[
-                ("latency µs", true),
-                ("IOPS", false),
-                ("MB/s", false),
-                ("mean", false),
-                ("stddev", false),
-                ("p50", false),
-                ("p90", false),
-                ("p95", false),
-                ("p99", false),
-                ("p99.9", false),
-                ("p99.99", false),
-                ("max", false),
-            ],
-        );
+        let mut g = Grid::new(1, LATENCY_COLUMNS);
         let read = OpSummary {
             iops: 1000.0,
             latency_us: Some(LatencySummary {

@@ -189,6 +189,22 @@ impl Layout {
         }
     }
 
+    /// One interval's worker samples merged per host and per group, each worker placed
+    /// as `fold` places it (the report's series over time).
+    pub fn sums(&self, per_worker: &[Sample], n_streams: usize) -> (Vec<Sample>, Vec<Sample>) {
+        let hosts = sum_by_host(per_worker, &self.worker_host, self.hosts.len(), n_streams);
+        let mut groups = vec![Sample::new(n_streams); self.groups.len()];
+        for (w, s) in per_worker.iter().enumerate() {
+            let global = self.worker_base + w as u32;
+            for (g, range) in groups.iter_mut().zip(&self.groups) {
+                if range.contains(global) {
+                    *g += s;
+                }
+            }
+        }
+        (hosts, groups)
+    }
+
     /// Each host's delivery against its peers, per worker and per group: a host given
     /// fewer workers is not slower, and a group is judged against its own kind — a
     /// rate-limited group against its scheduled rate, a closed-loop one against the
@@ -232,6 +248,23 @@ impl Layout {
             })
             .collect()
     }
+}
+
+/// Per-host sums of per-worker samples: worker w counts for host `worker_host[w]`
+/// (workers without one, or beyond `hosts`, count for none). One pass over the workers.
+pub fn sum_by_host(
+    per_worker: &[Sample],
+    worker_host: &[usize],
+    hosts: usize,
+    n_streams: usize,
+) -> Vec<Sample> {
+    let mut out = vec![Sample::new(n_streams); hosts];
+    for (s, &h) in per_worker.iter().zip(worker_host) {
+        if let Some(host) = out.get_mut(h) {
+            *host += s;
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -72,6 +72,13 @@ impl OpSummary {
     }
 }
 
+/// Whether a measured interval of `duration_ns` counts in the IOPS median of intervals
+/// `nominal_ns` long: one shorter than half of it (the last one, cut short by the run's
+/// end) would understate the rate, and is left out.
+pub fn counts_in_median(duration_ns: u64, nominal_ns: u64) -> bool {
+    duration_ns * 2 >= nominal_ns
+}
+
 /// Median of a list of values (mean of the two middle values for an even count); 0 for
 /// an empty list (see `median_of` for the undefined case).
 pub fn median(values: &[f64]) -> f64 {

@@ -17,7 +17,7 @@ use iofleet_stats::result::{
     ErrorSummary, IntervalRow, Outstanding, RunInfo, RunResult, RunSummary, StoredRun,
     SCHEMA_VERSION,
 };
-use iofleet_stats::summary::median_of;
+use iofleet_stats::summary::{counts_in_median, median_of};
 use iofleet_stats::{HostResources, HostUsage, LatencyHist, OpStats, OpSummary, Sample, Series};
 
 use crate::read::{RunMeta, RunStatus};
@@ -218,7 +218,7 @@ impl Store {
                 sample.streams[s].read += &ops.read;
                 sample.streams[s].write += &ops.write;
             }
-            let (per_host, per_group) = parts(&layout, &per_worker, n_streams);
+            let (per_host, per_group) = layout.sums(&per_worker, n_streams);
             for ((series, sample), name) in host_series.iter_mut().zip(&per_host).zip(&layout.hosts)
             {
                 series.rows.push(interval_row(iv, sample));
@@ -250,7 +250,7 @@ impl Store {
                 }
                 let dur_ns = (iv.duration_s * 1e9).round() as u64;
                 measured_ns += dur_ns;
-                if dur_ns * 2 >= nominal_ns {
+                if counts_in_median(dur_ns, nominal_ns) {
                     interval_iops.push(row.iops);
                 }
             }
@@ -458,26 +458,6 @@ fn layout_of(
         worker_host,
         groups,
     }
-}
-
-/// One interval's worker samples merged per host and per group of `layout`, each
-/// worker placed as `Layout::fold` places it.
-fn parts(layout: &Layout, per_worker: &[Sample], n_streams: usize) -> (Vec<Sample>, Vec<Sample>) {
-    let mut hosts = vec![Sample::new(n_streams); layout.hosts.len()];
-    let mut groups = vec![Sample::new(n_streams); layout.groups.len()];
-    for (w, s) in per_worker.iter().enumerate() {
-        let h = layout.worker_host.get(w).copied().unwrap_or(0);
-        if let Some(h) = hosts.get_mut(h) {
-            *h += s;
-        }
-        let global = layout.worker_base + w as u32;
-        for (g, range) in groups.iter_mut().zip(&layout.groups) {
-            if range.contains(global) {
-                *g += s;
-            }
-        }
-    }
-    (hosts, groups)
 }
 
 /// Start lateness, loss time and what the host spent are facts of the live run: they
