@@ -72,6 +72,13 @@ fn self_check_flags_a_saturated_generator_not_a_device_bound_run() {
         let g = &v["summary"]["generator"];
         assert!(g["max_busy_pct"].as_f64().unwrap() < 90.0, "{extra:?}: {g}");
         assert_eq!(g.get("warnings"), None, "{extra:?}: {g}");
+        // Every completion was reaped by a real thread: the reap-wait bound is measured,
+        // and its median is no more than its p99.
+        let (p50, p99) = (
+            g["reap_wait_p50_us"].as_f64().unwrap(),
+            g["reap_wait_p99_us"].as_f64().unwrap(),
+        );
+        assert!(p50 > 0.0 && p50 <= p99, "{extra:?}: {g}");
         if extra[0] == "--rate" {
             assert!(g["open_loop_ios"].as_u64().unwrap() > 500, "{g}");
             assert!(g["issue_lag_p99_us"].as_f64().is_some(), "{g}");

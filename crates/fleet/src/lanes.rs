@@ -433,6 +433,8 @@ pub fn run_lanes<E: Engine, C: Clock>(
     let mut gen = GenSample::default();
     let mut lap_at = clock.now_ns();
     let mut completed = 0u64;
+    let self_check = work.self_check;
+    let mut reaped_at = lap_at;
 
     let mut flush = |idx: u32,
                      samples: &mut [(u32, Sample)],
@@ -446,6 +448,7 @@ pub fn run_lanes<E: Engine, C: Clock>(
             let mut g = GenSample::thread_span(now.saturating_sub(lap_at), busy, runq, *completed);
             lap_at = now;
             g.lag = gen.lag.take();
+            g.reap = gen.reap.take();
             Box::new(g)
         });
         *completed = 0;
@@ -507,10 +510,21 @@ pub fn run_lanes<E: Engine, C: Clock>(
         if inflight == 0 {
             clock.sleep_until(wake);
         } else {
+            // Self-check: from the last reap to this wait the thread was away; a completion
+            // that became ready meanwhile waits up to that long to be seen.
+            let away = if self_check {
+                clock.now_ns().saturating_sub(reaped_at)
+            } else {
+                0
+            };
             let timeout = Duration::from_nanos(wake.saturating_sub(now));
             engine.submit_and_reap(1, Some(timeout), &mut out)?;
+            if self_check {
+                gen.reap.record_count(away, out.len() as u64);
+            }
         }
         let t = clock.now_ns();
+        reaped_at = t;
         while t >= next_boundary && idx + 1 < n_intervals {
             flush(
                 idx,

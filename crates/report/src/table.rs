@@ -371,9 +371,12 @@ impl Exporter for TableExporter {
             let runq = g
                 .runq_us_per_io
                 .map_or("unknown".into(), |r| format!("{r:.2} µs"));
-            let lag = g.issue_lag_p99_us.map_or(String::new(), |l| {
+            let mut lag = g.issue_lag_p99_us.map_or(String::new(), |l| {
                 format!(", open-loop issue lag p99 {l:.0} µs")
             });
+            if let (Some(p50), Some(p99)) = (g.reap_wait_p50_us, g.reap_wait_p99_us) {
+                lag += &format!(", reap wait ≤ {p50:.1} µs (p50) / {p99:.1} µs (p99)");
+            }
             wrap(
                 out,
                 &format!(

@@ -2,7 +2,9 @@
 //! set. Each I/O thread reports, per interval, the wall time it ran, the CPU time it
 //! used, the time it spent runnable but waiting for a CPU (the kernel's run-queue
 //! delay), the I/Os it completed, and how late it issued open-loop I/Os against their
-//! intended times (a slot was free, the thread was simply late). Amounts are raw, so
+//! intended times (a slot was free, the thread was simply late), and how long
+//! completions may have waited to be reaped while the thread was busy elsewhere. Amounts
+//! are raw, so
 //! threads, hosts and intervals add up with `+=`; `GenSample::summary` turns them into
 //! shares and per-I/O figures and `warnings` says when they are large enough to doubt
 //! the storage's numbers.
@@ -43,6 +45,12 @@ pub struct GenSample {
     /// its queueing.
     #[serde(with = "hist_bytes")]
     pub lag: LatencyHist,
+    /// Reap wait bound, one value per completion: the time the thread spent away from its
+    /// wait (issuing, recording) before the wait that reaped it. A completion that became
+    /// ready in that span waited at most this long to be seen and timestamped; one that
+    /// became ready during the wait, about nothing.
+    #[serde(default, with = "hist_bytes")]
+    pub reap: LatencyHist,
 }
 
 mod hist_bytes {
@@ -75,6 +83,7 @@ impl AddAssign<&GenSample> for GenSample {
         self.max_busy = self.max_busy.max(o.max_busy);
         self.ios += o.ios;
         self.lag += &o.lag;
+        self.reap += &o.reap;
     }
 }
 
@@ -94,6 +103,7 @@ impl GenSample {
             runq_ns,
             ios,
             lag: LatencyHist::new(),
+            reap: LatencyHist::new(),
         }
     }
 
@@ -123,6 +133,14 @@ impl GenSample {
                 Some(self.lag.max_ns() as f64 / 1e3),
             )
         };
+        let (reap_p50, reap_p99) = if self.reap.is_empty() {
+            (None, None)
+        } else {
+            (
+                Some(self.reap.quantile_ns(0.50) as f64 / 1e3),
+                Some(self.reap.quantile_ns(0.99) as f64 / 1e3),
+            )
+        };
         let mut s = GeneratorSummary {
             io_threads,
             busy_pct: pct(self.busy_ns, self.wall_ns),
@@ -131,6 +149,8 @@ impl GenSample {
             open_loop_ios: self.lag.count(),
             issue_lag_p99_us: lag_p99,
             issue_lag_max_us: lag_max,
+            reap_wait_p50_us: reap_p50,
+            reap_wait_p99_us: reap_p99,
             warnings: Vec::new(),
         };
         s.warnings = s.warnings(mean_latency_ns);
@@ -156,6 +176,13 @@ pub struct GeneratorSummary {
     /// How late open-loop I/Os were issued against their intended time, µs.
     pub issue_lag_p99_us: Option<f64>,
     pub issue_lag_max_us: Option<f64>,
+    /// The most a completion may have waited to be reaped while its I/O thread was busy
+    /// issuing or recording (an upper bound per completion), median and p99, µs; null
+    /// when no completion was reaped or in simulated time.
+    #[serde(default)]
+    pub reap_wait_p50_us: Option<f64>,
+    #[serde(default)]
+    pub reap_wait_p99_us: Option<f64>,
     /// Why the generator, rather than the storage, may have set the result.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
@@ -250,9 +277,30 @@ mod tests {
     }
 
     #[test]
+    fn reap_wait_bounds_fold_per_completion() {
+        // Thread A reaped 98 completions after 2 µs away and 2 after 50 µs; thread B
+        // reaped none (it slept): the fold is A's bounds, weighted per completion.
+        let mut a = span(1_000_000_000, 100_000_000, Some(0), 100);
+        a.reap.record_count(2_000, 98);
+        a.reap.record_count(50_000, 2);
+        a.reap.record_count(7_000, 0);
+        let mut g = span(1_000_000_000, 1_000, Some(0), 0);
+        assert_eq!(g.summary(1, 1e5).reap_wait_p99_us, None);
+        g += &a;
+        assert_eq!(g.reap.count(), 100);
+        let s = g.summary(2, 100_000.0);
+        let (p50, p99) = (s.reap_wait_p50_us.unwrap(), s.reap_wait_p99_us.unwrap());
+        assert!((p50 - 2.0).abs() < 0.01, "{p50}");
+        assert!((p99 - 50.0).abs() < 0.1, "{p99}");
+        // A bound is reported, not warned on.
+        assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+    }
+
+    #[test]
     fn serde_round_trip_keeps_the_lag_histogram() {
         let mut g = span(10, 5, Some(1), 3);
         g.lag.record(12_345);
+        g.reap.record_count(3_000, 4);
         let json = serde_json::to_string(&g).unwrap();
         let back: GenSample = serde_json::from_str(&json).unwrap();
         assert_eq!(back, g);

@@ -137,6 +137,19 @@ impl LatencyHist {
         record_n(h, latency_ns.max(1), 1);
     }
 
+    /// Record `n` occurrences of one value in nanoseconds.
+    #[inline]
+    pub fn record_count(&mut self, value_ns: u64, n: u64) {
+        if n == 0 {
+            return;
+        }
+        let h = match &mut self.form {
+            Form::Dense(h) => h,
+            _ => self.dense(),
+        };
+        record_n(h, value_ns.max(1), n);
+    }
+
     pub fn count(&self) -> u64 {
         match &self.form {
             Form::Empty => 0,
