@@ -207,6 +207,14 @@ pub struct RunArgs {
     #[arg(long, value_enum, help = help("timing.prepare"))]
     pub prepare: Option<PrepareArg>,
 
+    /// Measure in rounds of --duration until the SNIA steady-state rule holds over the
+    /// last 5 rounds (IOPS range ≤ 20% and least-squares excursion ≤ 10% of their
+    /// mean), at most 25 rounds; warm-up before the first round only. Each round is
+    /// saved (label round=N); the result is the last round's, with a steady_state
+    /// block (docs/capacity.md).
+    #[arg(long)]
+    pub steady_state: bool,
+
     /// Print the result as JSON (docs/result.schema.json) on stdout instead of the table.
     #[arg(long)]
     pub json: bool,

@@ -140,6 +140,7 @@ fn groups(a: &RunArgs, ov: &Overrides) -> Result<Vec<GroupPlan>, Exit> {
 }
 
 pub fn run(a: RunArgs) -> Result<i32, Exit> {
+    crate::steady::check_args(&a)?;
     let (groups, settings) = resolve(&a)?;
     if a.dry_run {
         return match &a.hosts {
@@ -224,7 +225,7 @@ fn execute(a: RunArgs, groups: Vec<GroupPlan>, settings: RunSettings) -> Result<
         None => None,
     };
     let stop = ctrl_c_flag();
-    let result = measure(&a, &groups, settings, &stop)?;
+    let result = crate::steady::measure_step(&a, &groups, settings, &stop)?;
     print_and_exit_code(&a, &result, output.as_mut(), &stop)
 }
 

@@ -16,6 +16,7 @@ mod dry_run;
 mod live;
 mod metrics;
 mod record;
+mod steady;
 
 use clap::{CommandFactory, Parser};
 
