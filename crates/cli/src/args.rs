@@ -42,6 +42,10 @@ pub enum Command {
     /// saved as a run labelled with its sweep and step, and print the curve: IOPS
     /// against mean, p50 and p99 latency.
     Sweep(crate::cmd_sweep::SweepArgs),
+    /// Precondition the plan's disks as the SNIA SSS PTS does before steady-state
+    /// tests: each disk written twice over with 128 KiB sequential writes of random data,
+    /// with a progress bar. Every safety check of `iofleet run` applies.
+    Precondition(crate::cmd_precondition::PreconditionArgs),
     /// Compare stored runs against a baseline, optionally failing on regressions.
     Compare(crate::cmd_compare::CompareArgs),
     /// Write a self-contained HTML (or Markdown) report of stored runs.
@@ -88,7 +92,7 @@ pub enum PrepareArg {
 // Numeric flags take negative numbers (`allow_negative_numbers`; sizes and durations,
 // which are not plain numbers, `allow_hyphen_values`), so `--qd -1` reaches the option's
 // own range check instead of clap's "unexpected argument".
-fn size(s: &str) -> Result<Bytes, String> {
+pub(crate) fn size(s: &str) -> Result<Bytes, String> {
     if s.trim_start().starts_with('-') {
         return Err("a size cannot be negative".into());
     }
