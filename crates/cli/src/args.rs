@@ -154,7 +154,8 @@ pub struct RunArgs {
     /// I/O engine: auto (io_uring where the kernel allows it, else psync, with one
     /// notice), io_uring, psync (pread/pwrite, one I/O in flight per thread), null
     /// (completes every I/O without touching storage: iofleet's own overhead), or
-    /// sim[:servers=N,service=T,dist=exp|fixed|lognormal,sigma=S,max_mbps=M] (a
+    /// sim[:servers=N,service=T,dist=exp|fixed|lognormal,sigma=S,max_mbps=M,drift=±P%,
+    /// settle=T|never,ramp=T] (a
     /// simulated device per disk, in simulated time; see docs/capacity.md), or
     /// null-sim:MODELS (null with simulated latencies, see --sim-latency).
     #[arg(long, default_value = "auto", value_parser = engine, value_name = "ENGINE")]

@@ -226,7 +226,11 @@ fn curve_table(sweep: &str, key: &str, done: &[(String, RunResult)]) -> String {
             }
         ));
         if let Some(s) = &r.steady_state {
-            t.push_str(&format!("{:>10} {}\n", "", iofleet_report::table::steady_line(s)));
+            t.push_str(&format!(
+                "{:>10} {}\n",
+                "",
+                iofleet_report::table::steady_line(s)
+            ));
         }
         prev = Some(all.iops);
     }

@@ -250,6 +250,8 @@ pub fn update_stored_result(save: &SaveArgs, id: &str, result: &RunResult) {
         .and_then(|p| Store::open(&p))
         .and_then(|mut s| s.finish_run(id, result))
     {
-        eprintln!("warning: results store: run {id} keeps its result without the latest additions: {e}");
+        eprintln!(
+            "warning: results store: run {id} keeps its result without the latest additions: {e}"
+        );
     }
 }

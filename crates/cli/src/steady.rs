@@ -108,7 +108,11 @@ pub fn measure_until_steady(
             eprintln!(
                 "steady state: round {k}/{MAX_ROUNDS}: {:.0} IOPS{}",
                 r.summary.all.iops,
-                if cut_short { " (cut short: not counted)" } else { "" }
+                if cut_short {
+                    " (cut short: not counted)"
+                } else {
+                    ""
+                }
             );
         }
         last = Some(r);

@@ -35,7 +35,14 @@ fn a_file_target_is_written_twice_over_with_random_data() {
     let o = precondition(
         d.path(),
         &[
-            "--target", "data", "--disks", "2", "--disk-size", "4m", "--json", "--quiet",
+            "--target",
+            "data",
+            "--disks",
+            "2",
+            "--disk-size",
+            "4m",
+            "--json",
+            "--quiet",
         ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -97,20 +104,25 @@ fn a_file_target_is_written_twice_over_with_random_data() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let r: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(
-        r["notices"]
-            .as_array()
+        r["notices"].as_array().unwrap().iter().any(|n| n
+            .as_str()
             .unwrap()
-            .iter()
-            .any(|n| n.as_str().unwrap().contains("2 of 2 disks already carry a valid fill marker")),
+            .contains("2 of 2 disks already carry a valid fill marker")),
         "{}",
         r["notices"]
     );
 
     // The table says what was written.
-    let o = precondition(d.path(), &["--target", "data", "--disks", "2", "--disk-size", "4m"]);
+    let o = precondition(
+        d.path(),
+        &["--target", "data", "--disks", "2", "--disk-size", "4m"],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let t = stdout(&o);
-    assert!(t.contains("2 disk(s), 2 passes of 128 KiB sequential writes of random data"), "{t}");
+    assert!(
+        t.contains("2 disk(s), 2 passes of 128 KiB sequential writes of random data"),
+        "{t}"
+    );
     assert!(t.contains("written 16m"), "{t}");
 }
 
@@ -121,7 +133,10 @@ fn bad_input_exits_2_naming_what_is_wrong() {
         (vec!["no-such-profile"], "no-such-profile"),
         (vec!["--workers", "0"], "--workers"),
         (vec!["--disk-size", "huge"], "--disk-size"),
-        (vec!["--target", "a", "--target", "b"], "must all be block devices"),
+        (
+            vec!["--target", "a", "--target", "b"],
+            "must all be block devices",
+        ),
         (vec!["--colour"], "--colour"),
     ] {
         let o = precondition(d.path(), &args);
@@ -170,7 +185,10 @@ fn shm_dir() -> tempfile::TempDir {
 
 fn image(dir: &Path, mib: u64) -> PathBuf {
     let p = dir.join("disk.img");
-    std::fs::File::create(&p).unwrap().set_len(mib * MIB).unwrap();
+    std::fs::File::create(&p)
+        .unwrap()
+        .set_len(mib * MIB)
+        .unwrap();
     p
 }
 
@@ -207,10 +225,16 @@ fn a_device_with_a_filesystem_is_refused_and_left_identical() {
     let l = Loop::attach(&img);
     let before = digest(&l.dev);
     let work = tempfile::tempdir().unwrap();
-    let o = precondition(work.path(), &["--target", l.dev.to_str().unwrap(), "--quiet"]);
+    let o = precondition(
+        work.path(),
+        &["--target", l.dev.to_str().unwrap(), "--quiet"],
+    );
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("ext4") && err.contains("--destroy-data"), "{err}");
+    assert!(
+        err.contains("ext4") && err.contains("--destroy-data"),
+        "{err}"
+    );
     assert_eq!(digest(&l.dev), before, "the refused device was modified");
 }
 

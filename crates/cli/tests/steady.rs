@@ -126,7 +126,15 @@ fn a_drift_that_settles_is_steady_at_the_round_it_implies() {
     // An earlier round is a plain run.
     let o = run_in(
         d.path(),
-        &["results", "export", runs[0].as_str().unwrap(), "--format", "json", "--db", db_s],
+        &[
+            "results",
+            "export",
+            runs[0].as_str().unwrap(),
+            "--format",
+            "json",
+            "--db",
+            db_s,
+        ],
     );
     let first: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(first.get("steady_state").is_none());
@@ -161,10 +169,16 @@ fn a_drift_that_never_settles_is_not_steady_after_25_rounds() {
     assert_eq!(schema_errors(&v), Vec::<String>::new());
     let s = &v["steady_state"];
     assert_eq!(s["held"], false, "{s}");
-    assert_eq!((s["round"].as_u64(), s["rounds"].as_u64()), (Some(25), Some(25)));
+    assert_eq!(
+        (s["round"].as_u64(), s["rounds"].as_u64()),
+        (Some(25), Some(25))
+    );
     assert_eq!(s["round_iops"].as_array().unwrap().len(), 25);
     let last = f(&s["round_iops"][24]);
-    assert!((last - 2000.0 * (26.0f64 / 25.0).ln()).abs() < 0.25, "{last}");
+    assert!(
+        (last - 2000.0 * (26.0f64 / 25.0).ln()).abs() < 0.25,
+        "{last}"
+    );
     assert!(f(&s["excursion_pct"]) > 15.0, "{s}");
     assert_eq!(s["round_runs"], serde_json::json!([]));
 }

@@ -162,9 +162,8 @@ fn parse_span_ns(v: &str) -> Result<u64, String> {
 
 /// `drift=±P%`: percent above (below) `service` where service times start.
 fn parse_drift_pct(v: &str) -> Result<f64, String> {
-    let bad = || {
-        format!("sim: drift must be a percentage above -100%, e.g. +100% or -50%, not '{v}'")
-    };
+    let bad =
+        || format!("sim: drift must be a percentage above -100%, e.g. +100% or -50%, not '{v}'");
     let n = v.trim().strip_suffix('%').ok_or_else(bad)?;
     let n = n.strip_prefix('+').unwrap_or(n);
     n.parse::<f64>()
@@ -560,7 +559,11 @@ mod tests {
     #[test]
     fn drifting_service_follows_device_time_and_age() {
         // One fixed server of 100 µs that starts at 2× and settles after 1 ms.
-        let (mut e, clock) = engine("servers=1,service=100us,dist=fixed,drift=+100%,settle=1ms", 1, 1);
+        let (mut e, clock) = engine(
+            "servers=1,service=100us,dist=fixed,drift=+100%,settle=1ms",
+            1,
+            1,
+        );
         let mut out = Vec::new();
         let mut done_at = vec![];
         for _ in 0..8 {

@@ -170,7 +170,10 @@ mod tests {
         // slope 2, excursion 2 × 4 = 8.
         let ys = [100.0, 100.0, 120.0, 120.0, 100.0];
         let c = check_window(&ys);
-        assert!((c.excursion_pct - 2.0 * 4.0 / 108.0 * 100.0).abs() < 1e-9, "{c:?}");
+        assert!(
+            (c.excursion_pct - 2.0 * 4.0 / 108.0 * 100.0).abs() < 1e-9,
+            "{c:?}"
+        );
     }
 
     #[test]
