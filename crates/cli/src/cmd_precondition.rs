@@ -89,6 +89,8 @@ fn plan(a: &PreconditionArgs) -> Result<Plan, Exit> {
 }
 
 pub fn run(a: PreconditionArgs) -> Result<i32, Exit> {
+    // Ctrl-C from the start: once a disk file exists, a stop must end in a clean 130.
+    let stop = ctrl_c_flag();
     let plan = plan(&a)?;
     let spec = target_spec_of(&a.target)?;
     // Every check (free space, device signatures, mounts) before any write.
@@ -107,7 +109,6 @@ pub fn run(a: PreconditionArgs) -> Result<i32, Exit> {
     .map_err(target_exit)?;
     create_files(&layout).map_err(target_exit)?;
 
-    let stop = ctrl_c_flag();
     let per_pass: u64 = layout.iter().map(|d| d.size).sum();
     let total = per_pass * u64::from(PASSES);
     let bar = progress_bar(a.quiet, total);

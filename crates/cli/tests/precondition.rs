@@ -147,6 +147,69 @@ fn bad_input_exits_2_naming_what_is_wrong() {
     assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0);
 }
 
+#[test]
+fn ctrl_c_stops_it_without_a_marker_and_exits_130() {
+    // A tmpfs target: nothing touches a block device, and the disk stays mostly sparse.
+    let shm = Path::new("/dev/shm");
+    if !shm.is_dir() {
+        eprintln!("skip ctrl_c_stops_it_without_a_marker_and_exits_130: no /dev/shm");
+        return;
+    }
+    let d = shm_dir();
+    let target = d.path().join("data");
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("iofleet"))
+        .current_dir(d.path())
+        .args([
+            "precondition",
+            "--direct=false",
+            "--disk-size",
+            "4g",
+            "--json",
+        ])
+        .arg("--target")
+        .arg(&target)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Signal as soon as the first pass has begun writing.
+    let t0 = std::time::Instant::now();
+    let writing = || {
+        std::fs::read_dir(&target)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| {
+                use std::os::unix::fs::MetadataExt;
+                e.metadata()
+                    .map(|m| m.is_file() && m.blocks() > 0)
+                    .unwrap_or(false)
+            })
+    };
+    while !writing() && t0.elapsed() < std::time::Duration::from_secs(30) {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(writing(), "preconditioning did not start");
+    assert!(Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    assert!(stderr(&o).contains("interrupted"), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["complete"], false);
+    let written = v["bytes_written"].as_u64().unwrap();
+    assert!(written < 2 * 4096 * MIB, "{written}");
+    // No fill marker: a run that prepares would fill again (its marker block is zeros).
+    let disk = target.join("w000-d000.iofleet");
+    let bytes = std::fs::File::open(&disk).unwrap();
+    let mut marker = vec![0u8; 16];
+    std::os::unix::fs::FileExt::read_exact_at(&bytes, &mut marker, 4096 * MIB).unwrap();
+    assert_eq!(marker, vec![0u8; 16]);
+}
+
 struct Loop {
     dev: PathBuf,
 }

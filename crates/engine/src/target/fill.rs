@@ -304,6 +304,46 @@ mod tests {
     }
 
     #[test]
+    fn precondition_passes_write_every_byte_with_new_data_and_leave_a_marker() {
+        // 33 × 4 KiB: not a multiple of 128 KiB, so the last write is short.
+        let dir = tempfile::tempdir().unwrap();
+        let d = DiskLayout {
+            worker: 0,
+            disk: 0,
+            path: dir.path().join("d"),
+            region_offset: 0,
+            size: 33 * 4096,
+            is_device: false,
+        };
+        std::fs::write(&d.path, vec![0xab; (d.size + MARKER_LEN) as usize]).unwrap();
+        let stop = AtomicBool::new(false);
+        let mut passes = Vec::new();
+        for pass in 0..2 {
+            let written = AtomicU64::new(0);
+            let out = precondition_pass(&d, pass, false, &stop, &written).unwrap();
+            assert_eq!(out, FillOutcome::Done);
+            assert_eq!(written.load(Ordering::SeqCst), d.size);
+            assert!(fill_marker_valid(&d, FillPattern::Random).unwrap());
+            let bytes = std::fs::read(&d.path).unwrap();
+            assert_eq!(
+                bytes.len() as u64,
+                d.size + MARKER_LEN,
+                "nothing past the marker"
+            );
+            passes.push(bytes[..d.size as usize].to_vec());
+        }
+        for (a, b) in passes[0].chunks(4096).zip(passes[1].chunks(4096)) {
+            assert_ne!(a, b, "the second pass wrote the same data");
+            assert!(a.iter().any(|&x| x != 0xab) && b.iter().any(|&x| x != 0xab));
+        }
+        // A stop before the first write leaves no marker.
+        stop.store(true, Ordering::SeqCst);
+        let out = precondition_pass(&d, 0, false, &stop, &AtomicU64::new(0)).unwrap();
+        assert_eq!(out, FillOutcome::Interrupted);
+        assert!(!fill_marker_valid(&d, FillPattern::Random).unwrap());
+    }
+
+    #[test]
     fn fnv_reference_values() {
         assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
         assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
