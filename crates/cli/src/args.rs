@@ -42,6 +42,10 @@ pub enum Command {
     /// saved as a run labelled with its sweep and step, and print the curve: IOPS
     /// against mean, p50 and p99 latency.
     Sweep(crate::cmd_sweep::SweepArgs),
+    /// Precondition the plan's disks as the SNIA SSS PTS does before steady-state
+    /// tests: each disk written twice over with 128 KiB sequential writes of random data,
+    /// with a progress bar. Every safety check of `iofleet run` applies.
+    Precondition(crate::cmd_precondition::PreconditionArgs),
     /// Compare stored runs against a baseline, optionally failing on regressions.
     Compare(crate::cmd_compare::CompareArgs),
     /// Write a self-contained HTML (or Markdown) report of stored runs.
@@ -88,7 +92,7 @@ pub enum PrepareArg {
 // Numeric flags take negative numbers (`allow_negative_numbers`; sizes and durations,
 // which are not plain numbers, `allow_hyphen_values`), so `--qd -1` reaches the option's
 // own range check instead of clap's "unexpected argument".
-fn size(s: &str) -> Result<Bytes, String> {
+pub(crate) fn size(s: &str) -> Result<Bytes, String> {
     if s.trim_start().starts_with('-') {
         return Err("a size cannot be negative".into());
     }
@@ -150,7 +154,8 @@ pub struct RunArgs {
     /// I/O engine: auto (io_uring where the kernel allows it, else psync, with one
     /// notice), io_uring, psync (pread/pwrite, one I/O in flight per thread), null
     /// (completes every I/O without touching storage: iofleet's own overhead), or
-    /// sim[:servers=N,service=T,dist=exp|fixed|lognormal,sigma=S,max_mbps=M] (a
+    /// sim[:servers=N,service=T,dist=exp|fixed|lognormal,sigma=S,max_mbps=M,drift=±P%,
+    /// settle=T|never,ramp=T] (a
     /// simulated device per disk, in simulated time; see docs/capacity.md), or
     /// null-sim:MODELS (null with simulated latencies, see --sim-latency).
     #[arg(long, default_value = "auto", value_parser = engine, value_name = "ENGINE")]
@@ -206,6 +211,14 @@ pub struct RunArgs {
     pub rate: Option<f64>,
     #[arg(long, value_enum, help = help("timing.prepare"))]
     pub prepare: Option<PrepareArg>,
+
+    /// Measure in rounds of --duration until the SNIA steady-state rule holds over the
+    /// last 5 rounds (IOPS range ≤ 20% and least-squares excursion ≤ 10% of their
+    /// mean), at most 25 rounds; warm-up before the first round only. Each round is
+    /// saved (label round=N); the result is the last round's, with a steady_state
+    /// block (docs/capacity.md).
+    #[arg(long)]
+    pub steady_state: bool,
 
     /// Print the result as JSON (docs/result.schema.json) on stdout instead of the table.
     #[arg(long)]

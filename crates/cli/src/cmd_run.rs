@@ -25,21 +25,26 @@ use crate::record::StoreRecorder;
 use crate::Exit;
 
 fn target_spec(a: &RunArgs) -> Result<TargetSpec, Exit> {
+    target_spec_of(&a.target)
+}
+
+/// `--target` as given: one directory, or block devices.
+pub(crate) fn target_spec_of(target: &[std::path::PathBuf]) -> Result<TargetSpec, Exit> {
     let is_dev = |p: &std::path::Path| {
         std::fs::metadata(p)
             .map(|m| m.file_type().is_block_device())
             .unwrap_or(false)
     };
-    if a.target.len() == 1 && !is_dev(&a.target[0]) {
-        return Ok(TargetSpec::Dir(a.target[0].clone()));
+    if target.len() == 1 && !is_dev(&target[0]) {
+        return Ok(TargetSpec::Dir(target[0].clone()));
     }
-    if let Some(p) = a.target.iter().find(|p| !is_dev(p)) {
+    if let Some(p) = target.iter().find(|p| !is_dev(p)) {
         return Err(Exit::input(format!(
             "--target {}: when several targets are given they must all be block devices",
             p.display()
         )));
     }
-    Ok(TargetSpec::Devices(a.target.clone()))
+    Ok(TargetSpec::Devices(target.to_vec()))
 }
 
 /// Split `NAME=PROFILE[:WORKERS]`. A WORKERS count is checked against `fleet.workers`'
@@ -140,6 +145,7 @@ fn groups(a: &RunArgs, ov: &Overrides) -> Result<Vec<GroupPlan>, Exit> {
 }
 
 pub fn run(a: RunArgs) -> Result<i32, Exit> {
+    crate::steady::check_args(&a)?;
     let (groups, settings) = resolve(&a)?;
     if a.dry_run {
         return match &a.hosts {
@@ -224,7 +230,7 @@ fn execute(a: RunArgs, groups: Vec<GroupPlan>, settings: RunSettings) -> Result<
         None => None,
     };
     let stop = ctrl_c_flag();
-    let result = measure(&a, &groups, settings, &stop)?;
+    let result = crate::steady::measure_step(&a, &groups, settings, &stop)?;
     print_and_exit_code(&a, &result, output.as_mut(), &stop)
 }
 

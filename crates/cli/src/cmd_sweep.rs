@@ -14,7 +14,7 @@ use iofleet_report::compare::opt_fixed;
 use iofleet_stats::result::RunResult;
 
 use crate::args::RunArgs;
-use crate::cmd_run::{ctrl_c_flag, exit_code, measure, resolve};
+use crate::cmd_run::{ctrl_c_flag, exit_code, resolve};
 use crate::Exit;
 
 #[derive(Args, Debug)]
@@ -81,6 +81,7 @@ fn step_args(base: &RunArgs, key: &str, value: &str) -> Result<RunArgs, Exit> {
 
 pub fn run(s: SweepArgs) -> Result<i32, Exit> {
     let (key, values) = parse_vary(&s.vary)?;
+    crate::steady::check_args(&s.run)?;
     if s.run.dry_run || s.run.output.is_some() || s.run.metrics_listen.is_some() {
         return Err(Exit::input(
             "--dry-run, --output and --metrics-listen apply to `iofleet run`; a sweep saves each step in the results store",
@@ -123,7 +124,7 @@ pub fn run(s: SweepArgs) -> Result<i32, Exit> {
         if !a.quiet {
             eprintln!("step {}/{n}: {key} = {value}", i + 1);
         }
-        match measure(&a, &groups, settings, &stop) {
+        match crate::steady::measure_step(&a, &groups, settings, &stop) {
             Ok(result) => {
                 // The worst step decides: a lost host (3) or a failed source (1) in any
                 // step is the sweep's, as in `iofleet run`.
@@ -175,6 +176,11 @@ fn curve_json(sweep: &str, key: &str, done: &[(String, RunResult)]) -> serde_jso
                 "p50_us": lat.map(|l| l.p50),
                 "p99_us": lat.map(|l| l.p99),
                 "interrupted": r.run.interrupted,
+                "steady_state": r.steady_state.as_ref().map(|s| serde_json::json!({
+                    "held": s.held,
+                    "round": s.round,
+                    "window_mean_iops": s.window_mean_iops,
+                })),
             })
         })
         .collect();
@@ -219,6 +225,13 @@ fn curve_table(sweep: &str, key: &str, done: &[(String, RunResult)]) -> String {
                 ""
             }
         ));
+        if let Some(s) = &r.steady_state {
+            t.push_str(&format!(
+                "{:>10} {}\n",
+                "",
+                iofleet_report::table::steady_line(s)
+            ));
+        }
         prev = Some(all.iops);
     }
     t

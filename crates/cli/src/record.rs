@@ -237,3 +237,21 @@ impl Observer for StoreRecorder {
         }
     }
 }
+
+/// Rewrite the stored final result of run `id` (saved with `save`) with `result`, e.g.
+/// with a block computed after the run ended. A store that fails here only warns: the
+/// result is still printed.
+pub fn update_stored_result(save: &SaveArgs, id: &str, result: &RunResult) {
+    let path = match &save.db {
+        Some(p) => Ok(p.clone()),
+        None => iofleet_store::default_path(),
+    };
+    if let Err(e) = path
+        .and_then(|p| Store::open(&p))
+        .and_then(|mut s| s.finish_run(id, result))
+    {
+        eprintln!(
+            "warning: results store: run {id} keeps its result without the latest additions: {e}"
+        );
+    }
+}

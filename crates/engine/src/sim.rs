@@ -16,6 +16,14 @@
 //! 60 s step takes a fraction of a second and is repeatable for a seed. With
 //! `clock=real` (`--real-time`) the same model runs on the wall clock, and the engine
 //! sleeps until each completion is due. No byte is moved.
+//!
+//! A device can *drift* (`drift=P%,settle=T`): its service times start at (1 + P/100)
+//! times `service` and move linearly to `service` by `settle` of the device's time,
+//! then stay; `settle=never,ramp=T` keeps them moving at the rate of P% of `service`
+//! per `ramp`, without end. That is the freshly-written SSD whose rate changes until
+//! it settles, which the steady-state rule (`--steady-state`) must detect. `age=T` is
+//! how long the device has already served: steady-state rounds are separate runs, and
+//! each round's device carries on where the previous one left off.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -41,6 +49,37 @@ pub enum ServiceDist {
     },
 }
 
+/// When a drifting device stops drifting.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Settle {
+    /// Service times reach `service` after this many ns of device time, then stay.
+    At(u64),
+    /// Service times keep moving by the drift's share of `service` every `ramp_ns`.
+    Never { ramp_ns: u64 },
+}
+
+/// Service times that start away from `service` and move linearly towards it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Drift {
+    /// Where service times start, percent of `service` above it (negative: below).
+    pub pct: f64,
+    pub settle: Settle,
+}
+
+impl Drift {
+    /// The factor applied to `service` at `t_ns` of device time. Never below 1% of
+    /// `service` (a drift that keeps shortening service times would reach zero).
+    pub fn factor(&self, t_ns: u64) -> f64 {
+        let d = self.pct / 100.0;
+        let f = match self.settle {
+            Settle::At(settle) if t_ns >= settle => 1.0,
+            Settle::At(settle) => 1.0 + d * (1.0 - t_ns as f64 / settle as f64),
+            Settle::Never { ramp_ns } => 1.0 + d * (1.0 - t_ns as f64 / ramp_ns as f64),
+        };
+        f.max(0.01)
+    }
+}
+
 /// The device every disk of a `sim` run is.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SimDevice {
@@ -52,6 +91,10 @@ pub struct SimDevice {
     pub max_mbps: Option<f64>,
     /// Run on the wall clock instead of in simulated time.
     pub real_time: bool,
+    /// Service times that drift, then settle (or never do).
+    pub drift: Option<Drift>,
+    /// Device time already served when the run starts, ns (where a drift stands).
+    pub age_ns: u64,
 }
 
 impl Default for SimDevice {
@@ -62,6 +105,8 @@ impl Default for SimDevice {
             dist: ServiceDist::Exp,
             max_mbps: None,
             real_time: false,
+            drift: None,
+            age_ns: 0,
         }
     }
 }
@@ -100,14 +145,46 @@ impl SimDevice {
     }
 }
 
-/// `servers=N,service=T,dist=fixed|exp|lognormal,sigma=S,max_mbps=M,clock=sim|real`, every
-/// key optional (defaults: 8 servers, 200us, exp, no bandwidth limit, simulated time).
+/// A time span: ns, or with `ns`, `us`, `ms` or `s`.
+fn parse_span_ns(v: &str) -> Result<u64, String> {
+    match v.trim().strip_suffix('s') {
+        Some(n) if !n.ends_with(['m', 'u', 'n']) => {
+            let secs: f64 = n
+                .parse()
+                .ok()
+                .filter(|x: &f64| x.is_finite() && *x >= 0.0)
+                .ok_or_else(|| format!("'{v}' is not a time (examples: 500us, 2ms, 30s)"))?;
+            Ok((secs * 1e9).round() as u64)
+        }
+        _ => parse_ns(v),
+    }
+}
+
+/// `drift=±P%`: percent above (below) `service` where service times start.
+fn parse_drift_pct(v: &str) -> Result<f64, String> {
+    let bad =
+        || format!("sim: drift must be a percentage above -100%, e.g. +100% or -50%, not '{v}'");
+    let n = v.trim().strip_suffix('%').ok_or_else(bad)?;
+    let n = n.strip_prefix('+').unwrap_or(n);
+    n.parse::<f64>()
+        .ok()
+        .filter(|p| p.is_finite() && *p > -100.0)
+        .ok_or_else(bad)
+}
+
+/// `servers=N,service=T,dist=fixed|exp|lognormal,sigma=S,max_mbps=M,clock=sim|real`,
+/// `drift=±P%,settle=T|never,ramp=T` and `age=T`, every key optional (defaults: 8
+/// servers, 200us, exp, no bandwidth limit, simulated time, no drift, age 0).
 impl FromStr for SimDevice {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         let mut d = SimDevice::default();
         let mut dist = "exp";
         let mut sigma: Option<f64> = None;
+        let mut drift: Option<f64> = None;
+        // None: not given; Some(None): never.
+        let mut settle: Option<Option<u64>> = None;
+        let mut ramp: Option<u64> = None;
         for kv in s.split(',').map(str::trim).filter(|kv| !kv.is_empty()) {
             let (k, v) = kv
                 .split_once('=')
@@ -133,6 +210,26 @@ impl FromStr for SimDevice {
                     }
                 }
                 "dist" => dist = v,
+                "drift" => drift = Some(parse_drift_pct(v)?),
+                "settle" => {
+                    settle = Some(match v {
+                        "never" => None,
+                        _ => Some(
+                            parse_span_ns(v)
+                                .ok()
+                                .filter(|&t| t > 0)
+                                .ok_or_else(|| {
+                                    format!("sim: settle must be a time above 0 (e.g. 30s) or never, not '{v}'")
+                                })?,
+                        ),
+                    })
+                }
+                "ramp" => {
+                    ramp = Some(parse_span_ns(v).ok().filter(|&t| t > 0).ok_or_else(|| {
+                        format!("sim: ramp must be a time above 0 (e.g. 10s), not '{v}'")
+                    })?)
+                }
+                "age" => d.age_ns = parse_span_ns(v).map_err(|e| format!("sim: age: {e}"))?,
                 "sigma" => sigma = Some(num(v)?),
                 "max_mbps" => d.max_mbps = Some(num(v)?),
                 "clock" => {
@@ -144,11 +241,35 @@ impl FromStr for SimDevice {
                 }
                 _ => {
                     return Err(format!(
-                        "sim: unknown key '{k}' (servers, service, dist, sigma, max_mbps, clock)"
+                        "sim: unknown key '{k}' (servers, service, dist, sigma, max_mbps, clock, drift, settle, ramp, age)"
                     ))
                 }
             }
         }
+        d.drift = match (drift, settle, ramp) {
+            (None, None, None) => None,
+            (None, _, _) => return Err("sim: settle and ramp go with drift=P% only".into()),
+            (Some(_), None, _) => {
+                return Err("sim: drift needs settle=T (e.g. settle=30s) or settle=never".into())
+            }
+            (Some(pct), Some(Some(t)), None) => Some(Drift {
+                pct,
+                settle: Settle::At(t),
+            }),
+            (Some(_), Some(Some(_)), Some(_)) => {
+                return Err("sim: ramp goes with settle=never only (settle=T sets the ramp)".into())
+            }
+            (Some(pct), Some(None), Some(ramp_ns)) => Some(Drift {
+                pct,
+                settle: Settle::Never { ramp_ns },
+            }),
+            (Some(_), Some(None), None) => {
+                return Err(
+                    "sim: settle=never needs ramp=T, the time service moves by the drift (e.g. ramp=10s)"
+                        .into(),
+                )
+            }
+        };
         d.dist = match (dist, sigma) {
             ("fixed", None) => ServiceDist::Fixed,
             ("exp", None) => ServiceDist::Exp,
@@ -182,6 +303,16 @@ impl fmt::Display for SimDevice {
         }
         if self.real_time {
             f.write_str(",clock=real")?;
+        }
+        if let Some(drift) = self.drift {
+            write!(f, ",drift={:+}%", drift.pct)?;
+            match drift.settle {
+                Settle::At(t) => write!(f, ",settle={t}ns")?,
+                Settle::Never { ramp_ns } => write!(f, ",settle=never,ramp={ramp_ns}ns")?,
+            }
+        }
+        if self.age_ns > 0 {
+            write!(f, ",age={}ns", self.age_ns)?;
         }
         Ok(())
     }
@@ -270,10 +401,17 @@ impl<C: Clock> Engine for SimEngine<C> {
             return Err(crate::bad_file(&req, n));
         };
         let now = self.clock.now_ns();
-        let service = self.model.sample(&mut d.rng, d.seq) + self.device.transfer_ns(req.len);
-        d.seq += 1;
         let Reverse(free) = d.free.pop().expect("a device has at least one server");
-        let done = free.max(now).saturating_add(service);
+        let start = free.max(now);
+        let mut drawn = self.model.sample(&mut d.rng, d.seq);
+        if let Some(drift) = &self.device.drift {
+            // The service time of the moment this I/O starts being served.
+            let f = drift.factor(self.device.age_ns.saturating_add(start));
+            drawn = (drawn as f64 * f).round() as u64;
+        }
+        let service = drawn + self.device.transfer_ns(req.len);
+        d.seq += 1;
+        let done = start.saturating_add(service);
         d.free.push(Reverse(done));
         self.in_flight
             .push(Reverse((done, self.seq, req.slot, req.len as i32)));
@@ -336,6 +474,8 @@ mod tests {
             "servers=8,service=200000ns,dist=exp",
             "servers=1,service=1000ns,dist=fixed,max_mbps=500",
             "servers=4,service=80000ns,dist=lognormal,sigma=0.3,clock=real",
+            "servers=8,service=200000ns,dist=fixed,drift=+100%,settle=30000000000ns",
+            "servers=8,service=200000ns,dist=exp,drift=-50%,settle=never,ramp=1000000000ns,age=5000ns",
         ] {
             let d: SimDevice = s.parse().unwrap();
             assert_eq!(d.to_string(), s);
@@ -353,10 +493,100 @@ mod tests {
             ("clock=fast", "clock"),
             ("speed=1", "speed"),
             ("servers", "KEY=VALUE"),
+            ("drift=100", "drift"),
+            ("drift=-100%", "drift"),
+            ("drift=+50%", "settle=T"),
+            ("settle=30s", "drift=P%"),
+            ("drift=+50%,settle=0s", "settle"),
+            ("drift=+50%,settle=soon", "settle"),
+            ("drift=+50%,settle=never", "ramp=T"),
+            ("drift=+50%,settle=10s,ramp=1s", "settle=never only"),
+            ("drift=+50%,settle=never,ramp=0", "ramp"),
+            ("age=old", "age"),
         ] {
             let e = bad.parse::<SimDevice>().unwrap_err();
             assert!(e.contains(names), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn drift_grammar_reads_seconds_and_signs() {
+        let d: SimDevice = "drift=+100%,settle=30s,age=2s".parse().unwrap();
+        assert_eq!(
+            d.drift,
+            Some(Drift {
+                pct: 100.0,
+                settle: Settle::At(30_000_000_000)
+            })
+        );
+        assert_eq!(d.age_ns, 2_000_000_000);
+        let d: SimDevice = "drift=-50%,settle=never,ramp=250ms".parse().unwrap();
+        assert_eq!(
+            d.drift,
+            Some(Drift {
+                pct: -50.0,
+                settle: Settle::Never {
+                    ramp_ns: 250_000_000
+                }
+            })
+        );
+    }
+
+    #[test]
+    fn drift_factor_moves_linearly_then_settles_or_keeps_going() {
+        let settles = Drift {
+            pct: 100.0,
+            settle: Settle::At(1_000),
+        };
+        assert_eq!(settles.factor(0), 2.0);
+        assert_eq!(settles.factor(250), 1.75);
+        assert_eq!(settles.factor(1_000), 1.0);
+        assert_eq!(settles.factor(5_000), 1.0);
+        let slows = Drift {
+            pct: -50.0,
+            settle: Settle::Never { ramp_ns: 1_000 },
+        };
+        assert_eq!(slows.factor(0), 0.5);
+        assert_eq!(slows.factor(1_000), 1.0);
+        assert_eq!(slows.factor(3_000), 2.0);
+        let speeds = Drift {
+            pct: 100.0,
+            settle: Settle::Never { ramp_ns: 1_000 },
+        };
+        assert_eq!(speeds.factor(10_000), 0.01, "never below 1% of service");
+    }
+
+    #[test]
+    fn drifting_service_follows_device_time_and_age() {
+        // One fixed server of 100 µs that starts at 2× and settles after 1 ms.
+        let (mut e, clock) = engine(
+            "servers=1,service=100us,dist=fixed,drift=+100%,settle=1ms",
+            1,
+            1,
+        );
+        let mut out = Vec::new();
+        let mut done_at = vec![];
+        for _ in 0..8 {
+            e.queue(req(0, 0, 4096)).unwrap();
+            e.submit_and_reap(1, None, &mut out).unwrap();
+            done_at.push(clock.now_ns());
+        }
+        // Each I/O takes 100 µs × (2 − start/1 ms): starting at 0 it takes 200 µs, at
+        // 200 µs 180, at 380 µs 162, at 542 µs 145.8, at 687.8 µs 131.22, ...; from
+        // 1 ms on, 100.
+        assert_eq!(
+            done_at,
+            vec![200_000, 380_000, 542_000, 687_800, 819_020, 937_118, 1_043_406, 1_143_406]
+        );
+        // A device 1 ms old has settled already.
+        let (mut e, clock) = engine(
+            "servers=1,service=100us,dist=fixed,drift=+100%,settle=1ms,age=1ms",
+            1,
+            1,
+        );
+        e.queue(req(0, 0, 4096)).unwrap();
+        e.submit_and_reap(1, None, &mut out).unwrap();
+        assert_eq!(clock.now_ns(), 100_000);
     }
 
     #[test]

@@ -220,7 +220,7 @@ impl FromStr for EngineSpec {
                     EngineSpec::Sim(device.parse()?)
                 } else {
                     return Err(format!(
-                        "'{s}' is not an engine (auto, io_uring, psync, null, sim[:servers=N,service=T,dist=exp|fixed|lognormal,sigma=S,max_mbps=M], null-sim:MODELS)"
+                        "'{s}' is not an engine (auto, io_uring, psync, null, sim[:servers=N,service=T,dist=exp|fixed|lognormal,sigma=S,max_mbps=M,drift=±P%,settle=T|never,ramp=T,age=T], null-sim:MODELS)"
                     ));
                 }
             }

@@ -448,6 +448,7 @@ pub(crate) fn summarize(
         hosts,
         groups,
         notices,
+        steady_state: None,
     }
 }
 
@@ -513,6 +514,7 @@ pub(crate) fn empty_result(info: RunInfo, notices: Vec<String>) -> RunResult {
         hosts: Vec::new(),
         groups: Vec::new(),
         notices,
+        steady_state: None,
     }
 }
 

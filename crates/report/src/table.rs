@@ -186,6 +186,31 @@ fn lat_cells(label: String, s: &OpSummary) -> Vec<String> {
     cells
 }
 
+/// One line on a `--steady-state` run: whether and at which round the rule held, the
+/// window's mean IOPS, range and excursion, and whose figures the table shows.
+pub fn steady_line(s: &iofleet_stats::steady::SteadyState) -> String {
+    let first = s.round.saturating_sub(s.window_iops.len() as u32) + 1;
+    let pct = |v: Option<f64>| v.map_or_else(|| "–".to_string(), |v| format!("{v:.1}%"));
+    let window = format!(
+        "rounds {first}–{}: mean {} IOPS, range {}, excursion {}",
+        s.round,
+        s.window_mean_iops.map_or_else(|| "–".to_string(), f0),
+        pct(s.range_pct),
+        pct(s.excursion_pct),
+    );
+    if s.held {
+        format!(
+            "steady state: held at round {} of at most {} ({window}); figures are the last round's",
+            s.round, s.max_rounds
+        )
+    } else {
+        format!(
+            "steady state: NOT reached after {} round(s) of at most {} (last window {window}; limits 20% and 10%); figures are the last round's",
+            s.rounds, s.max_rounds
+        )
+    }
+}
+
 impl Exporter for TableExporter {
     fn export(&self, r: &RunResult, out: &mut dyn Write) -> io::Result<()> {
         let max = (!self.wide).then_some(WIDTH);
@@ -252,6 +277,9 @@ impl Exporter for TableExporter {
                 ""
             }
         )?;
+        if let Some(st) = &r.steady_state {
+            wrap(out, &steady_line(st), max, 2)?;
+        }
         writeln!(out)?;
         let mut head = Grid::new(
             0,

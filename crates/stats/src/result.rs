@@ -38,6 +38,10 @@ pub struct RunResult {
     pub groups: Vec<GroupSummary>,
     /// Things the user should know about how the run was carried out.
     pub notices: Vec<String>,
+    /// Whether and when the SNIA steady-state rule held (`--steady-state` only; absent
+    /// otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady_state: Option<crate::steady::SteadyState>,
 }
 
 /// Who a run is in the results store: what `--name` and `--label` said of it.

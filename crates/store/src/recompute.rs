@@ -350,6 +350,8 @@ impl Store {
             hosts: host_summaries,
             groups: group_summaries,
             notices,
+            // Not a figure: what the rounds found, as the run recorded it.
+            steady_state: stored.as_ref().and_then(|r| r.steady_state.clone()),
         };
         Ok(Analysis {
             meta,

@@ -173,6 +173,7 @@ fn fake_final(info: RunInfo) -> RunResult {
         hosts: vec![],
         groups: vec![],
         notices: vec!["from the live run".into()],
+        steady_state: None,
     }
 }
 

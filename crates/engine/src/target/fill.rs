@@ -8,6 +8,9 @@
 //! syncs again. A later run that finds a valid marker for the same size and pattern can
 //! skip the fill ("reuse of preconditioned volumes"). The marker is invalidated before
 //! the first data write, so an interrupted fill never leaves a marker claiming a fill.
+//! `precondition_pass` is the same write with 128 KiB chunks and a fresh random stream
+//! per pass: SNIA's workload-independent preconditioning writes the disk twice over
+//! that way (`iofleet precondition`).
 //! This module does not decide *whether* to fill and does not time anything; the
 //! caller reads `progress_bytes` at its own rate.
 
@@ -24,6 +27,8 @@ use super::{open_disk, DiskLayout, TargetError, MARKER_LEN};
 
 /// Bytes per fill write.
 const CHUNK: usize = 1 << 20;
+/// Bytes per preconditioning write (SNIA SSS PTS: 128 KiB sequential writes).
+pub const PRECONDITION_BS: usize = 128 << 10;
 /// Buffer alignment for O_DIRECT (covers 512-byte and 4Kn logical blocks).
 const ALIGN: usize = 4096;
 /// First 16 bytes of a fill marker.
@@ -163,6 +168,43 @@ pub fn fill_disk(
     stop: &AtomicBool,
     progress_bytes: &AtomicU64,
 ) -> Result<FillOutcome, TargetError> {
+    write_region(d, p, direct, CHUNK, 0, stop, progress_bytes)
+}
+
+/// Pass `pass` (0, 1, …) of preconditioning: every addressable byte written once with
+/// `PRECONDITION_BS` sequential writes of pseudo-random data, a stream of its own per
+/// pass (the second pass overwrites the first with other data), then the fill marker
+/// for a random fill, so later runs that prepare with random data reuse it. Same
+/// checks, `stop` and progress as [`fill_disk`].
+pub fn precondition_pass(
+    d: &DiskLayout,
+    pass: u32,
+    direct: bool,
+    stop: &AtomicBool,
+    progress_bytes: &AtomicU64,
+) -> Result<FillOutcome, TargetError> {
+    write_region(
+        d,
+        FillPattern::Random,
+        direct,
+        PRECONDITION_BS,
+        pass,
+        stop,
+        progress_bytes,
+    )
+}
+
+/// The region written sequentially in `chunk`-byte writes (`chunk` a multiple of
+/// 4096), stream `pass` of the disk's random data, then its marker.
+fn write_region(
+    d: &DiskLayout,
+    p: FillPattern,
+    direct: bool,
+    chunk_len: usize,
+    pass: u32,
+    stop: &AtomicBool,
+    progress_bytes: &AtomicU64,
+) -> Result<FillOutcome, TargetError> {
     // A power-of-two mask, not `is_multiple_of` (Rust 1.87; the MSRV is 1.80).
     let mask = ALIGN as u64 - 1;
     if d.size & mask != 0 || d.region_offset & mask != 0 {
@@ -183,7 +225,7 @@ pub fn fill_disk(
     };
 
     // One aligned buffer serves the marker (first 4 KiB) and the data chunks.
-    let mut buf = AlignedBuf::zeroed(CHUNK);
+    let mut buf = AlignedBuf::zeroed(chunk_len.max(MARKER_LEN as usize));
     write(
         &file,
         &buf.as_mut()[..MARKER_LEN as usize],
@@ -192,14 +234,16 @@ pub fn fill_disk(
     )?;
     sync(&file)?;
 
-    let seed = 0x10f1_ee70_f111_5eed ^ (u64::from(d.worker) << 32 | u64::from(d.disk));
+    let seed = 0x10f1_ee70_f111_5eed
+        ^ (u64::from(d.worker) << 32 | u64::from(d.disk))
+        ^ u64::from(pass).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut done = 0u64;
     while done < d.size {
         if stop.load(Ordering::Relaxed) {
             return Ok(FillOutcome::Interrupted);
         }
-        let len = (d.size - done).min(CHUNK as u64) as usize;
+        let len = (d.size - done).min(chunk_len as u64) as usize;
         let chunk = &mut buf.as_mut()[..len];
         if p == FillPattern::Random {
             rng.fill_bytes(chunk);
@@ -257,6 +301,46 @@ mod tests {
             assert_eq!(s.len(), len);
             assert_eq!(s.as_ptr() as usize % ALIGN, 0);
         }
+    }
+
+    #[test]
+    fn precondition_passes_write_every_byte_with_new_data_and_leave_a_marker() {
+        // 33 × 4 KiB: not a multiple of 128 KiB, so the last write is short.
+        let dir = tempfile::tempdir().unwrap();
+        let d = DiskLayout {
+            worker: 0,
+            disk: 0,
+            path: dir.path().join("d"),
+            region_offset: 0,
+            size: 33 * 4096,
+            is_device: false,
+        };
+        std::fs::write(&d.path, vec![0xab; (d.size + MARKER_LEN) as usize]).unwrap();
+        let stop = AtomicBool::new(false);
+        let mut passes = Vec::new();
+        for pass in 0..2 {
+            let written = AtomicU64::new(0);
+            let out = precondition_pass(&d, pass, false, &stop, &written).unwrap();
+            assert_eq!(out, FillOutcome::Done);
+            assert_eq!(written.load(Ordering::SeqCst), d.size);
+            assert!(fill_marker_valid(&d, FillPattern::Random).unwrap());
+            let bytes = std::fs::read(&d.path).unwrap();
+            assert_eq!(
+                bytes.len() as u64,
+                d.size + MARKER_LEN,
+                "nothing past the marker"
+            );
+            passes.push(bytes[..d.size as usize].to_vec());
+        }
+        for (a, b) in passes[0].chunks(4096).zip(passes[1].chunks(4096)) {
+            assert_ne!(a, b, "the second pass wrote the same data");
+            assert!(a.iter().any(|&x| x != 0xab) && b.iter().any(|&x| x != 0xab));
+        }
+        // A stop before the first write leaves no marker.
+        stop.store(true, Ordering::SeqCst);
+        let out = precondition_pass(&d, 0, false, &stop, &AtomicU64::new(0)).unwrap();
+        assert_eq!(out, FillOutcome::Interrupted);
+        assert!(!fill_marker_valid(&d, FillPattern::Random).unwrap());
     }
 
     #[test]
