@@ -10,6 +10,7 @@
 //! reading a profile file, and knows nothing about engines, workers or results.
 
 pub mod builtin;
+pub mod cluster;
 pub mod emit;
 pub mod error;
 pub mod flags;
