@@ -32,8 +32,9 @@ pub enum Command {
     /// Run a profile (built-in name or a .toml file), or a workload given by flags, and
     /// print the result; `--dry-run` prints the plan instead.
     Run(RunArgs),
-    /// List, show and document the built-in profiles.
-    #[command(subcommand)]
+    /// List, show and document the built-in profiles, and fit a profile to an I/O trace
+    /// (`profile` is an alias).
+    #[command(subcommand, alias = "profile")]
     Profiles(ProfilesCmd),
     /// List, show, export and delete stored runs (the results store).
     #[command(subcommand)]
@@ -42,6 +43,10 @@ pub enum Command {
     /// saved as a run labelled with its sweep and step, and print the curve: IOPS
     /// against mean, p50 and p99 latency.
     Sweep(crate::cmd_sweep::SweepArgs),
+    /// The theoretical IOPS ceiling of a profile on a cluster described in a TOML file,
+    /// per bottleneck (devices, protection, network, bandwidth), and with --run a stored
+    /// run's efficiency against it.
+    Ceiling(crate::cmd_ceiling::CeilingArgs),
     /// Compare stored runs against a baseline, optionally failing on regressions.
     Compare(crate::cmd_compare::CompareArgs),
     /// Write a self-contained HTML (or Markdown) report of stored runs.

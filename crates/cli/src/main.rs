@@ -6,6 +6,7 @@
 //! interrupted by Ctrl-C (what was measured is still printed).
 
 mod args;
+mod cmd_ceiling;
 mod cmd_compare;
 mod cmd_profiles;
 mod cmd_report;
@@ -80,6 +81,7 @@ fn main() {
         Command::Sweep(a) => cmd_sweep::run(a),
         Command::Profiles(p) => cmd_profiles::run(p),
         Command::Results(r) => cmd_results::run(r),
+        Command::Ceiling(c) => cmd_ceiling::run(c),
         Command::Compare(c) => cmd_compare::run(c),
         Command::Report(r) => cmd_report::run(r),
         Command::Agent => Ok(iofleet_fleet::agent::serve(

@@ -110,9 +110,14 @@ pub struct Network {
 pub enum Protection {
     None,
     /// `copies` full copies on distinct hosts.
-    Mirror { copies: u32 },
+    Mirror {
+        copies: u32,
+    },
     /// `data` + `parity` chunks per stripe (k + m).
-    Erasure { data: u32, parity: u32 },
+    Erasure {
+        data: u32,
+        parity: u32,
+    },
 }
 
 impl Protection {
@@ -187,7 +192,10 @@ pub fn parse_cluster(text: &str, origin: &str) -> Result<Cluster, ClusterError> 
     let count = |key: &str, v: Option<i64>, min: i64| -> Result<u32, ClusterError> {
         let v = v.ok_or_else(|| bad(key, "is required".into()))?;
         if v < min || v > u32::MAX as i64 {
-            return Err(bad(key, format!("{v} is out of range (a whole number >= {min})")));
+            return Err(bad(
+                key,
+                format!("{v} is out of range (a whole number >= {min})"),
+            ));
         }
         Ok(v as u32)
     };
@@ -437,8 +445,8 @@ pub fn ceiling(cluster: &Cluster, plan: &Plan) -> Ceiling {
                     own + fwd * e.bytes
                 }
             });
-            let capacity = cluster.hosts as f64 * net.nics_per_host as f64 * net.nic_gbps * 1e9
-                / 8.0;
+            let capacity =
+                cluster.hosts as f64 * net.nics_per_host as f64 * net.nic_gbps * 1e9 / 8.0;
             if crossing > 0.0 {
                 bottlenecks.push(Bottleneck {
                     name: "network",
@@ -532,7 +540,11 @@ copies = 2
         let c = parse_cluster(ISSUE, "c.toml").unwrap();
         let r = ceiling(&c, &plan("4k", 100.0));
         assert!((get(&r, "devices") - 26.4e6).abs() < 1e-3);
-        assert_eq!(get(&r, "protection"), get(&r, "devices"), "reads pay no penalty");
+        assert_eq!(
+            get(&r, "protection"),
+            get(&r, "devices"),
+            "reads pay no penalty"
+        );
         // 48 × 2500 MB/s ÷ 4096 bytes; 12 × 2 × 100 Gb/s ÷ (0.5 × 4096 bytes).
         assert!((get(&r, "bandwidth") - 48.0 * 2500e6 / 4096.0).abs() < 1e-3);
         assert!((get(&r, "network") - 12.0 * 2.0 * 100e9 / 8.0 / 2048.0).abs() < 1e-3);
@@ -555,7 +567,10 @@ copies = 2
         assert!((with("scheme = \"mirror\"\ncopies = 3\n") - raw / 3.0).abs() < 1e-3);
         // 4+2: 3 reads at 550K and 3 writes at 500K per client write.
         let ec = with("scheme = \"erasure\"\ndata = 4\nparity = 2\n");
-        assert!((ec - 48.0 / (3.0 / 550e3 + 3.0 / 500e3)).abs() < 1e-3, "{ec}");
+        assert!(
+            (ec - 48.0 / (3.0 / 550e3 + 3.0 / 500e3)).abs() < 1e-3,
+            "{ec}"
+        );
     }
 
     #[test]
@@ -579,11 +594,19 @@ copies = 2
             ("hosts = 12", "hosts = 0", "hosts"),
             ("read_iops = 550000", "read_iops = -5", "device.read_iops"),
             ("write_mbps = 2000", "write_mbps = 0", "device.write_mbps"),
-            ("remote_share = 0.5", "remote_share = 1.5", "network.remote_share"),
+            (
+                "remote_share = 0.5",
+                "remote_share = 1.5",
+                "network.remote_share",
+            ),
             ("copies = 2", "copies = 0", "protection.copies"),
             ("nic_gbps = 100", "nic_gbps = \"fast\"", "network.nic_gbps"),
             ("per_host = 4", "per_host = 4\nrpm = 7200", "device.rpm"),
-            ("scheme = \"mirror\"", "scheme = \"raid\"", "protection.scheme"),
+            (
+                "scheme = \"mirror\"",
+                "scheme = \"raid\"",
+                "protection.scheme",
+            ),
         ];
         for (from, to, key) in cases {
             let text = ISSUE.replace(from, to);
@@ -592,7 +615,10 @@ copies = 2
             assert!(e.to_string().contains(key), "{to}: {e}");
         }
         let e = parse_cluster(
-            &ISSUE.replace("scheme = \"mirror\"\ncopies = 2", "scheme = \"erasure\"\ndata = 4"),
+            &ISSUE.replace(
+                "scheme = \"mirror\"\ncopies = 2",
+                "scheme = \"erasure\"\ndata = 4",
+            ),
             "c.toml",
         )
         .unwrap_err();
