@@ -17,6 +17,7 @@ pub mod flags;
 pub mod options;
 pub mod plan;
 pub mod raw;
+pub mod trace;
 // `units` is the fixed interface shared with the other crates; left as written.
 #[allow(clippy::manual_range_contains)]
 pub mod units;
