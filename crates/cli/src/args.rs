@@ -81,6 +81,37 @@ pub enum ProfilesCmd {
     },
     /// Print the profile reference (docs/profiles.md) generated from the option table.
     Reference,
+    /// Fit a profile to an I/O trace: block sizes, random % and hot bands per
+    /// direction, read % and arrival rate (docs/traces.md).
+    FromTrace(FromTraceArgs),
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TraceFormatArg {
+    /// blkparse's default text output (queue `Q` events of reads and writes).
+    Blkparse,
+    /// time,op,offset,length: seconds, R/W or read/write, bytes, bytes; header optional.
+    Csv,
+    /// SNIA IOTTA MSR-Cambridge: Timestamp (100 ns ticks), Hostname, DiskNumber, Type,
+    /// Offset, Size, ResponseTime.
+    Msr,
+}
+
+#[derive(Args, Debug)]
+pub struct FromTraceArgs {
+    /// The trace file.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// The trace's format.
+    #[arg(long, value_enum)]
+    pub format: TraceFormatArg,
+    /// Fit one profile per window of this length (e.g. 60s), written as
+    /// STEM-wNN.toml next to --output, numbered from 1 in time order.
+    #[arg(long, value_parser = duration, allow_hyphen_values = true, value_name = "DURATION")]
+    pub split: Option<Duration>,
+    /// Write the profile to this file (required with --split); default: stdout.
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
