@@ -33,9 +33,10 @@ fn from_trace(a: FromTraceArgs) -> Result<i32, Exit> {
         TraceFormatArg::Msr => TraceFormat::Msr,
     };
     let origin = a.file.display().to_string();
-    let text = std::fs::read_to_string(&a.file)
+    let file = std::fs::File::open(&a.file)
         .map_err(|e| Exit::input(format!("cannot read trace {origin}: {e}")))?;
-    let ios = trace::parse(&text, format, &origin).map_err(Exit::input)?;
+    let ios =
+        trace::parse_reader(std::io::BufReader::new(file), format, &origin).map_err(Exit::input)?;
     let opts = FitOptions {
         name: stem(a.output.as_deref().unwrap_or(&a.file)),
         source: format!("{origin} ({format})"),

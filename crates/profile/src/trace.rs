@@ -9,6 +9,7 @@
 //! choices it makes are listed in docs/traces.md, which is the user-facing account.
 
 use std::collections::{BTreeMap, HashMap};
+use std::io::BufRead;
 use std::time::Duration;
 
 use thiserror::Error;
@@ -48,6 +49,12 @@ pub enum TraceError {
         origin: String,
         line: usize,
         message: String,
+    },
+    #[error("cannot read trace {origin}: {source}")]
+    Read {
+        origin: String,
+        #[source]
+        source: std::io::Error,
     },
     #[error("{origin}: no read or write I/O found (is --format {format} right?)")]
     Empty { origin: String, format: TraceFormat },
@@ -97,18 +104,43 @@ fn op(text: &str) -> Option<bool> {
     }
 }
 
-/// Parse a whole trace. `origin` (the file) prefixes every error.
+/// Parse a whole trace held in memory; see [`parse_reader`].
 pub fn parse(text: &str, format: TraceFormat, origin: &str) -> Result<Vec<TraceIo>, TraceError> {
+    parse_reader(text.as_bytes(), format, origin)
+}
+
+/// Parse a trace line by line (bytes that are not UTF-8, say in a blkparse process
+/// name, are replaced, not refused). `origin` (the file) prefixes every error. The
+/// records come back sorted by time (blkparse merges per-CPU buffers, so events may be
+/// slightly out of order).
+pub fn parse_reader(
+    mut input: impl BufRead,
+    format: TraceFormat,
+    origin: &str,
+) -> Result<Vec<TraceIo>, TraceError> {
     let mut devices: HashMap<String, u32> = HashMap::new();
     let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let n = i + 1;
+    let mut buf = Vec::new();
+    let mut n = 0;
+    loop {
+        buf.clear();
+        let read = input
+            .read_until(b'\n', &mut buf)
+            .map_err(|source| TraceError::Read {
+                origin: origin.to_string(),
+                source,
+            })?;
+        if read == 0 {
+            break;
+        }
+        n += 1;
         let err = |message: String| TraceError::Line {
             origin: origin.to_string(),
             line: n,
             message,
         };
-        let line = line.trim();
+        let text = String::from_utf8_lossy(&buf);
+        let line = text.trim();
         if line.is_empty() {
             continue;
         }
@@ -343,14 +375,15 @@ pub fn fit(ios: &[TraceIo], opts: &FitOptions) -> Vec<Fitted> {
                 Some(d) => {
                     let d = d.as_nanos() as i128;
                     let from = t0 + w as i128 * d;
-                    (from, (from + d).min(t_end.max(from)))
+                    // The last window ends at the last I/O.
+                    let to = if w + 1 < count {
+                        from + d
+                    } else {
+                        t_end.max(from)
+                    };
+                    (from, to)
                 }
                 None => (t0, t_end),
-            };
-            let (from, to) = if opts.split.is_some() && w + 1 < count {
-                (from, from + opts.split.unwrap().as_nanos() as i128)
-            } else {
-                (from, to)
             };
             let name = match opts.split {
                 Some(_) => format!("{}-w{:0width$}", opts.name, w + 1),
@@ -440,7 +473,7 @@ fn fit_window(ios: &[TraceIo], seq: &[bool], idx: &[usize], w: Window) -> Plan {
         // Alignment: the largest power of two from 512 to 4K dividing every random offset.
         let mut align = 4096u64;
         for &i in &random {
-            while align > 512 && (ios[i].offset - w.base) % align != 0 {
+            while align > 512 && !(ios[i].offset - w.base).is_multiple_of(align) {
                 align /= 2;
             }
         }
