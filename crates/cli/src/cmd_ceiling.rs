@@ -69,6 +69,14 @@ pub fn run(a: CeilingArgs) -> Result<i32, Exit> {
         None => None,
         Some(q) => {
             let run = crate::cmd_results::load_run(&a.db.open()?, q)?;
+            let ran = run.result.run.plan["name"].as_str().unwrap_or("");
+            if ran != plan.name {
+                eprintln!(
+                    "note: run {} ran profile '{ran}'; this ceiling is for '{}', so the \
+                     efficiency compares different mixes",
+                    run.id, plan.name
+                );
+            }
             Some((run.id, run.name, run.result.summary.all.iops))
         }
     };

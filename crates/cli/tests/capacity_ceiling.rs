@@ -207,6 +207,45 @@ fn a_stored_run_is_reported_as_efficiency() {
     assert!(close(eff, iops / 2000.0 * 100.0), "{eff} vs {iops}");
     assert!((40.0..=60.0).contains(&eff), "{eff}");
     assert_eq!(j["run"]["name"], "measured");
+    let o = run_in(
+        d.path(),
+        &[
+            "ceiling",
+            &c,
+            "--profile",
+            "diskspd-4k-read",
+            "--run",
+            "measured",
+            "--db",
+            db,
+        ],
+    );
+    assert!(stdout(&o).contains("% of the ceiling"), "{}", stdout(&o));
+    assert!(
+        !stderr(&o).contains("note:"),
+        "same profile: {}",
+        stderr(&o)
+    );
+    // A run of another profile is still compared, with a note saying so.
+    let o = run_in(
+        d.path(),
+        &[
+            "ceiling",
+            &c,
+            "--profile",
+            "easy-run-4k70r",
+            "--run",
+            "measured",
+            "--db",
+            db,
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("ran profile 'diskspd-4k-read'"),
+        "{}",
+        stderr(&o)
+    );
 
     let o = run_in(
         d.path(),

@@ -184,6 +184,43 @@ fn a_fileserver_trace_fits_back_in_every_format() {
 }
 
 #[test]
+fn hot_bands_fit_back() {
+    // JESD219: 50% of the I/O on the first 5% of the range, 30% on the next 15%.
+    let plan = resolve("jesd219");
+    let size = plan.fleet.disk_size.0;
+    let mut g = StreamGen::new(&plan.streams[0], size, 0, 1);
+    let mut rng = SmallRng::seed_from_u64(219);
+    let ios: Vec<Io> = (0..40_000)
+        .map(|i| {
+            let (op, offset, len) = g.next(&mut rng);
+            (i as u64 * 1_000_000, 0, op == OpKind::Read, offset, len)
+        })
+        .collect();
+    let d = tempfile::tempdir().unwrap();
+    let fitted = fit(d.path(), "jesd.csv", &csv(&ios), "csv");
+    let (_, read) = shares(&fitted);
+    assert!((read - 40.0).abs() <= 2.0, "{read}");
+    for s in &fitted.streams {
+        let iofleet_profile::Locality::HotBands { bands } = &s.locality else {
+            panic!("{}: {:?}", s.name, s.locality);
+        };
+        assert_eq!(bands.len(), 2, "{bands:?}");
+        assert_eq!((bands[0].range_pct, bands[1].range_pct), (5.0, 15.0));
+        assert!(
+            (bands[0].io_pct - 50.0).abs() <= 2.0,
+            "{}: {bands:?}",
+            s.name
+        );
+        assert!(
+            (bands[1].io_pct - 30.0).abs() <= 2.0,
+            "{}: {bands:?}",
+            s.name
+        );
+        assert_eq!(s.align.0, 4096, "JESD219 is 4K aligned");
+    }
+}
+
+#[test]
 fn the_fitted_profile_runs() {
     let d = tempfile::tempdir().unwrap();
     let ios = fileserver_trace(2_000);
@@ -339,4 +376,33 @@ fn a_malformed_line_is_exit_2_naming_the_line() {
     );
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("nope.csv"), "{}", stderr(&o));
+    // A directory opens but does not read; an output that cannot be written.
+    let o = run_in(
+        d.path(),
+        &[
+            "profile",
+            "from-trace",
+            d.path().to_str().unwrap(),
+            "--format",
+            "csv",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("cannot read trace"), "{}", stderr(&o));
+    let good = d.path().join("good.csv");
+    std::fs::write(&good, csv(&ios)).unwrap();
+    let o = run_in(
+        d.path(),
+        &[
+            "profile",
+            "from-trace",
+            good.to_str().unwrap(),
+            "--format",
+            "csv",
+            "-o",
+            d.path().join("no/such/dir/p.toml").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--output"), "{}", stderr(&o));
 }

@@ -614,6 +614,27 @@ copies = 2
             assert!(e.to_string().starts_with("c.toml: "), "{e}");
             assert!(e.to_string().contains(key), "{to}: {e}");
         }
+        let missing = [
+            ("hosts = 12\n", "", "hosts"),
+            (
+                "[device]\nper_host = 4\n",
+                "[device]\nper_host_ = 4\n",
+                "device.per_host_",
+            ),
+            (
+                "scheme = \"mirror\"",
+                "scheme = \"none\"",
+                "protection.copies",
+            ),
+            ("copies = 2", "copies = 2\nparity = 1", "protection.parity"),
+        ];
+        for (from, to, key) in missing {
+            assert!(ISSUE.contains(from), "{from}");
+            let e = parse_cluster(&ISSUE.replacen(from, to, 1), "c.toml").unwrap_err();
+            assert_eq!(e.key(), Some(key), "{to}: {e}");
+        }
+        let e = parse_cluster("hosts = 2\n", "c.toml").unwrap_err();
+        assert_eq!(e.key(), Some("device"), "{e}");
         let e = parse_cluster(
             &ISSUE.replace(
                 "scheme = \"mirror\"\ncopies = 2",

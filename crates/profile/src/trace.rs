@@ -677,6 +677,68 @@ Total (8,0):
         assert!(matches!(e, TraceError::Empty { .. }));
     }
 
+    #[test]
+    fn every_malformed_line_names_its_line_and_what_is_wrong() {
+        let ev = "  8,0    0        1     0.000000001   697  Q   R 8 + 8 [x]";
+        let cases: &[(TraceFormat, &str, &str)] = &[
+            (
+                TraceFormat::Blkparse,
+                "  8,0    0        1     0.1   697  Q",
+                "needs device, cpu",
+            ),
+            (
+                TraceFormat::Blkparse,
+                "  8,0    0        x     0.1   697  Q   R 8 + 8",
+                "sequence number 'x'",
+            ),
+            (
+                TraceFormat::Blkparse,
+                "  8,0    0        1     0.1   p  Q   R 8 + 8",
+                "pid 'p'",
+            ),
+            (
+                TraceFormat::Blkparse,
+                "  8,0    0        1     1.x   697  Q   R 8 + 8",
+                "time '1.x'",
+            ),
+            (
+                TraceFormat::Blkparse,
+                "  8,0    0        1     0.1   697  Q   W s + 8",
+                "sector 's'",
+            ),
+            (
+                TraceFormat::Blkparse,
+                "  8,0    0        1     0.1   697  Q   W 8 + n",
+                "sector count 'n'",
+            ),
+            (
+                TraceFormat::Blkparse,
+                "  8,0    0        1     0.1   697  Q   W 8",
+                "'SECTOR + COUNT'",
+            ),
+            (TraceFormat::Csv, "x,read,0,512", "time 'x'"),
+            (TraceFormat::Csv, "1,read,0,512,9", "expected 4 fields"),
+            (TraceFormat::Csv, "1,read,0,-512", "length '-512'"),
+            (TraceFormat::Msr, "1,h,0,Read,0,512", "expected 7 fields"),
+            (TraceFormat::Msr, "x,h,0,Read,0,512,1", "Timestamp 'x'"),
+            (TraceFormat::Msr, "1,h,d,Read,0,512,1", "DiskNumber 'd'"),
+            (TraceFormat::Msr, "1,h,0,Read,o,512,1", "Offset 'o'"),
+            (TraceFormat::Msr, "1,h,0,Read,0,512,r", "ResponseTime 'r'"),
+        ];
+        for (format, bad, why) in cases {
+            // A good first line, so the bad one (line 2) is never taken for a header.
+            let good = match format {
+                TraceFormat::Blkparse => ev,
+                TraceFormat::Csv => "0,read,0,512",
+                TraceFormat::Msr => "1,h,0,Read,0,512,1",
+            };
+            let e = parse(&format!("{good}\n{bad}\n"), *format, "t").unwrap_err();
+            let msg = e.to_string();
+            assert!(msg.starts_with("t line 2: "), "{bad}: {msg}");
+            assert!(msg.contains(why), "{bad}: wants {why}: {msg}");
+        }
+    }
+
     /// `n` I/Os, one every millisecond: reads of 4k at random-looking offsets, every
     /// fourth a 64k sequential write; 90% of the reads in the first 5% of 1 GiB.
     fn synthetic(n: usize) -> Vec<TraceIo> {
