@@ -6,8 +6,10 @@
 //! (`options`), and turns raw profile + command-line [`Overrides`] into a [`Plan`]
 //! (`validate`), naming the key or flag that fixes any problem; `flags` is the default
 //! shape of a run given no profile, and `emit` prints a resolved plan back as profile
-//! TOML. It does no I/O beyond
-//! reading a profile file, and knows nothing about engines, workers or results.
+//! TOML. Two workload-model tools sit beside it: `cluster` (a cluster hardware file and
+//! the theoretical ceiling of a plan's mix on it) and `trace` (I/O traces fitted into
+//! plans). It does no I/O beyond reading a profile or cluster file, and knows nothing
+//! about engines, workers or results.
 
 pub mod builtin;
 pub mod cluster;
