@@ -47,9 +47,12 @@ def run(cmd):
     return out, ru.ru_utime + ru.ru_stime, (h1 - h0) / hz
 
 
+FIO = "fio"
+
+
 def fio_case(case, target, secs):
     cmd = [
-        "fio", "--name=bench", "--output-format=json", "--lat_percentiles=1",
+        FIO, "--name=bench", "--output-format=json", "--lat_percentiles=1",
         "--time_based", f"--runtime={secs}", "--bs=4k", f"--iodepth={case['qd']}",
         "--numjobs=1", "--randrepeat=0", "--norandommap",
     ]
@@ -95,9 +98,13 @@ def main():
     ap.add_argument("--rounds", type=int, default=1, help="A B B A blocks per case")
     ap.add_argument("--size-mib", type=int, default=1024)
     ap.add_argument("--only", default="", help="comma-separated case names")
+    ap.add_argument("--fio", default="fio", help="the fio binary to compare with")
     args = ap.parse_args()
-    if shutil.which("fio") is None:
-        sys.exit("fio is not installed (apt-get install fio)")
+    global FIO
+    FIO = args.fio
+    if shutil.which(FIO) is None:
+        sys.exit(f"{FIO} is not installed (apt-get install fio)")
+    print(subprocess.check_output([FIO, "--version"]).decode().strip(), flush=True)
     binary = os.path.abspath(args.iofleet)
 
     tmp = tempfile.mkdtemp(dir="/dev/shm")

@@ -13,7 +13,7 @@ io_uring. Two parts:
 
 Usage (from the repository root, after ``cargo build --release``):
 
-    python3 bench/real_disk.py fio   --dir /var/tmp --seconds 8 --rounds 2
+    python3 bench/real_disk.py fio   --dir /var/tmp --seconds 8 --rounds 2 [--fio PATH]
     python3 bench/real_disk.py shape --dir /var/tmp --seconds 8 --rounds 3
 """
 
@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 
@@ -44,8 +45,11 @@ def iofleet(binary, target, extra, secs):
             "warnings": g.get("warnings", [])}
 
 
+FIO = "fio"
+
+
 def fio(path, rw, qd, secs, extra=()):
-    cmd = ["fio", "--name=bench", "--output-format=json", "--lat_percentiles=1",
+    cmd = [FIO, "--name=bench", "--output-format=json", "--lat_percentiles=1",
            "--time_based", f"--runtime={secs}", "--bs=4k", f"--iodepth={qd}", "--numjobs=1",
            "--randrepeat=0", "--norandommap", "--ioengine=io_uring", "--direct=1",
            f"--filename={path}", "--size=1g"]
@@ -78,8 +82,8 @@ def part_fio(args, binary, work):
     path = os.path.join(target, "w000-d000.iofleet")
     assert os.path.exists(path), path
     rows = []
-    for rw in ["randread", "randrw"]:
-        for qd in [1, 4, 16, 32]:
+    for rw in args.rw.split(","):
+        for qd in [int(q) for q in args.qd.split(",")]:
             extra = ["--workers", "1", "--disks", "1", "--threads", "1", f"--qd={qd}",
                      "--disk-size", "1g", "--read-pct", "100" if rw == "randread" else "70"]
             f_runs, i_runs = [], []
@@ -137,9 +141,16 @@ def main():
     ap.add_argument("--out", default="")
     ap.add_argument("--fio-opt", action="append", default=[],
                     help="extra fio option, e.g. --fio-opt=--fixedbufs (repeatable)")
+    ap.add_argument("--fio", default="fio", help="the fio binary to compare with")
+    ap.add_argument("--rw", default="randread,randrw", help="fio part: randread and/or randrw")
+    ap.add_argument("--qd", default="1,4,16,32", help="fio part: queue depths")
     args = ap.parse_args()
-    if args.part == "fio" and shutil.which("fio") is None:
-        sys.exit("fio is not installed (apt-get install fio)")
+    global FIO
+    FIO = args.fio
+    if args.part == "fio":
+        if shutil.which(FIO) is None:
+            sys.exit(f"{FIO} is not installed (apt-get install fio)")
+        print(subprocess.check_output([FIO, "--version"]).decode().strip(), flush=True)
     binary = os.path.abspath(args.iofleet)
     work = tempfile.mkdtemp(dir=args.dir, prefix="iofleet-bench-")
     try:

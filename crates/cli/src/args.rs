@@ -32,8 +32,9 @@ pub enum Command {
     /// Run a profile (built-in name or a .toml file), or a workload given by flags, and
     /// print the result; `--dry-run` prints the plan instead.
     Run(RunArgs),
-    /// List, show and document the built-in profiles.
-    #[command(subcommand)]
+    /// List, show and document the built-in profiles, and fit a profile to an I/O trace
+    /// (`profile` is an alias).
+    #[command(subcommand, alias = "profile")]
     Profiles(ProfilesCmd),
     /// List, show, export and delete stored runs (the results store).
     #[command(subcommand)]
@@ -46,6 +47,10 @@ pub enum Command {
     /// tests: each disk written twice over with 128 KiB sequential writes of random data,
     /// with a progress bar. Every safety check of `iofleet run` applies.
     Precondition(crate::cmd_precondition::PreconditionArgs),
+    /// The theoretical IOPS ceiling of a profile on a cluster described in a TOML file,
+    /// per bottleneck (devices, protection, network, bandwidth), and with --run a stored
+    /// run's efficiency against it.
+    Ceiling(crate::cmd_ceiling::CeilingArgs),
     /// Compare stored runs against a baseline, optionally failing on regressions.
     Compare(crate::cmd_compare::CompareArgs),
     /// Write a self-contained HTML (or Markdown) report of stored runs.
@@ -80,6 +85,37 @@ pub enum ProfilesCmd {
     },
     /// Print the profile reference (docs/profiles.md) generated from the option table.
     Reference,
+    /// Fit a profile to an I/O trace: block sizes, random % and hot bands per
+    /// direction, read % and arrival rate (docs/traces.md).
+    FromTrace(FromTraceArgs),
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TraceFormatArg {
+    /// blkparse's default text output (queue `Q` events of reads and writes).
+    Blkparse,
+    /// time,op,offset,length: seconds, R/W or read/write, bytes, bytes; header optional.
+    Csv,
+    /// SNIA IOTTA MSR-Cambridge: Timestamp (100 ns ticks), Hostname, DiskNumber, Type,
+    /// Offset, Size, ResponseTime.
+    Msr,
+}
+
+#[derive(Args, Debug)]
+pub struct FromTraceArgs {
+    /// The trace file.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// The trace's format.
+    #[arg(long, value_enum)]
+    pub format: TraceFormatArg,
+    /// Fit one profile per window of this length (e.g. 60s), written as
+    /// STEM-wNN.toml next to --output, numbered from 1 in time order.
+    #[arg(long, value_parser = duration, allow_hyphen_values = true, value_name = "DURATION")]
+    pub split: Option<Duration>,
+    /// Write the profile to this file (required with --split); default: stdout.
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

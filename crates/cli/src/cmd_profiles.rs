@@ -1,7 +1,78 @@
-//! `iofleet profiles list|show|reference`.
+//! `iofleet profiles list|show|reference|from-trace` (also spelled `iofleet profile`).
+//! Fitting a trace is `iofleet_profile::trace`; this file reads the file and writes the
+//! profiles.
 
-use crate::args::ProfilesCmd;
+use std::path::{Path, PathBuf};
+
+use iofleet_profile::trace::{self, FitOptions, TraceFormat};
+
+use crate::args::{FromTraceArgs, ProfilesCmd, TraceFormatArg};
 use crate::Exit;
+
+/// The file's name without directory and extension, for profile names.
+fn stem(p: &Path) -> String {
+    p.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "trace".to_string())
+}
+
+fn from_trace(a: FromTraceArgs) -> Result<i32, Exit> {
+    if a.split == Some(std::time::Duration::ZERO) {
+        return Err(Exit::input("--split: a window must be longer than 0s"));
+    }
+    if a.split.is_some() && a.output.is_none() {
+        return Err(Exit::input(
+            "--split writes one profile per window: give --output (e.g. -o boot.toml for \
+             boot-w01.toml, boot-w02.toml, ...)",
+        ));
+    }
+    let format = match a.format {
+        TraceFormatArg::Blkparse => TraceFormat::Blkparse,
+        TraceFormatArg::Csv => TraceFormat::Csv,
+        TraceFormatArg::Msr => TraceFormat::Msr,
+    };
+    let origin = a.file.display().to_string();
+    let file = std::fs::File::open(&a.file)
+        .map_err(|e| Exit::input(format!("cannot read trace {origin}: {e}")))?;
+    let ios =
+        trace::parse_reader(std::io::BufReader::new(file), format, &origin).map_err(Exit::input)?;
+    let opts = FitOptions {
+        name: stem(a.output.as_deref().unwrap_or(&a.file)),
+        source: format!("{origin} ({format})"),
+        split: a.split,
+    };
+    let fitted = trace::fit(&ios, &opts);
+    let Some(out) = &a.output else {
+        print!("{}", iofleet_profile::plan_toml(&fitted[0].plan));
+        return Ok(0);
+    };
+    for f in &fitted {
+        let path = match f.window {
+            None => out.clone(),
+            Some(_) => {
+                let ext = out
+                    .extension()
+                    .map(|e| format!(".{}", e.to_string_lossy()))
+                    .unwrap_or_default();
+                out.with_file_name(format!("{}{ext}", f.plan.name))
+            }
+        };
+        write(&path, &iofleet_profile::plan_toml(&f.plan))?;
+        eprintln!(
+            "wrote {} ({} I/Os, {:.3} s to {:.3} s of the trace)",
+            path.display(),
+            f.ios,
+            f.from_s,
+            f.to_s
+        );
+    }
+    Ok(0)
+}
+
+fn write(path: &PathBuf, text: &str) -> Result<(), Exit> {
+    std::fs::write(path, text).map_err(|e| Exit::input(format!("--output {}: {e}", path.display())))
+}
 
 pub fn run(cmd: ProfilesCmd) -> Result<i32, Exit> {
     match cmd {
@@ -34,6 +105,7 @@ pub fn run(cmd: ProfilesCmd) -> Result<i32, Exit> {
             }
         },
         ProfilesCmd::Reference => print!("{}", iofleet_profile::reference_markdown()),
+        ProfilesCmd::FromTrace(a) => return from_trace(a),
     }
     Ok(0)
 }

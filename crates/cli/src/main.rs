@@ -6,6 +6,7 @@
 //! interrupted by Ctrl-C (what was measured is still printed).
 
 mod args;
+mod cmd_ceiling;
 mod cmd_compare;
 mod cmd_precondition;
 mod cmd_profiles;
@@ -83,6 +84,7 @@ fn main() {
         Command::Precondition(a) => cmd_precondition::run(a),
         Command::Profiles(p) => cmd_profiles::run(p),
         Command::Results(r) => cmd_results::run(r),
+        Command::Ceiling(c) => cmd_ceiling::run(c),
         Command::Compare(c) => cmd_compare::run(c),
         Command::Report(r) => cmd_report::run(r),
         Command::Agent => Ok(iofleet_fleet::agent::serve(

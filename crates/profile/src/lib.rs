@@ -6,16 +6,20 @@
 //! (`options`), and turns raw profile + command-line [`Overrides`] into a [`Plan`]
 //! (`validate`), naming the key or flag that fixes any problem; `flags` is the default
 //! shape of a run given no profile, and `emit` prints a resolved plan back as profile
-//! TOML. It does no I/O beyond
-//! reading a profile file, and knows nothing about engines, workers or results.
+//! TOML. Two workload-model tools sit beside it: `cluster` (a cluster hardware file and
+//! the theoretical ceiling of a plan's mix on it) and `trace` (I/O traces fitted into
+//! plans). It does no I/O beyond reading a profile or cluster file, and knows nothing
+//! about engines, workers or results.
 
 pub mod builtin;
+pub mod cluster;
 pub mod emit;
 pub mod error;
 pub mod flags;
 pub mod options;
 pub mod plan;
 pub mod raw;
+pub mod trace;
 // `units` is the fixed interface shared with the other crates; left as written.
 #[allow(clippy::manual_range_contains)]
 pub mod units;
