@@ -206,6 +206,8 @@ pub struct RunArgs {
     pub rate: Option<f64>,
     #[arg(long, value_enum, help = help("timing.prepare"))]
     pub prepare: Option<PrepareArg>,
+    #[arg(long, help = help("timing.verify"))]
+    pub verify: bool,
 
     /// Print the result as JSON (docs/result.schema.json) on stdout instead of the table.
     #[arg(long)]

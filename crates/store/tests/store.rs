@@ -82,6 +82,7 @@ fn synthetic(workers: usize, n: u32, seed: u64) -> Vec<(IntervalRow, Vec<Sample>
                 errors: fleet.errors(),
                 hosts_lost: 0,
                 generator: None,
+                verify: None,
             };
             (row, samples)
         })
@@ -523,6 +524,7 @@ fn hosts_and_groups_over_time_add_up_to_the_fleet() {
             .iter()
             .map(|r| IntervalRow {
                 generator: None,
+                verify: None,
                 ..r.clone()
             })
             .collect::<Vec<_>>()

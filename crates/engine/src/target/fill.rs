@@ -163,6 +163,20 @@ pub fn fill_disk(
     stop: &AtomicBool,
     progress_bytes: &AtomicU64,
 ) -> Result<FillOutcome, TargetError> {
+    fill_disk_with(d, p, direct, stop, progress_bytes, &mut |_, _| {})
+}
+
+/// [`fill_disk`], with `finish` called on every chunk after its pattern is filled and
+/// before it is written, with the chunk's offset in the disk (a verified fill stamps
+/// its headers there; every chunk is a whole number of 4 KiB units).
+pub fn fill_disk_with(
+    d: &DiskLayout,
+    p: FillPattern,
+    direct: bool,
+    stop: &AtomicBool,
+    progress_bytes: &AtomicU64,
+    finish: &mut dyn FnMut(&mut [u8], u64),
+) -> Result<FillOutcome, TargetError> {
     // A power-of-two mask, not `is_multiple_of` (Rust 1.87; the MSRV is 1.80).
     let mask = ALIGN as u64 - 1;
     if d.size & mask != 0 || d.region_offset & mask != 0 {
@@ -204,6 +218,7 @@ pub fn fill_disk(
         if p == FillPattern::Random {
             rng.fill_bytes(chunk);
         }
+        finish(chunk, done);
         write(&file, chunk, d.region_offset + done, "cannot write")?;
         done += len as u64;
         progress_bytes.fetch_add(len as u64, Ordering::Relaxed);

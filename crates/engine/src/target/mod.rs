@@ -28,7 +28,7 @@ use rustix::io::Errno;
 
 use crate::OpenDisk;
 
-pub use fill::{fill_disk, fill_marker_valid, FillOutcome, FillPattern};
+pub use fill::{fill_disk, fill_disk_with, fill_marker_valid, FillOutcome, FillPattern};
 pub use signature::detect_signature;
 
 /// Bytes reserved after every disk region for its fill marker.
