@@ -24,7 +24,7 @@ use crate::live::LiveView;
 use crate::record::StoreRecorder;
 use crate::Exit;
 
-fn target_spec(a: &RunArgs) -> Result<TargetSpec, Exit> {
+pub(crate) fn target_spec(a: &RunArgs) -> Result<TargetSpec, Exit> {
     let is_dev = |p: &std::path::Path| {
         std::fs::metadata(p)
             .map(|m| m.file_type().is_block_device())
