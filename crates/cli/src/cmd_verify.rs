@@ -35,7 +35,9 @@ pub fn run(a: RunArgs) -> Result<i32, Exit> {
         Some(path) => {
             let hosts = iofleet_fleet::inventory::load(path).map_err(Exit::input)?;
             let mut launcher = AgentLauncher::new(hosts, settings);
-            launcher.verify_hosts(&groups, MAX_LINES).map_err(fleet_err)?
+            launcher
+                .verify_hosts(&groups, MAX_LINES)
+                .map_err(fleet_err)?
         }
     };
     let mut corrupt = 0;

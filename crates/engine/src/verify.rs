@@ -265,7 +265,10 @@ impl DiskTable {
 
     /// Every unit's floor now (for the journal).
     pub fn floors(&self) -> Vec<u64> {
-        self.floors.iter().map(|f| f.load(Ordering::Acquire)).collect()
+        self.floors
+            .iter()
+            .map(|f| f.load(Ordering::Acquire))
+            .collect()
     }
 
     /// The next sequence this table hands out.

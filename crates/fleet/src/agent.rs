@@ -225,8 +225,7 @@ pub fn serve(input: Box<dyn Read + Send>, output: Box<dyn Write + Send>) -> i32 
     let (target, label) = target(&job);
     if let Some(keep) = job.verify_only {
         let host = crate::sys::hostname();
-        return match crate::verify::check_target(&target, &job.groups, &job.settings, &host, keep)
-        {
+        return match crate::verify::check_target(&target, &job.groups, &job.settings, &host, keep) {
             Ok((disks, found)) => {
                 let done = Done {
                     end_ns: 0,

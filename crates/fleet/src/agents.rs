@@ -27,7 +27,6 @@ use sha2::{Digest, Sha256};
 use crate::controller::FleetError;
 use crate::inventory::{place, HostSpec};
 use crate::lanes::Msg;
-use iofleet_stats::result::VerifySummary;
 use crate::launcher::{Finished, Launcher, Prepared};
 use crate::observer::Observer;
 use crate::protocol::{
@@ -35,6 +34,7 @@ use crate::protocol::{
 };
 use crate::settings::RunSettings;
 use crate::transport::{self, shell_quote, Transport};
+use iofleet_stats::result::VerifySummary;
 
 /// Clock round trips per host; the one with the shortest round trip sets the offset.
 const CLOCK_SAMPLES: u32 = 8;

@@ -8,16 +8,16 @@
 //! both run the same code. It computes no result: its threads send interval samples to
 //! the collector.
 
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
-use std::path::{Path, PathBuf};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, Sender};
 use iofleet_engine::target::{
-    create_files, fill_disk, fill_disk_with, fill_marker_valid, logical_block_size, open_disk, plan_layout,
-    DiskLayout, FillOutcome, FillPattern, LayoutRequest, TargetError, TargetSpec,
+    create_files, fill_disk, fill_disk_with, fill_marker_valid, logical_block_size, open_disk,
+    plan_layout, DiskLayout, FillOutcome, FillPattern, LayoutRequest, TargetError, TargetSpec,
 };
 use iofleet_engine::verify::{
     default_cache_dir, forget_journal, journal_path, stamp_units, DiskTable, Journal,
@@ -332,9 +332,8 @@ fn fill_all(
                                 let now = std::time::SystemTime::now()
                                     .duration_since(std::time::UNIX_EPOCH)
                                     .map_or(0, |t| t.as_nanos() as u64);
-                                let mut stamp = |chunk: &mut [u8], at: u64| {
-                                    stamp_units(chunk, *id, at, 0, now)
-                                };
+                                let mut stamp =
+                                    |chunk: &mut [u8], at: u64| stamp_units(chunk, *id, at, 0, now);
                                 fill_disk_with(d, pattern, direct, stop, &progress, &mut stamp)?
                             }
                         };

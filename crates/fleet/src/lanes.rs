@@ -590,7 +590,16 @@ pub fn run_lanes<E: Engine, C: Clock>(
         while let Some(q) = ready.pop() {
             let queue = &mut queues[q as usize];
             while let Some(slot) = queue.free.pop() {
-                issue(engine, &mut lanes, queue, &mut slots, &mut checks, q, slot, now)?;
+                issue(
+                    engine,
+                    &mut lanes,
+                    queue,
+                    &mut slots,
+                    &mut checks,
+                    q,
+                    slot,
+                    now,
+                )?;
                 inflight += 1;
             }
         }

@@ -92,9 +92,8 @@ pub fn check_target(
     let mut summary = VerifySummary::default();
     for (d, journal) in &disks {
         let found = match iofleet_engine::verify::open_for_scan(d) {
-            Ok(file) => scan_disk(&file, d, journal, keep).map_err(|e| {
-                FleetError::Setup(format!("cannot read {}: {e}", d.path.display()))
-            })?,
+            Ok(file) => scan_disk(&file, d, journal, keep)
+                .map_err(|e| FleetError::Setup(format!("cannot read {}: {e}", d.path.display())))?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 // A disk file gone entirely: every unit is missing.
                 let units = journal.floors.len() as u64;
@@ -117,7 +116,9 @@ pub fn check_target(
         summary.units_checked += found.units_checked;
         summary.corruptions += found.bad;
         let room = keep.saturating_sub(summary.first.len());
-        summary.first.extend(found.first.iter().take(room).map(|b| Corruption {
+        summary
+            .first
+            .extend(found.first.iter().take(room).map(|b| Corruption {
                 host: host.to_string(),
                 worker: d.worker,
                 disk: d.disk,
