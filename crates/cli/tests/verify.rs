@@ -317,3 +317,71 @@ fn bad_input_is_refused_naming_the_flag_or_target() {
         "{out}"
     );
 }
+
+#[test]
+fn contended_units_raise_no_false_alarm() {
+    // 256 units, 8 threads × qd 8 of 50/50 on psync (one OS thread per lane): writes
+    // and reads of the same units overlap all the time.
+    let d = tempfile::tempdir().unwrap();
+    for engine in ["psync", "io_uring"] {
+        let v = run_json(
+            d.path(),
+            &[
+                "--target",
+                "d",
+                "--disk-size",
+                "1m",
+                "--direct=false",
+                "--no-save",
+                "--verify",
+                "--engine",
+                engine,
+                "--threads",
+                "8",
+                "--qd",
+                "8",
+                "--read-pct",
+                "50",
+                "--duration",
+                "2s",
+            ],
+        );
+        let s = &v["summary"]["verify"];
+        assert_eq!(s["corruptions"], 0, "{engine}: {s}");
+        assert!(s["units_checked"].as_u64().unwrap() > 1000, "{engine}: {s}");
+    }
+    let mut args = vec!["verify"];
+    args.extend(["--target", "d", "--disk-size", "1m", "--direct=false"]);
+    let o = run_in(d.path(), &args);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+}
+
+#[test]
+fn the_profile_key_turns_verification_on_and_a_bad_value_names_it() {
+    let d = tempfile::tempdir().unwrap();
+    let profile = |value: &str| {
+        let p = d.path().join("p.toml");
+        fs::write(
+            &p,
+            format!(
+                "name = \"vp\"\n[timing]\nverify = {value}\n[[stream]]\nbs = \"4k\"\nread_pct = 50\nrandom_pct = 100\n"
+            ),
+        )
+        .unwrap();
+        p.to_string_lossy().into_owned()
+    };
+    let p = profile("true");
+    let v = run_json(d.path(), &shape(&[&p, "--duration", "1s"]));
+    assert_eq!(v["summary"]["verify"]["corruptions"], 0);
+    assert_eq!(
+        v["run"]["plan"]["timing"]["verify"], true,
+        "{}",
+        v["run"]["plan"]
+    );
+    let p = profile("\"yes\"");
+    let mut args = vec!["run"];
+    args.extend(shape(&[&p, "--duration", "1s"]));
+    let o = run_in(d.path(), &args);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("timing.verify"), "{}", stderr(&o));
+}

@@ -74,7 +74,9 @@ fn a_verified_fleet_run_then_a_changed_byte_on_one_host_is_named_by_verify_hosts
     let o = run_in(tmp.path(), &check);
     assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
     assert_eq!(
-        stdout(&o).matches("1 disk(s), 1024 unit(s) checked, 0 corruption(s)").count(),
+        stdout(&o)
+            .matches("1 disk(s), 1024 unit(s) checked, 0 corruption(s)")
+            .count(),
         3,
         "{}",
         stdout(&o)
@@ -83,7 +85,11 @@ fn a_verified_fleet_run_then_a_changed_byte_on_one_host_is_named_by_verify_hosts
     // One byte of host h2's disk (worker 1) changes behind the fleet's back.
     let h2 = &c.hosts[1];
     let path = h2.data_dir.join("w001-d000.iofleet");
-    let f = OpenOptions::new().write(true).read(true).open(&path).unwrap();
+    let f = OpenOptions::new()
+        .write(true)
+        .read(true)
+        .open(&path)
+        .unwrap();
     let at = 123 * 4096 + 2048;
     let mut b = [0u8; 1];
     f.read_exact_at(&mut b, at).unwrap();

@@ -216,9 +216,12 @@ impl DiskTable {
     }
 
     /// A write of `n` units from unit `first` is issued: its sequence.
+    ///
+    /// The sequence is drawn after the units are marked in flight: a write that begins
+    /// after another write to the unit ended (alone, raising the floor) then always has
+    /// a higher sequence, whatever the threads' interleaving.
     #[inline]
     pub fn begin_write(&self, first: u64, n: u64) -> u64 {
-        let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
         for u in first..first + n {
             let _ = self.state[u as usize].fetch_update(Ordering::AcqRel, Ordering::Acquire, |s| {
                 let count = s >> COUNT_SHIFT;
@@ -226,7 +229,7 @@ impl DiskTable {
                 Some(((count + 1) << COUNT_SHIFT) | overlap | ((s + 1) & GEN_MASK))
             });
         }
-        seq
+        self.next_seq.fetch_add(1, Ordering::AcqRel)
     }
 
     /// The write `seq` of `n` units from `first` completed (`ok`: in full).
