@@ -299,6 +299,12 @@ fn bad_input_is_refused_naming_the_flag_or_target() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("--verify"), "{}", stderr(&o));
     assert!(!d.path().join("d").exists(), "nothing was created");
+    // The dry run makes the same check.
+    let mut args = vec!["run", "--dry-run"];
+    args.extend(shape(&["--verify", "--engine", "null"]));
+    let o = run_in(d.path(), &args);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--verify"), "{}", stderr(&o));
 
     let mut args = vec!["run"];
     args.extend(shape(&["--verify", "--bs", "6k", "--duration", "1s"]));

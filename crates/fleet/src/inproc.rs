@@ -238,6 +238,18 @@ pub fn check_layout(plan: &Plan, layout: &[DiskLayout], direct: bool) -> Result<
     Ok(())
 }
 
+/// `--verify` needs an engine that touches storage: with `null`, `null-sim` or `sim`
+/// there is no data to verify.
+pub fn check_verify(groups: &[GroupPlan], engine: &EngineSpec) -> Result<(), FleetError> {
+    if groups.iter().any(|g| g.plan.timing.verify) && !engine.caps().needs_target {
+        return Err(FleetError::Input(format!(
+            "--verify (timing.verify): the {} engine touches no storage, so there is no data to verify; use --engine io_uring, psync or auto",
+            engine.name()
+        )));
+    }
+    Ok(())
+}
+
 /// The notice a device target owes when it, not the profile, sets the disk size: without
 /// `--disk-size` each disk is a whole device region (less the fill marker), whatever
 /// `fleet.disk_size` said. None for directories, `--disk-size`, or an equal size.
@@ -377,12 +389,7 @@ impl Launcher for ThreadLauncher {
         let engine = cfg.engine.resolve_for_dir(dir, cfg.direct, notices)?;
         let caps = engine.caps();
         let verify = groups.iter().any(|g| g.plan.timing.verify);
-        if verify && !caps.needs_target {
-            return Err(FleetError::Input(format!(
-                "--verify (timing.verify): the {} engine touches no storage, so there is no data to verify; use --engine io_uring, psync or auto",
-                engine.name()
-            )));
-        }
+        check_verify(groups, &engine)?;
         if !caps.async_qd {
             let max_qd = groups
                 .iter()

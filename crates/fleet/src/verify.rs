@@ -132,3 +132,14 @@ pub fn check_target(
     }
     Ok((disks.len(), summary))
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_profile_and_the_engine_agree_on_the_unit() {
+        assert_eq!(
+            iofleet_profile::options::VERIFY_UNIT,
+            iofleet_engine::verify::UNIT
+        );
+    }
+}

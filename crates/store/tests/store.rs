@@ -82,7 +82,6 @@ fn synthetic(workers: usize, n: u32, seed: u64) -> Vec<(IntervalRow, Vec<Sample>
                 errors: fleet.errors(),
                 hosts_lost: 0,
                 generator: None,
-                verify: None,
             };
             (row, samples)
         })
@@ -164,6 +163,7 @@ fn fake_final(info: RunInfo) -> RunResult {
                 ..Default::default()
             },
             generator: Some(self_check()),
+            verify: None,
         },
         streams: vec![],
         intervals: vec![IntervalRow {
@@ -524,7 +524,6 @@ fn hosts_and_groups_over_time_add_up_to_the_fleet() {
             .iter()
             .map(|r| IntervalRow {
                 generator: None,
-                verify: None,
                 ..r.clone()
             })
             .collect::<Vec<_>>()
