@@ -12,7 +12,11 @@
 //!
 //! The loop is generic over the engine and the clock, so the choice is made once per
 //! thread and costs nothing per I/O. Per I/O it only generates an offset, stamps write
-//! data, queues, and records: no allocation, no locks, no channels. Once per interval it
+//! data, queues, and records: no allocation, no locks, no channels. With `--verify` a
+//! write also gets a verify header per 4 KiB unit (after the data is stamped) and a
+//! read's units are checked on completion, against the disk's lock-free floor table
+//! (`iofleet_engine::verify`, docs/verify.md); what the checks found is sent once, at
+//! the end, before the thread's `Done`. Once per interval it
 //! hands its workers' `Sample`s, and its own CPU and scheduling figures (the generator
 //! self-check, `GenSample`), to the collector over a channel.
 //! In an open-loop queue an I/O that waits for a free slot is charged for the wait: its
