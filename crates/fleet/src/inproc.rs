@@ -923,7 +923,8 @@ fn forget_journals(
 }
 
 /// Rewrites every verified disk's journal once per interval while the run goes, and
-/// once more at its end.
+/// once more at its end; a disk whose floors and next sequence did not change since the
+/// last rewrite is skipped.
 struct JournalSync {
     done: Arc<AtomicBool>,
     handle: JoinHandle<Result<(), String>>,
@@ -934,12 +935,17 @@ impl JournalSync {
         let done = Arc::new(AtomicBool::new(false));
         let flag = done.clone();
         let handle = std::thread::spawn(move || {
-            let store_all = || -> Result<(), String> {
-                for s in &slots {
-                    s.journal
-                        .of_table(&s.table)
-                        .store(&s.path)
-                        .map_err(|e| e.to_string())?;
+            // What each journal file holds now: a rewrite that would change nothing (a
+            // disk only read since) is skipped.
+            let mut stored: Vec<Option<Journal>> = vec![None; slots.len()];
+            let mut store_all = || -> Result<(), String> {
+                for (s, last) in slots.iter().zip(stored.iter_mut()) {
+                    let now = s.journal.of_table(&s.table);
+                    if last.as_ref() == Some(&now) {
+                        continue;
+                    }
+                    now.store(&s.path).map_err(|e| e.to_string())?;
+                    *last = Some(now);
                 }
                 Ok(())
             };
