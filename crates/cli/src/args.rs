@@ -32,6 +32,11 @@ pub enum Command {
     /// Run a profile (built-in name or a .toml file), or a workload given by flags, and
     /// print the result; `--dry-run` prints the plan instead.
     Run(RunArgs),
+    /// Check the disks of a run made with --verify against their journals (after the run,
+    /// a crash or a kill): every 4 KiB unit's header, offset, CRC-32C and sequence. Takes
+    /// the run's profile, flags and --target (or --hosts) to find the disks; exit code 4
+    /// when any unit is corrupt, with one `corruption:` line per unit.
+    Verify(RunArgs),
     /// List, show and document the built-in profiles, and fit a profile to an I/O trace
     /// (`profile` is an alias).
     #[command(subcommand, alias = "profile")]
@@ -247,6 +252,8 @@ pub struct RunArgs {
     pub rate: Option<f64>,
     #[arg(long, value_enum, help = help("timing.prepare"))]
     pub prepare: Option<PrepareArg>,
+    #[arg(long, help = help("timing.verify"))]
+    pub verify: bool,
 
     /// Measure in rounds of --duration until the SNIA steady-state rule holds over the
     /// last 5 rounds (IOPS range ≤ 20% and least-squares excursion ≤ 10% of their

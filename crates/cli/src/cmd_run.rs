@@ -24,7 +24,7 @@ use crate::live::LiveView;
 use crate::record::StoreRecorder;
 use crate::Exit;
 
-fn target_spec(a: &RunArgs) -> Result<TargetSpec, Exit> {
+pub(crate) fn target_spec(a: &RunArgs) -> Result<TargetSpec, Exit> {
     target_spec_of(&a.target)
 }
 
@@ -215,6 +215,7 @@ fn overrides(a: &RunArgs) -> Overrides {
         }),
         io_threads: a.io_threads,
         cpus: a.cpus.clone(),
+        verify: a.verify.then_some(true),
     }
 }
 
@@ -352,7 +353,8 @@ fn print_and_exit_code(
 }
 
 /// A run's exit code: 130 when Ctrl-C stopped it, 3 when hosts were lost (unless
-/// `--tolerate-host-loss`, with a message), 1 when a source failed, else 0.
+/// `--tolerate-host-loss`, with a message), 1 when a source failed, 4 when verified
+/// reads found corrupt data, else 0.
 pub(crate) fn exit_code(a: &RunArgs, result: &RunResult, stop: &AtomicBool) -> i32 {
     let lost = result
         .hosts
@@ -366,6 +368,13 @@ pub(crate) fn exit_code(a: &RunArgs, result: &RunResult, stop: &AtomicBool) -> i
         3
     } else if !result.summary.errors.failed_threads.is_empty() {
         1
+    } else if result
+        .summary
+        .verify
+        .as_ref()
+        .is_some_and(|v| v.corruptions > 0)
+    {
+        4
     } else {
         0
     }

@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use iofleet_engine::target::{plan_layout, DiskLayout, LayoutRequest, TargetSpec, MARKER_LEN};
-use iofleet_fleet::inproc::{check_layout, device_size_notice};
+use iofleet_fleet::inproc::{check_layout, check_verify, device_size_notice};
 use iofleet_fleet::inventory::{self, HostSpec};
 use iofleet_fleet::protocol::TargetArg;
 use iofleet_fleet::{EngineSpec, FleetError, RunSettings};
@@ -34,6 +34,7 @@ pub fn print(groups: &[GroupPlan], at: Where<'_>, settings: &RunSettings) -> Res
     let mut out = String::new();
     let mut notes: Vec<String> = Vec::new();
     let caps = settings.engine.caps();
+    check_verify(&groups, &settings.engine).map_err(fleet_exit)?;
 
     // Local layouts first: a single group's disk size follows its device regions.
     let mut layouts: Vec<Vec<DiskLayout>> = Vec::new();

@@ -3,7 +3,8 @@
 //!
 //! Exit codes: 0 success; 1 run-time failure; 2 bad input (a flag, a TOML key, a target
 //! refused for safety); 3 hosts lost mid-run (unless --tolerate-host-loss); 130
-//! interrupted by Ctrl-C (what was measured is still printed).
+//! interrupted by Ctrl-C (what was measured is still printed); 4 verified data found
+//! corrupt (`run --verify`, `verify`).
 
 mod args;
 mod cmd_ceiling;
@@ -14,6 +15,7 @@ mod cmd_report;
 mod cmd_results;
 mod cmd_run;
 mod cmd_sweep;
+mod cmd_verify;
 mod dry_run;
 mod live;
 mod metrics;
@@ -80,6 +82,7 @@ fn main() {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Run(a) => cmd_run::run(a),
+        Command::Verify(a) => cmd_verify::run(a),
         Command::Sweep(a) => cmd_sweep::run(a),
         Command::Precondition(a) => cmd_precondition::run(a),
         Command::Profiles(p) => cmd_profiles::run(p),

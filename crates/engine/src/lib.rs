@@ -15,6 +15,7 @@ pub mod sim;
 pub mod spec;
 pub mod target;
 pub mod uring;
+pub mod verify;
 
 use std::fs::File;
 use std::time::Duration;

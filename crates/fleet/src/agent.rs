@@ -223,6 +223,23 @@ pub fn serve(input: Box<dyn Read + Send>, output: Box<dyn Write + Send>) -> i32 
     }
 
     let (target, label) = target(&job);
+    if let Some(keep) = job.verify_only {
+        let host = crate::sys::hostname();
+        return match crate::verify::check_target(&target, &job.groups, &job.settings, &host, keep) {
+            Ok((disks, found)) => {
+                let done = Done {
+                    end_ns: 0,
+                    failures: Vec::new(),
+                    errors: Vec::new(),
+                    notices: Vec::new(),
+                    verify: Some(found),
+                    disks_checked: disks,
+                };
+                i32::from(send(&out, &Frame::Done(done)).is_err())
+            }
+            Err(e) => fail(e.to_string(), e.is_input_error()),
+        };
+    }
     let interval = job
         .groups
         .first()
@@ -265,6 +282,8 @@ pub fn serve(input: Box<dyn Read + Send>, output: Box<dyn Write + Send>) -> i32 
                 failures: result.summary.errors.failed_threads.clone(),
                 errors: result.summary.errors.first.clone(),
                 notices: result.notices.clone(),
+                verify: result.summary.verify.clone(),
+                disks_checked: 0,
             };
             if send(&out, &Frame::Done(done)).is_err() {
                 return 1;

@@ -34,6 +34,7 @@ use crate::protocol::{
 };
 use crate::settings::RunSettings;
 use crate::transport::{self, shell_quote, Transport};
+use iofleet_stats::result::VerifySummary;
 
 /// Clock round trips per host; the one with the shortest round trip sets the offset.
 const CLOCK_SAMPLES: u32 = 8;
@@ -445,6 +446,135 @@ impl AgentLauncher {
         }
     }
 
+    /// Each host's share of `groups` (every host's pins applied), as agent jobs: the
+    /// groups as run, the hosts with work, and their jobs.
+    #[allow(clippy::type_complexity)]
+    fn host_jobs(
+        &self,
+        groups: &[GroupPlan],
+        notices: &mut Vec<String>,
+    ) -> Result<(Vec<GroupPlan>, Vec<usize>, Vec<(usize, AgentJob)>), FleetError> {
+        let hosts = &self.hosts;
+        // When every host pins its worker count, the pins are the fleet.
+        let mut groups = groups.to_vec();
+        let planned: u32 = groups.iter().map(|g| g.plan.fleet.workers).sum();
+        let pinned: u32 = hosts.iter().filter_map(|h| h.workers).sum();
+        if hosts.iter().all(|h| h.workers.is_some()) && pinned != planned {
+            if groups.len() > 1 {
+                return Err(FleetError::Input(format!(
+                    "--hosts: every host pins its workers ({pinned} in all) but the groups have {planned}; make them agree"
+                )));
+            }
+            notices.push(format!(
+                "every host pins its worker count: running {pinned} workers, not the planned {planned}"
+            ));
+            groups[0].plan.fleet.workers = pinned;
+        }
+        let total = combine(&groups).fleet.workers;
+        let placement = place(hosts, total).map_err(FleetError::Input)?;
+        let active: Vec<usize> = (0..hosts.len()).filter(|&i| placement[i].1 > 0).collect();
+        for (i, h) in hosts.iter().enumerate() {
+            if placement[i].1 == 0 {
+                notices.push(format!(
+                    "host {} has no worker to run ({total} workers over {} hosts)",
+                    h.name,
+                    hosts.len()
+                ));
+            }
+        }
+        let jobs = active
+            .iter()
+            .map(|&i| {
+                let (base, count) = placement[i];
+                // This host's share of each group: the overlap of worker ranges.
+                let share = groups
+                    .iter()
+                    .map(|g| {
+                        let lo = g.worker_base.max(base);
+                        let hi = (g.worker_base + g.plan.fleet.workers).min(base + count);
+                        let mut g = g.clone();
+                        g.worker_base = lo.min(base + count);
+                        g.plan.fleet.workers = hi.saturating_sub(lo);
+                        g
+                    })
+                    .collect();
+                let job = AgentJob {
+                    groups: share,
+                    target: hosts[i].target.clone(),
+                    settings: self.settings.clone(),
+                    verify_only: None,
+                };
+                (i, job)
+            })
+            .collect();
+        Ok((groups, active, jobs))
+    }
+
+    /// `iofleet verify --hosts`: every host checks its disks against their journals;
+    /// per host (inventory name): the disks checked and what was found, keeping `keep`
+    /// corruptions in detail. A host that fails fails the whole check.
+    pub fn verify_hosts(
+        &mut self,
+        groups: &[GroupPlan],
+        keep: usize,
+    ) -> Result<Vec<(String, usize, VerifySummary)>, FleetError> {
+        let (_, active, jobs) = self.host_jobs(groups, &mut Vec::new())?;
+        let jobs = jobs
+            .into_iter()
+            .map(|(i, mut j)| {
+                j.verify_only = Some(keep);
+                (i, j)
+            })
+            .collect();
+        if self.connect_all(jobs, &AtomicBool::new(false))?.is_none() {
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::new();
+        let mut first_err = None;
+        for (h, &i) in active.iter().enumerate() {
+            let name = self.hosts[i].name.clone();
+            let Some(stdout) = self.conns[h].stdout.as_mut() else {
+                continue;
+            };
+            // The agent sends Done or Error; anything else (heartbeats) is skipped.
+            let got = loop {
+                match read_frame(stdout) {
+                    Ok(Some(Frame::Done(d))) => break Ok((d.disks_checked, d.verify)),
+                    Ok(Some(Frame::Error(f))) => {
+                        break Err(if f.input {
+                            FleetError::Input(format!("host {name}: {}", f.message))
+                        } else {
+                            FleetError::Setup(format!("host {name}: {}", f.message))
+                        })
+                    }
+                    Ok(Some(_)) => continue,
+                    Ok(None) | Err(_) => {
+                        break Err(FleetError::Setup(format!(
+                            "host {name}: the agent closed the session during the check"
+                        )))
+                    }
+                }
+            };
+            match got {
+                Ok((disks, found)) => {
+                    let mut found = found.unwrap_or_default();
+                    for c in &mut found.first {
+                        c.host = name.clone();
+                    }
+                    out.push((name, disks, found));
+                }
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        self.shutdown();
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(out),
+        }
+    }
+
     /// Connect to every host in parallel; None when `stop` was set meanwhile (every
     /// session that did open is shut down).
     fn connect_all(
@@ -497,58 +627,9 @@ impl Launcher for AgentLauncher {
         notices: &mut Vec<String>,
     ) -> Result<Option<Prepared>, FleetError> {
         self.stop = stop.clone();
-        let hosts = &self.hosts;
-        // When every host pins its worker count, the pins are the fleet.
-        let mut groups = groups.to_vec();
-        let planned: u32 = groups.iter().map(|g| g.plan.fleet.workers).sum();
-        let pinned: u32 = hosts.iter().filter_map(|h| h.workers).sum();
-        if hosts.iter().all(|h| h.workers.is_some()) && pinned != planned {
-            if groups.len() > 1 {
-                return Err(FleetError::Input(format!(
-                    "--hosts: every host pins its workers ({pinned} in all) but the groups have {planned}; make them agree"
-                )));
-            }
-            notices.push(format!(
-                "every host pins its worker count: running {pinned} workers, not the planned {planned}"
-            ));
-            groups[0].plan.fleet.workers = pinned;
-        }
-        let total = combine(&groups).fleet.workers;
-        let placement = place(hosts, total).map_err(FleetError::Input)?;
-        let active: Vec<usize> = (0..hosts.len()).filter(|&i| placement[i].1 > 0).collect();
-        for (i, h) in hosts.iter().enumerate() {
-            if placement[i].1 == 0 {
-                notices.push(format!(
-                    "host {} has no worker to run ({total} workers over {} hosts)",
-                    h.name,
-                    hosts.len()
-                ));
-            }
-        }
-        let jobs = active
-            .iter()
-            .map(|&i| {
-                let (base, count) = placement[i];
-                // This host's share of each group: the overlap of worker ranges.
-                let share = groups
-                    .iter()
-                    .map(|g| {
-                        let lo = g.worker_base.max(base);
-                        let hi = (g.worker_base + g.plan.fleet.workers).min(base + count);
-                        let mut g = g.clone();
-                        g.worker_base = lo.min(base + count);
-                        g.plan.fleet.workers = hi.saturating_sub(lo);
-                        g
-                    })
-                    .collect();
-                let job = AgentJob {
-                    groups: share,
-                    target: hosts[i].target.clone(),
-                    settings: self.settings.clone(),
-                };
-                (i, job)
-            })
-            .collect();
+        let (groups, active, jobs) = self.host_jobs(groups, notices)?;
+        let placement =
+            place(&self.hosts, combine(&groups).fleet.workers).map_err(FleetError::Input)?;
         if self.connect_all(jobs, stop)?.is_none() {
             return Ok(None);
         }
@@ -782,6 +863,16 @@ fn route(
             }
             Event::Frame(h, Frame::Done(d)) => {
                 finished[h] = true;
+                if let Some(mut v) = d.verify {
+                    // Corruptions name the host as the inventory does.
+                    for c in &mut v.first {
+                        c.host = names[h].clone();
+                    }
+                    let _ = tx.send(Msg::Verify {
+                        source: h as u32,
+                        summary: Box::new(v),
+                    });
+                }
                 // Notices that arose during the run (those from before the start came
                 // with Ready), minus repeats.
                 let mut late = late_notices.lock().unwrap_or_else(|p| p.into_inner());

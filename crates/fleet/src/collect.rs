@@ -16,7 +16,7 @@ pub(crate) use iofleet_stats::fold::GroupRange;
 use iofleet_stats::fold::{Folded, HostFacts, Layout};
 use iofleet_stats::result::{
     CpuSummary, ErrorDetail, ErrorSummary, IntervalRow, MemorySummary, Outstanding, RunInfo,
-    RunResult, RunSummary, SCHEMA_VERSION,
+    RunResult, RunSummary, VerifySummary, SCHEMA_VERSION,
 };
 use iofleet_stats::summary::{counts_in_median, median_of};
 use iofleet_stats::{GenSample, HostUsage, OpStats, OpSummary, PackedSample, Sample};
@@ -75,6 +75,8 @@ pub(crate) struct Collected {
     /// that reported in one interval.
     pub generator: GenSample,
     pub io_threads: u32,
+    /// What verified reads found (None: the run did not verify).
+    pub verify: Option<VerifySummary>,
 }
 
 /// Merge messages until every source has ended. `give_up` is called once for each
@@ -113,6 +115,7 @@ pub(crate) fn collect(
         host_usage: vec![HostUsage::default(); spec.hosts.len()],
         generator: GenSample::default(),
         io_threads: 0,
+        verify: spec.plan.timing.verify.then(VerifySummary::default),
     };
     // Per interval: the generator figures of every source, folded.
     let mut pending_gen: BTreeMap<u32, GenSample> = BTreeMap::new();
@@ -150,6 +153,19 @@ pub(crate) fn collect(
         }
         match msg {
             Ok(Msg::Heartbeat { .. }) => {}
+            Ok(Msg::Verify {
+                source,
+                mut summary,
+            }) => {
+                let host = spec
+                    .source_host
+                    .get(source as usize)
+                    .and_then(|&h| spec.hosts.get(h));
+                for c in summary.first.iter_mut().filter(|c| c.host.is_empty()) {
+                    c.host = host.map(|h| h.to_string()).unwrap_or_default();
+                }
+                *out.verify.get_or_insert_with(Default::default) += &*summary;
+            }
             Ok(Msg::Interval {
                 source,
                 index,
@@ -433,6 +449,7 @@ pub(crate) fn summarize(
         },
         generator: (col.generator.threads > 0)
             .then(|| col.generator.summary(col.io_threads, mean_latency_ns(&all))),
+        verify: col.verify,
     };
     let mut info = info;
     info.duration_s = elapsed_s;
@@ -507,6 +524,7 @@ pub(crate) fn empty_result(info: RunInfo, notices: Vec<String>) -> RunResult {
             memory: None,
             errors: ErrorSummary::default(),
             generator: None,
+            verify: None,
         },
         streams: Vec::new(),
         intervals: Vec::new(),
@@ -588,6 +606,7 @@ mod tests {
             host_usage: vec![HostUsage::default(); 2],
             generator: GenSample::default(),
             io_threads: 0,
+            verify: None,
         };
         let info: RunInfo = serde_json::from_value(serde_json::json!({
             "profile": "p", "description": "", "engine": "null", "started_at": "",

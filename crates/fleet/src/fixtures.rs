@@ -50,6 +50,7 @@ pub fn plan(fleet: FleetShape, streams: Vec<StreamPlan>) -> Plan {
             interval: Duration::from_secs(1),
             rate_iops: None,
             arrival: Arrival::Uniform,
+            verify: false,
         },
         streams,
     }

@@ -5,9 +5,12 @@
 //! otherwise, pinned with `cpus`), opens each I/O thread's engine over the files of its
 //! lanes, and holds the threads at a starting line until the controller names the
 //! instant. A local run uses it directly; an agent uses it for its share of a fleet, so
-//! both run the same code. It computes no result: its threads send interval samples to
+//! both run the same code. With `--verify` it also loads or creates each disk's verify
+//! journal (filling disks without one with verifiable units), shares one floor table
+//! per disk with the lanes, and rewrites the journals once per interval and at the end. It computes no result: its threads send interval samples to
 //! the collector.
 
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -15,8 +18,11 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, Sender};
 use iofleet_engine::target::{
-    create_files, fill_disk, fill_marker_valid, logical_block_size, open_disk, plan_layout,
-    DiskLayout, FillOutcome, FillPattern, LayoutRequest, TargetError, TargetSpec,
+    create_files, fill_disk, fill_disk_with, fill_marker_valid, logical_block_size, open_disk,
+    plan_layout, DiskLayout, FillOutcome, FillPattern, LayoutRequest, TargetError, TargetSpec,
+};
+use iofleet_engine::verify::{
+    default_cache_dir, forget_journal, journal_path, stamp_units, DiskTable, Journal,
 };
 use iofleet_engine::{BuiltEngine, Caps, Drive, EngineFile, EngineParams, EngineSpec};
 use iofleet_profile::{combine, stream_offsets, GroupPlan, Plan, Prepare};
@@ -37,6 +43,8 @@ struct Job {
     lanes: Vec<LaneSpec>,
     /// Disk layout per lane (None for engines without a target).
     disks: Vec<Option<DiskLayout>>,
+    /// Per lane: its disk's verify floor table (`--verify`).
+    tables: Vec<Option<Arc<DiskTable>>>,
     io_threads: Vec<IoThreadSpec>,
     engine: EngineSpec,
     direct: bool,
@@ -115,6 +123,7 @@ pub struct ThreadLauncher {
     handles: Vec<JoinHandle<()>>,
     gate: Arc<Gate>,
     cleanup: Cleanup,
+    journal_sync: Option<JournalSync>,
 }
 
 impl ThreadLauncher {
@@ -127,6 +136,7 @@ impl ThreadLauncher {
             handles: Vec::new(),
             gate: Arc::new(Gate::default()),
             cleanup: Cleanup::default(),
+            journal_sync: None,
         }
     }
 
@@ -230,6 +240,18 @@ pub fn check_layout(plan: &Plan, layout: &[DiskLayout], direct: bool) -> Result<
     Ok(())
 }
 
+/// `--verify` needs an engine that touches storage: with `null`, `null-sim` or `sim`
+/// there is no data to verify.
+pub fn check_verify(groups: &[GroupPlan], engine: &EngineSpec) -> Result<(), FleetError> {
+    if groups.iter().any(|g| g.plan.timing.verify) && !engine.caps().needs_target {
+        return Err(FleetError::Input(format!(
+            "--verify (timing.verify): the {} engine touches no storage, so there is no data to verify; use --engine io_uring, psync or auto",
+            engine.name()
+        )));
+    }
+    Ok(())
+}
+
 /// The notice a device target owes when it, not the profile, sets the disk size: without
 /// `--disk-size` each disk is a whole device region (less the fill marker), whatever
 /// `fleet.disk_size` said. None for directories, `--disk-size`, or an equal size.
@@ -274,20 +296,35 @@ fn prepare_disks(
     let mut todo = Vec::new();
     for d in layout {
         if !fill_marker_valid(d, pattern)? {
-            todo.push(d.clone());
+            todo.push((d.clone(), None));
         }
     }
-    if todo.len() < layout.len() {
+    fill_all(todo, layout.len(), pattern, direct, stop, observer, notices)
+}
+
+/// Fill `todo` (disk, and the disk id to stamp verify headers with), up to 4 at once;
+/// returns false when interrupted.
+fn fill_all(
+    todo: Vec<(DiskLayout, Option<u64>)>,
+    of: usize,
+    pattern: FillPattern,
+    direct: bool,
+    stop: &AtomicBool,
+    observer: &mut dyn Observer,
+    notices: &mut Vec<String>,
+) -> Result<bool, FleetError> {
+    let layout_len = of;
+    if todo.len() < layout_len && todo.iter().all(|(_, id)| id.is_none()) {
         notices.push(format!(
             "prepare: {} of {} disks already carry a valid fill marker and were not refilled",
-            layout.len() - todo.len(),
-            layout.len()
+            layout_len - todo.len(),
+            layout_len
         ));
     }
     if todo.is_empty() {
         return Ok(true);
     }
-    let total: u64 = todo.iter().map(|d| d.size).sum();
+    let total: u64 = todo.iter().map(|(d, _)| d.size).sum();
     let progress = Arc::new(AtomicU64::new(0));
     let next = Arc::new(AtomicU64::new(0));
     let todo = Arc::new(todo);
@@ -299,12 +336,22 @@ fn prepare_disks(
                 scope.spawn(move || -> Result<bool, TargetError> {
                     loop {
                         let i = next.fetch_add(1, Ordering::SeqCst) as usize;
-                        let Some(d) = todo.get(i) else {
+                        let Some((d, id)) = todo.get(i) else {
                             return Ok(true);
                         };
-                        if fill_disk(d, pattern, direct, stop, &progress)?
-                            == FillOutcome::Interrupted
-                        {
+                        let outcome = match id {
+                            None => fill_disk(d, pattern, direct, stop, &progress)?,
+                            Some(id) => {
+                                // Every unit of a verified fill: sequence 0.
+                                let now = std::time::SystemTime::now()
+                                    .duration_since(std::time::UNIX_EPOCH)
+                                    .map_or(0, |t| t.as_nanos() as u64);
+                                let mut stamp =
+                                    |chunk: &mut [u8], at: u64| stamp_units(chunk, *id, at, 0, now);
+                                fill_disk_with(d, pattern, direct, stop, &progress, &mut stamp)?
+                            }
+                        };
+                        if outcome == FillOutcome::Interrupted {
                             return Ok(false);
                         }
                     }
@@ -343,6 +390,8 @@ impl Launcher for ThreadLauncher {
         };
         let engine = cfg.engine.resolve_for_dir(dir, cfg.direct, notices)?;
         let caps = engine.caps();
+        let verify = groups.iter().any(|g| g.plan.timing.verify);
+        check_verify(groups, &engine)?;
         if !caps.async_qd {
             let max_qd = groups
                 .iter()
@@ -380,6 +429,7 @@ impl Launcher for ThreadLauncher {
 
         // Targets: every check before any write, then create, then fill.
         let mut disks: Vec<Option<DiskLayout>> = vec![None; lanes.len()];
+        let mut journals: Vec<JournalSlot> = Vec::new();
         if caps.needs_target {
             let mut layouts = Vec::new();
             for (gi, g) in groups.iter().enumerate() {
@@ -412,7 +462,7 @@ impl Launcher for ThreadLauncher {
                     .iter()
                     .flat_map(|(_, l)| l.iter())
                     .filter(|d| !d.is_device)
-                    .map(|d| d.path.clone())
+                    .flat_map(|d| [journal_path(d, Path::new("")), d.path.clone()])
                     .collect();
             }
             for (gi, layout) in &layouts {
@@ -435,12 +485,25 @@ impl Launcher for ThreadLauncher {
                     groups[0].plan.fleet.disk_size = iofleet_profile::Bytes(min);
                 }
             }
+            let cache = default_cache_dir();
             for (gi, layout) in &layouts {
-                let pattern = match groups[*gi].plan.timing.prepare {
+                let plan = &groups[*gi].plan;
+                let pattern = match plan.timing.prepare {
                     Prepare::Random => Some(FillPattern::Random),
                     Prepare::Zero => Some(FillPattern::Zero),
                     Prepare::None => None,
                 };
+                if verify {
+                    let p = pattern.unwrap_or(FillPattern::Random);
+                    match verify_setup(layout, p, cfg.direct, stop, observer, notices)? {
+                        Some(j) => journals.extend(j),
+                        None => return Ok(None),
+                    }
+                    continue;
+                }
+                if plan.streams.iter().any(|s| s.read_pct < 100.0) || pattern.is_some() {
+                    forget_journals(layout, &cache, notices)?;
+                }
                 if let Some(p) = pattern {
                     observer.phase(Phase::Prepare, 0.0);
                     if !prepare_disks(layout, p, cfg.direct, stop, observer, notices)? {
@@ -462,6 +525,18 @@ impl Launcher for ThreadLauncher {
 
         let plan = combine(&groups);
         let worker_base = groups[0].worker_base;
+        let tables: Vec<Option<Arc<DiskTable>>> = lanes
+            .iter()
+            .map(|l| {
+                journals
+                    .iter()
+                    .find(|j| (j.disk.worker, j.disk.disk) == (l.worker, l.disk))
+                    .map(|j| j.table.clone())
+            })
+            .collect();
+        if !journals.is_empty() {
+            self.journal_sync = Some(JournalSync::start(journals, plan.timing.interval));
+        }
         let workers = plan.fleet.workers;
         let timeline = Timeline::new(
             plan.timing.warmup,
@@ -480,6 +555,7 @@ impl Launcher for ThreadLauncher {
             lanes,
             disks,
             io_threads,
+            tables,
             engine: engine.clone(),
             direct: cfg.direct,
             stop: stop.clone(),
@@ -567,7 +643,13 @@ impl Launcher for ThreadLauncher {
         }
         // Threads hold the only senders besides the gate's: drop it so the channel ends.
         self.gate.close();
-        Finished::default()
+        let mut finished = Finished::default();
+        if let Some(sync) = self.journal_sync.take() {
+            if let Err(e) = sync.finish() {
+                finished.notices.push(format!("verify: {e}"));
+            }
+        }
+        finished
     }
 }
 
@@ -742,6 +824,158 @@ fn describe_io_thread(t: &IoThreadSpec, lanes: &[LaneSpec]) -> String {
     )
 }
 
+/// One verified disk: its layout, journal (file and content) and floor table.
+struct JournalSlot {
+    disk: DiskLayout,
+    path: PathBuf,
+    journal: Journal,
+    table: Arc<DiskTable>,
+}
+
+/// Make every disk of `layout` verifiable: a disk with a journal that fits is used as it
+/// is (its floors and next sequence carry on); any other is filled with verifiable units
+/// (sequence 0) and gets a fresh journal. None when a stop interrupted the fill.
+fn verify_setup(
+    layout: &[DiskLayout],
+    pattern: FillPattern,
+    direct: bool,
+    stop: &AtomicBool,
+    observer: &mut dyn Observer,
+    notices: &mut Vec<String>,
+) -> Result<Option<Vec<JournalSlot>>, FleetError> {
+    let cache = default_cache_dir();
+    let mut slots = Vec::new();
+    let mut todo = Vec::new();
+    for d in layout {
+        let path = journal_path(d, &cache);
+        let found = match Journal::load(&path) {
+            Ok(j) => j,
+            Err(e) => {
+                notices.push(format!("verify: {e}; the disk is refilled"));
+                None
+            }
+        };
+        let journal = match found {
+            Some(j) if j.fits(d) => j,
+            _ => {
+                let j = Journal::fresh(d);
+                todo.push((d.clone(), Some(j.disk_id())));
+                j
+            }
+        };
+        let mut table = DiskTable::new(
+            journal.disk_id(),
+            d.region_offset,
+            &journal.floors,
+            journal.next_seq,
+        );
+        table.path = d.path.display().to_string();
+        let table = Arc::new(table);
+        slots.push(JournalSlot {
+            disk: d.clone(),
+            path,
+            journal,
+            table,
+        });
+    }
+    if !todo.is_empty() {
+        notices.push(format!(
+            "verify: {} of {} disks had no verify journal and were filled with verifiable data",
+            todo.len(),
+            layout.len()
+        ));
+        observer.phase(Phase::Prepare, 0.0);
+        let fresh: Vec<(u32, u32)> = todo.iter().map(|(d, _)| (d.worker, d.disk)).collect();
+        if !fill_all(todo, layout.len(), pattern, direct, stop, observer, notices)? {
+            return Ok(None);
+        }
+        for s in slots
+            .iter()
+            .filter(|s| fresh.contains(&(s.disk.worker, s.disk.disk)))
+        {
+            s.journal
+                .store(&s.path)
+                .map_err(|e| FleetError::Setup(e.to_string()))?;
+        }
+    }
+    Ok(Some(slots))
+}
+
+/// A run without `--verify` that writes: the disks' journals no longer describe them.
+fn forget_journals(
+    layout: &[DiskLayout],
+    cache: &Path,
+    notices: &mut Vec<String>,
+) -> Result<(), FleetError> {
+    let mut n = 0;
+    for d in layout {
+        let path = journal_path(d, cache);
+        n += forget_journal(&path)
+            .map_err(|e| FleetError::Setup(format!("cannot remove {}: {e}", path.display())))?
+            as usize;
+    }
+    if n > 0 {
+        notices.push(format!(
+            "verify: this run writes without --verify, so the verify journals of {n} disk(s) were removed"
+        ));
+    }
+    Ok(())
+}
+
+/// Rewrites every verified disk's journal once per interval while the run goes, and
+/// once more at its end; a disk whose floors and next sequence did not change since the
+/// last rewrite is skipped.
+struct JournalSync {
+    done: Arc<AtomicBool>,
+    handle: JoinHandle<Result<(), String>>,
+}
+
+impl JournalSync {
+    fn start(slots: Vec<JournalSlot>, every: Duration) -> Self {
+        let done = Arc::new(AtomicBool::new(false));
+        let flag = done.clone();
+        let handle = std::thread::spawn(move || {
+            // What each journal file holds now: a rewrite that would change nothing (a
+            // disk only read since) is skipped.
+            let mut stored: Vec<Option<Journal>> = vec![None; slots.len()];
+            let mut store_all = || -> Result<(), String> {
+                for (s, last) in slots.iter().zip(stored.iter_mut()) {
+                    let now = s.journal.of_table(&s.table);
+                    if last.as_ref() == Some(&now) {
+                        continue;
+                    }
+                    now.store(&s.path).map_err(|e| e.to_string())?;
+                    *last = Some(now);
+                }
+                Ok(())
+            };
+            let mut first_err = None;
+            loop {
+                let due = Instant::now() + every;
+                while Instant::now() < due && !flag.load(Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(20).min(every));
+                }
+                let last = flag.load(Ordering::SeqCst);
+                if let Err(e) = store_all() {
+                    first_err.get_or_insert(e);
+                }
+                if last {
+                    return first_err.map_or(Ok(()), Err);
+                }
+            }
+        });
+        JournalSync { done, handle }
+    }
+
+    /// The final rewrite, after every I/O thread ended.
+    fn finish(self) -> Result<(), String> {
+        self.done.store(true, Ordering::SeqCst);
+        self.handle
+            .join()
+            .unwrap_or_else(|_| Err("the journal thread panicked".into()))
+    }
+}
+
 /// The I/O thread loop, monomorphised for the engine built for this thread.
 struct Loop<'a> {
     job: &'a Job,
@@ -769,6 +1003,7 @@ impl Drive for Loop<'_> {
                 stop: &job.stop,
                 tx: self.tx,
                 self_check: self.self_check,
+                tables: &job.tables,
             },
         )
     }

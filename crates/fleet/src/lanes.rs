@@ -12,7 +12,11 @@
 //!
 //! The loop is generic over the engine and the clock, so the choice is made once per
 //! thread and costs nothing per I/O. Per I/O it only generates an offset, stamps write
-//! data, queues, and records: no allocation, no locks, no channels. Once per interval it
+//! data, queues, and records: no allocation, no locks, no channels. With `--verify` a
+//! write also gets a verify header per 4 KiB unit (after the data is stamped) and a
+//! read's units are checked on completion, against the disk's lock-free floor table
+//! (`iofleet_engine::verify`, docs/verify.md); what the checks found is sent once, at
+//! the end, before the thread's `Done`. Once per interval it
 //! hands its workers' `Sample`s, and its own CPU and scheduling figures (the generator
 //! self-check, `GenSample`), to the collector over a channel.
 //! In an open-loop queue an I/O that waits for a free slot is charged for the wait: its
@@ -24,12 +28,14 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crossbeam_channel::Sender;
+use iofleet_engine::verify::{check_unit, stamp_units, DiskTable, Fault, UnitSnap, UNIT};
 use iofleet_engine::{Clock, Engine, EngineError, IoReq, OpKind};
 use iofleet_profile::{Arrival, Plan};
-use iofleet_stats::result::ErrorDetail;
+use iofleet_stats::result::{Corruption, ErrorDetail, VerifySummary, MAX_CORRUPTION_DETAILS};
 use iofleet_stats::{GenSample, Sample};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -160,15 +166,21 @@ pub enum Msg {
     },
     /// The source is alive (a remote host with nothing else to say yet).
     Heartbeat { source: u32 },
+    /// What the source's verified reads found (`--verify`), sent before `Done`.
+    Verify {
+        source: u32,
+        summary: Box<VerifySummary>,
+    },
 }
 
 impl Msg {
     /// Who sent this message.
     pub fn source(&self) -> u32 {
         match self {
-            Msg::Interval { source, .. } | Msg::Done { source, .. } | Msg::Heartbeat { source } => {
-                *source
-            }
+            Msg::Interval { source, .. }
+            | Msg::Done { source, .. }
+            | Msg::Heartbeat { source }
+            | Msg::Verify { source, .. } => *source,
         }
     }
 }
@@ -182,6 +194,8 @@ struct Slot {
     stream: u16,
     queue: u32,
     op: OpKind,
+    /// The write's verify sequence (`--verify`).
+    seq: u64,
 }
 
 /// A lane's generator state.
@@ -195,6 +209,19 @@ struct Lane {
     region_offset: u64,
     /// Writes issued by this lane (stamped into the data).
     seq: u64,
+    /// The floor table of the lane's disk (`--verify`).
+    table: Option<Arc<DiskTable>>,
+}
+
+/// An I/O thread's verify state: per slot, the units' state when its read was issued,
+/// and what the reads found.
+struct Checks {
+    /// Units per slot (the largest block / 4 KiB).
+    per_slot: usize,
+    snaps: Vec<UnitSnap>,
+    /// Wall-clock ns since the UNIX epoch at the timeline's 0 (for header timestamps).
+    wall_base_ns: u64,
+    found: VerifySummary,
 }
 
 struct Queue {
@@ -274,6 +301,8 @@ pub struct ThreadWork<'a> {
     pub tx: &'a Sender<Msg>,
     /// Measure the thread's CPU and run-queue delay (real time only).
     pub self_check: bool,
+    /// Per lane of the run: its disk's floor table (`--verify`); empty when not verifying.
+    pub tables: &'a [Option<Arc<DiskTable>>],
 }
 
 /// Generate, queue and account one I/O of queue `q` in `slot`, intended at `intended`.
@@ -284,6 +313,7 @@ fn issue<E: Engine>(
     lanes: &mut [Lane],
     queue: &Queue,
     slots: &mut [Slot],
+    checks: &mut Checks,
     q: u32,
     slot: u32,
     intended: u64,
@@ -292,9 +322,23 @@ fn issue<E: Engine>(
     let g = queue.pick(&mut lane.rng);
     let (stream, gen) = &mut lane.gens[g];
     let (op, offset, len) = gen.next(&mut lane.rng);
+    let mut vseq = 0;
     if op == OpKind::Write {
         lane.seq += 1;
-        stamp(engine.buffer_mut(slot), len, offset, lane.seq);
+        let buf = engine.buffer_mut(slot);
+        stamp(buf, len, offset, lane.seq);
+        if let Some(t) = &lane.table {
+            // The verify header goes over whatever the data pattern wrote.
+            vseq = t.begin_write(offset / UNIT, u64::from(len) / UNIT);
+            let time_ns = checks.wall_base_ns + intended;
+            stamp_units(&mut buf[..len as usize], t.disk_id, offset, vseq, time_ns);
+        }
+    } else if let Some(t) = &lane.table {
+        let at = slot as usize * checks.per_slot;
+        let first = offset / UNIT;
+        for k in 0..(u64::from(len) / UNIT) {
+            checks.snaps[at + k as usize] = t.snap(first + k);
+        }
     }
     slots[slot as usize] = Slot {
         intended_ns: intended,
@@ -303,6 +347,7 @@ fn issue<E: Engine>(
         stream: *stream as u16,
         queue: q,
         op,
+        seq: vseq,
     };
     engine.queue(IoReq {
         slot,
@@ -311,6 +356,62 @@ fn issue<E: Engine>(
         offset: lane.region_offset + offset,
         len,
     })
+}
+
+/// A verified I/O completed: a write ends in the floor table; a read's units are checked.
+/// A unit whose CRC fails while a write to it was in flight is counted as racing, not
+/// corrupt (the read may have seen part of each write).
+#[inline]
+fn check_completion<E: Engine>(
+    engine: &mut E,
+    table: &DiskTable,
+    sl: &Slot,
+    c: &iofleet_engine::Completion,
+    ls: &LaneSpec,
+    checks: &mut Checks,
+    t: u64,
+) {
+    let first = sl.offset / UNIT;
+    let n = u64::from(sl.len) / UNIT;
+    let ok = c.result >= 0 && c.result as u32 == sl.len;
+    if sl.op == OpKind::Write {
+        table.end_write(first, n, sl.seq, ok);
+        return;
+    }
+    if !ok {
+        return;
+    }
+    let buf = engine.buffer_mut(c.slot);
+    let at = c.slot as usize * checks.per_slot;
+    for k in 0..n {
+        let snap = checks.snaps[at + k as usize];
+        let lo = (k * UNIT) as usize;
+        let off = sl.offset + k * UNIT;
+        let unit = &buf[lo..lo + UNIT as usize];
+        match check_unit(unit, table.disk_id, off, snap.floor) {
+            Ok(_) => checks.found.units_checked += 1,
+            Err(Fault::Checksum { .. }) if !table.quiet_since(first + k, snap) => {
+                checks.found.units_racing += 1
+            }
+            Err(fault) => {
+                checks.found.units_checked += 1;
+                checks.found.corruptions += 1;
+                if checks.found.first.len() < MAX_CORRUPTION_DETAILS {
+                    checks.found.first.push(Corruption {
+                        host: String::new(),
+                        worker: ls.worker,
+                        disk: ls.disk,
+                        path: table.path.clone(),
+                        offset: off,
+                        kind: fault.kind().into(),
+                        expected: fault.expected(off),
+                        found: fault.found(),
+                        t_s: Some(t as f64 / 1e9),
+                    });
+                }
+            }
+        }
+    }
 }
 
 /// Drive an I/O thread's lanes until the timeline ends or `stop` is set. Returns the
@@ -345,6 +446,7 @@ pub fn run_lanes<E: Engine, C: Clock>(
             file,
             region_offset: ls.region_offset,
             seq: 0,
+            table: work.tables.get(lane_ix).cloned().flatten(),
         };
         for qs in &ls.queues {
             let mut pick_cum = Vec::new();
@@ -400,9 +502,29 @@ pub fn run_lanes<E: Engine, C: Clock>(
             stream: 0,
             queue: 0,
             op: OpKind::Read,
+            seq: 0,
         };
         next_slot as usize
     ];
+    let per_slot = if lanes.iter().any(|l| l.table.is_some()) {
+        spec.lanes
+            .iter()
+            .flat_map(|&l| work.lanes[l].queues.iter().flat_map(|q| q.streams.iter()))
+            .map(|&(s, _)| (plan.streams[s].bs.max().0 / UNIT) as usize)
+            .max()
+            .unwrap_or(1)
+    } else {
+        0
+    };
+    let wall_now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let mut checks = Checks {
+        per_slot,
+        snaps: vec![UnitSnap::default(); per_slot * next_slot as usize],
+        wall_base_ns: wall_now.saturating_sub(clock.now_ns()),
+        found: VerifySummary::default(),
+    };
     let mut samples: Vec<(u32, Sample)> = workers
         .iter()
         .map(|&w| (w, Sample::new(nstreams)))
@@ -475,7 +597,16 @@ pub fn run_lanes<E: Engine, C: Clock>(
         while let Some(q) = ready.pop() {
             let queue = &mut queues[q as usize];
             while let Some(slot) = queue.free.pop() {
-                issue(engine, &mut lanes, queue, &mut slots, q, slot, now)?;
+                issue(
+                    engine,
+                    &mut lanes,
+                    queue,
+                    &mut slots,
+                    &mut checks,
+                    q,
+                    slot,
+                    now,
+                )?;
                 inflight += 1;
             }
         }
@@ -498,7 +629,16 @@ pub fn run_lanes<E: Engine, C: Clock>(
             gen.lag
                 .record(now.saturating_sub(due.max(queue.free_since)));
             queue.advance(&mut lanes[queue.lane as usize].rng);
-            issue(engine, &mut lanes, queue, &mut slots, q, slot, intended)?;
+            issue(
+                engine,
+                &mut lanes,
+                queue,
+                &mut slots,
+                &mut checks,
+                q,
+                slot,
+                intended,
+            )?;
             inflight += 1;
             timers.push(Reverse((queue.next_arrival as u64, q)));
         }
@@ -551,11 +691,15 @@ pub fn run_lanes<E: Engine, C: Clock>(
                 }
             }
             queue.free.push(c.slot);
+            let lane = &lanes[queue.lane as usize];
+            if let Some(table) = &lane.table {
+                let ls = &work.lanes[spec.lanes[queue.lane as usize]];
+                check_completion(engine, table, &sl, &c, ls, &mut checks, t);
+            }
             if t >= end {
                 continue; // completed after the timeline: not part of any interval
             }
             completed += 1;
-            let lane = &lanes[queue.lane as usize];
             let stats = &mut samples[lane.sample].1.streams[sl.stream as usize];
             let ops = if sl.op == OpKind::Read {
                 &mut stats.read
@@ -594,8 +738,9 @@ pub fn run_lanes<E: Engine, C: Clock>(
             }
         }
     }
-    // Drain what is still in flight (bounded), without recording it. A failure here
-    // does not cost the intervals already measured: they are still handed over.
+    // Drain what is still in flight (bounded), without recording it (but writes still
+    // end in the verify table). A failure here does not cost the intervals already
+    // measured: they are still handed over.
     let drain_deadline = clock.now_ns() + 2_000_000_000;
     while inflight > 0 && clock.now_ns() < drain_deadline {
         if engine
@@ -605,7 +750,21 @@ pub fn run_lanes<E: Engine, C: Clock>(
             break;
         }
         inflight -= out.len() as u32;
-        out.clear();
+        for c in out.drain(..) {
+            let sl = slots[c.slot as usize];
+            let lane = &lanes[queues[sl.queue as usize].lane as usize];
+            if let Some(table) = &lane.table {
+                let ls = &work.lanes[spec.lanes[queues[sl.queue as usize].lane as usize]];
+                let t = clock.now_ns();
+                check_completion(engine, table, &sl, &c, ls, &mut checks, t);
+            }
+        }
+    }
+    if lanes.iter().any(|l| l.table.is_some()) {
+        let _ = work.tx.send(Msg::Verify {
+            source: spec.id,
+            summary: Box::new(std::mem::take(&mut checks.found)),
+        });
     }
     // Hand over the interval in progress and, on a normal end, every remaining one.
     let finished = stopped_at >= end;
@@ -773,6 +932,7 @@ mod tests {
             stop: &stop,
             tx: &tx,
             self_check: false,
+            tables: &[],
         };
         run_lanes(&mut e, &clock, &work).unwrap();
         e.log
@@ -867,6 +1027,7 @@ mod tests {
             stop: &stop,
             tx: &tx,
             self_check: false,
+            tables: &[],
         };
         let end = engine.drive(Instant::now(), Go(&work)).unwrap();
         assert_eq!(end, 1_000_000_000);

@@ -23,6 +23,7 @@ pub mod protocol;
 pub mod settings;
 pub mod sys;
 pub mod transport;
+pub mod verify;
 
 pub use controller::{run, run_local, FleetError, StartGate, StartNow};
 pub use iofleet_engine::EngineSpec;

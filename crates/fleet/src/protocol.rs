@@ -13,12 +13,12 @@ use std::io::{self, Read, Write};
 use iofleet_profile::GroupPlan;
 
 use crate::settings::RunSettings;
-use iofleet_stats::result::ErrorDetail;
+use iofleet_stats::result::{ErrorDetail, VerifySummary};
 use iofleet_stats::{GenSample, HostUsage, Sample};
 use serde::{Deserialize, Serialize};
 
 /// Bumped on any change to frames or their bodies.
-pub const PROTOCOL_VERSION: u32 = 3;
+pub const PROTOCOL_VERSION: u32 = 4;
 pub const MAGIC: &[u8; 8] = b"IOFLEET1";
 /// Largest frame accepted (a guard against reading garbage as a length).
 const MAX_FRAME: usize = 256 << 20;
@@ -61,6 +61,10 @@ pub struct AgentJob {
     pub groups: Vec<GroupPlan>,
     pub target: TargetArg,
     pub settings: RunSettings,
+    /// `iofleet verify --hosts`: check the disks against their journals instead of
+    /// running, keeping this many corruptions in detail.
+    #[serde(default)]
+    pub verify_only: Option<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -92,6 +96,12 @@ pub struct Done {
     pub failures: Vec<String>,
     pub errors: Vec<ErrorDetail>,
     pub notices: Vec<String>,
+    /// What verified reads (`--verify`) or the verify check found on the host.
+    #[serde(default)]
+    pub verify: Option<VerifySummary>,
+    /// Disks the verify check read (`verify_only` jobs).
+    #[serde(default)]
+    pub disks_checked: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -62,6 +62,7 @@ fn plan(workers: u32, disks: u32, threads: u32, warmup_ms: u64, duration_ms: u64
             interval: Duration::from_millis(250),
             rate_iops: None,
             arrival: Arrival::Uniform,
+            verify: false,
         },
         streams: vec![StreamPlan {
             name: "s".into(),

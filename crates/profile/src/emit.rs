@@ -43,6 +43,7 @@ pub fn raw_of(plan: &Plan) -> RawProfile {
             duration: Some(format_duration(t.duration)),
             interval: Some(format_duration(t.interval)),
             rate_iops: t.rate_iops,
+            verify: t.verify.then_some(true),
             arrival: Some(
                 match t.arrival {
                     Arrival::Poisson => "poisson",

@@ -38,6 +38,8 @@ pub const MIN_DISK_SIZE: Bytes = Bytes(Bytes::MIB);
 pub const DISK_SIZE_MULTIPLE: Bytes = Bytes(4096);
 /// With direct I/O, block sizes must be multiples of this and alignment at least this.
 pub const DIRECT_IO_SECTOR: Bytes = Bytes(512);
+/// Bytes per verify unit (`timing.verify`): block sizes and alignment are multiples of it.
+pub const VERIFY_UNIT: u64 = 4096;
 /// Smallest allowed `timing.interval`.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
 
@@ -141,6 +143,18 @@ pub static OPTIONS: &[OptionDef] = &[
         range: None,
         help: "How disks are filled before the test: random (incompressible) data, zeros, \
                or not at all (reads of never-written blocks may not touch media).",
+    },
+    OptionDef {
+        key: "timing.verify",
+        required: false,
+        flag: Some("--verify"),
+        kind: "bool",
+        default: Some("false"),
+        range: None,
+        help: "Verify data end to end: every written 4 KiB unit carries a header (disk, offset, \
+               sequence, time) and a CRC-32C, every read checks it, and a journal per disk lets \
+               `iofleet verify` check the disks later. Needs a block size and alignment that are \
+               multiples of 4k and an engine that touches storage (see docs/verify.md).",
     },
     OptionDef {
         key: "timing.warmup",

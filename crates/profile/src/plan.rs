@@ -134,6 +134,9 @@ pub struct Timing {
     /// Rate cap in IOPS per worker for the closed-loop streams (None: as fast as possible).
     pub rate_iops: Option<f64>,
     pub arrival: Arrival,
+    /// End-to-end data verification (`--verify`): headers on writes, checks on reads.
+    #[serde(default)]
+    pub verify: bool,
 }
 
 /// Durations travel as seconds (f64) in JSON results and agent messages.

@@ -59,6 +59,7 @@ pub struct RawTiming {
     pub interval: Option<String>,
     pub rate_iops: Option<f64>,
     pub arrival: Option<String>,
+    pub verify: Option<bool>,
 }
 
 /// One `[[stream]]` table.

@@ -545,6 +545,7 @@ fn fit_window(ios: &[TraceIo], seq: &[bool], idx: &[usize], w: Window) -> Plan {
             interval: Duration::from_secs(1),
             rate_iops: rate,
             arrival,
+            verify: false,
         },
         streams,
     }

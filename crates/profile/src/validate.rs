@@ -11,7 +11,9 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use crate::error::ProfileError;
-use crate::options::{option, DIRECT_IO_SECTOR, DISK_SIZE_MULTIPLE, MIN_DISK_SIZE, MIN_INTERVAL};
+use crate::options::{
+    option, DIRECT_IO_SECTOR, DISK_SIZE_MULTIPLE, MIN_DISK_SIZE, MIN_INTERVAL, VERIFY_UNIT,
+};
 use crate::plan::{
     Arrival, BlockSizes, FleetShape, HotBand, Locality, Plan, Prepare, StreamPlan, Timing,
 };
@@ -45,6 +47,8 @@ pub struct Overrides {
     pub interval: Option<Duration>,
     pub rate: Option<f64>,
     pub prepare: Option<Prepare>,
+    /// `--verify` (only ever turns verification on).
+    pub verify: Option<bool>,
     pub io_threads: Option<i64>,
     /// `--cpus`, as typed.
     pub cpus: Option<String>,
@@ -295,6 +299,7 @@ impl Resolver<'_> {
             interval: interval.v,
             rate_iops: rate.map(|r| r.v),
             arrival,
+            verify: ov.verify.or(t.verify).unwrap_or(false),
         })
     }
 
@@ -601,6 +606,34 @@ pub fn resolve(raw: &RawProfile, ov: &Overrides, ctx: &Context) -> Result<Plan, 
             flag,
             "applies to closed-loop streams, but every stream has its own stream.rate_iops",
         ));
+    }
+    if timing.verify {
+        // Every I/O covers whole verify units at unit offsets (docs/verify.md).
+        let flag = ov.verify.and(option("timing.verify").flag);
+        let unit = Bytes(VERIFY_UNIT);
+        for (i, s) in streams.iter().enumerate() {
+            if let Some((bs, _)) = s.bs.entries.iter().find(|(b, _)| b.0 % unit.0 != 0) {
+                return Err(r.err(
+                    &format!("stream[{i}].bs"),
+                    ov.bs.as_ref().and(option("stream.bs").flag),
+                    format!(
+                        "{bs} is not a multiple of the 4k verify unit that {} needs",
+                        flag.unwrap_or("timing.verify")
+                    ),
+                ));
+            }
+            if s.align.0 % unit.0 != 0 {
+                return Err(r.err(
+                    &format!("stream[{i}].align"),
+                    None,
+                    format!(
+                        "{} is not a multiple of the 4k verify unit that {} needs",
+                        s.align,
+                        flag.unwrap_or("timing.verify")
+                    ),
+                ));
+            }
+        }
     }
     Ok(Plan {
         name,

@@ -597,6 +597,16 @@ impl Exporter for TableExporter {
         for f in &e.failed_threads {
             wrap(out, &format!("  thread failed: {f}"), max, 4)?;
         }
+        if let Some(v) = &s.verify {
+            writeln!(
+                out,
+                "verify: {} corruption(s) in {} unit(s) checked ({} read while being written, not checked)",
+                v.corruptions, v.units_checked, v.units_racing
+            )?;
+            for c in &v.first {
+                wrap(out, &format!("  {c}"), max, 4)?;
+            }
+        }
         for n in &r.notices {
             wrap(out, &format!("note: {n}"), max, 6)?;
         }

@@ -106,6 +106,74 @@ pub struct RunSummary {
     /// The generator's self-check over the measured phase (null in simulated time).
     #[serde(default)]
     pub generator: Option<crate::GeneratorSummary>,
+    /// End-to-end data verification (`--verify`); absent when the run did not verify.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<VerifySummary>,
+}
+
+/// Corruptions detail kept per run (the count is never capped).
+pub const MAX_CORRUPTION_DETAILS: usize = 20;
+
+/// What the reads of a verified run (or `iofleet verify`) found.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct VerifySummary {
+    /// 4 KiB units read and checked (header, offset, CRC-32C, sequence).
+    pub units_checked: u64,
+    /// Units whose CRC could not be relied on because a write to them was in flight
+    /// while they were read (neither checked nor counted as corrupt).
+    pub units_racing: u64,
+    /// Corrupt units found, over the whole run (warm-up included).
+    pub corruptions: u64,
+    /// The first corruptions in detail.
+    pub first: Vec<Corruption>,
+}
+
+impl std::ops::AddAssign<&VerifySummary> for VerifySummary {
+    fn add_assign(&mut self, o: &VerifySummary) {
+        self.units_checked += o.units_checked;
+        self.units_racing += o.units_racing;
+        self.corruptions += o.corruptions;
+        let room = MAX_CORRUPTION_DETAILS.saturating_sub(self.first.len());
+        self.first.extend(o.first.iter().take(room).cloned());
+    }
+}
+
+/// One corrupt 4 KiB unit.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Corruption {
+    /// The host whose disk it is.
+    pub host: String,
+    pub worker: u32,
+    pub disk: u32,
+    /// The disk file or device.
+    pub path: String,
+    /// Offset of the unit in the disk (bytes from the start of the disk's region).
+    pub offset: u64,
+    /// no-header, checksum, foreign-disk, misdirected, stale or missing.
+    pub kind: String,
+    pub expected: String,
+    pub found: String,
+    /// When the read found it, seconds since the run's timeline start (None for
+    /// `iofleet verify`).
+    pub t_s: Option<f64>,
+}
+
+impl std::fmt::Display for Corruption {
+    /// The greppable line: `corruption: host H disk w000-d001 offset 12288 (PATH): KIND: expected E, found F`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "corruption: host {} disk w{:03}-d{:03} offset {} ({}): {}: expected {}, found {}",
+            self.host,
+            self.worker,
+            self.disk,
+            self.offset,
+            self.path,
+            self.kind,
+            self.expected,
+            self.found
+        )
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -343,6 +343,7 @@ impl Store {
                 memory,
                 errors,
                 generator: stored.as_ref().and_then(|r| r.summary.generator.clone()),
+                verify: stored.as_ref().and_then(|r| r.summary.verify.clone()),
             },
             streams,
             intervals: rows,

@@ -163,6 +163,7 @@ fn fake_final(info: RunInfo) -> RunResult {
                 ..Default::default()
             },
             generator: Some(self_check()),
+            verify: None,
         },
         streams: vec![],
         intervals: vec![IntervalRow {

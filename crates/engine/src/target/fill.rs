@@ -168,7 +168,21 @@ pub fn fill_disk(
     stop: &AtomicBool,
     progress_bytes: &AtomicU64,
 ) -> Result<FillOutcome, TargetError> {
-    write_region(d, p, direct, CHUNK, 0, stop, progress_bytes)
+    write_region(d, p, direct, CHUNK, 0, stop, progress_bytes, &mut |_, _| {})
+}
+
+/// [`fill_disk`], with `finish` called on every chunk after its pattern is filled and
+/// before it is written, with the chunk's offset in the disk (a verified fill stamps
+/// its headers there; every chunk is a whole number of 4 KiB units).
+pub fn fill_disk_with(
+    d: &DiskLayout,
+    p: FillPattern,
+    direct: bool,
+    stop: &AtomicBool,
+    progress_bytes: &AtomicU64,
+    finish: &mut dyn FnMut(&mut [u8], u64),
+) -> Result<FillOutcome, TargetError> {
+    write_region(d, p, direct, CHUNK, 0, stop, progress_bytes, finish)
 }
 
 /// Pass `pass` (0, 1, …) of preconditioning: every addressable byte written once with
@@ -191,11 +205,14 @@ pub fn precondition_pass(
         pass,
         stop,
         progress_bytes,
+        &mut |_, _| {},
     )
 }
 
 /// The region written sequentially in `chunk`-byte writes (`chunk` a multiple of
-/// 4096), stream `pass` of the disk's random data, then its marker.
+/// 4096), stream `pass` of the disk's random data, `finish` on each chunk, then its
+/// marker.
+#[allow(clippy::too_many_arguments)]
 fn write_region(
     d: &DiskLayout,
     p: FillPattern,
@@ -204,6 +221,7 @@ fn write_region(
     pass: u32,
     stop: &AtomicBool,
     progress_bytes: &AtomicU64,
+    finish: &mut dyn FnMut(&mut [u8], u64),
 ) -> Result<FillOutcome, TargetError> {
     // A power-of-two mask, not `is_multiple_of` (Rust 1.87; the MSRV is 1.80).
     let mask = ALIGN as u64 - 1;
@@ -248,6 +266,7 @@ fn write_region(
         if p == FillPattern::Random {
             rng.fill_bytes(chunk);
         }
+        finish(chunk, done);
         write(&file, chunk, d.region_offset + done, "cannot write")?;
         done += len as u64;
         progress_bytes.fetch_add(len as u64, Ordering::Relaxed);
