@@ -98,10 +98,16 @@ impl Observer for Streamer {
             // the same end as its boundary, which the controller ignores.
             stopped_at: (dur_ns < self.nominal_ns).then_some(start_ns + dur_ns),
             samples: snap
-                .workers
+                .disks
                 .iter()
                 .enumerate()
-                .map(|(i, s)| (self.worker_base + i as u32, s.clone()))
+                .flat_map(|(i, disks)| {
+                    let w = self.worker_base + i as u32;
+                    disks
+                        .iter()
+                        .enumerate()
+                        .map(move |(d, s)| (w, d as u32, s.clone()))
+                })
                 .collect(),
             usage: snap.usage.first().cloned().flatten(),
             generator: snap.generator.cloned().map(Box::new),

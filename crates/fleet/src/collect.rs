@@ -2,8 +2,9 @@
 //!
 //! A source is whatever reports intervals: a local I/O thread, or a remote host whose
 //! agent already merged its own threads. Interval k is complete when every source has
-//! reported it or has ended; it is then merged per worker with `+=`, handed to the
-//! observer, and, when measured, folded into the totals. The same code serves a local
+//! reported it or has ended; it is then merged per worker (and kept per disk) with `+=`,
+//! handed to the observer, turned into fleet, host and group rows, and, when measured,
+//! folded into the per-disk totals (a worker's total is the sum of its disks'). The same code serves a local
 //! run and a fleet across hosts, so both compute every figure the same way.
 
 use std::collections::BTreeMap;
@@ -15,8 +16,8 @@ use iofleet_profile::Plan;
 pub(crate) use iofleet_stats::fold::GroupRange;
 use iofleet_stats::fold::{Folded, HostFacts, Layout};
 use iofleet_stats::result::{
-    CpuSummary, ErrorDetail, ErrorSummary, IntervalRow, MemorySummary, Outstanding, RunInfo,
-    RunResult, RunSummary, SCHEMA_VERSION,
+    CpuSummary, ErrorDetail, ErrorSummary, IntervalRow, MemorySummary, Outstanding,
+    PartIntervals, RunInfo, RunResult, RunSummary, SCHEMA_VERSION,
 };
 use iofleet_stats::summary::{counts_in_median, median_of};
 use iofleet_stats::{GenSample, HostUsage, OpStats, OpSummary, PackedSample, Sample};
@@ -58,8 +59,12 @@ pub(crate) struct CollectSpec<'a> {
 /// Everything the collection produced, ready to be summarised.
 pub(crate) struct Collected {
     pub rows: Vec<IntervalRow>,
-    /// Per worker over the measured intervals, packed: 10,000 of them stay small.
-    pub worker_totals: Vec<PackedSample>,
+    /// Per host and per group, every interval's rows.
+    pub host_rows: Vec<PartIntervals>,
+    pub group_rows: Vec<PartIntervals>,
+    /// Per worker, per disk, over the measured intervals, packed: 10,000 workers of a
+    /// few disks each stay small (no per-disk figures are kept per interval).
+    pub worker_totals: Vec<Vec<PackedSample>>,
     pub measured_ns: u64,
     pub interval_iops: Vec<f64>,
     pub errors: Vec<ErrorDetail>,
@@ -75,6 +80,19 @@ pub(crate) struct Collected {
     /// that reported in one interval.
     pub generator: GenSample,
     pub io_threads: u32,
+}
+
+impl CollectSpec<'_> {
+    /// Where this run's workers live, as the fold names its rows.
+    fn layout(&self) -> Layout {
+        Layout {
+            streams: self.plan.streams.iter().map(|s| s.name.clone()).collect(),
+            hosts: self.hosts.clone(),
+            worker_base: self.worker_base,
+            worker_host: self.worker_host.clone(),
+            groups: self.groups.clone(),
+        }
+    }
 }
 
 /// Merge messages until every source has ended. `give_up` is called once for each
@@ -94,14 +112,17 @@ pub(crate) fn collect(
     let mut done = vec![false; n_sources];
     // When each source was last heard from (any message counts).
     let mut last_heard = vec![epoch.max(Instant::now()); n_sources];
-    let mut pending: BTreeMap<u32, Vec<Sample>> = BTreeMap::new();
+    // Per pending interval: per local worker, per disk.
+    let mut pending: BTreeMap<u32, Vec<Vec<Sample>>> = BTreeMap::new();
     let mut cuts: BTreeMap<u32, u64> = BTreeMap::new();
     // Intervals some source reported in full: a stop elsewhere must not shorten them.
     let mut ran_through: std::collections::BTreeSet<u32> = Default::default();
     let mut stop_seen: Option<Instant> = None;
     let mut out = Collected {
         rows: Vec::new(),
-        worker_totals: vec![PackedSample::new(streams); spec.workers],
+        host_rows: Vec::new(),
+        group_rows: Vec::new(),
+        worker_totals: vec![Vec::new(); spec.workers],
         measured_ns: 0,
         interval_iops: Vec::new(),
         errors: Vec::new(),
@@ -137,6 +158,7 @@ pub(crate) fn collect(
     let n_intervals = timeline.intervals();
     let mut next_emit = 0u32;
     let nominal = spec.plan.timing.interval.as_nanos() as u64;
+    let layout = spec.layout();
 
     loop {
         let mut msg = rx.recv_timeout(Duration::from_millis(50));
@@ -177,13 +199,17 @@ pub(crate) fn collect(
                         ran_through.insert(index);
                     }
                 }
-                let per_worker = pending
+                let per_disk = pending
                     .entry(index)
-                    .or_insert_with(|| vec![Sample::new(streams); spec.workers]);
-                for (worker, sample) in &samples {
+                    .or_insert_with(|| vec![Vec::new(); spec.workers]);
+                for (worker, disk, sample) in &samples {
                     let local = worker.wrapping_sub(spec.worker_base) as usize;
-                    if let Some(slot) = per_worker.get_mut(local) {
-                        *slot += sample;
+                    if let Some(disks) = per_disk.get_mut(local) {
+                        let d = *disk as usize;
+                        if disks.len() <= d {
+                            disks.resize(d + 1, Sample::new(streams));
+                        }
+                        disks[d] += sample;
                         out.error_count += sample.errors();
                     }
                 }
@@ -273,9 +299,17 @@ pub(crate) fn collect(
         {
             let k = next_emit;
             next_emit += 1;
-            let Some(per_worker) = pending.remove(&k) else {
+            let Some(per_disk) = pending.remove(&k) else {
                 continue; // every source had ended before this interval
             };
+            let per_worker: Vec<Sample> = per_disk
+                .iter()
+                .map(|disks| {
+                    let mut w = Sample::new(streams);
+                    disks.iter().for_each(|d| w += d);
+                    w
+                })
+                .collect();
             let mut usage = pending_usage
                 .remove(&k)
                 .unwrap_or_else(|| vec![None; spec.hosts.len()]);
@@ -306,6 +340,14 @@ pub(crate) fn collect(
                 hosts_lost,
                 &fleet,
             );
+            layout.push_part_rows(
+                k,
+                dur_ns as f64 / 1e9,
+                &per_worker,
+                streams,
+                &mut out.host_rows,
+                &mut out.group_rows,
+            );
             let gen = pending_gen.remove(&k).filter(|g| g.threads > 0);
             if let Some(g) = &gen {
                 row.generator = Some(g.summary(g.threads, mean_latency_ns(&fleet.all())));
@@ -315,8 +357,13 @@ pub(crate) fn collect(
                     out.generator += g;
                     out.io_threads = out.io_threads.max(g.threads);
                 }
-                for (tot, w) in out.worker_totals.iter_mut().zip(&per_worker) {
-                    tot.add(w);
+                for (tot, disks) in out.worker_totals.iter_mut().zip(&per_disk) {
+                    if tot.len() < disks.len() {
+                        tot.resize(disks.len(), PackedSample::new(streams));
+                    }
+                    for (t, d) in tot.iter_mut().zip(disks) {
+                        t.add(d);
+                    }
                 }
                 for (tot, u) in out.host_usage.iter_mut().zip(&usage) {
                     if let Some(u) = u {
@@ -331,6 +378,7 @@ pub(crate) fn collect(
             observer.interval(&IntervalSnapshot {
                 row: &row,
                 workers: &per_worker,
+                disks: &per_disk,
                 hosts: &spec.hosts,
                 worker_host: &spec.worker_host,
                 usage: &usage,
@@ -364,13 +412,8 @@ pub(crate) fn summarize(
     mut notices: Vec<String>,
 ) -> RunResult {
     let elapsed_s = col.measured_ns as f64 / 1e9;
-    let layout = Layout {
-        streams: spec.plan.streams.iter().map(|s| s.name.clone()).collect(),
-        hosts: spec.hosts.clone(),
-        worker_base: spec.worker_base,
-        worker_host: spec.worker_host.clone(),
-        groups: spec.groups.clone(),
-    };
+    let layout = spec.layout();
+    let n_streams = spec.plan.streams.len();
     let facts: Vec<HostFacts> = (0..spec.hosts.len())
         .map(|h| HostFacts {
             start_late_ms: start_late_ms.get(h).copied().flatten(),
@@ -385,7 +428,12 @@ pub(crate) fn summarize(
         hosts,
         groups,
     } = layout.fold(
-        col.worker_totals.iter().map(PackedSample::to_sample),
+        col.worker_totals.iter().map(|disks| {
+            let disks: Vec<Sample> = disks.iter().map(PackedSample::to_sample).collect();
+            let mut total = Sample::new(n_streams);
+            disks.iter().for_each(|d| total += d);
+            (total, disks)
+        }),
         &facts,
         elapsed_s,
     );
@@ -447,6 +495,8 @@ pub(crate) fn summarize(
         workers,
         hosts,
         groups,
+        host_intervals: col.host_rows,
+        group_intervals: col.group_rows,
         notices,
     }
 }
@@ -512,6 +562,8 @@ pub(crate) fn empty_result(info: RunInfo, notices: Vec<String>) -> RunResult {
         workers: Vec::new(),
         hosts: Vec::new(),
         groups: Vec::new(),
+        host_intervals: Vec::new(),
+        group_intervals: Vec::new(),
         notices,
     }
 }
@@ -569,11 +621,13 @@ mod tests {
                 (0..n).for_each(|_| s.streams[0].read.record(1000, 4096));
                 let mut p = PackedSample::new(1);
                 p.add(&s);
-                p
+                vec![p]
             })
             .collect();
         let col = Collected {
             rows: Vec::new(),
+            host_rows: Vec::new(),
+            group_rows: Vec::new(),
             worker_totals,
             measured_ns: 1_000_000_000,
             interval_iops: Vec::new(),
@@ -630,7 +684,7 @@ mod tests {
         let interval = |source: u32, index: u32, stopped_at: Option<u64>| Msg::Interval {
             source,
             index,
-            samples: vec![(source, Sample::new(1))],
+            samples: vec![(source, 0, Sample::new(1))],
             errors: Vec::new(),
             stopped_at,
             usage: None,

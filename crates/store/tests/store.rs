@@ -82,10 +82,18 @@ fn synthetic(workers: usize, n: u32, seed: u64) -> Vec<(IntervalRow, Vec<Sample>
                 errors: fleet.errors(),
                 hosts_lost: 0,
                 generator: None,
+                all: Default::default(),
+                read: Default::default(),
+                write: Default::default(),
             };
             (row, samples)
         })
         .collect()
+}
+
+/// Per-worker samples as workers of one disk each.
+fn one_disk(samples: &[Sample]) -> Vec<Vec<Sample>> {
+    samples.iter().map(|s| vec![s.clone()]).collect()
 }
 
 fn self_check() -> iofleet_stats::GeneratorSummary {
@@ -122,7 +130,7 @@ fn record(store: &mut Store, name: &str, labels: &[(&str, &str)], n: u32) -> Str
         })
         .unwrap();
     for (row, samples) in synthetic(3, n, 42) {
-        store.record_interval(&id, &row, &samples).unwrap();
+        store.record_interval(&id, &row, &one_disk(&samples)).unwrap();
     }
     id
 }
@@ -172,6 +180,8 @@ fn fake_final(info: RunInfo) -> RunResult {
         workers: vec![],
         hosts: vec![],
         groups: vec![],
+        host_intervals: vec![],
+        group_intervals: vec![],
         notices: vec!["from the live run".into()],
     }
 }
@@ -298,7 +308,7 @@ fn runs_that_lost_hosts_are_listed_as_such() {
         .unwrap();
     for (mut row, samples) in synthetic(3, 3, 7) {
         row.hosts_lost = u32::from(row.index >= 1);
-        store.record_interval(&id, &row, &samples).unwrap();
+        store.record_interval(&id, &row, &one_disk(&samples)).unwrap();
     }
     drop(store);
     let conn = rusqlite::Connection::open(&db).unwrap();
@@ -488,7 +498,7 @@ fn hosts_and_groups_over_time_add_up_to_the_fleet() {
     store.set_worker_hosts(&id, &hosts, &[0, 0, 1]).unwrap();
     let data = synthetic(3, 4, 7);
     for (row, samples) in &data {
-        store.record_interval(&id, row, samples).unwrap();
+        store.record_interval(&id, row, &one_disk(samples)).unwrap();
         // h1 reports what it spent; h2 does not (a host that sends no usage).
         let used = iofleet_stats::HostUsage {
             wall_s: 0.25,
