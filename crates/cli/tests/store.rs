@@ -111,15 +111,52 @@ fn csv_and_markdown_exports() {
         .expect("fleet summary row");
     let ios: u64 = fleet_all.split(',').nth(8).unwrap().parse().unwrap();
     assert_eq!(ios, t.base["summary"]["all"]["ios"].as_u64().unwrap());
-    // 3 ops × (fleet + 1 stream + 3 workers) summary rows, 3 ops × 5 intervals.
+    // 3 ops × (fleet + 1 stream + 3 workers + 3 × 2 disks) summary rows; 3 ops × 5
+    // intervals × (fleet + 1 host + 1 group) interval rows.
     assert_eq!(
         lines.iter().filter(|l| l.starts_with("summary,")).count(),
-        15
+        33
     );
     assert_eq!(
         lines.iter().filter(|l| l.starts_with("interval,")).count(),
-        15
+        45
     );
+    // Cells by column name: every disk row names its worker and disk, the disks of a
+    // worker add up to it, and interval rows carry numbers in every figure column.
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let rows: Vec<Vec<&str>> = lines[1..].iter().map(|l| l.split(',').collect()).collect();
+    let ios_of = |scope: &str, name: &str, op: &str| -> u64 {
+        rows.iter()
+            .filter(|r| r[0] == "summary" && r[col("scope")] == scope)
+            .filter(|r| r[col("name")] == name && r[col("op")] == op)
+            .map(|r| r[col("ios")].parse::<u64>().unwrap())
+            .sum()
+    };
+    for w in t.base["workers"].as_array().unwrap() {
+        let name = format!("{}@{}", w["worker"], w["host"].as_str().unwrap());
+        for op in ["all", "read", "write"] {
+            assert_eq!(ios_of("disk", &name, op), ios_of("worker", &name, op), "{name} {op}");
+        }
+    }
+    let disk_rows: Vec<&Vec<&str>> = rows.iter().filter(|r| r[col("scope")] == "disk").collect();
+    assert!(disk_rows.iter().all(|r| ["0", "1"].contains(&r[col("disk")])));
+    for scope in ["fleet", "host", "group"] {
+        let of_scope: Vec<&Vec<&str>> = rows
+            .iter()
+            .filter(|r| r[0] == "interval" && r[col("scope")] == scope)
+            .collect();
+        assert_eq!(of_scope.len(), 15, "{scope}");
+        for r in of_scope {
+            for c in ["interval", "ios", "iops", "mbps"] {
+                r[col(c)].parse::<f64>().unwrap_or_else(|_| panic!("{c} in {r:?}"));
+            }
+            // The null engine completes reads and writes in every interval.
+            for c in ["mean_us", "p50_us", "p90_us", "p99_us", "p99_9_us", "max_us"] {
+                let v: f64 = r[col(c)].parse().unwrap_or_else(|_| panic!("{c} in {r:?}"));
+                assert!(v >= 0.0);
+            }
+        }
+    }
 
     let dir = tempfile::tempdir().unwrap();
     let md = dir.path().join("run.md");

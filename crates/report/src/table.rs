@@ -1,7 +1,7 @@
 //! The human-readable result: a headline with the columns practitioners publish (IOPS,
 //! MB/s, mean/read/write latency, standard deviation, outstanding I/O, CPU, memory),
-//! then latency percentiles per direction and per stream, intervals in brief, workers,
-//! and errors. Plain text, no colour. A figure that was not measured prints as `–`; a
+//! then latency percentiles per direction and per stream, intervals in brief, workers
+//! (and their disks, when asked), and errors. Plain text, no colour. A figure that was not measured prints as `–`; a
 //! run interrupted before its first measured interval prints that nothing was measured
 //! instead of a table of zeros.
 //!
