@@ -93,6 +93,43 @@ fn list_filter_show_and_labels() {
 }
 
 #[test]
+fn show_lists_each_workers_disks() {
+    let t = two_runs();
+    let o = with_db(&t.db, &["results", "show", &t.base_id]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let text = out(&o);
+    let lines: Vec<&str> = text.lines().collect();
+    let head = lines
+        .iter()
+        .position(|l| {
+            let c: Vec<&str> = l.split_whitespace().collect();
+            c.len() > 3 && c[..4] == ["worker", "disk", "host", "IOPS"]
+        })
+        .unwrap_or_else(|| panic!("a per-disk table in\n{text}"));
+    // Three workers of two disks: six rows, each worker's disks adding up to its IOPS.
+    let rows: Vec<Vec<&str>> = lines[head + 1..head + 7]
+        .iter()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    for (w, live) in t.base["workers"].as_array().unwrap().iter().enumerate() {
+        let mine: Vec<&Vec<&str>> = rows.iter().filter(|r| r[0] == w.to_string()).collect();
+        assert_eq!(mine.len(), 2, "worker {w}: {rows:?}");
+        assert_eq!((mine[0][1], mine[1][1]), ("0", "1"));
+        let iops: f64 = mine.iter().map(|r| r[3].parse::<f64>().unwrap()).sum();
+        let want = live["all"]["iops"].as_f64().unwrap();
+        assert!((iops - want).abs() <= 1.0, "worker {w}: {iops} vs {want}");
+        let disks = live["disks"].as_array().unwrap();
+        let sum: u64 = disks.iter().map(|d| d["all"]["ios"].as_u64().unwrap()).sum();
+        assert_eq!(sum, live["all"]["ios"].as_u64().unwrap());
+    }
+    let next = lines.get(head + 7).and_then(|l| l.split_whitespace().next());
+    assert!(
+        next.is_none_or(|c| c.parse::<u32>().is_err()),
+        "six disk rows:\n{text}"
+    );
+}
+
+#[test]
 fn csv_and_markdown_exports() {
     let t = two_runs();
     let o = with_db(&t.db, &["results", "export", &t.base_id, "--format", "csv"]);
@@ -283,6 +320,12 @@ fn schema_is_closed_and_rejects_undeclared_fields() {
         "/summary/outstanding_io",
         "/intervals/0",
         "/workers/0",
+        "/workers/0/disks/1",
+        "/workers/0/disks/1/write",
+        "/intervals/0/read",
+        "/host_intervals/0",
+        "/host_intervals/0/rows/0",
+        "/group_intervals/0/rows/0/all",
         "/hosts/0",
         "/groups/0",
         "/streams/0",

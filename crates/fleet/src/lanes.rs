@@ -329,18 +329,16 @@ pub fn run_lanes<E: Engine, C: Clock>(
     // Per lane: generator state; per queue: slots and schedule; per (worker, disk): a
     // sample, found once here so that recording stays one index per I/O.
     let mut parts: Vec<(u32, u32)> = Vec::new();
+    let mut part_of: std::collections::HashMap<(u32, u32), usize> = Default::default();
     let mut lanes: Vec<Lane> = Vec::with_capacity(spec.lanes.len());
     let mut queues: Vec<Queue> = Vec::new();
     let mut next_slot = 0u32;
     for (li, (&lane_ix, &file)) in spec.lanes.iter().zip(&spec.files).enumerate() {
         let ls = &work.lanes[lane_ix];
-        let sample = match parts.iter().position(|&p| p == (ls.worker, ls.disk)) {
-            Some(i) => i,
-            None => {
-                parts.push((ls.worker, ls.disk));
-                parts.len() - 1
-            }
-        };
+        let sample = *part_of.entry((ls.worker, ls.disk)).or_insert_with(|| {
+            parts.push((ls.worker, ls.disk));
+            parts.len() - 1
+        });
         let mut lane = Lane {
             rng: SmallRng::seed_from_u64(ls.seed),
             gens: Vec::new(),

@@ -546,3 +546,75 @@ fn hosts_and_groups_over_time_add_up_to_the_fleet() {
         .unwrap();
     assert_eq!(left, 0);
 }
+
+#[test]
+fn per_disk_samples_give_disks_and_older_per_worker_samples_still_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("d.db");
+    let mut store = Store::open(&db).unwrap();
+    let labels = BTreeMap::new();
+    let (info, env) = (info("synthetic", 3), environment("0.1.0", "none"));
+    let new = NewRun {
+        name: None,
+        labels: &labels,
+        info: &info,
+        environment: &env,
+    };
+    // Two disks per worker, drawn apart so that a mix-up shows.
+    let (d0, d1) = (synthetic(3, 4, 1), synthetic(3, 4, 2));
+    let id = store.begin_run(&new).unwrap();
+    for ((row, a), (_, b)) in d0.iter().zip(&d1) {
+        let disks: Vec<Vec<Sample>> = a
+            .iter()
+            .zip(b)
+            .map(|(x, y)| vec![x.clone(), y.clone()])
+            .collect();
+        store.record_interval(&id, row, &disks).unwrap();
+    }
+    let r = store.analyze(&id).unwrap().result;
+    let secs = 0.75;
+    let total = |data: &[(IntervalRow, Vec<Sample>)], w: usize| {
+        let mut s = Sample::new(2);
+        data.iter()
+            .filter(|(row, _)| !row.warmup)
+            .for_each(|(_, ws)| s += &ws[w]);
+        s
+    };
+    for w in 0..3 {
+        let (t0, t1) = (total(&d0, w), total(&d1, w));
+        let disks = &r.workers[w].disks;
+        assert_eq!(disks.len(), 2);
+        assert_eq!(disks[0].all, OpSummary::from_ops(&t0.all(), secs));
+        assert_eq!(disks[1].write, OpSummary::from_ops(&t1.write(), secs));
+        let mut both = t0.clone();
+        both += &t1;
+        assert_eq!(r.workers[w].all, OpSummary::from_ops(&both.all(), secs));
+    }
+    // One host, one group: their interval rows are the fleet's, direction by direction.
+    assert_eq!(r.host_intervals.len(), 1);
+    assert_eq!(r.group_intervals.len(), 1);
+    for (k, row) in r.intervals.iter().enumerate() {
+        for part in [&r.host_intervals[0].rows[k], &r.group_intervals[0].rows[k]] {
+            assert_eq!(part.index, row.index);
+            assert_eq!((&part.all, &part.read, &part.write), (&row.all, &row.read, &row.write));
+        }
+    }
+    // The same run as an older store kept it: per-worker samples (here disk 0's), no
+    // per-disk ones. Workers then have no disks, and their figures are disk 0's.
+    drop(store);
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "INSERT INTO samples SELECT run_id, idx, worker, stream,
+             read_ios, read_bytes, read_errors, read_lat_sum_ns, read_lat_sq_sum_ns2, read_hist,
+             write_ios, write_bytes, write_errors, write_lat_sum_ns, write_lat_sq_sum_ns2, write_hist
+         FROM disk_samples WHERE disk = 0;
+         DELETE FROM disk_samples;",
+    )
+    .unwrap();
+    drop(conn);
+    let r = Store::open(&db).unwrap().analyze(&id).unwrap().result;
+    for w in 0..3 {
+        assert!(r.workers[w].disks.is_empty());
+        assert_eq!(r.workers[w].all, OpSummary::from_ops(&total(&d0, w).all(), secs));
+    }
+}
