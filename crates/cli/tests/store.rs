@@ -119,10 +119,15 @@ fn show_lists_each_workers_disks() {
         let want = live["all"]["iops"].as_f64().unwrap();
         assert!((iops - want).abs() <= 1.0, "worker {w}: {iops} vs {want}");
         let disks = live["disks"].as_array().unwrap();
-        let sum: u64 = disks.iter().map(|d| d["all"]["ios"].as_u64().unwrap()).sum();
+        let sum: u64 = disks
+            .iter()
+            .map(|d| d["all"]["ios"].as_u64().unwrap())
+            .sum();
         assert_eq!(sum, live["all"]["ios"].as_u64().unwrap());
     }
-    let next = lines.get(head + 7).and_then(|l| l.split_whitespace().next());
+    let next = lines
+        .get(head + 7)
+        .and_then(|l| l.split_whitespace().next());
     assert!(
         next.is_none_or(|c| c.parse::<u32>().is_err()),
         "six disk rows:\n{text}"
@@ -172,11 +177,17 @@ fn csv_and_markdown_exports() {
     for w in t.base["workers"].as_array().unwrap() {
         let name = format!("{}@{}", w["worker"], w["host"].as_str().unwrap());
         for op in ["all", "read", "write"] {
-            assert_eq!(ios_of("disk", &name, op), ios_of("worker", &name, op), "{name} {op}");
+            assert_eq!(
+                ios_of("disk", &name, op),
+                ios_of("worker", &name, op),
+                "{name} {op}"
+            );
         }
     }
     let disk_rows: Vec<&Vec<&str>> = rows.iter().filter(|r| r[col("scope")] == "disk").collect();
-    assert!(disk_rows.iter().all(|r| ["0", "1"].contains(&r[col("disk")])));
+    assert!(disk_rows
+        .iter()
+        .all(|r| ["0", "1"].contains(&r[col("disk")])));
     for scope in ["fleet", "host", "group"] {
         let of_scope: Vec<&Vec<&str>> = rows
             .iter()
@@ -185,10 +196,14 @@ fn csv_and_markdown_exports() {
         assert_eq!(of_scope.len(), 15, "{scope}");
         for r in of_scope {
             for c in ["interval", "ios", "iops", "mbps"] {
-                r[col(c)].parse::<f64>().unwrap_or_else(|_| panic!("{c} in {r:?}"));
+                r[col(c)]
+                    .parse::<f64>()
+                    .unwrap_or_else(|_| panic!("{c} in {r:?}"));
             }
             // The null engine completes reads and writes in every interval.
-            for c in ["mean_us", "p50_us", "p90_us", "p99_us", "p99_9_us", "max_us"] {
+            for c in [
+                "mean_us", "p50_us", "p90_us", "p99_us", "p99_9_us", "max_us",
+            ] {
                 let v: f64 = r[col(c)].parse().unwrap_or_else(|_| panic!("{c} in {r:?}"));
                 assert!(v >= 0.0);
             }

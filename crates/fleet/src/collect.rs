@@ -16,8 +16,8 @@ use iofleet_profile::Plan;
 pub(crate) use iofleet_stats::fold::GroupRange;
 use iofleet_stats::fold::{Folded, HostFacts, Layout};
 use iofleet_stats::result::{
-    CpuSummary, ErrorDetail, ErrorSummary, IntervalRow, MemorySummary, Outstanding,
-    PartIntervals, RunInfo, RunResult, RunSummary, SCHEMA_VERSION,
+    CpuSummary, ErrorDetail, ErrorSummary, IntervalRow, MemorySummary, Outstanding, PartIntervals,
+    RunInfo, RunResult, RunSummary, SCHEMA_VERSION,
 };
 use iofleet_stats::summary::{counts_in_median, median_of};
 use iofleet_stats::{GenSample, HostUsage, OpStats, OpSummary, PackedSample, Sample};

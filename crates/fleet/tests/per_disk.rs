@@ -60,7 +60,10 @@ fn plan(workers: u32) -> Plan {
             rate_iops: None,
             arrival: Arrival::Uniform,
         },
-        streams: vec![stream("reads", 4096, 100.0, 0), stream("writes", 16384, 0.0, 1)],
+        streams: vec![
+            stream("reads", 4096, 100.0, 0),
+            stream("writes", 16384, 0.0, 1),
+        ],
     }
 }
 
@@ -224,7 +227,10 @@ fn interval_rows_per_direction_host_and_group_against_raw_latencies() {
     ];
     let r = go(&groups);
     let n = r.intervals.len();
-    assert_eq!(n as u64, (WARMUP_MS + DURATION_MS) * 1_000_000 / INTERVAL_NS);
+    assert_eq!(
+        n as u64,
+        (WARMUP_MS + DURATION_MS) * 1_000_000 / INTERVAL_NS
+    );
     assert_eq!(r.group_intervals.len(), 2);
     assert_eq!(r.host_intervals.len(), r.hosts.len());
     let names: Vec<&str> = r.group_intervals.iter().map(|g| g.name.as_str()).collect();
@@ -290,7 +296,9 @@ fn interval_rows_per_direction_host_and_group_against_raw_latencies() {
         rows.iter()
             .zip(&r.intervals)
             .filter(|(_, i)| !i.warmup)
-            .fold((0, 0), |(rd, wr), (p, _)| (rd + p.read.ios, wr + p.write.ios))
+            .fold((0, 0), |(rd, wr), (p, _)| {
+                (rd + p.read.ios, wr + p.write.ios)
+            })
     };
     for (part, total) in r.group_intervals.iter().zip(&r.groups) {
         assert_eq!(measured(&part.rows), (total.read.ios, total.write.ios));

@@ -389,6 +389,29 @@ mod tests {
     }
 
     #[test]
+    fn disks_are_summarised_under_their_worker_up_to_the_last_busy_one() {
+        // Worker 0: disks 0 and 2 busy, 1 idle, 3 idle (trailing: left out); worker 1:
+        // no I/O at all (no disks listed).
+        let idle = Sample::new(1);
+        let disks = vec![sample(10, 1_000), idle.clone(), sample(30, 3_000), idle];
+        let mut total = Sample::new(1);
+        disks.iter().for_each(|d| total += d);
+        let f = layout(None).fold(
+            vec![(total, disks), (Sample::new(1), vec![Sample::new(1); 2])],
+            &[],
+            10.0,
+        );
+        let d = &f.workers[0].disks;
+        assert_eq!(d.iter().map(|x| x.disk).collect::<Vec<_>>(), [0, 1, 2]);
+        assert_eq!(d.iter().map(|x| x.all.ios).collect::<Vec<_>>(), [10, 0, 30]);
+        assert!(d[1].all.latency_us.is_none());
+        assert_eq!(f.workers[0].all.ios, 40);
+        let p50 = d[2].read.latency_us.as_ref().unwrap().p50;
+        assert!((2.99..3.01).contains(&p50), "{p50}");
+        assert!(f.workers[1].disks.is_empty());
+    }
+
+    #[test]
     fn straggler_judged_per_worker_and_against_the_scheduled_rate() {
         // Host b's one worker delivers 5 IOPS where its peers deliver 10 per worker.
         let totals = vec![

@@ -130,7 +130,9 @@ fn record(store: &mut Store, name: &str, labels: &[(&str, &str)], n: u32) -> Str
         })
         .unwrap();
     for (row, samples) in synthetic(3, n, 42) {
-        store.record_interval(&id, &row, &one_disk(&samples)).unwrap();
+        store
+            .record_interval(&id, &row, &one_disk(&samples))
+            .unwrap();
     }
     id
 }
@@ -308,7 +310,9 @@ fn runs_that_lost_hosts_are_listed_as_such() {
         .unwrap();
     for (mut row, samples) in synthetic(3, 3, 7) {
         row.hosts_lost = u32::from(row.index >= 1);
-        store.record_interval(&id, &row, &one_disk(&samples)).unwrap();
+        store
+            .record_interval(&id, &row, &one_disk(&samples))
+            .unwrap();
     }
     drop(store);
     let conn = rusqlite::Connection::open(&db).unwrap();
@@ -596,7 +600,10 @@ fn per_disk_samples_give_disks_and_older_per_worker_samples_still_read() {
     for (k, row) in r.intervals.iter().enumerate() {
         for part in [&r.host_intervals[0].rows[k], &r.group_intervals[0].rows[k]] {
             assert_eq!(part.index, row.index);
-            assert_eq!((&part.all, &part.read, &part.write), (&row.all, &row.read, &row.write));
+            assert_eq!(
+                (&part.all, &part.read, &part.write),
+                (&row.all, &row.read, &row.write)
+            );
         }
     }
     // The same run as an older store kept it: per-worker samples (here disk 0's), no
@@ -615,6 +622,9 @@ fn per_disk_samples_give_disks_and_older_per_worker_samples_still_read() {
     let r = Store::open(&db).unwrap().analyze(&id).unwrap().result;
     for w in 0..3 {
         assert!(r.workers[w].disks.is_empty());
-        assert_eq!(r.workers[w].all, OpSummary::from_ops(&total(&d0, w).all(), secs));
+        assert_eq!(
+            r.workers[w].all,
+            OpSummary::from_ops(&total(&d0, w).all(), secs)
+        );
     }
 }
