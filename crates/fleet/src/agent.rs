@@ -2,7 +2,7 @@
 //! speaking the protocol on stdin/stdout. It runs its share of the fleet through the
 //! very same `controller::run` and `ThreadLauncher` as a local run: it prepares, reports
 //! ready, starts at the instant the controller names (on its own clock), and streams
-//! every interval's per-worker samples back, with a heartbeat at least every half
+//! every interval's per-disk samples back, with a heartbeat at least every half
 //! interval so a frozen host is noticed. It never listens on a port, and it stops by
 //! itself when its stdin closes (the controller or the session went away), so no orphan
 //! keeps running.

@@ -14,7 +14,7 @@
 //! The loop is generic over the engine and the clock, so the choice is made once per
 //! thread and costs nothing per I/O. Per I/O it only generates an offset, stamps write
 //! data, queues, and records: no allocation, no locks, no channels. Once per interval it
-//! hands its workers' `Sample`s, and its own CPU and scheduling figures (the generator
+//! hands its (worker, disk) `Sample`s, and its own CPU and scheduling figures (the generator
 //! self-check, `GenSample`), to the collector over a channel.
 //! In an open-loop queue an I/O that waits for a free slot is charged for the wait: its
 //! latency counts from its intended issue time (no coordinated omission). An I/O whose
