@@ -4,8 +4,9 @@
 //! agent already merged its own threads. Interval k is complete when every source has
 //! reported it or has ended; it is then merged per worker (and kept per disk) with `+=`,
 //! handed to the observer, turned into fleet, host and group rows, and, when measured,
-//! folded into the per-disk totals (a worker's total is the sum of its disks'). The same code serves a local
-//! run and a fleet across hosts, so both compute every figure the same way.
+//! folded into the per-disk totals (a worker's total is the sum of its disks'). The
+//! same code serves a local run and a fleet across hosts, so both compute every figure
+//! the same way.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -28,6 +29,9 @@ use crate::sys::{self, HostProbe};
 
 /// Error details kept for the whole run.
 const MAX_ERROR_DETAILS: usize = 20;
+/// No worker has more disks (the range of `fleet.disks_per_worker`): a sample said to
+/// come from a disk beyond it (a garbled frame) is not given memory.
+const MAX_DISKS: usize = 1024;
 
 /// Who reports and where workers live.
 pub(crate) struct CollectSpec<'a> {
@@ -204,8 +208,8 @@ pub(crate) fn collect(
                     .or_insert_with(|| vec![Vec::new(); spec.workers]);
                 for (worker, disk, sample) in &samples {
                     let local = worker.wrapping_sub(spec.worker_base) as usize;
-                    if let Some(disks) = per_disk.get_mut(local) {
-                        let d = *disk as usize;
+                    let d = *disk as usize;
+                    if let Some(disks) = per_disk.get_mut(local).filter(|_| d < MAX_DISKS) {
                         if disks.len() <= d {
                             disks.resize(d + 1, Sample::new(streams));
                         }
@@ -737,6 +741,71 @@ mod tests {
             "two in interval 0, one in interval 1"
         );
         assert_eq!(col.generator.ios, 30);
+    }
+
+    #[test]
+    fn samples_merge_per_disk_and_a_disk_beyond_any_worker_is_ignored() {
+        let plan = plan();
+        let timeline = Timeline::new(
+            Duration::ZERO,
+            Duration::from_secs(1),
+            Duration::from_secs(1),
+        );
+        let spec = CollectSpec {
+            plan: &plan,
+            timeline: &timeline,
+            worker_base: 0,
+            groups: vec![range(0, 1, None)],
+            workers: 1,
+            source_names: vec!["t0".into(), "t1".into()],
+            hosts: vec!["h".into()],
+            worker_host: vec![0],
+            source_host: vec![0, 0],
+            epoch: Instant::now(),
+            silence_grace: None,
+            probe: None,
+        };
+        let reads = |n: u64| {
+            let mut s = Sample::new(1);
+            (0..n).for_each(|_| s.streams[0].read.record(1000, 4096));
+            s
+        };
+        let (tx, rx) = crossbeam_channel::unbounded();
+        // Two threads drive disks 0 and 2 of worker 0; one garbled entry names disk 5000.
+        for (source, samples) in [
+            (0u32, vec![(0u32, 0u32, reads(3))]),
+            (1, vec![(0, 2, reads(5)), (0, 5000, reads(7))]),
+        ] {
+            tx.send(Msg::Interval {
+                source,
+                index: 0,
+                samples,
+                errors: Vec::new(),
+                stopped_at: None,
+                usage: None,
+                generator: None,
+            })
+            .unwrap();
+            tx.send(Msg::Done {
+                source,
+                end_ns: 1_000_000_000,
+                error: None,
+                errors: Vec::new(),
+                lost: false,
+            })
+            .unwrap();
+        }
+        drop(tx);
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let col = collect(&rx, &spec, &mut crate::Silent, &stop, &mut |_| {});
+        assert_eq!(col.rows[0].ios, 8);
+        let ios: Vec<u64> = col.worker_totals[0]
+            .iter()
+            .map(|d| d.to_sample().ios())
+            .collect();
+        assert_eq!(ios, [3, 0, 5]);
+        assert_eq!(col.host_rows[0].rows[0].read.ios, 8);
+        assert_eq!(col.group_rows[0].rows[0].all.ios, 8);
     }
 
     #[test]
