@@ -19,7 +19,7 @@ use crate::Exit;
 pub enum ResultsCmd {
     /// List stored runs, oldest first.
     List(ListArgs),
-    /// Show one run: metadata, environment and its result table.
+    /// Show one run: metadata, environment and its result table (with each worker's disks).
     Show {
         /// Run id (or a unique prefix of it), a unique run name, or `latest`.
         run: String,
@@ -256,6 +256,7 @@ fn show(store: &Store, query: &str, wide: bool) -> Result<i32, Exit> {
     TableExporter {
         intervals: false,
         wide,
+        disks: true,
     }
     .export(&result, &mut out)
     .map_err(write_err)?;

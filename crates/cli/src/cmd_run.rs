@@ -337,6 +337,7 @@ fn print_and_exit_code(
         TableExporter {
             intervals: a.intervals,
             wide: a.wide,
+            disks: false,
         }
         .export(result, &mut out)
     };

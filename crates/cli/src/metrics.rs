@@ -630,6 +630,7 @@ mod tests {
             m.interval(&IntervalSnapshot {
                 row: &row(index),
                 workers: &workers,
+                disks: &[vec![workers[0].clone()], vec![workers[1].clone()]],
                 hosts: &hosts,
                 worker_host: &[0, 1],
                 usage: &[None, None],

@@ -226,7 +226,7 @@ impl Observer for StoreRecorder {
             }
             if let Err(e) = self
                 .store
-                .record_interval(&id, snap.row, snap.workers)
+                .record_interval(&id, snap.row, snap.disks)
                 .and_then(|_| {
                     self.store
                         .record_usage(&id, snap.row.index, snap.hosts, snap.usage)

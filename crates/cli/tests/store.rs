@@ -93,6 +93,48 @@ fn list_filter_show_and_labels() {
 }
 
 #[test]
+fn show_lists_each_workers_disks() {
+    let t = two_runs();
+    let o = with_db(&t.db, &["results", "show", &t.base_id]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let text = out(&o);
+    let lines: Vec<&str> = text.lines().collect();
+    let head = lines
+        .iter()
+        .position(|l| {
+            let c: Vec<&str> = l.split_whitespace().collect();
+            c.len() > 3 && c[..4] == ["worker", "disk", "host", "IOPS"]
+        })
+        .unwrap_or_else(|| panic!("a per-disk table in\n{text}"));
+    // Three workers of two disks: six rows, each worker's disks adding up to its IOPS.
+    let rows: Vec<Vec<&str>> = lines[head + 1..head + 7]
+        .iter()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    for (w, live) in t.base["workers"].as_array().unwrap().iter().enumerate() {
+        let mine: Vec<&Vec<&str>> = rows.iter().filter(|r| r[0] == w.to_string()).collect();
+        assert_eq!(mine.len(), 2, "worker {w}: {rows:?}");
+        assert_eq!((mine[0][1], mine[1][1]), ("0", "1"));
+        let iops: f64 = mine.iter().map(|r| r[3].parse::<f64>().unwrap()).sum();
+        let want = live["all"]["iops"].as_f64().unwrap();
+        assert!((iops - want).abs() <= 1.0, "worker {w}: {iops} vs {want}");
+        let disks = live["disks"].as_array().unwrap();
+        let sum: u64 = disks
+            .iter()
+            .map(|d| d["all"]["ios"].as_u64().unwrap())
+            .sum();
+        assert_eq!(sum, live["all"]["ios"].as_u64().unwrap());
+    }
+    let next = lines
+        .get(head + 7)
+        .and_then(|l| l.split_whitespace().next());
+    assert!(
+        next.is_none_or(|c| c.parse::<u32>().is_err()),
+        "six disk rows:\n{text}"
+    );
+}
+
+#[test]
 fn csv_and_markdown_exports() {
     let t = two_runs();
     let o = with_db(&t.db, &["results", "export", &t.base_id, "--format", "csv"]);
@@ -111,15 +153,62 @@ fn csv_and_markdown_exports() {
         .expect("fleet summary row");
     let ios: u64 = fleet_all.split(',').nth(8).unwrap().parse().unwrap();
     assert_eq!(ios, t.base["summary"]["all"]["ios"].as_u64().unwrap());
-    // 3 ops × (fleet + 1 stream + 3 workers) summary rows, 3 ops × 5 intervals.
+    // 3 ops × (fleet + 1 stream + 3 workers + 3 × 2 disks) summary rows; 3 ops × 5
+    // intervals × (fleet + 1 host + 1 group) interval rows.
     assert_eq!(
         lines.iter().filter(|l| l.starts_with("summary,")).count(),
-        15
+        33
     );
     assert_eq!(
         lines.iter().filter(|l| l.starts_with("interval,")).count(),
-        15
+        45
     );
+    // Cells by column name: every disk row names its worker and disk, the disks of a
+    // worker add up to it, and interval rows carry numbers in every figure column.
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let rows: Vec<Vec<&str>> = lines[1..].iter().map(|l| l.split(',').collect()).collect();
+    let ios_of = |scope: &str, name: &str, op: &str| -> u64 {
+        rows.iter()
+            .filter(|r| r[0] == "summary" && r[col("scope")] == scope)
+            .filter(|r| r[col("name")] == name && r[col("op")] == op)
+            .map(|r| r[col("ios")].parse::<u64>().unwrap())
+            .sum()
+    };
+    for w in t.base["workers"].as_array().unwrap() {
+        let name = format!("{}@{}", w["worker"], w["host"].as_str().unwrap());
+        for op in ["all", "read", "write"] {
+            assert_eq!(
+                ios_of("disk", &name, op),
+                ios_of("worker", &name, op),
+                "{name} {op}"
+            );
+        }
+    }
+    let disk_rows: Vec<&Vec<&str>> = rows.iter().filter(|r| r[col("scope")] == "disk").collect();
+    assert!(disk_rows
+        .iter()
+        .all(|r| ["0", "1"].contains(&r[col("disk")])));
+    for scope in ["fleet", "host", "group"] {
+        let of_scope: Vec<&Vec<&str>> = rows
+            .iter()
+            .filter(|r| r[0] == "interval" && r[col("scope")] == scope)
+            .collect();
+        assert_eq!(of_scope.len(), 15, "{scope}");
+        for r in of_scope {
+            for c in ["interval", "ios", "iops", "mbps"] {
+                r[col(c)]
+                    .parse::<f64>()
+                    .unwrap_or_else(|_| panic!("{c} in {r:?}"));
+            }
+            // The null engine completes reads and writes in every interval.
+            for c in [
+                "mean_us", "p50_us", "p90_us", "p99_us", "p99_9_us", "max_us",
+            ] {
+                let v: f64 = r[col(c)].parse().unwrap_or_else(|_| panic!("{c} in {r:?}"));
+                assert!(v >= 0.0);
+            }
+        }
+    }
 
     let dir = tempfile::tempdir().unwrap();
     let md = dir.path().join("run.md");
@@ -246,6 +335,12 @@ fn schema_is_closed_and_rejects_undeclared_fields() {
         "/summary/outstanding_io",
         "/intervals/0",
         "/workers/0",
+        "/workers/0/disks/1",
+        "/workers/0/disks/1/write",
+        "/intervals/0/read",
+        "/host_intervals/0",
+        "/host_intervals/0/rows/0",
+        "/group_intervals/0/rows/0/all",
         "/hosts/0",
         "/groups/0",
         "/streams/0",

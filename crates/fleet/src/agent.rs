@@ -2,7 +2,7 @@
 //! speaking the protocol on stdin/stdout. It runs its share of the fleet through the
 //! very same `controller::run` and `ThreadLauncher` as a local run: it prepares, reports
 //! ready, starts at the instant the controller names (on its own clock), and streams
-//! every interval's per-worker samples back, with a heartbeat at least every half
+//! every interval's per-disk samples back, with a heartbeat at least every half
 //! interval so a frozen host is noticed. It never listens on a port, and it stops by
 //! itself when its stdin closes (the controller or the session went away), so no orphan
 //! keeps running.
@@ -98,10 +98,16 @@ impl Observer for Streamer {
             // the same end as its boundary, which the controller ignores.
             stopped_at: (dur_ns < self.nominal_ns).then_some(start_ns + dur_ns),
             samples: snap
-                .workers
+                .disks
                 .iter()
                 .enumerate()
-                .map(|(i, s)| (self.worker_base + i as u32, s.clone()))
+                .flat_map(|(i, disks)| {
+                    let w = self.worker_base + i as u32;
+                    disks
+                        .iter()
+                        .enumerate()
+                        .map(move |(d, s)| (w, d as u32, s.clone()))
+                })
                 .collect(),
             usage: snap.usage.first().cloned().flatten(),
             generator: snap.generator.cloned().map(Box::new),

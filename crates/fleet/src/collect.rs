@@ -2,9 +2,11 @@
 //!
 //! A source is whatever reports intervals: a local I/O thread, or a remote host whose
 //! agent already merged its own threads. Interval k is complete when every source has
-//! reported it or has ended; it is then merged per worker with `+=`, handed to the
-//! observer, and, when measured, folded into the totals. The same code serves a local
-//! run and a fleet across hosts, so both compute every figure the same way.
+//! reported it or has ended; it is then merged per worker (and kept per disk) with `+=`,
+//! handed to the observer, turned into fleet, host and group rows, and, when measured,
+//! folded into the per-disk totals (a worker's total is the sum of its disks'). The
+//! same code serves a local run and a fleet across hosts, so both compute every figure
+//! the same way.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,8 +17,8 @@ use iofleet_profile::Plan;
 pub(crate) use iofleet_stats::fold::GroupRange;
 use iofleet_stats::fold::{Folded, HostFacts, Layout};
 use iofleet_stats::result::{
-    CpuSummary, ErrorDetail, ErrorSummary, IntervalRow, MemorySummary, Outstanding, RunInfo,
-    RunResult, RunSummary, VerifySummary, SCHEMA_VERSION,
+    CpuSummary, ErrorDetail, ErrorSummary, IntervalRow, MemorySummary, Outstanding, PartIntervals,
+    RunInfo, RunResult, RunSummary, VerifySummary, SCHEMA_VERSION,
 };
 use iofleet_stats::summary::{counts_in_median, median_of};
 use iofleet_stats::{GenSample, HostUsage, OpStats, OpSummary, PackedSample, Sample};
@@ -27,6 +29,9 @@ use crate::sys::{self, HostProbe};
 
 /// Error details kept for the whole run.
 const MAX_ERROR_DETAILS: usize = 20;
+/// No worker has more disks (the range of `fleet.disks_per_worker`): a sample said to
+/// come from a disk beyond it (a garbled frame) is not given memory.
+const MAX_DISKS: usize = 1024;
 
 /// Who reports and where workers live.
 pub(crate) struct CollectSpec<'a> {
@@ -58,8 +63,12 @@ pub(crate) struct CollectSpec<'a> {
 /// Everything the collection produced, ready to be summarised.
 pub(crate) struct Collected {
     pub rows: Vec<IntervalRow>,
-    /// Per worker over the measured intervals, packed: 10,000 of them stay small.
-    pub worker_totals: Vec<PackedSample>,
+    /// Per host and per group, every interval's rows.
+    pub host_rows: Vec<PartIntervals>,
+    pub group_rows: Vec<PartIntervals>,
+    /// Per worker, per disk, over the measured intervals, packed: 10,000 workers of a
+    /// few disks each stay small (no per-disk figures are kept per interval).
+    pub worker_totals: Vec<Vec<PackedSample>>,
     pub measured_ns: u64,
     pub interval_iops: Vec<f64>,
     pub errors: Vec<ErrorDetail>,
@@ -79,6 +88,19 @@ pub(crate) struct Collected {
     pub verify: Option<VerifySummary>,
 }
 
+impl CollectSpec<'_> {
+    /// Where this run's workers live, as the fold names its rows.
+    fn layout(&self) -> Layout {
+        Layout {
+            streams: self.plan.streams.iter().map(|s| s.name.clone()).collect(),
+            hosts: self.hosts.clone(),
+            worker_base: self.worker_base,
+            worker_host: self.worker_host.clone(),
+            groups: self.groups.clone(),
+        }
+    }
+}
+
 /// Merge messages until every source has ended. `give_up` is called once for each
 /// source the silence rule gives up on, so its launcher can end it.
 pub(crate) fn collect(
@@ -96,14 +118,17 @@ pub(crate) fn collect(
     let mut done = vec![false; n_sources];
     // When each source was last heard from (any message counts).
     let mut last_heard = vec![epoch.max(Instant::now()); n_sources];
-    let mut pending: BTreeMap<u32, Vec<Sample>> = BTreeMap::new();
+    // Per pending interval: per local worker, per disk.
+    let mut pending: BTreeMap<u32, Vec<Vec<Sample>>> = BTreeMap::new();
     let mut cuts: BTreeMap<u32, u64> = BTreeMap::new();
     // Intervals some source reported in full: a stop elsewhere must not shorten them.
     let mut ran_through: std::collections::BTreeSet<u32> = Default::default();
     let mut stop_seen: Option<Instant> = None;
     let mut out = Collected {
         rows: Vec::new(),
-        worker_totals: vec![PackedSample::new(streams); spec.workers],
+        host_rows: Vec::new(),
+        group_rows: Vec::new(),
+        worker_totals: vec![Vec::new(); spec.workers],
         measured_ns: 0,
         interval_iops: Vec::new(),
         errors: Vec::new(),
@@ -140,6 +165,7 @@ pub(crate) fn collect(
     let n_intervals = timeline.intervals();
     let mut next_emit = 0u32;
     let nominal = spec.plan.timing.interval.as_nanos() as u64;
+    let layout = spec.layout();
 
     loop {
         let mut msg = rx.recv_timeout(Duration::from_millis(50));
@@ -193,13 +219,17 @@ pub(crate) fn collect(
                         ran_through.insert(index);
                     }
                 }
-                let per_worker = pending
+                let per_disk = pending
                     .entry(index)
-                    .or_insert_with(|| vec![Sample::new(streams); spec.workers]);
-                for (worker, sample) in &samples {
+                    .or_insert_with(|| vec![Vec::new(); spec.workers]);
+                for (worker, disk, sample) in &samples {
                     let local = worker.wrapping_sub(spec.worker_base) as usize;
-                    if let Some(slot) = per_worker.get_mut(local) {
-                        *slot += sample;
+                    let d = *disk as usize;
+                    if let Some(disks) = per_disk.get_mut(local).filter(|_| d < MAX_DISKS) {
+                        if disks.len() <= d {
+                            disks.resize(d + 1, Sample::new(streams));
+                        }
+                        disks[d] += sample;
                         out.error_count += sample.errors();
                     }
                 }
@@ -289,9 +319,17 @@ pub(crate) fn collect(
         {
             let k = next_emit;
             next_emit += 1;
-            let Some(per_worker) = pending.remove(&k) else {
+            let Some(per_disk) = pending.remove(&k) else {
                 continue; // every source had ended before this interval
             };
+            let per_worker: Vec<Sample> = per_disk
+                .iter()
+                .map(|disks| {
+                    let mut w = Sample::new(streams);
+                    disks.iter().for_each(|d| w += d);
+                    w
+                })
+                .collect();
             let mut usage = pending_usage
                 .remove(&k)
                 .unwrap_or_else(|| vec![None; spec.hosts.len()]);
@@ -322,6 +360,14 @@ pub(crate) fn collect(
                 hosts_lost,
                 &fleet,
             );
+            layout.push_part_rows(
+                k,
+                dur_ns as f64 / 1e9,
+                &per_worker,
+                streams,
+                &mut out.host_rows,
+                &mut out.group_rows,
+            );
             let gen = pending_gen.remove(&k).filter(|g| g.threads > 0);
             if let Some(g) = &gen {
                 row.generator = Some(g.summary(g.threads, mean_latency_ns(&fleet.all())));
@@ -331,8 +377,13 @@ pub(crate) fn collect(
                     out.generator += g;
                     out.io_threads = out.io_threads.max(g.threads);
                 }
-                for (tot, w) in out.worker_totals.iter_mut().zip(&per_worker) {
-                    tot.add(w);
+                for (tot, disks) in out.worker_totals.iter_mut().zip(&per_disk) {
+                    if tot.len() < disks.len() {
+                        tot.resize(disks.len(), PackedSample::new(streams));
+                    }
+                    for (t, d) in tot.iter_mut().zip(disks) {
+                        t.add(d);
+                    }
                 }
                 for (tot, u) in out.host_usage.iter_mut().zip(&usage) {
                     if let Some(u) = u {
@@ -347,6 +398,7 @@ pub(crate) fn collect(
             observer.interval(&IntervalSnapshot {
                 row: &row,
                 workers: &per_worker,
+                disks: &per_disk,
                 hosts: &spec.hosts,
                 worker_host: &spec.worker_host,
                 usage: &usage,
@@ -380,13 +432,8 @@ pub(crate) fn summarize(
     mut notices: Vec<String>,
 ) -> RunResult {
     let elapsed_s = col.measured_ns as f64 / 1e9;
-    let layout = Layout {
-        streams: spec.plan.streams.iter().map(|s| s.name.clone()).collect(),
-        hosts: spec.hosts.clone(),
-        worker_base: spec.worker_base,
-        worker_host: spec.worker_host.clone(),
-        groups: spec.groups.clone(),
-    };
+    let layout = spec.layout();
+    let n_streams = spec.plan.streams.len();
     let facts: Vec<HostFacts> = (0..spec.hosts.len())
         .map(|h| HostFacts {
             start_late_ms: start_late_ms.get(h).copied().flatten(),
@@ -401,7 +448,12 @@ pub(crate) fn summarize(
         hosts,
         groups,
     } = layout.fold(
-        col.worker_totals.iter().map(PackedSample::to_sample),
+        col.worker_totals.iter().map(|disks| {
+            let disks: Vec<Sample> = disks.iter().map(PackedSample::to_sample).collect();
+            let mut total = Sample::new(n_streams);
+            disks.iter().for_each(|d| total += d);
+            (total, disks)
+        }),
         &facts,
         elapsed_s,
     );
@@ -464,6 +516,8 @@ pub(crate) fn summarize(
         workers,
         hosts,
         groups,
+        host_intervals: col.host_rows,
+        group_intervals: col.group_rows,
         notices,
         steady_state: None,
     }
@@ -531,6 +585,8 @@ pub(crate) fn empty_result(info: RunInfo, notices: Vec<String>) -> RunResult {
         workers: Vec::new(),
         hosts: Vec::new(),
         groups: Vec::new(),
+        host_intervals: Vec::new(),
+        group_intervals: Vec::new(),
         notices,
         steady_state: None,
     }
@@ -589,11 +645,13 @@ mod tests {
                 (0..n).for_each(|_| s.streams[0].read.record(1000, 4096));
                 let mut p = PackedSample::new(1);
                 p.add(&s);
-                p
+                vec![p]
             })
             .collect();
         let col = Collected {
             rows: Vec::new(),
+            host_rows: Vec::new(),
+            group_rows: Vec::new(),
             worker_totals,
             measured_ns: 1_000_000_000,
             interval_iops: Vec::new(),
@@ -651,7 +709,7 @@ mod tests {
         let interval = |source: u32, index: u32, stopped_at: Option<u64>| Msg::Interval {
             source,
             index,
-            samples: vec![(source, Sample::new(1))],
+            samples: vec![(source, 0, Sample::new(1))],
             errors: Vec::new(),
             stopped_at,
             usage: None,
@@ -704,6 +762,71 @@ mod tests {
             "two in interval 0, one in interval 1"
         );
         assert_eq!(col.generator.ios, 30);
+    }
+
+    #[test]
+    fn samples_merge_per_disk_and_a_disk_beyond_any_worker_is_ignored() {
+        let plan = plan();
+        let timeline = Timeline::new(
+            Duration::ZERO,
+            Duration::from_secs(1),
+            Duration::from_secs(1),
+        );
+        let spec = CollectSpec {
+            plan: &plan,
+            timeline: &timeline,
+            worker_base: 0,
+            groups: vec![range(0, 1, None)],
+            workers: 1,
+            source_names: vec!["t0".into(), "t1".into()],
+            hosts: vec!["h".into()],
+            worker_host: vec![0],
+            source_host: vec![0, 0],
+            epoch: Instant::now(),
+            silence_grace: None,
+            probe: None,
+        };
+        let reads = |n: u64| {
+            let mut s = Sample::new(1);
+            (0..n).for_each(|_| s.streams[0].read.record(1000, 4096));
+            s
+        };
+        let (tx, rx) = crossbeam_channel::unbounded();
+        // Two threads drive disks 0 and 2 of worker 0; one garbled entry names disk 5000.
+        for (source, samples) in [
+            (0u32, vec![(0u32, 0u32, reads(3))]),
+            (1, vec![(0, 2, reads(5)), (0, 5000, reads(7))]),
+        ] {
+            tx.send(Msg::Interval {
+                source,
+                index: 0,
+                samples,
+                errors: Vec::new(),
+                stopped_at: None,
+                usage: None,
+                generator: None,
+            })
+            .unwrap();
+            tx.send(Msg::Done {
+                source,
+                end_ns: 1_000_000_000,
+                error: None,
+                errors: Vec::new(),
+                lost: false,
+            })
+            .unwrap();
+        }
+        drop(tx);
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let col = collect(&rx, &spec, &mut crate::Silent, &stop, &mut |_| {});
+        assert_eq!(col.rows[0].ios, 8);
+        let ios: Vec<u64> = col.worker_totals[0]
+            .iter()
+            .map(|d| d.to_sample().ios())
+            .collect();
+        assert_eq!(ios, [3, 0, 5]);
+        assert_eq!(col.host_rows[0].rows[0].read.ios, 8);
+        assert_eq!(col.group_rows[0].rows[0].all.ios, 8);
     }
 
     #[test]

@@ -4,9 +4,9 @@
 //! `RunResult` once. A local run, a fleet of agents and an agent's own share all go
 //! through `run`; only the `Launcher` differs.
 //!
-//! Intervals are merged with `+=` into per-worker samples; an interval is complete when
-//! every source has reported it (or has ended or been given up on), and is then handed
-//! to the observer and folded into the totals. Cluster figures are always read from
+//! Intervals are merged with `+=` into per-worker (and per-disk) samples; an interval is
+//! complete when every source has reported it (or has ended or been given up on), and is
+//! then handed to the observer and folded into the totals. Cluster figures are always read from
 //! merged histograms. Nothing in here touches I/O.
 
 use std::sync::atomic::{AtomicBool, Ordering};

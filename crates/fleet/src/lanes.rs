@@ -6,8 +6,9 @@
 //! thread* owns one engine (one ring, holding every file its lanes use) and drives many
 //! lanes of many disks and workers: it keeps every closed-loop queue full, issues every
 //! open-loop queue at its intended times from one timer heap, and records each
-//! completion into its lane's worker's interval `Sample`, so per-worker and per-stream
-//! statistics stay exact and merge with the same `+=`. A lane issues the same I/O
+//! completion into its lane's (worker, disk) interval `Sample` (an index fixed per lane
+//! when the thread starts), so per-disk, per-worker and per-stream statistics stay exact
+//! and merge with the same `+=`. A lane issues the same I/O
 //! sequence for the same seed whatever else shares its thread.
 //!
 //! The loop is generic over the engine and the clock, so the choice is made once per
@@ -16,8 +17,8 @@
 //! write also gets a verify header per 4 KiB unit (after the data is stamped) and a
 //! read's units are checked on completion, against the disk's lock-free floor table
 //! (`iofleet_engine::verify`, docs/verify.md); what the checks found is sent once, at
-//! the end, before the thread's `Done`. Once per interval it
-//! hands its workers' `Sample`s, and its own CPU and scheduling figures (the generator
+//! the end, before the thread's `Done`. Once per interval it hands its (worker, disk)
+//! `Sample`s, and its own CPU and scheduling figures (the generator
 //! self-check, `GenSample`), to the collector over a channel.
 //! In an open-loop queue an I/O that waits for a free slot is charged for the wait: its
 //! latency counts from its intended issue time (no coordinated omission). An I/O whose
@@ -143,8 +144,9 @@ pub enum Msg {
         /// The reporting source: a local I/O thread, or a remote host.
         source: u32,
         index: u32,
-        /// (global worker index, its sample) — one entry per worker of the source.
-        samples: Vec<(u32, Sample)>,
+        /// (global worker index, disk of the worker, its sample) — one entry per disk
+        /// the source drives; a worker's sample is the sum of its disks'.
+        samples: Vec<(u32, u32, Sample)>,
         errors: Vec<ErrorDetail>,
         /// Set on the last interval of a source that was stopped early: when it stopped
         /// (ns since the epoch), so the collector can cut that interval short.
@@ -203,7 +205,7 @@ struct Lane {
     rng: SmallRng,
     /// (plan stream index, its generator) for the streams this lane uses.
     gens: Vec<(usize, StreamGen)>,
-    /// Index of the lane's worker in the thread's samples.
+    /// Index of the lane's (worker, disk) in the thread's samples.
     sample: usize,
     file: u32,
     region_offset: u64,
@@ -425,20 +427,19 @@ pub fn run_lanes<E: Engine, C: Clock>(
     let (plan, timeline, spec) = (work.plan, work.timeline, work.spec);
     let nstreams = plan.streams.len();
 
-    // Per lane: generator state; per queue: slots and schedule; per worker: a sample.
-    let mut workers: Vec<u32> = Vec::new();
+    // Per lane: generator state; per queue: slots and schedule; per (worker, disk): a
+    // sample, found once here so that recording stays one index per I/O.
+    let mut parts: Vec<(u32, u32)> = Vec::new();
+    let mut part_of: std::collections::HashMap<(u32, u32), usize> = Default::default();
     let mut lanes: Vec<Lane> = Vec::with_capacity(spec.lanes.len());
     let mut queues: Vec<Queue> = Vec::new();
     let mut next_slot = 0u32;
     for (li, (&lane_ix, &file)) in spec.lanes.iter().zip(&spec.files).enumerate() {
         let ls = &work.lanes[lane_ix];
-        let sample = match workers.iter().position(|&w| w == ls.worker) {
-            Some(i) => i,
-            None => {
-                workers.push(ls.worker);
-                workers.len() - 1
-            }
-        };
+        let sample = *part_of.entry((ls.worker, ls.disk)).or_insert_with(|| {
+            parts.push((ls.worker, ls.disk));
+            parts.len() - 1
+        });
         let mut lane = Lane {
             rng: SmallRng::seed_from_u64(ls.seed),
             gens: Vec::new(),
@@ -525,9 +526,9 @@ pub fn run_lanes<E: Engine, C: Clock>(
         wall_base_ns: wall_now.saturating_sub(clock.now_ns()),
         found: VerifySummary::default(),
     };
-    let mut samples: Vec<(u32, Sample)> = workers
+    let mut samples: Vec<(u32, u32, Sample)> = parts
         .iter()
-        .map(|&w| (w, Sample::new(nstreams)))
+        .map(|&(w, d)| (w, d, Sample::new(nstreams)))
         .collect();
     // Closed-loop queues with free slots, and the open-loop queues' next arrivals (each
     // open queue is either in the heap or blocked on a full queue, never both).
@@ -559,7 +560,7 @@ pub fn run_lanes<E: Engine, C: Clock>(
     let mut reaped_at = lap_at;
 
     let mut flush = |idx: u32,
-                     samples: &mut [(u32, Sample)],
+                     samples: &mut [(u32, u32, Sample)],
                      errors: &mut Vec<ErrorDetail>,
                      gen: &mut GenSample,
                      completed: &mut u64,
@@ -578,7 +579,10 @@ pub fn run_lanes<E: Engine, C: Clock>(
         let _ = work.tx.send(Msg::Interval {
             source: spec.id,
             index: idx,
-            samples: samples.iter_mut().map(|(w, s)| (*w, s.take())).collect(),
+            samples: samples
+                .iter_mut()
+                .map(|(w, d, s)| (*w, *d, s.take()))
+                .collect(),
             errors: std::mem::take(errors),
             stopped_at,
             usage: None,
@@ -700,7 +704,7 @@ pub fn run_lanes<E: Engine, C: Clock>(
                 continue; // completed after the timeline: not part of any interval
             }
             completed += 1;
-            let stats = &mut samples[lane.sample].1.streams[sl.stream as usize];
+            let stats = &mut samples[lane.sample].2.streams[sl.stream as usize];
             let ops = if sl.op == OpKind::Read {
                 &mut stats.read
             } else {
@@ -1041,7 +1045,8 @@ mod tests {
             {
                 intervals += 1;
                 assert!(generator.is_none(), "no self-check in simulated time");
-                for (w, s) in samples {
+                for (w, d, s) in samples {
+                    assert_eq!(d, 0, "each worker here has one disk");
                     per_worker[w as usize] += &s;
                 }
             }

@@ -20,6 +20,8 @@ pub struct IntervalSnapshot<'a> {
     pub row: &'a IntervalRow,
     /// Indexed by worker (local to this run); each holds one `StreamStats` per stream.
     pub workers: &'a [Sample],
+    /// Per worker (as `workers`), per disk of the worker: the parts `workers` sums.
+    pub disks: &'a [Vec<Sample>],
     /// Host names, and the host index of each worker in `workers`.
     pub hosts: &'a [String],
     pub worker_host: &'a [usize],

@@ -18,7 +18,9 @@ use iofleet_stats::{GenSample, HostUsage, Sample};
 use serde::{Deserialize, Serialize};
 
 /// Bumped on any change to frames or their bodies.
-pub const PROTOCOL_VERSION: u32 = 4;
+/// 4: data verification (`Done.verify`, verify-only jobs); 5: interval samples per
+/// (worker, disk), not per worker.
+pub const PROTOCOL_VERSION: u32 = 5;
 pub const MAGIC: &[u8; 8] = b"IOFLEET1";
 /// Largest frame accepted (a guard against reading garbage as a length).
 const MAX_FRAME: usize = 256 << 20;
@@ -117,7 +119,8 @@ pub struct IntervalData {
     pub index: u32,
     /// Set when a stop cut this interval short: its end, ns since the epoch.
     pub stopped_at: Option<u64>,
-    pub samples: Vec<(u32, Sample)>,
+    /// (global worker, disk of the worker, sample), one per disk the agent drives.
+    pub samples: Vec<(u32, u32, Sample)>,
     /// What the agent's host spent during the interval.
     pub usage: Option<HostUsage>,
     /// The agent's generator self-check for the interval, folded over its I/O threads.
@@ -181,8 +184,9 @@ impl Frame {
                 b.extend_from_slice(&i.index.to_le_bytes());
                 b.extend_from_slice(&i.stopped_at.map_or(u64::MAX, |t| t).to_le_bytes());
                 b.extend_from_slice(&(i.samples.len() as u32).to_le_bytes());
-                for (w, s) in &i.samples {
+                for (w, d, s) in &i.samples {
                     b.extend_from_slice(&w.to_le_bytes());
+                    b.extend_from_slice(&d.to_le_bytes());
                     s.encode(&mut b);
                 }
                 // Host usage: a length-prefixed JSON body, 0 bytes when absent.
@@ -241,8 +245,9 @@ impl Frame {
                 let mut samples = Vec::with_capacity(n.min(1 << 16));
                 for _ in 0..n {
                     let w = u32_(&mut i)?;
+                    let d = u32_(&mut i)?;
                     let s = Sample::decode(&mut i).map_err(bad)?;
-                    samples.push((w, s));
+                    samples.push((w, d, s));
                 }
                 let n = u32_(&mut i)? as usize;
                 let usage = match n {
@@ -347,7 +352,7 @@ mod tests {
             Frame::Interval(IntervalData {
                 index: 9,
                 stopped_at: Some(123),
-                samples: vec![(4, s.clone()), (5, Sample::new(2))],
+                samples: vec![(4, 1, s.clone()), (5, 0, Sample::new(2))],
                 usage: Some(HostUsage {
                     wall_s: 0.5,
                     net_rx_bytes: 7,

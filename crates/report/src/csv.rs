@@ -1,7 +1,8 @@
 //! CSV export: one tidy table for spreadsheets and data frames. Every row is one scope
 //! of the run: `kind=summary` rows carry the measured-phase figures of the fleet, each
-//! stream and each worker (op = all, read, write); `kind=interval` rows carry the
-//! per-interval series (warm-up included, flagged); `kind=workload` rows say what ran
+//! stream, each worker and each disk of each worker (op = all, read, write);
+//! `kind=interval` rows carry the per-interval series of the fleet, each host and each
+//! worker group (one row per interval × scope × op; warm-up included, flagged); `kind=workload` rows say what ran
 //! (one per worker group and stream: fleet shape, block sizes, read %, random %, engine,
 //! target). Every row ends with the run's identity (store id, name, labels, profile), so
 //! exports of several runs can be concatenated. Cells that a row kind does not have are
@@ -10,7 +11,7 @@
 
 use std::io::{self, Write};
 
-use iofleet_stats::result::RunResult;
+use iofleet_stats::result::{IntervalOps, RunResult};
 use iofleet_stats::OpSummary;
 
 use crate::workload;
@@ -42,6 +43,7 @@ pub const COLUMNS: &[&str] = &[
     "p99_9_us",
     "p99_99_us",
     "max_us",
+    "disk",
     "group",
     "workers",
     "disks_per_worker",
@@ -118,6 +120,12 @@ fn summary_row(
         .set("ios", s.ios)
         .set("bytes", s.bytes)
         .set("errors", s.errors);
+    fill_summary(&mut row, r, s);
+    row.write(out)
+}
+
+/// Rates and latencies of a measured-phase row.
+fn fill_summary(row: &mut Row, r: &RunResult, s: &OpSummary) {
     if r.measured() {
         row.set("iops", s.iops).set("mbps", s.mbps);
     }
@@ -132,7 +140,39 @@ fn summary_row(
         .opt("p99_9_us", l(|l| l.p99_9))
         .opt("p99_99_us", l(|l| l.p99_99))
         .opt("max_us", l(|l| l.max));
+}
+
+/// A disk's summary row: a worker's row with its disk set.
+fn disk_row(
+    out: &mut dyn Write,
+    mut row: Row,
+    r: &RunResult,
+    name: &str,
+    op: &str,
+    s: &OpSummary,
+) -> io::Result<()> {
+    row.set("duration_s", r.run.duration_s)
+        .set("scope", "disk")
+        .set("name", name)
+        .set("op", op)
+        .set("ios", s.ios)
+        .set("bytes", s.bytes)
+        .set("errors", s.errors);
+    fill_summary(&mut row, r, s);
     row.write(out)
+}
+
+/// The figures an interval row carries for one direction.
+fn interval_cells<'a>(row: &'a mut Row, o: &IntervalOps) -> &'a mut Row {
+    row.set("ios", o.ios)
+        .set("iops", o.iops)
+        .set("mbps", o.mbps)
+        .opt("mean_us", o.mean_us)
+        .opt("p50_us", o.p50_us)
+        .opt("p90_us", o.p90_us)
+        .opt("p99_us", o.p99_us)
+        .opt("p99_9_us", o.p99_9_us)
+        .opt("max_us", o.max_us)
 }
 
 impl Exporter for CsvExporter {
@@ -183,35 +223,49 @@ impl Exporter for CsvExporter {
                 summary_row(out, &ident, r, "worker", &name, op, o)?;
             }
         }
-        for i in &r.intervals {
-            let head = |op: &str| {
+        for w in &r.workers {
+            let name = format!("{}@{}", w.worker, w.host);
+            for d in &w.disks {
+                for (op, o) in [("all", &d.all), ("read", &d.read), ("write", &d.write)] {
+                    let mut row = Row::new("summary", &ident);
+                    row.set("disk", d.disk);
+                    disk_row(out, row, r, &name, op, o)?;
+                }
+            }
+        }
+        let parts = [("host", &r.host_intervals), ("group", &r.group_intervals)];
+        for (k, i) in r.intervals.iter().enumerate() {
+            let head = |scope: &str, name: &str, op: &str| {
                 let mut row = Row::new("interval", &ident);
                 row.set("interval", i.index)
                     .set("t_s", i.t_s)
                     .set("duration_s", i.duration_s)
                     .set("warmup", i.warmup)
-                    .set("scope", "fleet")
+                    .set("scope", scope)
+                    .set("name", name)
                     .set("op", op);
                 row
             };
-            head("all")
-                .set("ios", i.ios)
-                .set("errors", i.errors)
-                .set("iops", i.iops)
-                .set("mbps", i.mbps)
-                .opt("p50_us", i.p50_us)
-                .opt("p99_us", i.p99_us)
-                .write(out)?;
-            head("read")
-                .set("iops", i.read_iops)
-                .opt("p50_us", i.read_p50_us)
-                .opt("p99_us", i.read_p99_us)
-                .write(out)?;
-            head("write")
-                .set("iops", i.write_iops)
-                .opt("p50_us", i.write_p50_us)
-                .opt("p99_us", i.write_p99_us)
-                .write(out)?;
+            for (op, o) in [("all", &i.all), ("read", &i.read), ("write", &i.write)] {
+                let mut row = head("fleet", "", op);
+                if op == "all" {
+                    row.set("errors", i.errors);
+                }
+                interval_cells(&mut row, o).write(out)?;
+            }
+            for (scope, list) in parts {
+                for part in list.iter() {
+                    // Rows run in interval order: the k-th is this interval's.
+                    let at = part.rows.get(k).filter(|p| p.index == i.index);
+                    let Some(p) = at.or_else(|| part.rows.iter().find(|p| p.index == i.index))
+                    else {
+                        continue;
+                    };
+                    for (op, o) in [("all", &p.all), ("read", &p.read), ("write", &p.write)] {
+                        interval_cells(&mut head(scope, &part.name, op), o).write(out)?;
+                    }
+                }
+            }
         }
         Ok(())
     }

@@ -1,7 +1,7 @@
 //! The human-readable result: a headline with the columns practitioners publish (IOPS,
 //! MB/s, mean/read/write latency, standard deviation, outstanding I/O, CPU, memory),
-//! then latency percentiles per direction and per stream, intervals in brief, workers,
-//! and errors. Plain text, no colour. A figure that was not measured prints as `–`; a
+//! then latency percentiles per direction and per stream, intervals in brief, workers
+//! (and their disks, when asked), and errors. Plain text, no colour. A figure that was not measured prints as `–`; a
 //! run interrupted before its first measured interval prints that nothing was measured
 //! instead of a table of zeros.
 //!
@@ -27,6 +27,8 @@ pub struct TableExporter {
     pub intervals: bool,
     /// One line per table row, however wide (no wrapping into blocks).
     pub wide: bool,
+    /// Print each worker's disks (when some worker has more than one).
+    pub disks: bool,
 }
 
 /// A text table: `key` leading columns label the rows and are repeated in every block.
@@ -467,6 +469,39 @@ impl Exporter for TableExporter {
                     d(w.write.lat(|l| l.mean), 1),
                     d(w.write.lat(|l| l.p99), 1),
                 ]);
+            }
+            g.print(out, max)?;
+        }
+        if self.disks && r.workers.iter().any(|w| w.disks.len() > 1) {
+            writeln!(out)?;
+            let mut g = Grid::new(
+                3,
+                &[
+                    ("worker", false),
+                    ("disk", false),
+                    ("host", true),
+                    ("IOPS", false),
+                    ("MB/s", false),
+                    ("read mean", false),
+                    ("read p99", false),
+                    ("write mean", false),
+                    ("write p99", false),
+                ],
+            );
+            for w in &r.workers {
+                for x in &w.disks {
+                    g.row(vec![
+                        w.worker.to_string(),
+                        x.disk.to_string(),
+                        w.host.clone(),
+                        f0(x.all.iops),
+                        f1(x.all.mbps),
+                        d(x.read.lat(|l| l.mean), 1),
+                        d(x.read.lat(|l| l.p99), 1),
+                        d(x.write.lat(|l| l.mean), 1),
+                        d(x.write.lat(|l| l.p99), 1),
+                    ]);
+                }
             }
             g.print(out, max)?;
         }

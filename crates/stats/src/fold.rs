@@ -4,7 +4,10 @@
 //! both call [`Layout::fold`], so a stored run recomputed from its histograms and the
 //! live result cannot drift apart: same sums, same percentiles, same straggler rule.
 
-use crate::result::{is_straggler, GroupSummary, HostSummary, StreamSummary, WorkerSummary};
+use crate::result::{
+    is_straggler, DiskSummary, GroupSummary, HostSummary, PartIntervals, PartRow, StreamSummary,
+    WorkerSummary,
+};
 use crate::summary::median;
 use crate::{HostResources, OpSummary, Sample};
 
@@ -59,12 +62,14 @@ pub struct Folded {
 }
 
 impl Layout {
-    /// Fold per-worker totals (in local worker order) measured over `elapsed_s`. Each
-    /// total is taken once, summarised, and added to the fleet, its host and its group.
-    /// `facts` is indexed like `hosts` (missing entries: nothing known).
+    /// Fold per-worker totals (in local worker order) measured over `elapsed_s`, each
+    /// with its per-disk totals (disk order; empty when not known). Each total is taken
+    /// once, summarised, and added to the fleet, its host and its group; its disks are
+    /// summarised under its worker. `facts` is indexed like `hosts` (missing entries:
+    /// nothing known).
     pub fn fold(
         &self,
-        totals: impl IntoIterator<Item = Sample>,
+        totals: impl IntoIterator<Item = (Sample, Vec<Sample>)>,
         facts: &[HostFacts],
         elapsed_s: f64,
     ) -> Folded {
@@ -83,7 +88,7 @@ impl Layout {
         let mut host_group = vec![vec![(0u64, 0u32); self.groups.len()]; self.hosts.len()];
         let mut group_totals = vec![Sample::new(n_streams); self.groups.len()];
         let mut workers = Vec::new();
-        for (w, s) in totals.into_iter().enumerate() {
+        for (w, (s, disks)) in totals.into_iter().enumerate() {
             let global = self.worker_base + w as u32;
             let h = self.worker_host.get(w).copied().unwrap_or(0);
             let (all, read, write) = ops(&s);
@@ -93,6 +98,25 @@ impl Layout {
                 all,
                 read,
                 write,
+                // Disks up to the last one that did any I/O (or failed one): the live
+                // run hears from every disk, the store keeps only disks that did
+                // something, and both list the same disks this way.
+                disks: disks[..disks
+                    .iter()
+                    .rposition(|d| d.ios() + d.errors() > 0)
+                    .map_or(0, |last| last + 1)]
+                    .iter()
+                    .enumerate()
+                    .map(|(d, ds)| {
+                        let (all, read, write) = ops(ds);
+                        DiskSummary {
+                            disk: d as u32,
+                            all,
+                            read,
+                            write,
+                        }
+                    })
+                    .collect(),
             });
             fleet += &s;
             if h < self.hosts.len() {
@@ -205,6 +229,41 @@ impl Layout {
         (hosts, groups)
     }
 
+    /// One interval's rows per host and per group (`sums`, then `PartRow::from_sample`),
+    /// appended to `hosts` and `groups` (created on first use, in layout order).
+    pub fn push_part_rows(
+        &self,
+        index: u32,
+        duration_s: f64,
+        per_worker: &[Sample],
+        n_streams: usize,
+        hosts: &mut Vec<PartIntervals>,
+        groups: &mut Vec<PartIntervals>,
+    ) {
+        let named = |names: Vec<String>| {
+            names
+                .into_iter()
+                .map(|name| PartIntervals {
+                    name,
+                    rows: Vec::new(),
+                })
+                .collect::<Vec<_>>()
+        };
+        if hosts.len() != self.hosts.len() {
+            *hosts = named(self.hosts.clone());
+        }
+        if groups.len() != self.groups.len() {
+            *groups = named(self.groups.iter().map(|g| g.name.clone()).collect());
+        }
+        let (per_host, per_group) = self.sums(per_worker, n_streams);
+        for (part, s) in hosts.iter_mut().zip(&per_host) {
+            part.rows.push(PartRow::from_sample(index, duration_s, s));
+        }
+        for (part, s) in groups.iter_mut().zip(&per_group) {
+            part.rows.push(PartRow::from_sample(index, duration_s, s));
+        }
+    }
+
     /// Each host's delivery against its peers, per worker and per group: a host given
     /// fewer workers is not slower, and a group is judged against its own kind — a
     /// rate-limited group against its scheduled rate, a closed-loop one against the
@@ -286,6 +345,11 @@ mod tests {
         }
     }
 
+    /// Worker totals without a per-disk breakdown.
+    fn whole(totals: &[Sample]) -> Vec<(Sample, Vec<Sample>)> {
+        totals.iter().map(|s| (s.clone(), Vec::new())).collect()
+    }
+
     fn layout(rate: Option<f64>) -> Layout {
         Layout {
             streams: vec!["s".into()],
@@ -310,7 +374,7 @@ mod tests {
             sample(100, 3_000),
             sample(100, 4_000),
         ];
-        let f = layout(None).fold(totals, &[], 10.0);
+        let f = layout(None).fold(totals.into_iter().map(|s| (s, vec![])), &[], 10.0);
         assert_eq!(f.fleet.ios(), 400);
         assert_eq!(f.workers.len(), 4);
         assert_eq!(f.hosts[2].workers, 2);
@@ -325,6 +389,29 @@ mod tests {
     }
 
     #[test]
+    fn disks_are_summarised_under_their_worker_up_to_the_last_busy_one() {
+        // Worker 0: disks 0 and 2 busy, 1 idle, 3 idle (trailing: left out); worker 1:
+        // no I/O at all (no disks listed).
+        let idle = Sample::new(1);
+        let disks = vec![sample(10, 1_000), idle.clone(), sample(30, 3_000), idle];
+        let mut total = Sample::new(1);
+        disks.iter().for_each(|d| total += d);
+        let f = layout(None).fold(
+            vec![(total, disks), (Sample::new(1), vec![Sample::new(1); 2])],
+            &[],
+            10.0,
+        );
+        let d = &f.workers[0].disks;
+        assert_eq!(d.iter().map(|x| x.disk).collect::<Vec<_>>(), [0, 1, 2]);
+        assert_eq!(d.iter().map(|x| x.all.ios).collect::<Vec<_>>(), [10, 0, 30]);
+        assert!(d[1].all.latency_us.is_none());
+        assert_eq!(f.workers[0].all.ios, 40);
+        let p50 = d[2].read.latency_us.as_ref().unwrap().p50;
+        assert!((2.99..3.01).contains(&p50), "{p50}");
+        assert!(f.workers[1].disks.is_empty());
+    }
+
+    #[test]
     fn straggler_judged_per_worker_and_against_the_scheduled_rate() {
         // Host b's one worker delivers 5 IOPS where its peers deliver 10 per worker.
         let totals = vec![
@@ -333,11 +420,11 @@ mod tests {
             sample(100, 1),
             sample(100, 1),
         ];
-        let f = layout(None).fold(totals.clone(), &[], 10.0);
+        let f = layout(None).fold(whole(&totals), &[], 10.0);
         let flagged: Vec<bool> = f.hosts.iter().map(|h| h.straggler).collect();
         assert_eq!(flagged, [false, true, false]);
         // Scheduled at 5 IOPS per worker, host b is on its rate: nobody is behind.
-        let f = layout(Some(5.0)).fold(totals.clone(), &[], 10.0);
+        let f = layout(Some(5.0)).fold(whole(&totals), &[], 10.0);
         assert!(f.hosts.iter().all(|h| !h.straggler));
         // A lost host is never a straggler; a late one is.
         let facts = vec![
@@ -354,11 +441,11 @@ mod tests {
                 ..Default::default()
             },
         ];
-        let f = layout(Some(5.0)).fold(totals.clone(), &facts, 10.0);
+        let f = layout(Some(5.0)).fold(whole(&totals), &facts, 10.0);
         let flagged: Vec<bool> = f.hosts.iter().map(|h| h.straggler).collect();
         assert_eq!(flagged, [false, false, true]);
         // Nothing measured (interrupted in warm-up): nobody is behind a schedule.
-        let f = layout(Some(5.0)).fold(totals.clone(), &[], 0.0);
+        let f = layout(Some(5.0)).fold(whole(&totals), &[], 0.0);
         assert!(f.hosts.iter().all(|h| !h.straggler));
         // A lost host is no peer: the median is then a's 10 and b's 5 per worker, and b
         // is behind; counting lost c's 5 would have made b look on par.
@@ -371,7 +458,7 @@ mod tests {
                 ..Default::default()
             },
         ];
-        let f = layout(None).fold(slow, &facts, 10.0);
+        let f = layout(None).fold(whole(&slow), &facts, 10.0);
         let flagged: Vec<bool> = f.hosts.iter().map(|h| h.straggler).collect();
         assert_eq!(flagged, [false, true, false]);
     }

@@ -36,6 +36,12 @@ pub struct RunResult {
     /// Per worker group, over the measured phase (one entry for a single profile).
     #[serde(default)]
     pub groups: Vec<GroupSummary>,
+    /// Per host, every interval (warm-up included) per direction, in `hosts` order.
+    #[serde(default)]
+    pub host_intervals: Vec<PartIntervals>,
+    /// Per worker group, every interval per direction, in `groups` order.
+    #[serde(default)]
+    pub group_intervals: Vec<PartIntervals>,
     /// Things the user should know about how the run was carried out.
     pub notices: Vec<String>,
     /// Whether and when the SNIA steady-state rule held (`--steady-state` only; absent
@@ -266,6 +272,91 @@ pub struct IntervalRow {
     /// The generator's self-check for this interval (absent in simulated time).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generator: Option<crate::GeneratorSummary>,
+    /// The interval's figures per direction (mean, p90, p99.9 and max included).
+    #[serde(default)]
+    pub all: IntervalOps,
+    #[serde(default)]
+    pub read: IntervalOps,
+    #[serde(default)]
+    pub write: IntervalOps,
+}
+
+/// One direction (or both) over one interval: rates and latency, µs. Latencies are None
+/// for a direction without I/O in the interval.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct IntervalOps {
+    pub ios: u64,
+    pub iops: f64,
+    /// MB/s (10^6 bytes per second).
+    pub mbps: f64,
+    pub mean_us: Option<f64>,
+    pub p50_us: Option<f64>,
+    pub p90_us: Option<f64>,
+    pub p99_us: Option<f64>,
+    pub p99_9_us: Option<f64>,
+    pub max_us: Option<f64>,
+}
+
+impl IntervalOps {
+    /// The figures of `o` over an interval of `duration_s` seconds.
+    pub fn from_ops(o: &OpStats, duration_s: f64) -> Self {
+        let rate = |x: u64| {
+            if duration_s > 0.0 {
+                x as f64 / duration_s
+            } else {
+                0.0
+            }
+        };
+        let us = |ns: u64| ns as f64 / 1000.0;
+        let known = o.ios > 0;
+        let q = |p: f64| known.then(|| us(o.hist.quantile_ns(p)));
+        IntervalOps {
+            ios: o.ios,
+            iops: rate(o.ios),
+            mbps: rate(o.bytes) / 1e6,
+            mean_us: known.then(|| o.mean_ns() / 1000.0),
+            p50_us: q(0.5),
+            p90_us: q(0.9),
+            p99_us: q(0.99),
+            p99_9_us: q(0.999),
+            max_us: known.then(|| us(o.hist.max_ns())),
+        }
+    }
+}
+
+/// One interval of one part of the fleet (a host or a worker group), per direction.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PartRow {
+    /// The fleet's interval (`intervals[].index`) this row belongs to.
+    pub index: u32,
+    pub all: IntervalOps,
+    pub read: IntervalOps,
+    pub write: IntervalOps,
+}
+
+impl PartRow {
+    /// The row of a part's merged sample over an interval of `duration_s` seconds; the
+    /// live run and recomputation from the store call this alike.
+    pub fn from_sample(index: u32, duration_s: f64, s: &Sample) -> Self {
+        let (read, write) = (s.read(), s.write());
+        let mut all = read.clone();
+        all += &write;
+        PartRow {
+            index,
+            all: IntervalOps::from_ops(&all, duration_s),
+            read: IntervalOps::from_ops(&read, duration_s),
+            write: IntervalOps::from_ops(&write, duration_s),
+        }
+    }
+}
+
+/// A host's or a worker group's interval rows.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PartIntervals {
+    /// Host or group name (as in `hosts[].host` or `groups[].name`).
+    pub name: String,
+    /// One row per interval of the run, in time order.
+    pub rows: Vec<PartRow>,
 }
 
 impl IntervalRow {
@@ -309,6 +400,9 @@ impl IntervalRow {
             errors: a.errors,
             hosts_lost,
             generator: None,
+            all: IntervalOps::from_ops(&a, duration_s),
+            read: IntervalOps::from_ops(&r, duration_s),
+            write: IntervalOps::from_ops(&w, duration_s),
         }
     }
 }
@@ -378,6 +472,20 @@ pub struct GroupSummary {
 pub struct WorkerSummary {
     pub worker: u32,
     pub host: String,
+    pub all: OpSummary,
+    pub read: OpSummary,
+    pub write: OpSummary,
+    /// Per disk of the worker, over the measured phase; they add up to the worker's
+    /// figures. Empty when the run was recorded without per-disk data (older stores).
+    #[serde(default)]
+    pub disks: Vec<DiskSummary>,
+}
+
+/// One disk of one worker, over the measured phase.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DiskSummary {
+    /// The disk's index within its worker (0-based, as in `ErrorDetail::disk`).
+    pub disk: u32,
     pub all: OpSummary,
     pub read: OpSummary,
     pub write: OpSummary,

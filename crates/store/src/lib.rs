@@ -2,7 +2,7 @@
 //! listed, compared and reported long after they ended.
 //!
 //! A run is written while it happens: `begin_run` when the fleet is released, one
-//! transaction per finished interval (`record_interval`, raw per-worker per-stream
+//! transaction per finished interval (`record_interval`, raw per-disk per-stream
 //! counters and HDR V2 histograms), and `finish_run` with the final `RunResult`. The
 //! database is in WAL mode, so a run killed at any moment leaves every interval committed
 //! so far readable, and the run is shown as incomplete. Figures are never read back from

@@ -1,8 +1,10 @@
 //! Recomputing a run's figures from what is stored, never from stored percentiles.
 //!
-//! Samples are streamed interval by interval: each interval's worker samples are merged
-//! with `+=` into that interval's fleet sample (giving its `IntervalRow`) and, for
-//! measured intervals, into per-worker totals; streams, workers, hosts and groups then
+//! Samples are streamed interval by interval: each interval's per-disk samples are
+//! merged with `+=` into per-worker samples, those into the interval's fleet, host and
+//! group samples (giving its `IntervalRow` and `PartRow`s) and, for measured intervals,
+//! into per-worker and per-disk totals (runs recorded before per-disk samples have
+//! per-worker ones only, and no per-disk figures); streams, workers, hosts and groups then
 //! come from the controller's own fold (`iofleet_stats::fold`) over those totals. For
 //! a run that finished, the result equals the live one; for a run whose process died,
 //! it is what the committed intervals add up to. Figures that histograms cannot give
@@ -14,8 +16,8 @@ use std::collections::BTreeMap;
 
 use iofleet_stats::fold::{Folded, GroupRange, HostFacts, Layout};
 use iofleet_stats::result::{
-    ErrorSummary, IntervalRow, Outstanding, RunInfo, RunResult, RunSummary, StoredRun,
-    SCHEMA_VERSION,
+    ErrorSummary, IntervalRow, Outstanding, PartIntervals, RunInfo, RunResult, RunSummary,
+    StoredRun, SCHEMA_VERSION,
 };
 use iofleet_stats::summary::{counts_in_median, median_of};
 use iofleet_stats::{HostResources, HostUsage, LatencyHist, OpStats, OpSummary, Sample, Series};
@@ -132,7 +134,8 @@ impl Store {
         // Every worker that has samples, also one a v1 store did not place (it runs on
         // the recording host, as the result says).
         let sampled: Option<i64> = self.conn.query_row(
-            "SELECT MAX(worker) + 1 FROM samples WHERE run_id = ?1",
+            "SELECT MAX(w) + 1 FROM (SELECT MAX(worker) AS w FROM samples WHERE run_id = ?1
+                                     UNION ALL SELECT MAX(worker) FROM disk_samples WHERE run_id = ?1)",
             [id],
             |r| r.get(0),
         )?;
@@ -152,6 +155,9 @@ impl Store {
         let mut group_series: Vec<Series> = layout.groups.iter().map(|g| series(&g.name)).collect();
 
         let mut worker_totals: Vec<Sample> = vec![Sample::new(n_streams); hosts.len()];
+        let mut disk_totals: Vec<Vec<Sample>> = vec![Vec::new(); hosts.len()];
+        let (mut host_intervals, mut group_intervals) =
+            (Vec::<PartIntervals>::new(), Vec::<PartIntervals>::new());
         let mut rows = Vec::with_capacity(intervals.len());
         let mut measured_ns = 0u64;
         let mut interval_iops = Vec::new();
@@ -161,13 +167,23 @@ impl Store {
         let mut st = self.conn.prepare(
             "SELECT idx, worker, stream,
                     read_ios, read_bytes, read_errors, read_lat_sum_ns, read_lat_sq_sum_ns2, read_hist,
-                    write_ios, write_bytes, write_errors, write_lat_sum_ns, write_lat_sq_sum_ns2, write_hist
-             FROM samples WHERE run_id = ?1 ORDER BY idx, worker, stream",
+                    write_ios, write_bytes, write_errors, write_lat_sum_ns, write_lat_sq_sum_ns2, write_hist,
+                    -1 AS disk
+             FROM samples WHERE run_id = ?1
+             UNION ALL
+             SELECT idx, worker, stream,
+                    read_ios, read_bytes, read_errors, read_lat_sum_ns, read_lat_sq_sum_ns2, read_hist,
+                    write_ios, write_bytes, write_errors, write_lat_sum_ns, write_lat_sq_sum_ns2, write_hist,
+                    disk
+             FROM disk_samples WHERE run_id = ?1
+             ORDER BY idx, worker, disk, stream",
         )?;
         let mut samples = st.query([id])?;
-        let mut pending: Option<(u32, usize, usize, StreamOps)> = None;
+        // (interval, worker, disk or -1 for a per-worker sample, stream, figures)
+        let mut pending: Option<(u32, usize, i64, usize, StreamOps)> = None;
         for iv in &intervals {
             let mut per_worker: Vec<Sample> = vec![Sample::new(n_streams); hosts.len()];
+            let mut per_disk: Vec<Vec<Sample>> = vec![Vec::new(); hosts.len()];
             loop {
                 if pending.is_none() {
                     let Some(r) = samples.next()? else { break };
@@ -191,6 +207,7 @@ impl Store {
                     pending = Some((
                         r.get(0)?,
                         r.get::<_, i64>(1)? as usize,
+                        r.get::<_, i64>(15)?,
                         r.get::<_, i64>(2)? as usize,
                         StreamOps {
                             read: op(3)?,
@@ -198,7 +215,7 @@ impl Store {
                         },
                     ));
                 }
-                let (idx, w, s, _) = pending.as_ref().expect("set above");
+                let (idx, _, _, _, _) = pending.as_ref().expect("set above");
                 if *idx != iv.idx {
                     if *idx < iv.idx {
                         pending = None; // orphan sample without an interval row
@@ -206,18 +223,35 @@ impl Store {
                     }
                     break;
                 }
-                let (w, s) = (*w, *s);
-                let (_, _, _, ops) = pending.take().expect("set above");
+                let (_, w, d, s, ops) = pending.take().expect("set above");
                 if per_worker.len() <= w {
                     per_worker.resize(w + 1, Sample::new(n_streams));
+                    per_disk.resize(w + 1, Vec::new());
                 }
-                let sample = &mut per_worker[w];
-                if sample.streams.len() <= s {
-                    sample.streams.resize(s + 1, Default::default());
+                let add = |sample: &mut Sample| {
+                    if sample.streams.len() <= s {
+                        sample.streams.resize(s + 1, Default::default());
+                    }
+                    sample.streams[s].read += &ops.read;
+                    sample.streams[s].write += &ops.write;
+                };
+                add(&mut per_worker[w]);
+                if let Ok(d) = usize::try_from(d) {
+                    let disks = &mut per_disk[w];
+                    if disks.len() <= d {
+                        disks.resize(d + 1, Sample::new(n_streams));
+                    }
+                    add(&mut disks[d]);
                 }
-                sample.streams[s].read += &ops.read;
-                sample.streams[s].write += &ops.write;
             }
+            layout.push_part_rows(
+                iv.idx,
+                iv.duration_s,
+                &per_worker,
+                n_streams,
+                &mut host_intervals,
+                &mut group_intervals,
+            );
             let (per_host, per_group) = layout.sums(&per_worker, n_streams);
             for ((series, sample), name) in host_series.iter_mut().zip(&per_host).zip(&layout.hosts)
             {
@@ -248,6 +282,17 @@ impl Store {
                 for (tot, w) in worker_totals.iter_mut().zip(&per_worker) {
                     *tot += w;
                 }
+                if disk_totals.len() < per_disk.len() {
+                    disk_totals.resize(per_disk.len(), Vec::new());
+                }
+                for (tot, disks) in disk_totals.iter_mut().zip(&per_disk) {
+                    if tot.len() < disks.len() {
+                        tot.resize(disks.len(), Sample::new(n_streams));
+                    }
+                    for (t, d) in tot.iter_mut().zip(disks) {
+                        *t += d;
+                    }
+                }
                 let dur_ns = (iv.duration_s * 1e9).round() as u64;
                 measured_ns += dur_ns;
                 if counts_in_median(dur_ns, nominal_ns) {
@@ -268,7 +313,13 @@ impl Store {
             workers,
             hosts: host_summaries,
             groups: group_summaries,
-        } = layout.fold(worker_totals, &facts, elapsed_s);
+        } = layout.fold(
+            worker_totals
+                .into_iter()
+                .zip(disk_totals.into_iter().chain(std::iter::repeat(Vec::new()))),
+            &facts,
+            elapsed_s,
+        );
         let all = fleet.all();
         let (read, write) = (fleet.read(), fleet.write());
         let measured_mean =
@@ -350,6 +401,8 @@ impl Store {
             workers,
             hosts: host_summaries,
             groups: group_summaries,
+            host_intervals,
+            group_intervals,
             notices,
             // Not a figure: what the rounds found, as the run recorded it.
             steady_state: stored.as_ref().and_then(|r| r.steady_state.clone()),

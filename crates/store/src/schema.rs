@@ -89,6 +89,31 @@ pub const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (run_id, idx, host)
     );
     ",
+    // 4: samples per (worker, disk) instead of per worker, for per-disk figures; a
+    // worker's sample is the sum of its disks'. Runs recorded before keep theirs in
+    // `samples` (no per-disk figures).
+    "
+    CREATE TABLE disk_samples (
+        run_id              TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        idx                 INTEGER NOT NULL,
+        worker              INTEGER NOT NULL,
+        disk                INTEGER NOT NULL,
+        stream              INTEGER NOT NULL,
+        read_ios            INTEGER NOT NULL,
+        read_bytes          INTEGER NOT NULL,
+        read_errors         INTEGER NOT NULL,
+        read_lat_sum_ns     BLOB NOT NULL,
+        read_lat_sq_sum_ns2 BLOB NOT NULL,
+        read_hist           BLOB,
+        write_ios           INTEGER NOT NULL,
+        write_bytes         INTEGER NOT NULL,
+        write_errors        INTEGER NOT NULL,
+        write_lat_sum_ns    BLOB NOT NULL,
+        write_lat_sq_sum_ns2 BLOB NOT NULL,
+        write_hist          BLOB,
+        PRIMARY KEY (run_id, idx, worker, disk, stream)
+    );
+    ",
 ];
 
 /// The schema version this build writes.

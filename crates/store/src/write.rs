@@ -1,6 +1,6 @@
 //! The write path, used while a run happens: `begin_run` creates the run as `running`,
-//! `record_interval` commits one interval (its row and every worker's per-stream raw
-//! counters and histograms) in one transaction, `record_usage` adds what each host spent
+//! `record_interval` commits one interval (its row and every worker's per-disk,
+//! per-stream raw counters and histograms) in one transaction, `record_usage` adds what each host spent
 //! in it, `finish_run` stores the final result and
 //! marks the run `complete` or `interrupted`. Nothing is buffered across intervals, so a
 //! killed process loses at most the interval it was writing.
@@ -116,15 +116,16 @@ impl Store {
         Ok(id)
     }
 
-    /// Commit one finished interval: its row and each worker's per-stream counters.
+    /// Commit one finished interval: its row and, per worker (local index), each of its
+    /// disks' per-stream counters.
     pub fn record_interval(
         &mut self,
         id: &str,
         row: &IntervalRow,
-        workers: &[Sample],
+        disks: &[Vec<Sample>],
     ) -> Result<(), StoreError> {
         let mut fleet = Sample::default();
-        workers.iter().for_each(|w| fleet += w);
+        disks.iter().flatten().for_each(|d| fleet += d);
         let all = fleet.all();
         let tx = self.conn.transaction()?;
         tx.execute(
@@ -144,12 +145,16 @@ impl Store {
         )?;
         {
             let mut ins = tx.prepare_cached(
-                "INSERT INTO samples (run_id, idx, worker, stream,
+                "INSERT INTO disk_samples (run_id, idx, worker, disk, stream,
                     read_ios, read_bytes, read_errors, read_lat_sum_ns, read_lat_sq_sum_ns2, read_hist,
                     write_ios, write_bytes, write_errors, write_lat_sum_ns, write_lat_sq_sum_ns2, write_hist)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
             )?;
-            for (w, sample) in workers.iter().enumerate() {
+            let parts = disks
+                .iter()
+                .enumerate()
+                .flat_map(|(w, ds)| ds.iter().enumerate().map(move |(d, s)| (w, d, s)));
+            for (w, d, sample) in parts {
                 for (s, st) in sample.streams.iter().enumerate() {
                     let (r, wr) = (&st.read, &st.write);
                     if r.ios + r.errors + wr.ios + wr.errors == 0 {
@@ -159,6 +164,7 @@ impl Store {
                         id,
                         row.index,
                         w as i64,
+                        d as i64,
                         s as i64,
                         to_i64("read ios", r.ios)?,
                         to_i64("read bytes", r.bytes)?,

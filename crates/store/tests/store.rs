@@ -82,10 +82,18 @@ fn synthetic(workers: usize, n: u32, seed: u64) -> Vec<(IntervalRow, Vec<Sample>
                 errors: fleet.errors(),
                 hosts_lost: 0,
                 generator: None,
+                all: Default::default(),
+                read: Default::default(),
+                write: Default::default(),
             };
             (row, samples)
         })
         .collect()
+}
+
+/// Per-worker samples as workers of one disk each.
+fn one_disk(samples: &[Sample]) -> Vec<Vec<Sample>> {
+    samples.iter().map(|s| vec![s.clone()]).collect()
 }
 
 fn self_check() -> iofleet_stats::GeneratorSummary {
@@ -122,7 +130,9 @@ fn record(store: &mut Store, name: &str, labels: &[(&str, &str)], n: u32) -> Str
         })
         .unwrap();
     for (row, samples) in synthetic(3, n, 42) {
-        store.record_interval(&id, &row, &samples).unwrap();
+        store
+            .record_interval(&id, &row, &one_disk(&samples))
+            .unwrap();
     }
     id
 }
@@ -173,6 +183,8 @@ fn fake_final(info: RunInfo) -> RunResult {
         workers: vec![],
         hosts: vec![],
         groups: vec![],
+        host_intervals: vec![],
+        group_intervals: vec![],
         notices: vec!["from the live run".into()],
         steady_state: None,
     }
@@ -300,7 +312,9 @@ fn runs_that_lost_hosts_are_listed_as_such() {
         .unwrap();
     for (mut row, samples) in synthetic(3, 3, 7) {
         row.hosts_lost = u32::from(row.index >= 1);
-        store.record_interval(&id, &row, &samples).unwrap();
+        store
+            .record_interval(&id, &row, &one_disk(&samples))
+            .unwrap();
     }
     drop(store);
     let conn = rusqlite::Connection::open(&db).unwrap();
@@ -490,7 +504,7 @@ fn hosts_and_groups_over_time_add_up_to_the_fleet() {
     store.set_worker_hosts(&id, &hosts, &[0, 0, 1]).unwrap();
     let data = synthetic(3, 4, 7);
     for (row, samples) in &data {
-        store.record_interval(&id, row, samples).unwrap();
+        store.record_interval(&id, row, &one_disk(samples)).unwrap();
         // h1 reports what it spent; h2 does not (a host that sends no usage).
         let used = iofleet_stats::HostUsage {
             wall_s: 0.25,
@@ -537,4 +551,82 @@ fn hosts_and_groups_over_time_add_up_to_the_fleet() {
         .query_row("SELECT COUNT(*) FROM host_usage", [], |r| r.get(0))
         .unwrap();
     assert_eq!(left, 0);
+}
+
+#[test]
+fn per_disk_samples_give_disks_and_older_per_worker_samples_still_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("d.db");
+    let mut store = Store::open(&db).unwrap();
+    let labels = BTreeMap::new();
+    let (info, env) = (info("synthetic", 3), environment("0.1.0", "none"));
+    let new = NewRun {
+        name: None,
+        labels: &labels,
+        info: &info,
+        environment: &env,
+    };
+    // Two disks per worker, drawn apart so that a mix-up shows.
+    let (d0, d1) = (synthetic(3, 4, 1), synthetic(3, 4, 2));
+    let id = store.begin_run(&new).unwrap();
+    for ((row, a), (_, b)) in d0.iter().zip(&d1) {
+        let disks: Vec<Vec<Sample>> = a
+            .iter()
+            .zip(b)
+            .map(|(x, y)| vec![x.clone(), y.clone()])
+            .collect();
+        store.record_interval(&id, row, &disks).unwrap();
+    }
+    let r = store.analyze(&id).unwrap().result;
+    let secs = 0.75;
+    let total = |data: &[(IntervalRow, Vec<Sample>)], w: usize| {
+        let mut s = Sample::new(2);
+        data.iter()
+            .filter(|(row, _)| !row.warmup)
+            .for_each(|(_, ws)| s += &ws[w]);
+        s
+    };
+    for w in 0..3 {
+        let (t0, t1) = (total(&d0, w), total(&d1, w));
+        let disks = &r.workers[w].disks;
+        assert_eq!(disks.len(), 2);
+        assert_eq!(disks[0].all, OpSummary::from_ops(&t0.all(), secs));
+        assert_eq!(disks[1].write, OpSummary::from_ops(&t1.write(), secs));
+        let mut both = t0.clone();
+        both += &t1;
+        assert_eq!(r.workers[w].all, OpSummary::from_ops(&both.all(), secs));
+    }
+    // One host, one group: their interval rows are the fleet's, direction by direction.
+    assert_eq!(r.host_intervals.len(), 1);
+    assert_eq!(r.group_intervals.len(), 1);
+    for (k, row) in r.intervals.iter().enumerate() {
+        for part in [&r.host_intervals[0].rows[k], &r.group_intervals[0].rows[k]] {
+            assert_eq!(part.index, row.index);
+            assert_eq!(
+                (&part.all, &part.read, &part.write),
+                (&row.all, &row.read, &row.write)
+            );
+        }
+    }
+    // The same run as an older store kept it: per-worker samples (here disk 0's), no
+    // per-disk ones. Workers then have no disks, and their figures are disk 0's.
+    drop(store);
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "INSERT INTO samples SELECT run_id, idx, worker, stream,
+             read_ios, read_bytes, read_errors, read_lat_sum_ns, read_lat_sq_sum_ns2, read_hist,
+             write_ios, write_bytes, write_errors, write_lat_sum_ns, write_lat_sq_sum_ns2, write_hist
+         FROM disk_samples WHERE disk = 0;
+         DELETE FROM disk_samples;",
+    )
+    .unwrap();
+    drop(conn);
+    let r = Store::open(&db).unwrap().analyze(&id).unwrap().result;
+    for w in 0..3 {
+        assert!(r.workers[w].disks.is_empty());
+        assert_eq!(
+            r.workers[w].all,
+            OpSummary::from_ops(&total(&d0, w).all(), secs)
+        );
+    }
 }
