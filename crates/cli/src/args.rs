@@ -42,6 +42,9 @@ pub enum Command {
     /// saved as a run labelled with its sweep and step, and print the curve: IOPS
     /// against mean, p50 and p99 latency.
     Sweep(crate::cmd_sweep::SweepArgs),
+    /// Find the highest sustained open-loop rate at which every latency objective
+    /// (`--slo 'p99<=3ms'`) holds: bracketing, then bisection; every step saved as a run.
+    FindMax(crate::cmd_findmax::FindMaxArgs),
     /// Compare stored runs against a baseline, optionally failing on regressions.
     Compare(crate::cmd_compare::CompareArgs),
     /// Write a self-contained HTML (or Markdown) report of stored runs.

@@ -7,6 +7,7 @@
 
 mod args;
 mod cmd_compare;
+mod cmd_findmax;
 mod cmd_profiles;
 mod cmd_report;
 mod cmd_results;
@@ -16,6 +17,7 @@ mod dry_run;
 mod live;
 mod metrics;
 mod record;
+mod search;
 
 use clap::{CommandFactory, Parser};
 
@@ -78,6 +80,7 @@ fn main() {
     let outcome = match cli.command {
         Command::Run(a) => cmd_run::run(a),
         Command::Sweep(a) => cmd_sweep::run(a),
+        Command::FindMax(a) => cmd_findmax::run(a),
         Command::Profiles(p) => cmd_profiles::run(p),
         Command::Results(r) => cmd_results::run(r),
         Command::Compare(c) => cmd_compare::run(c),

@@ -12,6 +12,7 @@ pub mod hist;
 pub mod ops;
 pub mod result;
 pub mod series;
+pub mod slo;
 pub mod summary;
 pub mod usage;
 
