@@ -50,7 +50,7 @@ pub struct SearchArgs {
     pub slo: Vec<Objective>,
     /// The first rate tried, total IOPS over the fleet [default: the profile's
     /// closed-loop maximum, measured first].
-    #[arg(long, value_name = "IOPS")]
+    #[arg(long, value_name = "IOPS", allow_negative_numbers = true)]
     pub start: Option<f64>,
     /// Bisection stops when the highest passing and lowest failing rate are within this
     /// share of the failing one.
