@@ -46,7 +46,7 @@ pub struct SearchArgs {
     /// A latency objective every step must meet, `[all.|read.|write.]STAT<=LATENCY` with
     /// STAT one of p50, p90, p95, p99, p99.9, mean, max and a unit ns, us, ms or s, e.g.
     /// `p99<=3ms`, `read.p95<=2ms` (repeatable; all must hold).
-    #[arg(long = "slo", value_name = "OBJECTIVE", required = true, value_parser = objective)]
+    #[arg(long = "slo", value_name = "OBJECTIVE", value_parser = objective)]
     pub slo: Vec<Objective>,
     /// The first rate tried, total IOPS over the fleet [default: the profile's
     /// closed-loop maximum, measured first].
@@ -116,18 +116,36 @@ pub(crate) fn with_rate(groups: &mut [GroupPlan], total: f64) -> Result<(), Exit
     Ok(())
 }
 
-/// The groups as a closed loop (no rate cap), for the measured maximum; refused when a
-/// group's streams all have their own rate.
+/// The groups as a closed loop (no rate cap), for the measured maximum. A group whose
+/// streams all have their own rate becomes one closed-loop lane that mixes them in
+/// proportion to those rates (its qd is `fleet.qd`); a group that mixes rated and
+/// weighted streams is refused (give the first rate with `flag`).
 pub(crate) fn closed_loop(groups: &mut [GroupPlan], flag: &str) -> Result<(), Exit> {
     for g in groups {
-        if g.plan.streams.iter().all(|s| s.rate_iops.is_some()) {
+        let p = &mut g.plan;
+        p.timing.rate_iops = None;
+        let rated = p.streams.iter().filter(|s| s.rate_iops.is_some()).count();
+        if rated == 0 {
+            continue;
+        }
+        if rated < p.streams.len() {
             return Err(Exit::input(format!(
-                "{flag}: every stream of profile {} has its own rate, so it has no closed-loop \
-                 maximum to start from; give the first rate with {flag}",
-                g.plan.name
+                "{flag}: profile {} mixes streams with their own rate_iops and streams \
+                 without, so it has no closed-loop maximum to start from; give the first \
+                 rate with {flag}",
+                p.name
             )));
         }
-        g.plan.timing.rate_iops = None;
+        let top = p
+            .streams
+            .iter()
+            .filter_map(|s| s.rate_iops)
+            .fold(0.0, f64::max);
+        for s in p.streams.iter_mut() {
+            let r = s.rate_iops.take().unwrap_or(0.0);
+            s.weight = Some(((r / top * 1000.0).round() as u32).max(1));
+            s.qd = None;
+        }
     }
     Ok(())
 }
@@ -204,6 +222,11 @@ const OWN_LABELS: [&str; 6] = ["findmax", "step", "rate", "slo", "repeat", "foun
 /// Run the search for `a` under `s`; `name` names the search in the store.
 pub(crate) fn find_max(a: &RunArgs, s: &SearchArgs, name: &str) -> Result<Report, Exit> {
     check_step_args(a, &OWN_LABELS)?;
+    if s.slo.is_empty() {
+        return Err(Exit::input(
+            "--slo: give at least one latency objective, e.g. --slo 'p99<=3ms'",
+        ));
+    }
     let (groups, _) = resolve(a)?;
     let measured = groups[0].plan.timing.duration;
     if measured < s.min_step {

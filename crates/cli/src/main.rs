@@ -8,6 +8,7 @@
 mod args;
 mod cmd_compare;
 mod cmd_findmax;
+mod cmd_plan;
 mod cmd_profiles;
 mod cmd_report;
 mod cmd_results;
@@ -81,6 +82,7 @@ fn main() {
         Command::Run(a) => cmd_run::run(a),
         Command::Sweep(a) => cmd_sweep::run(a),
         Command::FindMax(a) => cmd_findmax::run(a),
+        Command::Plan(p) => cmd_plan::run(p),
         Command::Profiles(p) => cmd_profiles::run(p),
         Command::Results(r) => cmd_results::run(r),
         Command::Compare(c) => cmd_compare::run(c),

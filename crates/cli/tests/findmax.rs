@@ -231,24 +231,33 @@ fn bad_find_max_input_is_named() {
             assert!(e.contains(s), "{extra:?}: {e}");
         }
     }
-    // A profile whose streams all have their own rate has no closed-loop maximum.
-    let o = run_in(
-        d.path(),
-        &[
+    // A profile that mixes rated and closed-loop streams has no closed-loop maximum.
+    let mixed = d.path().join("mixed.toml");
+    std::fs::write(
+        &mixed,
+        "name = \"mixed\"\n[fleet]\nworkers = 1\n[timing]\nduration = \"10s\"\n\
+         [[stream]]\nbs = \"4k\"\nread_pct = 100\nrandom_pct = 100\nrate_iops = 100.0\n\
+         [[stream]]\nbs = \"4k\"\nread_pct = 0\nrandom_pct = 100\n",
+    )
+    .unwrap();
+    for (extra, says) in [
+        (vec!["--slo", "p99<=3ms"], "set --rate"),
+        (vec!["--slo", "p99<=3ms", "--rate", "100"], "give the first rate with --start"),
+        (vec![], "--slo: give at least one"),
+    ] {
+        let mut args = vec![
             "find-max",
-            "vmfleet-vdi",
+            mixed.to_str().unwrap(),
             "--engine",
             "sim",
-            "--duration",
-            "10s",
-            "--slo",
-            "p99<=3ms",
             "--db",
             db_s,
-        ],
-    );
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("--start"), "{}", stderr(&o));
+        ];
+        args.extend(extra);
+        let o = run_in(d.path(), &args);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{}", stderr(&o));
+    }
     // Nothing was measured.
     assert!(!db.exists() || {
         let o = run_in(d.path(), &["results", "list", "--json", "--db", db_s]);
