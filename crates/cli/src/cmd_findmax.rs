@@ -119,8 +119,8 @@ pub(crate) fn with_rate(groups: &mut [GroupPlan], total: f64) -> Result<(), Exit
 /// The groups as a closed loop (no rate cap), for the measured maximum. A group whose
 /// streams all have their own rate becomes one closed-loop lane that mixes them in
 /// proportion to those rates (its qd is `fleet.qd`); a group that mixes rated and
-/// weighted streams is refused (give the first rate with `flag`).
-pub(crate) fn closed_loop(groups: &mut [GroupPlan], flag: &str) -> Result<(), Exit> {
+/// weighted streams is refused (`flag` named, `hint` said).
+pub(crate) fn closed_loop(groups: &mut [GroupPlan], flag: &str, hint: &str) -> Result<(), Exit> {
     for g in groups {
         let p = &mut g.plan;
         p.timing.rate_iops = None;
@@ -131,8 +131,7 @@ pub(crate) fn closed_loop(groups: &mut [GroupPlan], flag: &str) -> Result<(), Ex
         if rated < p.streams.len() {
             return Err(Exit::input(format!(
                 "{flag}: profile {} mixes streams with their own rate_iops and streams \
-                 without, so it has no closed-loop maximum to start from; give the first \
-                 rate with {flag}",
+                 without, so it has no closed-loop maximum to start from{hint}",
                 p.name
             )));
         }
@@ -258,7 +257,7 @@ pub(crate) fn find_max(a: &RunArgs, s: &SearchArgs, name: &str) -> Result<Report
         Some(r) => (r, None),
         None => {
             let mut g = groups.clone();
-            closed_loop(&mut g, "--start")?;
+            closed_loop(&mut g, "--start", "; give the first rate with --start")?;
             if !a.quiet {
                 eprintln!("find-max: measuring the closed-loop maximum");
             }
