@@ -177,7 +177,12 @@ pub(crate) fn check_step_args(a: &RunArgs, own: &[&str]) -> Result<(), Exit> {
             "--dry-run, --output and --metrics-listen apply to `iofleet run`; each step is saved in the results store",
         ));
     }
-    if let Some((k, _)) = a.save.labels.iter().find(|(k, _)| own.contains(&k.as_str())) {
+    if let Some((k, _)) = a
+        .save
+        .labels
+        .iter()
+        .find(|(k, _)| own.contains(&k.as_str()))
+    {
         return Err(Exit::input(format!(
             "--label {k}: this command sets this label on every step"
         )));
@@ -237,7 +242,9 @@ pub(crate) fn find_max(a: &RunArgs, s: &SearchArgs, name: &str) -> Result<Report
     }
     if let Some(r) = s.start {
         if !(r > 0.0 && r.is_finite()) {
-            return Err(Exit::input(format!("--start {r}: give a rate above 0 IOPS")));
+            return Err(Exit::input(format!(
+                "--start {r}: give a rate above 0 IOPS"
+            )));
         }
     }
     // The rate arithmetic is checked before anything runs.
@@ -271,7 +278,7 @@ pub(crate) fn find_max(a: &RunArgs, s: &SearchArgs, name: &str) -> Result<Report
             )?;
             code = code.max(c);
             let iops = r.summary.all.iops;
-            if c == 130 || !(iops > 0.0) {
+            if c == 130 || iops.is_nan() || iops <= 0.0 {
                 return Ok(Report {
                     name: name.to_string(),
                     objectives: s.slo.clone(),
@@ -343,8 +350,7 @@ pub(crate) fn find_max(a: &RunArgs, s: &SearchArgs, name: &str) -> Result<Report
         .collect();
     let found_at = found.best.map(|(_, i)| i);
     // Mark the answer in the store, now that it is known.
-    if let Some(id) = found_at.and_then(|i| steps[i].result.stored.as_ref().map(|s| s.id.clone()))
-    {
+    if let Some(id) = found_at.and_then(|i| steps[i].result.stored.as_ref().map(|s| s.id.clone())) {
         mark_found(a, &id);
     }
     if found.end == End::NoneMet {
@@ -492,7 +498,10 @@ pub(crate) fn report_table(r: &Report) -> String {
                 s.result.summary.all.iops,
                 s.point.rate,
                 s.step,
-                s.result.stored.as_ref().map_or("not saved", |x| x.id.as_str()),
+                s.result
+                    .stored
+                    .as_ref()
+                    .map_or("not saved", |x| x.id.as_str()),
                 end_text(r.end),
                 f(|l| l.mean),
                 f(|l| l.p50),
@@ -524,8 +533,15 @@ pub(crate) fn report_table(r: &Report) -> String {
             fx(l.map(|l| l.p50)),
             fx(l.map(|l| l.p99)),
             outcome,
-            s.result.stored.as_ref().map_or("(not saved)", |x| x.id.as_str()),
-            if r.found == Some(i) { "  ← found" } else { "" }
+            s.result
+                .stored
+                .as_ref()
+                .map_or("(not saved)", |x| x.id.as_str()),
+            if r.found == Some(i) {
+                "  ← found"
+            } else {
+                ""
+            }
         ));
     }
     t

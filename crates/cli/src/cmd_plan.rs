@@ -138,7 +138,10 @@ fn basis(c: &PlanCommon, profile: String, what: &str) -> Result<(Basis, i32), Ex
         let all = &run.result.summary.all;
         // Objectives given with --from-run are checked against the stored run.
         for o in &c.search.slo {
-            if let slo::Verdict::Measured { value_us, met: false } = o.verdict(&run.result.summary)
+            if let slo::Verdict::Measured {
+                value_us,
+                met: false,
+            } = o.verdict(&run.result.summary)
             {
                 eprintln!(
                     "warning: run {} misses {o} ({value_us:.1} µs): its IOPS are not IOPS at the objective",
@@ -160,12 +163,10 @@ fn basis(c: &PlanCommon, profile: String, what: &str) -> Result<(Basis, i32), Ex
     if run.profile.is_none() && run.group.is_empty() {
         run.profile = Some(profile);
     }
-    let name = run.save.name.clone().unwrap_or_else(|| {
-        format!(
-            "plan-{what}-{}",
-            run.profile.as_deref().unwrap_or("groups")
-        )
-    });
+    let name =
+        run.save.name.clone().unwrap_or_else(|| {
+            format!("plan-{what}-{}", run.profile.as_deref().unwrap_or("groups"))
+        });
     let report = find_max(&run, &c.search, &name)?;
     let code = report.code;
     let found = report.found();
@@ -269,7 +270,7 @@ fn group_thousands(v: f64) -> String {
     let s = format!("{:.0}", v.abs());
     let mut out = String::new();
     for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(ch);
@@ -306,10 +307,7 @@ mod tests {
             ("xray-vdi-power".into(), 26.0)
         );
         assert_eq!(phase_defaults(Phase::Steady, None).1, 12.0);
-        assert_eq!(
-            phase_defaults(Phase::Steady, Some(WorkerType::Task)).1,
-            8.0
-        );
+        assert_eq!(phase_defaults(Phase::Steady, Some(WorkerType::Task)).1, 8.0);
         // The S2D report's figure: 176,242 Tuesday-login IOPS ÷ 14.6.
         assert_eq!((176_242.0f64 / 14.6).floor(), 12_071.0);
     }

@@ -26,7 +26,11 @@ use crate::Exit;
 pub struct SweepArgs {
     /// The setting to vary and its values, in order: `qd=1,2,4,8`, `threads=1,2,4`,
     /// `workers=1,2,4`, `bs=4k,64k,1m`, `read_pct=0,30,70,100` or `rate=1000,2000`.
-    #[arg(long, value_name = "KEY=V1,V2,…", required_unless_present = "rate_curve")]
+    #[arg(
+        long,
+        value_name = "KEY=V1,V2,…",
+        required_unless_present = "rate_curve"
+    )]
     pub vary: Option<String>,
     /// Instead of --vary: measure the closed-loop maximum, then run open loop (Poisson
     /// arrivals unless the profile says uniform) at 10, 50, 70, 80, 90, 95 and 100% of

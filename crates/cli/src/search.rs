@@ -119,7 +119,10 @@ struct Search<'a, E> {
 
 enum Step {
     /// `first`: the first passing measurement of the rate, when it passed.
-    Verdict { passed: bool, first: usize },
+    Verdict {
+        passed: bool,
+        first: usize,
+    },
     Stop(End),
 }
 
@@ -236,7 +239,10 @@ pub fn find_max<E>(
     for _ in 0..=MAX_BRACKET {
         match s.step(rate)? {
             Step::Stop(end) => return Ok(done(s, best, end)),
-            Step::Verdict { passed: true, first } => {
+            Step::Verdict {
+                passed: true,
+                first,
+            } => {
                 best = Some((rate, first));
                 if fail.is_some() {
                     break;
@@ -265,7 +271,10 @@ pub fn find_max<E>(
         let mid = (lo + hi) / 2.0;
         match s.step(mid)? {
             Step::Stop(end) => return Ok(done(s, Some((lo, lo_at)), end)),
-            Step::Verdict { passed: true, first } => {
+            Step::Verdict {
+                passed: true,
+                first,
+            } => {
                 lo = mid;
                 lo_at = first;
             }
@@ -311,7 +320,10 @@ mod tests {
             let f = find_max(&params(start, 400.0), &mut device(10_000.0, 100.0)).unwrap();
             let (best, at) = f.best.unwrap();
             assert_eq!(f.end, End::Converged, "start {start}");
-            assert!(best <= 7_500.0 && best >= 7_500.0 * 0.98, "start {start}: {best}");
+            assert!(
+                (7_500.0 * 0.98..=7_500.0).contains(&best),
+                "start {start}: {best}"
+            );
             assert_eq!(f.points[at].rate, best);
             assert!(f.points[at].outcome.passed());
             // Every failing point is above the answer, every passing one at or below.
@@ -334,11 +346,11 @@ mod tests {
         };
         let f = find_max(&params(4_000.0, 1_000.0), &mut dev).unwrap();
         let best = f.best.unwrap().0;
-        assert!((10_000.0 * 0.98..=10_000.0 / SUSTAINED).contains(&best), "{best}");
-        assert!(f
-            .points
-            .iter()
-            .any(|p| p.outcome == Outcome::NotSustained));
+        assert!(
+            (10_000.0 * 0.98..=10_000.0 / SUSTAINED).contains(&best),
+            "{best}"
+        );
+        assert!(f.points.iter().any(|p| p.outcome == Outcome::NotSustained));
     }
 
     #[test]
@@ -370,7 +382,10 @@ mod tests {
         assert_eq!(f.best.unwrap().0, 4_000.0);
         // The point marked is a passing measurement of that rate.
         let at = &f.points[f.best.unwrap().1];
-        assert_eq!((at.rate, at.repeat, at.outcome), (4_000.0, 1, Outcome::Pass));
+        assert_eq!(
+            (at.rate, at.repeat, at.outcome),
+            (4_000.0, 1, Outcome::Pass)
+        );
     }
 
     #[test]
@@ -378,7 +393,9 @@ mod tests {
         let f = find_max(&params(1_000.0, 1.0), &mut device(10_000.0, 100.0)).unwrap();
         assert_eq!((f.best, f.end), (None, End::NoneMet));
         assert_eq!(f.points.len(), MAX_BRACKET as usize + 1);
-        let f = find_max(&params(1.0, 1e12), &mut |r: f64, _| -> Result<Measured, ()> {
+        let f = find_max(&params(1.0, 1e12), &mut |r: f64,
+                                                   _|
+         -> Result<Measured, ()> {
             Ok(Measured {
                 iops: r,
                 mean_us: None,
@@ -422,9 +439,12 @@ mod tests {
         assert_eq!(f.points.len(), 4);
         assert_eq!(f.best.unwrap().0, 2_000.0);
         // A measuring error is the caller's.
-        let e = find_max(&params(8_000.0, 1_000.0), &mut |_, _| -> Result<Measured, &str> {
-            Err("boom")
-        });
+        let e = find_max(&params(8_000.0, 1_000.0), &mut |_,
+                                                          _|
+         -> Result<
+            Measured,
+            &str,
+        > { Err("boom") });
         assert_eq!(e, Err("boom"));
     }
 }

@@ -215,10 +215,7 @@ fn bad_find_max_input_is_named() {
             vec!["--slo", "p99<=3ms", "--tolerance", "0%"],
             vec!["--tolerance"],
         ),
-        (
-            vec!["--slo", "p99<=3ms", "--start", "-5"],
-            vec!["--start"],
-        ),
+        (vec!["--slo", "p99<=3ms", "--start", "-5"], vec!["--start"]),
         (
             vec!["--slo", "p99<=3ms", "--label", "found=yes"],
             vec!["--label found"],
@@ -242,7 +239,10 @@ fn bad_find_max_input_is_named() {
     .unwrap();
     for (extra, says) in [
         (vec!["--slo", "p99<=3ms"], "set --rate"),
-        (vec!["--slo", "p99<=3ms", "--rate", "100"], "give the first rate with --start"),
+        (
+            vec!["--slo", "p99<=3ms", "--rate", "100"],
+            "give the first rate with --start",
+        ),
         (vec![], "--slo: give at least one"),
     ] {
         let mut args = vec![
@@ -259,10 +259,12 @@ fn bad_find_max_input_is_named() {
         assert!(stderr(&o).contains(says), "{}", stderr(&o));
     }
     // Nothing was measured.
-    assert!(!db.exists() || {
-        let o = run_in(d.path(), &["results", "list", "--json", "--db", db_s]);
-        stdout(&o).trim() == "[]"
-    });
+    assert!(
+        !db.exists() || {
+            let o = run_in(d.path(), &["results", "list", "--json", "--db", db_s]);
+            stdout(&o).trim() == "[]"
+        }
+    );
 }
 
 #[test]

@@ -5,7 +5,10 @@ mod common;
 use common::*;
 
 fn ids(dir: &std::path::Path, db: &str, label: &str) -> Vec<String> {
-    let o = run_in(dir, &["results", "list", "--json", "--db", db, "--label", label]);
+    let o = run_in(
+        dir,
+        &["results", "list", "--json", "--db", db, "--label", label],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     v.as_array()
@@ -53,7 +56,16 @@ fn a_sweeps_runs_draw_the_curve() {
     let db_s = db.to_str().unwrap();
     let mut args = vec!["sweep"];
     args.extend(SIM);
-    args.extend(["--duration", "5s", "--vary", "qd=1,4,16", "--db", db_s, "--name", "qd-curve"]);
+    args.extend([
+        "--duration",
+        "5s",
+        "--vary",
+        "qd=1,4,16",
+        "--db",
+        db_s,
+        "--name",
+        "qd-curve",
+    ]);
     let o = run_in(d.path(), &args);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let runs = ids(d.path(), db_s, "sweep=qd-curve");
@@ -63,7 +75,10 @@ fn a_sweeps_runs_draw_the_curve() {
     assert!(fig.contains("<svg"), "{fig}");
     assert!(fig.contains("sweep qd-curve p99") && fig.contains("sweep qd-curve p50"));
     // A sweep has no objective and found no point.
-    assert!(!fig.contains("found: ") && !fig.contains("objective p"), "{fig}");
+    assert!(
+        !fig.contains("found: ") && !fig.contains("objective p"),
+        "{fig}"
+    );
     assert!(html.contains("Latency against load"));
     // One plain run has no curve.
     let html = report(d.path(), db_s, &runs[..1]);
@@ -78,8 +93,19 @@ fn a_find_max_curve_marks_the_point_found_and_the_objective() {
     let mut args = vec!["find-max"];
     args.extend(SIM);
     args.extend([
-        "--qd", "256", "--duration", "10s", "--start", "2000", "--slo", "p99<=10ms", "--db",
-        db_s, "--name", "fm", "--json",
+        "--qd",
+        "256",
+        "--duration",
+        "10s",
+        "--start",
+        "2000",
+        "--slo",
+        "p99<=10ms",
+        "--db",
+        db_s,
+        "--name",
+        "fm",
+        "--json",
     ]);
     let o = run_in(d.path(), &args);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -96,7 +122,10 @@ fn a_find_max_curve_marks_the_point_found_and_the_objective() {
     assert!(fig.contains(&format!("(run {found_id})")), "{fig}");
     let iops = v["max_iops"].as_f64().unwrap();
     let label = if iops >= 1e3 {
-        format!("found: {}k IOPS", format!("{:.1}", iops / 1e3).trim_end_matches(".0"))
+        format!(
+            "found: {}k IOPS",
+            format!("{:.1}", iops / 1e3).trim_end_matches(".0")
+        )
     } else {
         format!("found: {iops:.1} IOPS")
     };

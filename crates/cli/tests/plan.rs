@@ -94,7 +94,7 @@ fn group(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -165,7 +165,15 @@ fn bad_plan_input_is_named() {
     let o = run_in(
         d.path(),
         &[
-            "run", "--engine", "sim", "--duration", "1s", "--warmup", "0s", "--db", db_s,
+            "run",
+            "--engine",
+            "sim",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0s",
+            "--db",
+            db_s,
             "--quiet",
         ],
     );

@@ -40,7 +40,10 @@ fn the_rate_curve_runs_open_loop_at_shares_of_the_maximum() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["vary"], "rate_pct");
     let points = v["points"].as_array().unwrap();
-    let values: Vec<&str> = points.iter().map(|p| p["value"].as_str().unwrap()).collect();
+    let values: Vec<&str> = points
+        .iter()
+        .map(|p| p["value"].as_str().unwrap())
+        .collect();
     assert_eq!(values, ["max", "10", "50", "70", "80", "90", "95", "100"]);
     let fig = |i: usize, k: &str| points[i][k].as_f64().unwrap();
     let max = fig(0, "iops");
@@ -49,7 +52,10 @@ fn the_rate_curve_runs_open_loop_at_shares_of_the_maximum() {
     for (i, pct) in [10.0, 50.0, 70.0, 80.0, 90.0, 95.0].iter().enumerate() {
         let offered = max * pct / 100.0;
         let got = fig(i + 1, "iops");
-        assert!((got - offered).abs() / offered < 0.03, "{pct}%: {got} of {offered}");
+        assert!(
+            (got - offered).abs() / offered < 0.03,
+            "{pct}%: {got} of {offered}"
+        );
     }
     // ... at light load the latency is the service time (M/M/4 at 10%: 1 ms, almost no
     // wait), and p99 climbs with the load, steeply near the maximum: latency counts from
@@ -88,7 +94,13 @@ fn rate_curve_input_is_checked() {
     let d = tempfile::tempdir().unwrap();
     let o = run_in(
         d.path(),
-        &["sweep", "easy-run-4k100r", "--rate-curve", "--vary", "qd=1,2"],
+        &[
+            "sweep",
+            "easy-run-4k100r",
+            "--rate-curve",
+            "--vary",
+            "qd=1,2",
+        ],
     );
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--rate-curve"), "{}", stderr(&o));

@@ -93,10 +93,7 @@ static BUILTINS: &[(&str, &str)] = &[
         include_str!("../../../profiles/iometer-database.toml"),
     ),
     ("jesd219", include_str!("../../../profiles/jesd219.toml")),
-    (
-        "vdi-boot",
-        include_str!("../../../profiles/vdi-boot.toml"),
-    ),
+    ("vdi-boot", include_str!("../../../profiles/vdi-boot.toml")),
     (
         "vdi-monday-login",
         include_str!("../../../profiles/vdi-monday-login.toml"),

@@ -200,14 +200,20 @@ fn published_parameters_are_kept() {
             let got = share(&p, &|s| s.read_pct);
             assert!((got - r).abs() < 1e-9, "{name}: {got}% reads");
         }
-        assert!(p.description.contains(&format!("{rate} IOPS per desktop")), "{name}");
+        assert!(
+            p.description.contains(&format!("{rate} IOPS per desktop")),
+            "{name}"
+        );
     }
     // Tuesday login: 4K random writes are half of all I/O.
     let p = plan("vdi-tuesday-login");
     let w = &p.streams[0];
     assert_eq!((w.read_pct, w.random_pct), (0.0, 100.0));
     assert_eq!(w.bs.entries, vec![(Bytes(4096), 1)]);
-    assert_eq!(share(&p, &|s| if s.name == "rand-write" { 100.0 } else { 0.0 }), 50.0);
+    assert_eq!(
+        share(&p, &|s| if s.name == "rand-write" { 100.0 } else { 0.0 }),
+        50.0
+    );
     // Boot: read-dominated, sequential 64K and 48K first.
     let p = plan("vdi-boot");
     assert!(share(&p, &|s| s.read_pct) >= 80.0);

@@ -717,7 +717,10 @@ pub fn load_curve(runs: &[RunData]) -> Result<Option<Chart>, ChartError> {
             for (i, s) in series.iter().enumerate() {
                 let c = run_color(i);
                 for (dashed, pts) in [
-                    (false, s.points.iter().map(|p| (p.0, p.2)).collect::<Vec<_>>()),
+                    (
+                        false,
+                        s.points.iter().map(|p| (p.0, p.2)).collect::<Vec<_>>(),
+                    ),
                     (true, s.points.iter().map(|p| (p.0, p.1)).collect()),
                 ] {
                     let pts: Vec<(f64, f64)> = pts.into_iter().filter(|p| p.1 > 0.0).collect();
@@ -736,15 +739,10 @@ pub fn load_curve(runs: &[RunData]) -> Result<Option<Chart>, ChartError> {
                 }
             }
             chart
-                .draw_series(
-                    found
-                        .iter()
-                        .filter(|f| f.1 > 0.0)
-                        .map(|f| {
-                            EmptyElement::at((f.0, f.1))
-                                + Rectangle::new([(-6, -6), (6, 6)], BLACK.filled())
-                        }),
-                )
+                .draw_series(found.iter().filter(|f| f.1 > 0.0).map(|f| {
+                    EmptyElement::at((f.0, f.1))
+                        + Rectangle::new([(-6, -6), (6, 6)], BLACK.filled())
+                }))
                 .map_err(|e| e.to_string())?;
             root.present().map_err(|e| e.to_string())
         };

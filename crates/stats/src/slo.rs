@@ -229,9 +229,17 @@ mod tests {
         let o: Objective = " read.p99.9 <= 500us".parse().unwrap();
         assert_eq!((o.ops, o.stat, o.limit_us), (Ops::Read, Stat::P99_9, 500.0));
         let o: Objective = "write.mean<2.5ms".parse().unwrap();
-        assert_eq!((o.ops, o.stat, o.limit_us), (Ops::Write, Stat::Mean, 2500.0));
+        assert_eq!(
+            (o.ops, o.stat, o.limit_us),
+            (Ops::Write, Stat::Mean, 2500.0)
+        );
         assert_eq!("all.max<=800ns".parse::<Objective>().unwrap().limit_us, 0.8);
-        for text in ["p99<=3ms", "read.p95<=500us", "write.p99.9<=1.5ms", "max<=1s"] {
+        for text in [
+            "p99<=3ms",
+            "read.p95<=500us",
+            "write.p99.9<=1.5ms",
+            "max<=1s",
+        ] {
             let o: Objective = text.parse().unwrap();
             assert_eq!(o.to_string().parse::<Objective>().unwrap(), o, "{text}");
         }
@@ -283,7 +291,10 @@ mod tests {
             }
         );
         let o: Objective = "read.p99<=800us".parse().unwrap();
-        assert!(matches!(o.verdict(&s), Verdict::Measured { met: false, .. }));
+        assert!(matches!(
+            o.verdict(&s),
+            Verdict::Measured { met: false, .. }
+        ));
         // The write side is not the read side.
         let o: Objective = "write.p99<=800us".parse().unwrap();
         assert_eq!(o.verdict(&s), Verdict::NoIo);
