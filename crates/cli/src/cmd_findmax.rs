@@ -551,6 +551,69 @@ pub(crate) fn report_table(r: &Report) -> String {
 mod tests {
     use super::*;
 
+    fn groups(profile: &str, workers: i64) -> Vec<GroupPlan> {
+        let raw = iofleet_profile::load(profile).unwrap();
+        let ov = iofleet_profile::Overrides {
+            workers: Some(workers),
+            ..Default::default()
+        };
+        let plan = iofleet_profile::resolve(&raw, &ov, &iofleet_profile::Context { direct: true })
+            .unwrap();
+        GroupPlan::single(plan, 0)
+    }
+
+    #[test]
+    fn a_total_rate_is_shared_by_the_workers_and_keeps_the_mix() {
+        // Closed-loop streams: the profile's rate cap per worker.
+        let mut g = groups("easy-run-4k100r", 4);
+        assert!(with_rate(&mut g, 10_000.0).is_ok());
+        assert_eq!(g[0].plan.timing.rate_iops, Some(2_500.0));
+        // Streams with their own rate (vmfleet-sql: 1,500 + 300 per worker) scale
+        // together, keeping 5:1.
+        let mut g = groups("vmfleet-sql", 2);
+        assert!(with_rate(&mut g, 3_600.0).is_ok());
+        let r: Vec<f64> = g[0]
+            .plan
+            .streams
+            .iter()
+            .map(|s| s.rate_iops.unwrap())
+            .collect();
+        assert!(
+            (r[0] - 1_500.0).abs() < 1e-9 && (r[1] - 300.0).abs() < 1e-9,
+            "{r:?}"
+        );
+        assert!(with_rate(&mut g, 360.0).is_ok());
+        let r: Vec<f64> = g[0]
+            .plan
+            .streams
+            .iter()
+            .map(|s| s.rate_iops.unwrap())
+            .collect();
+        assert!(
+            (r[0] - 150.0).abs() < 1e-9 && (r[1] - 30.0).abs() < 1e-9,
+            "{r:?}"
+        );
+    }
+
+    #[test]
+    fn rated_streams_make_one_closed_loop_mix() {
+        let mut g = groups("vmfleet-sql", 1);
+        assert!(closed_loop(&mut g, "--start", "").is_ok());
+        let p = &g[0].plan;
+        assert!(p.timing.rate_iops.is_none());
+        assert!(p
+            .streams
+            .iter()
+            .all(|s| s.rate_iops.is_none() && s.qd.is_none()));
+        let w: Vec<u32> = p.streams.iter().map(|s| s.weight.unwrap()).collect();
+        assert_eq!(w, vec![1000, 200]);
+        // A weighted profile only loses its rate cap.
+        let mut g = groups("vdi-boot", 1);
+        assert!(closed_loop(&mut g, "--start", "").is_ok());
+        assert!(g[0].plan.timing.rate_iops.is_none());
+        assert_eq!(g[0].plan.streams[0].weight, Some(70));
+    }
+
     #[test]
     fn tolerance_takes_a_percentage() {
         assert_eq!(tolerance("2%"), Ok(0.02));
