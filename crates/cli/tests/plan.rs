@@ -80,11 +80,15 @@ fn tuesday_login_from_a_stored_run_reproduces_the_s2d_sizing() {
             "s2d-tuesday",
             "--per-desktop-iops",
             "10",
+            "--slo",
+            "p99<=1us",
             "--db",
             db_s,
         ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // An objective given with --from-run is checked against the stored run.
+    assert!(stderr(&o).contains("misses p99<=1us"), "{}", stderr(&o));
     let out = stdout(&o);
     let want = format!("{} desktops", group((iops / 10.0).floor() as u64));
     assert!(out.contains(&want), "{want} not in {out}");
