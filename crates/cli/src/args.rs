@@ -56,6 +56,13 @@ pub enum Command {
     /// per bottleneck (devices, protection, network, bandwidth), and with --run a stored
     /// run's efficiency against it.
     Ceiling(crate::cmd_ceiling::CeilingArgs),
+    /// Find the highest sustained open-loop rate at which every latency objective
+    /// (`--slo 'p99<=3ms'`) holds: bracketing, then bisection; every step saved as a run.
+    FindMax(crate::cmd_findmax::FindMaxArgs),
+    /// How many VDI desktops or SQL VMs the storage carries: a phase's profile through
+    /// find-max (or a stored run with --from-run), IOPS ÷ per-unit IOPS.
+    #[command(subcommand)]
+    Plan(crate::cmd_plan::PlanCmd),
     /// Compare stored runs against a baseline, optionally failing on regressions.
     Compare(crate::cmd_compare::CompareArgs),
     /// Write a self-contained HTML (or Markdown) report of stored runs.

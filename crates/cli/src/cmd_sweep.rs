@@ -3,6 +3,10 @@
 //! the key), then the curve — IOPS against mean, p50 and p99 latency — that shows where
 //! more load stops buying throughput and starts costing latency (the hockey stick).
 //!
+//! `--rate-curve` instead measures the closed-loop maximum, then runs open loop at
+//! [`RATE_CURVE`] percent of it (vdbench's curve), latency counted from each I/O's
+//! intended issue time; the rate arithmetic is `cmd_findmax`'s.
+//!
 //! Steps run in the order given. Disks are filled once: the first step prepares them as
 //! the profile says, and later steps find the fill marker valid and reuse the fill when
 //! the disks are unchanged (steps that vary `workers` fill the new workers' disks).
@@ -14,6 +18,7 @@ use iofleet_report::compare::opt_fixed;
 use iofleet_stats::result::RunResult;
 
 use crate::args::RunArgs;
+use crate::cmd_findmax::{check_step_args, closed_loop, step, with_rate};
 use crate::cmd_run::{ctrl_c_flag, exit_code, resolve};
 use crate::Exit;
 
@@ -21,8 +26,17 @@ use crate::Exit;
 pub struct SweepArgs {
     /// The setting to vary and its values, in order: `qd=1,2,4,8`, `threads=1,2,4`,
     /// `workers=1,2,4`, `bs=4k,64k,1m`, `read_pct=0,30,70,100` or `rate=1000,2000`.
-    #[arg(long, value_name = "KEY=V1,V2,…")]
-    pub vary: String,
+    #[arg(
+        long,
+        value_name = "KEY=V1,V2,…",
+        required_unless_present = "rate_curve"
+    )]
+    pub vary: Option<String>,
+    /// Instead of --vary: measure the closed-loop maximum, then run open loop (Poisson
+    /// arrivals unless the profile says uniform) at 10, 50, 70, 80, 90, 95 and 100% of
+    /// it, latency from each I/O's intended issue time.
+    #[arg(long, conflicts_with = "vary")]
+    pub rate_curve: bool,
     #[command(flatten)]
     pub run: RunArgs,
 }
@@ -79,9 +93,15 @@ fn step_args(base: &RunArgs, key: &str, value: &str) -> Result<RunArgs, Exit> {
     Ok(a)
 }
 
+/// The loads of `--rate-curve`, percent of the measured closed-loop maximum.
+pub const RATE_CURVE: [u32; 7] = [10, 50, 70, 80, 90, 95, 100];
+
 pub fn run(s: SweepArgs) -> Result<i32, Exit> {
-    let (key, values) = parse_vary(&s.vary)?;
     crate::steady::check_args(&s.run)?;
+    let Some(vary) = s.vary.as_deref() else {
+        return rate_curve(&s);
+    };
+    let (key, values) = parse_vary(vary)?;
     if s.run.dry_run || s.run.output.is_some() || s.run.metrics_listen.is_some() {
         return Err(Exit::input(
             "--dry-run, --output and --metrics-listen apply to `iofleet run`; a sweep saves each step in the results store",
@@ -141,23 +161,108 @@ pub fn run(s: SweepArgs) -> Result<i32, Exit> {
             }
         }
     }
-    // The steps measured so far are printed even when a later one failed.
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    let written = if s.run.json {
-        serde_json::to_writer_pretty(&mut out, &curve_json(&sweep, &key, &done))
-            .map_err(std::io::Error::other)
-            .and_then(|_| writeln!(out))
-    } else {
-        write!(out, "{}", curve_table(&sweep, &key, &done))
-    };
-    written
-        .and_then(|_| out.flush())
-        .map_err(|e| Exit::failure(format!("writing the curve: {e}")))?;
+    print_curve(&s, &sweep, &key, &done)?;
     match failed {
         Some(e) => Err(e),
         None => Ok(code),
     }
+}
+
+/// `--rate-curve`: the closed-loop maximum (step 0, `rate_pct=max`), then one open-loop
+/// step per load of [`RATE_CURVE`].
+fn rate_curve(s: &SweepArgs) -> Result<i32, Exit> {
+    const KEY: &str = "rate_pct";
+    check_step_args(&s.run, &["sweep", "step", KEY])?;
+    let (groups, _) = resolve(&s.run)?;
+    let mut closed = groups.clone();
+    closed_loop(&mut closed, "--rate-curve", "")?;
+    // The rate arithmetic is checked before anything runs.
+    with_rate(&mut groups.clone(), 1.0)?;
+    let sweep = s.run.save.name.clone().unwrap_or_else(|| {
+        let profile = s.run.profile.as_deref().unwrap_or("flags");
+        format!("sweep-{profile}-rate-curve")
+    });
+    let labels = |i: usize, v: &str| {
+        vec![
+            ("sweep".to_string(), sweep.clone()),
+            ("step".to_string(), i.to_string()),
+            (KEY.to_string(), v.to_string()),
+        ]
+    };
+    let stop = ctrl_c_flag();
+    let n = RATE_CURVE.len() + 1;
+    if !s.run.quiet {
+        eprintln!("step 1/{n}: the closed-loop maximum");
+    }
+    let mut done: Vec<(String, RunResult)> = Vec::new();
+    let (max, mut code) = step(
+        &s.run,
+        &closed,
+        format!("{sweep}/{KEY}=max"),
+        labels(0, "max"),
+        s.run.seed,
+        &stop,
+    )?;
+    let top = max.summary.all.iops;
+    done.push(("max".into(), max));
+    let mut failed = None;
+    if code != 130 && top > 0.0 {
+        for (i, pct) in RATE_CURVE.iter().enumerate() {
+            let rate = top * *pct as f64 / 100.0;
+            let mut g = groups.clone();
+            with_rate(&mut g, rate)?;
+            if !s.run.quiet {
+                eprintln!("step {}/{n}: {pct}% = {rate:.0} IOPS", i + 2);
+            }
+            match step(
+                &s.run,
+                &g,
+                format!("{sweep}/{KEY}={pct}"),
+                labels(i + 1, &pct.to_string()),
+                s.run.seed,
+                &stop,
+            ) {
+                Ok((r, c)) => {
+                    code = code.max(c);
+                    done.push((pct.to_string(), r));
+                    if c == 130 {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+    }
+    print_curve(s, &sweep, KEY, &done)?;
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(code),
+    }
+}
+
+/// Print the curve (table or `--json`); the steps measured so far are printed even
+/// when a later one failed.
+fn print_curve(
+    s: &SweepArgs,
+    sweep: &str,
+    key: &str,
+    done: &[(String, RunResult)],
+) -> Result<(), Exit> {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let written = if s.run.json {
+        serde_json::to_writer_pretty(&mut out, &curve_json(sweep, key, done))
+            .map_err(std::io::Error::other)
+            .and_then(|_| writeln!(out))
+    } else {
+        write!(out, "{}", curve_table(sweep, key, done))
+    };
+    written
+        .and_then(|_| out.flush())
+        .map_err(|e| Exit::failure(format!("writing the curve: {e}")))
 }
 
 /// The curve as JSON: one point per step, with the stored run of each.

@@ -10,6 +10,8 @@ mod args;
 mod cmd_ceiling;
 mod cmd_compare;
 mod cmd_precondition;
+mod cmd_findmax;
+mod cmd_plan;
 mod cmd_profiles;
 mod cmd_report;
 mod cmd_results;
@@ -21,6 +23,7 @@ mod live;
 mod metrics;
 mod record;
 mod steady;
+mod search;
 
 use clap::{CommandFactory, Parser};
 
@@ -85,6 +88,8 @@ fn main() {
         Command::Verify(a) => cmd_verify::run(a),
         Command::Sweep(a) => cmd_sweep::run(a),
         Command::Precondition(a) => cmd_precondition::run(a),
+        Command::FindMax(a) => cmd_findmax::run(a),
+        Command::Plan(p) => cmd_plan::run(p),
         Command::Profiles(p) => cmd_profiles::run(p),
         Command::Results(r) => cmd_results::run(r),
         Command::Ceiling(c) => cmd_ceiling::run(c),

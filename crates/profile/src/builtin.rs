@@ -93,6 +93,27 @@ static BUILTINS: &[(&str, &str)] = &[
         include_str!("../../../profiles/iometer-database.toml"),
     ),
     ("jesd219", include_str!("../../../profiles/jesd219.toml")),
+    ("vdi-boot", include_str!("../../../profiles/vdi-boot.toml")),
+    (
+        "vdi-monday-login",
+        include_str!("../../../profiles/vdi-monday-login.toml"),
+    ),
+    (
+        "vdi-tuesday-login",
+        include_str!("../../../profiles/vdi-tuesday-login.toml"),
+    ),
+    (
+        "citrix-pvs-boot",
+        include_str!("../../../profiles/citrix-pvs-boot.toml"),
+    ),
+    (
+        "citrix-pvs-login",
+        include_str!("../../../profiles/citrix-pvs-login.toml"),
+    ),
+    (
+        "citrix-pvs-steady",
+        include_str!("../../../profiles/citrix-pvs-steady.toml"),
+    ),
 ];
 
 /// Names of the built-in profiles.

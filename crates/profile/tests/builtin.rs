@@ -26,6 +26,12 @@ const EXPECTED: &[&str] = &[
     "iometer-webserver",
     "iometer-database",
     "jesd219",
+    "vdi-boot",
+    "vdi-monday-login",
+    "vdi-tuesday-login",
+    "citrix-pvs-boot",
+    "citrix-pvs-login",
+    "citrix-pvs-steady",
 ];
 
 fn plan(name: &str) -> Plan {
@@ -166,6 +172,65 @@ fn published_parameters_are_kept() {
             p.streams.iter().all(|s| s.rate_iops == Some(rate)),
             "{name}"
         );
+    }
+    // VDI phases and Citrix PVS: one worker is one desktop at the published
+    // per-desktop rate, shared by closed-loop streams in the published proportions.
+    let share = |p: &Plan, f: &dyn Fn(&StreamPlan) -> f64| {
+        let total: f64 = p.streams.iter().map(|s| s.weight.unwrap() as f64).sum();
+        p.streams
+            .iter()
+            .map(|s| s.weight.unwrap() as f64 * f(s) / 100.0)
+            .sum::<f64>()
+            / total
+            * 100.0
+    };
+    for (name, rate, read_pct) in [
+        ("vdi-boot", 78.5, None),
+        ("vdi-monday-login", 20.7, Some(36.0)),
+        ("vdi-tuesday-login", 14.6, None),
+        ("citrix-pvs-boot", 17.0, Some(13.0)),
+        ("citrix-pvs-login", 12.0, Some(3.0)),
+        ("citrix-pvs-steady", 7.5, Some(0.2)),
+    ] {
+        let p = plan(name);
+        assert_eq!(p.timing.rate_iops, Some(rate), "{name}");
+        assert_eq!(p.timing.arrival, Arrival::Poisson, "{name}");
+        assert!(p.streams.iter().all(|s| s.rate_iops.is_none()), "{name}");
+        if let Some(r) = read_pct {
+            let got = share(&p, &|s| s.read_pct);
+            assert!((got - r).abs() < 1e-9, "{name}: {got}% reads");
+        }
+        assert!(
+            p.description.contains(&format!("{rate} IOPS per desktop")),
+            "{name}"
+        );
+    }
+    // Tuesday login: 4K random writes are half of all I/O.
+    let p = plan("vdi-tuesday-login");
+    let w = &p.streams[0];
+    assert_eq!((w.read_pct, w.random_pct), (0.0, 100.0));
+    assert_eq!(w.bs.entries, vec![(Bytes(4096), 1)]);
+    assert_eq!(
+        share(&p, &|s| if s.name == "rand-write" { 100.0 } else { 0.0 }),
+        50.0
+    );
+    // Boot: read-dominated, sequential 64K and 48K first.
+    let p = plan("vdi-boot");
+    assert!(share(&p, &|s| s.read_pct) >= 80.0);
+    assert_eq!(p.streams[0].random_pct, 0.0);
+    // Citrix PVS block sizes: boot 32K/5K, login 23K/5K, steady 1K/9K.
+    for (name, read, write) in [
+        ("citrix-pvs-boot", 32, 5),
+        ("citrix-pvs-login", 23, 5),
+        ("citrix-pvs-steady", 1, 9),
+    ] {
+        let p = plan(name);
+        assert_eq!(p.streams[0].bs.entries[0].0, Bytes(read * 1024), "{name}");
+        assert_eq!(p.streams[1].bs.entries[0].0, Bytes(write * 1024), "{name}");
+        assert!(p.description.contains("random is assumed"), "{name}");
+    }
+    for name in ["vdi-boot", "vdi-monday-login", "vdi-tuesday-login"] {
+        assert!(plan(name).description.contains("assumption"), "{name}");
     }
     for name in EXPECTED {
         let p = plan(name);

@@ -330,6 +330,9 @@ pub fn charts_for(runs: &[RunData], baseline: usize) -> Result<Vec<Chart>, Chart
             gain: Gain::Change,
         })?);
     }
+    if let Some(c) = charts::load_curve(runs)? {
+        out.push(c);
+    }
     out.push(charts::throughput_over_time(runs, false)?);
     out.push(charts::throughput_over_time(runs, true)?);
     out.push(charts::latency_over_time(runs)?);
@@ -603,6 +606,13 @@ pub fn report(
             h.push_str("</tr>\n");
         }
         h.push_str("</table></section>\n");
+    }
+
+    // The curve of a sweep or a find-max among the runs.
+    if let Some(c) = chart("load-curve") {
+        h.push_str("<section id=\"load\"><h2>Latency against load</h2>\n");
+        figure(&mut h, c);
+        h.push_str("</section>\n");
     }
 
     h.push_str("<section id=\"over-time\"><h2>Over time</h2>\n");

@@ -13,6 +13,7 @@ pub mod ops;
 pub mod result;
 pub mod series;
 pub mod steady;
+pub mod slo;
 pub mod summary;
 pub mod usage;
 

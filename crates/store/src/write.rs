@@ -256,6 +256,17 @@ impl Store {
         Ok(())
     }
 
+    /// Set (or replace) one label of a stored run, e.g. the `found` mark `find-max`
+    /// puts on its answer once the search has ended.
+    pub fn set_label(&mut self, id: &str, key: &str, value: &str) -> Result<(), StoreError> {
+        self.conn.execute(
+            "INSERT INTO labels (run_id, key, value) VALUES (?1, ?2, ?3)
+             ON CONFLICT(run_id, key) DO UPDATE SET value = excluded.value",
+            params![id, key, value],
+        )?;
+        Ok(())
+    }
+
     /// Mark a run that ended without a result (the run failed) as interrupted.
     pub fn abandon_run(&mut self, id: &str) -> Result<(), StoreError> {
         self.conn.execute(
