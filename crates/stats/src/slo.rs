@@ -276,6 +276,7 @@ mod tests {
             memory: None,
             errors: Default::default(),
             generator: None,
+            verify: None,
         };
         let o: Objective = "read.p99<=1ms".parse().unwrap();
         assert_eq!(o.verdict(&s), Verdict::NoIo);
