@@ -9,9 +9,9 @@
 mod args;
 mod cmd_ceiling;
 mod cmd_compare;
-mod cmd_precondition;
 mod cmd_findmax;
 mod cmd_plan;
+mod cmd_precondition;
 mod cmd_profiles;
 mod cmd_report;
 mod cmd_results;
@@ -22,8 +22,8 @@ mod dry_run;
 mod live;
 mod metrics;
 mod record;
-mod steady;
 mod search;
+mod steady;
 
 use clap::{CommandFactory, Parser};
 

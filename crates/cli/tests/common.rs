@@ -61,3 +61,35 @@ pub fn have(cmd: &str) -> bool {
         .map(|o| o.status.success())
         .unwrap_or(false)
 }
+
+/// A loop device over `img`, detached when dropped (tests that use it run as root).
+pub struct Loop {
+    pub dev: std::path::PathBuf,
+}
+
+impl Loop {
+    pub fn attach(img: &Path) -> Loop {
+        let out = std::process::Command::new("losetup")
+            .args(["--find", "--show"])
+            .arg(img)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "losetup: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Loop {
+            dev: std::path::PathBuf::from(String::from_utf8(out.stdout).unwrap().trim()),
+        }
+    }
+}
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("losetup")
+            .arg("-d")
+            .arg(&self.dev)
+            .status();
+    }
+}

@@ -10,34 +10,6 @@ use std::process::Command;
 
 use common::*;
 
-struct Loop {
-    dev: PathBuf,
-}
-
-impl Loop {
-    fn attach(img: &Path) -> Loop {
-        let out = Command::new("losetup")
-            .args(["--find", "--show"])
-            .arg(img)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "losetup: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Loop {
-            dev: PathBuf::from(String::from_utf8(out.stdout).unwrap().trim()),
-        }
-    }
-}
-
-impl Drop for Loop {
-    fn drop(&mut self) {
-        let _ = Command::new("losetup").arg("-d").arg(&self.dev).status();
-    }
-}
-
 fn runnable(name: &str) -> bool {
     if !is_root() || !have("losetup") {
         eprintln!("skip {name}: needs root and losetup");

@@ -210,34 +210,6 @@ fn ctrl_c_stops_it_without_a_marker_and_exits_130() {
     assert_eq!(marker, vec![0u8; 16]);
 }
 
-struct Loop {
-    dev: PathBuf,
-}
-
-impl Loop {
-    fn attach(img: &Path) -> Loop {
-        let out = Command::new("losetup")
-            .args(["--find", "--show"])
-            .arg(img)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "losetup: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Loop {
-            dev: PathBuf::from(String::from_utf8(out.stdout).unwrap().trim()),
-        }
-    }
-}
-
-impl Drop for Loop {
-    fn drop(&mut self) {
-        let _ = Command::new("losetup").arg("-d").arg(&self.dev).status();
-    }
-}
-
 /// A scratch directory in /dev/shm (memory), removed when dropped.
 fn shm_dir() -> tempfile::TempDir {
     tempfile::Builder::new()

@@ -12,8 +12,8 @@ pub mod hist;
 pub mod ops;
 pub mod result;
 pub mod series;
-pub mod steady;
 pub mod slo;
+pub mod steady;
 pub mod summary;
 pub mod usage;
 
