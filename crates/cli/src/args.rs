@@ -79,6 +79,12 @@ pub enum ProfilesCmd {
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PatternArg {
+    Random,
+    Zero,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PrepareArg {
     Random,
     Zero,
@@ -206,6 +212,14 @@ pub struct RunArgs {
     pub rate: Option<f64>,
     #[arg(long, value_enum, help = help("timing.prepare"))]
     pub prepare: Option<PrepareArg>,
+    #[arg(long, value_enum, help = help("data.pattern"))]
+    pub pattern: Option<PatternArg>,
+    #[arg(long, value_name = "N", allow_negative_numbers = true, help = help("data.dedupe_ratio"))]
+    pub dedupe_ratio: Option<f64>,
+    #[arg(long, allow_hyphen_values = true, value_parser = size, help = help("data.dedupe_unit"))]
+    pub dedupe_unit: Option<Bytes>,
+    #[arg(long, value_name = "C", allow_negative_numbers = true, help = help("data.compress_ratio"))]
+    pub compress_ratio: Option<f64>,
 
     /// Print the result as JSON (docs/result.schema.json) on stdout instead of the table.
     #[arg(long)]

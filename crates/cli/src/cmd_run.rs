@@ -14,11 +14,11 @@ use iofleet_fleet::agents::AgentLauncher;
 use iofleet_fleet::inproc::ThreadLauncher;
 use iofleet_fleet::launcher::Launcher;
 use iofleet_fleet::{EngineSpec, Fanout, Observer, RunSettings, StartNow};
-use iofleet_profile::{format_duration, Context, GroupPlan, Overrides, Prepare};
+use iofleet_profile::{format_duration, Context, DataPattern, GroupPlan, Overrides, Prepare};
 use iofleet_report::{Exporter, JsonExporter, TableExporter};
 use iofleet_stats::result::RunResult;
 
-use crate::args::{PrepareArg, RunArgs};
+use crate::args::{PatternArg, PrepareArg, RunArgs};
 use crate::dry_run;
 use crate::live::LiveView;
 use crate::record::StoreRecorder;
@@ -209,6 +209,13 @@ fn overrides(a: &RunArgs) -> Overrides {
         }),
         io_threads: a.io_threads,
         cpus: a.cpus.clone(),
+        pattern: a.pattern.map(|p| match p {
+            PatternArg::Random => DataPattern::Random,
+            PatternArg::Zero => DataPattern::Zero,
+        }),
+        dedupe_ratio: a.dedupe_ratio,
+        dedupe_unit: a.dedupe_unit,
+        compress_ratio: a.compress_ratio,
     }
 }
 

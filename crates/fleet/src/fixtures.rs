@@ -52,5 +52,6 @@ pub fn plan(fleet: FleetShape, streams: Vec<StreamPlan>) -> Plan {
             arrival: Arrival::Uniform,
         },
         streams,
+        data: Default::default(),
     }
 }

@@ -18,8 +18,12 @@ use iofleet_engine::target::{
     create_files, fill_disk, fill_marker_valid, logical_block_size, open_disk, plan_layout,
     DiskLayout, FillOutcome, FillPattern, LayoutRequest, TargetError, TargetSpec,
 };
-use iofleet_engine::{BuiltEngine, Caps, Drive, EngineFile, EngineParams, EngineSpec};
-use iofleet_profile::{combine, stream_offsets, GroupPlan, Plan, Prepare};
+use iofleet_engine::{
+    BuiltEngine, Caps, Drive, EngineFile, EngineParams, EngineSpec, PatternSpec,
+};
+use iofleet_profile::{
+    combine, stream_offsets, DataPattern, DataPlan, GroupPlan, Plan, Prepare,
+};
 
 use crate::controller::FleetError;
 use crate::lanes::{
@@ -436,8 +440,9 @@ impl Launcher for ThreadLauncher {
                 }
             }
             for (gi, layout) in &layouts {
-                let pattern = match groups[*gi].plan.timing.prepare {
-                    Prepare::Random => Some(FillPattern::Random),
+                let plan = &groups[*gi].plan;
+                let pattern = match plan.timing.prepare {
+                    Prepare::Random => Some(FillPattern::of(pattern_spec(&plan.data))),
                     Prepare::Zero => Some(FillPattern::Zero),
                     Prepare::None => None,
                 };
@@ -604,12 +609,23 @@ fn build_lanes(groups: &[GroupPlan], seed: u64) -> Vec<LaneSpec> {
                         seed: lane_seed(seed, w, d, t),
                         region_offset: 0,
                         disk_size: f.disk_size.0,
+                        data: pattern_spec(&g.plan.data),
                     });
                 }
             }
         }
     }
     lanes
+}
+
+/// The engine's data pattern for a profile's `[data]`.
+pub fn pattern_spec(d: &DataPlan) -> PatternSpec {
+    PatternSpec {
+        zero: d.pattern == DataPattern::Zero,
+        dedupe_ratio: d.dedupe_ratio,
+        dedupe_unit: d.dedupe_unit.0 as u32,
+        compress_ratio: d.compress_ratio,
+    }
 }
 
 /// How many lanes a run of `groups` has (one per thread of each disk a stream uses).

@@ -11,8 +11,9 @@
 //! sequence for the same seed whatever else shares its thread.
 //!
 //! The loop is generic over the engine and the clock, so the choice is made once per
-//! thread and costs nothing per I/O. Per I/O it only generates an offset, stamps write
-//! data, queues, and records: no allocation, no locks, no channels. Once per interval it
+//! thread and costs nothing per I/O. Per I/O it only generates an offset, fills write
+//! data from the lane's data pattern (`iofleet_engine::pattern`), queues, and records: no
+//! allocation, no locks, no channels. Once per interval it
 //! hands its workers' `Sample`s, and its own CPU and scheduling figures (the generator
 //! self-check, `GenSample`), to the collector over a channel.
 //! In an open-loop queue an I/O that waits for a free slot is charged for the wait: its
@@ -27,7 +28,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crossbeam_channel::Sender;
-use iofleet_engine::{Clock, Engine, EngineError, IoReq, OpKind};
+use iofleet_engine::{Clock, Engine, EngineError, IoReq, OpKind, Pattern, PatternSpec};
 use iofleet_profile::{Arrival, Plan};
 use iofleet_stats::result::ErrorDetail;
 use iofleet_stats::{GenSample, Sample};
@@ -109,6 +110,8 @@ pub struct LaneSpec {
     /// Region of the disk within the opened file or device.
     pub region_offset: u64,
     pub disk_size: u64,
+    /// What the lane's writes carry (its group's `[data]`).
+    pub data: PatternSpec,
 }
 
 impl LaneSpec {
@@ -193,8 +196,8 @@ struct Lane {
     sample: usize,
     file: u32,
     region_offset: u64,
-    /// Writes issued by this lane (stamped into the data).
-    seq: u64,
+    /// The content of the lane's writes, salted with the lane's seed.
+    data: Pattern,
 }
 
 struct Queue {
@@ -251,18 +254,6 @@ pub fn lane_seed(run_seed: u64, worker: u32, disk: u32, thread: u32) -> u64 {
     splitmix(run_seed ^ ((worker as u64) << 40) ^ ((disk as u64) << 20) ^ thread as u64)
 }
 
-/// Make every 4 KiB of a write unique (offset and sequence in its first 16 bytes), so a
-/// deduplicating target cannot collapse repeated writes of the same buffer.
-#[inline]
-fn stamp(buf: &mut [u8], len: u32, offset: u64, seq: u64) {
-    let mut at = 0usize;
-    while at + 16 <= len as usize {
-        buf[at..at + 8].copy_from_slice(&(offset + at as u64).to_le_bytes());
-        buf[at + 8..at + 16].copy_from_slice(&seq.to_le_bytes());
-        at += 4096;
-    }
-}
-
 /// Everything an I/O thread's loop reads.
 pub struct ThreadWork<'a> {
     pub spec: &'a IoThreadSpec,
@@ -293,8 +284,7 @@ fn issue<E: Engine>(
     let (stream, gen) = &mut lane.gens[g];
     let (op, offset, len) = gen.next(&mut lane.rng);
     if op == OpKind::Write {
-        lane.seq += 1;
-        stamp(engine.buffer_mut(slot), len, offset, lane.seq);
+        lane.data.fill(&mut engine.buffer_mut(slot)[..len as usize]);
     }
     slots[slot as usize] = Slot {
         intended_ns: intended,
@@ -344,7 +334,7 @@ pub fn run_lanes<E: Engine, C: Clock>(
             sample,
             file,
             region_offset: ls.region_offset,
-            seq: 0,
+            data: Pattern::new(ls.data, ls.seed),
         };
         for qs in &ls.queues {
             let mut pick_cum = Vec::new();
@@ -667,6 +657,7 @@ mod tests {
             seed: lane_seed(42, w, 0, 0),
             region_offset: 1 << 30,
             disk_size: 64 << 20,
+            data: PatternSpec::RANDOM,
         }
     }
 
@@ -908,16 +899,4 @@ mod tests {
         assert_eq!(none.intervals(), 2);
     }
 
-    #[test]
-    fn stamp_marks_every_4k() {
-        let mut buf = vec![0u8; 16384];
-        stamp(&mut buf, 8192, 1 << 20, 7);
-        assert_eq!(u64::from_le_bytes(buf[0..8].try_into().unwrap()), 1 << 20);
-        assert_eq!(
-            u64::from_le_bytes(buf[4096..4104].try_into().unwrap()),
-            (1 << 20) + 4096
-        );
-        assert_eq!(u64::from_le_bytes(buf[4104..4112].try_into().unwrap()), 7);
-        assert!(buf[8192..].iter().all(|&b| b == 0), "beyond len untouched");
-    }
 }
