@@ -117,7 +117,11 @@ impl Pattern {
             pool: pool(),
             zero: spec.zero,
             unit,
-            random_len: PatternSpec { dedupe_unit: unit as u32, ..spec }.random_len(),
+            random_len: PatternSpec {
+                dedupe_unit: unit as u32,
+                ..spec
+            }
+            .random_len(),
             ratio_int: (ratio.fract() == 0.0).then_some(ratio as u64),
             ratio,
             salt: splitmix(salt),

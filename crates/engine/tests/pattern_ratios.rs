@@ -103,7 +103,12 @@ fn dedupe_3_with_compress_2_measures_both() {
 /// (about 16 bytes for LZ4) is already 3% of the unit, so measured ratios fall short.
 #[test]
 fn other_ratios_and_units_hold_too() {
-    for (d, c, unit) in [(2.5, 4.0, 8192u32), (10.0, 1.5, 16384), (1.5, 2.0, 4096), (1.0, 5.0, 32768)] {
+    for (d, c, unit) in [
+        (2.5, 4.0, 8192u32),
+        (10.0, 1.5, 16384),
+        (1.5, 2.0, 4096),
+        (1.0, 5.0, 32768),
+    ] {
         let s = PatternSpec {
             dedupe_unit: unit,
             ..spec(d, c)
@@ -111,7 +116,10 @@ fn other_ratios_and_units_hold_too() {
         let sizes: Vec<usize> = [1, 4, 2].iter().map(|m| m * unit as usize).collect();
         let data = written(s, 8, 60, &sizes);
         let (dedupe, compress) = measure(&data, unit as usize);
-        assert!((dedupe / d - 1.0).abs() <= 0.05, "{d}:{c}@{unit}: dedupe {dedupe}");
+        assert!(
+            (dedupe / d - 1.0).abs() <= 0.05,
+            "{d}:{c}@{unit}: dedupe {dedupe}"
+        );
         assert!(
             (compress / c - 1.0).abs() <= 0.05,
             "{d}:{c}@{unit}: compress {compress}"

@@ -18,12 +18,8 @@ use iofleet_engine::target::{
     create_files, fill_disk, fill_marker_valid, logical_block_size, open_disk, plan_layout,
     DiskLayout, FillOutcome, FillPattern, LayoutRequest, TargetError, TargetSpec,
 };
-use iofleet_engine::{
-    BuiltEngine, Caps, Drive, EngineFile, EngineParams, EngineSpec, PatternSpec,
-};
-use iofleet_profile::{
-    combine, stream_offsets, DataPattern, DataPlan, GroupPlan, Plan, Prepare,
-};
+use iofleet_engine::{BuiltEngine, Caps, Drive, EngineFile, EngineParams, EngineSpec, PatternSpec};
+use iofleet_profile::{combine, stream_offsets, DataPattern, DataPlan, GroupPlan, Plan, Prepare};
 
 use crate::controller::FleetError;
 use crate::lanes::{

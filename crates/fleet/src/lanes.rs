@@ -898,5 +898,4 @@ mod tests {
         assert_eq!(none.warmup_intervals, 0);
         assert_eq!(none.intervals(), 2);
     }
-
 }

@@ -341,7 +341,10 @@ impl Resolver<'_> {
                 flag: option(key).flag,
             },
             None => {
-                let text = d.dedupe_unit.as_deref().unwrap_or_else(|| default_text(key));
+                let text = d
+                    .dedupe_unit
+                    .as_deref()
+                    .unwrap_or_else(|| default_text(key));
                 let v = parse_bytes(text).map_err(|m| self.err(key, None, m))?;
                 Val { v, flag: None }
             }
@@ -358,7 +361,10 @@ impl Resolver<'_> {
             ));
         }
         if pattern.v == DataPattern::Zero {
-            for (k, v) in [("data.dedupe_ratio", dedupe), ("data.compress_ratio", compress)] {
+            for (k, v) in [
+                ("data.dedupe_ratio", dedupe),
+                ("data.compress_ratio", compress),
+            ] {
                 if v.v != 1.0 {
                     return Err(self.err(
                         k,

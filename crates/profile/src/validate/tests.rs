@@ -708,7 +708,12 @@ fn data_table_defaults_values_and_flags() {
     assert_eq!(p.data.dedupe_ratio, 3.0);
     assert_eq!(p.data.dedupe_unit, Bytes(8192));
     assert_eq!(p.data.compress_ratio, 2.5);
-    assert_eq!(ok(&format!("{MIN}[data]\npattern = \"zero\"\n")).data.pattern, DataPattern::Zero);
+    assert_eq!(
+        ok(&format!("{MIN}[data]\npattern = \"zero\"\n"))
+            .data
+            .pattern,
+        DataPattern::Zero
+    );
     // Flags replace the table's values.
     let ov = Overrides {
         dedupe_ratio: Some(4.0),
@@ -716,10 +721,18 @@ fn data_table_defaults_values_and_flags() {
         compress_ratio: Some(1.5),
         ..Default::default()
     };
-    let p = resolve(&raw(&format!("{MIN}[data]\ndedupe_ratio = 3\n")), &ov, &Context::default())
-        .unwrap();
+    let p = resolve(
+        &raw(&format!("{MIN}[data]\ndedupe_ratio = 3\n")),
+        &ov,
+        &Context::default(),
+    )
+    .unwrap();
     assert_eq!(
-        (p.data.dedupe_ratio, p.data.dedupe_unit, p.data.compress_ratio),
+        (
+            p.data.dedupe_ratio,
+            p.data.dedupe_unit,
+            p.data.compress_ratio
+        ),
         (4.0, Bytes(16384), 1.5)
     );
     // The dry-run profile round-trips the table.
@@ -731,14 +744,38 @@ fn data_table_defaults_values_and_flags() {
 #[test]
 fn data_table_errors_name_the_key() {
     let cases = [
-        ("dedupe_ratio = 0", "data.dedupe_ratio", "must be at least 1"),
-        ("dedupe_ratio = 0.9", "data.dedupe_ratio", "must be at least 1"),
-        ("compress_ratio = 0.5", "data.compress_ratio", "must be at least 1"),
-        ("dedupe_unit = \"1000\"", "data.dedupe_unit", "not a multiple of 512"),
-        ("dedupe_unit = 0", "data.dedupe_unit", "not a multiple of 512"),
+        (
+            "dedupe_ratio = 0",
+            "data.dedupe_ratio",
+            "must be at least 1",
+        ),
+        (
+            "dedupe_ratio = 0.9",
+            "data.dedupe_ratio",
+            "must be at least 1",
+        ),
+        (
+            "compress_ratio = 0.5",
+            "data.compress_ratio",
+            "must be at least 1",
+        ),
+        (
+            "dedupe_unit = \"1000\"",
+            "data.dedupe_unit",
+            "not a multiple of 512",
+        ),
+        (
+            "dedupe_unit = 0",
+            "data.dedupe_unit",
+            "not a multiple of 512",
+        ),
         ("dedupe_unit = \"2m\"", "data.dedupe_unit", "between 512"),
         ("dedupe_unit = \"big\"", "data.dedupe_unit", ""),
-        ("pattern = \"ones\"", "data.pattern", "not one of random, zero"),
+        (
+            "pattern = \"ones\"",
+            "data.pattern",
+            "not one of random, zero",
+        ),
         (
             "pattern = \"zero\"\ncompress_ratio = 2",
             "data.compress_ratio",
@@ -755,12 +792,19 @@ fn data_table_errors_name_the_key() {
         ..Default::default()
     };
     let e = fail_with(MIN, &ov, Context::default());
-    assert!(e.to_string().contains("--dedupe-ratio (data.dedupe_ratio)"), "{e}");
+    assert!(
+        e.to_string().contains("--dedupe-ratio (data.dedupe_ratio)"),
+        "{e}"
+    );
     let ov = Overrides {
         pattern: Some(DataPattern::Zero),
         ..Default::default()
     };
-    let e = fail_with(&format!("{MIN}[data]\ndedupe_ratio = 2\n"), &ov, Context::default());
+    let e = fail_with(
+        &format!("{MIN}[data]\ndedupe_ratio = 2\n"),
+        &ov,
+        Context::default(),
+    );
     assert!(e.to_string().contains("--pattern is zero"), "{e}");
     let e = parse_toml(&format!("{MIN}[data]\nratio = 2\n"), "t.toml").unwrap_err();
     assert!(e.to_string().contains("ratio"), "{e}");
