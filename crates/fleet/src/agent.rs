@@ -265,6 +265,7 @@ pub fn serve(input: Box<dyn Read + Send>, output: Box<dyn Write + Send>) -> i32 
                 failures: result.summary.errors.failed_threads.clone(),
                 errors: result.summary.errors.first.clone(),
                 notices: result.notices.clone(),
+                disks: result.summary.errors.disks.clone(),
             };
             if send(&out, &Frame::Done(done)).is_err() {
                 return 1;

@@ -771,6 +771,7 @@ fn route(
                 index: d.index,
                 samples: d.samples,
                 errors: Vec::new(),
+                disks: Vec::new(),
                 stopped_at: d.stopped_at,
                 usage: d.usage,
                 generator: d.generator,
@@ -796,6 +797,7 @@ fn route(
                     end_ns: d.end_ns,
                     error: (!d.failures.is_empty()).then(|| d.failures.join("; ")),
                     errors: d.errors,
+                    disks: d.disks,
                     lost: false,
                 }
             }
@@ -806,6 +808,7 @@ fn route(
                     end_ns: mono_ns().saturating_sub(epoch_ns),
                     error: Some(f.message),
                     errors: Vec::new(),
+                    disks: Vec::new(),
                     lost: false,
                 }
             }
@@ -827,6 +830,7 @@ fn route(
                         }
                     )),
                     errors: Vec::new(),
+                    disks: Vec::new(),
                     lost: true,
                 }
             }

@@ -23,7 +23,7 @@ use iofleet_profile::{combine, stream_offsets, DataPattern, DataPlan, GroupPlan,
 
 use crate::controller::FleetError;
 use crate::lanes::{
-    lane_seed, run_lanes, IoThreadSpec, LaneSpec, Msg, QueueSpec, ThreadWork, Timeline,
+    lane_seed, run_lanes, IoThreadSpec, LaneSpec, Msg, QueueSpec, TakenOut, ThreadWork, Timeline,
 };
 use crate::launcher::{Finished, Launcher, Prepared};
 use crate::observer::{Observer, Phase};
@@ -41,6 +41,8 @@ struct Job {
     engine: EngineSpec,
     direct: bool,
     stop: Arc<AtomicBool>,
+    /// Lanes whose disk kept failing and was taken out.
+    taken_out: TakenOut,
     /// I/O threads that have begun, and the latest of their start times after the
     /// epoch (ns): the start skew of this host's threads.
     started: AtomicU64,
@@ -478,6 +480,7 @@ impl Launcher for ThreadLauncher {
         let job = Arc::new(Job {
             plan,
             timeline,
+            taken_out: TakenOut::new(lanes.len()),
             lanes,
             disks,
             io_threads,
@@ -781,6 +784,7 @@ impl Drive for Loop<'_> {
                 stop: &job.stop,
                 tx: self.tx,
                 self_check: self.self_check,
+                taken_out: &job.taken_out,
             },
         )
     }
@@ -874,6 +878,7 @@ fn thread_main(job: &Job, i: usize, gate: &Gate, ready: &Sender<Result<(), Strin
         end_ns,
         error,
         errors: Vec::new(),
+        disks: Vec::new(),
         lost: false,
     });
     drop(tx);

@@ -25,6 +25,8 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, Ordering};
+
+use iofleet_stats::result::DiskErrors;
 use std::time::Duration;
 
 use crossbeam_channel::Sender;
@@ -42,6 +44,51 @@ use crate::sys::ThreadMeter;
 const STOP_POLL_NS: u64 = 100_000_000;
 /// Error details kept per I/O thread (the count is never capped).
 const MAX_ERROR_DETAILS: usize = 10;
+/// Failed I/Os in a row, with no success between, after which a lane's disk is taken
+/// out of the run: every lane of that disk stops issuing, the others go on.
+pub const TAKE_OUT_AFTER: u32 = 32;
+
+/// Which lanes of the run were taken out (their disk kept failing), shared by every
+/// I/O thread of a process: a lane that trips the rule takes out its disk's other lanes
+/// too, wherever they run.
+#[derive(Debug, Default)]
+pub struct TakenOut {
+    lanes: Vec<AtomicBool>,
+    any: AtomicBool,
+}
+
+impl TakenOut {
+    /// Nothing taken out yet, for `lanes` lanes.
+    pub fn new(lanes: usize) -> Self {
+        TakenOut {
+            lanes: (0..lanes).map(|_| AtomicBool::new(false)).collect(),
+            any: AtomicBool::new(false),
+        }
+    }
+
+    #[inline]
+    fn is_out(&self, lane: usize) -> bool {
+        self.lanes
+            .get(lane)
+            .is_some_and(|l| l.load(Ordering::Relaxed))
+    }
+
+    /// Take out every lane of `lane`'s disk (lanes of a disk are contiguous in `all`).
+    fn take_out_disk(&self, all: &[LaneSpec], lane: usize) {
+        let same = |i: usize| all[i].worker == all[lane].worker && all[i].disk == all[lane].disk;
+        let first = (0..=lane)
+            .rev()
+            .take_while(|&i| same(i))
+            .last()
+            .unwrap_or(lane);
+        for i in (first..all.len()).take_while(|&i| same(i)) {
+            if let Some(l) = self.lanes.get(i) {
+                l.store(true, Ordering::Relaxed);
+            }
+        }
+        self.any.store(true, Ordering::Relaxed);
+    }
+}
 
 /// The interval boundaries shared by every thread of a run, in ns since the epoch.
 #[derive(Debug, Clone)]
@@ -143,6 +190,9 @@ pub enum Msg {
         /// (global worker index, its sample) — one entry per worker of the source.
         samples: Vec<(u32, Sample)>,
         errors: Vec<ErrorDetail>,
+        /// Per-disk I/O errors of the source over the whole run: only on its last
+        /// interval (empty otherwise).
+        disks: Vec<DiskErrors>,
         /// Set on the last interval of a source that was stopped early: when it stopped
         /// (ns since the epoch), so the collector can cut that interval short.
         stopped_at: Option<u64>,
@@ -158,6 +208,8 @@ pub enum Msg {
         error: Option<String>,
         /// Details of I/O errors not already sent with an interval (remote sources).
         errors: Vec<ErrorDetail>,
+        /// Per-disk I/O errors not already sent with an interval (remote sources).
+        disks: Vec<DiskErrors>,
         /// The source vanished (a remote host whose connection died), rather than ended.
         lost: bool,
     },
@@ -198,6 +250,10 @@ struct Lane {
     region_offset: u64,
     /// The content of the lane's writes, salted with the lane's seed.
     data: Pattern,
+    /// Index of the lane in the run's lanes.
+    global: usize,
+    /// Failed I/Os in a row (reset by a success).
+    fail_streak: u32,
 }
 
 struct Queue {
@@ -265,6 +321,8 @@ pub struct ThreadWork<'a> {
     pub tx: &'a Sender<Msg>,
     /// Measure the thread's CPU and run-queue delay (real time only).
     pub self_check: bool,
+    /// Lanes taken out of the run, shared with the process's other I/O threads.
+    pub taken_out: &'a TakenOut,
 }
 
 /// Generate, queue and account one I/O of queue `q` in `slot`, intended at `intended`.
@@ -335,6 +393,8 @@ pub fn run_lanes<E: Engine, C: Clock>(
             file,
             region_offset: ls.region_offset,
             data: Pattern::new(ls.data, ls.seed),
+            global: lane_ix,
+            fail_streak: 0,
         };
         for qs in &ls.queues {
             let mut pick_cum = Vec::new();
@@ -414,6 +474,10 @@ pub fn run_lanes<E: Engine, C: Clock>(
     let mut next_boundary = timeline.boundaries[1];
     let mut errors: Vec<ErrorDetail> = Vec::new();
     let mut error_details_left = MAX_ERROR_DETAILS;
+    // This thread's I/O errors per disk, sorted by (worker, disk); sent at the end.
+    let mut disk_errs: Vec<DiskErrors> = Vec::new();
+    let taken_out = work.taken_out;
+    let is_out = |queue: &Queue| taken_out.is_out(spec.lanes[queue.lane as usize]);
     let mut out = Vec::with_capacity(next_slot as usize);
     let mut inflight = 0u32;
 
@@ -429,7 +493,8 @@ pub fn run_lanes<E: Engine, C: Clock>(
                      errors: &mut Vec<ErrorDetail>,
                      gen: &mut GenSample,
                      completed: &mut u64,
-                     stopped_at: Option<u64>| {
+                     stopped_at: Option<u64>,
+                     disks: Vec<DiskErrors>| {
         let generator = meter.as_mut().map(|m| {
             let now = clock.now_ns();
             let (busy, runq) = m.lap();
@@ -445,6 +510,7 @@ pub fn run_lanes<E: Engine, C: Clock>(
             index: idx,
             samples: samples.iter_mut().map(|(w, s)| (*w, s.take())).collect(),
             errors: std::mem::take(errors),
+            disks,
             stopped_at,
             usage: None,
             generator,
@@ -458,9 +524,21 @@ pub fn run_lanes<E: Engine, C: Clock>(
             stopped_at = now.min(end);
             break;
         }
+        // Every disk of this thread taken out: nothing left to issue, the thread is done
+        // (its remaining intervals are handed over empty below).
+        if inflight == 0
+            && taken_out.any.load(Ordering::Relaxed)
+            && queues.iter().all(|q| is_out(q))
+        {
+            stopped_at = end;
+            break;
+        }
         // Issue: every closed-loop queue's free slots, then every due arrival.
         while let Some(q) = ready.pop() {
             let queue = &mut queues[q as usize];
+            if is_out(queue) {
+                continue; // its disk was taken out: the queue issues no more
+            }
             while let Some(slot) = queue.free.pop() {
                 issue(engine, &mut lanes, queue, &mut slots, q, slot, now)?;
                 inflight += 1;
@@ -472,6 +550,9 @@ pub fn run_lanes<E: Engine, C: Clock>(
             }
             timers.pop();
             let queue = &mut queues[q as usize];
+            if is_out(queue) {
+                continue;
+            }
             let Some(slot) = queue.free.pop() else {
                 queue.blocked = true;
                 continue;
@@ -509,6 +590,7 @@ pub fn run_lanes<E: Engine, C: Clock>(
                 &mut gen,
                 &mut completed,
                 None,
+                Vec::new(),
             );
             idx += 1;
             next_boundary = timeline.boundaries[idx as usize + 1];
@@ -531,7 +613,7 @@ pub fn run_lanes<E: Engine, C: Clock>(
                 continue; // completed after the timeline: not part of any interval
             }
             completed += 1;
-            let lane = &lanes[queue.lane as usize];
+            let lane = &mut lanes[queue.lane as usize];
             let stats = &mut samples[lane.sample].1.streams[sl.stream as usize];
             let ops = if sl.op == OpKind::Read {
                 &mut stats.read
@@ -540,17 +622,30 @@ pub fn run_lanes<E: Engine, C: Clock>(
             };
             if c.result >= 0 && c.result as u32 == sl.len {
                 ops.record(t.saturating_sub(sl.intended_ns), c.result as u64);
+                lane.fail_streak = 0;
             } else {
                 ops.record_error();
-                if error_details_left > 0 {
-                    error_details_left -= 1;
-                    let ls = &work.lanes[spec.lanes[queue.lane as usize]];
+                lane.fail_streak += 1;
+                // The error path: bookkeeping per disk, never on a successful I/O.
+                let ls = &work.lanes[lane.global];
+                let at = match disk_errs
+                    .binary_search_by_key(&(ls.worker, ls.disk), |d| (d.worker, d.disk))
+                {
+                    Ok(i) => i,
+                    Err(i) => {
+                        disk_errs.insert(i, DiskErrors::new(ls.worker, ls.disk));
+                        i
+                    }
+                };
+                let de = &mut disk_errs[at];
+                de.count += 1;
+                if de.first.len() < DiskErrors::FIRST || error_details_left > 0 {
                     let message = if c.result < 0 {
                         std::io::Error::from_raw_os_error(-c.result).to_string()
                     } else {
                         format!("short transfer: {} of {} bytes", c.result, sl.len)
                     };
-                    errors.push(ErrorDetail {
+                    let detail = ErrorDetail {
                         worker: ls.worker,
                         disk: ls.disk,
                         thread: ls.thread,
@@ -565,7 +660,18 @@ pub fn run_lanes<E: Engine, C: Clock>(
                         errno: (-c.result).max(0),
                         message,
                         t_s: t as f64 / 1e9,
-                    });
+                    };
+                    if de.first.len() < DiskErrors::FIRST {
+                        de.first.push(detail.clone());
+                    }
+                    if error_details_left > 0 {
+                        error_details_left -= 1;
+                        errors.push(detail);
+                    }
+                }
+                if lane.fail_streak >= TAKE_OUT_AFTER && !taken_out.is_out(lane.global) {
+                    taken_out.take_out_disk(work.lanes, lane.global);
+                    de.taken_out_s = Some(t as f64 / 1e9);
                 }
             }
         }
@@ -587,16 +693,21 @@ pub fn run_lanes<E: Engine, C: Clock>(
     let finished = stopped_at >= end;
     if finished {
         stopped_at = end;
-        flush(
-            idx,
-            &mut samples,
-            &mut errors,
-            &mut gen,
-            &mut completed,
-            None,
-        );
-        for k in idx + 1..n_intervals {
-            flush(k, &mut samples, &mut errors, &mut gen, &mut completed, None);
+        for k in idx..n_intervals {
+            let disks = if k + 1 == n_intervals {
+                std::mem::take(&mut disk_errs)
+            } else {
+                Vec::new()
+            };
+            flush(
+                k,
+                &mut samples,
+                &mut errors,
+                &mut gen,
+                &mut completed,
+                None,
+                disks,
+            );
         }
     } else {
         flush(
@@ -606,6 +717,7 @@ pub fn run_lanes<E: Engine, C: Clock>(
             &mut gen,
             &mut completed,
             Some(stopped_at),
+            disk_errs,
         );
     }
     Ok(stopped_at)
@@ -669,6 +781,8 @@ mod tests {
         due: Vec<(u64, Completion)>,
         log: Vec<Vec<(OpKind, u64, u32)>>,
         buf: Vec<u8>,
+        /// Files whose every I/O fails with this errno.
+        fail: Vec<(u32, i32)>,
     }
 
     impl Engine for Recorder {
@@ -681,11 +795,15 @@ mod tests {
         fn queue(&mut self, req: IoReq) -> Result<(), EngineError> {
             self.log[req.file as usize].push((req.op, req.offset, req.len));
             let due = self.clock.now_ns() + self.lat_ns;
+            let result = match self.fail.iter().find(|f| f.0 == req.file) {
+                Some(&(_, errno)) => -errno,
+                None => req.len as i32,
+            };
             self.due.push((
                 due,
                 Completion {
                     slot: req.slot,
-                    result: req.len as i32,
+                    result,
                 },
             ));
             Ok(())
@@ -734,6 +852,7 @@ mod tests {
             due: Vec::new(),
             log: vec![Vec::new(); lanes.len()],
             buf: vec![0; 65536],
+            fail: Vec::new(),
         };
         let timeline = Timeline::new(
             Duration::ZERO,
@@ -742,6 +861,7 @@ mod tests {
         );
         let (tx, _rx) = crossbeam_channel::unbounded();
         let stop = AtomicBool::new(false);
+        let taken_out = TakenOut::new(all.len());
         let work = ThreadWork {
             spec: &spec,
             lanes: all,
@@ -750,6 +870,7 @@ mod tests {
             stop: &stop,
             tx: &tx,
             self_check: false,
+            taken_out: &taken_out,
         };
         run_lanes(&mut e, &clock, &work).unwrap();
         e.log
@@ -836,6 +957,7 @@ mod tests {
         );
         let (tx, rx) = crossbeam_channel::unbounded();
         let stop = AtomicBool::new(false);
+        let taken_out = TakenOut::new(all.len());
         let work = ThreadWork {
             spec: &spec,
             lanes: &all,
@@ -844,6 +966,7 @@ mod tests {
             stop: &stop,
             tx: &tx,
             self_check: false,
+            taken_out: &taken_out,
         };
         let end = engine.drive(Instant::now(), Go(&work)).unwrap();
         assert_eq!(end, 1_000_000_000);
@@ -897,5 +1020,131 @@ mod tests {
         );
         assert_eq!(none.warmup_intervals, 0);
         assert_eq!(none.intervals(), 2);
+    }
+
+    /// Run lanes 0..n (lane w = worker w, file w) on one thread whose engine fails every
+    /// I/O of the files in `fail`; returns the messages, the log and where the clock ended.
+    fn run_failing(n: u32, fail: Vec<(u32, i32)>) -> (Vec<Msg>, Vec<Vec<(OpKind, u64, u32)>>, u64) {
+        let mut plan = plan(vec![stream("w", 0.0, 100.0)]);
+        plan.streams[0].bs = BlockSizes::fixed(Bytes(4096));
+        let all: Vec<LaneSpec> = (0..n)
+            .map(|w| LaneSpec {
+                queues: vec![QueueSpec {
+                    streams: vec![(0, 1)],
+                    qd: 3,
+                    rate: None,
+                    arrival: Arrival::Uniform,
+                }],
+                ..lane(w, 3, None)
+            })
+            .collect();
+        let spec = IoThreadSpec {
+            id: 0,
+            lanes: (0..n as usize).collect(),
+            files: (0..n).collect(),
+            cpu: None,
+        };
+        let clock = VirtualClock::new();
+        let mut e = Recorder {
+            clock: clock.clone(),
+            lat_ns: 7_000,
+            due: Vec::new(),
+            log: vec![Vec::new(); n as usize],
+            buf: vec![0; 65536],
+            fail,
+        };
+        let timeline = Timeline::new(
+            Duration::ZERO,
+            Duration::from_millis(20),
+            Duration::from_millis(5),
+        );
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let stop = AtomicBool::new(false);
+        let taken_out = TakenOut::new(all.len());
+        let work = ThreadWork {
+            spec: &spec,
+            lanes: &all,
+            plan: &plan,
+            timeline: &timeline,
+            stop: &stop,
+            tx: &tx,
+            self_check: false,
+            taken_out: &taken_out,
+        };
+        assert_eq!(run_lanes(&mut e, &clock, &work).unwrap(), timeline.end_ns());
+        drop(tx);
+        (rx.iter().collect(), e.log, clock.now_ns())
+    }
+
+    #[test]
+    fn a_disk_that_keeps_failing_is_taken_out_and_the_others_go_on() {
+        let (msgs, log, _) = run_failing(2, vec![(1, 28)]); // ENOSPC
+        let mut per_worker = vec![Sample::new(1); 2];
+        let mut disks = Vec::new();
+        let mut intervals = 0;
+        for m in &msgs {
+            if let Msg::Interval {
+                samples,
+                disks: d,
+                index,
+                ..
+            } = m
+            {
+                intervals += 1;
+                for (w, s) in samples {
+                    per_worker[*w as usize] += s;
+                }
+                assert!(d.is_empty() || *index == 3, "per-disk errors come last");
+                disks.extend(d.iter().cloned());
+            }
+        }
+        assert_eq!(intervals, 4);
+        // Worker 0 ran through, without errors.
+        assert!(per_worker[0].streams[0].write.ios > 1000);
+        assert_eq!(per_worker[0].errors(), 0);
+        // Worker 1's disk failed TAKE_OUT_AFTER times in a row and was taken out: the
+        // I/Os still in flight then failed too, and nothing more was issued.
+        assert_eq!(disks.len(), 1, "{disks:?}");
+        let d = &disks[0];
+        assert_eq!((d.worker, d.disk), (1, 0));
+        let issued = log[1].len() as u64;
+        assert_eq!(d.count, issued);
+        assert_eq!(per_worker[1].errors(), issued);
+        assert!(
+            (TAKE_OUT_AFTER as u64..TAKE_OUT_AFTER as u64 + 3).contains(&issued),
+            "{issued} I/Os issued to the failing disk"
+        );
+        assert_eq!(d.first.len(), DiskErrors::FIRST);
+        assert!(d.first.windows(2).all(|w| w[0].t_s <= w[1].t_s));
+        let e = &d.first[0];
+        assert_eq!(
+            (e.worker, e.disk, e.op.as_str(), e.errno),
+            (1, 0, "write", 28)
+        );
+        assert_eq!(e.offset, log[1][0].1, "the first failure is the first I/O");
+        assert!(e.message.to_lowercase().contains("space"), "{}", e.message);
+        let t = d.taken_out_s.expect("taken out");
+        assert!(t > 0.0 && t < 0.02);
+    }
+
+    #[test]
+    fn a_thread_whose_disks_are_all_taken_out_ends_early() {
+        let (msgs, log, ended) = run_failing(2, vec![(0, 5), (1, 5)]);
+        // Every interval is still handed over (empty after the take-out), at once.
+        let intervals = msgs
+            .iter()
+            .filter(|m| matches!(m, Msg::Interval { .. }))
+            .count();
+        assert_eq!(intervals, 4);
+        assert!(ended < 5_000_000, "the thread went on until {ended} ns");
+        let Some(Msg::Interval { disks, .. }) = msgs.last() else {
+            panic!("the last message is an interval");
+        };
+        assert_eq!(disks.len(), 2);
+        for (d, l) in disks.iter().zip(&log) {
+            assert_eq!(d.count, l.len() as u64);
+            assert!(d.taken_out_s.is_some());
+            assert_eq!(d.first[0].errno, 5);
+        }
     }
 }

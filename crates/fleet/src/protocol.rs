@@ -13,7 +13,7 @@ use std::io::{self, Read, Write};
 use iofleet_profile::GroupPlan;
 
 use crate::settings::RunSettings;
-use iofleet_stats::result::ErrorDetail;
+use iofleet_stats::result::{DiskErrors, ErrorDetail};
 use iofleet_stats::{GenSample, HostUsage, Sample};
 use serde::{Deserialize, Serialize};
 
@@ -92,6 +92,9 @@ pub struct Done {
     pub failures: Vec<String>,
     pub errors: Vec<ErrorDetail>,
     pub notices: Vec<String>,
+    /// Per-disk I/O errors of the agent's disks (absent from older agents).
+    #[serde(default)]
+    pub disks: Vec<DiskErrors>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -143,6 +143,64 @@ pub struct ErrorSummary {
     pub first: Vec<ErrorDetail>,
     /// I/O threads that stopped on an engine failure, with the reason.
     pub failed_threads: Vec<String>,
+    /// Per disk that saw an I/O error: its count, first failures and whether it was
+    /// taken out; sorted by worker, then disk. Absent in results stored before it existed.
+    #[serde(default)]
+    pub disks: Vec<DiskErrors>,
+}
+
+/// The I/O errors of one disk (a worker's disk index).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DiskErrors {
+    pub worker: u32,
+    pub disk: u32,
+    /// Failed I/Os on this disk over the whole run (warm-up included).
+    pub count: u64,
+    /// The disk's first failures, earliest first (at most [`DiskErrors::FIRST`]).
+    pub first: Vec<ErrorDetail>,
+    /// When the disk was taken out of the run (seconds since the timeline start), or None.
+    pub taken_out_s: Option<f64>,
+}
+
+impl DiskErrors {
+    /// Failures kept in detail per disk.
+    pub const FIRST: usize = 5;
+
+    pub fn new(worker: u32, disk: u32) -> Self {
+        DiskErrors {
+            worker,
+            disk,
+            count: 0,
+            first: Vec::new(),
+            taken_out_s: None,
+        }
+    }
+
+    /// Fold `other` (the same disk, seen by another thread or host) into `self`.
+    pub fn merge(&mut self, other: &DiskErrors) {
+        self.count += other.count;
+        self.first.extend(other.first.iter().cloned());
+        self.first.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
+        self.first.truncate(Self::FIRST);
+        self.taken_out_s = match (self.taken_out_s, other.taken_out_s) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+    }
+
+    /// Merge `add` into the per-disk list `into`, keyed by (worker, disk), kept sorted.
+    pub fn merge_into(into: &mut Vec<DiskErrors>, add: &[DiskErrors]) {
+        for d in add {
+            match into.binary_search_by_key(&(d.worker, d.disk), |x| (x.worker, x.disk)) {
+                Ok(i) => into[i].merge(d),
+                Err(i) => {
+                    let mut fresh = DiskErrors::new(d.worker, d.disk);
+                    fresh.merge(d);
+                    into.insert(i, fresh);
+                }
+            }
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
