@@ -353,7 +353,8 @@ fn print_and_exit_code(
 }
 
 /// A run's exit code: 130 when Ctrl-C stopped it, 3 when hosts were lost (unless
-/// `--tolerate-host-loss`, with a message), 1 when a source failed, else 0.
+/// `--tolerate-host-loss`, with a message), 1 when a source failed, 5 when I/Os failed
+/// (with a message), else 0.
 pub(crate) fn exit_code(a: &RunArgs, result: &RunResult, stop: &AtomicBool) -> i32 {
     let lost = result
         .hosts
@@ -367,6 +368,16 @@ pub(crate) fn exit_code(a: &RunArgs, result: &RunResult, stop: &AtomicBool) -> i
         3
     } else if !result.summary.errors.failed_threads.is_empty() {
         1
+    } else if result.summary.errors.count > 0 {
+        let e = &result.summary.errors;
+        let out = e.disks.iter().filter(|d| d.taken_out_s.is_some()).count();
+        eprintln!(
+            "error: {} I/O error(s) on {} disk(s), {out} taken out; see the I/O errors above \
+             (summary.errors in JSON)",
+            e.count,
+            e.disks.len().max(1)
+        );
+        5
     } else {
         0
     }

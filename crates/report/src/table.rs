@@ -552,16 +552,34 @@ impl Exporter for TableExporter {
         }
         let e = &s.errors;
         writeln!(out, "I/O errors: {}", e.count)?;
-        for d in &e.first {
+        let detail = |d: &iofleet_stats::result::ErrorDetail| {
+            format!(
+                "t={:.3}s worker {} disk {} thread {} {} offset {} len {}: {} (errno {})",
+                d.t_s, d.worker, d.disk, d.thread, d.op, d.offset, d.len, d.message, d.errno
+            )
+        };
+        // Per disk when known (its count, take-out and first failures), else the sample.
+        for d in &e.disks {
+            let out_at = d
+                .taken_out_s
+                .map_or_else(String::new, |t| format!(", taken out at {t:.3}s"));
             wrap(
                 out,
                 &format!(
-                    "  t={:.3}s worker {} disk {} thread {} {} offset {} len {}: {} (errno {})",
-                    d.t_s, d.worker, d.disk, d.thread, d.op, d.offset, d.len, d.message, d.errno
+                    "  worker {} disk {}: {} error(s){out_at}",
+                    d.worker, d.disk, d.count
                 ),
                 max,
                 4,
             )?;
+            for x in &d.first {
+                wrap(out, &format!("    {}", detail(x)), max, 6)?;
+            }
+        }
+        if e.disks.is_empty() {
+            for d in &e.first {
+                wrap(out, &format!("  {}", detail(d)), max, 4)?;
+            }
         }
         for f in &e.failed_threads {
             wrap(out, &format!("  thread failed: {f}"), max, 4)?;
