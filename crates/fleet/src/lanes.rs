@@ -526,10 +526,7 @@ pub fn run_lanes<E: Engine, C: Clock>(
         }
         // Every disk of this thread taken out: nothing left to issue, the thread is done
         // (its remaining intervals are handed over empty below).
-        if inflight == 0
-            && taken_out.any.load(Ordering::Relaxed)
-            && queues.iter().all(|q| is_out(q))
-        {
+        if inflight == 0 && taken_out.any.load(Ordering::Relaxed) && queues.iter().all(&is_out) {
             stopped_at = end;
             break;
         }
@@ -1022,9 +1019,12 @@ mod tests {
         assert_eq!(none.intervals(), 2);
     }
 
+    /// The requests one file saw: (op, offset, len).
+    type IoLog = Vec<(OpKind, u64, u32)>;
+
     /// Run lanes 0..n (lane w = worker w, file w) on one thread whose engine fails every
     /// I/O of the files in `fail`; returns the messages, the log and where the clock ended.
-    fn run_failing(n: u32, fail: Vec<(u32, i32)>) -> (Vec<Msg>, Vec<Vec<(OpKind, u64, u32)>>, u64) {
+    fn run_failing(n: u32, fail: Vec<(u32, i32)>) -> (Vec<Msg>, Vec<IoLog>, u64) {
         let mut plan = plan(vec![stream("w", 0.0, 100.0)]);
         plan.streams[0].bs = BlockSizes::fixed(Bytes(4096));
         let all: Vec<LaneSpec> = (0..n)

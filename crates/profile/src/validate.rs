@@ -330,7 +330,7 @@ impl Resolver<'_> {
         };
         let ratio = |k: &str, o: Option<f64>, r: Option<f64>| {
             self.number(k, k, o, r)
-                .map(|v| v.unwrap_or_else(|| Val { v: 1.0, flag: None }))
+                .map(|v| v.unwrap_or(Val { v: 1.0, flag: None }))
         };
         let dedupe = ratio("data.dedupe_ratio", ov.dedupe_ratio, d.dedupe_ratio)?;
         let compress = ratio("data.compress_ratio", ov.compress_ratio, d.compress_ratio)?;
