@@ -325,7 +325,8 @@ pub struct ThreadWork<'a> {
     pub taken_out: &'a TakenOut,
 }
 
-/// Generate, queue and account one I/O of queue `q` in `slot`, intended at `intended`.
+/// Generate, queue and account one I/O of queue `q` in `slot`, intended at `intended`;
+/// a write's buffer is filled from the lane's data pattern when `write_data`.
 #[inline]
 #[allow(clippy::too_many_arguments)]
 fn issue<E: Engine>(
@@ -336,12 +337,13 @@ fn issue<E: Engine>(
     q: u32,
     slot: u32,
     intended: u64,
+    write_data: bool,
 ) -> Result<(), EngineError> {
     let lane = &mut lanes[queue.lane as usize];
     let g = queue.pick(&mut lane.rng);
     let (stream, gen) = &mut lane.gens[g];
     let (op, offset, len) = gen.next(&mut lane.rng);
-    if op == OpKind::Write {
+    if op == OpKind::Write && write_data {
         lane.data.fill(&mut engine.buffer_mut(slot)[..len as usize]);
     }
     slots[slot as usize] = Slot {
@@ -480,6 +482,9 @@ pub fn run_lanes<E: Engine, C: Clock>(
     let is_out = |queue: &Queue| taken_out.is_out(spec.lanes[queue.lane as usize]);
     let mut out = Vec::with_capacity(next_slot as usize);
     let mut inflight = 0u32;
+    // Write data only where it lands somewhere: an engine without a target (null, sim)
+    // discards it, and filling it would measure the generator instead of the bookkeeping.
+    let write_data = engine.caps().needs_target;
 
     // The self-check: CPU and run-queue delay per interval, and the issue lag of
     // open-loop I/Os whose slot was free.
@@ -537,7 +542,9 @@ pub fn run_lanes<E: Engine, C: Clock>(
                 continue; // its disk was taken out: the queue issues no more
             }
             while let Some(slot) = queue.free.pop() {
-                issue(engine, &mut lanes, queue, &mut slots, q, slot, now)?;
+                issue(
+                    engine, &mut lanes, queue, &mut slots, q, slot, now, write_data,
+                )?;
                 inflight += 1;
             }
         }
@@ -563,7 +570,9 @@ pub fn run_lanes<E: Engine, C: Clock>(
             gen.lag
                 .record(now.saturating_sub(due.max(queue.free_since)));
             queue.advance(&mut lanes[queue.lane as usize].rng);
-            issue(engine, &mut lanes, queue, &mut slots, q, slot, intended)?;
+            issue(
+                engine, &mut lanes, queue, &mut slots, q, slot, intended, write_data,
+            )?;
             inflight += 1;
             timers.push(Reverse((queue.next_arrival as u64, q)));
         }
