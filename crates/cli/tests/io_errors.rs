@@ -142,6 +142,27 @@ fn a_truncated_disk_is_taken_out_and_the_run_goes_on() {
         .to_string()
         .contains("worker 0 disk 1 was taken out"));
     assert!(!v["run"]["interrupted"].as_bool().unwrap());
+    // The result follows the published schema, per-disk errors included.
+    let schema = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/result.schema.json"
+    ))
+    .unwrap();
+    let schema = jsonschema::validator_for(&serde_json::from_str(&schema).unwrap()).unwrap();
+    let problems: Vec<String> = schema.iter_errors(&v).map(|e| e.to_string()).collect();
+    assert!(problems.is_empty(), "{problems:?}");
+    // The table lists the disk, its take-out and its first failures.
+    let id = v["stored"]["id"].as_str().expect("the run was stored");
+    let o = run_in(d.path(), &["results", "show", id]);
+    let table = stdout(&o);
+    assert!(table.contains("I/O errors: "), "{table}");
+    assert!(table.contains("worker 0 disk 1: "), "{table}");
+    assert!(table.contains(", taken out at "), "{table}");
+    assert_eq!(
+        table.matches("short transfer: 0 of 4096").count(),
+        5,
+        "{table}"
+    );
 }
 
 /// A 32 MiB ext4 filesystem on a loop device over a file in /dev/shm, mounted on a temp

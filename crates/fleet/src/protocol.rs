@@ -361,6 +361,17 @@ mod tests {
             }),
             Frame::Stop,
             Frame::Heartbeat,
+            Frame::Done(Done {
+                end_ns: 5,
+                failures: vec![],
+                errors: vec![],
+                notices: vec!["n".into()],
+                disks: vec![DiskErrors {
+                    count: 40,
+                    taken_out_s: Some(1.5),
+                    ..DiskErrors::new(3, 1)
+                }],
+            }),
             Frame::Error(Failure {
                 message: "x".into(),
                 input: true,
@@ -377,6 +388,15 @@ mod tests {
             assert_eq!(read_frame(&mut r).unwrap().as_ref(), Some(f));
         }
         assert_eq!(read_frame(&mut r).unwrap(), None);
+    }
+
+    #[test]
+    fn a_done_without_per_disk_errors_still_reads() {
+        // An agent from before per-disk errors sends no `disks` key.
+        let d: Done =
+            serde_json::from_str(r#"{"end_ns": 1, "failures": [], "errors": [], "notices": []}"#)
+                .unwrap();
+        assert!(d.disks.is_empty());
     }
 
     #[test]

@@ -368,3 +368,53 @@ pub struct WorkerSummary {
     pub read: OpSummary,
     pub write: OpSummary,
 }
+
+#[cfg(test)]
+mod disk_error_tests {
+    use super::*;
+
+    fn detail(t_s: f64) -> ErrorDetail {
+        ErrorDetail {
+            worker: 0,
+            disk: 1,
+            thread: 0,
+            op: "write".into(),
+            offset: 0,
+            len: 4096,
+            errno: 28,
+            message: "No space left on device".into(),
+            t_s,
+        }
+    }
+
+    #[test]
+    fn per_disk_errors_merge_by_disk_keeping_the_earliest() {
+        let mut all = Vec::new();
+        let a = DiskErrors {
+            count: 4,
+            first: (0..4).map(|i| detail(1.0 + i as f64)).collect(),
+            taken_out_s: Some(3.0),
+            ..DiskErrors::new(0, 1)
+        };
+        let b = DiskErrors {
+            count: 3,
+            first: vec![detail(0.5), detail(9.0), detail(0.7)],
+            taken_out_s: Some(2.0),
+            ..DiskErrors::new(0, 1)
+        };
+        let other = DiskErrors {
+            count: 1,
+            first: vec![detail(0.1)],
+            ..DiskErrors::new(0, 0)
+        };
+        DiskErrors::merge_into(&mut all, &[a]);
+        DiskErrors::merge_into(&mut all, &[b, other]);
+        assert_eq!(all.len(), 2);
+        assert_eq!((all[0].worker, all[0].disk, all[0].count), (0, 0, 1));
+        assert_eq!(all[0].taken_out_s, None);
+        let d = &all[1];
+        assert_eq!((d.disk, d.count, d.taken_out_s), (1, 7, Some(2.0)));
+        let times: Vec<f64> = d.first.iter().map(|e| e.t_s).collect();
+        assert_eq!(times, vec![0.5, 0.7, 1.0, 2.0, 3.0]);
+    }
+}

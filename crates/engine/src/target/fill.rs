@@ -284,6 +284,32 @@ mod tests {
     }
 
     #[test]
+    fn pattern_markers_record_the_ratios() {
+        let spec = |d: f64, c: f64| PatternSpec {
+            dedupe_ratio: d,
+            compress_ratio: c,
+            ..PatternSpec::RANDOM
+        };
+        let p = FillPattern::of(spec(3.0, 2.0));
+        assert_eq!(p, FillPattern::Pattern(spec(3.0, 2.0)));
+        assert_eq!(FillPattern::of(PatternSpec::RANDOM), FillPattern::Random);
+        let m = encode_marker(1 << 20, p, 0);
+        assert!(marker_matches(&m, 1 << 20, p, 0));
+        for other in [
+            FillPattern::Random,
+            FillPattern::Zero,
+            FillPattern::of(spec(2.0, 2.0)),
+            FillPattern::of(spec(3.0, 1.5)),
+            FillPattern::of(PatternSpec {
+                dedupe_unit: 8192,
+                ..spec(3.0, 2.0)
+            }),
+        ] {
+            assert!(!marker_matches(&m, 1 << 20, other, 0), "{other:?}");
+        }
+    }
+
+    #[test]
     fn aligned_buffer_is_aligned() {
         for len in [1, 4096, CHUNK] {
             let mut b = AlignedBuf::zeroed(len);
