@@ -16,10 +16,11 @@
 //! Within a unit, the first `dedupe_unit ÷ compress_ratio` bytes (rounded to 8) are
 //! pseudo-random and the rest are zeros, so a compressor working per unit gets about
 //! `compress_ratio : 1`. The pseudo-random bytes are a slice of one pre-generated pool
-//! (256 KiB, shared by every pattern of the process), chosen by the content id and XORed
+//! (shared by every pattern of the process; a slice starts in its first 256 KiB, so for
+//! common units the pool stays in cache), chosen by the content id and XORed
 //! with a 64-bit key from the same id: generation is a copy with an XOR (several GB/s
-//! per core), yet no two content ids give equal or overlapping byte runs that a
-//! compressor could match. This module does no I/O and keeps no per-write state beyond
+//! per core), yet two content ids give byte runs with nothing a compressor can match
+//! (short of a collision of their 64-bit keys). This module does no I/O and keeps no per-write state beyond
 //! the unit counter.
 
 use std::sync::OnceLock;
