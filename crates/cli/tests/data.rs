@@ -91,6 +91,14 @@ fn written_units_measure_the_requested_ratios() {
     assert!(units > 1000, "{units} units written");
     assert!((dedupe - 3.0).abs() <= 0.15, "dedupe {dedupe}");
     assert!((compress - 2.0).abs() <= 0.1, "compress {compress}");
+    // The table says what the writes carried.
+    let id = v["stored"]["id"].as_str().expect("the run was stored");
+    let o = common::run_in(d.path(), &["results", "show", id]);
+    let table = common::stdout(&o);
+    assert!(
+        table.contains("data: random, dedupe 3:1, compress 2:1 per 4k unit"),
+        "{table}"
+    );
 }
 
 #[test]
@@ -109,7 +117,7 @@ fn zero_pattern_writes_zeros() {
     let d = tempfile::tempdir().unwrap();
     // Random data first, then zeros over it: sequential writes that cover every disk
     // leave no unit that is not zero.
-    write_run(d.path(), &[]);
+    let first = write_run(d.path(), &[]);
     assert!(measure(d.path(), &FILES).0 > 1000);
     let v = write_run(d.path(), &["--pattern", "zero"]);
     assert_eq!(v["run"]["plan"]["data"]["pattern"], "zero");
@@ -120,6 +128,13 @@ fn zero_pattern_writes_zeros() {
     );
     let (units, ..) = measure(d.path(), &FILES);
     assert_eq!(units, 0, "non-zero units left");
+    let show = |v: &serde_json::Value| {
+        let id = v["stored"]["id"].as_str().expect("the run was stored");
+        common::stdout(&common::run_in(d.path(), &["results", "show", id]))
+    };
+    assert!(show(&v).contains("\ndata: zero\n"), "{}", show(&v));
+    // The default (distinct, incompressible) says nothing.
+    assert!(!show(&first).contains("data:"), "{}", show(&first));
 }
 
 #[test]

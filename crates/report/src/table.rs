@@ -186,6 +186,39 @@ fn lat_cells(label: String, s: &OpSummary) -> Vec<String> {
     cells
 }
 
+/// What the writes carried (`run.plan.data`, per group when groups differ), when it was
+/// not the default of distinct, incompressible units: `data: random, dedupe 3:1,
+/// compress 2:1 per 4k unit`.
+fn data_lines(plan: &serde_json::Value) -> Vec<String> {
+    let text = |d: &serde_json::Value| -> Option<String> {
+        let pattern = d["pattern"].as_str()?;
+        if pattern == "zero" {
+            return Some("zero".into());
+        }
+        let (dedupe, compress) = (d["dedupe_ratio"].as_f64()?, d["compress_ratio"].as_f64()?);
+        if dedupe == 1.0 && compress == 1.0 {
+            return None;
+        }
+        let unit = crate::workload::size_text(d["dedupe_unit"].as_u64()?);
+        Some(format!(
+            "{pattern}, dedupe {dedupe}:1, compress {compress}:1 per {unit} unit"
+        ))
+    };
+    match plan["groups"].as_array() {
+        Some(groups) if !groups.is_empty() => groups
+            .iter()
+            .filter_map(|g| {
+                let t = text(&g["plan"]["data"])?;
+                Some(format!("data ({}): {t}", g["name"].as_str().unwrap_or("?")))
+            })
+            .collect(),
+        _ => text(&plan["data"])
+            .map(|t| format!("data: {t}"))
+            .into_iter()
+            .collect(),
+    }
+}
+
 impl Exporter for TableExporter {
     fn export(&self, r: &RunResult, out: &mut dyn Write) -> io::Result<()> {
         let max = (!self.wide).then_some(WIDTH);
@@ -224,6 +257,9 @@ impl Exporter for TableExporter {
                 max,
                 2,
             )?;
+        }
+        for line in data_lines(&run.plan) {
+            wrap(out, &line, max, 2)?;
         }
         if !r.measured() {
             wrap(
