@@ -131,6 +131,12 @@ pub struct FromTraceArgs {
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PatternArg {
+    Random,
+    Zero,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PrepareArg {
     Random,
     Zero,
@@ -261,6 +267,14 @@ pub struct RunArgs {
     pub prepare: Option<PrepareArg>,
     #[arg(long, help = help("timing.verify"))]
     pub verify: bool,
+    #[arg(long, value_enum, help = help("data.pattern"))]
+    pub pattern: Option<PatternArg>,
+    #[arg(long, value_name = "N", allow_negative_numbers = true, help = help("data.dedupe_ratio"))]
+    pub dedupe_ratio: Option<f64>,
+    #[arg(long, allow_hyphen_values = true, value_parser = size, help = help("data.dedupe_unit"))]
+    pub dedupe_unit: Option<Bytes>,
+    #[arg(long, value_name = "C", allow_negative_numbers = true, help = help("data.compress_ratio"))]
+    pub compress_ratio: Option<f64>,
 
     /// Measure in rounds of --duration until the SNIA steady-state rule holds over the
     /// last 5 rounds (IOPS range ≤ 20% and least-squares excursion ≤ 10% of their

@@ -14,11 +14,11 @@ use iofleet_fleet::agents::AgentLauncher;
 use iofleet_fleet::inproc::ThreadLauncher;
 use iofleet_fleet::launcher::Launcher;
 use iofleet_fleet::{EngineSpec, Fanout, Observer, RunSettings, StartNow};
-use iofleet_profile::{format_duration, Context, GroupPlan, Overrides, Prepare};
+use iofleet_profile::{format_duration, Context, DataPattern, GroupPlan, Overrides, Prepare};
 use iofleet_report::{Exporter, JsonExporter, TableExporter};
 use iofleet_stats::result::RunResult;
 
-use crate::args::{PrepareArg, RunArgs};
+use crate::args::{PatternArg, PrepareArg, RunArgs};
 use crate::dry_run;
 use crate::live::LiveView;
 use crate::record::StoreRecorder;
@@ -216,6 +216,13 @@ fn overrides(a: &RunArgs) -> Overrides {
         io_threads: a.io_threads,
         cpus: a.cpus.clone(),
         verify: a.verify.then_some(true),
+        pattern: a.pattern.map(|p| match p {
+            PatternArg::Random => DataPattern::Random,
+            PatternArg::Zero => DataPattern::Zero,
+        }),
+        dedupe_ratio: a.dedupe_ratio,
+        dedupe_unit: a.dedupe_unit,
+        compress_ratio: a.compress_ratio,
     }
 }
 
@@ -355,7 +362,7 @@ fn print_and_exit_code(
 
 /// A run's exit code: 130 when Ctrl-C stopped it, 3 when hosts were lost (unless
 /// `--tolerate-host-loss`, with a message), 1 when a source failed, 4 when verified
-/// reads found corrupt data, else 0.
+/// reads found corrupt data, 5 when I/Os failed (with a message), else 0.
 pub(crate) fn exit_code(a: &RunArgs, result: &RunResult, stop: &AtomicBool) -> i32 {
     let lost = result
         .hosts
@@ -376,6 +383,16 @@ pub(crate) fn exit_code(a: &RunArgs, result: &RunResult, stop: &AtomicBool) -> i
         .is_some_and(|v| v.corruptions > 0)
     {
         4
+    } else if result.summary.errors.count > 0 {
+        let e = &result.summary.errors;
+        let out = e.disks.iter().filter(|d| d.taken_out_s.is_some()).count();
+        eprintln!(
+            "error: {} I/O error(s) on {} disk(s), {out} taken out; see the I/O errors above \
+             (summary.errors in JSON)",
+            e.count,
+            e.disks.len().max(1)
+        );
+        5
     } else {
         0
     }

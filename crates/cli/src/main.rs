@@ -2,9 +2,10 @@
 //! exit codes. No logic lives here.
 //!
 //! Exit codes: 0 success; 1 run-time failure; 2 bad input (a flag, a TOML key, a target
-//! refused for safety); 3 hosts lost mid-run (unless --tolerate-host-loss); 130
-//! interrupted by Ctrl-C (what was measured is still printed); 4 verified data found
-//! corrupt (`run --verify`, `verify`).
+//! refused for safety); 3 hosts lost mid-run (unless --tolerate-host-loss); 4 verified
+//! data found corrupt (`run --verify`, `verify`); 5 I/O errors (the run went on; failing
+//! disks were taken out); 130 interrupted by Ctrl-C (what was measured is still
+//! printed).
 
 mod args;
 mod cmd_ceiling;

@@ -10,6 +10,7 @@
 pub mod buf;
 pub mod clock;
 pub mod null;
+pub mod pattern;
 pub mod psync;
 pub mod sim;
 pub mod spec;
@@ -21,6 +22,7 @@ use std::fs::File;
 use std::time::Duration;
 
 pub use clock::{Clock, MonoClock, VirtualClock};
+pub use pattern::{Pattern, PatternSpec};
 pub use spec::{BuiltEngine, Drive, EngineFile, EngineSpec};
 
 /// Direction of one I/O.

@@ -240,6 +240,7 @@ pub fn serve(input: Box<dyn Read + Send>, output: Box<dyn Write + Send>) -> i32 
                     notices: Vec::new(),
                     verify: Some(found),
                     disks_checked: disks,
+                    disks: Vec::new(),
                 };
                 i32::from(send(&out, &Frame::Done(done)).is_err())
             }
@@ -290,6 +291,7 @@ pub fn serve(input: Box<dyn Read + Send>, output: Box<dyn Write + Send>) -> i32 
                 notices: result.notices.clone(),
                 verify: result.summary.verify.clone(),
                 disks_checked: 0,
+                disks: result.summary.errors.disks.clone(),
             };
             if send(&out, &Frame::Done(done)).is_err() {
                 return 1;

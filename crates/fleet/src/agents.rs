@@ -852,6 +852,7 @@ fn route(
                 index: d.index,
                 samples: d.samples,
                 errors: Vec::new(),
+                disks: Vec::new(),
                 stopped_at: d.stopped_at,
                 usage: d.usage,
                 generator: d.generator,
@@ -887,6 +888,7 @@ fn route(
                     end_ns: d.end_ns,
                     error: (!d.failures.is_empty()).then(|| d.failures.join("; ")),
                     errors: d.errors,
+                    disks: d.disks,
                     lost: false,
                 }
             }
@@ -897,6 +899,7 @@ fn route(
                     end_ns: mono_ns().saturating_sub(epoch_ns),
                     error: Some(f.message),
                     errors: Vec::new(),
+                    disks: Vec::new(),
                     lost: false,
                 }
             }
@@ -918,6 +921,7 @@ fn route(
                         }
                     )),
                     errors: Vec::new(),
+                    disks: Vec::new(),
                     lost: true,
                 }
             }

@@ -17,13 +17,13 @@ use iofleet_profile::Plan;
 pub(crate) use iofleet_stats::fold::GroupRange;
 use iofleet_stats::fold::{Folded, HostFacts, Layout};
 use iofleet_stats::result::{
-    CpuSummary, ErrorDetail, ErrorSummary, IntervalRow, MemorySummary, Outstanding, PartIntervals,
-    RunInfo, RunResult, RunSummary, VerifySummary, SCHEMA_VERSION,
+    CpuSummary, DiskErrors, ErrorDetail, ErrorSummary, IntervalRow, MemorySummary, Outstanding,
+    PartIntervals, RunInfo, RunResult, RunSummary, VerifySummary, SCHEMA_VERSION,
 };
 use iofleet_stats::summary::{counts_in_median, median_of};
 use iofleet_stats::{GenSample, HostUsage, OpStats, OpSummary, PackedSample, Sample};
 
-use crate::lanes::{Msg, Timeline};
+use crate::lanes::{Msg, Timeline, TAKE_OUT_AFTER};
 use crate::observer::{IntervalSnapshot, Observer, Phase};
 use crate::sys::{self, HostProbe};
 
@@ -73,6 +73,8 @@ pub(crate) struct Collected {
     pub interval_iops: Vec<f64>,
     pub errors: Vec<ErrorDetail>,
     pub error_count: u64,
+    /// I/O errors per disk, sorted by (worker, disk).
+    pub disks: Vec<DiskErrors>,
     pub failures: Vec<String>,
     pub max_end_ns: u64,
     /// Per host: when it was lost (ns since the epoch).
@@ -133,6 +135,7 @@ pub(crate) fn collect(
         interval_iops: Vec::new(),
         errors: Vec::new(),
         error_count: 0,
+        disks: Vec::new(),
         failures: Vec::new(),
         max_end_ns: 0,
         host_lost_ns: vec![None; spec.hosts.len()],
@@ -197,6 +200,7 @@ pub(crate) fn collect(
                 index,
                 samples,
                 errors,
+                disks,
                 stopped_at,
                 usage,
                 generator,
@@ -235,6 +239,7 @@ pub(crate) fn collect(
                 }
                 let r = &mut reported_next[source as usize];
                 *r = (*r).max(index + 1);
+                DiskErrors::merge_into(&mut out.disks, &disks);
                 for e in errors {
                     if out.errors.len() < MAX_ERROR_DETAILS {
                         out.errors.push(e);
@@ -246,8 +251,10 @@ pub(crate) fn collect(
                 end_ns,
                 error,
                 errors,
+                disks,
                 lost,
             }) => {
+                DiskErrors::merge_into(&mut out.disks, &disks);
                 for e in errors {
                     if out.errors.len() < MAX_ERROR_DETAILS {
                         out.errors.push(e);
@@ -479,6 +486,21 @@ pub(crate) fn summarize(
     }
     let mut errors = col.errors;
     errors.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
+    for d in col.disks.iter() {
+        if let Some(t) = d.taken_out_s {
+            notices.push(format!(
+                "worker {} disk {} was taken out at {t:.3} s after {TAKE_OUT_AFTER} failed I/Os in \
+                 a row ({} errors in all; first: {}); the run went on without it",
+                d.worker,
+                d.disk,
+                d.count,
+                d.first.first().map_or_else(String::new, |e| format!(
+                    "{} at offset {}: {}",
+                    e.op, e.offset, e.message
+                )),
+            ));
+        }
+    }
     let summary = RunSummary {
         all: OpSummary::from_ops(&all, elapsed_s),
         read: OpSummary::from_ops(&fleet.read(), elapsed_s),
@@ -498,6 +520,7 @@ pub(crate) fn summarize(
             count: col.error_count,
             first: errors,
             failed_threads: col.failures,
+            disks: col.disks,
         },
         generator: (col.generator.threads > 0)
             .then(|| col.generator.summary(col.io_threads, mean_latency_ns(&all))),
@@ -657,6 +680,7 @@ mod tests {
             interval_iops: Vec::new(),
             errors: Vec::new(),
             error_count: 0,
+            disks: Vec::new(),
             failures: Vec::new(),
             max_end_ns: 1_000_000_000,
             host_lost_ns: vec![None, None],
@@ -711,6 +735,7 @@ mod tests {
             index,
             samples: vec![(source, 0, Sample::new(1))],
             errors: Vec::new(),
+            disks: Vec::new(),
             stopped_at,
             usage: None,
             // Each source's I/O thread: 40% busy over its 1 s, 100 µs in the run
@@ -726,6 +751,7 @@ mod tests {
             end_ns,
             error: None,
             errors: Vec::new(),
+            disks: Vec::new(),
             lost: false,
         };
         tx.send(interval(0, 0, Some(950_000_000))).unwrap();
@@ -802,6 +828,7 @@ mod tests {
                 index: 0,
                 samples,
                 errors: Vec::new(),
+                disks: Vec::new(),
                 stopped_at: None,
                 usage: None,
                 generator: None,
@@ -812,6 +839,7 @@ mod tests {
                 end_ns: 1_000_000_000,
                 error: None,
                 errors: Vec::new(),
+                disks: Vec::new(),
                 lost: false,
             })
             .unwrap();

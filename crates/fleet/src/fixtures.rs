@@ -53,5 +53,6 @@ pub fn plan(fleet: FleetShape, streams: Vec<StreamPlan>) -> Plan {
             verify: false,
         },
         streams,
+        data: Default::default(),
     }
 }

@@ -24,12 +24,12 @@ use iofleet_engine::target::{
 use iofleet_engine::verify::{
     default_cache_dir, forget_journal, journal_path, stamp_units, DiskTable, Journal,
 };
-use iofleet_engine::{BuiltEngine, Caps, Drive, EngineFile, EngineParams, EngineSpec};
-use iofleet_profile::{combine, stream_offsets, GroupPlan, Plan, Prepare};
+use iofleet_engine::{BuiltEngine, Caps, Drive, EngineFile, EngineParams, EngineSpec, PatternSpec};
+use iofleet_profile::{combine, stream_offsets, DataPattern, DataPlan, GroupPlan, Plan, Prepare};
 
 use crate::controller::FleetError;
 use crate::lanes::{
-    lane_seed, run_lanes, IoThreadSpec, LaneSpec, Msg, QueueSpec, ThreadWork, Timeline,
+    lane_seed, run_lanes, IoThreadSpec, LaneSpec, Msg, QueueSpec, TakenOut, ThreadWork, Timeline,
 };
 use crate::launcher::{Finished, Launcher, Prepared};
 use crate::observer::{Observer, Phase};
@@ -49,6 +49,8 @@ struct Job {
     engine: EngineSpec,
     direct: bool,
     stop: Arc<AtomicBool>,
+    /// Lanes whose disk kept failing and was taken out.
+    taken_out: TakenOut,
     /// I/O threads that have begun, and the latest of their start times after the
     /// epoch (ns): the start skew of this host's threads.
     started: AtomicU64,
@@ -489,7 +491,7 @@ impl Launcher for ThreadLauncher {
             for (gi, layout) in &layouts {
                 let plan = &groups[*gi].plan;
                 let pattern = match plan.timing.prepare {
-                    Prepare::Random => Some(FillPattern::Random),
+                    Prepare::Random => Some(FillPattern::of(pattern_spec(&plan.data))),
                     Prepare::Zero => Some(FillPattern::Zero),
                     Prepare::None => None,
                 };
@@ -552,6 +554,7 @@ impl Launcher for ThreadLauncher {
         let job = Arc::new(Job {
             plan,
             timeline,
+            taken_out: TakenOut::new(lanes.len()),
             lanes,
             disks,
             io_threads,
@@ -686,12 +689,23 @@ fn build_lanes(groups: &[GroupPlan], seed: u64) -> Vec<LaneSpec> {
                         seed: lane_seed(seed, w, d, t),
                         region_offset: 0,
                         disk_size: f.disk_size.0,
+                        data: pattern_spec(&g.plan.data),
                     });
                 }
             }
         }
     }
     lanes
+}
+
+/// The engine's data pattern for a profile's `[data]`.
+pub fn pattern_spec(d: &DataPlan) -> PatternSpec {
+    PatternSpec {
+        zero: d.pattern == DataPattern::Zero,
+        dedupe_ratio: d.dedupe_ratio,
+        dedupe_unit: d.dedupe_unit.0 as u32,
+        compress_ratio: d.compress_ratio,
+    }
 }
 
 /// How many lanes a run of `groups` has (one per thread of each disk a stream uses).
@@ -1004,6 +1018,7 @@ impl Drive for Loop<'_> {
                 tx: self.tx,
                 self_check: self.self_check,
                 tables: &job.tables,
+                taken_out: &job.taken_out,
             },
         )
     }
@@ -1097,6 +1112,7 @@ fn thread_main(job: &Job, i: usize, gate: &Gate, ready: &Sender<Result<(), Strin
         end_ns,
         error,
         errors: Vec::new(),
+        disks: Vec::new(),
         lost: false,
     });
     drop(tx);

@@ -12,13 +12,14 @@
 //! sequence for the same seed whatever else shares its thread.
 //!
 //! The loop is generic over the engine and the clock, so the choice is made once per
-//! thread and costs nothing per I/O. Per I/O it only generates an offset, stamps write
-//! data, queues, and records: no allocation, no locks, no channels. With `--verify` a
-//! write also gets a verify header per 4 KiB unit (after the data is stamped) and a
-//! read's units are checked on completion, against the disk's lock-free floor table
-//! (`iofleet_engine::verify`, docs/verify.md); what the checks found is sent once, at
-//! the end, before the thread's `Done`. Once per interval it hands its (worker, disk)
-//! `Sample`s, and its own CPU and scheduling figures (the generator
+//! thread and costs nothing per I/O. Per I/O it only generates an offset, fills write
+//! data from the lane's data pattern (`iofleet_engine::pattern`), queues, and records: no
+//! allocation, no locks, no channels. With `--verify` a write also gets a verify header
+//! per 4 KiB unit (over the pattern's data) and a read's units are checked on
+//! completion, against the disk's lock-free floor table (`iofleet_engine::verify`,
+//! docs/verify.md); what the checks found is sent once, at the end, before the thread's
+//! `Done`. Once per interval it hands its (worker, disk) `Sample`s, and its own CPU and
+//! scheduling figures (the generator
 //! self-check, `GenSample`), to the collector over a channel.
 //! In an open-loop queue an I/O that waits for a free slot is charged for the wait: its
 //! latency counts from its intended issue time (no coordinated omission). An I/O whose
@@ -34,8 +35,9 @@ use std::time::Duration;
 
 use crossbeam_channel::Sender;
 use iofleet_engine::verify::{check_unit, stamp_units, DiskTable, Fault, UnitSnap, UNIT};
-use iofleet_engine::{Clock, Engine, EngineError, IoReq, OpKind};
+use iofleet_engine::{Clock, Engine, EngineError, IoReq, OpKind, Pattern, PatternSpec};
 use iofleet_profile::{Arrival, Plan};
+use iofleet_stats::result::DiskErrors;
 use iofleet_stats::result::{Corruption, ErrorDetail, VerifySummary, MAX_CORRUPTION_DETAILS};
 use iofleet_stats::{GenSample, Sample};
 use rand::rngs::SmallRng;
@@ -48,6 +50,51 @@ use crate::sys::ThreadMeter;
 const STOP_POLL_NS: u64 = 100_000_000;
 /// Error details kept per I/O thread (the count is never capped).
 const MAX_ERROR_DETAILS: usize = 10;
+/// Failed I/Os in a row, with no success between, after which a lane's disk is taken
+/// out of the run: every lane of that disk stops issuing, the others go on.
+pub const TAKE_OUT_AFTER: u32 = 32;
+
+/// Which lanes of the run were taken out (their disk kept failing), shared by every
+/// I/O thread of a process: a lane that trips the rule takes out its disk's other lanes
+/// too, wherever they run.
+#[derive(Debug, Default)]
+pub struct TakenOut {
+    lanes: Vec<AtomicBool>,
+    any: AtomicBool,
+}
+
+impl TakenOut {
+    /// Nothing taken out yet, for `lanes` lanes.
+    pub fn new(lanes: usize) -> Self {
+        TakenOut {
+            lanes: (0..lanes).map(|_| AtomicBool::new(false)).collect(),
+            any: AtomicBool::new(false),
+        }
+    }
+
+    #[inline]
+    fn is_out(&self, lane: usize) -> bool {
+        self.lanes
+            .get(lane)
+            .is_some_and(|l| l.load(Ordering::Relaxed))
+    }
+
+    /// Take out every lane of `lane`'s disk (lanes of a disk are contiguous in `all`).
+    fn take_out_disk(&self, all: &[LaneSpec], lane: usize) {
+        let same = |i: usize| all[i].worker == all[lane].worker && all[i].disk == all[lane].disk;
+        let first = (0..=lane)
+            .rev()
+            .take_while(|&i| same(i))
+            .last()
+            .unwrap_or(lane);
+        for i in (first..all.len()).take_while(|&i| same(i)) {
+            if let Some(l) = self.lanes.get(i) {
+                l.store(true, Ordering::Relaxed);
+            }
+        }
+        self.any.store(true, Ordering::Relaxed);
+    }
+}
 
 /// The interval boundaries shared by every thread of a run, in ns since the epoch.
 #[derive(Debug, Clone)]
@@ -116,6 +163,8 @@ pub struct LaneSpec {
     /// Region of the disk within the opened file or device.
     pub region_offset: u64,
     pub disk_size: u64,
+    /// What the lane's writes carry (its group's `[data]`).
+    pub data: PatternSpec,
 }
 
 impl LaneSpec {
@@ -148,6 +197,9 @@ pub enum Msg {
         /// the source drives; a worker's sample is the sum of its disks'.
         samples: Vec<(u32, u32, Sample)>,
         errors: Vec<ErrorDetail>,
+        /// Per-disk I/O errors of the source over the whole run: only on its last
+        /// interval (empty otherwise).
+        disks: Vec<DiskErrors>,
         /// Set on the last interval of a source that was stopped early: when it stopped
         /// (ns since the epoch), so the collector can cut that interval short.
         stopped_at: Option<u64>,
@@ -163,6 +215,8 @@ pub enum Msg {
         error: Option<String>,
         /// Details of I/O errors not already sent with an interval (remote sources).
         errors: Vec<ErrorDetail>,
+        /// Per-disk I/O errors not already sent with an interval (remote sources).
+        disks: Vec<DiskErrors>,
         /// The source vanished (a remote host whose connection died), rather than ended.
         lost: bool,
     },
@@ -209,8 +263,12 @@ struct Lane {
     sample: usize,
     file: u32,
     region_offset: u64,
-    /// Writes issued by this lane (stamped into the data).
-    seq: u64,
+    /// The content of the lane's writes, salted with the lane's seed.
+    data: Pattern,
+    /// Index of the lane in the run's lanes.
+    global: usize,
+    /// Failed I/Os in a row (reset by a success).
+    fail_streak: u32,
     /// The floor table of the lane's disk (`--verify`).
     table: Option<Arc<DiskTable>>,
 }
@@ -280,18 +338,6 @@ pub fn lane_seed(run_seed: u64, worker: u32, disk: u32, thread: u32) -> u64 {
     splitmix(run_seed ^ ((worker as u64) << 40) ^ ((disk as u64) << 20) ^ thread as u64)
 }
 
-/// Make every 4 KiB of a write unique (offset and sequence in its first 16 bytes), so a
-/// deduplicating target cannot collapse repeated writes of the same buffer.
-#[inline]
-fn stamp(buf: &mut [u8], len: u32, offset: u64, seq: u64) {
-    let mut at = 0usize;
-    while at + 16 <= len as usize {
-        buf[at..at + 8].copy_from_slice(&(offset + at as u64).to_le_bytes());
-        buf[at + 8..at + 16].copy_from_slice(&seq.to_le_bytes());
-        at += 4096;
-    }
-}
-
 /// Everything an I/O thread's loop reads.
 pub struct ThreadWork<'a> {
     pub spec: &'a IoThreadSpec,
@@ -305,9 +351,12 @@ pub struct ThreadWork<'a> {
     pub self_check: bool,
     /// Per lane of the run: its disk's floor table (`--verify`); empty when not verifying.
     pub tables: &'a [Option<Arc<DiskTable>>],
+    /// Lanes taken out of the run, shared with the process's other I/O threads.
+    pub taken_out: &'a TakenOut,
 }
 
-/// Generate, queue and account one I/O of queue `q` in `slot`, intended at `intended`.
+/// Generate, queue and account one I/O of queue `q` in `slot`, intended at `intended`;
+/// a write's buffer is filled from the lane's data pattern when `write_data`.
 #[inline]
 #[allow(clippy::too_many_arguments)]
 fn issue<E: Engine>(
@@ -319,6 +368,7 @@ fn issue<E: Engine>(
     q: u32,
     slot: u32,
     intended: u64,
+    write_data: bool,
 ) -> Result<(), EngineError> {
     let lane = &mut lanes[queue.lane as usize];
     let g = queue.pick(&mut lane.rng);
@@ -326,14 +376,15 @@ fn issue<E: Engine>(
     let (op, offset, len) = gen.next(&mut lane.rng);
     let mut vseq = 0;
     if op == OpKind::Write {
-        lane.seq += 1;
-        let buf = engine.buffer_mut(slot);
-        stamp(buf, len, offset, lane.seq);
-        if let Some(t) = &lane.table {
-            // The verify header goes over whatever the data pattern wrote.
-            vseq = t.begin_write(offset / UNIT, u64::from(len) / UNIT);
-            let time_ns = checks.wall_base_ns + intended;
-            stamp_units(&mut buf[..len as usize], t.disk_id, offset, vseq, time_ns);
+        if write_data {
+            let buf = engine.buffer_mut(slot);
+            lane.data.fill(&mut buf[..len as usize]);
+            if let Some(t) = &lane.table {
+                // The verify header goes over whatever the data pattern wrote.
+                vseq = t.begin_write(offset / UNIT, u64::from(len) / UNIT);
+                let time_ns = checks.wall_base_ns + intended;
+                stamp_units(&mut buf[..len as usize], t.disk_id, offset, vseq, time_ns);
+            }
         }
     } else if let Some(t) = &lane.table {
         let at = slot as usize * checks.per_slot;
@@ -446,7 +497,9 @@ pub fn run_lanes<E: Engine, C: Clock>(
             sample,
             file,
             region_offset: ls.region_offset,
-            seq: 0,
+            data: Pattern::new(ls.data, ls.seed),
+            global: lane_ix,
+            fail_streak: 0,
             table: work.tables.get(lane_ix).cloned().flatten(),
         };
         for qs in &ls.queues {
@@ -547,8 +600,15 @@ pub fn run_lanes<E: Engine, C: Clock>(
     let mut next_boundary = timeline.boundaries[1];
     let mut errors: Vec<ErrorDetail> = Vec::new();
     let mut error_details_left = MAX_ERROR_DETAILS;
+    // This thread's I/O errors per disk, sorted by (worker, disk); sent at the end.
+    let mut disk_errs: Vec<DiskErrors> = Vec::new();
+    let taken_out = work.taken_out;
+    let is_out = |queue: &Queue| taken_out.is_out(spec.lanes[queue.lane as usize]);
     let mut out = Vec::with_capacity(next_slot as usize);
     let mut inflight = 0u32;
+    // Write data only where it lands somewhere: an engine without a target (null, sim)
+    // discards it, and filling it would measure the generator instead of the bookkeeping.
+    let write_data = engine.caps().needs_target;
 
     // The self-check: CPU and run-queue delay per interval, and the issue lag of
     // open-loop I/Os whose slot was free.
@@ -564,7 +624,8 @@ pub fn run_lanes<E: Engine, C: Clock>(
                      errors: &mut Vec<ErrorDetail>,
                      gen: &mut GenSample,
                      completed: &mut u64,
-                     stopped_at: Option<u64>| {
+                     stopped_at: Option<u64>,
+                     disks: Vec<DiskErrors>| {
         let generator = meter.as_mut().map(|m| {
             let now = clock.now_ns();
             let (busy, runq) = m.lap();
@@ -584,6 +645,7 @@ pub fn run_lanes<E: Engine, C: Clock>(
                 .map(|(w, d, s)| (*w, *d, s.take()))
                 .collect(),
             errors: std::mem::take(errors),
+            disks,
             stopped_at,
             usage: None,
             generator,
@@ -597,9 +659,18 @@ pub fn run_lanes<E: Engine, C: Clock>(
             stopped_at = now.min(end);
             break;
         }
+        // Every disk of this thread taken out: nothing left to issue, the thread is done
+        // (its remaining intervals are handed over empty below).
+        if inflight == 0 && taken_out.any.load(Ordering::Relaxed) && queues.iter().all(&is_out) {
+            stopped_at = end;
+            break;
+        }
         // Issue: every closed-loop queue's free slots, then every due arrival.
         while let Some(q) = ready.pop() {
             let queue = &mut queues[q as usize];
+            if is_out(queue) {
+                continue; // its disk was taken out: the queue issues no more
+            }
             while let Some(slot) = queue.free.pop() {
                 issue(
                     engine,
@@ -610,6 +681,7 @@ pub fn run_lanes<E: Engine, C: Clock>(
                     q,
                     slot,
                     now,
+                    write_data,
                 )?;
                 inflight += 1;
             }
@@ -620,6 +692,9 @@ pub fn run_lanes<E: Engine, C: Clock>(
             }
             timers.pop();
             let queue = &mut queues[q as usize];
+            if is_out(queue) {
+                continue;
+            }
             let Some(slot) = queue.free.pop() else {
                 queue.blocked = true;
                 continue;
@@ -642,6 +717,7 @@ pub fn run_lanes<E: Engine, C: Clock>(
                 q,
                 slot,
                 intended,
+                write_data,
             )?;
             inflight += 1;
             timers.push(Reverse((queue.next_arrival as u64, q)));
@@ -677,6 +753,7 @@ pub fn run_lanes<E: Engine, C: Clock>(
                 &mut gen,
                 &mut completed,
                 None,
+                Vec::new(),
             );
             idx += 1;
             next_boundary = timeline.boundaries[idx as usize + 1];
@@ -704,6 +781,7 @@ pub fn run_lanes<E: Engine, C: Clock>(
                 continue; // completed after the timeline: not part of any interval
             }
             completed += 1;
+            let lane = &mut lanes[queue.lane as usize];
             let stats = &mut samples[lane.sample].2.streams[sl.stream as usize];
             let ops = if sl.op == OpKind::Read {
                 &mut stats.read
@@ -712,17 +790,30 @@ pub fn run_lanes<E: Engine, C: Clock>(
             };
             if c.result >= 0 && c.result as u32 == sl.len {
                 ops.record(t.saturating_sub(sl.intended_ns), c.result as u64);
+                lane.fail_streak = 0;
             } else {
                 ops.record_error();
-                if error_details_left > 0 {
-                    error_details_left -= 1;
-                    let ls = &work.lanes[spec.lanes[queue.lane as usize]];
+                lane.fail_streak += 1;
+                // The error path: bookkeeping per disk, never on a successful I/O.
+                let ls = &work.lanes[lane.global];
+                let at = match disk_errs
+                    .binary_search_by_key(&(ls.worker, ls.disk), |d| (d.worker, d.disk))
+                {
+                    Ok(i) => i,
+                    Err(i) => {
+                        disk_errs.insert(i, DiskErrors::new(ls.worker, ls.disk));
+                        i
+                    }
+                };
+                let de = &mut disk_errs[at];
+                de.count += 1;
+                if de.first.len() < DiskErrors::FIRST || error_details_left > 0 {
                     let message = if c.result < 0 {
                         std::io::Error::from_raw_os_error(-c.result).to_string()
                     } else {
                         format!("short transfer: {} of {} bytes", c.result, sl.len)
                     };
-                    errors.push(ErrorDetail {
+                    let detail = ErrorDetail {
                         worker: ls.worker,
                         disk: ls.disk,
                         thread: ls.thread,
@@ -737,7 +828,18 @@ pub fn run_lanes<E: Engine, C: Clock>(
                         errno: (-c.result).max(0),
                         message,
                         t_s: t as f64 / 1e9,
-                    });
+                    };
+                    if de.first.len() < DiskErrors::FIRST {
+                        de.first.push(detail.clone());
+                    }
+                    if error_details_left > 0 {
+                        error_details_left -= 1;
+                        errors.push(detail);
+                    }
+                }
+                if lane.fail_streak >= TAKE_OUT_AFTER && !taken_out.is_out(lane.global) {
+                    taken_out.take_out_disk(work.lanes, lane.global);
+                    de.taken_out_s = Some(t as f64 / 1e9);
                 }
             }
         }
@@ -774,16 +876,21 @@ pub fn run_lanes<E: Engine, C: Clock>(
     let finished = stopped_at >= end;
     if finished {
         stopped_at = end;
-        flush(
-            idx,
-            &mut samples,
-            &mut errors,
-            &mut gen,
-            &mut completed,
-            None,
-        );
-        for k in idx + 1..n_intervals {
-            flush(k, &mut samples, &mut errors, &mut gen, &mut completed, None);
+        for k in idx..n_intervals {
+            let disks = if k + 1 == n_intervals {
+                std::mem::take(&mut disk_errs)
+            } else {
+                Vec::new()
+            };
+            flush(
+                k,
+                &mut samples,
+                &mut errors,
+                &mut gen,
+                &mut completed,
+                None,
+                disks,
+            );
         }
     } else {
         flush(
@@ -793,6 +900,7 @@ pub fn run_lanes<E: Engine, C: Clock>(
             &mut gen,
             &mut completed,
             Some(stopped_at),
+            disk_errs,
         );
     }
     Ok(stopped_at)
@@ -844,6 +952,7 @@ mod tests {
             seed: lane_seed(42, w, 0, 0),
             region_offset: 1 << 30,
             disk_size: 64 << 20,
+            data: PatternSpec::RANDOM,
         }
     }
 
@@ -855,6 +964,8 @@ mod tests {
         due: Vec<(u64, Completion)>,
         log: Vec<Vec<(OpKind, u64, u32)>>,
         buf: Vec<u8>,
+        /// Files whose every I/O fails with this errno.
+        fail: Vec<(u32, i32)>,
     }
 
     impl Engine for Recorder {
@@ -867,11 +978,15 @@ mod tests {
         fn queue(&mut self, req: IoReq) -> Result<(), EngineError> {
             self.log[req.file as usize].push((req.op, req.offset, req.len));
             let due = self.clock.now_ns() + self.lat_ns;
+            let result = match self.fail.iter().find(|f| f.0 == req.file) {
+                Some(&(_, errno)) => -errno,
+                None => req.len as i32,
+            };
             self.due.push((
                 due,
                 Completion {
                     slot: req.slot,
-                    result: req.len as i32,
+                    result,
                 },
             ));
             Ok(())
@@ -920,6 +1035,7 @@ mod tests {
             due: Vec::new(),
             log: vec![Vec::new(); lanes.len()],
             buf: vec![0; 65536],
+            fail: Vec::new(),
         };
         let timeline = Timeline::new(
             Duration::ZERO,
@@ -928,6 +1044,7 @@ mod tests {
         );
         let (tx, _rx) = crossbeam_channel::unbounded();
         let stop = AtomicBool::new(false);
+        let taken_out = TakenOut::new(all.len());
         let work = ThreadWork {
             spec: &spec,
             lanes: all,
@@ -937,6 +1054,7 @@ mod tests {
             tx: &tx,
             self_check: false,
             tables: &[],
+            taken_out: &taken_out,
         };
         run_lanes(&mut e, &clock, &work).unwrap();
         e.log
@@ -1023,6 +1141,7 @@ mod tests {
         );
         let (tx, rx) = crossbeam_channel::unbounded();
         let stop = AtomicBool::new(false);
+        let taken_out = TakenOut::new(all.len());
         let work = ThreadWork {
             spec: &spec,
             lanes: &all,
@@ -1032,6 +1151,7 @@ mod tests {
             tx: &tx,
             self_check: false,
             tables: &[],
+            taken_out: &taken_out,
         };
         let end = engine.drive(Instant::now(), Go(&work)).unwrap();
         assert_eq!(end, 1_000_000_000);
@@ -1088,16 +1208,133 @@ mod tests {
         assert_eq!(none.intervals(), 2);
     }
 
-    #[test]
-    fn stamp_marks_every_4k() {
-        let mut buf = vec![0u8; 16384];
-        stamp(&mut buf, 8192, 1 << 20, 7);
-        assert_eq!(u64::from_le_bytes(buf[0..8].try_into().unwrap()), 1 << 20);
-        assert_eq!(
-            u64::from_le_bytes(buf[4096..4104].try_into().unwrap()),
-            (1 << 20) + 4096
+    /// The requests one file saw: (op, offset, len).
+    type IoLog = Vec<(OpKind, u64, u32)>;
+
+    /// Run lanes 0..n (lane w = worker w, file w) on one thread whose engine fails every
+    /// I/O of the files in `fail`; returns the messages, the log and where the clock ended.
+    fn run_failing(n: u32, fail: Vec<(u32, i32)>) -> (Vec<Msg>, Vec<IoLog>, u64) {
+        let mut plan = plan(vec![stream("w", 0.0, 100.0)]);
+        plan.streams[0].bs = BlockSizes::fixed(Bytes(4096));
+        let all: Vec<LaneSpec> = (0..n)
+            .map(|w| LaneSpec {
+                queues: vec![QueueSpec {
+                    streams: vec![(0, 1)],
+                    qd: 3,
+                    rate: None,
+                    arrival: Arrival::Uniform,
+                }],
+                ..lane(w, 3, None)
+            })
+            .collect();
+        let spec = IoThreadSpec {
+            id: 0,
+            lanes: (0..n as usize).collect(),
+            files: (0..n).collect(),
+            cpu: None,
+        };
+        let clock = VirtualClock::new();
+        let mut e = Recorder {
+            clock: clock.clone(),
+            lat_ns: 7_000,
+            due: Vec::new(),
+            log: vec![Vec::new(); n as usize],
+            buf: vec![0; 65536],
+            fail,
+        };
+        let timeline = Timeline::new(
+            Duration::ZERO,
+            Duration::from_millis(20),
+            Duration::from_millis(5),
         );
-        assert_eq!(u64::from_le_bytes(buf[4104..4112].try_into().unwrap()), 7);
-        assert!(buf[8192..].iter().all(|&b| b == 0), "beyond len untouched");
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let stop = AtomicBool::new(false);
+        let taken_out = TakenOut::new(all.len());
+        let work = ThreadWork {
+            spec: &spec,
+            lanes: &all,
+            plan: &plan,
+            timeline: &timeline,
+            stop: &stop,
+            tx: &tx,
+            self_check: false,
+            tables: &[],
+            taken_out: &taken_out,
+        };
+        assert_eq!(run_lanes(&mut e, &clock, &work).unwrap(), timeline.end_ns());
+        drop(tx);
+        (rx.iter().collect(), e.log, clock.now_ns())
+    }
+
+    #[test]
+    fn a_disk_that_keeps_failing_is_taken_out_and_the_others_go_on() {
+        let (msgs, log, _) = run_failing(2, vec![(1, 28)]); // ENOSPC
+        let mut per_worker = vec![Sample::new(1); 2];
+        let mut disks = Vec::new();
+        let mut intervals = 0;
+        for m in &msgs {
+            if let Msg::Interval {
+                samples,
+                disks: d,
+                index,
+                ..
+            } = m
+            {
+                intervals += 1;
+                for (w, _, s) in samples {
+                    per_worker[*w as usize] += s;
+                }
+                assert!(d.is_empty() || *index == 3, "per-disk errors come last");
+                disks.extend(d.iter().cloned());
+            }
+        }
+        assert_eq!(intervals, 4);
+        // Worker 0 ran through, without errors.
+        assert!(per_worker[0].streams[0].write.ios > 1000);
+        assert_eq!(per_worker[0].errors(), 0);
+        // Worker 1's disk failed TAKE_OUT_AFTER times in a row and was taken out: the
+        // I/Os still in flight then failed too, and nothing more was issued.
+        assert_eq!(disks.len(), 1, "{disks:?}");
+        let d = &disks[0];
+        assert_eq!((d.worker, d.disk), (1, 0));
+        let issued = log[1].len() as u64;
+        assert_eq!(d.count, issued);
+        assert_eq!(per_worker[1].errors(), issued);
+        assert!(
+            (TAKE_OUT_AFTER as u64..TAKE_OUT_AFTER as u64 + 3).contains(&issued),
+            "{issued} I/Os issued to the failing disk"
+        );
+        assert_eq!(d.first.len(), DiskErrors::FIRST);
+        assert!(d.first.windows(2).all(|w| w[0].t_s <= w[1].t_s));
+        let e = &d.first[0];
+        assert_eq!(
+            (e.worker, e.disk, e.op.as_str(), e.errno),
+            (1, 0, "write", 28)
+        );
+        assert_eq!(e.offset, log[1][0].1, "the first failure is the first I/O");
+        assert!(e.message.to_lowercase().contains("space"), "{}", e.message);
+        let t = d.taken_out_s.expect("taken out");
+        assert!(t > 0.0 && t < 0.02);
+    }
+
+    #[test]
+    fn a_thread_whose_disks_are_all_taken_out_ends_early() {
+        let (msgs, log, ended) = run_failing(2, vec![(0, 5), (1, 5)]);
+        // Every interval is still handed over (empty after the take-out), at once.
+        let intervals = msgs
+            .iter()
+            .filter(|m| matches!(m, Msg::Interval { .. }))
+            .count();
+        assert_eq!(intervals, 4);
+        assert!(ended < 5_000_000, "the thread went on until {ended} ns");
+        let Some(Msg::Interval { disks, .. }) = msgs.last() else {
+            panic!("the last message is an interval");
+        };
+        assert_eq!(disks.len(), 2);
+        for (d, l) in disks.iter().zip(&log) {
+            assert_eq!(d.count, l.len() as u64);
+            assert!(d.taken_out_s.is_some());
+            assert_eq!(d.first[0].errno, 5);
+        }
     }
 }

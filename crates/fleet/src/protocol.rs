@@ -13,13 +13,13 @@ use std::io::{self, Read, Write};
 use iofleet_profile::GroupPlan;
 
 use crate::settings::RunSettings;
-use iofleet_stats::result::{ErrorDetail, VerifySummary};
+use iofleet_stats::result::{DiskErrors, ErrorDetail, VerifySummary};
 use iofleet_stats::{GenSample, HostUsage, Sample};
 use serde::{Deserialize, Serialize};
 
 /// Bumped on any change to frames or their bodies.
 /// 4: data verification (`Done.verify`, verify-only jobs); 5: interval samples per
-/// (worker, disk), not per worker.
+/// (worker, disk), not per worker, and per-disk I/O errors (`Done.disks`).
 pub const PROTOCOL_VERSION: u32 = 5;
 pub const MAGIC: &[u8; 8] = b"IOFLEET1";
 /// Largest frame accepted (a guard against reading garbage as a length).
@@ -104,6 +104,9 @@ pub struct Done {
     /// Disks the verify check read (`verify_only` jobs).
     #[serde(default)]
     pub disks_checked: usize,
+    /// Per-disk I/O errors of the agent's disks (absent from older agents).
+    #[serde(default)]
+    pub disks: Vec<DiskErrors>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -373,6 +376,19 @@ mod tests {
             }),
             Frame::Stop,
             Frame::Heartbeat,
+            Frame::Done(Done {
+                end_ns: 5,
+                failures: vec![],
+                errors: vec![],
+                notices: vec!["n".into()],
+                verify: None,
+                disks_checked: 0,
+                disks: vec![DiskErrors {
+                    count: 40,
+                    taken_out_s: Some(1.5),
+                    ..DiskErrors::new(3, 1)
+                }],
+            }),
             Frame::Error(Failure {
                 message: "x".into(),
                 input: true,
@@ -389,6 +405,15 @@ mod tests {
             assert_eq!(read_frame(&mut r).unwrap().as_ref(), Some(f));
         }
         assert_eq!(read_frame(&mut r).unwrap(), None);
+    }
+
+    #[test]
+    fn a_done_without_per_disk_errors_still_reads() {
+        // An agent from before per-disk errors sends no `disks` key.
+        let d: Done =
+            serde_json::from_str(r#"{"end_ns": 1, "failures": [], "errors": [], "notices": []}"#)
+                .unwrap();
+        assert!(d.disks.is_empty());
     }
 
     #[test]

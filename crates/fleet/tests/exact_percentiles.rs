@@ -77,6 +77,7 @@ fn plan(workers: u32, disks: u32, threads: u32, warmup_ms: u64, duration_ms: u64
             working_set_pct: 100.0,
             disks: (0..disks).collect(),
         }],
+        data: Default::default(),
     }
 }
 

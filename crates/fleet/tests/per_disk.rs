@@ -61,6 +61,7 @@ fn plan(workers: u32) -> Plan {
             arrival: Arrival::Uniform,
             verify: false,
         },
+        data: Default::default(),
         streams: vec![
             stream("reads", 4096, 100.0, 0),
             stream("writes", 16384, 0.0, 1),

@@ -5,8 +5,8 @@
 //! printed text, saved and run, resolves to the same [`Plan`] (a test checks this for
 //! every built-in profile). This module formats values only; it decides nothing.
 
-use crate::plan::{Arrival, BlockSizes, HotBand, Locality, Plan, Prepare};
-use crate::raw::{RawDisks, RawFleet, RawProfile, RawStream, RawTiming};
+use crate::plan::{Arrival, BlockSizes, DataPattern, HotBand, Locality, Plan, Prepare};
+use crate::raw::{RawData, RawDisks, RawFleet, RawProfile, RawStream, RawTiming};
 use crate::units::format_duration;
 
 /// The profile TOML that resolves to `plan`.
@@ -51,6 +51,18 @@ pub fn raw_of(plan: &Plan) -> RawProfile {
                 }
                 .into(),
             ),
+        },
+        data: RawData {
+            pattern: Some(
+                match plan.data.pattern {
+                    DataPattern::Random => "random",
+                    DataPattern::Zero => "zero",
+                }
+                .into(),
+            ),
+            dedupe_ratio: Some(plan.data.dedupe_ratio),
+            dedupe_unit: Some(plan.data.dedupe_unit.to_string()),
+            compress_ratio: Some(plan.data.compress_ratio),
         },
         streams: plan
             .streams

@@ -40,6 +40,8 @@ pub const DISK_SIZE_MULTIPLE: Bytes = Bytes(4096);
 pub const DIRECT_IO_SECTOR: Bytes = Bytes(512);
 /// Bytes per verify unit (`timing.verify`): block sizes and alignment are multiples of it.
 pub const VERIFY_UNIT: u64 = 4096;
+/// Largest allowed `data.dedupe_unit`.
+pub const MAX_DEDUPE_UNIT: Bytes = Bytes(Bytes::MIB);
 /// Smallest allowed `timing.interval`.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
 
@@ -141,8 +143,9 @@ pub static OPTIONS: &[OptionDef] = &[
         kind: "enum: random|zero|none",
         default: Some("\"random\""),
         range: None,
-        help: "How disks are filled before the test: random (incompressible) data, zeros, \
-               or not at all (reads of never-written blocks may not touch media).",
+        help: "How disks are filled before the test: with the [data] pattern (random, \
+               incompressible unless data sets ratios), zeros, or not at all (reads of \
+               never-written blocks may not touch media).",
     },
     OptionDef {
         key: "timing.verify",
@@ -202,6 +205,48 @@ pub static OPTIONS: &[OptionDef] = &[
         range: None,
         help: "Spacing of issue times when a rate is set: exponential (Poisson process) or \
                even.",
+    },
+    // [data]
+    OptionDef {
+        key: "data.pattern",
+        required: false,
+        flag: Some("--pattern"),
+        kind: "enum: random|zero",
+        default: Some("\"random\""),
+        range: None,
+        help: "Data every write carries, and a random prepare fills with: pseudo-random (every \
+               unit distinct and incompressible unless the ratios below say otherwise) or \
+               zeros. See docs/data.md.",
+    },
+    OptionDef {
+        key: "data.dedupe_ratio",
+        required: false,
+        flag: Some("--dedupe-ratio"),
+        kind: "float",
+        default: Some("1.0"),
+        range: Some(">= 1"),
+        help: "Written units per distinct unit (N:1, vdbench's dedupratio): 3.0 writes each \
+               distinct dedupe_unit three times. 1.0: every unit distinct.",
+    },
+    OptionDef {
+        key: "data.dedupe_unit",
+        required: false,
+        flag: Some("--dedupe-unit"),
+        kind: "size",
+        default: Some("\"4k\""),
+        range: Some("multiple of 512, <= 1m"),
+        help: "Unit of dedupe and compression (vdbench's dedupunit): the block size at which \
+               the storage under test dedupes.",
+    },
+    OptionDef {
+        key: "data.compress_ratio",
+        required: false,
+        flag: Some("--compress-ratio"),
+        kind: "float",
+        default: Some("1.0"),
+        range: Some(">= 1"),
+        help: "Bytes of each unit per byte it compresses to (C:1, vdbench's compratio): 2.0 \
+               makes each unit half pseudo-random, half zeros. 1.0: incompressible.",
     },
     // [[stream]]
     OptionDef {
@@ -473,6 +518,12 @@ pub fn reference_markdown() -> String {
             "`[timing]`",
             "timing.",
             "Phases and reporting. A run is prepare, warm-up, measure.",
+        ),
+        (
+            "`[data]`",
+            "data.",
+            "What writes (and a `random` prepare) put on the disks; see docs/data.md. \
+             Record of the choice: the result's `run.plan.data`.",
         ),
         (
             "`[[stream]]`",

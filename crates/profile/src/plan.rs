@@ -20,6 +20,39 @@ pub enum Prepare {
     None,
 }
 
+/// What write data looks like (the `[data]` table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DataPattern {
+    /// Pseudo-random data, shaped by the dedupe and compression ratios.
+    Random,
+    /// Zeros: compresses and dedupes completely.
+    Zero,
+}
+
+/// The data every write (and a `random` prepare) puts on the disks.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct DataPlan {
+    pub pattern: DataPattern,
+    /// Written units per distinct unit (N:1), >= 1.
+    pub dedupe_ratio: f64,
+    /// Unit of dedupe and compression, a multiple of 512 bytes.
+    pub dedupe_unit: Bytes,
+    /// Bytes of each unit per byte it compresses to (C:1), >= 1.
+    pub compress_ratio: f64,
+}
+
+impl Default for DataPlan {
+    fn default() -> Self {
+        DataPlan {
+            pattern: DataPattern::Random,
+            dedupe_ratio: 1.0,
+            dedupe_unit: Bytes(4096),
+            compress_ratio: 1.0,
+        }
+    }
+}
+
 /// How arrivals are spaced in an open-loop (rate-limited) lane.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -163,6 +196,9 @@ pub struct Plan {
     pub fleet: FleetShape,
     pub timing: Timing,
     pub streams: Vec<StreamPlan>,
+    /// Write data; absent in plans stored before it existed (then the default, random).
+    #[serde(default)]
+    pub data: DataPlan,
 }
 
 impl Plan {
@@ -255,6 +291,7 @@ pub fn combine(groups: &[GroupPlan]) -> Plan {
             .join("; "),
         fleet,
         timing: first.timing.clone(),
+        data: first.data,
         streams: groups
             .iter()
             .flat_map(|g| {

@@ -25,6 +25,8 @@ pub struct RawProfile {
     pub fleet: RawFleet,
     #[serde(default)]
     pub timing: RawTiming,
+    #[serde(default, skip_serializing_if = "RawData::is_empty")]
+    pub data: RawData,
     #[serde(default, rename = "stream")]
     pub streams: Vec<RawStream>,
     /// Where the profile came from: a file path or `built-in NAME`. Used in errors.
@@ -60,6 +62,24 @@ pub struct RawTiming {
     pub rate_iops: Option<f64>,
     pub arrival: Option<String>,
     pub verify: Option<bool>,
+}
+
+/// `[data]`
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawData {
+    pub pattern: Option<String>,
+    pub dedupe_ratio: Option<f64>,
+    #[serde(default, deserialize_with = "text_or_number")]
+    pub dedupe_unit: Option<String>,
+    pub compress_ratio: Option<f64>,
+}
+
+impl RawData {
+    /// No key of the table is set.
+    pub fn is_empty(&self) -> bool {
+        *self == RawData::default()
+    }
 }
 
 /// One `[[stream]]` table.

@@ -547,6 +547,7 @@ fn fit_window(ios: &[TraceIo], seq: &[bool], idx: &[usize], w: Window) -> Plan {
             arrival,
             verify: false,
         },
+        data: Default::default(),
         streams,
     }
 }

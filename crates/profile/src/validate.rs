@@ -12,10 +12,12 @@ use std::time::Duration;
 
 use crate::error::ProfileError;
 use crate::options::{
-    option, DIRECT_IO_SECTOR, DISK_SIZE_MULTIPLE, MIN_DISK_SIZE, MIN_INTERVAL, VERIFY_UNIT,
+    option, DIRECT_IO_SECTOR, DISK_SIZE_MULTIPLE, MAX_DEDUPE_UNIT, MIN_DISK_SIZE, MIN_INTERVAL,
+    VERIFY_UNIT,
 };
 use crate::plan::{
-    Arrival, BlockSizes, FleetShape, HotBand, Locality, Plan, Prepare, StreamPlan, Timing,
+    Arrival, BlockSizes, DataPattern, DataPlan, FleetShape, HotBand, Locality, Plan, Prepare,
+    StreamPlan, Timing,
 };
 use crate::raw::{RawDisks, RawProfile, RawStream};
 use crate::units::{format_duration, parse_bytes, parse_cpu_list, parse_duration, Bytes};
@@ -52,6 +54,10 @@ pub struct Overrides {
     pub io_threads: Option<i64>,
     /// `--cpus`, as typed.
     pub cpus: Option<String>,
+    pub pattern: Option<DataPattern>,
+    pub dedupe_ratio: Option<f64>,
+    pub dedupe_unit: Option<Bytes>,
+    pub compress_ratio: Option<f64>,
 }
 
 impl Overrides {
@@ -300,6 +306,88 @@ impl Resolver<'_> {
             rate_iops: rate.map(|r| r.v),
             arrival,
             verify: ov.verify.or(t.verify).unwrap_or(false),
+        })
+    }
+
+    fn data(&self, raw: &RawProfile, ov: &Overrides) -> Result<DataPlan, ProfileError> {
+        let d = &raw.data;
+        let key = "data.pattern";
+        let pattern = match ov.pattern {
+            Some(p) => Val {
+                v: p,
+                flag: option(key).flag,
+            },
+            None => {
+                let v = match d.pattern.as_deref().unwrap_or_else(|| default_text(key)) {
+                    "random" => DataPattern::Random,
+                    "zero" => DataPattern::Zero,
+                    other => {
+                        return Err(self.err(
+                            key,
+                            None,
+                            format!("'{other}' is not one of random, zero"),
+                        ))
+                    }
+                };
+                Val { v, flag: None }
+            }
+        };
+        let ratio = |k: &str, o: Option<f64>, r: Option<f64>| {
+            self.number(k, k, o, r)
+                .map(|v| v.unwrap_or(Val { v: 1.0, flag: None }))
+        };
+        let dedupe = ratio("data.dedupe_ratio", ov.dedupe_ratio, d.dedupe_ratio)?;
+        let compress = ratio("data.compress_ratio", ov.compress_ratio, d.compress_ratio)?;
+        let key = "data.dedupe_unit";
+        let unit = match ov.dedupe_unit {
+            Some(v) => Val {
+                v,
+                flag: option(key).flag,
+            },
+            None => {
+                let text = d
+                    .dedupe_unit
+                    .as_deref()
+                    .unwrap_or_else(|| default_text(key));
+                let v = parse_bytes(text).map_err(|m| self.err(key, None, m))?;
+                Val { v, flag: None }
+            }
+        };
+        if unit.v.0 == 0 || unit.v.0 % DIRECT_IO_SECTOR.0 != 0 || unit.v > MAX_DEDUPE_UNIT {
+            return Err(self.err(
+                key,
+                unit.flag,
+                format!(
+                    "{} bytes is not a multiple of {DIRECT_IO_SECTOR} between {DIRECT_IO_SECTOR} \
+                     and {MAX_DEDUPE_UNIT}",
+                    unit.v.0
+                ),
+            ));
+        }
+        if pattern.v == DataPattern::Zero {
+            for (k, v) in [
+                ("data.dedupe_ratio", dedupe),
+                ("data.compress_ratio", compress),
+            ] {
+                if v.v != 1.0 {
+                    return Err(self.err(
+                        k,
+                        v.flag,
+                        format!(
+                            "{} asks for random data shaped to a ratio, but {} is zero \
+                             (zeros dedupe and compress completely)",
+                            v.v,
+                            pattern.name("data.pattern")
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(DataPlan {
+            pattern: pattern.v,
+            dedupe_ratio: dedupe.v,
+            dedupe_unit: unit.v,
+            compress_ratio: compress.v,
         })
     }
 
@@ -579,6 +667,7 @@ pub fn resolve(raw: &RawProfile, ov: &Overrides, ctx: &Context) -> Result<Plan, 
     };
     let (fleet, disk_size) = r.fleet(raw, ov)?;
     let timing = r.timing(raw, ov)?;
+    let data = r.data(raw, ov)?;
     if raw.streams.is_empty() {
         return Err(r.err(
             "stream",
@@ -646,6 +735,7 @@ pub fn resolve(raw: &RawProfile, ov: &Overrides, ctx: &Context) -> Result<Plan, 
         fleet,
         timing,
         streams,
+        data,
     })
 }
 

@@ -213,6 +213,39 @@ pub fn steady_line(s: &iofleet_stats::steady::SteadyState) -> String {
     }
 }
 
+/// What the writes carried (`run.plan.data`, per group when groups differ), when it was
+/// not the default of distinct, incompressible units: `data: random, dedupe 3:1,
+/// compress 2:1 per 4k unit`.
+fn data_lines(plan: &serde_json::Value) -> Vec<String> {
+    let text = |d: &serde_json::Value| -> Option<String> {
+        let pattern = d["pattern"].as_str()?;
+        if pattern == "zero" {
+            return Some("zero".into());
+        }
+        let (dedupe, compress) = (d["dedupe_ratio"].as_f64()?, d["compress_ratio"].as_f64()?);
+        if dedupe == 1.0 && compress == 1.0 {
+            return None;
+        }
+        let unit = crate::workload::size_text(d["dedupe_unit"].as_u64()?);
+        Some(format!(
+            "{pattern}, dedupe {dedupe}:1, compress {compress}:1 per {unit} unit"
+        ))
+    };
+    match plan["groups"].as_array() {
+        Some(groups) if !groups.is_empty() => groups
+            .iter()
+            .filter_map(|g| {
+                let t = text(&g["plan"]["data"])?;
+                Some(format!("data ({}): {t}", g["name"].as_str().unwrap_or("?")))
+            })
+            .collect(),
+        _ => text(&plan["data"])
+            .map(|t| format!("data: {t}"))
+            .into_iter()
+            .collect(),
+    }
+}
+
 impl Exporter for TableExporter {
     fn export(&self, r: &RunResult, out: &mut dyn Write) -> io::Result<()> {
         let max = (!self.wide).then_some(WIDTH);
@@ -251,6 +284,9 @@ impl Exporter for TableExporter {
                 max,
                 2,
             )?;
+        }
+        for line in data_lines(&run.plan) {
+            wrap(out, &line, max, 2)?;
         }
         if !r.measured() {
             wrap(
@@ -618,16 +654,34 @@ impl Exporter for TableExporter {
         }
         let e = &s.errors;
         writeln!(out, "I/O errors: {}", e.count)?;
-        for d in &e.first {
+        let detail = |d: &iofleet_stats::result::ErrorDetail| {
+            format!(
+                "t={:.3}s worker {} disk {} thread {} {} offset {} len {}: {} (errno {})",
+                d.t_s, d.worker, d.disk, d.thread, d.op, d.offset, d.len, d.message, d.errno
+            )
+        };
+        // Per disk when known (its count, take-out and first failures), else the sample.
+        for d in &e.disks {
+            let out_at = d
+                .taken_out_s
+                .map_or_else(String::new, |t| format!(", taken out at {t:.3}s"));
             wrap(
                 out,
                 &format!(
-                    "  t={:.3}s worker {} disk {} thread {} {} offset {} len {}: {} (errno {})",
-                    d.t_s, d.worker, d.disk, d.thread, d.op, d.offset, d.len, d.message, d.errno
+                    "  worker {} disk {}: {} error(s){out_at}",
+                    d.worker, d.disk, d.count
                 ),
                 max,
                 4,
             )?;
+            for x in &d.first {
+                wrap(out, &format!("    {}", detail(x)), max, 6)?;
+            }
+        }
+        if e.disks.is_empty() {
+            for d in &e.first {
+                wrap(out, &format!("  {}", detail(d)), max, 4)?;
+            }
         }
         for f in &e.failed_threads {
             wrap(out, &format!("  thread failed: {f}"), max, 4)?;

@@ -221,6 +221,64 @@ pub struct ErrorSummary {
     pub first: Vec<ErrorDetail>,
     /// I/O threads that stopped on an engine failure, with the reason.
     pub failed_threads: Vec<String>,
+    /// Per disk that saw an I/O error: its count, first failures and whether it was
+    /// taken out; sorted by worker, then disk. Absent in results stored before it existed.
+    #[serde(default)]
+    pub disks: Vec<DiskErrors>,
+}
+
+/// The I/O errors of one disk (a worker's disk index).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DiskErrors {
+    pub worker: u32,
+    pub disk: u32,
+    /// Failed I/Os on this disk over the whole run (warm-up included).
+    pub count: u64,
+    /// The disk's first failures, earliest first (at most [`DiskErrors::FIRST`]).
+    pub first: Vec<ErrorDetail>,
+    /// When the disk was taken out of the run (seconds since the timeline start), or None.
+    pub taken_out_s: Option<f64>,
+}
+
+impl DiskErrors {
+    /// Failures kept in detail per disk.
+    pub const FIRST: usize = 5;
+
+    pub fn new(worker: u32, disk: u32) -> Self {
+        DiskErrors {
+            worker,
+            disk,
+            count: 0,
+            first: Vec::new(),
+            taken_out_s: None,
+        }
+    }
+
+    /// Fold `other` (the same disk, seen by another thread or host) into `self`.
+    pub fn merge(&mut self, other: &DiskErrors) {
+        self.count += other.count;
+        self.first.extend(other.first.iter().cloned());
+        self.first.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
+        self.first.truncate(Self::FIRST);
+        self.taken_out_s = match (self.taken_out_s, other.taken_out_s) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+    }
+
+    /// Merge `add` into the per-disk list `into`, keyed by (worker, disk), kept sorted.
+    pub fn merge_into(into: &mut Vec<DiskErrors>, add: &[DiskErrors]) {
+        for d in add {
+            match into.binary_search_by_key(&(d.worker, d.disk), |x| (x.worker, x.disk)) {
+                Ok(i) => into[i].merge(d),
+                Err(i) => {
+                    let mut fresh = DiskErrors::new(d.worker, d.disk);
+                    fresh.merge(d);
+                    into.insert(i, fresh);
+                }
+            }
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -489,4 +547,54 @@ pub struct DiskSummary {
     pub all: OpSummary,
     pub read: OpSummary,
     pub write: OpSummary,
+}
+
+#[cfg(test)]
+mod disk_error_tests {
+    use super::*;
+
+    fn detail(t_s: f64) -> ErrorDetail {
+        ErrorDetail {
+            worker: 0,
+            disk: 1,
+            thread: 0,
+            op: "write".into(),
+            offset: 0,
+            len: 4096,
+            errno: 28,
+            message: "No space left on device".into(),
+            t_s,
+        }
+    }
+
+    #[test]
+    fn per_disk_errors_merge_by_disk_keeping_the_earliest() {
+        let mut all = Vec::new();
+        let a = DiskErrors {
+            count: 4,
+            first: (0..4).map(|i| detail(1.0 + i as f64)).collect(),
+            taken_out_s: Some(3.0),
+            ..DiskErrors::new(0, 1)
+        };
+        let b = DiskErrors {
+            count: 3,
+            first: vec![detail(0.5), detail(9.0), detail(0.7)],
+            taken_out_s: Some(2.0),
+            ..DiskErrors::new(0, 1)
+        };
+        let other = DiskErrors {
+            count: 1,
+            first: vec![detail(0.1)],
+            ..DiskErrors::new(0, 0)
+        };
+        DiskErrors::merge_into(&mut all, &[a]);
+        DiskErrors::merge_into(&mut all, &[b, other]);
+        assert_eq!(all.len(), 2);
+        assert_eq!((all[0].worker, all[0].disk, all[0].count), (0, 0, 1));
+        assert_eq!(all[0].taken_out_s, None);
+        let d = &all[1];
+        assert_eq!((d.disk, d.count, d.taken_out_s), (1, 7, Some(2.0)));
+        let times: Vec<f64> = d.first.iter().map(|e| e.t_s).collect();
+        assert_eq!(times, vec![0.5, 0.7, 1.0, 2.0, 3.0]);
+    }
 }

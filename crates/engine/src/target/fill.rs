@@ -2,8 +2,9 @@
 //!
 //! Reads of never-written blocks on thin or sparse storage return without touching
 //! media, so disks are filled before read tests. A fill writes the region's
-//! addressable bytes sequentially in 1 MiB chunks (fresh pseudo-random bytes per chunk,
-//! incompressible and not dedupable, or zeros), syncs, then writes a 4 KiB marker just
+//! addressable bytes sequentially in 1 MiB chunks (the run's data pattern from
+//! `crate::pattern`: incompressible and not dedupable by default, or with the profile's
+//! dedupe and compression ratios; or zeros), syncs, then writes a 4 KiB marker just
 //! after the region recording size, pattern and region offset with a checksum, and
 //! syncs again. A later run that finds a valid marker for the same size and pattern can
 //! skip the fill ("reuse of preconditioned volumes"). The marker is invalidated before
@@ -19,11 +20,10 @@ use std::io;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use rand::rngs::SmallRng;
-use rand::{RngCore, SeedableRng};
 use rustix::fs::OFlags;
 
 use super::{open_disk, DiskLayout, TargetError, MARKER_LEN};
+use crate::pattern::{Pattern, PatternSpec};
 
 /// Bytes per fill write.
 const CHUNK: usize = 1 << 20;
@@ -35,22 +35,49 @@ const ALIGN: usize = 4096;
 const MAGIC: &[u8; 16] = b"IOFLEET-FILL-V1\0";
 // Marker layout (little-endian): magic[0..16], size u64 [16..24], pattern u8 [24],
 // region_offset u64 [25..33], FNV-1a 64 of bytes 0..33 at [33..41], zeros to 4096.
+// Pattern fills (code 3) also record dedupe_ratio f64 [41..49], dedupe_unit u32
+// [49..53] and compress_ratio f64 [53..61]; a marker matches only byte for byte.
 const CHECKED_LEN: usize = 33;
 
 /// The data a fill writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum FillPattern {
-    /// Fresh pseudo-random bytes in every chunk: incompressible, not dedupable.
+    /// Pseudo-random bytes, every 4 KiB distinct: incompressible, not dedupable.
     Random,
     /// Zeros (compresses and dedupes completely on storage that does either).
     Zero,
+    /// Data with dedupe and compression ratios (see `crate::pattern`).
+    Pattern(PatternSpec),
 }
 
 impl FillPattern {
+    /// The fill for a run's data spec: zeros, plain random, or a ratio pattern.
+    pub fn of(spec: PatternSpec) -> FillPattern {
+        if spec.zero {
+            FillPattern::Zero
+        } else if spec.is_plain_random() {
+            FillPattern::Random
+        } else {
+            FillPattern::Pattern(spec)
+        }
+    }
+
     fn code(self) -> u8 {
         match self {
             FillPattern::Random => 1,
             FillPattern::Zero => 2,
+            FillPattern::Pattern(_) => 3,
+        }
+    }
+
+    fn spec(self) -> PatternSpec {
+        match self {
+            FillPattern::Random => PatternSpec::RANDOM,
+            FillPattern::Zero => PatternSpec {
+                zero: true,
+                ..PatternSpec::RANDOM
+            },
+            FillPattern::Pattern(s) => s,
         }
     }
 }
@@ -101,6 +128,11 @@ pub(super) fn encode_marker(size: u64, pattern: FillPattern, region_offset: u64)
     m[25..33].copy_from_slice(&region_offset.to_le_bytes());
     let sum = fnv1a64(&m[..CHECKED_LEN]);
     m[33..41].copy_from_slice(&sum.to_le_bytes());
+    if let FillPattern::Pattern(s) = pattern {
+        m[41..49].copy_from_slice(&s.dedupe_ratio.to_le_bytes());
+        m[49..53].copy_from_slice(&s.dedupe_unit.to_le_bytes());
+        m[53..61].copy_from_slice(&s.compress_ratio.to_le_bytes());
+    }
     m
 }
 
@@ -114,6 +146,7 @@ fn marker_matches(block: &[u8], size: u64, pattern: FillPattern, region_offset: 
         && block[24] == pattern.code()
         && block[25..33] == region_offset.to_le_bytes()
         && sum == fnv1a64(&block[..CHECKED_LEN]).to_le_bytes()
+        && block[41..] == encode_marker(size, pattern, region_offset)[41..]
 }
 
 fn marker_offset(d: &DiskLayout) -> Result<u64, TargetError> {
@@ -252,10 +285,12 @@ fn write_region(
     )?;
     sync(&file)?;
 
+    // The fill of each disk is one writer of the pattern, salted apart from every lane
+    // and, when preconditioning, from the other passes.
     let seed = 0x10f1_ee70_f111_5eed
         ^ (u64::from(d.worker) << 32 | u64::from(d.disk))
         ^ u64::from(pass).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut data = Pattern::new(p.spec(), seed);
     let mut done = 0u64;
     while done < d.size {
         if stop.load(Ordering::Relaxed) {
@@ -263,8 +298,8 @@ fn write_region(
         }
         let len = (d.size - done).min(chunk_len as u64) as usize;
         let chunk = &mut buf.as_mut()[..len];
-        if p == FillPattern::Random {
-            rng.fill_bytes(chunk);
+        if p != FillPattern::Zero {
+            data.fill(chunk);
         }
         finish(chunk, done);
         write(&file, chunk, d.region_offset + done, "cannot write")?;
@@ -310,6 +345,32 @@ mod tests {
         }
         assert!(!marker_matches(&[0u8; 4096], 0, FillPattern::Zero, 0));
         assert!(!marker_matches(&[], 0, FillPattern::Zero, 0));
+    }
+
+    #[test]
+    fn pattern_markers_record_the_ratios() {
+        let spec = |d: f64, c: f64| PatternSpec {
+            dedupe_ratio: d,
+            compress_ratio: c,
+            ..PatternSpec::RANDOM
+        };
+        let p = FillPattern::of(spec(3.0, 2.0));
+        assert_eq!(p, FillPattern::Pattern(spec(3.0, 2.0)));
+        assert_eq!(FillPattern::of(PatternSpec::RANDOM), FillPattern::Random);
+        let m = encode_marker(1 << 20, p, 0);
+        assert!(marker_matches(&m, 1 << 20, p, 0));
+        for other in [
+            FillPattern::Random,
+            FillPattern::Zero,
+            FillPattern::of(spec(2.0, 2.0)),
+            FillPattern::of(spec(3.0, 1.5)),
+            FillPattern::of(PatternSpec {
+                dedupe_unit: 8192,
+                ..spec(3.0, 2.0)
+            }),
+        ] {
+            assert!(!marker_matches(&m, 1 << 20, other, 0), "{other:?}");
+        }
     }
 
     #[test]

@@ -693,3 +693,119 @@ fn io_threads_and_cpus_from_profile_or_flags() {
     .unwrap();
     assert_eq!((p.fleet.io_threads, p.fleet.cpus), (Some(1), Some(vec![1])));
 }
+
+#[test]
+fn data_table_defaults_values_and_flags() {
+    let p = ok(MIN);
+    assert_eq!(p.data, DataPlan::default());
+    assert_eq!(
+        (p.data.pattern, p.data.dedupe_ratio, p.data.dedupe_unit),
+        (DataPattern::Random, 1.0, Bytes(4096))
+    );
+    let p = ok(&format!(
+        "{MIN}[data]\ndedupe_ratio = 3\ndedupe_unit = \"8k\"\ncompress_ratio = 2.5\n"
+    ));
+    assert_eq!(p.data.dedupe_ratio, 3.0);
+    assert_eq!(p.data.dedupe_unit, Bytes(8192));
+    assert_eq!(p.data.compress_ratio, 2.5);
+    assert_eq!(
+        ok(&format!("{MIN}[data]\npattern = \"zero\"\n"))
+            .data
+            .pattern,
+        DataPattern::Zero
+    );
+    // Flags replace the table's values.
+    let ov = Overrides {
+        dedupe_ratio: Some(4.0),
+        dedupe_unit: Some(Bytes(16384)),
+        compress_ratio: Some(1.5),
+        ..Default::default()
+    };
+    let p = resolve(
+        &raw(&format!("{MIN}[data]\ndedupe_ratio = 3\n")),
+        &ov,
+        &Context::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        (
+            p.data.dedupe_ratio,
+            p.data.dedupe_unit,
+            p.data.compress_ratio
+        ),
+        (4.0, Bytes(16384), 1.5)
+    );
+    // The dry-run profile round-trips the table.
+    let text = crate::plan_toml(&p);
+    assert!(text.contains("[data]"), "{text}");
+    assert_eq!(ok(&text).data, p.data);
+}
+
+#[test]
+fn data_table_errors_name_the_key() {
+    let cases = [
+        (
+            "dedupe_ratio = 0",
+            "data.dedupe_ratio",
+            "must be at least 1",
+        ),
+        (
+            "dedupe_ratio = 0.9",
+            "data.dedupe_ratio",
+            "must be at least 1",
+        ),
+        (
+            "compress_ratio = 0.5",
+            "data.compress_ratio",
+            "must be at least 1",
+        ),
+        (
+            "dedupe_unit = \"1000\"",
+            "data.dedupe_unit",
+            "not a multiple of 512",
+        ),
+        (
+            "dedupe_unit = 0",
+            "data.dedupe_unit",
+            "not a multiple of 512",
+        ),
+        ("dedupe_unit = \"2m\"", "data.dedupe_unit", "between 512"),
+        ("dedupe_unit = \"big\"", "data.dedupe_unit", ""),
+        (
+            "pattern = \"ones\"",
+            "data.pattern",
+            "not one of random, zero",
+        ),
+        (
+            "pattern = \"zero\"\ncompress_ratio = 2",
+            "data.compress_ratio",
+            "data.pattern is zero",
+        ),
+    ];
+    for (extra, key, says) in cases {
+        let e = fail(&format!("{MIN}[data]\n{extra}\n"));
+        assert_eq!(e.key(), Some(key), "{extra}: {e}");
+        assert!(e.to_string().contains(says), "{extra}: {e}");
+    }
+    let ov = Overrides {
+        dedupe_ratio: Some(0.0),
+        ..Default::default()
+    };
+    let e = fail_with(MIN, &ov, Context::default());
+    assert!(
+        e.to_string().contains("--dedupe-ratio (data.dedupe_ratio)"),
+        "{e}"
+    );
+    let ov = Overrides {
+        pattern: Some(DataPattern::Zero),
+        ..Default::default()
+    };
+    let e = fail_with(
+        &format!("{MIN}[data]\ndedupe_ratio = 2\n"),
+        &ov,
+        Context::default(),
+    );
+    assert!(e.to_string().contains("--pattern is zero"), "{e}");
+    let e = parse_toml(&format!("{MIN}[data]\nratio = 2\n"), "t.toml").unwrap_err();
+    assert!(e.to_string().contains("ratio"), "{e}");
+}
