@@ -51,8 +51,12 @@ const STOP_POLL_NS: u64 = 100_000_000;
 /// Error details kept per I/O thread (the count is never capped).
 const MAX_ERROR_DETAILS: usize = 10;
 /// Failed I/Os in a row, with no success between, after which a lane's disk is taken
-/// out of the run: every lane of that disk stops issuing, the others go on.
+/// out of the run: every lane of that disk stops issuing, the others go on. A disk that
+/// fails this many of a window of `TAKE_OUT_WINDOW` I/Os, with successes between (a full
+/// filesystem that frees a block now and then), is taken out too.
 pub const TAKE_OUT_AFTER: u32 = 32;
+/// I/Os of a lane per window of the "half of them failed" rule.
+pub const TAKE_OUT_WINDOW: u32 = 2 * TAKE_OUT_AFTER;
 
 /// Which lanes of the run were taken out (their disk kept failing), shared by every
 /// I/O thread of a process: a lane that trips the rule takes out its disk's other lanes
@@ -269,6 +273,9 @@ struct Lane {
     global: usize,
     /// Failed I/Os in a row (reset by a success).
     fail_streak: u32,
+    /// Completions and failures in the lane's current window of `TAKE_OUT_WINDOW`.
+    window_ios: u32,
+    window_fails: u32,
     /// The floor table of the lane's disk (`--verify`).
     table: Option<Arc<DiskTable>>,
 }
@@ -500,6 +507,8 @@ pub fn run_lanes<E: Engine, C: Clock>(
             data: Pattern::new(ls.data, ls.seed),
             global: lane_ix,
             fail_streak: 0,
+            window_ios: 0,
+            window_fails: 0,
             table: work.tables.get(lane_ix).cloned().flatten(),
         };
         for qs in &ls.queues {
@@ -791,9 +800,22 @@ pub fn run_lanes<E: Engine, C: Clock>(
             if c.result >= 0 && c.result as u32 == sl.len {
                 ops.record(t.saturating_sub(sl.intended_ns), c.result as u64);
                 lane.fail_streak = 0;
+                lane.window_ios += 1;
+                if lane.window_ios >= TAKE_OUT_WINDOW {
+                    lane.window_ios = 0;
+                    lane.window_fails = 0;
+                }
             } else {
                 ops.record_error();
                 lane.fail_streak += 1;
+                lane.window_fails += 1;
+                lane.window_ios += 1;
+                let failing =
+                    lane.fail_streak >= TAKE_OUT_AFTER || lane.window_fails >= TAKE_OUT_AFTER;
+                if lane.window_ios >= TAKE_OUT_WINDOW {
+                    lane.window_ios = 0;
+                    lane.window_fails = 0;
+                }
                 // The error path: bookkeeping per disk, never on a successful I/O.
                 let ls = &work.lanes[lane.global];
                 let at = match disk_errs
@@ -837,7 +859,7 @@ pub fn run_lanes<E: Engine, C: Clock>(
                         errors.push(detail);
                     }
                 }
-                if lane.fail_streak >= TAKE_OUT_AFTER && !taken_out.is_out(lane.global) {
+                if failing && !taken_out.is_out(lane.global) {
                     taken_out.take_out_disk(work.lanes, lane.global);
                     de.taken_out_s = Some(t as f64 / 1e9);
                 }
@@ -964,8 +986,9 @@ mod tests {
         due: Vec<(u64, Completion)>,
         log: Vec<Vec<(OpKind, u64, u32)>>,
         buf: Vec<u8>,
-        /// Files whose every I/O fails with this errno.
+        /// Files whose I/Os fail with this errno: every `fail_period`-th of them (1: all).
         fail: Vec<(u32, i32)>,
+        fail_period: usize,
     }
 
     impl Engine for Recorder {
@@ -978,9 +1001,10 @@ mod tests {
         fn queue(&mut self, req: IoReq) -> Result<(), EngineError> {
             self.log[req.file as usize].push((req.op, req.offset, req.len));
             let due = self.clock.now_ns() + self.lat_ns;
+            let nth = self.log[req.file as usize].len();
             let result = match self.fail.iter().find(|f| f.0 == req.file) {
-                Some(&(_, errno)) => -errno,
-                None => req.len as i32,
+                Some(&(_, errno)) if nth % self.fail_period.max(1) == 0 => -errno,
+                _ => req.len as i32,
             };
             self.due.push((
                 due,
@@ -1036,6 +1060,7 @@ mod tests {
             log: vec![Vec::new(); lanes.len()],
             buf: vec![0; 65536],
             fail: Vec::new(),
+            fail_period: 1,
         };
         let timeline = Timeline::new(
             Duration::ZERO,
@@ -1214,6 +1239,15 @@ mod tests {
     /// Run lanes 0..n (lane w = worker w, file w) on one thread whose engine fails every
     /// I/O of the files in `fail`; returns the messages, the log and where the clock ended.
     fn run_failing(n: u32, fail: Vec<(u32, i32)>) -> (Vec<Msg>, Vec<IoLog>, u64) {
+        run_failing_every(n, fail, 1)
+    }
+
+    /// [`run_failing`], failing every `period`-th I/O of the files in `fail`.
+    fn run_failing_every(
+        n: u32,
+        fail: Vec<(u32, i32)>,
+        period: usize,
+    ) -> (Vec<Msg>, Vec<IoLog>, u64) {
         let mut plan = plan(vec![stream("w", 0.0, 100.0)]);
         plan.streams[0].bs = BlockSizes::fixed(Bytes(4096));
         let all: Vec<LaneSpec> = (0..n)
@@ -1241,6 +1275,7 @@ mod tests {
             log: vec![Vec::new(); n as usize],
             buf: vec![0; 65536],
             fail,
+            fail_period: period,
         };
         let timeline = Timeline::new(
             Duration::ZERO,
@@ -1315,6 +1350,44 @@ mod tests {
         assert!(e.message.to_lowercase().contains("space"), "{}", e.message);
         let t = d.taken_out_s.expect("taken out");
         assert!(t > 0.0 && t < 0.02);
+    }
+
+    #[test]
+    fn a_disk_failing_half_its_ios_between_successes_is_taken_out() {
+        // The first I/O logged fails; with period 2 every other I/O fails, so no 32 fail
+        // in a row, but 32 of a window of 64 do: taken out. With period 4 a window holds
+        // 16 failures: the disk stays in.
+        for (period, out) in [(2, true), (4, false)] {
+            let (msgs, log, _) = run_failing_every(2, vec![(1, 5)], period);
+            let Some(Msg::Interval { disks, .. }) = msgs.last() else {
+                panic!("the last message is an interval");
+            };
+            assert_eq!(disks.len(), 1, "period {period}");
+            let d = &disks[0];
+            assert_eq!(d.disk, 0);
+            assert_eq!(d.worker, 1);
+            assert_eq!(
+                d.taken_out_s.is_some(),
+                out,
+                "period {period}: {} I/Os, {} failed",
+                log[1].len(),
+                d.count
+            );
+            if out {
+                // Taken out at the 32nd failure, within the first window (64 I/Os),
+                // plus what was in flight (qd 3).
+                assert!(log[1].len() <= 64 + 3, "{} I/Os", log[1].len());
+            } else {
+                assert!(log[1].len() > 1000, "{} I/Os", log[1].len());
+                // One in four failed, less the few in flight at the end (not counted).
+                let every_fourth = log[1].len().div_ceil(4) as u64;
+                assert!(
+                    (every_fourth - 3..=every_fourth).contains(&d.count),
+                    "{} of {every_fourth}",
+                    d.count
+                );
+            }
+        }
     }
 
     #[test]

@@ -275,7 +275,7 @@ pub static OPTIONS: &[OptionDef] = &[
         kind: "percent",
         default: None,
         range: Some("0..=100"),
-        help: "Percent of I/Os that are reads; the rest are writes.",
+        help: "Percent of I/Os that are reads; the rest are writes. Each I/O's direction is drawn on its own (no runs of one direction).",
     },
     OptionDef {
         key: "stream.random_pct",
