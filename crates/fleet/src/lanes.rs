@@ -1003,7 +1003,7 @@ mod tests {
             let due = self.clock.now_ns() + self.lat_ns;
             let nth = self.log[req.file as usize].len();
             let result = match self.fail.iter().find(|f| f.0 == req.file) {
-                Some(&(_, errno)) if nth % self.fail_period.max(1) == 0 => -errno,
+                Some(&(_, errno)) if nth.is_multiple_of(self.fail_period.max(1)) => -errno,
                 _ => req.len as i32,
             };
             self.due.push((
