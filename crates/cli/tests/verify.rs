@@ -316,6 +316,24 @@ fn bad_input_is_refused_naming_the_flag_or_target() {
         stderr(&o)
     );
 
+    // A dedupe ratio cannot hold over units that each carry a distinct header.
+    let mut args = vec!["run"];
+    args.extend(shape(&[
+        "--verify",
+        "--dedupe-ratio",
+        "3",
+        "--duration",
+        "1s",
+    ]));
+    let o = run_in(d.path(), &args);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--dedupe-ratio") && stderr(&o).contains("no dedupe ratio"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!d.path().join("d").exists(), "nothing was created");
+
     let (code, out) = verify(d.path());
     assert_eq!(code, Some(2), "{out}");
     assert!(

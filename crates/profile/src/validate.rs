@@ -723,6 +723,18 @@ pub fn resolve(raw: &RawProfile, ov: &Overrides, ctx: &Context) -> Result<Plan, 
                 ));
             }
         }
+        // The verify header (offset, sequence) makes every unit distinct: a dedupe
+        // ratio could not hold, so asking for both is refused rather than ignored.
+        if data.dedupe_ratio != 1.0 {
+            return Err(r.err(
+                "data.dedupe_ratio",
+                ov.dedupe_ratio.and(option("data.dedupe_ratio").flag),
+                format!(
+                    "{} writes a distinct header into every 4k unit, so no dedupe ratio can hold with it (docs/verify.md)",
+                    flag.unwrap_or("timing.verify")
+                ),
+            ));
+        }
     }
     Ok(Plan {
         name,
