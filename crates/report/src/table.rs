@@ -171,6 +171,38 @@ const LATENCY_COLUMNS: &[(&str, bool)] = &[
     ("max", false),
 ];
 
+/// The figure columns a worker, disk or group table ends with.
+const FIGURE_HEADS: [(&str, bool); 6] = [
+    ("IOPS", false),
+    ("MB/s", false),
+    ("read mean", false),
+    ("read p99", false),
+    ("write mean", false),
+    ("write p99", false),
+];
+
+/// `keys` followed by the figure columns.
+fn with_figures(keys: &[(&'static str, bool)]) -> Vec<(&'static str, bool)> {
+    keys.iter().chain(FIGURE_HEADS.iter()).copied().collect()
+}
+
+/// A row: its key cells, then the figures of (all, read, write).
+fn row_with_figures<const N: usize>(
+    keys: [String; N],
+    [all, read, write]: [&OpSummary; 3],
+) -> Vec<String> {
+    let mut row = Vec::from(keys);
+    row.extend([
+        f0(all.iops),
+        f1(all.mbps),
+        d(read.lat(|l| l.mean), 1),
+        d(read.lat(|l| l.p99), 1),
+        d(write.lat(|l| l.mean), 1),
+        d(write.lat(|l| l.p99), 1),
+    ]);
+    row
+}
+
 fn lat_cells(label: String, s: &OpSummary) -> Vec<String> {
     let figures: [fn(&LatencySummary) -> f64; 9] = [
         |l| l.mean,
@@ -481,30 +513,12 @@ impl Exporter for TableExporter {
         }
         if r.workers.len() > 1 {
             writeln!(out)?;
-            let mut g = Grid::new(
-                2,
-                &[
-                    ("worker", false),
-                    ("host", true),
-                    ("IOPS", false),
-                    ("MB/s", false),
-                    ("read mean", false),
-                    ("read p99", false),
-                    ("write mean", false),
-                    ("write p99", false),
-                ],
-            );
+            let mut g = Grid::new(2, &with_figures(&[("worker", false), ("host", true)]));
             for w in &r.workers {
-                g.row(vec![
-                    w.worker.to_string(),
-                    w.host.clone(),
-                    f0(w.all.iops),
-                    f1(w.all.mbps),
-                    d(w.read.lat(|l| l.mean), 1),
-                    d(w.read.lat(|l| l.p99), 1),
-                    d(w.write.lat(|l| l.mean), 1),
-                    d(w.write.lat(|l| l.p99), 1),
-                ]);
+                g.row(row_with_figures(
+                    [w.worker.to_string(), w.host.clone()],
+                    [&w.all, &w.read, &w.write],
+                ));
             }
             g.print(out, max)?;
         }
@@ -512,31 +526,14 @@ impl Exporter for TableExporter {
             writeln!(out)?;
             let mut g = Grid::new(
                 3,
-                &[
-                    ("worker", false),
-                    ("disk", false),
-                    ("host", true),
-                    ("IOPS", false),
-                    ("MB/s", false),
-                    ("read mean", false),
-                    ("read p99", false),
-                    ("write mean", false),
-                    ("write p99", false),
-                ],
+                &with_figures(&[("worker", false), ("disk", false), ("host", true)]),
             );
             for w in &r.workers {
                 for x in &w.disks {
-                    g.row(vec![
-                        w.worker.to_string(),
-                        x.disk.to_string(),
-                        w.host.clone(),
-                        f0(x.all.iops),
-                        f1(x.all.mbps),
-                        d(x.read.lat(|l| l.mean), 1),
-                        d(x.read.lat(|l| l.p99), 1),
-                        d(x.write.lat(|l| l.mean), 1),
-                        d(x.write.lat(|l| l.p99), 1),
-                    ]);
+                    g.row(row_with_figures(
+                        [w.worker.to_string(), x.disk.to_string(), w.host.clone()],
+                        [&x.all, &x.read, &x.write],
+                    ));
                 }
             }
             g.print(out, max)?;
@@ -545,30 +542,13 @@ impl Exporter for TableExporter {
             writeln!(out)?;
             let mut g = Grid::new(
                 1,
-                &[
-                    ("group", true),
-                    ("profile", true),
-                    ("workers", false),
-                    ("IOPS", false),
-                    ("MB/s", false),
-                    ("read mean", false),
-                    ("read p99", false),
-                    ("write mean", false),
-                    ("write p99", false),
-                ],
+                &with_figures(&[("group", true), ("profile", true), ("workers", false)]),
             );
             for x in &r.groups {
-                g.row(vec![
-                    x.name.clone(),
-                    x.profile.clone(),
-                    x.workers.to_string(),
-                    f0(x.all.iops),
-                    f1(x.all.mbps),
-                    d(x.read.lat(|l| l.mean), 1),
-                    d(x.read.lat(|l| l.p99), 1),
-                    d(x.write.lat(|l| l.mean), 1),
-                    d(x.write.lat(|l| l.p99), 1),
-                ]);
+                g.row(row_with_figures(
+                    [x.name.clone(), x.profile.clone(), x.workers.to_string()],
+                    [&x.all, &x.read, &x.write],
+                ));
             }
             g.print(out, max)?;
         }
