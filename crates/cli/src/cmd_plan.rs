@@ -115,6 +115,12 @@ struct Basis {
     search: Option<crate::cmd_findmax::Report>,
 }
 
+/// Whole desktops (or VMs) that `iops` carries at `per` IOPS each: a partial one is not
+/// a desktop.
+fn units_supported(iops: f64, per: f64) -> f64 {
+    (iops / per).floor()
+}
+
 fn per_unit(flag: &str, given: Option<f64>, default: f64) -> Result<f64, Exit> {
     match given {
         Some(v) if !(v > 0.0 && v.is_finite()) => Err(Exit::input(format!(
@@ -220,7 +226,7 @@ pub fn run(cmd: PlanCmd) -> Result<i32, Exit> {
         }
     };
     let (b, code) = basis(c, profile.clone(), what)?;
-    let units = (b.iops / per).floor();
+    let units = units_supported(b.iops, per);
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let written = if c.run.json {
@@ -308,7 +314,8 @@ mod tests {
         );
         assert_eq!(phase_defaults(Phase::Steady, None).1, 12.0);
         assert_eq!(phase_defaults(Phase::Steady, Some(WorkerType::Task)).1, 8.0);
-        // The S2D report's figure: 176,242 Tuesday-login IOPS ÷ 14.6.
-        assert_eq!((176_242.0f64 / 14.6).floor(), 12_071.0);
+        // The S2D report's figure: 176,242 Tuesday-login IOPS ÷ 14.6, whole desktops.
+        assert_eq!(units_supported(176_242.0, 14.6), 12_071.0);
+        assert_eq!(units_supported(14.5, 14.6), 0.0);
     }
 }
