@@ -83,9 +83,10 @@ fn spawn_fleet(dir: &Path, inv: &str, duration: &str, extra: &[&str]) -> std::pr
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Sessions start the login shell first; on a loaded machine that can take a while.
+    // Sessions start the login shell first and each host receives the agent binary (a
+    // debug build is over 100 MB); on a loaded machine that can take a while.
     let t0 = Instant::now();
-    while agents().len() < 3 && t0.elapsed() < Duration::from_secs(60) {
+    while agents().len() < 3 && t0.elapsed() < Duration::from_secs(120) {
         sshd::clear_stale_shell_lock();
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -95,7 +96,9 @@ fn spawn_fleet(dir: &Path, inv: &str, duration: &str, extra: &[&str]) -> std::pr
         let _ = child.kill();
         let o = child.wait_with_output().unwrap();
         panic!(
-            "three agents did not start: {}",
+            "three agents did not start in {:?} ({} running): {}",
+            t0.elapsed(),
+            agents().len(),
             String::from_utf8_lossy(&o.stderr)
         );
     }
