@@ -783,7 +783,7 @@ pub fn run_lanes<E: Engine, C: Clock>(
             queue.free.push(c.slot);
             let lane = &lanes[queue.lane as usize];
             if let Some(table) = &lane.table {
-                let ls = &work.lanes[spec.lanes[queue.lane as usize]];
+                let ls = &work.lanes[lane.global];
                 check_completion(engine, table, &sl, &c, ls, &mut checks, t);
             }
             if t >= end {
@@ -882,7 +882,7 @@ pub fn run_lanes<E: Engine, C: Clock>(
             let sl = slots[c.slot as usize];
             let lane = &lanes[queues[sl.queue as usize].lane as usize];
             if let Some(table) = &lane.table {
-                let ls = &work.lanes[spec.lanes[queues[sl.queue as usize].lane as usize]];
+                let ls = &work.lanes[lane.global];
                 let t = clock.now_ns();
                 check_completion(engine, table, &sl, &c, ls, &mut checks, t);
             }
