@@ -33,7 +33,7 @@ pub enum Command {
     /// print the result; `--dry-run` prints the plan instead.
     Run(RunArgs),
     /// Check the disks of a run made with --verify against their journals (after the run,
-    /// a crash or a kill): every 4 KiB unit's header, offset, CRC-32C and sequence. Takes
+    /// a crash or a kill): every 4 KiB unit's header, offset, checksum and sequence. Takes
     /// the run's profile, flags and --target (or --hosts) to find the disks; exit code 4
     /// when any unit is corrupt, with one `corruption:` line per unit.
     Verify(RunArgs),

@@ -419,7 +419,7 @@ fn issue<E: Engine>(
 }
 
 /// A verified I/O completed: a write ends in the floor table; a read's units are checked.
-/// A unit whose CRC fails while a write to it was in flight is counted as racing, not
+/// A unit whose checksum fails while a write to it was in flight is counted as racing, not
 /// corrupt (the read may have seen part of each write).
 #[inline]
 fn check_completion<E: Engine>(

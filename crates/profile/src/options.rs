@@ -155,7 +155,7 @@ pub static OPTIONS: &[OptionDef] = &[
         default: Some("false"),
         range: None,
         help: "Verify data end to end: every written 4 KiB unit carries a header (disk, offset, \
-               sequence, time) and a CRC-32C, every read checks it, and a journal per disk lets \
+               sequence, time) and an XXH3-64 checksum, every read checks it, and a journal per disk lets \
                `iofleet verify` check the disks later. Needs a block size and alignment that are \
                multiples of 4k and an engine that touches storage (see docs/verify.md).",
     },

@@ -123,9 +123,9 @@ pub const MAX_CORRUPTION_DETAILS: usize = 20;
 /// What the reads of a verified run (or `iofleet verify`) found.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct VerifySummary {
-    /// 4 KiB units read and checked (header, offset, CRC-32C, sequence).
+    /// 4 KiB units read and checked (header, offset, checksum, sequence).
     pub units_checked: u64,
-    /// Units whose CRC could not be relied on because a write to them was in flight
+    /// Units whose checksum could not be relied on because a write to them was in flight
     /// while they were read (neither checked nor counted as corrupt).
     pub units_racing: u64,
     /// Corrupt units found, over the whole run (warm-up included).
