@@ -620,3 +620,61 @@ fn first_allowed_cpu() -> usize {
         .to_string();
     list.split([',', '-']).next().unwrap().parse().unwrap()
 }
+
+/// Disks are opened with O_NOATIME, which the kernel refuses (EPERM) to a user who
+/// neither owns the file nor has CAP_FOWNER; the open is then retried without it. Run
+/// as `nobody` on disk files root created and left writable to all.
+#[test]
+fn a_disk_file_owned_by_another_user_is_still_opened() {
+    use std::os::unix::fs::PermissionsExt;
+    if !is_root() || !have("setpriv") {
+        eprintln!("skipping: needs root and setpriv");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let open_to_all = |p: &std::path::Path, mode: u32| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap()
+    };
+    open_to_all(dir, 0o777);
+    let args = [
+        "--target",
+        "data",
+        "--disk-size",
+        "4m",
+        "--read-pct",
+        "100",
+        "--duration",
+        "1s",
+        "--warmup",
+        "0s",
+        "--no-save",
+    ];
+    run_json(dir, &args);
+    let disk = dir.join("data/w000-d000.iofleet");
+    assert_eq!(std::fs::metadata(&disk).unwrap().uid(), 0);
+    open_to_all(&dir.join("data"), 0o777);
+    open_to_all(&disk, 0o666);
+    // nobody may not be able to reach the build directory: run a copy from here.
+    let bin = dir.join("iofleet");
+    std::fs::copy(assert_cmd::cargo::cargo_bin("iofleet"), &bin).unwrap();
+    for d in ["xdg-data", "xdg-cache"] {
+        std::fs::create_dir(dir.join(d)).unwrap();
+        open_to_all(&dir.join(d), 0o777);
+    }
+    let o = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(&bin)
+        .arg("run")
+        .args(args)
+        .args(["--json", "--quiet"])
+        .current_dir(dir)
+        .env("HOME", dir)
+        .env("XDG_DATA_HOME", dir.join("xdg-data"))
+        .env("XDG_CACHE_HOME", dir.join("xdg-cache"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["summary"]["all"]["ios"].as_u64().unwrap() > 0);
+}

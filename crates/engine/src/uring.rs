@@ -1,6 +1,7 @@
 //! The `io_uring` engine: one ring per I/O thread, and completions reaped straight from
 //! the completion queue, with `user_data` = slot. It registers every file the thread
-//! drives (one ring serves many disks) and one fixed buffer per slot, and falls back to
+//! drives (one ring serves many disks), one fixed buffer per slot and, for the thread
+//! that drives it, the ring's own fd (no file lookup per `io_uring_enter`), and falls back to
 //! plain `READ`/`WRITE` on a raw fd when registration is refused (for example `ENOMEM`
 //! from `RLIMIT_MEMLOCK`), declaring what it got in `Caps`.
 //!
@@ -92,6 +93,29 @@ impl Default for UringOptions {
 /// The longest an engine being dropped waits for its I/O to complete.
 const QUIESCE_LIMIT: Duration = Duration::from_secs(10);
 
+// io_uring_enter and io_uring_register constants (linux/io_uring.h).
+const ENTER_GETEVENTS: u32 = 1;
+const ENTER_EXT_ARG: u32 = 8;
+const ENTER_REGISTERED_RING: u32 = 16;
+const IORING_REGISTER_RING_FDS: u32 = 20;
+
+/// `struct io_uring_rsrc_update`.
+#[repr(C)]
+struct RsrcUpdate {
+    offset: u32,
+    resv: u32,
+    data: u64,
+}
+
+/// `struct io_uring_getevents_arg`.
+#[repr(C)]
+struct GeteventsArg {
+    sigmask: u64,
+    sigmask_sz: u32,
+    min_wait_usec: u32,
+    ts: u64,
+}
+
 /// After a poll that found nothing, skip polling for this many waits.
 const POLL_BACKOFF: u32 = 16;
 
@@ -126,6 +150,12 @@ pub struct UringEngine {
     poll: Duration,
     /// Waits left before polling is tried again after a poll found nothing.
     poll_skip: u32,
+    /// The ring's own fd registered with the kernel for the thread that drives it
+    /// (`IORING_REGISTER_RING_FDS`, Linux 5.18): that thread's enters pass the index
+    /// and skip a file lookup per call. The registration belongs to the thread, so the
+    /// index is only used from it.
+    registered: Option<(std::thread::ThreadId, u32)>,
+    register_tried: bool,
 }
 
 impl std::fmt::Debug for UringEngine {
@@ -350,6 +380,8 @@ impl UringEngine {
                 Duration::ZERO
             },
             poll_skip: 0,
+            registered: None,
+            register_tried: false,
         })
     }
 
@@ -370,6 +402,95 @@ impl UringEngine {
             self.enabled = true;
         }
         Ok(())
+    }
+
+    /// Register the ring's fd for the calling thread, once; None when the kernel
+    /// refuses (before 5.18), and then the plain fd is used.
+    fn register_ring(&mut self) {
+        self.register_tried = true;
+        let mut up = RsrcUpdate {
+            offset: u32::MAX,
+            resv: 0,
+            data: self.ring.as_raw_fd() as u64,
+        };
+        // SAFETY: IORING_REGISTER_RING_FDS reads and writes one `io_uring_rsrc_update`
+        // (the layout of `RsrcUpdate`), which lives for the call.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_io_uring_register,
+                self.ring.as_raw_fd(),
+                IORING_REGISTER_RING_FDS,
+                &mut up as *mut RsrcUpdate,
+                1u32,
+            )
+        };
+        if r == 1 {
+            self.registered = Some((std::thread::current().id(), up.offset));
+        }
+    }
+
+    /// `io_uring_enter`: submit everything queued and, when `want > 0`, wait for that
+    /// many completions (up to `timeout`). The io-uring crate's submit calls, but through
+    /// the registered ring fd when the calling thread registered it.
+    fn enter(&mut self, want: u32, timeout: Option<&types::Timespec>) -> io::Result<usize> {
+        if !self.register_tried {
+            self.register_ring();
+        }
+        let index = match self.registered {
+            Some((thread, index)) if thread == std::thread::current().id() => index,
+            _ => {
+                let sub = self.ring.submitter();
+                return match timeout {
+                    None => sub.submit_and_wait(want as usize),
+                    Some(ts) => {
+                        sub.submit_with_args(want as usize, &types::SubmitArgs::new().timespec(ts))
+                    }
+                };
+            }
+        };
+        let (to_submit, pending) = {
+            let sq = self.ring.submission();
+            (sq.len() as u32, sq.taskrun() || sq.cq_overflow())
+        };
+        let mut flags = ENTER_REGISTERED_RING;
+        // Deferred task work (completions) only runs on an enter that gets events.
+        if want > 0 || pending {
+            flags |= ENTER_GETEVENTS;
+        }
+        let arg = timeout.map(|ts| GeteventsArg {
+            sigmask: 0,
+            sigmask_sz: 0,
+            min_wait_usec: 0,
+            ts: ts as *const types::Timespec as u64,
+        });
+        let (argp, argsz) = match &arg {
+            Some(a) => {
+                flags |= ENTER_EXT_ARG;
+                (
+                    a as *const GeteventsArg as usize,
+                    std::mem::size_of::<GeteventsArg>(),
+                )
+            }
+            None => (0, 0),
+        };
+        // SAFETY: the index names this ring for this thread (checked above); `arg` and
+        // the timespec it points to outlive the call; the kernel only reads them.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_io_uring_enter,
+                index,
+                to_submit,
+                want,
+                flags,
+                argp,
+                argsz,
+            )
+        };
+        if r < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(r as usize)
+        }
     }
 
     /// Move every completion in the CQ ring to `out`.
@@ -499,7 +620,7 @@ impl Engine for UringEngine {
             }
             // SQ full (only when slots exceed the ring size): make room.
             self.ensure_enabled()?;
-            self.ring.submit()?;
+            self.enter(0, None)?;
         }
         self.in_flight += 1;
         // Submit early once the batch held back is more than 1/SUBMIT_FRACTION of
@@ -508,7 +629,7 @@ impl Engine for UringEngine {
         let at_device = self.in_flight - held;
         if held * SUBMIT_FRACTION > at_device {
             self.ensure_enabled()?;
-            if let Err(e) = self.ring.submit() {
+            if let Err(e) = self.enter(0, None) {
                 // The waiting call submits again; only a real failure is reported.
                 if !matches!(
                     e.raw_os_error(),
@@ -542,7 +663,7 @@ impl Engine for UringEngine {
             let submitted = if self.ring.submission().is_empty() {
                 Ok(0)
             } else {
-                self.ring.submitter().submit()
+                self.enter(0, None)
             };
             if let Err(e) = submitted {
                 // EBUSY (completion backlog) and EINTR are handled by the waiting call
@@ -580,13 +701,7 @@ impl Engine for UringEngine {
             }
         }
         loop {
-            let r = match &ts {
-                None => self.ring.submitter().submit_and_wait(want),
-                Some(ts) => {
-                    let args = types::SubmitArgs::new().timespec(ts);
-                    self.ring.submitter().submit_with_args(want, &args)
-                }
-            };
+            let r = self.enter(want as u32, ts.as_ref());
             match r {
                 Ok(_) => break,
                 Err(e) => match e.raw_os_error() {
@@ -865,6 +980,33 @@ mod tests {
         std::thread::spawn(move || round_trip(&mut e, 4))
             .join()
             .unwrap();
+    }
+
+    #[test]
+    fn the_ring_fd_is_registered_by_the_thread_that_drives_it_and_used_only_there() {
+        // A plain ring may change threads: the second thread must not use the first
+        // one's registration (it names a ring of that thread, not of this one).
+        let opts = UringOptions {
+            defer_taskrun: false,
+            ..UringOptions::default()
+        };
+        let mut e =
+            UringEngine::with_options(disk(tempfile::tempfile().unwrap()), params(4), 4, opts)
+                .unwrap();
+        round_trip(&mut e, 4);
+        let (by, _) = e.registered.expect("Linux 5.18+ registers ring fds");
+        assert_eq!(by, std::thread::current().id());
+        // Another thread registers a ring of its own at the same index first.
+        std::thread::spawn(move || {
+            let mut other =
+                UringEngine::new(disk(tempfile::tempfile().unwrap()), params(4), 5).unwrap();
+            round_trip(&mut other, 4);
+            round_trip(&mut e, 4);
+            round_trip(&mut other, 4);
+            assert_ne!(e.registered.unwrap().0, std::thread::current().id());
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]

@@ -447,3 +447,41 @@ fn o_direct_on_tmpfs() {
         Err(e) => panic!("{e:?}"),
     }
 }
+
+#[test]
+fn reads_through_an_open_disk_leave_the_access_time_alone() {
+    // With relatime (the Linux default) a read updates an access time older than the
+    // modification time; a disk opened with O_NOATIME leaves it.
+    let tmp = tempfile::tempdir().unwrap();
+    let layout = plan_layout(&TargetSpec::Dir(tmp.path().into()), &req(1, 1, 2 * MIB)).unwrap();
+    create_files(&layout).unwrap();
+    fill(&layout[0], FillPattern::Zero, false).unwrap();
+    let old = rustix::fs::Timestamps {
+        last_access: rustix::fs::Timespec {
+            tv_sec: 1_000_000_000,
+            tv_nsec: 0,
+        },
+        last_modification: rustix::fs::Timespec {
+            tv_sec: 0,
+            tv_nsec: rustix::fs::UTIME_OMIT,
+        },
+    };
+    let path = &layout[0].path;
+    rustix::fs::utimensat(rustix::fs::CWD, path, &old, rustix::fs::AtFlags::empty()).unwrap();
+    let atime = || fs::metadata(path).unwrap().atime();
+    assert_eq!(atime(), 1_000_000_000);
+    let od = open_disk(&layout[0], false, false).unwrap();
+    let mut buf = vec![0u8; 4096];
+    od.file.read_exact_at(&mut buf, 0).unwrap();
+    assert_eq!(atime(), 1_000_000_000, "the read changed the access time");
+    // The same read through a plain descriptor does change it: the check above can fail.
+    fs::File::open(path)
+        .unwrap()
+        .read_exact_at(&mut buf, 4096)
+        .unwrap();
+    assert_ne!(
+        atime(),
+        1_000_000_000,
+        "this filesystem does not keep access times"
+    );
+}

@@ -584,6 +584,11 @@ pub fn create_files(layout: &[DiskLayout]) -> Result<(), TargetError> {
 
 /// Opens one disk for an I/O thread: read+write (read-only unless `write`), with
 /// O_DIRECT when `direct`. Disk files are opened without following symlinks.
+///
+/// Disks are opened with O_NOATIME where the kernel allows it (the caller owns the file
+/// or has CAP_FOWNER; otherwise the open is retried without it): a benchmark's reads
+/// should not write access times to the storage under test, and checking whether to
+/// costs the kernel work on every read (bench/README.md measures it).
 pub fn open_disk(d: &DiskLayout, direct: bool, write: bool) -> Result<OpenDisk, TargetError> {
     let mut flags = OFlags::empty();
     if direct {
@@ -592,12 +597,18 @@ pub fn open_disk(d: &DiskLayout, direct: bool, write: bool) -> Result<OpenDisk, 
     if !d.is_device {
         flags |= OFlags::NOFOLLOW;
     }
-    let file = OpenOptions::new()
-        .read(true)
-        .write(write)
-        .custom_flags(flags.bits() as i32)
-        .open(&d.path)
-        .map_err(|e| open_error(&d.path, direct, d.is_device, e))?;
+    let open = |flags: OFlags| {
+        OpenOptions::new()
+            .read(true)
+            .write(write)
+            .custom_flags(flags.bits() as i32)
+            .open(&d.path)
+    };
+    let file = match open(flags | OFlags::NOATIME) {
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) => open(flags),
+        r => r,
+    }
+    .map_err(|e| open_error(&d.path, direct, d.is_device, e))?;
     Ok(OpenDisk {
         file,
         region_offset: d.region_offset,
