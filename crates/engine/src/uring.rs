@@ -98,6 +98,7 @@ const ENTER_GETEVENTS: u32 = 1;
 const ENTER_EXT_ARG: u32 = 8;
 const ENTER_REGISTERED_RING: u32 = 16;
 const IORING_REGISTER_RING_FDS: u32 = 20;
+const IORING_UNREGISTER_RING_FDS: u32 = 21;
 
 /// `struct io_uring_rsrc_update`.
 #[repr(C)]
@@ -429,6 +430,32 @@ impl UringEngine {
         }
     }
 
+    /// Undo `register_ring` when called from the registering thread. A registration
+    /// holds a reference to the ring (and so its pinned buffers) until the thread ends,
+    /// and a thread has 16 slots.
+    fn unregister_ring(&mut self) {
+        if let Some((thread, index)) = self.registered {
+            if thread == std::thread::current().id() {
+                let up = RsrcUpdate {
+                    offset: index,
+                    resv: 0,
+                    data: 0,
+                };
+                // SAFETY: as in `register_ring`; the kernel only reads `up`.
+                unsafe {
+                    libc::syscall(
+                        libc::SYS_io_uring_register,
+                        self.ring.as_raw_fd(),
+                        IORING_UNREGISTER_RING_FDS,
+                        &up as *const RsrcUpdate,
+                        1u32,
+                    )
+                };
+                self.registered = None;
+            }
+        }
+    }
+
     /// `io_uring_enter`: submit everything queued and, when `want > 0`, wait for that
     /// many completions (up to `timeout`). The io-uring crate's submit calls, but through
     /// the registered ring fd when the calling thread registered it.
@@ -551,6 +578,7 @@ impl UringEngine {
 
 impl Drop for UringEngine {
     fn drop(&mut self) {
+        self.unregister_ring();
         if self.quiesce() {
             // SAFETY: no I/O is in flight, so the kernel will not touch the buffers
             // again (the registration only pins pages); `pool` is not used after this,
@@ -1007,6 +1035,13 @@ mod tests {
         })
         .join()
         .unwrap();
+        // Dropping an engine on its thread gives the slot back: a thread has only 16.
+        for seed in 0..20 {
+            let mut e =
+                UringEngine::new(disk(tempfile::tempfile().unwrap()), params(2), seed).unwrap();
+            round_trip(&mut e, 2);
+            assert!(e.registered.is_some(), "engine {seed} found no free slot");
+        }
     }
 
     #[test]
