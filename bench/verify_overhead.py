@@ -6,10 +6,9 @@ memory-backed file (io_uring, O_DIRECT). Runs are interleaved A B B A (plain, ve
 verified, plain; repeated --rounds times) and medians are reported, with the cost as
 1 - verified / plain IOPS. The design target is a cost of at most 10%. The cost is also
 given from the I/O thread's CPU time per I/O (its busy share over the measured phase, from
-the self-check, times the duration, over the I/Os): where that thread's CPU bounds the rate
-(it is busy nearly all the time on this target) it is the share of IOPS verification
-costs, and time a busy host steals from the machine, which moves IOPS from run to run,
-does not count in it.
+the self-check, times the duration, over the I/Os), which time stolen by a busy host does
+not move: it is what verification costs that thread, and so an upper bound of the IOPS
+it costs (equal to it where that thread is busy all the time and alone sets the rate).
 
 Verified runs keep their journals in a scratch $XDG_CACHE_HOME (removed at the end). The
 first verified run of a case fills the device with verifiable units; that fill is a
@@ -102,9 +101,7 @@ def main():
                 row["plain_" + k] = med(plain, k)
                 row["verify_" + k] = med(verified, k)
             row["cost_pct"] = 100.0 * (1.0 - row["verify_iops"] / row["plain_iops"])
-            # The same cost from the I/O thread's CPU time per I/O, which time stolen by a
-            # busy host does not distort (IOPS does): the share of IOPS lost where that
-            # thread's CPU bounds the rate (it is busy nearly all the time here).
+            # The cost to the I/O thread's CPU per I/O: an upper bound of the IOPS cost.
             row["cpu_cost_pct"] = 100.0 * (
                 1.0 - row["plain_cpu_us_per_io"] / row["verify_cpu_us_per_io"])
             row["runs"] = {"plain": plain, "verify": verified}
