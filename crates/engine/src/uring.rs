@@ -1,9 +1,9 @@
 //! The `io_uring` engine: one ring per I/O thread, and completions reaped straight from
 //! the completion queue, with `user_data` = slot. It registers every file the thread
 //! drives (one ring serves many disks), one fixed buffer per slot and, for the thread
-//! that drives it, the ring's own fd (no file lookup per `io_uring_enter`), and falls back to
-//! plain `READ`/`WRITE` on a raw fd when registration is refused (for example `ENOMEM`
-//! from `RLIMIT_MEMLOCK`), declaring what it got in `Caps`.
+//! that drives it, the ring's own fd (no file lookup per `io_uring_enter`). It falls
+//! back to plain `READ`/`WRITE` on a raw fd when registration is refused (for example
+//! `ENOMEM` from `RLIMIT_MEMLOCK`), declaring what it got in `Caps`.
 //!
 //! - **Ring.** Single issuer with deferred task work (Linux 6.1+) by default, falling
 //!   back to cooperative task work, then a plain ring: completions are run when the

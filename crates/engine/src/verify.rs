@@ -3,12 +3,12 @@
 //!
 //! A *verify unit* is 4 KiB ([`UNIT`]). With `--verify` every written unit starts with
 //! a 48-byte header ([`HEADER_LEN`]): magic, disk id, the unit's offset in its disk,
-//! the write's sequence number, a timestamp and an XXH3-64 checksum of the whole unit. Whatever
-//! data pattern fills the unit, the header is written over its first bytes afterwards.
-//! A read checks, per unit: the magic, the checksum, the disk id (data of another disk or of
-//! another journal generation), the offset (a misdirected write) and the sequence
-//! against the unit's *floor* — the sequence of the last write known to have completed
-//! (stale data, lost writes).
+//! the write's sequence number, a timestamp and an XXH3-64 checksum of the whole unit.
+//! Whatever data pattern fills the unit, the header is written over its first bytes
+//! afterwards. A read checks, per unit: the magic, the checksum, the disk id (data of
+//! another disk or of another journal generation), the offset (a misdirected write) and
+//! the sequence against the unit's *floor* — the sequence of the last write known to
+//! have completed (stale data, lost writes).
 //!
 //! [`DiskTable`] is the floor table of one disk, shared lock-free by every I/O thread
 //! driving the disk (atomics per unit). [`Journal`] is its on-disk copy, rewritten
@@ -51,7 +51,7 @@ pub fn disk_id(identity: u32, worker: u32, disk: u32) -> u64 {
 /// The unit's checksum: XXH3-64 of the data after the header, then XXH3-64 of the first
 /// 40 header bytes seeded with it, so every byte but the checksum's own is covered. XXH3
 /// (AVX2 when the CPU has it, chosen at run time) takes about half the time of CRC-32C
-/// per 4 KiB here, and the checksum is most of what `--verify` costs (bench/README.md).
+/// per 4 KiB here, and the checksum is half of what `--verify` costs (bench/README.md).
 #[inline]
 fn sum_of(unit: &[u8]) -> u64 {
     let data = XxHash3_64::oneshot(&unit[HEADER_LEN..]);
