@@ -105,6 +105,21 @@ fn spawn_fleet(dir: &Path, inv: &str, duration: &str, extra: &[&str]) -> std::pr
     child
 }
 
+/// What fleet runs put in a host's `~/.cache/iofleet`: agent copies (`iofleet-HASH`) and
+/// uploads in progress (`.upload.PID`); sorted. Other entries (the verify journals of
+/// the user's own runs) are not the agents'.
+fn agent_files(cache: &Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(cache)
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    v.retain(|p: &std::path::PathBuf| {
+        let name = p.file_name().unwrap_or_default().to_string_lossy();
+        name.starts_with("iofleet-") || name.starts_with(".upload.")
+    });
+    v.sort();
+    v
+}
+
 fn exact_quantile(sorted: &[u64], q: f64) -> f64 {
     let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
     sorted[rank - 1] as f64
@@ -289,10 +304,9 @@ fn three_hosts_sum_exactly_and_merge_percentiles_from_histograms() {
     let out = stdout(&t);
     assert!(out.contains("start skew") && out.contains("h2"), "{out}");
     // The copied binary is removed afterwards: nothing of this run is left on the hosts.
+    // (Verify journals of the user's own runs may live beside it: not the agent's.)
     let home = std::env::var("HOME").unwrap();
-    let leftovers: Vec<_> = std::fs::read_dir(Path::new(&home).join(".cache/iofleet"))
-        .map(|r| r.flatten().map(|e| e.path()).collect())
-        .unwrap_or_default();
+    let leftovers: Vec<_> = agent_files(&Path::new(&home).join(".cache/iofleet"));
     assert!(leftovers.is_empty(), "left on the host: {leftovers:?}");
 }
 
@@ -695,12 +709,10 @@ fn stale_agent_copies_are_removed_by_the_next_run() {
         ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let left: Vec<_> = std::fs::read_dir(&cache)
-        .map(|d| d.flatten().map(|e| e.file_name()).collect())
-        .unwrap_or_default();
+    let left = agent_files(&cache);
     assert_eq!(
         left,
-        [std::ffi::OsString::from("iofleet-00000000cafef00d")],
+        [cache.join("iofleet-00000000cafef00d")],
         "only the fresh copy of another version is left in {}",
         cache.display()
     );
