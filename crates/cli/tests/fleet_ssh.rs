@@ -56,6 +56,9 @@ fn agents() -> Vec<u32> {
 /// Start a 3-worker null-engine run of `duration` across the inventory's hosts (JSON on
 /// stdout) and return once all three agents are running.
 fn spawn_fleet(dir: &Path, inv: &str, duration: &str, extra: &[&str]) -> std::process::Child {
+    // Agents of an earlier run may still be on their way out: count only new ones.
+    let before = agents();
+    let new_agents = || agents().into_iter().filter(|p| !before.contains(p)).count();
     let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("iofleet"))
         .current_dir(dir)
         .args([
@@ -86,19 +89,20 @@ fn spawn_fleet(dir: &Path, inv: &str, duration: &str, extra: &[&str]) -> std::pr
     // Sessions start the login shell first and each host receives the agent binary (a
     // debug build is over 100 MB); on a loaded machine that can take a while.
     let t0 = Instant::now();
-    while agents().len() < 3 && t0.elapsed() < Duration::from_secs(120) {
+    let mut running = new_agents();
+    while running < 3 && t0.elapsed() < Duration::from_secs(120) {
         sshd::clear_stale_shell_lock();
         std::thread::sleep(Duration::from_millis(100));
+        running = new_agents();
     }
-    if agents().len() < 3 {
+    if running < 3 {
         // Do not leave a controller running into the next test.
         let mut child = child;
         let _ = child.kill();
         let o = child.wait_with_output().unwrap();
         panic!(
-            "three agents did not start in {:?} ({} running): {}",
+            "three agents did not start in {:?} ({running} running): {}",
             t0.elapsed(),
-            agents().len(),
             String::from_utf8_lossy(&o.stderr)
         );
     }
