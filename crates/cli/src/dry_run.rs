@@ -11,7 +11,7 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use iofleet_engine::target::{plan_layout, DiskLayout, LayoutRequest, TargetSpec, MARKER_LEN};
+use iofleet_engine::target::{plan_layout, DiskLayout, TargetSpec, MARKER_LEN};
 use iofleet_fleet::inproc::{check_layout, check_verify, device_size_notice};
 use iofleet_fleet::inventory::{self, HostSpec};
 use iofleet_fleet::protocol::TargetArg;
@@ -47,19 +47,8 @@ pub fn print(groups: &[GroupPlan], at: Where<'_>, settings: &RunSettings) -> Res
             }
             for g in &groups {
                 let f = &g.plan.fleet;
-                let layout = plan_layout(
-                    target,
-                    &LayoutRequest {
-                        worker_base: g.worker_base,
-                        workers: f.workers,
-                        disks_per_worker: f.disks_per_worker,
-                        disk_size: f.disk_size.0,
-                        disk_size_from_cli: settings.disk_size_from_cli,
-                        direct: settings.direct,
-                        destroy_data: settings.destroy_data,
-                    },
-                )
-                .map_err(|e| fleet_exit(FleetError::from(e)))?;
+                let layout = plan_layout(target, &settings.layout_request(g, settings.direct))
+                    .map_err(|e| fleet_exit(FleetError::from(e)))?;
                 check_layout(&g.plan, &layout, settings.direct).map_err(fleet_exit)?;
                 notes.extend(device_size_notice(
                     f.disk_size.0,

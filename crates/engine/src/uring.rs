@@ -414,18 +414,7 @@ impl UringEngine {
             resv: 0,
             data: self.ring.as_raw_fd() as u64,
         };
-        // SAFETY: IORING_REGISTER_RING_FDS reads and writes one `io_uring_rsrc_update`
-        // (the layout of `RsrcUpdate`), which lives for the call.
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_io_uring_register,
-                self.ring.as_raw_fd(),
-                IORING_REGISTER_RING_FDS,
-                &mut up as *mut RsrcUpdate,
-                1u32,
-            )
-        };
-        if r == 1 {
+        if self.ring_fds(IORING_REGISTER_RING_FDS, &mut up) == 1 {
             self.registered = Some((std::thread::current().id(), up.offset));
         }
     }
@@ -436,23 +425,30 @@ impl UringEngine {
     fn unregister_ring(&mut self) {
         if let Some((thread, index)) = self.registered {
             if thread == std::thread::current().id() {
-                let up = RsrcUpdate {
+                let mut up = RsrcUpdate {
                     offset: index,
                     resv: 0,
                     data: 0,
                 };
-                // SAFETY: as in `register_ring`; the kernel only reads `up`.
-                unsafe {
-                    libc::syscall(
-                        libc::SYS_io_uring_register,
-                        self.ring.as_raw_fd(),
-                        IORING_UNREGISTER_RING_FDS,
-                        &up as *const RsrcUpdate,
-                        1u32,
-                    )
-                };
+                self.ring_fds(IORING_UNREGISTER_RING_FDS, &mut up);
                 self.registered = None;
             }
+        }
+    }
+
+    /// `io_uring_register(IORING_[UN]REGISTER_RING_FDS)` with one update; the kernel's
+    /// return (entries done, or -1).
+    fn ring_fds(&self, op: u32, up: &mut RsrcUpdate) -> libc::c_long {
+        // SAFETY: both operations read, and registration writes back, one
+        // `io_uring_rsrc_update` (the layout of `RsrcUpdate`), borrowed for the call.
+        unsafe {
+            libc::syscall(
+                libc::SYS_io_uring_register,
+                self.ring.as_raw_fd(),
+                op,
+                up as *mut RsrcUpdate,
+                1u32,
+            )
         }
     }
 

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{bounded, Sender};
 use iofleet_engine::target::{
     create_files, fill_disk, fill_disk_with, fill_marker_valid, logical_block_size, open_disk,
-    plan_layout, DiskLayout, FillOutcome, FillPattern, LayoutRequest, TargetError, TargetSpec,
+    plan_layout, DiskLayout, FillOutcome, FillPattern, TargetError, TargetSpec,
 };
 use iofleet_engine::verify::{
     default_cache_dir, forget_journal, journal_path, stamp_units, DiskTable, Journal,
@@ -439,18 +439,7 @@ impl Launcher for ThreadLauncher {
                     continue;
                 }
                 let f = &g.plan.fleet;
-                let layout = plan_layout(
-                    &self.target,
-                    &LayoutRequest {
-                        worker_base: g.worker_base,
-                        workers: f.workers,
-                        disks_per_worker: f.disks_per_worker,
-                        disk_size: f.disk_size.0,
-                        disk_size_from_cli: cfg.disk_size_from_cli,
-                        direct: cfg.direct,
-                        destroy_data: cfg.destroy_data,
-                    },
-                )?;
+                let layout = plan_layout(&self.target, &cfg.layout_request(g, cfg.direct))?;
                 check_layout(&g.plan, &layout, cfg.direct)?;
                 notices.extend(device_size_notice(
                     f.disk_size.0,

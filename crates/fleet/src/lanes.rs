@@ -326,6 +326,19 @@ impl Queue {
         self.pick_gen[self.pick_cum.partition_point(|&c| c <= r)] as usize
     }
 
+    /// The queue's next I/O from its lane's generators: (generator index, op, offset,
+    /// length).
+    #[inline]
+    fn draw(
+        &self,
+        rng: &mut SmallRng,
+        gens: &mut [(usize, StreamGen)],
+    ) -> (usize, OpKind, u64, u32) {
+        let g = self.pick(rng);
+        let (op, offset, len) = gens[g].1.next(rng);
+        (g, op, offset, len)
+    }
+
     #[inline]
     fn advance(&mut self, rng: &mut SmallRng) {
         let gap = self.gap_ns.unwrap_or(0.0);
@@ -391,11 +404,7 @@ fn issue<E: Engine>(
     let lane = &mut lanes[queue.lane as usize];
     let (g, op, offset, len) = match queue.ahead.pop_front() {
         Some(next) => next,
-        None => {
-            let g = queue.pick(&mut lane.rng);
-            let (op, offset, len) = lane.gens[g].1.next(&mut lane.rng);
-            (g, op, offset, len)
-        }
+        None => queue.draw(&mut lane.rng, &mut lane.gens),
     };
     let stream = lane.gens[g].0;
     let mut vseq = 0;
@@ -439,10 +448,9 @@ fn issue<E: Engine>(
     if queue.look_ahead {
         if let Some(t) = &lane.table {
             while queue.ahead.len() < LOOK_AHEAD {
-                let g = queue.pick(&mut lane.rng);
-                let (op, offset, len) = lane.gens[g].1.next(&mut lane.rng);
-                t.prefetch(offset / UNIT, u64::from(len) / UNIT);
-                queue.ahead.push_back((g, op, offset, len));
+                let next = queue.draw(&mut lane.rng, &mut lane.gens);
+                t.prefetch(next.2 / UNIT, u64::from(next.3) / UNIT);
+                queue.ahead.push_back(next);
             }
         }
     }

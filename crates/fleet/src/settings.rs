@@ -6,7 +6,9 @@
 
 use std::time::Duration;
 
+use iofleet_engine::target::LayoutRequest;
 use iofleet_engine::EngineSpec;
+use iofleet_profile::GroupPlan;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -23,6 +25,23 @@ pub struct RunSettings {
     pub cleanup: bool,
     /// A host silent this long (during the run, or after its end) is marked lost.
     pub host_timeout: Duration,
+}
+
+impl RunSettings {
+    /// What laying out worker group `g`'s disks asks of the target, with O_DIRECT as
+    /// `direct` (a run uses `self.direct`; a verify scan reads through a plain descriptor).
+    pub fn layout_request(&self, g: &GroupPlan, direct: bool) -> LayoutRequest {
+        let f = &g.plan.fleet;
+        LayoutRequest {
+            worker_base: g.worker_base,
+            workers: f.workers,
+            disks_per_worker: f.disks_per_worker,
+            disk_size: f.disk_size.0,
+            disk_size_from_cli: self.disk_size_from_cli,
+            direct,
+            destroy_data: self.destroy_data,
+        }
+    }
 }
 
 impl Default for RunSettings {

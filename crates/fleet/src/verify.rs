@@ -5,7 +5,7 @@
 //! its host for `iofleet verify --hosts`. This module only reads disks; the unit and
 //! journal formats live in `iofleet_engine::verify`.
 
-use iofleet_engine::target::{plan_layout, DiskLayout, LayoutRequest, TargetSpec};
+use iofleet_engine::target::{plan_layout, DiskLayout, TargetSpec};
 use iofleet_engine::verify::{default_cache_dir, journal_path, scan_disk, Journal};
 use iofleet_profile::GroupPlan;
 use iofleet_stats::result::{Corruption, VerifySummary};
@@ -30,20 +30,8 @@ fn disks_with_journals(
         .join(" ");
     let mut out = Vec::new();
     for g in groups.iter().filter(|g| g.plan.fleet.workers > 0) {
-        let f = &g.plan.fleet;
-        let layout = plan_layout(
-            target,
-            &LayoutRequest {
-                worker_base: g.worker_base,
-                workers: f.workers,
-                disks_per_worker: f.disks_per_worker,
-                disk_size: f.disk_size.0,
-                disk_size_from_cli: settings.disk_size_from_cli,
-                // The check reads through a plain descriptor.
-                direct: false,
-                destroy_data: settings.destroy_data,
-            },
-        )?;
+        // The check reads through a plain descriptor.
+        let layout = plan_layout(target, &settings.layout_request(g, false))?;
         for d in layout {
             let path = journal_path(&d, &cache);
             let journal = Journal::load(&path)
