@@ -336,6 +336,8 @@ struct Families {
     hosts: Gauge<i64>,
     hosts_lost: Gauge<i64>,
     generator_warnings: Gauge<f64>,
+    generator_cpu_wait: Gauge<f64>,
+    other_load: Gauge<f64>,
 }
 
 impl Families {
@@ -348,6 +350,8 @@ impl Families {
             hosts: Gauge::default(),
             hosts_lost: Gauge::default(),
             generator_warnings: Gauge::default(),
+            generator_cpu_wait: Gauge::default(),
+            other_load: Gauge::default(),
         };
         reg.register(
             "iofleet_interval_index",
@@ -374,6 +378,20 @@ impl Families {
              engine runs in simulated time and has no self-check).",
             None,
             &f.generator_warnings,
+        )?;
+        reg.register(
+            "iofleet_generator_cpu_wait_ratio",
+            "Share (0..1) of the latest interval the I/O threads spent runnable but waiting \
+             for a CPU (NaN without schedstats or a self-check).",
+            None,
+            &f.generator_cpu_wait,
+        )?;
+        reg.register(
+            "iofleet_host_other_load_cpus",
+            "CPUs' worth used by other processes than iofleet in the latest interval, on the \
+             busiest host (NaN when not measured).",
+            None,
+            &f.other_load,
         )?;
         Ok(f)
     }
@@ -409,6 +427,11 @@ impl Families {
             Some(g) => g.warnings.len() as f64,
             None => f64::NAN,
         });
+        let g = snap.row.generator.as_ref();
+        self.generator_cpu_wait
+            .set(g.and_then(|g| g.runq_pct).map_or(f64::NAN, |q| q / 100.0));
+        self.other_load
+            .set(g.and_then(|g| g.other_load_cpus).unwrap_or(f64::NAN));
     }
 }
 
@@ -693,6 +716,8 @@ mod tests {
         assert_eq!(value(om, "iofleet_warmup"), 0.0);
         assert_eq!(value(om, "iofleet_hosts"), 2.0);
         assert!(value(om, "iofleet_generator_warnings").is_nan());
+        assert!(value(om, "iofleet_generator_cpu_wait_ratio").is_nan());
+        assert!(value(om, "iofleet_host_other_load_cpus").is_nan());
 
         // The same figures in Prometheus text 0.0.4, without the OpenMetrics trailer.
         let txt = &p.text;

@@ -109,6 +109,17 @@ fn serves_openmetrics_while_running_and_only_at_metrics() {
         .and_then(|v| v.parse().ok())
         .unwrap();
     assert!(read_iops > 0.0);
+    // The self-check's contention gauges carry a live figure (a null engine run on a
+    // real clock has a self-check; this host was measured).
+    let gauge = |name: &str| -> f64 {
+        om.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{name} missing in\n{om}"))
+    };
+    let wait = gauge("iofleet_generator_cpu_wait_ratio");
+    assert!((0.0..=1.0).contains(&wait), "{wait}");
+    assert!(gauge("iofleet_host_other_load_cpus") >= 0.0);
     assert!(om.contains("iofleet_host_iops{host=\""), "per-host series");
     assert!(om.contains("iofleet_latency_seconds{direction=\"read\",quantile=\"0.99\"}"));
     // Families are grouped: each TYPE line comes right before its own samples.

@@ -1,13 +1,105 @@
 //! The generator self-check, end to end. Its own test binary, so that no other test's
 //! runs compete for the CPUs while the light run is measured: run-queue delay from a
-//! neighbour is exactly what the self-check reports.
+//! neighbour is exactly what the self-check reports. The tests here take one lock, so
+//! the busy neighbours of one never disturb another's quiet run.
 
 mod common;
 
+use std::process::{Child, Command};
+use std::sync::Mutex;
+
 use common::*;
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// Busy loops, one per CPU, killed when dropped.
+struct Neighbours(Vec<Child>);
+
+impl Neighbours {
+    fn start() -> Neighbours {
+        let n = std::thread::available_parallelism().map_or(2, |n| n.get());
+        Neighbours(
+            (0..n)
+                .map(|_| {
+                    Command::new("sh")
+                        .args(["-c", "while :; do :; done"])
+                        .spawn()
+                        .unwrap()
+                })
+                .collect(),
+        )
+    }
+}
+
+impl Drop for Neighbours {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+#[test]
+fn a_busy_neighbour_is_flagged_with_what_it_did_to_the_io_in_flight() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // One I/O thread keeping 16 I/Os in flight on a real file, with a busy loop on every
+    // CPU beside it: the thread waits for a CPU, and so does every I/O it holds.
+    let disk = tempfile::tempdir_in("/var/tmp").unwrap();
+    let t = disk.path().join("data");
+    let args = [
+        "run",
+        "easy-run-4k100r",
+        "--target",
+        t.to_str().unwrap(),
+        "--workers",
+        "1",
+        "--disks",
+        "1",
+        "--threads",
+        "1",
+        "--qd",
+        "16",
+        "--disk-size",
+        "16m",
+        "--prepare",
+        "zero",
+        "--warmup",
+        "0s",
+        "--duration",
+        "3s",
+        "--cleanup",
+    ];
+    let neighbours = Neighbours::start();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let v = run_json(disk.path(), &args[1..]);
+    let o = run_in(disk.path(), &[&args[..], &["--no-save"]].concat());
+    drop(neighbours);
+    let g = &v["summary"]["generator"];
+    assert!(g["other_load_cpus"].as_f64().unwrap() >= 0.5, "{g}");
+    assert!(g["runq_pct"].as_f64().unwrap() > 2.0, "{g}");
+    assert!(g["runq_absorbed_pct"].as_f64().unwrap() > 0.0, "{g}");
+    let warnings = g["warnings"].to_string();
+    assert!(warnings.contains("another load used"), "{g}");
+    // The interval figures carry it too (what /metrics serves live).
+    assert!(v["intervals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|i| i["generator"]["warnings"]
+            .to_string()
+            .contains("another load")));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let table = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(table.contains("warning: another load used"), "{table}");
+    assert!(table.contains("waiting for a CPU"), "{table}");
+    let widest = table.lines().map(|l| l.chars().count()).max().unwrap();
+    assert!(widest <= 120, "{widest} columns:\n{table}");
+}
 
 #[test]
 fn self_check_flags_a_saturated_generator_not_a_device_bound_run() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     // Saturated: 128 lanes on the null engine, whose I/Os complete at once, all on one
     // I/O thread: the thread never waits for the "device", so it is busy all the time.
     let d = tempfile::tempdir().unwrap();

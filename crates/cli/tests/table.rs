@@ -157,3 +157,115 @@ fn median_line_counts_the_intervals_the_median_used() {
     let rows = out.lines().filter(|l| l.contains(" measure ")).count();
     assert_eq!(rows, 3, "three measured rows are printed: {out}");
 }
+
+#[test]
+fn every_optional_line_fits_120_columns() {
+    use iofleet_report::{Exporter, TableExporter};
+    use iofleet_stats::result::{Corruption, DiskErrors, ErrorDetail, RunResult};
+    // A saturated generator (warnings) from a real run, then every other optional part
+    // a run can carry: I/O errors per disk with their first failures, a failed thread,
+    // verify corruptions with long paths, several hosts, one lost and one late, notices.
+    let d = tempfile::tempdir().unwrap();
+    let o = run_in(
+        d.path(),
+        &[
+            "run",
+            "easy-run-4k70r",
+            "--engine",
+            "null",
+            "--workers",
+            "4",
+            "--io-threads",
+            "1",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0s",
+            "--no-save",
+            "--json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let mut r: RunResult = serde_json::from_slice(&o.stdout).unwrap();
+    let g = r.summary.generator.as_mut().unwrap();
+    assert!(!g.warnings.is_empty(), "{g:?}");
+    // Every figure of the generator line at its widest.
+    g.runq_pct = Some(99.9);
+    g.runq_wait_us = Some(123_456.0);
+    g.runq_us_per_io = Some(12_345.67);
+    g.other_load_cpus = Some(127.99);
+    g.issue_lag_p99_us = Some(1_234_567.0);
+    g.reap_wait_p50_us = Some(12_345.6);
+    g.reap_wait_p99_us = Some(123_456.7);
+    g.warnings.push("another load used 127.9 of the host's 128 CPUs while the I/O threads waited for a CPU 99.9% of the time, 123456 µs each time it was woken; the I/Os in flight meanwhile absorbed about 99% of the measured latency".into());
+    let long_path = format!("/srv/{}/w000-d000", "storage-under-test".repeat(6));
+    let failure = ErrorDetail {
+        worker: 123,
+        disk: 45,
+        thread: 6,
+        op: "write".into(),
+        offset: 10_737_418_240,
+        len: 1_048_576,
+        errno: 5,
+        message: "Input/output error (os error 5) on a device that stopped answering".into(),
+        t_s: 1234.567,
+    };
+    r.summary.errors.count = 123_456_789;
+    r.summary.errors.first = vec![failure.clone()];
+    let mut disk = DiskErrors::new(123, 45);
+    disk.count = 123_456_789;
+    disk.first = vec![failure.clone(); 3];
+    disk.taken_out_s = Some(1234.5);
+    r.summary.errors.disks = vec![disk];
+    r.summary.errors.failed_threads =
+        vec![format!("I/O thread 3 on {long_path}: the engine could not be set up: io_uring_setup failed with ENOMEM after 3 tries")];
+    r.summary.verify = Some(iofleet_stats::result::VerifySummary {
+        units_checked: 123_456_789_012,
+        units_racing: 123_456_789,
+        corruptions: 123_456_789,
+        first: vec![Corruption {
+            host: "storage-node-with-a-long-name.example.internal".into(),
+            worker: 123,
+            disk: 45,
+            path: long_path.clone(),
+            offset: 10_737_418_240,
+            kind: "stale write".into(),
+            expected: "sequence 123456789 written at 1234.5 s".into(),
+            found: "sequence 123456700 written at 1200.1 s".into(),
+            t_s: Some(1234.5),
+        }],
+    });
+    let first = r.hosts[0].clone();
+    r.hosts = (0..3)
+        .map(|i| {
+            let mut h = first.clone();
+            h.host = format!("root@storage-node-{i}-with-a-long-name.example.internal");
+            h
+        })
+        .collect();
+    r.hosts[1].lost_at_s = Some(1234.5);
+    r.hosts[2].start_late_ms = Some(123.45);
+    r.notices.push(format!(
+        "--target {long_path}: a notice long enough to need wrapping, as the prepare notices are"
+    ));
+    let mut text = Vec::new();
+    TableExporter {
+        intervals: true,
+        wide: false,
+        disks: true,
+    }
+    .export(&r, &mut text)
+    .unwrap();
+    let text = String::from_utf8(text).unwrap();
+    for part in [
+        "Generator:",
+        "warning:",
+        "I/O errors:",
+        "verify:",
+        "LOST at",
+        "note:",
+    ] {
+        assert!(text.contains(part), "{part} missing:\n{text}");
+    }
+    assert!(widest(&text) <= 120, "{} columns:\n{text}", widest(&text));
+}

@@ -377,7 +377,11 @@ pub(crate) fn collect(
             );
             let gen = pending_gen.remove(&k).filter(|g| g.threads > 0);
             if let Some(g) = &gen {
-                row.generator = Some(g.summary(g.threads, mean_latency_ns(&fleet.all())));
+                row.generator = Some(g.summary(
+                    g.threads,
+                    &fleet.all(),
+                    HostUsage::busiest_other_load(usage.iter().flatten()),
+                ));
             }
             if !warmup {
                 if let Some(g) = &gen {
@@ -419,14 +423,6 @@ pub(crate) fn collect(
     }
     observer.phase(Phase::Done, 0.0);
     out
-}
-
-fn mean_latency_ns(ops: &OpStats) -> f64 {
-    if ops.ios == 0 {
-        0.0
-    } else {
-        ops.latency_sum_ns as f64 / ops.ios as f64
-    }
 }
 
 /// Turn what was collected into the result.
@@ -522,8 +518,10 @@ pub(crate) fn summarize(
             failed_threads: col.failures,
             disks: col.disks,
         },
-        generator: (col.generator.threads > 0)
-            .then(|| col.generator.summary(col.io_threads, mean_latency_ns(&all))),
+        generator: (col.generator.threads > 0).then(|| {
+            let other = HostUsage::busiest_other_load(&col.host_usage);
+            col.generator.summary(col.io_threads, &all, other)
+        }),
         verify: col.verify,
     };
     let mut info = info;

@@ -678,8 +678,21 @@ pub fn run_lanes<E: Engine, C: Clock>(
                      disks: Vec<DiskErrors>| {
         let generator = meter.as_mut().map(|m| {
             let now = clock.now_ns();
-            let (busy, runq) = m.lap();
-            let mut g = GenSample::thread_span(now.saturating_sub(lap_at), busy, runq, *completed);
+            let lap = m.lap();
+            // The latency of what completed, by Little's law the I/Os in flight
+            // integrated over the span (read before the samples are handed over).
+            let io_time_ns: u128 = samples
+                .iter()
+                .flat_map(|(_, _, s)| &s.streams)
+                .map(|st| st.read.latency_sum_ns + st.write.latency_sum_ns)
+                .sum();
+            let mut g = GenSample::thread_span(
+                now.saturating_sub(lap_at),
+                lap.cpu_ns,
+                lap.runq_ns,
+                *completed,
+            )
+            .with_in_flight(u64::try_from(io_time_ns).unwrap_or(u64::MAX), lap.slices);
             lap_at = now;
             g.lag = gen.lag.take();
             g.reap = gen.reap.take();

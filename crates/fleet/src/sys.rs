@@ -280,38 +280,53 @@ pub fn format_cpu_list(cpus: &[usize]) -> String {
 /// Created and read on the thread it measures.
 #[derive(Debug, Clone, Copy)]
 pub struct ThreadMeter {
-    cpu_ns: u64,
-    runq_ns: Option<u64>,
+    last: ThreadTimes,
 }
 
-/// (CPU time, run-queue delay) of the calling thread, ns. The delay comes from
-/// `/proc/thread-self/schedstat` (None on kernels without schedstats).
-fn thread_times() -> (u64, Option<u64>) {
+/// What the kernel counts for one thread: CPU time, time runnable but waiting for a CPU
+/// (`run_delay`) and how many times it was put on a CPU (`pcount`), ns and counts since
+/// the thread started. The last two come from `/proc/thread-self/schedstat` (None on
+/// kernels without schedstats).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ThreadTimes {
+    pub cpu_ns: u64,
+    pub runq_ns: Option<u64>,
+    pub slices: Option<u64>,
+}
+
+fn thread_times() -> ThreadTimes {
     let ts = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
-    let cpu = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
-    let runq = fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().nth(1)?.parse().ok());
-    (cpu, runq)
+    let cpu_ns = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
+    let stat = fs::read_to_string("/proc/thread-self/schedstat").ok();
+    let field = |i: usize| {
+        stat.as_deref()
+            .and_then(|s| s.split_whitespace().nth(i)?.parse().ok())
+    };
+    ThreadTimes {
+        cpu_ns,
+        runq_ns: field(1),
+        slices: field(2),
+    }
 }
 
 impl ThreadMeter {
     pub fn start() -> Self {
-        let (cpu_ns, runq_ns) = thread_times();
-        ThreadMeter { cpu_ns, runq_ns }
+        ThreadMeter {
+            last: thread_times(),
+        }
     }
 
-    /// CPU time and run-queue delay since the last call (or `start`).
-    pub fn lap(&mut self) -> (u64, Option<u64>) {
-        let (cpu, runq) = thread_times();
-        let d_cpu = cpu.saturating_sub(self.cpu_ns);
-        let d_runq = match (self.runq_ns, runq) {
-            (Some(a), Some(b)) => Some(b.saturating_sub(a)),
-            _ => None,
+    /// CPU time, run-queue delay and times scheduled since the last call (or `start`).
+    pub fn lap(&mut self) -> ThreadTimes {
+        let now = thread_times();
+        let since = |a: Option<u64>, b: Option<u64>| Some(b?.saturating_sub(a?));
+        let lap = ThreadTimes {
+            cpu_ns: now.cpu_ns.saturating_sub(self.last.cpu_ns),
+            runq_ns: since(self.last.runq_ns, now.runq_ns),
+            slices: since(self.last.slices, now.slices),
         };
-        self.cpu_ns = cpu;
-        self.runq_ns = runq;
-        (d_cpu, d_runq)
+        self.last = now;
+        lap
     }
 }
 
@@ -343,7 +358,7 @@ mod tests {
         };
         let mut m = ThreadMeter::start();
         std::thread::sleep(std::time::Duration::from_millis(30));
-        let (idle, _) = m.lap();
+        let idle = m.lap().cpu_ns;
         // Spin until this thread has had 20 ms of CPU, however busy the machine is.
         let (c0, t0) = (cpu_ns(), Instant::now());
         let mut x = 0u64;
@@ -352,7 +367,8 @@ mod tests {
         }
         std::hint::black_box(x);
         let wall = t0.elapsed().as_nanos() as u64;
-        let (busy, runq) = m.lap();
+        let lap = m.lap();
+        let (busy, runq) = (lap.cpu_ns, lap.runq_ns);
         assert!(idle < 10_000_000, "sleeping costs no CPU: {idle}");
         assert!(busy >= 20_000_000, "spinning does: {busy}");
         assert!(
@@ -361,6 +377,8 @@ mod tests {
         );
         if std::path::Path::new("/proc/thread-self/schedstat").exists() {
             assert!(runq.is_some());
+            // Sleeping and spinning put the thread on a CPU at least once.
+            assert!(lap.slices.unwrap() >= 1, "{lap:?}");
         }
     }
     use super::*;

@@ -136,14 +136,23 @@ fn wrap(out: &mut dyn Write, text: &str, max: Option<usize>, hang: usize) -> io:
         _ => return writeln!(out, "{text}"),
     };
     let mut line = String::new();
-    for word in text.split_whitespace() {
-        if !line.is_empty() && width(&line) + 1 + width(word) > max {
+    // A word longer than a continuation line (a long path) is cut into pieces that fit.
+    let room = max.saturating_sub(hang).max(1);
+    let pieces = text.split_whitespace().flat_map(|word| {
+        let chars: Vec<char> = word.chars().collect();
+        chars
+            .chunks(room)
+            .map(|c| c.iter().collect::<String>())
+            .collect::<Vec<_>>()
+    });
+    for word in pieces {
+        if !line.is_empty() && width(&line) + 1 + width(&word) > max {
             writeln!(out, "{line}")?;
             line = " ".repeat(hang);
         } else if !line.trim().is_empty() {
             line.push(' ');
         }
-        line.push_str(word);
+        line.push_str(&word);
     }
     writeln!(out, "{line}")
 }
@@ -466,9 +475,28 @@ impl Exporter for TableExporter {
             None => writeln!(out, "Memory: – (not measured)")?,
         }
         if let Some(g) = &s.generator {
-            let runq = g
-                .runq_us_per_io
-                .map_or("unknown".into(), |r| format!("{r:.2} µs"));
+            // Waiting for a CPU: the share of the I/O threads' time, per wake-up and
+            // per I/O, and what else ran on the host meanwhile.
+            let cpu_wait = match (g.runq_pct, g.runq_us_per_io) {
+                (Some(q), r) => {
+                    let mut parts = Vec::new();
+                    if let Some(w) = g.runq_wait_us {
+                        parts.push(format!("{w:.0} µs per wake-up"));
+                    }
+                    if let Some(r) = r {
+                        parts.push(format!("{r:.2} µs per I/O"));
+                    }
+                    format!(
+                        ", waiting for a CPU {q:.1}% of the time ({})",
+                        parts.join(", ")
+                    )
+                }
+                (None, Some(r)) => format!(", run-queue delay {r:.2} µs per I/O"),
+                (None, None) => ", run-queue delay unknown".to_string(),
+            };
+            let other = g
+                .other_load_cpus
+                .map_or(String::new(), |o| format!(", other processes {o:.2} CPUs"));
             let mut lag = g.issue_lag_p99_us.map_or(String::new(), |l| {
                 format!(", open-loop issue lag p99 {l:.0} µs")
             });
@@ -478,7 +506,7 @@ impl Exporter for TableExporter {
             wrap(
                 out,
                 &format!(
-                    "Generator: {} I/O thread{}, {:.0}% busy (busiest {:.0}%), run-queue delay {runq} per I/O{lag}",
+                    "Generator: {} I/O thread{}, {:.0}% busy (busiest {:.0}%){cpu_wait}{other}{lag}",
                     g.io_threads,
                     if g.io_threads == 1 { "" } else { "s" },
                     g.busy_pct,
@@ -667,10 +695,14 @@ impl Exporter for TableExporter {
             wrap(out, &format!("  thread failed: {f}"), max, 4)?;
         }
         if let Some(v) = &s.verify {
-            writeln!(
+            wrap(
                 out,
-                "verify: {} corruption(s) in {} unit(s) checked ({} read while being written, not checked)",
-                v.corruptions, v.units_checked, v.units_racing
+                &format!(
+                    "verify: {} corruption(s) in {} unit(s) checked ({} read while being written, not checked)",
+                    v.corruptions, v.units_checked, v.units_racing
+                ),
+                max,
+                8,
             )?;
             for c in &v.first {
                 wrap(out, &format!("  {c}"), max, 4)?;

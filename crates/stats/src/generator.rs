@@ -8,12 +8,23 @@
 //! threads, hosts and intervals add up with `+=`; `GenSample::summary` turns them into
 //! shares and per-I/O figures and `warnings` says when they are large enough to doubt
 //! the storage's numbers.
+//!
+//! Contention from other work on the host is judged by what it does to the I/Os in
+//! flight, not per completed I/O: while an I/O thread waits for a CPU, every I/O it has
+//! outstanding waits too (its completion is seen, and timed, only when the thread runs).
+//! Each thread's run-queue delay in a span is weighed by its I/Os in flight over that
+//! span (Little's law: the sum of their latencies over the span's wall time), which
+//! estimates the latency the I/Os absorbed. Waiting alone does not prove another load
+//! (waking an idle vCPU is a run-queue delay too), so the contention warning also needs
+//! CPU used by other processes on the host (`OtherLoad`, from the host's usage).
+//! docs/lanes.md has the calibration behind the thresholds.
 
 use std::ops::AddAssign;
 
 use serde::{Deserialize, Serialize};
 
 use crate::hist::LatencyHist;
+use crate::OpStats;
 
 /// An I/O thread over this share of its wall time on a CPU is flagged.
 pub const BUSY_WARN: f64 = 0.90;
@@ -22,6 +33,25 @@ pub const RUNQ_WARN: f64 = 0.10;
 /// Open-loop issue lag (p99) over this is flagged: the schedule slipped by more than
 /// timer wake-ups on a virtual machine explain (tens to a few hundred µs).
 pub const LAG_WARN_NS: u64 = 1_000_000;
+/// Another load on the host: processes other than iofleet using at least this many
+/// CPUs' worth (summed over the host's CPUs) ...
+pub const OTHER_LOAD_WARN_CPUS: f64 = 0.25;
+/// ... while the I/O threads spent over this share of their time runnable but waiting
+/// for a CPU is flagged. Quiet runs on an idle virtual machine wait 7–8% of the time
+/// just to wake an idle vCPU, so waiting alone, without another load, is not.
+pub const CONTENDED_RUNQ: f64 = 0.02;
+/// I/O threads runnable but not running over this share of their time is flagged
+/// whatever else runs (the generator's own threads outnumber the CPUs).
+pub const RUNQ_SHARE_WARN: f64 = 0.25;
+
+/// Other work on a host while the I/O threads ran: CPU used by every process but
+/// iofleet (the host's busy time less iofleet's), in CPUs' worth, out of the host's
+/// CPUs. For a fleet, the host with the most.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct OtherLoad {
+    pub cpus: f64,
+    pub of_cpus: f64,
+}
 
 /// Raw amounts from one or more I/O threads over one span.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -39,6 +69,22 @@ pub struct GenSample {
     /// Time runnable but waiting for a CPU, summed; None when a thread could not
     /// tell (kernels without schedstats).
     pub runq_ns: Option<u64>,
+    /// Times the threads were put on a CPU, summed (None as for `runq_ns`).
+    #[serde(default)]
+    pub slices: Option<u64>,
+    /// The highest share (0..1) of a span a single thread spent runnable but waiting for
+    /// a CPU, in any span folded in.
+    #[serde(default)]
+    pub max_runq: f64,
+    /// Latency of the I/Os the threads completed, summed (ns): by Little's law, I/Os in
+    /// flight integrated over the span.
+    #[serde(default)]
+    pub io_time_ns: u64,
+    /// Latency those I/Os absorbed while their thread waited for a CPU, estimated per
+    /// thread and span as run-queue delay × mean I/Os in flight (`io_time_ns / wall_ns`),
+    /// summed (ns; None as for `runq_ns`).
+    #[serde(default)]
+    pub absorbed_ns: Option<u64>,
     /// I/Os the threads completed.
     pub ios: u64,
     /// Open-loop issue lag: time from an I/O's intended start, with a slot free, to
@@ -72,11 +118,16 @@ impl AddAssign<&GenSample> for GenSample {
         if o.threads == 0 {
             return;
         }
-        self.runq_ns = match (self.threads, self.runq_ns, o.runq_ns) {
-            (0, _, r) => r,
+        let sum = |a: Option<u64>, b: Option<u64>| match (self.threads, a, b) {
+            (0, _, b) => b,
             (_, Some(a), Some(b)) => Some(a + b),
             _ => None,
         };
+        self.runq_ns = sum(self.runq_ns, o.runq_ns);
+        self.slices = sum(self.slices, o.slices);
+        self.absorbed_ns = sum(self.absorbed_ns, o.absorbed_ns);
+        self.max_runq = self.max_runq.max(o.max_runq);
+        self.io_time_ns += o.io_time_ns;
         self.threads += o.threads;
         self.wall_ns += o.wall_ns;
         self.busy_ns += o.busy_ns;
@@ -101,16 +152,44 @@ impl GenSample {
                 ((busy_ns + runq_ns.unwrap_or(0)) as f64 / wall_ns as f64).min(1.0)
             },
             runq_ns,
+            slices: None,
+            max_runq: match runq_ns {
+                Some(r) if wall_ns > 0 => (r as f64 / wall_ns as f64).min(1.0),
+                _ => 0.0,
+            },
+            io_time_ns: 0,
+            absorbed_ns: runq_ns.map(|_| 0),
             ios,
             lag: LatencyHist::new(),
             reap: LatencyHist::new(),
         }
     }
 
+    /// The span's I/Os in flight and scheduling count: `io_time_ns` is the summed
+    /// latency of the I/Os the thread completed in the span, `slices` the times it was
+    /// put on a CPU. Sets the latency absorbed while the thread waited for a CPU.
+    pub fn with_in_flight(mut self, io_time_ns: u64, slices: Option<u64>) -> Self {
+        self.io_time_ns = io_time_ns;
+        self.slices = slices;
+        self.absorbed_ns = match self.runq_ns {
+            Some(r) if self.wall_ns > 0 => {
+                Some((r as u128 * io_time_ns as u128 / self.wall_ns as u128) as u64)
+            }
+            Some(_) => Some(0),
+            None => None,
+        };
+        self
+    }
+
     /// Shares and per-I/O figures; `io_threads` is how many I/O threads ran (the
-    /// sample of a whole run has folded each thread once per interval) and
-    /// `mean_latency_ns` the storage latency the figures are weighed against.
-    pub fn summary(&self, io_threads: u32, mean_latency_ns: f64) -> GeneratorSummary {
+    /// sample of a whole run has folded each thread once per interval) and `latency`
+    /// the measured latency (all directions) the figures are weighed against.
+    pub fn summary(
+        &self,
+        io_threads: u32,
+        latency: &OpStats,
+        other: Option<OtherLoad>,
+    ) -> GeneratorSummary {
         let pct = |a: u64, b: u64| {
             if b == 0 {
                 0.0
@@ -141,11 +220,22 @@ impl GenSample {
                 Some(self.reap.quantile_ns(0.99) as f64 / 1e3),
             )
         };
+        let runq_pct = self.runq_ns.map(|r| pct(r, self.wall_ns));
+        let runq_absorbed_pct = self.absorbed_ns.map(|a| pct(a, self.io_time_ns));
+        let runq_wait_us = match (self.runq_ns, self.slices) {
+            (Some(r), Some(n)) if n > 0 => Some(r as f64 / n as f64 / 1e3),
+            _ => None,
+        };
         let mut s = GeneratorSummary {
             io_threads,
             busy_pct: pct(self.busy_ns, self.wall_ns),
             max_busy_pct: self.max_busy * 100.0,
             runq_us_per_io,
+            runq_pct,
+            max_runq_pct: runq_pct.map(|_| self.max_runq * 100.0),
+            runq_absorbed_pct,
+            runq_wait_us,
+            other_load_cpus: other.map(|o| o.cpus),
             open_loop_ios: self.lag.count(),
             issue_lag_p99_us: lag_p99,
             issue_lag_max_us: lag_max,
@@ -153,7 +243,12 @@ impl GenSample {
             reap_wait_p99_us: reap_p99,
             warnings: Vec::new(),
         };
-        s.warnings = s.warnings(mean_latency_ns);
+        let p99_ns = if latency.hist.is_empty() {
+            0.0
+        } else {
+            latency.hist.quantile_ns(0.99) as f64
+        };
+        s.warnings = s.warnings(latency.mean_ns(), p99_ns, other);
         s
     }
 }
@@ -171,6 +266,24 @@ pub struct GeneratorSummary {
     /// Run-queue delay of the I/O threads per completed I/O, µs (null when the kernel
     /// does not keep schedstats).
     pub runq_us_per_io: Option<f64>,
+    /// Share of the I/O threads' time spent runnable but waiting for a CPU, percent
+    /// (null without schedstats, and in runs recorded before it was measured).
+    #[serde(default)]
+    pub runq_pct: Option<f64>,
+    /// The highest share of an interval a single I/O thread spent waiting for a CPU.
+    #[serde(default)]
+    pub max_runq_pct: Option<f64>,
+    /// Estimated share of the measured latency that I/Os in flight spent while their
+    /// I/O thread waited for a CPU, percent.
+    #[serde(default)]
+    pub runq_absorbed_pct: Option<f64>,
+    /// Mean wait for a CPU each time an I/O thread was scheduled, µs.
+    #[serde(default)]
+    pub runq_wait_us: Option<f64>,
+    /// CPUs' worth used by other processes on the host (the busiest host of a fleet)
+    /// while the I/O threads ran; null where the host was not measured.
+    #[serde(default)]
+    pub other_load_cpus: Option<f64>,
     /// Open-loop I/Os issued (0 in a closed-loop run).
     pub open_loop_ios: u64,
     /// How late open-loop I/Os were issued against their intended time, µs.
@@ -189,7 +302,7 @@ pub struct GeneratorSummary {
 }
 
 impl GeneratorSummary {
-    fn warnings(&self, mean_latency_ns: f64) -> Vec<String> {
+    fn warnings(&self, mean_latency_ns: f64, p99_ns: f64, other: Option<OtherLoad>) -> Vec<String> {
         let mut w = Vec::new();
         if self.max_busy_pct > BUSY_WARN * 100.0 {
             w.push(format!(
@@ -203,6 +316,28 @@ impl GeneratorSummary {
                 w.push(format!(
                     "I/O threads waited {r:.1} µs per I/O for a CPU, {:.0}% of the mean latency ({mean_us:.1} µs): part of the latency is the generator's scheduling",
                     r * 100.0 / mean_us
+                ));
+            }
+        }
+        if let Some(q) = self.runq_pct {
+            let absorbed = self.runq_absorbed_pct.unwrap_or(0.0);
+            let wait = self.runq_wait_us.map_or(String::new(), |w| {
+                format!(", {w:.0} µs each time it was woken")
+            });
+            let tail = if p99_ns > 0.0 {
+                format!(" (p99 {:.0} µs)", p99_ns / 1e3)
+            } else {
+                String::new()
+            };
+            let loaded = other.filter(|o| o.cpus >= OTHER_LOAD_WARN_CPUS);
+            if let Some(o) = loaded.filter(|_| q > CONTENDED_RUNQ * 100.0) {
+                w.push(format!(
+                    "another load used {:.1} of the host's {:.0} CPUs while the I/O threads waited for a CPU {q:.1}% of the time{wait}; the I/Os in flight meanwhile absorbed about {absorbed:.0}% of the measured latency: IOPS and latency, the tail{tail} most of all, are partly the host's contention, not the storage's",
+                    o.cpus, o.of_cpus
+                ));
+            } else if q > RUNQ_SHARE_WARN * 100.0 {
+                w.push(format!(
+                    "the I/O threads waited for a CPU {q:.1}% of the time{wait}; the I/Os in flight meanwhile absorbed about {absorbed:.0}% of the measured latency: the generator's threads outnumber the free CPUs (fewer --io-threads, or --cpus)"
                 ));
             }
         }
@@ -221,6 +356,13 @@ impl GeneratorSummary {
 mod tests {
     use super::*;
 
+    /// Measured latency whose mean and p99 are both `ns`.
+    fn lat(ns: f64) -> OpStats {
+        let mut o = OpStats::default();
+        o.record(ns as u64, 4096);
+        o
+    }
+
     fn span(wall: u64, busy: u64, runq: Option<u64>, ios: u64) -> GenSample {
         GenSample::thread_span(wall, busy, runq, ios)
     }
@@ -233,7 +375,7 @@ mod tests {
         g += &span(1_000_000_000, 900_000_000, Some(50_000_000), 1_000);
         assert_eq!(g.threads, 2);
         assert_eq!(g.runq_ns, Some(52_000_000));
-        let s = g.summary(2, 1_000_000.0);
+        let s = g.summary(2, &lat(1_000_000.0), None);
         assert!((s.busy_pct - 70.0).abs() < 1e-9, "{}", s.busy_pct);
         // 90% on a CPU and 5% waiting for one: busy 95% of the time.
         assert!((s.max_busy_pct - 95.0).abs() < 1e-9);
@@ -243,7 +385,7 @@ mod tests {
         assert_eq!(s.warnings.len(), 1, "{:?}", s.warnings);
         assert!(s.warnings[0].contains("95% of the time"));
         // Against a 104 µs mean latency the same delay is a quarter of it.
-        let s = g.summary(2, 104_000.0);
+        let s = g.summary(2, &lat(104_000.0), None);
         assert!(
             s.warnings.iter().any(|w| w.contains("25% of the mean")),
             "{:?}",
@@ -252,7 +394,93 @@ mod tests {
         // A thread that cannot read schedstats makes the sum unknown.
         g += &span(1, 1, None, 1);
         assert_eq!(g.runq_ns, None);
-        assert_eq!(g.summary(3, 1e6).runq_us_per_io, None);
+        assert_eq!(g.summary(3, &lat(1e6), None).runq_us_per_io, None);
+    }
+
+    #[test]
+    fn contention_is_weighed_by_what_was_in_flight_and_needs_another_load() {
+        // One thread over 1 s: 100 ms waiting for a CPU, 30 I/Os in flight throughout
+        // (30 s of I/O time over 1 s), 40,000 I/Os, 10,000 times scheduled.
+        let g = span(1_000_000_000, 400_000_000, Some(100_000_000), 40_000)
+            .with_in_flight(30_000_000_000, Some(10_000));
+        assert_eq!(g.absorbed_ns, Some(3_000_000_000));
+        let quiet = g.summary(1, &lat(750_000.0), None);
+        // Per completed I/O the wait is 2.5 µs, 0.3% of the mean: it hides what the
+        // 30 waiting I/Os absorbed, a tenth of all their latency.
+        assert_eq!(quiet.runq_us_per_io, Some(2.5));
+        assert_eq!(quiet.runq_pct, Some(10.0));
+        assert_eq!(quiet.max_runq_pct, Some(10.0));
+        assert_eq!(quiet.runq_absorbed_pct, Some(10.0));
+        assert_eq!(quiet.runq_wait_us, Some(10.0));
+        assert_eq!(quiet.other_load_cpus, None);
+        // Waiting alone is an idle vCPU waking up, not another load: not warned.
+        assert!(quiet.warnings.is_empty(), "{:?}", quiet.warnings);
+        let busy = OtherLoad {
+            cpus: 1.0,
+            of_cpus: 2.0,
+        };
+        let s = g.summary(1, &lat(750_000.0), Some(busy));
+        assert_eq!(s.other_load_cpus, Some(1.0));
+        assert_eq!(s.warnings.len(), 1, "{:?}", s.warnings);
+        for part in [
+            "another load used 1.0 of the host's 2 CPUs",
+            "waited for a CPU 10.0% of the time, 10 µs each time",
+            "absorbed about 10% of the measured latency",
+            "(p99 750 µs)",
+        ] {
+            assert!(s.warnings[0].contains(part), "{part}: {}", s.warnings[0]);
+        }
+        // The kernel threads serving iofleet's own I/O are not another load.
+        let kernel = OtherLoad {
+            cpus: 0.1,
+            of_cpus: 2.0,
+        };
+        assert!(g
+            .summary(1, &lat(750_000.0), Some(kernel))
+            .warnings
+            .is_empty());
+        // Another load that took no CPU from the I/O threads is not a finding.
+        let apart = span(1_000_000_000, 400_000_000, Some(10_000_000), 40_000)
+            .with_in_flight(30_000_000_000, Some(10_000));
+        assert!(apart
+            .summary(1, &lat(750_000.0), Some(busy))
+            .warnings
+            .is_empty());
+        // Waiting 30% of the time is warned whatever else runs.
+        let own = span(1_000_000_000, 400_000_000, Some(300_000_000), 40_000)
+            .with_in_flight(30_000_000_000, Some(10_000));
+        let s = own.summary(1, &lat(750_000.0), None);
+        assert_eq!(s.warnings.len(), 1, "{:?}", s.warnings);
+        assert!(
+            s.warnings[0].contains("outnumber the free CPUs"),
+            "{:?}",
+            s.warnings
+        );
+    }
+
+    #[test]
+    fn contention_figures_fold_across_threads_and_spans() {
+        // Two threads: 10 I/Os in flight waiting 50 ms, and 2 in flight waiting 200 ms.
+        let a =
+            span(1_000_000_000, 1, Some(50_000_000), 100).with_in_flight(10_000_000_000, Some(500));
+        let b = span(1_000_000_000, 1, Some(200_000_000), 100)
+            .with_in_flight(2_000_000_000, Some(1_500));
+        let mut g = GenSample::default();
+        g += &a;
+        g += &b;
+        assert_eq!(g.absorbed_ns, Some(500_000_000 + 400_000_000));
+        assert_eq!(g.io_time_ns, 12_000_000_000);
+        assert_eq!(g.slices, Some(2_000));
+        assert!((g.max_runq - 0.2).abs() < 1e-12);
+        let s = g.summary(2, &lat(1e6), None);
+        assert_eq!(s.runq_pct, Some(12.5));
+        assert_eq!(s.runq_absorbed_pct, Some(7.5));
+        assert_eq!(s.runq_wait_us, Some(125.0));
+        // A thread without schedstats makes every run-queue figure unknown.
+        g += &span(1, 1, None, 1).with_in_flight(1, None);
+        assert_eq!((g.absorbed_ns, g.slices), (None, None));
+        let s = g.summary(3, &lat(1e6), None);
+        assert_eq!((s.runq_pct, s.runq_absorbed_pct), (None, None));
     }
 
     #[test]
@@ -261,7 +489,7 @@ mod tests {
         for _ in 0..100 {
             g.lag.record(3_000_000);
         }
-        let s = g.summary(1, 1_000_000.0);
+        let s = g.summary(1, &lat(1_000_000.0), None);
         let p99 = s.issue_lag_p99_us.unwrap();
         assert!((p99 - 3_000.0).abs() < 30.0, "{p99}");
         assert_eq!(s.open_loop_ios, 100);
@@ -273,7 +501,7 @@ mod tests {
         // 300 µs late is a virtual machine's timer wake-up: not a finding.
         let mut small = span(1_000_000_000, 100_000_000, Some(0), 100);
         small.lag.record(300_000);
-        assert!(small.summary(1, 100_000.0).warnings.is_empty());
+        assert!(small.summary(1, &lat(100_000.0), None).warnings.is_empty());
     }
 
     #[test]
@@ -285,10 +513,10 @@ mod tests {
         a.reap.record_count(50_000, 2);
         a.reap.record_count(7_000, 0);
         let mut g = span(1_000_000_000, 1_000, Some(0), 0);
-        assert_eq!(g.summary(1, 1e5).reap_wait_p99_us, None);
+        assert_eq!(g.summary(1, &lat(1e5), None).reap_wait_p99_us, None);
         g += &a;
         assert_eq!(g.reap.count(), 100);
-        let s = g.summary(2, 100_000.0);
+        let s = g.summary(2, &lat(100_000.0), None);
         let (p50, p99) = (s.reap_wait_p50_us.unwrap(), s.reap_wait_p99_us.unwrap());
         assert!((p50 - 2.0).abs() < 0.01, "{p50}");
         assert!((p99 - 50.0).abs() < 0.1, "{p99}");

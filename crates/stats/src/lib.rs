@@ -17,7 +17,7 @@ pub mod steady;
 pub mod summary;
 pub mod usage;
 
-pub use generator::{GenSample, GeneratorSummary};
+pub use generator::{GenSample, GeneratorSummary, OtherLoad};
 pub use hist::{LatencyHist, PackedHist};
 pub use ops::{OpStats, PackedSample, Sample, StreamStats};
 pub use series::Series;

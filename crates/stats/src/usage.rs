@@ -105,6 +105,29 @@ pub struct HostResources {
 }
 
 impl HostUsage {
+    /// CPU used by every process on the host but iofleet over the span, in CPUs' worth,
+    /// out of the host's CPUs; None when the span or the host's CPU was not measured.
+    pub fn other_load(&self) -> Option<crate::OtherLoad> {
+        if self.wall_s <= 0.0 || self.host_total_s <= 0.0 {
+            return None;
+        }
+        let own = self.proc_usr_s + self.proc_sys_s;
+        Some(crate::OtherLoad {
+            cpus: ((self.host_busy_s - own) / self.wall_s).max(0.0),
+            of_cpus: self.host_total_s / self.wall_s,
+        })
+    }
+
+    /// The most loaded host's other load among `hosts` (None when none was measured).
+    pub fn busiest_other_load<'a>(
+        hosts: impl IntoIterator<Item = &'a HostUsage>,
+    ) -> Option<crate::OtherLoad> {
+        hosts
+            .into_iter()
+            .filter_map(HostUsage::other_load)
+            .max_by(|a, b| a.cpus.total_cmp(&b.cpus))
+    }
+
     /// Rates over the span this usage covers; None when it covers no time.
     pub fn summary(&self) -> Option<HostResources> {
         if self.wall_s <= 0.0 {
