@@ -7,6 +7,8 @@
 //! disks were taken out); 130 interrupted by Ctrl-C (what was measured is still
 //! printed).
 
+#![forbid(unsafe_code)]
+
 mod args;
 mod cmd_ceiling;
 mod cmd_compare;

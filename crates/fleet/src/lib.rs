@@ -7,6 +7,8 @@
 //! or lock. This crate decides *what* to run and *when*; `iofleet-engine` decides *how*
 //! bytes move.
 
+#![forbid(unsafe_code)]
+
 pub mod agent;
 pub mod agents;
 mod collect;

@@ -11,6 +11,8 @@
 //! plans). It does no I/O beyond reading a profile or cluster file, and knows nothing
 //! about engines, workers or results.
 
+#![forbid(unsafe_code)]
+
 pub mod builtin;
 pub mod cluster;
 pub mod emit;

@@ -7,6 +7,8 @@
 //! in the results store and its merged latency histograms. The store itself is not a
 //! dependency: the binary hands the runs over.
 
+#![forbid(unsafe_code)]
+
 pub mod charts;
 pub mod compare;
 pub mod csv;

@@ -6,6 +6,8 @@
 //! the merged histogram, never averaged from per-worker percentiles. This crate does no
 //! I/O and knows nothing of engines or targets.
 
+#![forbid(unsafe_code)]
+
 pub mod fold;
 pub mod generator;
 pub mod hist;

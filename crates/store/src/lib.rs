@@ -10,6 +10,8 @@
 //! `+=` the controller uses (`recompute`). This crate knows nothing of engines, the fleet
 //! or output formats; `docs/store.md` describes the schema.
 
+#![forbid(unsafe_code)]
+
 mod env;
 mod read;
 mod recompute;
