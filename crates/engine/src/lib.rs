@@ -98,7 +98,11 @@ pub struct EngineParams {
 /// `submit_and_reap` submits everything pending, then waits until at least
 /// `min_complete` completions are available or `timeout` passes (whichever first; a
 /// `None` timeout waits without limit), and appends every completion available to `out`.
-/// A slot is never queued again before its completion has been returned.
+/// A slot is never queued again before its completion has been returned. Engines whose
+/// buffers the kernel writes (io_uring, psync) enforce it: `queue` refuses a slot in
+/// flight with an error and `buffer_mut` panics on one, so a caller's bug cannot be
+/// handed memory that an I/O is still filling. The null and simulated engines touch no
+/// memory asynchronously and do not check.
 pub trait Engine {
     fn name(&self) -> &'static str;
     fn caps(&self) -> Caps;

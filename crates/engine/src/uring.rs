@@ -147,6 +147,9 @@ pub struct UringEngine {
     enabled: bool,
     /// Queued or submitted, completion not yet reaped.
     in_flight: u32,
+    /// Per slot: queued or submitted and not yet reaped. `queue` refuses such a slot and
+    /// `buffer_mut` will not hand out its buffer: the kernel may be writing it.
+    busy: Vec<bool>,
     poll_min_inflight: u32,
     poll: Duration,
     /// Waits left before polling is tried again after a poll found nothing.
@@ -373,6 +376,7 @@ impl UringEngine {
             registration_error: (!errors.is_empty()).then(|| errors.join("; ")),
             enabled: mode != SetupMode::DeferTaskrun,
             in_flight: 0,
+            busy: vec![false; params.slots as usize],
             poll_min_inflight: opts.poll_min_inflight,
             // Polling only helps where completions are posted without a kernel entry.
             poll: if mode == SetupMode::Plain {
@@ -526,8 +530,12 @@ impl UringEngine {
 
     fn drain(&mut self, out: &mut Vec<Completion>) {
         for cqe in self.ring.completion() {
+            let slot = cqe.user_data() as u32;
+            if let Some(b) = self.busy.get_mut(slot as usize) {
+                *b = false;
+            }
             out.push(Completion {
-                slot: cqe.user_data() as u32,
+                slot,
                 result: cqe.result(),
             });
             self.in_flight = self.in_flight.saturating_sub(1);
@@ -605,6 +613,14 @@ impl Engine for UringEngine {
         if req.file as usize >= self.fds.len() {
             return Err(crate::bad_file(&req, self.fds.len()));
         }
+        // `check_req` bounded the slot by the pool's slot count, the length of `busy`.
+        let busy = &mut self.busy[req.slot as usize];
+        if *busy {
+            return Err(EngineError::Submit(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("slot {} is still in flight", req.slot),
+            )));
+        }
         let buf = self.pool.slot_ptr(req.slot);
         // `slots <= MAX_REG_BUFFERS` whenever buffers are fixed, so the index fits u16.
         let index = req.slot as u16;
@@ -640,6 +656,7 @@ impl Engine for UringEngine {
             // `self.disks` (index checked above), and the fixed file / buffer `index` are
             // registered when used.
             if unsafe { self.ring.submission().push(&sqe) }.is_ok() {
+                self.busy[req.slot as usize] = true;
                 break;
             }
             // SQ full (only when slots exceed the ring size): make room.
@@ -754,6 +771,10 @@ impl Engine for UringEngine {
     }
 
     fn buffer_mut(&mut self, slot: u32) -> &mut [u8] {
+        assert!(
+            !self.busy.get(slot as usize).copied().unwrap_or(false),
+            "io_uring: slot {slot} is in flight"
+        );
         self.pool.slot_mut(slot)
     }
 }
@@ -871,6 +892,34 @@ mod tests {
     #[test]
     fn probe_succeeds_on_this_kernel() {
         probe().unwrap();
+    }
+
+    #[test]
+    fn a_slot_in_flight_is_refused_until_its_completion_is_reaped() {
+        let mut e = UringEngine::new(disk(tempfile::tempfile().unwrap()), params(2), 7).unwrap();
+        e.buffer_mut(0).fill(3);
+        e.queue(req(0, OpKind::Write, 0)).unwrap();
+        // Queued (not yet reaped): the slot and its buffer are the kernel's.
+        let err = e.queue(req(0, OpKind::Read, 4096)).unwrap_err();
+        assert!(err.to_string().contains("slot 0 is still in flight"), "{err}");
+        // Another slot is free.
+        e.queue(req(1, OpKind::Write, 4096)).unwrap();
+        let done = reap_n(&mut e, 2);
+        assert!(done.iter().all(|c| c.result == BS as i32), "{done:?}");
+        // Reaped: the slot is the caller's again.
+        e.buffer_mut(0).fill(0);
+        e.queue(req(0, OpKind::Read, 0)).unwrap();
+        let done = reap_n(&mut e, 1);
+        assert_eq!(done[0].result, BS as i32);
+        assert!(e.buffer_mut(0).iter().all(|&b| b == 3));
+    }
+
+    #[test]
+    #[should_panic(expected = "in flight")]
+    fn the_buffer_of_a_slot_in_flight_is_not_handed_out() {
+        let mut e = UringEngine::new(disk(tempfile::tempfile().unwrap()), params(2), 8).unwrap();
+        e.queue(req(1, OpKind::Write, 0)).unwrap();
+        e.buffer_mut(1);
     }
 
     #[test]
