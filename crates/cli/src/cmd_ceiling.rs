@@ -69,7 +69,7 @@ pub fn run(a: CeilingArgs) -> Result<i32, Exit> {
         None => None,
         Some(q) => {
             let run = crate::cmd_results::load_run(&a.db.open()?, q)?;
-            let ran = run.result.run.plan["name"].as_str().unwrap_or("");
+            let ran = run.result.run.plan.plan.name.as_str();
             if ran != plan.name {
                 eprintln!(
                     "note: run {} ran profile '{ran}'; this ceiling is for '{}', so the \

@@ -901,7 +901,10 @@ mod tests {
         e.queue(req(0, OpKind::Write, 0)).unwrap();
         // Queued (not yet reaped): the slot and its buffer are the kernel's.
         let err = e.queue(req(0, OpKind::Read, 4096)).unwrap_err();
-        assert!(err.to_string().contains("slot 0 is still in flight"), "{err}");
+        assert!(
+            err.to_string().contains("slot 0 is still in flight"),
+            "{err}"
+        );
         // Another slot is free.
         e.queue(req(1, OpKind::Write, 4096)).unwrap();
         let done = reap_n(&mut e, 2);

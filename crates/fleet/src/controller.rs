@@ -50,16 +50,6 @@ impl FleetError {
     }
 }
 
-/// The plan as recorded in results: the combined plan, plus every group's own plan when
-/// there are several.
-pub(crate) fn plan_json(plan: &Plan, groups: &[GroupPlan]) -> serde_json::Value {
-    let mut v = serde_json::to_value(plan).unwrap_or(serde_json::Value::Null);
-    if groups.len() > 1 {
-        v["groups"] = serde_json::to_value(groups).unwrap_or(serde_json::Value::Null);
-    }
-    v
-}
-
 /// Each group's worker range and scheduled rate, for per-group results and stragglers.
 fn group_ranges(groups: &[GroupPlan]) -> Vec<GroupRange> {
     groups
@@ -238,6 +228,6 @@ fn run_info(
         hostname: sys::hostname(),
         iofleet_version: env!("CARGO_PKG_VERSION").into(),
         start_skew_ms: None,
-        plan: plan_json(plan, groups),
+        plan: iofleet_profile::RecordedPlan::new(plan, groups),
     }
 }

@@ -239,6 +239,45 @@ pub struct GroupPlan {
     pub worker_base: u32,
 }
 
+/// The plan as a result records it (`run.plan`): the combined plan as run and, when the
+/// run had several worker groups, each group's own plan. Reports and the store read this
+/// type, never the JSON by key, so a renamed field is a compile error, not a silent 0.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordedPlan {
+    #[serde(flatten)]
+    pub plan: Plan,
+    /// Empty for a run of one profile.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<GroupPlan>,
+}
+
+impl RecordedPlan {
+    /// The record of a run of `groups` combined into `plan` (groups kept when several).
+    pub fn new(plan: &Plan, groups: &[GroupPlan]) -> Self {
+        RecordedPlan {
+            plan: plan.clone(),
+            groups: if groups.len() > 1 {
+                groups.to_vec()
+            } else {
+                Vec::new()
+            },
+        }
+    }
+
+    /// Every worker group as run: (name, its plan, its first worker). A run of one
+    /// profile is one group named after the profile.
+    pub fn each_group(&self) -> Vec<(&str, &Plan, u32)> {
+        if self.groups.is_empty() {
+            vec![(self.plan.name.as_str(), &self.plan, 0)]
+        } else {
+            self.groups
+                .iter()
+                .map(|g| (g.name.as_str(), &g.plan, g.worker_base))
+                .collect()
+        }
+    }
+}
+
 impl GroupPlan {
     /// A run of one profile: one group named after it.
     pub fn single(plan: Plan, worker_base: u32) -> Vec<GroupPlan> {

@@ -25,8 +25,9 @@ use crate::compare::{
     default_metrics, fmt_change, fmt_lat, fmt_opt, fmt_outstanding, fmt_value, metric_text, opt1,
     opt_fixed, Comparison, Gain, Metric, Unit,
 };
-use crate::workload::{self, size_text};
+use crate::workload;
 use crate::RunData;
+use iofleet_profile::Bytes;
 
 /// Escape text for HTML element content and attribute values.
 pub fn escape(s: &str) -> String {
@@ -304,7 +305,7 @@ fn workload_table(h: &mut String, runs: &[RunData]) {
                 cell(escape(&who)),
                 cell(w.workers.to_string()),
                 cell(w.disks_per_worker.to_string()),
-                cell(size_text(w.disk_size_bytes)),
+                cell(Bytes(w.disk_size_bytes).to_string()),
                 cell(w.threads_per_disk.to_string()),
                 w.qd,
                 escape(&w.stream),

@@ -13,8 +13,9 @@ use crate::compare::{
     default_metrics, fmt_change, fmt_lat, fmt_opt, fmt_outstanding, fmt_value, metric_text, opt1,
     Comparison, Gain, Metric, Unit,
 };
-use crate::workload::{self, size_text};
+use crate::workload;
 use crate::{Exporter, RunData};
+use iofleet_profile::Bytes;
 
 pub struct MarkdownExporter;
 
@@ -174,7 +175,7 @@ fn write_workload(out: &mut dyn Write, r: &RunResult) -> io::Result<()> {
             cell(&w.stream),
             w.workers,
             w.disks_per_worker,
-            size_text(w.disk_size_bytes),
+            Bytes(w.disk_size_bytes),
             w.threads_per_disk,
             w.qd,
             w.block_sizes,

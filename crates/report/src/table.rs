@@ -257,33 +257,30 @@ pub fn steady_line(s: &iofleet_stats::steady::SteadyState) -> String {
 /// What the writes carried (`run.plan.data`, per group when groups differ), when it was
 /// not the default of distinct, incompressible units: `data: random, dedupe 3:1,
 /// compress 2:1 per 4k unit`.
-fn data_lines(plan: &serde_json::Value) -> Vec<String> {
-    let text = |d: &serde_json::Value| -> Option<String> {
-        let pattern = d["pattern"].as_str()?;
-        if pattern == "zero" {
+fn data_lines(plan: &iofleet_profile::RecordedPlan) -> Vec<String> {
+    use iofleet_profile::{DataPattern, DataPlan};
+    let text = |d: &DataPlan| -> Option<String> {
+        if d.pattern == DataPattern::Zero {
             return Some("zero".into());
         }
-        let (dedupe, compress) = (d["dedupe_ratio"].as_f64()?, d["compress_ratio"].as_f64()?);
-        if dedupe == 1.0 && compress == 1.0 {
+        if d.dedupe_ratio == 1.0 && d.compress_ratio == 1.0 {
             return None;
         }
-        let unit = crate::workload::size_text(d["dedupe_unit"].as_u64()?);
         Some(format!(
-            "{pattern}, dedupe {dedupe}:1, compress {compress}:1 per {unit} unit"
+            "random, dedupe {}:1, compress {}:1 per {} unit",
+            d.dedupe_ratio, d.compress_ratio, d.dedupe_unit
         ))
     };
-    match plan["groups"].as_array() {
-        Some(groups) if !groups.is_empty() => groups
-            .iter()
-            .filter_map(|g| {
-                let t = text(&g["plan"]["data"])?;
-                Some(format!("data ({}): {t}", g["name"].as_str().unwrap_or("?")))
-            })
-            .collect(),
-        _ => text(&plan["data"])
+    if plan.groups.is_empty() {
+        text(&plan.plan.data)
             .map(|t| format!("data: {t}"))
             .into_iter()
-            .collect(),
+            .collect()
+    } else {
+        plan.groups
+            .iter()
+            .filter_map(|g| Some(format!("data ({}): {}", g.name, text(&g.plan.data)?)))
+            .collect()
     }
 }
 

@@ -457,7 +457,10 @@ mod tests {
             cpus: 0.3,
             of_cpus: 2.0,
         };
-        assert!(apart.summary(1, &lat(750_000.0), Some(small)).warnings.is_empty());
+        assert!(apart
+            .summary(1, &lat(750_000.0), Some(small))
+            .warnings
+            .is_empty());
         let s = apart.summary(1, &lat(750_000.0), Some(busy));
         assert_eq!(s.warnings.len(), 1, "{:?}", s.warnings);
         assert!(

@@ -92,7 +92,7 @@ pub struct RunInfo {
     #[serde(default)]
     pub start_skew_ms: Option<f64>,
     /// The resolved plan (fleet shape, timing, streams) exactly as run.
-    pub plan: serde_json::Value,
+    pub plan: iofleet_profile::RecordedPlan,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

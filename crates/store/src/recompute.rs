@@ -85,19 +85,11 @@ impl Store {
         let info = stored.as_ref().map_or(start_info, |r| r.run.clone());
         let stream_names: Vec<String> = info
             .plan
-            .pointer("/streams")
-            .and_then(|s| s.as_array())
-            .map(|a| {
-                a.iter()
-                    .enumerate()
-                    .map(|(i, s)| {
-                        s.get("name")
-                            .and_then(|n| n.as_str())
-                            .map_or_else(|| format!("stream{i}"), str::to_string)
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+            .plan
+            .streams
+            .iter()
+            .map(|s| s.name.clone())
+            .collect();
         let mut hosts: Vec<String> = {
             let mut st = self.conn.prepare(
                 "SELECT worker, host FROM run_workers WHERE run_id = ?1 ORDER BY worker",
@@ -450,7 +442,7 @@ impl Store {
 /// every worker; a plan's rate is not re-derived, so such groups are judged as closed
 /// loop).
 fn layout_of(
-    plan: &serde_json::Value,
+    plan: &iofleet_profile::RecordedPlan,
     stored: Option<&RunResult>,
     streams: Vec<String>,
     worker_hosts: &[String],
@@ -484,28 +476,26 @@ fn layout_of(
                 rate_per_worker: g.rate_per_worker,
             })
             .collect(),
-        _ => match plan.get("groups").and_then(|g| g.as_array()) {
-            Some(groups) => groups
-                .iter()
-                .map(|g| GroupRange {
-                    name: g["name"].as_str().unwrap_or("").to_string(),
-                    profile: g["plan"]["name"].as_str().unwrap_or("").to_string(),
-                    first: g["worker_base"].as_u64().unwrap_or(0) as u32,
-                    workers: g["plan"]["fleet"]["workers"].as_u64().unwrap_or(0) as u32,
-                    rate_per_worker: None,
-                })
-                .collect(),
-            None => {
-                let name = plan["name"].as_str().unwrap_or("").to_string();
-                vec![GroupRange {
-                    name: name.clone(),
-                    profile: name,
-                    first: 0,
-                    workers: worker_hosts.len() as u32,
-                    rate_per_worker: None,
-                }]
-            }
-        },
+        // Groups from the recorded plan; a run of one profile is one group of every
+        // worker, whatever its plan's worker count.
+        _ if plan.groups.is_empty() => vec![GroupRange {
+            name: plan.plan.name.clone(),
+            profile: plan.plan.name.clone(),
+            first: 0,
+            workers: worker_hosts.len() as u32,
+            rate_per_worker: None,
+        }],
+        _ => plan
+            .groups
+            .iter()
+            .map(|g| GroupRange {
+                name: g.name.clone(),
+                profile: g.plan.name.clone(),
+                first: g.worker_base,
+                workers: g.plan.fleet.workers,
+                rate_per_worker: None,
+            })
+            .collect(),
     };
     Layout {
         streams,

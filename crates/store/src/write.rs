@@ -66,12 +66,7 @@ impl Store {
         let env_json = serde_json::to_string(new.environment)?;
         let (host, pid, ticks) = process_identity();
         let name = new.name.unwrap_or(&new.info.profile);
-        let workers = new
-            .info
-            .plan
-            .pointer("/fleet/workers")
-            .and_then(|v| v.as_u64())
-            .unwrap_or(0);
+        let workers = new.info.plan.plan.fleet.workers;
         let tx = self.conn.transaction()?;
         let mut id;
         loop {

@@ -31,8 +31,27 @@ fn info(profile: &str, workers: u32) -> RunInfo {
         hostname: "h1".into(),
         iofleet_version: "0.1.0".into(),
         start_skew_ms: Some(0.0),
-        plan: json!({"fleet": {"workers": workers}, "streams": [{"name": "data"}, {"name": "log"}]}),
+        plan: recorded_plan(workers),
     }
+}
+
+/// A plan of `workers` workers with two streams, `data` and `log`, as a result records it.
+fn recorded_plan(workers: u32) -> iofleet_profile::RecordedPlan {
+    let stream = |name: &str| {
+        json!({"name": name, "bs": {"entries": [[4096, 1]]}, "read_pct": 70.0,
+               "random_pct": 100.0, "align": 4096, "weight": 1, "rate_iops": null,
+               "qd": null, "locality": {"kind": "uniform"}, "working_set_pct": 100.0,
+               "disks": [0]})
+    };
+    serde_json::from_value(json!({
+        "name": "p", "description": "",
+        "fleet": {"workers": workers, "disks_per_worker": 1, "disk_size": 1048576,
+                  "threads_per_disk": 1, "qd": 1},
+        "timing": {"prepare": "none", "warmup": 0.25, "duration": 1.0, "interval": 0.25,
+                   "rate_iops": null, "arrival": "poisson"},
+        "streams": [stream("data"), stream("log")]
+    }))
+    .unwrap()
 }
 
 /// Intervals of random samples: (row, per-worker samples). Interval 0 is warm-up.
