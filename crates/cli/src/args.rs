@@ -307,3 +307,45 @@ pub struct RunArgs {
     #[command(flatten)]
     pub save: crate::record::SaveArgs,
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// Every option with a flag has that flag on `run`, carrying the option's own help;
+    /// every `run` flag carrying an option's help is that option's flag. A profile key
+    /// added with a flag in the table but not here (or the reverse) fails.
+    #[test]
+    fn run_flags_and_the_option_table_agree() {
+        let cli = super::Cli::command();
+        let run = cli.find_subcommand("run").expect("a run subcommand");
+        let help_of = |a: &clap::Arg| a.get_help().map(|h| h.to_string()).unwrap_or_default();
+        for o in iofleet_profile::options::OPTIONS {
+            let Some(flag) = o.flag else { continue };
+            let arg = run
+                .get_arguments()
+                .find(|a| a.get_long().map(|l| format!("--{l}")).as_deref() == Some(flag))
+                .unwrap_or_else(|| panic!("{}: no {flag} on `iofleet run`", o.key));
+            // A flag may set several keys (`--qd`: fleet.qd and every stream's qd); it
+            // carries the help of one of them.
+            let help = help_of(arg);
+            assert!(
+                iofleet_profile::options::OPTIONS
+                    .iter()
+                    .any(|p| p.flag == Some(flag) && p.help == help),
+                "{flag} carries the help of none of its keys ({})",
+                o.key
+            );
+        }
+        for a in run.get_arguments() {
+            let help = help_of(a);
+            if let Some(o) = iofleet_profile::options::OPTIONS
+                .iter()
+                .find(|o| o.help == help)
+            {
+                let long = a.get_long().map(|l| format!("--{l}"));
+                assert_eq!(long.as_deref(), o.flag, "{}'s help on another flag", o.key);
+            }
+        }
+    }
+}

@@ -707,6 +707,61 @@ mod tests {
     use super::*;
     use crate::units::{format_duration, parse_bytes, parse_duration};
 
+    /// Dotted keys of every leaf in a serialised raw profile (`[[stream]]` as `stream`).
+    fn leaf_keys(
+        prefix: &str,
+        v: &serde_json::Value,
+        out: &mut std::collections::BTreeSet<String>,
+    ) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, v) in m {
+                    let key = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
+                    leaf_keys(&key, v, out);
+                }
+            }
+            serde_json::Value::Array(a) if a.first().is_some_and(|x| x.is_object()) => {
+                leaf_keys(prefix, &a[0], out)
+            }
+            _ => {
+                out.insert(prefix.to_string());
+            }
+        }
+    }
+
+    #[test]
+    fn the_option_table_and_the_toml_fields_agree() {
+        // Every field a profile file can hold, from the raw structs themselves (the
+        // serde view, with its renames): adding a field without its option, or an
+        // option without its field, fails here.
+        let raw = crate::raw::RawProfile {
+            data: crate::raw::RawData {
+                pattern: Some("random".into()),
+                ..Default::default()
+            },
+            streams: vec![crate::raw::RawStream::default()],
+            ..Default::default()
+        };
+        let mut fields = std::collections::BTreeSet::new();
+        leaf_keys("", &serde_json::to_value(&raw).unwrap(), &mut fields);
+        let keys: std::collections::BTreeSet<String> =
+            OPTIONS.iter().map(|o| o.key.to_string()).collect();
+        assert_eq!(
+            fields.difference(&keys).collect::<Vec<_>>(),
+            Vec::<&String>::new(),
+            "TOML fields without an option"
+        );
+        assert_eq!(
+            keys.difference(&fields).collect::<Vec<_>>(),
+            Vec::<&String>::new(),
+            "options without a TOML field"
+        );
+    }
+
     #[test]
     fn keys_are_unique_and_help_is_set() {
         for (i, o) in OPTIONS.iter().enumerate() {
