@@ -36,6 +36,17 @@ pub fn print(groups: &[GroupPlan], at: Where<'_>, settings: &RunSettings) -> Res
     let caps = settings.engine.caps();
     check_verify(&groups, &settings.engine).map_err(fleet_exit)?;
 
+    // Hosts: the placement a run makes (pins applied), planned by the same function.
+    let host_plan = match at {
+        Where::Hosts(hosts) => {
+            let p = iofleet_fleet::agents::plan_hosts(hosts, &groups).map_err(fleet_exit)?;
+            groups = p.groups.clone();
+            notes.extend(p.notices.iter().cloned());
+            Some(p)
+        }
+        Where::Local(_) => None,
+    };
+
     // Local layouts first: a single group's disk size follows its device regions.
     let mut layouts: Vec<Vec<DiskLayout>> = Vec::new();
     if let Where::Local(target) = at {
@@ -178,15 +189,15 @@ pub fn print(groups: &[GroupPlan], at: Where<'_>, settings: &RunSettings) -> Res
             }
         }
         Where::Hosts(hosts) => {
-            let placement = inventory::place(hosts, total_workers).map_err(Exit::input)?;
             writeln!(
                 out,
                 "#   hosts:       {} (not contacted: I/O threads and device regions are decided on each host)",
                 hosts.len()
             )
             .ok();
-            for (h, &(base, count)) in hosts.iter().zip(&placement) {
-                host_lines(&mut out, h, base, count, &groups);
+            let shares = host_plan.as_ref().map_or(&[][..], |p| &p.hosts[..]);
+            for (h, share) in hosts.iter().zip(shares) {
+                host_lines(&mut out, h, share);
             }
         }
     }
@@ -314,7 +325,8 @@ fn target_lines(out: &mut String, target: &TargetSpec, layout: &[DiskLayout]) {
     }
 }
 
-fn host_lines(out: &mut String, h: &HostSpec, base: u32, count: u32, groups: &[GroupPlan]) {
+fn host_lines(out: &mut String, h: &HostSpec, share: &iofleet_fleet::agents::HostShare) {
+    let (base, count) = (share.base, share.count);
     let via = match h.transport {
         inventory::TransportKind::Ssh => format!("ssh {}", h.destination),
         inventory::TransportKind::Local => "a local agent process".into(),
@@ -333,10 +345,9 @@ fn host_lines(out: &mut String, h: &HostSpec, base: u32, count: u32, groups: &[G
     match &h.target {
         TargetArg::Dir(dir) => {
             let mut files = Vec::new();
-            for g in groups {
-                let lo = g.worker_base.max(base);
-                let hi = (g.worker_base + g.plan.fleet.workers).min(base + count);
-                for w in lo..hi {
+            for g in &share.groups {
+                let lo = g.worker_base;
+                for w in lo..lo + g.plan.fleet.workers {
                     for d in 0..g.plan.fleet.disks_per_worker {
                         files.push(
                             PathBuf::from(dir).join(iofleet_engine::target::disk_file_name(w, d)),

@@ -311,3 +311,85 @@ fn dry_run_of_groups_and_hosts() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("missing.toml"), "{}", stderr(&o));
 }
+
+#[test]
+fn hosts_that_pin_their_workers_dry_run_as_they_run() {
+    // Every host pins its worker count (2 + 1 + 3): the fleet is their sum, not the
+    // profile's workers, in the dry run as in the run (the same planning function).
+    let d = tempfile::tempdir().unwrap();
+    let inv = d.path().join("pins.toml");
+    fs::write(
+        &inv,
+        (1..=3)
+            .zip([2, 1, 3])
+            .map(|(i, w)| {
+                format!("[[host]]\ndestination = \"l{i}\"\ntransport = \"local\"\ntarget = \"data{i}\"\nworkers = {w}\n")
+            })
+            .collect::<String>(),
+    )
+    .unwrap();
+    let args = ["easy-run-4k70r", "--hosts", inv.to_str().unwrap()];
+    let out = dry_run(d.path(), &args);
+    assert!(out.contains("#   workers:     6"), "{out}");
+    assert!(
+        out.contains("running 6 workers, not the planned 2"),
+        "{out}"
+    );
+    let shares: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains("(a local agent process): workers"))
+        .collect();
+    assert_eq!(shares.len(), 3, "{out}");
+    for (line, want) in shares.iter().zip(["0..=1", "2..=2", "3..=5"]) {
+        assert!(line.ends_with(want), "{line} (want {want})\n{out}");
+    }
+    // Each host's disk files are its own workers' (8 disks each).
+    for (host, files) in [("data1", 16), ("data2", 8), ("data3", 24)] {
+        assert!(
+            out.contains(&format!("target directory {host}: {files} disk file(s)")),
+            "{host}: {out}"
+        );
+    }
+    assert!(!d.path().join("data1").exists());
+
+    // The run: the same six workers, placed the same way.
+    let o = run_in(
+        d.path(),
+        &[
+            "run",
+            "easy-run-4k70r",
+            "--hosts",
+            inv.to_str().unwrap(),
+            "--engine",
+            "null",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0s",
+            "--no-save",
+            "--json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["workers"].as_array().unwrap().len(), 6, "{v}");
+    let per_host: Vec<(String, u64)> = v["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            (
+                h["host"].as_str().unwrap().to_string(),
+                h["workers"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        per_host,
+        [
+            ("l1".to_string(), 2),
+            ("l2".to_string(), 1),
+            ("l3".to_string(), 3)
+        ]
+    );
+}

@@ -447,67 +447,31 @@ impl AgentLauncher {
     }
 
     /// Each host's share of `groups` (every host's pins applied), as agent jobs: the
-    /// groups as run, the hosts with work, and their jobs.
+    /// plan, the hosts with work, and their jobs.
     #[allow(clippy::type_complexity)]
     fn host_jobs(
         &self,
         groups: &[GroupPlan],
         notices: &mut Vec<String>,
-    ) -> Result<(Vec<GroupPlan>, Vec<usize>, Vec<(usize, AgentJob)>), FleetError> {
-        let hosts = &self.hosts;
-        // When every host pins its worker count, the pins are the fleet.
-        let mut groups = groups.to_vec();
-        let planned: u32 = groups.iter().map(|g| g.plan.fleet.workers).sum();
-        let pinned: u32 = hosts.iter().filter_map(|h| h.workers).sum();
-        if hosts.iter().all(|h| h.workers.is_some()) && pinned != planned {
-            if groups.len() > 1 {
-                return Err(FleetError::Input(format!(
-                    "--hosts: every host pins its workers ({pinned} in all) but the groups have {planned}; make them agree"
-                )));
-            }
-            notices.push(format!(
-                "every host pins its worker count: running {pinned} workers, not the planned {planned}"
-            ));
-            groups[0].plan.fleet.workers = pinned;
-        }
-        let total = combine(&groups).fleet.workers;
-        let placement = place(hosts, total).map_err(FleetError::Input)?;
-        let active: Vec<usize> = (0..hosts.len()).filter(|&i| placement[i].1 > 0).collect();
-        for (i, h) in hosts.iter().enumerate() {
-            if placement[i].1 == 0 {
-                notices.push(format!(
-                    "host {} has no worker to run ({total} workers over {} hosts)",
-                    h.name,
-                    hosts.len()
-                ));
-            }
-        }
+    ) -> Result<(HostPlan, Vec<usize>, Vec<(usize, AgentJob)>), FleetError> {
+        let mut plan = plan_hosts(&self.hosts, groups)?;
+        notices.append(&mut plan.notices);
+        let active: Vec<usize> = (0..self.hosts.len())
+            .filter(|&i| plan.hosts[i].count > 0)
+            .collect();
         let jobs = active
             .iter()
             .map(|&i| {
-                let (base, count) = placement[i];
-                // This host's share of each group: the overlap of worker ranges.
-                let share = groups
-                    .iter()
-                    .map(|g| {
-                        let lo = g.worker_base.max(base);
-                        let hi = (g.worker_base + g.plan.fleet.workers).min(base + count);
-                        let mut g = g.clone();
-                        g.worker_base = lo.min(base + count);
-                        g.plan.fleet.workers = hi.saturating_sub(lo);
-                        g
-                    })
-                    .collect();
                 let job = AgentJob {
-                    groups: share,
-                    target: hosts[i].target.clone(),
+                    groups: plan.hosts[i].groups.clone(),
+                    target: self.hosts[i].target.clone(),
                     settings: self.settings.clone(),
                     verify_only: None,
                 };
                 (i, job)
             })
             .collect();
-        Ok((groups, active, jobs))
+        Ok((plan, active, jobs))
     }
 
     /// `iofleet verify --hosts`: every host checks its disks against their journals;
@@ -618,6 +582,84 @@ impl AgentLauncher {
     }
 }
 
+/// Where a fleet's workers go on an inventory's hosts, decided without contacting any:
+/// the plan that both a run and `--dry-run` use, so the two cannot disagree.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostPlan {
+    /// The groups as they will run: when every host pins its worker count, the pins are
+    /// the fleet (a single group takes their sum).
+    pub groups: Vec<GroupPlan>,
+    /// Per inventory host, in its order.
+    pub hosts: Vec<HostShare>,
+    /// What the user should know (pins that change the worker count, idle hosts).
+    pub notices: Vec<String>,
+}
+
+/// One host's part of a fleet.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostShare {
+    /// First global worker and how many (0: the host has nothing to run).
+    pub base: u32,
+    pub count: u32,
+    /// Its share of each group: the group's worker range clipped to the host's.
+    pub groups: Vec<GroupPlan>,
+}
+
+/// Place `groups` on `hosts`: every host's pins applied, the rest spread evenly.
+pub fn plan_hosts(hosts: &[HostSpec], groups: &[GroupPlan]) -> Result<HostPlan, FleetError> {
+    let mut notices = Vec::new();
+    let mut groups = groups.to_vec();
+    let planned: u32 = groups.iter().map(|g| g.plan.fleet.workers).sum();
+    let pinned: u32 = hosts.iter().filter_map(|h| h.workers).sum();
+    if hosts.iter().all(|h| h.workers.is_some()) && pinned != planned {
+        if groups.len() > 1 {
+            return Err(FleetError::Input(format!(
+                "--hosts: every host pins its workers ({pinned} in all) but the groups have {planned}; make them agree"
+            )));
+        }
+        notices.push(format!(
+            "every host pins its worker count: running {pinned} workers, not the planned {planned}"
+        ));
+        groups[0].plan.fleet.workers = pinned;
+    }
+    let total = combine(&groups).fleet.workers;
+    let placement = place(hosts, total).map_err(FleetError::Input)?;
+    let shares = hosts
+        .iter()
+        .zip(&placement)
+        .map(|(h, &(base, count))| {
+            if count == 0 {
+                notices.push(format!(
+                    "host {} has no worker to run ({total} workers over {} hosts)",
+                    h.name,
+                    hosts.len()
+                ));
+            }
+            let share = groups
+                .iter()
+                .map(|g| {
+                    let lo = g.worker_base.max(base);
+                    let hi = (g.worker_base + g.plan.fleet.workers).min(base + count);
+                    let mut g = g.clone();
+                    g.worker_base = lo.min(base + count);
+                    g.plan.fleet.workers = hi.saturating_sub(lo);
+                    g
+                })
+                .collect();
+            HostShare {
+                base,
+                count,
+                groups: share,
+            }
+        })
+        .collect();
+    Ok(HostPlan {
+        groups,
+        hosts: shares,
+        notices,
+    })
+}
+
 impl Launcher for AgentLauncher {
     fn prepare(
         &mut self,
@@ -627,9 +669,8 @@ impl Launcher for AgentLauncher {
         notices: &mut Vec<String>,
     ) -> Result<Option<Prepared>, FleetError> {
         self.stop = stop.clone();
-        let (groups, active, jobs) = self.host_jobs(groups, notices)?;
-        let placement =
-            place(&self.hosts, combine(&groups).fleet.workers).map_err(FleetError::Input)?;
+        let (plan, active, jobs) = self.host_jobs(groups, notices)?;
+        let groups = plan.groups;
         if self.connect_all(jobs, stop)?.is_none() {
             return Ok(None);
         }
@@ -726,7 +767,7 @@ impl Launcher for AgentLauncher {
         }
         let mut worker_host = Vec::new();
         for (h, &i) in active.iter().enumerate() {
-            worker_host.extend(std::iter::repeat_n(h, placement[i].1 as usize));
+            worker_host.extend(std::iter::repeat_n(h, plan.hosts[i].count as usize));
         }
         let max_rtt = self.conns.iter().map(|c| c.rtt_ns).max().unwrap_or(0);
         Ok(Some(Prepared {
