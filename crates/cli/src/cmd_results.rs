@@ -1,4 +1,5 @@
-//! `iofleet results list|show|export|delete`: browse the results store. Every figure
+//! `iofleet results list|show|export|delete|import`: browse the results store, and put
+//! back runs saved to a file of their own when their store could not be written. Every figure
 //! shown for a run is recomputed from its stored histograms (`Store::analyze`), so an
 //! interrupted or killed run shows exactly what its committed intervals add up to.
 
@@ -36,6 +37,16 @@ pub enum ResultsCmd {
     Delete {
         /// Run id (or a unique prefix of it), a unique run name, or `latest`.
         run: String,
+        #[command(flatten)]
+        db: DbArg,
+    },
+    /// Copy every run of another store file into this store (created if missing): the
+    /// file a run saved itself to when its store could not be written
+    /// (`results.db.unsaved-ID.db`), or another controller's store. A partial record of
+    /// the same run here (what it wrote before its store failed) is replaced.
+    Import {
+        /// The store file to import from.
+        file: PathBuf,
         #[command(flatten)]
         db: DbArg,
     },
@@ -129,6 +140,33 @@ pub fn run(cmd: ResultsCmd) -> Result<i32, Exit> {
             }
             .and_then(|_| out.flush())
             .map_err(write_err)?;
+            Ok(0)
+        }
+        ResultsCmd::Import { file, db } => {
+            let mut store = db.open_or_create()?;
+            let done = store.import(&file).map_err(store_exit)?;
+            for d in &done {
+                match d {
+                    iofleet_store::Imported::Added {
+                        id,
+                        replaced: false,
+                    } => {
+                        println!("imported run {id}")
+                    }
+                    iofleet_store::Imported::Added { id, replaced: true } => {
+                        println!("imported run {id} (over its partial record)")
+                    }
+                    iofleet_store::Imported::Unchanged { id } => {
+                        println!("run {id} is already here, unchanged")
+                    }
+                }
+            }
+            println!(
+                "{} run(s) from {} in {}",
+                done.len(),
+                file.display(),
+                store.path().display()
+            );
             Ok(0)
         }
         ResultsCmd::Delete { run, db } => {

@@ -2,10 +2,15 @@
 //! `iofleet run`, the `--db` flag of the reading commands, and `StoreRecorder`, an
 //! `Observer` that writes each interval to the store as the controller hands it over.
 //!
-//! A store that fails in the middle of a run never stops the benchmark: the recorder
-//! prints one warning and stops recording, and the run's result is still printed. A
-//! store that cannot be opened before the run is an input error when `--db` was given,
-//! and a warning (the run goes on unsaved) for the default location.
+//! A store that other runs are writing is waited for (the store's writes retry while it
+//! is locked). A store that truly fails in the middle of a run (disk full, read-only,
+//! damaged) never stops the benchmark and never loses it: the recorder says so once,
+//! copies what it had committed into a private store in memory and records on there; at
+//! the end it tries the store once more and, failing that, writes the run to a file
+//! beside it (else in the working or temp directory) and names the file and the
+//! `iofleet results import` command that puts it back. A store that cannot be opened
+//! before the run is an input error when `--db` was given, and a warning (the run goes
+//! on unsaved) for the default location.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -50,6 +55,15 @@ impl DbArg {
         };
         Store::open_existing(&path).map_err(store_exit)
     }
+
+    /// Open the store, creating it when missing (for commands that add runs).
+    pub fn open_or_create(&self) -> Result<Store, Exit> {
+        let path = match &self.db {
+            Some(p) => p.clone(),
+            None => iofleet_store::default_path().map_err(Exit::input)?,
+        };
+        Store::open(&path).map_err(store_exit)
+    }
 }
 
 /// Exit code for a store error: what the user typed (a run, --db) is input (2).
@@ -92,9 +106,12 @@ pub fn label_map(labels: &[(String, String)]) -> Result<BTreeMap<String, String>
 /// Writes a run to the store while it happens.
 pub struct StoreRecorder {
     store: Store,
+    /// Where the run goes on once `store` failed: a private store in memory.
+    spill: Option<Store>,
     name: Option<String>,
     labels: BTreeMap<String, String>,
     id: Option<String>,
+    /// Nothing more can be recorded anywhere (not even in memory).
     broken: bool,
     quiet: bool,
     hosts_recorded: bool,
@@ -119,6 +136,7 @@ impl StoreRecorder {
         };
         Ok(Some(StoreRecorder {
             store: opened,
+            spill: None,
             name: a.name.clone(),
             labels,
             id: None,
@@ -128,27 +146,69 @@ impl StoreRecorder {
         }))
     }
 
-    fn fail(&mut self, e: StoreError) {
-        if !self.broken {
-            eprintln!(
-                "warning: results store {}: {e}; the run goes on but is no longer recorded",
-                self.store.path().display()
-            );
+    /// The store being written: the real one, or memory once it failed.
+    fn active(&mut self) -> &mut Store {
+        self.spill.as_mut().unwrap_or(&mut self.store)
+    }
+
+    /// The store failed with `e`: go on in memory, with what was committed so far.
+    /// Returns false when even that is impossible (the run is then not recorded).
+    fn fail(&mut self, e: StoreError) -> bool {
+        if self.broken {
+            return false;
         }
-        self.broken = true;
+        let path = self.store.path().display().to_string();
+        if self.spill.is_some() {
+            eprintln!(
+                "warning: results store {path}: {e}; the run goes on but is no longer recorded"
+            );
+            self.broken = true;
+            return false;
+        }
+        let mut mem = match Store::open_memory() {
+            Ok(m) => m,
+            Err(m) => {
+                eprintln!("warning: results store {path}: {e} (and no store in memory: {m}); the run goes on but is no longer recorded");
+                self.broken = true;
+                return false;
+            }
+        };
+        let lost = match &self.id {
+            Some(id) => mem
+                .pull_run(self.store.path(), id)
+                .err()
+                .map(|p| format!(" (what it had recorded there could not be read back: {p})")),
+            None => None,
+        };
+        eprintln!(
+            "warning: results store {path}: {e}; the run goes on, kept in memory{}, and is saved at its end",
+            lost.unwrap_or_default()
+        );
+        self.spill = Some(mem);
+        true
     }
 
     fn begin(&mut self, info: &RunInfo) {
         let env = environment(&info.iofleet_version, &info.target);
-        let new = NewRun {
-            name: self.name.as_deref(),
-            labels: &self.labels,
-            info,
-            environment: &env,
-        };
-        match self.store.begin_run(&new) {
-            Ok(id) => self.id = Some(id),
-            Err(e) => self.fail(e),
+        let (name, labels) = (self.name.clone(), self.labels.clone());
+        loop {
+            let new = NewRun {
+                name: name.as_deref(),
+                labels: &labels,
+                info,
+                environment: &env,
+            };
+            match self.active().begin_run(&new) {
+                Ok(id) => {
+                    self.id = Some(id);
+                    return;
+                }
+                Err(e) => {
+                    if !self.fail(e) {
+                        return;
+                    }
+                }
+            }
         }
     }
 
@@ -158,36 +218,51 @@ impl StoreRecorder {
         if self.broken {
             return None;
         }
-        let outcome = match (self.id.clone(), result) {
-            (Some(id), Some(r)) => self.store.finish_run(&id, r).map(|_| id),
-            (Some(id), None) => self.store.abandon_run(&id).map(|_| id),
-            (None, Some(r)) => {
-                // Ended before the fleet was released (e.g. Ctrl-C while preparing).
-                let env = environment(&r.run.iofleet_version, &r.run.target);
-                let new = NewRun {
-                    name: self.name.as_deref(),
-                    labels: &self.labels,
-                    info: &r.run,
-                    environment: &env,
-                };
-                self.store.record_finished(&new, r)
+        let id = loop {
+            let outcome = match (self.id.clone(), result) {
+                (Some(id), Some(r)) => self.active().finish_run(&id, r).map(|_| id),
+                (Some(id), None) => self.active().abandon_run(&id).map(|_| id),
+                (None, Some(r)) => {
+                    // Ended before the fleet was released (e.g. Ctrl-C while preparing).
+                    let env = environment(&r.run.iofleet_version, &r.run.target);
+                    let (name, labels) = (self.name.clone(), self.labels.clone());
+                    let new = NewRun {
+                        name: name.as_deref(),
+                        labels: &labels,
+                        info: &r.run,
+                        environment: &env,
+                    };
+                    let id = self.active().record_finished(&new, r);
+                    if let Ok(id) = &id {
+                        self.id = Some(id.clone());
+                    }
+                    id
+                }
+                (None, None) => return None,
+            };
+            match outcome {
+                Ok(id) => break id,
+                Err(e) => {
+                    if !self.fail(e) {
+                        return None;
+                    }
+                }
             }
-            (None, None) => return None,
         };
-        let id = match outcome {
-            Ok(id) => id,
-            Err(e) => {
-                self.fail(e);
-                return None;
-            }
-        };
+        if let Some(mem) = self.spill.take() {
+            return self.save_spill(mem, &id);
+        }
         if !self.quiet {
             eprintln!(
                 "saved as run {id} in {} (iofleet results show {id})",
                 self.store.path().display()
             );
         }
-        match self.store.meta(&id) {
+        self.stored(&id)
+    }
+
+    fn stored(&mut self, id: &str) -> Option<StoredRun> {
+        match self.active().meta(id) {
             Ok(m) => Some(StoredRun {
                 id: m.id,
                 name: m.name,
@@ -199,6 +274,61 @@ impl StoreRecorder {
                 None
             }
         }
+    }
+
+    /// The run was kept in memory: back into the store if it can take it now, else into
+    /// a file of its own, named with the command that restores it.
+    fn save_spill(&mut self, mut mem: Store, id: &str) -> Option<StoredRun> {
+        let path = self.store.path().to_path_buf();
+        let err = match mem.push_run(&path, id) {
+            Ok(()) => {
+                eprintln!(
+                    "saved as run {id} in {} after all (iofleet results show {id})",
+                    path.display()
+                );
+                return self.stored(id);
+            }
+            Err(e) => e,
+        };
+        let file_name = format!(
+            "{}.unsaved-{id}.db",
+            path.file_name()
+                .map_or("results.db".into(), |n| n.to_string_lossy())
+        );
+        let beside = path.parent().map(|d| d.join(&file_name));
+        let places = beside
+            .into_iter()
+            .chain(std::env::current_dir().ok().map(|d| d.join(&file_name)))
+            .chain(std::iter::once(std::env::temp_dir().join(&file_name)));
+        let mut tried = Vec::new();
+        for file in places {
+            match mem.save_to(&file) {
+                Ok(()) => {
+                    eprintln!(
+                        "warning: results store {}: {err}; run {id} was saved to {} instead: \
+                         restore it with `iofleet results import {} --db {}`",
+                        path.display(),
+                        file.display(),
+                        file.display(),
+                        path.display()
+                    );
+                    let m = mem.meta(id).ok()?;
+                    return Some(StoredRun {
+                        id: m.id,
+                        name: m.name,
+                        labels: m.labels,
+                        status: m.status.as_str().to_string(),
+                    });
+                }
+                Err(e) => tried.push(format!("{}: {e}", file.display())),
+            }
+        }
+        eprintln!(
+            "warning: results store {}: {err}; run {id} could not be saved anywhere ({}); its result is only what was printed",
+            path.display(),
+            tried.join("; ")
+        );
+        None
     }
 }
 
@@ -213,26 +343,32 @@ impl Observer for StoreRecorder {
         if self.broken {
             return;
         }
-        if let Some(id) = self.id.clone() {
+        let Some(id) = self.id.clone() else { return };
+        loop {
+            let mut outcome = Ok(());
             if !self.hosts_recorded {
-                self.hosts_recorded = true;
-                if let Err(e) = self
-                    .store
-                    .set_worker_hosts(&id, snap.hosts, snap.worker_host)
-                {
-                    self.fail(e);
+                outcome = self
+                    .active()
+                    .set_worker_hosts(&id, snap.hosts, snap.worker_host);
+            }
+            let outcome = outcome.and_then(|_| {
+                self.active().record_interval(&id, snap.row, snap.disks)?;
+                self.active()
+                    .record_usage(&id, snap.row.index, snap.hosts, snap.usage)
+            });
+            match outcome {
+                Ok(()) => {
+                    self.hosts_recorded = true;
                     return;
                 }
-            }
-            if let Err(e) = self
-                .store
-                .record_interval(&id, snap.row, snap.disks)
-                .and_then(|_| {
-                    self.store
-                        .record_usage(&id, snap.row.index, snap.hosts, snap.usage)
-                })
-            {
-                self.fail(e);
+                // Recorded in memory from here on, this interval included (a failed
+                // transaction left nothing of it in the store).
+                Err(e) => {
+                    if !self.fail(e) {
+                        return;
+                    }
+                    self.hosts_recorded = false;
+                }
             }
         }
     }

@@ -274,14 +274,6 @@ impl Store {
                 pid: meta.recorder_pid.unwrap_or(0),
             });
         }
-        let tx = self.conn.transaction()?;
-        tx.execute("DELETE FROM samples WHERE run_id = ?1", [id])?;
-        tx.execute("DELETE FROM host_usage WHERE run_id = ?1", [id])?;
-        tx.execute("DELETE FROM intervals WHERE run_id = ?1", [id])?;
-        tx.execute("DELETE FROM labels WHERE run_id = ?1", [id])?;
-        tx.execute("DELETE FROM run_workers WHERE run_id = ?1", [id])?;
-        tx.execute("DELETE FROM runs WHERE id = ?1", [id])?;
-        tx.commit()?;
-        Ok(())
+        self.write(|tx| crate::transfer::delete_run(tx, "main", id))
     }
 }

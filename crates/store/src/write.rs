@@ -67,48 +67,48 @@ impl Store {
         let (host, pid, ticks) = process_identity();
         let name = new.name.unwrap_or(&new.info.profile);
         let workers = new.info.plan.plan.fleet.workers;
-        let tx = self.conn.transaction()?;
-        let mut id;
-        loop {
-            id = format!("{:08x}", rand::random::<u32>());
-            let taken: Option<i64> = tx
-                .query_row("SELECT 1 FROM runs WHERE id = ?1", [&id], |r| r.get(0))
-                .optional()?;
-            if taken.is_none() {
-                break;
+        self.write(|tx| {
+            let mut id;
+            loop {
+                id = format!("{:08x}", rand::random::<u32>());
+                let taken: Option<i64> = tx
+                    .query_row("SELECT 1 FROM runs WHERE id = ?1", [&id], |r| r.get(0))
+                    .optional()?;
+                if taken.is_none() {
+                    break;
+                }
             }
-        }
-        tx.execute(
-            "INSERT INTO runs (id, name, profile, engine, started_at, status, info, environment,
-                               recorder_host, recorder_pid, recorder_start_ticks)
-             VALUES (?1, ?2, ?3, ?4, ?5, 'running', ?6, ?7, ?8, ?9, ?10)",
-            params![
-                id,
-                name,
-                new.info.profile,
-                new.info.engine,
-                new.info.started_at,
-                info_json,
-                env_json,
-                host,
-                pid,
-                ticks
-            ],
-        )?;
-        for (k, v) in new.labels {
             tx.execute(
-                "INSERT INTO labels (run_id, key, value) VALUES (?1, ?2, ?3)",
-                params![id, k, v],
+                "INSERT INTO runs (id, name, profile, engine, started_at, status, info, environment,
+                                   recorder_host, recorder_pid, recorder_start_ticks)
+                 VALUES (?1, ?2, ?3, ?4, ?5, 'running', ?6, ?7, ?8, ?9, ?10)",
+                params![
+                    id,
+                    name,
+                    new.info.profile,
+                    new.info.engine,
+                    new.info.started_at,
+                    info_json,
+                    env_json,
+                    host,
+                    pid,
+                    ticks
+                ],
             )?;
-        }
-        for w in 0..workers {
-            tx.execute(
-                "INSERT INTO run_workers (run_id, worker, host) VALUES (?1, ?2, ?3)",
-                params![id, w as i64, new.info.hostname],
-            )?;
-        }
-        tx.commit()?;
-        Ok(id)
+            for (k, v) in new.labels {
+                tx.execute(
+                    "INSERT INTO labels (run_id, key, value) VALUES (?1, ?2, ?3)",
+                    params![id, k, v],
+                )?;
+            }
+            for w in 0..workers {
+                tx.execute(
+                    "INSERT INTO run_workers (run_id, worker, host) VALUES (?1, ?2, ?3)",
+                    params![id, w as i64, new.info.hostname],
+                )?;
+            }
+            Ok(id)
+        })
     }
 
     /// Commit one finished interval: its row and, per worker (local index), each of its
@@ -122,7 +122,7 @@ impl Store {
         let mut fleet = Sample::default();
         disks.iter().flatten().for_each(|d| fleet += d);
         let all = fleet.all();
-        let tx = self.conn.transaction()?;
+        self.write(|tx| {
         tx.execute(
             "INSERT INTO intervals (run_id, idx, t_s, duration_s, warmup, ios, bytes, errors, hosts_lost)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
@@ -177,8 +177,8 @@ impl Store {
                 }
             }
         }
-        tx.commit()?;
         Ok(())
+        })
     }
 
     /// Commit what each host spent during interval `idx` (hosts that did not report
@@ -191,7 +191,7 @@ impl Store {
         hosts: &[String],
         usage: &[Option<HostUsage>],
     ) -> Result<(), StoreError> {
-        let tx = self.conn.transaction()?;
+        self.write(|tx| {
         {
             let mut ins = tx.prepare_cached(
                 "INSERT OR REPLACE INTO host_usage (run_id, idx, host, usage) VALUES (?1, ?2, ?3, ?4)",
@@ -202,8 +202,8 @@ impl Store {
                 }
             }
         }
-        tx.commit()?;
         Ok(())
+        })
     }
 
     /// Store the final result and mark the run `complete` (or `interrupted`).
@@ -214,20 +214,20 @@ impl Store {
         } else {
             "complete"
         };
-        let tx = self.conn.transaction()?;
-        tx.execute(
-            "UPDATE runs SET status = ?2, result = ?3 WHERE id = ?1",
-            params![id, status, json],
-        )?;
-        for w in &result.workers {
+        self.write(|tx| {
             tx.execute(
-                "INSERT INTO run_workers (run_id, worker, host) VALUES (?1, ?2, ?3)
-                 ON CONFLICT (run_id, worker) DO UPDATE SET host = excluded.host",
-                params![id, w.worker, w.host],
+                "UPDATE runs SET status = ?2, result = ?3 WHERE id = ?1",
+                params![id, status, json],
             )?;
-        }
-        tx.commit()?;
-        Ok(())
+            for w in &result.workers {
+                tx.execute(
+                    "INSERT INTO run_workers (run_id, worker, host) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (run_id, worker) DO UPDATE SET host = excluded.host",
+                    params![id, w.worker, w.host],
+                )?;
+            }
+            Ok(())
+        })
     }
 
     /// Record which host each worker runs on (known once the fleet is placed), so a run
@@ -238,37 +238,41 @@ impl Store {
         hosts: &[String],
         worker_host: &[usize],
     ) -> Result<(), StoreError> {
-        let tx = self.conn.transaction()?;
-        for (w, &h) in worker_host.iter().enumerate() {
-            let Some(host) = hosts.get(h) else { continue };
-            tx.execute(
-                "INSERT INTO run_workers (run_id, worker, host) VALUES (?1, ?2, ?3)
+        self.write(|tx| {
+            for (w, &h) in worker_host.iter().enumerate() {
+                let Some(host) = hosts.get(h) else { continue };
+                tx.execute(
+                    "INSERT INTO run_workers (run_id, worker, host) VALUES (?1, ?2, ?3)
                  ON CONFLICT (run_id, worker) DO UPDATE SET host = excluded.host",
-                params![id, w as i64, host],
-            )?;
-        }
-        tx.commit()?;
-        Ok(())
+                    params![id, w as i64, host],
+                )?;
+            }
+            Ok(())
+        })
     }
 
     /// Set (or replace) one label of a stored run, e.g. the `found` mark `find-max`
     /// puts on its answer once the search has ended.
     pub fn set_label(&mut self, id: &str, key: &str, value: &str) -> Result<(), StoreError> {
-        self.conn.execute(
-            "INSERT INTO labels (run_id, key, value) VALUES (?1, ?2, ?3)
-             ON CONFLICT(run_id, key) DO UPDATE SET value = excluded.value",
-            params![id, key, value],
-        )?;
-        Ok(())
+        self.write(|tx| {
+            tx.execute(
+                "INSERT INTO labels (run_id, key, value) VALUES (?1, ?2, ?3)
+                 ON CONFLICT(run_id, key) DO UPDATE SET value = excluded.value",
+                params![id, key, value],
+            )?;
+            Ok(())
+        })
     }
 
     /// Mark a run that ended without a result (the run failed) as interrupted.
     pub fn abandon_run(&mut self, id: &str) -> Result<(), StoreError> {
-        self.conn.execute(
-            "UPDATE runs SET status = 'interrupted' WHERE id = ?1 AND status = 'running'",
-            [id],
-        )?;
-        Ok(())
+        self.write(|tx| {
+            tx.execute(
+                "UPDATE runs SET status = 'interrupted' WHERE id = ?1 AND status = 'running'",
+                [id],
+            )?;
+            Ok(())
+        })
     }
 
     /// Record a run that ended before the fleet was released (e.g. interrupted while
