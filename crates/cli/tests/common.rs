@@ -45,22 +45,10 @@ pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-pub fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .map(|s| {
-            s.lines()
-                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
-        })
-        .unwrap_or(false)
-}
-
-pub fn have(cmd: &str) -> bool {
-    std::process::Command::new("sh")
-        .args(["-c", &format!("command -v {cmd}")])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false)
-}
+#[path = "../../../tests-support/need.rs"]
+pub mod need;
+#[allow(unused_imports)]
+pub use need::{have, is_root};
 
 /// A loop device over `img`, detached when dropped (tests that use it run as root).
 pub struct Loop {

@@ -11,11 +11,7 @@ use std::process::Command;
 use common::*;
 
 fn runnable(name: &str) -> bool {
-    if !is_root() || !have("losetup") {
-        eprintln!("skip {name}: needs root and losetup");
-        return false;
-    }
-    true
+    need::need(name, &["root", "losetup"])
 }
 
 fn image(dir: &Path, mib: u64) -> PathBuf {

@@ -238,8 +238,10 @@ fn fill_up(path: &Path) {
 
 #[test]
 fn enospc_on_a_full_filesystem_takes_every_disk_out_and_ends_the_run() {
-    if !is_root() || !have("losetup") || !have("mkfs.ext4") || !have("fallocate") {
-        eprintln!("skip: needs root, losetup, mkfs.ext4 and fallocate");
+    if !need::need(
+        "enospc_on_a_full_filesystem_takes_every_disk_out_and_ends_the_run",
+        &["root", "losetup", "mkfs.ext4", "fallocate"],
+    ) {
         return;
     }
     let fs = SmallFs::new();

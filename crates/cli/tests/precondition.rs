@@ -151,8 +151,11 @@ fn bad_input_exits_2_naming_what_is_wrong() {
 fn ctrl_c_stops_it_without_a_marker_and_exits_130() {
     // A tmpfs target: nothing touches a block device, and the disk stays mostly sparse.
     let shm = Path::new("/dev/shm");
-    if !shm.is_dir() {
-        eprintln!("skip ctrl_c_stops_it_without_a_marker_and_exits_130: no /dev/shm");
+    if !need::environment(
+        "ctrl_c_stops_it_without_a_marker_and_exits_130",
+        "no /dev/shm",
+        shm.is_dir(),
+    ) {
         return;
     }
     let d = shm_dir();
@@ -237,11 +240,8 @@ fn digest(dev: &Path) -> u64 {
 }
 
 fn loops_usable(name: &str) -> bool {
-    if !is_root() || !have("losetup") || !have("mkfs.ext4") || !Path::new("/dev/shm").is_dir() {
-        eprintln!("skip {name}: needs root, losetup, mkfs.ext4 and /dev/shm");
-        return false;
-    }
-    true
+    need::need(name, &["root", "losetup", "mkfs.ext4"])
+        && need::environment(name, "no /dev/shm", Path::new("/dev/shm").is_dir())
 }
 
 #[test]

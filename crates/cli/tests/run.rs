@@ -351,8 +351,11 @@ fn ctrl_c_before_measuring_saves_an_interrupted_run_without_figures() {
 fn ctrl_c_while_filling_prints_and_saves_no_figures() {
     // A tmpfs target: the fill touches no block device, and the disk stays sparse.
     let shm = std::path::Path::new("/dev/shm");
-    if !shm.is_dir() {
-        eprintln!("skipped: no /dev/shm");
+    if !need::environment(
+        "ctrl_c_while_filling_prints_and_saves_no_figures",
+        "no /dev/shm",
+        shm.is_dir(),
+    ) {
         return;
     }
     let d = tempfile::tempdir_in(shm).unwrap();
@@ -515,11 +518,14 @@ fn cleanup_removes_the_disk_files_it_used() {
 fn auto_engine_avoids_io_uring_where_it_would_punt_every_io() {
     let shm = std::path::Path::new("/dev/shm");
     let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
-    if !mounts
+    let tmpfs = mounts
         .lines()
-        .any(|l| l.starts_with("tmpfs /dev/shm ") || l.contains(" /dev/shm tmpfs "))
-    {
-        eprintln!("skip: /dev/shm is not tmpfs");
+        .any(|l| l.starts_with("tmpfs /dev/shm ") || l.contains(" /dev/shm tmpfs "));
+    if !need::environment(
+        "auto_engine_avoids_io_uring_where_it_would_punt_every_io",
+        "/dev/shm is not tmpfs",
+        tmpfs,
+    ) {
         return;
     }
     let args = |target: &str| -> Vec<String> {
@@ -627,8 +633,10 @@ fn first_allowed_cpu() -> usize {
 #[test]
 fn a_disk_file_owned_by_another_user_is_still_opened() {
     use std::os::unix::fs::PermissionsExt;
-    if !is_root() || !have("setpriv") {
-        eprintln!("skipping: needs root and setpriv");
+    if !need::need(
+        "a_disk_file_owned_by_another_user_is_still_opened",
+        &["root", "setpriv"],
+    ) {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

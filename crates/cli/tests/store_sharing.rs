@@ -5,9 +5,10 @@
 //! what is not a store, a store of another schema version, and a different run under an
 //! id already taken.
 
+#[path = "../../../tests-support/need.rs"]
+mod need;
 mod results_common;
 
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -145,18 +146,6 @@ fn three_runs_creating_one_new_store_are_all_recorded() {
     assert_eq!(listed(&db).len(), 3);
 }
 
-fn is_root() -> bool {
-    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
-}
-
-fn have(cmd: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {cmd}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 /// A small ext4 filesystem on a loop device, mounted; unmounted when dropped.
 struct SmallFs {
     mnt: PathBuf,
@@ -207,12 +196,10 @@ impl Drop for SmallFs {
 
 #[test]
 fn a_store_on_a_full_filesystem_loses_nothing_and_import_restores_the_run() {
-    if !(is_root() && have("mkfs.ext4") && have("mount")) {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI: this test needs root, mkfs.ext4 and mount"
-        );
-        eprintln!("skipped: needs root, mkfs.ext4 and mount");
+    if !need::need(
+        "a_store_on_a_full_filesystem_loses_nothing_and_import_restores_the_run",
+        &["root", "mkfs.ext4", "mount"],
+    ) {
         return;
     }
     let d = tempfile::tempdir().unwrap();

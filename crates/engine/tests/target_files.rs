@@ -1,6 +1,9 @@
 //! Directory targets through the public API: planning, creating, opening and filling
 //! disk files in temporary directories, and the errors a user sees for each mistake.
 
+#[path = "../../../tests-support/need.rs"]
+mod need;
+
 use std::fs;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
@@ -292,7 +295,12 @@ fn fill_with_o_direct_where_the_filesystem_supports_it() {
     r.direct = true;
     let layout = match plan_layout(&TargetSpec::Dir(tmp.path().into()), &r) {
         Err(TargetError::DirectUnsupported(p)) => {
-            eprintln!("skip: {} has no O_DIRECT", p.display());
+            let what = format!("{} has no O_DIRECT", p.display());
+            need::environment(
+                "fill_with_o_direct_where_the_filesystem_supports_it",
+                &what,
+                false,
+            );
             return;
         }
         other => other.unwrap(),
@@ -427,8 +435,7 @@ fn o_direct_on_tmpfs() {
     // tmpfs gained O_DIRECT in Linux 6.6: on older kernels planning must refuse it up
     // front; on newer ones it must work.
     let shm = Path::new("/dev/shm");
-    if !shm.is_dir() {
-        eprintln!("skip: no /dev/shm");
+    if !need::environment("o_direct_on_tmpfs", "no /dev/shm", shm.is_dir()) {
         return;
     }
     let tmp = tempfile::tempdir_in(shm).unwrap();

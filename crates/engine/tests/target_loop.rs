@@ -1,7 +1,10 @@
 //! Device targets on real loop devices: the safety checks refuse devices that carry
 //! data or are in use, leave their bytes untouched, and accept free devices, which are
-//! split into regions that fills never leave. Runs only as root with `losetup`;
-//! otherwise every test prints a skip line and passes.
+//! split into regions that fills never leave. Runs only as root with `losetup`: under
+//! CI a missing one fails the test, elsewhere it is skipped and listed (need.rs).
+
+#[path = "../../../tests-support/need.rs"]
+mod need;
 
 use std::fs;
 use std::hash::{DefaultHasher, Hasher};
@@ -57,25 +60,13 @@ impl Drop for Mounted {
     }
 }
 
-fn have(tool: &str) -> bool {
-    Command::new(tool)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok()
-}
-
 fn runnable(test: &str) -> bool {
-    if !rustix::process::geteuid().is_root() {
-        eprintln!("skip {test}: needs root");
-        return false;
-    }
-    if !have("losetup") || !Path::new("/dev/loop-control").exists() {
-        eprintln!("skip {test}: no losetup or /dev/loop-control");
-        return false;
-    }
-    true
+    need::need(test, &["root", "losetup"])
+        && need::environment(
+            test,
+            "no /dev/loop-control",
+            Path::new("/dev/loop-control").exists(),
+        )
 }
 
 fn image(dir: &Path, name: &str) -> PathBuf {
@@ -137,8 +128,10 @@ fn ext4_device_is_refused_without_destroy_data() {
     if !runnable("ext4_device_is_refused_without_destroy_data") {
         return;
     }
-    if !have("mkfs.ext4") {
-        eprintln!("skip: no mkfs.ext4");
+    if !need::need(
+        "ext4_device_is_refused_without_destroy_data",
+        &["mkfs.ext4"],
+    ) {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -270,8 +263,7 @@ fn swap_signature_is_refused() {
     if !runnable("swap_signature_is_refused") {
         return;
     }
-    if !have("mkswap") {
-        eprintln!("skip: no mkswap");
+    if !need::need("swap_signature_is_refused", &["mkswap"]) {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -325,8 +317,7 @@ fn mounted_device_is_refused() {
     if !runnable("mounted_device_is_refused") {
         return;
     }
-    if !have("mkfs.ext4") {
-        eprintln!("skip: no mkfs.ext4");
+    if !need::need("mounted_device_is_refused", &["mkfs.ext4", "mount"]) {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -349,8 +340,12 @@ fn mounted_device_is_refused() {
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
-    if !ok {
-        eprintln!("skip mounted_device_is_refused: mount is not permitted here");
+    // A container may forbid mounts even to root: nothing to install for that.
+    if !need::environment(
+        "mounted_device_is_refused",
+        "mount is not permitted here",
+        ok,
+    ) {
         return;
     }
     let _m = Mounted { dir: dir.clone() };

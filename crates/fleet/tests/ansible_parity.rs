@@ -5,7 +5,10 @@
 //! same hosts as its INI twin.
 //!
 //! Needs `ansible-inventory` (Debian: `ansible-core`, installed by `.ci/run`): without
-//! it these tests fail, they do not skip.
+//! it these tests fail under CI and are skipped (and listed) elsewhere.
+
+#[path = "../../../tests-support/need.rs"]
+mod need;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -149,6 +152,12 @@ fn hosts_in(list: &Value, group: &str) -> Vec<String> {
 
 #[test]
 fn numeric_ranges_with_and_without_leading_zeros_and_strides() {
+    if !need::need(
+        "numeric_ranges_with_and_without_leading_zeros_and_strides",
+        &["ansible-inventory"],
+    ) {
+        return;
+    }
     let list = parity(
         "[web]\nweb[1:3].example.com\nweb[9:11]\n[db]\ndb[01:04]\ndb-[008:010]\n[odd]\nn[1:9:3]\nz[01:10:4]-x[1:2]\n",
     );
@@ -161,6 +170,9 @@ fn numeric_ranges_with_and_without_leading_zeros_and_strides() {
 
 #[test]
 fn letter_ranges() {
+    if !need::need("letter_ranges", &["ansible-inventory"]) {
+        return;
+    }
     let list = parity("[racks]\nrack[a:c]\nx[y:B]-n[1:2]\nsolo[q:q]\n");
     assert_eq!(hosts_in(&list, "racks")[..3], ["racka", "rackb", "rackc"]);
     assert!(hosts_in(&list, "racks").contains(&"xA-n2".to_string()));
@@ -168,6 +180,12 @@ fn letter_ranges() {
 
 #[test]
 fn children_of_children_declared_before_and_after() {
+    if !need::need(
+        "children_of_children_declared_before_and_after",
+        &["ansible-inventory"],
+    ) {
+        return;
+    }
     parity(
         "[dc:children]\nrow1\nrow2\n\
          [row1:children]\nrackA\n\
@@ -183,6 +201,12 @@ fn children_of_children_declared_before_and_after() {
 
 #[test]
 fn group_vars_and_all_vars_with_typed_values() {
+    if !need::need(
+        "group_vars_and_all_vars_with_typed_values",
+        &["ansible-inventory"],
+    ) {
+        return;
+    }
     parity(
         "[all:vars]\niofleet_target=/var/tmp/iofleet\nn = 8   # a number\nq='8'\nflag=True\nlist=['/dev/a', '/dev/b']\nd={'rack': 'r1'}\ntext=hello world\nf=1.5\nneg=-3\npath=/srv # kept\n\
          [nodes]\nn1\nn2 iofleet_workers=4\n[nodes:vars]\niofleet_workers=2\nq=\"override\"\n",
@@ -191,6 +215,12 @@ fn group_vars_and_all_vars_with_typed_values() {
 
 #[test]
 fn a_host_in_two_groups_is_one_host_with_vars_merged_by_depth_and_name() {
+    if !need::need(
+        "a_host_in_two_groups_is_one_host_with_vars_merged_by_depth_and_name",
+        &["ansible-inventory"],
+    ) {
+        return;
+    }
     let list = parity(
         "[beta]\nshared b_only=1\nother\n[alpha]\nshared a_only=1 inline=alpha\n\
          [alpha:vars]\nsame=alpha\nonly_alpha=1\n[beta:vars]\nsame=beta\n\
@@ -204,6 +234,9 @@ fn a_host_in_two_groups_is_one_host_with_vars_merged_by_depth_and_name() {
 
 #[test]
 fn ansible_host_port_user_and_key() {
+    if !need::need("ansible_host_port_user_and_key", &["ansible-inventory"]) {
+        return;
+    }
     parity(
         "[storage]\nnode1 ansible_host=10.0.0.11 ansible_user=root ansible_port=2222\n\
          node2:2200 ansible_ssh_private_key_file=~/.ssh/bench\n\
@@ -216,6 +249,12 @@ fn ansible_host_port_user_and_key() {
 
 #[test]
 fn ungrouped_hosts_priorities_comments_and_quoting() {
+    if !need::need(
+        "ungrouped_hosts_priorities_comments_and_quoting",
+        &["ansible-inventory"],
+    ) {
+        return;
+    }
     parity(
         "# a comment\n; another\nloose1 iofleet_workers=3\nlater\n\n\
          [g1]\nlater x=\"two words\" y='\"quoted\"' z=a\\ b # trailing comment\n\
@@ -226,6 +265,12 @@ fn ungrouped_hosts_priorities_comments_and_quoting() {
 
 #[test]
 fn groups_named_before_they_are_declared() {
+    if !need::need(
+        "groups_named_before_they_are_declared",
+        &["ansible-inventory"],
+    ) {
+        return;
+    }
     parity(
         "[late:vars]\nv=late\n[top:children]\nlate\nmid\nodd#name # comment\n[odd#name]\no1\n[mid:children]\nlate\n\
          [mid]\nm1\n[late]\nl1\nl2 v=own\n",
@@ -234,6 +279,12 @@ fn groups_named_before_they_are_declared() {
 
 #[test]
 fn yaml_inventory_through_ansible_inventory_matches_its_ini_twin() {
+    if !need::need(
+        "yaml_inventory_through_ansible_inventory_matches_its_ini_twin",
+        &["ansible-inventory"],
+    ) {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let ini = write(
         &dir,

@@ -43,6 +43,10 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
+#[path = "../../../../tests-support/need.rs"]
+#[allow(unused)]
+mod need;
+
 /// Sessions run the login user's shell start-up. Where that runs `pyenv init` (as root's
 /// does on our development machines), a session killed during it leaves pyenv's rehash
 /// lock behind, and every later session then waits 60 s for it. A lock older than a few
@@ -103,11 +107,11 @@ impl Cluster {
         );
         let sshd = match prerequisites() {
             Ok(sshd) => sshd,
-            Err(why) if std::env::var_os("CI").is_some() => {
+            Err(why) if need::ci() => {
                 panic!("CI is set, so OpenSSH tests must run, but {why}")
             }
             Err(why) => {
-                eprintln!("skip: {why}");
+                need::skip(&why, "a loopback sshd fleet");
                 return None;
             }
         };

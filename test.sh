@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The test command of README.md: installs what the tests need where it can, runs the whole
+# suite (every test binary, even after one fails) and prints what was skipped.
+#
+# As root (or with passwordless sudo) and apt-get, missing tools are installed from
+# Debian's packages. Otherwise the suite runs anyway: each test that needs a missing tool
+# prints `skipped: TOOL not installed` and the summary at the end lists them. With CI set
+# (as .ci/run runs), a missing tool fails its tests instead (tests-support/need.rs).
+# Extra arguments go to `cargo test`.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+# Tool -> Debian package, for everything a test or a benchmark calls.
+need=()
+command -v fio >/dev/null || need+=(fio)                                 # bench/ compares against it
+command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)                     # device-safety and full-filesystem tests
+{ command -v losetup && command -v mount && command -v setpriv && command -v fallocate; } >/dev/null || need+=(util-linux mount)
+command -v mkswap >/dev/null || need+=(util-linux)
+[ -x /usr/sbin/sshd ] || command -v sshd >/dev/null || need+=(openssh-server)   # loopback sshd fleets
+{ command -v ssh && command -v ssh-keygen; } >/dev/null || need+=(openssh-client)
+[ -x /usr/bin/chromium ] || need+=(chromium)                             # the HTML report, headless
+{ command -v prometheus && command -v promtool; } >/dev/null || need+=(prometheus)  # a real scrape of /metrics
+command -v ansible-inventory >/dev/null || need+=(ansible-core)          # inventory parity
+
+if [ ${#need[@]} -gt 0 ]; then
+  sudo=""
+  if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null && sudo -n true 2>/dev/null; then sudo="sudo -n"; fi
+  if command -v apt-get >/dev/null && { [ "$(id -u)" = 0 ] || [ -n "$sudo" ]; }; then
+    echo "test.sh: installing ${need[*]}" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    $sudo apt-get update -qq
+    $sudo apt-get install -y -qq "${need[@]}" >/dev/null
+  else
+    echo "test.sh: cannot install ${need[*]} (needs root or passwordless sudo, and apt-get); tests that need them are skipped" >&2
+  fi
+  # The prometheus package may start its own daemons; the tests start their own servers
+  # on free ports, so stop the packaged ones rather than leave them scraping.
+  for svc in prometheus prometheus-node-exporter; do
+    if [ -x "/etc/init.d/$svc" ] && pgrep -f "^/usr/bin/$svc( |$)" >/dev/null; then
+      $sudo service "$svc" stop >/dev/null 2>&1 || $sudo "/etc/init.d/$svc" stop >/dev/null 2>&1 || true
+    fi
+  done
+fi
+
+IOFLEET_SKIP_LOG="$(mktemp -t iofleet-skips.XXXXXX)"
+export IOFLEET_SKIP_LOG
+trap 'rm -f "$IOFLEET_SKIP_LOG"' EXIT
+
+status=0
+cargo test --workspace --no-fail-fast "$@" || status=$?
+
+if [ -s "$IOFLEET_SKIP_LOG" ]; then
+  echo
+  echo "skipped tests, by what they need ($(wc -l <"$IOFLEET_SKIP_LOG") in all):"
+  sort "$IOFLEET_SKIP_LOG" | awk -F'\t' '
+    $1 != last { if (last != "") printf "\n"; printf "  %s:", $1; last = $1; n = 0 }
+    { printf "%s %s", (n++ ? "," : ""), $2 }
+    END { printf "\n" }'
+else
+  echo
+  echo "no test was skipped"
+fi
+exit "$status"
