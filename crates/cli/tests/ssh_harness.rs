@@ -4,6 +4,7 @@
 //!
 //! Each test skips (prints `skip: …`) without root or OpenSSH, unless `CI` is set.
 
+mod common;
 #[path = "support/sshd.rs"]
 mod sshd;
 

@@ -41,11 +41,8 @@ use std::process::{Child, Command, Output, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
+use crate::common::need;
 use tempfile::TempDir;
-
-#[path = "../../../../tests-support/need.rs"]
-#[allow(unused)]
-mod need;
 
 /// Sessions run the login user's shell start-up. Where that runs `pyenv init` (as root's
 /// does on our development machines), a session killed during it leaves pyenv's rehash
