@@ -111,6 +111,9 @@ pub struct StoreRecorder {
     name: Option<String>,
     labels: BTreeMap<String, String>,
     id: Option<String>,
+    /// The run as it started, to begin it again in memory if its first rows cannot be
+    /// read back from the failed store.
+    info: Option<RunInfo>,
     /// Nothing more can be recorded anywhere (not even in memory).
     broken: bool,
     quiet: bool,
@@ -140,6 +143,7 @@ impl StoreRecorder {
             name: a.name.clone(),
             labels,
             id: None,
+            info: None,
             broken: false,
             quiet,
             hosts_recorded: false,
@@ -173,12 +177,27 @@ impl StoreRecorder {
                 return false;
             }
         };
-        let lost = match &self.id {
-            Some(id) => mem
-                .pull_run(self.store.path(), id)
-                .err()
-                .map(|p| format!(" (what it had recorded there could not be read back: {p})")),
-            None => None,
+        let lost = match (&self.id, &self.info) {
+            (Some(id), Some(info)) => match mem.pull_run(self.store.path(), id) {
+                Ok(()) => None,
+                Err(p) => {
+                    // Begin it again under its id: the intervals from here on and the
+                    // final result are kept; the earlier intervals are not.
+                    let env = environment(&info.iofleet_version, &info.target);
+                    let new = NewRun {
+                        name: self.name.as_deref(),
+                        labels: &self.labels,
+                        info,
+                        environment: &env,
+                    };
+                    let again = mem.begin_run_as(&new, Some(id)).err();
+                    Some(format!(
+                        " (its intervals so far could not be read back: {p}{})",
+                        again.map_or(String::new(), |a| format!("; {a}"))
+                    ))
+                }
+            },
+            _ => None,
         };
         eprintln!(
             "warning: results store {path}: {e}; the run goes on, kept in memory{}, and is saved at its end",
@@ -335,6 +354,7 @@ impl StoreRecorder {
 impl Observer for StoreRecorder {
     fn started(&mut self, info: &RunInfo) {
         if !self.broken && self.id.is_none() {
+            self.info = Some(info.clone());
             self.begin(info);
         }
     }

@@ -692,7 +692,13 @@ mod tests {
             "profile": "p", "description": "", "engine": "null", "started_at": "",
             "duration_s": 0.0, "warmup_s": 0.0, "interval_s": 1.0, "interrupted": false,
             "direct": true, "target": "none", "hostname": "h", "iofleet_version": "0",
-            "plan": null
+            "plan": iofleet_profile::RecordedPlan::new(
+                &crate::fixtures::plan(
+                    crate::fixtures::fleet(3, 1, 1, 1),
+                    vec![crate::fixtures::stream("s", 100.0)],
+                ),
+                &[],
+            )
         }))
         .unwrap();
         let r = summarize(&spec, col, info, 3, &[], Vec::new());

@@ -62,6 +62,16 @@ fn hist_blob(s: &OpStats) -> Option<Vec<u8>> {
 impl Store {
     /// Create a run in state `running`; returns its short id (8 hex digits).
     pub fn begin_run(&mut self, new: &NewRun<'_>) -> Result<String, StoreError> {
+        self.begin_run_as(new, None)
+    }
+
+    /// `begin_run` under a given id (a run that moved to memory and could not bring its
+    /// first rows along keeps its id), else a fresh one.
+    pub fn begin_run_as(
+        &mut self,
+        new: &NewRun<'_>,
+        given: Option<&str>,
+    ) -> Result<String, StoreError> {
         let info_json = serde_json::to_string(new.info)?;
         let env_json = serde_json::to_string(new.environment)?;
         let (host, pid, ticks) = process_identity();
@@ -70,7 +80,10 @@ impl Store {
         self.write(|tx| {
             let mut id;
             loop {
-                id = format!("{:08x}", rand::random::<u32>());
+                id = given.map_or_else(|| format!("{:08x}", rand::random::<u32>()), str::to_string);
+                if given.is_some() {
+                    break;
+                }
                 let taken: Option<i64> = tx
                     .query_row("SELECT 1 FROM runs WHERE id = ?1", [&id], |r| r.get(0))
                     .optional()?;
