@@ -9,6 +9,9 @@
 # Extra arguments go to `cargo test`.
 set -euo pipefail
 cd "$(dirname "$0")"
+# Debian keeps losetup, mkfs.ext4, mkswap and sshd in the sbin directories, which a
+# non-root user's PATH often lacks: look there too (the tests do, tests-support/need.rs).
+PATH="$PATH:/usr/sbin:/sbin"
 
 # Tool -> Debian package, for everything a test or a benchmark calls.
 need=()
