@@ -321,6 +321,7 @@ impl StoreRecorder {
             .chain(std::iter::once(std::env::temp_dir().join(&file_name)));
         let mut tried = Vec::new();
         for file in places {
+            let existed = file.exists();
             match mem.save_to(&file) {
                 Ok(()) => {
                     eprintln!(
@@ -339,7 +340,13 @@ impl StoreRecorder {
                         status: m.status.as_str().to_string(),
                     });
                 }
-                Err(e) => tried.push(format!("{}: {e}", file.display())),
+                Err(e) => {
+                    // A copy cut short (the disk that failed the store) is no copy.
+                    if !existed {
+                        let _ = std::fs::remove_file(&file);
+                    }
+                    tried.push(format!("{}: {e}", file.display()))
+                }
             }
         }
         eprintln!(

@@ -125,7 +125,8 @@ impl Store {
     }
 
     /// Commit one finished interval: its row and, per worker (local index), each of its
-    /// disks' per-stream counters.
+    /// disks' per-stream counters. Recording an interval again replaces it (a run that
+    /// moved to memory between this and its usage records the interval once more).
     pub fn record_interval(
         &mut self,
         id: &str,
@@ -137,7 +138,7 @@ impl Store {
         let all = fleet.all();
         self.write(|tx| {
         tx.execute(
-            "INSERT INTO intervals (run_id, idx, t_s, duration_s, warmup, ios, bytes, errors, hosts_lost)
+            "INSERT OR REPLACE INTO intervals (run_id, idx, t_s, duration_s, warmup, ios, bytes, errors, hosts_lost)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             params![
                 id,
@@ -153,7 +154,7 @@ impl Store {
         )?;
         {
             let mut ins = tx.prepare_cached(
-                "INSERT INTO disk_samples (run_id, idx, worker, disk, stream,
+                "INSERT OR REPLACE INTO disk_samples (run_id, idx, worker, disk, stream,
                     read_ios, read_bytes, read_errors, read_lat_sum_ns, read_lat_sq_sum_ns2, read_hist,
                     write_ios, write_bytes, write_errors, write_lat_sum_ns, write_lat_sq_sum_ns2, write_hist)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
