@@ -148,13 +148,10 @@ pub fn run(a: RunArgs) -> Result<i32, Exit> {
     crate::steady::check_args(&a)?;
     let (groups, settings) = resolve(&a)?;
     if a.dry_run {
-        return match &a.hosts {
-            Some(path) => {
-                let hosts = iofleet_fleet::inventory::load(path).map_err(Exit::input)?;
-                dry_run::print(&groups, dry_run::Where::Hosts(&hosts), &settings)
-            }
-            None => dry_run::print(&groups, dry_run::Where::Local(&target_spec(&a)?), &settings),
-        };
+        let plan = launcher_for(&a, settings.clone())?
+            .plan(&groups)
+            .map_err(fleet_exit)?;
+        return dry_run::print(&plan, &settings);
     }
     execute(a, groups, settings)
 }
@@ -242,16 +239,10 @@ fn execute(a: RunArgs, groups: Vec<GroupPlan>, settings: RunSettings) -> Result<
     print_and_exit_code(&a, &result, output.as_mut(), &stop)
 }
 
-/// Launcher, store, live view and metrics around one run of `groups`: the result, saved
-/// unless `--no-save`, with the stored identity filled in. `stop` ends it early.
-pub(crate) fn measure(
-    a: &RunArgs,
-    groups: &[GroupPlan],
-    settings: RunSettings,
-    stop: &Arc<AtomicBool>,
-) -> Result<RunResult, Exit> {
-    // With --hosts, targets come from the inventory; --target applies to local runs.
-    let mut launcher: Box<dyn Launcher> = match &a.hosts {
+/// Where the workers run: agents on the inventory's hosts with `--hosts` (targets come
+/// from the inventory), else threads of this process on `--target`.
+fn launcher_for(a: &RunArgs, settings: RunSettings) -> Result<Box<dyn Launcher>, Exit> {
+    Ok(match &a.hosts {
         Some(path) => {
             let hosts = iofleet_fleet::inventory::load(path).map_err(Exit::input)?;
             Box::new(AgentLauncher::new(hosts, settings))
@@ -265,7 +256,27 @@ pub(crate) fn measure(
                 .join(",");
             Box::new(ThreadLauncher::new(target_spec(a)?, label, settings))
         }
-    };
+    })
+}
+
+/// A fleet error as an exit: 2 for bad input, 1 otherwise.
+pub(crate) fn fleet_exit(e: iofleet_fleet::FleetError) -> Exit {
+    if e.is_input_error() {
+        Exit::input(e)
+    } else {
+        Exit::failure(e)
+    }
+}
+
+/// Launcher, store, live view and metrics around one run of `groups`: the result, saved
+/// unless `--no-save`, with the stored identity filled in. `stop` ends it early.
+pub(crate) fn measure(
+    a: &RunArgs,
+    groups: &[GroupPlan],
+    settings: RunSettings,
+    stop: &Arc<AtomicBool>,
+) -> Result<RunResult, Exit> {
+    let mut launcher = launcher_for(a, settings)?;
 
     // Open the results store before any I/O (a bad --db fails early).
     let mut recorder = StoreRecorder::open(&a.save, a.quiet)?;
@@ -300,13 +311,7 @@ pub(crate) fn measure(
     drop(launcher);
     live.finish();
     let stored = recorder.and_then(|r| r.finish(result.as_ref().ok()));
-    let mut result = result.map_err(|e| {
-        if e.is_input_error() {
-            Exit::input(e)
-        } else {
-            Exit::failure(e)
-        }
-    })?;
+    let mut result = result.map_err(fleet_exit)?;
     // Printed and exported results say which stored run they are.
     result.stored = stored;
     Ok(result)

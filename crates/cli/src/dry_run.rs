@@ -1,21 +1,22 @@
 //! `iofleet run --dry-run`: what a run would do, printed, with nothing touched.
 //!
-//! The output is the resolved plan as profile TOML (save it and run it as a profile
-//! file), followed by the fleet layout and the files or device regions as TOML comments,
-//! so the whole of stdout is still a profile that runs. The same checks as a real run are
-//! made (profile, flags, target kind, free space, device safety, block sizes against the
-//! layout) and fail the same way, exit 2. Nothing is created, filled or written: no target
+//! The output is the launcher's plan (`Launcher::plan`, the very plan a run
+//! materializes): the resolved profile as TOML (save it and run it as a profile file),
+//! followed by the fleet layout and the files or device regions as TOML comments, so the
+//! whole of stdout is still a profile that runs. Planning makes every check a run makes
+//! before it writes (profile, flags, target kind, free space, device safety, block sizes
+//! against the layout), so they fail the same way, exit 2. Nothing is created, filled or written: no target
 //! directory, no disk file, no results store entry, no `--output` file, no agent started.
 //! Remote hosts (`--hosts`) are not contacted, so their device regions are not known.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use iofleet_engine::target::{plan_layout, DiskLayout, TargetSpec, MARKER_LEN};
-use iofleet_fleet::inproc::{check_layout, check_verify, device_size_notice};
+use iofleet_engine::target::{DiskLayout, TargetSpec, MARKER_LEN};
 use iofleet_fleet::inventory::{self, HostSpec};
+use iofleet_fleet::launcher::{LaunchPlan, Placement};
 use iofleet_fleet::protocol::TargetArg;
-use iofleet_fleet::{EngineSpec, FleetError, RunSettings};
+use iofleet_fleet::RunSettings;
 use iofleet_profile::{plan_toml, Bytes, GroupPlan};
 
 use crate::Exit;
@@ -23,93 +24,90 @@ use crate::Exit;
 /// Disk files or regions listed per target before the rest is summarised.
 const LIST_AT_MOST: usize = 32;
 
-/// Where the run would go: this host's target, or an inventory's hosts.
-pub enum Where<'a> {
-    Local(&'a TargetSpec),
-    Hosts(&'a [HostSpec]),
-}
-
-pub fn print(groups: &[GroupPlan], at: Where<'_>, settings: &RunSettings) -> Result<i32, Exit> {
-    let mut groups = groups.to_vec();
+/// Print `plan` (from `Launcher::plan`) as a profile followed by the fleet and its
+/// placement as comments.
+pub fn print(plan: &LaunchPlan, settings: &RunSettings) -> Result<i32, Exit> {
+    let groups = &plan.groups;
     let mut out = String::new();
-    let mut notes: Vec<String> = Vec::new();
-    let caps = settings.engine.caps();
-    check_verify(&groups, &settings.engine).map_err(fleet_exit)?;
-
-    // Hosts: the placement a run makes (pins applied), planned by the same function.
-    let host_plan = match at {
-        Where::Hosts(hosts) => {
-            let p = iofleet_fleet::agents::plan_hosts(hosts, &groups).map_err(fleet_exit)?;
-            groups = p.groups.clone();
-            notes.extend(p.notices.iter().cloned());
-            Some(p)
-        }
-        Where::Local(_) => None,
-    };
-
-    // Local layouts first: a single group's disk size follows its device regions.
-    let mut layouts: Vec<Vec<DiskLayout>> = Vec::new();
-    if let Where::Local(target) = at {
-        if caps.needs_target {
-            if groups.len() > 1 && matches!(target, TargetSpec::Devices(_)) {
-                return Err(Exit::input(
-                    "--target: worker groups need a directory target (each group would split the same devices)",
-                ));
-            }
-            for g in &groups {
-                let f = &g.plan.fleet;
-                let layout = plan_layout(target, &settings.layout_request(g, settings.direct))
-                    .map_err(|e| fleet_exit(FleetError::from(e)))?;
-                check_layout(&g.plan, &layout, settings.direct).map_err(fleet_exit)?;
-                notes.extend(device_size_notice(
-                    f.disk_size.0,
-                    &layout,
-                    settings.disk_size_from_cli,
-                ));
-                layouts.push(layout);
-            }
-            if let ([g], [layout]) = (groups.as_mut_slice(), layouts.as_slice()) {
-                if let Some(min) = layout.iter().map(|d| d.size).min() {
-                    g.plan.fleet.disk_size = Bytes(min);
+    plan_lines(&mut out, groups);
+    fleet_lines(&mut out, plan);
+    match &plan.placement {
+        Placement::Here {
+            host,
+            io_threads,
+            target,
+        } => {
+            writeln!(out, "#   host:        {host} (this host)").ok();
+            writeln!(out, "#   I/O threads: {io_threads}").ok();
+            match target {
+                None => {
+                    writeln!(
+                        out,
+                        "# Target: none ({} touches no storage)",
+                        settings.engine.name()
+                    )
+                    .ok();
                 }
+                Some((target, layout)) => target_lines(&mut out, target, layout),
+            }
+        }
+        Placement::Hosts(hosts) => {
+            writeln!(
+                out,
+                "#   hosts:       {} (not contacted: I/O threads and device regions are decided on each host)",
+                hosts.len()
+            )
+            .ok();
+            for (h, share) in hosts {
+                host_lines(&mut out, h, share);
             }
         }
     }
+    for n in &plan.notices {
+        writeln!(out, "# note: {n}").ok();
+    }
+    print!("{out}");
+    Ok(0)
+}
 
-    // The plan(s), as profile TOML.
+/// The plan(s), as profile TOML.
+fn plan_lines(out: &mut String, groups: &[GroupPlan]) {
     writeln!(
         out,
         "# iofleet run --dry-run: the resolved plan as a profile. Nothing was created or written."
     )
     .ok();
-    if groups.len() == 1 {
+    if let [g] = groups {
         writeln!(
             out,
             "# Save this output as a .toml file and run it: iofleet run FILE (with the same --target)."
         )
         .ok();
-        writeln!(out, "{}", plan_toml(&groups[0].plan)).ok();
-    } else {
+        writeln!(out, "{}", plan_toml(&g.plan)).ok();
+        return;
+    }
+    writeln!(
+        out,
+        "# One profile per worker group; save each part as a .toml file and run them together with\n\
+         # --group NAME=FILE:WORKERS (each group's workers are given on --group)."
+    )
+    .ok();
+    for g in groups {
         writeln!(
             out,
-            "# One profile per worker group; save each part as a .toml file and run them together with\n\
-             # --group NAME=FILE:WORKERS (each group's workers are given on --group)."
+            "\n# ---- group {} ({} workers): --group {}=FILE:{} ----",
+            g.name, g.plan.fleet.workers, g.name, g.plan.fleet.workers
         )
         .ok();
-        for g in &groups {
-            writeln!(
-                out,
-                "\n# ---- group {} ({} workers): --group {}=FILE:{} ----",
-                g.name, g.plan.fleet.workers, g.name, g.plan.fleet.workers
-            )
-            .ok();
-            writeln!(out, "{}", plan_toml(&g.plan)).ok();
-        }
+        writeln!(out, "{}", plan_toml(&g.plan)).ok();
     }
+}
 
-    // The fleet.
+/// The fleet: workers per group, disks, lanes, outstanding I/Os, engine.
+fn fleet_lines(out: &mut String, plan: &LaunchPlan) {
+    let groups = &plan.groups;
     let total_workers: u32 = groups.iter().map(|g| g.plan.fleet.workers).sum();
-    let lanes = iofleet_fleet::inproc::lane_count(&groups) as u64;
+    let lanes = iofleet_fleet::inproc::lane_count(groups) as u64;
     let disks: u64 = groups
         .iter()
         .map(|g| g.plan.fleet.workers as u64 * g.plan.fleet.disks_per_worker as u64)
@@ -117,7 +115,7 @@ pub fn print(groups: &[GroupPlan], at: Where<'_>, settings: &RunSettings) -> Res
     let outstanding: u64 = groups.iter().map(|g| g.plan.configured_outstanding()).sum();
     writeln!(out, "# Fleet").ok();
     writeln!(out, "#   workers:     {total_workers}").ok();
-    for g in &groups {
+    for g in groups {
         let f = &g.plan.fleet;
         writeln!(
             out,
@@ -143,132 +141,13 @@ pub fn print(groups: &[GroupPlan], at: Where<'_>, settings: &RunSettings) -> Res
         "#   outstanding: {outstanding} I/Os when every lane is full"
     )
     .ok();
-    writeln!(
-        out,
-        "#   engine:      {}",
-        engine_line(&settings.engine, &at, settings.direct)
-    )
-    .ok();
+    writeln!(out, "#   engine:      {}", plan.engine).ok();
     writeln!(
         out,
         "#   direct I/O:  {}",
-        if settings.direct {
-            "yes (O_DIRECT)"
-        } else {
-            "no"
-        }
+        if plan.direct { "yes (O_DIRECT)" } else { "no" }
     )
     .ok();
-
-    match at {
-        Where::Local(target) => {
-            writeln!(
-                out,
-                "#   host:        {} (this host)",
-                iofleet_fleet::sys::hostname()
-            )
-            .ok();
-            // What `auto` becomes here decides one I/O thread per lane (psync) or not.
-            let engine = resolve_here(&settings.engine, target, settings.direct)
-                .unwrap_or_else(|_| settings.engine.clone());
-            writeln!(
-                out,
-                "#   I/O threads: {}",
-                io_threads_line(&groups, &engine)?
-            )
-            .ok();
-            if !caps.needs_target {
-                writeln!(
-                    out,
-                    "# Target: none ({} touches no storage)",
-                    settings.engine.name()
-                )
-                .ok();
-            } else {
-                target_lines(&mut out, target, &layouts.concat());
-            }
-        }
-        Where::Hosts(hosts) => {
-            writeln!(
-                out,
-                "#   hosts:       {} (not contacted: I/O threads and device regions are decided on each host)",
-                hosts.len()
-            )
-            .ok();
-            let shares = host_plan.as_ref().map_or(&[][..], |p| &p.hosts[..]);
-            for (h, share) in hosts.iter().zip(shares) {
-                host_lines(&mut out, h, share);
-            }
-        }
-    }
-    for n in &notes {
-        writeln!(out, "# note: {n}").ok();
-    }
-    print!("{out}");
-    Ok(0)
-}
-
-fn fleet_exit(e: FleetError) -> Exit {
-    if e.is_input_error() {
-        Exit::input(e)
-    } else {
-        Exit::failure(e)
-    }
-}
-
-/// The engine a local run would use: `auto` resolved for this kernel and, on a
-/// directory target, for its filesystem (the check writes nothing).
-fn resolve_here(
-    engine: &EngineSpec,
-    target: &TargetSpec,
-    direct: bool,
-) -> Result<EngineSpec, iofleet_engine::EngineError> {
-    let dir = match target {
-        TargetSpec::Dir(d) => Some(d.as_path()),
-        TargetSpec::Devices(_) => None,
-    };
-    engine.resolve_for_dir(dir, direct, &mut Vec::new())
-}
-
-fn engine_line(engine: &EngineSpec, at: &Where<'_>, direct: bool) -> String {
-    match (engine, at) {
-        (EngineSpec::Auto, Where::Hosts(_)) => {
-            "auto (each host uses io_uring where its kernel allows it, else psync)".into()
-        }
-        (EngineSpec::Auto, Where::Local(target)) => match resolve_here(engine, target, direct) {
-            Ok(EngineSpec::Psync) if matches!(target, TargetSpec::Dir(_)) => {
-                "auto: psync (the target's filesystem has no non-blocking reads, as tmpfs; or io_uring is unavailable)".into()
-            }
-            Ok(other) => format!("auto: {}", other.name()),
-            Err(e) => format!("auto: {e}"),
-        },
-        (e, _) => e.to_string(),
-    }
-}
-
-/// The I/O threads the in-process launcher would start, from its own placement.
-fn io_threads_line(groups: &[GroupPlan], engine: &EngineSpec) -> Result<String, Exit> {
-    let (n, lanes, cpus) =
-        iofleet_fleet::inproc::planned_io_threads(groups, engine).map_err(fleet_exit)?;
-    let caps = engine.caps();
-    let why = if !caps.async_qd {
-        format!(
-            "one per lane: {} keeps one I/O in flight per thread",
-            engine.name()
-        )
-    } else if caps.device_per_disk {
-        "a disk's lanes share one thread, as they share its simulated device".to_string()
-    } else {
-        format!("{lanes} lane(s) shared among them")
-    };
-    let pinned = match &cpus {
-        Some(c) => format!(
-            ", pinned to CPUs {}",
-            iofleet_fleet::sys::format_cpu_list(c)
-        ),
-        None => String::new(),
-    };
-    Ok(format!("{n} ({why}{pinned})"))
 }
 
 fn target_lines(out: &mut String, target: &TargetSpec, layout: &[DiskLayout]) {

@@ -25,15 +25,17 @@ use iofleet_profile::{combine, GroupPlan};
 use sha2::{Digest, Sha256};
 
 use crate::controller::FleetError;
+use crate::inproc::check_verify;
 use crate::inventory::{place, HostSpec};
 use crate::lanes::Msg;
-use crate::launcher::{Finished, Launcher, Prepared};
+use crate::launcher::{Finished, LaunchPlan, Launcher, Placement, Prepared};
 use crate::observer::Observer;
 use crate::protocol::{
     check_hello, mono_ns, read_frame, read_magic, write_frame, AgentJob, Clock, Frame, Hello, Start,
 };
 use crate::settings::RunSettings;
 use crate::transport::{self, shell_quote, Transport};
+use crate::EngineSpec;
 use iofleet_stats::result::VerifySummary;
 
 /// Clock round trips per host; the one with the shortest round trip sets the offset.
@@ -72,6 +74,47 @@ impl Conn {
 
 fn host_err(host: &HostSpec, what: impl std::fmt::Display) -> FleetError {
     FleetError::Setup(format!("host {} ({}): {what}", host.name, host.destination))
+}
+
+/// The offset of an agent's clock from the controller's, NTP style: each round trip
+/// (sent at `t0`, the agent's clock read `agent`, received at `t1`) says
+/// offset = agent − (t0 + t1) / 2, wrong by at most half the round trip; the round trip
+/// with the least delay decides.
+#[derive(Debug, Default)]
+struct ClockFit {
+    /// (round trip, offset) of the best round trip so far, ns.
+    best: Option<(u64, i64)>,
+}
+
+impl ClockFit {
+    fn add(&mut self, t0: u64, agent: u64, t1: u64) {
+        let rtt = t1.saturating_sub(t0);
+        let offset = (agent as i128 - (t0 as i128 + t1 as i128) / 2) as i64;
+        if self.best.is_none_or(|(r, _)| rtt < r) {
+            self.best = Some((rtt, offset));
+        }
+    }
+}
+
+/// `CLOCK_SAMPLES` clock round trips with an agent that has said hello: (round trip,
+/// offset) of the best, ns; `now` is the controller's clock.
+fn exchange_clock(
+    from_agent: &mut impl Read,
+    send: impl Fn(&Frame) -> std::io::Result<()>,
+    now: impl Fn() -> u64,
+) -> Result<(u64, i64), String> {
+    let mut fit = ClockFit::default();
+    for seq in 0..CLOCK_SAMPLES {
+        let t0 = now();
+        if send(&Frame::Ping(Clock { seq, t_ns: t0 })).is_err() {
+            return Err("the agent closed the session".into());
+        }
+        match read_frame(from_agent) {
+            Ok(Some(Frame::Pong(c))) if c.seq == seq => fit.add(t0, c.t_ns, now()),
+            other => return Err(format!("clock exchange failed ({other:?})")),
+        }
+    }
+    Ok(fit.best.expect("at least one sample"))
 }
 
 /// SHA-256 of this executable, hex.
@@ -279,32 +322,10 @@ fn connect(host: &HostSpec, job: AgentJob, exe: &std::path::Path) -> Result<Conn
     if send(&conn, &Frame::Hello(ours)).is_err() {
         return Err(died(&mut conn, "the agent closed the session".into()));
     }
-    // Clock offset, NTP style: offset = t_agent − (t_sent + t_received) / 2, from the
-    // round trip with the smallest delay.
-    let mut best: Option<(u64, i64)> = None;
-    for seq in 0..CLOCK_SAMPLES {
-        let t0 = mono_ns();
-        if send(&conn, &Frame::Ping(Clock { seq, t_ns: t0 })).is_err() {
-            return Err(died(&mut conn, "the agent closed the session".into()));
-        }
-        match read_frame(&mut stdout) {
-            Ok(Some(Frame::Pong(c))) if c.seq == seq => {
-                let t1 = mono_ns();
-                let rtt = t1 - t0;
-                let offset = c.t_ns as i64 - ((t0 as i128 + t1 as i128) / 2) as i64;
-                if best.is_none_or(|(r, _)| rtt < r) {
-                    best = Some((rtt, offset));
-                }
-            }
-            other => {
-                return Err(died(
-                    &mut conn,
-                    format!("clock exchange failed ({other:?})"),
-                ));
-            }
-        }
-    }
-    let (rtt, offset) = best.expect("at least one sample");
+    let (rtt, offset) = match exchange_clock(&mut stdout, |f| send(&conn, f), mono_ns) {
+        Ok(fit) => fit,
+        Err(e) => return Err(died(&mut conn, e)),
+    };
     conn.rtt_ns = rtt;
     conn.offset_ns = offset;
     if send(&conn, &Frame::Job(Box::new(job))).is_err() {
@@ -446,32 +467,26 @@ impl AgentLauncher {
         }
     }
 
-    /// Each host's share of `groups` (every host's pins applied), as agent jobs: the
-    /// plan, the hosts with work, and their jobs.
-    #[allow(clippy::type_complexity)]
+    /// Each host with work, and its agent job.
     fn host_jobs(
         &self,
-        groups: &[GroupPlan],
-        notices: &mut Vec<String>,
-    ) -> Result<(HostPlan, Vec<usize>, Vec<(usize, AgentJob)>), FleetError> {
-        let mut plan = plan_hosts(&self.hosts, groups)?;
-        notices.append(&mut plan.notices);
-        let active: Vec<usize> = (0..self.hosts.len())
-            .filter(|&i| plan.hosts[i].count > 0)
-            .collect();
-        let jobs = active
+        shares: &[HostShare],
+        verify_only: Option<usize>,
+    ) -> Vec<(usize, AgentJob)> {
+        shares
             .iter()
-            .map(|&i| {
+            .enumerate()
+            .filter(|(_, share)| share.count > 0)
+            .map(|(i, share)| {
                 let job = AgentJob {
-                    groups: plan.hosts[i].groups.clone(),
+                    groups: share.groups.clone(),
                     target: self.hosts[i].target.clone(),
                     settings: self.settings.clone(),
-                    verify_only: None,
+                    verify_only,
                 };
                 (i, job)
             })
-            .collect();
-        Ok((plan, active, jobs))
+            .collect()
     }
 
     /// `iofleet verify --hosts`: every host checks its disks against their journals;
@@ -482,14 +497,9 @@ impl AgentLauncher {
         groups: &[GroupPlan],
         keep: usize,
     ) -> Result<Vec<(String, usize, VerifySummary)>, FleetError> {
-        let (_, active, jobs) = self.host_jobs(groups, &mut Vec::new())?;
-        let jobs = jobs
-            .into_iter()
-            .map(|(i, mut j)| {
-                j.verify_only = Some(keep);
-                (i, j)
-            })
-            .collect();
+        let plan = plan_hosts(&self.hosts, groups)?;
+        let jobs = self.host_jobs(&plan.hosts, Some(keep));
+        let active: Vec<usize> = jobs.iter().map(|(i, _)| *i).collect();
         if self.connect_all(jobs, &AtomicBool::new(false))?.is_none() {
             return Ok(Vec::new());
         }
@@ -661,16 +671,40 @@ pub fn plan_hosts(hosts: &[HostSpec], groups: &[GroupPlan]) -> Result<HostPlan, 
 }
 
 impl Launcher for AgentLauncher {
-    fn prepare(
+    fn plan(&mut self, groups: &[GroupPlan]) -> Result<LaunchPlan, FleetError> {
+        check_verify(groups, &self.settings.engine)?;
+        let plan = plan_hosts(&self.hosts, groups)?;
+        Ok(LaunchPlan {
+            groups: plan.groups,
+            engine: match &self.settings.engine {
+                EngineSpec::Auto => {
+                    "auto (each host uses io_uring where its kernel allows it, else psync)".into()
+                }
+                e => e.to_string(),
+            },
+            direct: self.settings.direct,
+            placement: Placement::Hosts(self.hosts.iter().cloned().zip(plan.hosts).collect()),
+            notices: plan.notices,
+        })
+    }
+
+    fn materialize(
         &mut self,
-        groups: &[GroupPlan],
+        plan: LaunchPlan,
         stop: &Arc<AtomicBool>,
         _observer: &mut dyn Observer,
         notices: &mut Vec<String>,
     ) -> Result<Option<Prepared>, FleetError> {
         self.stop = stop.clone();
-        let (plan, active, jobs) = self.host_jobs(groups, notices)?;
+        let Placement::Hosts(placed) = plan.placement else {
+            return Err(FleetError::Setup(
+                "a launcher materializes only the plan it made".into(),
+            ));
+        };
+        let shares: Vec<HostShare> = placed.into_iter().map(|(_, s)| s).collect();
         let groups = plan.groups;
+        let jobs = self.host_jobs(&shares, None);
+        let active: Vec<usize> = jobs.iter().map(|(i, _)| *i).collect();
         if self.connect_all(jobs, stop)?.is_none() {
             return Ok(None);
         }
@@ -767,7 +801,7 @@ impl Launcher for AgentLauncher {
         }
         let mut worker_host = Vec::new();
         for (h, &i) in active.iter().enumerate() {
-            worker_host.extend(std::iter::repeat_n(h, plan.hosts[i].count as usize));
+            worker_host.extend(std::iter::repeat_n(h, shares[i].count as usize));
         }
         let max_rtt = self.conns.iter().map(|c| c.rtt_ns).max().unwrap_or(0);
         Ok(Some(Prepared {
@@ -969,5 +1003,83 @@ fn route(
             Event::Closed(_) => continue,
         };
         let _ = tx.send(msg);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_clock_offset_is_the_agent_reading_against_the_round_trip_midpoint() {
+        let mut fit = ClockFit::default();
+        // Sent at 1,000 and back at 3,000: the agent read its clock at the midpoint,
+        // 2,000 on ours, as far as the controller can tell; it read 5,002,000.
+        fit.add(1_000, 5_002_000, 3_000);
+        assert_eq!(fit.best, Some((2_000, 5_000_000)));
+        // A slower round trip does not replace it, whatever it says.
+        fit.add(10_000, 9_000_000, 20_000);
+        assert_eq!(fit.best, Some((2_000, 5_000_000)));
+        // A quicker one does, and an agent behind the controller has a negative offset.
+        fit.add(50_000, 40_100, 50_200);
+        assert_eq!(fit.best, Some((200, -10_000)));
+        // Clocks near the top of u64 do not overflow the midpoint.
+        let mut big = ClockFit::default();
+        big.add(u64::MAX - 100, u64::MAX - 50, u64::MAX);
+        assert_eq!(big.best, Some((100, 0)));
+    }
+
+    /// A controller whose clock runs `SHIFT` behind, against a real agent's control
+    /// loop over an in-memory pipe.
+    #[test]
+    fn the_clock_exchange_with_an_agent_finds_its_offset_within_half_a_round_trip() {
+        const SHIFT: u64 = 7_000_000_000;
+        let (to_agent_r, to_agent_w) = std::io::pipe().unwrap();
+        let (from_agent_r, from_agent_w) = std::io::pipe().unwrap();
+        let agent = std::thread::spawn(move || {
+            crate::agent::serve(Box::new(to_agent_r), Box::new(from_agent_w))
+        });
+        let to_agent = Mutex::new(to_agent_w);
+        let send = |f: &Frame| write_frame(&mut *to_agent.lock().unwrap(), f);
+        let mut from_agent = BufReader::new(from_agent_r);
+        read_magic(&mut from_agent).unwrap();
+        match read_frame(&mut from_agent) {
+            Ok(Some(Frame::Hello(h))) => check_hello(&Hello::ours(), &h, "agent").unwrap(),
+            other => panic!("expected the agent's hello, got {other:?}"),
+        }
+        send(&Frame::Hello(Hello::ours())).unwrap();
+        let controller_now = || mono_ns() - SHIFT;
+        let (rtt, offset) = exchange_clock(&mut from_agent, send, controller_now).unwrap();
+        assert!(rtt > 0);
+        let error = (offset - SHIFT as i64).unsigned_abs();
+        assert!(
+            error <= rtt / 2 + 1,
+            "offset {offset} ns is {error} ns from the true {SHIFT} (round trip {rtt} ns)"
+        );
+        // A controller that stops before sending work: the agent ends cleanly.
+        send(&Frame::Stop).unwrap();
+        assert_eq!(agent.join().unwrap(), 0);
+    }
+
+    #[test]
+    fn an_agent_that_answers_out_of_turn_fails_the_clock_exchange() {
+        let (to_agent_r, to_agent_w) = std::io::pipe().unwrap();
+        let (mut from_agent_r, mut from_agent_w) = std::io::pipe().unwrap();
+        // The "agent" answers the first ping with the wrong sequence number.
+        let fake = std::thread::spawn(move || {
+            let mut input = BufReader::new(to_agent_r);
+            if let Ok(Some(Frame::Ping(c))) = read_frame(&mut input) {
+                let pong = Frame::Pong(Clock {
+                    seq: c.seq + 1,
+                    t_ns: 0,
+                });
+                write_frame(&mut from_agent_w, &pong).unwrap();
+            }
+        });
+        let to_agent = Mutex::new(to_agent_w);
+        let send = |f: &Frame| write_frame(&mut *to_agent.lock().unwrap(), f);
+        let err = exchange_clock(&mut from_agent_r, send, mono_ns).unwrap_err();
+        assert!(err.starts_with("clock exchange failed"), "{err}");
+        fake.join().unwrap();
     }
 }

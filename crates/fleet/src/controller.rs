@@ -1,5 +1,6 @@
 //! The run controller: the one path every run takes, whatever its launcher. It asks
-//! the launcher to prepare, names one start instant (through a `StartGate`), releases
+//! the launcher to plan and then to materialize that plan (see `launcher` for the
+//! flow), names one start instant (through a `StartGate`), releases
 //! the sources, folds their interval samples with the collector, and computes the
 //! `RunResult` once. A local run, a fleet of agents and an agent's own share all go
 //! through `run`; only the `Launcher` differs.
@@ -121,7 +122,9 @@ pub fn run(
         ));
     }
     let mut notices = Vec::new();
-    let Some(prep) = launcher.prepare(groups, &stop, observer, &mut notices)? else {
+    let plan = launcher.plan(groups)?;
+    notices.extend(plan.notices.iter().cloned());
+    let Some(prep) = launcher.materialize(plan, &stop, observer, &mut notices)? else {
         notices.push("interrupted while preparing: nothing was measured".into());
         let info = run_info(
             &combine(groups),
@@ -229,5 +232,208 @@ fn run_info(
         iofleet_version: env!("CARGO_PKG_VERSION").into(),
         start_skew_ms: None,
         plan: iofleet_profile::RecordedPlan::new(plan, groups),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The control plane without I/O: a scripted launcher whose sources send what a
+    //! test says, so the start gate and the silence rule are exercised exactly.
+
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    use crossbeam_channel::Sender;
+    use iofleet_stats::Sample;
+
+    use super::*;
+    use crate::fixtures::{fleet, plan, stream};
+    use crate::lanes::Msg;
+    use crate::launcher::{Finished, LaunchPlan, Placement};
+    use crate::observer::Silent;
+
+    /// Two hosts of one worker each, one source per host. A source that is not
+    /// `silent` reports `ios` reads of 100 µs in its one interval, then ends.
+    struct Scripted {
+        silent: [bool; 2],
+        ios: u64,
+        grace: Option<Duration>,
+        events: Arc<Mutex<Vec<String>>>,
+        stop: Option<Arc<AtomicBool>>,
+        /// Kept open so a silent source is silent, not ended.
+        tx: Option<Sender<Msg>>,
+    }
+
+    impl Scripted {
+        fn new(silent: [bool; 2], grace: Option<Duration>) -> Self {
+            Scripted {
+                silent,
+                ios: 1000,
+                grace,
+                events: Default::default(),
+                stop: None,
+                tx: None,
+            }
+        }
+        fn log(&self, e: impl Into<String>) {
+            self.events.lock().unwrap().push(e.into());
+        }
+        fn events(&self) -> Vec<String> {
+            self.events.lock().unwrap().clone()
+        }
+    }
+
+    impl Launcher for Scripted {
+        fn plan(&mut self, groups: &[GroupPlan]) -> Result<LaunchPlan, FleetError> {
+            self.log("plan");
+            Ok(LaunchPlan {
+                groups: groups.to_vec(),
+                engine: "scripted".into(),
+                direct: false,
+                placement: Placement::Hosts(Vec::new()),
+                notices: vec!["planned".into()],
+            })
+        }
+
+        fn materialize(
+            &mut self,
+            plan: LaunchPlan,
+            stop: &Arc<AtomicBool>,
+            _observer: &mut dyn Observer,
+            _notices: &mut Vec<String>,
+        ) -> Result<Option<Prepared>, FleetError> {
+            self.log("materialize");
+            self.stop = Some(stop.clone());
+            Ok(Some(Prepared {
+                groups: plan.groups,
+                worker_base: 0,
+                hosts: vec!["a".into(), "b".into()],
+                worker_host: vec![0, 1],
+                sources: vec![("host a".into(), 0), ("host b".into(), 1)],
+                engine: "scripted".into(),
+                target_label: "none".into(),
+                direct: false,
+                configured_outstanding: 2,
+                start_margin: Duration::from_millis(5),
+                silence_grace: self.grace,
+                probe: None,
+            }))
+        }
+
+        fn start(&mut self, _epoch: Instant, tx: Sender<Msg>) -> Option<Duration> {
+            let stopped = self.stop.as_ref().is_some_and(|s| s.load(Ordering::SeqCst));
+            self.log(format!("start stop={stopped}"));
+            if stopped {
+                return None;
+            }
+            for source in 0..2u32 {
+                if self.silent[source as usize] {
+                    continue;
+                }
+                let mut s = Sample::new(1);
+                (0..self.ios).for_each(|_| s.streams[0].read.record(100_000, 4096));
+                let sent = tx.send(Msg::Interval {
+                    source,
+                    index: 0,
+                    samples: vec![(source, 0, s)],
+                    errors: Vec::new(),
+                    disks: Vec::new(),
+                    stopped_at: None,
+                    usage: None,
+                    generator: None,
+                });
+                let done = tx.send(Msg::Done {
+                    source,
+                    end_ns: 1_000_000_000,
+                    error: None,
+                    errors: Vec::new(),
+                    disks: Vec::new(),
+                    lost: false,
+                });
+                assert!(sent.is_ok() && done.is_ok());
+            }
+            self.tx = Some(tx);
+            Some(Duration::ZERO)
+        }
+
+        fn give_up(&mut self, source: usize) {
+            self.log(format!("give_up {source}"));
+        }
+
+        fn finish(&mut self) -> Finished {
+            self.log("finish");
+            self.tx = None;
+            Finished::default()
+        }
+    }
+
+    fn groups() -> Vec<GroupPlan> {
+        GroupPlan::single(plan(fleet(2, 1, 1, 1), vec![stream("s", 100.0)]), 0)
+    }
+
+    struct Refuse;
+
+    impl StartGate for Refuse {
+        fn ready(&mut self, p: &Prepared, notices: &[String]) -> Result<Instant, FleetError> {
+            assert_eq!(p.sources.len(), 2);
+            assert_eq!(notices, ["planned"], "the plan's notices reach the gate");
+            Err(FleetError::Setup("host b: its clock is 3 s off".into()))
+        }
+    }
+
+    #[test]
+    fn a_start_gate_that_refuses_stops_every_source_before_any_io() {
+        let mut l = Scripted::new([false, false], None);
+        let stop = Arc::new(AtomicBool::new(false));
+        let err = run(&groups(), &mut l, &mut Refuse, stop.clone(), &mut Silent)
+            .expect_err("a refused start is an error");
+        assert_eq!(err.to_string(), "host b: its clock is 3 s off");
+        assert!(stop.load(Ordering::SeqCst), "the sources are told to stop");
+        // Started only to be torn down (with stop already set), then finished.
+        assert_eq!(
+            l.events(),
+            ["plan", "materialize", "start stop=true", "finish"]
+        );
+    }
+
+    #[test]
+    fn a_silent_source_is_given_up_once_and_its_host_lost() {
+        let mut l = Scripted::new([false, true], Some(Duration::from_millis(300)));
+        let stop = Arc::new(AtomicBool::new(false));
+        let r = run(&groups(), &mut l, &mut StartNow, stop, &mut Silent).unwrap();
+        let events = l.events();
+        assert_eq!(
+            events.iter().filter(|e| e.starts_with("give_up")).count(),
+            1,
+            "{events:?}"
+        );
+        assert_eq!(
+            events,
+            [
+                "plan",
+                "materialize",
+                "start stop=false",
+                "give_up 1",
+                "finish"
+            ]
+        );
+        assert!(r.hosts[0].lost_at_s.is_none(), "host a reported: {r:?}");
+        assert!(r.hosts[1].lost_at_s.is_some(), "host b never spoke");
+        assert_eq!(r.summary.all.ios, 1000, "host a's I/Os are the run's");
+        assert_eq!(r.hosts[0].all.ios, 1000);
+        assert_eq!(r.hosts[1].all.ios, 0);
+    }
+
+    #[test]
+    fn a_run_of_sources_that_all_report_gives_up_on_none() {
+        let mut l = Scripted::new([false, false], Some(Duration::from_millis(300)));
+        let stop = Arc::new(AtomicBool::new(false));
+        let r = run(&groups(), &mut l, &mut StartNow, stop, &mut Silent).unwrap();
+        assert_eq!(
+            l.events(),
+            ["plan", "materialize", "start stop=false", "finish"]
+        );
+        assert!(r.hosts.iter().all(|h| h.lost_at_s.is_none()));
+        assert_eq!(r.summary.all.ios, 2000);
     }
 }

@@ -31,7 +31,7 @@ use crate::controller::FleetError;
 use crate::lanes::{
     lane_seed, run_lanes, IoThreadSpec, LaneSpec, Msg, QueueSpec, TakenOut, ThreadWork, Timeline,
 };
-use crate::launcher::{Finished, Launcher, Prepared};
+use crate::launcher::{Finished, LaunchPlan, Launcher, Placement as Where, Prepared};
 use crate::observer::{Observer, Phase};
 use crate::settings::RunSettings;
 use crate::sys;
@@ -126,6 +126,17 @@ pub struct ThreadLauncher {
     gate: Arc<Gate>,
     cleanup: Cleanup,
     journal_sync: Option<JournalSync>,
+    /// What `plan` decided, for `materialize`.
+    planned: Option<LocalPlan>,
+}
+
+/// The in-process half of a plan: the engine resolved for this host, every lane, the
+/// I/O threads they go to, and each active group's disk layout.
+struct LocalPlan {
+    engine: EngineSpec,
+    lanes: Vec<LaneSpec>,
+    io_threads: Vec<IoThreadSpec>,
+    layouts: Vec<(usize, Vec<DiskLayout>)>,
 }
 
 impl ThreadLauncher {
@@ -139,6 +150,189 @@ impl ThreadLauncher {
             gate: Arc::new(Gate::default()),
             cleanup: Cleanup::default(),
             journal_sync: None,
+            planned: None,
+        }
+    }
+
+    /// Create every disk (files, or check device regions open), then fill what the
+    /// plan prepares, or set up verify journals. `None` when `stop` cut the fill short.
+    fn lay_out_targets(
+        &mut self,
+        groups: &[GroupPlan],
+        layouts: &[(usize, Vec<DiskLayout>)],
+        stop: &Arc<AtomicBool>,
+        observer: &mut dyn Observer,
+        notices: &mut Vec<String>,
+    ) -> Result<Option<Vec<JournalSlot>>, FleetError> {
+        let direct = self.settings.direct;
+        if self.settings.cleanup {
+            self.cleanup.0 = layouts
+                .iter()
+                .flat_map(|(_, l)| l.iter())
+                .filter(|d| !d.is_device)
+                .flat_map(|d| [journal_path(d, Path::new("")), d.path.clone()])
+                .collect();
+        }
+        for (gi, layout) in layouts {
+            create_files(layout)?;
+            // Surface open errors (O_DIRECT refused, permissions) as typed errors now.
+            let p = &groups[*gi].plan;
+            let writes = p.streams.iter().any(|s| s.read_pct < 100.0);
+            let needs_write = writes || p.timing.prepare != Prepare::None;
+            if let Some(first) = layout.first() {
+                open_disk(first, direct, needs_write)?;
+            }
+        }
+        let verify = groups.iter().any(|g| g.plan.timing.verify);
+        let cache = default_cache_dir();
+        let mut journals = Vec::new();
+        for (gi, layout) in layouts {
+            let plan = &groups[*gi].plan;
+            let pattern = match plan.timing.prepare {
+                Prepare::Random => Some(FillPattern::of(pattern_spec(&plan.data))),
+                Prepare::Zero => Some(FillPattern::Zero),
+                Prepare::None => None,
+            };
+            if verify {
+                let p = pattern.unwrap_or(FillPattern::Random);
+                match verify_setup(layout, p, direct, stop, observer, notices)? {
+                    Some(j) => journals.extend(j),
+                    None => return Ok(None),
+                }
+                continue;
+            }
+            if plan.streams.iter().any(|s| s.read_pct < 100.0) || pattern.is_some() {
+                forget_journals(layout, &cache, notices)?;
+            }
+            if let Some(p) = pattern {
+                observer.phase(Phase::Prepare, 0.0);
+                if !prepare_disks(layout, p, direct, stop, observer, notices)? {
+                    return Ok(None);
+                }
+            }
+        }
+        Ok(Some(journals))
+    }
+
+    /// What every I/O thread shares, with the verify journals' writer started.
+    fn job_for(
+        &mut self,
+        groups: &[GroupPlan],
+        local: LocalPlan,
+        disks: Vec<Option<DiskLayout>>,
+        journals: Vec<JournalSlot>,
+        stop: &Arc<AtomicBool>,
+    ) -> Arc<Job> {
+        let plan = combine(groups);
+        let lanes = local.lanes;
+        let tables: Vec<Option<Arc<DiskTable>>> = lanes
+            .iter()
+            .map(|l| {
+                journals
+                    .iter()
+                    .find(|j| (j.disk.worker, j.disk.disk) == (l.worker, l.disk))
+                    .map(|j| j.table.clone())
+            })
+            .collect();
+        if !journals.is_empty() {
+            self.journal_sync = Some(JournalSync::start(journals, plan.timing.interval));
+        }
+        let timeline = Timeline::new(
+            plan.timing.warmup,
+            plan.timing.duration,
+            plan.timing.interval,
+        );
+        let job = Arc::new(Job {
+            plan,
+            timeline,
+            taken_out: TakenOut::new(lanes.len()),
+            lanes,
+            disks,
+            io_threads: local.io_threads,
+            tables,
+            engine: local.engine,
+            direct: self.settings.direct,
+            stop: stop.clone(),
+            started: AtomicU64::new(0),
+            max_late_ns: AtomicU64::new(0),
+        });
+        self.job = Some(job.clone());
+        job
+    }
+
+    /// Start every I/O thread and wait until each has opened its engine (they then
+    /// wait at the starting line). On any failure every thread is stopped and joined.
+    fn spawn_io_threads(
+        &mut self,
+        job: &Arc<Job>,
+        stop: &Arc<AtomicBool>,
+    ) -> Result<(), FleetError> {
+        let n = job.io_threads.len();
+        let (ready_tx, ready_rx) = bounded::<Result<(), String>>(n);
+        for i in 0..n {
+            let (job_t, gate, ready_tx) = (job.clone(), self.gate.clone(), ready_tx.clone());
+            let h = std::thread::Builder::new()
+                .name(format!("iofleet-io{i}"))
+                .spawn(move || thread_main(&job_t, i, &gate, &ready_tx));
+            match h {
+                Ok(h) => self.handles.push(h),
+                Err(e) => {
+                    self.abandon(stop);
+                    return Err(FleetError::Setup(format!(
+                        "cannot start an I/O thread: {e}"
+                    )));
+                }
+            }
+        }
+        drop(ready_tx);
+        let mut first_err = None;
+        for _ in 0..n {
+            match ready_rx.recv() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    first_err.get_or_insert(e);
+                }
+                Err(_) => {
+                    first_err.get_or_insert("an I/O thread ended during setup".into());
+                    break;
+                }
+            }
+        }
+        if let Some(e) = first_err {
+            self.abandon(stop);
+            return Err(FleetError::Setup(e));
+        }
+        Ok(())
+    }
+
+    /// What the controller needs of a materialized job.
+    fn prepared(&self, groups: Vec<GroupPlan>, job: &Job) -> Prepared {
+        let needs_target = job.engine.caps().needs_target;
+        Prepared {
+            worker_base: groups[0].worker_base,
+            groups,
+            hosts: vec![sys::hostname()],
+            worker_host: vec![0; job.plan.fleet.workers as usize],
+            sources: job
+                .io_threads
+                .iter()
+                .map(|t| (describe_io_thread(t, &job.lanes), 0))
+                .collect(),
+            engine: job.engine.name().into(),
+            target_label: if needs_target {
+                self.target_label.clone()
+            } else {
+                "none".into()
+            },
+            direct: job.direct,
+            configured_outstanding: job.lanes.iter().map(|t| t.slots() as u64).sum(),
+            start_margin: Duration::from_millis(20),
+            silence_grace: None,
+            probe: Some(sys::HostProbe::new(if needs_target {
+                sys::devices_under(&self.target.paths())
+            } else {
+                Vec::new()
+            })),
         }
     }
 
@@ -378,45 +572,18 @@ fn fill_all(
 }
 
 impl Launcher for ThreadLauncher {
-    fn prepare(
-        &mut self,
-        groups: &[GroupPlan],
-        stop: &Arc<AtomicBool>,
-        observer: &mut dyn Observer,
-        notices: &mut Vec<String>,
-    ) -> Result<Option<Prepared>, FleetError> {
+    fn plan(&mut self, groups: &[GroupPlan]) -> Result<LaunchPlan, FleetError> {
         let cfg = &self.settings;
+        let mut notices = Vec::new();
         let dir = match &self.target {
             TargetSpec::Dir(d) => Some(d.as_path()),
             TargetSpec::Devices(_) => None,
         };
-        let engine = cfg.engine.resolve_for_dir(dir, cfg.direct, notices)?;
+        let engine = cfg.engine.resolve_for_dir(dir, cfg.direct, &mut notices)?;
         let caps = engine.caps();
-        let verify = groups.iter().any(|g| g.plan.timing.verify);
         check_verify(groups, &engine)?;
         if !caps.async_qd {
-            let max_qd = groups
-                .iter()
-                .flat_map(|g| {
-                    g.plan
-                        .streams
-                        .iter()
-                        .filter_map(|s| s.qd)
-                        .chain([g.plan.fleet.qd])
-                })
-                .max()
-                .unwrap_or(1);
-            notices.push(if max_qd > 1 {
-                format!(
-                    "{} keeps one I/O in flight per OS thread: each lane has its own I/O thread, which serves its queue itself while I/Os complete at once (page-cache copies) and hands it to one sync thread per slot (qd up to {max_qd}) once an I/O blocks",
-                    engine.name()
-                )
-            } else {
-                format!(
-                    "{} keeps one I/O in flight per OS thread: each lane has its own I/O thread",
-                    engine.name()
-                )
-            });
+            notices.push(one_in_flight_notice(groups, &engine));
         }
         let active_groups = groups.iter().filter(|g| g.plan.fleet.workers > 0).count();
         if active_groups > 1 && matches!(self.target, TargetSpec::Devices(_)) && caps.needs_target {
@@ -426,45 +593,25 @@ impl Launcher for ThreadLauncher {
         }
         let mut groups = groups.to_vec();
         // Lanes, before any target is touched. Queues index the combined streams.
-        let mut lanes = build_lanes(&groups, cfg.seed);
-        let placement = place_lanes(&lanes, &groups, caps.async_qd, notices)?;
+        let lanes = build_lanes(&groups, cfg.seed);
+        let placement = place_lanes(&lanes, &groups, caps.async_qd, &mut notices)?;
+        let io_threads = placement.threads(&lanes, &caps);
 
-        // Targets: every check before any write, then create, then fill.
-        let mut disks: Vec<Option<DiskLayout>> = vec![None; lanes.len()];
-        let mut journals: Vec<JournalSlot> = Vec::new();
+        // Targets: every check, before anything is written (`materialize` writes).
+        let mut layouts = Vec::new();
         if caps.needs_target {
-            let mut layouts = Vec::new();
             for (gi, g) in groups.iter().enumerate() {
                 if g.plan.fleet.workers == 0 {
                     continue;
                 }
-                let f = &g.plan.fleet;
                 let layout = plan_layout(&self.target, &cfg.layout_request(g, cfg.direct))?;
                 check_layout(&g.plan, &layout, cfg.direct)?;
                 notices.extend(device_size_notice(
-                    f.disk_size.0,
+                    g.plan.fleet.disk_size.0,
                     &layout,
                     cfg.disk_size_from_cli,
                 ));
                 layouts.push((gi, layout));
-            }
-            if cfg.cleanup {
-                self.cleanup.0 = layouts
-                    .iter()
-                    .flat_map(|(_, l)| l.iter())
-                    .filter(|d| !d.is_device)
-                    .flat_map(|d| [journal_path(d, Path::new("")), d.path.clone()])
-                    .collect();
-            }
-            for (gi, layout) in &layouts {
-                create_files(layout)?;
-                // Surface open errors (O_DIRECT refused, permissions) as typed errors now.
-                let p = &groups[*gi].plan;
-                let writes = p.streams.iter().any(|s| s.read_pct < 100.0);
-                let needs_write = writes || p.timing.prepare != Prepare::None;
-                if let Some(first) = layout.first() {
-                    open_disk(first, cfg.direct, needs_write)?;
-                }
             }
             if groups.len() == 1 {
                 if let Some(min) = layouts
@@ -476,144 +623,60 @@ impl Launcher for ThreadLauncher {
                     groups[0].plan.fleet.disk_size = iofleet_profile::Bytes(min);
                 }
             }
-            let cache = default_cache_dir();
-            for (gi, layout) in &layouts {
-                let plan = &groups[*gi].plan;
-                let pattern = match plan.timing.prepare {
-                    Prepare::Random => Some(FillPattern::of(pattern_spec(&plan.data))),
-                    Prepare::Zero => Some(FillPattern::Zero),
-                    Prepare::None => None,
-                };
-                if verify {
-                    let p = pattern.unwrap_or(FillPattern::Random);
-                    match verify_setup(layout, p, cfg.direct, stop, observer, notices)? {
-                        Some(j) => journals.extend(j),
-                        None => return Ok(None),
-                    }
-                    continue;
-                }
-                if plan.streams.iter().any(|s| s.read_pct < 100.0) || pattern.is_some() {
-                    forget_journals(layout, &cache, notices)?;
-                }
-                if let Some(p) = pattern {
-                    observer.phase(Phase::Prepare, 0.0);
-                    if !prepare_disks(layout, p, cfg.direct, stop, observer, notices)? {
-                        return Ok(None);
-                    }
-                }
-            }
-            for (i, t) in lanes.iter_mut().enumerate() {
-                let d = layouts
+        }
+        let placement = Where::Here {
+            host: sys::hostname(),
+            io_threads: io_threads_line(io_threads.len(), lanes.len(), &engine, &placement.cpus),
+            target: caps.needs_target.then(|| {
+                let all = layouts
                     .iter()
-                    .flat_map(|(_, l)| l.iter())
-                    .find(|d| d.worker == t.worker && d.disk == t.disk)
-                    .expect("layout covers every disk");
-                t.region_offset = d.region_offset;
-                t.disk_size = d.size;
-                disks[i] = Some(d.clone());
-            }
-        }
-
-        let plan = combine(&groups);
-        let worker_base = groups[0].worker_base;
-        let tables: Vec<Option<Arc<DiskTable>>> = lanes
-            .iter()
-            .map(|l| {
-                journals
-                    .iter()
-                    .find(|j| (j.disk.worker, j.disk.disk) == (l.worker, l.disk))
-                    .map(|j| j.table.clone())
-            })
-            .collect();
-        if !journals.is_empty() {
-            self.journal_sync = Some(JournalSync::start(journals, plan.timing.interval));
-        }
-        let workers = plan.fleet.workers;
-        let timeline = Timeline::new(
-            plan.timing.warmup,
-            plan.timing.duration,
-            plan.timing.interval,
-        );
-        let configured_outstanding = lanes.iter().map(|t| t.slots() as u64).sum();
-        let io_threads = placement.threads(&lanes, &caps);
-        let sources = io_threads
-            .iter()
-            .map(|t| (describe_io_thread(t, &lanes), 0))
-            .collect();
-        let job = Arc::new(Job {
-            plan,
-            timeline,
-            taken_out: TakenOut::new(lanes.len()),
-            lanes,
-            disks,
-            io_threads,
-            tables,
-            engine: engine.clone(),
-            direct: cfg.direct,
-            stop: stop.clone(),
-            started: AtomicU64::new(0),
-            max_late_ns: AtomicU64::new(0),
-        });
-        self.job = Some(job.clone());
-
-        // Open every I/O thread's engine; they then wait at the starting line.
-        let n = job.io_threads.len();
-        let (ready_tx, ready_rx) = bounded::<Result<(), String>>(n);
-        for i in 0..n {
-            let (job_t, gate, ready_tx) = (job.clone(), self.gate.clone(), ready_tx.clone());
-            let h = std::thread::Builder::new()
-                .name(format!("iofleet-io{i}"))
-                .spawn(move || thread_main(&job_t, i, &gate, &ready_tx));
-            match h {
-                Ok(h) => self.handles.push(h),
-                Err(e) => {
-                    self.abandon(stop);
-                    return Err(FleetError::Setup(format!(
-                        "cannot start an I/O thread: {e}"
-                    )));
-                }
-            }
-        }
-        drop(ready_tx);
-        let mut first_err = None;
-        for _ in 0..n {
-            match ready_rx.recv() {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => {
-                    first_err.get_or_insert(e);
-                }
-                Err(_) => {
-                    first_err.get_or_insert("an I/O thread ended during setup".into());
-                    break;
-                }
-            }
-        }
-        if let Some(e) = first_err {
-            self.abandon(stop);
-            return Err(FleetError::Setup(e));
-        }
-        Ok(Some(Prepared {
+                    .flat_map(|(_, l)| l.iter().cloned())
+                    .collect();
+                (self.target.clone(), all)
+            }),
+        };
+        let plan = LaunchPlan {
             groups,
-            worker_base,
-            hosts: vec![sys::hostname()],
-            worker_host: vec![0; workers as usize],
-            sources,
-            engine: engine.name().into(),
-            target_label: if caps.needs_target {
-                self.target_label.clone()
-            } else {
-                "none".into()
-            },
+            engine: engine_line(&cfg.engine, &engine, &self.target),
             direct: cfg.direct,
-            configured_outstanding,
-            start_margin: Duration::from_millis(20),
-            silence_grace: None,
-            probe: Some(sys::HostProbe::new(if caps.needs_target {
-                sys::devices_under(&self.target.paths())
-            } else {
-                Vec::new()
-            })),
-        }))
+            placement,
+            notices,
+        };
+        self.planned = Some(LocalPlan {
+            engine,
+            lanes,
+            io_threads,
+            layouts,
+        });
+        Ok(plan)
+    }
+
+    fn materialize(
+        &mut self,
+        plan: LaunchPlan,
+        stop: &Arc<AtomicBool>,
+        observer: &mut dyn Observer,
+        notices: &mut Vec<String>,
+    ) -> Result<Option<Prepared>, FleetError> {
+        let Some(mut local) = self.planned.take() else {
+            return Err(FleetError::Setup(
+                "a launcher materializes only the plan it made".into(),
+            ));
+        };
+        let groups = plan.groups;
+        let mut disks = vec![None; local.lanes.len()];
+        let mut journals = Vec::new();
+        if local.engine.caps().needs_target {
+            let Some(j) = self.lay_out_targets(&groups, &local.layouts, stop, observer, notices)?
+            else {
+                return Ok(None);
+            };
+            journals = j;
+            disks = place_lanes_on_disks(&mut local.lanes, &local.layouts);
+        }
+        let job = self.job_for(&groups, local, disks, journals, stop);
+        self.spawn_io_threads(&job, stop)?;
+        Ok(Some(self.prepared(groups, &job)))
     }
 
     fn start(&mut self, epoch: Instant, tx: Sender<Msg>) -> Option<Duration> {
@@ -702,18 +765,86 @@ pub fn lane_count(groups: &[GroupPlan]) -> usize {
     build_lanes(groups, 0).len()
 }
 
-/// The I/O threads a run of `groups` on `engine` would start in this process, by the
-/// same placement the run uses: their number, the lanes they drive, and the CPUs they
-/// are pinned to (for `--dry-run`). `engine` should be resolved for this host.
-pub fn planned_io_threads(
-    groups: &[GroupPlan],
+/// Point every lane at its disk's file or device region; the disk of each lane.
+fn place_lanes_on_disks(
+    lanes: &mut [LaneSpec],
+    layouts: &[(usize, Vec<DiskLayout>)],
+) -> Vec<Option<DiskLayout>> {
+    lanes
+        .iter_mut()
+        .map(|t| {
+            let d = layouts
+                .iter()
+                .flat_map(|(_, l)| l.iter())
+                .find(|d| d.worker == t.worker && d.disk == t.disk)
+                .expect("layout covers every disk");
+            t.region_offset = d.region_offset;
+            t.disk_size = d.size;
+            Some(d.clone())
+        })
+        .collect()
+}
+
+/// How an engine with one I/O in flight per OS thread serves the plan's queue depth.
+fn one_in_flight_notice(groups: &[GroupPlan], engine: &EngineSpec) -> String {
+    let max_qd = groups
+        .iter()
+        .flat_map(|g| {
+            g.plan
+                .streams
+                .iter()
+                .filter_map(|s| s.qd)
+                .chain([g.plan.fleet.qd])
+        })
+        .max()
+        .unwrap_or(1);
+    if max_qd > 1 {
+        format!(
+            "{} keeps one I/O in flight per OS thread: each lane has its own I/O thread, which serves its queue itself while I/Os complete at once (page-cache copies) and hands it to one sync thread per slot (qd up to {max_qd}) once an I/O blocks",
+            engine.name()
+        )
+    } else {
+        format!(
+            "{} keeps one I/O in flight per OS thread: each lane has its own I/O thread",
+            engine.name()
+        )
+    }
+}
+
+/// The engine as planned: what `auto` became on this host, and why when it matters.
+fn engine_line(asked: &EngineSpec, resolved: &EngineSpec, target: &TargetSpec) -> String {
+    match (asked, resolved) {
+        (EngineSpec::Auto, EngineSpec::Psync) if matches!(target, TargetSpec::Dir(_)) => {
+            "auto: psync (the target's filesystem has no non-blocking reads, as tmpfs; or io_uring is unavailable)".into()
+        }
+        (EngineSpec::Auto, other) => format!("auto: {}", other.name()),
+        (e, _) => e.to_string(),
+    }
+}
+
+/// The I/O threads as planned: how many, why that many, and where they are pinned.
+fn io_threads_line(
+    threads: usize,
+    lanes: usize,
     engine: &EngineSpec,
-) -> Result<(usize, usize, Option<Vec<usize>>), FleetError> {
+    cpus: &Option<Vec<usize>>,
+) -> String {
     let caps = engine.caps();
-    let lanes = build_lanes(groups, 0);
-    let placement = place_lanes(&lanes, groups, caps.async_qd, &mut Vec::new())?;
-    let threads = placement.threads(&lanes, &caps).len();
-    Ok((threads, lanes.len(), placement.cpus))
+    let why = if !caps.async_qd {
+        format!(
+            "one per lane: {} keeps one I/O in flight per thread",
+            engine.name()
+        )
+    } else if caps.device_per_disk {
+        "a disk's lanes share one thread, as they share its simulated device".to_string()
+    } else {
+        format!("{lanes} lane(s) shared among them")
+    };
+    let pinned = match cpus {
+        Some(c) => format!(", pinned to CPUs {}", sys::format_cpu_list(c)),
+        None => String::new(),
+    };
+    format!("{threads} ({why}{pinned})")
 }
 
 /// Decide the I/O threads: `io_threads` (largest asked by any group), else one per CPU

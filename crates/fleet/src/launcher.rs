@@ -2,9 +2,15 @@
 //! workers is a `Launcher`: I/O threads in this process (`inproc::ThreadLauncher`), or
 //! agents reached over a transport (`agents::AgentLauncher` with `local`, `ssh`, and
 //! later `kubectl exec`). The controller (`controller::run`) drives any launcher through
-//! the same four steps — prepare, start, (give up on a silent source), finish — and
-//! folds what the sources report with the one collector, so the rules of a run (start
-//! instant, intervals, loss, summary) exist once.
+//! the same steps and folds what the sources report with the one collector, so the
+//! rules of a run (start instant, intervals, loss, summary) exist once:
+//!
+//! ```text
+//!   groups ──plan──▶ LaunchPlan ──materialize──▶ Prepared ──start──▶ intervals ──finish
+//!            │  every check and placement;        create, fill, open,     (give_up on a
+//!            │  writes nothing, contacts no host  connect, spawn          silent source)
+//!            └──▶ `run --dry-run` prints the LaunchPlan and stops there
+//! ```
 //!
 //! A *source* is whatever sends interval messages: one local I/O thread, or one remote
 //! host whose agent already merged its own threads. Launchers decide nothing about
@@ -15,12 +21,52 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::Sender;
+use iofleet_engine::target::{DiskLayout, TargetSpec};
 use iofleet_profile::GroupPlan;
 
+use crate::agents::HostShare;
 use crate::controller::FleetError;
+use crate::inventory::HostSpec;
 use crate::lanes::Msg;
 use crate::observer::Observer;
 use crate::sys::HostProbe;
+
+/// What a run will do, decided by `Launcher::plan` without writing anything or
+/// contacting any host: the run uses exactly this (`materialize` takes it), and
+/// `--dry-run` prints it.
+#[derive(Debug, Clone)]
+pub struct LaunchPlan {
+    /// The groups as they will run (worker counts follow host pins; a single group's
+    /// disk size follows the target's layout).
+    pub groups: Vec<GroupPlan>,
+    /// The engine, as far as it is known before anything runs (`auto` is resolved
+    /// where the workers run: here, or on each host).
+    pub engine: String,
+    /// The run uses O_DIRECT.
+    pub direct: bool,
+    /// Where the workers go.
+    pub placement: Placement,
+    /// What the user should know before the run (idle hosts, pins, device sizes, how
+    /// the engine keeps I/Os in flight).
+    pub notices: Vec<String>,
+}
+
+/// Where a plan puts the workers.
+#[derive(Debug, Clone)]
+pub enum Placement {
+    /// I/O threads of this process, on this host's target.
+    Here {
+        host: String,
+        /// The I/O threads: how many, the lanes they drive, and why that many.
+        io_threads: String,
+        /// The target and every disk's file or device region (None: the engine
+        /// touches no storage).
+        target: Option<(TargetSpec, Vec<DiskLayout>)>,
+    },
+    /// Agents on an inventory's hosts, each with its share of the workers; their
+    /// I/O threads and device regions are decided on each host.
+    Hosts(Vec<(HostSpec, HostShare)>),
+}
 
 /// What a launcher has ready once every worker can start.
 #[derive(Debug, Clone)]
@@ -62,12 +108,18 @@ pub struct Finished {
 }
 
 pub trait Launcher {
-    /// Get every worker ready: targets checked and laid out, disks filled, engines
-    /// open. `Ok(None)` when `stop` was set before that finished (nothing was
-    /// measured; nothing is left running). Notices for the user go to `notices`.
-    fn prepare(
+    /// Make every check and placement decision for a run of `groups`: engine,
+    /// targets and their layout (device safety, free space, block sizes), hosts and
+    /// their shares. Writes nothing, creates nothing, contacts no host.
+    fn plan(&mut self, groups: &[GroupPlan]) -> Result<LaunchPlan, FleetError>;
+
+    /// Get every worker of `plan` (from this launcher's `plan`) ready: targets
+    /// created and filled, engines open, agents connected. `Ok(None)` when `stop` was
+    /// set before that finished (nothing was measured; nothing is left running).
+    /// Notices for the user go to `notices`.
+    fn materialize(
         &mut self,
-        groups: &[GroupPlan],
+        plan: LaunchPlan,
         stop: &Arc<AtomicBool>,
         observer: &mut dyn Observer,
         notices: &mut Vec<String>,
