@@ -152,7 +152,7 @@ pub(crate) fn size(s: &str) -> Result<Bytes, String> {
     }
     parse_bytes(s)
 }
-fn duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn duration(s: &str) -> Result<Duration, String> {
     if s.trim_start().starts_with('-') {
         return Err("a duration cannot be negative".into());
     }

@@ -68,7 +68,7 @@ pub fn run(a: CeilingArgs) -> Result<i32, Exit> {
     let measured = match &a.run {
         None => None,
         Some(q) => {
-            let run = crate::cmd_results::load_run(&a.db.open()?, q)?;
+            let run = crate::stored::load_run(&a.db.open()?, q)?;
             let ran = run.result.run.plan.plan.name.as_str();
             if ran != plan.name {
                 eprintln!(

@@ -10,10 +10,9 @@ use std::io::{self, Write};
 use clap::{Args, ValueEnum};
 use iofleet_report::compare::{default_metrics, Comparison, Gain, Metric, Pivot};
 use iofleet_report::gate::{evaluate, Condition};
-use iofleet_report::RunData;
 
-use crate::cmd_results::load_run;
 use crate::record::DbArg;
+use crate::stored::load_with_baseline;
 use crate::Exit;
 
 #[derive(Args, Debug)]
@@ -62,33 +61,6 @@ fn metric(s: &str) -> Result<Metric, String> {
         .ok_or_else(|| format!("unknown metric '{s}' (known: {})", Metric::known_names()))
 }
 
-/// The runs of a comparison and the baseline's index among them.
-pub fn load_with_baseline(
-    db: &DbArg,
-    runs: &[String],
-    baseline: Option<&str>,
-) -> Result<(Vec<RunData>, usize), Exit> {
-    let store = db.open()?;
-    let mut data = runs
-        .iter()
-        .map(|q| load_run(&store, q))
-        .collect::<Result<Vec<_>, _>>()?;
-    let index = match baseline {
-        None => 0,
-        Some(q) => {
-            let b = load_run(&store, q)?;
-            match data.iter().position(|r| r.id == b.id) {
-                Some(i) => i,
-                None => {
-                    data.insert(0, b);
-                    0
-                }
-            }
-        }
-    };
-    Ok((data, index))
-}
-
 pub fn run(a: CompareArgs) -> Result<i32, Exit> {
     // Conditions first: a typo in the gate is reported before anything is loaded.
     let conditions = a
@@ -122,7 +94,7 @@ pub fn run(a: CompareArgs) -> Result<i32, Exit> {
     let checks = evaluate(&cmp, &conditions);
     let stdout = io::stdout();
     let mut out = stdout.lock();
-    let werr = crate::cmd_results::write_err;
+    let werr = crate::stored::write_err;
     if a.json {
         let mut v = cmp.to_json(&metrics);
         if let Some(p) = &pivot {

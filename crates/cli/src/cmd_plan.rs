@@ -17,7 +17,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use iofleet_stats::slo;
 
 use crate::args::RunArgs;
-use crate::cmd_findmax::{find_max, report_table, SearchArgs};
+use crate::find_max::{find_max, report_table, SearchArgs};
 use crate::record::DbArg;
 use crate::Exit;
 
@@ -112,7 +112,7 @@ struct Basis {
     mbps: f64,
     run_id: Option<String>,
     /// The find-max output (table or JSON), when measured.
-    search: Option<crate::cmd_findmax::Report>,
+    search: Option<crate::find_max::Report>,
 }
 
 /// Whole desktops (or VMs) that `iops` carries at `per` IOPS each: a partial one is not
@@ -139,7 +139,7 @@ fn basis(c: &PlanCommon, profile: String, what: &str) -> Result<(Basis, i32), Ex
         }
         .open()
         .map_err(|e| Exit::input(format!("--from-run {q}: {}", e.message)))?;
-        let run = crate::cmd_results::load_run(&store, q)
+        let run = crate::stored::load_run(&store, q)
             .map_err(|e| Exit::input(format!("--from-run {q}: {}", e.message)))?;
         let all = &run.result.summary.all;
         // Objectives given with --from-run are checked against the stored run.
@@ -242,7 +242,7 @@ pub fn run(cmd: PlanCmd) -> Result<i32, Exit> {
             "objectives": c.search.slo.iter().map(|o| o.to_string()).collect::<Vec<_>>(),
         });
         if let Some(r) = &b.search {
-            v["find_max"] = crate::cmd_findmax::report_json(r);
+            v["find_max"] = crate::find_max::report_json(r);
         }
         serde_json::to_writer_pretty(&mut out, &v)
             .map_err(std::io::Error::other)

@@ -1,36 +1,32 @@
-//! `iofleet precondition [PROFILE] [--target …]`: SNIA SSS PTS workload-independent
-//! preconditioning of every disk the plan uses on this host — each disk written twice
-//! over with 128 KiB sequential writes of random data — with a progress bar.
+//! `iofleet precondition [PROFILE] [--target …|--hosts FILE]`: SNIA SSS PTS
+//! workload-independent preconditioning of every disk the plan uses — each disk written
+//! twice over with 128 KiB sequential writes of random data — with a progress bar.
 //!
-//! The disks are the ones `iofleet run` would use with the same profile and flags
-//! (`--workers`, `--disks`, `--disk-size`, `--target`): planned by the same
-//! `plan_layout`, so every safety check of a run applies unchanged (a device carrying
+//! It is a launcher operation (`Launcher::precondition`, `iofleet_fleet::precondition`):
+//! the disks are the ones `iofleet run` would use with the same profile and flags
+//! (`--workers`, `--disks`, `--disk-size`, `--target` or `--hosts`), planned by the same
+//! `Launcher::plan`, so every safety check of a run applies unchanged (a device carrying
 //! a signature, mounted or in use is refused unless `--destroy-data`), and nothing is
-//! written before every disk has passed them. After the second pass each disk carries
-//! the fill marker of a random fill, so a following run that prepares with random data
-//! reuses it instead of filling again. The workload of the profile (block sizes, read
-//! share) plays no part. Fleets across hosts are not preconditioned from here: run
-//! the command on each host.
+//! written before every disk has passed them. With `--hosts` every host preconditions
+//! its own share of the disks at the same time (no progress bar: the hosts report when
+//! they are done). After the second pass each disk carries the fill marker of a random
+//! fill, so a following run that prepares with random data reuses it instead of filling
+//! again. The workload of the profile (block sizes, read share) plays no part.
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use iofleet_engine::target::{
-    create_files, plan_layout, precondition_pass, DiskLayout, FillOutcome, LayoutRequest,
-    TargetError, PRECONDITION_BS,
-};
+use iofleet_engine::target::PRECONDITION_BS;
+use iofleet_fleet::precondition::{Preconditioned, PASSES};
+use iofleet_fleet::{Observer, RunSettings};
 use iofleet_profile::options::help;
-use iofleet_profile::{Bytes, Context, Overrides, Plan};
+use iofleet_profile::{Bytes, Context, GroupPlan, Overrides, Plan};
 
-use crate::cmd_run::{ctrl_c_flag, target_spec_of};
+use crate::session::{ctrl_c_flag, fleet_exit, launcher_at};
 use crate::Exit;
-
-/// Passes over every disk (SNIA: twice the capacity).
-pub const PASSES: u32 = 2;
 
 #[derive(Args, Debug)]
 pub struct PreconditionArgs {
@@ -54,20 +50,20 @@ pub struct PreconditionArgs {
     /// Use O_DIRECT (bypass the page cache); `--direct=false` for filesystems that refuse it.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub direct: bool,
+    /// Precondition the disks of every host of this inventory (iofleet TOML, or Ansible
+    /// INI), each host its share, as `iofleet run --hosts` places them; each host's
+    /// targets come from the inventory.
+    #[arg(long, value_name = "FILE")]
+    pub hosts: Option<PathBuf>,
+    /// With --hosts: a host silent this long fails the preconditioning.
+    #[arg(long, value_parser = crate::args::duration, default_value = "30s", value_name = "DURATION")]
+    pub host_timeout: Duration,
     /// Print what was written as JSON on stdout.
     #[arg(long)]
     pub json: bool,
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
-}
-
-fn target_exit(e: TargetError) -> Exit {
-    if e.is_input_error() {
-        Exit::input(e)
-    } else {
-        Exit::failure(e)
-    }
 }
 
 /// The plan whose disks are preconditioned.
@@ -91,46 +87,31 @@ fn plan(a: &PreconditionArgs) -> Result<Plan, Exit> {
 pub fn run(a: PreconditionArgs) -> Result<i32, Exit> {
     // Ctrl-C from the start: once a disk file exists, a stop must end in a clean 130.
     let stop = ctrl_c_flag();
-    let plan = plan(&a)?;
-    let spec = target_spec_of(&a.target)?;
+    let groups = GroupPlan::single(plan(&a)?, 0);
+    let settings = RunSettings {
+        direct: a.direct,
+        destroy_data: a.destroy_data,
+        disk_size_from_cli: a.disk_size.is_some(),
+        host_timeout: a.host_timeout,
+        ..RunSettings::default()
+    };
+    let mut launcher = launcher_at(a.hosts.as_deref(), &a.target, settings)?;
     // Every check (free space, device signatures, mounts) before any write.
-    let layout = plan_layout(
-        &spec,
-        &LayoutRequest {
-            worker_base: 0,
-            workers: plan.fleet.workers,
-            disks_per_worker: plan.fleet.disks_per_worker,
-            disk_size: plan.fleet.disk_size.0,
-            disk_size_from_cli: a.disk_size.is_some(),
-            direct: a.direct,
-            destroy_data: a.destroy_data,
-        },
-    )
-    .map_err(target_exit)?;
-    create_files(&layout).map_err(target_exit)?;
-
-    let per_pass: u64 = layout.iter().map(|d| d.size).sum();
-    let total = per_pass * u64::from(PASSES);
-    let bar = progress_bar(a.quiet, total);
-    let written: Vec<AtomicU64> = layout.iter().map(|_| AtomicU64::new(0)).collect();
-    let t0 = Instant::now();
-    let mut complete = true;
-    for pass in 0..PASSES {
-        if let Some(b) = &bar {
-            b.set_message(format!("precondition pass {}/{PASSES}", pass + 1));
-        }
-        if !one_pass(&layout, pass, a.direct, &stop, &written, bar.as_ref())? {
-            complete = false;
-            break;
-        }
-    }
-    let secs = t0.elapsed().as_secs_f64();
-    if let Some(b) = bar {
+    let planned = launcher.plan(&groups).map_err(fleet_exit)?;
+    let mut bar = Bar(progress_bar(a.quiet || a.hosts.is_some()));
+    let outcome = launcher.precondition(planned, &stop, &mut bar);
+    if let Some(b) = bar.0 {
         b.finish_and_clear();
     }
-    let bytes: Vec<u64> = written.iter().map(|w| w.load(Ordering::SeqCst)).collect();
-    print_outcome(&a, &layout, &bytes, secs, complete)?;
-    if !complete {
+    let Some(done) = outcome.map_err(fleet_exit)? else {
+        eprintln!("error: interrupted before anything was written");
+        return Ok(130);
+    };
+    for n in &done.notices {
+        eprintln!("note: {n}");
+    }
+    print_outcome(&a, &done)?;
+    if !done.complete {
         eprintln!(
             "error: interrupted: the disks are partly written and carry no fill marker; run iofleet precondition again"
         );
@@ -140,11 +121,11 @@ pub fn run(a: PreconditionArgs) -> Result<i32, Exit> {
 }
 
 /// The bar on stderr (None when quiet or stderr is not a terminal).
-fn progress_bar(quiet: bool, total: u64) -> Option<ProgressBar> {
+fn progress_bar(quiet: bool) -> Option<ProgressBar> {
     if quiet || !std::io::stderr().is_terminal() {
         return None;
     }
-    let b = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    let b = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
     b.set_style(
         ProgressStyle::with_template(
             "{msg} [{wide_bar}] {binary_bytes}/{binary_total_bytes} {binary_bytes_per_sec} eta {eta}",
@@ -154,61 +135,24 @@ fn progress_bar(quiet: bool, total: u64) -> Option<ProgressBar> {
     Some(b)
 }
 
-/// One pass over every disk, up to four disks at a time; false when interrupted.
-fn one_pass(
-    layout: &[DiskLayout],
-    pass: u32,
-    direct: bool,
-    stop: &AtomicBool,
-    written: &[AtomicU64],
-    bar: Option<&ProgressBar>,
-) -> Result<bool, Exit> {
-    let next = AtomicU64::new(0);
-    let parallel = layout.len().clamp(1, 4);
-    let results: Vec<Result<bool, TargetError>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..parallel)
-            .map(|_| {
-                scope.spawn(|| loop {
-                    let i = next.fetch_add(1, Ordering::SeqCst) as usize;
-                    let Some(d) = layout.get(i) else {
-                        return Ok(true);
-                    };
-                    // Each write adds its bytes to the disk's count as it lands.
-                    if precondition_pass(d, pass, direct, stop, &written[i])?
-                        == FillOutcome::Interrupted
-                    {
-                        return Ok(false);
-                    }
-                })
-            })
-            .collect();
-        while handles.iter().any(|h| !h.is_finished()) {
-            if let Some(b) = bar {
-                let done: u64 = written.iter().map(|w| w.load(Ordering::Relaxed)).sum();
-                b.set_position(done);
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("precondition thread does not panic"))
-            .collect()
-    });
-    let mut complete = true;
-    for r in results {
-        complete &= r.map_err(target_exit)?;
+/// Progress from the launcher, drawn on the bar with the pass it is in.
+struct Bar(Option<ProgressBar>);
+
+impl Observer for Bar {
+    fn prepare_progress(&mut self, done: u64, total: u64) {
+        let Some(b) = &self.0 else { return };
+        let pass = (done * u64::from(PASSES))
+            .checked_div(total)
+            .map_or(1, |p| (p + 1).min(u64::from(PASSES)));
+        b.set_length(total);
+        b.set_position(done);
+        b.set_message(format!("precondition pass {pass}/{PASSES}"));
     }
-    Ok(complete && !stop.load(Ordering::SeqCst))
 }
 
-fn print_outcome(
-    a: &PreconditionArgs,
-    layout: &[DiskLayout],
-    bytes: &[u64],
-    secs: f64,
-    complete: bool,
-) -> Result<(), Exit> {
-    let total: u64 = bytes.iter().sum();
+fn print_outcome(a: &PreconditionArgs, done: &Preconditioned) -> Result<(), Exit> {
+    let total: u64 = done.disks.iter().map(|d| d.bytes_written).sum();
+    let secs = done.seconds;
     let mbps = if secs > 0.0 {
         total as f64 / secs / 1e6
     } else {
@@ -217,24 +161,25 @@ fn print_outcome(
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let written = if a.json {
-        let disks: Vec<serde_json::Value> = layout
+        let disks: Vec<serde_json::Value> = done
+            .disks
             .iter()
-            .zip(bytes)
-            .map(|(d, b)| {
+            .map(|d| {
                 serde_json::json!({
+                    "host": d.host,
                     "worker": d.worker,
                     "disk": d.disk,
-                    "path": d.path.display().to_string(),
+                    "path": d.path,
                     "region_offset": d.region_offset,
                     "size": d.size,
-                    "bytes_written": b,
+                    "bytes_written": d.bytes_written,
                 })
             })
             .collect();
         let v = serde_json::json!({
             "passes": PASSES,
             "bs": PRECONDITION_BS,
-            "complete": complete,
+            "complete": done.complete,
             "bytes_written": total,
             "seconds": secs,
             "mbps": mbps,
@@ -246,19 +191,24 @@ fn print_outcome(
     } else {
         let mut t = format!(
             "precondition: {} disk(s), {PASSES} passes of {} KiB sequential writes of random data{}\n",
-            layout.len(),
+            done.disks.len(),
             PRECONDITION_BS >> 10,
-            if complete { "" } else { " (INTERRUPTED)" }
+            if done.complete { "" } else { " (INTERRUPTED)" }
         );
-        for (d, b) in layout.iter().zip(bytes) {
+        for d in &done.disks {
+            let host = if a.hosts.is_some() {
+                format!("host {}  ", d.host)
+            } else {
+                String::new()
+            };
             t.push_str(&format!(
-                "  worker {} disk {}  {} @ {}  size {}  written {}\n",
+                "  {host}worker {} disk {}  {} @ {}  size {}  written {}\n",
                 d.worker,
                 d.disk,
-                d.path.display(),
+                d.path,
                 d.region_offset,
                 Bytes(d.size),
-                Bytes(*b)
+                Bytes(d.bytes_written)
             ));
         }
         t.push_str(&format!(

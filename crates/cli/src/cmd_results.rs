@@ -3,17 +3,15 @@
 //! shown for a run is recomputed from its stored histograms (`Store::analyze`), so an
 //! interrupted or killed run shows exactly what its committed intervals add up to.
 
-use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
-use iofleet_report::{
-    CsvExporter, Exporter, JsonExporter, MarkdownExporter, RunData, TableExporter,
-};
+use iofleet_report::{CsvExporter, Exporter, JsonExporter, MarkdownExporter, TableExporter};
 use iofleet_store::{ListFilter, Store};
 
 use crate::record::{parse_label, store_exit, DbArg};
+use crate::stored::{load_run, output, write_err};
 use crate::Exit;
 
 #[derive(Subcommand, Debug)]
@@ -85,44 +83,6 @@ pub struct ExportArgs {
     pub output: Option<PathBuf>,
     #[command(flatten)]
     pub db: DbArg,
-}
-
-/// Load a run by what the user typed, with figures recomputed from its histograms.
-pub fn load_run(store: &Store, query: &str) -> Result<RunData, Exit> {
-    let id = store.resolve(query).map_err(store_exit)?;
-    let a = store.analyze(&id).map_err(store_exit)?;
-    Ok(RunData {
-        id: a.meta.id,
-        name: a.meta.name,
-        labels: a.meta.labels,
-        status: a.meta.status.as_str().to_string(),
-        environment: serde_json::to_value(&a.environment).unwrap_or_default(),
-        result: a.result,
-        read_hist: a.read_hist,
-        write_hist: a.write_hist,
-        host_series: a.host_series,
-        group_series: a.group_series,
-    })
-}
-
-/// Open `-o FILE` (or stdout) for writing.
-pub fn output(path: &Option<PathBuf>) -> Result<Box<dyn Write>, Exit> {
-    Ok(match path {
-        Some(p) => {
-            Box::new(BufWriter::new(File::create(p).map_err(|e| {
-                Exit::input(format!("--output {}: {e}", p.display()))
-            })?))
-        }
-        None => Box::new(BufWriter::new(io::stdout())),
-    })
-}
-
-/// A closed pipe (`| head`) ends the output quietly, like other Unix tools.
-pub fn write_err(e: io::Error) -> Exit {
-    if e.kind() == io::ErrorKind::BrokenPipe {
-        std::process::exit(0);
-    }
-    Exit::failure(format!("writing the output: {e}"))
 }
 
 pub fn run(cmd: ResultsCmd) -> Result<i32, Exit> {

@@ -5,7 +5,7 @@
 //!
 //! `--rate-curve` instead measures the closed-loop maximum, then runs open loop at
 //! [`RATE_CURVE`] percent of it (vdbench's curve), latency counted from each I/O's
-//! intended issue time; the rate arithmetic is `cmd_findmax`'s.
+//! intended issue time; the rate arithmetic is `session::with_rate`'s.
 //!
 //! Steps run in the order given. Disks are filled once: the first step prepares them as
 //! the profile says, and later steps find the fill marker valid and reuse the fill when
@@ -18,8 +18,9 @@ use iofleet_report::compare::opt_fixed;
 use iofleet_stats::result::RunResult;
 
 use crate::args::RunArgs;
-use crate::cmd_findmax::{check_step_args, closed_loop, step, with_rate};
-use crate::cmd_run::{ctrl_c_flag, exit_code, resolve};
+use crate::session::{
+    check_step_args, closed_loop, ctrl_c_flag, exit_code, resolve, step, with_rate,
+};
 use crate::Exit;
 
 #[derive(Args, Debug)]

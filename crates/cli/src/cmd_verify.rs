@@ -4,12 +4,8 @@
 //! `MAX_LINES`, all counted), a summary line, and the exit code: 0 clean, 4 when any
 //! unit is corrupt, 2 for bad input (a disk without a journal among them).
 
-use iofleet_fleet::agents::AgentLauncher;
-use iofleet_fleet::verify::check_target;
-use iofleet_stats::result::VerifySummary;
-
 use crate::args::RunArgs;
-use crate::cmd_run::{resolve, target_spec};
+use crate::session::{fleet_exit, launcher_for, resolve};
 use crate::Exit;
 
 /// Corruption lines printed per host (every one is counted).
@@ -17,29 +13,10 @@ const MAX_LINES: usize = 1000;
 
 pub fn run(a: RunArgs) -> Result<i32, Exit> {
     let (groups, settings) = resolve(&a)?;
-    let fleet_err = |e: iofleet_fleet::FleetError| {
-        if e.is_input_error() {
-            Exit::input(e)
-        } else {
-            Exit::failure(e)
-        }
-    };
-    let per_host: Vec<(String, usize, VerifySummary)> = match &a.hosts {
-        None => {
-            let host = iofleet_fleet::sys::hostname();
-            let (disks, found) =
-                check_target(&target_spec(&a)?, &groups, &settings, &host, MAX_LINES)
-                    .map_err(fleet_err)?;
-            vec![(host, disks, found)]
-        }
-        Some(path) => {
-            let hosts = iofleet_fleet::inventory::load(path).map_err(Exit::input)?;
-            let mut launcher = AgentLauncher::new(hosts, settings);
-            launcher
-                .verify_hosts(&groups, MAX_LINES)
-                .map_err(fleet_err)?
-        }
-    };
+    // The launcher a run would use, so the disks are found where the run put them.
+    let mut launcher = launcher_for(&a, settings)?;
+    let plan = launcher.plan(&groups).map_err(fleet_exit)?;
+    let per_host = launcher.verify(plan, MAX_LINES).map_err(fleet_exit)?;
     let mut corrupt = 0;
     for (host, disks, found) in &per_host {
         for c in &found.first {

@@ -22,11 +22,14 @@ mod cmd_run;
 mod cmd_sweep;
 mod cmd_verify;
 mod dry_run;
+mod find_max;
 mod live;
 mod metrics;
 mod record;
 mod search;
+mod session;
 mod steady;
+mod stored;
 
 use clap::{CommandFactory, Parser};
 

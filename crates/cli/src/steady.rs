@@ -26,8 +26,8 @@ use iofleet_stats::result::RunResult;
 use iofleet_stats::steady::{first_steady_round, SteadyState, MAX_ROUNDS};
 
 use crate::args::RunArgs;
-use crate::cmd_run::measure;
 use crate::record::update_stored_result;
+use crate::session::measure;
 use crate::Exit;
 
 /// The label every round carries: its number, from 1.

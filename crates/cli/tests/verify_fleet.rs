@@ -1,4 +1,5 @@
-//! Data verification across hosts, through real OpenSSH (issue 9): a verified fleet run
+//! Launcher operations across hosts, through real OpenSSH: `precondition --hosts`, and
+//! data verification (issue 9): a verified fleet run
 //! over three sshd hosts, then a byte changed in one host's disk file, then
 //! `iofleet verify --hosts` exits 4 naming that host, disk and offset. Needs root
 //! (sshd); skips without it unless CI is set (see support/sshd.rs). Run on its own, not
@@ -112,4 +113,87 @@ fn a_verified_fleet_run_then_a_changed_byte_on_one_host_is_named_by_verify_hosts
         )) && lines[0].contains(": checksum: expected"),
         "{out}"
     );
+}
+
+/// `precondition --hosts`: every host writes its own share of the disks twice over, at
+/// the same time; a fleet run that prepares with random data then reuses every fill.
+#[test]
+fn precondition_over_three_hosts_writes_each_hosts_share_and_a_run_reuses_it() {
+    let Some(c) = Cluster::start(3) else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let inv = inventory(&c, tmp.path());
+    let size: u64 = 4 << 20;
+    let shape = ["--workers", "3", "--disk-size", "4m", "--direct=false"];
+
+    let mut args = vec!["precondition", "--hosts", &inv, "--json"];
+    args.extend(shape);
+    let o = run_in(tmp.path(), &args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["complete"], true, "{v}");
+    assert_eq!(v["bytes_written"], 3 * 2 * size, "{v}");
+    let disks = v["disks"].as_array().unwrap();
+    assert_eq!(disks.len(), 3, "{v}");
+    // Worker w is on host h(w+1), in that host's target directory, written twice over.
+    for (w, h) in c.hosts.iter().enumerate() {
+        let d = disks
+            .iter()
+            .find(|d| d["host"] == h.alias.as_str())
+            .unwrap_or_else(|| panic!("no disk of host {}: {v}", h.alias));
+        assert_eq!(d["worker"], w as u64, "{d}");
+        assert_eq!(d["bytes_written"], 2 * size, "{d}");
+        let file = h.data_dir.join(format!("w{w:03}-d000.iofleet"));
+        assert_eq!(d["path"], file.display().to_string(), "{d}");
+        let bytes = std::fs::read(&file).unwrap();
+        assert!(
+            bytes.len() as u64 > size,
+            "data and fill marker: {}",
+            bytes.len()
+        );
+        assert!(bytes[..size as usize]
+            .chunks(4096)
+            .all(|b| b.iter().any(|&x| x != 0)));
+    }
+
+    // The run finds every host's fill marker valid and fills nothing.
+    let mut run = vec![
+        "run",
+        "--hosts",
+        &inv,
+        "--prepare",
+        "random",
+        "--duration",
+        "1s",
+        "--warmup",
+        "0s",
+        "--no-save",
+        "--quiet",
+        "--json",
+    ];
+    run.extend(shape);
+    let o = run_in(tmp.path(), &run);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let reused = r["notices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| {
+            n.as_str()
+                .unwrap()
+                .contains("1 of 1 disks already carry a valid fill marker")
+        })
+        .count();
+    assert_eq!(reused, 3, "{}", r["notices"]);
+
+    // The table names each host's disk.
+    let mut args = vec!["precondition", "--hosts", &inv];
+    args.extend(shape);
+    let o = run_in(tmp.path(), &args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let t = stdout(&o);
+    for h in &c.hosts {
+        assert!(t.contains(&format!("host {}  worker", h.alias)), "{t}");
+    }
+    assert!(t.contains("written 24m"), "{t}");
 }

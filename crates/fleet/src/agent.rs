@@ -5,7 +5,9 @@
 //! every interval's per-disk samples back, with a heartbeat at least every half
 //! interval so a frozen host is noticed. It never listens on a port, and it stops by
 //! itself when its stdin closes (the controller or the session went away), so no orphan
-//! keeps running.
+//! keeps running. A job may instead carry a one-shot task (`protocol::Task`): verify
+//! the host's disks against their journals, or precondition them; the agent answers
+//! with one `Done`, heartbeating meanwhile.
 
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::path::PathBuf;
@@ -19,11 +21,11 @@ use iofleet_stats::result::RunInfo;
 
 use crate::controller::{run, FleetError, StartGate};
 use crate::inproc::ThreadLauncher;
-use crate::launcher::Prepared;
-use crate::observer::{IntervalSnapshot, Observer};
+use crate::launcher::{Launcher, Prepared};
+use crate::observer::{IntervalSnapshot, Observer, Silent};
 use crate::protocol::{
     check_hello, mono_ns, read_frame, write_frame, AgentJob, Clock, Done, Failure, Frame, Hello,
-    IntervalData, Ready, TargetArg, MAGIC,
+    IntervalData, Ready, TargetArg, Task, MAGIC,
 };
 
 type Out = Arc<Mutex<Box<dyn Write + Send>>>;
@@ -228,25 +230,6 @@ pub fn serve(input: Box<dyn Read + Send>, output: Box<dyn Write + Send>) -> i32 
         });
     }
 
-    let (target, label) = target(&job);
-    if let Some(keep) = job.verify_only {
-        let host = crate::sys::hostname();
-        return match crate::verify::check_target(&target, &job.groups, &job.settings, &host, keep) {
-            Ok((disks, found)) => {
-                let done = Done {
-                    end_ns: 0,
-                    failures: Vec::new(),
-                    errors: Vec::new(),
-                    notices: Vec::new(),
-                    verify: Some(found),
-                    disks_checked: disks,
-                    disks: Vec::new(),
-                };
-                i32::from(send(&out, &Frame::Done(done)).is_err())
-            }
-            Err(e) => fail(e.to_string(), e.is_input_error()),
-        };
-    }
     let interval = job
         .groups
         .first()
@@ -257,11 +240,75 @@ pub fn serve(input: Box<dyn Read + Send>, output: Box<dyn Write + Send>) -> i32 
         (interval / 2).clamp(Duration::from_millis(10), Duration::from_millis(500)),
         beats.clone(),
     );
+    let outcome = match job.task {
+        Task::Verify { keep } => verify_task(&job, keep),
+        Task::Precondition => precondition_task(&job, &stop),
+        Task::Run => run_task(&job, &out, ctl_rx, stop, interval),
+    };
+    beats.store(true, Ordering::SeqCst);
+    match outcome {
+        Ok(done) => i32::from(send(&out, &Frame::Done(done)).is_err()),
+        Err(e) => fail(e.to_string(), e.is_input_error()),
+    }
+}
+
+/// A `Done` with nothing in it but what a task sets.
+fn done() -> Done {
+    Done {
+        end_ns: 0,
+        failures: Vec::new(),
+        errors: Vec::new(),
+        notices: Vec::new(),
+        verify: None,
+        disks_checked: 0,
+        disks: Vec::new(),
+        preconditioned: None,
+    }
+}
+
+/// `Task::Verify`: check this host's disks against their journals.
+fn verify_task(job: &AgentJob, keep: usize) -> Result<Done, FleetError> {
+    let (target, _) = target(job);
+    let host = crate::sys::hostname();
+    let (disks, found) =
+        crate::verify::check_target(&target, &job.groups, &job.settings, &host, keep)?;
+    Ok(Done {
+        verify: Some(found),
+        disks_checked: disks,
+        ..done()
+    })
+}
+
+/// `Task::Precondition`: precondition this host's disks, as a local run would lay them
+/// out; a Stop from the controller ends it between writes.
+fn precondition_task(job: &AgentJob, stop: &Arc<AtomicBool>) -> Result<Done, FleetError> {
+    let (target, label) = target(job);
+    let mut launcher = ThreadLauncher::new(target, label, job.settings.clone());
+    let plan = launcher.plan(&job.groups)?;
+    let notices = plan.notices.clone();
+    let found = launcher.precondition(plan, stop, &mut Silent)?;
+    Ok(Done {
+        notices,
+        preconditioned: found.map(Box::new),
+        ..done()
+    })
+}
+
+/// `Task::Run`: the share measured by the one run path, started at the controller's
+/// instant, every interval streamed.
+fn run_task(
+    job: &AgentJob,
+    out: &Out,
+    control: Receiver<Control>,
+    stop: Arc<AtomicBool>,
+    interval: Duration,
+) -> Result<Done, FleetError> {
+    let (target, label) = target(job);
     let mut launcher = ThreadLauncher::new(target, label, job.settings.clone());
     let epoch_ns = Arc::new(AtomicU64::new(0));
     let mut gate = Gate {
         out: out.clone(),
-        control: ctl_rx,
+        control,
         epoch_ns: epoch_ns.clone(),
     };
     let mut streamer = Streamer {
@@ -270,34 +317,23 @@ pub fn serve(input: Box<dyn Read + Send>, output: Box<dyn Write + Send>) -> i32 
         nominal_ns: interval.as_nanos() as u64,
         epoch_ns,
     };
-    let outcome = run(&job.groups, &mut launcher, &mut gate, stop, &mut streamer);
-    drop(launcher);
-    beats.store(true, Ordering::SeqCst);
-    match outcome {
-        Ok(result) => {
-            let end_ns = if result.run.interrupted {
-                result
-                    .intervals
-                    .last()
-                    .map(|r| ((r.t_s + r.duration_s) * 1e9).round() as u64)
-                    .unwrap_or(0)
-            } else {
-                ((result.run.warmup_s + result.run.duration_s) * 1e9).round() as u64
-            };
-            let done = Done {
-                end_ns,
-                failures: result.summary.errors.failed_threads.clone(),
-                errors: result.summary.errors.first.clone(),
-                notices: result.notices.clone(),
-                verify: result.summary.verify.clone(),
-                disks_checked: 0,
-                disks: result.summary.errors.disks.clone(),
-            };
-            if send(&out, &Frame::Done(done)).is_err() {
-                return 1;
-            }
-            0
-        }
-        Err(e) => fail(e.to_string(), e.is_input_error()),
-    }
+    let result = run(&job.groups, &mut launcher, &mut gate, stop, &mut streamer)?;
+    let end_ns = if result.run.interrupted {
+        result
+            .intervals
+            .last()
+            .map(|r| ((r.t_s + r.duration_s) * 1e9).round() as u64)
+            .unwrap_or(0)
+    } else {
+        ((result.run.warmup_s + result.run.duration_s) * 1e9).round() as u64
+    };
+    Ok(Done {
+        end_ns,
+        failures: result.summary.errors.failed_threads.clone(),
+        errors: result.summary.errors.first.clone(),
+        notices: result.notices.clone(),
+        verify: result.summary.verify.clone(),
+        disks: result.summary.errors.disks.clone(),
+        ..done()
+    })
 }

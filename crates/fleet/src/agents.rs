@@ -28,15 +28,16 @@ use crate::controller::FleetError;
 use crate::inproc::check_verify;
 use crate::inventory::{place, HostSpec};
 use crate::lanes::Msg;
-use crate::launcher::{Finished, LaunchPlan, Launcher, Placement, Prepared};
+use crate::launcher::{Finished, HostVerified, LaunchPlan, Launcher, Placement, Prepared};
 use crate::observer::Observer;
+use crate::precondition::Preconditioned;
 use crate::protocol::{
-    check_hello, mono_ns, read_frame, read_magic, write_frame, AgentJob, Clock, Frame, Hello, Start,
+    check_hello, mono_ns, read_frame, read_magic, write_frame, AgentJob, Clock, Done, Frame, Hello,
+    Start, Task,
 };
 use crate::settings::RunSettings;
 use crate::transport::{self, shell_quote, Transport};
 use crate::EngineSpec;
-use iofleet_stats::result::VerifySummary;
 
 /// Clock round trips per host; the one with the shortest round trip sets the offset.
 const CLOCK_SAMPLES: u32 = 8;
@@ -468,11 +469,7 @@ impl AgentLauncher {
     }
 
     /// Each host with work, and its agent job.
-    fn host_jobs(
-        &self,
-        shares: &[HostShare],
-        verify_only: Option<usize>,
-    ) -> Vec<(usize, AgentJob)> {
+    fn host_jobs(&self, shares: &[HostShare], task: Task) -> Vec<(usize, AgentJob)> {
         shares
             .iter()
             .enumerate()
@@ -482,70 +479,94 @@ impl AgentLauncher {
                     groups: share.groups.clone(),
                     target: self.hosts[i].target.clone(),
                     settings: self.settings.clone(),
-                    verify_only,
+                    task,
                 };
                 (i, job)
             })
             .collect()
     }
 
-    /// `iofleet verify --hosts`: every host checks its disks against their journals;
-    /// per host (inventory name): the disks checked and what was found, keeping `keep`
-    /// corruptions in detail. A host that fails fails the whole check.
-    pub fn verify_hosts(
+    /// Run a one-shot `task` on every host with work and wait for each agent's one
+    /// `Done` (agents heartbeat meanwhile; one silent for `--host-timeout` fails the
+    /// task). A set `stop` is passed on to the agents, whose `Done` then says how far
+    /// they got. Per host with work: its inventory name and `Done`; None when `stop` was
+    /// set before every host was connected.
+    fn run_task(
         &mut self,
-        groups: &[GroupPlan],
-        keep: usize,
-    ) -> Result<Vec<(String, usize, VerifySummary)>, FleetError> {
-        let plan = plan_hosts(&self.hosts, groups)?;
-        let jobs = self.host_jobs(&plan.hosts, Some(keep));
-        let active: Vec<usize> = jobs.iter().map(|(i, _)| *i).collect();
-        if self.connect_all(jobs, &AtomicBool::new(false))?.is_none() {
-            return Ok(Vec::new());
+        shares: &[HostShare],
+        task: Task,
+        stop: &AtomicBool,
+    ) -> Result<Option<Vec<(String, Done)>>, FleetError> {
+        let jobs = self.host_jobs(shares, task);
+        let names: Vec<String> = jobs
+            .iter()
+            .map(|(i, _)| self.hosts[*i].name.clone())
+            .collect();
+        if self.connect_all(jobs, stop)?.is_none() {
+            return Ok(None);
         }
-        let mut out = Vec::new();
-        let mut first_err = None;
-        for (h, &i) in active.iter().enumerate() {
-            let name = self.hosts[i].name.clone();
-            let Some(stdout) = self.conns[h].stdout.as_mut() else {
-                continue;
-            };
-            // The agent sends Done or Error; anything else (heartbeats) is skipped.
-            let got = loop {
-                match read_frame(stdout) {
-                    Ok(Some(Frame::Done(d))) => break Ok((d.disks_checked, d.verify)),
-                    Ok(Some(Frame::Error(f))) => {
-                        break Err(if f.input {
-                            FleetError::Input(format!("host {name}: {}", f.message))
+        let (ev_tx, ev_rx) = unbounded();
+        for (h, c) in self.conns.iter_mut().enumerate() {
+            spawn_reader(h, c.stdout.take().expect("set by connect"), ev_tx.clone());
+        }
+        drop(ev_tx);
+        let n = self.conns.len();
+        let mut done: Vec<Option<Done>> = vec![None; n];
+        let mut heard = vec![Instant::now(); n];
+        let mut stop_sent = false;
+        let timeout = self.settings.host_timeout;
+        let mut failure = None;
+        while failure.is_none() && done.iter().any(Option::is_none) {
+            if stop.load(Ordering::SeqCst) && !stop_sent {
+                self.conns.iter().for_each(|c| {
+                    let _ = send_to(&c.stdin, &Frame::Stop);
+                });
+                stop_sent = true;
+            }
+            match ev_rx.recv_timeout(Duration::from_millis(100)) {
+                Ok(Event::Frame(h, Frame::Done(d))) => done[h] = Some(d),
+                Ok(Event::Frame(h, Frame::Error(f))) => {
+                    let msg = format!("host {}: {}", names[h], f.message);
+                    failure = Some(if f.input {
+                        FleetError::Input(msg)
+                    } else {
+                        FleetError::Setup(msg)
+                    });
+                }
+                Ok(Event::Frame(h, _)) => heard[h] = Instant::now(),
+                Ok(Event::Closed(h)) if done[h].is_none() => {
+                    std::thread::sleep(Duration::from_millis(50)); // let stderr arrive
+                    let err = self.conns[h].stderr_text();
+                    failure = Some(FleetError::Setup(format!(
+                        "host {}: the agent closed the session before it was done{}",
+                        names[h],
+                        if err.is_empty() {
+                            String::new()
                         } else {
-                            FleetError::Setup(format!("host {name}: {}", f.message))
-                        })
-                    }
-                    Ok(Some(_)) => continue,
-                    Ok(None) | Err(_) => {
-                        break Err(FleetError::Setup(format!(
-                            "host {name}: the agent closed the session during the check"
-                        )))
-                    }
+                            format!(" ({err})")
+                        }
+                    )));
                 }
-            };
-            match got {
-                Ok((disks, found)) => {
-                    let mut found = found.unwrap_or_default();
-                    for c in &mut found.first {
-                        c.host = name.clone();
+                Ok(Event::Closed(_)) => {}
+                Err(_) => {
+                    if let Some(h) =
+                        (0..n).find(|&h| done[h].is_none() && heard[h].elapsed() >= timeout)
+                    {
+                        failure = Some(FleetError::Setup(format!(
+                            "host {}: nothing heard from it for {} s (--host-timeout)",
+                            names[h],
+                            timeout.as_secs_f64()
+                        )));
                     }
-                    out.push((name, disks, found));
-                }
-                Err(e) => {
-                    first_err.get_or_insert(e);
                 }
             }
         }
         self.shutdown();
-        match first_err {
+        match failure {
             Some(e) => Err(e),
-            None => Ok(out),
+            None => Ok(Some(
+                names.into_iter().zip(done.into_iter().flatten()).collect(),
+            )),
         }
     }
 
@@ -670,6 +691,16 @@ pub fn plan_hosts(hosts: &[HostSpec], groups: &[GroupPlan]) -> Result<HostPlan, 
     })
 }
 
+/// Each inventory host's share of a plan this launcher made.
+fn shares_of(plan: LaunchPlan) -> Result<Vec<HostShare>, FleetError> {
+    match plan.placement {
+        Placement::Hosts(placed) => Ok(placed.into_iter().map(|(_, s)| s).collect()),
+        Placement::Here { .. } => Err(FleetError::Setup(
+            "an agent launcher runs only the plan it made".into(),
+        )),
+    }
+}
+
 impl Launcher for AgentLauncher {
     fn plan(&mut self, groups: &[GroupPlan]) -> Result<LaunchPlan, FleetError> {
         check_verify(groups, &self.settings.engine)?;
@@ -696,14 +727,9 @@ impl Launcher for AgentLauncher {
         notices: &mut Vec<String>,
     ) -> Result<Option<Prepared>, FleetError> {
         self.stop = stop.clone();
-        let Placement::Hosts(placed) = plan.placement else {
-            return Err(FleetError::Setup(
-                "a launcher materializes only the plan it made".into(),
-            ));
-        };
-        let shares: Vec<HostShare> = placed.into_iter().map(|(_, s)| s).collect();
-        let groups = plan.groups;
-        let jobs = self.host_jobs(&shares, None);
+        let groups = plan.groups.clone();
+        let shares = shares_of(plan)?;
+        let jobs = self.host_jobs(&shares, Task::Run);
         let active: Vec<usize> = jobs.iter().map(|(i, _)| *i).collect();
         if self.connect_all(jobs, stop)?.is_none() {
             return Ok(None);
@@ -820,6 +846,44 @@ impl Launcher for AgentLauncher {
             silence_grace: Some(self.settings.host_timeout),
             probe: None,
         }))
+    }
+
+    fn verify(&mut self, plan: LaunchPlan, keep: usize) -> Result<Vec<HostVerified>, FleetError> {
+        let shares = shares_of(plan)?;
+        let never = AtomicBool::new(false);
+        let done = self.run_task(&shares, Task::Verify { keep }, &never)?;
+        Ok(done
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(name, d)| {
+                let mut found = d.verify.unwrap_or_default();
+                for c in &mut found.first {
+                    c.host = name.clone();
+                }
+                (name, d.disks_checked, found)
+            })
+            .collect())
+    }
+
+    fn precondition(
+        &mut self,
+        plan: LaunchPlan,
+        stop: &Arc<AtomicBool>,
+        _observer: &mut dyn Observer,
+    ) -> Result<Option<Preconditioned>, FleetError> {
+        let notices = plan.notices.clone();
+        let shares = shares_of(plan)?;
+        let Some(done) = self.run_task(&shares, Task::Precondition, stop)? else {
+            return Ok(None);
+        };
+        let mut all = Preconditioned::merge(done.into_iter().map(|(name, d)| {
+            let mut p = d.preconditioned.map(|p| *p).unwrap_or_default();
+            p.disks.iter_mut().for_each(|w| w.host = name.clone());
+            p.notices = d.notices.iter().map(|n| format!("{name}: {n}")).collect();
+            p
+        }));
+        all.notices.splice(0..0, notices);
+        Ok(Some(all))
     }
 
     fn start(&mut self, epoch: Instant, tx: Sender<Msg>) -> Option<Duration> {

@@ -249,8 +249,9 @@ mod tests {
     use super::*;
     use crate::fixtures::{fleet, plan, stream};
     use crate::lanes::Msg;
-    use crate::launcher::{Finished, LaunchPlan, Placement};
+    use crate::launcher::{Finished, HostVerified, LaunchPlan, Placement};
     use crate::observer::Silent;
+    use crate::precondition::Preconditioned;
 
     /// Two hosts of one worker each, one source per host. A source that is not
     /// `silent` reports `ios` reads of 100 µs in its one interval, then ends.
@@ -354,6 +355,19 @@ mod tests {
             }
             self.tx = Some(tx);
             Some(Duration::ZERO)
+        }
+
+        fn verify(&mut self, _: LaunchPlan, _: usize) -> Result<Vec<HostVerified>, FleetError> {
+            Err(FleetError::Setup("not scripted".into()))
+        }
+
+        fn precondition(
+            &mut self,
+            _: LaunchPlan,
+            _: &Arc<AtomicBool>,
+            _: &mut dyn Observer,
+        ) -> Result<Option<Preconditioned>, FleetError> {
+            Err(FleetError::Setup("not scripted".into()))
         }
 
         fn give_up(&mut self, source: usize) {

@@ -31,8 +31,9 @@ use crate::controller::FleetError;
 use crate::lanes::{
     lane_seed, run_lanes, IoThreadSpec, LaneSpec, Msg, QueueSpec, TakenOut, ThreadWork, Timeline,
 };
-use crate::launcher::{Finished, LaunchPlan, Launcher, Placement as Where, Prepared};
+use crate::launcher::{Finished, HostVerified, LaunchPlan, Launcher, Placement as Where, Prepared};
 use crate::observer::{Observer, Phase};
+use crate::precondition::{precondition_disks, Preconditioned};
 use crate::settings::RunSettings;
 use crate::sys;
 
@@ -677,6 +678,47 @@ impl Launcher for ThreadLauncher {
         let job = self.job_for(&groups, local, disks, journals, stop);
         self.spawn_io_threads(&job, stop)?;
         Ok(Some(self.prepared(groups, &job)))
+    }
+
+    fn verify(&mut self, plan: LaunchPlan, keep: usize) -> Result<Vec<HostVerified>, FleetError> {
+        self.planned = None;
+        let host = sys::hostname();
+        let (disks, found) =
+            crate::verify::check_target(&self.target, &plan.groups, &self.settings, &host, keep)?;
+        Ok(vec![(host, disks, found)])
+    }
+
+    fn precondition(
+        &mut self,
+        plan: LaunchPlan,
+        stop: &Arc<AtomicBool>,
+        observer: &mut dyn Observer,
+    ) -> Result<Option<Preconditioned>, FleetError> {
+        let Some(local) = self.planned.take() else {
+            return Err(FleetError::Setup(
+                "a launcher preconditions only the plan it made".into(),
+            ));
+        };
+        if !local.engine.caps().needs_target {
+            return Err(FleetError::Input(format!(
+                "--engine {}: it touches no storage, so there is nothing to precondition",
+                local.engine.name()
+            )));
+        }
+        if stop.load(Ordering::SeqCst) {
+            return Ok(None);
+        }
+        let layout: Vec<DiskLayout> = local.layouts.into_iter().flat_map(|(_, l)| l).collect();
+        create_files(&layout)?;
+        let mut done = precondition_disks(
+            &layout,
+            self.settings.direct,
+            &sys::hostname(),
+            stop,
+            observer,
+        )?;
+        done.notices = plan.notices;
+        Ok(Some(done))
     }
 
     fn start(&mut self, epoch: Instant, tx: Sender<Msg>) -> Option<Duration> {

@@ -12,6 +12,10 @@
 //!            └──▶ `run --dry-run` prints the LaunchPlan and stops there
 //! ```
 //!
+//! The same plan also feeds the launcher's one-shot operations: `verify` (check every
+//! disk against its journal) and `precondition` (write every disk over, no measured
+//! phase), here or on every host.
+//!
 //! A *source* is whatever sends interval messages: one local I/O thread, or one remote
 //! host whose agent already merged its own threads. Launchers decide nothing about
 //! results; they only say who reports, for which workers, on which host.
@@ -23,12 +27,14 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::Sender;
 use iofleet_engine::target::{DiskLayout, TargetSpec};
 use iofleet_profile::GroupPlan;
+use iofleet_stats::result::VerifySummary;
 
 use crate::agents::HostShare;
 use crate::controller::FleetError;
 use crate::inventory::HostSpec;
 use crate::lanes::Msg;
 use crate::observer::Observer;
+use crate::precondition::Preconditioned;
 use crate::sys::HostProbe;
 
 /// What a run will do, decided by `Launcher::plan` without writing anything or
@@ -67,6 +73,9 @@ pub enum Placement {
     /// I/O threads and device regions are decided on each host.
     Hosts(Vec<(HostSpec, HostShare)>),
 }
+
+/// One host's verify check: its name, the disks checked, and what was found.
+pub type HostVerified = (String, usize, VerifySummary);
 
 /// What a launcher has ready once every worker can start.
 #[derive(Debug, Clone)]
@@ -124,6 +133,21 @@ pub trait Launcher {
         observer: &mut dyn Observer,
         notices: &mut Vec<String>,
     ) -> Result<Option<Prepared>, FleetError>;
+
+    /// Check every disk of `plan` against its verify journal (`iofleet verify`): per
+    /// host, its name, the disks checked and what was found, the first `keep`
+    /// corruptions in detail. Reads only.
+    fn verify(&mut self, plan: LaunchPlan, keep: usize) -> Result<Vec<HostVerified>, FleetError>;
+
+    /// Precondition every disk of `plan` (`iofleet precondition`): created as a run
+    /// would, written over `precondition::PASSES` times, no measured phase. `Ok(None)`
+    /// when `stop` was set before anything was written.
+    fn precondition(
+        &mut self,
+        plan: LaunchPlan,
+        stop: &Arc<AtomicBool>,
+        observer: &mut dyn Observer,
+    ) -> Result<Option<Preconditioned>, FleetError>;
 
     /// Release every worker at `epoch`; their messages go to `tx` until each source
     /// sends `Msg::Done`. Returns how late the last local thread began, when that is

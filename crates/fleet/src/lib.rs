@@ -21,6 +21,7 @@ pub mod inventory;
 pub mod lanes;
 pub mod launcher;
 pub mod observer;
+pub mod precondition;
 pub mod protocol;
 pub mod settings;
 pub mod sys;

@@ -63,10 +63,22 @@ pub struct AgentJob {
     pub groups: Vec<GroupPlan>,
     pub target: TargetArg,
     pub settings: RunSettings,
-    /// `iofleet verify --hosts`: check the disks against their journals instead of
-    /// running, keeping this many corruptions in detail.
+    /// What to do with the share: run it (the default), or a one-shot task.
     #[serde(default)]
-    pub verify_only: Option<usize>,
+    pub task: Task,
+}
+
+/// What an agent does with its share of the fleet.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub enum Task {
+    /// Measure: prepare, start at the controller's instant, stream intervals.
+    #[default]
+    Run,
+    /// `iofleet verify --hosts`: check the disks against their journals, keeping this
+    /// many corruptions in detail.
+    Verify { keep: usize },
+    /// `iofleet precondition --hosts`: precondition the disks; no measured phase.
+    Precondition,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -101,12 +113,15 @@ pub struct Done {
     /// What verified reads (`--verify`) or the verify check found on the host.
     #[serde(default)]
     pub verify: Option<VerifySummary>,
-    /// Disks the verify check read (`verify_only` jobs).
+    /// Disks the verify check read (`Task::Verify`).
     #[serde(default)]
     pub disks_checked: usize,
     /// Per-disk I/O errors of the agent's disks (absent from older agents).
     #[serde(default)]
     pub disks: Vec<DiskErrors>,
+    /// What preconditioning wrote (`Task::Precondition`).
+    #[serde(default)]
+    pub preconditioned: Option<Box<crate::precondition::Preconditioned>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -388,6 +403,7 @@ mod tests {
                     taken_out_s: Some(1.5),
                     ..DiskErrors::new(3, 1)
                 }],
+                preconditioned: None,
             }),
             Frame::Error(Failure {
                 message: "x".into(),

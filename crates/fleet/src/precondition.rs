@@ -1,0 +1,155 @@
+//! Workload-independent preconditioning (SNIA SSS PTS): every disk of a plan written
+//! twice over with 128 KiB sequential writes of random data, and no measured phase. A
+//! launcher operation (`Launcher::precondition`), so it runs where a run would: on this
+//! host's target, or on every host of an inventory, each host on its share of the disks.
+//! After the second pass each disk carries the fill marker of a random fill, so a run
+//! that prepares with random data reuses it instead of filling again.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use iofleet_engine::target::{precondition_pass, DiskLayout, FillOutcome, TargetError};
+use serde::{Deserialize, Serialize};
+
+use crate::controller::FleetError;
+use crate::observer::Observer;
+
+/// Passes over every disk (SNIA: twice the capacity).
+pub const PASSES: u32 = 2;
+/// Disks written at the same time on one host.
+const PARALLEL: usize = 4;
+
+/// What preconditioning wrote.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Preconditioned {
+    pub disks: Vec<DiskWritten>,
+    /// Wall time of the longest host, s.
+    pub seconds: f64,
+    /// Every pass of every disk finished (false: stopped; disks carry no marker).
+    pub complete: bool,
+    /// What the user should know (per host, prefixed with its name).
+    #[serde(default)]
+    pub notices: Vec<String>,
+}
+
+impl Preconditioned {
+    /// Several hosts' outcomes as one: every disk, the longest time, complete only if
+    /// every host completed.
+    pub fn merge(parts: impl IntoIterator<Item = Preconditioned>) -> Preconditioned {
+        let mut all = Preconditioned {
+            complete: true,
+            ..Default::default()
+        };
+        for p in parts {
+            all.disks.extend(p.disks);
+            all.seconds = all.seconds.max(p.seconds);
+            all.complete &= p.complete;
+            all.notices.extend(p.notices);
+        }
+        all
+    }
+}
+
+/// One disk's share of the writing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DiskWritten {
+    pub host: String,
+    pub worker: u32,
+    pub disk: u32,
+    pub path: String,
+    pub region_offset: u64,
+    pub size: u64,
+    pub bytes_written: u64,
+}
+
+/// Precondition `layout` (already created): `PASSES` passes, up to `PARALLEL` disks at
+/// a time, progress to `observer` in bytes of the whole. Stops between writes when
+/// `stop` is set.
+pub fn precondition_disks(
+    layout: &[DiskLayout],
+    direct: bool,
+    host: &str,
+    stop: &AtomicBool,
+    observer: &mut dyn Observer,
+) -> Result<Preconditioned, FleetError> {
+    let total: u64 = layout.iter().map(|d| d.size).sum::<u64>() * u64::from(PASSES);
+    let written: Vec<AtomicU64> = layout.iter().map(|_| AtomicU64::new(0)).collect();
+    let t0 = Instant::now();
+    let mut complete = true;
+    for pass in 0..PASSES {
+        if !one_pass(layout, pass, direct, stop, &written, total, observer)? {
+            complete = false;
+            break;
+        }
+    }
+    Ok(Preconditioned {
+        disks: layout
+            .iter()
+            .zip(&written)
+            .map(|(d, w)| DiskWritten {
+                host: host.to_string(),
+                worker: d.worker,
+                disk: d.disk,
+                path: d.path.display().to_string(),
+                region_offset: d.region_offset,
+                size: d.size,
+                bytes_written: w.load(Ordering::SeqCst),
+            })
+            .collect(),
+        seconds: t0.elapsed().as_secs_f64(),
+        complete,
+        notices: Vec::new(),
+    })
+}
+
+/// One pass over every disk; false when interrupted.
+fn one_pass(
+    layout: &[DiskLayout],
+    pass: u32,
+    direct: bool,
+    stop: &AtomicBool,
+    written: &[AtomicU64],
+    total: u64,
+    observer: &mut dyn Observer,
+) -> Result<bool, FleetError> {
+    let next = AtomicU64::new(0);
+    let parallel = layout.len().clamp(1, PARALLEL);
+    let progress = || {
+        written
+            .iter()
+            .map(|w| w.load(Ordering::Relaxed))
+            .sum::<u64>()
+    };
+    let results: Vec<Result<bool, TargetError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..parallel)
+            .map(|_| {
+                scope.spawn(|| loop {
+                    let i = next.fetch_add(1, Ordering::SeqCst) as usize;
+                    let Some(d) = layout.get(i) else {
+                        return Ok(true);
+                    };
+                    // Each write adds its bytes to the disk's count as it lands.
+                    if precondition_pass(d, pass, direct, stop, &written[i])?
+                        == FillOutcome::Interrupted
+                    {
+                        return Ok(false);
+                    }
+                })
+            })
+            .collect();
+        while handles.iter().any(|h| !h.is_finished()) {
+            observer.prepare_progress(progress(), total);
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("precondition thread does not panic"))
+            .collect()
+    });
+    observer.prepare_progress(progress(), total);
+    let mut complete = true;
+    for r in results {
+        complete &= r?;
+    }
+    Ok(complete && !stop.load(Ordering::SeqCst))
+}
