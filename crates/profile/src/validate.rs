@@ -81,6 +81,9 @@ impl<T> Val<T> {
     }
 }
 
+/// A stream's lane: its weight (closed loop), or its own rate and queue depth.
+type Lane = (Option<u32>, Option<f64>, Option<u32>);
+
 struct Resolver<'a> {
     origin: &'a str,
     ctx: Context,
@@ -407,7 +410,39 @@ impl Resolver<'_> {
         let k = |field: &str| format!("{prefix}.{field}");
         let disk_size_name = disk_size.name("fleet.disk_size");
 
-        // Block sizes.
+        let bs = self.stream_bs(&k, rs, ov, fleet, &disk_size_name)?;
+        let max_bs = bs.v.max();
+        let (read_pct, random_pct) = self.stream_mix(&k, rs, ov)?;
+        let align = self.stream_align(&k, rs, &bs.v, fleet, &disk_size_name)?;
+        let (weight, rate_iops, qd) = self.stream_lane(&k, rs, ov, fleet)?;
+        let locality = self.stream_locality(&k, rs)?;
+        let ws = self.stream_working_set(&k, rs, ov, fleet, max_bs, &disk_size_name)?;
+        let disks = self.stream_disks(&k, rs, ov, fleet)?;
+
+        Ok(StreamPlan {
+            name,
+            bs: bs.v,
+            read_pct,
+            random_pct,
+            align,
+            weight,
+            rate_iops,
+            qd,
+            locality,
+            working_set_pct: ws,
+            disks,
+        })
+    }
+
+    /// A stream's block sizes: given, non-empty, sector-aligned if direct, within a disk.
+    fn stream_bs(
+        &self,
+        k: &impl Fn(&str) -> String,
+        rs: &RawStream,
+        ov: &Overrides,
+        fleet: &FleetShape,
+        disk_size_name: &str,
+    ) -> Result<Val<BlockSizes>, ProfileError> {
         let bs_key = k("bs");
         let bs = match &ov.bs {
             Some(b) => Val {
@@ -462,8 +497,16 @@ impl Resolver<'_> {
                 ),
             ));
         }
+        Ok(bs)
+    }
 
-        // Mix.
+    /// A stream's mix: its read and random percentages, both required.
+    fn stream_mix(
+        &self,
+        k: &impl Fn(&str) -> String,
+        rs: &RawStream,
+        ov: &Overrides,
+    ) -> Result<(f64, f64), ProfileError> {
         let pct =
             |field: &str, opt: &str, o: Option<f64>, r: Option<f64>| -> Result<f64, ProfileError> {
                 let key = k(field);
@@ -478,12 +521,22 @@ impl Resolver<'_> {
             ov.random_pct,
             rs.random_pct,
         )?;
+        Ok((read_pct, random_pct))
+    }
 
-        // Alignment.
+    /// A stream's offset alignment: a power of two, direct-I/O sized, within a disk.
+    fn stream_align(
+        &self,
+        k: &impl Fn(&str) -> String,
+        rs: &RawStream,
+        bs: &BlockSizes,
+        fleet: &FleetShape,
+        disk_size_name: &str,
+    ) -> Result<Bytes, ProfileError> {
         let align_key = k("align");
         let align = match rs.align.as_deref() {
             Some(text) => parse_bytes(text).map_err(|m| self.err(&align_key, None, m))?,
-            None => Bytes(bs.v.min().0.max(DIRECT_IO_SECTOR.0).next_power_of_two()),
+            None => Bytes(bs.min().0.max(DIRECT_IO_SECTOR.0).next_power_of_two()),
         };
         if !align.0.is_power_of_two() {
             return Err(self.err(
@@ -512,8 +565,17 @@ impl Resolver<'_> {
                 ),
             ));
         }
+        Ok(align)
+    }
 
-        // Lane: weight (closed loop) or own rate (open loop).
+    /// A stream's lane: weight (closed loop) or own rate and queue depth (open loop).
+    fn stream_lane(
+        &self,
+        k: &impl Fn(&str) -> String,
+        rs: &RawStream,
+        ov: &Overrides,
+        fleet: &FleetShape,
+    ) -> Result<Lane, ProfileError> {
         if rs.weight.is_some() && rs.rate_iops.is_some() {
             return Err(self.err(
                 &k("weight"),
@@ -537,7 +599,7 @@ impl Resolver<'_> {
                 ),
             ));
         }
-        let (weight, rate_iops, qd) = match rate {
+        Ok(match rate {
             Some(r) => {
                 let qd = self.integer("stream.qd", &k("qd"), ov.qd, rs.qd)?;
                 (None, Some(r.v), Some(qd.map_or(fleet.qd, |q| q.v)))
@@ -547,10 +609,16 @@ impl Resolver<'_> {
                 None,
                 None,
             ),
-        };
+        })
+    }
 
-        // Locality.
-        let locality = match (&rs.hot_bands, rs.zipf) {
+    /// A stream's locality: hot bands, Zipf, or uniform.
+    fn stream_locality(
+        &self,
+        k: &impl Fn(&str) -> String,
+        rs: &RawStream,
+    ) -> Result<Locality, ProfileError> {
+        Ok(match (&rs.hot_bands, rs.zipf) {
             (Some(_), Some(_)) => {
                 return Err(self.err(
                     &k("hot_bands"),
@@ -568,9 +636,19 @@ impl Resolver<'_> {
                 }
             }
             (None, None) => Locality::Uniform,
-        };
+        })
+    }
 
-        // Working set.
+    /// A stream's working set percentage: at least one block of the largest size.
+    fn stream_working_set(
+        &self,
+        k: &impl Fn(&str) -> String,
+        rs: &RawStream,
+        ov: &Overrides,
+        fleet: &FleetShape,
+        max_bs: Bytes,
+        disk_size_name: &str,
+    ) -> Result<f64, ProfileError> {
         let ws_key = k("working_set_pct");
         let ws = self
             .number(
@@ -597,11 +675,20 @@ impl Resolver<'_> {
                 ),
             ));
         }
+        Ok(ws.v)
+    }
 
-        // Disks.
+    /// A stream's disks: all of a worker's, or its list checked against (or cut to) them.
+    fn stream_disks(
+        &self,
+        k: &impl Fn(&str) -> String,
+        rs: &RawStream,
+        ov: &Overrides,
+        fleet: &FleetShape,
+    ) -> Result<Vec<u32>, ProfileError> {
         let disks_key = k("disks");
         let all: Vec<u32> = (0..fleet.disks_per_worker).collect();
-        let disks = match &rs.disks {
+        Ok(match &rs.disks {
             None => all,
             Some(d) => match parse_disk_list(d).map_err(|m| self.err(&disks_key, None, m))? {
                 None => all,
@@ -635,20 +722,6 @@ impl Resolver<'_> {
                     }
                 }
             },
-        };
-
-        Ok(StreamPlan {
-            name,
-            bs: bs.v,
-            read_pct,
-            random_pct,
-            align,
-            weight,
-            rate_iops,
-            qd,
-            locality,
-            working_set_pct: ws.v,
-            disks,
         })
     }
 }

@@ -608,12 +608,18 @@ fn closed_loop_step(r: &RunData) -> bool {
         || r.labels.get("rate_pct").is_some_and(|v| v == "max")
 }
 
-/// The latency-versus-IOPS curve of the runs of sweeps and find-max searches (labels
-/// `sweep` or `findmax`): p50 (dashed) and p99 (solid) against IOPS, one curve per
-/// sweep or search, with a search's objectives as horizontal lines and the point it
-/// found (label `found=true`) as a black square. None when no sweep or search has two
-/// points among `runs`.
-pub fn load_curve(runs: &[RunData]) -> Result<Option<Chart>, ChartError> {
+/// What [`load_curve`] draws, gathered from the runs.
+struct LoadSteps {
+    series: Vec<CurveSeries>,
+    /// The searches' objectives, each once.
+    objectives: Vec<iofleet_stats::slo::Objective>,
+    /// The points searches found: (IOPS, p99 µs, run id).
+    found: Vec<(f64, f64, String)>,
+}
+
+/// The steps of every sweep and find-max among `runs` (closed-loop maxima and steps
+/// without latencies left out), one series per sweep or search, in run order.
+fn load_steps(runs: &[RunData]) -> LoadSteps {
     let mut series: Vec<CurveSeries> = Vec::new();
     let mut objectives: Vec<iofleet_stats::slo::Objective> = Vec::new();
     let mut found: Vec<(f64, f64, String)> = Vec::new();
@@ -649,107 +655,148 @@ pub fn load_curve(runs: &[RunData]) -> Result<Option<Chart>, ChartError> {
             }),
         }
     }
-    series.retain(|s| s.points.len() >= 2);
-    if series.is_empty() {
+    LoadSteps {
+        series,
+        objectives,
+        found,
+    }
+}
+
+/// The latency-versus-IOPS curve of the runs of sweeps and find-max searches (labels
+/// `sweep` or `findmax`): p50 (dashed) and p99 (solid) against IOPS, one curve per
+/// sweep or search, with a search's objectives as horizontal lines and the point it
+/// found (label `found=true`) as a black square. None when no sweep or search has two
+/// points among `runs`.
+pub fn load_curve(runs: &[RunData]) -> Result<Option<Chart>, ChartError> {
+    let mut steps = load_steps(runs);
+    steps.series.retain(|s| s.points.len() >= 2);
+    if steps.series.is_empty() {
         return Ok(None);
     }
-    for s in &mut series {
+    for s in &mut steps.series {
         s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
     }
     let title = "Latency against IOPS";
     let id = "load-curve";
-    let x1 = series
+    let x1 = steps
+        .series
         .iter()
         .flat_map(|s| s.points.iter().map(|p| p.0))
         .fold(0.0f64, f64::max)
         .max(1.0)
         * 1.05;
+    let (lo, hi) = latency_extent(&steps.series, &steps.objectives);
+    let mut svg = String::new();
+    draw_load_curve(&mut svg, &steps, x1, lo, hi).map_err(err(id))?;
+    let legend = load_curve_legend(&steps);
+    Ok(Some(Chart {
+        id: id.into(),
+        title: title.into(),
+        caption: "p99 (solid) and p50 (dashed) latency of all I/O against the IOPS measured, one curve per sweep or find-max among the reported runs (each dot a stored step; the closed-loop maximum a rate curve or find-max starts from is left out); a find-max's objectives as grey dashed lines and the rate it found as a black square; log latency scale.".into(),
+        svg: finish_svg(svg, title),
+        legend,
+    }))
+}
+
+/// The latency axis of [`load_curve`]: every p50, p99 and objective, with room.
+fn latency_extent(
+    series: &[CurveSeries],
+    objectives: &[iofleet_stats::slo::Objective],
+) -> (f64, f64) {
     let ys: Vec<f64> = series
         .iter()
         .flat_map(|s| s.points.iter().flat_map(|p| [p.1, p.2]))
         .chain(objectives.iter().map(|o| o.limit_us))
         .filter(|y| *y > 0.0 && y.is_finite())
         .collect();
-    let (lo, hi) = match (
+    match (
         ys.iter().cloned().fold(f64::INFINITY, f64::min),
         ys.iter().cloned().fold(0.0f64, f64::max),
     ) {
         (min, max) if min.is_finite() && max > 0.0 => (min / 1.5, max * 1.5),
         _ => (1.0, 10.0),
-    };
-    let objective_color = RGBColor(90, 90, 90);
-    let mut svg = String::new();
-    {
-        let mut draw = || -> Result<(), String> {
-            let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
-            root.fill(&WHITE).map_err(|e| e.to_string())?;
-            let y = (lo..hi).log_scale().with_key_points(log_ticks(lo, hi));
-            let mut chart = ChartBuilder::on(&root)
-                .margin(12)
-                .x_label_area_size(44)
-                .y_label_area_size(80)
-                .build_cartesian_2d(0.0..x1, y)
-                .map_err(|e| e.to_string())?;
-            let yfmt = |v: &f64| latency_label(*v);
-            chart
-                .configure_mesh()
-                .x_desc("IOPS")
-                .y_desc("latency (log scale)")
-                .x_labels(10)
-                .x_label_formatter(&compact)
-                .y_label_formatter(&yfmt)
-                .label_style(("sans-serif", 13))
-                .axis_desc_style(("sans-serif", 14))
-                .bold_line_style(RGBColor(225, 225, 225))
-                .light_line_style(RGBColor(242, 242, 242))
-                .draw()
-                .map_err(|e| e.to_string())?;
-            for o in &objectives {
-                chart
-                    .draw_series(DashedLineSeries::new(
-                        [(0.0, o.limit_us), (x1, o.limit_us)],
-                        4,
-                        4,
-                        objective_color.stroke_width(1),
-                    ))
-                    .map_err(|e| e.to_string())?;
-            }
-            for (i, s) in series.iter().enumerate() {
-                let c = run_color(i);
-                for (dashed, pts) in [
-                    (
-                        false,
-                        s.points.iter().map(|p| (p.0, p.2)).collect::<Vec<_>>(),
-                    ),
-                    (true, s.points.iter().map(|p| (p.0, p.1)).collect()),
-                ] {
-                    let pts: Vec<(f64, f64)> = pts.into_iter().filter(|p| p.1 > 0.0).collect();
-                    draw_line(
-                        &mut chart,
-                        &Line {
-                            color: c,
-                            dashed,
-                            points: Vec::new(),
-                        },
-                        pts.clone(),
-                    )?;
-                    chart
-                        .draw_series(pts.iter().map(|p| Circle::new(*p, 3, c.filled())))
-                        .map_err(|e| e.to_string())?;
-                }
-            }
-            chart
-                .draw_series(found.iter().filter(|f| f.1 > 0.0).map(|f| {
-                    EmptyElement::at((f.0, f.1))
-                        + Rectangle::new([(-6, -6), (6, 6)], BLACK.filled())
-                }))
-                .map_err(|e| e.to_string())?;
-            root.present().map_err(|e| e.to_string())
-        };
-        draw().map_err(err(id))?;
     }
+}
+
+/// Draw [`load_curve`]'s chart into `svg`: objectives, curves and found points, IOPS
+/// up to `x1` against latency from `lo` to `hi`.
+fn draw_load_curve(
+    svg: &mut String,
+    steps: &LoadSteps,
+    x1: f64,
+    lo: f64,
+    hi: f64,
+) -> Result<(), String> {
+    let objective_color = RGBColor(90, 90, 90);
+    let root = SVGBackend::with_string(svg, (W, H)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| e.to_string())?;
+    let y = (lo..hi).log_scale().with_key_points(log_ticks(lo, hi));
+    let mut chart = ChartBuilder::on(&root)
+        .margin(12)
+        .x_label_area_size(44)
+        .y_label_area_size(80)
+        .build_cartesian_2d(0.0..x1, y)
+        .map_err(|e| e.to_string())?;
+    let yfmt = |v: &f64| latency_label(*v);
+    chart
+        .configure_mesh()
+        .x_desc("IOPS")
+        .y_desc("latency (log scale)")
+        .x_labels(10)
+        .x_label_formatter(&compact)
+        .y_label_formatter(&yfmt)
+        .label_style(("sans-serif", 13))
+        .axis_desc_style(("sans-serif", 14))
+        .bold_line_style(RGBColor(225, 225, 225))
+        .light_line_style(RGBColor(242, 242, 242))
+        .draw()
+        .map_err(|e| e.to_string())?;
+    for o in &steps.objectives {
+        chart
+            .draw_series(DashedLineSeries::new(
+                [(0.0, o.limit_us), (x1, o.limit_us)],
+                4,
+                4,
+                objective_color.stroke_width(1),
+            ))
+            .map_err(|e| e.to_string())?;
+    }
+    for (i, s) in steps.series.iter().enumerate() {
+        let c = run_color(i);
+        for (dashed, pts) in [
+            (
+                false,
+                s.points.iter().map(|p| (p.0, p.2)).collect::<Vec<_>>(),
+            ),
+            (true, s.points.iter().map(|p| (p.0, p.1)).collect()),
+        ] {
+            let pts: Vec<(f64, f64)> = pts.into_iter().filter(|p| p.1 > 0.0).collect();
+            draw_line(
+                &mut chart,
+                &Line {
+                    color: c,
+                    dashed,
+                    points: Vec::new(),
+                },
+                pts.clone(),
+            )?;
+            chart
+                .draw_series(pts.iter().map(|p| Circle::new(*p, 3, c.filled())))
+                .map_err(|e| e.to_string())?;
+        }
+    }
+    chart
+        .draw_series(steps.found.iter().filter(|f| f.1 > 0.0).map(|f| {
+            EmptyElement::at((f.0, f.1)) + Rectangle::new([(-6, -6), (6, 6)], BLACK.filled())
+        }))
+        .map_err(|e| e.to_string())?;
+    root.present().map_err(|e| e.to_string())
+}
+
+/// The legend of [`load_curve`]: p99 and p50 of each curve, objectives, found points.
+fn load_curve_legend(steps: &LoadSteps) -> Vec<LegendEntry> {
     let mut legend = Vec::new();
-    for (i, s) in series.iter().enumerate() {
+    for (i, s) in steps.series.iter().enumerate() {
         for (what, mark) in [("p99", Mark::Line), ("p50", Mark::Dashed)] {
             legend.push(LegendEntry {
                 label: format!("{} {what}", s.name),
@@ -758,14 +805,14 @@ pub fn load_curve(runs: &[RunData]) -> Result<Option<Chart>, ChartError> {
             });
         }
     }
-    for o in &objectives {
+    for o in &steps.objectives {
         legend.push(LegendEntry {
             label: format!("objective {o}"),
             color: "#5a5a5a".into(),
             mark: Mark::Dashed,
         });
     }
-    for (iops, p99, run) in &found {
+    for (iops, p99, run) in &steps.found {
         legend.push(LegendEntry {
             label: format!(
                 "found: {} IOPS at p99 {} (run {run})",
@@ -776,13 +823,7 @@ pub fn load_curve(runs: &[RunData]) -> Result<Option<Chart>, ChartError> {
             mark: Mark::Box,
         });
     }
-    Ok(Some(Chart {
-        id: id.into(),
-        title: title.into(),
-        caption: "p99 (solid) and p50 (dashed) latency of all I/O against the IOPS measured, one curve per sweep or find-max among the reported runs (each dot a stored step; the closed-loop maximum a rate curve or find-max starts from is left out); a find-max's objectives as grey dashed lines and the rate it found as a black square; log latency scale.".into(),
-        svg: finish_svg(svg, title),
-        legend,
-    }))
+    legend
 }
 
 /// Bins per decade of the latency histograms.

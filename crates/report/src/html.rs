@@ -460,21 +460,16 @@ fn groups_section(h: &mut String, runs: &[RunData], charts: &[Chart]) {
     }
     h.push_str("</section>\n");
 }
-/// The whole report page. `generated_at` is shown in the header.
-pub fn report(
-    runs: &[RunData],
-    baseline: usize,
+
+/// The page up to its main part: the document head, the title and what the report holds.
+fn page_head(
+    h: &mut String,
+    cmp: &Comparison<'_>,
+    charts: &[Chart],
     title: &str,
     generated_at: &str,
-) -> Result<String, ChartError> {
-    let cmp = Comparison {
-        runs,
-        baseline,
-        gain: Gain::Change,
-    };
-    let charts = charts_for(runs, baseline)?;
-    let chart = |id: &str| charts.iter().find(|c| c.id == id);
-    let mut h = String::new();
+) {
+    let runs = cmp.runs;
     let _ = writeln!(
         h,
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>",
@@ -491,8 +486,10 @@ pub fn report(
         charts.len(),
         charts.len()
     );
+}
 
-    // Runs, the workload each ran, and the environment.
+/// The runs section's first tables: each run, then the workload each ran.
+fn runs_table(h: &mut String, runs: &[RunData], baseline: usize) {
     h.push_str("<section id=\"runs\"><h2>Runs</h2><table id=\"runs-table\">\n<tr><th class=\"l\">#</th><th class=\"l\">run</th><th class=\"l\">name</th><th class=\"l\">labels</th><th class=\"l\">profile</th><th class=\"l\">status</th><th class=\"l\">started (UTC)</th><th>measured s</th><th>warm-up s</th><th>interval s</th><th>workers</th><th>hosts</th></tr>\n");
     for (i, r) in runs.iter().enumerate() {
         let run = &r.result.run;
@@ -521,7 +518,11 @@ pub fn report(
         );
     }
     h.push_str("</table>\n");
-    workload_table(&mut h, runs);
+    workload_table(h, runs);
+}
+
+/// The runs section's last table: the environment of each run.
+fn environment_table(h: &mut String, runs: &[RunData]) {
     h.push_str("<h2>Environment</h2><table>\n<tr><th class=\"l\">#</th><th class=\"l\">iofleet</th><th class=\"l\">host</th><th class=\"l\">kernel</th><th class=\"l\">CPU</th><th>cores</th><th>memory GiB</th><th class=\"l\">filesystem / devices</th></tr>\n");
     for (i, r) in runs.iter().enumerate() {
         let e = &r.environment;
@@ -545,8 +546,11 @@ pub fn report(
         );
     }
     h.push_str("</table></section>\n");
+}
 
-    // Summary: the columns practitioners publish.
+/// The summary section: the columns practitioners publish, with the change in IOPS.
+fn summary_section(h: &mut String, cmp: &Comparison<'_>) {
+    let baseline = cmp.baseline;
     h.push_str("<section id=\"summary\"><h2>Summary</h2><table>\n<tr><th class=\"l\">#</th><th class=\"l\">configuration</th><th>IOPS</th><th>change</th><th>MB/s</th><th>latency mean µs</th><th>read µs</th><th>write µs</th><th>stddev µs</th><th>outstanding I/O</th><th>CPU %</th><th>memory %</th><th>IOPS median interval</th><th>I/O errors</th></tr>\n");
     let iops = Metric::parse("iops").expect("iops");
     for row in cmp.config_rows() {
@@ -554,7 +558,7 @@ pub fn report(
         let change = if row.index == baseline {
             "<td class=\"base\">baseline</td>".to_string()
         } else {
-            change_cell(&cmp, iops, row.index)
+            change_cell(cmp, iops, row.index)
         };
         let _ = writeln!(
             h,
@@ -576,58 +580,73 @@ pub fn report(
         );
     }
     h.push_str("</table></section>\n");
+}
 
-    // Comparison against the baseline.
-    if runs.len() > 1 {
-        h.push_str("<section id=\"comparison\"><h2>Comparison against the baseline</h2>\n");
-        if let Some(c) = chart("compare-bars") {
-            figure(&mut h, c);
+/// The comparison section: every default metric of every run against the baseline.
+fn comparison_section(h: &mut String, cmp: &Comparison<'_>, charts: &[Chart]) {
+    let (runs, baseline) = (cmp.runs, cmp.baseline);
+    let chart = |id: &str| charts.iter().find(|c| c.id == id);
+    h.push_str("<section id=\"comparison\"><h2>Comparison against the baseline</h2>\n");
+    if let Some(c) = chart("compare-bars") {
+        figure(h, c);
+    }
+    h.push_str("<table>\n<tr><th class=\"l\">metric</th>");
+    for (i, _) in runs.iter().enumerate() {
+        let _ = write!(h, "<th>{}#{}</th>", swatch(i), i + 1);
+        if i != baseline {
+            let _ = write!(h, "<th>change</th>");
         }
-        h.push_str("<table>\n<tr><th class=\"l\">metric</th>");
-        for (i, _) in runs.iter().enumerate() {
-            let _ = write!(h, "<th>{}#{}</th>", swatch(i), i + 1);
+    }
+    h.push_str("</tr>\n");
+    for m in default_metrics() {
+        let _ = write!(
+            h,
+            "<tr><td class=\"l\">{} {}</td>",
+            escape(&m.label()),
+            m.unit().table_suffix()
+        );
+        for (i, r) in runs.iter().enumerate() {
+            let _ = write!(h, "<td>{}</td>", fmt_opt(m.value(&r.result), m.unit()));
             if i != baseline {
-                let _ = write!(h, "<th>change</th>");
+                h.push_str(&change_cell(cmp, m, i));
             }
         }
         h.push_str("</tr>\n");
-        for m in default_metrics() {
-            let _ = write!(
-                h,
-                "<tr><td class=\"l\">{} {}</td>",
-                escape(&m.label()),
-                m.unit().table_suffix()
-            );
-            for (i, r) in runs.iter().enumerate() {
-                let _ = write!(h, "<td>{}</td>", fmt_opt(m.value(&r.result), m.unit()));
-                if i != baseline {
-                    h.push_str(&change_cell(&cmp, m, i));
-                }
-            }
-            h.push_str("</tr>\n");
-        }
-        h.push_str("</table></section>\n");
     }
+    h.push_str("</table></section>\n");
+}
 
-    // The curve of a sweep or a find-max among the runs.
+/// The curve of a sweep or a find-max among the runs, if charted.
+fn load_section(h: &mut String, charts: &[Chart]) {
+    let chart = |id: &str| charts.iter().find(|c| c.id == id);
     if let Some(c) = chart("load-curve") {
         h.push_str("<section id=\"load\"><h2>Latency against load</h2>\n");
-        figure(&mut h, c);
+        figure(h, c);
         h.push_str("</section>\n");
     }
+}
 
+/// The over-time section: IOPS, MB/s, latency and CPU charts.
+fn over_time_section(h: &mut String, charts: &[Chart]) {
+    let chart = |id: &str| charts.iter().find(|c| c.id == id);
     h.push_str("<section id=\"over-time\"><h2>Over time</h2>\n");
     for id in ["iops-time", "mbps-time", "latency-time", "cpu-time"] {
         if let Some(c) = chart(id) {
-            figure(&mut h, c);
+            figure(h, c);
         }
     }
     if chart("cpu-time").is_none() {
         h.push_str("<p class=\"warn\">CPU over time: not recorded for these runs (runs stored before iofleet recorded per-interval host usage).</p>\n");
     }
-    h.push_str("</section>\n<section id=\"latency\"><h2>Latency distribution</h2>\n");
+    h.push_str("</section>\n");
+}
+
+/// The latency section: percentiles, then per run its latency table and histogram.
+fn latency_section(h: &mut String, runs: &[RunData], charts: &[Chart]) {
+    let chart = |id: &str| charts.iter().find(|c| c.id == id);
+    h.push_str("<section id=\"latency\"><h2>Latency distribution</h2>\n");
     if let Some(c) = chart("latency-percentiles") {
-        figure(&mut h, c);
+        figure(h, c);
     }
     for (i, r) in runs.iter().enumerate() {
         let s = &r.result.summary;
@@ -639,31 +658,36 @@ pub fn report(
             escape(&r.id),
             escape(&r.config_text())
         );
-        lat_row(&mut h, "read", &s.read);
-        lat_row(&mut h, "write", &s.write);
-        lat_row(&mut h, "all", &s.all);
+        lat_row(h, "read", &s.read);
+        lat_row(h, "write", &s.write);
+        lat_row(h, "all", &s.all);
         if r.result.streams.len() > 1 {
             for st in &r.result.streams {
-                lat_row(&mut h, &format!("stream {}", st.name), &st.all);
+                lat_row(h, &format!("stream {}", st.name), &st.all);
             }
         }
         h.push_str("</table>\n");
         if let Some(c) = chart(&format!("latency-hist-{}", i + 1)) {
-            figure(&mut h, c);
-        }
-    }
-    h.push_str("</section>\n<section id=\"spread\"><h2>Workers and hosts</h2>\n");
-    for id in ["worker-spread", "host-spread"] {
-        if let Some(c) = chart(id) {
-            figure(&mut h, c);
+            figure(h, c);
         }
     }
     h.push_str("</section>\n");
-    hosts_section(&mut h, runs, &charts);
-    if has_groups(runs) {
-        groups_section(&mut h, runs, &charts);
-    }
+}
 
+/// The spread section: how workers and hosts compare.
+fn spread_section(h: &mut String, charts: &[Chart]) {
+    let chart = |id: &str| charts.iter().find(|c| c.id == id);
+    h.push_str("<section id=\"spread\"><h2>Workers and hosts</h2>\n");
+    for id in ["worker-spread", "host-spread"] {
+        if let Some(c) = chart(id) {
+            figure(h, c);
+        }
+    }
+    h.push_str("</section>\n");
+}
+
+/// The notices of every run, if any.
+fn notices_section(h: &mut String, runs: &[RunData]) {
     let notes: Vec<(usize, &String)> = runs
         .iter()
         .enumerate()
@@ -676,11 +700,58 @@ pub fn report(
         }
         h.push_str("</ul></section>\n");
     }
+}
+
+/// The end of the page: the footer with its checks, and the check script.
+fn page_foot(h: &mut String, charts: &[Chart]) {
     let _ = writeln!(
         h,
         "</main>\n<footer>iofleet report · figures recomputed from the stored histograms · <span id=\"chart-check\">{} charts</span> · <span id=\"layout-check\">layout</span></footer>\n<script>{CHECK_SCRIPT}</script>\n</body>\n</html>",
         charts.len()
     );
+}
+
+/// The whole report page. `generated_at` is shown in the header.
+pub fn report(
+    runs: &[RunData],
+    baseline: usize,
+    title: &str,
+    generated_at: &str,
+) -> Result<String, ChartError> {
+    let cmp = Comparison {
+        runs,
+        baseline,
+        gain: Gain::Change,
+    };
+    let charts = charts_for(runs, baseline)?;
+    let mut h = String::new();
+    page_head(&mut h, &cmp, &charts, title, generated_at);
+
+    // Runs, the workload each ran, and the environment.
+    runs_table(&mut h, runs, baseline);
+    environment_table(&mut h, runs);
+
+    // Summary: the columns practitioners publish.
+    summary_section(&mut h, &cmp);
+
+    // Comparison against the baseline.
+    if runs.len() > 1 {
+        comparison_section(&mut h, &cmp, &charts);
+    }
+
+    // The curve of a sweep or a find-max among the runs.
+    load_section(&mut h, &charts);
+
+    over_time_section(&mut h, &charts);
+    latency_section(&mut h, runs, &charts);
+    spread_section(&mut h, &charts);
+    hosts_section(&mut h, runs, &charts);
+    if has_groups(runs) {
+        groups_section(&mut h, runs, &charts);
+    }
+
+    notices_section(&mut h, runs);
+    page_foot(&mut h, &charts);
     Ok(h)
 }
 

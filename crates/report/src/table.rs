@@ -12,9 +12,9 @@
 
 use std::io::{self, Write};
 
-use iofleet_stats::result::RunResult;
+use iofleet_stats::result::{ErrorSummary, HostSummary, RunResult, RunSummary, VerifySummary};
 use iofleet_stats::summary::counts_in_median;
-use iofleet_stats::{LatencySummary, OpSummary};
+use iofleet_stats::{GeneratorSummary, LatencySummary, OpSummary};
 
 use crate::compare::opt_fixed as d;
 use crate::Exporter;
@@ -284,431 +284,543 @@ fn data_lines(plan: &iofleet_profile::RecordedPlan) -> Vec<String> {
     }
 }
 
+/// The run line, the stored run's id, name and labels, and what the writes carried.
+fn write_run_lines(r: &RunResult, out: &mut dyn Write, max: Option<usize>) -> io::Result<()> {
+    let run = &r.run;
+    wrap(
+        out,
+        &format!(
+            "iofleet {}  profile {}  engine {}  direct I/O {}  target {}",
+            run.iofleet_version,
+            run.profile,
+            run.engine,
+            if run.direct { "on" } else { "off" },
+            run.target,
+        ),
+        max,
+        2,
+    )?;
+    if let Some(st) = &r.stored {
+        wrap(
+            out,
+            &format!(
+                "run {}  name {}  labels {}",
+                st.id,
+                st.name,
+                if st.labels.is_empty() {
+                    "(none)".to_string()
+                } else {
+                    st.labels
+                        .iter()
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                }
+            ),
+            max,
+            2,
+        )?;
+    }
+    for line in data_lines(&run.plan) {
+        wrap(out, &line, max, 2)?;
+    }
+    Ok(())
+}
+
+/// A run interrupted before its first measured interval: when it started, and its notes.
+fn write_unmeasured(r: &RunResult, out: &mut dyn Write, max: Option<usize>) -> io::Result<()> {
+    let run = &r.run;
+    wrap(
+        out,
+        &format!(
+            "started {}  INTERRUPTED before the first measured interval: nothing was measured, so there are no figures",
+            run.started_at
+        ),
+        max,
+        2,
+    )?;
+    write_notices(r, out, max)
+}
+
+/// When the run started, how long it measured, and how the steady state went.
+fn write_started(r: &RunResult, out: &mut dyn Write, max: Option<usize>) -> io::Result<()> {
+    let run = &r.run;
+    writeln!(
+        out,
+        "started {}  measured {:.1} s after {:.1} s warm-up{}",
+        run.started_at,
+        run.duration_s,
+        run.warmup_s,
+        if run.interrupted {
+            "  (INTERRUPTED: partial result)"
+        } else {
+            ""
+        }
+    )?;
+    if let Some(st) = &r.steady_state {
+        wrap(out, &steady_line(st), max, 2)?;
+    }
+    writeln!(out)?;
+    Ok(())
+}
+
+/// The headline: IOPS, MB/s, mean latencies, outstanding I/O, CPU and memory.
+fn write_headline(s: &RunSummary, out: &mut dyn Write, max: Option<usize>) -> io::Result<()> {
+    let mut head = Grid::new(
+        0,
+        &[
+            ("IOPS", false),
+            ("MB/s", false),
+            ("lat mean µs", false),
+            ("read µs", false),
+            ("write µs", false),
+            ("stddev µs", false),
+            ("outstanding", false),
+            ("CPU %", false),
+            ("mem %", false),
+        ],
+    );
+    head.row(vec![
+        f0(s.all.iops),
+        f1(s.all.mbps),
+        d(s.all.lat(|l| l.mean), 1),
+        d(s.read.lat(|l| l.mean), 1),
+        d(s.write.lat(|l| l.mean), 1),
+        d(s.all.lat(|l| l.stddev), 1),
+        crate::compare::fmt_outstanding(&s.outstanding_io),
+        d(s.cpu.as_ref().map(|c| c.host_pct), 1),
+        d(s.memory.as_ref().map(|m| m.host_used_pct), 1),
+    ]);
+    head.print(out, max)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// Latency percentiles per direction and, with several streams, per stream.
+fn write_latencies(r: &RunResult, out: &mut dyn Write, max: Option<usize>) -> io::Result<()> {
+    let s = &r.summary;
+    // Direction rows are `read`, `write`, `all`; stream rows say `stream NAME`, so a
+    // stream named `read` is never taken for the read direction.
+    let mut lat = Grid::new(1, LATENCY_COLUMNS);
+    lat.row(lat_cells("read".into(), &s.read));
+    lat.row(lat_cells("write".into(), &s.write));
+    lat.row(lat_cells("all".into(), &s.all));
+    if r.streams.len() > 1 {
+        for st in &r.streams {
+            lat.row(lat_cells(format!("stream {}", st.name), &st.all));
+        }
+    }
+    lat.print(out, max)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// The median of the measured intervals' IOPS, and how many intervals it counts.
+fn write_interval_median(r: &RunResult, out: &mut dyn Write, max: Option<usize>) -> io::Result<()> {
+    let run = &r.run;
+    let s = &r.summary;
+    let measured: Vec<_> = r.intervals.iter().filter(|i| !i.warmup).collect();
+    // The median's own rule (`counts_in_median`).
+    let ns = |s: f64| (s * 1e9).round() as u64;
+    let used = measured
+        .iter()
+        .filter(|i| counts_in_median(ns(i.duration_s), ns(run.interval_s)))
+        .count();
+    let interval = format!("{:.3}", run.interval_s);
+    let interval = interval.trim_end_matches('0').trim_end_matches('.');
+    wrap(
+        out,
+        &format!(
+            "IOPS median of {used} measured {interval} s intervals: {}{}",
+            d(s.iops_median_interval, 0),
+            if used < measured.len() {
+                format!(
+                    " ({} shorter than half of {interval} s left out)",
+                    measured.len() - used
+                )
+            } else {
+                String::new()
+            }
+        ),
+        max,
+        2,
+    )?;
+    Ok(())
+}
+
+/// Every interval, warm-up included (`intervals`).
+fn write_interval_table(r: &RunResult, out: &mut dyn Write, max: Option<usize>) -> io::Result<()> {
+    let mut g = Grid::new(
+        2,
+        &[
+            ("t s", false),
+            ("phase", false),
+            ("IOPS", false),
+            ("MB/s", false),
+            ("p50 µs", false),
+            ("p99 µs", false),
+        ],
+    );
+    for i in &r.intervals {
+        g.row(vec![
+            f1(i.t_s),
+            if i.warmup { "warm-up" } else { "measure" }.into(),
+            f0(i.iops),
+            f1(i.mbps),
+            d(i.p50_us, 1),
+            d(i.p99_us, 1),
+        ]);
+    }
+    g.print(out, max)?;
+    Ok(())
+}
+
+/// What iofleet and the host spent in CPU and memory.
+fn write_cpu_memory(s: &RunSummary, out: &mut dyn Write, max: Option<usize>) -> io::Result<()> {
+    match &s.cpu {
+        Some(c) => wrap(
+            out,
+            &format!(
+                "CPU: iofleet usr {:.1}% sys {:.1}% (of one core), host {:.1}% of all cores; {} µs per I/O (host {} µs)",
+                c.usr_pct,
+                c.sys_pct,
+                c.host_pct,
+                d(c.us_per_io, 2),
+                d(c.host_us_per_io, 2)
+            ),
+            max,
+            5,
+        )?,
+        None => writeln!(out, "CPU: – (not measured)")?,
+    }
+    match &s.memory {
+        Some(m) => writeln!(
+            out,
+            "Memory: iofleet peak RSS {:.1} MiB, host {:.1}% in use",
+            m.rss_peak_mib, m.host_used_pct
+        )?,
+        None => writeln!(out, "Memory: – (not measured)")?,
+    }
+    Ok(())
+}
+
+/// The generator's self-check and its warnings.
+fn write_generator(
+    g: &GeneratorSummary,
+    out: &mut dyn Write,
+    max: Option<usize>,
+) -> io::Result<()> {
+    // Waiting for a CPU: the share of the I/O threads' time, per wake-up and
+    // per I/O, and what else ran on the host meanwhile.
+    let cpu_wait = match (g.runq_pct, g.runq_us_per_io) {
+        (Some(q), r) => {
+            let mut parts = Vec::new();
+            if let Some(w) = g.runq_wait_us {
+                parts.push(format!("{w:.0} µs per wake-up"));
+            }
+            if let Some(r) = r {
+                parts.push(format!("{r:.2} µs per I/O"));
+            }
+            format!(
+                ", waiting for a CPU {q:.1}% of the time ({})",
+                parts.join(", ")
+            )
+        }
+        (None, Some(r)) => format!(", run-queue delay {r:.2} µs per I/O"),
+        (None, None) => ", run-queue delay unknown".to_string(),
+    };
+    let other = g
+        .other_load_cpus
+        .map_or(String::new(), |o| format!(", other processes {o:.2} CPUs"));
+    let mut lag = g.issue_lag_p99_us.map_or(String::new(), |l| {
+        format!(", open-loop issue lag p99 {l:.0} µs")
+    });
+    if let (Some(p50), Some(p99)) = (g.reap_wait_p50_us, g.reap_wait_p99_us) {
+        lag += &format!(", reap wait ≤ {p50:.1} µs (p50) / {p99:.1} µs (p99)");
+    }
+    wrap(
+        out,
+        &format!(
+            "Generator: {} I/O thread{}, {:.0}% busy (busiest {:.0}%){cpu_wait}{other}{lag}",
+            g.io_threads,
+            if g.io_threads == 1 { "" } else { "s" },
+            g.busy_pct,
+            g.max_busy_pct
+        ),
+        max,
+        11,
+    )?;
+    for w in &g.warnings {
+        wrap(out, &format!("warning: {w}"), max, 9)?;
+    }
+    Ok(())
+}
+
+/// The network and devices of a run on one host.
+fn write_single_host(h: &HostSummary, out: &mut dyn Write) -> io::Result<()> {
+    if let Some(n) = &h.net {
+        writeln!(
+            out,
+            "Network: {:.2} MB/s received, {:.2} MB/s sent (all interfaces but lo)",
+            n.rx_mbps, n.tx_mbps
+        )?;
+    }
+    if let Some(d) = &h.disk {
+        writeln!(
+            out,
+            "Devices under the target: {:.0} IOPS, {:.1} MB/s, {:.1}% busy ({} device{})",
+            d.iops,
+            d.mbps,
+            d.busy_pct,
+            d.devices,
+            if d.devices == 1 { "" } else { "s" }
+        )?;
+    }
+    Ok(())
+}
+
+/// One row per worker.
+fn write_workers(r: &RunResult, out: &mut dyn Write, max: Option<usize>) -> io::Result<()> {
+    writeln!(out)?;
+    let mut g = Grid::new(2, &with_figures(&[("worker", false), ("host", true)]));
+    for w in &r.workers {
+        g.row(row_with_figures(
+            [w.worker.to_string(), w.host.clone()],
+            [&w.all, &w.read, &w.write],
+        ));
+    }
+    g.print(out, max)?;
+    Ok(())
+}
+
+/// One row per disk of every worker (`disks`).
+fn write_disks(r: &RunResult, out: &mut dyn Write, max: Option<usize>) -> io::Result<()> {
+    writeln!(out)?;
+    let mut g = Grid::new(
+        3,
+        &with_figures(&[("worker", false), ("disk", false), ("host", true)]),
+    );
+    for w in &r.workers {
+        for x in &w.disks {
+            g.row(row_with_figures(
+                [w.worker.to_string(), x.disk.to_string(), w.host.clone()],
+                [&x.all, &x.read, &x.write],
+            ));
+        }
+    }
+    g.print(out, max)?;
+    Ok(())
+}
+
+/// One row per worker group.
+fn write_groups(r: &RunResult, out: &mut dyn Write, max: Option<usize>) -> io::Result<()> {
+    writeln!(out)?;
+    let mut g = Grid::new(
+        1,
+        &with_figures(&[("group", true), ("profile", true), ("workers", false)]),
+    );
+    for x in &r.groups {
+        g.row(row_with_figures(
+            [x.name.clone(), x.profile.clone(), x.workers.to_string()],
+            [&x.all, &x.read, &x.write],
+        ));
+    }
+    g.print(out, max)?;
+    Ok(())
+}
+
+/// One row per host, its state and lateness, then the total with the start skew.
+fn write_hosts(r: &RunResult, out: &mut dyn Write, max: Option<usize>) -> io::Result<()> {
+    let run = &r.run;
+    let s = &r.summary;
+    writeln!(out)?;
+    let mut g = Grid::new(
+        1,
+        &[
+            ("host", true),
+            ("workers", false),
+            ("IOPS", false),
+            ("MB/s", false),
+            ("read p99", false),
+            ("write p99", false),
+            ("late ms", false),
+            ("state", true),
+        ],
+    );
+    for h in &r.hosts {
+        let state = match (h.lost_at_s, h.straggler) {
+            (Some(t), _) => format!("LOST at {t:.1} s"),
+            (None, true) => "straggler".to_string(),
+            (None, false) => "ok".to_string(),
+        };
+        g.row(vec![
+            h.host.clone(),
+            h.workers.to_string(),
+            f0(h.all.iops),
+            f1(h.all.mbps),
+            d(h.read.lat(|l| l.p99), 1),
+            d(h.write.lat(|l| l.p99), 1),
+            h.start_late_ms
+                .map_or("-".to_string(), |l| format!("{l:.2}")),
+            state,
+        ]);
+    }
+    g.row(vec![
+        "total".into(),
+        r.workers.len().to_string(),
+        f0(s.all.iops),
+        f1(s.all.mbps),
+        String::new(),
+        String::new(),
+        String::new(),
+        format!("start skew {} ms", d(run.start_skew_ms, 2)),
+    ]);
+    g.print(out, max)?;
+    Ok(())
+}
+
+/// What each host spent: CPU, memory, network and the devices under the target.
+fn write_host_resources(r: &RunResult, out: &mut dyn Write, max: Option<usize>) -> io::Result<()> {
+    writeln!(out)?;
+    let mut g = Grid::new(
+        1,
+        &[
+            ("host resources", true),
+            ("iofleet%", false),
+            ("host CPU%", false),
+            ("RSS MiB", false),
+            ("net rx", false),
+            ("net tx", false),
+            ("disk IOPS", false),
+            ("disk MB/s", false),
+            ("busy%", false),
+        ],
+    );
+    let dash = || "-".to_string();
+    for h in &r.hosts {
+        let cpu = h.cpu.as_ref();
+        let net = h.net.as_ref();
+        let disk = h.disk.as_ref();
+        g.row(vec![
+            h.host.clone(),
+            cpu.map_or_else(dash, |c| f1(c.usr_pct + c.sys_pct)),
+            cpu.map_or_else(dash, |c| f1(c.host_pct)),
+            h.memory.as_ref().map_or_else(dash, |m| f1(m.rss_peak_mib)),
+            net.map_or_else(dash, |n| format!("{:.2}", n.rx_mbps)),
+            net.map_or_else(dash, |n| format!("{:.2}", n.tx_mbps)),
+            disk.map_or_else(dash, |d| f0(d.iops)),
+            disk.map_or_else(dash, |d| f1(d.mbps)),
+            disk.map_or_else(dash, |d| f1(d.busy_pct)),
+        ]);
+    }
+    g.print(out, max)?;
+    Ok(())
+}
+
+/// The I/O error count, per disk or as sampled, and the threads that failed.
+fn write_errors(e: &ErrorSummary, out: &mut dyn Write, max: Option<usize>) -> io::Result<()> {
+    writeln!(out, "I/O errors: {}", e.count)?;
+    let detail = |d: &iofleet_stats::result::ErrorDetail| {
+        format!(
+            "t={:.3}s worker {} disk {} thread {} {} offset {} len {}: {} (errno {})",
+            d.t_s, d.worker, d.disk, d.thread, d.op, d.offset, d.len, d.message, d.errno
+        )
+    };
+    // Per disk when known (its count, take-out and first failures), else the sample.
+    for d in &e.disks {
+        let out_at = d
+            .taken_out_s
+            .map_or_else(String::new, |t| format!(", taken out at {t:.3}s"));
+        wrap(
+            out,
+            &format!(
+                "  worker {} disk {}: {} error(s){out_at}",
+                d.worker, d.disk, d.count
+            ),
+            max,
+            4,
+        )?;
+        for x in &d.first {
+            wrap(out, &format!("    {}", detail(x)), max, 6)?;
+        }
+    }
+    if e.disks.is_empty() {
+        for d in &e.first {
+            wrap(out, &format!("  {}", detail(d)), max, 4)?;
+        }
+    }
+    for f in &e.failed_threads {
+        wrap(out, &format!("  thread failed: {f}"), max, 4)?;
+    }
+    Ok(())
+}
+
+/// What data verification found, with its first corruptions.
+fn write_verify(v: &VerifySummary, out: &mut dyn Write, max: Option<usize>) -> io::Result<()> {
+    wrap(
+        out,
+        &format!(
+            "verify: {} corruption(s) in {} unit(s) checked ({} read while being written, not checked)",
+            v.corruptions, v.units_checked, v.units_racing
+        ),
+        max,
+        8,
+    )?;
+    for c in &v.first {
+        wrap(out, &format!("  {c}"), max, 4)?;
+    }
+    Ok(())
+}
+
+/// The run's notices.
+fn write_notices(r: &RunResult, out: &mut dyn Write, max: Option<usize>) -> io::Result<()> {
+    for n in &r.notices {
+        wrap(out, &format!("note: {n}"), max, 6)?;
+    }
+    Ok(())
+}
+
 impl Exporter for TableExporter {
     fn export(&self, r: &RunResult, out: &mut dyn Write) -> io::Result<()> {
         let max = (!self.wide).then_some(WIDTH);
-        let run = &r.run;
-        let s = &r.summary;
-        wrap(
-            out,
-            &format!(
-                "iofleet {}  profile {}  engine {}  direct I/O {}  target {}",
-                run.iofleet_version,
-                run.profile,
-                run.engine,
-                if run.direct { "on" } else { "off" },
-                run.target,
-            ),
-            max,
-            2,
-        )?;
-        if let Some(st) = &r.stored {
-            wrap(
-                out,
-                &format!(
-                    "run {}  name {}  labels {}",
-                    st.id,
-                    st.name,
-                    if st.labels.is_empty() {
-                        "(none)".to_string()
-                    } else {
-                        st.labels
-                            .iter()
-                            .map(|(k, v)| format!("{k}={v}"))
-                            .collect::<Vec<_>>()
-                            .join(" ")
-                    }
-                ),
-                max,
-                2,
-            )?;
-        }
-        for line in data_lines(&run.plan) {
-            wrap(out, &line, max, 2)?;
-        }
+        write_run_lines(r, out, max)?;
         if !r.measured() {
-            wrap(
-                out,
-                &format!(
-                    "started {}  INTERRUPTED before the first measured interval: nothing was measured, so there are no figures",
-                    run.started_at
-                ),
-                max,
-                2,
-            )?;
-            for n in &r.notices {
-                wrap(out, &format!("note: {n}"), max, 6)?;
-            }
-            return Ok(());
+            return write_unmeasured(r, out, max);
         }
-        writeln!(
-            out,
-            "started {}  measured {:.1} s after {:.1} s warm-up{}",
-            run.started_at,
-            run.duration_s,
-            run.warmup_s,
-            if run.interrupted {
-                "  (INTERRUPTED: partial result)"
-            } else {
-                ""
-            }
-        )?;
-        if let Some(st) = &r.steady_state {
-            wrap(out, &steady_line(st), max, 2)?;
-        }
-        writeln!(out)?;
-        let mut head = Grid::new(
-            0,
-            &[
-                ("IOPS", false),
-                ("MB/s", false),
-                ("lat mean µs", false),
-                ("read µs", false),
-                ("write µs", false),
-                ("stddev µs", false),
-                ("outstanding", false),
-                ("CPU %", false),
-                ("mem %", false),
-            ],
-        );
-        head.row(vec![
-            f0(s.all.iops),
-            f1(s.all.mbps),
-            d(s.all.lat(|l| l.mean), 1),
-            d(s.read.lat(|l| l.mean), 1),
-            d(s.write.lat(|l| l.mean), 1),
-            d(s.all.lat(|l| l.stddev), 1),
-            crate::compare::fmt_outstanding(&s.outstanding_io),
-            d(s.cpu.as_ref().map(|c| c.host_pct), 1),
-            d(s.memory.as_ref().map(|m| m.host_used_pct), 1),
-        ]);
-        head.print(out, max)?;
-        writeln!(out)?;
-        // Direction rows are `read`, `write`, `all`; stream rows say `stream NAME`, so a
-        // stream named `read` is never taken for the read direction.
-        let mut lat = Grid::new(1, LATENCY_COLUMNS);
-        lat.row(lat_cells("read".into(), &s.read));
-        lat.row(lat_cells("write".into(), &s.write));
-        lat.row(lat_cells("all".into(), &s.all));
-        if r.streams.len() > 1 {
-            for st in &r.streams {
-                lat.row(lat_cells(format!("stream {}", st.name), &st.all));
-            }
-        }
-        lat.print(out, max)?;
-        writeln!(out)?;
-        let measured: Vec<_> = r.intervals.iter().filter(|i| !i.warmup).collect();
-        // The median's own rule (`counts_in_median`).
-        let ns = |s: f64| (s * 1e9).round() as u64;
-        let used = measured
-            .iter()
-            .filter(|i| counts_in_median(ns(i.duration_s), ns(run.interval_s)))
-            .count();
-        let interval = format!("{:.3}", run.interval_s);
-        let interval = interval.trim_end_matches('0').trim_end_matches('.');
-        wrap(
-            out,
-            &format!(
-                "IOPS median of {used} measured {interval} s intervals: {}{}",
-                d(s.iops_median_interval, 0),
-                if used < measured.len() {
-                    format!(
-                        " ({} shorter than half of {interval} s left out)",
-                        measured.len() - used
-                    )
-                } else {
-                    String::new()
-                }
-            ),
-            max,
-            2,
-        )?;
+        write_started(r, out, max)?;
+        write_headline(&r.summary, out, max)?;
+        write_latencies(r, out, max)?;
+        write_interval_median(r, out, max)?;
         if self.intervals {
-            let mut g = Grid::new(
-                2,
-                &[
-                    ("t s", false),
-                    ("phase", false),
-                    ("IOPS", false),
-                    ("MB/s", false),
-                    ("p50 µs", false),
-                    ("p99 µs", false),
-                ],
-            );
-            for i in &r.intervals {
-                g.row(vec![
-                    f1(i.t_s),
-                    if i.warmup { "warm-up" } else { "measure" }.into(),
-                    f0(i.iops),
-                    f1(i.mbps),
-                    d(i.p50_us, 1),
-                    d(i.p99_us, 1),
-                ]);
-            }
-            g.print(out, max)?;
+            write_interval_table(r, out, max)?;
         }
-        match &s.cpu {
-            Some(c) => wrap(
-                out,
-                &format!(
-                    "CPU: iofleet usr {:.1}% sys {:.1}% (of one core), host {:.1}% of all cores; {} µs per I/O (host {} µs)",
-                    c.usr_pct,
-                    c.sys_pct,
-                    c.host_pct,
-                    d(c.us_per_io, 2),
-                    d(c.host_us_per_io, 2)
-                ),
-                max,
-                5,
-            )?,
-            None => writeln!(out, "CPU: – (not measured)")?,
-        }
-        match &s.memory {
-            Some(m) => writeln!(
-                out,
-                "Memory: iofleet peak RSS {:.1} MiB, host {:.1}% in use",
-                m.rss_peak_mib, m.host_used_pct
-            )?,
-            None => writeln!(out, "Memory: – (not measured)")?,
-        }
-        if let Some(g) = &s.generator {
-            // Waiting for a CPU: the share of the I/O threads' time, per wake-up and
-            // per I/O, and what else ran on the host meanwhile.
-            let cpu_wait = match (g.runq_pct, g.runq_us_per_io) {
-                (Some(q), r) => {
-                    let mut parts = Vec::new();
-                    if let Some(w) = g.runq_wait_us {
-                        parts.push(format!("{w:.0} µs per wake-up"));
-                    }
-                    if let Some(r) = r {
-                        parts.push(format!("{r:.2} µs per I/O"));
-                    }
-                    format!(
-                        ", waiting for a CPU {q:.1}% of the time ({})",
-                        parts.join(", ")
-                    )
-                }
-                (None, Some(r)) => format!(", run-queue delay {r:.2} µs per I/O"),
-                (None, None) => ", run-queue delay unknown".to_string(),
-            };
-            let other = g
-                .other_load_cpus
-                .map_or(String::new(), |o| format!(", other processes {o:.2} CPUs"));
-            let mut lag = g.issue_lag_p99_us.map_or(String::new(), |l| {
-                format!(", open-loop issue lag p99 {l:.0} µs")
-            });
-            if let (Some(p50), Some(p99)) = (g.reap_wait_p50_us, g.reap_wait_p99_us) {
-                lag += &format!(", reap wait ≤ {p50:.1} µs (p50) / {p99:.1} µs (p99)");
-            }
-            wrap(
-                out,
-                &format!(
-                    "Generator: {} I/O thread{}, {:.0}% busy (busiest {:.0}%){cpu_wait}{other}{lag}",
-                    g.io_threads,
-                    if g.io_threads == 1 { "" } else { "s" },
-                    g.busy_pct,
-                    g.max_busy_pct
-                ),
-                max,
-                11,
-            )?;
-            for w in &g.warnings {
-                wrap(out, &format!("warning: {w}"), max, 9)?;
-            }
+        write_cpu_memory(&r.summary, out, max)?;
+        if let Some(g) = &r.summary.generator {
+            write_generator(g, out, max)?;
         }
         if let [h] = &r.hosts[..] {
-            if let Some(n) = &h.net {
-                writeln!(
-                    out,
-                    "Network: {:.2} MB/s received, {:.2} MB/s sent (all interfaces but lo)",
-                    n.rx_mbps, n.tx_mbps
-                )?;
-            }
-            if let Some(d) = &h.disk {
-                writeln!(
-                    out,
-                    "Devices under the target: {:.0} IOPS, {:.1} MB/s, {:.1}% busy ({} device{})",
-                    d.iops,
-                    d.mbps,
-                    d.busy_pct,
-                    d.devices,
-                    if d.devices == 1 { "" } else { "s" }
-                )?;
-            }
+            write_single_host(h, out)?;
         }
         if r.workers.len() > 1 {
-            writeln!(out)?;
-            let mut g = Grid::new(2, &with_figures(&[("worker", false), ("host", true)]));
-            for w in &r.workers {
-                g.row(row_with_figures(
-                    [w.worker.to_string(), w.host.clone()],
-                    [&w.all, &w.read, &w.write],
-                ));
-            }
-            g.print(out, max)?;
+            write_workers(r, out, max)?;
         }
         if self.disks && r.workers.iter().any(|w| w.disks.len() > 1) {
-            writeln!(out)?;
-            let mut g = Grid::new(
-                3,
-                &with_figures(&[("worker", false), ("disk", false), ("host", true)]),
-            );
-            for w in &r.workers {
-                for x in &w.disks {
-                    g.row(row_with_figures(
-                        [w.worker.to_string(), x.disk.to_string(), w.host.clone()],
-                        [&x.all, &x.read, &x.write],
-                    ));
-                }
-            }
-            g.print(out, max)?;
+            write_disks(r, out, max)?;
         }
         if r.groups.len() > 1 {
-            writeln!(out)?;
-            let mut g = Grid::new(
-                1,
-                &with_figures(&[("group", true), ("profile", true), ("workers", false)]),
-            );
-            for x in &r.groups {
-                g.row(row_with_figures(
-                    [x.name.clone(), x.profile.clone(), x.workers.to_string()],
-                    [&x.all, &x.read, &x.write],
-                ));
-            }
-            g.print(out, max)?;
+            write_groups(r, out, max)?;
         }
         if r.hosts.len() > 1 || r.hosts.iter().any(|h| h.lost_at_s.is_some()) {
-            writeln!(out)?;
-            let mut g = Grid::new(
-                1,
-                &[
-                    ("host", true),
-                    ("workers", false),
-                    ("IOPS", false),
-                    ("MB/s", false),
-                    ("read p99", false),
-                    ("write p99", false),
-                    ("late ms", false),
-                    ("state", true),
-                ],
-            );
-            for h in &r.hosts {
-                let state = match (h.lost_at_s, h.straggler) {
-                    (Some(t), _) => format!("LOST at {t:.1} s"),
-                    (None, true) => "straggler".to_string(),
-                    (None, false) => "ok".to_string(),
-                };
-                g.row(vec![
-                    h.host.clone(),
-                    h.workers.to_string(),
-                    f0(h.all.iops),
-                    f1(h.all.mbps),
-                    d(h.read.lat(|l| l.p99), 1),
-                    d(h.write.lat(|l| l.p99), 1),
-                    h.start_late_ms
-                        .map_or("-".to_string(), |l| format!("{l:.2}")),
-                    state,
-                ]);
-            }
-            g.row(vec![
-                "total".into(),
-                r.workers.len().to_string(),
-                f0(s.all.iops),
-                f1(s.all.mbps),
-                String::new(),
-                String::new(),
-                String::new(),
-                format!("start skew {} ms", d(run.start_skew_ms, 2)),
-            ]);
-            g.print(out, max)?;
+            write_hosts(r, out, max)?;
             if r.hosts.iter().any(|h| h.cpu.is_some()) {
-                writeln!(out)?;
-                let mut g = Grid::new(
-                    1,
-                    &[
-                        ("host resources", true),
-                        ("iofleet%", false),
-                        ("host CPU%", false),
-                        ("RSS MiB", false),
-                        ("net rx", false),
-                        ("net tx", false),
-                        ("disk IOPS", false),
-                        ("disk MB/s", false),
-                        ("busy%", false),
-                    ],
-                );
-                let dash = || "-".to_string();
-                for h in &r.hosts {
-                    let cpu = h.cpu.as_ref();
-                    let net = h.net.as_ref();
-                    let disk = h.disk.as_ref();
-                    g.row(vec![
-                        h.host.clone(),
-                        cpu.map_or_else(dash, |c| f1(c.usr_pct + c.sys_pct)),
-                        cpu.map_or_else(dash, |c| f1(c.host_pct)),
-                        h.memory.as_ref().map_or_else(dash, |m| f1(m.rss_peak_mib)),
-                        net.map_or_else(dash, |n| format!("{:.2}", n.rx_mbps)),
-                        net.map_or_else(dash, |n| format!("{:.2}", n.tx_mbps)),
-                        disk.map_or_else(dash, |d| f0(d.iops)),
-                        disk.map_or_else(dash, |d| f1(d.mbps)),
-                        disk.map_or_else(dash, |d| f1(d.busy_pct)),
-                    ]);
-                }
-                g.print(out, max)?;
+                write_host_resources(r, out, max)?;
             }
         }
-        let e = &s.errors;
-        writeln!(out, "I/O errors: {}", e.count)?;
-        let detail = |d: &iofleet_stats::result::ErrorDetail| {
-            format!(
-                "t={:.3}s worker {} disk {} thread {} {} offset {} len {}: {} (errno {})",
-                d.t_s, d.worker, d.disk, d.thread, d.op, d.offset, d.len, d.message, d.errno
-            )
-        };
-        // Per disk when known (its count, take-out and first failures), else the sample.
-        for d in &e.disks {
-            let out_at = d
-                .taken_out_s
-                .map_or_else(String::new, |t| format!(", taken out at {t:.3}s"));
-            wrap(
-                out,
-                &format!(
-                    "  worker {} disk {}: {} error(s){out_at}",
-                    d.worker, d.disk, d.count
-                ),
-                max,
-                4,
-            )?;
-            for x in &d.first {
-                wrap(out, &format!("    {}", detail(x)), max, 6)?;
-            }
+        write_errors(&r.summary.errors, out, max)?;
+        if let Some(v) = &r.summary.verify {
+            write_verify(v, out, max)?;
         }
-        if e.disks.is_empty() {
-            for d in &e.first {
-                wrap(out, &format!("  {}", detail(d)), max, 4)?;
-            }
-        }
-        for f in &e.failed_threads {
-            wrap(out, &format!("  thread failed: {f}"), max, 4)?;
-        }
-        if let Some(v) = &s.verify {
-            wrap(
-                out,
-                &format!(
-                    "verify: {} corruption(s) in {} unit(s) checked ({} read while being written, not checked)",
-                    v.corruptions, v.units_checked, v.units_racing
-                ),
-                max,
-                8,
-            )?;
-            for c in &v.first {
-                wrap(out, &format!("  {c}"), max, 4)?;
-            }
-        }
-        for n in &r.notices {
-            wrap(out, &format!("note: {n}"), max, 6)?;
-        }
-        Ok(())
+        write_notices(r, out, max)
     }
 }
 

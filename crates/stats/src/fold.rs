@@ -61,6 +61,25 @@ pub struct Folded {
     pub groups: Vec<GroupSummary>,
 }
 
+/// Running sums of a fold, filled one worker total at a time.
+struct Sums {
+    fleet: Sample,
+    host_totals: Vec<Sample>,
+    host_workers: Vec<u32>,
+    /// Per host and group: I/Os and workers, for the straggler rule.
+    host_group: Vec<Vec<(u64, u32)>>,
+    group_totals: Vec<Sample>,
+}
+
+/// A total summarised over `elapsed_s`: all, read and write operations.
+fn op_summaries(s: &Sample, elapsed_s: f64) -> (OpSummary, OpSummary, OpSummary) {
+    (
+        OpSummary::from_ops(&s.all(), elapsed_s),
+        OpSummary::from_ops(&s.read(), elapsed_s),
+        OpSummary::from_ops(&s.write(), elapsed_s),
+    )
+}
+
 impl Layout {
     /// Fold per-worker totals (in local worker order) measured over `elapsed_s`, each
     /// with its per-disk totals (disk order; empty when not known). Each total is taken
@@ -73,68 +92,97 @@ impl Layout {
         facts: &[HostFacts],
         elapsed_s: f64,
     ) -> Folded {
-        let n_streams = self.streams.len();
-        let ops = |s: &Sample| {
-            (
-                OpSummary::from_ops(&s.all(), elapsed_s),
-                OpSummary::from_ops(&s.read(), elapsed_s),
-                OpSummary::from_ops(&s.write(), elapsed_s),
-            )
-        };
-        let mut fleet = Sample::new(n_streams);
-        let mut host_totals = vec![Sample::new(n_streams); self.hosts.len()];
-        let mut host_workers = vec![0u32; self.hosts.len()];
-        // Per host and group: I/Os and workers, for the straggler rule.
-        let mut host_group = vec![vec![(0u64, 0u32); self.groups.len()]; self.hosts.len()];
-        let mut group_totals = vec![Sample::new(n_streams); self.groups.len()];
+        let mut sums = self.empty_sums();
         let mut workers = Vec::new();
         for (w, (s, disks)) in totals.into_iter().enumerate() {
             let global = self.worker_base + w as u32;
             let h = self.worker_host.get(w).copied().unwrap_or(0);
-            let (all, read, write) = ops(&s);
-            workers.push(WorkerSummary {
-                worker: global,
-                host: self.hosts.get(h).cloned().unwrap_or_default(),
-                all,
-                read,
-                write,
-                // Disks up to the last one that did any I/O (or failed one): the live
-                // run hears from every disk, the store keeps only disks that did
-                // something, and both list the same disks this way.
-                disks: disks[..disks
-                    .iter()
-                    .rposition(|d| d.ios() + d.errors() > 0)
-                    .map_or(0, |last| last + 1)]
-                    .iter()
-                    .enumerate()
-                    .map(|(d, ds)| {
-                        let (all, read, write) = ops(ds);
-                        DiskSummary {
-                            disk: d as u32,
-                            all,
-                            read,
-                            write,
-                        }
-                    })
-                    .collect(),
-            });
-            fleet += &s;
-            if h < self.hosts.len() {
-                host_totals[h] += &s;
-                host_workers[h] += 1;
-            }
-            for (g, range) in self.groups.iter().enumerate() {
-                if range.contains(global) {
-                    group_totals[g] += &s;
-                    if h < self.hosts.len() {
-                        host_group[h][g].0 += s.ios();
-                        host_group[h][g].1 += 1;
+            workers.push(self.worker_summary(global, h, &s, &disks, elapsed_s));
+            self.add_to_sums(&mut sums, global, h, &s);
+        }
+        let streams = self.stream_summaries(&sums.fleet, elapsed_s);
+        let hosts = self.host_summaries(&sums, facts, elapsed_s);
+        let groups = self.group_summaries(&sums.group_totals, elapsed_s);
+        Folded {
+            fleet: sums.fleet,
+            streams,
+            workers,
+            hosts,
+            groups,
+        }
+    }
+
+    /// Zeroed sums for the fleet, every host and every group of this layout.
+    fn empty_sums(&self) -> Sums {
+        let n_streams = self.streams.len();
+        Sums {
+            fleet: Sample::new(n_streams),
+            host_totals: vec![Sample::new(n_streams); self.hosts.len()],
+            host_workers: vec![0u32; self.hosts.len()],
+            host_group: vec![vec![(0u64, 0u32); self.groups.len()]; self.hosts.len()],
+            group_totals: vec![Sample::new(n_streams); self.groups.len()],
+        }
+    }
+
+    /// One worker's row: its total and its disks summarised, under its host's name.
+    fn worker_summary(
+        &self,
+        global: u32,
+        h: usize,
+        s: &Sample,
+        disks: &[Sample],
+        elapsed_s: f64,
+    ) -> WorkerSummary {
+        let (all, read, write) = op_summaries(s, elapsed_s);
+        WorkerSummary {
+            worker: global,
+            host: self.hosts.get(h).cloned().unwrap_or_default(),
+            all,
+            read,
+            write,
+            // Disks up to the last one that did any I/O (or failed one): the live
+            // run hears from every disk, the store keeps only disks that did
+            // something, and both list the same disks this way.
+            disks: disks[..disks
+                .iter()
+                .rposition(|d| d.ios() + d.errors() > 0)
+                .map_or(0, |last| last + 1)]
+                .iter()
+                .enumerate()
+                .map(|(d, ds)| {
+                    let (all, read, write) = op_summaries(ds, elapsed_s);
+                    DiskSummary {
+                        disk: d as u32,
+                        all,
+                        read,
+                        write,
                     }
+                })
+                .collect(),
+        }
+    }
+
+    /// Add one worker's total to the fleet, its host and every group holding it.
+    fn add_to_sums(&self, sums: &mut Sums, global: u32, h: usize, s: &Sample) {
+        sums.fleet += s;
+        if h < self.hosts.len() {
+            sums.host_totals[h] += s;
+            sums.host_workers[h] += 1;
+        }
+        for (g, range) in self.groups.iter().enumerate() {
+            if range.contains(global) {
+                sums.group_totals[g] += s;
+                if h < self.hosts.len() {
+                    sums.host_group[h][g].0 += s.ios();
+                    sums.host_group[h][g].1 += 1;
                 }
             }
         }
-        let streams = self
-            .streams
+    }
+
+    /// One row per stream, from the fleet's per-stream sums.
+    fn stream_summaries(&self, fleet: &Sample, elapsed_s: f64) -> Vec<StreamSummary> {
+        self.streams
             .iter()
             .zip(&fleet.streams)
             .map(|(name, s)| StreamSummary {
@@ -143,28 +191,31 @@ impl Layout {
                 read: OpSummary::from_ops(&s.read, elapsed_s),
                 write: OpSummary::from_ops(&s.write, elapsed_s),
             })
-            .collect();
+            .collect()
+    }
+
+    /// One row per host: its sums, its facts and the straggler verdict.
+    fn host_summaries(&self, sums: &Sums, facts: &[HostFacts], elapsed_s: f64) -> Vec<HostSummary> {
         let lost: Vec<bool> = (0..self.hosts.len())
             .map(|h| facts.get(h).is_some_and(|f| f.lost_at_s.is_some()))
             .collect();
-        let ratios = self.host_ratios(&host_group, &lost, elapsed_s);
+        let ratios = self.host_ratios(&sums.host_group, &lost, elapsed_s);
         let none = HostFacts::default();
         let fact = |h: usize| facts.get(h).unwrap_or(&none);
         let earliest = (0..self.hosts.len())
             .filter_map(|h| fact(h).start_late_ms)
             .reduce(f64::min)
             .unwrap_or(0.0);
-        let hosts = self
-            .hosts
+        self.hosts
             .iter()
             .enumerate()
             .map(|(h, name)| {
                 let f = fact(h);
-                let (all, read, write) = ops(&host_totals[h]);
+                let (all, read, write) = op_summaries(&sums.host_totals[h], elapsed_s);
                 let res = f.resources.as_ref();
                 HostSummary {
                     host: name.clone(),
-                    workers: host_workers[h],
+                    workers: sums.host_workers[h],
                     all,
                     read,
                     write,
@@ -185,13 +236,16 @@ impl Layout {
                     disk: res.and_then(|r| r.disk.clone()),
                 }
             })
-            .collect();
-        let groups = self
-            .groups
+            .collect()
+    }
+
+    /// One row per group, from its sums.
+    fn group_summaries(&self, group_totals: &[Sample], elapsed_s: f64) -> Vec<GroupSummary> {
+        self.groups
             .iter()
-            .zip(&group_totals)
+            .zip(group_totals)
             .map(|(range, g)| {
-                let (all, read, write) = ops(g);
+                let (all, read, write) = op_summaries(g, elapsed_s);
                 GroupSummary {
                     name: range.name.clone(),
                     profile: range.profile.clone(),
@@ -203,14 +257,7 @@ impl Layout {
                     write,
                 }
             })
-            .collect();
-        Folded {
-            fleet,
-            streams,
-            workers,
-            hosts,
-            groups,
-        }
+            .collect()
     }
 
     /// One interval's worker samples merged per host and per group, each worker placed

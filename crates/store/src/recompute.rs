@@ -16,8 +16,8 @@ use std::collections::BTreeMap;
 
 use iofleet_stats::fold::{Folded, GroupRange, HostFacts, Layout};
 use iofleet_stats::result::{
-    ErrorSummary, IntervalRow, Outstanding, PartIntervals, RunInfo, RunResult, RunSummary,
-    StoredRun, SCHEMA_VERSION,
+    CpuSummary, ErrorSummary, IntervalRow, MemorySummary, Outstanding, PartIntervals, RunInfo,
+    RunResult, RunSummary, StoredRun, SCHEMA_VERSION,
 };
 use iofleet_stats::summary::{counts_in_median, median_of};
 use iofleet_stats::{HostResources, HostUsage, LatencyHist, OpStats, OpSummary, Sample, Series};
@@ -64,236 +64,14 @@ impl Store {
     /// Load a run (by full id) and recompute its result from the stored histograms.
     pub fn analyze(&self, id: &str) -> Result<Analysis, StoreError> {
         let meta = self.meta(id)?;
-        let corrupt = |detail: String| StoreError::Corrupt {
-            id: id.into(),
-            detail,
-        };
-        let (info, env, final_json): (String, String, Option<String>) = self.conn.query_row(
-            "SELECT info, environment, result FROM runs WHERE id = ?1",
-            [id],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-        )?;
-        let start_info: RunInfo =
-            serde_json::from_str(&info).map_err(|e| corrupt(format!("run info: {e}")))?;
-        let environment: Environment = serde_json::from_str(&env).unwrap_or_default();
-        let stored: Option<RunResult> = match final_json {
-            Some(j) => {
-                Some(serde_json::from_str(&j).map_err(|e| corrupt(format!("final result: {e}")))?)
-            }
-            None => None,
-        };
-        let info = stored.as_ref().map_or(start_info, |r| r.run.clone());
-        let stream_names: Vec<String> = info
-            .plan
-            .plan
-            .streams
-            .iter()
-            .map(|s| s.name.clone())
-            .collect();
-        let mut hosts: Vec<String> = {
-            let mut st = self.conn.prepare(
-                "SELECT worker, host FROM run_workers WHERE run_id = ?1 ORDER BY worker",
-            )?;
-            let rows = st.query_map([id], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?;
-            let mut hosts = Vec::new();
-            for row in rows {
-                let (w, h) = row?;
-                let w = w as usize;
-                if hosts.len() <= w {
-                    hosts.resize(w + 1, info.hostname.clone());
-                }
-                hosts[w] = h;
-            }
-            hosts
-        };
-
-        let intervals: Vec<StoredInterval> = {
-            let mut st = self.conn.prepare(
-                "SELECT idx, t_s, duration_s, warmup, hosts_lost FROM intervals WHERE run_id = ?1 ORDER BY idx",
-            )?;
-            let rows = st.query_map([id], |r| {
-                Ok(StoredInterval {
-                    idx: r.get(0)?,
-                    t_s: r.get(1)?,
-                    duration_s: r.get(2)?,
-                    warmup: r.get(3)?,
-                    hosts_lost: r.get(4)?,
-                })
-            })?;
-            rows.collect::<Result<_, _>>()?
-        };
-
-        // Every worker that has samples, also one a v1 store did not place (it runs on
-        // the recording host, as the result says).
-        let sampled: Option<i64> = self.conn.query_row(
-            "SELECT MAX(w) + 1 FROM (SELECT MAX(worker) AS w FROM samples WHERE run_id = ?1
-                                     UNION ALL SELECT MAX(worker) FROM disk_samples WHERE run_id = ?1)",
-            [id],
-            |r| r.get(0),
-        )?;
-        let n_workers = hosts.len().max(sampled.unwrap_or(0) as usize);
-        hosts.resize(n_workers, info.hostname.clone());
-        // The layout is known before the samples are read, so that each interval's worker
-        // samples can also be merged per host and per group (same `+=`, same row
-        // function) for the parts over time; the totals are folded over the same layout.
-        let n_streams = stream_names.len();
-        let layout = layout_of(&info.plan, stored.as_ref(), stream_names, &hosts);
+        let (environment, stored, info) = self.run_record(id)?;
+        let (intervals, layout, n_workers) = self.placement(id, &info, stored.as_ref())?;
+        let n_streams = layout.streams.len();
         let usage = self.host_usage(id)?;
-        let series = |name: &String| Series {
-            name: name.clone(),
-            ..Default::default()
-        };
-        let mut host_series: Vec<Series> = layout.hosts.iter().map(series).collect();
-        let mut group_series: Vec<Series> = layout.groups.iter().map(|g| series(&g.name)).collect();
-
-        let mut worker_totals: Vec<Sample> = vec![Sample::new(n_streams); hosts.len()];
-        let mut disk_totals: Vec<Vec<Sample>> = vec![Vec::new(); hosts.len()];
-        let (mut host_intervals, mut group_intervals) =
-            (Vec::<PartIntervals>::new(), Vec::<PartIntervals>::new());
-        let mut rows = Vec::with_capacity(intervals.len());
-        let mut measured_ns = 0u64;
-        let mut interval_iops = Vec::new();
-        let mut error_count = 0u64;
         let nominal_ns = (info.interval_s * 1e9).round() as u64;
-
-        let mut st = self.conn.prepare(
-            "SELECT idx, worker, stream,
-                    read_ios, read_bytes, read_errors, read_lat_sum_ns, read_lat_sq_sum_ns2, read_hist,
-                    write_ios, write_bytes, write_errors, write_lat_sum_ns, write_lat_sq_sum_ns2, write_hist,
-                    -1 AS disk
-             FROM samples WHERE run_id = ?1
-             UNION ALL
-             SELECT idx, worker, stream,
-                    read_ios, read_bytes, read_errors, read_lat_sum_ns, read_lat_sq_sum_ns2, read_hist,
-                    write_ios, write_bytes, write_errors, write_lat_sum_ns, write_lat_sq_sum_ns2, write_hist,
-                    disk
-             FROM disk_samples WHERE run_id = ?1
-             ORDER BY idx, worker, disk, stream",
-        )?;
-        let mut samples = st.query([id])?;
-        // (interval, worker, disk or -1 for a per-worker sample, stream, figures)
-        let mut pending: Option<(u32, usize, i64, usize, StreamOps)> = None;
-        for iv in &intervals {
-            let mut per_worker: Vec<Sample> = vec![Sample::new(n_streams); hosts.len()];
-            let mut per_disk: Vec<Vec<Sample>> = vec![Vec::new(); hosts.len()];
-            loop {
-                if pending.is_none() {
-                    let Some(r) = samples.next()? else { break };
-                    let op = |base: usize| -> Result<OpStats, StoreError> {
-                        let blob = |i: usize| -> Result<Vec<u8>, StoreError> { Ok(r.get(i)?) };
-                        let hist: Option<Vec<u8>> = r.get(base + 5)?;
-                        Ok(OpStats {
-                            ios: r.get::<_, i64>(base)? as u64,
-                            bytes: r.get::<_, i64>(base + 1)? as u64,
-                            errors: r.get::<_, i64>(base + 2)? as u64,
-                            latency_sum_ns: u128_of(&blob(base + 3)?)
-                                .ok_or_else(|| corrupt("latency sum".into()))?,
-                            latency_sq_sum_ns2: u128_of(&blob(base + 4)?)
-                                .ok_or_else(|| corrupt("latency square sum".into()))?,
-                            hist: match hist {
-                                Some(b) => LatencyHist::from_v2_bytes(&b).map_err(corrupt)?,
-                                None => LatencyHist::new(),
-                            },
-                        })
-                    };
-                    pending = Some((
-                        r.get(0)?,
-                        r.get::<_, i64>(1)? as usize,
-                        r.get::<_, i64>(15)?,
-                        r.get::<_, i64>(2)? as usize,
-                        StreamOps {
-                            read: op(3)?,
-                            write: op(9)?,
-                        },
-                    ));
-                }
-                let (idx, _, _, _, _) = pending.as_ref().expect("set above");
-                if *idx != iv.idx {
-                    if *idx < iv.idx {
-                        pending = None; // orphan sample without an interval row
-                        continue;
-                    }
-                    break;
-                }
-                let (_, w, d, s, ops) = pending.take().expect("set above");
-                if per_worker.len() <= w {
-                    per_worker.resize(w + 1, Sample::new(n_streams));
-                    per_disk.resize(w + 1, Vec::new());
-                }
-                let add = |sample: &mut Sample| {
-                    if sample.streams.len() <= s {
-                        sample.streams.resize(s + 1, Default::default());
-                    }
-                    sample.streams[s].read += &ops.read;
-                    sample.streams[s].write += &ops.write;
-                };
-                add(&mut per_worker[w]);
-                if let Ok(d) = usize::try_from(d) {
-                    let disks = &mut per_disk[w];
-                    if disks.len() <= d {
-                        disks.resize(d + 1, Sample::new(n_streams));
-                    }
-                    add(&mut disks[d]);
-                }
-            }
-            layout.push_part_rows(
-                iv.idx,
-                iv.duration_s,
-                &per_worker,
-                n_streams,
-                &mut host_intervals,
-                &mut group_intervals,
-            );
-            let (per_host, per_group) = layout.sums(&per_worker, n_streams);
-            for ((series, sample), name) in host_series.iter_mut().zip(&per_host).zip(&layout.hosts)
-            {
-                series.rows.push(interval_row(iv, sample));
-                series.cpu.push(
-                    usage
-                        .get(&(iv.idx, name.clone()))
-                        .and_then(HostUsage::summary)
-                        .map(|r| r.cpu),
-                );
-            }
-            for (series, sample) in group_series.iter_mut().zip(&per_group) {
-                series.rows.push(interval_row(iv, sample));
-            }
-            let mut fleet = Sample::new(n_streams);
-            per_worker.iter().for_each(|w| fleet += w);
-            error_count += fleet.errors();
-            let mut row = interval_row(iv, &fleet);
-            // The self-check is not in the histograms: it comes from the final result.
-            row.generator = stored
-                .as_ref()
-                .and_then(|r| r.intervals.iter().find(|x| x.index == iv.idx))
-                .and_then(|x| x.generator.clone());
-            if !iv.warmup {
-                if worker_totals.len() < per_worker.len() {
-                    worker_totals.resize(per_worker.len(), Sample::new(n_streams));
-                }
-                for (tot, w) in worker_totals.iter_mut().zip(&per_worker) {
-                    *tot += w;
-                }
-                if disk_totals.len() < per_disk.len() {
-                    disk_totals.resize(per_disk.len(), Vec::new());
-                }
-                for (tot, disks) in disk_totals.iter_mut().zip(&per_disk) {
-                    if tot.len() < disks.len() {
-                        tot.resize(disks.len(), Sample::new(n_streams));
-                    }
-                    for (t, d) in tot.iter_mut().zip(disks) {
-                        *t += d;
-                    }
-                }
-                let dur_ns = (iv.duration_s * 1e9).round() as u64;
-                measured_ns += dur_ns;
-                if counts_in_median(dur_ns, nominal_ns) {
-                    interval_iops.push(row.iops);
-                }
-            }
-            rows.push(row);
-        }
-        let elapsed_s = measured_ns as f64 / 1e9;
+        let walk = Walk::new(&layout, n_streams, n_workers, intervals.len(), nominal_ns);
+        let walk = self.walk_intervals(id, &intervals, &layout, &usage, stored.as_ref(), walk)?;
+        let elapsed_s = walk.measured_ns as f64 / 1e9;
         let facts: Vec<HostFacts> = layout
             .hosts
             .iter()
@@ -306,53 +84,25 @@ impl Store {
             hosts: host_summaries,
             groups: group_summaries,
         } = layout.fold(
-            worker_totals
-                .into_iter()
-                .zip(disk_totals.into_iter().chain(std::iter::repeat(Vec::new()))),
+            walk.worker_totals.into_iter().zip(
+                walk.disk_totals
+                    .into_iter()
+                    .chain(std::iter::repeat(Vec::new())),
+            ),
             &facts,
             elapsed_s,
         );
         let all = fleet.all();
         let (read, write) = (fleet.read(), fleet.write());
         let measured_mean =
-            (measured_ns > 0).then(|| all.latency_sum_ns as f64 / measured_ns as f64);
-        let (summary_extra, mut notices, mut run) = match &stored {
-            Some(r) => (
-                (
-                    r.summary.outstanding_io.configured,
-                    r.summary.cpu.clone(),
-                    r.summary.memory.clone(),
-                    r.summary.errors.clone(),
-                ),
-                r.notices.clone(),
-                r.run.clone(),
-            ),
-            None => {
-                let mut run = info.clone();
-                run.interrupted = true;
-                (
-                    (
-                        None,
-                        None,
-                        None,
-                        ErrorSummary {
-                            count: error_count,
-                            ..Default::default()
-                        },
-                    ),
-                    if meta.status == RunStatus::Running {
-                        Vec::new()
-                    } else {
-                        vec![format!(
-                            "the recording process ended without a final result ({}): figures are recomputed from the {} intervals stored; CPU, memory, the generator self-check and configured outstanding I/O were not recorded",
-                            meta.status.as_str(),
-                            rows.len()
-                        )]
-                    },
-                    run,
-                )
-            }
-        };
+            (walk.measured_ns > 0).then(|| all.latency_sum_ns as f64 / walk.measured_ns as f64);
+        let (summary_extra, mut notices, mut run) = not_recomputed(
+            stored.as_ref(),
+            &info,
+            &meta,
+            walk.error_count,
+            walk.rows.len(),
+        );
         if stored.is_none() || meta.status == RunStatus::Running {
             run.duration_s = elapsed_s;
         }
@@ -377,7 +127,7 @@ impl Store {
                 all: OpSummary::from_ops(&all, elapsed_s),
                 read: OpSummary::from_ops(&read, elapsed_s),
                 write: OpSummary::from_ops(&write, elapsed_s),
-                iops_median_interval: median_of(&interval_iops),
+                iops_median_interval: median_of(&walk.interval_iops),
                 outstanding_io: Outstanding {
                     configured,
                     measured_mean,
@@ -389,12 +139,12 @@ impl Store {
                 verify: stored.as_ref().and_then(|r| r.summary.verify.clone()),
             },
             streams,
-            intervals: rows,
+            intervals: walk.rows,
             workers,
             hosts: host_summaries,
             groups: group_summaries,
-            host_intervals,
-            group_intervals,
+            host_intervals: walk.host_intervals,
+            group_intervals: walk.group_intervals,
             notices,
             // Not a figure: what the rounds found, as the run recorded it.
             steady_state: stored.as_ref().and_then(|r| r.steady_state.clone()),
@@ -406,9 +156,148 @@ impl Store {
             read_hist: read.hist,
             write_hist: write.hist,
             has_final: stored.is_some(),
-            host_series,
-            group_series,
+            host_series: walk.host_series,
+            group_series: walk.group_series,
         })
+    }
+
+    /// The run's recorded environment, its final result if one was stored, and its
+    /// info (the final result's, else the one recorded at the start).
+    fn run_record(
+        &self,
+        id: &str,
+    ) -> Result<(Environment, Option<RunResult>, RunInfo), StoreError> {
+        let corrupt = corrupt_run(id);
+        let (info, env, final_json): (String, String, Option<String>) = self.conn.query_row(
+            "SELECT info, environment, result FROM runs WHERE id = ?1",
+            [id],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )?;
+        let start_info: RunInfo =
+            serde_json::from_str(&info).map_err(|e| corrupt(format!("run info: {e}")))?;
+        let environment: Environment = serde_json::from_str(&env).unwrap_or_default();
+        let stored: Option<RunResult> = match final_json {
+            Some(j) => {
+                Some(serde_json::from_str(&j).map_err(|e| corrupt(format!("final result: {e}")))?)
+            }
+            None => None,
+        };
+        let info = stored.as_ref().map_or(start_info, |r| r.run.clone());
+        Ok((environment, stored, info))
+    }
+
+    /// The stored intervals, the layout of the stored workers, and the number of workers
+    /// (every placed worker and every one with samples).
+    fn placement(
+        &self,
+        id: &str,
+        info: &RunInfo,
+        stored: Option<&RunResult>,
+    ) -> Result<(Vec<StoredInterval>, Layout, usize), StoreError> {
+        let stream_names: Vec<String> = info
+            .plan
+            .plan
+            .streams
+            .iter()
+            .map(|s| s.name.clone())
+            .collect();
+        let mut hosts = self.worker_hosts(id, &info.hostname)?;
+        let intervals = self.stored_intervals(id)?;
+
+        // Every worker that has samples, also one a v1 store did not place (it runs on
+        // the recording host, as the result says).
+        let sampled: Option<i64> = self.conn.query_row(
+            "SELECT MAX(w) + 1 FROM (SELECT MAX(worker) AS w FROM samples WHERE run_id = ?1
+                                     UNION ALL SELECT MAX(worker) FROM disk_samples WHERE run_id = ?1)",
+            [id],
+            |r| r.get(0),
+        )?;
+        let n_workers = hosts.len().max(sampled.unwrap_or(0) as usize);
+        hosts.resize(n_workers, info.hostname.clone());
+        // The layout is known before the samples are read, so that each interval's worker
+        // samples can also be merged per host and per group (same `+=`, same row
+        // function) for the parts over time; the totals are folded over the same layout.
+        let layout = layout_of(&info.plan, stored, stream_names, &hosts);
+        Ok((intervals, layout, hosts.len()))
+    }
+
+    /// The host of each placed worker, by worker index (gaps: the recording host).
+    fn worker_hosts(&self, id: &str, hostname: &str) -> Result<Vec<String>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare("SELECT worker, host FROM run_workers WHERE run_id = ?1 ORDER BY worker")?;
+        let rows = st.query_map([id], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?;
+        let mut hosts = Vec::new();
+        for row in rows {
+            let (w, h) = row?;
+            let w = w as usize;
+            if hosts.len() <= w {
+                hosts.resize(w + 1, hostname.to_string());
+            }
+            hosts[w] = h;
+        }
+        Ok(hosts)
+    }
+
+    /// The run's stored intervals, in order.
+    fn stored_intervals(&self, id: &str) -> Result<Vec<StoredInterval>, StoreError> {
+        let mut st = self.conn.prepare(
+            "SELECT idx, t_s, duration_s, warmup, hosts_lost FROM intervals WHERE run_id = ?1 ORDER BY idx",
+        )?;
+        let rows = st.query_map([id], |r| {
+            Ok(StoredInterval {
+                idx: r.get(0)?,
+                t_s: r.get(1)?,
+                duration_s: r.get(2)?,
+                warmup: r.get(3)?,
+                hosts_lost: r.get(4)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Stream the run's samples (per worker and per disk) interval by interval in one
+    /// query, merging each interval's into `walk`.
+    fn walk_intervals(
+        &self,
+        id: &str,
+        intervals: &[StoredInterval],
+        layout: &Layout,
+        usage: &BTreeMap<(u32, String), HostUsage>,
+        stored: Option<&RunResult>,
+        mut walk: Walk,
+    ) -> Result<Walk, StoreError> {
+        let mut st = self.conn.prepare(
+            "SELECT idx, worker, stream,
+                    read_ios, read_bytes, read_errors, read_lat_sum_ns, read_lat_sq_sum_ns2, read_hist,
+                    write_ios, write_bytes, write_errors, write_lat_sum_ns, write_lat_sq_sum_ns2, write_hist,
+                    -1 AS disk
+             FROM samples WHERE run_id = ?1
+             UNION ALL
+             SELECT idx, worker, stream,
+                    read_ios, read_bytes, read_errors, read_lat_sum_ns, read_lat_sq_sum_ns2, read_hist,
+                    write_ios, write_bytes, write_errors, write_lat_sum_ns, write_lat_sq_sum_ns2, write_hist,
+                    disk
+             FROM disk_samples WHERE run_id = ?1
+             ORDER BY idx, worker, disk, stream",
+        )?;
+        let mut samples = st.query([id])?;
+        let mut pending: Option<SampleRow> = None;
+        for iv in intervals {
+            let mut per_worker: Vec<Sample> = vec![Sample::new(walk.n_streams); walk.n_workers];
+            let mut per_disk: Vec<Vec<Sample>> = vec![Vec::new(); walk.n_workers];
+            read_interval_samples(
+                &mut samples,
+                &mut pending,
+                iv.idx,
+                walk.n_streams,
+                &mut per_worker,
+                &mut per_disk,
+                id,
+            )?;
+            walk.add_interval(iv, layout, usage, stored, &per_worker, &per_disk);
+        }
+        Ok(walk)
     }
 
     /// What each host spent per interval, keyed by (interval, host).
@@ -433,6 +322,294 @@ impl Store {
             out.insert((idx, host), u);
         }
         Ok(out)
+    }
+}
+
+/// How a stored run that cannot be read back is reported.
+fn corrupt_run(id: &str) -> impl Fn(String) -> StoreError + Copy + '_ {
+    move |detail: String| StoreError::Corrupt {
+        id: id.into(),
+        detail,
+    }
+}
+
+/// A sample as read: (interval, worker, disk or -1 for a per-worker sample, stream, figures).
+type SampleRow = (u32, usize, i64, usize, StreamOps);
+
+/// One row of the samples query.
+fn sample_row(r: &rusqlite::Row<'_>, id: &str) -> Result<SampleRow, StoreError> {
+    let corrupt = corrupt_run(id);
+    let op = |base: usize| -> Result<OpStats, StoreError> {
+        let blob = |i: usize| -> Result<Vec<u8>, StoreError> { Ok(r.get(i)?) };
+        let hist: Option<Vec<u8>> = r.get(base + 5)?;
+        Ok(OpStats {
+            ios: r.get::<_, i64>(base)? as u64,
+            bytes: r.get::<_, i64>(base + 1)? as u64,
+            errors: r.get::<_, i64>(base + 2)? as u64,
+            latency_sum_ns: u128_of(&blob(base + 3)?)
+                .ok_or_else(|| corrupt("latency sum".into()))?,
+            latency_sq_sum_ns2: u128_of(&blob(base + 4)?)
+                .ok_or_else(|| corrupt("latency square sum".into()))?,
+            hist: match hist {
+                Some(b) => LatencyHist::from_v2_bytes(&b).map_err(corrupt)?,
+                None => LatencyHist::new(),
+            },
+        })
+    };
+    Ok((
+        r.get(0)?,
+        r.get::<_, i64>(1)? as usize,
+        r.get::<_, i64>(15)?,
+        r.get::<_, i64>(2)? as usize,
+        StreamOps {
+            read: op(3)?,
+            write: op(9)?,
+        },
+    ))
+}
+
+/// Merge every sample of interval `idx` into `per_worker` and `per_disk` (grown as
+/// needed), skipping orphans; the first sample of a later interval is kept in `pending`.
+fn read_interval_samples(
+    samples: &mut rusqlite::Rows<'_>,
+    pending: &mut Option<SampleRow>,
+    idx: u32,
+    n_streams: usize,
+    per_worker: &mut Vec<Sample>,
+    per_disk: &mut Vec<Vec<Sample>>,
+    id: &str,
+) -> Result<(), StoreError> {
+    loop {
+        if pending.is_none() {
+            let Some(r) = samples.next()? else { break };
+            *pending = Some(sample_row(r, id)?);
+        }
+        let (sample_idx, _, _, _, _) = pending.as_ref().expect("set above");
+        if *sample_idx != idx {
+            if *sample_idx < idx {
+                *pending = None; // orphan sample without an interval row
+                continue;
+            }
+            break;
+        }
+        let (_, w, d, s, ops) = pending.take().expect("set above");
+        if per_worker.len() <= w {
+            per_worker.resize(w + 1, Sample::new(n_streams));
+            per_disk.resize(w + 1, Vec::new());
+        }
+        let add = |sample: &mut Sample| {
+            if sample.streams.len() <= s {
+                sample.streams.resize(s + 1, Default::default());
+            }
+            sample.streams[s].read += &ops.read;
+            sample.streams[s].write += &ops.write;
+        };
+        add(&mut per_worker[w]);
+        if let Ok(d) = usize::try_from(d) {
+            let disks = &mut per_disk[w];
+            if disks.len() <= d {
+                disks.resize(d + 1, Sample::new(n_streams));
+            }
+            add(&mut disks[d]);
+        }
+    }
+    Ok(())
+}
+
+/// What the pass over the stored intervals adds up.
+struct Walk {
+    n_streams: usize,
+    /// Workers placed: each interval's samples start with one per worker.
+    n_workers: usize,
+    /// The run's interval length, for which intervals count in the median.
+    nominal_ns: u64,
+    host_series: Vec<Series>,
+    group_series: Vec<Series>,
+    worker_totals: Vec<Sample>,
+    disk_totals: Vec<Vec<Sample>>,
+    host_intervals: Vec<PartIntervals>,
+    group_intervals: Vec<PartIntervals>,
+    rows: Vec<IntervalRow>,
+    measured_ns: u64,
+    interval_iops: Vec<f64>,
+    error_count: u64,
+}
+
+impl Walk {
+    /// Nothing added yet: an empty series for each host and group of `layout`.
+    fn new(
+        layout: &Layout,
+        n_streams: usize,
+        n_workers: usize,
+        n_intervals: usize,
+        nominal_ns: u64,
+    ) -> Walk {
+        let series = |name: &String| Series {
+            name: name.clone(),
+            ..Default::default()
+        };
+        Walk {
+            n_streams,
+            n_workers,
+            nominal_ns,
+            host_series: layout.hosts.iter().map(series).collect(),
+            group_series: layout.groups.iter().map(|g| series(&g.name)).collect(),
+            worker_totals: vec![Sample::new(n_streams); n_workers],
+            disk_totals: vec![Vec::new(); n_workers],
+            host_intervals: Vec::new(),
+            group_intervals: Vec::new(),
+            rows: Vec::with_capacity(n_intervals),
+            measured_ns: 0,
+            interval_iops: Vec::new(),
+            error_count: 0,
+        }
+    }
+
+    /// Add one interval's merged samples: its rows per host and group, its fleet row
+    /// and, for a measured interval, its share of the totals.
+    fn add_interval(
+        &mut self,
+        iv: &StoredInterval,
+        layout: &Layout,
+        usage: &BTreeMap<(u32, String), HostUsage>,
+        stored: Option<&RunResult>,
+        per_worker: &[Sample],
+        per_disk: &[Vec<Sample>],
+    ) {
+        self.push_parts(iv, layout, usage, per_worker);
+        let mut fleet = Sample::new(self.n_streams);
+        per_worker.iter().for_each(|w| fleet += w);
+        self.error_count += fleet.errors();
+        let mut row = interval_row(iv, &fleet);
+        // The self-check is not in the histograms: it comes from the final result.
+        row.generator = stored
+            .and_then(|r| r.intervals.iter().find(|x| x.index == iv.idx))
+            .and_then(|x| x.generator.clone());
+        if !iv.warmup {
+            self.add_to_totals(per_worker, per_disk);
+            let dur_ns = (iv.duration_s * 1e9).round() as u64;
+            self.measured_ns += dur_ns;
+            if counts_in_median(dur_ns, self.nominal_ns) {
+                self.interval_iops.push(row.iops);
+            }
+        }
+        self.rows.push(row);
+    }
+
+    /// One interval's rows per host (with its CPU) and per group: parts and series.
+    fn push_parts(
+        &mut self,
+        iv: &StoredInterval,
+        layout: &Layout,
+        usage: &BTreeMap<(u32, String), HostUsage>,
+        per_worker: &[Sample],
+    ) {
+        layout.push_part_rows(
+            iv.idx,
+            iv.duration_s,
+            per_worker,
+            self.n_streams,
+            &mut self.host_intervals,
+            &mut self.group_intervals,
+        );
+        let (per_host, per_group) = layout.sums(per_worker, self.n_streams);
+        for ((series, sample), name) in self
+            .host_series
+            .iter_mut()
+            .zip(&per_host)
+            .zip(&layout.hosts)
+        {
+            series.rows.push(interval_row(iv, sample));
+            series.cpu.push(
+                usage
+                    .get(&(iv.idx, name.clone()))
+                    .and_then(HostUsage::summary)
+                    .map(|r| r.cpu),
+            );
+        }
+        for (series, sample) in self.group_series.iter_mut().zip(&per_group) {
+            series.rows.push(interval_row(iv, sample));
+        }
+    }
+
+    /// A measured interval's worker and disk samples added to the totals.
+    fn add_to_totals(&mut self, per_worker: &[Sample], per_disk: &[Vec<Sample>]) {
+        let n_streams = self.n_streams;
+        if self.worker_totals.len() < per_worker.len() {
+            self.worker_totals
+                .resize(per_worker.len(), Sample::new(n_streams));
+        }
+        for (tot, w) in self.worker_totals.iter_mut().zip(per_worker) {
+            *tot += w;
+        }
+        if self.disk_totals.len() < per_disk.len() {
+            self.disk_totals.resize(per_disk.len(), Vec::new());
+        }
+        for (tot, disks) in self.disk_totals.iter_mut().zip(per_disk) {
+            if tot.len() < disks.len() {
+                tot.resize(disks.len(), Sample::new(n_streams));
+            }
+            for (t, d) in tot.iter_mut().zip(disks) {
+                *t += d;
+            }
+        }
+    }
+}
+
+/// The summary's configured outstanding I/O, CPU, memory and errors.
+type SummaryExtra = (
+    Option<u64>,
+    Option<CpuSummary>,
+    Option<MemorySummary>,
+    ErrorSummary,
+);
+
+/// What histograms cannot give: the summary's extra figures, the notices and the run,
+/// from the stored result; without one, unknowns (errors only counted), a notice why
+/// (unless still running) and the run as started, marked interrupted.
+fn not_recomputed(
+    stored: Option<&RunResult>,
+    info: &RunInfo,
+    meta: &RunMeta,
+    error_count: u64,
+    n_intervals: usize,
+) -> (SummaryExtra, Vec<String>, RunInfo) {
+    match stored {
+        Some(r) => (
+            (
+                r.summary.outstanding_io.configured,
+                r.summary.cpu.clone(),
+                r.summary.memory.clone(),
+                r.summary.errors.clone(),
+            ),
+            r.notices.clone(),
+            r.run.clone(),
+        ),
+        None => {
+            let mut run = info.clone();
+            run.interrupted = true;
+            (
+                (
+                    None,
+                    None,
+                    None,
+                    ErrorSummary {
+                        count: error_count,
+                        ..Default::default()
+                    },
+                ),
+                if meta.status == RunStatus::Running {
+                    Vec::new()
+                } else {
+                    vec![format!(
+                        "the recording process ended without a final result ({}): figures are recomputed from the {} intervals stored; CPU, memory, the generator self-check and configured outstanding I/O were not recorded",
+                        meta.status.as_str(),
+                        n_intervals
+                    )]
+                },
+                run,
+            )
+        }
     }
 }
 

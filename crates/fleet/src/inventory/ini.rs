@@ -189,32 +189,7 @@ pub fn parse(text: &str) -> Result<Inventory, LineError> {
             continue;
         }
         if let Some((name, tag)) = section(line) {
-            state = match tag {
-                None | Some("hosts") => State::Hosts,
-                Some("vars") => State::Vars,
-                Some("children") => State::Children,
-                Some(t) => {
-                    return err(
-                        n,
-                        format!("section [{name}:{t}] has an unknown type '{t}' (expected vars or children)"),
-                    )
-                }
-            };
-            if !b.group_index.contains_key(name)
-                && state == State::Vars
-                && b.pending(name).is_none()
-            {
-                b.pending.push(Pending {
-                    name: name.to_string(),
-                    line: n,
-                    children: false,
-                    parents: vec![],
-                });
-            }
-            group = b.group(name);
-            if state != State::Vars {
-                b.resolve_pending(group, n)?;
-            }
+            (group, state) = b.enter_section(name, tag, n)?;
             continue;
         }
         if line.starts_with('[') && line.ends_with(']') {
@@ -224,112 +199,165 @@ pub fn parse(text: &str) -> Result<Inventory, LineError> {
             );
         }
         match state {
-            State::Hosts => {
-                let (names, port, vars) = host_line(line).map_err(|message| {
-                    let message = if line.starts_with('[') {
-                        format!("'{line}' is neither a section header ([group], [group:vars], [group:children]) nor a host: {message}")
-                    } else {
-                        message
-                    };
-                    LineError { line: n, message }
-                })?;
-                for name in names {
-                    let h = b.add_host(&name, group, port, n);
-                    for (k, v) in &vars {
-                        b.hosts[h].vars.insert(
-                            k.clone(),
-                            Var {
-                                value: v.clone(),
-                                line: Some(n),
-                            },
-                        );
-                    }
-                }
+            State::Hosts => b.read_host_line(line, n, group)?,
+            State::Vars => b.read_var_line(line, n, group)?,
+            State::Children => b.read_child_line(line, n, group)?,
+        }
+    }
+    b.check_undeclared()?;
+    Ok(b.finish())
+}
+
+impl Builder {
+    /// A section header `[name:tag]` on line `n`: the group and state it opens.
+    fn enter_section(
+        &mut self,
+        name: &str,
+        tag: Option<&str>,
+        n: usize,
+    ) -> Result<(usize, State), LineError> {
+        let state = match tag {
+            None | Some("hosts") => State::Hosts,
+            Some("vars") => State::Vars,
+            Some("children") => State::Children,
+            Some(t) => {
+                let message = format!(
+                    "section [{name}:{t}] has an unknown type '{t}' (expected vars or children)"
+                );
+                return err(n, message);
             }
-            State::Vars => {
-                let Some((k, v)) = line.split_once('=') else {
-                    return err(
-                        n,
-                        format!(
-                            "expected key=value in [{}:vars], got '{line}'",
-                            b.groups[group].name
-                        ),
-                    );
-                };
-                let k = k.trim();
-                if k.is_empty() {
-                    return err(n, format!("'{line}' sets a variable with no name"));
-                }
-                let value = literal::eval(v.trim());
-                // As in Ansible, the priority orders groups of one depth; it is not a
-                // variable of the hosts.
-                if k == "ansible_group_priority" {
-                    b.groups[group].priority = match &value {
-                        Value::Number(p) => p.as_i64(),
-                        Value::String(s) => s.trim().parse().ok(),
-                        _ => None,
-                    }
-                    .ok_or_else(|| LineError {
-                        line: n,
-                        message: format!(
-                            "ansible_group_priority={} is not a whole number",
-                            v.trim()
-                        ),
-                    })?;
-                    continue;
-                }
-                b.groups[group].vars.insert(
-                    k.to_string(),
+        };
+        if !self.group_index.contains_key(name)
+            && state == State::Vars
+            && self.pending(name).is_none()
+        {
+            self.pending.push(Pending {
+                name: name.to_string(),
+                line: n,
+                children: false,
+                parents: vec![],
+            });
+        }
+        let group = self.group(name);
+        if state != State::Vars {
+            self.resolve_pending(group, n)?;
+        }
+        Ok((group, state))
+    }
+
+    /// A host line of `group`: its hosts, each with the line's variables.
+    fn read_host_line(&mut self, line: &str, n: usize, group: usize) -> Result<(), LineError> {
+        let (names, port, vars) = host_line(line).map_err(|message| {
+            let message = if line.starts_with('[') {
+                format!("'{line}' is neither a section header ([group], [group:vars], [group:children]) nor a host: {message}")
+            } else {
+                message
+            };
+            LineError { line: n, message }
+        })?;
+        for name in names {
+            let h = self.add_host(&name, group, port, n);
+            for (k, v) in &vars {
+                self.hosts[h].vars.insert(
+                    k.clone(),
                     Var {
-                        value,
+                        value: v.clone(),
                         line: Some(n),
                     },
                 );
             }
-            State::Children => {
-                let child = group_name(line).ok_or_else(|| LineError {
-                    line: n,
-                    message: format!(
-                        "expected a group name in [{}:children], got '{line}'",
-                        b.groups[group].name
-                    ),
-                })?;
-                match b.group_index.get(child) {
-                    Some(&c) => b.add_child(group, c, n)?,
-                    None => match b.pending(child) {
-                        Some(k) => b.pending[k].parents.push(group),
-                        None => b.pending.push(Pending {
-                            name: child.to_string(),
-                            line: n,
-                            children: true,
-                            parents: vec![group],
-                        }),
-                    },
-                }
-            }
         }
+        Ok(())
     }
-    if let Some(p) = b.pending.first() {
-        return if p.children {
-            let parent = &b.groups[*p.parents.last().expect("a child has a parent")].name;
-            err(
-                p.line,
+
+    /// A `key=value` line of `[group:vars]`.
+    fn read_var_line(&mut self, line: &str, n: usize, group: usize) -> Result<(), LineError> {
+        let Some((k, v)) = line.split_once('=') else {
+            return err(
+                n,
                 format!(
-                    "[{parent}:children] names group '{}', which is never declared",
-                    p.name
+                    "expected key=value in [{}:vars], got '{line}'",
+                    self.groups[group].name
                 ),
-            )
-        } else {
-            err(
-                p.line,
-                format!(
-                    "[{0}:vars] is for group '{0}', which is never declared",
-                    p.name
-                ),
-            )
+            );
         };
+        let k = k.trim();
+        if k.is_empty() {
+            return err(n, format!("'{line}' sets a variable with no name"));
+        }
+        let value = literal::eval(v.trim());
+        // As in Ansible, the priority orders groups of one depth; it is not a
+        // variable of the hosts.
+        if k == "ansible_group_priority" {
+            self.groups[group].priority = match &value {
+                Value::Number(p) => p.as_i64(),
+                Value::String(s) => s.trim().parse().ok(),
+                _ => None,
+            }
+            .ok_or_else(|| LineError {
+                line: n,
+                message: format!("ansible_group_priority={} is not a whole number", v.trim()),
+            })?;
+            return Ok(());
+        }
+        self.groups[group].vars.insert(
+            k.to_string(),
+            Var {
+                value,
+                line: Some(n),
+            },
+        );
+        Ok(())
     }
-    Ok(b.finish())
+
+    /// A child group's name in `[group:children]`, declared or yet to be.
+    fn read_child_line(&mut self, line: &str, n: usize, group: usize) -> Result<(), LineError> {
+        let child = group_name(line).ok_or_else(|| LineError {
+            line: n,
+            message: format!(
+                "expected a group name in [{}:children], got '{line}'",
+                self.groups[group].name
+            ),
+        })?;
+        match self.group_index.get(child) {
+            Some(&c) => self.add_child(group, c, n)?,
+            None => match self.pending(child) {
+                Some(k) => self.pending[k].parents.push(group),
+                None => self.pending.push(Pending {
+                    name: child.to_string(),
+                    line: n,
+                    children: true,
+                    parents: vec![group],
+                }),
+            },
+        }
+        Ok(())
+    }
+
+    /// At the end of the text: the first group named but never declared is an error.
+    fn check_undeclared(&self) -> Result<(), LineError> {
+        if let Some(p) = self.pending.first() {
+            return if p.children {
+                let parent = &self.groups[*p.parents.last().expect("a child has a parent")].name;
+                err(
+                    p.line,
+                    format!(
+                        "[{parent}:children] names group '{}', which is never declared",
+                        p.name
+                    ),
+                )
+            } else {
+                err(
+                    p.line,
+                    format!(
+                        "[{0}:vars] is for group '{0}', which is never declared",
+                        p.name
+                    ),
+                )
+            };
+        }
+        Ok(())
+    }
 }
 
 impl Builder {
