@@ -6,10 +6,12 @@
 //!
 //! Rates here are totals over the fleet (IOPS), unlike `--rate`, which is per worker.
 
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use iofleet_profile::{format_duration, parse_duration};
+use iofleet_profile::{format_duration, parse_duration, GroupPlan};
 use iofleet_stats::result::RunResult;
 use iofleet_stats::slo::{self, Objective};
 
@@ -102,6 +104,67 @@ const OWN_LABELS: [&str; 6] = ["findmax", "step", "rate", "slo", "repeat", "foun
 
 /// Run the search for `a` under `s`; `name` names the search in the store.
 pub(crate) fn find_max(a: &RunArgs, s: &SearchArgs, name: &str) -> Result<Report, Exit> {
+    let groups = checked_groups(a, s)?;
+    let mut run = SearchRun {
+        a,
+        s,
+        name,
+        groups,
+        slo_label: slo::join(&s.slo),
+        stop: ctrl_c_flag(),
+        code: 0,
+    };
+    let (start, closed) = match s.start {
+        Some(r) => (r, None),
+        None => match run.closed_loop()? {
+            Ok((iops, r)) => (iops, Some(r)),
+            Err(report) => return Ok(report),
+        },
+    };
+    let params = Params {
+        start,
+        tolerance: s.tolerance,
+        limits_us: s.slo.iter().map(|o| o.limit_us).collect(),
+        stop_at_knee: s.stop_at_knee,
+        max_steps: s.max_steps,
+    };
+    let mut results: Vec<RunResult> = Vec::new();
+    let found = search::find_max(&params, &mut |rate: f64, repeat: u32| {
+        run.measure_at(&mut results, rate, repeat)
+    })?;
+    let steps: Vec<StepRecord> = found
+        .points
+        .into_iter()
+        .zip(results)
+        .enumerate()
+        .map(|(i, (point, result))| StepRecord {
+            step: i + 1,
+            point,
+            result,
+        })
+        .collect();
+    let found_at = found.best.map(|(_, i)| i);
+    // Mark the answer in the store, now that it is known.
+    if let Some(id) = found_at.and_then(|i| steps[i].result.stored.as_ref().map(|s| s.id.clone())) {
+        mark_found(a, &id);
+    }
+    if found.end == End::NoneMet {
+        run.code = run.code.max(1);
+    }
+    Ok(Report {
+        name: name.to_string(),
+        objectives: s.slo.clone(),
+        closed,
+        steps,
+        found: found_at,
+        end: found.end,
+        code: run.code,
+    })
+}
+
+/// The run's groups, once the step flags, the objectives, the step length, the start
+/// rate and the rate arithmetic are checked (before anything runs).
+fn checked_groups(a: &RunArgs, s: &SearchArgs) -> Result<Vec<GroupPlan>, Exit> {
     check_step_args(a, &OWN_LABELS)?;
     if s.slo.is_empty() {
         return Err(Exit::input(
@@ -126,66 +189,82 @@ pub(crate) fn find_max(a: &RunArgs, s: &SearchArgs, name: &str) -> Result<Report
     }
     // The rate arithmetic is checked before anything runs.
     with_rate(&mut groups.clone(), 1.0)?;
-    let slo_label = slo::join(&s.slo);
-    let stop = ctrl_c_flag();
-    let labels = |step: usize, rate: &str| {
+    Ok(groups)
+}
+
+/// A search under way: what every step runs and is labelled with, and the worst exit
+/// code so far.
+struct SearchRun<'a> {
+    a: &'a RunArgs,
+    s: &'a SearchArgs,
+    name: &'a str,
+    groups: Vec<GroupPlan>,
+    slo_label: String,
+    stop: Arc<AtomicBool>,
+    code: i32,
+}
+
+impl SearchRun<'_> {
+    /// The labels of step `step` at `rate`.
+    fn labels(&self, step: usize, rate: &str) -> Vec<(String, String)> {
         vec![
-            ("findmax".to_string(), name.to_string()),
+            ("findmax".to_string(), self.name.to_string()),
             ("step".to_string(), step.to_string()),
             ("rate".to_string(), rate.to_string()),
-            ("slo".to_string(), slo_label.clone()),
+            ("slo".to_string(), self.slo_label.clone()),
         ]
-    };
-    let mut code = 0;
-    let (start, closed) = match s.start {
-        Some(r) => (r, None),
-        None => {
-            let mut g = groups.clone();
-            closed_loop(&mut g, "--start", "; give the first rate with --start")?;
-            if !a.quiet {
-                eprintln!("find-max: measuring the closed-loop maximum");
-            }
-            let (r, c) = step(
-                a,
-                &g,
-                format!("{name}/closed-loop"),
-                labels(0, "closed-loop"),
-                a.seed,
-                &stop,
-            )?;
-            code = code.max(c);
-            let iops = r.summary.all.iops;
-            if c == 130 || iops.is_nan() || iops <= 0.0 {
-                return Ok(Report {
-                    name: name.to_string(),
-                    objectives: s.slo.clone(),
-                    closed: Some(r),
-                    steps: Vec::new(),
-                    found: None,
-                    end: if c == 130 {
-                        End::Interrupted
-                    } else {
-                        End::NoneMet
-                    },
-                    code: code.max(1),
-                });
-            }
-            (iops, Some(r))
+    }
+
+    /// Measure the closed-loop maximum, the default start rate: its IOPS and run, or
+    /// the search's report when it was interrupted or measured nothing.
+    fn closed_loop(&mut self) -> Result<Result<(f64, RunResult), Report>, Exit> {
+        let (a, name) = (self.a, self.name);
+        let mut g = self.groups.clone();
+        closed_loop(&mut g, "--start", "; give the first rate with --start")?;
+        if !a.quiet {
+            eprintln!("find-max: measuring the closed-loop maximum");
         }
-    };
-    let params = Params {
-        start,
-        tolerance: s.tolerance,
-        limits_us: s.slo.iter().map(|o| o.limit_us).collect(),
-        stop_at_knee: s.stop_at_knee,
-        max_steps: s.max_steps,
-    };
-    let mut results: Vec<RunResult> = Vec::new();
-    let mut measure_at = |rate: f64, repeat: u32| -> Result<Measured, Exit> {
-        let mut g = groups.clone();
+        let (r, c) = step(
+            a,
+            &g,
+            format!("{name}/closed-loop"),
+            self.labels(0, "closed-loop"),
+            a.seed,
+            &self.stop,
+        )?;
+        self.code = self.code.max(c);
+        let iops = r.summary.all.iops;
+        if c == 130 || iops.is_nan() || iops <= 0.0 {
+            return Ok(Err(Report {
+                name: name.to_string(),
+                objectives: self.s.slo.clone(),
+                closed: Some(r),
+                steps: Vec::new(),
+                found: None,
+                end: if c == 130 {
+                    End::Interrupted
+                } else {
+                    End::NoneMet
+                },
+                code: self.code.max(1),
+            }));
+        }
+        Ok(Ok((iops, r)))
+    }
+
+    /// Run one step at `rate` (its `repeat`-th repeat), keep its result in `results`,
+    /// and return what the search judges it by.
+    fn measure_at(
+        &mut self,
+        results: &mut Vec<RunResult>,
+        rate: f64,
+        repeat: u32,
+    ) -> Result<Measured, Exit> {
+        let (a, name) = (self.a, self.name);
+        let mut g = self.groups.clone();
         with_rate(&mut g, rate)?;
         let i = results.len() + 1;
-        let mut l = labels(i, &format!("{rate:.0}"));
+        let mut l = self.labels(i, &format!("{rate:.0}"));
         if repeat > 0 {
             l.push(("repeat".to_string(), repeat.to_string()));
         }
@@ -201,47 +280,18 @@ pub(crate) fn find_max(a: &RunArgs, s: &SearchArgs, name: &str) -> Result<Report
             format!("{name}/rate={rate:.0}"),
             l,
             a.seed.wrapping_add(repeat as u64),
-            &stop,
+            &self.stop,
         )?;
-        code = code.max(c);
+        self.code = self.code.max(c);
         let m = Measured {
             iops: r.summary.all.iops,
             mean_us: r.summary.all.latency_us.as_ref().map(|l| l.mean),
-            values: s.slo.iter().map(|o| o.value_us(&r.summary)).collect(),
+            values: self.s.slo.iter().map(|o| o.value_us(&r.summary)).collect(),
             interrupted: c == 130 || r.run.interrupted,
         };
         results.push(r);
         Ok(m)
-    };
-    let found = search::find_max(&params, &mut measure_at)?;
-    let steps: Vec<StepRecord> = found
-        .points
-        .into_iter()
-        .zip(results)
-        .enumerate()
-        .map(|(i, (point, result))| StepRecord {
-            step: i + 1,
-            point,
-            result,
-        })
-        .collect();
-    let found_at = found.best.map(|(_, i)| i);
-    // Mark the answer in the store, now that it is known.
-    if let Some(id) = found_at.and_then(|i| steps[i].result.stored.as_ref().map(|s| s.id.clone())) {
-        mark_found(a, &id);
     }
-    if found.end == End::NoneMet {
-        code = code.max(1);
-    }
-    Ok(Report {
-        name: name.to_string(),
-        objectives: s.slo.clone(),
-        closed,
-        steps,
-        found: found_at,
-        end: found.end,
-        code,
-    })
 }
 
 /// Label the found step's run `found=true` (a warning if the store refuses).

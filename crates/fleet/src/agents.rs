@@ -570,6 +570,98 @@ impl AgentLauncher {
         }
     }
 
+    /// Start a reader per host, then wait until every host has prepared and said
+    /// ready: per host the engine it resolved, and the I/Os all keep outstanding.
+    /// Agents heartbeat while they prepare, so a host that goes silent is noticed here
+    /// too. None when `stop` was set meanwhile (every session is shut down).
+    #[allow(clippy::type_complexity)]
+    fn await_ready(
+        &mut self,
+        active_hosts: &[HostSpec],
+        stop: &AtomicBool,
+        notices: &mut Vec<String>,
+    ) -> Result<Option<(Vec<String>, u64)>, FleetError> {
+        let (ev_tx, ev_rx) = unbounded();
+        for (h, c) in self.conns.iter_mut().enumerate() {
+            spawn_reader(h, c.stdout.take().expect("set by connect"), ev_tx.clone());
+        }
+        drop(ev_tx);
+        let n = self.conns.len();
+        let mut ready = vec![false; n];
+        let mut engines = vec![String::new(); n];
+        let mut configured = 0u64;
+        let mut heard = vec![Instant::now(); n];
+        let timeout = self.settings.host_timeout;
+        while !ready.iter().all(|&r| r) {
+            let ev = match ev_rx.recv_timeout(Duration::from_millis(100)) {
+                Ok(ev) => Some(ev),
+                Err(_) if stop.load(Ordering::SeqCst) => {
+                    self.shutdown();
+                    return Ok(None);
+                }
+                Err(_) => None,
+            };
+            let failure = match ev {
+                Some(Event::Frame(h, f)) => {
+                    heard[h] = Instant::now();
+                    match f {
+                        Frame::Ready(r) => {
+                            ready[h] = true;
+                            engines[h] = r.engine;
+                            configured += r.configured_outstanding;
+                            notices.extend(
+                                r.notices
+                                    .into_iter()
+                                    .map(|n| format!("{}: {n}", self.conns[h].name)),
+                            );
+                            None
+                        }
+                        Frame::Error(f) => Some(if f.input {
+                            FleetError::Input(format!("host {}: {}", self.conns[h].name, f.message))
+                        } else {
+                            host_err(&active_hosts[h], f.message)
+                        }),
+                        Frame::Done(d) => Some(host_err(
+                            &active_hosts[h],
+                            format!("ended before the start: {}", d.notices.join("; ")),
+                        )),
+                        _ => None,
+                    }
+                }
+                Some(Event::Closed(h)) => {
+                    std::thread::sleep(Duration::from_millis(50)); // let stderr arrive
+                    let err = self.conns[h].stderr_text();
+                    Some(host_err(
+                        &active_hosts[h],
+                        format!(
+                            "lost while preparing: its agent's connection closed{}",
+                            if err.is_empty() {
+                                " without a message".to_string()
+                            } else {
+                                format!(" ({err})")
+                            }
+                        ),
+                    ))
+                }
+                None => heard.iter().position(|t| t.elapsed() >= timeout).map(|h| {
+                    host_err(
+                        &active_hosts[h],
+                        format!(
+                            "lost while preparing: nothing heard from it for {} s (--host-timeout)",
+                            timeout.as_secs_f64()
+                        ),
+                    )
+                }),
+            };
+            if let Some(e) = failure {
+                self.shutdown();
+                return Err(e);
+            }
+        }
+        self.events = Some(ev_rx);
+        Ok(Some((engines, configured)))
+    }
+
     /// Connect to every host in parallel; None when `stop` was set meanwhile (every
     /// session that did open is shut down).
     fn connect_all(
@@ -736,86 +828,10 @@ impl Launcher for AgentLauncher {
         }
         let active_hosts: Vec<HostSpec> = active.iter().map(|&i| self.hosts[i].clone()).collect();
 
-        // Readers, then wait until every host has prepared. Agents heartbeat while
-        // they prepare, so a host that goes silent is noticed here too.
-        let (ev_tx, ev_rx) = unbounded();
-        for (h, c) in self.conns.iter_mut().enumerate() {
-            spawn_reader(h, c.stdout.take().expect("set by connect"), ev_tx.clone());
-        }
-        drop(ev_tx);
+        let Some((engines, configured)) = self.await_ready(&active_hosts, stop, notices)? else {
+            return Ok(None);
+        };
         let n = self.conns.len();
-        let mut ready = vec![false; n];
-        let mut engines = vec![String::new(); n];
-        let mut configured = 0u64;
-        let mut heard = vec![Instant::now(); n];
-        let timeout = self.settings.host_timeout;
-        while !ready.iter().all(|&r| r) {
-            let ev = match ev_rx.recv_timeout(Duration::from_millis(100)) {
-                Ok(ev) => Some(ev),
-                Err(_) if stop.load(Ordering::SeqCst) => {
-                    self.shutdown();
-                    return Ok(None);
-                }
-                Err(_) => None,
-            };
-            let failure = match ev {
-                Some(Event::Frame(h, f)) => {
-                    heard[h] = Instant::now();
-                    match f {
-                        Frame::Ready(r) => {
-                            ready[h] = true;
-                            engines[h] = r.engine;
-                            configured += r.configured_outstanding;
-                            notices.extend(
-                                r.notices
-                                    .into_iter()
-                                    .map(|n| format!("{}: {n}", self.conns[h].name)),
-                            );
-                            None
-                        }
-                        Frame::Error(f) => Some(if f.input {
-                            FleetError::Input(format!("host {}: {}", self.conns[h].name, f.message))
-                        } else {
-                            host_err(&active_hosts[h], f.message)
-                        }),
-                        Frame::Done(d) => Some(host_err(
-                            &active_hosts[h],
-                            format!("ended before the start: {}", d.notices.join("; ")),
-                        )),
-                        _ => None,
-                    }
-                }
-                Some(Event::Closed(h)) => {
-                    std::thread::sleep(Duration::from_millis(50)); // let stderr arrive
-                    let err = self.conns[h].stderr_text();
-                    Some(host_err(
-                        &active_hosts[h],
-                        format!(
-                            "lost while preparing: its agent's connection closed{}",
-                            if err.is_empty() {
-                                " without a message".to_string()
-                            } else {
-                                format!(" ({err})")
-                            }
-                        ),
-                    ))
-                }
-                None => heard.iter().position(|t| t.elapsed() >= timeout).map(|h| {
-                    host_err(
-                        &active_hosts[h],
-                        format!(
-                            "lost while preparing: nothing heard from it for {} s (--host-timeout)",
-                            timeout.as_secs_f64()
-                        ),
-                    )
-                }),
-            };
-            if let Some(e) = failure {
-                self.shutdown();
-                return Err(e);
-            }
-        }
-        self.events = Some(ev_rx);
         if engines.iter().any(|e| e != &engines[0]) {
             let list: Vec<String> = self
                 .conns

@@ -8,7 +8,7 @@
 //! same code serves a local run and a fleet across hosts, so both compute every figure
 //! the same way.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -112,89 +112,158 @@ pub(crate) fn collect(
     stop: &AtomicBool,
     give_up: &mut dyn FnMut(usize),
 ) -> Collected {
-    let streams = spec.plan.streams.len();
-    let n_sources = spec.source_names.len();
-    let timeline = spec.timeline;
-    let epoch = spec.epoch;
-    let mut reported_next = vec![0u32; n_sources];
-    let mut done = vec![false; n_sources];
-    // When each source was last heard from (any message counts).
-    let mut last_heard = vec![epoch.max(Instant::now()); n_sources];
-    // Per pending interval: per local worker, per disk.
-    let mut pending: BTreeMap<u32, Vec<Vec<Sample>>> = BTreeMap::new();
-    let mut cuts: BTreeMap<u32, u64> = BTreeMap::new();
-    // Intervals some source reported in full: a stop elsewhere must not shorten them.
-    let mut ran_through: std::collections::BTreeSet<u32> = Default::default();
-    let mut stop_seen: Option<Instant> = None;
-    let mut out = Collected {
-        rows: Vec::new(),
-        host_rows: Vec::new(),
-        group_rows: Vec::new(),
-        worker_totals: vec![Vec::new(); spec.workers],
-        measured_ns: 0,
-        interval_iops: Vec::new(),
-        errors: Vec::new(),
-        error_count: 0,
-        disks: Vec::new(),
-        failures: Vec::new(),
-        max_end_ns: 0,
-        host_lost_ns: vec![None; spec.hosts.len()],
-        lost_reasons: Vec::new(),
-        host_usage: vec![HostUsage::default(); spec.hosts.len()],
-        generator: GenSample::default(),
-        io_threads: 0,
-        verify: spec.plan.timing.verify.then(VerifySummary::default),
-    };
-    // Per interval: the generator figures of every source, folded.
-    let mut pending_gen: BTreeMap<u32, GenSample> = BTreeMap::new();
-    let mut probe = spec.probe.clone();
-    // Spans start now, at the start instant: what preparing cost is not the run's.
-    if let Some(p) = probe.as_mut() {
-        p.sample();
-    }
-    // Per interval and host: usage the hosts reported with their samples.
-    let mut pending_usage: BTreeMap<u32, Vec<Option<HostUsage>>> = BTreeMap::new();
-
-    let warmup_s = spec.plan.timing.warmup.as_secs_f64();
-    let measure_s = spec.plan.timing.duration.as_secs_f64();
-    let mut measuring = timeline.warmup_intervals == 0;
-    if measuring {
-        observer.phase(Phase::Measure, measure_s);
-    } else {
-        observer.phase(Phase::Warmup, warmup_s);
-    }
-    let measure_start = epoch + Duration::from_nanos(timeline.measure_start_ns());
-    let run_end = epoch + Duration::from_nanos(timeline.end_ns());
-    let n_intervals = timeline.intervals();
-    let mut next_emit = 0u32;
-    let nominal = spec.plan.timing.interval.as_nanos() as u64;
-    let layout = spec.layout();
-
+    let mut c = Collector::new(spec, observer);
     loop {
+        let msg = c.receive(rx);
+        c.dispatch(msg);
+        let now = Instant::now();
+        c.note_stop(now, stop);
+        c.check_silence(now, give_up);
+        c.check_measuring(now, stop, observer);
+        c.emit_complete(observer);
+        if c.finished() {
+            break;
+        }
+    }
+    observer.phase(Phase::Done, 0.0);
+    c.out
+}
+
+impl Collected {
+    /// Nothing collected yet, sized for `spec`'s workers and hosts.
+    fn empty(spec: &CollectSpec<'_>) -> Collected {
+        Collected {
+            rows: Vec::new(),
+            host_rows: Vec::new(),
+            group_rows: Vec::new(),
+            worker_totals: vec![Vec::new(); spec.workers],
+            measured_ns: 0,
+            interval_iops: Vec::new(),
+            errors: Vec::new(),
+            error_count: 0,
+            disks: Vec::new(),
+            failures: Vec::new(),
+            max_end_ns: 0,
+            host_lost_ns: vec![None; spec.hosts.len()],
+            lost_reasons: Vec::new(),
+            host_usage: vec![HostUsage::default(); spec.hosts.len()],
+            generator: GenSample::default(),
+            io_threads: 0,
+            verify: spec.plan.timing.verify.then(VerifySummary::default),
+        }
+    }
+}
+
+/// The collector's state over one run: what each source reported, the intervals not
+/// yet complete, and what was collected so far.
+struct Collector<'a> {
+    spec: &'a CollectSpec<'a>,
+    layout: Layout,
+    streams: usize,
+    n_sources: usize,
+    n_intervals: u32,
+    /// The nominal interval length (ns).
+    nominal: u64,
+    measure_s: f64,
+    measure_start: Instant,
+    run_end: Instant,
+    /// Per source: the interval after the last it reported.
+    reported_next: Vec<u32>,
+    /// Per source: it ended, or was given up on.
+    done: Vec<bool>,
+    /// When each source was last heard from (any message counts).
+    last_heard: Vec<Instant>,
+    /// Per pending interval: per local worker, per disk.
+    pending: BTreeMap<u32, Vec<Vec<Sample>>>,
+    /// Per interval: the latest stop inside it a source reported.
+    cuts: BTreeMap<u32, u64>,
+    /// Intervals some source reported in full: a stop elsewhere must not shorten them.
+    ran_through: BTreeSet<u32>,
+    /// Per interval: the generator figures of every source, folded.
+    pending_gen: BTreeMap<u32, GenSample>,
+    /// Per interval and host: usage the hosts reported with their samples.
+    pending_usage: BTreeMap<u32, Vec<Option<HostUsage>>>,
+    probe: Option<HostProbe>,
+    /// When the collector first saw the stop flag set.
+    stop_seen: Option<Instant>,
+    measuring: bool,
+    /// The next interval to emit.
+    next_emit: u32,
+    out: Collected,
+}
+
+impl<'a> Collector<'a> {
+    /// Nothing heard yet; starts the probe's span and announces the first phase.
+    fn new(spec: &'a CollectSpec<'a>, observer: &mut dyn Observer) -> Self {
+        let n_sources = spec.source_names.len();
+        let timeline = spec.timeline;
+        let epoch = spec.epoch;
+        let reported_next = vec![0u32; n_sources];
+        let done = vec![false; n_sources];
+        let last_heard = vec![epoch.max(Instant::now()); n_sources];
+        let out = Collected::empty(spec);
+        let mut probe = spec.probe.clone();
+        // Spans start now, at the start instant: what preparing cost is not the run's.
+        if let Some(p) = probe.as_mut() {
+            p.sample();
+        }
+        let warmup_s = spec.plan.timing.warmup.as_secs_f64();
+        let measure_s = spec.plan.timing.duration.as_secs_f64();
+        let measuring = timeline.warmup_intervals == 0;
+        if measuring {
+            observer.phase(Phase::Measure, measure_s);
+        } else {
+            observer.phase(Phase::Warmup, warmup_s);
+        }
+        Collector {
+            spec,
+            layout: spec.layout(),
+            streams: spec.plan.streams.len(),
+            n_sources,
+            n_intervals: timeline.intervals(),
+            nominal: spec.plan.timing.interval.as_nanos() as u64,
+            measure_s,
+            measure_start: epoch + Duration::from_nanos(timeline.measure_start_ns()),
+            run_end: epoch + Duration::from_nanos(timeline.end_ns()),
+            reported_next,
+            done,
+            last_heard,
+            pending: BTreeMap::new(),
+            cuts: BTreeMap::new(),
+            ran_through: BTreeSet::new(),
+            pending_gen: BTreeMap::new(),
+            pending_usage: BTreeMap::new(),
+            probe,
+            stop_seen: None,
+            measuring,
+            next_emit: 0,
+            out,
+        }
+    }
+
+    /// The next message, waiting at most 50 ms; one from a source that has ended reads
+    /// as a timeout, any other marks its source as heard from now.
+    fn receive(&mut self, rx: &Receiver<Msg>) -> Result<Msg, RecvTimeoutError> {
         let mut msg = rx.recv_timeout(Duration::from_millis(50));
         if let Ok(m) = &msg {
-            match done.get(m.source() as usize) {
+            match self.done.get(m.source() as usize) {
                 // A source given up on (or ended) has nothing more to say.
                 Some(true) => msg = Err(RecvTimeoutError::Timeout),
-                Some(false) => last_heard[m.source() as usize] = Instant::now(),
+                Some(false) => self.last_heard[m.source() as usize] = Instant::now(),
                 None => {}
             }
         }
+        msg
+    }
+
+    /// Take in one message (or its absence) by kind.
+    fn dispatch(&mut self, msg: Result<Msg, RecvTimeoutError>) {
         match msg {
             Ok(Msg::Heartbeat { .. }) => {}
             Ok(Msg::Verify {
                 source,
                 mut summary,
-            }) => {
-                let host = spec
-                    .source_host
-                    .get(source as usize)
-                    .and_then(|&h| spec.hosts.get(h));
-                for c in summary.first.iter_mut().filter(|c| c.host.is_empty()) {
-                    c.host = host.map(|h| h.to_string()).unwrap_or_default();
-                }
-                *out.verify.get_or_insert_with(Default::default) += &*summary;
-            }
+            }) => self.on_verify(source, &mut summary),
             Ok(Msg::Interval {
                 source,
                 index,
@@ -204,47 +273,9 @@ pub(crate) fn collect(
                 stopped_at,
                 usage,
                 generator,
-            }) if index < n_intervals && (source as usize) < n_sources => {
-                if let Some(g) = generator {
-                    *pending_gen.entry(index).or_default() += &g;
-                }
-                if let Some(u) = usage {
-                    let per_host = pending_usage
-                        .entry(index)
-                        .or_insert_with(|| vec![None; spec.hosts.len()]);
-                    per_host[spec.source_host[source as usize]] = Some(u);
-                }
-                match stopped_at {
-                    Some(t) => {
-                        let cut = cuts.entry(index).or_insert(0);
-                        *cut = (*cut).max(t);
-                    }
-                    None => {
-                        ran_through.insert(index);
-                    }
-                }
-                let per_disk = pending
-                    .entry(index)
-                    .or_insert_with(|| vec![Vec::new(); spec.workers]);
-                for (worker, disk, sample) in &samples {
-                    let local = worker.wrapping_sub(spec.worker_base) as usize;
-                    let d = *disk as usize;
-                    if let Some(disks) = per_disk.get_mut(local).filter(|_| d < MAX_DISKS) {
-                        if disks.len() <= d {
-                            disks.resize(d + 1, Sample::new(streams));
-                        }
-                        disks[d] += sample;
-                        out.error_count += sample.errors();
-                    }
-                }
-                let r = &mut reported_next[source as usize];
-                *r = (*r).max(index + 1);
-                DiskErrors::merge_into(&mut out.disks, &disks);
-                for e in errors {
-                    if out.errors.len() < MAX_ERROR_DETAILS {
-                        out.errors.push(e);
-                    }
-                }
+            }) if index < self.n_intervals && (source as usize) < self.n_sources => {
+                self.on_interval(source, index, &samples, stopped_at, usage, generator);
+                self.keep_errors(errors, &disks);
             }
             Ok(Msg::Done {
                 source,
@@ -254,175 +285,325 @@ pub(crate) fn collect(
                 disks,
                 lost,
             }) => {
-                DiskErrors::merge_into(&mut out.disks, &disks);
-                for e in errors {
-                    if out.errors.len() < MAX_ERROR_DETAILS {
-                        out.errors.push(e);
-                    }
-                }
-                let s = source as usize;
-                done[s] = true;
-                out.max_end_ns = out.max_end_ns.max(end_ns);
-                if lost {
-                    // A lost host is reported in `hosts` and in a notice, not as a
-                    // failed source: the run goes on without it.
-                    let h = spec.source_host[s];
-                    out.host_lost_ns[h].get_or_insert(end_ns);
-                    out.lost_reasons
-                        .push(error.unwrap_or_else(|| format!("{} lost", spec.source_names[s])));
-                } else if let Some(e) = error {
-                    out.failures.push(format!("{}: {e}", spec.source_names[s]));
-                }
+                self.keep_errors(errors, &disks);
+                self.on_done(source, end_ns, error, lost);
             }
             // An interval beyond the timeline (or from an unknown source) is ignored.
             Ok(Msg::Interval { .. }) => {}
             Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => done.iter_mut().for_each(|d| *d = true),
-        }
-        let now = Instant::now();
-        if stop.load(Ordering::Relaxed) && stop_seen.is_none() {
-            stop_seen = Some(now);
-        }
-        if let Some(grace) = spec.silence_grace {
-            let end_limit = stop_seen.map_or(run_end, |t| t.min(run_end)) + grace;
-            for s in 0..n_sources {
-                if done[s] {
-                    continue;
-                }
-                let silent = now.saturating_duration_since(last_heard[s]) >= grace;
-                if !silent && now < end_limit {
-                    continue;
-                }
-                done[s] = true;
-                let heard_ns = last_heard[s].saturating_duration_since(epoch).as_nanos() as u64;
-                let h = spec.source_host[s];
-                out.host_lost_ns[h].get_or_insert(heard_ns.min(timeline.end_ns()));
-                out.lost_reasons.push(if silent {
-                    format!(
-                        "{} stopped responding: nothing heard from it for {} s (last at {:.1} s)",
-                        spec.source_names[s],
-                        grace.as_secs_f64(),
-                        heard_ns as f64 / 1e9
-                    )
-                } else {
-                    format!(
-                        "{} did not finish within {} s of the run's end",
-                        spec.source_names[s],
-                        grace.as_secs_f64()
-                    )
-                });
-                give_up(s);
-            }
-        }
-        if !measuring && now >= measure_start && !stop.load(Ordering::Relaxed) {
-            measuring = true;
-            observer.phase(Phase::Measure, measure_s);
-        }
-        while next_emit < n_intervals
-            && reported_next
-                .iter()
-                .zip(&done)
-                .all(|(&r, &d)| r > next_emit || d)
-        {
-            let k = next_emit;
-            next_emit += 1;
-            let Some(per_disk) = pending.remove(&k) else {
-                continue; // every source had ended before this interval
-            };
-            let per_worker: Vec<Sample> = per_disk
-                .iter()
-                .map(|disks| {
-                    let mut w = Sample::new(streams);
-                    disks.iter().for_each(|d| w += d);
-                    w
-                })
-                .collect();
-            let mut usage = pending_usage
-                .remove(&k)
-                .unwrap_or_else(|| vec![None; spec.hosts.len()]);
-            if let Some(p) = probe.as_mut() {
-                usage[0] = Some(p.sample());
-            }
-            let start = timeline.boundaries[k as usize];
-            let mut end = timeline.boundaries[k as usize + 1];
-            if let Some(&cut) = cuts.get(&k).filter(|_| !ran_through.contains(&k)) {
-                if cut > start && cut < end {
-                    end = cut; // the interval a stop cut short
-                }
-            }
-            let dur_ns = end - start;
-            let warmup = k < timeline.warmup_intervals;
-            let mut fleet = Sample::new(streams);
-            per_worker.iter().for_each(|w| fleet += w);
-            let hosts_lost = out
-                .host_lost_ns
-                .iter()
-                .filter(|l| l.is_some_and(|t| t < end))
-                .count() as u32;
-            let mut row = IntervalRow::from_sample(
-                k,
-                start as f64 / 1e9,
-                dur_ns as f64 / 1e9,
-                warmup,
-                hosts_lost,
-                &fleet,
-            );
-            layout.push_part_rows(
-                k,
-                dur_ns as f64 / 1e9,
-                &per_worker,
-                streams,
-                &mut out.host_rows,
-                &mut out.group_rows,
-            );
-            let gen = pending_gen.remove(&k).filter(|g| g.threads > 0);
-            if let Some(g) = &gen {
-                row.generator = Some(g.summary(
-                    g.threads,
-                    &fleet.all(),
-                    HostUsage::busiest_other_load(usage.iter().flatten()),
-                ));
-            }
-            if !warmup {
-                if let Some(g) = &gen {
-                    out.generator += g;
-                    out.io_threads = out.io_threads.max(g.threads);
-                }
-                for (tot, disks) in out.worker_totals.iter_mut().zip(&per_disk) {
-                    if tot.len() < disks.len() {
-                        tot.resize(disks.len(), PackedSample::new(streams));
-                    }
-                    for (t, d) in tot.iter_mut().zip(disks) {
-                        t.add(d);
-                    }
-                }
-                for (tot, u) in out.host_usage.iter_mut().zip(&usage) {
-                    if let Some(u) = u {
-                        *tot += u;
-                    }
-                }
-                out.measured_ns += dur_ns;
-                if counts_in_median(dur_ns, nominal) {
-                    out.interval_iops.push(row.iops);
-                }
-            }
-            observer.interval(&IntervalSnapshot {
-                row: &row,
-                workers: &per_worker,
-                disks: &per_disk,
-                hosts: &spec.hosts,
-                worker_host: &spec.worker_host,
-                usage: &usage,
-                generator: gen.as_ref(),
-            });
-            out.rows.push(row);
-        }
-        if done.iter().all(|&d| d) && (next_emit >= n_intervals || pending.is_empty()) {
-            break;
+            Err(RecvTimeoutError::Disconnected) => self.done.iter_mut().for_each(|d| *d = true),
         }
     }
-    observer.phase(Phase::Done, 0.0);
-    out
+
+    /// Add what a source's verified reads found, naming its host in the first failures.
+    fn on_verify(&mut self, source: u32, summary: &mut VerifySummary) {
+        let host = self
+            .spec
+            .source_host
+            .get(source as usize)
+            .and_then(|&h| self.spec.hosts.get(h));
+        for c in summary.first.iter_mut().filter(|c| c.host.is_empty()) {
+            c.host = host.map(|h| h.to_string()).unwrap_or_default();
+        }
+        *self.out.verify.get_or_insert_with(Default::default) += &*summary;
+    }
+
+    /// Take in a source's report of interval `index`: its generator figures and host
+    /// usage, where it stopped (or that it ran through), and its samples.
+    fn on_interval(
+        &mut self,
+        source: u32,
+        index: u32,
+        samples: &[(u32, u32, Sample)],
+        stopped_at: Option<u64>,
+        usage: Option<HostUsage>,
+        generator: Option<Box<GenSample>>,
+    ) {
+        if let Some(g) = generator {
+            *self.pending_gen.entry(index).or_default() += &g;
+        }
+        if let Some(u) = usage {
+            let per_host = self
+                .pending_usage
+                .entry(index)
+                .or_insert_with(|| vec![None; self.spec.hosts.len()]);
+            per_host[self.spec.source_host[source as usize]] = Some(u);
+        }
+        match stopped_at {
+            Some(t) => {
+                let cut = self.cuts.entry(index).or_insert(0);
+                *cut = (*cut).max(t);
+            }
+            None => {
+                self.ran_through.insert(index);
+            }
+        }
+        self.merge_samples(index, samples);
+        let r = &mut self.reported_next[source as usize];
+        *r = (*r).max(index + 1);
+    }
+
+    /// Add samples to pending interval `index`, per local worker and disk; a worker not
+    /// in this run, or a disk beyond any worker's, is ignored.
+    fn merge_samples(&mut self, index: u32, samples: &[(u32, u32, Sample)]) {
+        let streams = self.streams;
+        let per_disk = self
+            .pending
+            .entry(index)
+            .or_insert_with(|| vec![Vec::new(); self.spec.workers]);
+        for (worker, disk, sample) in samples {
+            let local = worker.wrapping_sub(self.spec.worker_base) as usize;
+            let d = *disk as usize;
+            if let Some(disks) = per_disk.get_mut(local).filter(|_| d < MAX_DISKS) {
+                if disks.len() <= d {
+                    disks.resize(d + 1, Sample::new(streams));
+                }
+                disks[d] += sample;
+                self.out.error_count += sample.errors();
+            }
+        }
+    }
+
+    /// Merge a source's per-disk error counts, and keep its error details up to the cap.
+    fn keep_errors(&mut self, errors: Vec<ErrorDetail>, disks: &[DiskErrors]) {
+        DiskErrors::merge_into(&mut self.out.disks, disks);
+        for e in errors {
+            if self.out.errors.len() < MAX_ERROR_DETAILS {
+                self.out.errors.push(e);
+            }
+        }
+    }
+
+    /// A source ended: note when, and its host as lost or the source as failed.
+    fn on_done(&mut self, source: u32, end_ns: u64, error: Option<String>, lost: bool) {
+        let s = source as usize;
+        self.done[s] = true;
+        self.out.max_end_ns = self.out.max_end_ns.max(end_ns);
+        if lost {
+            // A lost host is reported in `hosts` and in a notice, not as a
+            // failed source: the run goes on without it.
+            let h = self.spec.source_host[s];
+            self.out.host_lost_ns[h].get_or_insert(end_ns);
+            self.out
+                .lost_reasons
+                .push(error.unwrap_or_else(|| format!("{} lost", self.spec.source_names[s])));
+        } else if let Some(e) = error {
+            self.out
+                .failures
+                .push(format!("{}: {e}", self.spec.source_names[s]));
+        }
+    }
+
+    /// Remember when the stop flag was first seen set.
+    fn note_stop(&mut self, now: Instant, stop: &AtomicBool) {
+        if stop.load(Ordering::Relaxed) && self.stop_seen.is_none() {
+            self.stop_seen = Some(now);
+        }
+    }
+
+    /// Give up on every source silent for the grace, or not ended the grace after the
+    /// planned end (or the stop): its host is lost when it was last heard from.
+    fn check_silence(&mut self, now: Instant, give_up: &mut dyn FnMut(usize)) {
+        let Some(grace) = self.spec.silence_grace else {
+            return;
+        };
+        let end_limit = self.stop_seen.map_or(self.run_end, |t| t.min(self.run_end)) + grace;
+        for s in 0..self.n_sources {
+            if self.done[s] {
+                continue;
+            }
+            let silent = now.saturating_duration_since(self.last_heard[s]) >= grace;
+            if !silent && now < end_limit {
+                continue;
+            }
+            self.done[s] = true;
+            let heard_ns = self.last_heard[s]
+                .saturating_duration_since(self.spec.epoch)
+                .as_nanos() as u64;
+            let h = self.spec.source_host[s];
+            self.out.host_lost_ns[h].get_or_insert(heard_ns.min(self.spec.timeline.end_ns()));
+            let name = &self.spec.source_names[s];
+            self.out
+                .lost_reasons
+                .push(given_up_reason(name, silent, grace, heard_ns));
+            give_up(s);
+        }
+    }
+
+    /// Announce the measure phase once the warm-up is over, unless stopped.
+    fn check_measuring(&mut self, now: Instant, stop: &AtomicBool, observer: &mut dyn Observer) {
+        if !self.measuring && now >= self.measure_start && !stop.load(Ordering::Relaxed) {
+            self.measuring = true;
+            observer.phase(Phase::Measure, self.measure_s);
+        }
+    }
+
+    /// Emit, in order, every interval each source has reported or ended before.
+    fn emit_complete(&mut self, observer: &mut dyn Observer) {
+        while self.next_emit < self.n_intervals
+            && self
+                .reported_next
+                .iter()
+                .zip(&self.done)
+                .all(|(&r, &d)| r > self.next_emit || d)
+        {
+            let k = self.next_emit;
+            self.next_emit += 1;
+            let Some(per_disk) = self.pending.remove(&k) else {
+                continue; // every source had ended before this interval
+            };
+            self.emit_interval(k, per_disk, observer);
+        }
+    }
+
+    /// Merge complete interval `k` per worker into its fleet, host and group rows, fold
+    /// it into the totals when measured, and hand it to the observer.
+    fn emit_interval(&mut self, k: u32, per_disk: Vec<Vec<Sample>>, observer: &mut dyn Observer) {
+        let streams = self.streams;
+        let per_worker: Vec<Sample> = per_disk
+            .iter()
+            .map(|disks| {
+                let mut w = Sample::new(streams);
+                disks.iter().for_each(|d| w += d);
+                w
+            })
+            .collect();
+        let usage = self.interval_usage(k);
+        let (start, end) = self.span(k);
+        let dur_ns = end - start;
+        let warmup = k < self.spec.timeline.warmup_intervals;
+        let mut fleet = Sample::new(streams);
+        per_worker.iter().for_each(|w| fleet += w);
+        let hosts_lost = self
+            .out
+            .host_lost_ns
+            .iter()
+            .filter(|l| l.is_some_and(|t| t < end))
+            .count() as u32;
+        let mut row = IntervalRow::from_sample(
+            k,
+            start as f64 / 1e9,
+            dur_ns as f64 / 1e9,
+            warmup,
+            hosts_lost,
+            &fleet,
+        );
+        self.layout.push_part_rows(
+            k,
+            dur_ns as f64 / 1e9,
+            &per_worker,
+            streams,
+            &mut self.out.host_rows,
+            &mut self.out.group_rows,
+        );
+        let gen = self.pending_gen.remove(&k).filter(|g| g.threads > 0);
+        if let Some(g) = &gen {
+            row.generator = Some(g.summary(
+                g.threads,
+                &fleet.all(),
+                HostUsage::busiest_other_load(usage.iter().flatten()),
+            ));
+        }
+        if !warmup {
+            self.add_measured(&per_disk, &usage, gen.as_ref(), dur_ns, row.iops);
+        }
+        observer.interval(&IntervalSnapshot {
+            row: &row,
+            workers: &per_worker,
+            disks: &per_disk,
+            hosts: &self.spec.hosts,
+            worker_host: &self.spec.worker_host,
+            usage: &usage,
+            generator: gen.as_ref(),
+        });
+        self.out.rows.push(row);
+    }
+
+    /// Per host, its usage over interval `k`: as reported, and this machine's probe as
+    /// host 0.
+    fn interval_usage(&mut self, k: u32) -> Vec<Option<HostUsage>> {
+        let mut usage = self
+            .pending_usage
+            .remove(&k)
+            .unwrap_or_else(|| vec![None; self.spec.hosts.len()]);
+        if let Some(p) = self.probe.as_mut() {
+            usage[0] = Some(p.sample());
+        }
+        usage
+    }
+
+    /// Interval `k`'s start and end (ns since the epoch): a stop inside it cuts it short,
+    /// unless some source ran through it.
+    fn span(&self, k: u32) -> (u64, u64) {
+        let timeline = self.spec.timeline;
+        let start = timeline.boundaries[k as usize];
+        let mut end = timeline.boundaries[k as usize + 1];
+        if let Some(&cut) = self.cuts.get(&k).filter(|_| !self.ran_through.contains(&k)) {
+            if cut > start && cut < end {
+                end = cut; // the interval a stop cut short
+            }
+        }
+        (start, end)
+    }
+
+    /// Fold a measured interval into the run's totals: generator figures, per-disk
+    /// samples, host usage, measured time, and its IOPS for the median.
+    fn add_measured(
+        &mut self,
+        per_disk: &[Vec<Sample>],
+        usage: &[Option<HostUsage>],
+        gen: Option<&GenSample>,
+        dur_ns: u64,
+        iops: f64,
+    ) {
+        let streams = self.streams;
+        let out = &mut self.out;
+        if let Some(g) = gen {
+            out.generator += g;
+            out.io_threads = out.io_threads.max(g.threads);
+        }
+        for (tot, disks) in out.worker_totals.iter_mut().zip(per_disk) {
+            if tot.len() < disks.len() {
+                tot.resize(disks.len(), PackedSample::new(streams));
+            }
+            for (t, d) in tot.iter_mut().zip(disks) {
+                t.add(d);
+            }
+        }
+        for (tot, u) in out.host_usage.iter_mut().zip(usage) {
+            if let Some(u) = u {
+                *tot += u;
+            }
+        }
+        out.measured_ns += dur_ns;
+        if counts_in_median(dur_ns, self.nominal) {
+            out.interval_iops.push(iops);
+        }
+    }
+
+    /// Every source has ended, and no interval is left to emit.
+    fn finished(&self) -> bool {
+        self.done.iter().all(|&d| d)
+            && (self.next_emit >= self.n_intervals || self.pending.is_empty())
+    }
+}
+
+/// Why a source was given up on: silent for `grace`, or not ended within it.
+fn given_up_reason(name: &str, silent: bool, grace: Duration, heard_ns: u64) -> String {
+    if silent {
+        format!(
+            "{} stopped responding: nothing heard from it for {} s (last at {:.1} s)",
+            name,
+            grace.as_secs_f64(),
+            heard_ns as f64 / 1e9
+        )
+    } else {
+        format!(
+            "{} did not finish within {} s of the run's end",
+            name,
+            grace.as_secs_f64()
+        )
+    }
 }
 
 /// Turn what was collected into the result.
@@ -437,13 +618,7 @@ pub(crate) fn summarize(
     let elapsed_s = col.measured_ns as f64 / 1e9;
     let layout = spec.layout();
     let n_streams = spec.plan.streams.len();
-    let facts: Vec<HostFacts> = (0..spec.hosts.len())
-        .map(|h| HostFacts {
-            start_late_ms: start_late_ms.get(h).copied().flatten(),
-            lost_at_s: col.host_lost_ns[h].map(|t| t as f64 / 1e9),
-            resources: col.host_usage[h].summary(),
-        })
-        .collect();
+    let facts = host_facts(spec, &col, start_late_ms);
     let Folded {
         fleet,
         streams,
@@ -451,52 +626,19 @@ pub(crate) fn summarize(
         hosts,
         groups,
     } = layout.fold(
-        col.worker_totals.iter().map(|disks| {
-            let disks: Vec<Sample> = disks.iter().map(PackedSample::to_sample).collect();
-            let mut total = Sample::new(n_streams);
-            disks.iter().for_each(|d| total += d);
-            (total, disks)
-        }),
+        col.worker_totals
+            .iter()
+            .map(|disks| worker_total(disks, n_streams)),
         &facts,
         elapsed_s,
     );
     let all = fleet.all();
     let ios = all.ios as f64;
     let per_io = |s: f64| (ios > 0.0).then(|| s * 1e6 / ios);
-    for (h, lost) in col.host_lost_ns.iter().enumerate() {
-        if let Some(t) = lost {
-            let affected = col.rows.iter().filter(|r| r.hosts_lost > 0).count();
-            notices.push(format!(
-                "host {} was lost at {:.1} s; {affected} interval(s) were measured without it (hosts_lost > 0)",
-                spec.hosts[h],
-                *t as f64 / 1e9
-            ));
-        }
-    }
-    notices.extend(col.lost_reasons.iter().cloned());
-    if !col.failures.is_empty() {
-        notices.push(format!(
-            "{} source(s) failed; see summary.errors.failed_threads",
-            col.failures.len()
-        ));
-    }
+    push_loss_notices(spec, &col, &mut notices);
     let mut errors = col.errors;
     errors.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
-    for d in col.disks.iter() {
-        if let Some(t) = d.taken_out_s {
-            notices.push(format!(
-                "worker {} disk {} was taken out at {t:.3} s after {TAKE_OUT_AFTER} failed I/Os in \
-                 a row ({} errors in all; first: {}); the run went on without it",
-                d.worker,
-                d.disk,
-                d.count,
-                d.first.first().map_or_else(String::new, |e| format!(
-                    "{} at offset {}: {}",
-                    e.op, e.offset, e.message
-                )),
-            ));
-        }
-    }
+    push_taken_out_notices(&col.disks, &mut notices);
     let summary = RunSummary {
         all: OpSummary::from_ops(&all, elapsed_s),
         read: OpSummary::from_ops(&fleet.read(), elapsed_s),
@@ -541,6 +683,71 @@ pub(crate) fn summarize(
         group_intervals: col.group_rows,
         notices,
         steady_state: None,
+    }
+}
+
+/// What the fold is told about each host: how late it started, when it was lost, what
+/// it spent.
+fn host_facts(
+    spec: &CollectSpec<'_>,
+    col: &Collected,
+    start_late_ms: &[Option<f64>],
+) -> Vec<HostFacts> {
+    (0..spec.hosts.len())
+        .map(|h| HostFacts {
+            start_late_ms: start_late_ms.get(h).copied().flatten(),
+            lost_at_s: col.host_lost_ns[h].map(|t| t as f64 / 1e9),
+            resources: col.host_usage[h].summary(),
+        })
+        .collect()
+}
+
+/// A worker's measured total and its disks', unpacked.
+fn worker_total(disks: &[PackedSample], n_streams: usize) -> (Sample, Vec<Sample>) {
+    let disks: Vec<Sample> = disks.iter().map(PackedSample::to_sample).collect();
+    let mut total = Sample::new(n_streams);
+    disks.iter().for_each(|d| total += d);
+    (total, disks)
+}
+
+/// Notices for every lost host (when, and how many intervals went without it), why
+/// each was lost, and how many sources failed.
+fn push_loss_notices(spec: &CollectSpec<'_>, col: &Collected, notices: &mut Vec<String>) {
+    for (h, lost) in col.host_lost_ns.iter().enumerate() {
+        if let Some(t) = lost {
+            let affected = col.rows.iter().filter(|r| r.hosts_lost > 0).count();
+            notices.push(format!(
+                "host {} was lost at {:.1} s; {affected} interval(s) were measured without it (hosts_lost > 0)",
+                spec.hosts[h],
+                *t as f64 / 1e9
+            ));
+        }
+    }
+    notices.extend(col.lost_reasons.iter().cloned());
+    if !col.failures.is_empty() {
+        notices.push(format!(
+            "{} source(s) failed; see summary.errors.failed_threads",
+            col.failures.len()
+        ));
+    }
+}
+
+/// A notice for every disk taken out after failing I/Os in a row.
+fn push_taken_out_notices(disks: &[DiskErrors], notices: &mut Vec<String>) {
+    for d in disks.iter() {
+        if let Some(t) = d.taken_out_s {
+            notices.push(format!(
+                "worker {} disk {} was taken out at {t:.3} s after {TAKE_OUT_AFTER} failed I/Os in \
+                 a row ({} errors in all; first: {}); the run went on without it",
+                d.worker,
+                d.disk,
+                d.count,
+                d.first.first().map_or_else(String::new, |e| format!(
+                    "{} at offset {}: {}",
+                    e.op, e.offset, e.message
+                )),
+            ));
+        }
     }
 }
 

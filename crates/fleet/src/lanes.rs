@@ -11,8 +11,12 @@
 //! and merge with the same `+=`. A lane issues the same I/O
 //! sequence for the same seed whatever else shares its thread.
 //!
-//! The loop is generic over the engine and the clock, so the choice is made once per
-//! thread and costs nothing per I/O. Per I/O it only generates an offset, fills write
+//! The loop (`Driver::drive`) reads as issue (closed-loop queues' free slots, then due
+//! open-loop arrivals), wait (one `submit_and_reap` until a completion, the next
+//! arrival, the interval's end or a stop poll), close the intervals passed, account
+//! each completion; verify checks and the error path (`record_failure`, cold) are
+//! named functions of their own. It is generic over the engine and the clock, so the
+//! choice is made once per thread and costs nothing per I/O. Per I/O it only generates an offset, fills write
 //! data from the lane's data pattern (`iofleet_engine::pattern`), queues, and records: no
 //! allocation, no locks, no channels. With `--verify` a write also gets a verify header
 //! per 4 KiB unit (over the pattern's data) and a read's units are checked on
@@ -35,7 +39,7 @@ use std::time::Duration;
 
 use crossbeam_channel::Sender;
 use iofleet_engine::verify::{check_unit, stamp_units, DiskTable, Fault, UnitSnap, UNIT};
-use iofleet_engine::{Clock, Engine, EngineError, IoReq, OpKind, Pattern, PatternSpec};
+use iofleet_engine::{Clock, Completion, Engine, EngineError, IoReq, OpKind, Pattern, PatternSpec};
 use iofleet_profile::{Arrival, Plan};
 use iofleet_stats::result::DiskErrors;
 use iofleet_stats::result::{Corruption, ErrorDetail, VerifySummary, MAX_CORRUPTION_DETAILS};
@@ -521,11 +525,66 @@ pub fn run_lanes<E: Engine, C: Clock>(
     clock: &C,
     work: &ThreadWork<'_>,
 ) -> Result<u64, EngineError> {
-    let (plan, timeline, spec) = (work.plan, work.timeline, work.spec);
-    let nstreams = plan.streams.len();
+    let mut driver = Driver::new(engine, clock, work);
+    let stopped_at = driver.drive()?;
+    driver.drain();
+    Ok(driver.hand_over(stopped_at))
+}
 
-    // Per lane: generator state; per queue: slots and schedule; per (worker, disk): a
-    // sample, found once here so that recording stays one index per I/O.
+/// One I/O thread's state while it drives its lanes. Its loop (`drive`) reads: issue
+/// what is ready and due, wait for completions or the next instant that matters,
+/// close the intervals passed, account what completed.
+struct Driver<'a, E: Engine, C: Clock> {
+    engine: &'a mut E,
+    clock: &'a C,
+    work: &'a ThreadWork<'a>,
+    lanes: Vec<Lane>,
+    queues: Vec<Queue>,
+    /// Per slot: the I/O in flight in it.
+    slots: Vec<Slot>,
+    checks: Checks,
+    /// Per (worker, disk) of this thread: its sample of the interval in progress.
+    samples: Vec<(u32, u32, Sample)>,
+    /// Closed-loop queues with free slots, and the open-loop queues' next arrivals (each
+    /// open queue is either in the heap or blocked on a full queue, never both).
+    ready: Vec<u32>,
+    timers: BinaryHeap<Reverse<(u64, u32)>>,
+    /// Completions of the last wait.
+    out: Vec<Completion>,
+    inflight: u32,
+    /// Write data only where it lands somewhere: an engine without a target (null, sim)
+    /// discards it, and filling it would measure the generator instead of the
+    /// bookkeeping.
+    write_data: bool,
+    /// The interval in progress and where it ends.
+    idx: u32,
+    next_boundary: u64,
+    errors: Vec<ErrorDetail>,
+    error_details_left: usize,
+    /// This thread's I/O errors per disk, sorted by (worker, disk); sent at the end.
+    disk_errs: Vec<DiskErrors>,
+    /// The self-check: CPU and run-queue delay per interval, and the issue lag of
+    /// open-loop I/Os whose slot was free.
+    meter: Option<ThreadMeter>,
+    gen: GenSample,
+    lap_at: u64,
+    completed: u64,
+    reaped_at: u64,
+}
+
+/// Every lane of the thread with its queues: one generator state per lane, slots
+/// numbered across the queues, and the (worker, disk) of each sample.
+struct LaneSetup {
+    lanes: Vec<Lane>,
+    queues: Vec<Queue>,
+    parts: Vec<(u32, u32)>,
+    slots: u32,
+}
+
+/// Build the thread's lanes and queues from its spec. Each (worker, disk) is given its
+/// sample here, so that recording stays one index per I/O.
+fn set_up_lanes(work: &ThreadWork<'_>) -> LaneSetup {
+    let (plan, spec) = (work.plan, work.spec);
     let mut parts: Vec<(u32, u32)> = Vec::new();
     let mut part_of: std::collections::HashMap<(u32, u32), usize> = Default::default();
     let mut lanes: Vec<Lane> = Vec::with_capacity(spec.lanes.len());
@@ -551,55 +610,91 @@ pub fn run_lanes<E: Engine, C: Clock>(
             table: work.tables.get(lane_ix).cloned().flatten(),
         };
         for qs in &ls.queues {
-            let mut pick_cum = Vec::new();
-            let mut pick_gen = Vec::new();
-            let mut acc = 0;
-            for &(s, w) in &qs.streams {
-                acc += w.max(1);
-                pick_cum.push(acc);
-                let g = match lane.gens.iter().position(|(gs, _)| *gs == s) {
-                    Some(g) => g,
-                    None => {
-                        lane.gens.push((
-                            s,
-                            StreamGen::new(
-                                &plan.streams[s],
-                                ls.disk_size,
-                                ls.thread,
-                                ls.threads_per_disk,
-                            ),
-                        ));
-                        lane.gens.len() - 1
-                    }
-                };
-                pick_gen.push(g as u16);
-            }
-            let free: Vec<u32> = (next_slot..next_slot + qs.qd).rev().collect();
+            let queue = new_queue(plan, ls, qs, &mut lane, li as u32, next_slot);
             next_slot += qs.qd;
-            let gap_ns = qs.rate.map(|r| 1e9 / r);
-            let mut queue = Queue {
-                lane: li as u32,
-                pick_cum,
-                pick_gen,
-                free,
-                gap_ns,
-                poisson: qs.arrival == Arrival::Poisson,
-                next_arrival: 0.0,
-                blocked: false,
-                free_since: 0,
-                ahead: std::collections::VecDeque::with_capacity(LOOK_AHEAD),
-                look_ahead: lane.table.is_some() && ls.queues.len() == 1 && gap_ns.is_none(),
-            };
-            if let Some(gap) = gap_ns {
-                // Start each open-loop queue at a random phase so lanes do not fire in step.
-                queue.next_arrival = lane.rng.random::<f64>() * gap;
-            }
             queues.push(queue);
         }
         lanes.push(lane);
     }
-    let mut slots = vec![
-        Slot {
+    LaneSetup {
+        lanes,
+        queues,
+        parts,
+        slots: next_slot,
+    }
+}
+
+/// One queue of `lane` (index `li`), its slots numbered from `first_slot`; the lane
+/// gains a generator for each stream it has not met yet.
+fn new_queue(
+    plan: &Plan,
+    ls: &LaneSpec,
+    qs: &QueueSpec,
+    lane: &mut Lane,
+    li: u32,
+    first_slot: u32,
+) -> Queue {
+    let mut pick_cum = Vec::new();
+    let mut pick_gen = Vec::new();
+    let mut acc = 0;
+    for &(s, w) in &qs.streams {
+        acc += w.max(1);
+        pick_cum.push(acc);
+        let g = match lane.gens.iter().position(|(gs, _)| *gs == s) {
+            Some(g) => g,
+            None => {
+                lane.gens.push((
+                    s,
+                    StreamGen::new(
+                        &plan.streams[s],
+                        ls.disk_size,
+                        ls.thread,
+                        ls.threads_per_disk,
+                    ),
+                ));
+                lane.gens.len() - 1
+            }
+        };
+        pick_gen.push(g as u16);
+    }
+    let free: Vec<u32> = (first_slot..first_slot + qs.qd).rev().collect();
+    let gap_ns = qs.rate.map(|r| 1e9 / r);
+    let mut queue = Queue {
+        lane: li,
+        pick_cum,
+        pick_gen,
+        free,
+        gap_ns,
+        poisson: qs.arrival == Arrival::Poisson,
+        next_arrival: 0.0,
+        blocked: false,
+        free_since: 0,
+        ahead: std::collections::VecDeque::with_capacity(LOOK_AHEAD),
+        look_ahead: lane.table.is_some() && ls.queues.len() == 1 && gap_ns.is_none(),
+    };
+    if let Some(gap) = gap_ns {
+        // Start each open-loop queue at a random phase so lanes do not fire in step.
+        queue.next_arrival = lane.rng.random::<f64>() * gap;
+    }
+    queue
+}
+
+/// The queue's disk was taken out: it issues no more.
+#[inline]
+fn queue_out(work: &ThreadWork<'_>, queue: &Queue) -> bool {
+    work.taken_out.is_out(work.spec.lanes[queue.lane as usize])
+}
+
+impl<'a, E: Engine, C: Clock> Driver<'a, E, C> {
+    fn new(engine: &'a mut E, clock: &'a C, work: &'a ThreadWork<'a>) -> Self {
+        let LaneSetup {
+            lanes,
+            queues,
+            parts,
+            slots,
+        } = set_up_lanes(work);
+        let plan = work.plan;
+        let empty = Slot {
             intended_ns: 0,
             offset: 0,
             len: 0,
@@ -608,154 +703,131 @@ pub fn run_lanes<E: Engine, C: Clock>(
             op: OpKind::Read,
             seq: 0,
         };
-        next_slot as usize
-    ];
-    let per_slot = if lanes.iter().any(|l| l.table.is_some()) {
-        spec.lanes
+        let per_slot = if lanes.iter().any(|l| l.table.is_some()) {
+            work.spec
+                .lanes
+                .iter()
+                .flat_map(|&l| work.lanes[l].queues.iter().flat_map(|q| q.streams.iter()))
+                .map(|&(s, _)| (plan.streams[s].bs.max().0 / UNIT) as usize)
+                .max()
+                .unwrap_or(1)
+        } else {
+            0
+        };
+        let wall_now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        let checks = Checks {
+            per_slot,
+            snaps: vec![UnitSnap::default(); per_slot * slots as usize],
+            wall_base_ns: wall_now.saturating_sub(clock.now_ns()),
+            found: VerifySummary::default(),
+        };
+        let samples = parts
             .iter()
-            .flat_map(|&l| work.lanes[l].queues.iter().flat_map(|q| q.streams.iter()))
-            .map(|&(s, _)| (plan.streams[s].bs.max().0 / UNIT) as usize)
-            .max()
-            .unwrap_or(1)
-    } else {
-        0
-    };
-    let wall_now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    let mut checks = Checks {
-        per_slot,
-        snaps: vec![UnitSnap::default(); per_slot * next_slot as usize],
-        wall_base_ns: wall_now.saturating_sub(clock.now_ns()),
-        found: VerifySummary::default(),
-    };
-    let mut samples: Vec<(u32, u32, Sample)> = parts
-        .iter()
-        .map(|&(w, d)| (w, d, Sample::new(nstreams)))
-        .collect();
-    // Closed-loop queues with free slots, and the open-loop queues' next arrivals (each
-    // open queue is either in the heap or blocked on a full queue, never both).
-    let mut ready: Vec<u32> = Vec::with_capacity(queues.len());
-    let mut timers: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::with_capacity(queues.len());
-    for (q, queue) in queues.iter().enumerate() {
-        match queue.gap_ns {
-            None => ready.push(q as u32),
-            Some(_) => timers.push(Reverse((queue.next_arrival as u64, q as u32))),
+            .map(|&(w, d)| (w, d, Sample::new(plan.streams.len())))
+            .collect();
+        let mut ready = Vec::with_capacity(queues.len());
+        let mut timers = BinaryHeap::with_capacity(queues.len());
+        for (q, queue) in queues.iter().enumerate() {
+            match queue.gap_ns {
+                None => ready.push(q as u32),
+                Some(_) => timers.push(Reverse((queue.next_arrival as u64, q as u32))),
+            }
+        }
+        let now = clock.now_ns();
+        Driver {
+            write_data: engine.caps().needs_target,
+            engine,
+            clock,
+            work,
+            lanes,
+            queues,
+            slots: vec![empty; slots as usize],
+            checks,
+            samples,
+            ready,
+            timers,
+            out: Vec::with_capacity(slots as usize),
+            inflight: 0,
+            idx: 0,
+            next_boundary: work.timeline.boundaries[1],
+            errors: Vec::new(),
+            error_details_left: MAX_ERROR_DETAILS,
+            disk_errs: Vec::new(),
+            meter: work.self_check.then(ThreadMeter::start),
+            gen: GenSample::default(),
+            lap_at: now,
+            completed: 0,
+            reaped_at: now,
         }
     }
 
-    let n_intervals = timeline.intervals();
-    let end = timeline.end_ns();
-    let mut idx: u32 = 0;
-    let mut next_boundary = timeline.boundaries[1];
-    let mut errors: Vec<ErrorDetail> = Vec::new();
-    let mut error_details_left = MAX_ERROR_DETAILS;
-    // This thread's I/O errors per disk, sorted by (worker, disk); sent at the end.
-    let mut disk_errs: Vec<DiskErrors> = Vec::new();
-    let taken_out = work.taken_out;
-    let is_out = |queue: &Queue| taken_out.is_out(spec.lanes[queue.lane as usize]);
-    let mut out = Vec::with_capacity(next_slot as usize);
-    let mut inflight = 0u32;
-    // Write data only where it lands somewhere: an engine without a target (null, sim)
-    // discards it, and filling it would measure the generator instead of the bookkeeping.
-    let write_data = engine.caps().needs_target;
-
-    // The self-check: CPU and run-queue delay per interval, and the issue lag of
-    // open-loop I/Os whose slot was free.
-    let mut meter = work.self_check.then(ThreadMeter::start);
-    let mut gen = GenSample::default();
-    let mut lap_at = clock.now_ns();
-    let mut completed = 0u64;
-    let self_check = work.self_check;
-    let mut reaped_at = lap_at;
-
-    let mut flush = |idx: u32,
-                     samples: &mut [(u32, u32, Sample)],
-                     errors: &mut Vec<ErrorDetail>,
-                     gen: &mut GenSample,
-                     completed: &mut u64,
-                     stopped_at: Option<u64>,
-                     disks: Vec<DiskErrors>| {
-        let generator = meter.as_mut().map(|m| {
-            let now = clock.now_ns();
-            let lap = m.lap();
-            // The latency of what completed, by Little's law the I/Os in flight
-            // integrated over the span (read before the samples are handed over).
-            let io_time_ns: u128 = samples
-                .iter()
-                .flat_map(|(_, _, s)| &s.streams)
-                .map(|st| st.read.latency_sum_ns + st.write.latency_sum_ns)
-                .sum();
-            let mut g = GenSample::thread_span(
-                now.saturating_sub(lap_at),
-                lap.cpu_ns,
-                lap.runq_ns,
-                *completed,
-            )
-            .with_in_flight(u64::try_from(io_time_ns).unwrap_or(u64::MAX), lap.slices);
-            lap_at = now;
-            g.lag = gen.lag.take();
-            g.reap = gen.reap.take();
-            Box::new(g)
-        });
-        *completed = 0;
-        // A sparse copy goes; the counts arrays stay for the next interval.
-        let _ = work.tx.send(Msg::Interval {
-            source: spec.id,
-            index: idx,
-            samples: samples
-                .iter_mut()
-                .map(|(w, d, s)| (*w, *d, s.take()))
-                .collect(),
-            errors: std::mem::take(errors),
-            disks,
-            stopped_at,
-            usage: None,
-            generator,
-        });
-    };
-
-    let mut stopped_at;
-    loop {
-        let now = clock.now_ns();
-        if now >= end || work.stop.load(Ordering::Relaxed) {
-            stopped_at = now.min(end);
-            break;
+    /// The loop: until the timeline ends, `stop` is set, or every disk of the thread
+    /// was taken out. Returns when the thread stopped issuing.
+    fn drive(&mut self) -> Result<u64, EngineError> {
+        let end = self.work.timeline.end_ns();
+        let work = self.work;
+        loop {
+            let now = self.clock.now_ns();
+            if now >= end || work.stop.load(Ordering::Relaxed) {
+                return Ok(now.min(end));
+            }
+            // Every disk of this thread taken out: nothing left to issue, the thread is
+            // done (its remaining intervals are handed over empty).
+            if self.inflight == 0
+                && work.taken_out.any.load(Ordering::Relaxed)
+                && self.queues.iter().all(|q| queue_out(work, q))
+            {
+                return Ok(end);
+            }
+            self.issue_ready(now)?;
+            self.issue_due(now)?;
+            let t = self.wait(now, end)?;
+            self.close_intervals(t);
+            self.account(t, end);
         }
-        // Every disk of this thread taken out: nothing left to issue, the thread is done
-        // (its remaining intervals are handed over empty below).
-        if inflight == 0 && taken_out.any.load(Ordering::Relaxed) && queues.iter().all(&is_out) {
-            stopped_at = end;
-            break;
-        }
-        // Issue: every closed-loop queue's free slots, then every due arrival.
-        while let Some(q) = ready.pop() {
-            let queue = &mut queues[q as usize];
-            if is_out(queue) {
-                continue; // its disk was taken out: the queue issues no more
+    }
+
+    /// Issue every free slot of every closed-loop queue.
+    #[inline]
+    fn issue_ready(&mut self, now: u64) -> Result<(), EngineError> {
+        let work = self.work;
+        while let Some(q) = self.ready.pop() {
+            let queue = &mut self.queues[q as usize];
+            if queue_out(work, queue) {
+                continue;
             }
             while let Some(slot) = queue.free.pop() {
                 issue(
-                    engine,
-                    &mut lanes,
+                    self.engine,
+                    &mut self.lanes,
                     queue,
-                    &mut slots,
-                    &mut checks,
+                    &mut self.slots,
+                    &mut self.checks,
                     q,
                     slot,
                     now,
-                    write_data,
+                    self.write_data,
                 )?;
-                inflight += 1;
+                self.inflight += 1;
             }
         }
-        while let Some(&Reverse((due, q))) = timers.peek() {
+        Ok(())
+    }
+
+    /// Issue every open-loop arrival due by `now` whose queue has a free slot; a full
+    /// queue is blocked until a completion frees a slot.
+    #[inline]
+    fn issue_due(&mut self, now: u64) -> Result<(), EngineError> {
+        let work = self.work;
+        while let Some(&Reverse((due, q))) = self.timers.peek() {
             if due > now {
                 break;
             }
-            timers.pop();
-            let queue = &mut queues[q as usize];
-            if is_out(queue) {
+            self.timers.pop();
+            let queue = &mut self.queues[q as usize];
+            if queue_out(work, queue) {
                 continue;
             }
             let Some(slot) = queue.free.pop() else {
@@ -768,218 +840,292 @@ pub fn run_lanes<E: Engine, C: Clock>(
             // to the storage. A slot that freed later means the storage held the I/O
             // back: latency then counts from the intended time.
             let intended = if queue.free_since <= due { now } else { due };
-            gen.lag
+            self.gen
+                .lag
                 .record(now.saturating_sub(due.max(queue.free_since)));
-            queue.advance(&mut lanes[queue.lane as usize].rng);
+            queue.advance(&mut self.lanes[queue.lane as usize].rng);
             issue(
-                engine,
-                &mut lanes,
+                self.engine,
+                &mut self.lanes,
                 queue,
-                &mut slots,
-                &mut checks,
+                &mut self.slots,
+                &mut self.checks,
                 q,
                 slot,
                 intended,
-                write_data,
+                self.write_data,
             )?;
-            inflight += 1;
-            timers.push(Reverse((queue.next_arrival as u64, q)));
+            self.inflight += 1;
+            self.timers.push(Reverse((queue.next_arrival as u64, q)));
         }
-        // Wait: for a completion, the next arrival, the interval boundary or a stop poll.
-        let mut wake = next_boundary.min(end).min(now + STOP_POLL_NS);
-        if let Some(&Reverse((due, _))) = timers.peek() {
+        Ok(())
+    }
+
+    /// Wait for a completion, the next arrival, the interval boundary or a stop poll,
+    /// whichever comes first. Returns the time after the wait.
+    #[inline]
+    fn wait(&mut self, now: u64, end: u64) -> Result<u64, EngineError> {
+        let mut wake = self.next_boundary.min(end).min(now + STOP_POLL_NS);
+        if let Some(&Reverse((due, _))) = self.timers.peek() {
             wake = wake.min(due);
         }
-        if inflight == 0 {
-            clock.sleep_until(wake);
+        if self.inflight == 0 {
+            self.clock.sleep_until(wake);
         } else {
-            // Self-check: from the last reap to this wait the thread was away; a completion
-            // that became ready meanwhile waits up to that long to be seen.
+            // Self-check: from the last reap to this wait the thread was away; a
+            // completion that became ready meanwhile waits up to that long to be seen.
+            let self_check = self.work.self_check;
             let away = if self_check {
-                clock.now_ns().saturating_sub(reaped_at)
+                self.clock.now_ns().saturating_sub(self.reaped_at)
             } else {
                 0
             };
             let timeout = Duration::from_nanos(wake.saturating_sub(now));
-            engine.submit_and_reap(1, Some(timeout), &mut out)?;
+            self.engine
+                .submit_and_reap(1, Some(timeout), &mut self.out)?;
             if self_check {
-                gen.reap.record_count(away, out.len() as u64);
+                self.gen.reap.record_count(away, self.out.len() as u64);
             }
         }
-        let t = clock.now_ns();
-        reaped_at = t;
-        while t >= next_boundary && idx + 1 < n_intervals {
-            flush(
-                idx,
-                &mut samples,
-                &mut errors,
-                &mut gen,
-                &mut completed,
-                None,
-                Vec::new(),
-            );
-            idx += 1;
-            next_boundary = timeline.boundaries[idx as usize + 1];
-        }
-        for c in out.drain(..) {
-            let sl = slots[c.slot as usize];
-            inflight -= 1;
-            let queue = &mut queues[sl.queue as usize];
-            if queue.free.is_empty() {
-                queue.free_since = t;
-                if queue.gap_ns.is_none() {
-                    ready.push(sl.queue);
-                } else if queue.blocked {
-                    queue.blocked = false;
-                    timers.push(Reverse((queue.next_arrival as u64, sl.queue)));
-                }
-            }
-            queue.free.push(c.slot);
-            let lane = &lanes[queue.lane as usize];
-            if let Some(table) = &lane.table {
-                let ls = &work.lanes[lane.global];
-                check_completion(engine, table, &sl, &c, ls, &mut checks, t);
-            }
-            if t >= end {
-                continue; // completed after the timeline: not part of any interval
-            }
-            completed += 1;
-            let lane = &mut lanes[queue.lane as usize];
-            let stats = &mut samples[lane.sample].2.streams[sl.stream as usize];
-            let ops = if sl.op == OpKind::Read {
-                &mut stats.read
-            } else {
-                &mut stats.write
-            };
-            if c.result >= 0 && c.result as u32 == sl.len {
-                ops.record(t.saturating_sub(sl.intended_ns), c.result as u64);
-                lane.fail_streak = 0;
-                lane.window_ios += 1;
-                if lane.window_ios >= TAKE_OUT_WINDOW {
-                    lane.window_ios = 0;
-                    lane.window_fails = 0;
-                }
-            } else {
-                ops.record_error();
-                lane.fail_streak += 1;
-                lane.window_fails += 1;
-                lane.window_ios += 1;
-                let failing =
-                    lane.fail_streak >= TAKE_OUT_AFTER || lane.window_fails >= TAKE_OUT_AFTER;
-                if lane.window_ios >= TAKE_OUT_WINDOW {
-                    lane.window_ios = 0;
-                    lane.window_fails = 0;
-                }
-                // The error path: bookkeeping per disk, never on a successful I/O.
-                let ls = &work.lanes[lane.global];
-                let at = match disk_errs
-                    .binary_search_by_key(&(ls.worker, ls.disk), |d| (d.worker, d.disk))
-                {
-                    Ok(i) => i,
-                    Err(i) => {
-                        disk_errs.insert(i, DiskErrors::new(ls.worker, ls.disk));
-                        i
-                    }
-                };
-                let de = &mut disk_errs[at];
-                de.count += 1;
-                if de.first.len() < DiskErrors::FIRST || error_details_left > 0 {
-                    let message = if c.result < 0 {
-                        std::io::Error::from_raw_os_error(-c.result).to_string()
-                    } else {
-                        format!("short transfer: {} of {} bytes", c.result, sl.len)
-                    };
-                    let detail = ErrorDetail {
-                        worker: ls.worker,
-                        disk: ls.disk,
-                        thread: ls.thread,
-                        op: if sl.op == OpKind::Read {
-                            "read"
-                        } else {
-                            "write"
-                        }
-                        .into(),
-                        offset: lane.region_offset + sl.offset,
-                        len: sl.len,
-                        errno: (-c.result).max(0),
-                        message,
-                        t_s: t as f64 / 1e9,
-                    };
-                    if de.first.len() < DiskErrors::FIRST {
-                        de.first.push(detail.clone());
-                    }
-                    if error_details_left > 0 {
-                        error_details_left -= 1;
-                        errors.push(detail);
-                    }
-                }
-                if failing && !taken_out.is_out(lane.global) {
-                    taken_out.take_out_disk(work.lanes, lane.global);
-                    de.taken_out_s = Some(t as f64 / 1e9);
-                }
-            }
+        let t = self.clock.now_ns();
+        self.reaped_at = t;
+        Ok(t)
+    }
+
+    /// Hand over every interval that ended by `t` (the last one is handed over at the
+    /// end of the run).
+    #[inline]
+    fn close_intervals(&mut self, t: u64) {
+        let timeline = self.work.timeline;
+        while t >= self.next_boundary && self.idx + 1 < timeline.intervals() {
+            self.flush(self.idx, None, Vec::new());
+            self.idx += 1;
+            self.next_boundary = timeline.boundaries[self.idx as usize + 1];
         }
     }
-    // Drain what is still in flight (bounded), without recording it (but writes still
-    // end in the verify table). A failure here does not cost the intervals already
-    // measured: they are still handed over.
-    let drain_deadline = clock.now_ns() + 2_000_000_000;
-    while inflight > 0 && clock.now_ns() < drain_deadline {
-        if engine
-            .submit_and_reap(1, Some(Duration::from_millis(100)), &mut out)
-            .is_err()
+
+    /// Account every completion of the last wait, seen at `t`.
+    #[inline]
+    fn account(&mut self, t: u64, end: u64) {
+        let mut out = std::mem::take(&mut self.out);
+        for c in out.drain(..) {
+            self.complete(&c, t, end);
+        }
+        self.out = out;
+    }
+
+    /// One completion: its slot freed (the queue made ready or unblocked), verified
+    /// when the lane is, and recorded in its interval unless it came after the end.
+    #[inline]
+    fn complete(&mut self, c: &Completion, t: u64, end: u64) {
+        let sl = self.slots[c.slot as usize];
+        self.inflight -= 1;
+        let queue = &mut self.queues[sl.queue as usize];
+        if queue.free.is_empty() {
+            queue.free_since = t;
+            if queue.gap_ns.is_none() {
+                self.ready.push(sl.queue);
+            } else if queue.blocked {
+                queue.blocked = false;
+                self.timers
+                    .push(Reverse((queue.next_arrival as u64, sl.queue)));
+            }
+        }
+        queue.free.push(c.slot);
+        let li = queue.lane as usize;
+        let lane = &self.lanes[li];
+        if let Some(table) = &lane.table {
+            let ls = &self.work.lanes[lane.global];
+            check_completion(self.engine, table, &sl, c, ls, &mut self.checks, t);
+        }
+        if t >= end {
+            return; // completed after the timeline: not part of any interval
+        }
+        self.completed += 1;
+        let lane = &mut self.lanes[li];
+        let stats = &mut self.samples[lane.sample].2.streams[sl.stream as usize];
+        let ops = if sl.op == OpKind::Read {
+            &mut stats.read
+        } else {
+            &mut stats.write
+        };
+        if c.result >= 0 && c.result as u32 == sl.len {
+            ops.record(t.saturating_sub(sl.intended_ns), c.result as u64);
+            lane.fail_streak = 0;
+            lane.window_ios += 1;
+            if lane.window_ios >= TAKE_OUT_WINDOW {
+                lane.window_ios = 0;
+                lane.window_fails = 0;
+            }
+        } else {
+            ops.record_error();
+            lane.fail_streak += 1;
+            lane.window_fails += 1;
+            lane.window_ios += 1;
+            let failing = lane.fail_streak >= TAKE_OUT_AFTER || lane.window_fails >= TAKE_OUT_AFTER;
+            if lane.window_ios >= TAKE_OUT_WINDOW {
+                lane.window_ios = 0;
+                lane.window_fails = 0;
+            }
+            self.record_failure(li, &sl, c, t, failing);
+        }
+    }
+
+    /// The error path, never taken by a successful I/O: the failure counted against
+    /// its disk, described (a few per disk and per interval), and the disk taken out
+    /// when it keeps failing.
+    #[cold]
+    #[inline(never)]
+    fn record_failure(&mut self, li: usize, sl: &Slot, c: &Completion, t: u64, failing: bool) {
+        let lane = &self.lanes[li];
+        let ls = &self.work.lanes[lane.global];
+        let at = match self
+            .disk_errs
+            .binary_search_by_key(&(ls.worker, ls.disk), |d| (d.worker, d.disk))
         {
-            break;
-        }
-        inflight -= out.len() as u32;
-        for c in out.drain(..) {
-            let sl = slots[c.slot as usize];
-            let lane = &lanes[queues[sl.queue as usize].lane as usize];
-            if let Some(table) = &lane.table {
-                let ls = &work.lanes[lane.global];
-                let t = clock.now_ns();
-                check_completion(engine, table, &sl, &c, ls, &mut checks, t);
+            Ok(i) => i,
+            Err(i) => {
+                self.disk_errs
+                    .insert(i, DiskErrors::new(ls.worker, ls.disk));
+                i
+            }
+        };
+        let de = &mut self.disk_errs[at];
+        de.count += 1;
+        if de.first.len() < DiskErrors::FIRST || self.error_details_left > 0 {
+            let message = if c.result < 0 {
+                std::io::Error::from_raw_os_error(-c.result).to_string()
+            } else {
+                format!("short transfer: {} of {} bytes", c.result, sl.len)
+            };
+            let detail = ErrorDetail {
+                worker: ls.worker,
+                disk: ls.disk,
+                thread: ls.thread,
+                op: if sl.op == OpKind::Read {
+                    "read"
+                } else {
+                    "write"
+                }
+                .into(),
+                offset: lane.region_offset + sl.offset,
+                len: sl.len,
+                errno: (-c.result).max(0),
+                message,
+                t_s: t as f64 / 1e9,
+            };
+            if de.first.len() < DiskErrors::FIRST {
+                de.first.push(detail.clone());
+            }
+            if self.error_details_left > 0 {
+                self.error_details_left -= 1;
+                self.errors.push(detail);
             }
         }
+        let taken_out = self.work.taken_out;
+        if failing && !taken_out.is_out(lane.global) {
+            taken_out.take_out_disk(self.work.lanes, lane.global);
+            de.taken_out_s = Some(t as f64 / 1e9);
+        }
     }
-    if lanes.iter().any(|l| l.table.is_some()) {
-        let _ = work.tx.send(Msg::Verify {
-            source: spec.id,
-            summary: Box::new(std::mem::take(&mut checks.found)),
+
+    /// Send interval `idx` (its samples, errors and the generator's figures) and start
+    /// the next one.
+    fn flush(&mut self, idx: u32, stopped_at: Option<u64>, disks: Vec<DiskErrors>) {
+        let generator = self.meter.as_mut().map(|m| {
+            let now = self.clock.now_ns();
+            let lap = m.lap();
+            // The latency of what completed, by Little's law the I/Os in flight
+            // integrated over the span (read before the samples are handed over).
+            let io_time_ns: u128 = self
+                .samples
+                .iter()
+                .flat_map(|(_, _, s)| &s.streams)
+                .map(|st| st.read.latency_sum_ns + st.write.latency_sum_ns)
+                .sum();
+            let mut g = GenSample::thread_span(
+                now.saturating_sub(self.lap_at),
+                lap.cpu_ns,
+                lap.runq_ns,
+                self.completed,
+            )
+            .with_in_flight(u64::try_from(io_time_ns).unwrap_or(u64::MAX), lap.slices);
+            self.lap_at = now;
+            g.lag = self.gen.lag.take();
+            g.reap = self.gen.reap.take();
+            Box::new(g)
+        });
+        self.completed = 0;
+        // A sparse copy goes; the counts arrays stay for the next interval.
+        let _ = self.work.tx.send(Msg::Interval {
+            source: self.work.spec.id,
+            index: idx,
+            samples: self
+                .samples
+                .iter_mut()
+                .map(|(w, d, s)| (*w, *d, s.take()))
+                .collect(),
+            errors: std::mem::take(&mut self.errors),
+            disks,
+            stopped_at,
+            usage: None,
+            generator,
         });
     }
-    // Hand over the interval in progress and, on a normal end, every remaining one.
-    let finished = stopped_at >= end;
-    if finished {
-        stopped_at = end;
-        for k in idx..n_intervals {
+
+    /// Wait (bounded) for what is still in flight, without recording it (but writes
+    /// still end in the verify table), then send what the verified reads found. A
+    /// failure here does not cost the intervals already measured: they are still
+    /// handed over.
+    fn drain(&mut self) {
+        let drain_deadline = self.clock.now_ns() + 2_000_000_000;
+        while self.inflight > 0 && self.clock.now_ns() < drain_deadline {
+            if self
+                .engine
+                .submit_and_reap(1, Some(Duration::from_millis(100)), &mut self.out)
+                .is_err()
+            {
+                break;
+            }
+            self.inflight -= self.out.len() as u32;
+            for c in self.out.drain(..) {
+                let sl = self.slots[c.slot as usize];
+                let lane = &self.lanes[self.queues[sl.queue as usize].lane as usize];
+                if let Some(table) = &lane.table {
+                    let ls = &self.work.lanes[lane.global];
+                    let t = self.clock.now_ns();
+                    check_completion(self.engine, table, &sl, &c, ls, &mut self.checks, t);
+                }
+            }
+        }
+        if self.lanes.iter().any(|l| l.table.is_some()) {
+            let _ = self.work.tx.send(Msg::Verify {
+                source: self.work.spec.id,
+                summary: Box::new(std::mem::take(&mut self.checks.found)),
+            });
+        }
+    }
+
+    /// Hand over the interval in progress and, on a normal end, every remaining one;
+    /// the last carries this thread's per-disk errors. Returns when the thread stopped.
+    fn hand_over(&mut self, stopped_at: u64) -> u64 {
+        let timeline = self.work.timeline;
+        let (end, n_intervals) = (timeline.end_ns(), timeline.intervals());
+        if stopped_at < end {
+            let disks = std::mem::take(&mut self.disk_errs);
+            self.flush(self.idx, Some(stopped_at), disks);
+            return stopped_at;
+        }
+        for k in self.idx..n_intervals {
             let disks = if k + 1 == n_intervals {
-                std::mem::take(&mut disk_errs)
+                std::mem::take(&mut self.disk_errs)
             } else {
                 Vec::new()
             };
-            flush(
-                k,
-                &mut samples,
-                &mut errors,
-                &mut gen,
-                &mut completed,
-                None,
-                disks,
-            );
+            self.flush(k, None, disks);
         }
-    } else {
-        flush(
-            idx,
-            &mut samples,
-            &mut errors,
-            &mut gen,
-            &mut completed,
-            Some(stopped_at),
-            disk_errs,
-        );
+        end
     }
-    Ok(stopped_at)
 }
 
 #[cfg(test)]

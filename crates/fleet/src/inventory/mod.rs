@@ -300,77 +300,138 @@ pub fn resolve_hosts(
     })
 }
 
-fn host_specs(
-    inv: &Inventory,
-    text: Option<&str>,
-) -> Result<Vec<HostSpec>, (Option<usize>, String)> {
+fn host_specs(inv: &Inventory, text: Option<&str>) -> Result<Vec<HostSpec>, VarError> {
     inv.hosts.iter().map(|h| host_spec(h, text)).collect()
 }
 
-fn host_spec(h: &Host, text: Option<&str>) -> Result<HostSpec, (Option<usize>, String)> {
-    let bad = |k: &str, what: String| {
-        let line = h
+/// Why a host's variable is refused: the line that sets it (when known) and a message.
+type VarError = (Option<usize>, String);
+
+fn host_spec(h: &Host, text: Option<&str>) -> Result<HostSpec, VarError> {
+    let vars = HostVars { h, text };
+    vars.check_names()?;
+    let host = vars
+        .text_of("ansible_host")?
+        .unwrap_or_else(|| h.name.clone());
+    let destination = match vars.text_of("ansible_user")? {
+        Some(u) => format!("{u}@{host}"),
+        None => host,
+    };
+    let mut ssh_options = Vec::new();
+    if let Some(p) = vars.whole("ansible_port", 1, 65535)? {
+        ssh_options.extend(["-p".to_string(), p.to_string()]);
+    }
+    if let Some(k) = vars.text_of("ansible_ssh_private_key_file")? {
+        ssh_options.extend(["-i".to_string(), k]);
+    }
+    let target = vars.target()?;
+    let transport = vars.transport()?;
+    // A host's pin is at most a fleet's workers (fleet.workers is 1..=65536).
+    let workers = vars.whole("iofleet_workers", 1, 65_536)?.map(|w| w as u32);
+    Ok(HostSpec {
+        name: h.name.clone(),
+        destination,
+        target: target_arg(target),
+        workers,
+        labels: BTreeMap::from([("group".to_string(), h.groups.join(","))]),
+        iofleet_path: vars.text_of("iofleet_path")?,
+        transport,
+        ssh_options,
+    })
+}
+
+/// One inventory host's variables, read and checked; `text` is the inventory's text,
+/// to find the line of a variable the reader did not place.
+struct HostVars<'h> {
+    h: &'h Host,
+    text: Option<&'h str>,
+}
+
+impl HostVars<'_> {
+    /// The error for variable `k`, on its line when known.
+    fn bad(&self, k: &str, what: String) -> VarError {
+        let line = self
+            .h
             .vars
             .get(k)
             .and_then(|v| v.line)
-            .or_else(|| text.and_then(|t| find_line(t, k)));
-        (line, format!("host '{}': {k}: {what}", h.name))
-    };
-    if let Some(k) = h
-        .vars
-        .keys()
-        .find(|k| k.starts_with("iofleet_") && !IOFLEET_VARS.contains(&k.as_str()))
-    {
-        return Err(bad(
-            k,
-            format!(
-                "unknown variable (iofleet reads {})",
-                IOFLEET_VARS.join(", ")
-            ),
-        ));
+            .or_else(|| self.text.and_then(|t| find_line(t, k)));
+        (line, format!("host '{}': {k}: {what}", self.h.name))
     }
-    // Ansible's old names for the connection variables: reading them wrongly would
-    // connect to another host, so they are refused rather than ignored.
-    for (old, new) in [
-        ("ansible_ssh_host", "ansible_host"),
-        ("ansible_ssh_port", "ansible_port"),
-        ("ansible_ssh_user", "ansible_user"),
-    ] {
-        if h.vars.contains_key(old) {
-            return Err(bad(old, format!("not read by iofleet; write {new}")));
-        }
-    }
-    // Ansible expands `{{ … }}` only when it runs a task; iofleet would pass it on as
-    // written, so a variable it reads must not hold a template.
-    let read = [
-        "ansible_host",
-        "ansible_user",
-        "ansible_port",
-        "ansible_ssh_private_key_file",
-    ];
-    for k in read.iter().chain(IOFLEET_VARS.iter()) {
-        if h.vars
-            .get(*k)
-            .is_some_and(|v| v.value.to_string().contains("{{"))
+
+    /// Refuse an unknown `iofleet_*` variable, Ansible's old connection names, and a
+    /// template in any variable iofleet reads.
+    fn check_names(&self) -> Result<(), VarError> {
+        let h = self.h;
+        if let Some(k) = h
+            .vars
+            .keys()
+            .find(|k| k.starts_with("iofleet_") && !IOFLEET_VARS.contains(&k.as_str()))
         {
-            return Err(bad(
+            return Err(self.bad(
                 k,
-                "holds a Jinja template ({{ … }}), which iofleet does not expand: write the value"
-                    .into(),
+                format!(
+                    "unknown variable (iofleet reads {})",
+                    IOFLEET_VARS.join(", ")
+                ),
             ));
         }
+        // Ansible's old names for the connection variables: reading them wrongly would
+        // connect to another host, so they are refused rather than ignored.
+        for (old, new) in [
+            ("ansible_ssh_host", "ansible_host"),
+            ("ansible_ssh_port", "ansible_port"),
+            ("ansible_ssh_user", "ansible_user"),
+        ] {
+            if h.vars.contains_key(old) {
+                return Err(self.bad(old, format!("not read by iofleet; write {new}")));
+            }
+        }
+        // Ansible expands `{{ … }}` only when it runs a task; iofleet would pass it on as
+        // written, so a variable it reads must not hold a template.
+        let read = [
+            "ansible_host",
+            "ansible_user",
+            "ansible_port",
+            "ansible_ssh_private_key_file",
+        ];
+        for k in read.iter().chain(IOFLEET_VARS.iter()) {
+            if h.vars
+                .get(*k)
+                .is_some_and(|v| v.value.to_string().contains("{{"))
+            {
+                return Err(self.bad(
+                    k,
+                    "holds a Jinja template ({{ … }}), which iofleet does not expand: write the value"
+                        .into(),
+                ));
+            }
+        }
+        Ok(())
     }
-    let get = |k: &str| h.vars.get(k).map(|v| &v.value).filter(|v| !v.is_null());
-    let text_of = |k: &str| -> Result<Option<String>, (Option<usize>, String)> {
-        match get(k) {
+
+    /// Variable `k`'s value, unless unset or null.
+    fn get(&self, k: &str) -> Option<&Value> {
+        self.h
+            .vars
+            .get(k)
+            .map(|v| &v.value)
+            .filter(|v| !v.is_null())
+    }
+
+    /// Variable `k` as text (a number reads as its digits).
+    fn text_of(&self, k: &str) -> Result<Option<String>, VarError> {
+        match self.get(k) {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
             Some(Value::Number(n)) => Ok(Some(n.to_string())),
-            Some(v) => Err(bad(k, format!("{} is not text", show(v)))),
+            Some(v) => Err(self.bad(k, format!("{} is not text", show(v)))),
         }
-    };
-    let whole = |k: &str, min: u64, max: u64| -> Result<Option<u64>, (Option<usize>, String)> {
-        let n = match get(k) {
+    }
+
+    /// Variable `k` as a whole number in `min..=max` (a number, or text holding one).
+    fn whole(&self, k: &str, min: u64, max: u64) -> Result<Option<u64>, VarError> {
+        let n = match self.get(k) {
             None => return Ok(None),
             Some(Value::Number(n)) => n.as_u64(),
             Some(Value::String(s)) => s.trim().parse().ok(),
@@ -378,66 +439,47 @@ fn host_spec(h: &Host, text: Option<&str>) -> Result<HostSpec, (Option<usize>, S
         };
         match n {
             Some(n) if (min..=max).contains(&n) => Ok(Some(n)),
-            _ => Err(bad(
+            _ => Err(self.bad(
                 k,
                 format!(
                     "{} is not a whole number in {min}..={max}",
-                    show(get(k).expect("set"))
+                    show(self.get(k).expect("set"))
                 ),
             )),
         }
-    };
-    let host = text_of("ansible_host")?.unwrap_or_else(|| h.name.clone());
-    let destination = match text_of("ansible_user")? {
-        Some(u) => format!("{u}@{host}"),
-        None => host,
-    };
-    let mut ssh_options = Vec::new();
-    if let Some(p) = whole("ansible_port", 1, 65535)? {
-        ssh_options.extend(["-p".to_string(), p.to_string()]);
     }
-    if let Some(k) = text_of("ansible_ssh_private_key_file")? {
-        ssh_options.extend(["-i".to_string(), k]);
+
+    /// `iofleet_target`: a path, or a non-empty list of device paths.
+    fn target(&self) -> Result<Option<RawTarget>, VarError> {
+        Ok(match self.get("iofleet_target") {
+            None => None,
+            Some(Value::String(s)) => Some(RawTarget::One(s.clone())),
+            Some(Value::Array(a)) if !a.is_empty() && a.iter().all(Value::is_string) => {
+                Some(RawTarget::Many(
+                    a.iter()
+                        .filter_map(|d| d.as_str().map(String::from))
+                        .collect(),
+                ))
+            }
+            Some(v) => {
+                return Err(self.bad(
+                    "iofleet_target",
+                    format!("{} is neither a path nor a list of device paths", show(v)),
+                ))
+            }
+        })
     }
-    let target = match get("iofleet_target") {
-        None => None,
-        Some(Value::String(s)) => Some(RawTarget::One(s.clone())),
-        Some(Value::Array(a)) if !a.is_empty() && a.iter().all(Value::is_string) => {
-            Some(RawTarget::Many(
-                a.iter()
-                    .filter_map(|d| d.as_str().map(String::from))
-                    .collect(),
-            ))
-        }
-        Some(v) => {
-            return Err(bad(
-                "iofleet_target",
-                format!("{} is neither a path nor a list of device paths", show(v)),
-            ))
-        }
-    };
-    let transport = match text_of("iofleet_transport")?.as_deref() {
-        None | Some("ssh") => TransportKind::Ssh,
-        Some("local") => TransportKind::Local,
-        Some(t) => {
-            return Err(bad(
-                "iofleet_transport",
-                format!("'{t}' is not ssh or local"),
-            ))
-        }
-    };
-    // A host's pin is at most a fleet's workers (fleet.workers is 1..=65536).
-    let workers = whole("iofleet_workers", 1, 65_536)?.map(|w| w as u32);
-    Ok(HostSpec {
-        name: h.name.clone(),
-        destination,
-        target: target_arg(target),
-        workers,
-        labels: BTreeMap::from([("group".to_string(), h.groups.join(","))]),
-        iofleet_path: text_of("iofleet_path")?,
-        transport,
-        ssh_options,
-    })
+
+    /// `iofleet_transport`: ssh (the default) or local.
+    fn transport(&self) -> Result<TransportKind, VarError> {
+        Ok(match self.text_of("iofleet_transport")?.as_deref() {
+            None | Some("ssh") => TransportKind::Ssh,
+            Some("local") => TransportKind::Local,
+            Some(t) => {
+                return Err(self.bad("iofleet_transport", format!("'{t}' is not ssh or local")))
+            }
+        })
+    }
 }
 
 pub fn parse_toml(text: &str) -> Result<Vec<HostSpec>, String> {
