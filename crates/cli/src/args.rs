@@ -199,6 +199,10 @@ pub struct RunArgs {
     /// marked lost, as a host whose connection closed would be.
     #[arg(long, value_parser = duration, default_value = "30s", value_name = "DURATION", allow_hyphen_values = true)]
     pub host_timeout: Duration,
+    /// With --hosts: copies of iofleet sent to hosts at the same time; the other hosts
+    /// wait their turn (the controller holds one copy in memory whatever this is).
+    #[arg(long, default_value_t = iofleet_fleet::settings::MAX_UPLOADS, value_parser = clap::value_parser!(u32).range(1..), value_name = "N", allow_negative_numbers = true)]
+    pub max_uploads: u32,
     /// With --hosts: a host lost mid-run does not make the exit code 3.
     #[arg(long)]
     pub tolerate_host_loss: bool,

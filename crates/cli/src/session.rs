@@ -176,6 +176,7 @@ pub(crate) fn resolve(a: &RunArgs) -> Result<(Vec<GroupPlan>, RunSettings), Exit
         seed: a.seed,
         cleanup: a.cleanup,
         host_timeout: a.host_timeout,
+        max_uploads: a.max_uploads,
     };
     Ok((groups, settings))
 }

@@ -111,6 +111,25 @@ fn qd_zero() {
 }
 
 #[test]
+fn max_uploads_zero_or_not_a_number() {
+    let d = tempfile::tempdir().unwrap();
+    for bad in ["0", "-1", "many"] {
+        expect_input_error(
+            d.path(),
+            &[
+                "run",
+                "easy-run-4k70r",
+                "--engine",
+                "null",
+                "--max-uploads",
+                bad,
+            ],
+            &["--max-uploads"],
+        );
+    }
+}
+
+#[test]
 fn cpus_the_process_may_not_use_or_that_do_not_parse() {
     let d = tempfile::tempdir().unwrap();
     // CPU 4000 exists on no machine this runs on; the error says which CPUs may be used.

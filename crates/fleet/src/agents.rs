@@ -16,7 +16,7 @@ use std::io::{BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStdin, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -118,15 +118,76 @@ fn exchange_clock(
     Ok(fit.best.expect("at least one sample"))
 }
 
-/// SHA-256 of this executable, hex.
-fn self_digest() -> Result<(std::path::PathBuf, String), FleetError> {
-    let exe = std::env::current_exe()
-        .map_err(|e| FleetError::Setup(format!("cannot find the iofleet binary: {e}")))?;
-    let bytes = std::fs::read(&exe)
-        .map_err(|e| FleetError::Setup(format!("cannot read {}: {e}", exe.display())))?;
-    let digest = Sha256::digest(&bytes);
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    Ok((exe, hex))
+/// This executable as every host that needs a copy gets it: read and hashed once, on
+/// the first host's need, and streamed to each host from that one buffer, at most
+/// `max_uploads` hosts at a time.
+struct Shipment {
+    exe: std::path::PathBuf,
+    /// The bytes and their SHA-256 (hex), or why they could not be read.
+    image: OnceLock<Result<(Vec<u8>, String), String>>,
+    uploads: UploadSlots,
+}
+
+impl Shipment {
+    fn new(exe: std::path::PathBuf, max_uploads: u32) -> Self {
+        Shipment {
+            exe,
+            image: OnceLock::new(),
+            uploads: UploadSlots::new(max_uploads),
+        }
+    }
+
+    /// The executable's bytes and SHA-256 (hex); the first caller reads them, any other
+    /// waits for that one read.
+    fn image(&self) -> Result<(&[u8], &str), FleetError> {
+        let image = self.image.get_or_init(|| {
+            let bytes = std::fs::read(&self.exe)
+                .map_err(|e| format!("cannot read {}: {e}", self.exe.display()))?;
+            let hex = Sha256::digest(&bytes)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            Ok((bytes, hex))
+        });
+        match image {
+            Ok((bytes, hex)) => Ok((bytes, hex)),
+            Err(e) => Err(FleetError::Setup(e.clone())),
+        }
+    }
+}
+
+/// A counting semaphore: at most `n` uploads at a time; the others wait their turn.
+struct UploadSlots {
+    free: Mutex<u32>,
+    freed: std::sync::Condvar,
+}
+
+impl UploadSlots {
+    fn new(n: u32) -> Self {
+        UploadSlots {
+            free: Mutex::new(n.max(1)),
+            freed: std::sync::Condvar::new(),
+        }
+    }
+
+    /// Wait for a free slot; it is given back when the guard drops.
+    fn take(&self) -> UploadSlot<'_> {
+        let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
+        while *free == 0 {
+            free = self.freed.wait(free).unwrap_or_else(|p| p.into_inner());
+        }
+        *free -= 1;
+        UploadSlot(self)
+    }
+}
+
+struct UploadSlot<'a>(&'a UploadSlots);
+
+impl Drop for UploadSlot<'_> {
+    fn drop(&mut self) {
+        *self.0.free.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+        self.0.freed.notify_one();
+    }
 }
 
 /// Make sure the host has this exact binary; returns the remote command path and the
@@ -139,9 +200,9 @@ fn self_digest() -> Result<(std::path::PathBuf, String), FleetError> {
 fn provision(
     host: &HostSpec,
     t: &dyn Transport,
-    exe: &std::path::Path,
-    digest: &str,
+    ship: &Shipment,
 ) -> Result<(String, String), FleetError> {
+    let (bytes, digest) = ship.image()?;
     let name = format!("iofleet-{}", &digest[..16]);
     let check = format!(
         r#"d="$HOME/.cache/iofleet"; p="$d/{name}"
@@ -181,6 +242,7 @@ else echo missing; fi"#
     let upload = format!(
         "d=\"$HOME/.cache/iofleet\"; mkdir -p \"$d\" && t=\"$d/.upload.$$\" && cat > \"$t\" && chmod 755 \"$t\" && mv -f \"$t\" \"$d/{name}\" && sha256sum \"$d/{name}\" && {STAMP} \"$d/{name}\""
     );
+    let turn = ship.uploads.take();
     let mut child = t
         .shell(&upload)
         .stdin(Stdio::piped())
@@ -188,16 +250,15 @@ else echo missing; fi"#
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| host_err(host, format!("cannot run {}: {e}", t.kind())))?;
-    let bytes = std::fs::read(exe)
-        .map_err(|e| FleetError::Setup(format!("cannot read {}: {e}", exe.display())))?;
     let written = {
         let mut stdin = child.stdin.take().expect("piped");
-        stdin.write_all(&bytes)
+        stdin.write_all(bytes)
     };
     // Wait in every case: the remote side's message says why a copy failed.
     let out = child
         .wait_with_output()
         .map_err(|e| host_err(host, format!("copying iofleet failed: {e}")))?;
+    drop(turn);
     if let Err(e) = written {
         return Err(host_err(
             host,
@@ -237,14 +298,13 @@ rm -f "$p"; rmdir "$HOME/.cache/iofleet" 2>/dev/null; true"#
 }
 
 /// Start the agent on `host`, check versions, measure the clock offset, send the job.
-fn connect(host: &HostSpec, job: AgentJob, exe: &std::path::Path) -> Result<Conn, FleetError> {
+fn connect(host: &HostSpec, job: AgentJob, ship: &Shipment) -> Result<Conn, FleetError> {
     let transport: Arc<dyn Transport> = Arc::from(transport::for_host(host));
     let (path, copied) = match &host.iofleet_path {
         Some(p) => (shell_quote(p), None),
-        None if transport.shares_binary() => (shell_quote(&exe.to_string_lossy()), None),
+        None if transport.shares_binary() => (shell_quote(&ship.exe.to_string_lossy()), None),
         None => {
-            let (_, digest) = self_digest()?;
-            let (p, stamp) = provision(host, &*transport, exe, &digest)?;
+            let (p, stamp) = provision(host, &*transport, ship)?;
             (p.clone(), Some((p, stamp)))
         }
     };
@@ -671,12 +731,13 @@ impl AgentLauncher {
     ) -> Result<Option<()>, FleetError> {
         let exe = std::env::current_exe()
             .map_err(|e| FleetError::Setup(format!("cannot find the iofleet binary: {e}")))?;
+        let ship = Arc::new(Shipment::new(exe, self.settings.max_uploads));
         let (tx, rx) = unbounded();
         let n = jobs.len();
         for (order, (i, job)) in jobs.into_iter().enumerate() {
-            let (host, exe, tx) = (self.hosts[i].clone(), exe.clone(), tx.clone());
+            let (host, ship, tx) = (self.hosts[i].clone(), ship.clone(), tx.clone());
             std::thread::spawn(move || {
-                let _ = tx.send((order, connect(&host, job, &exe)));
+                let _ = tx.send((order, connect(&host, job, &ship)));
             });
         }
         drop(tx);
@@ -1089,6 +1150,56 @@ fn route(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn uploads_take_turns_at_most_max_at_a_time() {
+        use std::sync::atomic::AtomicUsize;
+        let slots = UploadSlots::new(2);
+        let (now, most) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        std::thread::scope(|s| {
+            for _ in 0..6 {
+                s.spawn(|| {
+                    let _turn = slots.take();
+                    let n = now.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(n, Ordering::SeqCst);
+                    std::thread::sleep(Duration::from_millis(20));
+                    now.fetch_sub(1, Ordering::SeqCst);
+                });
+            }
+        });
+        assert_eq!(
+            most.load(Ordering::SeqCst),
+            2,
+            "two at a time, and both used"
+        );
+        assert_eq!(*slots.free.lock().unwrap(), 2, "every turn given back");
+    }
+
+    #[test]
+    fn the_shipment_is_read_and_hashed_once_for_every_host() {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = dir.path().join("iofleet");
+        std::fs::write(&exe, b"not really an executable").unwrap();
+        let ship = Shipment::new(exe.clone(), 4);
+        let (bytes, digest) = ship.image().unwrap();
+        let expect: String = Sha256::digest(b"not really an executable")
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(
+            (bytes, digest),
+            (&b"not really an executable"[..], &expect[..])
+        );
+        // Later hosts get the buffer read first, even if the file changed since.
+        std::fs::write(&exe, b"changed").unwrap();
+        let (again, _) = ship.image().unwrap();
+        assert!(std::ptr::eq(bytes, again), "one buffer for every host");
+        // A binary that cannot be read is an error naming it, for every host.
+        let gone = Shipment::new(dir.path().join("missing"), 4);
+        let e = gone.image().unwrap_err().to_string();
+        assert!(e.starts_with("cannot read") && e.contains("missing"), "{e}");
+        assert_eq!(gone.image().unwrap_err().to_string(), e);
+    }
 
     #[test]
     fn the_clock_offset_is_the_agent_reading_against_the_round_trip_midpoint() {

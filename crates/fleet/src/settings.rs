@@ -25,6 +25,18 @@ pub struct RunSettings {
     pub cleanup: bool,
     /// A host silent this long (during the run, or after its end) is marked lost.
     pub host_timeout: Duration,
+    /// `--max-uploads`: copies of iofleet sent to hosts at the same time (the
+    /// controller's own; agents ignore it).
+    #[serde(default = "default_max_uploads")]
+    pub max_uploads: u32,
+}
+
+/// Uploads at a time unless told otherwise: enough to fill a 1-10 GbE link with a
+/// binary of tens of MB while the rest of the hosts wait their turn.
+pub const MAX_UPLOADS: u32 = 8;
+
+fn default_max_uploads() -> u32 {
+    MAX_UPLOADS
 }
 
 impl RunSettings {
@@ -54,6 +66,7 @@ impl Default for RunSettings {
             seed: 1,
             cleanup: false,
             host_timeout: Duration::from_secs(30),
+            max_uploads: MAX_UPLOADS,
         }
     }
 }
