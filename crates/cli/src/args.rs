@@ -67,6 +67,10 @@ pub enum Command {
     Compare(crate::cmd_compare::CompareArgs),
     /// Write a self-contained HTML (or Markdown) report of stored runs.
     Report(crate::cmd_report::ReportArgs),
+    /// Look after an inventory's hosts: `hosts clean --hosts FILE` removes the copies of
+    /// iofleet that fleet runs keep there.
+    #[command(subcommand)]
+    Hosts(crate::cmd_hosts::HostsCmd),
     /// Print the version, result schema version and io_uring availability.
     Version,
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout,

@@ -13,6 +13,7 @@ mod args;
 mod cmd_ceiling;
 mod cmd_compare;
 mod cmd_findmax;
+mod cmd_hosts;
 mod cmd_plan;
 mod cmd_precondition;
 mod cmd_profiles;
@@ -101,6 +102,7 @@ fn main() {
         Command::Ceiling(c) => cmd_ceiling::run(c),
         Command::Compare(c) => cmd_compare::run(c),
         Command::Report(r) => cmd_report::run(r),
+        Command::Hosts(h) => cmd_hosts::run(h),
         Command::Agent => Ok(iofleet_fleet::agent::serve(
             Box::new(std::io::stdin()),
             Box::new(std::io::stdout()),

@@ -111,6 +111,17 @@ fn qd_zero() {
 }
 
 #[test]
+fn hosts_clean_without_a_readable_inventory() {
+    let d = tempfile::tempdir().unwrap();
+    let o = run_in(d.path(), &["hosts", "clean", "--hosts", "missing.toml"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("missing.toml"), "{}", stderr(&o));
+    let o = run_in(d.path(), &["hosts", "clean"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--hosts"), "{}", stderr(&o));
+}
+
+#[test]
 fn max_uploads_zero_or_not_a_number() {
     let d = tempfile::tempdir().unwrap();
     for bad in ["0", "-1", "many"] {

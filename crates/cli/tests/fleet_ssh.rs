@@ -124,6 +124,16 @@ fn agent_files(cache: &Path) -> Vec<std::path::PathBuf> {
     v
 }
 
+/// Set `path`'s modification time `secs` seconds in the past.
+fn age_by(path: &Path, secs: u64) {
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() - Duration::from_secs(secs))
+        .unwrap()
+}
+
 fn exact_quantile(sorted: &[u64], q: f64) -> f64 {
     let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
     sorted[rank - 1] as f64
@@ -307,11 +317,89 @@ fn three_hosts_sum_exactly_and_merge_percentiles_from_histograms() {
     assert_eq!(t.status.code(), Some(0), "{}", stderr(&t));
     let out = stdout(&t);
     assert!(out.contains("start skew") && out.contains("h2"), "{out}");
-    // The copied binary is removed afterwards: nothing of this run is left on the hosts.
-    // (Verify journals of the user's own runs may live beside it: not the agent's.)
-    let home = std::env::var("HOME").unwrap();
-    let leftovers: Vec<_> = agent_files(&Path::new(&home).join(".cache/iofleet"));
-    assert!(leftovers.is_empty(), "left on the host: {leftovers:?}");
+    // The copied binary stays for the next run, content-addressed, and nothing else of
+    // this run is left on the hosts. (Verify journals of the user's own runs may live
+    // beside it: not the agent's.)
+    let cache = Path::new(&std::env::var("HOME").unwrap()).join(".cache/iofleet");
+    assert_eq!(agent_files(&cache), [own_copy(&cache)]);
+    clean(tmp.path(), &inv);
+}
+
+/// Where this build's copy lives on a host: `iofleet-` and the first 16 hex digits of
+/// its SHA-256.
+fn own_copy(cache: &Path) -> std::path::PathBuf {
+    let o = std::process::Command::new("sha256sum")
+        .arg(env!("CARGO_BIN_EXE_iofleet"))
+        .output()
+        .unwrap();
+    cache.join(format!(
+        "iofleet-{}",
+        &String::from_utf8_lossy(&o.stdout)[..16]
+    ))
+}
+
+/// `iofleet hosts clean` over the inventory: exits 0, prints a line per host; returns
+/// its output.
+fn clean(dir: &Path, inv: &str) -> String {
+    let o = run_in(dir, &["hosts", "clean", "--hosts", inv]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    stdout(&o)
+}
+
+/// A run leaves its copy for the next, which uploads nothing (the copy keeps its
+/// inode); a copy changed on the host is replaced by a verified one before anything
+/// runs it; `hosts clean` then leaves no iofleet file on any of the three hosts.
+#[test]
+fn the_copy_stays_for_the_next_run_a_changed_one_is_replaced_and_clean_removes_it() {
+    use std::os::unix::fs::{FileExt, MetadataExt};
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(c) = Cluster::start(3) else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let inv = inventory(&c, tmp.path(), "");
+    let cache = Path::new(&std::env::var("HOME").unwrap()).join(".cache/iofleet");
+    clean(tmp.path(), &inv);
+    assert!(agent_files(&cache).is_empty(), "{:?}", agent_files(&cache));
+    let args = [
+        "--engine",
+        "null",
+        "--workers",
+        "3",
+        "--duration",
+        "1s",
+        "--warmup",
+        "0s",
+    ];
+    let run = || {
+        let o = fleet_run(tmp.path(), &inv, &args);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    };
+    run();
+    let copy = own_copy(&cache);
+    let first = std::fs::metadata(&copy).unwrap().ino();
+    run();
+    assert_eq!(
+        std::fs::metadata(&copy).unwrap().ino(),
+        first,
+        "a second run uploads nothing"
+    );
+    // One byte changed on the host: the next run sends a fresh copy and verifies it.
+    let f = std::fs::File::options().write(true).open(&copy).unwrap();
+    f.write_at(b"X", 4096).unwrap();
+    drop(f);
+    run();
+    assert_ne!(std::fs::metadata(&copy).unwrap().ino(), first, "replaced");
+    let on_host = std::fs::read(&copy).unwrap();
+    let ours = std::fs::read(env!("CARGO_BIN_EXE_iofleet")).unwrap();
+    assert!(on_host == ours, "the host's copy is this build again");
+
+    let out = clean(tmp.path(), &inv);
+    for h in &c.hosts {
+        assert!(out.contains(&format!("host {}: ", h.alias)), "{out}");
+    }
+    // The hosts share this machine's home: one host removes the copy, the others find
+    // nothing left.
+    assert_eq!(out.matches("1 file(s) removed").count(), 1, "{out}");
+    assert!(agent_files(&cache).is_empty(), "{:?}", agent_files(&cache));
 }
 
 #[test]
@@ -667,9 +755,10 @@ fn hosts_report_cpu_memory_network_and_disk() {
     assert_eq!(rec["summary"]["cpu"], live["summary"]["cpu"]);
 }
 
-/// What a SIGKILLed controller leaves behind (a copy of another version, an abandoned
-/// upload, untouched for over 10 minutes) is removed by the next run to that host, and
-/// that run's own copy too; a copy provisioned a moment ago is left to its run.
+/// What a SIGKILLed controller leaves behind (an upload abandoned over 10 minutes ago)
+/// and a copy of another version unused for over `KEEP_DAYS` (7) days are removed by
+/// the next run to that host; a copy of another version used lately stays, and so does
+/// the run's own copy, for the next run.
 #[test]
 fn stale_agent_copies_are_removed_by_the_next_run() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
@@ -678,10 +767,9 @@ fn stale_agent_copies_are_removed_by_the_next_run() {
     let inv = inventory(&c, tmp.path(), "");
     let cache = std::path::PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/iofleet");
     std::fs::create_dir_all(&cache).unwrap();
-    // A copy of another version and an upload, both abandoned long ago (over 10
-    // minutes), and a copy of another version provisioned a moment ago (another run may
-    // be about to start it).
-    let old = std::time::SystemTime::now() - Duration::from_secs(3600);
+    // A copy of another version unused for 8 days and an upload abandoned as long ago,
+    // and a copy of another version used a moment ago.
+    let old = std::time::SystemTime::now() - Duration::from_secs(8 * 24 * 3600);
     let age = |path: &std::path::Path| {
         std::fs::File::options()
             .write(true)
@@ -714,13 +802,34 @@ fn stale_agent_copies_are_removed_by_the_next_run() {
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let left = agent_files(&cache);
+    let mut expect = vec![cache.join("iofleet-00000000cafef00d"), own_copy(&cache)];
+    expect.sort();
     assert_eq!(
         left,
-        [cache.join("iofleet-00000000cafef00d")],
-        "only the fresh copy of another version is left in {}",
+        expect,
+        "only the recent copy of another version and the run's own are left in {}",
         cache.display()
     );
-    std::fs::remove_file(&fresh).unwrap();
+    // A week-old copy of another version is not yet stale.
+    age_by(&fresh, 6 * 24 * 3600);
+    let o = fleet_run(
+        tmp.path(),
+        &inv,
+        &[
+            "--engine",
+            "null",
+            "--workers",
+            "1",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0s",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(agent_files(&cache), expect);
+    clean(tmp.path(), &inv);
+    assert!(agent_files(&cache).is_empty());
 }
 
 #[test]
@@ -802,6 +911,12 @@ fn an_unreachable_host_is_named() {
         agents().is_empty(),
         "the reachable host's agent was stopped too"
     );
+    // Cleaning: the reachable host is cleaned, the other named, exit 1.
+    let o = run_in(tmp.path(), &["hosts", "clean", "--hosts", &inv]);
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    assert!(out.contains("host h1: "), "{out}");
+    assert!(err.contains("host h2") && !out.contains("host h2"), "{err}");
 }
 
 #[test]

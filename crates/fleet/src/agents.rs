@@ -2,9 +2,9 @@
 //! transport, speaking the protocol on the session's stdin/stdout. To the controller it
 //! is one source per host, whose agent already merged its own threads.
 //!
-//! Sequence: provision the binary where the transport needs it (copied when missing or
-//! different, verified by SHA-256, stale copies of other versions removed, this run's
-//! copy removed at the end) → hello (versions checked, the agent's pid learnt) → clock
+//! Sequence: provision the binary where the transport needs it (a content-addressed
+//! copy, sent from one buffer when missing or different, verified by SHA-256, kept for
+//! the next run; copies of other versions unused for `KEEP_DAYS` removed) → hello (versions checked, the agent's pid learnt) → clock
 //! offset from round trips → job → every host prepares and reports ready (heartbeats
 //! meanwhile) → one start instant, translated to each host's clock → intervals and
 //! heartbeats stream back → stop (at the end, on Ctrl-C, or when stdin closes on the
@@ -59,8 +59,6 @@ struct Conn {
     /// Clock offset: agent clock − controller clock, ns.
     offset_ns: i64,
     rtt_ns: u64,
-    /// Remote binary to remove at the end (a copy this controller provisioned).
-    copied: Option<(String, String)>,
 }
 
 impl Conn {
@@ -190,32 +188,31 @@ impl Drop for UploadSlot<'_> {
     }
 }
 
-/// Make sure the host has this exact binary; returns the remote command path and the
-/// copy's modification stamp. Copies of other versions that no process of this user
-/// runs and that nobody provisioned in the last 10 minutes are removed first (what a
-/// killed controller left behind), and so are uploads abandoned over 10 minutes ago
-/// (younger ones may be another run's upload in progress, on a shared home). A copy
-/// found present is touched, so a run that started meanwhile keeps it: the end of a
-/// run removes its copy only if the stamp is still the one it saw (`remove_copy`).
-fn provision(
-    host: &HostSpec,
-    t: &dyn Transport,
-    ship: &Shipment,
-) -> Result<(String, String), FleetError> {
+/// Make sure the host has this exact binary; returns the remote command path. The copy
+/// is content-addressed (`iofleet-<first 16 hex digits of its SHA-256>`) and stays
+/// between runs: a run to a host that has it uploads nothing, and touches it, so its
+/// modification time says when it was last used. A copy whose checksum does not match
+/// (changed, cut short) is replaced before anything runs it. Copies of other versions
+/// that no process of this user runs and that were not used for `KEEP_DAYS` days are
+/// removed first, and so are uploads abandoned over 10 minutes ago (younger ones may be
+/// another run's upload in progress, on a shared home). `iofleet hosts clean` removes
+/// every copy (`clean_script`).
+fn provision(host: &HostSpec, t: &dyn Transport, ship: &Shipment) -> Result<String, FleetError> {
     let (bytes, digest) = ship.image()?;
     let name = format!("iofleet-{}", &digest[..16]);
+    let keep_min = KEEP_DAYS * 24 * 60;
     let check = format!(
         r#"d="$HOME/.cache/iofleet"; p="$d/{name}"
 find "$d" -maxdepth 1 -name '.upload.*' -mmin +10 -exec rm -f {{}} + 2>/dev/null
 for f in "$d"/iofleet-*; do
   [ -e "$f" ] && [ "$f" != "$p" ] || continue
-  [ -n "$(find "$f" -maxdepth 0 -mmin +10 2>/dev/null)" ] || continue
+  [ -n "$(find "$f" -maxdepth 0 -mmin +{keep_min} 2>/dev/null)" ] || continue
   busy=no
   for e in /proc/[0-9]*/exe; do [ "$(readlink "$e" 2>/dev/null)" = "$f" ] && busy=yes && break; done
   [ $busy = no ] && rm -f "$f"
 done
 if [ -x "$p" ] && [ "$(sha256sum "$p" 2>/dev/null | cut -d' ' -f1)" = "{digest}" ]; then
-  touch -c "$p"; echo "present $({STAMP} "$p")"
+  touch -c "$p"; echo present
 else echo missing; fi"#
     );
     let out = t
@@ -234,13 +231,11 @@ else echo missing; fi"#
         ));
     }
     let path = format!("\"$HOME/.cache/iofleet/{name}\"");
-    let answer = String::from_utf8_lossy(&out.stdout);
-    if let Some(stamp) = answer.trim().strip_prefix("present") {
-        // No stamp (no `stat`): the copy is then never removed at the end, only as stale.
-        return Ok((path, stamp.trim().to_string()));
+    if String::from_utf8_lossy(&out.stdout).trim() == "present" {
+        return Ok(path);
     }
     let upload = format!(
-        "d=\"$HOME/.cache/iofleet\"; mkdir -p \"$d\" && t=\"$d/.upload.$$\" && cat > \"$t\" && chmod 755 \"$t\" && mv -f \"$t\" \"$d/{name}\" && sha256sum \"$d/{name}\" && {STAMP} \"$d/{name}\""
+        "d=\"$HOME/.cache/iofleet\"; mkdir -p \"$d\" && t=\"$d/.upload.$$\" && cat > \"$t\" && chmod 755 \"$t\" && mv -f \"$t\" \"$d/{name}\" && sha256sum \"$d/{name}\""
     );
     let turn = ship.uploads.take();
     let mut child = t
@@ -269,7 +264,6 @@ else echo missing; fi"#
         ));
     }
     let echoed = String::from_utf8_lossy(&out.stdout);
-    let stamp = echoed.lines().nth(1).unwrap_or("").trim().to_string();
     if !out.status.success() || !echoed.starts_with(digest) {
         return Err(host_err(
             host,
@@ -280,33 +274,83 @@ else echo missing; fi"#
             ),
         ));
     }
-    Ok((path, stamp))
+    Ok(path)
 }
 
-/// A file's modification time with nanoseconds where `stat` can (GNU), else seconds.
-const STAMP: &str =
-    "stamp() { stat -c %.9Y \"$1\" 2>/dev/null || stat -c %Y \"$1\" 2>/dev/null; }; stamp";
+/// Days a copy of another version stays on a host unused before a run removes it.
+pub const KEEP_DAYS: u32 = 7;
 
-/// Remove this run's copy at its end, unless another run provisioned it since (its
-/// stamp moved) or a process still runs it.
-fn remove_copy_script(path: &str, stamp: &str) -> String {
-    format!(
-        r#"p={path}; s="$({STAMP} "$p")"; [ -n "$s" ] && [ "$s" = "{stamp}" ] || exit 0
-for e in /proc/[0-9]*/exe; do [ "$(readlink "$e" 2>/dev/null)" = "$p" ] && exit 0; done
-rm -f "$p"; rmdir "$HOME/.cache/iofleet" 2>/dev/null; true"#
-    )
+/// Remove every iofleet copy and abandoned upload in the host's `~/.cache/iofleet` that
+/// no process runs, then the directory if nothing else is in it (verify journals of the
+/// user's runs stay). Prints what it removed and what it left, one line each (a file
+/// another cleaner removed first is neither).
+fn clean_script() -> String {
+    r#"d="$HOME/.cache/iofleet"; [ -d "$d" ] || exit 0
+for f in "$d"/iofleet-* "$d"/.upload.*; do
+  [ -e "$f" ] || continue
+  busy=no
+  for e in /proc/[0-9]*/exe; do [ "$(readlink "$e" 2>/dev/null)" = "$f" ] && busy=yes && break; done
+  if [ $busy = yes ]; then echo "in use $f"
+  elif rm "$f" 2>/dev/null; then echo "removed $f"
+  elif [ -e "$f" ]; then echo "cannot remove $f"; fi
+done
+rmdir "$d" 2>/dev/null; true"#
+        .to_string()
+}
+
+/// `iofleet hosts clean`: on every host at once, remove the iofleet copies and uploads
+/// that no process runs. Per host, in inventory order: its name and the script's
+/// lines (`removed PATH`, `in use PATH`, `cannot remove PATH`), or why the host could
+/// not be cleaned.
+pub fn clean_hosts(hosts: &[HostSpec]) -> Vec<(String, Result<Vec<String>, FleetError>)> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = hosts
+            .iter()
+            .map(|h| {
+                s.spawn(move || {
+                    let t = transport::for_host(h);
+                    let out = t
+                        .shell(&clean_script())
+                        .stdin(Stdio::null())
+                        .output()
+                        .map_err(|e| host_err(h, format!("cannot run {}: {e}", t.kind())))?;
+                    if !out.status.success() {
+                        return Err(host_err(
+                            h,
+                            format!(
+                                "{} failed: {}",
+                                t.kind(),
+                                String::from_utf8_lossy(&out.stderr).trim()
+                            ),
+                        ));
+                    }
+                    Ok(String::from_utf8_lossy(&out.stdout)
+                        .lines()
+                        .map(str::to_string)
+                        .collect())
+                })
+            })
+            .collect();
+        hosts
+            .iter()
+            .zip(handles)
+            .map(|(h, j)| {
+                let r = j
+                    .join()
+                    .unwrap_or_else(|_| Err(host_err(h, "the clean-up thread failed")));
+                (h.name.clone(), r)
+            })
+            .collect()
+    })
 }
 
 /// Start the agent on `host`, check versions, measure the clock offset, send the job.
 fn connect(host: &HostSpec, job: AgentJob, ship: &Shipment) -> Result<Conn, FleetError> {
     let transport: Arc<dyn Transport> = Arc::from(transport::for_host(host));
-    let (path, copied) = match &host.iofleet_path {
-        Some(p) => (shell_quote(p), None),
-        None if transport.shares_binary() => (shell_quote(&ship.exe.to_string_lossy()), None),
-        None => {
-            let (p, stamp) = provision(host, &*transport, ship)?;
-            (p.clone(), Some((p, stamp)))
-        }
+    let path = match &host.iofleet_path {
+        Some(p) => shell_quote(p),
+        None if transport.shares_binary() => shell_quote(&ship.exe.to_string_lossy()),
+        None => provision(host, &*transport, ship)?,
     };
     // `exec`: the agent replaces the shell, so its pid is the one it reports. Its own
     // process group: a terminal's Ctrl-C reaches the controller, which stops the agents
@@ -341,7 +385,6 @@ fn connect(host: &HostSpec, job: AgentJob, ship: &Shipment) -> Result<Conn, Flee
         pid: 0,
         offset_ns: 0,
         rtt_ns: 0,
-        copied,
     };
     let died = |conn: &mut Conn, what: String| {
         let _ = conn.child.kill();
@@ -488,8 +531,8 @@ impl AgentLauncher {
         }
     }
 
-    /// Stop every agent, wait (bounded) for them to exit, kill what is left, remove
-    /// the copies this run made.
+    /// Stop every agent, wait (bounded) for them to exit, kill what is left. The copies
+    /// stay for the next run.
     fn shutdown(&mut self) {
         for c in &self.conns {
             let _ = send_to(&c.stdin, &Frame::Stop);
@@ -514,17 +557,6 @@ impl AgentLauncher {
         }
         for k in self.killers.drain(..) {
             let _ = k.join();
-        }
-        for c in &self.conns {
-            if let Some((path, stamp)) = &c.copied {
-                let _ = c
-                    .transport
-                    .shell(&remove_copy_script(path, stamp))
-                    .stdin(Stdio::null())
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .status();
-            }
         }
     }
 
