@@ -13,9 +13,9 @@ h1..hN. Then runs `iofleet run --hosts` with one null-engine worker per host at
 - the start skew the result reports, and whether every host's result arrived (every
   host present in `hosts`, none lost, exit 0).
 
-The first run is cold (no copy of iofleet on the hosts: ~/.cache/iofleet is emptied
-first, as all hosts are this machine's root); later runs are warm, unless the build
-removes its copies at the end of each run.
+The first run is cold (no copy of iofleet on the hosts: the copies in ~/.cache/iofleet
+are removed first, as all hosts are this machine's root; nothing else there is
+touched); later runs are warm. The copies are removed again at the end.
 
     python3 bench/fleet_hosts.py --iofleet target/release/iofleet --hosts 32 --runs 2
 """
@@ -114,6 +114,15 @@ def start_hosts(tmp, n):
     return procs
 
 
+def remove_copies():
+    """Remove the iofleet copies and uploads in ~/.cache/iofleet (every host here is this
+    machine's root), and nothing else: verify journals of other runs live there too."""
+    d = os.path.expanduser("~/.cache/iofleet")
+    for name in os.listdir(d) if os.path.isdir(d) else []:
+        if name.startswith("iofleet-") or name.startswith(".upload."):
+            os.remove(os.path.join(d, name))
+
+
 def status_kib(pid, key):
     try:
         with open(f"/proc/{pid}/status") as f:
@@ -205,7 +214,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="fleet-hosts-")
     procs = start_hosts(tmp, a.hosts)
     try:
-        shutil.rmtree(os.path.expanduser("~/.cache/iofleet"), ignore_errors=True)
+        remove_copies()
         for k in range(a.runs):
             r = one_run(binary, tmp, a.hosts, a.duration, a.rate, a.extra)
             label = "cold" if k == 0 else "warm"
@@ -217,6 +226,7 @@ def main():
             if r["exit"] != 0:
                 print("  stderr:", *r["stderr"], sep="\n    ")
     finally:
+        remove_copies()
         for p in procs:
             p.send_signal(signal.SIGTERM)
         for p in procs:
