@@ -124,6 +124,18 @@ fn agent_files(cache: &Path) -> Vec<std::path::PathBuf> {
     v
 }
 
+/// One null-engine worker for a second, no warm-up.
+const ONE_NULL_WORKER: [&str; 8] = [
+    "--engine",
+    "null",
+    "--workers",
+    "1",
+    "--duration",
+    "1s",
+    "--warmup",
+    "0s",
+];
+
 /// Set `path`'s modification time `secs` seconds in the past.
 fn age_by(path: &Path, secs: u64) {
     std::fs::File::options()
@@ -769,15 +781,7 @@ fn stale_agent_copies_are_removed_by_the_next_run() {
     std::fs::create_dir_all(&cache).unwrap();
     // A copy of another version unused for 8 days and an upload abandoned as long ago,
     // and a copy of another version used a moment ago.
-    let old = std::time::SystemTime::now() - Duration::from_secs(8 * 24 * 3600);
-    let age = |path: &std::path::Path| {
-        std::fs::File::options()
-            .write(true)
-            .open(path)
-            .unwrap()
-            .set_modified(old)
-            .unwrap()
-    };
+    let age = |path: &Path| age_by(path, 8 * 24 * 3600);
     let stale = cache.join("iofleet-00000000deadbeef");
     std::fs::write(&stale, b"#!/bin/sh\n").unwrap();
     age(&stale);
@@ -786,20 +790,7 @@ fn stale_agent_copies_are_removed_by_the_next_run() {
     age(&upload);
     let fresh = cache.join("iofleet-00000000cafef00d");
     std::fs::write(&fresh, b"#!/bin/sh\n").unwrap();
-    let o = fleet_run(
-        tmp.path(),
-        &inv,
-        &[
-            "--engine",
-            "null",
-            "--workers",
-            "1",
-            "--duration",
-            "1s",
-            "--warmup",
-            "0s",
-        ],
-    );
+    let o = fleet_run(tmp.path(), &inv, &ONE_NULL_WORKER);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let left = agent_files(&cache);
     let mut expect = vec![cache.join("iofleet-00000000cafef00d"), own_copy(&cache)];
@@ -812,20 +803,7 @@ fn stale_agent_copies_are_removed_by_the_next_run() {
     );
     // A week-old copy of another version is not yet stale.
     age_by(&fresh, 6 * 24 * 3600);
-    let o = fleet_run(
-        tmp.path(),
-        &inv,
-        &[
-            "--engine",
-            "null",
-            "--workers",
-            "1",
-            "--duration",
-            "1s",
-            "--warmup",
-            "0s",
-        ],
-    );
+    let o = fleet_run(tmp.path(), &inv, &ONE_NULL_WORKER);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(agent_files(&cache), expect);
     clean(tmp.path(), &inv);
