@@ -154,6 +154,7 @@ fn exact_quantile(sorted: &[u64], q: f64) -> f64 {
 #[test]
 fn three_hosts_sum_exactly_and_merge_percentiles_from_histograms() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _copies = sshd::RemoveCopies;
     let Some(c) = Cluster::start(3) else { return };
     let tmp = tempfile::tempdir().unwrap();
     let inv = inventory(&c, tmp.path(), "");
@@ -365,6 +366,7 @@ fn clean(dir: &Path, inv: &str) -> String {
 fn the_copy_stays_for_the_next_run_a_changed_one_is_replaced_and_clean_removes_it() {
     use std::os::unix::fs::{FileExt, MetadataExt};
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _copies = sshd::RemoveCopies;
     let Some(c) = Cluster::start(3) else { return };
     let tmp = tempfile::tempdir().unwrap();
     let inv = inventory(&c, tmp.path(), "");
@@ -417,6 +419,7 @@ fn the_copy_stays_for_the_next_run_a_changed_one_is_replaced_and_clean_removes_i
 #[test]
 fn a_host_lost_mid_run_is_marked_and_exits_3() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _copies = sshd::RemoveCopies;
     let Some(c) = Cluster::start(3) else {
         return;
     };
@@ -490,6 +493,7 @@ fn interval_index(addr: &str) -> Option<u64> {
 #[test]
 fn a_frozen_host_is_lost_when_it_went_silent_and_its_agent_is_ended() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _copies = sshd::RemoveCopies;
     let Some(c) = Cluster::start(3) else { return };
     let tmp = tempfile::tempdir().unwrap();
     let inv = inventory(&c, tmp.path(), "");
@@ -588,6 +592,7 @@ fn a_frozen_host_is_lost_when_it_went_silent_and_its_agent_is_ended() {
 #[test]
 fn in_process_local_transport_and_ssh_fold_identically() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _copies = sshd::RemoveCopies;
     let Some(c) = Cluster::start(3) else { return };
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("results.db");
@@ -693,6 +698,7 @@ fn in_process_local_transport_and_ssh_fold_identically() {
 #[test]
 fn hosts_report_cpu_memory_network_and_disk() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _copies = sshd::RemoveCopies;
     let Some(c) = Cluster::start(3) else { return };
     let tmp = tempfile::tempdir().unwrap();
     let inv = inventory(&c, tmp.path(), "");
@@ -774,6 +780,7 @@ fn hosts_report_cpu_memory_network_and_disk() {
 #[test]
 fn stale_agent_copies_are_removed_by_the_next_run() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _copies = sshd::RemoveCopies;
     let Some(c) = Cluster::start(1) else { return };
     let tmp = tempfile::tempdir().unwrap();
     let inv = inventory(&c, tmp.path(), "");
@@ -813,6 +820,7 @@ fn stale_agent_copies_are_removed_by_the_next_run() {
 #[test]
 fn ctrl_c_leaves_no_agent_behind() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _copies = sshd::RemoveCopies;
     let Some(c) = Cluster::start(3) else { return };
     let tmp = tempfile::tempdir().unwrap();
     let inv = inventory(&c, tmp.path(), "");
@@ -840,6 +848,7 @@ fn ctrl_c_leaves_no_agent_behind() {
 #[test]
 fn an_agent_speaking_another_protocol_is_refused() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _copies = sshd::RemoveCopies;
     let Some(c) = Cluster::start(1) else { return };
     let tmp = tempfile::tempdir().unwrap();
     // A stand-in agent that greets with protocol 99 from iofleet 9.9.9.
@@ -875,6 +884,7 @@ fn an_agent_speaking_another_protocol_is_refused() {
 #[test]
 fn an_unreachable_host_is_named() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _copies = sshd::RemoveCopies;
     let Some(mut c) = Cluster::start(2) else {
         return;
     };
@@ -900,6 +910,7 @@ fn an_unreachable_host_is_named() {
 #[test]
 fn worker_groups_are_placed_across_hosts() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _copies = sshd::RemoveCopies;
     let Some(c) = Cluster::start(3) else { return };
     let tmp = tempfile::tempdir().unwrap();
     let inv = inventory(&c, tmp.path(), "");

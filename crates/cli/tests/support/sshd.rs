@@ -68,6 +68,28 @@ pub fn clear_stale_shell_lock() {
 const READY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// One loopback sshd.
+/// Removes the agent copies fleet runs keep in `~/.cache/iofleet` (every loopback host
+/// is this machine's root) when dropped, and the directory if that empties it. Take it
+/// after the binary's serial lock, so it drops while the lock is still held and no
+/// other test's run is using a copy.
+pub struct RemoveCopies;
+
+impl Drop for RemoveCopies {
+    fn drop(&mut self) {
+        let Ok(home) = std::env::var("HOME") else {
+            return;
+        };
+        let dir = Path::new(&home).join(".cache/iofleet");
+        for e in fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with("iofleet-") || name.starts_with(".upload.") {
+                let _ = fs::remove_file(e.path());
+            }
+        }
+        let _ = fs::remove_dir(&dir);
+    }
+}
+
 pub struct Host {
     /// The `Host` alias in the cluster's ssh_config: `h1`, `h2`, …
     pub alias: String,
