@@ -29,7 +29,8 @@ import socket
 import subprocess
 import tempfile
 import time
-import urllib.request
+
+from fleet_scale import free_port, interval_index
 
 PORT = 2222
 
@@ -40,12 +41,6 @@ def addr(i):
         return f"127.0.0.{i + 2}"
     j = i - 253
     return f"127.0.{1 + j // 254}.{1 + j % 254}"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def keygen(path):
@@ -149,17 +144,6 @@ def ssh_children_rss_kib(pid):
         if int(fields[1]) == pid and comm == "ssh":
             total += status_kib(p, "VmRSS") or 0
     return total
-
-
-def interval_index(port):
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=0.5) as r:
-            for line in r.read().decode().splitlines():
-                if line.startswith("iofleet_interval_index"):
-                    return int(float(line.split()[-1]))
-    except (OSError, ValueError):
-        return None
-    return None
 
 
 def one_run(binary, tmp, n, duration, rate, extra):

@@ -32,8 +32,8 @@ use crate::launcher::{Finished, HostVerified, LaunchPlan, Launcher, Placement, P
 use crate::observer::Observer;
 use crate::precondition::Preconditioned;
 use crate::protocol::{
-    check_hello, mono_ns, read_frame, read_magic, write_frame, AgentJob, Clock, Done, Frame, Hello,
-    Start, Task,
+    check_hello, mono_ns, read_frame, read_magic, write_frame, AgentJob, Clock, Done, Failure,
+    Frame, Hello, Start, Task,
 };
 use crate::settings::RunSettings;
 use crate::transport::{self, shell_quote, Transport};
@@ -73,6 +73,16 @@ impl Conn {
 
 fn host_err(host: &HostSpec, what: impl std::fmt::Display) -> FleetError {
     FleetError::Setup(format!("host {} ({}): {what}", host.name, host.destination))
+}
+
+/// What an agent's `Error` frame means: the user's input (exit 2), or a failure on the
+/// host.
+fn agent_failure(host: &HostSpec, f: Failure) -> FleetError {
+    if f.input {
+        FleetError::Input(format!("host {}: {}", host.name, f.message))
+    } else {
+        host_err(host, f.message)
+    }
 }
 
 /// The offset of an agent's clock from the controller's, NTP style: each round trip
@@ -578,6 +588,28 @@ impl AgentLauncher {
             .collect()
     }
 
+    /// A reader thread per open session; their frames, and each session's end, arrive
+    /// on the returned channel.
+    fn spawn_readers(&mut self) -> Receiver<Event> {
+        let (ev_tx, ev_rx) = unbounded();
+        for (h, c) in self.conns.iter_mut().enumerate() {
+            spawn_reader(h, c.stdout.take().expect("set by connect"), ev_tx.clone());
+        }
+        ev_rx
+    }
+
+    /// What session `h`'s agent wrote on stderr before its session closed, as
+    /// ` (TEXT)`, or nothing. Waits a moment for the last of it to arrive.
+    fn closing_words(&self, h: usize) -> String {
+        std::thread::sleep(Duration::from_millis(50));
+        let err = self.conns[h].stderr_text();
+        if err.is_empty() {
+            String::new()
+        } else {
+            format!(" ({err})")
+        }
+    }
+
     /// Run a one-shot `task` on every host with work and wait for each agent's one
     /// `Done` (agents heartbeat meanwhile; one silent for `--host-timeout` fails the
     /// task). A set `stop` is passed on to the agents, whose `Done` then says how far
@@ -590,18 +622,11 @@ impl AgentLauncher {
         stop: &AtomicBool,
     ) -> Result<Option<Vec<(String, Done)>>, FleetError> {
         let jobs = self.host_jobs(shares, task);
-        let names: Vec<String> = jobs
-            .iter()
-            .map(|(i, _)| self.hosts[*i].name.clone())
-            .collect();
+        let active: Vec<HostSpec> = jobs.iter().map(|(i, _)| self.hosts[*i].clone()).collect();
         if self.connect_all(jobs, stop)?.is_none() {
             return Ok(None);
         }
-        let (ev_tx, ev_rx) = unbounded();
-        for (h, c) in self.conns.iter_mut().enumerate() {
-            spawn_reader(h, c.stdout.take().expect("set by connect"), ev_tx.clone());
-        }
-        drop(ev_tx);
+        let ev_rx = self.spawn_readers();
         let n = self.conns.len();
         let mut done: Vec<Option<Done>> = vec![None; n];
         let mut heard = vec![Instant::now(); n];
@@ -618,37 +643,30 @@ impl AgentLauncher {
             match ev_rx.recv_timeout(Duration::from_millis(100)) {
                 Ok(Event::Frame(h, Frame::Done(d))) => done[h] = Some(d),
                 Ok(Event::Frame(h, Frame::Error(f))) => {
-                    let msg = format!("host {}: {}", names[h], f.message);
-                    failure = Some(if f.input {
-                        FleetError::Input(msg)
-                    } else {
-                        FleetError::Setup(msg)
-                    });
+                    failure = Some(agent_failure(&active[h], f));
                 }
                 Ok(Event::Frame(h, _)) => heard[h] = Instant::now(),
                 Ok(Event::Closed(h)) if done[h].is_none() => {
-                    std::thread::sleep(Duration::from_millis(50)); // let stderr arrive
-                    let err = self.conns[h].stderr_text();
-                    failure = Some(FleetError::Setup(format!(
-                        "host {}: the agent closed the session before it was done{}",
-                        names[h],
-                        if err.is_empty() {
-                            String::new()
-                        } else {
-                            format!(" ({err})")
-                        }
-                    )));
+                    failure = Some(host_err(
+                        &active[h],
+                        format!(
+                            "the agent closed the session before it was done{}",
+                            self.closing_words(h)
+                        ),
+                    ));
                 }
                 Ok(Event::Closed(_)) => {}
                 Err(_) => {
                     if let Some(h) =
                         (0..n).find(|&h| done[h].is_none() && heard[h].elapsed() >= timeout)
                     {
-                        failure = Some(FleetError::Setup(format!(
-                            "host {}: nothing heard from it for {} s (--host-timeout)",
-                            names[h],
-                            timeout.as_secs_f64()
-                        )));
+                        failure = Some(host_err(
+                            &active[h],
+                            format!(
+                                "nothing heard from it for {} s (--host-timeout)",
+                                timeout.as_secs_f64()
+                            ),
+                        ));
                     }
                 }
             }
@@ -657,7 +675,11 @@ impl AgentLauncher {
         match failure {
             Some(e) => Err(e),
             None => Ok(Some(
-                names.into_iter().zip(done.into_iter().flatten()).collect(),
+                active
+                    .into_iter()
+                    .map(|h| h.name)
+                    .zip(done.into_iter().flatten())
+                    .collect(),
             )),
         }
     }
@@ -673,11 +695,7 @@ impl AgentLauncher {
         stop: &AtomicBool,
         notices: &mut Vec<String>,
     ) -> Result<Option<(Vec<String>, u64)>, FleetError> {
-        let (ev_tx, ev_rx) = unbounded();
-        for (h, c) in self.conns.iter_mut().enumerate() {
-            spawn_reader(h, c.stdout.take().expect("set by connect"), ev_tx.clone());
-        }
-        drop(ev_tx);
+        let ev_rx = self.spawn_readers();
         let n = self.conns.len();
         let mut ready = vec![false; n];
         let mut engines = vec![String::new(); n];
@@ -708,11 +726,7 @@ impl AgentLauncher {
                             );
                             None
                         }
-                        Frame::Error(f) => Some(if f.input {
-                            FleetError::Input(format!("host {}: {}", self.conns[h].name, f.message))
-                        } else {
-                            host_err(&active_hosts[h], f.message)
-                        }),
+                        Frame::Error(f) => Some(agent_failure(&active_hosts[h], f)),
                         Frame::Done(d) => Some(host_err(
                             &active_hosts[h],
                             format!("ended before the start: {}", d.notices.join("; ")),
@@ -721,16 +735,15 @@ impl AgentLauncher {
                     }
                 }
                 Some(Event::Closed(h)) => {
-                    std::thread::sleep(Duration::from_millis(50)); // let stderr arrive
-                    let err = self.conns[h].stderr_text();
+                    let words = self.closing_words(h);
                     Some(host_err(
                         &active_hosts[h],
                         format!(
                             "lost while preparing: its agent's connection closed{}",
-                            if err.is_empty() {
-                                " without a message".to_string()
+                            if words.is_empty() {
+                                " without a message"
                             } else {
-                                format!(" ({err})")
+                                &words
                             }
                         ),
                     ))
