@@ -28,8 +28,6 @@ use crate::OpStats;
 
 /// An I/O thread over this share of its wall time on a CPU is flagged.
 pub const BUSY_WARN: f64 = 0.90;
-/// Run-queue delay per I/O over this share of the mean latency is flagged.
-pub const RUNQ_WARN: f64 = 0.10;
 /// Open-loop issue lag (p99) over this is flagged: the schedule slipped by more than
 /// timer wake-ups on a virtual machine explain (tens to a few hundred µs).
 pub const LAG_WARN_NS: u64 = 1_000_000;
@@ -253,7 +251,7 @@ impl GenSample {
         } else {
             latency.hist.quantile_ns(0.99) as f64
         };
-        s.warnings = s.warnings(latency.mean_ns(), p99_ns, other);
+        s.warnings = s.warnings(p99_ns, other);
         s
     }
 }
@@ -307,22 +305,13 @@ pub struct GeneratorSummary {
 }
 
 impl GeneratorSummary {
-    fn warnings(&self, mean_latency_ns: f64, p99_ns: f64, other: Option<OtherLoad>) -> Vec<String> {
+    fn warnings(&self, p99_ns: f64, other: Option<OtherLoad>) -> Vec<String> {
         let mut w = Vec::new();
         if self.max_busy_pct > BUSY_WARN * 100.0 {
             w.push(format!(
                 "an I/O thread was busy (running or waiting for a CPU) {:.0}% of the time: the generator may have limited the I/O rate (more --io-threads or CPUs, or fewer lanes)",
                 self.max_busy_pct
             ));
-        }
-        let mean_us = mean_latency_ns / 1e3;
-        if let Some(r) = self.runq_us_per_io {
-            if mean_us > 0.0 && r > RUNQ_WARN * mean_us {
-                w.push(format!(
-                    "I/O threads waited {r:.1} µs per I/O for a CPU, {:.0}% of the mean latency ({mean_us:.1} µs): part of the latency is the generator's scheduling",
-                    r * 100.0 / mean_us
-                ));
-            }
         }
         if let Some(q) = self.runq_pct {
             let absorbed = self.runq_absorbed_pct.unwrap_or(0.0);
@@ -391,16 +380,14 @@ mod tests {
         assert!((s.max_busy_pct - 95.0).abs() < 1e-9);
         assert_eq!(s.runq_us_per_io, Some(26.0));
         assert_eq!(s.issue_lag_p99_us, None);
-        // 95% busy is flagged; 26 µs of run-queue delay against 1 ms is not.
+        // 95% busy is flagged; the run-queue delay, reported per I/O, is not judged per
+        // I/O: against a 104 µs mean latency 26 µs is a quarter of it, yet the threads
+        // waited 2.6% of the time with no other load (an idle vCPU waking up).
         assert_eq!(s.warnings.len(), 1, "{:?}", s.warnings);
         assert!(s.warnings[0].contains("95% of the time"));
-        // Against a 104 µs mean latency the same delay is a quarter of it.
         let s = g.summary(2, &lat(104_000.0), None);
-        assert!(
-            s.warnings.iter().any(|w| w.contains("25% of the mean")),
-            "{:?}",
-            s.warnings
-        );
+        assert_eq!(s.runq_us_per_io, Some(26.0));
+        assert_eq!(s.warnings.len(), 1, "{:?}", s.warnings);
         // A thread that cannot read schedstats makes the sum unknown.
         g += &span(1, 1, None, 1);
         assert_eq!(g.runq_ns, None);
