@@ -1,15 +1,15 @@
-//! Command-line definitions. Flags that override profile keys take their help text from
+//! Command-line definitions. The flags that override profile keys are
+//! `iofleet_profile::Overrides`, flattened into `RunArgs`: they take their help text from
 //! the profile option table, so each option is described once. Values are parsed into
-//! typed units here (sizes, durations, block-size lists), so a malformed value is a clap
-//! error naming the flag, exit code 2, before anything runs.
+//! typed units by clap (sizes, durations, block-size lists), so a malformed value is a
+//! clap error naming the flag, exit code 2, before anything runs.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use iofleet_fleet::EngineSpec;
-use iofleet_profile::options::help;
-use iofleet_profile::{parse_block_sizes, parse_bytes, parse_duration, BlockSizes, Bytes};
+use iofleet_profile::Overrides;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -134,37 +134,8 @@ pub struct FromTraceArgs {
     pub output: Option<PathBuf>,
 }
 
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PatternArg {
-    Random,
-    Zero,
-}
+pub(crate) use iofleet_profile::overrides::{duration, size};
 
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PrepareArg {
-    Random,
-    Zero,
-    None,
-}
-
-// Numeric flags take negative numbers (`allow_negative_numbers`; sizes and durations,
-// which are not plain numbers, `allow_hyphen_values`), so `--qd -1` reaches the option's
-// own range check instead of clap's "unexpected argument".
-pub(crate) fn size(s: &str) -> Result<Bytes, String> {
-    if s.trim_start().starts_with('-') {
-        return Err("a size cannot be negative".into());
-    }
-    parse_bytes(s)
-}
-pub(crate) fn duration(s: &str) -> Result<Duration, String> {
-    if s.trim_start().starts_with('-') {
-        return Err("a duration cannot be negative".into());
-    }
-    parse_duration(s)
-}
-fn block_sizes(s: &str) -> Result<BlockSizes, String> {
-    parse_block_sizes(s)
-}
 fn engine(s: &str) -> Result<EngineSpec, String> {
     s.parse()
 }
@@ -241,48 +212,9 @@ pub struct RunArgs {
     #[arg(long, conflicts_with_all = ["json", "output"])]
     pub dry_run: bool,
 
-    #[arg(long, allow_negative_numbers = true, help = help("fleet.workers"))]
-    pub workers: Option<i64>,
-    #[arg(long, allow_negative_numbers = true, help = help("fleet.disks_per_worker"))]
-    pub disks: Option<i64>,
-    #[arg(long, allow_hyphen_values = true, value_parser = size, help = help("fleet.disk_size"))]
-    pub disk_size: Option<Bytes>,
-    #[arg(long, allow_negative_numbers = true, help = help("fleet.threads_per_disk"))]
-    pub threads: Option<i64>,
-    #[arg(long, allow_negative_numbers = true, help = help("fleet.qd"))]
-    pub qd: Option<i64>,
-    #[arg(long, value_name = "N", allow_negative_numbers = true, help = help("fleet.io_threads"))]
-    pub io_threads: Option<i64>,
-    #[arg(long, value_name = "LIST", help = help("fleet.cpus"))]
-    pub cpus: Option<String>,
-    #[arg(long, value_parser = block_sizes, help = help("stream.bs"))]
-    pub bs: Option<BlockSizes>,
-    #[arg(long, allow_negative_numbers = true, help = help("stream.read_pct"))]
-    pub read_pct: Option<f64>,
-    #[arg(long, allow_negative_numbers = true, help = help("stream.random_pct"))]
-    pub random_pct: Option<f64>,
-    #[arg(long, allow_negative_numbers = true, help = help("stream.working_set_pct"))]
-    pub working_set: Option<f64>,
-    #[arg(long, allow_hyphen_values = true, value_parser = duration, help = help("timing.duration"))]
-    pub duration: Option<Duration>,
-    #[arg(long, allow_hyphen_values = true, value_parser = duration, help = help("timing.warmup"))]
-    pub warmup: Option<Duration>,
-    #[arg(long, allow_hyphen_values = true, value_parser = duration, help = help("timing.interval"))]
-    pub interval: Option<Duration>,
-    #[arg(long, allow_negative_numbers = true, help = help("timing.rate_iops"))]
-    pub rate: Option<f64>,
-    #[arg(long, value_enum, help = help("timing.prepare"))]
-    pub prepare: Option<PrepareArg>,
-    #[arg(long, help = help("timing.verify"))]
-    pub verify: bool,
-    #[arg(long, value_enum, help = help("data.pattern"))]
-    pub pattern: Option<PatternArg>,
-    #[arg(long, value_name = "N", allow_negative_numbers = true, help = help("data.dedupe_ratio"))]
-    pub dedupe_ratio: Option<f64>,
-    #[arg(long, allow_hyphen_values = true, value_parser = size, help = help("data.dedupe_unit"))]
-    pub dedupe_unit: Option<Bytes>,
-    #[arg(long, value_name = "C", allow_negative_numbers = true, help = help("data.compress_ratio"))]
-    pub compress_ratio: Option<f64>,
+    /// The profile keys' flags (`--qd`, `--bs`, `--duration`, ...), from the option table.
+    #[command(flatten)]
+    pub ov: Overrides,
 
     /// Measure in rounds of --duration until the SNIA steady-state rule holds over the
     /// last 5 rounds (IOPS range ≤ 20% and least-squares excursion ≤ 10% of their

@@ -83,12 +83,12 @@ fn step_args(base: &RunArgs, key: &str, value: &str) -> Result<RunArgs, Exit> {
     };
     let num = || value.parse::<f64>().map_err(|_| bad("not a number".into()));
     match key {
-        "qd" => a.qd = Some(int()?),
-        "threads" => a.threads = Some(int()?),
-        "workers" => a.workers = Some(int()?),
-        "read_pct" => a.read_pct = Some(num()?),
-        "rate" => a.rate = Some(num()?),
-        "bs" => a.bs = Some(iofleet_profile::parse_block_sizes(value).map_err(bad)?),
+        "qd" => a.ov.qd = Some(int()?),
+        "threads" => a.ov.threads = Some(int()?),
+        "workers" => a.ov.workers = Some(int()?),
+        "read_pct" => a.ov.read_pct = Some(num()?),
+        "rate" => a.ov.rate = Some(num()?),
+        "bs" => a.ov.bs = Some(iofleet_profile::parse_block_sizes(value).map_err(bad)?),
         _ => unreachable!("checked by parse_vary"),
     }
     Ok(a)

@@ -22,10 +22,10 @@ use iofleet_fleet::agents::AgentLauncher;
 use iofleet_fleet::inproc::ThreadLauncher;
 use iofleet_fleet::launcher::Launcher;
 use iofleet_fleet::{EngineSpec, Fanout, Observer, RunSettings, StartNow};
-use iofleet_profile::{format_duration, Context, DataPattern, GroupPlan, Overrides, Prepare};
+use iofleet_profile::{format_duration, Context, GroupPlan, Overrides};
 use iofleet_stats::result::RunResult;
 
-use crate::args::{PatternArg, PrepareArg, RunArgs};
+use crate::args::RunArgs;
 use crate::live::LiveView;
 use crate::record::StoreRecorder;
 use crate::Exit;
@@ -105,7 +105,7 @@ fn groups(a: &RunArgs, ov: &Overrides) -> Result<Vec<GroupPlan>, Exit> {
             "give either a profile ({p}) or --group, not both"
         )));
     }
-    if a.workers.is_some() {
+    if a.ov.workers.is_some() {
         return Err(Exit::input(
             "--workers: with --group, give each group's workers as NAME=PROFILE:WORKERS",
         ));
@@ -148,8 +148,7 @@ fn groups(a: &RunArgs, ov: &Overrides) -> Result<Vec<GroupPlan>, Exit> {
 
 /// The worker groups and run settings the arguments ask for.
 pub(crate) fn resolve(a: &RunArgs) -> Result<(Vec<GroupPlan>, RunSettings), Exit> {
-    let ov = overrides(a);
-    let groups = groups(a, &ov)?;
+    let groups = groups(a, &a.ov)?;
     let engine = match &a.sim_latency {
         Some(_) if a.engine != EngineSpec::Null => {
             return Err(Exit::input("--sim-latency needs --engine null"))
@@ -172,46 +171,13 @@ pub(crate) fn resolve(a: &RunArgs) -> Result<(Vec<GroupPlan>, RunSettings), Exit
         engine,
         direct: a.direct,
         destroy_data: a.destroy_data,
-        disk_size_from_cli: a.disk_size.is_some(),
+        disk_size_from_cli: a.ov.disk_size.is_some(),
         seed: a.seed,
         cleanup: a.cleanup,
         host_timeout: a.host_timeout,
         max_uploads: a.max_uploads,
     };
     Ok((groups, settings))
-}
-
-fn overrides(a: &RunArgs) -> Overrides {
-    Overrides {
-        workers: a.workers,
-        disks: a.disks,
-        disk_size: a.disk_size,
-        threads: a.threads,
-        qd: a.qd,
-        bs: a.bs.clone(),
-        read_pct: a.read_pct,
-        random_pct: a.random_pct,
-        working_set: a.working_set,
-        duration: a.duration,
-        warmup: a.warmup,
-        interval: a.interval,
-        rate: a.rate,
-        prepare: a.prepare.map(|p| match p {
-            PrepareArg::Random => Prepare::Random,
-            PrepareArg::Zero => Prepare::Zero,
-            PrepareArg::None => Prepare::None,
-        }),
-        io_threads: a.io_threads,
-        cpus: a.cpus.clone(),
-        verify: a.verify.then_some(true),
-        pattern: a.pattern.map(|p| match p {
-            PatternArg::Random => DataPattern::Random,
-            PatternArg::Zero => DataPattern::Zero,
-        }),
-        dedupe_ratio: a.dedupe_ratio,
-        dedupe_unit: a.dedupe_unit,
-        compress_ratio: a.compress_ratio,
-    }
 }
 
 /// Where the workers run: agents on the inventory's hosts with `--hosts` (targets come
@@ -442,7 +408,7 @@ pub(crate) fn step(
     a.save.name = Some(name);
     a.save.labels.extend(labels);
     a.seed = seed;
-    a.rate = None;
+    a.ov.rate = None;
     let (_, settings) = resolve(&a)?;
     // With --steady-state, every step is measured in rounds until steady.
     let r = crate::steady::measure_step(&a, groups, settings, stop)?;

@@ -8,9 +8,10 @@
 //! mistaken for one another. This module holds that profile and the naming; nothing else.
 
 use crate::error::ProfileError;
+use crate::overrides::Overrides;
 use crate::plan::Plan;
 use crate::raw::{parse_toml, RawProfile};
-use crate::validate::{resolve, Context, Overrides};
+use crate::validate::{resolve, Context};
 
 /// Where errors about a flags-only run point: the flags themselves.
 pub const FLAGS_ORIGIN: &str = "command line";

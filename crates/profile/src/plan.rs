@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::units::Bytes;
 
 /// How disks are filled before the measured phases.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Prepare {
     /// Incompressible pseudo-random data (the default; right for dedupe/compression).
@@ -21,7 +21,7 @@ pub enum Prepare {
 }
 
 /// What write data looks like (the `[data]` table).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum DataPattern {
     /// Pseudo-random data, shaped by the dedupe and compression ratios.

@@ -15,6 +15,7 @@ use crate::options::{
     option, DIRECT_IO_SECTOR, DISK_SIZE_MULTIPLE, MAX_DEDUPE_UNIT, MIN_DISK_SIZE, MIN_INTERVAL,
     VERIFY_UNIT,
 };
+use crate::overrides::Overrides;
 use crate::plan::{
     Arrival, BlockSizes, DataPattern, DataPlan, FleetShape, HotBand, Locality, Plan, Prepare,
     StreamPlan, Timing,
@@ -27,44 +28,6 @@ use crate::units::{format_duration, parse_bytes, parse_cpu_list, parse_duration,
 pub struct Context {
     /// I/O bypasses the page cache (O_DIRECT): sizes and offsets must be sector multiples.
     pub direct: bool,
-}
-
-/// Command-line overrides; `None` keeps the profile's value. Integers are `i64` as typed,
-/// so a negative one reaches the option's range check and its message. Stream-level fields (`bs`,
-/// `read_pct`, `random_pct`, `working_set`) apply to every stream; `qd` replaces
-/// `fleet.qd` and every rated stream's own `qd`.
-#[derive(Default, Debug, Clone, PartialEq)]
-pub struct Overrides {
-    pub workers: Option<i64>,
-    pub disks: Option<i64>,
-    pub disk_size: Option<Bytes>,
-    pub threads: Option<i64>,
-    pub qd: Option<i64>,
-    pub bs: Option<BlockSizes>,
-    pub read_pct: Option<f64>,
-    pub random_pct: Option<f64>,
-    pub working_set: Option<f64>,
-    pub duration: Option<Duration>,
-    pub warmup: Option<Duration>,
-    pub interval: Option<Duration>,
-    pub rate: Option<f64>,
-    pub prepare: Option<Prepare>,
-    /// `--verify` (only ever turns verification on).
-    pub verify: Option<bool>,
-    pub io_threads: Option<i64>,
-    /// `--cpus`, as typed.
-    pub cpus: Option<String>,
-    pub pattern: Option<DataPattern>,
-    pub dedupe_ratio: Option<f64>,
-    pub dedupe_unit: Option<Bytes>,
-    pub compress_ratio: Option<f64>,
-}
-
-impl Overrides {
-    /// No override given.
-    pub fn is_empty(&self) -> bool {
-        *self == Overrides::default()
-    }
 }
 
 /// A value and the flag it came from (None: from the profile or the default).
@@ -308,7 +271,7 @@ impl Resolver<'_> {
             interval: interval.v,
             rate_iops: rate.map(|r| r.v),
             arrival,
-            verify: ov.verify.or(t.verify).unwrap_or(false),
+            verify: ov.verify || t.verify.unwrap_or(false),
         })
     }
 
@@ -771,7 +734,7 @@ pub fn resolve(raw: &RawProfile, ov: &Overrides, ctx: &Context) -> Result<Plan, 
     }
     if timing.verify {
         // Every I/O covers whole verify units at unit offsets (docs/verify.md).
-        let flag = ov.verify.and(option("timing.verify").flag);
+        let flag = option("timing.verify").flag.filter(|_| ov.verify);
         let unit = Bytes(VERIFY_UNIT);
         for (i, s) in streams.iter().enumerate() {
             if let Some((bs, _)) = s.bs.entries.iter().find(|(b, _)| b.0 % unit.0 != 0) {
