@@ -367,15 +367,32 @@ fn the_copy_stays_for_the_next_run_a_changed_one_is_replaced_and_clean_removes_i
         let o = fleet_run(tmp.path(), &inv, &args);
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     };
+    // Sessions each host accepted so far (sshd logs one line per login).
+    let logins = || -> Vec<usize> {
+        c.hosts
+            .iter()
+            .map(|h| {
+                std::fs::read_to_string(&h.log)
+                    .unwrap_or_default()
+                    .matches("Accepted publickey")
+                    .count()
+            })
+            .collect()
+    };
     run();
     let copy = own_copy(&cache);
     let first = std::fs::metadata(&copy).unwrap().ino();
+    let before = logins();
     run();
     assert_eq!(
         std::fs::metadata(&copy).unwrap().ino(),
         first,
         "a second run uploads nothing"
     );
+    // With its copy in place, a host is checked and its agent started in one session.
+    let after = logins();
+    let per_host: Vec<usize> = after.iter().zip(&before).map(|(a, b)| a - b).collect();
+    assert_eq!(per_host, vec![1; 3], "sessions per host of a warm run");
     // One byte changed on the host: the next run sends a fresh copy and verifies it.
     let f = std::fs::File::options().write(true).open(&copy).unwrap();
     f.write_at(b"X", 4096).unwrap();

@@ -79,18 +79,33 @@ struct Streamer {
     worker_base: u32,
     nominal_ns: u64,
     epoch_ns: Arc<AtomicU64>,
+    /// When this host's last I/O thread began, on its clock, until it is sent.
+    started_ns: Option<u64>,
+}
+
+impl Streamer {
+    /// Report the start instant: with the first interval, or at the end of a run that
+    /// had none. Not at once: at the start instant every host of a fleet wakes its I/O
+    /// threads, and on hosts that share CPUs (agents of one machine) a frame sent then
+    /// through the session would hold up other hosts' threads.
+    fn send_started(&mut self) {
+        if let Some(t) = self.started_ns.take() {
+            let _ = send(&self.out, &Frame::Started(Clock { seq: 0, t_ns: t }));
+        }
+    }
 }
 
 impl Observer for Streamer {
     fn started(&mut self, info: &RunInfo) {
         // Called once every I/O thread has begun; `start_skew_ms` is how late the last
         // one began after the epoch. Report that instant on this host's clock.
-        let t =
-            self.epoch_ns.load(Ordering::SeqCst) + (info.start_skew_ms.unwrap_or(0.0) * 1e6) as u64;
-        let _ = send(&self.out, &Frame::Started(Clock { seq: 0, t_ns: t }));
+        self.started_ns = Some(
+            self.epoch_ns.load(Ordering::SeqCst) + (info.start_skew_ms.unwrap_or(0.0) * 1e6) as u64,
+        );
     }
 
     fn interval(&mut self, snap: &IntervalSnapshot<'_>) {
+        self.send_started();
         let row = snap.row;
         let start_ns = (row.t_s * 1e9).round() as u64;
         let dur_ns = (row.duration_s * 1e9).round() as u64;
@@ -316,8 +331,11 @@ fn run_task(
         worker_base: job.groups.first().map_or(0, |g| g.worker_base),
         nominal_ns: interval.as_nanos() as u64,
         epoch_ns,
+        started_ns: None,
     };
-    let result = run(&job.groups, &mut launcher, &mut gate, stop, &mut streamer)?;
+    let result = run(&job.groups, &mut launcher, &mut gate, stop, &mut streamer);
+    streamer.send_started();
+    let result = result?;
     let end_ns = if result.run.interrupted {
         result
             .intervals

@@ -32,7 +32,7 @@ use crate::launcher::{Finished, HostVerified, LaunchPlan, Launcher, Placement, P
 use crate::observer::Observer;
 use crate::precondition::Preconditioned;
 use crate::protocol::{
-    check_hello, mono_ns, read_frame, read_magic, write_frame, AgentJob, Clock, Done, Failure,
+    check_hello, mono_ns, read_frame, read_magic_or, write_frame, AgentJob, Clock, Done, Failure,
     Frame, Hello, Start, Task,
 };
 use crate::settings::RunSettings;
@@ -198,20 +198,19 @@ impl Drop for UploadSlot<'_> {
     }
 }
 
-/// Make sure the host has this exact binary; returns the remote command path. The copy
-/// is content-addressed (`iofleet-<first 16 hex digits of its SHA-256>`) and stays
-/// between runs: a run to a host that has it uploads nothing, and touches it, so its
-/// modification time says when it was last used. A copy whose checksum does not match
-/// (changed, cut short) is replaced before anything runs it. Copies of other versions
-/// that no process of this user runs and that were not used for `KEEP_DAYS` days are
-/// removed first, and so are uploads abandoned over 10 minutes ago (younger ones may be
-/// another run's upload in progress, on a shared home). `iofleet hosts clean` removes
-/// every copy (`clean_script`).
-fn provision(host: &HostSpec, t: &dyn Transport, ship: &Shipment) -> Result<String, FleetError> {
-    let (bytes, digest) = ship.image()?;
-    let name = format!("iofleet-{}", &digest[..16]);
+/// What the controller sends a host to start its agent with the copy `ship` holds. The
+/// copy is content-addressed (`iofleet-<first 16 hex digits of its SHA-256>`) and stays
+/// between runs. One script, one session: it removes uploads abandoned over 10 minutes
+/// ago (younger ones may be another run's upload in progress, on a shared home) and
+/// copies of other versions that no process of this user runs and that were not used
+/// for `KEEP_DAYS` days; then, if the copy is there and its SHA-256 matches, it touches
+/// it (its modification time says when it was last used) and `exec`s it as the agent.
+/// Otherwise it prints [`NEEDS_COPY`] and ends: the controller uploads (`upload`) and
+/// runs the script again. `iofleet hosts clean` removes every copy (`clean_script`).
+fn start_script(name: &str, digest: &str) -> String {
     let keep_min = KEEP_DAYS * 24 * 60;
-    let check = format!(
+    let needs = std::str::from_utf8(NEEDS_COPY).expect("ASCII");
+    format!(
         r#"d="$HOME/.cache/iofleet"; p="$d/{name}"
 find "$d" -maxdepth 1 -name '.upload.*' -mmin +10 -exec rm -f {{}} + 2>/dev/null
 for f in "$d"/iofleet-*; do
@@ -222,28 +221,22 @@ for f in "$d"/iofleet-*; do
   [ $busy = no ] && rm -f "$f"
 done
 if [ -x "$p" ] && [ "$(sha256sum "$p" 2>/dev/null | cut -d' ' -f1)" = "{digest}" ]; then
-  touch -c "$p"; echo present
-else echo missing; fi"#
-    );
-    let out = t
-        .shell(&check)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| host_err(host, format!("cannot run {}: {e}", t.kind())))?;
-    if !out.status.success() {
-        return Err(host_err(
-            host,
-            format!(
-                "{} failed: {}",
-                t.kind(),
-                String::from_utf8_lossy(&out.stderr).trim()
-            ),
-        ));
-    }
-    let path = format!("\"$HOME/.cache/iofleet/{name}\"");
-    if String::from_utf8_lossy(&out.stdout).trim() == "present" {
-        return Ok(path);
-    }
+  touch -c "$p"; exec "$p" agent
+fi
+printf '{needs}'"#
+    )
+}
+
+/// What the start script prints instead of the agent's greeting when the host has no
+/// good copy.
+const NEEDS_COPY: &[u8; 8] = b"IOFLEET?";
+
+/// Send the host its copy from `ship`'s one buffer (at most `max_uploads` hosts at a
+/// time): written to a temporary name, made executable, renamed into place, and its
+/// SHA-256 echoed back and compared.
+fn upload(host: &HostSpec, t: &dyn Transport, ship: &Shipment) -> Result<(), FleetError> {
+    let (bytes, digest) = ship.image()?;
+    let name = format!("iofleet-{}", &digest[..16]);
     let upload = format!(
         "d=\"$HOME/.cache/iofleet\"; mkdir -p \"$d\" && t=\"$d/.upload.$$\" && cat > \"$t\" && chmod 755 \"$t\" && mv -f \"$t\" \"$d/{name}\" && sha256sum \"$d/{name}\""
     );
@@ -284,7 +277,7 @@ else echo missing; fi"#
             ),
         ));
     }
-    Ok(path)
+    Ok(())
 }
 
 /// Days a copy of another version stays on a host unused before a run removes it.
@@ -354,19 +347,20 @@ pub fn clean_hosts(hosts: &[HostSpec]) -> Vec<(String, Result<Vec<String>, Fleet
     })
 }
 
-/// Start the agent on `host`, check versions, measure the clock offset, send the job.
-fn connect(host: &HostSpec, job: AgentJob, ship: &Shipment) -> Result<Conn, FleetError> {
-    let transport: Arc<dyn Transport> = Arc::from(transport::for_host(host));
-    let path = match &host.iofleet_path {
-        Some(p) => shell_quote(p),
-        None if transport.shares_binary() => shell_quote(&ship.exe.to_string_lossy()),
-        None => provision(host, &*transport, ship)?,
-    };
+/// Run `script` on the host with its output piped back, and read up to the agent's
+/// greeting: the session and its stdout, or None when the script said [`NEEDS_COPY`]
+/// (the host has no good copy; the session is over).
+#[allow(clippy::type_complexity)]
+fn open_session(
+    host: &HostSpec,
+    transport: &Arc<dyn Transport>,
+    script: &str,
+) -> Result<Option<(Conn, BufReader<std::process::ChildStdout>)>, FleetError> {
     // `exec`: the agent replaces the shell, so its pid is the one it reports. Its own
     // process group: a terminal's Ctrl-C reaches the controller, which stops the agents
     // in order, and not the sessions, whose death would read as lost hosts.
     let mut child = transport
-        .shell(&format!("exec {path} agent"))
+        .shell(script)
         .process_group(0)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -374,20 +368,20 @@ fn connect(host: &HostSpec, job: AgentJob, ship: &Shipment) -> Result<Conn, Flee
         .spawn()
         .map_err(|e| host_err(host, format!("cannot start the agent: {e}")))?;
     let stderr = Arc::new(Mutex::new(String::new()));
-    {
+    let stderr_done = {
         let mut pipe = child.stderr.take().expect("piped");
         let buf = stderr.clone();
         std::thread::spawn(move || {
             let mut s = String::new();
             let _ = pipe.read_to_string(&mut s);
             buf.lock().unwrap_or_else(|p| p.into_inner()).push_str(&s);
-        });
-    }
+        })
+    };
     let stdin = Arc::new(Mutex::new(child.stdin.take()));
     let mut stdout = BufReader::new(child.stdout.take().expect("piped"));
     let mut conn = Conn {
         name: host.name.clone(),
-        transport,
+        transport: transport.clone(),
         child,
         stdin,
         stdout: None,
@@ -395,6 +389,59 @@ fn connect(host: &HostSpec, job: AgentJob, ship: &Shipment) -> Result<Conn, Flee
         pid: 0,
         offset_ns: 0,
         rtt_ns: 0,
+    };
+    match read_magic_or(&mut stdout, NEEDS_COPY) {
+        Ok(true) => Ok(Some((conn, stdout))),
+        Ok(false) => {
+            let _ = conn.child.wait();
+            Ok(None)
+        }
+        Err(e) => {
+            let _ = conn.child.kill();
+            let _ = conn.child.wait();
+            // The stderr reader ends when the session's stderr closes; a proxy process
+            // may hold it open, so it gets a moment, not a join.
+            let deadline = Instant::now() + Duration::from_millis(500);
+            while !stderr_done.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let err = conn.stderr_text();
+            let why = if err.is_empty() {
+                String::new()
+            } else {
+                format!(": {err}")
+            };
+            Err(host_err(
+                host,
+                format!("the agent did not start ({e}){why}"),
+            ))
+        }
+    }
+}
+
+/// Start the agent on `host`, check versions, measure the clock offset, send the job.
+fn connect(host: &HostSpec, job: AgentJob, ship: &Shipment) -> Result<Conn, FleetError> {
+    let transport: Arc<dyn Transport> = Arc::from(transport::for_host(host));
+    let script = match &host.iofleet_path {
+        Some(p) => format!("exec {} agent", shell_quote(p)),
+        None if transport.shares_binary() => {
+            format!("exec {} agent", shell_quote(&ship.exe.to_string_lossy()))
+        }
+        None => {
+            let digest = ship.image()?.1;
+            start_script(&format!("iofleet-{}", &digest[..16]), digest)
+        }
+    };
+    // A host with a good copy starts its agent in the first session; one without gets
+    // its copy and a second start, which finds it.
+    let (mut conn, mut stdout) = match open_session(host, &transport, &script)? {
+        Some(opened) => opened,
+        None => {
+            upload(host, &*transport, ship)?;
+            open_session(host, &transport, &script)?.ok_or_else(|| {
+                host_err(host, "the copy of iofleet just sent does not verify there")
+            })?
+        }
     };
     let died = |conn: &mut Conn, what: String| {
         let _ = conn.child.kill();
@@ -413,9 +460,6 @@ fn connect(host: &HostSpec, job: AgentJob, ship: &Shipment) -> Result<Conn, Flee
             ),
         )
     };
-    if let Err(e) = read_magic(&mut stdout) {
-        return Err(died(&mut conn, format!("the agent did not start ({e})")));
-    }
     let theirs = match read_frame(&mut stdout) {
         Ok(Some(Frame::Hello(h))) => h,
         other => {
@@ -452,12 +496,19 @@ fn connect(host: &HostSpec, job: AgentJob, ship: &Shipment) -> Result<Conn, Flee
 /// What reader threads report.
 enum Event {
     Frame(usize, Frame),
+    /// A clock reply and the controller's clock when it was read.
+    Pong(usize, Clock, u64),
     Closed(usize),
 }
 
 fn spawn_reader(h: usize, mut r: BufReader<std::process::ChildStdout>, tx: Sender<Event>) {
     std::thread::spawn(move || loop {
         match read_frame(&mut r) {
+            Ok(Some(Frame::Pong(c))) => {
+                if tx.send(Event::Pong(h, c, mono_ns())).is_err() {
+                    return;
+                }
+            }
             Ok(Some(f)) => {
                 let done = matches!(f, Frame::Done(_) | Frame::Error(_));
                 if tx.send(Event::Frame(h, f)).is_err() || done {
@@ -645,7 +696,7 @@ impl AgentLauncher {
                 Ok(Event::Frame(h, Frame::Error(f))) => {
                     failure = Some(agent_failure(&active[h], f));
                 }
-                Ok(Event::Frame(h, _)) => heard[h] = Instant::now(),
+                Ok(Event::Frame(h, _) | Event::Pong(h, ..)) => heard[h] = Instant::now(),
                 Ok(Event::Closed(h)) if done[h].is_none() => {
                     failure = Some(host_err(
                         &active[h],
@@ -734,20 +785,11 @@ impl AgentLauncher {
                         _ => None,
                     }
                 }
-                Some(Event::Closed(h)) => {
-                    let words = self.closing_words(h);
-                    Some(host_err(
-                        &active_hosts[h],
-                        format!(
-                            "lost while preparing: its agent's connection closed{}",
-                            if words.is_empty() {
-                                " without a message"
-                            } else {
-                                &words
-                            }
-                        ),
-                    ))
+                Some(Event::Pong(h, ..)) => {
+                    heard[h] = Instant::now();
+                    None
                 }
+                Some(Event::Closed(h)) => Some(self.closed_while_preparing(&active_hosts[h], h)),
                 None => heard.iter().position(|t| t.elapsed() >= timeout).map(|h| {
                     host_err(
                         &active_hosts[h],
@@ -763,8 +805,76 @@ impl AgentLauncher {
                 return Err(e);
             }
         }
+        if let Err(e) = self.refine_clocks(&ev_rx, active_hosts) {
+            self.shutdown();
+            return Err(e);
+        }
         self.events = Some(ev_rx);
         Ok(Some((engines, configured)))
+    }
+
+    fn closed_while_preparing(&self, host: &HostSpec, h: usize) -> FleetError {
+        let words = self.closing_words(h);
+        host_err(
+            host,
+            format!(
+                "lost while preparing: its agent's connection closed{}",
+                if words.is_empty() {
+                    " without a message"
+                } else {
+                    &words
+                }
+            ),
+        )
+    }
+
+    /// Measure every agent's clock offset again once the whole fleet is prepared and
+    /// idle. The exchange at connect time ran while every host was starting at once,
+    /// when round trips are long and lopsided, and an offset is only as good as half
+    /// its round trip. Hosts in turn, `CLOCK_SAMPLES` round trips each through the
+    /// reader threads (a reply is timed as it is read); each host keeps its better fit.
+    fn refine_clocks(
+        &mut self,
+        ev_rx: &Receiver<Event>,
+        hosts: &[HostSpec],
+    ) -> Result<(), FleetError> {
+        let timeout = self.settings.host_timeout;
+        for h in 0..self.conns.len() {
+            let mut fit = ClockFit::default();
+            for seq in 0..CLOCK_SAMPLES {
+                let t0 = mono_ns();
+                if send_to(&self.conns[h].stdin, &Frame::Ping(Clock { seq, t_ns: t0 })).is_err() {
+                    return Err(self.closed_while_preparing(&hosts[h], h));
+                }
+                loop {
+                    match ev_rx.recv_timeout(timeout) {
+                        Ok(Event::Pong(g, c, t1)) if g == h && c.seq == seq => {
+                            fit.add(t0, c.t_ns, t1);
+                            break;
+                        }
+                        Ok(Event::Closed(g)) => return Err(self.closed_while_preparing(&hosts[g], g)),
+                        Ok(Event::Frame(g, Frame::Error(f))) => return Err(agent_failure(&hosts[g], f)),
+                        // Heartbeats of the waiting hosts.
+                        Ok(_) => {}
+                        Err(_) => {
+                            return Err(host_err(
+                                &hosts[h],
+                                format!(
+                                    "lost while preparing: no answer to a clock ping for {} s (--host-timeout)",
+                                    timeout.as_secs_f64()
+                                ),
+                            ))
+                        }
+                    }
+                }
+            }
+            let c = &mut self.conns[h];
+            if let Some((rtt, offset)) = fit.best.filter(|&(rtt, _)| rtt < c.rtt_ns) {
+                c.rtt_ns = rtt;
+                c.offset_ns = offset;
+            }
+        }
+        Ok(())
     }
 
     /// Connect to every host in parallel; None when `stop` was set meanwhile (every
@@ -1164,7 +1274,7 @@ fn route(
                     lost: false,
                 }
             }
-            Event::Frame(h, _) => Msg::Heartbeat { source: h as u32 },
+            Event::Frame(h, _) | Event::Pong(h, ..) => Msg::Heartbeat { source: h as u32 },
             Event::Closed(h) if !finished[h] => {
                 finished[h] = true;
                 std::thread::sleep(Duration::from_millis(50)); // let stderr arrive
@@ -1195,6 +1305,7 @@ fn route(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::read_magic;
 
     #[test]
     fn uploads_take_turns_at_most_max_at_a_time() {

@@ -52,9 +52,10 @@ struct Job {
     stop: Arc<AtomicBool>,
     /// Lanes whose disk kept failing and was taken out.
     taken_out: TakenOut,
-    /// I/O threads that have begun, and the latest of their start times after the
-    /// epoch (ns): the start skew of this host's threads.
-    started: AtomicU64,
+    /// I/O threads that have begun (the last one to begin wakes `start`), and the
+    /// latest of their start times after the epoch (ns): the start skew of this host's
+    /// threads.
+    started: (Mutex<usize>, Condvar),
     max_late_ns: AtomicU64,
 }
 
@@ -254,7 +255,7 @@ impl ThreadLauncher {
             engine: local.engine,
             direct: self.settings.direct,
             stop: stop.clone(),
-            started: AtomicU64::new(0),
+            started: (Mutex::new(0), Condvar::new()),
             max_late_ns: AtomicU64::new(0),
         });
         self.job = Some(job.clone());
@@ -724,13 +725,24 @@ impl Launcher for ThreadLauncher {
     fn start(&mut self, epoch: Instant, tx: Sender<Msg>) -> Option<Duration> {
         self.gate.open(epoch, tx);
         let job = self.job.as_ref()?;
+        // Wait for the last I/O thread to begin (it wakes this one; a stop is checked
+        // now and then), at most two seconds after the epoch. Not a poll, and not a
+        // sleep until the epoch: either way this thread would wake with the I/O threads
+        // (here or, on a shared machine, other hosts') and hold some of them up.
         let deadline = epoch.max(Instant::now()) + Duration::from_secs(2);
-        while job.started.load(Ordering::SeqCst) < job.io_threads.len() as u64
-            && !job.stop.load(Ordering::SeqCst)
-            && Instant::now() < deadline
-        {
-            std::thread::sleep(Duration::from_millis(1));
+        let (count, all) = &job.started;
+        let mut n = count.lock().unwrap_or_else(|p| p.into_inner());
+        while *n < job.io_threads.len() && !job.stop.load(Ordering::SeqCst) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            n = all
+                .wait_timeout(n, left.min(Duration::from_millis(20)))
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
         }
+        drop(n);
         Some(Duration::from_nanos(job.max_late_ns.load(Ordering::SeqCst)))
     }
 
@@ -1158,6 +1170,7 @@ struct Loop<'a> {
     i: usize,
     tx: &'a Sender<Msg>,
     self_check: bool,
+    at_start: &'a dyn Fn() -> bool,
 }
 
 impl Drive for Loop<'_> {
@@ -1181,6 +1194,7 @@ impl Drive for Loop<'_> {
                 self_check: self.self_check,
                 tables: &job.tables,
                 taken_out: &job.taken_out,
+                at_start: self.at_start,
             },
         )
     }
@@ -1242,16 +1256,23 @@ fn thread_main(job: &Job, i: usize, gate: &Gate, ready: &Sender<Result<(), Strin
     // A panic in the loop must still end this source, or the collector waits for ever.
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let simulated = engine.simulated_time();
-        if !simulated {
-            // Everyone starts at the same instant.
-            std::thread::sleep(epoch.saturating_duration_since(Instant::now()));
-            let late = Instant::now().saturating_duration_since(epoch).as_nanos() as u64;
-            job.max_late_ns.fetch_max(late, Ordering::SeqCst);
-        }
-        job.started.fetch_add(1, Ordering::SeqCst);
-        if job.stop.load(Ordering::SeqCst) && !simulated {
-            return Ok(0);
-        }
+        // Called by the loop once its state is built: everyone starts at the same
+        // instant.
+        let at_start = || {
+            if !simulated {
+                std::thread::sleep(epoch.saturating_duration_since(Instant::now()));
+                let late = Instant::now().saturating_duration_since(epoch).as_nanos() as u64;
+                job.max_late_ns.fetch_max(late, Ordering::SeqCst);
+            }
+            let (count, all) = &job.started;
+            let mut n = count.lock().unwrap_or_else(|p| p.into_inner());
+            *n += 1;
+            if *n == job.io_threads.len() {
+                all.notify_all();
+            }
+            drop(n);
+            simulated || !job.stop.load(Ordering::SeqCst)
+        };
         engine.drive(
             epoch,
             Loop {
@@ -1259,6 +1280,7 @@ fn thread_main(job: &Job, i: usize, gate: &Gate, ready: &Sender<Result<(), Strin
                 i,
                 tx: &tx,
                 self_check: !simulated,
+                at_start: &at_start,
             },
         )
     }));

@@ -384,6 +384,9 @@ pub struct ThreadWork<'a> {
     pub tables: &'a [Option<Arc<DiskTable>>],
     /// Lanes taken out of the run, shared with the process's other I/O threads.
     pub taken_out: &'a TakenOut,
+    /// Called once the thread's state is built, before its first I/O: waits for the
+    /// start instant. False: the run was stopped meanwhile, nothing is driven.
+    pub at_start: &'a dyn Fn() -> bool,
 }
 
 /// How many I/Os a verified lane's queue draws ahead (`Queue::ahead`): a few passes of
@@ -525,7 +528,14 @@ pub fn run_lanes<E: Engine, C: Clock>(
     clock: &C,
     work: &ThreadWork<'_>,
 ) -> Result<u64, EngineError> {
+    // Everything the loop needs is allocated and touched before the start instant, so
+    // that threads woken at one instant (many agents on few CPUs, or many I/O threads)
+    // do not hold each other up with their set-up.
     let mut driver = Driver::new(engine, clock, work);
+    if !(work.at_start)() {
+        return Ok(0);
+    }
+    driver.begin();
     let stopped_at = driver.drive()?;
     driver.drain();
     Ok(driver.hand_over(stopped_at))
@@ -714,13 +724,10 @@ impl<'a, E: Engine, C: Clock> Driver<'a, E, C> {
         } else {
             0
         };
-        let wall_now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
         let checks = Checks {
             per_slot,
             snaps: vec![UnitSnap::default(); per_slot * slots as usize],
-            wall_base_ns: wall_now.saturating_sub(clock.now_ns()),
+            wall_base_ns: 0, // set by `begin`
             found: VerifySummary::default(),
         };
         let samples = parts
@@ -755,12 +762,24 @@ impl<'a, E: Engine, C: Clock> Driver<'a, E, C> {
             errors: Vec::new(),
             error_details_left: MAX_ERROR_DETAILS,
             disk_errs: Vec::new(),
-            meter: work.self_check.then(ThreadMeter::start),
+            meter: None, // started by `begin`
             gen: GenSample::default(),
             lap_at: now,
             completed: 0,
             reaped_at: now,
         }
+    }
+
+    /// The start instant has come: what is timed from it starts now.
+    fn begin(&mut self) {
+        let now = self.clock.now_ns();
+        let wall_now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        self.checks.wall_base_ns = wall_now.saturating_sub(now);
+        self.meter = self.work.self_check.then(ThreadMeter::start);
+        self.lap_at = now;
+        self.reaped_at = now;
     }
 
     /// The loop: until the timeline ends, `stop` is set, or every disk of the thread
@@ -1290,6 +1309,7 @@ mod tests {
             self_check: false,
             tables,
             taken_out: &taken_out,
+            at_start: &|| true,
         };
         run_lanes(&mut e, &clock, &work).unwrap();
         e.log
@@ -1416,6 +1436,7 @@ mod tests {
             self_check: false,
             tables: &[],
             taken_out: &taken_out,
+            at_start: &|| true,
         };
         let end = engine.drive(Instant::now(), Go(&work)).unwrap();
         assert_eq!(end, 1_000_000_000);
@@ -1534,6 +1555,7 @@ mod tests {
             self_check: false,
             tables: &[],
             taken_out: &taken_out,
+            at_start: &|| true,
         };
         assert_eq!(run_lanes(&mut e, &clock, &work).unwrap(), timeline.end_ns());
         drop(tx);

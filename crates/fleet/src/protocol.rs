@@ -323,6 +323,12 @@ pub fn read_frame(r: &mut dyn Read) -> io::Result<Option<Frame>> {
 
 /// Skip anything before the magic (at most 64 KiB), so banners cannot desynchronise.
 pub fn read_magic(r: &mut dyn Read) -> io::Result<()> {
+    read_magic_or(r, MAGIC).map(|_| ())
+}
+
+/// Like [`read_magic`], but stop at `other` too: true at the magic, false at `other`,
+/// whichever comes first.
+pub fn read_magic_or(r: &mut dyn Read, other: &[u8; 8]) -> io::Result<bool> {
     let mut window = [0u8; 8];
     let mut seen = 0usize;
     let mut byte = [0u8; 1];
@@ -332,7 +338,10 @@ pub fn read_magic(r: &mut dyn Read) -> io::Result<()> {
         window[7] = byte[0];
         seen += 1;
         if seen >= 8 && &window == MAGIC {
-            return Ok(());
+            return Ok(true);
+        }
+        if seen >= 8 && &window == other {
+            return Ok(false);
         }
     }
     Err(bad("no iofleet agent greeting in the first 64 KiB".into()))
@@ -421,6 +430,20 @@ mod tests {
             assert_eq!(read_frame(&mut r).unwrap().as_ref(), Some(f));
         }
         assert_eq!(read_frame(&mut r).unwrap(), None);
+    }
+
+    #[test]
+    fn the_greeting_or_its_alternative_is_found_past_a_banner() {
+        for (tail, agent) in [(&MAGIC[..], true), (&b"IOFLEET?"[..], false)] {
+            let mut buf = b"IOFLEE banner IOFLEET\n".to_vec();
+            buf.extend_from_slice(tail);
+            let mut r = &buf[..];
+            assert_eq!(read_magic_or(&mut r, b"IOFLEET?").unwrap(), agent);
+            assert!(r.is_empty());
+        }
+        // Neither before the end: an error, not a hang or a guess.
+        let mut r: &[u8] = b"IOFLEET";
+        assert!(read_magic_or(&mut r, b"IOFLEET?").is_err());
     }
 
     #[test]
