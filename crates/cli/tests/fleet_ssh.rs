@@ -379,20 +379,22 @@ fn the_copy_stays_for_the_next_run_a_changed_one_is_replaced_and_clean_removes_i
             })
             .collect()
     };
-    run();
+    // A host is checked, sent its copy when it has none, and started in one session.
+    let one_session_each = |what: &str, run: &dyn Fn()| {
+        let before = logins();
+        run();
+        let per_host: Vec<usize> = logins().iter().zip(&before).map(|(a, b)| a - b).collect();
+        assert_eq!(per_host, vec![1; 3], "sessions per host of {what}");
+    };
+    one_session_each("a run that sends the copy", &run);
     let copy = own_copy(&cache);
     let first = std::fs::metadata(&copy).unwrap().ino();
-    let before = logins();
-    run();
+    one_session_each("a run that finds the copy", &run);
     assert_eq!(
         std::fs::metadata(&copy).unwrap().ino(),
         first,
         "a second run uploads nothing"
     );
-    // With its copy in place, a host is checked and its agent started in one session.
-    let after = logins();
-    let per_host: Vec<usize> = after.iter().zip(&before).map(|(a, b)| a - b).collect();
-    assert_eq!(per_host, vec![1; 3], "sessions per host of a warm run");
     // One byte changed on the host: the next run sends a fresh copy and verifies it.
     let f = std::fs::File::options().write(true).open(&copy).unwrap();
     f.write_at(b"X", 4096).unwrap();

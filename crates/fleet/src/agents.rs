@@ -54,6 +54,8 @@ struct Conn {
     stdin: Stdin,
     stdout: Option<BufReader<std::process::ChildStdout>>,
     stderr: Arc<Mutex<String>>,
+    /// Set once the session's stderr closed (all of it is in `stderr`).
+    stderr_closed: Arc<AtomicBool>,
     /// The agent's process id on its host (from its hello).
     pid: u32,
     /// Clock offset: agent clock − controller clock, ns.
@@ -198,16 +200,20 @@ impl Drop for UploadSlot<'_> {
     }
 }
 
-/// What the controller sends a host to start its agent with the copy `ship` holds. The
-/// copy is content-addressed (`iofleet-<first 16 hex digits of its SHA-256>`) and stays
-/// between runs. One script, one session: it removes uploads abandoned over 10 minutes
-/// ago (younger ones may be another run's upload in progress, on a shared home) and
-/// copies of other versions that no process of this user runs and that were not used
-/// for `KEEP_DAYS` days; then, if the copy is there and its SHA-256 matches, it touches
-/// it (its modification time says when it was last used) and `exec`s it as the agent.
-/// Otherwise it prints [`NEEDS_COPY`] and ends: the controller uploads (`upload`) and
-/// runs the script again. `iofleet hosts clean` removes every copy (`clean_script`).
-fn start_script(name: &str, digest: &str) -> String {
+/// What the controller sends a host to start its agent from the copy `ship` holds,
+/// `len` bytes with SHA-256 `digest`. The copy is content-addressed
+/// (`iofleet-<first 16 hex digits of its SHA-256>`) and stays between runs. One script,
+/// one session, whether the host has the copy or not. It removes uploads abandoned over
+/// 10 minutes ago (younger ones may be another run's upload in progress, on a shared
+/// home) and copies of other versions that no process of this user runs and that were
+/// not used for `KEEP_DAYS` days. Then, if the copy is there and its SHA-256 matches, it
+/// touches it (its modification time says when it was last used) and `exec`s it as the
+/// agent. Otherwise it prints [`NEEDS_COPY`] and reads exactly `len` bytes from the
+/// session into a temporary file (the controller sends nothing else until the agent
+/// greets it), checks their SHA-256, renames them into place and `exec`s them; a copy
+/// that does not verify is removed and never run. `iofleet hosts clean` removes every
+/// copy (`clean_script`).
+fn start_script(name: &str, digest: &str, len: usize) -> String {
     let keep_min = KEEP_DAYS * 24 * 60;
     let needs = std::str::from_utf8(NEEDS_COPY).expect("ASCII");
     format!(
@@ -220,65 +226,26 @@ for f in "$d"/iofleet-*; do
   for e in /proc/[0-9]*/exe; do [ "$(readlink "$e" 2>/dev/null)" = "$f" ] && busy=yes && break; done
   [ $busy = no ] && rm -f "$f"
 done
-if [ -x "$p" ] && [ "$(sha256sum "$p" 2>/dev/null | cut -d' ' -f1)" = "{digest}" ]; then
+sum() {{ sha256sum "$1" 2>/dev/null | cut -d' ' -f1; }}
+if [ -x "$p" ] && [ "$(sum "$p")" = "{digest}" ]; then
   touch -c "$p"; exec "$p" agent
 fi
-printf '{needs}'"#
+mkdir -p "$d" || exit 1
+t="$d/.upload.$$"
+printf '{needs}'
+head -c {len} > "$t" || {{ rm -f "$t"; exit 1; }}
+got="$(sum "$t")"
+if [ "$got" = "{digest}" ] && chmod 755 "$t" && mv -f "$t" "$p"; then exec "$p" agent; fi
+n="$(wc -c < "$t" 2>/dev/null)"
+rm -f "$t"
+echo "the copy received does not verify (${{n:-0}} of {len} bytes, SHA-256 ${{got:-none}}); it was removed" >&2
+exit 1"#
     )
 }
 
 /// What the start script prints instead of the agent's greeting when the host has no
-/// good copy.
+/// good copy; the controller then sends one on the same session.
 const NEEDS_COPY: &[u8; 8] = b"IOFLEET?";
-
-/// Send the host its copy from `ship`'s one buffer (at most `max_uploads` hosts at a
-/// time): written to a temporary name, made executable, renamed into place, and its
-/// SHA-256 echoed back and compared.
-fn upload(host: &HostSpec, t: &dyn Transport, ship: &Shipment) -> Result<(), FleetError> {
-    let (bytes, digest) = ship.image()?;
-    let name = format!("iofleet-{}", &digest[..16]);
-    let upload = format!(
-        "d=\"$HOME/.cache/iofleet\"; mkdir -p \"$d\" && t=\"$d/.upload.$$\" && cat > \"$t\" && chmod 755 \"$t\" && mv -f \"$t\" \"$d/{name}\" && sha256sum \"$d/{name}\""
-    );
-    let turn = ship.uploads.take();
-    let mut child = t
-        .shell(&upload)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| host_err(host, format!("cannot run {}: {e}", t.kind())))?;
-    let written = {
-        let mut stdin = child.stdin.take().expect("piped");
-        stdin.write_all(bytes)
-    };
-    // Wait in every case: the remote side's message says why a copy failed.
-    let out = child
-        .wait_with_output()
-        .map_err(|e| host_err(host, format!("copying iofleet failed: {e}")))?;
-    drop(turn);
-    if let Err(e) = written {
-        return Err(host_err(
-            host,
-            format!(
-                "copying iofleet failed: {e}: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ),
-        ));
-    }
-    let echoed = String::from_utf8_lossy(&out.stdout);
-    if !out.status.success() || !echoed.starts_with(digest) {
-        return Err(host_err(
-            host,
-            format!(
-                "copying iofleet failed verification (checksum {}): {}",
-                echoed.split_whitespace().next().unwrap_or("none"),
-                String::from_utf8_lossy(&out.stderr).trim()
-            ),
-        ));
-    }
-    Ok(())
-}
 
 /// Days a copy of another version stays on a host unused before a run removes it.
 pub const KEEP_DAYS: u32 = 7;
@@ -348,14 +315,14 @@ pub fn clean_hosts(hosts: &[HostSpec]) -> Vec<(String, Result<Vec<String>, Fleet
 }
 
 /// Run `script` on the host with its output piped back, and read up to the agent's
-/// greeting: the session and its stdout, or None when the script said [`NEEDS_COPY`]
-/// (the host has no good copy; the session is over).
+/// greeting: the session, its stdout, and whether the agent greeted (false: the script
+/// said [`NEEDS_COPY`] and waits for the copy).
 #[allow(clippy::type_complexity)]
 fn open_session(
     host: &HostSpec,
     transport: &Arc<dyn Transport>,
     script: &str,
-) -> Result<Option<(Conn, BufReader<std::process::ChildStdout>)>, FleetError> {
+) -> Result<(Conn, BufReader<std::process::ChildStdout>, bool), FleetError> {
     // `exec`: the agent replaces the shell, so its pid is the one it reports. Its own
     // process group: a terminal's Ctrl-C reaches the controller, which stops the agents
     // in order, and not the sessions, whose death would read as lost hosts.
@@ -368,15 +335,17 @@ fn open_session(
         .spawn()
         .map_err(|e| host_err(host, format!("cannot start the agent: {e}")))?;
     let stderr = Arc::new(Mutex::new(String::new()));
-    let stderr_done = {
+    let stderr_closed = Arc::new(AtomicBool::new(false));
+    {
         let mut pipe = child.stderr.take().expect("piped");
-        let buf = stderr.clone();
+        let (buf, closed) = (stderr.clone(), stderr_closed.clone());
         std::thread::spawn(move || {
             let mut s = String::new();
             let _ = pipe.read_to_string(&mut s);
             buf.lock().unwrap_or_else(|p| p.into_inner()).push_str(&s);
-        })
-    };
+            closed.store(true, Ordering::SeqCst);
+        });
+    }
     let stdin = Arc::new(Mutex::new(child.stdin.take()));
     let mut stdout = BufReader::new(child.stdout.take().expect("piped"));
     let mut conn = Conn {
@@ -386,40 +355,79 @@ fn open_session(
         stdin,
         stdout: None,
         stderr,
+        stderr_closed,
         pid: 0,
         offset_ns: 0,
         rtt_ns: 0,
     };
     match read_magic_or(&mut stdout, NEEDS_COPY) {
-        Ok(true) => Ok(Some((conn, stdout))),
-        Ok(false) => {
-            let _ = conn.child.wait();
-            Ok(None)
-        }
-        Err(e) => {
-            let _ = conn.child.kill();
-            let _ = conn.child.wait();
-            // The stderr reader ends when the session's stderr closes; a proxy process
-            // may hold it open, so it gets a moment, not a join.
-            let deadline = Instant::now() + Duration::from_millis(500);
-            while !stderr_done.is_finished() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            let err = conn.stderr_text();
-            let why = if err.is_empty() {
-                String::new()
-            } else {
-                format!(": {err}")
-            };
-            Err(host_err(
-                host,
-                format!("the agent did not start ({e}){why}"),
-            ))
-        }
+        Ok(greeted) => Ok((conn, stdout, greeted)),
+        Err(e) => Err(ended(
+            host,
+            &mut conn,
+            format!("the agent did not start ({e})"),
+        )),
     }
 }
 
-/// Start the agent on `host`, check versions, measure the clock offset, send the job.
+/// End a session that failed: kill it, and say why with what the host wrote on stderr.
+fn ended(host: &HostSpec, conn: &mut Conn, what: String) -> FleetError {
+    let _ = conn.child.kill();
+    let _ = conn.child.wait();
+    // The stderr reader ends when the session's stderr closes (a proxy process may hold
+    // it open a little longer: a moment, not a join).
+    let deadline = Instant::now() + Duration::from_millis(500);
+    while !conn.stderr_closed.load(Ordering::SeqCst) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let err = conn.stderr_text();
+    let why = if err.is_empty() {
+        String::new()
+    } else {
+        format!(": {err}")
+    };
+    host_err(host, format!("{what}{why}"))
+}
+
+/// The host's start script asked for the copy: send it on the session from `ship`'s one
+/// buffer (at most `max_uploads` hosts at a time), then read the greeting of the agent
+/// the script starts once the copy verifies.
+fn send_copy(
+    host: &HostSpec,
+    conn: &mut Conn,
+    stdout: &mut BufReader<std::process::ChildStdout>,
+    ship: &Shipment,
+) -> Result<(), FleetError> {
+    let (bytes, _) = ship.image()?;
+    let turn = ship.uploads.take();
+    let written = {
+        let mut stdin = conn.stdin.lock().unwrap_or_else(|p| p.into_inner());
+        match stdin.as_mut() {
+            Some(w) => w.write_all(bytes).and_then(|()| w.flush()),
+            None => Err(std::io::ErrorKind::BrokenPipe.into()),
+        }
+    };
+    drop(turn);
+    if let Err(e) = written {
+        return Err(ended(host, conn, format!("copying iofleet failed ({e})")));
+    }
+    match read_magic_or(stdout, NEEDS_COPY) {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(ended(
+            host,
+            conn,
+            "the host asked for the copy twice".into(),
+        )),
+        Err(e) => Err(ended(
+            host,
+            conn,
+            format!("the copy of iofleet sent did not start ({e})"),
+        )),
+    }
+}
+
+/// Start the agent on `host` (sending it a copy of iofleet if it has none), check
+/// versions, measure the clock offset, send the job.
 fn connect(host: &HostSpec, job: AgentJob, ship: &Shipment) -> Result<Conn, FleetError> {
     let transport: Arc<dyn Transport> = Arc::from(transport::for_host(host));
     let script = match &host.iofleet_path {
@@ -428,42 +436,19 @@ fn connect(host: &HostSpec, job: AgentJob, ship: &Shipment) -> Result<Conn, Flee
             format!("exec {} agent", shell_quote(&ship.exe.to_string_lossy()))
         }
         None => {
-            let digest = ship.image()?.1;
-            start_script(&format!("iofleet-{}", &digest[..16]), digest)
+            let (bytes, digest) = ship.image()?;
+            start_script(&format!("iofleet-{}", &digest[..16]), digest, bytes.len())
         }
     };
-    // A host with a good copy starts its agent in the first session; one without gets
-    // its copy and a second start, which finds it.
-    let (mut conn, mut stdout) = match open_session(host, &transport, &script)? {
-        Some(opened) => opened,
-        None => {
-            upload(host, &*transport, ship)?;
-            open_session(host, &transport, &script)?.ok_or_else(|| {
-                host_err(host, "the copy of iofleet just sent does not verify there")
-            })?
-        }
-    };
-    let died = |conn: &mut Conn, what: String| {
-        let _ = conn.child.kill();
-        let _ = conn.child.wait();
-        std::thread::sleep(Duration::from_millis(50));
-        let err = conn.stderr_text();
-        host_err(
-            host,
-            format!(
-                "{what}{}",
-                if err.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {err}")
-                }
-            ),
-        )
-    };
+    let (mut conn, mut stdout, greeted) = open_session(host, &transport, &script)?;
+    if !greeted {
+        send_copy(host, &mut conn, &mut stdout, ship)?;
+    }
     let theirs = match read_frame(&mut stdout) {
         Ok(Some(Frame::Hello(h))) => h,
         other => {
-            return Err(died(
+            return Err(ended(
+                host,
                 &mut conn,
                 format!("no hello from the agent ({other:?})"),
             ))
@@ -478,16 +463,24 @@ fn connect(host: &HostSpec, job: AgentJob, ship: &Shipment) -> Result<Conn, Flee
     conn.pid = theirs.pid;
     let send = |conn: &Conn, f: &Frame| send_to(&conn.stdin, f);
     if send(&conn, &Frame::Hello(ours)).is_err() {
-        return Err(died(&mut conn, "the agent closed the session".into()));
+        return Err(ended(
+            host,
+            &mut conn,
+            "the agent closed the session".into(),
+        ));
     }
     let (rtt, offset) = match exchange_clock(&mut stdout, |f| send(&conn, f), mono_ns) {
         Ok(fit) => fit,
-        Err(e) => return Err(died(&mut conn, e)),
+        Err(e) => return Err(ended(host, &mut conn, e)),
     };
     conn.rtt_ns = rtt;
     conn.offset_ns = offset;
     if send(&conn, &Frame::Job(Box::new(job))).is_err() {
-        return Err(died(&mut conn, "the agent closed the session".into()));
+        return Err(ended(
+            host,
+            &mut conn,
+            "the agent closed the session".into(),
+        ));
     }
     conn.stdout = Some(stdout);
     Ok(conn)
@@ -1329,6 +1322,99 @@ mod tests {
             "two at a time, and both used"
         );
         assert_eq!(*slots.free.lock().unwrap(), 2, "every turn given back");
+    }
+
+    /// The start script as a host runs it (`sh`, a scratch HOME): what it printed on
+    /// stdout and stderr, and its exit code, given `send` on stdin once it asks.
+    fn start_on_host(home: &std::path::Path, image: &[u8], send: &[u8]) -> (String, String, i32) {
+        let digest: String = Sha256::digest(image)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let script = start_script(&format!("iofleet-{}", &digest[..16]), &digest, image.len());
+        let out = std::process::Command::new("sh")
+            .args(["-c", &script])
+            .env("HOME", home)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .and_then(|mut c| {
+                // The whole input at once: a script that needs no copy reads none of it.
+                let mut stdin = c.stdin.take().unwrap();
+                let _ = stdin.write_all(send);
+                drop(stdin);
+                c.wait_with_output()
+            })
+            .unwrap();
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+            out.status.code().unwrap_or(-1),
+        )
+    }
+
+    /// What a host's cache holds, sorted.
+    fn cache_of(home: &std::path::Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(home.join(".cache/iofleet"))
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn the_start_script_runs_a_verified_copy_asks_for_one_otherwise_and_never_runs_a_bad_one() {
+        use std::os::unix::fs::PermissionsExt;
+        let home = tempfile::tempdir().unwrap();
+        // A stand-in for iofleet: greets and says how it was started.
+        let image = b"#!/bin/sh\nprintf IOFLEET1; echo \" ran $1\"\n".to_vec();
+        // No copy: the script asks, receives exactly the copy's bytes, verifies, runs it.
+        let (out, err, code) = start_on_host(home.path(), &image, &image);
+        assert_eq!(
+            (out.as_str(), code),
+            ("IOFLEET?IOFLEET1 ran agent\n", 0),
+            "{err}"
+        );
+        let cache = cache_of(home.path());
+        assert_eq!(cache.len(), 1, "{cache:?}");
+        let copy = home.path().join(".cache/iofleet").join(&cache[0]);
+        assert_eq!(std::fs::read(&copy).unwrap(), image);
+        assert_eq!(
+            std::fs::metadata(&copy).unwrap().permissions().mode() & 0o777,
+            0o755
+        );
+        // The copy is there: run at once, nothing asked for or read.
+        let (out, _, code) = start_on_host(home.path(), &image, b"");
+        assert_eq!((out.as_str(), code), ("IOFLEET1 ran agent\n", 0));
+        // A changed byte: asked for again and replaced.
+        std::fs::write(&copy, b"#!/bin/sh\nprintf IOFLEET1; echo \" BAD $1\"\n").unwrap();
+        let (out, _, code) = start_on_host(home.path(), &image, &image);
+        assert_eq!((out.as_str(), code), ("IOFLEET?IOFLEET1 ran agent\n", 0));
+        // Bytes that are not the copy, or too few of them: refused, removed, never run.
+        std::fs::remove_file(&copy).unwrap();
+        let mut wrong = image.clone();
+        wrong[12] ^= 1;
+        for (send, says) in [
+            (
+                &wrong[..],
+                format!("({} of {} bytes, SHA-256 ", image.len(), image.len()),
+            ),
+            (
+                &image[..9],
+                format!("(9 of {} bytes, SHA-256 ", image.len()),
+            ),
+        ] {
+            let (out, err, code) = start_on_host(home.path(), &image, send);
+            assert_eq!((out.as_str(), code), ("IOFLEET?", 1), "{err}");
+            assert!(err.contains("the copy received does not verify"), "{err}");
+            assert!(err.contains(&says), "{says}: {err}");
+            assert_eq!(cache_of(home.path()), Vec::<String>::new());
+        }
     }
 
     #[test]
