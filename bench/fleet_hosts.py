@@ -17,6 +17,14 @@ The first run is cold (no copy of iofleet on the hosts: the copies in ~/.cache/i
 are removed first, as all hosts are this machine's root; nothing else there is
 touched); later runs are warm. The copies are removed again at the end.
 
+Every host is this machine's root, so every session runs root's shell start-up. Here
+that runs `pyenv init` (about 100 ms of CPU, and a lock that hundreds of sessions at
+once queue on), which a stock system's non-interactive shell skips. `--host-shell
+quiet` (the default) makes the hosts' sshd set SHLVL=1 in sessions, so bash treats them
+as nested and skips ~/.bashrc, as a host with a quiet start-up would; `--host-shell
+as-is` leaves root's start-up in. `--ssh-option` adds options to the inventory's ssh
+command line (e.g. `--ssh-option=-oKexAlgorithms=curve25519-sha256`).
+
     python3 bench/fleet_hosts.py --iofleet target/release/iofleet --hosts 32 --runs 2
 """
 
@@ -47,7 +55,7 @@ def keygen(path):
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", path], check=True)
 
 
-def sshd_config(tmp, a, host_key, keys, penalties):
+def sshd_config(tmp, a, host_key, keys, penalties, quiet_shell=True):
     text = (
         f"ListenAddress {a}:{PORT}\nHostKey {host_key}\nAuthorizedKeysFile {keys}\n"
         f"PidFile {tmp}/sshd-{a}.pid\n"
@@ -59,10 +67,12 @@ def sshd_config(tmp, a, host_key, keys, penalties):
     )
     if penalties:
         text += "PerSourcePenalties no\n"
+    if quiet_shell:
+        text += "SetEnv SHLVL=1\n"
     return text
 
 
-def start_hosts(tmp, n):
+def start_hosts(tmp, n, quiet_shell=True, ssh_options=()):
     sshd = shutil.which("sshd") or "/usr/sbin/sshd"
     host_key, client_key = f"{tmp}/host_key", f"{tmp}/client_key"
     keygen(host_key)
@@ -79,7 +89,7 @@ def start_hosts(tmp, n):
         a = addr(i)
         conf = f"{tmp}/sshd-{a}.conf"
         with open(conf, "w") as f:
-            f.write(sshd_config(tmp, a, host_key, keys, penalties))
+            f.write(sshd_config(tmp, a, host_key, keys, penalties, quiet_shell))
         os.makedirs(f"{tmp}/data-h{i + 1}", exist_ok=True)
         log = open(f"{tmp}/sshd-{a}.log", "w")
         procs.append(subprocess.Popen([sshd, "-D", "-e", "-f", conf], stderr=log))
@@ -103,7 +113,8 @@ def start_hosts(tmp, n):
                     raise SystemExit(f"sshd on {addr(i)} is not listening")
                 time.sleep(0.05)
     with open(f"{tmp}/hosts.toml", "w") as f:
-        f.write(f'[ssh]\noptions = ["-F", "{tmp}/ssh_config"]\n')
+        options = ", ".join(json.dumps(o) for o in ["-F", f"{tmp}/ssh_config", *ssh_options])
+        f.write(f"[ssh]\noptions = [{options}]\n")
         for i in range(n):
             f.write(f'[[host]]\ndestination = "h{i + 1}"\ntarget = "{tmp}/data-h{i + 1}"\n')
     return procs
@@ -192,16 +203,21 @@ def main():
     ap.add_argument("--runs", type=int, default=2, help="the first cold, the rest warm")
     ap.add_argument("--duration", default="5s")
     ap.add_argument("--rate", type=int, default=200, help="IOPS per worker")
+    ap.add_argument("--host-shell", choices=["quiet", "as-is"], default="quiet",
+                    help="skip root's ~/.bashrc in the hosts' sessions (quiet) or not")
+    ap.add_argument("--ssh-option", action="append", default=[],
+                    help="an option for the inventory's ssh command line (repeatable)")
     ap.add_argument("extra", nargs=argparse.REMAINDER, help="more flags for iofleet run")
     a = ap.parse_args()
     binary = os.path.abspath(a.iofleet)
     tmp = tempfile.mkdtemp(prefix="fleet-hosts-")
-    procs = start_hosts(tmp, a.hosts)
+    procs = start_hosts(tmp, a.hosts, a.host_shell == "quiet", a.ssh_option)
     try:
         remove_copies()
         for k in range(a.runs):
             r = one_run(binary, tmp, a.hosts, a.duration, a.rate, a.extra)
-            label = "cold" if k == 0 else "warm"
+            label = ("cold" if k == 0 else "warm") + f", host shell {a.host_shell}" + (
+                f", ssh {' '.join(a.ssh_option)}" if a.ssh_option else "")
             first = "none" if r["first_interval_s"] is None else f"{r['first_interval_s']:.1f} s"
             print(f"{a.hosts} hosts, {label}: exit {r['exit']}, every result arrived: "
                   f"{r['all_arrived']}; controller peak RSS {r['controller_peak_mib']:.0f} MiB, "

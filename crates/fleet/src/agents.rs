@@ -563,6 +563,9 @@ pub struct AgentLauncher {
     /// Each host's start report (controller clock, ns) and the chosen start (ns).
     started: Arc<Mutex<Vec<Option<u64>>>>,
     epoch_ns: u64,
+    /// How long one frame to every host took to be answered by all (see
+    /// `refine_clocks`).
+    broadcast: Duration,
     late_notices: Arc<Mutex<Vec<String>>>,
     router_done: Arc<AtomicBool>,
 }
@@ -580,6 +583,7 @@ impl AgentLauncher {
             stop: Arc::new(AtomicBool::new(false)),
             started: Arc::new(Mutex::new(Vec::new())),
             epoch_ns: 0,
+            broadcast: Duration::ZERO,
             late_notices: Arc::new(Mutex::new(Vec::new())),
             router_done: Arc::new(AtomicBool::new(false)),
         }
@@ -826,40 +830,20 @@ impl AgentLauncher {
     /// when round trips are long and lopsided, and an offset is only as good as half
     /// its round trip. Hosts in turn, `CLOCK_SAMPLES` round trips each through the
     /// reader threads (a reply is timed as it is read); each host keeps its better fit.
+    /// Then one ping to every host at once, as the start will go: the time until the
+    /// last reply (`broadcast`) says how far ahead the start instant must be.
     fn refine_clocks(
         &mut self,
         ev_rx: &Receiver<Event>,
         hosts: &[HostSpec],
     ) -> Result<(), FleetError> {
-        let timeout = self.settings.host_timeout;
         for h in 0..self.conns.len() {
             let mut fit = ClockFit::default();
             for seq in 0..CLOCK_SAMPLES {
                 let t0 = mono_ns();
-                if send_to(&self.conns[h].stdin, &Frame::Ping(Clock { seq, t_ns: t0 })).is_err() {
-                    return Err(self.closed_while_preparing(&hosts[h], h));
-                }
-                loop {
-                    match ev_rx.recv_timeout(timeout) {
-                        Ok(Event::Pong(g, c, t1)) if g == h && c.seq == seq => {
-                            fit.add(t0, c.t_ns, t1);
-                            break;
-                        }
-                        Ok(Event::Closed(g)) => return Err(self.closed_while_preparing(&hosts[g], g)),
-                        Ok(Event::Frame(g, Frame::Error(f))) => return Err(agent_failure(&hosts[g], f)),
-                        // Heartbeats of the waiting hosts.
-                        Ok(_) => {}
-                        Err(_) => {
-                            return Err(host_err(
-                                &hosts[h],
-                                format!(
-                                    "lost while preparing: no answer to a clock ping for {} s (--host-timeout)",
-                                    timeout.as_secs_f64()
-                                ),
-                            ))
-                        }
-                    }
-                }
+                self.ping(hosts, h, seq, t0)?;
+                let (_, c, t1) = self.pong(ev_rx, hosts, h, |g, c| g == h && c.seq == seq)?;
+                fit.add(t0, c.t_ns, t1);
             }
             let c = &mut self.conns[h];
             if let Some((rtt, offset)) = fit.best.filter(|&(rtt, _)| rtt < c.rtt_ns) {
@@ -867,7 +851,54 @@ impl AgentLauncher {
                 c.offset_ns = offset;
             }
         }
+        let n = self.conns.len();
+        let t0 = Instant::now();
+        for h in 0..n {
+            self.ping(hosts, h, CLOCK_SAMPLES, 0)?;
+        }
+        let mut heard = vec![false; n];
+        for _ in 0..n {
+            let waiting = heard.iter().position(|&x| !x).unwrap_or(0);
+            let (g, ..) = self.pong(ev_rx, hosts, waiting, |g, c| {
+                c.seq == CLOCK_SAMPLES && !heard[g]
+            })?;
+            heard[g] = true;
+        }
+        self.broadcast = t0.elapsed();
         Ok(())
+    }
+
+    fn ping(&self, hosts: &[HostSpec], h: usize, seq: u32, t_ns: u64) -> Result<(), FleetError> {
+        send_to(&self.conns[h].stdin, &Frame::Ping(Clock { seq, t_ns }))
+            .map_err(|_| self.closed_while_preparing(&hosts[h], h))
+    }
+
+    /// The next clock reply `wanted` accepts (host, reply, controller clock when read);
+    /// a host that closes or fails meanwhile, or `waiting` silent for --host-timeout,
+    /// is an error. Other frames (heartbeats) pass.
+    fn pong(
+        &self,
+        ev_rx: &Receiver<Event>,
+        hosts: &[HostSpec],
+        waiting: usize,
+        wanted: impl Fn(usize, &Clock) -> bool,
+    ) -> Result<(usize, Clock, u64), FleetError> {
+        let timeout = self.settings.host_timeout;
+        loop {
+            match ev_rx.recv_timeout(timeout) {
+                Ok(Event::Pong(g, c, t1)) if wanted(g, &c) => return Ok((g, c, t1)),
+                Ok(Event::Closed(g)) => return Err(self.closed_while_preparing(&hosts[g], g)),
+                Ok(Event::Frame(g, Frame::Error(f))) => return Err(agent_failure(&hosts[g], f)),
+                Ok(_) => {}
+                Err(_) => return Err(host_err(
+                    &hosts[waiting],
+                    format!(
+                        "lost while preparing: no answer to a clock ping for {} s (--host-timeout)",
+                        timeout.as_secs_f64()
+                    ),
+                )),
+            }
+        }
     }
 
     /// Connect to every host in parallel; None when `stop` was set meanwhile (every
@@ -1067,7 +1098,12 @@ impl Launcher for AgentLauncher {
             target_label: "per host (see hosts)".into(),
             direct: self.settings.direct,
             configured_outstanding: configured,
-            start_margin: Duration::from_millis(100) + Duration::from_nanos(max_rtt * 4),
+            // Far enough ahead for the start to reach every host: four of the slowest
+            // round trips, or ten times what a ping to every host took to be answered,
+            // whichever is more. Sending to hundreds of hosts takes a while, and a
+            // start wakes more on each host than a ping does (see docs/fleet.md).
+            start_margin: Duration::from_millis(100)
+                + Duration::from_nanos(max_rtt * 4).max(self.broadcast * 10),
             silence_grace: Some(self.settings.host_timeout),
             probe: None,
         }))
