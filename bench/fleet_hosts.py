@@ -17,13 +17,15 @@ The first run is cold (no copy of iofleet on the hosts: the copies in ~/.cache/i
 are removed first, as all hosts are this machine's root; nothing else there is
 touched); later runs are warm. The copies are removed again at the end.
 
-Every host is this machine's root, so every session runs root's shell start-up. Here
-that runs `pyenv init` (about 100 ms of CPU, and a lock that hundreds of sessions at
-once queue on), which a stock system's non-interactive shell skips. `--host-shell
-quiet` (the default) makes the hosts' sshd set SHLVL=1 in sessions, so bash treats them
-as nested and skips ~/.bashrc, as a host with a quiet start-up would; `--host-shell
-as-is` leaves root's start-up in. `--ssh-option` adds options to the inventory's ssh
-command line (e.g. `--ssh-option=-oKexAlgorithms=curve25519-sha256`).
+Every host is this machine's root. `--host-shell quiet` (the default) gives each host
+its own home (the sshd sets HOME to a directory of the host's in the scratch directory,
+and SHLVL=1 so that bash skips ~/.bashrc, as a stock non-interactive start-up does):
+every host keeps its own copy, so a cold run sends all N of them. `--host-shell as-is`
+keeps root's home and start-up, which here runs `pyenv init` (about 100 ms of CPU per
+session, and a lock that hundreds of sessions at once queue on); all hosts then share
+~/.cache/iofleet, so a cold run sends the copy only to the hosts that ask before the
+first one lands. `--ssh-option` adds options to the inventory's ssh command line (e.g.
+`--ssh-option=-oKexAlgorithms=curve25519-sha256`).
 
     python3 bench/fleet_hosts.py --iofleet target/release/iofleet --hosts 32 --runs 2
 """
@@ -68,8 +70,13 @@ def sshd_config(tmp, a, host_key, keys, penalties, quiet_shell=True):
     if penalties:
         text += "PerSourcePenalties no\n"
     if quiet_shell:
-        text += "SetEnv SHLVL=1\n"
+        text += f"SetEnv HOME={home_of(tmp, a)} SHLVL=1\n"
     return text
+
+
+def home_of(tmp, a):
+    """The host's own home with --host-shell quiet."""
+    return f"{tmp}/home-{a}"
 
 
 def start_hosts(tmp, n, quiet_shell=True, ssh_options=()):
@@ -91,6 +98,8 @@ def start_hosts(tmp, n, quiet_shell=True, ssh_options=()):
         with open(conf, "w") as f:
             f.write(sshd_config(tmp, a, host_key, keys, penalties, quiet_shell))
         os.makedirs(f"{tmp}/data-h{i + 1}", exist_ok=True)
+        if quiet_shell:
+            os.makedirs(home_of(tmp, a), exist_ok=True)
         log = open(f"{tmp}/sshd-{a}.log", "w")
         procs.append(subprocess.Popen([sshd, "-D", "-e", "-f", conf], stderr=log))
         lines.append(

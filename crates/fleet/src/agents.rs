@@ -890,13 +890,15 @@ impl AgentLauncher {
                 Ok(Event::Closed(g)) => return Err(self.closed_while_preparing(&hosts[g], g)),
                 Ok(Event::Frame(g, Frame::Error(f))) => return Err(agent_failure(&hosts[g], f)),
                 Ok(_) => {}
-                Err(_) => return Err(host_err(
-                    &hosts[waiting],
-                    format!(
+                Err(_) => {
+                    return Err(host_err(
+                        &hosts[waiting],
+                        format!(
                         "lost while preparing: no answer to a clock ping for {} s (--host-timeout)",
                         timeout.as_secs_f64()
                     ),
-                )),
+                    ))
+                }
             }
         }
     }

@@ -1253,6 +1253,18 @@ fn thread_main(job: &Job, i: usize, gate: &Gate, ready: &Sender<Result<(), Strin
     };
     let (epoch, tx) = gate.wait();
     sys::precise_timers();
+    // Once per thread: the last to begin wakes `start`.
+    let counted = std::cell::Cell::new(false);
+    let count_started = || {
+        if !counted.replace(true) {
+            let (count, all) = &job.started;
+            let mut n = count.lock().unwrap_or_else(|p| p.into_inner());
+            *n += 1;
+            if *n == job.io_threads.len() {
+                all.notify_all();
+            }
+        }
+    };
     // A panic in the loop must still end this source, or the collector waits for ever.
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let simulated = engine.simulated_time();
@@ -1264,13 +1276,7 @@ fn thread_main(job: &Job, i: usize, gate: &Gate, ready: &Sender<Result<(), Strin
                 let late = Instant::now().saturating_duration_since(epoch).as_nanos() as u64;
                 job.max_late_ns.fetch_max(late, Ordering::SeqCst);
             }
-            let (count, all) = &job.started;
-            let mut n = count.lock().unwrap_or_else(|p| p.into_inner());
-            *n += 1;
-            if *n == job.io_threads.len() {
-                all.notify_all();
-            }
-            drop(n);
+            count_started();
             simulated || !job.stop.load(Ordering::SeqCst)
         };
         engine.drive(
@@ -1284,6 +1290,9 @@ fn thread_main(job: &Job, i: usize, gate: &Gate, ready: &Sender<Result<(), Strin
             },
         )
     }));
+    // A thread that failed before its start (its engine or its state) has begun too,
+    // as far as `start` is concerned.
+    count_started();
     let (end_ns, error) = match outcome {
         Ok(Ok(end)) => (end, None),
         Ok(Err(e)) => (mono_now(epoch), Some(e.to_string())),
