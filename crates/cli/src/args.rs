@@ -252,39 +252,35 @@ pub struct RunArgs {
 mod tests {
     use clap::CommandFactory;
 
-    /// Every option with a flag has that flag on `run`, carrying the option's own help;
-    /// every `run` flag carrying an option's help is that option's flag. A profile key
-    /// added with a flag in the table but not here (or the reverse) fails.
+    /// Every command that takes a workload takes every profile flag (the option table
+    /// and the flags themselves are kept in step in `iofleet_profile::overrides`).
     #[test]
-    fn run_flags_and_the_option_table_agree() {
+    fn workload_commands_take_every_profile_flag() {
         let cli = super::Cli::command();
-        let run = cli.find_subcommand("run").expect("a run subcommand");
-        let help_of = |a: &clap::Arg| a.get_help().map(|h| h.to_string()).unwrap_or_default();
-        for o in iofleet_profile::options::OPTIONS {
-            let Some(flag) = o.flag else { continue };
-            let arg = run
-                .get_arguments()
-                .find(|a| a.get_long().map(|l| format!("--{l}")).as_deref() == Some(flag))
-                .unwrap_or_else(|| panic!("{}: no {flag} on `iofleet run`", o.key));
-            // A flag may set several keys (`--qd`: fleet.qd and every stream's qd); it
-            // carries the help of one of them.
-            let help = help_of(arg);
-            assert!(
-                iofleet_profile::options::OPTIONS
-                    .iter()
-                    .any(|p| p.flag == Some(flag) && p.help == help),
-                "{flag} carries the help of none of its keys ({})",
-                o.key
-            );
-        }
-        for a in run.get_arguments() {
-            let help = help_of(a);
-            if let Some(o) = iofleet_profile::options::OPTIONS
-                .iter()
-                .find(|o| o.help == help)
-            {
-                let long = a.get_long().map(|l| format!("--{l}"));
-                assert_eq!(long.as_deref(), o.flag, "{}'s help on another flag", o.key);
+        let flags: Vec<&str> = iofleet_profile::options::OPTIONS
+            .iter()
+            .filter_map(|o| o.flag)
+            .collect();
+        assert!(flags.contains(&"--qd"), "{flags:?}");
+        for path in [
+            &["run"][..],
+            &["verify"],
+            &["sweep"],
+            &["find-max"],
+            &["plan", "vdi"],
+        ] {
+            let mut cmd = &cli;
+            for name in path {
+                cmd = cmd
+                    .find_subcommand(name)
+                    .unwrap_or_else(|| panic!("no {path:?}"));
+            }
+            for flag in &flags {
+                assert!(
+                    cmd.get_arguments()
+                        .any(|a| a.get_long().map(|l| format!("--{l}")).as_deref() == Some(*flag)),
+                    "{path:?} has no {flag}"
+                );
             }
         }
     }
