@@ -2,13 +2,14 @@
 //! transport, speaking the protocol on the session's stdin/stdout. To the controller it
 //! is one source per host, whose agent already merged its own threads.
 //!
-//! Sequence: provision the binary where the transport needs it (a content-addressed
-//! copy, sent from one buffer when missing or different, verified by SHA-256, kept for
-//! the next run; copies of other versions unused for `KEEP_DAYS` removed) → hello (versions checked, the agent's pid learnt) → clock
-//! offset from round trips → job → every host prepares and reports ready (heartbeats
-//! meanwhile) → one start instant, translated to each host's clock → intervals and
-//! heartbeats stream back → stop (at the end, on Ctrl-C, or when stdin closes on the
-//! agents). A host whose connection dies is lost at that moment; one that goes silent
+//! Sequence, in one session per host: start the agent from a content-addressed copy,
+//! sent on that session from one buffer when missing or different, verified by
+//! SHA-256, kept for the next run (copies of other versions unused for `KEEP_DAYS`
+//! removed) → hello (versions checked, the agent's pid learnt) → clock offset from
+//! round trips → job → every host prepares and reports ready (heartbeats meanwhile) →
+//! clock offsets measured again on the idle fleet, and one ping to all → one start
+//! instant, translated to each host's clock → intervals and heartbeats stream back →
+//! stop (at the end, on Ctrl-C, or when stdin closes on the agents). A host whose connection dies is lost at that moment; one that goes silent
 //! (frozen, partitioned) is lost at the moment it was last heard from, and its agent
 //! is killed through a second connection, since a frozen process reads nothing.
 
