@@ -528,9 +528,9 @@ pub fn run_lanes<E: Engine, C: Clock>(
     clock: &C,
     work: &ThreadWork<'_>,
 ) -> Result<u64, EngineError> {
-    // Everything the loop needs is allocated and touched before the start instant, so
-    // that threads woken at one instant (many agents on few CPUs, or many I/O threads)
-    // do not hold each other up with their set-up.
+    // The loop's state (lanes, queues, slots, samples) is built before the start
+    // instant, so that threads woken at one instant (many agents on few CPUs, or many
+    // I/O threads) do not hold each other up with their set-up.
     let mut driver = Driver::new(engine, clock, work);
     if !(work.at_start)() {
         return Ok(0);
