@@ -12,14 +12,11 @@ mod sshd;
 
 use std::path::Path;
 use std::process::{Output, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use common::*;
 use serde_json::Value;
 use sshd::Cluster;
-
-static SERIAL: Mutex<()> = Mutex::new(());
 
 fn inventory(c: &Cluster, dir: &Path, extra: &str) -> String {
     let opts: Vec<String> = c.ssh_args().iter().map(|a| format!("{a:?}")).collect();
@@ -155,8 +152,7 @@ fn exact_quantile(sorted: &[u64], q: f64) -> f64 {
 
 #[test]
 fn three_hosts_sum_exactly_and_merge_percentiles_from_histograms() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let _copies = sshd::RemoveCopies;
+    let _one = sshd::one_at_a_time();
     let Some(c) = Cluster::start(3) else { return };
     let tmp = tempfile::tempdir().unwrap();
     let inv = inventory(&c, tmp.path(), "");
@@ -354,8 +350,7 @@ fn clean(dir: &Path, inv: &str) -> String {
 #[test]
 fn the_copy_stays_for_the_next_run_a_changed_one_is_replaced_and_clean_removes_it() {
     use std::os::unix::fs::{FileExt, MetadataExt};
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let _copies = sshd::RemoveCopies;
+    let _one = sshd::one_at_a_time();
     let Some(c) = Cluster::start(3) else { return };
     let tmp = tempfile::tempdir().unwrap();
     let inv = inventory(&c, tmp.path(), "");
@@ -421,8 +416,7 @@ fn the_copy_stays_for_the_next_run_a_changed_one_is_replaced_and_clean_removes_i
 
 #[test]
 fn a_host_lost_mid_run_is_marked_and_exits_3() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let _copies = sshd::RemoveCopies;
+    let _one = sshd::one_at_a_time();
     let Some(c) = Cluster::start(3) else {
         return;
     };
@@ -495,8 +489,7 @@ fn interval_index(addr: &str) -> Option<u64> {
 
 #[test]
 fn a_frozen_host_is_lost_when_it_went_silent_and_its_agent_is_ended() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let _copies = sshd::RemoveCopies;
+    let _one = sshd::one_at_a_time();
     let Some(c) = Cluster::start(3) else { return };
     let tmp = tempfile::tempdir().unwrap();
     let inv = inventory(&c, tmp.path(), "");
@@ -594,8 +587,7 @@ fn a_frozen_host_is_lost_when_it_went_silent_and_its_agent_is_ended() {
 /// what the store recomputes from its histograms.
 #[test]
 fn in_process_local_transport_and_ssh_fold_identically() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let _copies = sshd::RemoveCopies;
+    let _one = sshd::one_at_a_time();
     let Some(c) = Cluster::start(3) else { return };
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("results.db");
@@ -700,8 +692,7 @@ fn in_process_local_transport_and_ssh_fold_identically() {
 /// the controller's), and the store gives back the same figures.
 #[test]
 fn hosts_report_cpu_memory_network_and_disk() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let _copies = sshd::RemoveCopies;
+    let _one = sshd::one_at_a_time();
     let Some(c) = Cluster::start(3) else { return };
     let tmp = tempfile::tempdir().unwrap();
     let inv = inventory(&c, tmp.path(), "");
@@ -782,8 +773,7 @@ fn hosts_report_cpu_memory_network_and_disk() {
 /// the run's own copy, for the next run.
 #[test]
 fn stale_agent_copies_are_removed_by_the_next_run() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let _copies = sshd::RemoveCopies;
+    let _one = sshd::one_at_a_time();
     let Some(c) = Cluster::start(1) else { return };
     let tmp = tempfile::tempdir().unwrap();
     let inv = inventory(&c, tmp.path(), "");
@@ -822,8 +812,7 @@ fn stale_agent_copies_are_removed_by_the_next_run() {
 
 #[test]
 fn ctrl_c_leaves_no_agent_behind() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let _copies = sshd::RemoveCopies;
+    let _one = sshd::one_at_a_time();
     let Some(c) = Cluster::start(3) else { return };
     let tmp = tempfile::tempdir().unwrap();
     let inv = inventory(&c, tmp.path(), "");
@@ -850,8 +839,7 @@ fn ctrl_c_leaves_no_agent_behind() {
 
 #[test]
 fn an_agent_speaking_another_protocol_is_refused() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let _copies = sshd::RemoveCopies;
+    let _one = sshd::one_at_a_time();
     let Some(c) = Cluster::start(1) else { return };
     let tmp = tempfile::tempdir().unwrap();
     // A stand-in agent that greets with protocol 99 from iofleet 9.9.9.
@@ -886,8 +874,7 @@ fn an_agent_speaking_another_protocol_is_refused() {
 
 #[test]
 fn an_unreachable_host_is_named() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let _copies = sshd::RemoveCopies;
+    let _one = sshd::one_at_a_time();
     let Some(mut c) = Cluster::start(2) else {
         return;
     };
@@ -912,8 +899,7 @@ fn an_unreachable_host_is_named() {
 
 #[test]
 fn worker_groups_are_placed_across_hosts() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let _copies = sshd::RemoveCopies;
+    let _one = sshd::one_at_a_time();
     let Some(c) = Cluster::start(3) else { return };
     let tmp = tempfile::tempdir().unwrap();
     let inv = inventory(&c, tmp.path(), "");

@@ -17,8 +17,6 @@ use common::*;
 use sshd::Cluster;
 
 /// The tests share this machine's agent copies in ~/.cache/iofleet: one at a time.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 fn inventory(c: &Cluster, dir: &Path) -> String {
     let opts: Vec<String> = c.ssh_args().iter().map(|a| format!("{a:?}")).collect();
     let mut t = format!("[ssh]\noptions = [{}]\n", opts.join(", "));
@@ -47,8 +45,7 @@ const SHAPE: [&str; 6] = [
 
 #[test]
 fn a_verified_fleet_run_then_a_changed_byte_on_one_host_is_named_by_verify_hosts() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let _copies = sshd::RemoveCopies;
+    let _one = sshd::one_at_a_time();
     let Some(c) = Cluster::start(3) else { return };
     let tmp = tempfile::tempdir().unwrap();
     let inv = inventory(&c, tmp.path());
@@ -124,8 +121,7 @@ fn a_verified_fleet_run_then_a_changed_byte_on_one_host_is_named_by_verify_hosts
 /// the same time; a fleet run that prepares with random data then reuses every fill.
 #[test]
 fn precondition_over_three_hosts_writes_each_hosts_share_and_a_run_reuses_it() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let _copies = sshd::RemoveCopies;
+    let _one = sshd::one_at_a_time();
     let Some(c) = Cluster::start(3) else { return };
     let tmp = tempfile::tempdir().unwrap();
     let inv = inventory(&c, tmp.path());

@@ -154,10 +154,7 @@ impl Shipment {
         let image = self.image.get_or_init(|| {
             let bytes = std::fs::read(&self.exe)
                 .map_err(|e| format!("cannot read {}: {e}", self.exe.display()))?;
-            let hex = Sha256::digest(&bytes)
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect();
+            let hex = sha256_hex(&bytes);
             Ok((bytes, hex))
         });
         match image {
@@ -165,6 +162,14 @@ impl Shipment {
             Err(e) => Err(FleetError::Setup(e.clone())),
         }
     }
+}
+
+/// SHA-256 in lower-case hex, as `sha256sum` prints it.
+fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// A counting semaphore: at most `n` uploads at a time; the others wait their turn.
@@ -202,7 +207,7 @@ impl Drop for UploadSlot<'_> {
 }
 
 /// What the controller sends a host to start its agent from the copy `ship` holds,
-/// `len` bytes with SHA-256 `digest`. The copy is content-addressed
+/// `len` bytes with SHA-256 `digest` (hex). The copy is content-addressed
 /// (`iofleet-<first 16 hex digits of its SHA-256>`) and stays between runs. One script,
 /// one session, whether the host has the copy or not. It removes uploads abandoned over
 /// 10 minutes ago (younger ones may be another run's upload in progress, on a shared
@@ -214,7 +219,8 @@ impl Drop for UploadSlot<'_> {
 /// greets it), checks their SHA-256, renames them into place and `exec`s them; a copy
 /// that does not verify is removed and never run. `iofleet hosts clean` removes every
 /// copy (`clean_script`).
-fn start_script(name: &str, digest: &str, len: usize) -> String {
+fn start_script(digest: &str, len: usize) -> String {
+    let name = format!("iofleet-{}", &digest[..16]);
     let keep_min = KEEP_DAYS * 24 * 60;
     let needs = std::str::from_utf8(NEEDS_COPY).expect("ASCII");
     format!(
@@ -438,7 +444,7 @@ fn connect(host: &HostSpec, job: AgentJob, ship: &Shipment) -> Result<Conn, Flee
         }
         None => {
             let (bytes, digest) = ship.image()?;
-            start_script(&format!("iofleet-{}", &digest[..16]), digest, bytes.len())
+            start_script(digest, bytes.len())
         }
     };
     let (mut conn, mut stdout, greeted) = open_session(host, &transport, &script)?;
@@ -1366,11 +1372,8 @@ mod tests {
     /// The start script as a host runs it (`sh`, a scratch HOME): what it printed on
     /// stdout and stderr, and its exit code, given `send` on stdin once it asks.
     fn start_on_host(home: &std::path::Path, image: &[u8], send: &[u8]) -> (String, String, i32) {
-        let digest: String = Sha256::digest(image)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        let script = start_script(&format!("iofleet-{}", &digest[..16]), &digest, image.len());
+        let digest = sha256_hex(image);
+        let script = start_script(&digest, image.len());
         let out = std::process::Command::new("sh")
             .args(["-c", &script])
             .env("HOME", home)

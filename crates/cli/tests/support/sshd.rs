@@ -68,10 +68,28 @@ pub fn clear_stale_shell_lock() {
 const READY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// One loopback sshd.
+/// Tests of one binary that run fleets over these hosts, one at a time: they share this
+/// machine's root home, so its `~/.cache/iofleet`.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Held for a fleet test: the binary's other fleet tests wait, and the agent copies the
+/// test's runs leave are removed when it ends (`RemoveCopies` drops first, while the
+/// lock is still held and no other test's run is using a copy).
+pub struct OneAtATime {
+    _copies: RemoveCopies,
+    _lock: std::sync::MutexGuard<'static, ()>,
+}
+
+pub fn one_at_a_time() -> OneAtATime {
+    let lock = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    OneAtATime {
+        _copies: RemoveCopies,
+        _lock: lock,
+    }
+}
+
 /// Removes the agent copies fleet runs keep in `~/.cache/iofleet` (every loopback host
-/// is this machine's root) when dropped, and the directory if that empties it. Take it
-/// after the binary's serial lock, so it drops while the lock is still held and no
-/// other test's run is using a copy.
+/// is this machine's root) when dropped, and the directory if that empties it.
 pub struct RemoveCopies;
 
 impl Drop for RemoveCopies {
