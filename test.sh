@@ -19,6 +19,7 @@ command -v fio >/dev/null || need+=(fio)                                 # bench
 command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)                     # device-safety and full-filesystem tests
 { command -v losetup && command -v mount && command -v setpriv && command -v fallocate; } >/dev/null || need+=(util-linux mount)
 command -v mkswap >/dev/null || need+=(util-linux)
+command -v ip >/dev/null || need+=(iproute2)                         # observer hosts: traffic on a veth pair
 [ -x /usr/sbin/sshd ] || command -v sshd >/dev/null || need+=(openssh-server)   # loopback sshd fleets
 { command -v ssh && command -v ssh-keygen; } >/dev/null || need+=(openssh-client)
 [ -x /usr/bin/chromium ] || need+=(chromium)                             # the HTML report, headless

@@ -210,6 +210,20 @@ fn host_lines(out: &mut String, h: &HostSpec, share: &iofleet_fleet::agents::Hos
         inventory::TransportKind::Ssh => format!("ssh {}", h.destination),
         inventory::TransportKind::Local => "a local agent process".into(),
     };
+    if h.role == inventory::Role::Observer {
+        let watches = match &h.target {
+            TargetArg::Devices(d) if d.is_empty() => "every disk of the host".to_string(),
+            TargetArg::Devices(d) => d.join(" "),
+            TargetArg::Dir(dir) => format!("the device under {dir}"),
+        };
+        writeln!(
+            out,
+            "#   host {} ({via}): observer, runs no I/O; reports CPU, memory, network and {watches}",
+            h.name
+        )
+        .ok();
+        return;
+    }
     if count == 0 {
         writeln!(out, "#   host {} ({via}): no worker to run", h.name).ok();
         return;

@@ -51,15 +51,19 @@ struct Gate {
 
 impl StartGate for Gate {
     fn ready(&mut self, prepared: &Prepared, notices: &[String]) -> Result<Instant, FleetError> {
-        send(
-            &self.out,
-            &Frame::Ready(Ready {
-                notices: notices.to_vec(),
-                engine: prepared.engine.clone(),
-                configured_outstanding: prepared.configured_outstanding,
-            }),
-        )
-        .map_err(|e| FleetError::Setup(format!("cannot reach the controller: {e}")))?;
+        self.ready_as(Ready {
+            notices: notices.to_vec(),
+            engine: prepared.engine.clone(),
+            configured_outstanding: prepared.configured_outstanding,
+        })
+    }
+}
+
+impl Gate {
+    /// Report `ready` and wait for the controller's start instant (on this host's clock).
+    fn ready_as(&mut self, ready: Ready) -> Result<Instant, FleetError> {
+        send(&self.out, &Frame::Ready(ready))
+            .map_err(|e| FleetError::Setup(format!("cannot reach the controller: {e}")))?;
         match self.control.recv() {
             Ok(Control::Start(epoch_ns)) => {
                 self.epoch_ns.store(epoch_ns, Ordering::SeqCst);
@@ -259,6 +263,7 @@ pub fn serve(input: Box<dyn Read + Send>, output: Box<dyn Write + Send>) -> i32 
         Task::Verify { keep } => verify_task(&job, keep),
         Task::Precondition => precondition_task(&job, &stop),
         Task::Run => run_task(&job, &out, ctl_rx, stop, interval),
+        Task::Observe => observe_task(&job, &out, ctl_rx, &stop),
     };
     beats.store(true, Ordering::SeqCst);
     match outcome {
@@ -352,6 +357,90 @@ fn run_task(
         notices: result.notices.clone(),
         verify: result.summary.verify.clone(),
         disks: result.summary.errors.disks.clone(),
+        ..done()
+    })
+}
+
+/// The block devices an observer watches: the devices its target lists, the device
+/// under a directory target, or (an empty device list) every disk of the host.
+fn watched_devices(target: &TargetArg) -> Vec<(u32, u32)> {
+    match target {
+        TargetArg::Devices(v) if v.is_empty() => crate::sys::whole_disks(),
+        TargetArg::Devices(v) => {
+            crate::sys::devices_under(&v.iter().map(PathBuf::from).collect::<Vec<_>>())
+        }
+        TargetArg::Dir(d) => crate::sys::devices_under(&[PathBuf::from(d)]),
+    }
+}
+
+/// `Task::Observe`: an observer host runs no I/O. It is ready at once, starts at the
+/// controller's instant, and at the end of each interval of the run's timeline sends
+/// what its host spent during it (a stop cuts the interval it falls in, and ends it).
+fn observe_task(
+    job: &AgentJob,
+    out: &Out,
+    control: Receiver<Control>,
+    stop: &AtomicBool,
+) -> Result<Done, FleetError> {
+    let timing = iofleet_profile::combine(&job.groups).timing;
+    let timeline = crate::lanes::Timeline::new(timing.warmup, timing.duration, timing.interval);
+    let devices = watched_devices(&job.target);
+    let epoch_ns = Arc::new(AtomicU64::new(0));
+    let mut gate = Gate {
+        out: out.clone(),
+        control,
+        epoch_ns: epoch_ns.clone(),
+    };
+    let epoch = gate.ready_as(Ready {
+        notices: Vec::new(),
+        engine: "observer".into(),
+        configured_outstanding: 0,
+    })?;
+    let stopped = |until: Instant| {
+        while Instant::now() < until {
+            if stop.load(Ordering::SeqCst) {
+                return true;
+            }
+            let left = until.saturating_duration_since(Instant::now());
+            std::thread::sleep(left.min(Duration::from_millis(20)));
+        }
+        stop.load(Ordering::SeqCst)
+    };
+    if stopped(epoch) {
+        return Ok(done());
+    }
+    let mut probe = crate::sys::HostProbe::new(devices);
+    let since_epoch = || Instant::now().saturating_duration_since(epoch).as_nanos() as u64;
+    for (k, &end) in timeline.boundaries.iter().skip(1).enumerate() {
+        let cut = stopped(epoch + Duration::from_nanos(end));
+        if k == 0 {
+            // Its start, with the first interval as an I/O host reports it (see
+            // `Streamer::send_started`): an observer starts at the instant itself.
+            let started = Clock {
+                seq: 0,
+                t_ns: epoch_ns.load(Ordering::SeqCst),
+            };
+            let _ = send(out, &Frame::Started(started));
+        }
+        let at = since_epoch();
+        let data = IntervalData {
+            index: k as u32,
+            stopped_at: (cut && at < end).then_some(at),
+            samples: Vec::new(),
+            usage: Some(probe.sample()),
+            generator: None,
+        };
+        send(out, &Frame::Interval(data))
+            .map_err(|e| FleetError::Setup(format!("cannot reach the controller: {e}")))?;
+        if cut {
+            return Ok(Done {
+                end_ns: at,
+                ..done()
+            });
+        }
+    }
+    Ok(Done {
+        end_ns: timeline.end_ns(),
         ..done()
     })
 }

@@ -27,7 +27,7 @@ use sha2::{Digest, Sha256};
 
 use crate::controller::FleetError;
 use crate::inproc::check_verify;
-use crate::inventory::{place, HostSpec};
+use crate::inventory::{place, HostSpec, Role};
 use crate::lanes::Msg;
 use crate::launcher::{Finished, HostVerified, LaunchPlan, Launcher, Placement, Prepared};
 use crate::observer::Observer;
@@ -627,18 +627,25 @@ impl AgentLauncher {
 
     /// Each host with work, and its agent job.
     fn host_jobs(&self, shares: &[HostShare], task: Task) -> Vec<(usize, AgentJob)> {
+        // Observers take part in a measured run only; one-shot tasks are the disks'.
+        let observe = task == Task::Run;
         shares
             .iter()
             .enumerate()
-            .filter(|(_, share)| share.count > 0)
-            .map(|(i, share)| {
+            .filter_map(|(i, share)| {
+                let task = match self.hosts[i].role {
+                    Role::Observer if observe => Task::Observe,
+                    Role::Observer => return None,
+                    Role::Workers if share.count == 0 => return None,
+                    Role::Workers => task,
+                };
                 let job = AgentJob {
                     groups: share.groups.clone(),
                     target: self.hosts[i].target.clone(),
                     settings: self.settings.clone(),
                     task,
                 };
-                (i, job)
+                Some((i, job))
             })
             .collect()
     }
@@ -983,7 +990,13 @@ pub fn plan_hosts(hosts: &[HostSpec], groups: &[GroupPlan]) -> Result<HostPlan, 
     let mut groups = groups.to_vec();
     let planned: u32 = groups.iter().map(|g| g.plan.fleet.workers).sum();
     let pinned: u32 = hosts.iter().filter_map(|h| h.workers).sum();
-    if hosts.iter().all(|h| h.workers.is_some()) && pinned != planned {
+    let runs_workers = |h: &&HostSpec| h.role == Role::Workers;
+    if hosts
+        .iter()
+        .filter(runs_workers)
+        .all(|h| h.workers.is_some())
+        && pinned != planned
+    {
         if groups.len() > 1 {
             return Err(FleetError::Input(format!(
                 "--hosts: every host pins its workers ({pinned} in all) but the groups have {planned}; make them agree"
@@ -1000,7 +1013,7 @@ pub fn plan_hosts(hosts: &[HostSpec], groups: &[GroupPlan]) -> Result<HostPlan, 
         .iter()
         .zip(&placement)
         .map(|(h, &(base, count))| {
-            if count == 0 {
+            if count == 0 && h.role == Role::Workers {
                 notices.push(format!(
                     "host {} has no worker to run ({total} workers over {} hosts)",
                     h.name,
@@ -1081,15 +1094,24 @@ impl Launcher for AgentLauncher {
             return Ok(None);
         };
         let n = self.conns.len();
-        if engines.iter().any(|e| e != &engines[0]) {
-            let list: Vec<String> = self
-                .conns
-                .iter()
-                .zip(&engines)
-                .map(|(c, e)| format!("{} {e}", c.name))
-                .collect();
+        let observers: Vec<bool> = active_hosts
+            .iter()
+            .map(|h| h.role == Role::Observer)
+            .collect();
+        // The engines of the hosts that run I/O (an observer runs none).
+        let run: Vec<(&str, &String)> = self
+            .conns
+            .iter()
+            .zip(&engines)
+            .zip(&observers)
+            .filter(|(_, &o)| !o)
+            .map(|((c, e), _)| (c.name.as_str(), e))
+            .collect();
+        if run.iter().any(|(_, e)| *e != run[0].1) {
+            let list: Vec<String> = run.iter().map(|(h, e)| format!("{h} {e}")).collect();
             notices.push(format!("hosts run different engines: {}", list.join(", ")));
         }
+        let engine = run[0].1.clone();
         let mut worker_host = Vec::new();
         for (h, &i) in active.iter().enumerate() {
             worker_host.extend(std::iter::repeat_n(h, shares[i].count as usize));
@@ -1100,10 +1122,11 @@ impl Launcher for AgentLauncher {
             worker_base: 0,
             hosts: self.conns.iter().map(|c| c.name.clone()).collect(),
             worker_host,
+            observers,
             sources: (0..n)
                 .map(|h| (format!("host {}", self.conns[h].name), h))
                 .collect(),
-            engine: engines[0].clone(),
+            engine,
             target_label: "per host (see hosts)".into(),
             direct: self.settings.direct,
             configured_outstanding: configured,

@@ -47,6 +47,9 @@ pub(crate) struct CollectSpec<'a> {
     /// Host names, and the host of each worker (by local worker index).
     pub hosts: Vec<String>,
     pub worker_host: Vec<usize>,
+    /// Per host (missing entries: false): an observer, which runs no I/O; its usage is
+    /// kept apart from the worker hosts'.
+    pub observers: Vec<bool>,
     /// The host each source belongs to (a lost source marks its host lost).
     pub source_host: Vec<usize>,
     pub epoch: Instant,
@@ -91,6 +94,20 @@ pub(crate) struct Collected {
 }
 
 impl CollectSpec<'_> {
+    fn is_observer(&self, h: usize) -> bool {
+        self.observers.get(h).copied().unwrap_or(false)
+    }
+
+    /// The worker hosts' usage (observers' left out), as `usage` is indexed.
+    fn workers_usage(&self, usage: &[HostUsage]) -> Vec<HostUsage> {
+        usage
+            .iter()
+            .enumerate()
+            .filter(|(h, _)| !self.is_observer(*h))
+            .map(|(_, u)| u.clone())
+            .collect()
+    }
+
     /// Where this run's workers live, as the fold names its rows.
     fn layout(&self) -> Layout {
         Layout {
@@ -488,20 +505,28 @@ impl<'a> Collector<'a> {
             hosts_lost,
             &fleet,
         );
+        (row.net, row.observers) = iofleet_stats::split_by_role(&usage, &self.spec.observers);
         self.layout.push_part_rows(
             k,
             dur_ns as f64 / 1e9,
             &per_worker,
+            &usage,
             streams,
             &mut self.out.host_rows,
             &mut self.out.group_rows,
         );
         let gen = self.pending_gen.remove(&k).filter(|g| g.threads > 0);
         if let Some(g) = &gen {
+            let workers: Vec<HostUsage> = usage
+                .iter()
+                .enumerate()
+                .filter(|(h, _)| !self.spec.is_observer(*h))
+                .filter_map(|(_, u)| u.clone())
+                .collect();
             row.generator = Some(g.summary(
                 g.threads,
                 &fleet.all(),
-                HostUsage::busiest_other_load(usage.iter().flatten()),
+                HostUsage::busiest_other_load(&workers),
             ));
         }
         if !warmup {
@@ -635,6 +660,13 @@ pub(crate) fn summarize(
     let all = fleet.all();
     let ios = all.ios as f64;
     let per_io = |s: f64| (ios > 0.0).then(|| s * 1e6 / ios);
+    let workers_usage = spec.workers_usage(&col.host_usage);
+    let measured: Vec<Option<HostUsage>> = col
+        .host_usage
+        .iter()
+        .map(|u| (u.wall_s > 0.0).then(|| u.clone()))
+        .collect();
+    let (net, observers) = iofleet_stats::split_by_role(&measured, &spec.observers);
     push_loss_notices(spec, &col, &mut notices);
     let mut errors = col.errors;
     errors.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
@@ -649,10 +681,10 @@ pub(crate) fn summarize(
             measured_mean: (col.measured_ns > 0)
                 .then(|| all.latency_sum_ns as f64 / col.measured_ns as f64),
         },
-        cpu: fleet_cpu(&col.host_usage, per_io),
+        cpu: fleet_cpu(&workers_usage, per_io),
         // Nothing measured, nothing to report (not this process's memory at the stop).
         memory: (col.measured_ns > 0)
-            .then(|| fleet_memory(&col.host_usage))
+            .then(|| fleet_memory(&workers_usage))
             .flatten(),
         errors: ErrorSummary {
             count: col.error_count,
@@ -661,10 +693,12 @@ pub(crate) fn summarize(
             disks: col.disks,
         },
         generator: (col.generator.threads > 0).then(|| {
-            let other = HostUsage::busiest_other_load(&col.host_usage);
+            let other = HostUsage::busiest_other_load(&workers_usage);
             col.generator.summary(col.io_threads, &all, other)
         }),
         verify: col.verify,
+        net,
+        observers,
     };
     let mut info = info;
     info.duration_s = elapsed_s;
@@ -698,6 +732,7 @@ fn host_facts(
             start_late_ms: start_late_ms.get(h).copied().flatten(),
             lost_at_s: col.host_lost_ns[h].map(|t| t as f64 / 1e9),
             resources: col.host_usage[h].summary(),
+            observer: spec.is_observer(h),
         })
         .collect()
 }
@@ -807,6 +842,8 @@ pub(crate) fn empty_result(info: RunInfo, notices: Vec<String>) -> RunResult {
             errors: ErrorSummary::default(),
             generator: None,
             verify: None,
+            net: None,
+            observers: None,
         },
         streams: Vec::new(),
         intervals: Vec::new(),
@@ -861,6 +898,7 @@ mod tests {
             source_names: vec!["a".into(), "b".into()],
             hosts: vec!["a".into(), "b".into()],
             worker_host: vec![0, 0, 1],
+            observers: Vec::new(),
             source_host: vec![0, 1],
             epoch: Instant::now(),
             silence_grace: None,
@@ -935,6 +973,7 @@ mod tests {
             source_names: vec!["t0".into(), "t1".into()],
             hosts: vec!["h".into()],
             worker_host: vec![0, 0],
+            observers: Vec::new(),
             source_host: vec![0, 0],
             epoch: Instant::now(),
             silence_grace: None,
@@ -1018,6 +1057,7 @@ mod tests {
             source_names: vec!["t0".into(), "t1".into()],
             hosts: vec!["h".into()],
             worker_host: vec![0],
+            observers: Vec::new(),
             source_host: vec![0, 0],
             epoch: Instant::now(),
             silence_grace: None,
@@ -1085,6 +1125,7 @@ mod tests {
             source_names: vec!["host quiet".into()],
             hosts: vec!["quiet".into()],
             worker_host: vec![0],
+            observers: Vec::new(),
             source_host: vec![0],
             epoch: Instant::now(),
             silence_grace: Some(Duration::from_millis(200)),

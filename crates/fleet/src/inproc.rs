@@ -315,6 +315,7 @@ impl ThreadLauncher {
             groups,
             hosts: vec![sys::hostname()],
             worker_host: vec![0; job.plan.fleet.workers as usize],
+            observers: Vec::new(),
             sources: job
                 .io_threads
                 .iter()

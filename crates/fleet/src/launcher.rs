@@ -89,6 +89,9 @@ pub struct Prepared {
     /// entries as workers these sources run.
     pub hosts: Vec<String>,
     pub worker_host: Vec<usize>,
+    /// Per host (as `hosts`; missing entries: false): an observer, which runs no I/O and
+    /// reports only what its host spends.
+    pub observers: Vec<bool>,
     /// Each reporting source: its name (for messages) and its host.
     pub sources: Vec<(String, usize)>,
     /// The engine every host resolved (several names when hosts differ).

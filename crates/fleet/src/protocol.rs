@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 /// Bumped on any change to frames or their bodies.
 /// 4: data verification (`Done.verify`, verify-only jobs); 5: interval samples per
 /// (worker, disk), not per worker, and per-disk I/O errors (`Done.disks`).
-pub const PROTOCOL_VERSION: u32 = 5;
+pub const PROTOCOL_VERSION: u32 = 6;
 pub const MAGIC: &[u8; 8] = b"IOFLEET1";
 /// Largest frame accepted (a guard against reading garbage as a length).
 const MAX_FRAME: usize = 256 << 20;
@@ -79,6 +79,9 @@ pub enum Task {
     Verify { keep: usize },
     /// `iofleet precondition --hosts`: precondition the disks; no measured phase.
     Precondition,
+    /// An observer host (`role = "observer"`): no I/O; start at the controller's instant
+    /// and stream what the host spends each interval, on the run's timeline.
+    Observe,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -101,6 +101,32 @@ pub fn devices_under(paths: &[std::path::PathBuf]) -> Vec<(u32, u32)> {
     out
 }
 
+/// Every whole disk of this host the kernel keeps statistics for: the entries of
+/// /sys/block but loop, RAM and compressed-RAM devices (whose traffic is memory's, and
+/// would count a file-backed loop device's I/O twice). Device-mapper and MD devices are
+/// left out too: their I/O is also counted on the disks beneath them.
+pub fn whole_disks() -> Vec<(u32, u32)> {
+    let Ok(dir) = fs::read_dir("/sys/block") else {
+        return Vec::new();
+    };
+    let mut out: Vec<(u32, u32)> = dir
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            !["loop", "ram", "zram", "dm-", "md", "nbd"]
+                .iter()
+                .any(|p| name.starts_with(p))
+        })
+        .filter_map(|e| {
+            let dev = fs::read_to_string(e.path().join("dev")).ok()?;
+            let (maj, min) = dev.trim().split_once(':')?;
+            Some((maj.parse().ok()?, min.parse().ok()?))
+        })
+        .collect();
+    out.sort_unstable();
+    out
+}
+
 fn read(devices: &[(u32, u32)]) -> Reading {
     let mut r = Reading {
         at: Instant::now(),

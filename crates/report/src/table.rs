@@ -450,26 +450,51 @@ fn write_interval_median(r: &RunResult, out: &mut dyn Write, max: Option<usize>)
 
 /// Every interval, warm-up included (`intervals`).
 fn write_interval_table(r: &RunResult, out: &mut dyn Write, max: Option<usize>) -> io::Result<()> {
-    let mut g = Grid::new(
-        2,
-        &[
-            ("t s", false),
-            ("phase", false),
-            ("IOPS", false),
-            ("MB/s", false),
-            ("p50 µs", false),
-            ("p99 µs", false),
-        ],
-    );
+    let mut heads = vec![
+        ("t s", false),
+        ("phase", false),
+        ("IOPS", false),
+        ("MB/s", false),
+        ("p50 µs", false),
+        ("p99 µs", false),
+    ];
+    // What the hosts spent, when they reported it: the worker hosts' network, and the
+    // observer hosts' CPU and network.
+    let net = r.intervals.iter().any(|i| i.net.is_some());
+    let observed = r.intervals.iter().any(|i| i.observers.is_some());
+    if net {
+        heads.extend([("net rx MB/s", false), ("net tx MB/s", false)]);
+    }
+    if observed {
+        heads.extend([
+            ("obs CPU%", false),
+            ("obs rx MB/s", false),
+            ("obs tx MB/s", false),
+        ]);
+    }
+    let mut g = Grid::new(2, &heads);
+    let dash = || "-".to_string();
     for i in &r.intervals {
-        g.row(vec![
+        let mut cells = vec![
             f1(i.t_s),
             if i.warmup { "warm-up" } else { "measure" }.into(),
             f0(i.iops),
             f1(i.mbps),
             d(i.p50_us, 1),
             d(i.p99_us, 1),
-        ]);
+        ];
+        if net {
+            let n = i.net.as_ref();
+            cells.push(n.map_or_else(dash, |n| format!("{:.2}", n.rx_mbps)));
+            cells.push(n.map_or_else(dash, |n| format!("{:.2}", n.tx_mbps)));
+        }
+        if observed {
+            let o = i.observers.as_ref();
+            cells.push(o.map_or_else(dash, |o| f1(o.cpu.host_pct)));
+            cells.push(o.map_or_else(dash, |o| format!("{:.2}", o.net.rx_mbps)));
+            cells.push(o.map_or_else(dash, |o| format!("{:.2}", o.net.tx_mbps)));
+        }
+        g.row(cells);
     }
     g.print(out, max)?;
     Ok(())
@@ -500,6 +525,34 @@ fn write_cpu_memory(s: &RunSummary, out: &mut dyn Write, max: Option<usize>) -> 
             m.rss_peak_mib, m.host_used_pct
         )?,
         None => writeln!(out, "Memory: – (not measured)")?,
+    }
+    if let Some(n) = &s.net {
+        writeln!(
+            out,
+            "Network of the worker hosts: {:.2} MB/s received, {:.2} MB/s sent (all interfaces but lo)",
+            n.rx_mbps, n.tx_mbps
+        )?;
+    }
+    if let Some(o) = &s.observers {
+        let disk = o.disk.as_ref().map_or_else(String::new, |d| {
+            format!(
+                "; disks {:.0} IOPS, {:.1} MB/s, {:.1}% busy ({} device{})",
+                d.iops,
+                d.mbps,
+                d.busy_pct,
+                d.devices,
+                if d.devices == 1 { "" } else { "s" }
+            )
+        });
+        wrap(
+            out,
+            &format!(
+                "Observer hosts: CPU {:.1}% of all cores, memory {:.1}% in use; network {:.2} MB/s received, {:.2} MB/s sent{disk}",
+                o.cpu.host_pct, o.memory.host_used_pct, o.net.rx_mbps, o.net.tx_mbps
+            ),
+            max,
+            5,
+        )?;
     }
     Ok(())
 }
@@ -651,6 +704,7 @@ fn write_hosts(r: &RunResult, out: &mut dyn Write, max: Option<usize>) -> io::Re
         let state = match (h.lost_at_s, h.straggler) {
             (Some(t), _) => format!("LOST at {t:.1} s"),
             (None, true) => "straggler".to_string(),
+            (None, false) if h.observer => "observer".to_string(),
             (None, false) => "ok".to_string(),
         };
         g.row(vec![
@@ -702,7 +756,11 @@ fn write_host_resources(r: &RunResult, out: &mut dyn Write, max: Option<usize>) 
         let net = h.net.as_ref();
         let disk = h.disk.as_ref();
         g.row(vec![
-            h.host.clone(),
+            if h.observer {
+                format!("{} (observer)", h.host)
+            } else {
+                h.host.clone()
+            },
             cpu.map_or_else(dash, |c| f1(c.usr_pct + c.sys_pct)),
             cpu.map_or_else(dash, |c| f1(c.host_pct)),
             h.memory.as_ref().map_or_else(dash, |m| f1(m.rss_peak_mib)),

@@ -9,7 +9,7 @@ use crate::result::{
     WorkerSummary,
 };
 use crate::summary::median;
-use crate::{HostResources, OpSummary, Sample};
+use crate::{HostResources, HostUsage, OpSummary, Sample};
 
 /// One worker group as the fold needs it.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,6 +48,8 @@ pub struct HostFacts {
     pub start_late_ms: Option<f64>,
     pub lost_at_s: Option<f64>,
     pub resources: Option<HostResources>,
+    /// The host runs no I/O and only reports what it spends.
+    pub observer: bool,
 }
 
 /// The folded figures.
@@ -221,6 +223,7 @@ impl Layout {
                     write,
                     start_late_ms: f.start_late_ms,
                     lost_at_s: f.lost_at_s,
+                    observer: f.observer,
                     // A straggler started late or delivered clearly less than its peers.
                     straggler: is_straggler(
                         f.lost_at_s.is_some(),
@@ -277,12 +280,15 @@ impl Layout {
     }
 
     /// One interval's rows per host and per group (`sums`, then `PartRow::from_sample`),
-    /// appended to `hosts` and `groups` (created on first use, in layout order).
+    /// appended to `hosts` and `groups` (created on first use, in layout order); each
+    /// host row carries what the host spent (`usage`, indexed like `hosts`).
+    #[allow(clippy::too_many_arguments)]
     pub fn push_part_rows(
         &self,
         index: u32,
         duration_s: f64,
         per_worker: &[Sample],
+        usage: &[Option<HostUsage>],
         n_streams: usize,
         hosts: &mut Vec<PartIntervals>,
         groups: &mut Vec<PartIntervals>,
@@ -303,8 +309,13 @@ impl Layout {
             *groups = named(self.groups.iter().map(|g| g.name.clone()).collect());
         }
         let (per_host, per_group) = self.sums(per_worker, n_streams);
-        for (part, s) in hosts.iter_mut().zip(&per_host) {
-            part.rows.push(PartRow::from_sample(index, duration_s, s));
+        for (h, (part, s)) in hosts.iter_mut().zip(&per_host).enumerate() {
+            let mut row = PartRow::from_sample(index, duration_s, s);
+            row.usage = usage
+                .get(h)
+                .and_then(|u| u.as_ref())
+                .and_then(HostUsage::summary);
+            part.rows.push(row);
         }
         for (part, s) in groups.iter_mut().zip(&per_group) {
             part.rows.push(PartRow::from_sample(index, duration_s, s));

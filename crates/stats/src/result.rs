@@ -115,6 +115,14 @@ pub struct RunSummary {
     /// End-to-end data verification (`--verify`); absent when the run did not verify.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<VerifySummary>,
+    /// Network traffic of the hosts that ran workers over the measured phase, summed
+    /// (absent when no host reported it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net: Option<crate::HostNet>,
+    /// The observer hosts over the measured phase, together: their mean CPU and memory
+    /// use, their network and disk traffic summed (absent: no observer host).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observers: Option<crate::HostResources>,
 }
 
 /// Corruptions detail kept per run (the count is never capped).
@@ -337,6 +345,13 @@ pub struct IntervalRow {
     pub read: IntervalOps,
     #[serde(default)]
     pub write: IntervalOps,
+    /// Network traffic of the hosts that run workers over the interval, summed (every
+    /// interface but loopback; absent when no host reported it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net: Option<crate::HostNet>,
+    /// The observer hosts over the interval, together (`HostResources::together`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observers: Option<crate::HostResources>,
 }
 
 /// One direction (or both) over one interval: rates and latency, µs. Latencies are None
@@ -390,6 +405,10 @@ pub struct PartRow {
     pub all: IntervalOps,
     pub read: IntervalOps,
     pub write: IntervalOps,
+    /// What the host spent over the interval, as it reported it (host rows only; absent
+    /// when unknown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<crate::HostResources>,
 }
 
 impl PartRow {
@@ -404,6 +423,7 @@ impl PartRow {
             all: IntervalOps::from_ops(&all, duration_s),
             read: IntervalOps::from_ops(&read, duration_s),
             write: IntervalOps::from_ops(&write, duration_s),
+            usage: None,
         }
     }
 }
@@ -461,6 +481,8 @@ impl IntervalRow {
             all: IntervalOps::from_ops(&a, duration_s),
             read: IntervalOps::from_ops(&r, duration_s),
             write: IntervalOps::from_ops(&w, duration_s),
+            net: None,
+            observers: None,
         }
     }
 }
@@ -492,6 +514,10 @@ pub struct HostSummary {
     pub start_late_ms: Option<f64>,
     /// When the host was lost, seconds since the timeline start (None: it finished).
     pub lost_at_s: Option<f64>,
+    /// An observer host: it ran no I/O and reported only what it spent (CPU, memory,
+    /// network, disks), e.g. a storage node of the system under test.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub observer: bool,
     /// Started more than 100 ms after the earliest host, or, in some group it runs,
     /// delivered under 80% of that group's reference IOPS per worker (its scheduled
     /// rate, else the median of the group's hosts that were not lost); see `fold`.

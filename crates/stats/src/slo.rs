@@ -277,6 +277,8 @@ mod tests {
             errors: Default::default(),
             generator: None,
             verify: None,
+            net: None,
+            observers: None,
         };
         let o: Objective = "read.p99<=1ms".parse().unwrap();
         assert_eq!(o.verdict(&s), Verdict::NoIo);

@@ -104,6 +104,70 @@ pub struct HostResources {
     pub disk: Option<HostDisk>,
 }
 
+impl HostResources {
+    /// Several hosts' figures together: traffic, I/Os and bytes summed; CPU and memory
+    /// shares the mean over the hosts; iofleet's own CPU summed; the largest iofleet
+    /// peak; device busy time the mean over all their devices. None for no host.
+    pub fn together<'a>(hosts: impl IntoIterator<Item = &'a HostResources>) -> Option<Self> {
+        let hosts: Vec<&HostResources> = hosts.into_iter().collect();
+        if hosts.is_empty() {
+            return None;
+        }
+        let n = hosts.len() as f64;
+        let sum = |f: &dyn Fn(&HostResources) -> f64| hosts.iter().map(|h| f(h)).sum::<f64>();
+        let disks: Vec<&HostDisk> = hosts.iter().filter_map(|h| h.disk.as_ref()).collect();
+        let devices: u32 = disks.iter().map(|d| d.devices).sum();
+        Some(HostResources {
+            cpu: HostCpu {
+                usr_pct: sum(&|h| h.cpu.usr_pct),
+                sys_pct: sum(&|h| h.cpu.sys_pct),
+                host_pct: sum(&|h| h.cpu.host_pct) / n,
+            },
+            memory: HostMemory {
+                rss_peak_mib: hosts
+                    .iter()
+                    .map(|h| h.memory.rss_peak_mib)
+                    .fold(0.0, f64::max),
+                host_used_pct: sum(&|h| h.memory.host_used_pct) / n,
+            },
+            net: HostNet {
+                rx_mbps: sum(&|h| h.net.rx_mbps),
+                tx_mbps: sum(&|h| h.net.tx_mbps),
+            },
+            disk: (devices > 0).then(|| HostDisk {
+                iops: disks.iter().map(|d| d.iops).sum(),
+                mbps: disks.iter().map(|d| d.mbps).sum(),
+                busy_pct: disks
+                    .iter()
+                    .map(|d| d.busy_pct * d.devices as f64)
+                    .sum::<f64>()
+                    / devices as f64,
+                devices,
+            }),
+        })
+    }
+}
+
+/// What an interval's hosts spent, split by role: the network of the hosts that run
+/// workers, summed, and the observer hosts' figures together (`HostResources::together`).
+/// `observer` is indexed like `usage` (missing entries: a worker host).
+pub fn split_by_role(
+    usage: &[Option<HostUsage>],
+    observer: &[bool],
+) -> (Option<HostNet>, Option<HostResources>) {
+    let is_observer = |h: usize| observer.get(h).copied().unwrap_or(false);
+    let of = |want: bool| -> Vec<HostResources> {
+        usage
+            .iter()
+            .enumerate()
+            .filter(|(h, _)| is_observer(*h) == want)
+            .filter_map(|(_, u)| u.as_ref().and_then(HostUsage::summary))
+            .collect()
+    };
+    let net = HostResources::together(&of(false)).map(|r| r.net);
+    (net, HostResources::together(&of(true)))
+}
+
 impl HostUsage {
     /// CPU used by every process on the host but iofleet over the span, in CPUs' worth,
     /// out of the host's CPUs; None when the span or the host's CPU was not measured.

@@ -69,7 +69,12 @@ impl Store {
         let n_streams = layout.streams.len();
         let usage = self.host_usage(id)?;
         let nominal_ns = (info.interval_s * 1e9).round() as u64;
-        let walk = Walk::new(&layout, n_streams, n_workers, intervals.len(), nominal_ns);
+        let mut walk = Walk::new(&layout, n_streams, n_workers, intervals.len(), nominal_ns);
+        walk.observers = layout
+            .hosts
+            .iter()
+            .map(|h| host_facts(stored.as_ref(), h).observer)
+            .collect();
         let walk = self.walk_intervals(id, &intervals, &layout, &usage, stored.as_ref(), walk)?;
         let elapsed_s = walk.measured_ns as f64 / 1e9;
         let facts: Vec<HostFacts> = layout
@@ -137,6 +142,9 @@ impl Store {
                 errors,
                 generator: stored.as_ref().and_then(|r| r.summary.generator.clone()),
                 verify: stored.as_ref().and_then(|r| r.summary.verify.clone()),
+                // What the hosts spent over the whole phase is a fact of the live run.
+                net: stored.as_ref().and_then(|r| r.summary.net.clone()),
+                observers: stored.as_ref().and_then(|r| r.summary.observers.clone()),
             },
             streams,
             intervals: walk.rows,
@@ -433,6 +441,9 @@ struct Walk {
     measured_ns: u64,
     interval_iops: Vec<f64>,
     error_count: u64,
+    /// Per layout host: an observer (as the stored result says), whose usage is kept
+    /// apart from the worker hosts'.
+    observers: Vec<bool>,
 }
 
 impl Walk {
@@ -462,6 +473,7 @@ impl Walk {
             measured_ns: 0,
             interval_iops: Vec::new(),
             error_count: 0,
+            observers: Vec::new(),
         }
     }
 
@@ -476,11 +488,17 @@ impl Walk {
         per_worker: &[Sample],
         per_disk: &[Vec<Sample>],
     ) {
-        self.push_parts(iv, layout, usage, per_worker);
+        let by_host: Vec<Option<HostUsage>> = layout
+            .hosts
+            .iter()
+            .map(|h| usage.get(&(iv.idx, h.clone())).cloned())
+            .collect();
+        self.push_parts(iv, layout, usage, &by_host, per_worker);
         let mut fleet = Sample::new(self.n_streams);
         per_worker.iter().for_each(|w| fleet += w);
         self.error_count += fleet.errors();
         let mut row = interval_row(iv, &fleet);
+        (row.net, row.observers) = iofleet_stats::split_by_role(&by_host, &self.observers);
         // The self-check is not in the histograms: it comes from the final result.
         row.generator = stored
             .and_then(|r| r.intervals.iter().find(|x| x.index == iv.idx))
@@ -502,12 +520,14 @@ impl Walk {
         iv: &StoredInterval,
         layout: &Layout,
         usage: &BTreeMap<(u32, String), HostUsage>,
+        by_host: &[Option<HostUsage>],
         per_worker: &[Sample],
     ) {
         layout.push_part_rows(
             iv.idx,
             iv.duration_s,
             per_worker,
+            by_host,
             self.n_streams,
             &mut self.host_intervals,
             &mut self.group_intervals,
@@ -702,6 +722,7 @@ fn host_facts(stored: Option<&RunResult>, name: &str) -> HostFacts {
         start_late_ms: live.start_late_ms,
         lost_at_s: live.lost_at_s,
         resources,
+        observer: live.observer,
     }
 }
 

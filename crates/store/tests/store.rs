@@ -104,6 +104,8 @@ fn synthetic(workers: usize, n: u32, seed: u64) -> Vec<(IntervalRow, Vec<Sample>
                 all: Default::default(),
                 read: Default::default(),
                 write: Default::default(),
+                net: None,
+                observers: None,
             };
             (row, samples)
         })
@@ -193,6 +195,8 @@ fn fake_final(info: RunInfo) -> RunResult {
             },
             generator: Some(self_check()),
             verify: None,
+            net: None,
+            observers: None,
         },
         streams: vec![],
         intervals: vec![IntervalRow {
@@ -369,6 +373,7 @@ fn host(name: &str, lost_at_s: Option<f64>) -> iofleet_stats::result::HostSummar
         write: OpSummary::default(),
         start_late_ms: None,
         lost_at_s,
+        observer: false,
         straggler: false,
         cpu: None,
         memory: None,
@@ -558,10 +563,22 @@ fn hosts_and_groups_over_time_add_up_to_the_fleet() {
             .iter()
             .map(|r| IntervalRow {
                 generator: None,
+                net: None,
                 ..r.clone()
             })
             .collect::<Vec<_>>()
     );
+    // The fleet's rows carry the worker hosts' network from the usage recorded: h1's
+    // alone (h2 reported none).
+    for (k, r) in a.result.intervals.iter().enumerate() {
+        let h1 = a.result.host_intervals[0].rows[k]
+            .usage
+            .as_ref()
+            .expect("h1 reported");
+        assert_eq!(r.net.as_ref(), Some(&h1.net), "interval {k}");
+        assert!(a.result.host_intervals[1].rows[k].usage.is_none());
+        assert!(r.observers.is_none());
+    }
     // Deleting the run deletes its usage too.
     store.finish_run(&id, &fake_final(info)).unwrap();
     store.delete(&id).unwrap();

@@ -16,14 +16,16 @@
 //! labels = { rack = "r1", fault_domain = "a" }
 //! iofleet_path = "/usr/local/bin/iofleet"    # use this binary; nothing is copied
 //! transport = "ssh"                          # or "local": run the agent as a local process
+//! role = "workers"                           # or "observer": runs no I/O, reports what
+//!                                            # the host spends (its target: what to watch)
 //! ```
 //! Any other file is an Ansible inventory, resolved into hosts and variables by
 //! `ansible-inventory` when it is on PATH, else by the native INI reader (`ini.rs`;
 //! `IOFLEET_INVENTORY_READER` chooses). Both readers give an `ansible::Inventory`, and
 //! one function here turns it into hosts: `ansible_host`, `ansible_user`,
 //! `ansible_port`, `ansible_ssh_private_key_file` → SSH destination and options;
-//! `iofleet_workers`, `iofleet_target`, `iofleet_path`, `iofleet_transport` → the TOML
-//! keys of the same names. Any other `iofleet_*` variable is an error.
+//! `iofleet_workers`, `iofleet_target`, `iofleet_path`, `iofleet_transport`,
+//! `iofleet_role` → the TOML keys of the same names. Any other `iofleet_*` variable is an error.
 
 pub mod ansible;
 pub mod ini;
@@ -45,6 +47,18 @@ pub enum TransportKind {
     Local,
 }
 
+/// What a host does in a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// It runs its share of the fleet's workers (the default).
+    #[default]
+    Workers,
+    /// It runs no I/O: its agent reports the host's CPU, memory, network and disks per
+    /// interval, e.g. for a storage node of the system under test.
+    Observer,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct HostSpec {
     pub name: String,
@@ -56,6 +70,10 @@ pub struct HostSpec {
     pub transport: TransportKind,
     /// Extra arguments for `ssh` (inventory-wide options, then per-host ones).
     pub ssh_options: Vec<String>,
+    /// Workers, or an observer. An observer's `target` names what it watches: the
+    /// devices listed, or the device under a directory; an empty device list (no target
+    /// given) watches every disk of the host.
+    pub role: Role,
 }
 
 #[derive(Debug, Deserialize)]
@@ -103,13 +121,16 @@ struct RawHost {
     transport: Option<TransportKind>,
     #[serde(default)]
     ssh_options: Vec<String>,
+    #[serde(default)]
+    role: Role,
 }
 
 /// Default target directory on a host when the inventory names none.
 pub const DEFAULT_REMOTE_TARGET: &str = "/var/tmp/iofleet-data";
 
-fn target_arg(t: Option<RawTarget>) -> TargetArg {
+fn target_arg(t: Option<RawTarget>, role: Role) -> TargetArg {
     match t {
+        None if role == Role::Observer => TargetArg::Devices(Vec::new()),
         None => TargetArg::Dir(DEFAULT_REMOTE_TARGET.into()),
         Some(RawTarget::One(s)) if s.starts_with("/dev/") => TargetArg::Devices(vec![s]),
         Some(RawTarget::One(s)) => TargetArg::Dir(s),
@@ -160,11 +181,12 @@ pub enum InventoryError {
 }
 
 /// The `iofleet_*` variables an Ansible inventory may set; any other is an error.
-pub const IOFLEET_VARS: [&str; 4] = [
+pub const IOFLEET_VARS: [&str; 5] = [
     "iofleet_workers",
     "iofleet_target",
     "iofleet_path",
     "iofleet_transport",
+    "iofleet_role",
 ];
 
 /// Read an inventory file: TOML when it ends in `.toml`, otherwise an Ansible
@@ -328,10 +350,12 @@ fn host_spec(h: &Host, text: Option<&str>) -> Result<HostSpec, VarError> {
     let transport = vars.transport()?;
     // A host's pin is at most a fleet's workers (fleet.workers is 1..=65536).
     let workers = vars.whole("iofleet_workers", 1, 65_536)?.map(|w| w as u32);
+    let role = vars.role()?;
     Ok(HostSpec {
         name: h.name.clone(),
         destination,
-        target: target_arg(target),
+        target: target_arg(target, role),
+        role,
         workers,
         labels: BTreeMap::from([("group".to_string(), h.groups.join(","))]),
         iofleet_path: vars.text_of("iofleet_path")?,
@@ -470,6 +494,17 @@ impl HostVars<'_> {
         })
     }
 
+    /// `iofleet_role`: workers (the default) or observer.
+    fn role(&self) -> Result<Role, VarError> {
+        Ok(match self.text_of("iofleet_role")?.as_deref() {
+            None | Some("workers") => Role::Workers,
+            Some("observer") => Role::Observer,
+            Some(t) => {
+                return Err(self.bad("iofleet_role", format!("'{t}' is not workers or observer")))
+            }
+        })
+    }
+
     /// `iofleet_transport`: ssh (the default) or local.
     fn transport(&self) -> Result<TransportKind, VarError> {
         Ok(match self.text_of("iofleet_transport")?.as_deref() {
@@ -490,11 +525,25 @@ pub fn parse_toml(text: &str) -> Result<Vec<HostSpec>, String> {
         .map(|h| {
             let mut ssh_options = raw.ssh.options.clone();
             ssh_options.extend(h.ssh_options);
+            // An observer runs no workers: the default pin is not its.
+            let observer = h.role == Role::Observer;
             HostSpec {
                 name: h.name.unwrap_or_else(|| h.destination.clone()),
                 destination: h.destination,
-                target: target_arg(h.target.or_else(|| raw.defaults.target.clone())),
-                workers: h.workers.or(raw.defaults.workers),
+                target: target_arg(
+                    if observer {
+                        h.target
+                    } else {
+                        h.target.or_else(|| raw.defaults.target.clone())
+                    },
+                    h.role,
+                ),
+                workers: if observer {
+                    h.workers
+                } else {
+                    h.workers.or(raw.defaults.workers)
+                },
+                role: h.role,
                 labels: h.labels,
                 iofleet_path: h.iofleet_path,
                 transport: h.transport.unwrap_or(TransportKind::Ssh),
@@ -518,17 +567,26 @@ fn check(hosts: &[HostSpec]) -> Result<(), String> {
         if h.workers == Some(0) {
             return Err(format!("host '{}': workers must be at least 1", h.name));
         }
+        if h.role == Role::Observer && h.workers.is_some() {
+            return Err(format!(
+                "host '{}': role = \"observer\" runs no workers; remove its workers pin",
+                h.name
+            ));
+        }
+    }
+    if hosts.iter().all(|h| h.role == Role::Observer) {
+        return Err("every host is an observer: at least one host must run workers".into());
     }
     Ok(())
 }
 
 /// Place `total` workers: pinned hosts get their count; the rest is spread evenly over
-/// the others (earlier hosts take the remainder). Returns (first global worker, count)
-/// per host; hosts that get no worker keep a count of 0.
+/// the other worker hosts (earlier hosts take the remainder). Returns (first global
+/// worker, count) per host; observers, and hosts that get no worker, have a count of 0.
 pub fn place(hosts: &[HostSpec], total: u32) -> Result<Vec<(u32, u32)>, String> {
     let pinned: u32 = hosts.iter().filter_map(|h| h.workers).sum();
     let free: Vec<usize> = (0..hosts.len())
-        .filter(|&i| hosts[i].workers.is_none())
+        .filter(|&i| hosts[i].workers.is_none() && hosts[i].role == Role::Workers)
         .collect();
     let rest = if free.is_empty() {
         0
@@ -721,6 +779,7 @@ mod tests {
             iofleet_path: None,
             transport: TransportKind::Ssh,
             ssh_options: vec![],
+            role: Role::Workers,
         };
         let hosts = vec![h(None), h(Some(4)), h(None), h(None)];
         let p = place(&hosts, 11).unwrap();
@@ -728,5 +787,51 @@ mod tests {
         assert!(place(&hosts, 3).unwrap_err().contains("pins 4"));
         let pinned = vec![h(Some(2)), h(Some(5))];
         assert_eq!(place(&pinned, 99).unwrap(), vec![(0, 2), (2, 5)]);
+        // An observer takes no worker: the others share the fleet.
+        let mut observed = vec![h(None), h(None), h(None)];
+        observed[1].role = Role::Observer;
+        assert_eq!(place(&observed, 5).unwrap(), vec![(0, 3), (3, 0), (3, 2)]);
+    }
+
+    #[test]
+    fn observers_in_toml_and_ini() {
+        let hosts = parse_toml(
+            "[defaults]\ntarget = \"/data\"\nworkers = 2\n\
+             [[host]]\ndestination = \"w1\"\n\
+             [[host]]\ndestination = \"s1\"\nrole = \"observer\"\n\
+             [[host]]\ndestination = \"s2\"\nrole = \"observer\"\ntarget = [\"/dev/nvme0n1\"]\n",
+        )
+        .unwrap();
+        check(&hosts).unwrap();
+        assert_eq!(hosts[0].role, Role::Workers);
+        assert_eq!(hosts[0].workers, Some(2));
+        // The defaults are the worker hosts': an observer watches every disk unless its
+        // own target says what.
+        assert_eq!(hosts[1].role, Role::Observer);
+        assert_eq!(hosts[1].workers, None);
+        assert_eq!(hosts[1].target, TargetArg::Devices(vec![]));
+        assert_eq!(
+            hosts[2].target,
+            TargetArg::Devices(vec!["/dev/nvme0n1".into()])
+        );
+        let ini = ini_hosts("[w]\nw1\n[s]\ns1 iofleet_role=observer\n").unwrap();
+        assert_eq!(ini[1].role, Role::Observer);
+        assert_eq!(ini[0].role, Role::Workers);
+        let (_, m) = ini_hosts("n1 iofleet_role=storage\n").unwrap_err();
+        assert!(
+            m.contains("iofleet_role: 'storage' is not workers or observer"),
+            "{m}"
+        );
+        // An observer with a pin, a fleet of observers only, an unknown role.
+        let pinned = parse_toml("[[host]]\ndestination = \"w\"\n[[host]]\ndestination = \"s\"\nrole = \"observer\"\nworkers = 1\n").unwrap();
+        assert!(check(&pinned)
+            .unwrap_err()
+            .contains("host 's': role = \"observer\" runs no workers"));
+        let only = parse_toml("[[host]]\ndestination = \"s\"\nrole = \"observer\"\n").unwrap();
+        assert!(check(&only)
+            .unwrap_err()
+            .contains("every host is an observer"));
+        let e = parse_toml("[[host]]\ndestination = \"s\"\nrole = \"storage\"\n").unwrap_err();
+        assert!(e.contains("role") || e.contains("storage"), "{e}");
     }
 }
