@@ -186,6 +186,16 @@ fn an_observer_host_reports_cpu_network_and_disks_per_interval_and_runs_no_io() 
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
 
+    // The result follows the published schema, observer fields included.
+    let schema = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/result.schema.json"
+    ))
+    .unwrap();
+    let schema = jsonschema::validator_for(&serde_json::from_str(&schema).unwrap()).unwrap();
+    let problems: Vec<String> = schema.iter_errors(&v).map(|e| e.to_string()).collect();
+    assert!(problems.is_empty(), "{problems:?}");
+
     // The observer ran no I/O: no workers, no I/Os, nothing on its disk.
     let hosts = v["hosts"].as_array().unwrap();
     assert_eq!(hosts.len(), 3, "{v}");
