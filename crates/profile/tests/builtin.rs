@@ -107,7 +107,7 @@ fn every_builtin_says_how_to_set_its_duration() {
         ("easy-run-256k0r", "--warmup 30m --duration 1h"),
         ("vxrail-4k7030", "--duration 10m"),
         ("vsan-2m-read", "--duration 1h --interval 60s"),
-        ("vsan-7030", "--duration 3h"),
+        ("vsan-7030", "--duration 3h --interval 60s"),
         ("diskspd-4k-read", "--duration 15m"),
     ] {
         let d = plan(name).description.replace(" \n", " ");
@@ -214,10 +214,12 @@ fn published_parameters_are_kept() {
         share(&p, &|s| if s.name == "rand-write" { 100.0 } else { 0.0 }),
         50.0
     );
-    // Boot: read-dominated, sequential 64K and 48K first.
+    // Boot: read-dominated, sequential 64K and 48K first, at the 1% random the S2D
+    // report gave its sequential streams.
     let p = plan("vdi-boot");
     assert!(share(&p, &|s| s.read_pct) >= 80.0);
-    assert_eq!(p.streams[0].random_pct, 0.0);
+    assert_eq!(p.streams[0].random_pct, 1.0);
+    assert!(p.description.contains("1% random"));
     // Citrix PVS block sizes: boot 32K/5K, login 23K/5K, steady 1K/9K.
     for (name, read, write) in [
         ("citrix-pvs-boot", 32, 5),
@@ -229,6 +231,11 @@ fn published_parameters_are_kept() {
         assert_eq!(p.streams[1].bs.entries[0].0, Bytes(write * 1024), "{name}");
         assert!(p.description.contains("random is assumed"), "{name}");
     }
+    // easy-run's 256k0r: 1 thread per disk; the description names the 4 of the Micron
+    // namespace rows.
+    let p = plan("easy-run-256k0r");
+    assert_eq!((p.fleet.threads_per_disk, p.fleet.qd), (1, 1));
+    assert!(p.description.contains("--threads 4"));
     for name in ["vdi-boot", "vdi-monday-login", "vdi-tuesday-login"] {
         assert!(plan(name).description.contains("assumption"), "{name}");
     }
