@@ -59,8 +59,9 @@ pub enum Command {
     /// Find the highest sustained open-loop rate at which every latency objective
     /// (`--slo 'p99<=3ms'`) holds: bracketing, then bisection; every step saved as a run.
     FindMax(crate::cmd_findmax::FindMaxArgs),
-    /// How many VDI desktops or SQL VMs the storage carries: a phase's profile through
-    /// find-max (or a stored run with --from-run), IOPS ÷ per-unit IOPS.
+    /// How many VDI desktops or SQL VMs the storage carries: a phase's profile at peak
+    /// (--at-peak), through find-max under objectives (--slo), or a stored run's IOPS
+    /// (--from-run), ÷ per-unit IOPS.
     #[command(subcommand)]
     Plan(crate::cmd_plan::PlanCmd),
     /// Compare stored runs against a baseline, optionally failing on regressions.
