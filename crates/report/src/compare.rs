@@ -9,7 +9,10 @@
 //! the value is not, or a ratio `new ÷ old × 100`, as published reports give it,
 //! undefined when the baseline is 0. `Pivot` lays runs out as those reports do: one row
 //! per value of one label (the test), one column per value of another (the
-//! configuration).
+//! configuration). With a convention other than `Exact`, the comparison adds one row
+//! per figure of that tool (`convention`), labelled with the tool, below the exact rows.
+//! Every column is as wide as its widest cell: names, labels and configurations are
+//! never cut.
 
 use std::fmt::Write as _;
 use std::io::{self, Write};

@@ -1,8 +1,9 @@
 //! The HTML report: one self-contained file (inline CSS, inline SVG charts from
 //! `charts`, one small inline script) that opens anywhere without a network: no external
 //! scripts, fonts, images or links. It shows the runs and the workload each ran (fleet
-//! shape, streams, engine, target), the environment, the multi-configuration summary,
-//! comparison bars against the baseline, IOPS, MB/s, latency and CPU over time, the
+//! shape, streams, engine, target), the environment, the multi-configuration summary
+//! (with the median-IOPS and peak intervals), the runs' figures as a published report's
+//! tool defines them (`--convention`, beside the exact ones), comparison bars against the baseline, IOPS, MB/s, latency and CPU over time, the
 //! latency distribution with a histogram per run, per-worker and per-host spread, a
 //! section per host (IOPS, p99 and CPU over time) and per worker group, percentile
 //! tables and notices.

@@ -1,6 +1,8 @@
 //! The human-readable result: a headline with the columns practitioners publish (IOPS,
 //! MB/s, mean/read/write latency, standard deviation, outstanding I/O, CPU, memory),
-//! then latency percentiles per direction and per stream, intervals in brief, workers
+//! then, with a published-report convention (`export_in`), the figures as that tool
+//! defines them beside the exact ones, then latency percentiles per direction and per
+//! stream, the interval median with the median-IOPS and peak intervals, workers
 //! (and their disks, when asked), and errors. Plain text, no colour. A figure that was not measured prints as `–`; a
 //! run interrupted before its first measured interval prints that nothing was measured
 //! instead of a table of zeros.
