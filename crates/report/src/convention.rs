@@ -206,31 +206,23 @@ fn sum(r: &RunResult, f: impl Fn(&WorkerSummary) -> f64) -> f64 {
 /// without I/O in that direction counting as 0 (vdbench prints 0 for it and HCIBench
 /// divides by the number of VMs); None when no worker had I/O in that direction.
 fn mean_over_all_workers(
-    r: &RunResult,
+    workers: &[WorkerSummary],
     dir: Dir,
     f: impl Fn(&LatencySummary) -> f64,
 ) -> Option<f64> {
-    let n = r.workers.len();
-    let known: Vec<f64> = r
-        .workers
-        .iter()
-        .filter_map(|w| op(w, dir).lat(&f))
-        .collect();
+    let n = workers.len();
+    let known: Vec<f64> = workers.iter().filter_map(|w| op(w, dir).lat(&f)).collect();
     (n > 0 && !known.is_empty()).then(|| known.iter().sum::<f64>() / n as f64)
 }
 
 /// Unweighted mean of a per-worker latency figure (µs) over the workers with I/O in
 /// that direction; None when there are none.
 fn mean_over_workers_with_io(
-    r: &RunResult,
+    workers: &[WorkerSummary],
     dir: Dir,
     f: impl Fn(&LatencySummary) -> f64,
 ) -> Option<f64> {
-    let known: Vec<f64> = r
-        .workers
-        .iter()
-        .filter_map(|w| op(w, dir).lat(&f))
-        .collect();
+    let known: Vec<f64> = workers.iter().filter_map(|w| op(w, dir).lat(&f)).collect();
     (!known.is_empty()).then(|| known.iter().sum::<f64>() / known.len() as f64)
 }
 
@@ -302,12 +294,12 @@ fn hcibench(r: &RunResult) -> Vec<Figure> {
                 exact_digits: 1,
                 higher_is_better: false,
             },
-            ms(mean_over_all_workers(r, dir, |l| l.mean)),
+            ms(mean_over_all_workers(&r.workers, dir, |l| l.mean)),
             exact(r, dir, |l| l.mean),
         )
     };
-    let mean = mean_over_all_workers(r, Dir::All, |l| l.mean);
-    let stddev = mean_over_all_workers(r, Dir::All, |l| l.stddev);
+    let mean = mean_over_all_workers(&r.workers, Dir::All, |l| l.mean);
+    let stddev = mean_over_all_workers(&r.workers, Dir::All, |l| l.stddev);
     let outstanding: Option<f64> = (r.run.duration_s > 0.0).then(|| {
         sum(r, |w| {
             w.all.iops * w.all.lat(|l| l.mean).unwrap_or(0.0) / 1e6
@@ -459,7 +451,7 @@ fn vmfleet(r: &RunResult) -> Vec<Figure> {
                     exact_digits: 1,
                     higher_is_better: false,
                 },
-                ms(mean_over_workers_with_io(r, dir, f)),
+                ms(mean_over_workers_with_io(&r.workers, dir, f)),
                 exact(r, dir, f),
             ));
         }
@@ -572,6 +564,74 @@ mod tests {
         assert_eq!("HCIBench".parse::<Convention>(), Ok(Convention::Hcibench));
         let e = "vdbench".parse::<Convention>().unwrap_err();
         assert!(e.contains("exact, hcibench, vmfleet, iometer"), "{e}");
+    }
+
+    fn worker(iops: f64, read_us: Option<f64>, write_us: Option<f64>) -> WorkerSummary {
+        let op = |mean: Option<f64>| OpSummary {
+            ios: (iops * 10.0) as u64,
+            iops,
+            latency_us: mean.map(|mean| LatencySummary {
+                mean,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let all = match (read_us, write_us) {
+            (Some(r), None) => op(Some(r)),
+            (None, Some(w)) => op(Some(w)),
+            (r, w) => op(r.or(w)),
+        };
+        WorkerSummary {
+            worker: 0,
+            host: "h".into(),
+            all,
+            read: op(read_us),
+            write: op(write_us),
+            disks: Vec::new(),
+        }
+    }
+
+    /// The two-worker example of docs/conventions.md: 9,000 IOPS at 0.5 ms and 1,000
+    /// IOPS at 4.5 ms are 0.9 ms I/O-weighted but 2.5 ms as a mean of worker means.
+    #[test]
+    fn a_mean_of_worker_means_is_not_the_io_weighted_mean() {
+        let w = [
+            worker(9_000.0, Some(500.0), None),
+            worker(1_000.0, Some(4_500.0), None),
+        ];
+        let per_worker = mean_over_all_workers(&w, Dir::All, |l| l.mean).unwrap();
+        assert_eq!(per_worker, 2_500.0);
+        let ios: f64 = w.iter().map(|w| w.all.ios as f64).sum();
+        let weighted: f64 = w
+            .iter()
+            .map(|w| w.all.ios as f64 * w.all.lat(|l| l.mean).unwrap())
+            .sum::<f64>()
+            / ios;
+        assert_eq!(weighted, 900.0);
+    }
+
+    /// HCIBench divides by every VM, a VM without writes counting 0; VM Fleet's
+    /// percentiles here average the workers that had I/O in the direction.
+    #[test]
+    fn workers_without_io_in_a_direction() {
+        let w = [
+            worker(100.0, Some(200.0), Some(1_000.0)),
+            worker(100.0, Some(400.0), None),
+        ];
+        assert_eq!(
+            mean_over_all_workers(&w, Dir::Write, |l| l.mean),
+            Some(500.0)
+        );
+        assert_eq!(
+            mean_over_workers_with_io(&w, Dir::Write, |l| l.mean),
+            Some(1_000.0)
+        );
+        assert_eq!(
+            mean_over_all_workers(&w, Dir::Read, |l| l.mean),
+            Some(300.0)
+        );
+        let none = [worker(100.0, Some(1.0), None)];
+        assert_eq!(mean_over_all_workers(&none, Dir::Write, |l| l.mean), None);
     }
 
     /// The VxRail figure: 197,512 IOPS of 4 KiB are 771.53 MiB/s and 809.0 MB/s.
