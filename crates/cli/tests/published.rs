@@ -263,19 +263,15 @@ fn median_and_peak_intervals_are_those_of_the_intervals() {
     // The two middle intervals average to the published median IOPS.
     let mid = (f(&counted[5]["iops"]) + f(&counted[6]["iops"])) / 2.0;
     close(mid, f(&v["summary"]["iops_median_interval"]), "median IOPS");
+    // The peak: the highest IOPS, the earliest of equal ones.
+    let top = f(&counted[counted.len() - 1]["iops"]);
     let peak = counted
         .iter()
-        .rev()
-        .find(|i| f(&i["iops"]) == f(&counted[11]["iops"]))
-        .unwrap();
-    let top = counted
-        .iter()
-        .filter(|i| f(&i["iops"]) == f(&peak["iops"]))
-        .map(|i| i["index"].as_u64().unwrap())
-        .min()
+        .filter(|i| f(&i["iops"]) == top)
+        .min_by_key(|i| i["index"].as_u64())
         .unwrap();
     let p = &v["summary"]["peak_interval"];
-    assert_eq!(p["index"].as_u64(), Some(top));
+    assert_eq!(p["index"], peak["index"]);
     assert_eq!(p["iops"], peak["iops"]);
     assert_eq!(p["t_s"], peak["t_s"]);
 
@@ -423,6 +419,24 @@ fn compare_and_report_show_the_convention() {
             "no row {row}: {text}"
         );
     }
+    // --json: each run's figures; none without a convention.
+    let json = |extra: &[&str]| -> Value {
+        let mut args = vec!["compare", "first", "second", "--json", "--db", db];
+        args.extend_from_slice(extra);
+        let o = run_in(d.path(), &args);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let v = json(&["--convention", "hcibench"]);
+    let runs = v["convention"]["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    assert!(runs[0]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|g| g["label"] == "MiB/s (HCIBench)"));
+    assert!(json(&[]).get("convention").is_none());
+
     let o = run_in(
         d.path(),
         &[

@@ -695,7 +695,7 @@ impl Comparison<'_> {
     /// The comparison as JSON (`compare --json`): the runs, the baseline, and per metric
     /// each run's value and gain (null where unknown or undefined).
     pub fn to_json(&self, metrics: &[Metric]) -> Value {
-        json!({
+        let mut v = json!({
             "baseline": self.base().id,
             "gain": self.gain.as_str(),
             "gain_formula": self.gain.formula(),
@@ -710,12 +710,19 @@ impl Comparison<'_> {
                     .map(|i| if i == self.baseline { None } else { self.gain(m, i) })
                     .collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
-            "convention": (self.convention != Convention::Exact).then(|| json!({
+        });
+        if self.convention != Convention::Exact {
+            v["convention"] = json!({
                 "name": self.convention.name(),
                 "tool": self.convention.tool(),
-                "runs": self.runs.iter().map(|r| self.convention.to_json(&r.result)["figures"].clone()).collect::<Vec<_>>(),
-            })),
-        })
+                "runs": self
+                    .runs
+                    .iter()
+                    .map(|r| self.convention.to_json(&r.result)["figures"].clone())
+                    .collect::<Vec<_>>(),
+            });
+        }
+        v
     }
 
     pub(crate) fn config_rows(&self) -> Vec<ConfigRow<'_>> {
