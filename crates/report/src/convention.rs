@@ -491,7 +491,7 @@ fn iometer(r: &RunResult) -> Vec<Figure> {
             c,
             Def {
                 key: "mbps_decimal",
-                name: "MBps (Decimal)",
+                name: "MB/s decimal",
                 unit: "MB/s",
                 digits: 2,
                 definition: "Σ bytes ÷ 10^6 per second (\"MBps (Decimal)\", the same as exact)",
