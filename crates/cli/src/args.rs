@@ -10,6 +10,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use iofleet_fleet::EngineSpec;
 use iofleet_profile::Overrides;
+use iofleet_report::Convention;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -137,6 +138,22 @@ pub struct FromTraceArgs {
 
 pub(crate) use iofleet_profile::overrides::{duration, size};
 
+/// `--convention`, defined once for every command that prints or exports results.
+#[derive(Args, Debug, Clone, Copy)]
+pub struct ConventionArg {
+    /// Also show the figures as a published report's tool defines them, each labelled
+    /// with the tool and beside iofleet's exact figure (worker = VM): exact (iofleet's
+    /// own, the default), hcibench (MiB/s, per-worker-mean latency and deviation, sum of
+    /// per-worker outstanding I/O), vmfleet (per-worker-mean percentiles), iometer (MiB/s
+    /// and MB/s, configured outstanding I/Os). See docs/conventions.md.
+    #[arg(long, default_value = "exact", value_parser = convention, value_name = "exact|hcibench|vmfleet|iometer")]
+    pub convention: Convention,
+}
+
+fn convention(s: &str) -> Result<Convention, String> {
+    s.parse()
+}
+
 fn engine(s: &str) -> Result<EngineSpec, String> {
     s.parse()
 }
@@ -238,6 +255,9 @@ pub struct RunArgs {
     /// wrap into blocks of columns that fit 120 columns).
     #[arg(long)]
     pub wide: bool,
+    /// --convention: the figures as a published report's tool defines them.
+    #[command(flatten)]
+    pub conv: ConventionArg,
     /// No live progress line and no notices on stderr.
     #[arg(long, short)]
     pub quiet: bool,

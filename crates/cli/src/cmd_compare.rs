@@ -47,6 +47,8 @@ pub struct CompareArgs {
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
+    pub conv: crate::args::ConventionArg,
+    #[command(flatten)]
     pub db: DbArg,
 }
 
@@ -81,6 +83,7 @@ pub fn run(a: CompareArgs) -> Result<i32, Exit> {
             GainArg::Change => Gain::Change,
             GainArg::Ratio => Gain::Ratio,
         },
+        convention: a.conv.convention,
     };
     let pivot = match (&a.by, &a.configs) {
         (Some(by), Some(configs)) => Some(Pivot::new(&cmp, by, configs).map_err(Exit::input)?),

@@ -36,6 +36,8 @@ pub struct ReportArgs {
     #[arg(long, default_value = "iofleet report")]
     pub title: String,
     #[command(flatten)]
+    pub conv: crate::args::ConventionArg,
+    #[command(flatten)]
     pub db: DbArg,
 }
 
@@ -45,7 +47,8 @@ pub fn run(a: ReportArgs) -> Result<i32, Exit> {
     let werr = crate::stored::write_err;
     match a.format {
         ReportFormat::Markdown => {
-            iofleet_report::markdown::report(&runs, baseline, &mut out).map_err(werr)?
+            iofleet_report::markdown::report(&runs, baseline, a.conv.convention, &mut out)
+                .map_err(werr)?
         }
         ReportFormat::Html => {
             let now = SystemTime::now()
@@ -57,6 +60,7 @@ pub fn run(a: ReportArgs) -> Result<i32, Exit> {
                 baseline,
                 &a.title,
                 &iofleet_fleet::sys::rfc3339(now),
+                a.conv.convention,
             )
             .map_err(Exit::failure)?;
             out.write_all(page.as_bytes()).map_err(werr)?;

@@ -7,9 +7,10 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
-use iofleet_report::{CsvExporter, Exporter, JsonExporter, MarkdownExporter, TableExporter};
+use iofleet_report::{Convention, CsvExporter, JsonExporter, MarkdownExporter, TableExporter};
 use iofleet_store::{ListFilter, Store};
 
+use crate::args::ConventionArg;
 use crate::record::{parse_label, store_exit, DbArg};
 use crate::stored::{load_run, output, write_err};
 use crate::Exit;
@@ -26,6 +27,8 @@ pub enum ResultsCmd {
         /// blocks of columns that fit 120 columns).
         #[arg(long)]
         wide: bool,
+        #[command(flatten)]
+        conv: ConventionArg,
         #[command(flatten)]
         db: DbArg,
     },
@@ -82,21 +85,32 @@ pub struct ExportArgs {
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
     #[command(flatten)]
+    pub conv: ConventionArg,
+    #[command(flatten)]
     pub db: DbArg,
 }
 
 pub fn run(cmd: ResultsCmd) -> Result<i32, Exit> {
     match cmd {
         ResultsCmd::List(a) => list(a),
-        ResultsCmd::Show { run, wide, db } => show(&db.open()?, &run, wide),
+        ResultsCmd::Show {
+            run,
+            wide,
+            conv,
+            db,
+        } => show(&db.open()?, &run, wide, conv.convention),
         ResultsCmd::Export(a) => {
             let store = a.db.open()?;
             let r = load_run(&store, &a.run)?;
             let mut out = output(&a.output)?;
             match a.format {
-                ExportFormat::Json => JsonExporter.export(&r.result, &mut out),
-                ExportFormat::Csv => CsvExporter.export(&r.result, &mut out),
-                ExportFormat::Markdown => MarkdownExporter.export(&r.result, &mut out),
+                ExportFormat::Json => {
+                    JsonExporter.export_in(&r.result, a.conv.convention, &mut out)
+                }
+                ExportFormat::Csv => CsvExporter.export_in(&r.result, a.conv.convention, &mut out),
+                ExportFormat::Markdown => {
+                    MarkdownExporter.export_in(&r.result, a.conv.convention, &mut out)
+                }
             }
             .and_then(|_| out.flush())
             .map_err(write_err)?;
@@ -155,34 +169,59 @@ fn list(a: ListArgs) -> Result<i32, Exit> {
         writeln!(out).map_err(write_err)?;
         return Ok(0);
     }
-    writeln!(
-        out,
-        "{:<8}  {:<20}  {:<11}  {:<18}  {:<16}  {:>6}  {:>12}  {:>9}  labels",
-        "id", "started (UTC)", "status", "profile", "name", "meas s", "IOPS", "MB/s"
-    )
-    .map_err(write_err)?;
-    for r in &runs {
+    // Every column as wide as its widest cell: names, profiles and labels are never cut.
+    let pad = iofleet_report::compare::pad_right;
+    let width = iofleet_report::compare::width;
+    let labels: Vec<String> = runs
+        .iter()
+        .map(|r| {
+            r.meta
+                .labels
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    let w = |head: &str, cell: &dyn Fn(&iofleet_store::RunListing) -> String| {
+        runs.iter()
+            .map(|r| width(&cell(r)))
+            .chain([width(head)])
+            .max()
+            .unwrap_or(0)
+    };
+    let wid = w("id", &|r| r.meta.id.clone());
+    let wstart = w("started (UTC)", &|r| r.meta.started_at.clone());
+    let wstatus = w("status", &|r| r.meta.status.as_str().to_string());
+    let wprofile = w("profile", &|r| r.meta.profile.clone());
+    let wname = w("name", &|r| r.meta.name.clone());
+    let line = format!(
+        "{}  {}  {}  {}  {}  {:>6}  {:>12}  {:>9}  labels",
+        pad("id", wid),
+        pad("started (UTC)", wstart),
+        pad("status", wstatus),
+        pad("profile", wprofile),
+        pad("name", wname),
+        "meas s",
+        "IOPS",
+        "MB/s"
+    );
+    writeln!(out, "{}", line.trim_end()).map_err(write_err)?;
+    for (r, labels) in runs.iter().zip(&labels) {
         let m = &r.meta;
-        let labels = m
-            .labels
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(" ");
-        writeln!(
-            out,
-            "{:<8}  {:<20}  {:<11}  {:<18}  {:<16}  {:>6.1}  {:>12.0}  {:>9.1}  {}",
-            m.id,
-            m.started_at,
-            m.status.as_str(),
-            m.profile.chars().take(18).collect::<String>(),
-            m.name.chars().take(16).collect::<String>(),
+        let line = format!(
+            "{}  {}  {}  {}  {}  {:>6.1}  {:>12.0}  {:>9.1}  {}",
+            pad(&m.id, wid),
+            pad(&m.started_at, wstart),
+            pad(m.status.as_str(), wstatus),
+            pad(&m.profile, wprofile),
+            pad(&m.name, wname),
             r.measured_s,
             r.iops,
             r.mbps,
             labels
-        )
-        .map_err(write_err)?;
+        );
+        writeln!(out, "{}", line.trim_end()).map_err(write_err)?;
     }
     if runs.is_empty() {
         writeln!(out, "(no runs in {})", store.path().display()).map_err(write_err)?;
@@ -190,7 +229,7 @@ fn list(a: ListArgs) -> Result<i32, Exit> {
     Ok(0)
 }
 
-fn show(store: &Store, query: &str, wide: bool) -> Result<i32, Exit> {
+fn show(store: &Store, query: &str, wide: bool, convention: Convention) -> Result<i32, Exit> {
     let r = load_run(store, query)?;
     let stdout = io::stdout();
     let mut out = stdout.lock();
@@ -256,7 +295,7 @@ fn show(store: &Store, query: &str, wide: bool) -> Result<i32, Exit> {
         wide,
         disks: true,
     }
-    .export(&result, &mut out)
+    .export_in(&result, convention, &mut out)
     .map_err(write_err)?;
     Ok(0)
 }

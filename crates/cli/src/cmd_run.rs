@@ -9,7 +9,7 @@ use std::sync::atomic::AtomicBool;
 
 use iofleet_fleet::RunSettings;
 use iofleet_profile::GroupPlan;
-use iofleet_report::{Exporter, JsonExporter, TableExporter};
+use iofleet_report::{JsonExporter, TableExporter};
 use iofleet_stats::result::RunResult;
 
 use crate::args::RunArgs;
@@ -59,21 +59,21 @@ fn print_and_exit_code(
                 eprintln!("note: {n}");
             }
         }
-        JsonExporter.export(result, &mut out)
+        JsonExporter.export_in(result, a.conv.convention, &mut out)
     } else {
         TableExporter {
             intervals: a.intervals,
             wide: a.wide,
             disks: false,
         }
-        .export(result, &mut out)
+        .export_in(result, a.conv.convention, &mut out)
     };
     written
         .and_then(|_| out.flush())
         .map_err(|e| Exit::failure(format!("writing the result: {e}")))?;
     if let Some(f) = output {
         JsonExporter
-            .export(result, f)
+            .export_in(result, a.conv.convention, f)
             .and_then(|_| f.flush())
             .map_err(|e| Exit::failure(format!("--output: {e}")))?;
     }

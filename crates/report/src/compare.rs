@@ -9,7 +9,10 @@
 //! the value is not, or a ratio `new ÷ old × 100`, as published reports give it,
 //! undefined when the baseline is 0. `Pivot` lays runs out as those reports do: one row
 //! per value of one label (the test), one column per value of another (the
-//! configuration).
+//! configuration). With a convention other than `Exact`, the comparison adds one row
+//! per figure of that tool (`convention`), labelled with the tool, below the exact rows.
+//! Every column is as wide as its widest cell: names, labels and configurations are
+//! never cut.
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -19,6 +22,7 @@ use serde_json::{json, Value};
 use iofleet_stats::result::RunResult;
 use iofleet_stats::OpSummary;
 
+use crate::convention::{Convention, Figure};
 use crate::RunData;
 
 /// Which operations a metric reads.
@@ -48,6 +52,12 @@ pub enum Field {
     Errors,
     /// Median of per-interval IOPS (run-wide only).
     IopsMedian,
+    /// Mean latency of the median-IOPS interval (run-wide only).
+    MedianIntervalMean,
+    /// p99 latency of the median-IOPS interval (run-wide only).
+    MedianIntervalP99,
+    /// IOPS of the peak interval (run-wide only).
+    PeakIops,
     /// Measured mean outstanding I/O (run-wide only).
     Outstanding,
     /// Whole-host CPU busy, % of all cores (run-wide only).
@@ -118,6 +128,9 @@ const OP_FIELDS: &[(&str, Field)] = &[
 
 const RUN_FIELDS: &[(&str, Field)] = &[
     ("iops_median", Field::IopsMedian),
+    ("median_interval_mean", Field::MedianIntervalMean),
+    ("median_interval_p99", Field::MedianIntervalP99),
+    ("peak_iops", Field::PeakIops),
     ("outstanding", Field::Outstanding),
     ("cpu", Field::Cpu),
     ("cpu_us_per_io", Field::CpuPerIo),
@@ -208,6 +221,9 @@ impl Metric {
             Field::Ios => "I/Os",
             Field::Errors => "I/O errors",
             Field::IopsMedian => "IOPS (median interval)",
+            Field::MedianIntervalMean => "latency mean (median-IOPS interval)",
+            Field::MedianIntervalP99 => "p99 (median-IOPS interval)",
+            Field::PeakIops => "IOPS (peak interval)",
             Field::Outstanding => "outstanding I/O (mean)",
             Field::Cpu => "host CPU",
             Field::CpuPerIo => "CPU per I/O",
@@ -226,7 +242,7 @@ impl Metric {
 
     pub fn unit(self) -> Unit {
         match self.field {
-            Field::Iops | Field::IopsMedian => Unit::Iops,
+            Field::Iops | Field::IopsMedian | Field::PeakIops => Unit::Iops,
             Field::Mbps | Field::NetRx | Field::NetTx => Unit::MBps,
             Field::DiskBusy => Unit::Percent,
             Field::Ios | Field::Errors => Unit::Count,
@@ -242,7 +258,7 @@ impl Metric {
     pub fn higher_is_better(self) -> bool {
         matches!(
             self.field,
-            Field::Iops | Field::Mbps | Field::IopsMedian | Field::Ios
+            Field::Iops | Field::Mbps | Field::IopsMedian | Field::PeakIops | Field::Ios
         )
     }
 
@@ -278,6 +294,15 @@ impl Metric {
             Field::Ios => Some(o.ios as f64),
             Field::Errors => Some(o.errors as f64),
             Field::IopsMedian => s.iops_median_interval,
+            Field::MedianIntervalMean => r
+                .interval_headline()
+                .median_interval
+                .and_then(|p| p.all.mean_us),
+            Field::MedianIntervalP99 => r
+                .interval_headline()
+                .median_interval
+                .and_then(|p| p.all.p99_us),
+            Field::PeakIops => r.interval_headline().peak_interval.map(|p| p.iops),
             Field::Outstanding => s.outstanding_io.measured_mean,
             Field::Cpu => s.cpu.as_ref().map(|c| c.host_pct),
             Field::CpuPerIo => s.cpu.as_ref().and_then(|c| c.us_per_io),
@@ -314,6 +339,9 @@ pub fn default_metrics() -> Vec<Metric> {
     [
         "iops",
         "iops_median",
+        "peak_iops",
+        "median_interval_mean",
+        "median_interval_p99",
         "mbps",
         "mean",
         "read.mean",
@@ -449,6 +477,8 @@ pub struct Comparison<'a> {
     pub baseline: usize,
     /// How gains are shown in tables (the gate and the change chart always use changes).
     pub gain: Gain,
+    /// Whose definitions the extra rows follow (`Exact`: none), beside the exact ones.
+    pub convention: Convention,
 }
 
 impl Comparison<'_> {
@@ -476,7 +506,9 @@ impl Comparison<'_> {
             .of(m.value(&self.base().result), m.value(&self.runs[i].result))
     }
 
-    /// The plain-text comparison printed by `iofleet compare`, over `metrics`.
+    /// The plain-text comparison printed by `iofleet compare`, over `metrics`, then
+    /// the convention's figures (if any). Columns are as wide as their widest cell:
+    /// nothing is cut.
     pub fn write_text(&self, metrics: &[Metric], out: &mut dyn Write) -> io::Result<()> {
         self.write_run_list(out)?;
         if self.runs.len() > 2 {
@@ -484,26 +516,83 @@ impl Comparison<'_> {
             writeln!(out)?;
         }
         // Per metric: the value per run and its gain against the baseline.
-        let mut header = format!("{:<26}", "metric");
+        let mut rows: Vec<(String, Vec<String>, Vec<String>)> = Vec::new();
+        for &m in metrics {
+            rows.push((
+                format!("{} {}", m.label(), m.unit().table_suffix())
+                    .trim_end()
+                    .to_string(),
+                self.runs
+                    .iter()
+                    .map(|r| fmt_opt(m.value(&r.result), m.unit()))
+                    .collect(),
+                (0..self.runs.len())
+                    .map(|i| self.gain.fmt(self.gain(m, i)))
+                    .collect(),
+            ));
+        }
+        let figures: Vec<Vec<Figure>> = self
+            .runs
+            .iter()
+            .map(|r| self.convention.figures(&r.result))
+            .collect();
+        let base = &figures[self.baseline];
+        for (k, f) in base.iter().enumerate() {
+            let value = |i: usize| figures[i].get(k).and_then(|g| g.value);
+            rows.push((
+                f.label.clone(),
+                (0..self.runs.len())
+                    .map(|i| figures[i].get(k).map_or("–".into(), |g| g.value_text()))
+                    .collect(),
+                (0..self.runs.len())
+                    .map(|i| self.gain.fmt(self.gain.of(value(self.baseline), value(i))))
+                    .collect(),
+            ));
+        }
+        let w0 = rows
+            .iter()
+            .map(|r| width(&r.0))
+            .chain([26])
+            .max()
+            .unwrap_or(0);
+        let wv = rows
+            .iter()
+            .flat_map(|r| r.1.iter().map(|v| width(v)))
+            .chain([12])
+            .max()
+            .unwrap_or(12);
+        let wg = rows
+            .iter()
+            .flat_map(|r| r.2.iter().map(|v| width(v)))
+            .chain([10])
+            .max()
+            .unwrap_or(10);
+        let mut header = pad_right("metric", w0);
         for (i, _) in self.runs.iter().enumerate() {
-            let _ = write!(header, " {:>12}", format!("[{}]", i + 1));
+            let _ = write!(header, " {}", pad_left(&format!("[{}]", i + 1), wv));
             if i != self.baseline {
-                let _ = write!(header, " {:>10}", self.gain.heading());
+                let _ = write!(header, " {}", pad_left(self.gain.heading(), wg));
             }
         }
         writeln!(out, "{}", header.trim_end())?;
-        for &m in metrics {
-            let mut line = format!(
-                "{:<26}",
-                format!("{} {}", m.label(), m.unit().table_suffix()).trim_end()
-            );
-            for (i, r) in self.runs.iter().enumerate() {
-                let _ = write!(line, " {:>12}", fmt_opt(m.value(&r.result), m.unit()));
+        for (label, values, gains) in &rows {
+            let mut line = pad_right(label, w0);
+            for i in 0..self.runs.len() {
+                let _ = write!(line, " {}", pad_left(&values[i], wv));
                 if i != self.baseline {
-                    let _ = write!(line, " {:>10}", self.gain.fmt(self.gain(m, i)));
+                    let _ = write!(line, " {}", pad_left(&gains[i], wg));
                 }
             }
             writeln!(out, "{}", line.trim_end())?;
+        }
+        if !base.is_empty() {
+            writeln!(out)?;
+            writeln!(
+                out,
+                "rows labelled ({}) follow --convention {} (worker = VM); the exact figures are the rows above; definitions in docs/conventions.md",
+                self.convention.tool(),
+                self.convention.name()
+            )?;
         }
         if self.gain == Gain::Ratio {
             writeln!(out)?;
@@ -543,11 +632,24 @@ impl Comparison<'_> {
     /// latency, standard deviation, outstanding I/O, CPU, memory) and the IOPS gain
     /// against the baseline.
     pub fn write_config_table(&self, out: &mut dyn Write) -> io::Result<()> {
+        let rows = self.config_rows();
+        let wc = rows
+            .iter()
+            .map(|r| width(&r.config))
+            .chain([width("configuration")])
+            .max()
+            .unwrap_or(0);
+        let wr = rows
+            .iter()
+            .map(|r| width(&format!("[{}]", r.index + 1)))
+            .chain([4])
+            .max()
+            .unwrap_or(4);
         writeln!(
             out,
-            "{:<4} {:<20} {:>12} {:>8} {:>9} {:>10} {:>9} {:>9} {:>10} {:>11} {:>6} {:>6}",
-            "run",
-            "configuration",
+            "{} {} {:>12} {:>8} {:>9} {:>10} {:>9} {:>9} {:>10} {:>11} {:>6} {:>6}",
+            pad_right("run", wr),
+            pad_right("configuration", wc),
             "IOPS",
             self.gain.heading(),
             "MB/s",
@@ -564,13 +666,12 @@ impl Comparison<'_> {
             let m = Metric::parse(p).expect("built-in metric");
             fmt_opt(m.value(r), m.unit())
         };
-        for row in self.config_rows() {
+        for row in rows {
             let r = row.result;
-            writeln!(
-                out,
-                "{:<4} {:<20} {:>12} {:>8} {:>9} {:>10} {:>9} {:>9} {:>10} {:>11} {:>6} {:>6}",
-                format!("[{}]", row.index + 1),
-                row.config.chars().take(20).collect::<String>(),
+            let line = format!(
+                "{} {} {:>12} {:>8} {:>9} {:>10} {:>9} {:>9} {:>10} {:>11} {:>6} {:>6}",
+                pad_right(&format!("[{}]", row.index + 1), wr),
+                pad_right(&row.config, wc),
                 v(r, "iops"),
                 if row.index == self.baseline {
                     "base".to_string()
@@ -585,7 +686,8 @@ impl Comparison<'_> {
                 fmt_outstanding(&r.summary.outstanding_io),
                 opt1(Metric::parse("cpu").expect("cpu").value(r)),
                 opt1(Metric::parse("mem").expect("mem").value(r)),
-            )?;
+            );
+            writeln!(out, "{}", line.trim_end())?;
         }
         Ok(())
     }
@@ -593,7 +695,7 @@ impl Comparison<'_> {
     /// The comparison as JSON (`compare --json`): the runs, the baseline, and per metric
     /// each run's value and gain (null where unknown or undefined).
     pub fn to_json(&self, metrics: &[Metric]) -> Value {
-        json!({
+        let mut v = json!({
             "baseline": self.base().id,
             "gain": self.gain.as_str(),
             "gain_formula": self.gain.formula(),
@@ -608,7 +710,19 @@ impl Comparison<'_> {
                     .map(|i| if i == self.baseline { None } else { self.gain(m, i) })
                     .collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
-        })
+        });
+        if self.convention != Convention::Exact {
+            v["convention"] = json!({
+                "name": self.convention.name(),
+                "tool": self.convention.tool(),
+                "runs": self
+                    .runs
+                    .iter()
+                    .map(|r| self.convention.to_json(&r.result)["figures"].clone())
+                    .collect::<Vec<_>>(),
+            });
+        }
+        v
     }
 
     pub(crate) fn config_rows(&self) -> Vec<ConfigRow<'_>> {
@@ -765,8 +879,15 @@ impl Pivot {
             .map(|t| t.chars().count())
             .chain([self.by.chars().count()])
             .max()
-            .unwrap_or(4)
-            .min(32);
+            .unwrap_or(4);
+        // Each configuration's value column, and its gain column, as wide as its name.
+        let wv: Vec<usize> = self.columns.iter().map(|c| width(c).max(12)).collect();
+        let gain_head = |name: &str| format!("{name} {}", cmp.gain.heading());
+        let wg: Vec<usize> = self
+            .columns
+            .iter()
+            .map(|c| width(&gain_head(c)).max(10))
+            .collect();
         for (k, &m) in metrics.iter().enumerate() {
             if k > 0 {
                 writeln!(out)?;
@@ -782,28 +903,28 @@ impl Pivot {
                 self.configs,
                 self.columns[0]
             )?;
-            let mut head = format!("{:<w0$}", self.by);
+            let mut head = pad_right(&self.by, w0);
             for (c, name) in self.columns.iter().enumerate() {
-                let _ = write!(head, "  {:>12}", clip(name, 12));
+                let _ = write!(head, "  {}", pad_left(name, wv[c]));
                 if c > 0 {
-                    let _ = write!(
-                        head,
-                        "  {:>10}",
-                        clip(&format!("{} {}", clip(name, 4), cmp.gain.heading()), 10)
-                    );
+                    let _ = write!(head, "  {}", pad_left(&gain_head(name), wg[c]));
                 }
             }
             writeln!(out, "{}", head.trim_end())?;
             for (t, test) in self.tests.iter().enumerate() {
-                let mut line = format!("{:<w0$}", clip(test, w0));
+                let mut line = pad_right(test, w0);
                 for c in 0..self.columns.len() {
                     let _ = write!(
                         line,
-                        "  {:>12}",
-                        fmt_opt(self.value(cmp, m, t, c), m.unit())
+                        "  {}",
+                        pad_left(&fmt_opt(self.value(cmp, m, t, c), m.unit()), wv[c])
                     );
                     if c > 0 {
-                        let _ = write!(line, "  {:>10}", cmp.gain.fmt(self.gain(cmp, m, t, c)));
+                        let _ = write!(
+                            line,
+                            "  {}",
+                            pad_left(&cmp.gain.fmt(self.gain(cmp, m, t, c)), wg[c])
+                        );
                     }
                 }
                 writeln!(out, "{}", line.trim_end())?;
@@ -837,8 +958,19 @@ impl Pivot {
     }
 }
 
-fn clip(s: &str, n: usize) -> String {
-    s.chars().take(n).collect()
+/// Width in characters (`µ` and `–` are one column, not their byte count).
+pub fn width(s: &str) -> usize {
+    s.chars().count()
+}
+
+/// `s` left-aligned in `w` columns, never cut.
+pub fn pad_right(s: &str, w: usize) -> String {
+    format!("{s}{}", " ".repeat(w.saturating_sub(width(s))))
+}
+
+/// `s` right-aligned in `w` columns, never cut.
+pub fn pad_left(s: &str, w: usize) -> String {
+    format!("{}{s}", " ".repeat(w.saturating_sub(width(s))))
 }
 
 pub(crate) struct ConfigRow<'a> {

@@ -4,7 +4,9 @@
 //! `kind=interval` rows carry the per-interval series of the fleet, each host and each
 //! worker group (one row per interval × scope × op; warm-up included, flagged); `kind=workload` rows say what ran
 //! (one per worker group and stream: fleet shape, block sizes, read %, random %, engine,
-//! target). Every row ends with the run's identity (store id, name, labels, profile), so
+//! target); with a published-report convention, `kind=convention` rows carry each of its
+//! figures (`convention`, `figure`, `value`) beside the exact one (`exact_figure`,
+//! `exact_value`). Every row carries the run's identity (store id, name, labels, profile), so
 //! exports of several runs can be concatenated. Cells that a row kind does not have are
 //! empty, and so are figures that were not measured (never 0). Column meanings are in
 //! docs/results.md.
@@ -14,6 +16,7 @@ use std::io::{self, Write};
 use iofleet_stats::result::{IntervalOps, RunResult};
 use iofleet_stats::OpSummary;
 
+use crate::convention::Convention;
 use crate::workload;
 use crate::Exporter;
 
@@ -59,7 +62,20 @@ pub const COLUMNS: &[&str] = &[
     "run_name",
     "labels",
     "profile",
+    "convention",
+    "figure",
+    "value",
+    "exact_figure",
+    "exact_value",
 ];
+
+/// Where the run's identity (run_id, run_name, labels, profile) starts.
+fn ident_at() -> usize {
+    COLUMNS
+        .iter()
+        .position(|c| *c == "run_id")
+        .expect("run_id is a column")
+}
 
 /// Quote a field when it needs it (RFC 4180).
 fn field(s: &str) -> String {
@@ -77,8 +93,8 @@ impl Row {
     fn new(kind: &str, ident: &[String; 4]) -> Row {
         let mut cells = vec![String::new(); COLUMNS.len()];
         cells[0] = kind.to_string();
-        let n = COLUMNS.len();
-        cells[n - 4..].clone_from_slice(ident);
+        let at = ident_at();
+        cells[at..at + 4].clone_from_slice(ident);
         Row(cells)
     }
 
@@ -177,6 +193,19 @@ fn interval_cells<'a>(row: &'a mut Row, o: &IntervalOps) -> &'a mut Row {
 
 impl Exporter for CsvExporter {
     fn export(&self, r: &RunResult, out: &mut dyn Write) -> io::Result<()> {
+        self.export_in(r, Convention::Exact, out)
+    }
+}
+
+impl CsvExporter {
+    /// The table, with one `kind=convention` row per figure of `convention` (none for
+    /// `Exact`) after the fleet's summary rows.
+    pub fn export_in(
+        &self,
+        r: &RunResult,
+        convention: Convention,
+        out: &mut dyn Write,
+    ) -> io::Result<()> {
         writeln!(out, "{}", COLUMNS.join(","))?;
         let ident = [
             r.stored.as_ref().map_or("", |s| s.id.as_str()),
@@ -211,6 +240,18 @@ impl Exporter for CsvExporter {
         let s = &r.summary;
         for (op, o) in [("all", &s.all), ("read", &s.read), ("write", &s.write)] {
             summary_row(out, &ident, r, "fleet", "", op, o)?;
+        }
+        for f in convention.figures(r) {
+            Row::new("convention", &ident)
+                .set("duration_s", r.run.duration_s)
+                .set("scope", "fleet")
+                .set("name", &f.label)
+                .set("convention", convention.name())
+                .set("figure", f.key)
+                .opt("value", f.value)
+                .set("exact_figure", f.exact_label)
+                .opt("exact_value", f.exact)
+                .write(out)?;
         }
         for st in &r.streams {
             for (op, o) in [("all", &st.all), ("read", &st.read), ("write", &st.write)] {

@@ -1,8 +1,9 @@
 //! The HTML report: one self-contained file (inline CSS, inline SVG charts from
 //! `charts`, one small inline script) that opens anywhere without a network: no external
 //! scripts, fonts, images or links. It shows the runs and the workload each ran (fleet
-//! shape, streams, engine, target), the environment, the multi-configuration summary,
-//! comparison bars against the baseline, IOPS, MB/s, latency and CPU over time, the
+//! shape, streams, engine, target), the environment, the multi-configuration summary
+//! (with the median-IOPS and peak intervals), the runs' figures as a published report's
+//! tool defines them (`--convention`, beside the exact ones), comparison bars against the baseline, IOPS, MB/s, latency and CPU over time, the
 //! latency distribution with a histogram per run, per-worker and per-host spread, a
 //! section per host (IOPS, p99 and CPU over time) and per worker group, percentile
 //! tables and notices.
@@ -25,6 +26,7 @@ use crate::compare::{
     default_metrics, fmt_change, fmt_lat, fmt_opt, fmt_outstanding, fmt_value, metric_text, opt1,
     opt_fixed, Comparison, Gain, Metric, Unit,
 };
+use crate::convention::{Convention, Figure};
 use crate::workload;
 use crate::RunData;
 use iofleet_profile::Bytes;
@@ -329,6 +331,7 @@ pub fn charts_for(runs: &[RunData], baseline: usize) -> Result<Vec<Chart>, Chart
             runs,
             baseline,
             gain: Gain::Change,
+            convention: Convention::Exact,
         })?);
     }
     if let Some(c) = charts::load_curve(runs)? {
@@ -551,10 +554,13 @@ fn environment_table(h: &mut String, runs: &[RunData]) {
 /// The summary section: the columns practitioners publish, with the change in IOPS.
 fn summary_section(h: &mut String, cmp: &Comparison<'_>) {
     let baseline = cmp.baseline;
-    h.push_str("<section id=\"summary\"><h2>Summary</h2><table>\n<tr><th class=\"l\">#</th><th class=\"l\">configuration</th><th>IOPS</th><th>change</th><th>MB/s</th><th>latency mean µs</th><th>read µs</th><th>write µs</th><th>stddev µs</th><th>outstanding I/O</th><th>CPU %</th><th>memory %</th><th>IOPS median interval</th><th>I/O errors</th></tr>\n");
+    h.push_str("<section id=\"summary\"><h2>Summary</h2><table>\n<tr><th class=\"l\">#</th><th class=\"l\">configuration</th><th>IOPS</th><th>change</th><th>MB/s</th><th>latency mean µs</th><th>read µs</th><th>write µs</th><th>stddev µs</th><th>outstanding I/O</th><th>CPU %</th><th>memory %</th><th>IOPS median interval</th><th>median-IOPS interval mean µs</th><th>median-IOPS interval p99 µs</th><th>peak interval IOPS</th><th>peak interval t s</th><th>I/O errors</th></tr>\n");
     let iops = Metric::parse("iops").expect("iops");
     for row in cmp.config_rows() {
         let s = &row.result.summary;
+        let points = row.result.interval_headline();
+        let median = points.median_interval.as_ref();
+        let peak = points.peak_interval.as_ref();
         let change = if row.index == baseline {
             "<td class=\"base\">baseline</td>".to_string()
         } else {
@@ -562,7 +568,7 @@ fn summary_section(h: &mut String, cmp: &Comparison<'_>) {
         };
         let _ = writeln!(
             h,
-            "<tr><td class=\"l\">{}{}</td><td class=\"l\">{}</td><td>{}</td>{change}<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td class=\"l\">{}{}</td><td class=\"l\">{}</td><td>{}</td>{change}<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             swatch(row.index),
             row.index + 1,
             escape(&row.config),
@@ -576,8 +582,63 @@ fn summary_section(h: &mut String, cmp: &Comparison<'_>) {
             opt1(s.cpu.as_ref().map(|c| c.host_pct)),
             opt1(s.memory.as_ref().map(|m| m.host_used_pct)),
             fmt_opt(s.iops_median_interval, Unit::Iops),
+            fmt_opt(median.and_then(|p| p.all.mean_us), Unit::Micros),
+            fmt_opt(median.and_then(|p| p.all.p99_us), Unit::Micros),
+            fmt_opt(peak.map(|p| p.iops), Unit::Iops),
+            opt1(peak.map(|p| p.t_s)),
             s.errors.count
         );
+    }
+    h.push_str("</table></section>\n");
+}
+
+/// The convention section: each run's figures as the chosen tool defines them, beside
+/// iofleet's exact ones (nothing for `Exact`).
+fn convention_section(h: &mut String, cmp: &Comparison<'_>) {
+    let c = cmp.convention;
+    let figures: Vec<Vec<Figure>> = cmp.runs.iter().map(|r| c.figures(&r.result)).collect();
+    let Some(first) = figures.iter().find(|f| !f.is_empty()) else {
+        return;
+    };
+    let _ = write!(
+        h,
+        "<section id=\"convention\"><h2>As {tool} reports it</h2>\n<p>Figures as {tool} defines them (<code>--convention {name}</code>; worker = VM), each beside iofleet's exact figure; definitions and sources in docs/conventions.md.</p>\n<table id=\"convention-table\">\n<tr><th class=\"l\">figure</th><th class=\"l\">definition</th>",
+        tool = escape(c.tool()),
+        name = c.name()
+    );
+    for i in 0..cmp.runs.len() {
+        let _ = write!(
+            h,
+            "<th>{}#{} {}</th><th>#{} exact</th><th class=\"l\">exact figure</th>",
+            swatch(i),
+            i + 1,
+            escape(c.tool()),
+            i + 1
+        );
+    }
+    h.push_str("</tr>\n");
+    for (k, f) in first.iter().enumerate() {
+        let _ = write!(
+            h,
+            "<tr><td class=\"l\">{}</td><td class=\"l w\">{}</td>",
+            escape(&f.label),
+            escape(f.definition)
+        );
+        for run in &figures {
+            match run.get(k) {
+                Some(g) => {
+                    let _ = write!(
+                        h,
+                        "<td>{}</td><td>{}</td><td class=\"l\">{}</td>",
+                        g.value_text(),
+                        g.exact_text(),
+                        escape(g.exact_label)
+                    );
+                }
+                None => h.push_str("<td>–</td><td>–</td><td></td>"),
+            }
+        }
+        h.push_str("</tr>\n");
     }
     h.push_str("</table></section>\n");
 }
@@ -711,17 +772,20 @@ fn page_foot(h: &mut String, charts: &[Chart]) {
     );
 }
 
-/// The whole report page. `generated_at` is shown in the header.
+/// The whole report page. `generated_at` is shown in the header; `convention` adds a
+/// section of the runs' figures as that tool defines them (none for `Exact`).
 pub fn report(
     runs: &[RunData],
     baseline: usize,
     title: &str,
     generated_at: &str,
+    convention: Convention,
 ) -> Result<String, ChartError> {
     let cmp = Comparison {
         runs,
         baseline,
         gain: Gain::Change,
+        convention,
     };
     let charts = charts_for(runs, baseline)?;
     let mut h = String::new();
@@ -733,6 +797,7 @@ pub fn report(
 
     // Summary: the columns practitioners publish.
     summary_section(&mut h, &cmp);
+    convention_section(&mut h, &cmp);
 
     // Comparison against the baseline.
     if runs.len() > 1 {

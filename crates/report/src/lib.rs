@@ -11,6 +11,7 @@
 
 pub mod charts;
 pub mod compare;
+pub mod convention;
 pub mod csv;
 pub mod gate;
 pub mod html;
@@ -29,6 +30,7 @@ pub trait Exporter {
     fn export(&self, result: &RunResult, out: &mut dyn Write) -> io::Result<()>;
 }
 
+pub use convention::Convention;
 pub use csv::CsvExporter;
 pub use json::JsonExporter;
 pub use markdown::MarkdownExporter;

@@ -13,6 +13,7 @@ use crate::compare::{
     default_metrics, fmt_change, fmt_lat, fmt_opt, fmt_outstanding, fmt_value, metric_text, opt1,
     Comparison, Gain, Metric, Unit,
 };
+use crate::convention::Convention;
 use crate::workload;
 use crate::{Exporter, RunData};
 use iofleet_profile::Bytes;
@@ -190,16 +191,105 @@ fn write_workload(out: &mut dyn Write, r: &RunResult) -> io::Result<()> {
 
 impl Exporter for MarkdownExporter {
     fn export(&self, result: &RunResult, out: &mut dyn Write) -> io::Result<()> {
-        write_run(out, result, "## iofleet run:")
+        self.export_in(result, Convention::Exact, out)
     }
 }
 
+impl MarkdownExporter {
+    /// One run, then its figures as `convention` defines them (none for `Exact`).
+    pub fn export_in(
+        &self,
+        result: &RunResult,
+        convention: Convention,
+        out: &mut dyn Write,
+    ) -> io::Result<()> {
+        write_run(out, result, "## iofleet run:")?;
+        let figures = convention.figures(result);
+        if figures.is_empty() {
+            return Ok(());
+        }
+        writeln!(out)?;
+        writeln!(
+            out,
+            "### As {} reports it (`--convention {}`, worker = VM)",
+            convention.tool(),
+            convention.name()
+        )?;
+        writeln!(out)?;
+        writeln!(
+            out,
+            "| figure | value | iofleet exact | exact figure | definition |"
+        )?;
+        writeln!(out, "|---|---:|---:|---|---|")?;
+        for f in &figures {
+            writeln!(
+                out,
+                "| {} | {} | {} | {} | {} |",
+                cell(&f.label),
+                f.value_text(),
+                f.exact_text(),
+                f.exact_label,
+                cell(f.definition)
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// The runs' figures as the comparison's convention defines them, each beside the
+/// exact figure (nothing for `Exact`).
+fn write_convention(cmp: &Comparison<'_>, out: &mut dyn Write) -> io::Result<()> {
+    let c = cmp.convention;
+    let figures: Vec<Vec<crate::convention::Figure>> =
+        cmp.runs.iter().map(|r| c.figures(&r.result)).collect();
+    let Some(first) = figures.iter().find(|f| !f.is_empty()) else {
+        return Ok(());
+    };
+    writeln!(
+        out,
+        "## As {} reports it (`--convention {}`, worker = VM)",
+        c.tool(),
+        c.name()
+    )?;
+    writeln!(out)?;
+    let mut head = "| figure |".to_string();
+    let mut rule = "|---|".to_string();
+    for i in 0..cmp.runs.len() {
+        head.push_str(&format!(" #{} {} | #{} exact |", i + 1, c.tool(), i + 1));
+        rule.push_str("---:|---:|");
+    }
+    writeln!(out, "{head}")?;
+    writeln!(out, "{rule}")?;
+    for (k, f) in first.iter().enumerate() {
+        let mut line = format!("| {} |", cell(&f.label));
+        for run in &figures {
+            match run.get(k) {
+                Some(g) => line.push_str(&format!(
+                    " {} | {} {} |",
+                    g.value_text(),
+                    g.exact_text(),
+                    g.exact_label
+                )),
+                None => line.push_str(" – | – |"),
+            }
+        }
+        writeln!(out, "{line}")?;
+    }
+    writeln!(out)
+}
+
 /// Several runs: list, multi-configuration table, comparison, then each run.
-pub fn report(runs: &[RunData], baseline: usize, out: &mut dyn Write) -> io::Result<()> {
+pub fn report(
+    runs: &[RunData],
+    baseline: usize,
+    convention: Convention,
+    out: &mut dyn Write,
+) -> io::Result<()> {
     let cmp = Comparison {
         runs,
         baseline,
         gain: Gain::Change,
+        convention,
     };
     writeln!(out, "# iofleet report")?;
     writeln!(out)?;
@@ -282,6 +372,7 @@ pub fn report(runs: &[RunData], baseline: usize, out: &mut dyn Write) -> io::Res
         }
         writeln!(out)?;
     }
+    write_convention(&cmp, out)?;
     for (i, r) in runs.iter().enumerate() {
         write_run(
             out,

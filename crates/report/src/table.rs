@@ -1,6 +1,8 @@
 //! The human-readable result: a headline with the columns practitioners publish (IOPS,
 //! MB/s, mean/read/write latency, standard deviation, outstanding I/O, CPU, memory),
-//! then latency percentiles per direction and per stream, intervals in brief, workers
+//! then, with a published-report convention (`export_in`), the figures as that tool
+//! defines them beside the exact ones, then latency percentiles per direction and per
+//! stream, the interval median with the median-IOPS and peak intervals, workers
 //! (and their disks, when asked), and errors. Plain text, no colour. A figure that was not measured prints as `–`; a
 //! run interrupted before its first measured interval prints that nothing was measured
 //! instead of a table of zeros.
@@ -17,6 +19,7 @@ use iofleet_stats::summary::counts_in_median;
 use iofleet_stats::{GeneratorSummary, LatencySummary, OpSummary};
 
 use crate::compare::opt_fixed as d;
+use crate::convention::Convention;
 use crate::Exporter;
 
 /// The width the table fits unless `wide` is set.
@@ -445,7 +448,95 @@ fn write_interval_median(r: &RunResult, out: &mut dyn Write, max: Option<usize>)
         max,
         2,
     )?;
-    Ok(())
+    write_interval_points(r, out, max)
+}
+
+/// The median-IOPS and peak-IOPS intervals with their latencies per direction.
+fn write_interval_points(r: &RunResult, out: &mut dyn Write, max: Option<usize>) -> io::Result<()> {
+    let h = r.interval_headline();
+    let points = [
+        ("median-IOPS interval", h.median_interval),
+        ("peak-IOPS interval", h.peak_interval),
+    ];
+    if points.iter().all(|(_, p)| p.is_none()) {
+        return Ok(());
+    }
+    let mut g = Grid::new(
+        1,
+        &[
+            ("interval", true),
+            ("#", false),
+            ("t s", false),
+            ("IOPS", false),
+            ("mean µs", false),
+            ("p99 µs", false),
+            ("read mean", false),
+            ("read p99", false),
+            ("write mean", false),
+            ("write p99", false),
+        ],
+    );
+    for (name, p) in points {
+        let Some(p) = p else { continue };
+        g.row(vec![
+            name.to_string(),
+            p.index.to_string(),
+            f1(p.t_s),
+            f0(p.iops),
+            d(p.all.mean_us, 1),
+            d(p.all.p99_us, 1),
+            d(p.read.mean_us, 1),
+            d(p.read.p99_us, 1),
+            d(p.write.mean_us, 1),
+            d(p.write.p99_us, 1),
+        ]);
+    }
+    g.print(out, max)
+}
+
+/// The run's figures as a published-report convention defines them, each beside
+/// iofleet's exact figure (nothing for `Exact`).
+fn write_convention(
+    r: &RunResult,
+    convention: Convention,
+    out: &mut dyn Write,
+    max: Option<usize>,
+) -> io::Result<()> {
+    let figures = convention.figures(r);
+    if figures.is_empty() {
+        return Ok(());
+    }
+    wrap(
+        out,
+        &format!(
+            "As {} reports it (--convention {}; worker = VM; definitions in docs/conventions.md):",
+            convention.tool(),
+            convention.name()
+        ),
+        max,
+        2,
+    )?;
+    let mut g = Grid::new(
+        1,
+        &[
+            ("figure", true),
+            ("value", false),
+            ("iofleet exact", false),
+            ("exact figure", true),
+            ("definition", true),
+        ],
+    );
+    for f in &figures {
+        g.row(vec![
+            f.label.clone(),
+            f.value_text(),
+            f.exact_text(),
+            f.exact_label.to_string(),
+            f.definition.to_string(),
+        ]);
+    }
+    g.print(out, max)?;
+    writeln!(out)
 }
 
 /// Every interval, warm-up included (`intervals`).
@@ -840,6 +931,19 @@ fn write_notices(r: &RunResult, out: &mut dyn Write, max: Option<usize>) -> io::
 
 impl Exporter for TableExporter {
     fn export(&self, r: &RunResult, out: &mut dyn Write) -> io::Result<()> {
+        self.export_in(r, Convention::Exact, out)
+    }
+}
+
+impl TableExporter {
+    /// The table, with the figures of `convention` (beside the exact ones) after the
+    /// headline when it is not `Exact`.
+    pub fn export_in(
+        &self,
+        r: &RunResult,
+        convention: Convention,
+        out: &mut dyn Write,
+    ) -> io::Result<()> {
         let max = (!self.wide).then_some(WIDTH);
         write_run_lines(r, out, max)?;
         if !r.measured() {
@@ -847,6 +951,7 @@ impl Exporter for TableExporter {
         }
         write_started(r, out, max)?;
         write_headline(&r.summary, out, max)?;
+        write_convention(r, convention, out, max)?;
         write_latencies(r, out, max)?;
         write_interval_median(r, out, max)?;
         if self.intervals {

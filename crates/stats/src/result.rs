@@ -69,6 +69,84 @@ impl RunResult {
     }
 }
 
+/// One measured interval singled out by the summary (the median-IOPS or the peak-IOPS
+/// interval): where it lies in `intervals` and its figures per direction.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IntervalPoint {
+    /// The interval's `intervals[].index`.
+    pub index: u32,
+    /// Start of the interval, seconds since the timeline start (start of warm-up).
+    pub t_s: f64,
+    pub duration_s: f64,
+    pub iops: f64,
+    pub all: IntervalOps,
+    pub read: IntervalOps,
+    pub write: IntervalOps,
+}
+
+impl IntervalPoint {
+    fn of(i: &IntervalRow) -> Self {
+        IntervalPoint {
+            index: i.index,
+            t_s: i.t_s,
+            duration_s: i.duration_s,
+            iops: i.iops,
+            all: i.all.clone(),
+            read: i.read.clone(),
+            write: i.write.clone(),
+        }
+    }
+}
+
+/// The intervals the summary singles out, among those `iops_median_interval` counts
+/// (measured, at least half of `interval_s` long).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct IntervalHeadline {
+    /// The median-IOPS interval: with the counted intervals ordered by IOPS (ties by
+    /// time), the one at position ⌈n/2⌉ (1-based), i.e. the lower of the two middle
+    /// ones when n is even. None when no interval counts.
+    pub median_interval: Option<IntervalPoint>,
+    /// The interval with the highest IOPS (the earliest of equal ones).
+    pub peak_interval: Option<IntervalPoint>,
+}
+
+impl IntervalHeadline {
+    /// The points of `intervals` (intervals nominally `interval_s` long).
+    pub fn of(intervals: &[IntervalRow], interval_s: f64) -> Self {
+        let mut counted = median_candidates(intervals, interval_s);
+        counted.sort_by(|a, b| a.iops.total_cmp(&b.iops).then(a.index.cmp(&b.index)));
+        let median =
+            (!counted.is_empty()).then(|| IntervalPoint::of(counted[(counted.len() - 1) / 2]));
+        let peak = counted
+            .iter()
+            .max_by(|a, b| a.iops.total_cmp(&b.iops).then(b.index.cmp(&a.index)))
+            .map(|i| IntervalPoint::of(i));
+        IntervalHeadline {
+            median_interval: median,
+            peak_interval: peak,
+        }
+    }
+}
+
+/// The intervals that `summary.iops_median_interval` is the median of: measured (not
+/// warm-up) and at least half of `interval_s` long (`counts_in_median`).
+pub fn median_candidates(intervals: &[IntervalRow], interval_s: f64) -> Vec<&IntervalRow> {
+    let ns = |s: f64| (s * 1e9).round() as u64;
+    let nominal = ns(interval_s);
+    intervals
+        .iter()
+        .filter(|i| !i.warmup && crate::summary::counts_in_median(ns(i.duration_s), nominal))
+        .collect()
+}
+
+impl RunResult {
+    /// The median-IOPS and peak-IOPS intervals, derived from `intervals` alone, so a
+    /// live run and the same run recomputed from the store give the same points.
+    pub fn interval_headline(&self) -> IntervalHeadline {
+        IntervalHeadline::of(&self.intervals, self.run.interval_s)
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunInfo {
     pub profile: String,
@@ -622,5 +700,92 @@ mod disk_error_tests {
         assert_eq!((d.disk, d.count, d.taken_out_s), (1, 7, Some(2.0)));
         let times: Vec<f64> = d.first.iter().map(|e| e.t_s).collect();
         assert_eq!(times, vec![0.5, 0.7, 1.0, 2.0, 3.0]);
+    }
+}
+
+#[cfg(test)]
+mod interval_headline_tests {
+    use super::*;
+
+    fn row(index: u32, iops: f64, duration_s: f64, warmup: bool) -> IntervalRow {
+        let ops = IntervalOps {
+            iops,
+            mean_us: Some(1000.0 + index as f64),
+            p99_us: Some(2000.0 + index as f64),
+            ..Default::default()
+        };
+        IntervalRow {
+            index,
+            t_s: index as f64,
+            duration_s,
+            warmup,
+            ios: iops as u64,
+            iops,
+            mbps: 0.0,
+            read_iops: iops,
+            write_iops: 0.0,
+            p50_us: None,
+            p99_us: ops.p99_us,
+            read_p50_us: None,
+            read_p99_us: ops.p99_us,
+            write_p50_us: None,
+            write_p99_us: None,
+            errors: 0,
+            hosts_lost: 0,
+            generator: None,
+            all: ops.clone(),
+            read: ops,
+            write: IntervalOps::default(),
+        }
+    }
+
+    #[test]
+    fn odd_count_takes_the_middle_interval_and_skips_warmup_and_short_ones() {
+        let rows = vec![
+            row(0, 9_000.0, 1.0, true), // warm-up: never counted
+            row(1, 300.0, 1.0, false),
+            row(2, 100.0, 1.0, false),
+            row(3, 200.0, 1.0, false),
+            row(4, 10_000.0, 0.4, false), // shorter than half an interval
+        ];
+        let h = IntervalHeadline::of(&rows, 1.0);
+        let m = h.median_interval.unwrap();
+        assert_eq!((m.index, m.iops), (3, 200.0));
+        assert_eq!(m.all.mean_us, Some(1003.0));
+        assert_eq!(m.read.p99_us, Some(2003.0));
+        let p = h.peak_interval.unwrap();
+        assert_eq!((p.index, p.iops, p.t_s), (1, 300.0, 1.0));
+        // The median of the same intervals' IOPS is that interval's IOPS.
+        let iops: Vec<f64> = median_candidates(&rows, 1.0)
+            .iter()
+            .map(|i| i.iops)
+            .collect();
+        assert_eq!(crate::summary::median(&iops), m.iops);
+    }
+
+    #[test]
+    fn even_count_takes_the_lower_middle_interval_and_ties_go_to_the_earliest() {
+        let rows = vec![
+            row(0, 400.0, 1.0, false),
+            row(1, 100.0, 1.0, false),
+            row(2, 300.0, 1.0, false),
+            row(3, 200.0, 1.0, false),
+        ];
+        let h = IntervalHeadline::of(&rows, 1.0);
+        assert_eq!(h.median_interval.unwrap().index, 3);
+        assert_eq!(h.peak_interval.unwrap().index, 0);
+        let ties = vec![
+            row(0, 100.0, 1.0, false),
+            row(1, 500.0, 1.0, false),
+            row(2, 100.0, 1.0, false),
+            row(3, 500.0, 1.0, false),
+        ];
+        let h = IntervalHeadline::of(&ties, 1.0);
+        assert_eq!(h.median_interval.unwrap().index, 2);
+        assert_eq!(h.peak_interval.unwrap().index, 1);
+        assert_eq!(
+            IntervalHeadline::of(&ties[..0], 1.0),
+            IntervalHeadline::default()
+        );
     }
 }
