@@ -35,9 +35,28 @@ fn one_disk_at(dir: &Path, db: &str, profile: &str, iops: f64, extra: &[&str]) -
     let (servers, engine) = sim_at(iops);
     let qd = servers.to_string();
     let mut args = vec![
-        "run", profile, "--engine", &engine, "--workers", "1", "--disks", "1", "--threads",
-        "1", "--qd", &qd, "--warmup", "0s", "--duration", "1s", "--interval", "1s",
-        "--db", db, "--json", "--quiet",
+        "run",
+        profile,
+        "--engine",
+        &engine,
+        "--workers",
+        "1",
+        "--disks",
+        "1",
+        "--threads",
+        "1",
+        "--qd",
+        &qd,
+        "--warmup",
+        "0s",
+        "--duration",
+        "1s",
+        "--interval",
+        "1s",
+        "--db",
+        db,
+        "--json",
+        "--quiet",
     ];
     args.extend_from_slice(extra);
     let o = run_in(dir, &args);
@@ -79,7 +98,10 @@ fn vsan_nvme_namespaces_gain_table() {
                 ],
             );
             let got = v["summary"]["all"]["iops"].as_f64().unwrap();
-            assert!(close(got, iops, 5e-5), "{name}: {got} IOPS, published {iops}");
+            assert!(
+                close(got, iops, 5e-5),
+                "{name}: {got} IOPS, published {iops}"
+            );
             names.push(name);
         }
     }
@@ -87,7 +109,16 @@ fn vsan_nvme_namespaces_gain_table() {
         let mut args: Vec<&str> = vec!["compare"];
         args.extend(names.iter().map(String::as_str));
         args.extend([
-            "--by", "test", "--configs", "ns", "--gain", gain, "--metric", metric, "--db", db,
+            "--by",
+            "test",
+            "--configs",
+            "ns",
+            "--gain",
+            gain,
+            "--metric",
+            metric,
+            "--db",
+            db,
         ]);
         let o = run_in(d.path(), &args);
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -107,7 +138,15 @@ fn vsan_nvme_namespaces_gain_table() {
     let mut args: Vec<&str> = vec!["compare"];
     args.extend(names.iter().map(String::as_str));
     args.extend([
-        "--by", "test", "--configs", "ns", "--metric", "mbps", "--json", "--db", db,
+        "--by",
+        "test",
+        "--configs",
+        "ns",
+        "--metric",
+        "mbps",
+        "--json",
+        "--db",
+        db,
     ]);
     let o = run_in(d.path(), &args);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -222,7 +261,10 @@ fn vsan_5_5_median_interval_iops_and_its_latency() {
     // 2.98 ms (64 servers per device: none waits).
     let profile = d.path().join("vsan-7030-uniform.toml");
     let o = run_in(d.path(), &["profiles", "show", "vsan-7030"]);
-    let text = stdout(&o).replace("interval = \"1s\"", "interval = \"1s\"\narrival = \"uniform\"");
+    let text = stdout(&o).replace(
+        "interval = \"1s\"",
+        "interval = \"1s\"\narrival = \"uniform\"",
+    );
     assert!(text.contains("arrival = \"uniform\""), "{text}");
     std::fs::write(&profile, text).unwrap();
     let per_vm = (652_900.0f64 / 32.0).to_string();

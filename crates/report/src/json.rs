@@ -82,6 +82,10 @@ struct Summary<'a> {
     generator: &'a Option<iofleet_stats::GeneratorSummary>,
     #[serde(skip_serializing_if = "is_none")]
     verify: &'a Option<iofleet_stats::result::VerifySummary>,
+    #[serde(skip_serializing_if = "is_none")]
+    net: &'a Option<iofleet_stats::HostNet>,
+    #[serde(skip_serializing_if = "is_none")]
+    observers: &'a Option<iofleet_stats::HostResources>,
 }
 
 fn published(r: &RunResult, convention: Convention) -> Published<'_> {
@@ -111,6 +115,8 @@ fn published(r: &RunResult, convention: Convention) -> Published<'_> {
         errors,
         generator,
         verify,
+        net,
+        observers,
     } = summary;
     let headline = r.interval_headline();
     Published {
@@ -130,6 +136,8 @@ fn published(r: &RunResult, convention: Convention) -> Published<'_> {
             errors,
             generator,
             verify,
+            net,
+            observers,
         },
         streams,
         intervals,
