@@ -295,3 +295,118 @@ fn vsan_5_5_median_interval_iops_and_its_latency() {
     let mean_ms = at["all"]["mean_us"].as_f64().unwrap() / 1e3;
     assert_eq!(format!("{mean_ms:.2}"), "2.98", "{at}");
 }
+
+/// A built-in profile with its arrivals evenly spaced (`timing.arrival = "uniform"`),
+/// written to `dir`: at a rate whose count per lane over the run is whole, a replay then
+/// delivers the published IOPS exactly.
+fn uniform(dir: &Path, profile: &str) -> String {
+    let o = run_in(dir, &["profiles", "show", profile]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = stdout(&o).replacen("\n[timing]\n", "\n[timing]\narrival = \"uniform\"\n", 1);
+    assert!(text.contains("arrival = \"uniform\""), "{text}");
+    let p = dir.join(format!("{profile}-uniform.toml"));
+    std::fs::write(&p, text).unwrap();
+    p.to_string_lossy().into_owned()
+}
+
+/// The Dell EMC VxRail report's rows, run with HCIBench's vdbench workload
+/// `vdb-8vmdk-10ws-4k-70rdpct-30randompct-2threads`: each configuration's published
+/// IOPS, delivered by its VMs at the published per-VM rate (one lane each, evenly spaced
+/// arrivals, devices whose service time is the published latency), then printed in
+/// HCIBench's terms: IOPS, MiB/s (771.53 for 197,512), and the mean over VMs of each
+/// VM's mean latency (2.70 ms, 9.17 ms). The rows without a published latency run on
+/// 1 ms devices and check IOPS and MiB/s.
+#[test]
+fn vxrail_rows_in_hcibench_terms() {
+    let d = tempfile::tempdir().unwrap();
+    let profile = uniform(d.path(), "vxrail-4k7030");
+    // (configuration, VMs, IOPS, latency ms)
+    let rows: [(&str, u32, f64, Option<f64>); 7] = [
+        ("2 disk groups", 32, 197_512.0, Some(2.70)),
+        ("1 disk group", 32, 73_475.0, Some(9.17)),
+        ("RAID-1 FTT=0", 64, 315_084.0, None),
+        ("RAID-1 FTT=1", 64, 308_508.0, None),
+        ("RAID-5", 64, 302_161.0, None),
+        ("dedupe+compression off", 64, 152_308.0, None),
+        ("dedupe+compression on", 64, 122_235.0, None),
+    ];
+    for (config, vms, iops, latency_ms) in rows {
+        let service = format!("{}us", (latency_ms.unwrap_or(1.0) * 1e3).round());
+        let engine = format!("sim:servers=64,service={service},dist=fixed");
+        let rate = (iops / vms as f64).to_string();
+        // The shortest run in which every VM issues a whole number of I/Os at the
+        // published rate: IOPS ÷ VMs × duration is whole.
+        let gcd = |mut a: u64, mut b: u64| {
+            while b != 0 {
+                (a, b) = (b, a % b);
+            }
+            a
+        };
+        let duration = format!("{}s", vms as u64 / gcd(iops as u64, vms as u64));
+        let workers = vms.to_string();
+        let v = run_json(
+            d.path(),
+            &[
+                &profile,
+                "--engine",
+                &engine,
+                "--workers",
+                &workers,
+                "--disks",
+                "1",
+                "--threads",
+                "1",
+                "--qd",
+                "32",
+                "--rate",
+                &rate,
+                "--warmup",
+                "1s",
+                "--duration",
+                &duration,
+                "--interval",
+                &duration,
+                "--no-save",
+                "--convention",
+                "hcibench",
+            ],
+        );
+        let figures: Vec<Value> = v["convention"]["figures"].as_array().unwrap().clone();
+        let fig = |key: &str| {
+            figures
+                .iter()
+                .find(|f| f["key"] == key)
+                .unwrap_or_else(|| panic!("{config}: no {key} in {figures:?}"))["value"]
+                .as_f64()
+                .unwrap()
+        };
+        assert_eq!(
+            format!("{:.0}", fig("iops")),
+            format!("{iops:.0}"),
+            "{config}"
+        );
+        let mib = iops * 4096.0 / 1048576.0;
+        assert_eq!(
+            format!("{:.2}", fig("throughput")),
+            format!("{mib:.2}"),
+            "{config}"
+        );
+        if let Some(ms) = latency_ms {
+            assert_eq!(
+                format!("{:.2}", fig("latency")),
+                format!("{ms:.2}"),
+                "{config}"
+            );
+            // In flight at that load: more than the 512 threads the workload ran (one
+            // I/O outstanding each), so the published latency cannot be an I/O-weighted
+            // mean over those threads (docs/reports.md).
+            let in_flight = fig("outstanding_io");
+            assert!(
+                (in_flight - iops * ms / 1e3).abs() < 1.0,
+                "{config}: {in_flight}"
+            );
+        }
+    }
+    // The headline row as printed: 197,512 IOPS is 771.53 MiB/s (and 809.0 MB/s exact).
+    assert_eq!(format!("{:.2}", 197_512.0 * 4096.0 / 1048576.0), "771.53");
+}

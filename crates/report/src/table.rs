@@ -617,6 +617,11 @@ fn write_cpu_memory(s: &RunSummary, out: &mut dyn Write, max: Option<usize>) -> 
         )?,
         None => writeln!(out, "Memory: – (not measured)")?,
     }
+    Ok(())
+}
+
+/// Across hosts: the network of the hosts that ran workers, and the observer hosts.
+fn write_fleet_usage(s: &RunSummary, out: &mut dyn Write, max: Option<usize>) -> io::Result<()> {
     if let Some(n) = &s.net {
         writeln!(
             out,
@@ -963,6 +968,8 @@ impl TableExporter {
         }
         if let [h] = &r.hosts[..] {
             write_single_host(h, out)?;
+        } else {
+            write_fleet_usage(&r.summary, out, max)?;
         }
         if r.workers.len() > 1 {
             write_workers(r, out, max)?;
