@@ -295,7 +295,10 @@ fn an_observer_host_reports_cpu_network_and_disks_per_interval_and_runs_no_io() 
             "0s",
             "--duration",
             "2s",
-            "--no-save",
+            "--db",
+            "r.db",
+            "--name",
+            "observed",
             "--quiet",
         ],
     );
@@ -303,6 +306,17 @@ fn an_observer_host_reports_cpu_network_and_disks_per_interval_and_runs_no_io() 
     let table = stdout(&o);
     assert!(table.contains("Observer hosts: CPU"), "{table}");
     assert!(table.contains(&format!("{observer} (observer)")), "{table}");
+    // The stored run says the same, and so does its report's host table.
+    let o = run_in(tmp.path(), &["results", "show", "observed", "--db", "r.db"]);
+    assert!(stdout(&o).contains("Observer hosts: CPU"), "{}", stdout(&o));
+    let o = run_in(tmp.path(), &["report", "observed", "--db", "r.db"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let html = stdout(&o);
+    let row = html
+        .lines()
+        .find(|l| l.starts_with(&format!("<tr><td class=\"l\">{observer}</td>")))
+        .unwrap_or_else(|| panic!("no host row for {observer}"));
+    assert!(row.contains("observer (no I/O)"), "{row}");
 }
 
 #[test]

@@ -98,14 +98,16 @@ impl CollectSpec<'_> {
         self.observers.get(h).copied().unwrap_or(false)
     }
 
-    /// The worker hosts' usage (observers' left out), as `usage` is indexed.
-    fn workers_usage(&self, usage: &[HostUsage]) -> Vec<HostUsage> {
-        usage
+    /// The entries of `per_host` (indexed like `hosts`) of the hosts that run workers.
+    fn worker_hosts<'u, T>(
+        &self,
+        per_host: &'u [T],
+    ) -> impl Iterator<Item = &'u T> + use<'u, '_, T> {
+        per_host
             .iter()
             .enumerate()
             .filter(|(h, _)| !self.is_observer(*h))
-            .map(|(_, u)| u.clone())
-            .collect()
+            .map(|(_, x)| x)
     }
 
     /// Where this run's workers live, as the fold names its rows.
@@ -517,16 +519,11 @@ impl<'a> Collector<'a> {
         );
         let gen = self.pending_gen.remove(&k).filter(|g| g.threads > 0);
         if let Some(g) = &gen {
-            let workers: Vec<HostUsage> = usage
-                .iter()
-                .enumerate()
-                .filter(|(h, _)| !self.spec.is_observer(*h))
-                .filter_map(|(_, u)| u.clone())
-                .collect();
+            let workers = self.spec.worker_hosts(&usage).filter_map(Option::as_ref);
             row.generator = Some(g.summary(
                 g.threads,
                 &fleet.all(),
-                HostUsage::busiest_other_load(&workers),
+                HostUsage::busiest_other_load(workers),
             ));
         }
         if !warmup {
@@ -660,7 +657,7 @@ pub(crate) fn summarize(
     let all = fleet.all();
     let ios = all.ios as f64;
     let per_io = |s: f64| (ios > 0.0).then(|| s * 1e6 / ios);
-    let workers_usage = spec.workers_usage(&col.host_usage);
+    let workers_usage: Vec<HostUsage> = spec.worker_hosts(&col.host_usage).cloned().collect();
     let measured: Vec<Option<HostUsage>> = col
         .host_usage
         .iter()

@@ -377,7 +377,7 @@ fn has_groups(runs: &[RunData]) -> bool {
 
 fn hosts_section(h: &mut String, runs: &[RunData], charts: &[Chart]) {
     let chart = |id: &str| charts.iter().find(|c| c.id == id);
-    h.push_str("<section id=\"hosts\"><h2>Hosts</h2>\n<table id=\"host-table\">\n<tr><th class=\"l\">host</th><th class=\"l\">#</th><th>workers</th><th>IOPS</th><th>MB/s</th><th>read p99 µs</th><th>write p99 µs</th><th>iofleet CPU % of one core</th><th>host CPU %</th><th>RSS MiB</th><th>start late ms</th><th class=\"l\">state</th></tr>\n");
+    h.push_str("<section id=\"hosts\"><h2>Hosts</h2>\n<table id=\"host-table\">\n<tr><th class=\"l\">host</th><th class=\"l\">#</th><th>workers</th><th>IOPS</th><th>MB/s</th><th>read p99 µs</th><th>write p99 µs</th><th>iofleet CPU % of one core</th><th>host CPU %</th><th>RSS MiB</th><th>net rx MB/s</th><th>net tx MB/s</th><th>disk busy %</th><th>start late ms</th><th class=\"l\">state</th></tr>\n");
     for host in charts::hosts(runs) {
         for (i, r) in runs.iter().enumerate() {
             let Some(x) = r.result.hosts.iter().find(|x| x.host == host) else {
@@ -386,11 +386,12 @@ fn hosts_section(h: &mut String, runs: &[RunData], charts: &[Chart]) {
             let state = match (x.lost_at_s, x.straggler) {
                 (Some(t), _) => format!("<span class=\"warn\">lost at {t:.1} s</span>"),
                 (None, true) => "<span class=\"warn\">straggler</span>".into(),
+                (None, false) if x.observer => "observer (no I/O)".into(),
                 (None, false) => "ok".into(),
             };
             let _ = writeln!(
                 h,
-                "<tr><td class=\"l\">{}</td><td class=\"l\">{}{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{state}</td></tr>",
+                "<tr><td class=\"l\">{}</td><td class=\"l\">{}{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{state}</td></tr>",
                 escape(&host),
                 swatch(i),
                 i + 1,
@@ -402,6 +403,9 @@ fn hosts_section(h: &mut String, runs: &[RunData], charts: &[Chart]) {
                 opt1(x.cpu.as_ref().map(|c| c.usr_pct + c.sys_pct)),
                 opt1(x.cpu.as_ref().map(|c| c.host_pct)),
                 opt1(x.memory.as_ref().map(|m| m.rss_peak_mib)),
+                opt_fixed(x.net.as_ref().map(|n| n.rx_mbps), 2),
+                opt_fixed(x.net.as_ref().map(|n| n.tx_mbps), 2),
+                opt1(x.disk.as_ref().map(|d| d.busy_pct)),
                 opt_fixed(x.start_late_ms, 2),
             );
         }
