@@ -736,6 +736,8 @@ mod interval_headline_tests {
             all: ops.clone(),
             read: ops,
             write: IntervalOps::default(),
+            net: None,
+            observers: None,
         }
     }
 
