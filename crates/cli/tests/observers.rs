@@ -306,6 +306,27 @@ fn an_observer_host_reports_cpu_network_and_disks_per_interval_and_runs_no_io() 
     let table = stdout(&o);
     assert!(table.contains("Observer hosts: CPU"), "{table}");
     assert!(table.contains(&format!("{observer} (observer)")), "{table}");
+    // compare reads the observers' figures as metrics of their own.
+    let o = run_in(
+        tmp.path(),
+        &[
+            "compare",
+            "observed",
+            "observed",
+            "--metric",
+            "observer_cpu",
+            "--metric",
+            "observer_net_tx_mbps",
+            "--json",
+            "--db",
+            "r.db",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let c: Value = serde_json::from_slice(&o.stdout).unwrap();
+    for m in c["metrics"].as_array().unwrap() {
+        assert!(m["values"][0].as_f64().is_some(), "{m}");
+    }
     // The stored run says the same, and so does its report's host table.
     let o = run_in(tmp.path(), &["results", "show", "observed", "--db", "r.db"]);
     assert!(stdout(&o).contains("Observer hosts: CPU"), "{}", stdout(&o));

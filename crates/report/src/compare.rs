@@ -66,11 +66,20 @@ pub enum Field {
     CpuPerIo,
     /// Host memory in use, % (run-wide only).
     Mem,
-    /// Network received / sent, 10^6 bytes/s summed over hosts (run-wide only).
+    /// Network received / sent, 10^6 bytes/s summed over the hosts that ran workers
+    /// (run-wide only).
     NetRx,
     NetTx,
-    /// Busy share of the devices under the targets, %, mean over hosts (run-wide only).
+    /// Busy share of the devices under the targets, %, mean over the hosts that ran
+    /// workers (run-wide only).
     DiskBusy,
+    /// The observer hosts (docs/fleet.md): CPU busy, % of all cores, their mean; network
+    /// received and sent, 10^6 bytes/s, and device throughput, 10^6 bytes/s, summed
+    /// (run-wide only).
+    ObserverCpu,
+    ObserverNetRx,
+    ObserverNetTx,
+    ObserverDiskMbps,
 }
 
 /// The unit a metric's values are in.
@@ -138,6 +147,10 @@ const RUN_FIELDS: &[(&str, Field)] = &[
     ("net_rx_mbps", Field::NetRx),
     ("net_tx_mbps", Field::NetTx),
     ("disk_busy", Field::DiskBusy),
+    ("observer_cpu", Field::ObserverCpu),
+    ("observer_net_rx_mbps", Field::ObserverNetRx),
+    ("observer_net_tx_mbps", Field::ObserverNetTx),
+    ("observer_disk_mbps", Field::ObserverDiskMbps),
 ];
 
 /// One comparable figure of a run, named by a path such as `read.p99`.
@@ -231,6 +244,10 @@ impl Metric {
             Field::NetRx => "network received MB/s",
             Field::NetTx => "network sent MB/s",
             Field::DiskBusy => "device busy",
+            Field::ObserverCpu => "observer hosts' CPU",
+            Field::ObserverNetRx => "observer hosts' network received MB/s",
+            Field::ObserverNetTx => "observer hosts' network sent MB/s",
+            Field::ObserverDiskMbps => "observer hosts' disks MB/s",
         };
         match self.scope {
             _ if self.run_wide() => field.to_string(),
@@ -243,8 +260,13 @@ impl Metric {
     pub fn unit(self) -> Unit {
         match self.field {
             Field::Iops | Field::IopsMedian | Field::PeakIops => Unit::Iops,
-            Field::Mbps | Field::NetRx | Field::NetTx => Unit::MBps,
-            Field::DiskBusy => Unit::Percent,
+            Field::Mbps
+            | Field::NetRx
+            | Field::NetTx
+            | Field::ObserverNetRx
+            | Field::ObserverNetTx
+            | Field::ObserverDiskMbps => Unit::MBps,
+            Field::DiskBusy | Field::ObserverCpu => Unit::Percent,
             Field::Ios | Field::Errors => Unit::Count,
             Field::Outstanding => Unit::Io,
             Field::Cpu | Field::Mem => Unit::Percent,
@@ -308,30 +330,39 @@ impl Metric {
             Field::CpuPerIo => s.cpu.as_ref().and_then(|c| c.us_per_io),
             Field::Mem => s.memory.as_ref().map(|m| m.host_used_pct),
             Field::NetRx => sum_known(
-                r.hosts
-                    .iter()
+                worker_hosts(r)
                     .filter_map(|h| h.net.as_ref())
                     .map(|n| n.rx_mbps)
                     .collect(),
             ),
             Field::NetTx => sum_known(
-                r.hosts
-                    .iter()
+                worker_hosts(r)
                     .filter_map(|h| h.net.as_ref())
                     .map(|n| n.tx_mbps)
                     .collect(),
             ),
             Field::DiskBusy => {
-                let busy: Vec<f64> = r
-                    .hosts
-                    .iter()
+                let busy: Vec<f64> = worker_hosts(r)
                     .filter_map(|h| h.disk.as_ref())
                     .map(|d| d.busy_pct)
                     .collect();
                 sum_known(busy.clone()).map(|s| s / busy.len() as f64)
             }
+            Field::ObserverCpu => s.observers.as_ref().map(|o| o.cpu.host_pct),
+            Field::ObserverNetRx => s.observers.as_ref().map(|o| o.net.rx_mbps),
+            Field::ObserverNetTx => s.observers.as_ref().map(|o| o.net.tx_mbps),
+            Field::ObserverDiskMbps => s
+                .observers
+                .as_ref()
+                .and_then(|o| o.disk.as_ref())
+                .map(|d| d.mbps),
         }
     }
+}
+
+/// The hosts of `r` that ran workers (observers left out).
+fn worker_hosts(r: &RunResult) -> impl Iterator<Item = &iofleet_stats::result::HostSummary> {
+    r.hosts.iter().filter(|h| !h.observer)
 }
 
 /// Metrics shown by `iofleet compare`, in order.
