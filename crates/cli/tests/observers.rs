@@ -81,6 +81,26 @@ fn send_traffic(rate: f64, stop: &AtomicBool) -> (u64, f64) {
     (sent, start.elapsed().as_secs_f64())
 }
 
+/// A quiet null-engine run of `vsan-7030` over the inventory, one disk per worker, no
+/// warm-up; `extra` sets the rest.
+fn null_run(dir: &Path, inv: &str, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "run",
+        "vsan-7030",
+        "--hosts",
+        inv,
+        "--engine",
+        "null",
+        "--disks",
+        "1",
+        "--warmup",
+        "0s",
+        "--quiet",
+    ];
+    args.extend_from_slice(extra);
+    run_in(dir, &args)
+}
+
 fn inventory(c: &Cluster, dir: &Path) -> String {
     let opts: Vec<String> = c.ssh_args().iter().map(|a| format!("{a:?}")).collect();
     let mut t = format!("[ssh]\noptions = [{}]\n", opts.join(", "));
@@ -151,27 +171,17 @@ fn an_observer_host_reports_cpu_network_and_disks_per_interval_and_runs_no_io() 
         std::thread::spawn(move || send_traffic(RATE, &stop))
     };
     std::thread::sleep(Duration::from_millis(300));
-    let o = run_in(
+    let o = null_run(
         tmp.path(),
+        &inv,
         &[
-            "run",
-            "vsan-7030",
-            "--hosts",
-            &inv,
-            "--engine",
-            "null",
             "--workers",
             "4",
-            "--disks",
-            "1",
-            "--warmup",
-            "0s",
             "--duration",
             "4s",
             "--interval",
             "1s",
             "--no-save",
-            "--quiet",
             "--json",
         ],
     );
@@ -278,28 +288,18 @@ fn an_observer_host_reports_cpu_network_and_disks_per_interval_and_runs_no_io() 
     assert_eq!(worker_ios, v["summary"]["all"]["ios"].as_u64().unwrap());
 
     // The table says which host observed and what it saw.
-    let o = run_in(
+    let o = null_run(
         tmp.path(),
+        &inv,
         &[
-            "run",
-            "vsan-7030",
-            "--hosts",
-            &inv,
-            "--engine",
-            "null",
             "--workers",
             "2",
-            "--disks",
-            "1",
-            "--warmup",
-            "0s",
             "--duration",
             "2s",
             "--db",
             "r.db",
             "--name",
             "observed",
-            "--quiet",
         ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
