@@ -21,6 +21,13 @@ pub fn run(a: RunArgs) -> Result<i32, Exit> {
     crate::steady::check_args(&a)?;
     let (groups, settings) = resolve(&a)?;
     if a.dry_run {
+        if let Some(path) = a
+            .hosts
+            .as_deref()
+            .filter(|p| iofleet_fleet::kube::is_kube_file(p))
+        {
+            return dry_run::print_kube(path, &groups);
+        }
         let plan = launcher_for(&a, settings.clone())?
             .plan(&groups)
             .map_err(fleet_exit)?;

@@ -271,3 +271,109 @@ fn host_lines(out: &mut String, h: &HostSpec, share: &iofleet_fleet::agents::Hos
         }
     }
 }
+
+/// `--dry-run` with `--hosts` naming a Kubernetes fleet (a `[kubernetes]` table): the
+/// objects iofleet would create, as YAML that `kubectl apply -f -` accepts, then the
+/// resolved plan and each pod's share as YAML comments. Contacts no cluster.
+pub fn print_kube(path: &std::path::Path, groups: &[GroupPlan]) -> Result<i32, Exit> {
+    let fleet = iofleet_fleet::kube::load(path).map_err(Exit::input)?;
+    let [group] = groups else {
+        return Err(Exit::input(
+            "--group: a Kubernetes fleet runs one profile (one worker per pod)",
+        ));
+    };
+    let mut group = group.clone();
+    let mut notes = Vec::new();
+    if group.plan.fleet.workers != fleet.pods {
+        notes.push(format!(
+            "one worker per pod: running {} workers, not the profile's {}",
+            fleet.pods, group.plan.fleet.workers
+        ));
+        group.plan.fleet.workers = fleet.pods;
+    }
+    let plan = &group.plan;
+    let mut out = String::new();
+    writeln!(
+        out,
+        "# iofleet run --dry-run on Kubernetes: the objects iofleet would create, for\n\
+         # kubectl apply -f - (which accepts this output as it is). Nothing was created."
+    )
+    .ok();
+    out.push_str(&iofleet_fleet::kube::to_yaml(&fleet.manifests(plan)));
+    let mut rest = String::new();
+    plan_lines(&mut rest, std::slice::from_ref(&group));
+    for line in rest.lines() {
+        if line.starts_with('#') || line.is_empty() {
+            writeln!(out, "{line}").ok();
+        } else {
+            writeln!(out, "# {line}").ok();
+        }
+    }
+    let f = &plan.fleet;
+    writeln!(out, "# Fleet").ok();
+    writeln!(
+        out,
+        "#   pods:        {} in namespace {}{} (each a host running one worker)",
+        fleet.pods,
+        fleet.namespace,
+        fleet
+            .context
+            .as_ref()
+            .map_or(String::new(), |c| format!(", context {c}"))
+    )
+    .ok();
+    writeln!(
+        out,
+        "#   volumes:     {} per pod, {} MiB each, {} mode, StorageClass {}",
+        f.disks_per_worker,
+        fleet.volume_bytes(f.disk_size.get()) >> 20,
+        match fleet.volume_mode {
+            iofleet_fleet::kube::VolumeMode::Filesystem => "filesystem",
+            iofleet_fleet::kube::VolumeMode::Block => "block",
+        },
+        fleet
+            .storage_class
+            .as_deref()
+            .unwrap_or("(the cluster's default)")
+    )
+    .ok();
+    writeln!(
+        out,
+        "#   disks:       {} of {} each, {} thread(s) per disk, qd {}",
+        fleet.pods as u64 * f.disks_per_worker as u64,
+        f.disk_size,
+        f.threads_per_disk,
+        f.qd
+    )
+    .ok();
+    let shown = fleet.pod_names().into_iter().enumerate();
+    for (w, pod) in shown.clone().take(LIST_AT_MOST) {
+        let disks: Vec<String> = (0..f.disks_per_worker)
+            .map(|k| fleet.disk_path(k))
+            .collect();
+        writeln!(out, "#   pod {pod}: worker {w}, disks {}", disks.join(" ")).ok();
+    }
+    if fleet.pods as usize > LIST_AT_MOST {
+        writeln!(
+            out,
+            "#   ... and {} more pods",
+            fleet.pods as usize - LIST_AT_MOST
+        )
+        .ok();
+    }
+    writeln!(
+        out,
+        "#   afterwards:  {}",
+        if fleet.keep {
+            "pods and volumes kept for the next run (keep = true)"
+        } else {
+            "every object above deleted, volumes with them"
+        }
+    )
+    .ok();
+    for n in &notes {
+        writeln!(out, "# note: {n}").ok();
+    }
+    print!("{out}");
+    Ok(0)
+}

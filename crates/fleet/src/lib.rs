@@ -18,6 +18,7 @@ mod fixtures;
 pub mod gen;
 pub mod inproc;
 pub mod inventory;
+pub mod kube;
 pub mod lanes;
 pub mod launcher;
 pub mod observer;

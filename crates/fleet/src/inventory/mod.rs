@@ -203,6 +203,14 @@ pub fn load_with(path: &Path, reader: Reader) -> Result<Vec<HostSpec>, Inventory
         message,
     };
     std::fs::metadata(path).map_err(|e| fail(None, e.to_string()))?;
+    if crate::kube::is_kube_file(path) {
+        // Checked first, so that a bad description is named as such.
+        crate::kube::load(path)?;
+        return Err(fail(
+            None,
+            "describes a Kubernetes fleet ([kubernetes]): `iofleet run ... --dry-run` prints the objects it needs; running on Kubernetes comes with the kubectl transport (docs/kubernetes.md)".into(),
+        ));
+    }
     let hosts = if path.extension().is_some_and(|e| e == "toml") {
         let text = std::fs::read_to_string(path).map_err(|e| fail(None, e.to_string()))?;
         parse_toml(&text).map_err(|e| fail(None, e))?

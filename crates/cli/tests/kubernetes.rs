@@ -1,0 +1,318 @@
+//! A Kubernetes fleet description (`--hosts` naming a TOML file with a `[kubernetes]`
+//! table), first layer of docs/kubernetes.md: the objects iofleet would create, printed
+//! by `--dry-run` as YAML, checked here field by field and against the real Kubernetes
+//! OpenAPI schemas with an offline validator (`kubernetes-validate` from PyPI, installed
+//! by test.sh) for every combination of volume mode, spread and keep; and every bad
+//! value refused naming its key. No cluster is contacted: no `kubectl` runs here.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::*;
+use serde_json::Value;
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_string_lossy().into_owned()
+}
+
+/// `run PROFILE --hosts FILE --dry-run` with `extra` flags: stdout.
+fn dry_run(dir: &Path, kube: &str, extra: &[&str]) -> String {
+    let mut args = vec!["run", "easy-run-4k70r", "--hosts", kube, "--dry-run"];
+    args.extend_from_slice(extra);
+    let o = run_in(dir, &args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    stdout(&o)
+}
+
+/// The YAML documents of a dry run, as JSON values.
+fn documents(yaml: &str) -> Vec<Value> {
+    yaml.split("\n---\n")
+        .map(|d| d.trim_start_matches("---\n"))
+        .filter(|d| {
+            d.lines()
+                .any(|l| !l.starts_with('#') && !l.trim().is_empty())
+        })
+        .map(|d| yaml_serde::from_str::<Value>(d).unwrap_or_else(|e| panic!("{e}: {d}")))
+        .collect()
+}
+
+/// Whether the offline validator accepts `yaml` (strict: unknown fields refused).
+fn validates(dir: &Path, yaml: &str) -> (bool, String) {
+    let f = write(dir, "manifests.yaml", yaml);
+    let o = Command::new("kubernetes-validate")
+        .args(["--strict", "--no-warn", &f])
+        .output()
+        .expect("kubernetes-validate runs");
+    (
+        o.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+    )
+}
+
+#[test]
+fn manifests_for_every_volume_mode_spread_and_keep() {
+    let validator = need::need(
+        "manifests_for_every_volume_mode_spread_and_keep",
+        &["kubernetes-validate"],
+    );
+    let d = tempfile::tempdir().unwrap();
+    let mut checked = 0;
+    for mode in ["filesystem", "block"] {
+        for spread in ["node", "soft", "none"] {
+            for keep in [false, true] {
+                let kube = write(
+                    d.path(),
+                    "kube.toml",
+                    &format!(
+                        "[kubernetes]\nnamespace = \"bench\"\nname = \"t1\"\npods = 3\n\
+                         storage_class = \"fast.ssd\"\nvolume_mode = \"{mode}\"\n\
+                         spread = \"{spread}\"\nkeep = {keep}\ncpu_request = \"500m\"\n\
+                         memory_limit = \"2Gi\"\n[kubernetes.node_selector]\n\
+                         \"disktype\" = \"nvme\"\n[[kubernetes.tolerations]]\n\
+                         key = \"storage\"\noperator = \"Exists\"\neffect = \"NoSchedule\"\n"
+                    ),
+                );
+                let yaml = dry_run(d.path(), &kube, &["--disks", "2", "--disk-size", "1g"]);
+                let docs = documents(&yaml);
+                assert_eq!(docs.len(), 2, "{yaml}");
+                let (svc, set) = (&docs[0], &docs[1]);
+                assert_eq!(svc["kind"], "Service");
+                assert_eq!(svc["spec"]["clusterIP"], "None");
+                assert_eq!(set["kind"], "StatefulSet");
+                // Every object, the pods and the claims are labelled as iofleet's.
+                let pod = &set["spec"]["template"];
+                let claims = set["spec"]["volumeClaimTemplates"].as_array().unwrap();
+                for labels in [
+                    &svc["metadata"]["labels"],
+                    &set["metadata"]["labels"],
+                    &pod["metadata"]["labels"],
+                    &claims[0]["metadata"]["labels"],
+                ] {
+                    assert_eq!(labels["app.kubernetes.io/managed-by"], "iofleet", "{yaml}");
+                    assert_eq!(labels["iofleet.io/fleet"], "t1");
+                }
+                assert_eq!(set["metadata"]["name"], "iofleet-t1");
+                assert_eq!(set["metadata"]["namespace"], "bench");
+                assert_eq!(set["spec"]["replicas"], 3);
+                assert_eq!(set["spec"]["podManagementPolicy"], "Parallel");
+                // One volume per disk of the worker, of the profile's disk size.
+                assert_eq!(claims.len(), 2);
+                // 1 GiB; on a filesystem 5% and 64 MiB more (1139.2 MiB), rounded up.
+                let want_mib = if mode == "block" { 1024 } else { 1140 };
+                for (k, c) in claims.iter().enumerate() {
+                    assert_eq!(c["metadata"]["name"], format!("disk-{k}"));
+                    let spec = &c["spec"];
+                    assert_eq!(spec["storageClassName"], "fast.ssd");
+                    assert_eq!(
+                        spec["resources"]["requests"]["storage"],
+                        format!("{want_mib}Mi")
+                    );
+                    let vm = if mode == "block" {
+                        "Block"
+                    } else {
+                        "Filesystem"
+                    };
+                    assert_eq!(spec["volumeMode"], vm);
+                }
+                let c = &pod["spec"]["containers"][0];
+                if mode == "block" {
+                    assert_eq!(c["volumeDevices"][1]["devicePath"], "/dev/iofleet/disk-1");
+                    assert!(c.get("volumeMounts").is_none());
+                } else {
+                    assert_eq!(c["volumeMounts"][1]["mountPath"], "/iofleet/disk-1");
+                    assert!(c.get("volumeDevices").is_none());
+                }
+                assert_eq!(c["resources"]["requests"]["cpu"], "500m");
+                assert_eq!(c["resources"]["limits"]["memory"], "2Gi");
+                assert_eq!(pod["spec"]["nodeSelector"]["disktype"], "nvme");
+                assert_eq!(pod["spec"]["tolerations"][0]["operator"], "Exists");
+                let anti = &pod["spec"]["affinity"]["podAntiAffinity"]
+                    ["requiredDuringSchedulingIgnoredDuringExecution"];
+                let spread_c = &pod["spec"]["topologySpreadConstraints"];
+                match spread {
+                    "node" => {
+                        assert_eq!(anti[0]["topologyKey"], "kubernetes.io/hostname");
+                        assert!(spread_c.is_null());
+                    }
+                    "soft" => {
+                        assert_eq!(spread_c[0]["whenUnsatisfiable"], "ScheduleAnyway");
+                        assert!(anti.is_null());
+                    }
+                    _ => assert!(anti.is_null() && spread_c.is_null(), "{yaml}"),
+                }
+                let retain = if keep { "Retain" } else { "Delete" };
+                let policy = &set["spec"]["persistentVolumeClaimRetentionPolicy"];
+                assert_eq!(policy["whenDeleted"], retain);
+                // Each pod is a host with its disks, listed after the manifests.
+                assert!(
+                    yaml.contains("#   pod iofleet-t1-2: worker 2, disks"),
+                    "{yaml}"
+                );
+                assert!(
+                    yaml.contains("one worker per pod: running 3 workers"),
+                    "{yaml}"
+                );
+                if validator {
+                    let (ok, said) = validates(d.path(), &yaml);
+                    assert!(ok, "{mode}/{spread}/{keep}: {said}\n{yaml}");
+                    checked += 1;
+                }
+            }
+        }
+    }
+    // pods_per_node × nodes: an even spread that refuses to schedule otherwise.
+    let kube = write(
+        d.path(),
+        "kube.toml",
+        "[kubernetes]\npods_per_node = 2\nnodes = 3\nspread = \"soft\"\n",
+    );
+    let yaml = dry_run(d.path(), &kube, &[]);
+    let set = &documents(&yaml)[1];
+    assert_eq!(set["spec"]["replicas"], 6);
+    let c = &set["spec"]["template"]["spec"]["topologySpreadConstraints"][0];
+    assert_eq!(c["whenUnsatisfiable"], "DoNotSchedule");
+    assert_eq!(c["maxSkew"], 1);
+    // The default namespace is not written (kubectl's context chooses).
+    assert!(set["metadata"].get("namespace").is_none());
+    if validator {
+        assert!(validates(d.path(), &yaml).0);
+        // The validator is not a formality: a manifest it must refuse.
+        let broken = yaml.replacen("replicas: 6", "replicas: six", 1);
+        let (ok, said) = validates(d.path(), &broken);
+        assert!(!ok, "a StatefulSet with replicas: six passed: {said}");
+        assert_eq!(checked, 12);
+    }
+}
+
+#[test]
+fn bad_kubernetes_values_exit_2_naming_the_key() {
+    let d = tempfile::tempdir().unwrap();
+    for (body, says) in [
+        ("pods = 2\npodz = 1\n", "podz"),
+        ("pods = 0\n", "kubernetes.pods: must be at least 1"),
+        ("", "kubernetes.pods"),
+        (
+            "pods = 2\npods_per_node = 1\nnodes = 2\n",
+            "kubernetes.pods",
+        ),
+        ("pods_per_node = 2\n", "kubernetes.nodes"),
+        ("pods_per_node = 2\nnodes = 2\n", "kubernetes.spread"),
+        ("pods = 2\nvolume_mode = \"raw\"\n", "volume_mode"),
+        ("pods = 2\nspread = \"zone\"\n", "spread"),
+        ("pods = 2\nnamespace = \"Bench\"\n", "kubernetes.namespace"),
+        ("pods = 2\nname = \"a_b\"\n", "kubernetes.name"),
+        (
+            "pods = 2\nstorage_class = \"Fast SSD\"\n",
+            "kubernetes.storage_class",
+        ),
+        (
+            "pods = 2\nvolume_size = \"12q\"\n",
+            "kubernetes.volume_size",
+        ),
+        (
+            "pods = 2\naccess_mode = \"ReadOnlyMany\"\n",
+            "kubernetes.access_mode",
+        ),
+        (
+            "pods = 2\naccess_mode = \"RWO\"\n",
+            "kubernetes.access_mode",
+        ),
+        (
+            "pods = 2\ncpu_request = \"two\"\n",
+            "kubernetes.cpu_request",
+        ),
+        (
+            "pods = 2\nmemory_limit = \"4GB\"\n",
+            "kubernetes.memory_limit",
+        ),
+        (
+            "pods = 2\nbind_timeout = \"soon\"\n",
+            "kubernetes.bind_timeout",
+        ),
+        (
+            "pods = 2\nready_timeout = \"0s\"\n",
+            "kubernetes.ready_timeout",
+        ),
+        ("pods = 2\nkeep = \"yes\"\n", "keep"),
+        ("pods = 2\nimage = \"\"\n", "kubernetes.image"),
+        (
+            "pods = 2\n[[kubernetes.tolerations]]\noperator = \"In\"\n",
+            "kubernetes.tolerations",
+        ),
+        (
+            "pods = 2\n[[kubernetes.tolerations]]\nkey = \"a\"\nefect = \"NoSchedule\"\n",
+            "efect",
+        ),
+    ] {
+        let kube = write(d.path(), "kube.toml", &format!("[kubernetes]\n{body}"));
+        let o = run_in(
+            d.path(),
+            &["run", "easy-run-4k70r", "--hosts", &kube, "--dry-run"],
+        );
+        assert_eq!(o.status.code(), Some(2), "{body}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(err.contains(says), "{body}: {err}");
+        assert!(err.contains("kube.toml"), "{body}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    // Hosts beside [kubernetes]: one or the other.
+    let kube = write(
+        d.path(),
+        "kube.toml",
+        "[kubernetes]\npods = 1\n[[host]]\ndestination = \"a.invalid\"\n",
+    );
+    let o = run_in(
+        d.path(),
+        &["run", "easy-run-4k70r", "--hosts", &kube, "--dry-run"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("remove [[host]]"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_kubernetes_fleet_runs_only_as_a_dry_run_for_now() {
+    let d = tempfile::tempdir().unwrap();
+    let kube = write(d.path(), "kube.toml", "[kubernetes]\npods = 2\n");
+    // A run (not a dry run) is refused before anything is contacted, and says why.
+    let o = run_in(
+        d.path(),
+        &[
+            "run",
+            "easy-run-4k70r",
+            "--hosts",
+            &kube,
+            "--engine",
+            "null",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("kubectl transport"), "{}", stderr(&o));
+    // So are the other commands that take an inventory, with the same words.
+    let o = run_in(d.path(), &["hosts", "clean", "--hosts", &kube]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("Kubernetes fleet"), "{}", stderr(&o));
+    // One profile: worker groups are refused, naming the flag.
+    let o = run_in(
+        d.path(),
+        &[
+            "run",
+            "--group",
+            "a=easy-run-4k70r:1",
+            "--group",
+            "b=easy-run-4k100r:1",
+            "--hosts",
+            &kube,
+            "--dry-run",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--group"), "{}", stderr(&o));
+}
