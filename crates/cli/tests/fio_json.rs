@@ -403,3 +403,57 @@ fn json_and_table_are_output_formats_too() {
     assert!(serde_json::from_slice::<Value>(&o.stdout).is_err());
     assert!(!o.stdout.is_empty());
 }
+
+#[test]
+fn worker_groups_are_fio_jobs_with_their_own_options() {
+    let d = tempfile::tempdir().unwrap();
+    let args = [
+        "--group",
+        "rr=easy-run-4k100r:2",
+        "--group",
+        "sw=easy-run-256k0r:1",
+        "--engine",
+        "null",
+        "--disks",
+        "1",
+        "--threads",
+        "1",
+        "--warmup",
+        "0s",
+        "--duration",
+        "1s",
+    ];
+    let (fio, ours, live) = run_fio(d.path(), "fio-json+", &args);
+    let jobs = fio["jobs"].as_array().unwrap();
+    let groups = ours["groups"].as_array().unwrap();
+    assert_eq!((jobs.len(), groups.len()), (2, 2));
+    let dur = f(&ours["run"]["duration_s"]);
+    for (i, (j, g)) in jobs.iter().zip(groups).enumerate() {
+        assert_eq!(j["jobname"], g["name"]);
+        assert_eq!(u(&j["groupid"]), i as u64);
+        for dir in ["read", "write"] {
+            if u(&g[dir]["ios"]) > 0 {
+                // Per group: iofleet's own percentiles; no group histogram, no bins.
+                check_dir(&j[dir], &g[dir], dur, false);
+                assert!(j[dir]["clat_ns"].get("bins").is_none());
+            } else {
+                assert_eq!(u(&j[dir]["total_ios"]), 0);
+            }
+        }
+    }
+    let o = |i: usize, k: &str| jobs[i]["job options"][k].as_str().unwrap().to_string();
+    assert_eq!(
+        (o(0, "rw"), o(0, "bs"), o(0, "numjobs")),
+        ("randread".into(), "4k".into(), "2".into())
+    );
+    assert_eq!(
+        (o(1, "rw"), o(1, "bs"), o(1, "numjobs")),
+        ("write".into(), "256k".into(), "1".into())
+    );
+    let ios: u64 = jobs
+        .iter()
+        .map(|j| u(&j["read"]["total_ios"]) + u(&j["write"]["total_ios"]))
+        .sum();
+    assert_eq!(ios, u(&ours["summary"]["all"]["ios"]));
+    assert_export_is(d.path(), "fio-json+", &live);
+}
