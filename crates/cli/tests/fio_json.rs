@@ -132,6 +132,74 @@ fn sorted_bins(clat: &Value) -> Vec<(u64, u64)> {
 }
 
 /// One direction of a fio entry against iofleet's `OpSummary` of the same scope.
+/// The measured intervals that count in iofleet's IOPS median (not warm-up, at least
+/// half an interval long): their indexes.
+fn counted(result: &Value) -> Vec<u64> {
+    let nominal = f(&result["run"]["interval_s"]);
+    result["intervals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["warmup"] == false && f(&i["duration_s"]) * 2.0 >= nominal)
+        .map(|i| u(&i["index"]))
+        .collect()
+}
+
+/// One direction's figures over the counted intervals: of the fleet (`part` None), or
+/// of a host or group (`("host_intervals", name)`).
+fn interval_ops(result: &Value, part: Option<(&str, &Value)>, dir: &str) -> Vec<Value> {
+    let keep = counted(result);
+    let rows: Vec<Value> = match part {
+        None => result["intervals"].as_array().unwrap().clone(),
+        Some((key, name)) => result[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| &p["name"] == name)
+            .expect("the part's intervals")["rows"]
+            .as_array()
+            .unwrap()
+            .clone(),
+    };
+    rows.iter()
+        .filter(|r| keep.contains(&u(&r["index"])))
+        .map(|r| r[dir].clone())
+        .collect()
+}
+
+/// fio's sample statistics: min, max, mean, deviation with n − 1.
+fn stats(x: &[f64]) -> (f64, f64, f64, f64) {
+    let n = x.len() as f64;
+    let mean = x.iter().sum::<f64>() / n;
+    let dev = (x.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / (n - 1.0)).sqrt();
+    let min = x.iter().copied().fold(f64::MAX, f64::min);
+    let max = x.iter().copied().fold(f64::MIN, f64::max);
+    (min, max, mean, dev)
+}
+
+fn check_samples(fio: &Value, intervals: &[Value]) {
+    assert!(intervals.len() > 1, "several intervals to sample");
+    assert_eq!(u(&fio["iops_samples"]), intervals.len() as u64);
+    assert_eq!(u(&fio["bw_samples"]), intervals.len() as u64);
+    let iops: Vec<f64> = intervals.iter().map(|i| f(&i["iops"])).collect();
+    let (min, max, mean, dev) = stats(&iops);
+    assert_eq!(
+        (u(&fio["iops_min"]), u(&fio["iops_max"])),
+        (min.round() as u64, max.round() as u64)
+    );
+    assert!(close(f(&fio["iops_mean"]), mean) && close(f(&fio["iops_stddev"]), dev));
+    let bw: Vec<f64> = intervals
+        .iter()
+        .map(|i| f(&i["mbps"]) * 1e6 / 1024.0)
+        .collect();
+    let (min, max, mean, dev) = stats(&bw);
+    assert_eq!(
+        (u(&fio["bw_min"]), u(&fio["bw_max"])),
+        (min.round() as u64, max.round() as u64)
+    );
+    assert!(close(f(&fio["bw_mean"]), mean) && close(f(&fio["bw_dev"]), dev));
+}
+
 fn check_dir(fio: &Value, ours: &Value, duration_s: f64, full: bool) {
     let ios = u(&ours["ios"]);
     let bytes = u(&ours["bytes"]);
@@ -152,7 +220,9 @@ fn check_dir(fio: &Value, ours: &Value, duration_s: f64, full: bool) {
         assert_eq!(u(&c["min"]), (f(&l["min"]) * 1000.0).round() as u64);
         assert_eq!(u(&c["max"]), (f(&l["max"]) * 1000.0).round() as u64);
         assert!(close(f(&c["mean"]), f(&l["mean"]) * 1000.0));
-        assert!(close(f(&c["stddev"]), f(&l["stddev"]) * 1000.0));
+        // fio's deviation is the sample one: iofleet's population one × √(N/(N−1)).
+        let sample = f(&l["stddev"]) * 1000.0 * (ios as f64 / (ios - 1) as f64).sqrt();
+        assert!(close(f(&c["stddev"]), sample), "{block} stddev");
     }
     let pct = fio["clat_ns"]["percentile"]
         .as_object()
@@ -223,8 +293,10 @@ fn a_run_in_fio_json_carries_iofleets_figures() {
     assert_eq!((u(&j["groupid"]), j["error"].as_i64()), (0, Some(0)));
     let dur = f(&ours["run"]["duration_s"]);
     assert_eq!(u(&j["job_runtime"]), (dur * 1000.0).round() as u64);
-    check_dir(&j["read"], &ours["summary"]["read"], dur, true);
-    check_dir(&j["write"], &ours["summary"]["write"], dur, true);
+    for dir in ["read", "write"] {
+        check_dir(&j[dir], &ours["summary"][dir], dur, true);
+        check_samples(&j[dir], &interval_ops(&ours, None, dir));
+    }
     assert!(
         j["read"]["clat_ns"].get("bins").is_none(),
         "bins are json+ only"
@@ -305,8 +377,11 @@ fn a_fleet_of_three_hosts_gives_client_stats_per_host_and_all_clients() {
         assert_eq!(c["hostname"], h["host"]);
         check_options(c);
         assert_eq!(c["job options"]["numjobs"], "2");
-        check_dir(&c["read"], &h["read"], dur, false);
-        check_dir(&c["write"], &h["write"], dur, false);
+        for dir in ["read", "write"] {
+            check_dir(&c[dir], &h[dir], dur, false);
+            let part = Some(("host_intervals", &h["host"]));
+            check_samples(&c[dir], &interval_ops(&ours, part, dir));
+        }
     }
     let all = &clients[3];
     assert_eq!(all["jobname"], "All clients");
@@ -314,6 +389,7 @@ fn a_fleet_of_three_hosts_gives_client_stats_per_host_and_all_clients() {
     assert_eq!(all["job options"]["numjobs"], "6");
     for dir in ["read", "write"] {
         check_dir(&all[dir], &ours["summary"][dir], dur, true);
+        check_samples(&all[dir], &interval_ops(&ours, None, dir));
         check_bins(&all[dir], &ours["summary"][dir]);
     }
     let hosts_ios: u64 = clients[..3]
@@ -422,6 +498,8 @@ fn worker_groups_are_fio_jobs_with_their_own_options() {
         "0s",
         "--duration",
         "1s",
+        "--interval",
+        "250ms",
     ];
     let (fio, ours, live) = run_fio(d.path(), "fio-json+", &args);
     let jobs = fio["jobs"].as_array().unwrap();
@@ -435,6 +513,8 @@ fn worker_groups_are_fio_jobs_with_their_own_options() {
             if u(&g[dir]["ios"]) > 0 {
                 // Per group: iofleet's own percentiles; no group histogram, no bins.
                 check_dir(&j[dir], &g[dir], dur, false);
+                let part = Some(("group_intervals", &g["name"]));
+                check_samples(&j[dir], &interval_ops(&ours, part, dir));
                 assert!(j[dir]["clat_ns"].get("bins").is_none());
             } else {
                 assert_eq!(u(&j[dir]["total_ios"]), 0);

@@ -22,7 +22,9 @@ use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 
 use iofleet_profile::{Plan, RecordedPlan};
-use iofleet_stats::result::{ErrorDetail, RunResult};
+use iofleet_stats::result::{
+    median_candidates, ErrorDetail, IntervalOps, IntervalRow, PartIntervals, RunResult,
+};
 use iofleet_stats::{LatencyHist, LatencySummary, OpSummary};
 
 /// fio's histogram geometry: 2^6 buckets per power of two, 29 groups (`stat.h`).
@@ -227,6 +229,22 @@ struct Dir {
     slat_ns: Lat,
     clat_ns: Lat,
     lat_ns: Lat,
+    #[serde(flatten)]
+    samples: Samples,
+}
+
+#[derive(Serialize)]
+struct Samples {
+    bw_min: u64,
+    bw_max: u64,
+    bw_mean: f64,
+    bw_dev: f64,
+    bw_samples: u64,
+    iops_min: u64,
+    iops_max: u64,
+    iops_mean: f64,
+    iops_stddev: f64,
+    iops_samples: u64,
 }
 
 #[derive(Serialize)]
@@ -272,16 +290,44 @@ fn document(
         client_stats: None,
     };
     let ms = duration_ms(r.run.duration_s);
-    let entry = |name: String, groupid, opts, parts: [&OpSummary; 2], hs, err, cpu| {
-        let [read, write] = parts;
-        job(name, groupid, opts, read, write, hs, plus, ms, err, cpu)
+    let counted: Vec<u32> = median_candidates(&r.intervals, r.run.interval_s)
+        .iter()
+        .map(|i| i.index)
+        .collect();
+    // A part's (host's or group's) measured intervals, per direction.
+    let part_rows = |parts: &[PartIntervals], name: &str| -> [Vec<IntervalOps>; 2] {
+        let rows: Vec<_> = parts
+            .iter()
+            .find(|p| p.name == name)
+            .map(|p| {
+                p.rows
+                    .iter()
+                    .filter(|r| counted.contains(&r.index))
+                    .collect()
+            })
+            .unwrap_or_default();
+        [
+            rows.iter().map(|r| r.read.clone()).collect(),
+            rows.iter().map(|r| r.write.clone()).collect(),
+        ]
+    };
+    let fleet_rows = {
+        let rows: Vec<&IntervalRow> = r
+            .intervals
+            .iter()
+            .filter(|i| counted.contains(&i.index))
+            .collect();
+        [
+            rows.iter().map(|i| i.read.clone()).collect::<Vec<_>>(),
+            rows.iter().map(|i| i.write.clone()).collect(),
+        ]
     };
     if worker_hosts.len() > 1 {
         let mut clients = Vec::new();
         for h in &worker_hosts {
-            let mut opts = fleet_options(r);
+            let mut options = fleet_options(r);
             if let Some(n) = lanes_per_worker(plan) {
-                opts.put("numjobs", (n * h.workers as u64).to_string());
+                options.put("numjobs", (n * h.workers as u64).to_string());
             }
             let workers: Vec<u32> = r
                 .workers
@@ -289,32 +335,38 @@ fn document(
                 .filter(|w| w.host == h.host)
                 .map(|w| w.worker)
                 .collect();
-            let err = first_errno(r, |d| workers.contains(&d.worker));
-            let cpu = h.cpu.as_ref().map(|c| (c.usr_pct, c.sys_pct));
-            let mut j = entry(
-                plan.plan.name.clone(),
-                0,
-                opts,
-                [&h.read, &h.write],
-                None,
-                err,
-                cpu,
-            );
-            j.hostname = Some(h.host.clone());
-            clients.push(j);
+            clients.push(job(
+                Scope {
+                    name: plan.plan.name.clone(),
+                    groupid: 0,
+                    hostname: Some(h.host.clone()),
+                    options,
+                    ops: [&h.read, &h.write],
+                    intervals: part_rows(&r.host_intervals, &h.host),
+                    hists: None,
+                    error: first_errno(r, |d| workers.contains(&d.worker)),
+                    cpu: h.cpu.as_ref().map(|c| (c.usr_pct, c.sys_pct)),
+                },
+                plus,
+                ms,
+            ));
         }
         let s = &r.summary;
-        let mut all = entry(
-            "All clients".into(),
-            0,
-            fleet_options(r),
-            [&s.read, &s.write],
-            hists,
-            first_errno(r, |_| true),
-            fleet_cpu,
-        );
-        all.hostname = Some(r.run.hostname.clone());
-        clients.push(all);
+        clients.push(job(
+            Scope {
+                name: "All clients".into(),
+                groupid: 0,
+                hostname: Some(r.run.hostname.clone()),
+                options: fleet_options(r),
+                ops: [&s.read, &s.write],
+                intervals: fleet_rows,
+                hists,
+                error: first_errno(r, |_| true),
+                cpu: fleet_cpu,
+            },
+            plus,
+            ms,
+        ));
         doc.client_stats = Some(clients);
     } else {
         let groups = plan.each_group();
@@ -322,22 +374,31 @@ fn document(
         let mut jobs = Vec::new();
         for (gid, g) in r.groups.iter().enumerate() {
             let gplan = groups.iter().find(|(n, _, _)| *n == g.name).map(|x| x.1);
-            let mut opts = Options::default();
-            opts.put("name", g.name.clone());
+            let mut options = Options::default();
+            options.put("name", g.name.clone());
             if let Some(p) = gplan {
-                plan_options(&mut opts, p);
+                plan_options(&mut options, p);
             }
-            engine_options(&mut opts, r);
+            engine_options(&mut options, r);
             let range = g.first_worker..g.first_worker + g.workers;
-            let err = first_errno(r, |d| range.contains(&d.worker));
-            jobs.push(entry(
-                g.name.clone(),
-                gid as u32,
-                opts,
-                [&g.read, &g.write],
-                if whole { hists } else { None },
-                err,
-                if whole { fleet_cpu } else { None },
+            jobs.push(job(
+                Scope {
+                    name: g.name.clone(),
+                    groupid: gid as u32,
+                    hostname: None,
+                    options,
+                    ops: [&g.read, &g.write],
+                    intervals: if whole {
+                        fleet_rows.clone()
+                    } else {
+                        part_rows(&r.group_intervals, &g.name)
+                    },
+                    hists: if whole { hists } else { None },
+                    error: first_errno(r, |d| range.contains(&d.worker)),
+                    cpu: if whole { fleet_cpu } else { None },
+                },
+                plus,
+                ms,
             ));
         }
         doc.jobs = Some(jobs);
@@ -345,35 +406,83 @@ fn document(
     Ok(doc)
 }
 
-#[allow(clippy::too_many_arguments)]
-fn job(
-    jobname: String,
+/// What one entry covers: the whole fleet, a worker group or a host.
+struct Scope<'a> {
+    name: String,
     groupid: u32,
-    job_options: Options,
-    read: &OpSummary,
-    write: &OpSummary,
-    hists: Option<FioHists<'_>>,
-    plus: bool,
-    runtime_ms: u64,
+    hostname: Option<String>,
+    options: Options,
+    /// Read and write over the measured phase.
+    ops: [&'a OpSummary; 2],
+    /// Read and write over each measured interval that counts in the IOPS median.
+    intervals: [Vec<IntervalOps>; 2],
+    /// The scope's merged histograms, when known (the whole fleet).
+    hists: Option<FioHists<'a>>,
     error: i32,
+    /// Process user and system CPU, percent of one core.
     cpu: Option<(f64, f64)>,
-) -> Job {
+}
+
+fn job(s: Scope<'_>, plus: bool, runtime_ms: u64) -> Job {
+    let [read, write] = s.ops;
+    let [read_iv, write_iv] = &s.intervals;
     Job {
-        jobname,
-        groupid,
-        error,
-        hostname: None,
-        job_options,
-        read: dir(read, hists.map(|h| h.read), plus, runtime_ms),
-        write: dir(write, hists.map(|h| h.write), plus, runtime_ms),
-        trim: dir(&OpSummary::default(), None, false, runtime_ms),
+        jobname: s.name,
+        groupid: s.groupid,
+        error: s.error,
+        hostname: s.hostname,
+        job_options: s.options,
+        read: dir(read, read_iv, s.hists.map(|h| h.read), plus, runtime_ms),
+        write: dir(write, write_iv, s.hists.map(|h| h.write), plus, runtime_ms),
+        trim: dir(&OpSummary::default(), &[], None, false, runtime_ms),
         sync: Sync {
             total_ios: 0,
             lat_ns: Lat::default(),
         },
         job_runtime: runtime_ms,
-        usr_cpu: cpu.map(|c| c.0),
-        sys_cpu: cpu.map(|c| c.1),
+        usr_cpu: s.cpu.map(|c| c.0),
+        sys_cpu: s.cpu.map(|c| c.1),
+    }
+}
+
+/// fio's min, max, mean and sample standard deviation (n − 1, as fio's `calc_lat`) of
+/// a series; zeros for an empty one.
+fn series_stats(x: &[f64]) -> (f64, f64, f64, f64) {
+    if x.is_empty() {
+        return (0.0, 0.0, 0.0, 0.0);
+    }
+    let n = x.len() as f64;
+    let mean = x.iter().sum::<f64>() / n;
+    let dev = if x.len() > 1 {
+        (x.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+    } else {
+        0.0
+    };
+    let min = x.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = x.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (min, max, mean, dev)
+}
+
+/// fio's bandwidth and IOPS sample statistics over iofleet's intervals (fio samples
+/// every 500 ms per job; iofleet's samples are its measured intervals of the scope that
+/// count in the IOPS median, i.e. without the last one when it is cut short).
+fn samples(ran: bool, iv: &[IntervalOps]) -> Samples {
+    let iv = if ran { iv } else { &[] };
+    let bw: Vec<f64> = iv.iter().map(|i| i.mbps * 1e6 / 1024.0).collect();
+    let iops: Vec<f64> = iv.iter().map(|i| i.iops).collect();
+    let (bw_min, bw_max, bw_mean, bw_dev) = series_stats(&bw);
+    let (iops_min, iops_max, iops_mean, iops_stddev) = series_stats(&iops);
+    Samples {
+        bw_min: bw_min.round() as u64,
+        bw_max: bw_max.round() as u64,
+        bw_mean,
+        bw_dev,
+        bw_samples: bw.len() as u64,
+        iops_min: iops_min.round() as u64,
+        iops_max: iops_max.round() as u64,
+        iops_mean,
+        iops_stddev,
+        iops_samples: iops.len() as u64,
     }
 }
 
@@ -382,7 +491,13 @@ fn job(
 /// submission apart, so `slat_ns` has N = 0 (as fio writes it for a synchronous engine)
 /// and `clat_ns` carries the same figures as `lat_ns`, with the percentiles and bins
 /// under it where fio puts them by default.
-fn dir(s: &OpSummary, hist: Option<&LatencyHist>, plus: bool, runtime_ms: u64) -> Dir {
+fn dir(
+    s: &OpSummary,
+    intervals: &[IntervalOps],
+    hist: Option<&LatencyHist>,
+    plus: bool,
+    runtime_ms: u64,
+) -> Dir {
     let ran = s.ios > 0;
     // iofleet's throughput (MB/s, 10^6 bytes per second) in bytes per second.
     let bw_bytes = s.mbps * 1e6;
@@ -407,6 +522,7 @@ fn dir(s: &OpSummary, hist: Option<&LatencyHist>, plus: bool, runtime_ms: u64) -
         slat_ns: Lat::default(),
         clat_ns: clat,
         lat_ns,
+        samples: samples(ran, intervals),
     }
 }
 
@@ -445,7 +561,12 @@ fn latency(l: &LatencySummary, n: u64, hist: Option<&LatencyHist>, plus: bool) -
         min: ns(l.min),
         max: ns(l.max),
         mean: l.mean * 1000.0,
-        stddev: l.stddev * 1000.0,
+        // fio's deviation is the sample one (n − 1); iofleet's the population one.
+        stddev: if n > 1 {
+            l.stddev * 1000.0 * (n as f64 / (n - 1) as f64).sqrt()
+        } else {
+            0.0
+        },
         n,
         percentile,
         bins,
@@ -708,7 +829,7 @@ mod tests {
             ops.record(i * 1500, 8192);
         }
         let s = OpSummary::from_ops(&ops, 2.0);
-        let d = dir(&s, Some(&ops.hist), true, 2000);
+        let d = dir(&s, &[], Some(&ops.hist), true, 2000);
         assert_eq!(
             (d.io_bytes, d.io_kbytes, d.total_ios),
             (8_192_000, 8000, 1000)
@@ -724,7 +845,7 @@ mod tests {
             (1000, ops.hist.min_ns(), ops.hist.max_ns())
         );
         assert!((c.mean - ops.mean_ns()).abs() < 1e-6);
-        assert!((c.stddev - ops.stddev_ns()).abs() < 1e-6);
+        assert!((c.stddev - ops.stddev_ns() * (1000.0f64 / 999.0).sqrt()).abs() < 1e-6);
         let pct = c.percentile.as_ref().unwrap();
         assert_eq!(pct.0.len(), 17);
         assert_eq!(pct.0[12], ("99.000000".into(), ops.hist.quantile_ns(0.99)));
@@ -734,7 +855,7 @@ mod tests {
         assert_eq!((d.lat_ns.n, d.lat_ns.min), (1000, c.min));
         assert!(d.lat_ns.percentile.is_none() && d.lat_ns.bins.is_none());
         // Without histograms: iofleet's own six percentiles, no bins.
-        let d = dir(&s, None, false, 2000);
+        let d = dir(&s, &[], None, false, 2000);
         let keys: Vec<&str> = d
             .clat_ns
             .percentile
@@ -757,9 +878,27 @@ mod tests {
         );
         assert!(d.clat_ns.bins.is_none());
         // A direction without I/O: zeros with N = 0, as fio writes it.
-        let d = dir(&OpSummary::default(), None, true, 2000);
+        let d = dir(&OpSummary::default(), &[], None, true, 2000);
         assert_eq!((d.runtime, d.clat_ns.n, d.bw), (0, 0, 0));
         assert!(d.clat_ns.percentile.is_none());
+    }
+
+    #[test]
+    fn interval_samples_give_fios_sample_statistics() {
+        let iv = |iops: f64| IntervalOps {
+            ios: iops as u64,
+            iops,
+            mbps: iops * 4096.0 / 1e6,
+            ..Default::default()
+        };
+        let s = samples(true, &[iv(100.0), iv(300.0), iv(200.0)]);
+        assert_eq!((s.iops_min, s.iops_max, s.iops_samples), (100, 300, 3));
+        assert_eq!((s.iops_mean, s.iops_stddev), (200.0, 100.0));
+        assert_eq!((s.bw_min, s.bw_max, s.bw_samples), (400, 1200, 3));
+        assert!((s.bw_mean - 800.0).abs() < 1e-9 && (s.bw_dev - 400.0).abs() < 1e-9);
+        let one = samples(true, &[iv(50.0)]);
+        assert_eq!((one.iops_mean, one.iops_stddev), (50.0, 0.0));
+        assert_eq!(samples(false, &[iv(50.0)]).iops_samples, 0);
     }
 
     #[test]
