@@ -230,11 +230,11 @@ struct Dir {
     clat_ns: Lat,
     lat_ns: Lat,
     #[serde(flatten)]
-    samples: Samples,
+    samples: SampleStats,
 }
 
 #[derive(Serialize)]
-struct Samples {
+struct SampleStats {
     bw_min: u64,
     bw_max: u64,
     bw_mean: f64,
@@ -277,133 +277,150 @@ fn document(
     }
     let plus = flavor == FioFlavor::JsonPlus;
     let timestamp = epoch_of(&r.run.started_at).unwrap_or(0);
-    let plan = &r.run.plan;
-    let worker_hosts: Vec<_> = r.hosts.iter().filter(|h| !h.observer).collect();
-    let fleet_cpu = r.summary.cpu.as_ref().map(|c| (c.usr_pct, c.sys_pct));
-    let mut doc = Document {
+    let worker_hosts = r.hosts.iter().filter(|h| !h.observer).count();
+    let ms = duration_ms(r.run.duration_s);
+    let entries: Vec<Job> = if worker_hosts > 1 {
+        client_scopes(r, hists)
+    } else {
+        group_scopes(r, hists)
+    }
+    .into_iter()
+    .map(|s| job(s, plus, ms))
+    .collect();
+    let (jobs, client_stats) = if worker_hosts > 1 {
+        (None, Some(entries))
+    } else {
+        (Some(entries), None)
+    };
+    Ok(Document {
         fio_version: format!("iofleet-{}", r.run.iofleet_version),
         timestamp,
         timestamp_ms: timestamp * 1000,
         time: ctime(timestamp),
         global_options: global_options(r),
-        jobs: None,
-        client_stats: None,
-    };
-    let ms = duration_ms(r.run.duration_s);
-    let counted: Vec<u32> = median_candidates(&r.intervals, r.run.interval_s)
-        .iter()
-        .map(|i| i.index)
-        .collect();
-    // A part's (host's or group's) measured intervals, per direction.
-    let part_rows = |parts: &[PartIntervals], name: &str| -> [Vec<IntervalOps>; 2] {
+        jobs,
+        client_stats,
+    })
+}
+
+/// The measured intervals that count in the IOPS median: fio's samples.
+struct Samples<'a> {
+    r: &'a RunResult,
+    counted: Vec<u32>,
+}
+
+impl<'a> Samples<'a> {
+    fn of(r: &'a RunResult) -> Self {
+        let counted = median_candidates(&r.intervals, r.run.interval_s)
+            .iter()
+            .map(|i| i.index)
+            .collect();
+        Samples { r, counted }
+    }
+
+    /// The fleet's, per direction.
+    fn fleet(&self) -> [Vec<IntervalOps>; 2] {
+        let rows = self
+            .r
+            .intervals
+            .iter()
+            .filter(|i| self.counted.contains(&i.index));
+        let rows: Vec<&IntervalRow> = rows.collect();
+        [
+            rows.iter().map(|i| i.read.clone()).collect(),
+            rows.iter().map(|i| i.write.clone()).collect(),
+        ]
+    }
+
+    /// A host's or group's (`parts` is `host_intervals` or `group_intervals`).
+    fn part(&self, parts: &[PartIntervals], name: &str) -> [Vec<IntervalOps>; 2] {
         let rows: Vec<_> = parts
             .iter()
             .find(|p| p.name == name)
             .map(|p| {
-                p.rows
-                    .iter()
-                    .filter(|r| counted.contains(&r.index))
-                    .collect()
+                let rows = p.rows.iter();
+                rows.filter(|r| self.counted.contains(&r.index)).collect()
             })
             .unwrap_or_default();
         [
             rows.iter().map(|r| r.read.clone()).collect(),
             rows.iter().map(|r| r.write.clone()).collect(),
         ]
-    };
-    let fleet_rows = {
-        let rows: Vec<&IntervalRow> = r
-            .intervals
-            .iter()
-            .filter(|i| counted.contains(&i.index))
-            .collect();
-        [
-            rows.iter().map(|i| i.read.clone()).collect::<Vec<_>>(),
-            rows.iter().map(|i| i.write.clone()).collect(),
-        ]
-    };
-    if worker_hosts.len() > 1 {
-        let mut clients = Vec::new();
-        for h in &worker_hosts {
-            let mut options = fleet_options(r);
-            if let Some(n) = lanes_per_worker(plan) {
-                options.put("numjobs", (n * h.workers as u64).to_string());
-            }
-            let workers: Vec<u32> = r
-                .workers
-                .iter()
-                .filter(|w| w.host == h.host)
-                .map(|w| w.worker)
-                .collect();
-            clients.push(job(
-                Scope {
-                    name: plan.plan.name.clone(),
-                    groupid: 0,
-                    hostname: Some(h.host.clone()),
-                    options,
-                    ops: [&h.read, &h.write],
-                    intervals: part_rows(&r.host_intervals, &h.host),
-                    hists: None,
-                    error: first_errno(r, |d| workers.contains(&d.worker)),
-                    cpu: h.cpu.as_ref().map(|c| (c.usr_pct, c.sys_pct)),
-                },
-                plus,
-                ms,
-            ));
-        }
-        let s = &r.summary;
-        clients.push(job(
-            Scope {
-                name: "All clients".into(),
-                groupid: 0,
-                hostname: Some(r.run.hostname.clone()),
-                options: fleet_options(r),
-                ops: [&s.read, &s.write],
-                intervals: fleet_rows,
-                hists,
-                error: first_errno(r, |_| true),
-                cpu: fleet_cpu,
-            },
-            plus,
-            ms,
-        ));
-        doc.client_stats = Some(clients);
-    } else {
-        let groups = plan.each_group();
-        let whole = r.groups.len() <= 1;
-        let mut jobs = Vec::new();
-        for (gid, g) in r.groups.iter().enumerate() {
-            let gplan = groups.iter().find(|(n, _, _)| *n == g.name).map(|x| x.1);
-            let mut options = Options::default();
-            options.put("name", g.name.clone());
-            if let Some(p) = gplan {
-                plan_options(&mut options, p);
-            }
-            engine_options(&mut options, r);
-            let range = g.first_worker..g.first_worker + g.workers;
-            jobs.push(job(
-                Scope {
-                    name: g.name.clone(),
-                    groupid: gid as u32,
-                    hostname: None,
-                    options,
-                    ops: [&g.read, &g.write],
-                    intervals: if whole {
-                        fleet_rows.clone()
-                    } else {
-                        part_rows(&r.group_intervals, &g.name)
-                    },
-                    hists: if whole { hists } else { None },
-                    error: first_errno(r, |d| range.contains(&d.worker)),
-                    cpu: if whole { fleet_cpu } else { None },
-                },
-                plus,
-                ms,
-            ));
-        }
-        doc.jobs = Some(jobs);
     }
-    Ok(doc)
+}
+
+fn fleet_cpu(r: &RunResult) -> Option<(f64, f64)> {
+    r.summary.cpu.as_ref().map(|c| (c.usr_pct, c.sys_pct))
+}
+
+/// A fleet across hosts: one entry per host that ran workers, then `All clients`.
+fn client_scopes<'a>(r: &'a RunResult, hists: Option<FioHists<'a>>) -> Vec<Scope<'a>> {
+    let samples = Samples::of(r);
+    let plan = &r.run.plan;
+    let mut scopes = Vec::new();
+    for h in r.hosts.iter().filter(|h| !h.observer) {
+        let mut options = fleet_options(r);
+        if let Some(n) = lanes_per_worker(plan) {
+            options.put("numjobs", (n * h.workers as u64).to_string());
+        }
+        let on_host = |w: u32| r.workers.iter().any(|x| x.worker == w && x.host == h.host);
+        scopes.push(Scope {
+            name: plan.plan.name.clone(),
+            groupid: 0,
+            hostname: Some(h.host.clone()),
+            options,
+            ops: [&h.read, &h.write],
+            intervals: samples.part(&r.host_intervals, &h.host),
+            hists: None,
+            error: first_errno(r, |d| on_host(d.worker)),
+            cpu: h.cpu.as_ref().map(|c| (c.usr_pct, c.sys_pct)),
+        });
+    }
+    scopes.push(Scope {
+        name: "All clients".into(),
+        groupid: 0,
+        hostname: Some(r.run.hostname.clone()),
+        options: fleet_options(r),
+        ops: [&r.summary.read, &r.summary.write],
+        intervals: samples.fleet(),
+        hists,
+        error: first_errno(r, |_| true),
+        cpu: fleet_cpu(r),
+    });
+    scopes
+}
+
+/// A run on one host: one entry per worker group (the whole fleet for one group).
+fn group_scopes<'a>(r: &'a RunResult, hists: Option<FioHists<'a>>) -> Vec<Scope<'a>> {
+    let samples = Samples::of(r);
+    let plans = r.run.plan.each_group();
+    let whole = r.groups.len() <= 1;
+    let mut scopes = Vec::new();
+    for (gid, g) in r.groups.iter().enumerate() {
+        let mut options = Options::default();
+        options.put("name", g.name.clone());
+        if let Some((_, p, _)) = plans.iter().find(|(n, _, _)| *n == g.name) {
+            plan_options(&mut options, p);
+        }
+        engine_options(&mut options, r);
+        let range = g.first_worker..g.first_worker + g.workers;
+        scopes.push(Scope {
+            name: g.name.clone(),
+            groupid: gid as u32,
+            hostname: None,
+            options,
+            ops: [&g.read, &g.write],
+            intervals: if whole {
+                samples.fleet()
+            } else {
+                samples.part(&r.group_intervals, &g.name)
+            },
+            hists: if whole { hists } else { None },
+            error: first_errno(r, |d| range.contains(&d.worker)),
+            cpu: if whole { fleet_cpu(r) } else { None },
+        });
+    }
+    scopes
 }
 
 /// What one entry covers: the whole fleet, a worker group or a host.
@@ -466,13 +483,13 @@ fn series_stats(x: &[f64]) -> (f64, f64, f64, f64) {
 /// fio's bandwidth and IOPS sample statistics over iofleet's intervals (fio samples
 /// every 500 ms per job; iofleet's samples are its measured intervals of the scope that
 /// count in the IOPS median, i.e. without the last one when it is cut short).
-fn samples(ran: bool, iv: &[IntervalOps]) -> Samples {
+fn samples(ran: bool, iv: &[IntervalOps]) -> SampleStats {
     let iv = if ran { iv } else { &[] };
     let bw: Vec<f64> = iv.iter().map(|i| i.mbps * 1e6 / 1024.0).collect();
     let iops: Vec<f64> = iv.iter().map(|i| i.iops).collect();
     let (bw_min, bw_max, bw_mean, bw_dev) = series_stats(&bw);
     let (iops_min, iops_max, iops_mean, iops_stddev) = series_stats(&iops);
-    Samples {
+    SampleStats {
         bw_min: bw_min.round() as u64,
         bw_max: bw_max.round() as u64,
         bw_mean,
