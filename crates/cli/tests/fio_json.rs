@@ -537,3 +537,32 @@ fn worker_groups_are_fio_jobs_with_their_own_options() {
     assert_eq!(ios, u(&ours["summary"]["all"]["ios"]));
     assert_export_is(d.path(), "fio-json+", &live);
 }
+
+#[test]
+fn an_unsaved_run_gives_fio_json_with_iofleets_own_percentiles_and_says_so() {
+    let d = tempfile::tempdir().unwrap();
+    let o = run_in(
+        d.path(),
+        &[
+            "run",
+            "--engine",
+            "null",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0s",
+            "--quiet",
+            "--no-save",
+            "--output-format",
+            "fio-json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("not saved"), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let clat = &v["jobs"][0]["read"]["clat_ns"];
+    assert!(u(&clat["N"]) > 0);
+    let keys: Vec<&String> = clat["percentile"].as_object().unwrap().keys().collect();
+    assert_eq!(keys.len(), 6, "p50 to p99.99: {keys:?}");
+    assert!(clat.get("bins").is_none());
+}
