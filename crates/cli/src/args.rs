@@ -242,9 +242,15 @@ pub struct RunArgs {
     #[arg(long)]
     pub steady_state: bool,
 
-    /// Print the result as JSON (docs/result.schema.json) on stdout instead of the table.
+    /// Print the result as JSON (docs/result.schema.json) on stdout instead of the table
+    /// (the same as --output-format json).
     #[arg(long)]
     pub json: bool,
+    /// What the result is printed as on stdout: table, json (docs/result.schema.json),
+    /// fio-json or fio-json+ (fio's --output-format=json / json+ layout, docs/fio-json.md)
+    /// [default: table, json with --json].
+    #[arg(long, value_enum, value_name = "FORMAT", conflicts_with = "json")]
+    pub output_format: Option<OutputFormat>,
     /// Also write the JSON result to this file.
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -305,4 +311,15 @@ mod tests {
             }
         }
     }
+}
+
+/// `iofleet run --output-format`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputFormat {
+    Table,
+    Json,
+    #[value(name = "fio-json")]
+    FioJson,
+    #[value(name = "fio-json+")]
+    FioJsonPlus,
 }

@@ -7,6 +7,7 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
+use iofleet_report::fio_json::{self, FioFlavor, FioHists};
 use iofleet_report::{Convention, CsvExporter, JsonExporter, MarkdownExporter, TableExporter};
 use iofleet_store::{ListFilter, Store};
 
@@ -32,7 +33,7 @@ pub enum ResultsCmd {
         #[command(flatten)]
         db: DbArg,
     },
-    /// Export one run as JSON (docs/result.schema.json), CSV or Markdown.
+    /// Export one run as JSON (docs/result.schema.json), CSV, Markdown or fio's JSON layout.
     Export(ExportArgs),
     /// Delete one run and everything stored with it.
     Delete {
@@ -73,6 +74,12 @@ pub enum ExportFormat {
     Json,
     Csv,
     Markdown,
+    /// fio's --output-format=json layout (docs/fio-json.md).
+    #[value(name = "fio-json")]
+    FioJson,
+    /// fio's json+ layout: fio-json with latency bins.
+    #[value(name = "fio-json+")]
+    FioJsonPlus,
 }
 
 #[derive(Args, Debug)]
@@ -110,6 +117,18 @@ pub fn run(cmd: ResultsCmd) -> Result<i32, Exit> {
                 ExportFormat::Csv => CsvExporter.export_in(&r.result, a.conv.convention, &mut out),
                 ExportFormat::Markdown => {
                     MarkdownExporter.export_in(&r.result, a.conv.convention, &mut out)
+                }
+                ExportFormat::FioJson | ExportFormat::FioJsonPlus => {
+                    let flavor = if a.format == ExportFormat::FioJson {
+                        FioFlavor::Json
+                    } else {
+                        FioFlavor::JsonPlus
+                    };
+                    let hists = FioHists {
+                        read: &r.read_hist,
+                        write: &r.write_hist,
+                    };
+                    fio_json::export(&r.result, Some(hists), flavor, &mut out)
                 }
             }
             .and_then(|_| out.flush())

@@ -1,7 +1,9 @@
 //! `iofleet run`: resolve the profile (or, without one, the default shape of
 //! `iofleet_profile::flags`) with the command-line overrides (`session::resolve`), then
 //! either print the launcher's plan (`--dry-run`, see `dry_run`) or measure through the
-//! session and export the result.
+//! session and export the result in the `--output-format` asked for (fio's layouts
+//! read the fleet's merged histograms back from the results store, where the run was
+//! just saved).
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -9,16 +11,19 @@ use std::sync::atomic::AtomicBool;
 
 use iofleet_fleet::RunSettings;
 use iofleet_profile::GroupPlan;
+use iofleet_report::fio_json::{self, FioFlavor, FioHists};
 use iofleet_report::{JsonExporter, TableExporter};
 use iofleet_stats::result::RunResult;
+use iofleet_stats::LatencyHist;
 
-use crate::args::RunArgs;
+use crate::args::{OutputFormat, RunArgs};
 use crate::dry_run;
 use crate::session::{ctrl_c_flag, exit_code, fleet_exit, launcher_for, resolve};
 use crate::Exit;
 
 pub fn run(a: RunArgs) -> Result<i32, Exit> {
     crate::steady::check_args(&a)?;
+    check_output_format(&a)?;
     let (groups, settings) = resolve(&a)?;
     if a.dry_run {
         if let Some(path) = a
@@ -60,20 +65,31 @@ fn print_and_exit_code(
 ) -> Result<i32, Exit> {
     let stdout = io::stdout();
     let mut out = stdout.lock();
-    let written = if a.json {
-        if !a.quiet {
-            for n in &result.notices {
-                eprintln!("note: {n}");
-            }
+    let format = output_format(a);
+    if format != OutputFormat::Table && !a.quiet {
+        for n in &result.notices {
+            eprintln!("note: {n}");
         }
-        JsonExporter.export_in(result, a.conv.convention, &mut out)
-    } else {
-        TableExporter {
+    }
+    let written = match format {
+        OutputFormat::Json => JsonExporter.export_in(result, a.conv.convention, &mut out),
+        OutputFormat::Table => TableExporter {
             intervals: a.intervals,
             wide: a.wide,
             disks: false,
         }
-        .export_in(result, a.conv.convention, &mut out)
+        .export_in(result, a.conv.convention, &mut out),
+        OutputFormat::FioJson | OutputFormat::FioJsonPlus => {
+            let hists = stored_hists(a, result);
+            let mut flavor = fio_flavor(format);
+            if let Err(e) = &hists {
+                eprintln!("warning: {e}");
+                flavor = FioFlavor::Json;
+            }
+            let hists = hists.ok();
+            let h = hists.as_ref().map(|(read, write)| FioHists { read, write });
+            fio_json::export(result, h, flavor, &mut out)
+        }
     };
     written
         .and_then(|_| out.flush())
@@ -85,4 +101,58 @@ fn print_and_exit_code(
             .map_err(|e| Exit::failure(format!("--output: {e}")))?;
     }
     Ok(exit_code(a, result, stop))
+}
+
+/// The stdout format: `--output-format`, else json with `--json`, else the table.
+fn output_format(a: &RunArgs) -> OutputFormat {
+    a.output_format.unwrap_or(if a.json {
+        OutputFormat::Json
+    } else {
+        OutputFormat::Table
+    })
+}
+
+fn fio_flavor(f: OutputFormat) -> FioFlavor {
+    if f == OutputFormat::FioJsonPlus {
+        FioFlavor::JsonPlus
+    } else {
+        FioFlavor::Json
+    }
+}
+
+/// Refuse, before anything runs, an output format the run could not give.
+fn check_output_format(a: &RunArgs) -> Result<(), Exit> {
+    match a.output_format {
+        Some(_) if a.dry_run => Err(Exit::input(
+            "--output-format: --dry-run prints the plan, not a result",
+        )),
+        Some(OutputFormat::FioJsonPlus) if a.save.no_save => Err(Exit::input(
+            "--output-format fio-json+: the latency bins come from the run's histograms in the \
+             results store; drop --no-save (or use fio-json)",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The fleet's merged read and write histograms of the measured phase, read back from
+/// the results store the run was saved in (the result itself holds none).
+fn stored_hists(a: &RunArgs, result: &RunResult) -> Result<(LatencyHist, LatencyHist), String> {
+    let why = |e: String| {
+        format!(
+            "fio JSON without the run's histograms (percentiles: p50 to p99.99 only, no bins): {e}"
+        )
+    };
+    let Some(stored) = &result.stored else {
+        return Err(why("the run was not saved in the results store".into()));
+    };
+    let store = crate::record::DbArg {
+        db: a.save.db.clone(),
+    }
+    .open()
+    .map_err(|e| why(e.message))?;
+    let analysis = store
+        .resolve(&stored.id)
+        .and_then(|id| store.analyze(&id))
+        .map_err(|e| why(e.to_string()))?;
+    Ok((analysis.read_hist, analysis.write_hist))
 }

@@ -13,6 +13,7 @@ pub mod charts;
 pub mod compare;
 pub mod convention;
 pub mod csv;
+pub mod fio_json;
 pub mod gate;
 pub mod html;
 pub mod json;
