@@ -24,6 +24,7 @@ pub mod builtin;
 pub mod cluster;
 pub mod emit;
 pub mod error;
+pub mod fio;
 pub mod flags;
 pub mod options;
 pub mod overrides;

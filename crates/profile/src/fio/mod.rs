@@ -1,0 +1,58 @@
+//! fio job files as iofleet workloads: `parse` reads fio's job-file grammar into jobs
+//! with located options; `map` turns each job into the raw profile of one worker group,
+//! with notices for every difference and an error for every option iofleet cannot run.
+//!
+//! This module knows nothing about engines, targets or flags: the engine a job asks for
+//! and its direct-I/O setting come back as plain values for the CLI to apply. Mapping
+//! choices and the option table are documented in docs/fio.md.
+
+mod map;
+mod parse;
+
+pub use map::{import, FioGroup, FioImport};
+pub use parse::{parse_job_text, read_job_file, FioJob, FioOption, Location};
+
+use thiserror::Error;
+
+/// One option iofleet cannot run, with where it was written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub at: Location,
+    pub option: String,
+    pub message: String,
+}
+
+/// Why a fio job file could not be read or mapped.
+#[derive(Debug, Error)]
+pub enum FioError {
+    #[error("cannot read fio job file {path}: {message}")]
+    Read { path: String, message: String },
+    #[error("{at}: {message}")]
+    Syntax { at: Location, message: String },
+    #[error("the fio job file has no job section (only [global]); add a [job] section")]
+    NoJobs,
+    /// Every unsupported or unknown option, each with its file, line and name.
+    #[error("{}", problems_text(.0))]
+    Unsupported(Vec<Problem>),
+}
+
+impl FioError {
+    pub(crate) fn syntax(at: &Location, message: impl Into<String>) -> Self {
+        FioError::Syntax {
+            at: at.clone(),
+            message: message.into(),
+        }
+    }
+}
+
+fn problems_text(problems: &[Problem]) -> String {
+    let mut s = format!(
+        "{} fio option(s) iofleet cannot run as written:",
+        problems.len()
+    );
+    for p in problems {
+        s.push_str(&format!("\n  {}: {}: {}", p.at, p.option, p.message));
+    }
+    s.push_str("\n(--fio-ignore OPTION runs without an option, with a notice; see docs/fio.md)");
+    s
+}
