@@ -182,7 +182,7 @@ impl Mapper {
     /// One job → one group; None when a problem was recorded.
     fn job(&mut self, job: &FioJob, index: usize, run_direct: bool) -> Option<FioGroup> {
         let before = self.problems.len();
-        self.check_names(job, index);
+        self.check_names(job);
         let kb = self.kb_base(job);
         let int = |m: &mut Self, names: &[&str], lo: i64| -> Option<i64> {
             let o = job.get(names)?;
@@ -273,7 +273,7 @@ impl Mapper {
     }
 
     /// Every option name is mapped, accepted or reported.
-    fn check_names(&mut self, job: &FioJob, _index: usize) {
+    fn check_names(&mut self, job: &FioJob) {
         for o in &job.options {
             if MAPPED.contains(&o.name.as_str()) || ACCEPTED.contains(&o.name.as_str()) {
                 continue;
@@ -1103,6 +1103,21 @@ rate_iops=300
         let st = &map(text, &[]).unwrap().groups[0].raw.streams;
         assert_eq!(st.len(), 1);
         assert_eq!((st[0].read_pct, st[0].random_pct), (Some(50.0), Some(80.0)));
+
+        // Random reads, sequential writes: two streams, the same block size.
+        let text = "[m]\nrw=randrw\nrwmixread=60\npercentage_random=100,0\nruntime=10\n";
+        let st = &map(text, &[]).unwrap().groups[0].raw.streams;
+        let got: Vec<_> = st
+            .iter()
+            .map(|s| (s.read_pct, s.random_pct, s.weight))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (Some(100.0), Some(100.0), Some(60)),
+                (Some(0.0), Some(0.0), Some(40))
+            ]
+        );
     }
 
     #[test]
