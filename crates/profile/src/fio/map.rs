@@ -114,6 +114,15 @@ pub fn import(jobs: &[FioJob], run_direct: bool, ignore: &[String]) -> Result<Fi
     if !m.problems.is_empty() {
         return Err(FioError::Unsupported(m.problems));
     }
+    for i in ignore {
+        let used = jobs
+            .iter()
+            .any(|j| j.options.iter().any(|o| o.name.eq_ignore_ascii_case(i)));
+        if !used {
+            m.notices
+                .push(format!("--fio-ignore {i}: the job file has no option {i}"));
+        }
+    }
     Ok(FioImport {
         groups,
         notices: m.notices,
