@@ -123,6 +123,10 @@ pub struct FromFioArgs {
     /// Write the profiles without this fio option (repeatable), with a notice.
     #[arg(long, value_name = "OPTION")]
     pub fio_ignore: Vec<String>,
+    /// Write only this job section's profile (repeatable), e.g. one phase of a file whose
+    /// jobs are separated by stonewall.
+    #[arg(long, value_name = "NAME")]
+    pub fio_job: Vec<String>,
     /// Check block sizes for direct I/O (as `iofleet run --direct`).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub direct: bool,
@@ -199,6 +203,10 @@ pub struct RunArgs {
     /// place it was written; any other option iofleet cannot run is an error.
     #[arg(long, value_name = "OPTION")]
     pub fio_ignore: Vec<String>,
+    /// With a fio job file: run only this job section (repeatable), e.g. one phase of a
+    /// file whose jobs are separated by stonewall.
+    #[arg(long, value_name = "NAME")]
+    pub fio_job: Vec<String>,
 
     /// Where disks live: a directory (created; one file per disk) or, repeated, block
     /// devices split into disk regions.

@@ -74,7 +74,7 @@ fn from_trace(a: FromTraceArgs) -> Result<i32, Exit> {
 /// written out), with the engine and the mapping notices as comments; several jobs also
 /// get the `iofleet run --group` line that runs them together.
 fn from_fio(a: FromFioArgs) -> Result<i32, Exit> {
-    let imp = crate::fio_job::load(&a.file, a.direct, &a.fio_ignore)?;
+    let imp = crate::fio_job::load(&a.file, a.direct, &a.fio_ignore, &a.fio_job)?;
     for n in &imp.notices {
         eprintln!("note: {n}");
     }

@@ -26,9 +26,16 @@ pub(crate) fn job_file(a: &RunArgs) -> Option<PathBuf> {
 }
 
 /// Read and map a job file; `${VAR}` comes from this process's environment.
-pub(crate) fn load(path: &Path, direct: bool, ignore: &[String]) -> Result<FioImport, Exit> {
+/// Only the jobs named in `only` when it is not empty (`--fio-job`).
+pub(crate) fn load(
+    path: &Path,
+    direct: bool,
+    ignore: &[String],
+    only: &[String],
+) -> Result<FioImport, Exit> {
     let env = |v: &str| std::env::var(v).ok();
     let jobs = fio::read_job_file(path, &env).map_err(Exit::input)?;
+    let jobs = fio::select(jobs, only).map_err(Exit::input)?;
     fio::import(&jobs, direct, ignore).map_err(Exit::input)
 }
 
@@ -50,7 +57,7 @@ pub(crate) fn groups(
             "--group: a fio job file makes one worker group per job section; give either",
         ));
     }
-    let imp = load(path, a.direct, &a.fio_ignore)?;
+    let imp = load(path, a.direct, &a.fio_ignore, &a.fio_job)?;
     if a.dry_run && !a.quiet {
         for n in &imp.notices {
             eprintln!("note: {n}");
@@ -117,7 +124,7 @@ pub(crate) fn notices(a: &RunArgs) -> Vec<String> {
     let Some(path) = job_file(a) else {
         return Vec::new();
     };
-    let Ok(imp) = load(&path, a.direct, &a.fio_ignore) else {
+    let Ok(imp) = load(&path, a.direct, &a.fio_ignore, &a.fio_job) else {
         return Vec::new();
     };
     let mut out = imp.notices.clone();

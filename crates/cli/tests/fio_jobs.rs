@@ -244,6 +244,37 @@ fn stonewall_and_unset_variables_are_refused() {
         "{}",
         stderr(&o)
     );
+    assert!(stderr(&o).contains("--fio-job NAME"), "{}", stderr(&o));
+    // One phase at a time runs: the stonewall of the only job has nothing to wait for.
+    let o = run_fio(
+        d.path(),
+        &[
+            "run",
+            "phases.fio",
+            "--fio-job",
+            "r",
+            "--engine",
+            "null",
+            "--dry-run",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("name = \"r\"") && !out.contains("name = \"w\""),
+        "{out}"
+    );
+    assert!(out.contains("read_pct = 100.0"), "{out}");
+    let o = run_fio(
+        d.path(),
+        &["run", "phases.fio", "--fio-job", "x", "--dry-run"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--fio-job x: the job file has no job [x]; its jobs are: w, r"),
+        "{}",
+        stderr(&o)
+    );
 
     write_jobs(d.path());
     let o = iofleet()

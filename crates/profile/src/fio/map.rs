@@ -759,7 +759,7 @@ impl Mapper {
         if let Some(o) = job.get(&["stonewall", "wait_for_previous"]) {
             if index > 0 && bool_of(o).unwrap_or(true) {
                 let msg = format!(
-                    "job [{}] waits for the jobs before it; sequential phases are not supported yet (iofleet runs all jobs of a file at once as worker groups): split the file and run each part",
+                    "job [{}] waits for the jobs before it; sequential phases are not supported yet (iofleet runs all jobs of a file at once as worker groups): run each phase on its own with --fio-job NAME",
                     job.name
                 );
                 self.problem(o, msg);

@@ -31,6 +31,8 @@ pub enum FioError {
     Syntax { at: Location, message: String },
     #[error("the fio job file has no job section (only [global]); add a [job] section")]
     NoJobs,
+    #[error("--fio-job {name}: the job file has no job [{name}]; its jobs are: {}", .jobs.join(", "))]
+    NoSuchJob { name: String, jobs: Vec<String> },
     /// Every unsupported or unknown option, each with its file, line and name.
     #[error("{}", problems_text(.0))]
     Unsupported(Vec<Problem>),
@@ -43,6 +45,24 @@ impl FioError {
             message: message.into(),
         }
     }
+}
+
+/// The jobs named in `only`, in file order (all jobs when `only` is empty). A job keeps
+/// the global options it had in the file.
+pub fn select(jobs: Vec<FioJob>, only: &[String]) -> Result<Vec<FioJob>, FioError> {
+    if let Some(name) = only.iter().find(|n| !jobs.iter().any(|j| &j.name == *n)) {
+        return Err(FioError::NoSuchJob {
+            name: name.clone(),
+            jobs: jobs.iter().map(|j| j.name.clone()).collect(),
+        });
+    }
+    if only.is_empty() {
+        return Ok(jobs);
+    }
+    Ok(jobs
+        .into_iter()
+        .filter(|j| only.contains(&j.name))
+        .collect())
 }
 
 fn problems_text(problems: &[Problem]) -> String {
