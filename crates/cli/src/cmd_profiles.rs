@@ -83,8 +83,7 @@ fn from_fio(a: FromFioArgs) -> Result<i32, Exit> {
     let mut stdout = String::new();
     let mut group_args = Vec::new();
     for g in &imp.groups {
-        let plan = iofleet_profile::resolve(&g.raw, &iofleet_profile::Overrides::default(), &ctx)
-            .map_err(Exit::input)?;
+        let plan = crate::fio_job::resolve(g, &iofleet_profile::Overrides::default(), &ctx)?;
         let mut text = format!(
             "# iofleet profile from fio job [{}] of {} (line {}); see docs/fio.md.\n",
             g.name, g.at.file, g.at.line

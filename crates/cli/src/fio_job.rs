@@ -79,7 +79,7 @@ pub(crate) fn groups(
                 g.name
             )));
         }
-        let plan = iofleet_profile::resolve(&g.raw, ov, &ctx).map_err(Exit::input)?;
+        let plan = resolve(g, ov, &ctx)?;
         if let Some(first) = out.first() {
             let (t0, t1) = (&first.plan.timing, &plan.timing);
             if (t0.warmup, t0.duration, t0.interval) != (t1.warmup, t1.duration, t1.interval) {
@@ -106,6 +106,21 @@ pub(crate) fn groups(
         out = GroupPlan::single(one.plan.clone(), 0);
     }
     Ok((out, engine_of(&imp)))
+}
+
+/// A job's profile resolved with `ov`; an error about a mapped key also names the fio
+/// option it came from, unless a flag set the value.
+pub(crate) fn resolve(
+    g: &fio::FioGroup,
+    ov: &Overrides,
+    ctx: &Context,
+) -> Result<iofleet_profile::Plan, Exit> {
+    iofleet_profile::resolve(&g.raw, ov, ctx).map_err(|e| {
+        match e.key().and_then(fio::option_of_key) {
+            Some(opt) if e.flag().is_none() => Exit::input(format!("{e} (fio option {opt})")),
+            _ => Exit::input(e),
+        }
+    })
 }
 
 /// The engine every job asks for, if they agree (jobs without ioengine do not count).

@@ -357,3 +357,21 @@ fn from_fio_writes_profiles_that_run_as_groups() {
     assert_eq!(v["run"]["plan"]["fleet"]["qd"], 2);
     assert_eq!(v["run"]["plan"]["streams"][0]["read_pct"], 100.0);
 }
+
+#[test]
+fn an_invalid_mapped_value_names_the_profile_key_and_the_fio_option() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("small.fio"),
+        "[a]\nrw=randread\nsize=100k\nruntime=1\n",
+    )
+    .unwrap();
+    let o = run_fio(
+        d.path(),
+        &["run", "small.fio", "--engine", "null", "--dry-run"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("small.fio [a]: fleet.disk_size: "), "{e}");
+    assert!(e.contains("(fio option size)"), "{e}");
+}

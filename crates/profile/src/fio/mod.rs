@@ -47,6 +47,27 @@ impl FioError {
     }
 }
 
+/// The fio option(s) a profile key comes from, to name beside a `validate` error about a
+/// mapped profile (`fleet.disk_size` → `size`). `key` may carry a stream index and name.
+pub fn option_of_key(key: &str) -> Option<&'static str> {
+    let last = key.rsplit('.').next().unwrap_or(key);
+    Some(match (key.split('.').next().unwrap_or(""), last) {
+        ("fleet", "workers") => "numjobs",
+        ("fleet", "qd") => "iodepth",
+        ("fleet", "disk_size") => "size",
+        ("fleet", "disks_per_worker") => "nrfiles or filename",
+        ("timing", "duration") => "runtime",
+        ("timing", "warmup") => "ramp_time",
+        ("timing", "rate_iops") => "rate_iops or rate",
+        (_, "bs") | (_, "align") => "bs, bssplit or bsrange",
+        (_, "read_pct") | (_, "weight") => "rwmixread or rwmixwrite",
+        (_, "random_pct") => "percentage_random",
+        (_, "zipf") | (_, "hot_bands") => "random_distribution",
+        (_, "working_set_pct") => "size",
+        _ => return None,
+    })
+}
+
 /// The jobs named in `only`, in file order (all jobs when `only` is empty). A job keeps
 /// the global options it had in the file.
 pub fn select(jobs: Vec<FioJob>, only: &[String]) -> Result<Vec<FioJob>, FioError> {
