@@ -25,6 +25,18 @@ pub(crate) fn job_file(a: &RunArgs) -> Option<PathBuf> {
     })
 }
 
+/// Without a job file, `--fio-ignore` and `--fio-job` would do nothing: refuse them.
+pub(crate) fn refuse_fio_flags(a: &RunArgs) -> Result<(), Exit> {
+    let flag = match (a.fio_ignore.is_empty(), a.fio_job.is_empty()) {
+        (false, _) => "--fio-ignore",
+        (_, false) => "--fio-job",
+        _ => return Ok(()),
+    };
+    Err(Exit::input(format!(
+        "{flag} applies to a fio job file (a PROFILE ending in .fio, or --fio FILE)"
+    )))
+}
+
 /// Read and map a job file; `${VAR}` comes from this process's environment.
 /// Only the jobs named in `only` when it is not empty (`--fio-job`).
 pub(crate) fn load(

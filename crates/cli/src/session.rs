@@ -150,7 +150,10 @@ fn groups(a: &RunArgs, ov: &Overrides) -> Result<Vec<GroupPlan>, Exit> {
 pub(crate) fn resolve(a: &RunArgs) -> Result<(Vec<GroupPlan>, RunSettings), Exit> {
     let (groups, job_engine) = match crate::fio_job::job_file(a) {
         Some(path) => crate::fio_job::groups(a, &a.ov, &path)?,
-        None => (groups(a, &a.ov)?, None),
+        None => {
+            crate::fio_job::refuse_fio_flags(a)?;
+            (groups(a, &a.ov)?, None)
+        }
     };
     let engine = match &a.sim_latency {
         Some(_) if a.engine != EngineSpec::Null => {

@@ -155,6 +155,17 @@ fn usual_flags_apply_on_top_and_dry_run_prints_the_groups() {
     );
     assert_eq!(out.matches("duration = \"1s\"").count(), 2, "{out}");
     assert!(!d.path().join("data").exists(), "a dry run creates nothing");
+    // The fio flags need a job file.
+    let o = run_fio(
+        d.path(),
+        &["run", "vsan-7030", "--fio-ignore", "fsync", "--dry-run"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--fio-ignore applies to a fio job file"),
+        "{}",
+        stderr(&o)
+    );
     // --workers cannot say which job it means.
     let o = run_fio(d.path(), &["run", "two.fio", "--workers", "3", "--dry-run"]);
     assert_eq!(o.status.code(), Some(2));
