@@ -106,6 +106,30 @@ pub enum ProfilesCmd {
     /// Fit a profile to an I/O trace: block sizes, random % and hot bands per
     /// direction, read % and arrival rate (docs/traces.md).
     FromTrace(FromTraceArgs),
+    /// Write the profile(s) iofleet would run for a fio job file: one per job section,
+    /// with the `iofleet run --group` line that runs them together (docs/fio.md).
+    FromFio(FromFioArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct FromFioArgs {
+    /// The fio job file.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Write the profile to this file; with several jobs, STEM-JOB.EXT per job. Default:
+    /// stdout, groups separated by `# ---- group NAME` lines.
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Write the profiles without this fio option (repeatable), with a notice.
+    #[arg(long, value_name = "OPTION")]
+    pub fio_ignore: Vec<String>,
+    /// Write only this job section's profile (repeatable), e.g. one phase of a file whose
+    /// jobs are separated by stonewall.
+    #[arg(long, value_name = "NAME")]
+    pub fio_job: Vec<String>,
+    /// Check block sizes for direct I/O (as `iofleet run --direct`).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub direct: bool,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -160,8 +184,8 @@ fn engine(s: &str) -> Result<EngineSpec, String> {
 
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
-    /// Built-in profile name (`iofleet profiles list`) or path to a profile .toml file.
-    /// Without one (and without --group), the workload flags below apply to a default
+    /// Built-in profile name (`iofleet profiles list`), path to a profile .toml file, or
+    /// a fio job file ending in .fio (docs/fio.md). Without one (and without --group), the workload flags below apply to a default
     /// shape: 1 worker, 1 disk of 1g, 1 thread, qd 1, 4k random reads, 60s (see
     /// docs/profiles.md).
     pub profile: Option<String>,
@@ -170,6 +194,19 @@ pub struct RunArgs {
     /// results are reported per group and in total.
     #[arg(long, value_name = "NAME=PROFILE[:WORKERS]")]
     pub group: Vec<String>,
+    /// Run a fio job file whatever its name (a PROFILE ending in .fio is one too): each
+    /// job section is a worker group, all at once; the flags below still apply on top
+    /// (docs/fio.md).
+    #[arg(long, value_name = "FILE")]
+    pub fio: Option<PathBuf>,
+    /// With a fio job file: run without this fio option (repeatable), with a notice per
+    /// place it was written; any other option iofleet cannot run is an error.
+    #[arg(long, value_name = "OPTION")]
+    pub fio_ignore: Vec<String>,
+    /// With a fio job file: run only this job section (repeatable), e.g. one phase of a
+    /// file whose jobs are separated by stonewall.
+    #[arg(long, value_name = "NAME")]
+    pub fio_job: Vec<String>,
 
     /// Where disks live: a directory (created; one file per disk) or, repeated, block
     /// devices split into disk regions.

@@ -1,12 +1,12 @@
-//! `iofleet profiles list|show|reference|from-trace` (also spelled `iofleet profile`).
-//! Fitting a trace is `iofleet_profile::trace`; this file reads the file and writes the
-//! profiles.
+//! `iofleet profiles list|show|reference|from-trace|from-fio` (also spelled `iofleet
+//! profile`). Fitting a trace is `iofleet_profile::trace` and mapping a fio job file
+//! `iofleet_profile::fio`; this file reads the file and writes the profiles.
 
 use std::path::{Path, PathBuf};
 
 use iofleet_profile::trace::{self, FitOptions, TraceFormat};
 
-use crate::args::{FromTraceArgs, ProfilesCmd, TraceFormatArg};
+use crate::args::{FromFioArgs, FromTraceArgs, ProfilesCmd, TraceFormatArg};
 use crate::Exit;
 
 /// The file's name without directory and extension, for profile names.
@@ -70,6 +70,70 @@ fn from_trace(a: FromTraceArgs) -> Result<i32, Exit> {
     Ok(0)
 }
 
+/// Each job of a fio job file as the profile `iofleet run` would resolve for it (every key
+/// written out), with the engine and the mapping notices as comments; several jobs also
+/// get the `iofleet run --group` line that runs them together.
+fn from_fio(a: FromFioArgs) -> Result<i32, Exit> {
+    let imp = crate::fio_job::load(&a.file, a.direct, &a.fio_ignore, &a.fio_job)?;
+    for n in &imp.notices {
+        eprintln!("note: {n}");
+    }
+    let ctx = iofleet_profile::Context { direct: a.direct };
+    let several = imp.groups.len() > 1;
+    let mut stdout = String::new();
+    let mut group_args = Vec::new();
+    for g in &imp.groups {
+        let plan = crate::fio_job::resolve(g, &iofleet_profile::Overrides::default(), &ctx)?;
+        let mut text = format!(
+            "# iofleet profile from fio job [{}] of {} (line {}); see docs/fio.md.\n",
+            g.name, g.at.file, g.at.line
+        );
+        if let Some(e) = g.engine {
+            text.push_str(&format!("# ioengine maps to: --engine {e}\n"));
+        }
+        if let Some(d) = g.direct {
+            text.push_str(&format!("# direct maps to: --direct={d}\n"));
+        }
+        text.push_str(&iofleet_profile::plan_toml(&plan));
+        match &a.output {
+            None => {
+                if several {
+                    stdout.push_str(&format!("\n# ---- group {} ----\n", g.name));
+                }
+                stdout.push_str(&text);
+                group_args.push(format!("--group {}=FILE", g.name));
+            }
+            Some(out) => {
+                let path = if several {
+                    let ext = out
+                        .extension()
+                        .map(|e| format!(".{}", e.to_string_lossy()))
+                        .unwrap_or_default();
+                    out.with_file_name(format!("{}-{}{ext}", stem(out), g.name))
+                } else {
+                    out.clone()
+                };
+                write(&path, &text)?;
+                eprintln!("wrote {}", path.display());
+                group_args.push(format!("--group {}={}", g.name, path.display()));
+            }
+        }
+    }
+    print!("{stdout}");
+    let engines: Vec<&str> = imp.groups.iter().filter_map(|g| g.engine).collect();
+    let engine = match engines.first() {
+        Some(e) if engines.iter().all(|x| x == e) => format!(" --engine {e}"),
+        _ => String::new(),
+    };
+    if several {
+        eprintln!(
+            "run them together: iofleet run {}{engine}",
+            group_args.join(" ")
+        );
+    }
+    Ok(0)
+}
+
 fn write(path: &PathBuf, text: &str) -> Result<(), Exit> {
     std::fs::write(path, text).map_err(|e| Exit::input(format!("--output {}: {e}", path.display())))
 }
@@ -106,6 +170,7 @@ pub fn run(cmd: ProfilesCmd) -> Result<i32, Exit> {
         },
         ProfilesCmd::Reference => print!("{}", iofleet_profile::reference_markdown()),
         ProfilesCmd::FromTrace(a) => return from_trace(a),
+        ProfilesCmd::FromFio(a) => return from_fio(a),
     }
     Ok(0)
 }

@@ -24,6 +24,7 @@ mod cmd_sweep;
 mod cmd_verify;
 mod dry_run;
 mod find_max;
+mod fio_job;
 mod live;
 mod metrics;
 mod record;

@@ -148,7 +148,13 @@ fn groups(a: &RunArgs, ov: &Overrides) -> Result<Vec<GroupPlan>, Exit> {
 
 /// The worker groups and run settings the arguments ask for.
 pub(crate) fn resolve(a: &RunArgs) -> Result<(Vec<GroupPlan>, RunSettings), Exit> {
-    let groups = groups(a, &a.ov)?;
+    let (groups, job_engine) = match crate::fio_job::job_file(a) {
+        Some(path) => crate::fio_job::groups(a, &a.ov, &path)?,
+        None => {
+            crate::fio_job::refuse_fio_flags(a)?;
+            (groups(a, &a.ov)?, None)
+        }
+    };
     let engine = match &a.sim_latency {
         Some(_) if a.engine != EngineSpec::Null => {
             return Err(Exit::input("--sim-latency needs --engine null"))
@@ -157,7 +163,11 @@ pub(crate) fn resolve(a: &RunArgs) -> Result<(Vec<GroupPlan>, RunSettings), Exit
             iofleet_engine::null::LatencyModel::parse_list(spec)
                 .map_err(|e| Exit::input(format!("--sim-latency: {e}")))?,
         ),
-        None => a.engine.clone(),
+        // A fio job file's ioengine applies when --engine is left at auto.
+        None => match job_engine {
+            Some(e) if a.engine == EngineSpec::Auto => e,
+            _ => a.engine.clone(),
+        },
     };
     let engine = match (engine, a.real_time) {
         (EngineSpec::Sim(mut device), true) => {
@@ -263,6 +273,11 @@ pub(crate) fn measure(
     };
     drop(launcher);
     live.finish();
+    let mut result = result;
+    if let Ok(r) = result.as_mut() {
+        // A fio job file's mapping notices, where the run's own notices are.
+        r.notices.extend(crate::fio_job::notices(a));
+    }
     let stored = recorder.and_then(|r| r.finish(result.as_ref().ok()));
     let mut result = result.map_err(fleet_exit)?;
     // Printed and exported results say which stored run they are.

@@ -6,9 +6,10 @@
 //! (`options`), and turns raw profile + command-line [`Overrides`] into a [`Plan`]
 //! (`validate`), naming the key or flag that fixes any problem; `flags` is the default
 //! shape of a run given no profile, and `emit` prints a resolved plan back as profile
-//! TOML. Two workload-model tools sit beside it: `cluster` (a cluster hardware file and
-//! the theoretical ceiling of a plan's mix on it) and `trace` (I/O traces fitted into
-//! plans). It does no I/O beyond reading a profile or cluster file, and knows nothing
+//! TOML. Three workload-model tools sit beside it: `cluster` (a cluster hardware file and
+//! the theoretical ceiling of a plan's mix on it), `trace` (I/O traces fitted into
+//! plans) and `fio` (fio job files read into raw profiles, one per job; docs/fio.md).
+//! It does no I/O beyond reading a profile, cluster or job file, and knows nothing
 //! about engines, workers or results.
 //!
 //! Adding a profile key, all in this crate: its row in the option table (`options`),
@@ -24,6 +25,7 @@ pub mod builtin;
 pub mod cluster;
 pub mod emit;
 pub mod error;
+pub mod fio;
 pub mod flags;
 pub mod options;
 pub mod overrides;

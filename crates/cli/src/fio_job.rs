@@ -1,0 +1,167 @@
+//! A fio job file as the workload of a run: `iofleet run job.fio` or `--fio FILE`.
+//!
+//! Reading and mapping are `iofleet_profile::fio`; this file finds the job file among the
+//! arguments, resolves each job's profile with the command-line overrides into worker
+//! groups on one timeline (as `--group` does), picks the engine the jobs ask for when
+//! `--engine` is left at auto, and hands the mapping notices to the result. See
+//! docs/fio.md.
+
+use std::path::{Path, PathBuf};
+
+use iofleet_fleet::EngineSpec;
+use iofleet_profile::fio::{self, FioImport};
+use iofleet_profile::{format_duration, Context, GroupPlan, Overrides};
+
+use crate::args::RunArgs;
+use crate::Exit;
+
+/// The fio job file the arguments name: `--fio FILE`, or a PROFILE ending in `.fio`.
+pub(crate) fn job_file(a: &RunArgs) -> Option<PathBuf> {
+    a.fio.clone().or_else(|| {
+        a.profile
+            .as_deref()
+            .filter(|p| p.ends_with(".fio"))
+            .map(PathBuf::from)
+    })
+}
+
+/// Without a job file, `--fio-ignore` and `--fio-job` would do nothing: refuse them.
+pub(crate) fn refuse_fio_flags(a: &RunArgs) -> Result<(), Exit> {
+    let flag = match (a.fio_ignore.is_empty(), a.fio_job.is_empty()) {
+        (false, _) => "--fio-ignore",
+        (_, false) => "--fio-job",
+        _ => return Ok(()),
+    };
+    Err(Exit::input(format!(
+        "{flag} applies to a fio job file (a PROFILE ending in .fio, or --fio FILE)"
+    )))
+}
+
+/// Read and map a job file; `${VAR}` comes from this process's environment.
+/// Only the jobs named in `only` when it is not empty (`--fio-job`).
+pub(crate) fn load(
+    path: &Path,
+    direct: bool,
+    ignore: &[String],
+    only: &[String],
+) -> Result<FioImport, Exit> {
+    let env = |v: &str| std::env::var(v).ok();
+    let jobs = fio::read_job_file(path, &env).map_err(Exit::input)?;
+    let jobs = fio::select(jobs, only).map_err(Exit::input)?;
+    fio::import(&jobs, direct, ignore).map_err(Exit::input)
+}
+
+/// The run's worker groups from the job file at `path` (one per job section, placed one
+/// after another), and the engine its jobs ask for when they all agree.
+pub(crate) fn groups(
+    a: &RunArgs,
+    ov: &Overrides,
+    path: &Path,
+) -> Result<(Vec<GroupPlan>, Option<EngineSpec>), Exit> {
+    if a.fio.is_some() && a.profile.is_some() {
+        return Err(Exit::input(format!(
+            "give either a profile ({}) or --fio, not both",
+            a.profile.as_deref().unwrap_or("")
+        )));
+    }
+    if !a.group.is_empty() {
+        return Err(Exit::input(
+            "--group: a fio job file makes one worker group per job section; give either",
+        ));
+    }
+    let imp = load(path, a.direct, &a.fio_ignore, &a.fio_job)?;
+    if a.dry_run && !a.quiet {
+        for n in &imp.notices {
+            eprintln!("note: {n}");
+        }
+    }
+    if imp.groups.len() > 1 && ov.workers.is_some() {
+        return Err(Exit::input(
+            "--workers: a job file with several jobs sets each group's workers with numjobs",
+        ));
+    }
+    let ctx = Context { direct: a.direct };
+    let mut out: Vec<GroupPlan> = Vec::new();
+    let mut base = 0;
+    for g in &imp.groups {
+        let job = format!("{} [{}] (line {})", g.at.file, g.name, g.at.line);
+        if out.iter().any(|o| o.name == g.name) {
+            return Err(Exit::input(format!(
+                "{job}: the name {} is used by an earlier job",
+                g.name
+            )));
+        }
+        let plan = resolve(g, ov, &ctx)?;
+        if let Some(first) = out.first() {
+            let (t0, t1) = (&first.plan.timing, &plan.timing);
+            if (t0.warmup, t0.duration, t0.interval) != (t1.warmup, t1.duration, t1.interval) {
+                return Err(Exit::input(format!(
+                    "{job}: its ramp_time/runtime ({}/{}) differ from job [{}]'s ({}/{}); the jobs \
+                     of a file run at once on one timeline, so give them the same (or set --warmup and --duration)",
+                    format_duration(t1.warmup),
+                    format_duration(t1.duration),
+                    first.name,
+                    format_duration(t0.warmup),
+                    format_duration(t0.duration),
+                )));
+            }
+        }
+        let n = plan.fleet.workers;
+        out.push(GroupPlan {
+            name: g.name.clone(),
+            plan,
+            worker_base: base,
+        });
+        base += n;
+    }
+    if let [one] = out.as_slice() {
+        out = GroupPlan::single(one.plan.clone(), 0);
+    }
+    Ok((out, engine_of(&imp)))
+}
+
+/// A job's profile resolved with `ov`; an error about a mapped key also names the fio
+/// option it came from, unless a flag set the value.
+pub(crate) fn resolve(
+    g: &fio::FioGroup,
+    ov: &Overrides,
+    ctx: &Context,
+) -> Result<iofleet_profile::Plan, Exit> {
+    iofleet_profile::resolve(&g.raw, ov, ctx).map_err(|e| {
+        match e.key().and_then(fio::option_of_key) {
+            Some(opt) if e.flag().is_none() => Exit::input(format!("{e} (fio option {opt})")),
+            _ => Exit::input(e),
+        }
+    })
+}
+
+/// The engine every job asks for, if they agree (jobs without ioengine do not count).
+fn engine_of(imp: &FioImport) -> Option<EngineSpec> {
+    let mut names = imp.groups.iter().filter_map(|g| g.engine);
+    let first = names.next()?;
+    if names.any(|n| n != first) {
+        return None;
+    }
+    first.parse().ok()
+}
+
+/// The mapping notices of the run's job file, for the result (re-read: reading a job
+/// file has no side effect).
+pub(crate) fn notices(a: &RunArgs) -> Vec<String> {
+    let Some(path) = job_file(a) else {
+        return Vec::new();
+    };
+    let Ok(imp) = load(&path, a.direct, &a.fio_ignore, &a.fio_job) else {
+        return Vec::new();
+    };
+    let mut out = imp.notices.clone();
+    let asked: Vec<&str> = imp.groups.iter().filter_map(|g| g.engine).collect();
+    if a.engine == EngineSpec::Auto && engine_of(&imp).is_none() && asked.len() > 1 {
+        out.push(format!(
+            "fio {}: the jobs ask for different ioengines ({}); one engine runs every group, here auto (set --engine)",
+            path.display(),
+            asked.join(", ")
+        ));
+    }
+    out
+}

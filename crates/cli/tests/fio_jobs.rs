@@ -1,0 +1,388 @@
+//! fio job files as workloads (docs/fio.md): `iofleet run job.fio` and `--fio FILE` run
+//! through the normal run path with the usual flags on top, `--dry-run` prints the
+//! resolved groups, `profiles from-fio` writes profiles that run, an option iofleet
+//! cannot run fails with exit 2 naming file, line and option, and `--fio-ignore` runs
+//! without it with a notice. Every run uses the null engine in a temporary directory.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+use serde_json::Value;
+
+/// Two jobs under one [global]: a 70/30 zipf mix (numjobs 2 × iodepth 4) and a rated
+/// sequential-write log; the global size and runtime come from an include file and
+/// `${FIO_T_SIZE}`.
+fn write_jobs(dir: &Path) {
+    std::fs::write(
+        dir.join("common.inc"),
+        "; shared settings\n[global]\nruntime=2\ntime_based\nsize=${FIO_T_SIZE}\ndirect=1\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("two.fio"),
+        "include common.inc\n\
+         [oltp]\n\
+         rw=randrw\n\
+         rwmixread=70\n\
+         bssplit=4k/60:64k/40\n\
+         numjobs=2\n\
+         iodepth=4\n\
+         random_distribution=zipf:1.2\n\
+         \n\
+         # the log job\n\
+         [log]\n\
+         rw=write\n\
+         bs=32k\n\
+         iodepth=1\n\
+         rate_iops=200\n",
+    )
+    .unwrap();
+}
+
+fn run_fio(dir: &Path, args: &[&str]) -> std::process::Output {
+    iofleet()
+        .current_dir(dir)
+        .env("FIO_T_SIZE", "16m")
+        .args(args)
+        .output()
+        .expect("iofleet runs")
+}
+
+#[test]
+fn a_job_file_runs_as_worker_groups() {
+    let d = tempfile::tempdir().unwrap();
+    write_jobs(d.path());
+    let o = run_fio(
+        d.path(),
+        &[
+            "run",
+            "two.fio",
+            "--engine",
+            "null",
+            "--target",
+            "data",
+            "--json",
+            "--no-save",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let groups = v["groups"].as_array().unwrap();
+    let shape: Vec<(&str, u64, u64)> = groups
+        .iter()
+        .map(|g| {
+            (
+                g["name"].as_str().unwrap(),
+                g["workers"].as_u64().unwrap(),
+                g["first_worker"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(shape, vec![("oltp", 2, 0), ("log", 1, 2)]);
+    assert_eq!(v["workers"].as_array().unwrap().len(), 3);
+    let streams: Vec<&str> = v["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(streams, vec!["oltp/main", "log/main"]);
+    // The plans as run, field by field.
+    let plans = v["run"]["plan"]["groups"].as_array().unwrap();
+    let oltp = &plans[0]["plan"];
+    assert_eq!(oltp["fleet"]["workers"], 2);
+    assert_eq!(oltp["fleet"]["qd"], 4);
+    assert_eq!(oltp["fleet"]["disk_size"], 16 << 20);
+    assert_eq!(oltp["streams"][0]["read_pct"], 70.0);
+    assert_eq!(oltp["streams"][0]["random_pct"], 100.0);
+    assert_eq!(oltp["streams"][0]["locality"]["kind"], "zipf");
+    assert_eq!(
+        oltp["streams"][0]["locality"]["theta"], 1.2,
+        "{}",
+        oltp["streams"][0]
+    );
+    let log = &plans[1]["plan"];
+    assert_eq!(log["timing"]["rate_iops"], 200.0);
+    assert_eq!(log["streams"][0]["read_pct"], 0.0);
+    assert_eq!(log["streams"][0]["random_pct"], 0.0);
+    // The log stream wrote at its rate: about 200 IOPS over 2 s.
+    let log_iops = groups[1]["all"]["iops"].as_f64().unwrap();
+    assert!((150.0..=250.0).contains(&log_iops), "{}", groups[1]["all"]);
+    assert!(
+        groups[0]["read"]["ios"].as_u64().unwrap() > 0,
+        "{}",
+        groups[0]
+    );
+    assert!(
+        groups[0]["write"]["ios"].as_u64().unwrap() > 0,
+        "{}",
+        groups[0]
+    );
+}
+
+#[test]
+fn usual_flags_apply_on_top_and_dry_run_prints_the_groups() {
+    let d = tempfile::tempdir().unwrap();
+    write_jobs(d.path());
+    let o = run_fio(
+        d.path(),
+        &[
+            "run",
+            "--fio",
+            "two.fio",
+            "--engine",
+            "null",
+            "--qd",
+            "8",
+            "--duration",
+            "1s",
+            "--target",
+            "data",
+            "--dry-run",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("# ---- group oltp (2 workers)"), "{out}");
+    assert!(out.contains("# ---- group log (1 workers)"), "{out}");
+    assert!(out.contains("bs = \"4k:60,64k:40\""), "{out}");
+    assert_eq!(
+        out.matches("qd = 8").count(),
+        2,
+        "--qd applies to every group: {out}"
+    );
+    assert_eq!(out.matches("duration = \"1s\"").count(), 2, "{out}");
+    assert!(!d.path().join("data").exists(), "a dry run creates nothing");
+    // The fio flags need a job file.
+    let o = run_fio(
+        d.path(),
+        &["run", "vsan-7030", "--fio-ignore", "fsync", "--dry-run"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--fio-ignore applies to a fio job file"),
+        "{}",
+        stderr(&o)
+    );
+    // --workers cannot say which job it means.
+    let o = run_fio(d.path(), &["run", "two.fio", "--workers", "3", "--dry-run"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--workers"), "{}", stderr(&o));
+}
+
+#[test]
+fn an_unsupported_option_names_file_line_and_option() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("bad.fio"),
+        "[global]\nruntime=1\n[a]\nrw=randread\nfsync=4\nwrite_lat_log=lat\n",
+    )
+    .unwrap();
+    let o = run_fio(
+        d.path(),
+        &[
+            "run",
+            "bad.fio",
+            "--engine",
+            "null",
+            "--target",
+            "data",
+            "--no-save",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("bad.fio:5: fsync: not supported"), "{e}");
+    assert!(e.contains("bad.fio:6: write_lat_log: unknown"), "{e}");
+    assert!(!d.path().join("data").exists(), "nothing ran");
+
+    // Ignoring both runs, with a notice per option in the result.
+    let o = run_fio(
+        d.path(),
+        &[
+            "run",
+            "bad.fio",
+            "--engine",
+            "null",
+            "--target",
+            "data",
+            "--no-save",
+            "--json",
+            "--fio-ignore",
+            "fsync",
+            "--fio-ignore",
+            "write_lat_log",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let notices: Vec<&str> = v["notices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    assert!(
+        notices.contains(&"fio bad.fio:5: option fsync ignored (--fio-ignore fsync)"),
+        "{notices:?}"
+    );
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.starts_with("fio bad.fio:6: option write_lat_log ignored")),
+        "{notices:?}"
+    );
+    assert!(v["summary"]["all"]["ios"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn stonewall_and_unset_variables_are_refused() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("phases.fio"),
+        "[global]\nruntime=1\n[w]\nrw=write\n[r]\nstonewall\nrw=read\n",
+    )
+    .unwrap();
+    let o = run_fio(
+        d.path(),
+        &["run", "phases.fio", "--engine", "null", "--dry-run"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("phases.fio:6: stonewall: job [r] waits"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("--fio-job NAME"), "{}", stderr(&o));
+    // One phase at a time runs: the stonewall of the only job has nothing to wait for.
+    let o = run_fio(
+        d.path(),
+        &[
+            "run",
+            "phases.fio",
+            "--fio-job",
+            "r",
+            "--engine",
+            "null",
+            "--dry-run",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("name = \"r\"") && !out.contains("name = \"w\""),
+        "{out}"
+    );
+    assert!(out.contains("read_pct = 100.0"), "{out}");
+    let o = run_fio(
+        d.path(),
+        &["run", "phases.fio", "--fio-job", "x", "--dry-run"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--fio-job x: the job file has no job [x]; its jobs are: w, r"),
+        "{}",
+        stderr(&o)
+    );
+
+    write_jobs(d.path());
+    let o = iofleet()
+        .current_dir(d.path())
+        .env_remove("FIO_T_SIZE")
+        .args(["run", "two.fio", "--engine", "null", "--dry-run"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("common.inc:5: environment variable FIO_T_SIZE"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn from_fio_writes_profiles_that_run_as_groups() {
+    let d = tempfile::tempdir().unwrap();
+    write_jobs(d.path());
+    let o = run_fio(
+        d.path(),
+        &["profile", "from-fio", "two.fio", "-o", "p.toml"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains(
+            "run them together: iofleet run --group oltp=p-oltp.toml --group log=p-log.toml"
+        ),
+        "{e}"
+    );
+    let oltp = std::fs::read_to_string(d.path().join("p-oltp.toml")).unwrap();
+    assert!(
+        oltp.contains("workers = 2") && oltp.contains("zipf = 1.2"),
+        "{oltp}"
+    );
+    let v = run_json(
+        d.path(),
+        &[
+            "--group",
+            "oltp=p-oltp.toml",
+            "--group",
+            "log=p-log.toml",
+            "--engine",
+            "null",
+            "--target",
+            "data",
+            "--no-save",
+        ],
+    );
+    let groups: Vec<(&str, u64)> = v["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| (g["name"].as_str().unwrap(), g["workers"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(groups, vec![("oltp", 2), ("log", 1)]);
+
+    // One job: one profile on stdout, which `iofleet run FILE` accepts.
+    std::fs::write(
+        d.path().join("one.fio"),
+        "[r]\nrw=randread\nbs=4k\niodepth=2\nruntime=1\nsize=8m\n",
+    )
+    .unwrap();
+    let o = run_fio(d.path(), &["profiles", "from-fio", "one.fio"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    std::fs::write(d.path().join("one.toml"), stdout(&o)).unwrap();
+    let v = run_json(
+        d.path(),
+        &[
+            "one.toml",
+            "--engine",
+            "null",
+            "--target",
+            "data",
+            "--no-save",
+        ],
+    );
+    assert_eq!(v["run"]["plan"]["fleet"]["qd"], 2);
+    assert_eq!(v["run"]["plan"]["streams"][0]["read_pct"], 100.0);
+}
+
+#[test]
+fn an_invalid_mapped_value_names_the_profile_key_and_the_fio_option() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("small.fio"),
+        "[a]\nrw=randread\nsize=100k\nruntime=1\n",
+    )
+    .unwrap();
+    let o = run_fio(
+        d.path(),
+        &["run", "small.fio", "--engine", "null", "--dry-run"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("small.fio [a]: fleet.disk_size: "), "{e}");
+    assert!(e.contains("(fio option size)"), "{e}");
+}

@@ -1,0 +1,1230 @@
+//! fio jobs → iofleet raw profiles, one per job section (one worker group each).
+//!
+//! A job's clones (`numjobs`) are the group's workers, `iodepth` its `fleet.qd`, one
+//! thread per disk, one disk per worker unless `nrfiles` (or a `:`-separated `filename`)
+//! says more. `rw`, `rwmixread`, `bs`, `bssplit`, `bsrange` and `percentage_random` make
+//! the streams: one stream when reads and writes share block sizes and random share,
+//! else a `read` and a `write` stream weighted by the mix. Every option is either mapped,
+//! accepted because iofleet already behaves that way, turned into a notice, or reported
+//! as a [`Problem`] with its file and line; options named in `ignore` are dropped with a
+//! notice. Values are checked by `validate` afterwards, as for any profile.
+
+use std::collections::BTreeSet;
+
+use super::parse::{FioJob, FioOption, Location};
+use super::{FioError, Problem};
+use crate::raw::{RawFleet, RawProfile, RawStream, RawTiming};
+use crate::units::parse_duration;
+
+/// One job section as an iofleet worker group.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FioGroup {
+    /// The job's name (its section name, or its `name=` option).
+    pub name: String,
+    /// Where the job section starts.
+    pub at: Location,
+    pub raw: RawProfile,
+    /// The iofleet engine the job's `ioengine` maps to (`io_uring`, `auto`, `psync`,
+    /// `null`); None when the job does not set one.
+    pub engine: Option<&'static str>,
+    /// The job's `direct` (or inverted `buffered`), when set.
+    pub direct: Option<bool>,
+}
+
+/// A mapped job file: its groups, in file order, and the mapping notices.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FioImport {
+    pub groups: Vec<FioGroup>,
+    pub notices: Vec<String>,
+}
+
+/// Options with no effect to map: iofleet already behaves as they ask.
+const ACCEPTED: &[&str] = &[
+    "name",
+    "description",
+    "kb_base",
+    "thread",
+    "group_reporting",
+    "new_group",
+    "norandommap",
+];
+
+/// Options iofleet knows but cannot run, with the reason.
+const UNSUPPORTED: &[(&str, &str)] = &[
+    ("fsync", "iofleet issues no flushes"),
+    ("fdatasync", "iofleet issues no flushes"),
+    ("end_fsync", "iofleet issues no flushes"),
+    (
+        "offset",
+        "disks are addressed from their start (working_set_pct)",
+    ),
+    ("offset_increment", "disks are addressed from their start"),
+    ("io_size", "iofleet runs for a duration, not a byte count"),
+    ("io_limit", "iofleet runs for a duration, not a byte count"),
+    (
+        "number_ios",
+        "iofleet runs for a duration, not an I/O count",
+    ),
+    (
+        "loops",
+        "iofleet runs for a duration; repeat runs with `iofleet sweep` or a script",
+    ),
+    ("filesize", "give size (per job) instead"),
+    ("startdelay", "all groups start together on one timeline"),
+    ("rate_min", "iofleet has no minimum-rate abort"),
+    ("rate_iops_min", "iofleet has no minimum-rate abort"),
+    ("zonemode", "zoned devices are not supported"),
+    (
+        "cpus_allowed",
+        "use the --cpus flag (fleet.cpus) for the whole run",
+    ),
+    (
+        "refill_buffers",
+        "written data is set by [data] / --pattern",
+    ),
+    (
+        "buffer_compress_percentage",
+        "use --compress-ratio ([data] compress_ratio)",
+    ),
+    (
+        "dedupe_percentage",
+        "use --dedupe-ratio ([data] dedupe_ratio)",
+    ),
+    (
+        "invalidate",
+        "iofleet does not drop the page cache; use direct I/O",
+    ),
+];
+
+/// Map `jobs` to worker groups. `run_direct` is the run's direct-I/O setting (a notice
+/// says when a job asks otherwise); `ignore` are option names to drop with a notice.
+pub fn import(jobs: &[FioJob], run_direct: bool, ignore: &[String]) -> Result<FioImport, FioError> {
+    let mut m = Mapper {
+        problems: Vec::new(),
+        notices: Vec::new(),
+        seen: BTreeSet::new(),
+    };
+    let mut groups = Vec::new();
+    for (i, job) in jobs.iter().enumerate() {
+        let job = m.drop_ignored(job, ignore);
+        if let Some(g) = m.job(&job, i, run_direct) {
+            groups.push(g);
+        }
+    }
+    if !m.problems.is_empty() {
+        return Err(FioError::Unsupported(m.problems));
+    }
+    for i in ignore {
+        let used = jobs
+            .iter()
+            .any(|j| j.options.iter().any(|o| o.name.eq_ignore_ascii_case(i)));
+        if !used {
+            m.notices
+                .push(format!("--fio-ignore {i}: the job file has no option {i}"));
+        }
+    }
+    Ok(FioImport {
+        groups,
+        notices: m.notices,
+    })
+}
+
+struct Mapper {
+    problems: Vec<Problem>,
+    notices: Vec<String>,
+    /// (file, line, text) of problems and notices already given: a [global] option is
+    /// copied into every job below it but reported once.
+    seen: BTreeSet<(String, usize, String)>,
+}
+
+/// One direction's stream parameters.
+#[derive(Debug, Clone, PartialEq)]
+struct Direction {
+    bs: String,
+    random_pct: f64,
+}
+
+impl Mapper {
+    fn problem(&mut self, o: &FioOption, message: impl Into<String>) {
+        let message = message.into();
+        if self
+            .seen
+            .insert((o.at.file.clone(), o.at.line, format!("p{message}")))
+        {
+            self.problems.push(Problem {
+                at: o.at.clone(),
+                option: o.name.clone(),
+                message,
+            });
+        }
+    }
+
+    fn notice(&mut self, at: &Location, text: impl Into<String>) {
+        let text = text.into();
+        if self
+            .seen
+            .insert((at.file.clone(), at.line, format!("n{text}")))
+        {
+            self.notices.push(format!("fio {at}: {text}"));
+        }
+    }
+
+    fn drop_ignored(&mut self, job: &FioJob, ignore: &[String]) -> FioJob {
+        let mut kept = job.clone();
+        kept.options.retain(|o| {
+            let drop = ignore.iter().any(|i| i.eq_ignore_ascii_case(&o.name));
+            if drop {
+                let at = o.at.clone();
+                let text = format!("option {} ignored (--fio-ignore {})", o.name, o.name);
+                if self
+                    .seen
+                    .insert((at.file.clone(), at.line, format!("n{text}")))
+                {
+                    self.notices.push(format!("fio {at}: {text}"));
+                }
+            }
+            !drop
+        });
+        kept
+    }
+
+    /// One job → one group; None when a problem was recorded.
+    fn job(&mut self, job: &FioJob, index: usize, run_direct: bool) -> Option<FioGroup> {
+        let before = self.problems.len();
+        self.check_names(job);
+        let kb = self.kb_base(job);
+        let int = |m: &mut Self, names: &[&str], lo: i64| -> Option<i64> {
+            let o = job.get(names)?;
+            match o.value.as_deref().map(|v| v.trim().parse::<i64>()) {
+                Some(Ok(n)) if n >= lo => Some(n),
+                _ => {
+                    m.problem(o, format!("expected a whole number >= {lo}"));
+                    None
+                }
+            }
+        };
+        let workers = int(self, &["numjobs"], 1);
+        let qd = int(self, &["iodepth"], 1);
+        let disks = self.disks(job);
+        let (read_pct, random) = self.rw(job);
+        let dirs = self.directions(job, kb, random);
+        let mut fleet = RawFleet {
+            workers,
+            qd,
+            threads_per_disk: Some(1),
+            disks_per_worker: Some(disks),
+            ..RawFleet::default()
+        };
+        let working_set_pct = self.size(job, kb, disks, &mut fleet);
+        let timing = self.timing(job, kb, &dirs);
+        let (zipf, hot_bands) = self.distribution(job);
+        let direct = self.direct(job, run_direct);
+        let engine = self.engine(job);
+        self.stonewall(job, index);
+        if self.problems.len() > before {
+            return None;
+        }
+        let (read, write) = dirs?;
+        let stream = |name: &str, d: &Direction, read_pct: f64, weight: Option<i64>| RawStream {
+            name: Some(name.into()),
+            bs: Some(d.bs.clone()),
+            read_pct: Some(read_pct),
+            random_pct: Some(d.random_pct),
+            weight,
+            zipf,
+            hot_bands: hot_bands.clone(),
+            working_set_pct,
+            ..RawStream::default()
+        };
+        let streams = if read_pct >= 100.0 {
+            vec![stream("main", &read, 100.0, None)]
+        } else if read_pct <= 0.0 {
+            vec![stream("main", &write, 0.0, None)]
+        } else if read == write {
+            vec![stream("main", &read, read_pct, None)]
+        } else {
+            vec![
+                stream("read", &read, 100.0, Some(read_pct.round() as i64)),
+                stream(
+                    "write",
+                    &write,
+                    0.0,
+                    Some((100.0 - read_pct).round() as i64),
+                ),
+            ]
+        };
+        let name = job
+            .get(&["name"])
+            .and_then(|o| o.value.clone())
+            .unwrap_or_else(|| job.name.clone());
+        let mut description = format!(
+            "Imported from fio job [{}] of {} (line {}) by iofleet's fio reader (docs/fio.md).",
+            job.name, job.at.file, job.at.line
+        );
+        if let Some(d) = job.get(&["description"]).and_then(|o| o.value.as_deref()) {
+            description = format!("{} {description}", d.trim_matches('"'));
+        }
+        Some(FioGroup {
+            name: name.clone(),
+            at: job.at.clone(),
+            raw: RawProfile {
+                name: Some(name),
+                description: Some(description),
+                fleet,
+                timing,
+                streams,
+                origin: format!("{} [{}]", job.at.file, job.name),
+                ..RawProfile::default()
+            },
+            engine,
+            direct,
+        })
+    }
+
+    /// Every option name is mapped, accepted or reported.
+    fn check_names(&mut self, job: &FioJob) {
+        for o in &job.options {
+            if MAPPED.contains(&o.name.as_str()) || ACCEPTED.contains(&o.name.as_str()) {
+                continue;
+            }
+            match UNSUPPORTED.iter().find(|(n, _)| *n == o.name) {
+                Some((_, why)) => self.problem(o, format!("not supported: {why}")),
+                None => self.problem(
+                    o,
+                    "unknown to iofleet's fio reader (docs/fio.md lists the options it maps)",
+                ),
+            }
+        }
+        if let Some(o) = job.get(&["randrepeat"]) {
+            if !bool_of(o).unwrap_or(true) {
+                let at = o.at.clone();
+                self.notice(&at, "randrepeat=0: iofleet repeats the I/O sequence of its --seed; give a different --seed per run instead");
+            }
+        }
+        if let Some(o) = job.get(&["randseed"]) {
+            let at = o.at.clone();
+            let v = o.value.clone().unwrap_or_default();
+            self.notice(&at, format!("randseed={v}: iofleet's seed is the run flag --seed (pass --seed {v} to fix it)"));
+        }
+    }
+
+    fn kb_base(&mut self, job: &FioJob) -> u64 {
+        match job.get(&["kb_base"]) {
+            None => 1024,
+            Some(o) => match o.value.as_deref().map(str::trim) {
+                Some("1000") => 1000,
+                Some("1024") => 1024,
+                _ => {
+                    self.problem(o, "expected 1000 or 1024");
+                    1024
+                }
+            },
+        }
+    }
+
+    fn disks(&mut self, job: &FioJob) -> i64 {
+        let named = job.get(&["filename"]).map(|o| {
+            let n = o.value.as_deref().unwrap_or("").split(':').filter(|s| !s.is_empty()).count();
+            let at = o.at.clone();
+            self.notice(&at, format!(
+                "filename={}: iofleet makes its own disks under --target (one set per worker); the named file(s) are not used",
+                o.value.as_deref().unwrap_or("")
+            ));
+            n.max(1) as i64
+        });
+        if let Some(o) = job.get(&["directory"]) {
+            let at = o.at.clone();
+            self.notice(
+                &at,
+                format!(
+                    "directory={}: disks live under --target; pass --target {} to use it",
+                    o.value.as_deref().unwrap_or(""),
+                    o.value.as_deref().unwrap_or("")
+                ),
+            );
+        }
+        match job.get(&["nrfiles"]) {
+            Some(o) => match o.value.as_deref().map(|v| v.trim().parse::<i64>()) {
+                Some(Ok(n)) if n >= 1 => n,
+                _ => {
+                    self.problem(o, "expected a whole number >= 1");
+                    1
+                }
+            },
+            None => named.unwrap_or(1),
+        }
+    }
+
+    /// (read %, random) from rw/readwrite and rwmixread/rwmixwrite.
+    fn rw(&mut self, job: &FioJob) -> (f64, bool) {
+        let (mixed, read, random) = match job.get(&["rw", "readwrite"]) {
+            None => (false, true, false),
+            Some(o) => {
+                let v = o.value.clone().unwrap_or_default();
+                let (kind, suffix) = match v.split_once(':') {
+                    Some((k, s)) => (k.trim().to_string(), Some(s.to_string())),
+                    None => (v.trim().to_string(), None),
+                };
+                if let Some(s) = suffix {
+                    self.problem(o, format!("the ':{s}' offset modifier of rw={v} is not supported (iofleet's sequential cursor has no holes and random offsets no repeat count)"));
+                }
+                match kind.as_str() {
+                    "read" => (false, true, false),
+                    "write" => (false, false, false),
+                    "randread" => (false, true, true),
+                    "randwrite" => (false, false, true),
+                    "rw" | "readwrite" => (true, true, false),
+                    "randrw" => (true, true, true),
+                    other => {
+                        self.problem(o, format!("rw={other} is not supported (iofleet issues reads and writes only: read, write, randread, randwrite, rw, randrw)"));
+                        (false, true, false)
+                    }
+                }
+            }
+        };
+        let mix = job.get(&["rwmixread", "rwmixwrite"]);
+        let read_pct = match (mixed, mix) {
+            (true, Some(o)) => match o.value.as_deref().map(|v| v.trim().parse::<f64>()) {
+                Some(Ok(p)) if (0.0..=100.0).contains(&p) => {
+                    if o.name == "rwmixread" {
+                        p
+                    } else {
+                        100.0 - p
+                    }
+                }
+                _ => {
+                    self.problem(o, "expected a percentage 0 to 100");
+                    50.0
+                }
+            },
+            (true, None) => 50.0,
+            (false, Some(o)) => {
+                let at = o.at.clone();
+                self.notice(
+                    &at,
+                    format!("{} has no effect: the job's rw is not a mix", o.name),
+                );
+                if read {
+                    100.0
+                } else {
+                    0.0
+                }
+            }
+            (false, None) => {
+                if read {
+                    100.0
+                } else {
+                    0.0
+                }
+            }
+        };
+        (read_pct, random)
+    }
+
+    /// Block sizes and random share of reads and of writes; None after a problem.
+    fn directions(
+        &mut self,
+        job: &FioJob,
+        kb: u64,
+        random: bool,
+    ) -> Option<(Direction, Direction)> {
+        let bs = self.per_dir_sizes(job, kb)?;
+        let random_pct = match (random, job.get(&["percentage_random"])) {
+            (false, Some(o)) => {
+                let at = o.at.clone();
+                self.notice(
+                    &at,
+                    "percentage_random has no effect: the job's rw is sequential",
+                );
+                (0.0, 0.0)
+            }
+            (false, None) => (0.0, 0.0),
+            (true, None) => (100.0, 100.0),
+            (true, Some(o)) => {
+                let parts = split_dirs(o.value.as_deref().unwrap_or(""));
+                let pct = |s: &Option<String>| s.as_deref().map(|v| v.trim().parse::<f64>());
+                let r = match pct(&parts.0) {
+                    Some(Ok(p)) if (0.0..=100.0).contains(&p) => p,
+                    None => 100.0,
+                    _ => {
+                        self.problem(o, "expected a percentage 0 to 100 (or read,write)");
+                        return None;
+                    }
+                };
+                let w = match pct(&parts.1) {
+                    Some(Ok(p)) if (0.0..=100.0).contains(&p) => p,
+                    None => r,
+                    _ => {
+                        self.problem(o, "expected a percentage 0 to 100 (or read,write)");
+                        return None;
+                    }
+                };
+                (r, w)
+            }
+        };
+        Some((
+            Direction {
+                bs: bs.0,
+                random_pct: random_pct.0,
+            },
+            Direction {
+                bs: bs.1,
+                random_pct: random_pct.1,
+            },
+        ))
+    }
+
+    /// The read and write block sizes as iofleet block-size text (`4096` or
+    /// `4096:10,65536:90`), from bssplit, else bsrange, else bs (default 4k).
+    fn per_dir_sizes(&mut self, job: &FioJob, kb: u64) -> Option<(String, String)> {
+        // fio: bssplit wins over bsrange, which wins over bs.
+        if let Some(o) = job.get(&["bssplit"]) {
+            let (r, w) = split_dirs(o.value.as_deref().unwrap_or(""));
+            let r = r.ok_or_else(|| "bssplit needs a value such as 4k/10:64k/90".to_string());
+            let parse = |s: &str| bssplit(s, kb);
+            let out = r.and_then(|r| {
+                let rs = parse(&r)?;
+                let ws = match &w {
+                    Some(w) => parse(w)?,
+                    None => rs.clone(),
+                };
+                Ok((rs, ws))
+            });
+            return match out {
+                Ok(v) => Some(v),
+                Err(e) => {
+                    self.problem(o, e);
+                    None
+                }
+            };
+        }
+        if let Some(o) = job.get(&["bsrange", "blocksize_range"]) {
+            let (r, w) = split_dirs(o.value.as_deref().unwrap_or(""));
+            let out = r
+                .ok_or_else(|| "bsrange needs a value such as 4k-64k".to_string())
+                .and_then(|r| {
+                    let rs = bsrange(&r, kb)?;
+                    let ws = match &w {
+                        Some(w) => bsrange(w, kb)?,
+                        None => rs.clone(),
+                    };
+                    Ok((rs, ws))
+                });
+            return match out {
+                Ok(v) => Some(v),
+                Err(e) => {
+                    self.problem(o, e);
+                    None
+                }
+            };
+        }
+        let Some(o) = job.get(&["bs", "blocksize"]) else {
+            return Some(("4096".into(), "4096".into()));
+        };
+        let (r, w) = split_dirs(o.value.as_deref().unwrap_or(""));
+        let size = |s: Option<&str>| -> Result<String, String> {
+            match s {
+                None => Ok("4096".into()),
+                Some(s) => fio_size(s, kb).map(|b| b.to_string()),
+            }
+        };
+        let rs = size(r.as_deref());
+        let ws = match &w {
+            Some(w) => size(Some(w)),
+            None => rs.clone(),
+        };
+        match (rs, ws) {
+            (Ok(r), Ok(w)) => Some((r, w)),
+            (Err(e), _) | (_, Err(e)) => {
+                self.problem(o, e);
+                None
+            }
+        }
+    }
+
+    /// `size` → disk_size (split over the disks) or, as `N%`, working_set_pct.
+    fn size(&mut self, job: &FioJob, kb: u64, disks: i64, fleet: &mut RawFleet) -> Option<f64> {
+        let o = job.get(&["size"])?;
+        let v = o.value.clone().unwrap_or_default();
+        if let Some(p) = v.trim().strip_suffix('%') {
+            return match p.trim().parse::<f64>() {
+                Ok(p) if p > 0.0 && p <= 100.0 => Some(p),
+                _ => {
+                    self.problem(
+                        o,
+                        format!("size={v}: expected a percentage above 0 and at most 100"),
+                    );
+                    None
+                }
+            };
+        }
+        match fio_size(&v, kb) {
+            Ok(total) => {
+                let per_disk = total / disks.max(1) as u64;
+                let rounded = per_disk / 4096 * 4096;
+                if rounded != per_disk {
+                    let at = o.at.clone();
+                    self.notice(&at, format!(
+                        "size={v}: {per_disk} bytes per disk rounded down to {rounded} (disk_size is a multiple of 4 KiB)"
+                    ));
+                }
+                fleet.disk_size = Some(rounded.to_string());
+            }
+            Err(e) => self.problem(o, e),
+        }
+        None
+    }
+
+    fn timing(
+        &mut self,
+        job: &FioJob,
+        kb: u64,
+        dirs: &Option<(Direction, Direction)>,
+    ) -> RawTiming {
+        let mut t = RawTiming::default();
+        let time = |m: &mut Self, o: &FioOption| -> Option<String> {
+            let v = o.value.clone().unwrap_or_default();
+            match parse_duration(v.trim()) {
+                Ok(_) => Some(v.trim().to_string()),
+                Err(e) => {
+                    m.problem(o, e);
+                    None
+                }
+            }
+        };
+        let runtime = job.get(&["runtime", "timeout"]);
+        let time_based = job.get(&["time_based"]).and_then(bool_of).unwrap_or(false);
+        match runtime {
+            Some(o) => {
+                t.duration = time(self, o);
+                if !time_based {
+                    let at = o.at.clone();
+                    self.notice(&at, "runtime without time_based: iofleet runs the whole runtime, where fio would stop early once size was transferred");
+                }
+            }
+            None => self.notice(&job.at, format!(
+                "job [{}] has no runtime: iofleet runs for a duration (default 60s; set --duration), not until size is transferred",
+                job.name
+            )),
+        }
+        if let Some(o) = job.get(&["ramp_time"]) {
+            t.warmup = time(self, o);
+        }
+        let iops = job.get(&["rate_iops"]);
+        let bw = job.get(&["rate"]);
+        if let (Some(_), Some(b)) = (iops, bw) {
+            self.problem(b, "give rate_iops or rate, not both");
+        } else if let Some(o) = iops {
+            match one_value(o.value.as_deref().unwrap_or("")).map(|v| v.trim().parse::<f64>()) {
+                Some(Ok(r)) if r > 0.0 => t.rate_iops = Some(r),
+                _ => self.problem(o, "expected one IOPS figure > 0 for reads and writes together (per-direction rates are not supported)"),
+            }
+        } else if let Some(o) = bw {
+            let fixed = dirs
+                .as_ref()
+                .and_then(|(r, w)| (r.bs == w.bs).then(|| r.bs.parse::<u64>().ok()).flatten());
+            match (one_value(o.value.as_deref().unwrap_or("")), fixed) {
+                (Some(v), Some(bs)) => match fio_size(&v, kb) {
+                    Ok(bytes) if bytes > 0 => {
+                        let iops = bytes as f64 / bs as f64;
+                        t.rate_iops = Some(iops);
+                        let at = o.at.clone();
+                        self.notice(
+                            &at,
+                            format!("rate={v}: {bytes} B/s at bs {bs} is rate_iops {iops}"),
+                        );
+                    }
+                    Ok(_) => self.problem(o, "expected a rate above 0"),
+                    Err(e) => self.problem(o, e),
+                },
+                (None, _) => {
+                    self.problem(o, "per-direction rates are not supported; give one figure")
+                }
+                (_, None) => self.problem(
+                    o,
+                    "a byte rate maps to rate_iops only with one fixed block size; use rate_iops",
+                ),
+            }
+        }
+        if t.rate_iops.is_some() {
+            // fio spaces rated I/Os evenly unless rate_process=poisson.
+            t.arrival = Some("uniform".into());
+        }
+        if let Some(o) = job.get(&["rate_process"]) {
+            match o.value.as_deref().map(str::trim) {
+                Some("linear") => t.arrival = Some("uniform".into()),
+                Some("poisson") => t.arrival = Some("poisson".into()),
+                _ => self.problem(o, "expected linear or poisson"),
+            }
+        }
+        if let Some(o) = job.get(&["verify"]) {
+            match o.value.as_deref().map(str::trim).unwrap_or("") {
+                "0" | "null" => {}
+                m if VERIFY_METHODS.contains(&m) => {
+                    t.verify = Some(true);
+                    let at = o.at.clone();
+                    self.notice(&at, format!("verify={m}: iofleet verifies every write with its own header and XXH3-64 checksum per 4 KiB unit (timing.verify)"));
+                }
+                m => self.problem(o, format!("verify={m} is not a verify method iofleet maps")),
+            }
+        }
+        t
+    }
+
+    /// random_distribution → (zipf, hot_bands).
+    fn distribution(&mut self, job: &FioJob) -> (Option<f64>, Option<String>) {
+        let Some(o) = job.get(&["random_distribution"]) else {
+            return (None, None);
+        };
+        let v = one_value(o.value.as_deref().unwrap_or(""));
+        let Some(v) = v else {
+            self.problem(o, "per-direction distributions are not supported; give one");
+            return (None, None);
+        };
+        let (kind, arg) = v.split_once(':').unwrap_or((v.as_str(), ""));
+        match kind.trim() {
+            "random" => (None, None),
+            "zipf" => match arg.trim().parse::<f64>() {
+                Ok(theta) if theta > 0.0 => (Some(theta), None),
+                _ => {
+                    self.problem(o, format!("zipf:{arg}: expected zipf:THETA with THETA > 0"));
+                    (None, None)
+                }
+            },
+            "zoned" => {
+                let bands = arg.trim().to_string();
+                match crate::validate::parse_hot_bands(&bands) {
+                    Ok(_) => (None, Some(bands)),
+                    Err(e) => {
+                        self.problem(o, format!("zoned:{bands}: {e}"));
+                        (None, None)
+                    }
+                }
+            }
+            other => {
+                self.problem(o, format!("random_distribution={other} has no iofleet equivalent (iofleet has zipf and hot bands, i.e. zoned)"));
+                (None, None)
+            }
+        }
+    }
+
+    fn direct(&mut self, job: &FioJob, run_direct: bool) -> Option<bool> {
+        let o = job.get(&["direct", "buffered"])?;
+        let Some(mut d) = bool_of(o) else {
+            self.problem(o, "expected 0 or 1");
+            return None;
+        };
+        if o.name == "buffered" {
+            d = !d;
+        }
+        if d != run_direct {
+            let at = o.at.clone();
+            self.notice(&at, format!(
+                "{}={}: direct I/O is the run flag --direct for all groups; this run uses --direct={run_direct} (pass --direct={d} to match)",
+                o.name,
+                o.value.as_deref().unwrap_or("1")
+            ));
+        }
+        Some(d)
+    }
+
+    fn engine(&mut self, job: &FioJob) -> Option<&'static str> {
+        let o = job.get(&["ioengine"])?;
+        let v = o.value.as_deref().unwrap_or("").trim().to_string();
+        let at = o.at.clone();
+        match v.as_str() {
+            "io_uring" => Some("io_uring"),
+            "libaio" | "posixaio" => {
+                self.notice(&at, format!("ioengine={v} runs as iofleet's auto engine (io_uring where the kernel allows it, else psync)"));
+                Some("auto")
+            }
+            "psync" | "sync" | "pvsync" | "pvsync2" | "vsync" => {
+                if v != "psync" {
+                    self.notice(
+                        &at,
+                        format!("ioengine={v} runs as iofleet's psync engine (pread/pwrite)"),
+                    );
+                }
+                Some("psync")
+            }
+            "null" => Some("null"),
+            _ => {
+                self.problem(o, format!("ioengine={v} has no iofleet equivalent (io_uring, libaio, posixaio, psync, sync, pvsync, pvsync2, vsync, null)"));
+                None
+            }
+        }
+    }
+
+    fn stonewall(&mut self, job: &FioJob, index: usize) {
+        if let Some(o) = job.get(&["stonewall", "wait_for_previous"]) {
+            if index > 0 && bool_of(o).unwrap_or(true) {
+                let msg = format!(
+                    "job [{}] waits for the jobs before it; sequential phases are not supported yet (iofleet runs all jobs of a file at once as worker groups): run each phase on its own with --fio-job NAME",
+                    job.name
+                );
+                self.problem(o, msg);
+            }
+        }
+    }
+}
+
+/// Option names that `Mapper` reads.
+const MAPPED: &[&str] = &[
+    "rw",
+    "readwrite",
+    "rwmixread",
+    "rwmixwrite",
+    "bs",
+    "blocksize",
+    "bssplit",
+    "bsrange",
+    "blocksize_range",
+    "iodepth",
+    "numjobs",
+    "size",
+    "filename",
+    "directory",
+    "nrfiles",
+    "direct",
+    "buffered",
+    "ioengine",
+    "runtime",
+    "timeout",
+    "time_based",
+    "ramp_time",
+    "rate_iops",
+    "rate",
+    "rate_process",
+    "random_distribution",
+    "percentage_random",
+    "randrepeat",
+    "randseed",
+    "verify",
+    "stonewall",
+    "wait_for_previous",
+];
+
+const VERIFY_METHODS: &[&str] = &[
+    "1",
+    "md5",
+    "crc64",
+    "crc32c",
+    "crc32c-intel",
+    "crc32",
+    "crc16",
+    "crc7",
+    "xxhash",
+    "sha512",
+    "sha256",
+    "sha1",
+    "sha3-224",
+    "sha3-256",
+    "sha3-384",
+    "sha3-512",
+    "meta",
+    "pattern",
+];
+
+/// A boolean option: bare (set), or 0/1, true/false, yes/no, on/off.
+fn bool_of(o: &FioOption) -> Option<bool> {
+    match o.value.as_deref().map(|v| v.trim().to_ascii_lowercase()) {
+        None => Some(true),
+        Some(v) => match v.as_str() {
+            "1" | "true" | "yes" | "on" => Some(true),
+            "0" | "false" | "no" | "off" => Some(false),
+            _ => None,
+        },
+    }
+}
+
+/// `read,write[,trim]` → (read, write); an empty part is None; a single value is read
+/// only (the caller applies it to writes too).
+fn split_dirs(v: &str) -> (Option<String>, Option<String>) {
+    let mut parts = v.split(',').map(|p| {
+        let p = p.trim();
+        (!p.is_empty()).then(|| p.to_string())
+    });
+    (parts.next().flatten(), parts.next().flatten())
+}
+
+/// The one value of an option that may be written per direction; None when read and
+/// write differ.
+fn one_value(v: &str) -> Option<String> {
+    let parts: Vec<&str> = v
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .collect();
+    match parts.as_slice() {
+        [one] => Some(one.to_string()),
+        [first, rest @ ..] if rest.iter().all(|p| p == first) => Some(first.to_string()),
+        _ => None,
+    }
+}
+
+/// A fio size: a number with an optional suffix. `k`, `m`, `g`, `t`, `p` (and `kb`...)
+/// are powers of `kb_base`; `ki`/`kib`... are always powers of 1024.
+pub(crate) fn fio_size(text: &str, kb_base: u64) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, suffix) = t.split_at(split);
+    let suffix = suffix.trim().to_ascii_lowercase();
+    let (letter, binary) = match suffix.as_str() {
+        "" | "b" => ('b', false),
+        s => {
+            let mut c = s.chars();
+            let letter = c.next().unwrap_or('b');
+            let rest: String = c.collect();
+            match rest.as_str() {
+                "" | "b" => (letter, false),
+                "i" | "ib" => (letter, true),
+                _ => {
+                    return Err(format!(
+                        "'{text}' is not a size (examples: 4096, 4k, 64KiB, 10g)"
+                    ))
+                }
+            }
+        }
+    };
+    let base = if binary { 1024 } else { kb_base };
+    let power = match letter {
+        'b' => 0,
+        'k' => 1,
+        'm' => 2,
+        'g' => 3,
+        't' => 4,
+        'p' => 5,
+        _ => {
+            return Err(format!(
+                "'{text}' has an unknown size suffix (k, m, g, t, p)"
+            ))
+        }
+    };
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("'{text}' is not a size (examples: 4096, 4k, 64KiB, 10g)"))?;
+    let bytes = value * (base as f64).powi(power);
+    if !bytes.is_finite() || bytes.fract() != 0.0 || bytes > u64::MAX as f64 {
+        return Err(format!("'{text}' is not a whole number of bytes"));
+    }
+    Ok(bytes as u64)
+}
+
+/// One direction of `bssplit` (`4k/10:64k/90`) as an iofleet list (`4096:10,65536:90`).
+/// Parts without a percentage share what the others leave of 100 equally.
+fn bssplit(v: &str, kb: u64) -> Result<String, String> {
+    let mut sizes = Vec::new();
+    let mut given = 0.0;
+    let mut blanks = 0;
+    for part in v.split(':').map(str::trim).filter(|p| !p.is_empty()) {
+        let (s, p) = part.split_once('/').unwrap_or((part, ""));
+        let size = fio_size(s, kb)?;
+        let pct = match p.trim() {
+            "" => {
+                blanks += 1;
+                None
+            }
+            p => {
+                let x: f64 = p
+                    .parse()
+                    .map_err(|_| format!("bssplit part '{part}': expected SIZE/PERCENT"))?;
+                given += x;
+                Some(x)
+            }
+        };
+        sizes.push((size, pct));
+    }
+    if sizes.is_empty() {
+        return Err("bssplit needs parts such as 4k/10:64k/90".into());
+    }
+    if given > 100.0 + 1e-9 {
+        return Err(format!(
+            "bssplit '{v}': the percentages add up to {given}, over 100"
+        ));
+    }
+    let share = if blanks > 0 {
+        (100.0 - given) / blanks as f64
+    } else {
+        0.0
+    };
+    let mut out = Vec::new();
+    for (size, pct) in sizes {
+        let w = pct.unwrap_or(share);
+        if w <= 0.0 {
+            continue;
+        }
+        let w = if w.fract() == 0.0 {
+            format!("{w:.0}")
+        } else {
+            format!("{w}")
+        };
+        out.push(format!("{size}:{w}"));
+    }
+    if out.is_empty() {
+        return Err(format!("bssplit '{v}': every percentage is 0"));
+    }
+    Ok(out.join(","))
+}
+
+/// Largest number of sizes a `bsrange` becomes.
+const MAX_RANGE_SIZES: u64 = 64;
+
+/// `bsrange` `MIN-MAX` → every multiple of MIN up to MAX, equally weighted.
+fn bsrange(v: &str, kb: u64) -> Result<String, String> {
+    let (lo, hi) = v
+        .split_once('-')
+        .ok_or_else(|| format!("bsrange '{v}': expected MIN-MAX such as 4k-64k"))?;
+    let (lo, hi) = (fio_size(lo, kb)?, fio_size(hi, kb)?);
+    if lo == 0 || hi < lo {
+        return Err(format!("bsrange '{v}': expected 0 < MIN <= MAX"));
+    }
+    let n = hi / lo;
+    if n > MAX_RANGE_SIZES {
+        return Err(format!(
+            "bsrange '{v}' has {n} multiples of its minimum; iofleet maps at most {MAX_RANGE_SIZES} (use bssplit)"
+        ));
+    }
+    Ok((1..=n)
+        .map(|k| format!("{}:1", k * lo))
+        .collect::<Vec<_>>()
+        .join(","))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::fio::parse::parse_job_text;
+    use crate::{resolve, Context, Locality, Overrides};
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    fn map(text: &str, ignore: &[&str]) -> Result<FioImport, FioError> {
+        let jobs = parse_job_text(text, "t.fio", Path::new("."), &no_env)?;
+        let ignore: Vec<String> = ignore.iter().map(|s| s.to_string()).collect();
+        import(&jobs, true, &ignore)
+    }
+
+    const TWO_JOBS: &str = "\
+[global]
+ioengine=libaio
+direct=1
+runtime=30
+time_based
+ramp_time=5s
+size=1g
+
+[oltp]
+rw=randrw
+rwmixread=70
+bs=8k
+numjobs=4
+iodepth=16
+random_distribution=zipf:1.2
+
+[log]
+rw=write
+bs=32k
+iodepth=1
+rate_iops=300
+";
+
+    #[test]
+    fn global_and_jobs_become_groups_field_by_field() {
+        let imp = map(TWO_JOBS, &[]).unwrap();
+        assert_eq!(imp.groups.len(), 2);
+        let oltp = &imp.groups[0];
+        assert_eq!(oltp.name, "oltp");
+        assert_eq!(oltp.at.line, 9);
+        assert_eq!(oltp.engine, Some("auto"));
+        assert_eq!(oltp.direct, Some(true));
+        let f = &oltp.raw.fleet;
+        assert_eq!(
+            (f.workers, f.qd, f.disks_per_worker, f.threads_per_disk),
+            (Some(4), Some(16), Some(1), Some(1))
+        );
+        assert_eq!(f.disk_size.as_deref(), Some("1073741824"));
+        assert_eq!(oltp.raw.timing.duration.as_deref(), Some("30"));
+        assert_eq!(oltp.raw.timing.warmup.as_deref(), Some("5s"));
+        assert_eq!(oltp.raw.timing.rate_iops, None);
+        assert_eq!(oltp.raw.streams.len(), 1);
+        let s = &oltp.raw.streams[0];
+        assert_eq!(s.bs.as_deref(), Some("8192"));
+        assert_eq!((s.read_pct, s.random_pct), (Some(70.0), Some(100.0)));
+        assert_eq!(s.zipf, Some(1.2));
+
+        let log = &imp.groups[1];
+        assert_eq!(log.raw.fleet.workers, None, "numjobs absent: the default 1");
+        assert_eq!(log.raw.fleet.qd, Some(1));
+        assert_eq!(log.raw.timing.rate_iops, Some(300.0));
+        assert_eq!(log.raw.timing.arrival.as_deref(), Some("uniform"));
+        let s = &log.raw.streams[0];
+        assert_eq!((s.read_pct, s.random_pct), (Some(0.0), Some(0.0)));
+        assert_eq!(s.bs.as_deref(), Some("32768"));
+        assert_eq!(s.zipf, None);
+        // libaio is named in a notice, once although [global] reaches both jobs.
+        let libaio: Vec<_> = imp
+            .notices
+            .iter()
+            .filter(|n| n.contains("libaio"))
+            .collect();
+        assert_eq!(libaio.len(), 1, "{:?}", imp.notices);
+        assert!(libaio[0].starts_with("fio t.fio:2: "), "{}", libaio[0]);
+
+        // The mapped profiles resolve as any profile does.
+        let plan = resolve(&oltp.raw, &Overrides::default(), &Context { direct: true }).unwrap();
+        assert_eq!(plan.fleet.workers, 4);
+        assert_eq!(plan.fleet.qd, 16);
+        assert_eq!(plan.timing.duration, std::time::Duration::from_secs(30));
+        assert_eq!(plan.streams[0].locality, Locality::Zipf { theta: 1.2 });
+    }
+
+    #[test]
+    fn per_direction_block_sizes_make_a_read_and_a_write_stream() {
+        let text = "[mix]\nrw=randrw\nrwmixwrite=25\nbssplit=4k/50:64k/50,8k/:16k/\nruntime=10\n";
+        let imp = map(text, &[]).unwrap();
+        let st = &imp.groups[0].raw.streams;
+        assert_eq!(st.len(), 2);
+        assert_eq!(st[0].name.as_deref(), Some("read"));
+        assert_eq!(st[0].bs.as_deref(), Some("4096:50,65536:50"));
+        assert_eq!((st[0].read_pct, st[0].weight), (Some(100.0), Some(75)));
+        assert_eq!(st[1].name.as_deref(), Some("write"));
+        assert_eq!(st[1].bs.as_deref(), Some("8192:50,16384:50"));
+        assert_eq!((st[1].read_pct, st[1].weight), (Some(0.0), Some(25)));
+
+        let text = "[m]\nrw=rw\nbs=4k,64k\nruntime=10\n";
+        let st = &map(text, &[]).unwrap().groups[0].raw.streams;
+        assert_eq!(st.len(), 2);
+        assert_eq!(
+            (st[0].bs.as_deref(), st[0].weight),
+            (Some("4096"), Some(50))
+        );
+        assert_eq!(st[1].bs.as_deref(), Some("65536"));
+        assert_eq!((st[0].random_pct, st[1].random_pct), (Some(0.0), Some(0.0)));
+
+        // Same sizes both ways: one stream with the mix.
+        let text = "[m]\nrw=randrw\nbs=4k,4k\npercentage_random=80\nruntime=10\n";
+        let st = &map(text, &[]).unwrap().groups[0].raw.streams;
+        assert_eq!(st.len(), 1);
+        assert_eq!((st[0].read_pct, st[0].random_pct), (Some(50.0), Some(80.0)));
+
+        // Random reads, sequential writes: two streams, the same block size.
+        let text = "[m]\nrw=randrw\nrwmixread=60\npercentage_random=100,0\nruntime=10\n";
+        let st = &map(text, &[]).unwrap().groups[0].raw.streams;
+        let got: Vec<_> = st
+            .iter()
+            .map(|s| (s.read_pct, s.random_pct, s.weight))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (Some(100.0), Some(100.0), Some(60)),
+                (Some(0.0), Some(0.0), Some(40))
+            ]
+        );
+    }
+
+    #[test]
+    fn sizes_follow_kb_base_and_bsrange_lists_multiples() {
+        assert_eq!(fio_size("4k", 1024), Ok(4096));
+        assert_eq!(fio_size("4k", 1000), Ok(4000));
+        assert_eq!(fio_size("4KiB", 1000), Ok(4096));
+        assert_eq!(fio_size("1m", 1024), Ok(1 << 20));
+        assert_eq!(fio_size("2g", 1024), Ok(2 << 30));
+        assert_eq!(fio_size("1t", 1024), Ok(1 << 40));
+        assert!(fio_size("4x", 1024).is_err());
+        let text = "[r]\nrw=randread\nbsrange=4k-16k\nkb_base=1024\nsize=30%\nruntime=1m\n";
+        let g = &map(text, &[]).unwrap().groups[0];
+        assert_eq!(
+            g.raw.streams[0].bs.as_deref(),
+            Some("4096:1,8192:1,12288:1,16384:1")
+        );
+        assert_eq!(g.raw.streams[0].working_set_pct, Some(30.0));
+        assert_eq!(g.raw.fleet.disk_size, None);
+        // nrfiles splits size over the disks.
+        let text = "[r]\nnrfiles=4\nsize=64m\nruntime=1\n";
+        let f = &map(text, &[]).unwrap().groups[0].raw.fleet;
+        assert_eq!(
+            (f.disks_per_worker, f.disk_size.as_deref()),
+            (Some(4), Some("16777216"))
+        );
+    }
+
+    #[test]
+    fn zoned_maps_to_hot_bands_and_other_distributions_are_named() {
+        let text = "[z]\nrw=randread\nrandom_distribution=zoned:60/10:30/20:10/70\nruntime=5\n";
+        let s = &map(text, &[]).unwrap().groups[0].raw.streams[0];
+        assert_eq!(s.hot_bands.as_deref(), Some("60/10:30/20:10/70"));
+        let e = map("[p]\nrw=randread\nrandom_distribution=pareto:0.9\n", &[]).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains("t.fio:3: random_distribution: random_distribution=pareto"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn unsupported_options_are_all_named_with_file_and_line() {
+        let text =
+            "[global]\nfsync=1\n[a]\nrw=read\nfrobnicate=3\nrw=trimwrite\n[b]\nrw=randread:8\n";
+        let FioError::Unsupported(p) = map(text, &[]).unwrap_err() else {
+            panic!("not Unsupported");
+        };
+        let got: Vec<(usize, &str)> = p.iter().map(|p| (p.at.line, p.option.as_str())).collect();
+        assert_eq!(
+            got,
+            vec![(2, "fsync"), (5, "frobnicate"), (6, "rw"), (8, "rw")],
+            "{p:?}"
+        );
+        assert!(p[0].message.contains("flushes"), "{}", p[0].message);
+        assert!(p[3].message.contains("':8'"), "{}", p[3].message);
+    }
+
+    #[test]
+    fn ignored_options_run_with_a_notice() {
+        let text = "[global]\nfsync=1\n[a]\nrw=read\nruntime=5\n[b]\nrw=write\nruntime=5\n";
+        let imp = map(text, &["fsync"]).unwrap();
+        assert_eq!(imp.groups.len(), 2);
+        let n: Vec<_> = imp.notices.iter().filter(|n| n.contains("fsync")).collect();
+        assert_eq!(
+            n,
+            vec!["fio t.fio:2: option fsync ignored (--fio-ignore fsync)"]
+        );
+    }
+
+    #[test]
+    fn stonewall_is_refused_after_the_first_job() {
+        let text = "[a]\nstonewall\nruntime=5\n[b]\nrw=write\nstonewall\nruntime=5\n";
+        let FioError::Unsupported(p) = map(text, &[]).unwrap_err() else {
+            panic!("not Unsupported");
+        };
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert_eq!((p[0].at.line, p[0].option.as_str()), (6, "stonewall"));
+        assert!(
+            p[0].message.contains("sequential phases"),
+            "{}",
+            p[0].message
+        );
+    }
+
+    #[test]
+    fn verify_rate_and_engines_map() {
+        let text = "[v]\nrw=randwrite\nbs=4k\nverify=crc32c\nrate=4m\nioengine=psync\nruntime=5\n";
+        let g = &map(text, &[]).unwrap().groups[0];
+        assert_eq!(g.raw.timing.verify, Some(true));
+        assert_eq!(g.raw.timing.rate_iops, Some(1024.0));
+        assert_eq!(g.engine, Some("psync"));
+        let e = map("[x]\nioengine=rbd\n", &[]).unwrap_err();
+        assert!(
+            e.to_string().contains("t.fio:2: ioengine: ioengine=rbd"),
+            "{e}"
+        );
+        let e = map("[x]\nrate_iops=100,200\n", &[]).unwrap_err();
+        assert!(e.to_string().contains("per-direction"), "{e}");
+    }
+}
