@@ -185,9 +185,9 @@ fn engine(s: &str) -> Result<EngineSpec, String> {
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
     /// Built-in profile name (`iofleet profiles list`), path to a profile .toml file, or
-    /// a fio job file ending in .fio (docs/fio.md). Without one (and without --group), the workload flags below apply to a default
-    /// shape: 1 worker, 1 disk of 1g, 1 thread, qd 1, 4k random reads, 60s (see
-    /// docs/profiles.md).
+    /// a fio job file ending in .fio (docs/fio.md). Without one (and without --group),
+    /// the workload flags below apply to a default shape: 1 worker, 1 disk of 1g, 1
+    /// thread, qd 1, 4k random reads, 60s (see docs/profiles.md).
     pub profile: Option<String>,
     /// A worker group NAME=PROFILE[:WORKERS] (repeatable): several profiles run at once on
     /// one timeline, e.g. `--group vdi=vmfleet-vdi:20 --group sql=vmfleet-sql:4`;
@@ -208,8 +208,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "NAME")]
     pub fio_job: Vec<String>,
 
-    /// Where disks live: a directory (created; one file per disk) or, repeated, block
-    /// devices split into disk regions.
+    /// Where disks live: a directory (created; one file per disk); repeated, existing
+    /// directories (each worker's disks in turn over them, e.g. one mount per SSD) or
+    /// block devices split into disk regions.
     #[arg(long, value_name = "DIR|DEVICE", default_value = "iofleet-data")]
     pub target: Vec<PathBuf>,
     /// Allow writing block devices that carry a filesystem, partition table, LVM, RAID or

@@ -169,6 +169,24 @@ fn target_lines(out: &mut String, target: &TargetSpec, layout: &[DiskLayout]) {
             )
             .ok();
         }
+        TargetSpec::Dirs(dirs) => {
+            let names: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+            writeln!(
+                out,
+                "# Target: directories {} (each worker's disks in turn, one directory after another)",
+                names.join(" ")
+            )
+            .ok();
+            let bytes: u64 = layout.iter().map(|l| l.size + MARKER_LEN).sum();
+            writeln!(
+                out,
+                "#   {} disk file(s), {:.2} GiB in all (each disk plus a {} fill marker)",
+                layout.len(),
+                bytes as f64 / (1u64 << 30) as f64,
+                Bytes(MARKER_LEN)
+            )
+            .ok();
+        }
         TargetSpec::Devices(devs) => {
             let names: Vec<String> = devs.iter().map(|d| d.display().to_string()).collect();
             writeln!(
@@ -215,6 +233,7 @@ fn host_lines(out: &mut String, h: &HostSpec, share: &iofleet_fleet::agents::Hos
             TargetArg::Devices(d) if d.is_empty() => "every disk of the host".to_string(),
             TargetArg::Devices(d) => d.join(" "),
             TargetArg::Dir(dir) => format!("the device under {dir}"),
+            TargetArg::Dirs(dirs) => format!("the devices under {}", dirs.join(" ")),
         };
         writeln!(
             out,
@@ -235,22 +254,37 @@ fn host_lines(out: &mut String, h: &HostSpec, share: &iofleet_fleet::agents::Hos
         base + count - 1
     )
     .ok();
+    let dirs: Vec<&str> = match &h.target {
+        TargetArg::Dir(dir) => vec![dir.as_str()],
+        TargetArg::Dirs(dirs) => dirs.iter().map(String::as_str).collect(),
+        TargetArg::Devices(_) => Vec::new(),
+    };
     match &h.target {
-        TargetArg::Dir(dir) => {
+        TargetArg::Dir(_) | TargetArg::Dirs(_) => {
+            // Each group's disks in turn over the directories, as the host plans them.
             let mut files = Vec::new();
             for g in &share.groups {
                 let lo = g.worker_base;
+                let mut k = 0;
                 for w in lo..lo + g.plan.fleet.workers {
                     for d in 0..g.plan.fleet.disks_per_worker {
+                        let dir = dirs[k % dirs.len()];
                         files.push(
                             PathBuf::from(dir).join(iofleet_engine::target::disk_file_name(w, d)),
                         );
+                        k += 1;
                     }
                 }
             }
             writeln!(
                 out,
-                "#     target directory {dir}: {} disk file(s)",
+                "#     target {} {}: {} disk file(s)",
+                if dirs.len() == 1 {
+                    "directory"
+                } else {
+                    "directories"
+                },
+                dirs.join(" "),
                 files.len()
             )
             .ok();

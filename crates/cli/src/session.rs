@@ -30,7 +30,7 @@ use crate::live::LiveView;
 use crate::record::StoreRecorder;
 use crate::Exit;
 
-/// `--target` as given: one directory, or block devices.
+/// `--target` as given: one directory, several existing directories, or block devices.
 pub(crate) fn target_spec_of(target: &[std::path::PathBuf]) -> Result<TargetSpec, Exit> {
     let is_dev = |p: &std::path::Path| {
         std::fs::metadata(p)
@@ -40,9 +40,12 @@ pub(crate) fn target_spec_of(target: &[std::path::PathBuf]) -> Result<TargetSpec
     if target.len() == 1 && !is_dev(&target[0]) {
         return Ok(TargetSpec::Dir(target[0].clone()));
     }
+    if target.len() > 1 && target.iter().all(|p| p.is_dir()) {
+        return TargetSpec::from_paths(target).map_err(Exit::input);
+    }
     if let Some(p) = target.iter().find(|p| !is_dev(p)) {
         return Err(Exit::input(format!(
-            "--target {}: when several targets are given they must all be block devices",
+            "--target {}: when several targets are given they must all be block devices, or all existing directories",
             p.display()
         )));
     }

@@ -393,3 +393,76 @@ fn hosts_that_pin_their_workers_dry_run_as_they_run() {
         ]
     );
 }
+
+#[test]
+fn several_target_directories_take_the_disks_in_turn_in_the_plan_and_the_run() {
+    // Two directories (two mounts in real life: one per SSD, or a pod's volumes): the
+    // dry run lists each disk file where the run then puts it.
+    let d = tempfile::tempdir().unwrap();
+    let (a, b) = (d.path().join("a"), d.path().join("b"));
+    fs::create_dir(&a).unwrap();
+    fs::create_dir(&b).unwrap();
+    let (a_s, b_s) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let args = [
+        "easy-run-4k70r",
+        "--target",
+        a_s,
+        "--target",
+        b_s,
+        "--workers",
+        "1",
+        "--disks",
+        "3",
+        "--disk-size",
+        "1m",
+        "--engine",
+        "psync",
+        "--direct=false",
+    ];
+    let out = dry_run(d.path(), &args);
+    assert!(
+        out.contains(&format!("# Target: directories {a_s} {b_s}")),
+        "{out}"
+    );
+    for (dir, file) in [(a_s, "w000-d000"), (b_s, "w000-d001"), (a_s, "w000-d002")] {
+        assert!(
+            out.contains(&format!("{dir}/{file}.iofleet")),
+            "{file}: {out}"
+        );
+    }
+    assert_eq!(fs::read_dir(&a).unwrap().count(), 0, "the dry run wrote");
+    let mut run: Vec<&str> = vec!["run"];
+    run.extend_from_slice(&args);
+    run.extend(["--duration", "1s", "--warmup", "0s", "--no-save", "--quiet"]);
+    let o = run_in(d.path(), &run);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let names = |p: &Path| {
+        let mut v: Vec<String> = fs::read_dir(p)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(names(&a), ["w000-d000.iofleet", "w000-d002.iofleet"]);
+    assert_eq!(names(&b), ["w000-d001.iofleet"]);
+    // A missing directory among several is refused, naming the rule.
+    let o = run_in(
+        d.path(),
+        &[
+            "run",
+            "easy-run-4k70r",
+            "--target",
+            a_s,
+            "--target",
+            "nope",
+            "--dry-run",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("or all existing directories"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -236,6 +236,53 @@ fn fill_up(path: &Path) {
     let _ = f.sync_all();
 }
 
+/// Keeps a filesystem full until dropped: after `fill_up`, blocks the filesystem gives
+/// back (ext4 returns what it reserved for buffered writes once they are synced) are
+/// taken again at once, so a disk whose writes need a block never gets one and fails
+/// every write in a row, as a full filesystem does.
+struct KeepFull {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl KeepFull {
+    fn new(path: &Path) -> KeepFull {
+        use std::io::Write;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        fill_up(path);
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let path = path.to_path_buf();
+        let thread = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut f = std::fs::OpenOptions::new()
+                    .append(true)
+                    .open(&path)
+                    .unwrap();
+                let buf = vec![0x5au8; 4096];
+                while !stop.load(Ordering::SeqCst) {
+                    while f.write_all(&buf).is_ok() {}
+                    let _ = f.sync_all();
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            })
+        };
+        KeepFull {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for KeepFull {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 #[test]
 fn enospc_on_a_full_filesystem_takes_every_disk_out_and_ends_the_run() {
     if !need::need(
@@ -294,8 +341,9 @@ fn enospc_on_a_full_filesystem_takes_every_disk_out_and_ends_the_run() {
             .unwrap();
         assert!(st.success());
     }
-    fill_up(&fs.mnt.path().join("hog"));
+    let full = KeepFull::new(&fs.mnt.path().join("hog"));
     let o = run.wait();
+    drop(full);
     assert_eq!(o.status.code(), Some(5), "stderr: {}", stderr(&o));
     assert!(stderr(&o).contains("2 taken out"), "{}", stderr(&o));
     let v = result_of(&o);

@@ -138,7 +138,9 @@ fn classify_target_paths() {
     let e = TargetSpec::from_paths(&[PathBuf::from("/dev/null")]).unwrap_err();
     assert!(e.to_string().contains("character device"), "{e}");
     let e = TargetSpec::from_paths(&[d.clone(), d.clone()]).unwrap_err();
-    assert!(e.to_string().contains("not a block device"), "{e}");
+    assert!(e.to_string().contains("given more than once"), "{e}");
+    let e = TargetSpec::from_paths(&[d.clone(), PathBuf::from("/dev/null")]).unwrap_err();
+    assert!(e.to_string().contains("not a directory"), "{e}");
     // A device target that is not a block device.
     let e = plan_layout(
         &TargetSpec::Devices(vec![PathBuf::from("/dev/null")]),
@@ -491,4 +493,69 @@ fn reads_through_an_open_disk_leave_the_access_time_alone() {
         1_000_000_000,
         "this filesystem does not keep access times"
     );
+}
+
+#[test]
+fn several_directories_take_the_disks_in_turn_and_share_a_filesystems_space() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dirs: Vec<PathBuf> = ["a", "b", "c"].iter().map(|n| tmp.path().join(n)).collect();
+    for d in &dirs {
+        fs::create_dir(d).unwrap();
+    }
+    // Classified from --target values: existing directories make a directories target;
+    // a missing one, or a mix with a device, is refused.
+    assert_eq!(
+        TargetSpec::from_paths(&dirs).unwrap(),
+        TargetSpec::Dirs(dirs.clone())
+    );
+    let with_missing = [dirs[0].clone(), tmp.path().join("nope")];
+    let e = TargetSpec::from_paths(&with_missing).unwrap_err();
+    assert!(e.to_string().contains("nope"), "{e}");
+    let file = tmp.path().join("f");
+    fs::write(&file, b"x").unwrap();
+    let e = TargetSpec::from_paths(&[dirs[0].clone(), file.clone()]).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("every value must be an existing directory"),
+        "{e}"
+    );
+
+    // 2 workers x 2 disks over 3 directories: disk k (worker-major) in directory k % 3.
+    let spec = TargetSpec::Dirs(dirs.clone());
+    let layout = plan_layout(&spec, &req(2, 2, 4 * MIB)).unwrap();
+    let placed: Vec<(u32, u32, PathBuf)> = layout
+        .iter()
+        .map(|d| (d.worker, d.disk, d.path.parent().unwrap().to_path_buf()))
+        .collect();
+    assert_eq!(
+        placed,
+        vec![
+            (0, 0, dirs[0].clone()),
+            (0, 1, dirs[1].clone()),
+            (1, 0, dirs[2].clone()),
+            (1, 1, dirs[0].clone()),
+        ]
+    );
+    assert!(layout.iter().all(|d| d.size == 4 * MIB && !d.is_device));
+    create_files(&layout).unwrap();
+    assert_eq!(
+        files_in(&dirs[0]),
+        ["w000-d000.iofleet", "w001-d001.iofleet"]
+    );
+    assert_eq!(files_in(&dirs[1]), ["w000-d001.iofleet"]);
+    assert_eq!(files_in(&dirs[2]), ["w001-d000.iofleet"]);
+
+    // Free space is counted per filesystem: three directories on one filesystem need
+    // what all their files need together. Find a size each directory's share fits in
+    // alone but the three shares together do not.
+    let st = rustix::fs::statvfs(tmp.path()).unwrap();
+    let avail = st.f_bavail * st.f_frsize;
+    if st.f_blocks > 0 {
+        // 3 workers x 1 disk: one file per directory, each 40% of the space.
+        let size = (avail * 2 / 5) / 4096 * 4096;
+        let one = plan_layout(&TargetSpec::Dir(dirs[0].clone()), &req(1, 1, size));
+        assert!(one.is_ok(), "one file of 40% fits: {one:?}");
+        let e = plan_layout(&spec, &req(3, 1, size)).unwrap_err();
+        assert!(matches!(e, TargetError::NoSpace { .. }), "{e:?}");
+    }
 }

@@ -140,6 +140,10 @@ impl Observer for Streamer {
 fn target(job: &AgentJob) -> (TargetSpec, String) {
     match &job.target {
         TargetArg::Dir(d) => (TargetSpec::Dir(PathBuf::from(d)), d.clone()),
+        TargetArg::Dirs(v) => (
+            TargetSpec::Dirs(v.iter().map(PathBuf::from).collect()),
+            v.join(","),
+        ),
         TargetArg::Devices(v) => (
             TargetSpec::Devices(v.iter().map(PathBuf::from).collect()),
             v.join(","),
@@ -370,6 +374,9 @@ fn watched_devices(target: &TargetArg) -> Vec<(u32, u32)> {
             crate::sys::devices_under(&v.iter().map(PathBuf::from).collect::<Vec<_>>())
         }
         TargetArg::Dir(d) => crate::sys::devices_under(&[PathBuf::from(d)]),
+        TargetArg::Dirs(v) => {
+            crate::sys::devices_under(&v.iter().map(PathBuf::from).collect::<Vec<_>>())
+        }
     }
 }
 

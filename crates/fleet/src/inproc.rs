@@ -580,6 +580,8 @@ impl Launcher for ThreadLauncher {
         let mut notices = Vec::new();
         let dir = match &self.target {
             TargetSpec::Dir(d) => Some(d.as_path()),
+            // The engine is chosen for the first directory's filesystem.
+            TargetSpec::Dirs(v) => v.first().map(|d| d.as_path()),
             TargetSpec::Devices(_) => None,
         };
         let engine = cfg.engine.resolve_for_dir(dir, cfg.direct, &mut notices)?;
@@ -869,7 +871,9 @@ fn one_in_flight_notice(groups: &[GroupPlan], engine: &EngineSpec) -> String {
 /// The engine as planned: what `auto` became on this host, and why when it matters.
 fn engine_line(asked: &EngineSpec, resolved: &EngineSpec, target: &TargetSpec) -> String {
     match (asked, resolved) {
-        (EngineSpec::Auto, EngineSpec::Psync) if matches!(target, TargetSpec::Dir(_)) => {
+        (EngineSpec::Auto, EngineSpec::Psync)
+            if matches!(target, TargetSpec::Dir(_) | TargetSpec::Dirs(_)) =>
+        {
             "auto: psync (the target's filesystem has no non-blocking reads, as tmpfs; or io_uring is unavailable)".into()
         }
         (EngineSpec::Auto, other) => format!("auto: {}", other.name()),

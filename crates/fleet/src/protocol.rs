@@ -51,6 +51,8 @@ impl Hello {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum TargetArg {
     Dir(String),
+    /// Several directories, the disks in turn over them (`TargetSpec::Dirs`).
+    Dirs(Vec<String>),
     Devices(Vec<String>),
 }
 

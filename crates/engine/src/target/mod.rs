@@ -48,6 +48,10 @@ const SIZE_ALIGN: u64 = 4096;
 pub enum TargetSpec {
     /// A directory: one file per disk is created in it (the directory too, if missing).
     Dir(PathBuf),
+    /// Several existing directories, each typically its own filesystem or mount (a pod's
+    /// volumes, or one mount per SSD): disk `k` of the fleet (worker-major) goes into
+    /// directory `k % n`, as disks are spread over devices.
+    Dirs(Vec<PathBuf>),
     /// Block devices: the fleet's disks are spread round-robin over them.
     Devices(Vec<PathBuf>),
 }
@@ -57,12 +61,14 @@ impl TargetSpec {
     pub fn paths(&self) -> Vec<PathBuf> {
         match self {
             TargetSpec::Dir(d) => vec![d.clone()],
-            TargetSpec::Devices(v) => v.clone(),
+            TargetSpec::Dirs(v) | TargetSpec::Devices(v) => v.clone(),
         }
     }
 
     /// Classifies `--target` values: one directory or missing path is a directory
-    /// target; block devices are a device target; anything else is an error.
+    /// target; block devices are a device target; several existing directories are a
+    /// directories target; anything else (a mix, a missing path among several) is an
+    /// error.
     pub fn from_paths(paths: &[PathBuf]) -> Result<TargetSpec, TargetError> {
         let Some(first) = paths.first() else {
             return Err(TargetError::NoTarget);
@@ -77,9 +83,37 @@ impl TargetSpec {
                 Err(e) => Err(TargetError::io("cannot inspect", first, e)),
             };
         }
+        let is_dir = |p: &PathBuf| fs::metadata(p).is_ok_and(|m| m.is_dir());
+        if paths.iter().all(is_dir) {
+            // Each directory once (the same one under two names too).
+            let mut seen = Vec::new();
+            for p in paths {
+                let real =
+                    fs::canonicalize(p).map_err(|e| TargetError::io("cannot inspect", p, e))?;
+                if seen.contains(&real) {
+                    return Err(TargetError::NotATarget {
+                        path: p.clone(),
+                        what: "is given more than once; each directory may be used once".into(),
+                    });
+                }
+                seen.push(real);
+            }
+            return Ok(TargetSpec::Dirs(paths.to_vec()));
+        }
+        let first_is_dir = is_dir(first);
         for p in paths {
             match fs::metadata(p) {
-                Ok(m) if m.file_type().is_block_device() => {}
+                Ok(m) if m.file_type().is_block_device() && !first_is_dir => {}
+                Ok(m) if m.is_dir() && first_is_dir => {}
+                Ok(_) if first_is_dir => {
+                    return Err(TargetError::NotATarget {
+                        path: p.clone(),
+                        what: "is not a directory (when --target is given more than once, \
+                               every value must be an existing directory, or every value a \
+                               block device)"
+                            .into(),
+                    })
+                }
                 Ok(_) => {
                     return Err(TargetError::NotATarget {
                         path: p.clone(),
@@ -302,23 +336,33 @@ pub fn plan_layout(spec: &TargetSpec, req: &LayoutRequest) -> Result<Vec<DiskLay
         return Err(TargetError::NoDisks);
     }
     match spec {
-        TargetSpec::Dir(dir) => plan_dir(dir, req),
+        TargetSpec::Dir(dir) => plan_dirs(std::slice::from_ref(dir), req),
+        TargetSpec::Dirs(dirs) => plan_dirs(dirs, req),
         TargetSpec::Devices(devs) => plan_devices(devs, req, disks),
     }
 }
 
-fn plan_dir(dir: &Path, req: &LayoutRequest) -> Result<Vec<DiskLayout>, TargetError> {
+/// Plans disk files in `dirs`: disk `k` of this request (worker-major) in `dirs[k % n]`,
+/// each `disk_size` plus its fill marker, checked against the free space of every
+/// filesystem they land on (directories on one filesystem share its space).
+fn plan_dirs(dirs: &[PathBuf], req: &LayoutRequest) -> Result<Vec<DiskLayout>, TargetError> {
     check_disk_size(req.disk_size)?;
-    // The directory, or (when it is still to be created) the nearest existing directory
-    // above it: the filesystem the disk files will land on. Nothing is created here, so
+    if dirs.is_empty() {
+        return Err(TargetError::NoTarget);
+    }
+    // Each directory, or (when it is still to be created) the nearest existing directory
+    // above it: the filesystem its disk files will land on. Nothing is created here, so
     // a refused plan leaves nothing behind.
-    let existing = existing_dir(dir)?;
-
+    let existing: Vec<&Path> = dirs
+        .iter()
+        .map(|d| existing_dir(d))
+        .collect::<Result<_, _>>()?;
     let file_len = req.disk_size + MARKER_LEN;
-    let mut needed = 0u64;
+    let mut needed = vec![0u64; dirs.len()];
     let mut out = Vec::new();
-    for (worker, disk) in disk_ids(req) {
-        let path = dir.join(disk_file_name(worker, disk));
+    for (k, (worker, disk)) in disk_ids(req).enumerate() {
+        let j = k % dirs.len();
+        let path = dirs[j].join(disk_file_name(worker, disk));
         // symlink_metadata: a disk file must be a regular file, never a link that
         // could point at a device or at someone else's file.
         let allocated = match fs::symlink_metadata(&path) {
@@ -334,7 +378,7 @@ fn plan_dir(dir: &Path, req: &LayoutRequest) -> Result<Vec<DiskLayout>, TargetEr
             Err(e) if e.kind() == io::ErrorKind::NotFound => 0,
             Err(e) => return Err(TargetError::io("cannot inspect", &path, e)),
         };
-        needed = needed.saturating_add(file_len - allocated.min(file_len));
+        needed[j] = needed[j].saturating_add(file_len - allocated.min(file_len));
         out.push(DiskLayout {
             worker,
             disk,
@@ -345,24 +389,39 @@ fn plan_dir(dir: &Path, req: &LayoutRequest) -> Result<Vec<DiskLayout>, TargetEr
         });
     }
 
-    let st = rustix::fs::statvfs(existing)
-        .map_err(|e| TargetError::io("cannot statvfs", existing, e.into()))?;
-    let available = st.f_bavail.saturating_mul(st.f_frsize);
-    // A filesystem that reports no size at all (ramfs: f_blocks = 0) has no limit to
-    // check against; any other one must have room for every disk file.
-    if st.f_blocks > 0 && needed > available {
-        return Err(TargetError::NoSpace {
-            dir: dir.to_path_buf(),
-            needed,
-            available,
-        });
+    // Free space per filesystem: what every directory on it needs, against what it has.
+    let mut by_fs: Vec<(u64, u64, usize)> = Vec::new(); // (st_dev, needed, first dir)
+    for (j, at) in existing.iter().enumerate() {
+        let dev = fs::metadata(at)
+            .map_err(|e| TargetError::io("cannot inspect", at, e))?
+            .dev();
+        match by_fs.iter_mut().find(|(d, _, _)| *d == dev) {
+            Some(entry) => entry.1 = entry.1.saturating_add(needed[j]),
+            None => by_fs.push((dev, needed[j], j)),
+        }
+    }
+    for (_, need, j) in by_fs {
+        let st = rustix::fs::statvfs(existing[j])
+            .map_err(|e| TargetError::io("cannot statvfs", existing[j], e.into()))?;
+        let available = st.f_bavail.saturating_mul(st.f_frsize);
+        // A filesystem that reports no size at all (ramfs: f_blocks = 0) has no limit to
+        // check against; any other one must have room for every disk file.
+        if st.f_blocks > 0 && need > available {
+            return Err(TargetError::NoSpace {
+                dir: dirs[j].clone(),
+                needed: need,
+                available,
+            });
+        }
     }
     if req.direct {
-        // The refusal names the target given, not the directory that stood in for it.
-        probe_direct(existing).map_err(|e| match e {
-            TargetError::DirectUnsupported(_) => TargetError::DirectUnsupported(dir.to_path_buf()),
-            e => e,
-        })?;
+        for (dir, at) in dirs.iter().zip(&existing) {
+            // The refusal names the target given, not the directory that stood in for it.
+            probe_direct(at).map_err(|e| match e {
+                TargetError::DirectUnsupported(_) => TargetError::DirectUnsupported(dir.clone()),
+                e => e,
+            })?;
+        }
     }
     Ok(out)
 }

@@ -134,6 +134,11 @@ fn target_arg(t: Option<RawTarget>, role: Role) -> TargetArg {
         None => TargetArg::Dir(DEFAULT_REMOTE_TARGET.into()),
         Some(RawTarget::One(s)) if s.starts_with("/dev/") => TargetArg::Devices(vec![s]),
         Some(RawTarget::One(s)) => TargetArg::Dir(s),
+        // A list of directories (none under /dev/) spreads the disks over them; any other
+        // list is devices, checked as such on the host.
+        Some(RawTarget::Many(v)) if v.len() > 1 && v.iter().all(|p| !p.starts_with("/dev/")) => {
+            TargetArg::Dirs(v)
+        }
         Some(RawTarget::Many(v)) => TargetArg::Devices(v),
     }
 }
@@ -799,6 +804,34 @@ mod tests {
         let mut observed = vec![h(None), h(None), h(None)];
         observed[1].role = Role::Observer;
         assert_eq!(place(&observed, 5).unwrap(), vec![(0, 3), (3, 0), (3, 2)]);
+    }
+
+    #[test]
+    fn a_list_of_directories_spreads_disks_over_them_a_list_under_dev_is_devices() {
+        let hosts = parse_toml(
+            "[[host]]\ndestination = \"a\"\ntarget = [\"/mnt/ssd1/io\", \"/mnt/ssd2/io\"]\n\
+             [[host]]\ndestination = \"b\"\ntarget = [\"/dev/sdb\", \"/dev/sdc\"]\n\
+             [[host]]\ndestination = \"c\"\ntarget = [\"/mnt/only\"]\n",
+        )
+        .unwrap();
+        assert_eq!(
+            hosts[0].target,
+            TargetArg::Dirs(vec!["/mnt/ssd1/io".into(), "/mnt/ssd2/io".into()])
+        );
+        assert_eq!(
+            hosts[1].target,
+            TargetArg::Devices(vec!["/dev/sdb".into(), "/dev/sdc".into()])
+        );
+        // A list of one is read as before: a device list (checked as such on the host).
+        assert_eq!(
+            hosts[2].target,
+            TargetArg::Devices(vec!["/mnt/only".into()])
+        );
+        let ini = ini_hosts("n1 iofleet_target=\"['/data1', '/data2']\"\n").unwrap();
+        assert_eq!(
+            ini[0].target,
+            TargetArg::Dirs(vec!["/data1".into(), "/data2".into()])
+        );
     }
 
     #[test]
