@@ -150,6 +150,19 @@ fn fleet_lines(out: &mut String, plan: &LaunchPlan) {
     .ok();
 }
 
+/// How many disk files a directory target gets, and their bytes with the fill markers.
+fn files_line(out: &mut String, layout: &[DiskLayout]) {
+    let bytes: u64 = layout.iter().map(|l| l.size + MARKER_LEN).sum();
+    writeln!(
+        out,
+        "#   {} disk file(s), {:.2} GiB in all (each disk plus a {} fill marker)",
+        layout.len(),
+        bytes as f64 / (1u64 << 30) as f64,
+        Bytes(MARKER_LEN)
+    )
+    .ok();
+}
+
 fn target_lines(out: &mut String, target: &TargetSpec, layout: &[DiskLayout]) {
     match target {
         TargetSpec::Dir(d) => {
@@ -159,15 +172,7 @@ fn target_lines(out: &mut String, target: &TargetSpec, layout: &[DiskLayout]) {
                 "does not exist yet; the run creates it"
             };
             writeln!(out, "# Target: directory {} ({state})", d.display()).ok();
-            let bytes: u64 = layout.iter().map(|l| l.size + MARKER_LEN).sum();
-            writeln!(
-                out,
-                "#   {} disk file(s), {:.2} GiB in all (each disk plus a {} fill marker)",
-                layout.len(),
-                bytes as f64 / (1u64 << 30) as f64,
-                Bytes(MARKER_LEN)
-            )
-            .ok();
+            files_line(out, layout);
         }
         TargetSpec::Dirs(dirs) => {
             let names: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
@@ -177,15 +182,7 @@ fn target_lines(out: &mut String, target: &TargetSpec, layout: &[DiskLayout]) {
                 names.join(" ")
             )
             .ok();
-            let bytes: u64 = layout.iter().map(|l| l.size + MARKER_LEN).sum();
-            writeln!(
-                out,
-                "#   {} disk file(s), {:.2} GiB in all (each disk plus a {} fill marker)",
-                layout.len(),
-                bytes as f64 / (1u64 << 30) as f64,
-                Bytes(MARKER_LEN)
-            )
-            .ok();
+            files_line(out, layout);
         }
         TargetSpec::Devices(devs) => {
             let names: Vec<String> = devs.iter().map(|d| d.display().to_string()).collect();

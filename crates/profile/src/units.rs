@@ -133,6 +133,20 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 }
 
 /// Format a duration the way `parse_duration` reads it back.
+/// The civil date (year, month 1–12, day 1–31) of a day counted from 1970-01-01, in the
+/// proleptic Gregorian calendar (Howard Hinnant's days-to-civil algorithm).
+pub fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
 pub fn format_duration(d: Duration) -> String {
     let ms = d.as_millis();
     if !d.as_nanos().is_multiple_of(1_000_000) {
@@ -153,6 +167,20 @@ pub fn format_duration(d: Duration) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn civil_dates_across_leap_days_centuries_and_the_epoch() {
+        for (days, date) in [
+            (0, (1970, 1, 1)),
+            (-1, (1969, 12, 31)),
+            (11_016, (2000, 2, 29)),
+            (19_723, (2024, 1, 1)),
+            (47_541, (2100, 3, 1)),
+        ] {
+            assert_eq!(civil_from_days(days), date, "{days}");
+        }
+    }
+
     use super::*;
     #[test]
     fn cpu_lists() {

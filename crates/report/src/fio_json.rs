@@ -740,15 +740,7 @@ fn ctime(epoch: i64) -> String {
     ];
     let days = epoch.div_euclid(86_400);
     let rem = epoch.rem_euclid(86_400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + (m <= 2) as i64;
+    let (y, m, d) = iofleet_profile::units::civil_from_days(days);
     format!(
         "{} {} {:2} {:02}:{:02}:{:02} {y}",
         DAYS[days.rem_euclid(7) as usize],
