@@ -14,8 +14,10 @@ pub fn iofleet() -> Command {
     c
 }
 
+/// Per test binary, under the build's own scratch directory (`target/tmp`), so that
+/// nothing accumulates in the system's temporary directory run after run.
 pub fn scratch_data_home() -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("iofleet-test-data-{}", std::process::id()))
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("iofleet-test-data-{}", std::process::id()))
 }
 
 /// Run iofleet with `args` in `dir`, returning the output.
