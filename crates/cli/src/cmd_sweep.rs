@@ -103,22 +103,7 @@ pub fn run(s: SweepArgs) -> Result<i32, Exit> {
         return rate_curve(&s);
     };
     let (key, values) = parse_vary(vary)?;
-    if s.run.dry_run || s.run.output.is_some() || s.run.metrics_listen.is_some() {
-        return Err(Exit::input(
-            "--dry-run, --output and --metrics-listen apply to `iofleet run`; a sweep saves each step in the results store",
-        ));
-    }
-    if let Some((k, _)) = s
-        .run
-        .save
-        .labels
-        .iter()
-        .find(|(k, _)| k == "sweep" || k == "step" || *k == key)
-    {
-        return Err(Exit::input(format!(
-            "--label {k}: the sweep sets this label on every step"
-        )));
-    }
+    check_step_args(&s.run, &["sweep", "step", key.as_str()])?;
     // Every step is checked before the first one runs: a bad value fails fast.
     let mut steps = Vec::with_capacity(values.len());
     for v in &values {

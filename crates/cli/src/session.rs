@@ -437,9 +437,9 @@ pub(crate) fn step(
 /// The run arguments every stepping command refuses, and the labels it sets itself.
 pub(crate) fn check_step_args(a: &RunArgs, own: &[&str]) -> Result<(), Exit> {
     crate::steady::check_args(a)?;
-    if a.dry_run || a.output.is_some() || a.metrics_listen.is_some() {
+    if a.dry_run || a.output.is_some() || a.metrics_listen.is_some() || a.output_format.is_some() {
         return Err(Exit::input(
-            "--dry-run, --output and --metrics-listen apply to `iofleet run`; each step is saved in the results store",
+            "--dry-run, --output, --output-format and --metrics-listen apply to `iofleet run`; each step is saved in the results store",
         ));
     }
     if let Some((k, _)) = a

@@ -458,3 +458,27 @@ fn o_direct_refused_by_the_filesystem_suggests_direct_false() {
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
+
+#[test]
+fn step_commands_refuse_the_flags_of_a_single_run() {
+    // sweep and find-max run many steps, each saved in the results store: the flags that
+    // shape one run's output are refused, naming them, before any step runs.
+    let d = tempfile::tempdir().unwrap();
+    for flag in [
+        &["--dry-run"][..],
+        &["--output", "r.json"],
+        &["--metrics-listen", "127.0.0.1:0"],
+        &["--output-format", "fio-json"],
+    ] {
+        for cmd in [
+            &["sweep", "easy-run-4k100r", "--vary", "qd=1,2"][..],
+            &["find-max", "easy-run-4k100r", "--slo", "p99<=1ms"],
+        ] {
+            let mut args: Vec<&str> = cmd.to_vec();
+            args.extend(["--engine", "null"]);
+            args.extend_from_slice(flag);
+            expect_input_error(d.path(), &args, &[flag[0], "apply to `iofleet run`"]);
+        }
+    }
+    assert!(!d.path().join("r.json").exists());
+}
