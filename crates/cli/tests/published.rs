@@ -500,10 +500,12 @@ fn long_names_and_labels_are_not_cut() {
         "--db",
         db,
     ];
+    // Short names that no run id (8 hex digits) can start with: "b" would be ambiguous
+    // with every id beginning with b.
     for (name, test, cfg) in [
         (long_name, long_test, long_cfg),
-        ("b", long_test, "cfg=one"),
-        ("c", "test=other", long_cfg),
+        ("run-x", long_test, "cfg=one"),
+        ("run-y", "test=other", long_cfg),
     ] {
         let mut args = vec!["run", "--name", name, "--label", test, "--label", cfg];
         args.extend_from_slice(&short);
@@ -526,7 +528,10 @@ fn long_names_and_labels_are_not_cut() {
     }
 
     // compare: the run list and the configuration table (3 runs).
-    let o = run_in(d.path(), &["compare", long_name, "b", "c", "--db", db]);
+    let o = run_in(
+        d.path(),
+        &["compare", long_name, "run-x", "run-y", "--db", db],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let text = stdout(&o);
     assert!(text.contains(long_name), "{text}");
@@ -554,8 +559,8 @@ fn long_names_and_labels_are_not_cut() {
         &[
             "compare",
             long_name,
-            "b",
-            "c",
+            "run-x",
+            "run-y",
             "--by",
             "test",
             "--configs",
