@@ -507,12 +507,13 @@ impl<'a> Collector<'a> {
             hosts_lost,
             &fleet,
         );
-        (row.net, row.observers) = iofleet_stats::split_by_role(&usage, &self.spec.observers);
+        let rates = iofleet_stats::rates_of(&usage);
+        (row.net, row.observers) = iofleet_stats::split_by_role(&rates, &self.spec.observers);
         self.layout.push_part_rows(
             k,
             dur_ns as f64 / 1e9,
             &per_worker,
-            &usage,
+            &rates,
             streams,
             &mut self.out.host_rows,
             &mut self.out.group_rows,
@@ -658,12 +659,9 @@ pub(crate) fn summarize(
     let ios = all.ios as f64;
     let per_io = |s: f64| (ios > 0.0).then(|| s * 1e6 / ios);
     let workers_usage: Vec<HostUsage> = spec.worker_hosts(&col.host_usage).cloned().collect();
-    let measured: Vec<Option<HostUsage>> = col
-        .host_usage
-        .iter()
-        .map(|u| (u.wall_s > 0.0).then(|| u.clone()))
-        .collect();
-    let (net, observers) = iofleet_stats::split_by_role(&measured, &spec.observers);
+    // Rates over the measured phase (a host that reported nothing has none).
+    let rates: Vec<_> = col.host_usage.iter().map(HostUsage::summary).collect();
+    let (net, observers) = iofleet_stats::split_by_role(&rates, &spec.observers);
     push_loss_notices(spec, &col, &mut notices);
     let mut errors = col.errors;
     errors.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));

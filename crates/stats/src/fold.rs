@@ -9,7 +9,7 @@ use crate::result::{
     WorkerSummary,
 };
 use crate::summary::median;
-use crate::{HostResources, HostUsage, OpSummary, Sample};
+use crate::{HostResources, OpSummary, Sample};
 
 /// One worker group as the fold needs it.
 #[derive(Debug, Clone, PartialEq)]
@@ -281,14 +281,14 @@ impl Layout {
 
     /// One interval's rows per host and per group (`sums`, then `PartRow::from_sample`),
     /// appended to `hosts` and `groups` (created on first use, in layout order); each
-    /// host row carries what the host spent (`usage`, indexed like `hosts`).
+    /// host row carries what the host spent (`rates`, indexed like `hosts`).
     #[allow(clippy::too_many_arguments)]
     pub fn push_part_rows(
         &self,
         index: u32,
         duration_s: f64,
         per_worker: &[Sample],
-        usage: &[Option<HostUsage>],
+        rates: &[Option<HostResources>],
         n_streams: usize,
         hosts: &mut Vec<PartIntervals>,
         groups: &mut Vec<PartIntervals>,
@@ -311,10 +311,7 @@ impl Layout {
         let (per_host, per_group) = self.sums(per_worker, n_streams);
         for (h, (part, s)) in hosts.iter_mut().zip(&per_host).enumerate() {
             let mut row = PartRow::from_sample(index, duration_s, s);
-            row.usage = usage
-                .get(h)
-                .and_then(|u| u.as_ref())
-                .and_then(HostUsage::summary);
+            row.usage = rates.get(h).cloned().flatten();
             part.rows.push(row);
         }
         for (part, s) in groups.iter_mut().zip(&per_group) {

@@ -150,22 +150,31 @@ impl HostResources {
 
 /// What an interval's hosts spent, split by role: the network of the hosts that run
 /// workers, summed, and the observer hosts' figures together (`HostResources::together`).
-/// `observer` is indexed like `usage` (missing entries: a worker host).
+/// `rates` holds each host's rates (`rates_of`); `observer` is indexed like it (missing
+/// entries: a worker host).
 pub fn split_by_role(
-    usage: &[Option<HostUsage>],
+    rates: &[Option<HostResources>],
     observer: &[bool],
 ) -> (Option<HostNet>, Option<HostResources>) {
     let is_observer = |h: usize| observer.get(h).copied().unwrap_or(false);
-    let of = |want: bool| -> Vec<HostResources> {
-        usage
+    let of = |want: bool| {
+        rates
             .iter()
             .enumerate()
-            .filter(|(h, _)| is_observer(*h) == want)
-            .filter_map(|(_, u)| u.as_ref().and_then(HostUsage::summary))
-            .collect()
+            .filter(move |(h, _)| is_observer(*h) == want)
+            .filter_map(|(_, r)| r.as_ref())
     };
-    let net = HostResources::together(&of(false)).map(|r| r.net);
-    (net, HostResources::together(&of(true)))
+    let net = HostResources::together(of(false)).map(|r| r.net);
+    (net, HostResources::together(of(true)))
+}
+
+/// Each host's rates over its span (`HostUsage::summary`), as `split_by_role` and the
+/// host rows take them.
+pub fn rates_of(usage: &[Option<HostUsage>]) -> Vec<Option<HostResources>> {
+    usage
+        .iter()
+        .map(|u| u.as_ref().and_then(HostUsage::summary))
+        .collect()
 }
 
 impl HostUsage {

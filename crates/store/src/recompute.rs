@@ -69,19 +69,15 @@ impl Store {
         let n_streams = layout.streams.len();
         let usage = self.host_usage(id)?;
         let nominal_ns = (info.interval_s * 1e9).round() as u64;
-        let mut walk = Walk::new(&layout, n_streams, n_workers, intervals.len(), nominal_ns);
-        walk.observers = layout
-            .hosts
-            .iter()
-            .map(|h| host_facts(stored.as_ref(), h).observer)
-            .collect();
-        let walk = self.walk_intervals(id, &intervals, &layout, &usage, stored.as_ref(), walk)?;
-        let elapsed_s = walk.measured_ns as f64 / 1e9;
         let facts: Vec<HostFacts> = layout
             .hosts
             .iter()
             .map(|name| host_facts(stored.as_ref(), name))
             .collect();
+        let mut walk = Walk::new(&layout, n_streams, n_workers, intervals.len(), nominal_ns);
+        walk.observers = facts.iter().map(|f| f.observer).collect();
+        let walk = self.walk_intervals(id, &intervals, &layout, &usage, stored.as_ref(), walk)?;
+        let elapsed_s = walk.measured_ns as f64 / 1e9;
         let Folded {
             fleet,
             streams,
@@ -493,12 +489,13 @@ impl Walk {
             .iter()
             .map(|h| usage.get(&(iv.idx, h.clone())).cloned())
             .collect();
-        self.push_parts(iv, layout, usage, &by_host, per_worker);
+        let rates = iofleet_stats::rates_of(&by_host);
+        self.push_parts(iv, layout, usage, &rates, per_worker);
         let mut fleet = Sample::new(self.n_streams);
         per_worker.iter().for_each(|w| fleet += w);
         self.error_count += fleet.errors();
         let mut row = interval_row(iv, &fleet);
-        (row.net, row.observers) = iofleet_stats::split_by_role(&by_host, &self.observers);
+        (row.net, row.observers) = iofleet_stats::split_by_role(&rates, &self.observers);
         // The self-check is not in the histograms: it comes from the final result.
         row.generator = stored
             .and_then(|r| r.intervals.iter().find(|x| x.index == iv.idx))
@@ -520,14 +517,14 @@ impl Walk {
         iv: &StoredInterval,
         layout: &Layout,
         usage: &BTreeMap<(u32, String), HostUsage>,
-        by_host: &[Option<HostUsage>],
+        rates: &[Option<iofleet_stats::HostResources>],
         per_worker: &[Sample],
     ) {
         layout.push_part_rows(
             iv.idx,
             iv.duration_s,
             per_worker,
-            by_host,
+            rates,
             self.n_streams,
             &mut self.host_intervals,
             &mut self.group_intervals,
