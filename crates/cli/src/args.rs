@@ -73,6 +73,10 @@ pub enum Command {
     /// iofleet that fleet runs keep there.
     #[command(subcommand)]
     Hosts(crate::cmd_hosts::HostsCmd),
+    /// Look after a Kubernetes fleet: `kube clean --hosts FILE` deletes every object
+    /// iofleet made for it (kept with `keep = true`, or left by a killed run).
+    #[command(subcommand)]
+    Kube(crate::cmd_kube::KubeCmd),
     /// Print the version, result schema version and io_uring availability.
     Version,
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout,

@@ -224,6 +224,7 @@ fn host_lines(out: &mut String, h: &HostSpec, share: &iofleet_fleet::agents::Hos
     let via = match h.transport {
         inventory::TransportKind::Ssh => format!("ssh {}", h.destination),
         inventory::TransportKind::Local => "a local agent process".into(),
+        inventory::TransportKind::Kubectl => format!("kubectl exec {}", h.destination),
     };
     if h.role == inventory::Role::Observer {
         let watches = match &h.target {

@@ -105,6 +105,12 @@ impl Observer for LiveView {
         self.draw();
     }
 
+    fn status(&mut self, line: &str) {
+        if let Some(b) = &self.bar {
+            b.set_message(line.to_string());
+        }
+    }
+
     fn interval(&mut self, snap: &IntervalSnapshot<'_>) {
         self.host_rows(snap);
         self.line.interval(snap.row);

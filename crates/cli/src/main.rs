@@ -14,6 +14,7 @@ mod cmd_ceiling;
 mod cmd_compare;
 mod cmd_findmax;
 mod cmd_hosts;
+mod cmd_kube;
 mod cmd_plan;
 mod cmd_precondition;
 mod cmd_profiles;
@@ -104,6 +105,7 @@ fn main() {
         Command::Compare(c) => cmd_compare::run(c),
         Command::Report(r) => cmd_report::run(r),
         Command::Hosts(h) => cmd_hosts::run(h),
+        Command::Kube(k) => cmd_kube::run(k),
         Command::Agent => Ok(iofleet_fleet::agent::serve(
             Box::new(std::io::stdin()),
             Box::new(std::io::stdout()),

@@ -206,6 +206,14 @@ pub(crate) fn launcher_at(
     settings: RunSettings,
 ) -> Result<Box<dyn Launcher>, Exit> {
     Ok(match hosts {
+        Some(path) if iofleet_fleet::kube::is_kube_file(path) => {
+            let fleet = iofleet_fleet::kube::load(path).map_err(Exit::input)?;
+            Box::new(iofleet_fleet::kube::KubeLauncher::new(
+                fleet,
+                path.to_path_buf(),
+                settings,
+            ))
+        }
         Some(path) => {
             let hosts = iofleet_fleet::inventory::load(path).map_err(Exit::input)?;
             Box::new(AgentLauncher::new(hosts, settings))

@@ -596,6 +596,10 @@ impl AgentLauncher {
         }
     }
 
+    pub fn settings(&self) -> &RunSettings {
+        &self.settings
+    }
+
     /// Stop every agent, wait (bounded) for them to exit, kill what is left. The copies
     /// stay for the next run.
     fn shutdown(&mut self) {
@@ -1260,6 +1264,7 @@ impl Launcher for AgentLauncher {
             notices: std::mem::take(
                 &mut *self.late_notices.lock().unwrap_or_else(|p| p.into_inner()),
             ),
+            kubernetes: None,
         }
     }
 }

@@ -728,6 +728,7 @@ fn host_facts(
             lost_at_s: col.host_lost_ns[h].map(|t| t as f64 / 1e9),
             resources: col.host_usage[h].summary(),
             observer: spec.is_observer(h),
+            kubernetes: None,
         })
         .collect()
 }

@@ -181,7 +181,8 @@ pub fn run(
         probe: prep.probe.clone(),
     };
     let collected = collect(&rx, &spec, observer, &stop, &mut |s| launcher.give_up(s));
-    let finished = launcher.finish();
+    let mut finished = launcher.finish();
+    let kubernetes = finished.kubernetes.take();
     for n in finished.notices {
         if !notices.contains(&n) {
             notices.push(n);
@@ -195,14 +196,21 @@ pub fn run(
     ) {
         info.start_skew_ms = Some(hi - lo);
     }
-    Ok(summarize(
+    let mut result = summarize(
         &spec,
         collected,
         info,
         prep.configured_outstanding,
         &finished.start_late_ms,
         notices,
-    ))
+    );
+    if let Some((run, pods)) = kubernetes {
+        result.run.kubernetes = Some(run);
+        for h in &mut result.hosts {
+            h.kubernetes = pods.iter().find(|p| p.pod == h.host).cloned();
+        }
+    }
+    Ok(result)
 }
 
 fn run_info(
@@ -233,6 +241,7 @@ fn run_info(
         iofleet_version: env!("CARGO_PKG_VERSION").into(),
         start_skew_ms: None,
         plan: iofleet_profile::RecordedPlan::new(plan, groups),
+        kubernetes: None,
     }
 }
 

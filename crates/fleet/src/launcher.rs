@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::Sender;
 use iofleet_engine::target::{DiskLayout, TargetSpec};
 use iofleet_profile::GroupPlan;
-use iofleet_stats::result::VerifySummary;
+use iofleet_stats::result::{KubePod, KubeRun, VerifySummary};
 
 use crate::agents::HostShare;
 use crate::controller::FleetError;
@@ -117,6 +117,8 @@ pub struct Finished {
     pub start_late_ms: Vec<Option<f64>>,
     /// Notices that arose during the run.
     pub notices: Vec<String>,
+    /// A Kubernetes fleet's facts: the run's, and each pod's (by host name).
+    pub kubernetes: Option<(KubeRun, Vec<KubePod>)>,
 }
 
 pub trait Launcher {

@@ -39,6 +39,9 @@ pub trait Observer {
     fn phase(&mut self, _phase: Phase, _planned_s: f64) {}
     /// Prepare progress in bytes written so far of `total`.
     fn prepare_progress(&mut self, _done: u64, _total: u64) {}
+    /// What the launcher is waiting for before anything can be prepared (a
+    /// Kubernetes fleet's pods and volumes), as one line that replaces the last.
+    fn status(&mut self, _line: &str) {}
     fn interval(&mut self, _snap: &IntervalSnapshot<'_>) {}
 }
 
@@ -63,6 +66,9 @@ impl Observer for Fanout<'_> {
         self.0
             .iter_mut()
             .for_each(|o| o.prepare_progress(done, total));
+    }
+    fn status(&mut self, line: &str) {
+        self.0.iter_mut().for_each(|o| o.status(line));
     }
     fn interval(&mut self, snap: &IntervalSnapshot<'_>) {
         self.0.iter_mut().for_each(|o| o.interval(snap));

@@ -132,7 +132,6 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
-/// Format a duration the way `parse_duration` reads it back.
 /// The civil date (year, month 1–12, day 1–31) of a day counted from 1970-01-01, in the
 /// proleptic Gregorian calendar (Howard Hinnant's days-to-civil algorithm).
 pub fn civil_from_days(days: i64) -> (i64, i64, i64) {
@@ -147,6 +146,18 @@ pub fn civil_from_days(days: i64) -> (i64, i64, i64) {
     (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
+/// The day counted from 1970-01-01 of a civil date (year, month 1–12, day 1–31): the
+/// inverse of `civil_from_days` (Howard Hinnant's days-from-civil algorithm).
+pub fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// Format a duration the way `parse_duration` reads it back.
 pub fn format_duration(d: Duration) -> String {
     let ms = d.as_millis();
     if !d.as_nanos().is_multiple_of(1_000_000) {
@@ -178,6 +189,11 @@ mod tests {
             (47_541, (2100, 3, 1)),
         ] {
             assert_eq!(civil_from_days(days), date, "{days}");
+            assert_eq!(days_from_civil(date.0, date.1, date.2), days, "{date:?}");
+        }
+        for days in (-800_000..800_000).step_by(997) {
+            let (y, m, d) = civil_from_days(days);
+            assert_eq!(days_from_civil(y, m, d), days);
         }
     }
 

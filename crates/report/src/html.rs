@@ -426,6 +426,46 @@ fn hosts_section(h: &mut String, runs: &[RunData], charts: &[Chart]) {
     h.push_str("</section>\n");
 }
 
+/// Runs on a Kubernetes fleet: what each ran on, and every pod's node and volumes.
+fn kubernetes_section(h: &mut String, runs: &[RunData]) {
+    if runs.iter().all(|r| r.result.run.kubernetes.is_none()) {
+        return;
+    }
+    h.push_str("<section id=\"kubernetes\"><h2>Kubernetes</h2>\n");
+    for (i, r) in runs.iter().enumerate() {
+        let Some(k) = &r.result.run.kubernetes else {
+            continue;
+        };
+        let pods: Vec<_> = r
+            .result
+            .hosts
+            .iter()
+            .filter_map(|x| x.kubernetes.as_ref())
+            .collect();
+        for line in crate::kube::fleet_lines(k, pods.len()) {
+            let _ = writeln!(h, "<p>{}{} {}</p>", swatch(i), i + 1, escape(&line));
+        }
+        h.push_str("<table class=\"kube-volumes\">\n<tr><th class=\"l\">pod</th><th class=\"l\">node</th><th class=\"l\">claim</th><th class=\"l\">volume</th><th class=\"l\">StorageClass</th><th class=\"l\">provisioner</th><th>bound after s</th></tr>\n");
+        for p in pods {
+            for v in &p.volumes {
+                let _ = writeln!(
+                    h,
+                    "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td></tr>",
+                    escape(&p.pod),
+                    escape(p.node.as_deref().unwrap_or("-")),
+                    escape(&v.claim),
+                    escape(v.volume.as_deref().unwrap_or("-")),
+                    escape(v.storage_class.as_deref().unwrap_or("-")),
+                    escape(v.provisioner.as_deref().unwrap_or("-")),
+                    v.bound_after_s.map_or("-".into(), |s| format!("{s:.0}")),
+                );
+            }
+        }
+        h.push_str("</table>\n");
+    }
+    h.push_str("</section>\n");
+}
+
 fn groups_section(h: &mut String, runs: &[RunData], charts: &[Chart]) {
     let chart = |id: &str| charts.iter().find(|c| c.id == id);
     h.push_str("<section id=\"groups\"><h2>Worker groups</h2>\n<table id=\"group-table\">\n<tr><th class=\"l\">group</th><th class=\"l\">#</th><th class=\"l\">profile</th><th>workers</th><th>IOPS</th><th>MB/s</th><th>read mean µs</th><th>read p99 µs</th><th>write mean µs</th><th>write p99 µs</th></tr>\n");
@@ -815,6 +855,7 @@ pub fn report(
     latency_section(&mut h, runs, &charts);
     spread_section(&mut h, &charts);
     hosts_section(&mut h, runs, &charts);
+    kubernetes_section(&mut h, runs);
     if has_groups(runs) {
         groups_section(&mut h, runs, &charts);
     }

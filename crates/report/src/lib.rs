@@ -17,6 +17,7 @@ pub mod fio_json;
 pub mod gate;
 pub mod html;
 pub mod json;
+pub mod kube;
 pub mod markdown;
 pub mod table;
 pub mod workload;

@@ -829,6 +829,51 @@ fn write_hosts(r: &RunResult, out: &mut dyn Write, max: Option<usize>) -> io::Re
     Ok(())
 }
 
+/// A Kubernetes fleet: what it ran on, and each pod's node and volumes.
+fn write_kubernetes(r: &RunResult, out: &mut dyn Write, max: Option<usize>) -> io::Result<()> {
+    let Some(k) = &r.run.kubernetes else {
+        return Ok(());
+    };
+    writeln!(out)?;
+    let pods: Vec<_> = r
+        .hosts
+        .iter()
+        .filter_map(|h| h.kubernetes.as_ref())
+        .collect();
+    for line in crate::kube::fleet_lines(k, pods.len()) {
+        wrap(out, &line, max, 2)?;
+    }
+    let mut g = Grid::new(
+        1,
+        &[
+            ("pod", true),
+            ("node", true),
+            ("volumes", false),
+            ("bound after s", false),
+            ("provisioner", true),
+        ],
+    );
+    for p in pods {
+        let provisioners: std::collections::BTreeSet<&str> = p
+            .volumes
+            .iter()
+            .filter_map(|v| v.provisioner.as_deref())
+            .collect();
+        g.row(vec![
+            p.pod.clone(),
+            p.node.clone().unwrap_or_else(|| "-".into()),
+            p.volumes.len().to_string(),
+            match crate::kube::bind_range(p) {
+                Some((lo, hi)) if lo == hi => format!("{lo:.0}"),
+                Some((lo, hi)) => format!("{lo:.0}-{hi:.0}"),
+                None => "-".into(),
+            },
+            provisioners.into_iter().collect::<Vec<_>>().join(","),
+        ]);
+    }
+    g.print(out, max)
+}
+
 /// What each host spent: CPU, memory, network and the devices under the target.
 fn write_host_resources(r: &RunResult, out: &mut dyn Write, max: Option<usize>) -> io::Result<()> {
     writeln!(out)?;
@@ -986,6 +1031,7 @@ impl TableExporter {
                 write_host_resources(r, out, max)?;
             }
         }
+        write_kubernetes(r, out, max)?;
         write_errors(&r.summary.errors, out, max)?;
         if let Some(v) = &r.summary.verify {
             write_verify(v, out, max)?;

@@ -50,6 +50,8 @@ pub struct HostFacts {
     pub resources: Option<HostResources>,
     /// The host runs no I/O and only reports what it spends.
     pub observer: bool,
+    /// A pod of a Kubernetes fleet: its node and volumes.
+    pub kubernetes: Option<crate::result::KubePod>,
 }
 
 /// The folded figures.
@@ -237,6 +239,7 @@ impl Layout {
                     memory: res.map(|r| r.memory.clone()),
                     net: res.map(|r| r.net.clone()),
                     disk: res.and_then(|r| r.disk.clone()),
+                    kubernetes: f.kubernetes.clone(),
                 }
             })
             .collect()

@@ -171,6 +171,67 @@ pub struct RunInfo {
     pub start_skew_ms: Option<f64>,
     /// The resolved plan (fleet shape, timing, streams) exactly as run.
     pub plan: iofleet_profile::RecordedPlan,
+    /// A Kubernetes fleet's objects and StorageClass (absent for any other fleet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubernetes: Option<KubeRun>,
+}
+
+/// What a run on a Kubernetes fleet ran on (docs/kubernetes.md).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KubeRun {
+    /// The kubeconfig context (None: kubectl's current one).
+    pub context: Option<String>,
+    pub namespace: String,
+    /// The fleet's name: its objects are `iofleet-NAME`.
+    pub fleet: String,
+    pub image: String,
+    /// `filesystem` or `block`.
+    pub volume_mode: String,
+    /// The pods were there already, kept by an earlier run (`keep = true`).
+    pub reused: bool,
+    /// Seconds from creating the objects (or finding them) to every pod Ready.
+    pub ready_after_s: f64,
+    /// The StorageClass the claims were bound from, as the cluster describes it (None:
+    /// it could not be read, e.g. without `get` on storageclasses).
+    pub storage_class: Option<StorageClassFacts>,
+    /// Kept for the next run (`keep = true`), else deleted at the end.
+    pub kept: bool,
+}
+
+/// A StorageClass as the cluster describes it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StorageClassFacts {
+    pub name: String,
+    pub provisioner: String,
+    #[serde(default)]
+    pub parameters: std::collections::BTreeMap<String, String>,
+    pub reclaim_policy: Option<String>,
+    pub volume_binding_mode: Option<String>,
+}
+
+/// One pod of a Kubernetes fleet: where it ran and its volumes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KubePod {
+    pub pod: String,
+    /// The node it was scheduled on.
+    pub node: Option<String>,
+    pub volumes: Vec<KubeVolume>,
+}
+
+/// One volume of a pod: its claim and the volume bound to it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KubeVolume {
+    /// The PersistentVolumeClaim.
+    pub claim: String,
+    /// The PersistentVolume bound to it.
+    pub volume: Option<String>,
+    pub storage_class: Option<String>,
+    /// The CSI driver (or in-tree provisioner) that made it.
+    pub provisioner: Option<String>,
+    /// Seconds from the claim's creation to its volume's (the API server's
+    /// timestamps, whole seconds): how long the storage took to provision it. None
+    /// when the volume is older than the claim (pre-provisioned) or unreadable.
+    pub bound_after_s: Option<f64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -611,6 +672,9 @@ pub struct HostSummary {
     /// None also when no block device lies under the host's targets.
     #[serde(default)]
     pub disk: Option<HostDisk>,
+    /// A pod of a Kubernetes fleet: its node and volumes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubernetes: Option<KubePod>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

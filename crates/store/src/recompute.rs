@@ -720,6 +720,7 @@ fn host_facts(stored: Option<&RunResult>, name: &str) -> HostFacts {
         lost_at_s: live.lost_at_s,
         resources,
         observer: live.observer,
+        kubernetes: live.kubernetes.clone(),
     }
 }
 

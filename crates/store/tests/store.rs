@@ -32,6 +32,7 @@ fn info(profile: &str, workers: u32) -> RunInfo {
         iofleet_version: "0.1.0".into(),
         start_skew_ms: Some(0.0),
         plan: recorded_plan(workers),
+        kubernetes: None,
     }
 }
 
@@ -379,6 +380,7 @@ fn host(name: &str, lost_at_s: Option<f64>) -> iofleet_stats::result::HostSummar
         memory: None,
         net: None,
         disk: None,
+        kubernetes: None,
     }
 }
 

@@ -45,6 +45,19 @@ use crate::protocol::TargetArg;
 pub enum TransportKind {
     Ssh,
     Local,
+    /// `kubectl exec` into a pod of a Kubernetes fleet (`crate::kube`), which creates
+    /// these hosts itself: an inventory cannot name it.
+    #[serde(skip)]
+    Kubectl,
+}
+
+/// Where `kubectl exec` finds a pod: the kubeconfig context (None: kubectl's current)
+/// and namespace; the pod is the host's `destination`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodAddress {
+    pub context: Option<String>,
+    pub namespace: String,
+    pub container: String,
 }
 
 /// What a host does in a run.
@@ -74,6 +87,8 @@ pub struct HostSpec {
     /// devices listed, or the device under a directory; an empty device list (no target
     /// given) watches every disk of the host.
     pub role: Role,
+    /// With the `kubectl` transport: the pod's context, namespace and container.
+    pub pod: Option<PodAddress>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -213,7 +228,7 @@ pub fn load_with(path: &Path, reader: Reader) -> Result<Vec<HostSpec>, Inventory
         crate::kube::load(path)?;
         return Err(fail(
             None,
-            "describes a Kubernetes fleet ([kubernetes]): `iofleet run ... --dry-run` prints the objects it needs; running on Kubernetes comes with the kubectl transport (docs/kubernetes.md)".into(),
+            "describes a Kubernetes fleet ([kubernetes]): only `iofleet run` and `iofleet kube clean` take it (docs/kubernetes.md)".into(),
         ));
     }
     let hosts = if path.extension().is_some_and(|e| e == "toml") {
@@ -374,6 +389,7 @@ fn host_spec(h: &Host, text: Option<&str>) -> Result<HostSpec, VarError> {
         iofleet_path: vars.text_of("iofleet_path")?,
         transport,
         ssh_options,
+        pod: None,
     })
 }
 
@@ -561,6 +577,7 @@ pub fn parse_toml(text: &str) -> Result<Vec<HostSpec>, String> {
                 iofleet_path: h.iofleet_path,
                 transport: h.transport.unwrap_or(TransportKind::Ssh),
                 ssh_options,
+                pod: None,
             }
         })
         .collect())
@@ -793,6 +810,7 @@ mod tests {
             transport: TransportKind::Ssh,
             ssh_options: vec![],
             role: Role::Workers,
+            pod: None,
         };
         let hosts = vec![h(None), h(Some(4)), h(None), h(None)];
         let p = place(&hosts, 11).unwrap();

@@ -6,14 +6,16 @@
 //! every transport.
 //!
 //! Implementations: `local` (a child process of this controller, `sh -c`), `ssh` (the
-//! system OpenSSH client in batch mode). A `kubectl exec -i POD -- sh -c SCRIPT`
-//! transport fits the same method; docs/fleet.md describes that design.
+//! system OpenSSH client in batch mode), `kubectl` (`kubectl exec -i POD -- sh -c
+//! SCRIPT` into a Kubernetes fleet's pods).
 
+mod kubectl;
 mod local;
 mod ssh;
 
 use std::process::Command;
 
+pub use kubectl::{kubectl, KubectlTransport};
 pub use local::LocalTransport;
 pub use ssh::SshTransport;
 
@@ -36,6 +38,13 @@ pub fn for_host(host: &HostSpec) -> Box<dyn Transport> {
         TransportKind::Ssh => Box::new(SshTransport {
             destination: host.destination.clone(),
             options: host.ssh_options.clone(),
+        }),
+        TransportKind::Kubectl => Box::new(KubectlTransport {
+            pod: host.destination.clone(),
+            address: host
+                .pod
+                .clone()
+                .expect("a kubectl host is made by crate::kube with its pod address"),
         }),
     }
 }

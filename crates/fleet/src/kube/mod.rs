@@ -44,6 +44,11 @@ use serde_json::{json, Value};
 
 use crate::inventory::InventoryError;
 
+pub mod cluster;
+mod launcher;
+
+pub use launcher::KubeLauncher;
+
 /// The label every object iofleet creates carries, and its value.
 pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "iofleet");
 /// The label naming the fleet an object belongs to.

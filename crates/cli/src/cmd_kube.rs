@@ -1,0 +1,72 @@
+//! `iofleet kube clean --hosts FILE`: delete every object iofleet made for a Kubernetes
+//! fleet — its StatefulSet, Service, pods and volume claims, found by the fleet's name
+//! and labels, and nothing else. For a fleet kept with `keep = true`, or left behind by
+//! a run that was killed before it could delete them. Lists what it deletes; `--dry-run`
+//! only lists.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+use iofleet_fleet::kube::cluster::Cluster;
+
+use crate::Exit;
+
+#[derive(Subcommand, Debug)]
+pub enum KubeCmd {
+    /// Delete every object iofleet made for the fleet described in FILE.
+    Clean(KubeCleanArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct KubeCleanArgs {
+    /// The fleet's description (a TOML file with a [kubernetes] table).
+    #[arg(long, value_name = "FILE")]
+    pub hosts: PathBuf,
+    /// List what would be deleted, and delete nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+pub fn run(cmd: KubeCmd) -> Result<i32, Exit> {
+    let KubeCmd::Clean(a) = cmd;
+    if !iofleet_fleet::kube::is_kube_file(&a.hosts) {
+        return Err(Exit::input(format!(
+            "--hosts {}: not a Kubernetes fleet description (a TOML file with a [kubernetes] table)",
+            a.hosts.display()
+        )));
+    }
+    let fleet = iofleet_fleet::kube::load(&a.hosts).map_err(Exit::input)?;
+    let cluster = Cluster::new(&fleet);
+    let found = cluster.leftovers().map_err(Exit::failure)?;
+    if found.is_empty() {
+        println!(
+            "kubernetes: nothing of fleet {} in namespace {}",
+            fleet.name, fleet.namespace
+        );
+        return Ok(0);
+    }
+    for o in &found {
+        println!(
+            "{} {o}",
+            if a.dry_run {
+                "would delete"
+            } else {
+                "deleting"
+            }
+        );
+    }
+    if a.dry_run {
+        return Ok(0);
+    }
+    cluster.delete().map_err(Exit::failure)?;
+    let left = cluster.leftovers().map_err(Exit::failure)?;
+    if left.is_empty() {
+        println!("kubernetes: fleet {} deleted", fleet.name);
+        Ok(0)
+    } else {
+        for o in &left {
+            eprintln!("error: still there: {o}");
+        }
+        Ok(1)
+    }
+}

@@ -1,0 +1,335 @@
+//! Runs on a Kubernetes fleet: create the objects of the description, wait for every
+//! pod to be Ready, then drive the pods as hosts through `AgentLauncher` over the
+//! `kubectl` transport (one worker per pod, its disks on the pod's volumes), and at the
+//! end delete what was created unless `keep = true`. Whatever ends the run — the end,
+//! an error, Ctrl-C at any phase — the objects go: `finish` deletes them, and so does
+//! dropping the launcher when `finish` was never reached.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::Sender;
+use iofleet_profile::GroupPlan;
+use iofleet_stats::result::{KubePod, KubeRun};
+
+use super::cluster::{claim_name, pod_facts, Cluster};
+use super::{KubeFleet, VolumeMode};
+use crate::agents::AgentLauncher;
+use crate::controller::FleetError;
+use crate::inventory::{HostSpec, Role, TransportKind};
+use crate::lanes::Msg;
+use crate::launcher::{Finished, HostVerified, LaunchPlan, Launcher, Prepared};
+use crate::observer::Observer;
+use crate::precondition::Preconditioned;
+use crate::protocol::TargetArg;
+use crate::settings::RunSettings;
+
+/// How often the pods and claims are looked at while waiting for them.
+const POLL: Duration = Duration::from_millis(500);
+
+pub struct KubeLauncher {
+    fleet: KubeFleet,
+    /// The description's file, for the clean-up command in messages.
+    file: PathBuf,
+    cluster: Cluster,
+    agents: AgentLauncher,
+    /// Objects may exist that this run must delete (unless `keep`).
+    applied: bool,
+    facts: Option<(KubeRun, Vec<KubePod>)>,
+}
+
+impl KubeLauncher {
+    pub fn new(fleet: KubeFleet, file: PathBuf, settings: RunSettings) -> Self {
+        let cluster = Cluster::new(&fleet);
+        let hosts = pod_hosts(&fleet, &cluster, 0);
+        KubeLauncher {
+            agents: AgentLauncher::new(hosts, settings),
+            cluster,
+            fleet,
+            file,
+            applied: false,
+            facts: None,
+        }
+    }
+
+    /// The groups as a Kubernetes fleet runs them: one profile, one worker per pod.
+    fn groups(&self, groups: &[GroupPlan]) -> Result<(Vec<GroupPlan>, Vec<String>), FleetError> {
+        let [group] = groups else {
+            return Err(FleetError::Input(
+                "--group: a Kubernetes fleet runs one profile (one worker per pod)".into(),
+            ));
+        };
+        let mut group = group.clone();
+        let mut notices = Vec::new();
+        if group.plan.fleet.workers != self.fleet.pods {
+            notices.push(format!(
+                "one worker per pod: running {} workers, not the profile's {}",
+                self.fleet.pods, group.plan.fleet.workers
+            ));
+            group.plan.fleet.workers = self.fleet.pods;
+        }
+        Ok((vec![group], notices))
+    }
+
+    /// Delete the fleet's objects unless they are to be kept: what was done, for the
+    /// user, or why it failed and how to finish the job.
+    fn clean_up(&mut self) -> Option<String> {
+        if !std::mem::take(&mut self.applied) {
+            return None;
+        }
+        if self.fleet.keep {
+            return Some(format!(
+                "kubernetes: kept StatefulSet {} and its pods and volumes for the next run (keep = true); `iofleet kube clean --hosts {}` removes them",
+                self.cluster.object,
+                self.file.display()
+            ));
+        }
+        Some(match self.cluster.delete() {
+            Ok(()) => format!(
+                "kubernetes: deleted StatefulSet {0}, Service {0}, its pods and its volume claims",
+                self.cluster.object
+            ),
+            Err(e) => format!(
+                "kubernetes: the fleet's objects could not all be deleted ({e}); `iofleet kube clean --hosts {}` removes them",
+                self.file.display()
+            ),
+        })
+    }
+
+    /// Create the objects and wait until every pod is Ready: `Ok(None)` when `stop`
+    /// was set first.
+    fn provision(
+        &mut self,
+        plan: &LaunchPlan,
+        stop: &Arc<AtomicBool>,
+        observer: &mut dyn Observer,
+        notices: &mut Vec<String>,
+    ) -> Result<Option<()>, FleetError> {
+        let setup = |e: String| FleetError::Setup(e);
+        let reused = self.cluster.exists().map_err(setup)?;
+        let objects = self.fleet.manifests(&plan.groups[0].plan);
+        self.applied = true;
+        let t0 = Instant::now();
+        self.cluster.apply(&objects).map_err(setup)?;
+        let pods = self.fleet.pod_names();
+        let disks = plan.groups[0].plan.fleet.disks_per_worker;
+        let claims: Vec<String> = pods
+            .iter()
+            .flat_map(|p| (0..disks).map(move |k| claim_name(k, p)))
+            .collect();
+        let (pod_states, claim_states) = loop {
+            if stop.load(Ordering::SeqCst) {
+                return Ok(None);
+            }
+            let (pod_states, claim_states) = self.cluster.states().map_err(setup)?;
+            let ready = pods
+                .iter()
+                .filter(|p| pod_states.get(*p).is_some_and(|s| s.ready))
+                .count();
+            let bound = claims
+                .iter()
+                .filter(|c| claim_states.get(*c).is_some_and(|s| s.bound))
+                .count();
+            observer.status(&format!(
+                "kubernetes: {ready}/{} pods ready, {bound}/{} volumes bound, {:.0} s",
+                pods.len(),
+                claims.len(),
+                t0.elapsed().as_secs_f64()
+            ));
+            if ready == pods.len() {
+                break (pod_states, claim_states);
+            }
+            let waited = t0.elapsed();
+            if waited >= self.fleet.bind_timeout {
+                if let Some(c) = claims
+                    .iter()
+                    .find(|c| !claim_states.get(*c).is_some_and(|s| s.bound))
+                {
+                    return Err(self.not_ready(
+                        "PersistentVolumeClaim",
+                        c,
+                        "bound",
+                        "bind_timeout",
+                    ));
+                }
+            }
+            if waited >= self.fleet.ready_timeout {
+                let p = pods
+                    .iter()
+                    .find(|p| !pod_states.get(*p).is_some_and(|s| s.ready))
+                    .expect("a pod is not ready");
+                let mut e = self.not_ready("Pod", p, "Ready", "ready_timeout");
+                if let (FleetError::Setup(m), Some(s)) = (&mut e, pod_states.get(p)) {
+                    m.push_str(&format!(
+                        " (phase {}{})",
+                        s.phase,
+                        s.waiting
+                            .as_ref()
+                            .map_or(String::new(), |w| format!(", container waiting: {w}"))
+                    ));
+                }
+                return Err(e);
+            }
+            std::thread::sleep(POLL);
+        };
+        let ready_after_s = t0.elapsed().as_secs_f64();
+        let (volumes, classes) = self.cluster.volume_facts(&claim_states, notices);
+        let pods = pod_facts(&pods, disks, &pod_states, &claim_states, &volumes, &classes);
+        let class = claim_states
+            .values()
+            .find_map(|c| c.storage_class.as_ref())
+            .and_then(|sc| classes.get(sc).cloned());
+        let run = KubeRun {
+            context: self.fleet.context.clone(),
+            namespace: self.fleet.namespace.clone(),
+            fleet: self.fleet.name.clone(),
+            image: self.fleet.image.clone(),
+            volume_mode: match self.fleet.volume_mode {
+                VolumeMode::Filesystem => "filesystem",
+                VolumeMode::Block => "block",
+            }
+            .into(),
+            reused,
+            ready_after_s,
+            storage_class: class,
+            kept: self.fleet.keep,
+        };
+        notices.push(format!(
+            "kubernetes: {} pods Ready in {:.1} s{}",
+            pods.len(),
+            ready_after_s,
+            if reused {
+                " (the fleet's objects were there already)"
+            } else {
+                ""
+            }
+        ));
+        self.facts = Some((run, pods));
+        Ok(Some(()))
+    }
+
+    /// The error for an object that did not become `what` within `key`, with its
+    /// events.
+    fn not_ready(&self, kind: &str, name: &str, what: &str, key: &str) -> FleetError {
+        let limit = match key {
+            "bind_timeout" => self.fleet.bind_timeout,
+            _ => self.fleet.ready_timeout,
+        };
+        let events = self.cluster.events(kind, name);
+        FleetError::Setup(format!(
+            "kubernetes: {} {name} was not {what} within {} (kubernetes.{key}); {}",
+            if kind == "Pod" { "pod" } else { "claim" },
+            iofleet_profile::units::format_duration(limit),
+            if events.is_empty() {
+                "it has no events".to_string()
+            } else {
+                format!("its events: {}", events.join("; "))
+            }
+        ))
+    }
+}
+
+/// The fleet's pods as hosts: one worker each, its disks on its volumes.
+fn pod_hosts(fleet: &KubeFleet, cluster: &Cluster, disks: u32) -> Vec<HostSpec> {
+    fleet
+        .pod_names()
+        .into_iter()
+        .map(|pod| {
+            let paths: Vec<String> = (0..disks.max(1)).map(|k| fleet.disk_path(k)).collect();
+            HostSpec {
+                name: pod.clone(),
+                destination: pod,
+                target: match fleet.volume_mode {
+                    VolumeMode::Filesystem => TargetArg::Dirs(paths),
+                    VolumeMode::Block => TargetArg::Devices(paths),
+                },
+                workers: None,
+                labels: BTreeMap::new(),
+                iofleet_path: None,
+                transport: TransportKind::Kubectl,
+                ssh_options: Vec::new(),
+                role: Role::Workers,
+                pod: Some(cluster.address.clone()),
+            }
+        })
+        .collect()
+}
+
+impl Launcher for KubeLauncher {
+    fn plan(&mut self, groups: &[GroupPlan]) -> Result<LaunchPlan, FleetError> {
+        let (groups, notices) = self.groups(groups)?;
+        let disks = groups[0].plan.fleet.disks_per_worker;
+        // The pods' targets follow the profile's disks per worker.
+        let settings = self.agents_settings();
+        self.agents = AgentLauncher::new(pod_hosts(&self.fleet, &self.cluster, disks), settings);
+        let mut plan = self.agents.plan(&groups)?;
+        plan.notices.splice(0..0, notices);
+        Ok(plan)
+    }
+
+    fn materialize(
+        &mut self,
+        plan: LaunchPlan,
+        stop: &Arc<AtomicBool>,
+        observer: &mut dyn Observer,
+        notices: &mut Vec<String>,
+    ) -> Result<Option<Prepared>, FleetError> {
+        if self.provision(&plan, stop, observer, notices)?.is_none() {
+            return Ok(None);
+        }
+        self.agents.materialize(plan, stop, observer, notices)
+    }
+
+    fn verify(&mut self, _plan: LaunchPlan, _keep: usize) -> Result<Vec<HostVerified>, FleetError> {
+        Err(FleetError::Input(
+            "a Kubernetes fleet runs `iofleet run` only (verify a kept fleet's volumes: not built yet)".into(),
+        ))
+    }
+
+    fn precondition(
+        &mut self,
+        _plan: LaunchPlan,
+        _stop: &Arc<AtomicBool>,
+        _observer: &mut dyn Observer,
+    ) -> Result<Option<Preconditioned>, FleetError> {
+        Err(FleetError::Input(
+            "a Kubernetes fleet runs `iofleet run` only (precondition: not built yet)".into(),
+        ))
+    }
+
+    fn start(&mut self, epoch: Instant, tx: Sender<Msg>) -> Option<Duration> {
+        self.agents.start(epoch, tx)
+    }
+
+    fn give_up(&mut self, source: usize) {
+        self.agents.give_up(source)
+    }
+
+    fn finish(&mut self) -> Finished {
+        let mut finished = self.agents.finish();
+        if let Some(n) = self.clean_up() {
+            finished.notices.push(n);
+        }
+        finished.kubernetes = self.facts.take();
+        finished
+    }
+}
+
+impl KubeLauncher {
+    fn agents_settings(&self) -> RunSettings {
+        self.agents.settings().clone()
+    }
+}
+
+impl Drop for KubeLauncher {
+    /// A run that ended before `finish` (an error, Ctrl-C while provisioning or
+    /// preparing) still deletes what it created.
+    fn drop(&mut self) {
+        if let Some(n) = self.clean_up() {
+            eprintln!("note: {n}");
+        }
+    }
+}
