@@ -8,10 +8,40 @@ use assert_cmd::Command;
 
 /// The binary, with its results store redirected into a scratch directory, so tests
 /// never write the user's `~/.local/share/iofleet/results.db`.
+///
+/// Its PATH starts with a guard whose `kubectl` fails every call: the tests never run a
+/// real kubectl (a machine may have one, configured for a real cluster). Tests of
+/// Kubernetes fleets put the project's stand-in before it (tests/kubernetes_flow.rs).
 pub fn iofleet() -> Command {
     let mut c = Command::cargo_bin("iofleet").expect("binary is built");
-    c.env("XDG_DATA_HOME", scratch_data_home());
+    c.env("XDG_DATA_HOME", scratch_data_home())
+        .env("PATH", guarded_path());
     c
+}
+
+/// PATH with the kubectl guard first (see `iofleet`).
+pub fn guarded_path() -> String {
+    let guard = Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-kubectl");
+    let script = guard.join("kubectl");
+    if !script.exists() {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::create_dir_all(&guard).unwrap();
+        // Written whole under a unique name, then renamed: parallel tests never run a
+        // half-written guard.
+        let tmp = guard.join(format!(".kubectl.{}", std::process::id()));
+        std::fs::write(
+            &tmp,
+            "#!/bin/sh\necho 'the iofleet tests never run a real kubectl (guard in tests/common.rs)' >&2\nexit 1\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::rename(&tmp, &script).unwrap();
+    }
+    format!(
+        "{}:{}",
+        guard.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
 }
 
 /// Per test binary, under the build's own scratch directory (`target/tmp`), so that

@@ -105,8 +105,9 @@ fn manifests_for_every_volume_mode_spread_and_keep() {
                 assert_eq!(set["spec"]["podManagementPolicy"], "Parallel");
                 // One volume per disk of the worker, of the profile's disk size.
                 assert_eq!(claims.len(), 2);
-                // 1 GiB; on a filesystem 5% and 64 MiB more (1139.2 MiB), rounded up.
-                let want_mib = if mode == "block" { 1024 } else { 1140 };
+                // 1 GiB and its 4 KiB fill marker (1024.004 MiB); on a filesystem 5%
+                // and 64 MiB more (1139.2 MiB); rounded up to whole MiB.
+                let want_mib = if mode == "block" { 1025 } else { 1140 };
                 for (k, c) in claims.iter().enumerate() {
                     assert_eq!(c["metadata"]["name"], format!("disk-{k}"));
                     let spec = &c["spec"];
@@ -278,24 +279,10 @@ fn bad_kubernetes_values_exit_2_naming_the_key() {
 }
 
 #[test]
-fn a_kubernetes_fleet_runs_only_as_a_dry_run_for_now() {
+fn a_kubernetes_fleet_is_refused_where_it_cannot_run_before_anything_is_contacted() {
     let d = tempfile::tempdir().unwrap();
     let kube = write(d.path(), "kube.toml", "[kubernetes]\npods = 2\n");
-    // A run (not a dry run) is refused before anything is contacted, and says why.
-    let o = run_in(
-        d.path(),
-        &[
-            "run",
-            "easy-run-4k70r",
-            "--hosts",
-            &kube,
-            "--engine",
-            "null",
-        ],
-    );
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("kubectl transport"), "{}", stderr(&o));
-    // So are the other commands that take an inventory, with the same words.
+    // The commands that take an inventory of hosts say which commands take this file.
     let o = run_in(d.path(), &["hosts", "clean", "--hosts", &kube]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("Kubernetes fleet"), "{}", stderr(&o));
@@ -311,6 +298,21 @@ fn a_kubernetes_fleet_runs_only_as_a_dry_run_for_now() {
             "--hosts",
             &kube,
             "--dry-run",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--group"), "{}", stderr(&o));
+    // A run too, before kubectl is called (the tests' guard kubectl would fail it).
+    let o = run_in(
+        d.path(),
+        &[
+            "run",
+            "--group",
+            "a=easy-run-4k70r:1",
+            "--group",
+            "b=easy-run-4k100r:1",
+            "--hosts",
+            &kube,
         ],
     );
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));

@@ -408,12 +408,14 @@ impl KubeFleet {
         }
     }
 
-    /// Each volume's size in bytes: `volume_size`, else the profile's disk size; on a
-    /// filesystem with room for its metadata (5% and 64 MiB more); rounded up to MiB.
+    /// Each volume's size in bytes: `volume_size`, else the profile's disk size and
+    /// its 4 KiB fill marker, on a filesystem with room for the filesystem's metadata
+    /// too (5% and 64 MiB more); rounded up to whole MiB.
     pub fn volume_bytes(&self, disk_size: u64) -> u64 {
         const MIB: u64 = 1 << 20;
         let want = self.volume_size.unwrap_or(match self.volume_mode {
-            VolumeMode::Block => disk_size,
+            // The device also holds the disk's fill marker after its data.
+            VolumeMode::Block => disk_size + iofleet_engine::target::MARKER_LEN,
             VolumeMode::Filesystem => disk_size + disk_size / 20 + 64 * MIB,
         });
         want.div_ceil(MIB) * MIB
@@ -649,8 +651,9 @@ mod tests {
         // 1 GiB + 51.2 MiB + 64 MiB, rounded up to whole MiB: 1140 MiB.
         assert_eq!(f.volume_bytes(gib), 1140 << 20);
         f.volume_mode = VolumeMode::Block;
-        assert_eq!(f.volume_bytes(gib), gib);
-        assert_eq!(f.volume_bytes(gib + 1), gib + (1 << 20));
+        // The fill marker's 4 KiB after the data round up to one more MiB.
+        assert_eq!(f.volume_bytes(gib), gib + (1 << 20));
+        assert_eq!(f.volume_bytes(gib - 4096), gib);
         f.volume_size = Some(5 * gib);
         assert_eq!(f.volume_bytes(gib), 5 * gib);
     }

@@ -1,0 +1,675 @@
+//! Runs on a Kubernetes fleet, second layer of docs/kubernetes.md: the whole flow —
+//! create the objects, wait for the pods, run the agents in them through `kubectl exec`,
+//! record the Kubernetes facts, delete everything — against the project's stand-in
+//! `kubectl` (tests/support/kubectl), placed first on PATH. The stand-in keeps its
+//! objects in a directory, binds claims and readies pods after a delay, and runs each
+//! `exec` as a local process in the pod's own root (a chroot in a private mount
+//! namespace, with the pod's volumes at their paths), so it needs root. It never
+//! contacts a cluster, and no other `kubectl` is ever run here.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::need::need;
+use common::*;
+use serde_json::Value;
+
+/// A stand-in cluster: its state directory and a PATH whose first `kubectl` is the
+/// stand-in. Dropping it kills what its pods still run and detaches its loop devices.
+struct Cluster {
+    dir: tempfile::TempDir,
+    path: String,
+}
+
+impl Cluster {
+    fn new(test: &str) -> Option<Cluster> {
+        if !need(
+            test,
+            &["root", "unshare", "chroot", "losetup", "/usr/bin/python3"],
+        ) {
+            return None;
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("iofleet-kube-")
+            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+            .unwrap();
+        let bin = dir.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        std::os::unix::fs::symlink(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/kubectl"),
+            bin.join("kubectl"),
+        )
+        .unwrap();
+        let path = format!("{}:{}", bin.display(), guarded_path());
+        Some(Cluster { dir, path })
+    }
+
+    fn state(&self) -> PathBuf {
+        self.dir.path().join("state")
+    }
+
+    /// A fleet description in the cluster's directory.
+    fn fleet(&self, name: &str, toml: &str) -> String {
+        let p = self.dir.path().join(format!("{name}.toml"));
+        std::fs::write(&p, format!("[kubernetes]\nname = \"{name}\"\n{toml}")).unwrap();
+        p.to_string_lossy().into_owned()
+    }
+
+    fn command(&self, env: &[(&str, &str)]) -> assert_cmd::Command {
+        let mut c = iofleet();
+        c.current_dir(self.dir.path())
+            .env("PATH", &self.path)
+            .env("FAKE_KUBE_STATE", self.state())
+            .env("FAKE_KUBE_NODES", "4");
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        c
+    }
+
+    fn iofleet(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        self.command(env).args(args).output().unwrap()
+    }
+
+    /// `iofleet ARGS` started in the background (for Ctrl-C and killed pods).
+    fn spawn(&self, args: &[&str], env: &[(&str, &str)]) -> Child {
+        let mut c = Command::new(assert_cmd::cargo::cargo_bin("iofleet"));
+        c.current_dir(self.dir.path())
+            .env("XDG_DATA_HOME", scratch_data_home())
+            .env("PATH", &self.path)
+            .env("FAKE_KUBE_STATE", self.state())
+            .env("FAKE_KUBE_NODES", "4")
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        c.spawn().unwrap()
+    }
+
+    /// The stand-in's own verb (the cluster's view, as the test sees it).
+    fn kubectl(&self, args: &[&str]) -> Output {
+        Command::new(self.dir.path().join("bin/kubectl"))
+            .env("FAKE_KUBE_STATE", self.state())
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    /// Every object the stand-in holds, as `Kind/namespace/name`.
+    fn objects(&self) -> Vec<String> {
+        let Ok(text) = std::fs::read_to_string(self.state().join("objects.json")) else {
+            return Vec::new();
+        };
+        let v: Value = serde_json::from_str(&text).unwrap();
+        v["objects"].as_object().unwrap().keys().cloned().collect()
+    }
+
+    /// What the pods' volumes left behind: volume directories and pod roots.
+    fn leftover_files(&self) -> Vec<String> {
+        ["volumes", "pods"]
+            .iter()
+            .flat_map(|d| {
+                std::fs::read_dir(self.state().join(d))
+                    .into_iter()
+                    .flatten()
+            })
+            .flatten()
+            .map(|e| e.path().display().to_string())
+            .collect()
+    }
+
+    /// The calls iofleet made, one line each (verb and first words).
+    fn calls(&self) -> String {
+        std::fs::read_to_string(self.state().join("calls.log")).unwrap_or_default()
+    }
+
+    fn wait_for(&self, what: &str, mut ready: impl FnMut() -> bool, child: &mut Child) {
+        let t0 = Instant::now();
+        while !ready() {
+            if let Ok(Some(status)) = child.try_wait() {
+                let mut err = String::new();
+                std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).ok();
+                panic!("iofleet ended ({status}) before {what}: {err}");
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(60),
+                "{what}: not within 60 s"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        // Whatever a failed test left running or attached.
+        let pods = self.state().join("pods");
+        for pod in std::fs::read_dir(&pods).into_iter().flatten().flatten() {
+            for s in std::fs::read_dir(pod.path().join("sessions"))
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                let _ = Command::new("kill")
+                    .args([
+                        "-KILL",
+                        "--",
+                        &format!("-{}", s.file_name().to_string_lossy()),
+                    ])
+                    .output();
+            }
+        }
+        let volumes = self.state().join("volumes");
+        for v in std::fs::read_dir(&volumes).into_iter().flatten().flatten() {
+            let img = v.path().join("disk.img");
+            if img.exists() {
+                let o = Command::new("losetup")
+                    .arg("-j")
+                    .arg(&img)
+                    .output()
+                    .unwrap();
+                for line in String::from_utf8_lossy(&o.stdout).lines() {
+                    if let Some(dev) = line.split(':').next() {
+                        let _ = Command::new("losetup").args(["-d", dev]).output();
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn json_of(o: &Output) -> Value {
+    assert!(
+        !o.stdout.is_empty(),
+        "no output; exit {:?}: {}",
+        o.status.code(),
+        stderr(o)
+    );
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(o)))
+}
+
+fn schema_problems(v: &Value) -> Vec<String> {
+    let schema = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/result.schema.json"
+    ))
+    .unwrap();
+    let schema = jsonschema::validator_for(&serde_json::from_str(&schema).unwrap()).unwrap();
+    schema.iter_errors(v).map(|e| e.to_string()).collect()
+}
+
+const SHORT: [&str; 6] = ["--duration", "2s", "--warmup", "0s", "--interval", "500ms"];
+
+fn run_args<'a>(kube: &'a str, disks: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut a = vec![
+        "run",
+        "easy-run-4k70r",
+        "--hosts",
+        kube,
+        "--disks",
+        disks,
+        "--disk-size",
+        "16m",
+        "--output-format",
+        "json",
+        "--quiet",
+    ];
+    a.extend(SHORT);
+    a.extend_from_slice(extra);
+    a
+}
+
+#[test]
+fn four_pods_of_two_filesystem_volumes_run_are_recorded_and_deleted() {
+    let Some(k) = Cluster::new("four_pods_of_two_filesystem_volumes") else {
+        return;
+    };
+    let kube = k.fleet("fs4", "pods = 4\nstorage_class = \"fast\"\n");
+    let o = k.iofleet(&run_args(&kube, "2", &["--name", "kube-fs4"]), &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v = json_of(&o);
+    assert!(schema_problems(&v).is_empty(), "{:?}", schema_problems(&v));
+
+    // One worker per pod, each pod a host with its own figures.
+    let hosts = v["hosts"].as_array().unwrap();
+    assert_eq!(hosts.len(), 4, "{v}");
+    assert_eq!(v["workers"].as_array().unwrap().len(), 4);
+    let mut nodes = std::collections::BTreeSet::new();
+    for (i, h) in hosts.iter().enumerate() {
+        let pod = format!("iofleet-fs4-{i}");
+        assert_eq!(h["host"], pod.as_str());
+        assert!(h["all"]["iops"].as_f64().unwrap() > 0.0, "{h}");
+        assert!(h["lost_at_s"].is_null());
+        let kh = &h["kubernetes"];
+        assert_eq!(kh["pod"], pod.as_str());
+        nodes.insert(kh["node"].as_str().unwrap().to_string());
+        let vols = kh["volumes"].as_array().unwrap();
+        assert_eq!(vols.len(), 2);
+        for (d, vol) in vols.iter().enumerate() {
+            assert_eq!(vol["claim"], format!("disk-{d}-{pod}").as_str());
+            assert!(vol["volume"].as_str().unwrap().starts_with("pvc-"));
+            assert_eq!(vol["storage_class"], "fast");
+            assert_eq!(vol["provisioner"], "fake.csi.iofleet.test");
+            // The stand-in binds a claim one second after it is made.
+            let s = vol["bound_after_s"].as_f64().unwrap();
+            assert!((1.0..=2.0).contains(&s), "{vol}");
+        }
+    }
+    // spread = "node" (the default): one pod per node.
+    assert_eq!(nodes.len(), 4, "{nodes:?}");
+    let kr = &v["run"]["kubernetes"];
+    assert_eq!(kr["fleet"], "fs4");
+    assert_eq!(kr["namespace"], "default");
+    assert_eq!(kr["volume_mode"], "filesystem");
+    assert_eq!(kr["reused"], false);
+    assert_eq!(kr["kept"], false);
+    assert_eq!(kr["storage_class"]["provisioner"], "fake.csi.iofleet.test");
+    assert_eq!(kr["storage_class"]["parameters"]["tier"], "fast");
+    assert_eq!(
+        kr["storage_class"]["volume_binding_mode"],
+        "WaitForFirstConsumer"
+    );
+
+    // Every object it created is gone, and every volume with it.
+    assert!(k.objects().is_empty(), "{:?}", k.objects());
+    assert!(k.leftover_files().is_empty(), "{:?}", k.leftover_files());
+    assert!(k
+        .calls()
+        .contains("delete statefulset/iofleet-fs4 service/iofleet-fs4"));
+
+    // The stored run keeps the facts; the table and the report show them.
+    let id = v["stored"]["id"].as_str().unwrap();
+    let o = k.iofleet(&["results", "export", id, "--format", "json"], &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let stored = json_of(&o);
+    assert_eq!(stored["run"]["kubernetes"], v["run"]["kubernetes"]);
+    for (a, b) in stored["hosts"].as_array().unwrap().iter().zip(hosts.iter()) {
+        assert_eq!(a["kubernetes"], b["kubernetes"]);
+    }
+    let o = k.iofleet(&["results", "show", id], &[]);
+    let table = stdout(&o);
+    assert!(
+        table.contains("Kubernetes: fleet fs4 in namespace default"),
+        "{table}"
+    );
+    assert!(
+        table.contains("StorageClass fast: provisioner fake.csi.iofleet.test"),
+        "{table}"
+    );
+    assert!(table.contains("iofleet-fs4-3"), "{table}");
+    let html = k.dir.path().join("r.html");
+    let o = k.iofleet(&["report", id, "-o", html.to_str().unwrap()], &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<section id=\"kubernetes\">"));
+    assert!(page.contains("disk-1-iofleet-fs4-3"));
+}
+
+#[test]
+fn two_pods_of_one_block_volume_run_on_their_devices() {
+    let Some(k) = Cluster::new("two_pods_of_one_block_volume") else {
+        return;
+    };
+    let kube = k.fleet(
+        "blk2",
+        "pods = 2\nstorage_class = \"fast\"\nvolume_mode = \"block\"\n",
+    );
+    let o = k.iofleet(&run_args(&kube, "1", &["--no-save"]), &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v = json_of(&o);
+    assert!(schema_problems(&v).is_empty(), "{:?}", schema_problems(&v));
+    assert_eq!(v["run"]["kubernetes"]["volume_mode"], "block");
+    let hosts = v["hosts"].as_array().unwrap();
+    assert_eq!(hosts.len(), 2);
+    for h in hosts {
+        assert!(h["all"]["iops"].as_f64().unwrap() > 0.0, "{h}");
+        assert_eq!(h["kubernetes"]["volumes"].as_array().unwrap().len(), 1);
+        // The pod wrote its raw device (the stand-in's loop device): the kernel counted it.
+        assert!(h["disk"]["iops"].as_f64().unwrap() > 0.0, "{h}");
+    }
+    assert!(k.objects().is_empty(), "{:?}", k.objects());
+    assert!(k.leftover_files().is_empty(), "{:?}", k.leftover_files());
+}
+
+#[test]
+fn a_kept_fleet_is_reused_without_refilling_and_kube_clean_removes_it() {
+    let Some(k) = Cluster::new("a_kept_fleet_is_reused") else {
+        return;
+    };
+    let kube = k.fleet("keep2", "pods = 2\nstorage_class = \"fast\"\nkeep = true\n");
+    let o = k.iofleet(&run_args(&kube, "1", &["--no-save"]), &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let first = json_of(&o);
+    assert_eq!(first["run"]["kubernetes"]["reused"], false);
+    assert_eq!(first["run"]["kubernetes"]["kept"], true);
+    let notices = first["notices"].to_string();
+    assert!(
+        notices.contains("kept StatefulSet iofleet-keep2"),
+        "{notices}"
+    );
+    let kept = k.objects();
+    assert!(
+        kept.iter().any(|o| o == "Pod/default/iofleet-keep2-1"),
+        "{kept:?}"
+    );
+    assert_eq!(
+        kept.iter()
+            .filter(|o| o.starts_with("PersistentVolumeClaim/"))
+            .count(),
+        2
+    );
+
+    let o = k.iofleet(&run_args(&kube, "1", &["--no-save"]), &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let second = json_of(&o);
+    assert_eq!(second["run"]["kubernetes"]["reused"], true);
+    // The same volumes, and the fill skipped: their markers were valid.
+    for (a, b) in first["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(second["hosts"].as_array().unwrap())
+    {
+        assert_eq!(a["kubernetes"]["volumes"], b["kubernetes"]["volumes"]);
+    }
+    let notices = second["notices"].to_string();
+    assert!(
+        notices.contains("already carry a valid fill marker and were not refilled"),
+        "{notices}"
+    );
+
+    // kube clean lists, then deletes, every object of the fleet and nothing else.
+    let other = k.fleet("other", "pods = 1\nkeep = true\n");
+    let o = k.iofleet(&run_args(&other, "1", &["--no-save"]), &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = k.iofleet(&["kube", "clean", "--hosts", &kube, "--dry-run"], &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("would delete statefulset.apps/iofleet-keep2"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(!stdout(&o).contains("iofleet-other"), "{}", stdout(&o));
+    let o = k.iofleet(&["kube", "clean", "--hosts", &kube], &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("fleet keep2 deleted"), "{}", stdout(&o));
+    // Left: the other fleet's objects, and its one volume (named by the provisioner).
+    let left = k.objects();
+    let (volumes, named): (Vec<_>, Vec<_>) = left
+        .iter()
+        .partition(|o| o.starts_with("PersistentVolume/"));
+    assert_eq!(volumes.len(), 1, "{left:?}");
+    assert!(
+        named.iter().all(|o| o.contains("iofleet-other")),
+        "{left:?}"
+    );
+    assert_eq!(named.len(), 4, "{left:?}");
+    let o = k.iofleet(&["kube", "clean", "--hosts", &other], &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(k.objects().is_empty(), "{:?}", k.objects());
+    let o = k.iofleet(&["kube", "clean", "--hosts", &other], &[]);
+    assert!(
+        stdout(&o).contains("nothing of fleet other"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn a_pod_killed_mid_run_is_a_lost_host_and_the_fleet_is_still_deleted() {
+    let Some(k) = Cluster::new("a_pod_killed_mid_run") else {
+        return;
+    };
+    let kube = k.fleet("lose2", "pods = 2\nstorage_class = \"fast\"\n");
+    let mut args = run_args(&kube, "1", &["--no-save", "--host-timeout", "3s"]);
+    // Long enough to kill a pod in the middle.
+    let at = args.iter().position(|a| *a == "2s").unwrap();
+    args[at] = "20s";
+    let mut child = k.spawn(&args, &[]);
+    // Both agents are running once both pods have an exec session.
+    let sessions = |pod: &str| {
+        std::fs::read_dir(k.state().join("pods").join(pod).join("sessions"))
+            .map(|d| d.count())
+            .unwrap_or(0)
+    };
+    k.wait_for(
+        "both pods run their agent",
+        || sessions("iofleet-lose2-0") > 0 && sessions("iofleet-lose2-1") > 0,
+        &mut child,
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    let o = k.kubectl(&["stand-in", "kill-pod", "iofleet-lose2-1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let v = json_of(&o);
+    let lost: Vec<&Value> = v["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|h| !h["lost_at_s"].is_null())
+        .collect();
+    assert_eq!(lost.len(), 1, "{v}");
+    assert_eq!(lost[0]["host"], "iofleet-lose2-1");
+    assert!(k.objects().is_empty(), "{:?}", k.objects());
+}
+
+/// Ctrl-C (SIGINT to iofleet) once `at` holds: exit 130, and nothing left behind.
+fn interrupt(k: &Cluster, name: &str, extra: &[&str], env: &[(&str, &str)], at: &str) -> Value {
+    let kube = k.fleet(name, "pods = 1\nstorage_class = \"fast\"\n");
+    let mut args = vec![
+        "run",
+        "easy-run-4k70r",
+        "--hosts",
+        &kube,
+        "--disks",
+        "1",
+        "--no-save",
+        "--output-format",
+        "json",
+        "--quiet",
+        "--warmup",
+        "0s",
+    ];
+    args.extend_from_slice(extra);
+    let mut child = k.spawn(&args, env);
+    let pod = format!("iofleet-{name}-0");
+    let volumes = k.state().join("volumes");
+    match at {
+        "creating pods" => k.wait_for(
+            "the objects are applied",
+            || k.calls().contains("apply"),
+            &mut child,
+        ),
+        "preparing" => k.wait_for(
+            "the fill has begun",
+            || {
+                std::fs::read_dir(&volumes)
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .any(|v| {
+                        std::fs::read_dir(v.path())
+                            .into_iter()
+                            .flatten()
+                            .flatten()
+                            .any(|f| f.metadata().is_ok_and(|m| m.len() > 0))
+                    })
+            },
+            &mut child,
+        ),
+        _ => {
+            k.wait_for(
+                "the agent runs",
+                || {
+                    k.state()
+                        .join("pods")
+                        .join(&pod)
+                        .join("sessions")
+                        .read_dir()
+                        .is_ok_and(|mut d| d.next().is_some())
+                },
+                &mut child,
+            );
+            std::thread::sleep(Duration::from_secs(4));
+        }
+    }
+    let _ = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{at}: {}", stderr(&o));
+    assert!(k.objects().is_empty(), "{at}: {:?}", k.objects());
+    assert!(
+        k.leftover_files().is_empty(),
+        "{at}: {:?}",
+        k.leftover_files()
+    );
+    json_of(&o)
+}
+
+#[test]
+fn ctrl_c_while_creating_pods_preparing_or_measuring_exits_130_and_leaves_nothing() {
+    let Some(k) = Cluster::new("ctrl_c_at_every_phase") else {
+        return;
+    };
+    // Pods that take a minute to be Ready: Ctrl-C comes while waiting for them.
+    let v = interrupt(
+        &k,
+        "cc-create",
+        &["--disk-size", "16m", "--duration", "5s"],
+        &[("FAKE_KUBE_READY_DELAY", "60")],
+        "creating pods",
+    );
+    assert!(
+        v["notices"]
+            .to_string()
+            .contains("interrupted while preparing"),
+        "{v}"
+    );
+    // A disk far larger than can be filled in the time: Ctrl-C comes during the fill.
+    let v = interrupt(
+        &k,
+        "cc-fill",
+        &["--disk-size", "8g", "--duration", "5s"],
+        &[],
+        "preparing",
+    );
+    assert!(
+        v["notices"]
+            .to_string()
+            .contains("interrupted while preparing"),
+        "{v}"
+    );
+    // Measuring: what was measured is reported, marked interrupted.
+    let v = interrupt(
+        &k,
+        "cc-measure",
+        &[
+            "--disk-size",
+            "16m",
+            "--duration",
+            "60s",
+            "--interval",
+            "500ms",
+        ],
+        &[],
+        "measuring",
+    );
+    assert_eq!(v["run"]["interrupted"], true, "{v}");
+    assert!(v["run"]["duration_s"].as_f64().unwrap() > 0.0, "{v}");
+}
+
+#[test]
+fn a_claim_that_never_binds_fails_within_the_timeout_naming_it() {
+    let Some(k) = Cluster::new("a_claim_that_never_binds") else {
+        return;
+    };
+    let kube = k.fleet(
+        "nobind",
+        "pods = 2\nstorage_class = \"never-binds\"\nbind_timeout = \"2s\"\n",
+    );
+    let t0 = Instant::now();
+    let o = k.iofleet(&run_args(&kube, "1", &["--no-save"]), &[]);
+    assert!(t0.elapsed() < Duration::from_secs(30), "{:?}", t0.elapsed());
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains(
+            "claim disk-0-iofleet-nobind-0 was not bound within 2s (kubernetes.bind_timeout)"
+        ),
+        "{e}"
+    );
+    assert!(e.contains("ProvisioningFailed"), "{e}");
+    assert!(k.objects().is_empty(), "{:?}", k.objects());
+
+    // A pod that cannot be scheduled (one per node, more pods than nodes) is named
+    // with its events when ready_timeout passes.
+    let kube = k.fleet(
+        "crowd",
+        "pods = 5\nstorage_class = \"fast\"\nready_timeout = \"3s\"\n",
+    );
+    let o = k.iofleet(&run_args(&kube, "1", &["--no-save"]), &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("pod iofleet-crowd-4 was not Ready within 3s (kubernetes.ready_timeout)"),
+        "{e}"
+    );
+    assert!(e.contains("FailedScheduling"), "{e}");
+    assert!(k.objects().is_empty(), "{:?}", k.objects());
+}
+
+#[test]
+fn kube_clean_refuses_what_is_not_a_kubernetes_fleet() {
+    let dir = tempfile::tempdir().unwrap();
+    let inv = dir.path().join("hosts.toml");
+    std::fs::write(&inv, "[[host]]\ndestination = \"a\"\n").unwrap();
+    let o = run_in(
+        dir.path(),
+        &["kube", "clean", "--hosts", inv.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--hosts"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("not a Kubernetes fleet description"),
+        "{}",
+        stderr(&o)
+    );
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "[kubernetes]\npods = 0\n").unwrap();
+    let o = run_in(
+        dir.path(),
+        &["kube", "clean", "--hosts", bad.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("kubernetes.pods"), "{}", stderr(&o));
+    // Other commands take a Kubernetes fleet only through run (nothing is contacted).
+    let good = dir.path().join("good.toml");
+    std::fs::write(&good, "[kubernetes]\npods = 1\n").unwrap();
+    let good = good.to_str().unwrap();
+    for args in [
+        vec!["precondition", "easy-run-4k70r", "--hosts", good],
+        vec!["verify", "easy-run-4k70r", "--hosts", good],
+    ] {
+        let o = run_in(dir.path(), &args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("runs `iofleet run` only"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+    let o = run_in(dir.path(), &["hosts", "clean", "--hosts", good]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("only `iofleet run` and `iofleet kube clean` take it"),
+        "{}",
+        stderr(&o)
+    );
+}
