@@ -14,7 +14,7 @@ use iofleet_profile::GroupPlan;
 use iofleet_report::fio_json::{self, FioFlavor, FioHists};
 use iofleet_report::{JsonExporter, TableExporter};
 use iofleet_stats::result::RunResult;
-use iofleet_stats::LatencyHist;
+use iofleet_store::Analysis;
 
 use crate::args::{OutputFormat, RunArgs};
 use crate::dry_run;
@@ -87,7 +87,11 @@ fn print_and_exit_code(
                 flavor = FioFlavor::Json;
             }
             let hists = hists.ok();
-            let h = hists.as_ref().map(|(read, write)| FioHists { read, write });
+            let h = hists.as_ref().map(|a| FioHists {
+                fleet: [&a.read_hist, &a.write_hist],
+                hosts: &a.host_hists,
+                groups: &a.group_hists,
+            });
             fio_json::export(result, h, flavor, &mut out)
         }
     };
@@ -134,9 +138,9 @@ fn check_output_format(a: &RunArgs) -> Result<(), Exit> {
     }
 }
 
-/// The fleet's merged read and write histograms of the measured phase, read back from
-/// the results store the run was saved in (the result itself holds none).
-fn stored_hists(a: &RunArgs, result: &RunResult) -> Result<(LatencyHist, LatencyHist), String> {
+/// The run read back from the results store it was saved in, for its merged histograms
+/// of the measured phase (fleet, hosts, groups): the result itself holds none.
+fn stored_hists(a: &RunArgs, result: &RunResult) -> Result<Analysis, String> {
     let why = |e: String| {
         format!(
             "fio JSON without the run's histograms (percentiles: p50 to p99.99 only, no bins): {e}"
@@ -154,5 +158,5 @@ fn stored_hists(a: &RunArgs, result: &RunResult) -> Result<(LatencyHist, Latency
         .resolve(&stored.id)
         .and_then(|id| store.analyze(&id))
         .map_err(|e| why(e.to_string()))?;
-    Ok((analysis.read_hist, analysis.write_hist))
+    Ok(analysis)
 }
