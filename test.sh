@@ -16,6 +16,7 @@ PATH="$PATH:/usr/sbin:/sbin"
 # Tool -> Debian package, for everything a test or a benchmark calls.
 need=()
 command -v fio >/dev/null || need+=(fio)                                 # bench/ compares against it
+command -v fio_jsonplus_clat2csv >/dev/null || need+=(fio)               # reads fio-json+ (tests/fio_json.rs)
 command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)                     # device-safety and full-filesystem tests
 { command -v losetup && command -v mount && command -v setpriv && command -v fallocate; } >/dev/null || need+=(util-linux mount)
 command -v mkswap >/dev/null || need+=(util-linux)

@@ -404,39 +404,89 @@ fn fio_json_plus_bins_hold_every_io_and_give_iofleets_percentiles() {
     // Exported from the store, byte for byte the live output.
     assert_export_is(d.path(), "fio-json+", &live);
 
-    // fio's own converter reads it, and its CSV counts are the bins'.
-    if !need::need(
-        "fio_json_plus_is_read_by_fio_jsonplus_clat2csv",
-        &["fio_jsonplus_clat2csv"],
-    ) {
+    // fio's own converter reads it: its counts are the bins, its percentiles iofleet's.
+    check_clat2csv(
+        d.path(),
+        "fio_json_plus_bins_hold_every_io_and_give_iofleets_percentiles",
+        &live,
+        &[(j, &ours["summary"])],
+    );
+}
+
+/// fio's `fio_jsonplus_clat2csv` converts the `fio-json+` document `doc` (and its
+/// `--validate` passes); for each job (the fio entry and iofleet's figures of the same
+/// scope, with `read` and `write`) and direction with I/O, the CSV's counts are the
+/// entry's bins, its cumulative counts add them up, and each percentile recomputed from
+/// the CSV (the first latency whose cumulative count reaches p% of the I/Os, fio's rule)
+/// is iofleet's own within one fio bucket's width.
+fn check_clat2csv(dir: &Path, test: &str, doc: &[u8], jobs: &[(&Value, &Value)]) {
+    if !need::need(test, &["fio_jsonplus_clat2csv"]) {
         return;
     }
-    let src = d.path().join("plus.json");
-    std::fs::write(&src, &live).unwrap();
-    let csv = d.path().join("lat.csv");
+    let src = dir.join("plus.json");
+    std::fs::write(&src, doc).unwrap();
+    let csv = dir.join("lat.csv");
     for extra in [None, Some("--validate")] {
         let mut c = std::process::Command::new("fio_jsonplus_clat2csv");
         c.arg(&src).arg(&csv).args(extra);
         let o = c.output().unwrap();
         assert!(o.status.success(), "fio_jsonplus_clat2csv: {}", stderr(&o));
     }
-    let text = std::fs::read_to_string(d.path().join("lat_job0.csv")).unwrap();
-    let mut lines = text.lines();
-    let head: Vec<&str> = lines.next().unwrap().split(',').map(str::trim).collect();
-    let rows: Vec<Vec<&str>> = lines
-        .map(|l| l.split(',').map(str::trim).collect())
-        .collect();
-    for dir in ["read", "write"] {
-        let col = head
-            .iter()
-            .position(|h| *h == format!("{dir}_clat_ns_count"))
-            .unwrap();
-        let counted: Vec<(u64, u64)> = rows
-            .iter()
-            .filter(|r| !r[col].is_empty())
-            .map(|r| (r[0].parse().unwrap(), r[col].parse().unwrap()))
+    for (n, (job, ours)) in jobs.iter().enumerate() {
+        let text = std::fs::read_to_string(dir.join(format!("lat_job{n}.csv"))).unwrap();
+        let mut lines = text.lines();
+        let head: Vec<&str> = lines.next().unwrap().split(',').map(str::trim).collect();
+        let rows: Vec<Vec<&str>> = lines
+            .map(|l| l.split(',').map(str::trim).collect())
             .collect();
-        assert_eq!(counted, sorted_bins(&j[dir]["clat_ns"]), "{dir}");
+        let col = |name: String| head.iter().position(|h| *h == name).unwrap();
+        for d in ["read", "write"] {
+            let ios = u(&ours[d]["ios"]);
+            if ios == 0 {
+                continue;
+            }
+            let (c_count, c_cum) = (
+                col(format!("{d}_clat_ns_count")),
+                col(format!("{d}_clat_ns_cumulative")),
+            );
+            // (latency, count, cumulative) of the rows where this direction has a count.
+            let csv: Vec<(u64, u64, u64)> = rows
+                .iter()
+                .filter(|r| !r[c_count].is_empty())
+                .map(|r| {
+                    let num = |i: usize| r[i].parse::<u64>().unwrap();
+                    (num(0), num(c_count), num(c_cum))
+                })
+                .collect();
+            let counts: Vec<(u64, u64)> = csv.iter().map(|r| (r.0, r.1)).collect();
+            assert_eq!(counts, sorted_bins(&job[d]["clat_ns"]), "job {n} {d}");
+            let mut sum = 0;
+            for r in &csv {
+                sum += r.1;
+                assert_eq!(r.2, sum, "job {n} {d}: cumulative at {} ns", r.0);
+            }
+            assert_eq!(sum, ios, "job {n} {d}");
+            let l = &ours[d]["latency_us"];
+            for (p, name) in [
+                (50.0, "p50"),
+                (90.0, "p90"),
+                (95.0, "p95"),
+                (99.0, "p99"),
+                (99.9, "p99_9"),
+                (99.99, "p99_99"),
+            ] {
+                let from_csv = csv
+                    .iter()
+                    .find(|r| r.2 as f64 >= p / 100.0 * ios as f64)
+                    .unwrap()
+                    .0;
+                let own = (f(&l[name]) * 1000.0).round() as u64;
+                assert!(
+                    from_csv.abs_diff(own) <= fio_width(from_csv),
+                    "job {n} {d} p{p}: the CSV gives {from_csv} ns, iofleet {own} ns"
+                );
+            }
+        }
     }
 }
 
@@ -632,6 +682,14 @@ fn worker_groups_are_fio_jobs_with_their_own_options() {
         .sum();
     assert_eq!(ios, u(&ours["summary"]["all"]["ios"]));
     assert_export_is(d.path(), "fio-json+", &live);
+    // One CSV per group, each with the group's own bins and percentiles.
+    let pairs: Vec<(&Value, &Value)> = jobs.iter().zip(groups).collect();
+    check_clat2csv(
+        d.path(),
+        "worker_groups_are_fio_jobs_with_their_own_options",
+        &live,
+        &pairs,
+    );
 }
 
 #[test]
