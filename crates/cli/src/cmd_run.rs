@@ -24,21 +24,34 @@ use crate::Exit;
 pub fn run(a: RunArgs) -> Result<i32, Exit> {
     crate::steady::check_args(&a)?;
     check_output_format(&a)?;
+    // A fio job file of several stonewall phases: one run per phase.
+    if let Some(file) = crate::fio_phases::several(&a)? {
+        return crate::fio_phases::run(&a, file);
+    }
     let (groups, settings) = resolve(&a)?;
     if a.dry_run {
-        if let Some(path) = a
-            .hosts
-            .as_deref()
-            .filter(|p| iofleet_fleet::kube::is_kube_file(p))
-        {
-            return dry_run::print_kube(path, &groups);
-        }
-        let plan = launcher_for(&a, settings.clone())?
-            .plan(&groups)
-            .map_err(fleet_exit)?;
-        return dry_run::print(&plan, &settings);
+        return dry_run(&a, &groups, settings);
     }
     execute(a, groups, settings)
+}
+
+/// `--dry-run`: the objects a Kubernetes fleet would create, else the launch plan.
+pub(crate) fn dry_run(
+    a: &RunArgs,
+    groups: &[GroupPlan],
+    settings: RunSettings,
+) -> Result<i32, Exit> {
+    if let Some(path) = a
+        .hosts
+        .as_deref()
+        .filter(|p| iofleet_fleet::kube::is_kube_file(p))
+    {
+        return dry_run::print_kube(path, groups);
+    }
+    let plan = launcher_for(a, settings.clone())?
+        .plan(groups)
+        .map_err(fleet_exit)?;
+    dry_run::print(&plan, &settings)
 }
 
 /// The run itself: outputs, Ctrl-C, the measurement, then the result and exit code.
@@ -57,7 +70,7 @@ fn execute(a: RunArgs, groups: Vec<GroupPlan>, settings: RunSettings) -> Result<
     print_and_exit_code(&a, &result, output.as_mut(), &stop)
 }
 
-fn print_and_exit_code(
+pub(crate) fn print_and_exit_code(
     a: &RunArgs,
     result: &RunResult,
     output: Option<&mut BufWriter<File>>,
@@ -140,7 +153,7 @@ fn check_output_format(a: &RunArgs) -> Result<(), Exit> {
 
 /// The run read back from the results store it was saved in, for its merged histograms
 /// of the measured phase (fleet, hosts, groups): the result itself holds none.
-fn stored_hists(a: &RunArgs, result: &RunResult) -> Result<Analysis, String> {
+pub(crate) fn stored_hists(a: &RunArgs, result: &RunResult) -> Result<Analysis, String> {
     let why = |e: String| {
         format!(
             "fio JSON without the run's histograms (percentiles: p50 to p99.99 only, no bins): {e}"

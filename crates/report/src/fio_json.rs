@@ -208,6 +208,46 @@ pub fn export(
     writeln!(out)
 }
 
+/// Several runs made one after another (the stonewall phases of a fio job file) as one
+/// document, as fio writes a job file whose jobs are separated by `stonewall`: every
+/// run's entries in order, the `groupid`s of each run numbered on after the previous
+/// run's (fio gives each stonewall phase a new group); the header (version, time, global
+/// options) is the first run's. Each run's entries are those `export` gives it.
+pub fn export_phases(
+    runs: &[(&RunResult, Option<FioHists<'_>>)],
+    flavor: FioFlavor,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let mut merged: Option<Document> = None;
+    let mut next_group = 0;
+    for (r, hists) in runs {
+        let mut d = document(r, *hists, flavor).map_err(io::Error::other)?;
+        let mut top = next_group;
+        for e in d.jobs.iter_mut().chain(d.client_stats.iter_mut()).flatten() {
+            e.groupid += next_group;
+            top = top.max(e.groupid + 1);
+        }
+        next_group = top;
+        match &mut merged {
+            None => merged = Some(d),
+            Some(m) => {
+                append(&mut m.jobs, d.jobs);
+                append(&mut m.client_stats, d.client_stats);
+            }
+        }
+    }
+    serde_json::to_writer_pretty(&mut *out, &merged).map_err(io::Error::other)?;
+    writeln!(out)
+}
+
+fn append(to: &mut Option<Vec<Job>>, more: Option<Vec<Job>>) {
+    match (to.as_mut(), more) {
+        (Some(v), Some(m)) => v.extend(m),
+        (None, Some(m)) => *to = Some(m),
+        (_, None) => {}
+    }
+}
+
 /// The document as a JSON value.
 pub fn to_value(
     result: &RunResult,
