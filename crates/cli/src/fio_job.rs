@@ -1,10 +1,11 @@
 //! A fio job file as the workload of a run: `iofleet run job.fio` or `--fio FILE`.
 //!
 //! Reading and mapping are `iofleet_profile::fio`; this file finds the job file among the
-//! arguments, resolves each job's profile with the command-line overrides into worker
-//! groups on one timeline (as `--group` does), picks the engine the jobs ask for when
-//! `--engine` is left at auto, and hands the mapping notices to the result. See
-//! docs/fio.md.
+//! arguments, splits its jobs into `stonewall` phases, resolves each job's profile with
+//! the command-line overrides into worker groups on one timeline per phase (as `--group`
+//! does), picks the engine the jobs ask for when `--engine` is left at auto, and hands
+//! the mapping notices to the result. Running several phases is `fio_phases`; every other
+//! caller gets one phase's groups (`groups`). See docs/fio.md.
 
 use std::path::{Path, PathBuf};
 

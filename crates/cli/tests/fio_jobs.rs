@@ -328,6 +328,30 @@ fn stonewall_phases_run_one_after_another_each_a_stored_run() {
             assert_eq!(groups, ["r", "r2"]);
         }
     }
+    // The table prints each phase's result as it ends, in order.
+    let o = run_fio(
+        d.path(),
+        &[
+            "run",
+            "phases.fio",
+            "--engine",
+            "null",
+            "--warmup",
+            "0s",
+            "--db",
+            db,
+            "--quiet",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    let p1 = out
+        .find("name phases/phase1  labels fio-phase=1")
+        .expect("phase 1's table");
+    let p2 = out
+        .find("name phases/phase2  labels fio-phase=2")
+        .expect("phase 2's table");
+    assert!(p1 < p2 && out[p2..].contains("stream r2/main"), "{out}");
     // --dry-run prints each phase.
     let o = run_fio(
         d.path(),
