@@ -16,6 +16,7 @@ PATH="$PATH:/usr/sbin:/sbin"
 # Tool -> Debian package, for everything a test or a benchmark calls.
 need=()
 command -v fio >/dev/null || need+=(fio)                                 # bench/ compares against it
+command -v fio_jsonplus_clat2csv >/dev/null || need+=(fio)               # reads fio-json+ (tests/fio_json.rs)
 command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)                     # device-safety and full-filesystem tests
 { command -v losetup && command -v mount && command -v setpriv && command -v fallocate; } >/dev/null || need+=(util-linux mount)
 command -v mkswap >/dev/null || need+=(util-linux)
@@ -47,18 +48,24 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 # Python tools from PyPI: the offline validator of Kubernetes manifests against the
-# Kubernetes OpenAPI schemas (tests/kubernetes.rs).
-if ! command -v kubernetes-validate >/dev/null && command -v python3 >/dev/null; then
-  echo "test.sh: installing kubernetes-validate (PyPI)" >&2
-  python3 -m pip install --quiet --disable-pip-version-check kubernetes-validate >/dev/null 2>&1 \
-    || python3 -m pip install --quiet --user --disable-pip-version-check kubernetes-validate >/dev/null 2>&1 \
-    || echo "test.sh: cannot install kubernetes-validate; tests that need it are skipped" >&2
-  hash -r
-  # pip --user puts scripts in ~/.local/bin, which a fresh PATH may lack.
-  if ! command -v kubernetes-validate >/dev/null && [ -x "$HOME/.local/bin/kubernetes-validate" ]; then
-    export PATH="$HOME/.local/bin:$PATH"
+# Kubernetes OpenAPI schemas (tests/kubernetes.rs), and fio-plot, a reader of fio's JSON
+# that draws charts with matplotlib (tests/fio_plot.rs).
+pypi_tool() { # COMMAND (the PyPI package of the same name)
+  local tool="$1"
+  if ! command -v "$tool" >/dev/null && command -v python3 >/dev/null; then
+    echo "test.sh: installing $tool (PyPI)" >&2
+    python3 -m pip install --quiet --disable-pip-version-check "$tool" >/dev/null 2>&1 \
+      || python3 -m pip install --quiet --user --disable-pip-version-check "$tool" >/dev/null 2>&1 \
+      || echo "test.sh: cannot install $tool; tests that need it are skipped" >&2
+    hash -r
+    # pip --user puts scripts in ~/.local/bin, which a fresh PATH may lack.
+    if ! command -v "$tool" >/dev/null && [ -x "$HOME/.local/bin/$tool" ]; then
+      export PATH="$HOME/.local/bin:$PATH"
+    fi
   fi
-fi
+}
+pypi_tool kubernetes-validate
+pypi_tool fio-plot
 
 IOFLEET_SKIP_LOG="$(mktemp -t iofleet-skips.XXXXXX)"
 export IOFLEET_SKIP_LOG

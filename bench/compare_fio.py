@@ -32,11 +32,12 @@ def host_busy():
     return sum(v) - idle
 
 
-def run(cmd):
-    """Run cmd, return (stdout, cpu seconds of the child, host busy seconds)."""
+def run(cmd, env=None):
+    """Run cmd (in `env`, else this environment), return (stdout, cpu seconds of the
+    child, host busy seconds)."""
     hz = os.sysconf("SC_CLK_TCK")
     h0 = host_busy()
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     out = p.stdout.read()
     err = p.stderr.read()
     _, status, ru = os.wait4(p.pid, 0)

@@ -125,8 +125,9 @@ pub fn run(cmd: ResultsCmd) -> Result<i32, Exit> {
                         FioFlavor::JsonPlus
                     };
                     let hists = FioHists {
-                        read: &r.read_hist,
-                        write: &r.write_hist,
+                        fleet: [&r.read_hist, &r.write_hist],
+                        hosts: &r.host_hists,
+                        groups: &r.group_hists,
                     };
                     fio_json::export(&r.result, Some(hists), flavor, &mut out)
                 }

@@ -14,7 +14,7 @@ use iofleet_profile::GroupPlan;
 use iofleet_report::fio_json::{self, FioFlavor, FioHists};
 use iofleet_report::{JsonExporter, TableExporter};
 use iofleet_stats::result::RunResult;
-use iofleet_stats::LatencyHist;
+use iofleet_store::Analysis;
 
 use crate::args::{OutputFormat, RunArgs};
 use crate::dry_run;
@@ -24,21 +24,34 @@ use crate::Exit;
 pub fn run(a: RunArgs) -> Result<i32, Exit> {
     crate::steady::check_args(&a)?;
     check_output_format(&a)?;
+    // A fio job file of several stonewall phases: one run per phase.
+    if let Some(file) = crate::fio_phases::several(&a)? {
+        return crate::fio_phases::run(&a, file);
+    }
     let (groups, settings) = resolve(&a)?;
     if a.dry_run {
-        if let Some(path) = a
-            .hosts
-            .as_deref()
-            .filter(|p| iofleet_fleet::kube::is_kube_file(p))
-        {
-            return dry_run::print_kube(path, &groups);
-        }
-        let plan = launcher_for(&a, settings.clone())?
-            .plan(&groups)
-            .map_err(fleet_exit)?;
-        return dry_run::print(&plan, &settings);
+        return dry_run(&a, &groups, settings);
     }
     execute(a, groups, settings)
+}
+
+/// `--dry-run`: the objects a Kubernetes fleet would create, else the launch plan.
+pub(crate) fn dry_run(
+    a: &RunArgs,
+    groups: &[GroupPlan],
+    settings: RunSettings,
+) -> Result<i32, Exit> {
+    if let Some(path) = a
+        .hosts
+        .as_deref()
+        .filter(|p| iofleet_fleet::kube::is_kube_file(p))
+    {
+        return dry_run::print_kube(path, groups);
+    }
+    let plan = launcher_for(a, settings.clone())?
+        .plan(groups)
+        .map_err(fleet_exit)?;
+    dry_run::print(&plan, &settings)
 }
 
 /// The run itself: outputs, Ctrl-C, the measurement, then the result and exit code.
@@ -57,7 +70,7 @@ fn execute(a: RunArgs, groups: Vec<GroupPlan>, settings: RunSettings) -> Result<
     print_and_exit_code(&a, &result, output.as_mut(), &stop)
 }
 
-fn print_and_exit_code(
+pub(crate) fn print_and_exit_code(
     a: &RunArgs,
     result: &RunResult,
     output: Option<&mut BufWriter<File>>,
@@ -87,7 +100,11 @@ fn print_and_exit_code(
                 flavor = FioFlavor::Json;
             }
             let hists = hists.ok();
-            let h = hists.as_ref().map(|(read, write)| FioHists { read, write });
+            let h = hists.as_ref().map(|a| FioHists {
+                fleet: [&a.read_hist, &a.write_hist],
+                hosts: &a.host_hists,
+                groups: &a.group_hists,
+            });
             fio_json::export(result, h, flavor, &mut out)
         }
     };
@@ -134,9 +151,9 @@ fn check_output_format(a: &RunArgs) -> Result<(), Exit> {
     }
 }
 
-/// The fleet's merged read and write histograms of the measured phase, read back from
-/// the results store the run was saved in (the result itself holds none).
-fn stored_hists(a: &RunArgs, result: &RunResult) -> Result<(LatencyHist, LatencyHist), String> {
+/// The run read back from the results store it was saved in, for its merged histograms
+/// of the measured phase (fleet, hosts, groups): the result itself holds none.
+pub(crate) fn stored_hists(a: &RunArgs, result: &RunResult) -> Result<Analysis, String> {
     let why = |e: String| {
         format!(
             "fio JSON without the run's histograms (percentiles: p50 to p99.99 only, no bins): {e}"
@@ -154,5 +171,5 @@ fn stored_hists(a: &RunArgs, result: &RunResult) -> Result<(LatencyHist, Latency
         .resolve(&stored.id)
         .and_then(|id| store.analyze(&id))
         .map_err(|e| why(e.to_string()))?;
-    Ok((analysis.read_hist, analysis.write_hist))
+    Ok(analysis)
 }

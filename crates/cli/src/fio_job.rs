@@ -1,10 +1,11 @@
 //! A fio job file as the workload of a run: `iofleet run job.fio` or `--fio FILE`.
 //!
 //! Reading and mapping are `iofleet_profile::fio`; this file finds the job file among the
-//! arguments, resolves each job's profile with the command-line overrides into worker
-//! groups on one timeline (as `--group` does), picks the engine the jobs ask for when
-//! `--engine` is left at auto, and hands the mapping notices to the result. See
-//! docs/fio.md.
+//! arguments, splits its jobs into `stonewall` phases, resolves each job's profile with
+//! the command-line overrides into worker groups on one timeline per phase (as `--group`
+//! does), picks the engine the jobs ask for when `--engine` is left at auto, and hands
+//! the mapping notices to the result. Running several phases is `fio_phases`; every other
+//! caller gets one phase's groups (`groups`). See docs/fio.md.
 
 use std::path::{Path, PathBuf};
 
@@ -51,13 +52,62 @@ pub(crate) fn load(
     fio::import(&jobs, direct, ignore).map_err(Exit::input)
 }
 
+/// One phase of a job file: the worker groups that run at once, and where the
+/// `stonewall` that starts it is written (None for the first phase).
+pub(crate) struct Phase {
+    pub groups: Vec<GroupPlan>,
+    pub stonewall: Option<fio::Location>,
+    /// The job sections' names (as `--fio-job` selects them).
+    pub jobs: Vec<String>,
+}
+
 /// The run's worker groups from the job file at `path` (one per job section, placed one
-/// after another), and the engine its jobs ask for when they all agree.
+/// after another), and the engine its jobs ask for when they all agree. A file of
+/// several stonewall phases runs only with `iofleet run` (`phases`): refused here.
 pub(crate) fn groups(
     a: &RunArgs,
     ov: &Overrides,
     path: &Path,
 ) -> Result<(Vec<GroupPlan>, Option<EngineSpec>), Exit> {
+    let JobFile {
+        mut phases,
+        engine,
+        notices,
+    } = phases(a, ov, path)?;
+    if a.dry_run && !a.quiet {
+        for n in &notices {
+            eprintln!("note: {n}");
+        }
+    }
+    if let Some(p) = phases.get(1) {
+        let at = p
+            .stonewall
+            .as_ref()
+            .map(|l| l.to_string())
+            .unwrap_or_default();
+        return Err(Exit::input(format!(
+            "{at}: stonewall: job [{}] waits for the jobs before it; a job file's stonewall \
+             phases run one after another only with `iofleet run` (each a stored run); here \
+             run one phase with --fio-job NAME",
+            p.jobs[0]
+        )));
+    }
+    Ok((phases.pop().map(|p| p.groups).unwrap_or_default(), engine))
+}
+
+/// A job file read and mapped.
+pub(crate) struct JobFile {
+    /// In order; one for a file without `stonewall`.
+    pub phases: Vec<Phase>,
+    /// The engine the jobs ask for when they all agree.
+    pub engine: Option<EngineSpec>,
+    /// The mapping notices.
+    pub notices: Vec<String>,
+}
+
+/// The job file's phases, each phase's worker groups one per job section, placed one
+/// after another.
+pub(crate) fn phases(a: &RunArgs, ov: &Overrides, path: &Path) -> Result<JobFile, Exit> {
     if a.fio.is_some() && a.profile.is_some() {
         return Err(Exit::input(format!(
             "give either a profile ({}) or --fio, not both",
@@ -70,34 +120,52 @@ pub(crate) fn groups(
         ));
     }
     let imp = load(path, a.direct, &a.fio_ignore, &a.fio_job)?;
-    if a.dry_run && !a.quiet {
-        for n in &imp.notices {
-            eprintln!("note: {n}");
-        }
-    }
     if imp.groups.len() > 1 && ov.workers.is_some() {
         return Err(Exit::input(
             "--workers: a job file with several jobs sets each group's workers with numjobs",
         ));
     }
-    let ctx = Context { direct: a.direct };
-    let mut out: Vec<GroupPlan> = Vec::new();
-    let mut base = 0;
-    for g in &imp.groups {
-        let job = format!("{} [{}] (line {})", g.at.file, g.name, g.at.line);
-        if out.iter().any(|o| o.name == g.name) {
+    for (i, g) in imp.groups.iter().enumerate() {
+        if imp.groups[..i].iter().any(|o| o.name == g.name) {
             return Err(Exit::input(format!(
-                "{job}: the name {} is used by an earlier job",
-                g.name
+                "{} [{}] (line {}): the name {} is used by an earlier job",
+                g.at.file, g.name, g.at.line, g.name
             )));
         }
-        let plan = resolve(g, ov, &ctx)?;
+    }
+    let ctx = Context { direct: a.direct };
+    let mut phases = Vec::new();
+    for jobs in fio::phases(&imp.groups) {
+        phases.push(Phase {
+            groups: phase_groups(jobs, ov, &ctx)?,
+            stonewall: jobs[0].stonewall.clone(),
+            jobs: jobs.iter().map(|g| g.section.clone()).collect(),
+        });
+    }
+    Ok(JobFile {
+        phases,
+        engine: engine_of(&imp),
+        notices: imp.notices,
+    })
+}
+
+/// The worker groups of one phase's jobs, placed one after another.
+fn phase_groups(
+    jobs: &[fio::FioGroup],
+    ov: &Overrides,
+    ctx: &Context,
+) -> Result<Vec<GroupPlan>, Exit> {
+    let mut out: Vec<GroupPlan> = Vec::new();
+    let mut base = 0;
+    for g in jobs {
+        let job = format!("{} [{}] (line {})", g.at.file, g.name, g.at.line);
+        let plan = resolve(g, ov, ctx)?;
         if let Some(first) = out.first() {
             let (t0, t1) = (&first.plan.timing, &plan.timing);
             if (t0.warmup, t0.duration, t0.interval) != (t1.warmup, t1.duration, t1.interval) {
                 return Err(Exit::input(format!(
                     "{job}: its ramp_time/runtime ({}/{}) differ from job [{}]'s ({}/{}); the jobs \
-                     of a file run at once on one timeline, so give them the same (or set --warmup and --duration)",
+                     of a phase run at once on one timeline, so give them the same (or set --warmup and --duration)",
                     format_duration(t1.warmup),
                     format_duration(t1.duration),
                     first.name,
@@ -117,7 +185,7 @@ pub(crate) fn groups(
     if let [one] = out.as_slice() {
         out = GroupPlan::single(one.plan.clone(), 0);
     }
-    Ok((out, engine_of(&imp)))
+    Ok(out)
 }
 
 /// A job's profile resolved with `ov`; an error about a mapped key also names the fio

@@ -26,6 +26,7 @@ mod cmd_verify;
 mod dry_run;
 mod find_max;
 mod fio_job;
+mod fio_phases;
 mod live;
 mod metrics;
 mod record;

@@ -25,6 +25,8 @@ pub fn load_run(store: &Store, query: &str) -> Result<RunData, Exit> {
         result: a.result,
         read_hist: a.read_hist,
         write_hist: a.write_hist,
+        host_hists: a.host_hists,
+        group_hists: a.group_hists,
         host_series: a.host_series,
         group_series: a.group_series,
     })

@@ -2,7 +2,9 @@
 //! through the normal run path with the usual flags on top, `--dry-run` prints the
 //! resolved groups, `profiles from-fio` writes profiles that run, an option iofleet
 //! cannot run fails with exit 2 naming file, line and option, and `--fio-ignore` runs
-//! without it with a notice. Every run uses the null engine in a temporary directory.
+//! without it with a notice; `stonewall` phases run one after another, each a stored
+//! run, with one fio document for all. Every run uses the null engine in a temporary
+//! directory.
 
 mod common;
 
@@ -237,25 +239,185 @@ fn an_unsupported_option_names_file_line_and_option() {
     assert!(v["summary"]["all"]["ios"].as_u64().unwrap() > 0);
 }
 
+/// A job file of two stonewall phases: [w] writes, then [r] and [r2] read at once.
+const PHASES: &str = "[global]\nruntime=1\nbs=4k\n[w]\nrw=write\n[r]\nstonewall\nrw=read\n[r2]\nrw=randread\nnumjobs=2\n";
+
 #[test]
-fn stonewall_and_unset_variables_are_refused() {
+fn stonewall_phases_run_one_after_another_each_a_stored_run() {
     let d = tempfile::tempdir().unwrap();
-    std::fs::write(
-        d.path().join("phases.fio"),
-        "[global]\nruntime=1\n[w]\nrw=write\n[r]\nstonewall\nrw=read\n",
-    )
-    .unwrap();
+    std::fs::write(d.path().join("phases.fio"), PHASES).unwrap();
+    let db = d.path().join("r.db");
+    let db = db.to_str().unwrap();
+    let o = run_fio(
+        d.path(),
+        &[
+            "run",
+            "phases.fio",
+            "--engine",
+            "null",
+            "--warmup",
+            "0s",
+            "--db",
+            db,
+            "--output-format",
+            "fio-json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("fio phase 2/2 (stonewall at phases.fio:7): job(s) r, r2"),
+        "{}",
+        stderr(&o)
+    );
+    // One fio document lists every job of both phases, groupids numbered on.
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let jobs: Vec<(String, u64, u64, u64)> = doc["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| {
+            let ios = |d: &str| j[d]["total_ios"].as_u64().unwrap();
+            (
+                j["jobname"].as_str().unwrap().to_string(),
+                j["groupid"].as_u64().unwrap(),
+                ios("read"),
+                ios("write"),
+            )
+        })
+        .collect();
+    let names: Vec<(&str, u64)> = jobs.iter().map(|j| (j.0.as_str(), j.1)).collect();
+    assert_eq!(names, [("w", 0), ("r", 1), ("r2", 2)]);
+    assert!(jobs[0].3 > 0 && jobs[0].2 == 0, "[w] only writes: {jobs:?}");
+    assert!(jobs[1].2 > 0 && jobs[1].3 == 0 && jobs[2].2 > 0, "{jobs:?}");
+    assert_eq!(doc["jobs"][2]["job options"]["numjobs"], "2");
+    // Each phase is a stored run of its own, labelled, with only its jobs' I/O: the
+    // write phase ran alone, not beside the reads.
+    let o = run_fio(d.path(), &["results", "list", "--db", db, "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let runs: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let runs = runs.as_array().unwrap();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    for (n, name, reads) in [(1, "phases/phase1", false), (2, "phases/phase2", true)] {
+        let label = format!("fio-phase={n}");
+        let o = run_fio(
+            d.path(),
+            &["results", "list", "--db", db, "--json", "--label", &label],
+        );
+        let found: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let id = found[0]["id"]
+            .as_str()
+            .expect("the phase's run")
+            .to_string();
+        let o = run_fio(
+            d.path(),
+            &["results", "export", &id, "--format", "json", "--db", db],
+        );
+        let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(r["stored"]["name"], name);
+        let s = &r["summary"];
+        let (rd, wr) = (
+            s["read"]["ios"].as_u64().unwrap(),
+            s["write"]["ios"].as_u64().unwrap(),
+        );
+        assert_eq!((rd > 0, wr > 0), (reads, !reads), "phase {n}");
+        let groups: Vec<&str> = r["groups"]
+            .as_array()
+            .map(|g| g.iter().map(|g| g["name"].as_str().unwrap()).collect())
+            .unwrap_or_default();
+        if n == 2 {
+            assert_eq!(groups, ["r", "r2"]);
+        }
+    }
+    // The table prints each phase's result as it ends, in order.
+    let o = run_fio(
+        d.path(),
+        &[
+            "run",
+            "phases.fio",
+            "--engine",
+            "null",
+            "--warmup",
+            "0s",
+            "--db",
+            db,
+            "--quiet",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    let p1 = out
+        .find("name phases/phase1  labels fio-phase=1")
+        .expect("phase 1's table");
+    let p2 = out
+        .find("name phases/phase2  labels fio-phase=2")
+        .expect("phase 2's table");
+    assert!(p1 < p2 && out[p2..].contains("stream r2/main"), "{out}");
+    // --dry-run prints each phase.
     let o = run_fio(
         d.path(),
         &["run", "phases.fio", "--engine", "null", "--dry-run"],
     );
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("phases.fio:6: stonewall: job [r] waits"),
-        "{}",
-        stderr(&o)
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    let w = out.find("# fio phase 1/2: job(s) w").expect("phase 1");
+    let r = out
+        .find("# fio phase 2/2 (stonewall at phases.fio:7): job(s) r, r2")
+        .expect("phase 2");
+    assert!(w < r && out[w..r].contains("name = \"w\"") && out[r..].contains("name = \"r2\""));
+}
+
+#[test]
+fn stonewall_phases_refuse_what_one_run_would_take_and_unset_variables_are_refused() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("phases.fio"), PHASES).unwrap();
+    let refused = |args: &[&str], says: &str| {
+        let o = run_fio(d.path(), args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+    };
+    // Commands that run one workload refuse the phases, naming file, line and option.
+    refused(
+        &[
+            "sweep",
+            "phases.fio",
+            "--engine",
+            "null",
+            "--vary",
+            "qd=1,2",
+        ],
+        "phases.fio:7: stonewall: job [r] waits for the jobs before it",
     );
-    assert!(stderr(&o).contains("--fio-job NAME"), "{}", stderr(&o));
+    refused(
+        &["verify", "phases.fio", "--engine", "null"],
+        "phases.fio:7: stonewall",
+    );
+    refused(
+        &[
+            "find-max",
+            "phases.fio",
+            "--engine",
+            "null",
+            "--slo",
+            "p99<=3ms",
+        ],
+        "phases.fio:7: stonewall",
+    );
+    for (flag, says) in [
+        (
+            &["--output", "x.json"][..],
+            "--output: the job file has 2 stonewall phases",
+        ),
+        (
+            &["--no-save"],
+            "--no-save: the job file has 2 stonewall phases",
+        ),
+        (&["--json"], "--json: the job file has 2 stonewall phases"),
+        (&["--label", "fio-phase=9"], "--label fio-phase"),
+    ] {
+        let mut args = vec!["run", "phases.fio", "--engine", "null"];
+        args.extend_from_slice(flag);
+        refused(&args, says);
+    }
     // One phase at a time runs: the stonewall of the only job has nothing to wait for.
     let o = run_fio(
         d.path(),
@@ -282,7 +444,7 @@ fn stonewall_and_unset_variables_are_refused() {
     );
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        stderr(&o).contains("--fio-job x: the job file has no job [x]; its jobs are: w, r"),
+        stderr(&o).contains("--fio-job x: the job file has no job [x]; its jobs are: w, r, r2"),
         "{}",
         stderr(&o)
     );
@@ -385,4 +547,72 @@ fn an_invalid_mapped_value_names_the_profile_key_and_the_fio_option() {
     let e = stderr(&o);
     assert!(e.contains("small.fio [a]: fleet.disk_size: "), "{e}");
     assert!(e.contains("(fio option size)"), "{e}");
+}
+
+#[test]
+fn stonewall_phases_of_a_fleet_give_fios_client_shape_with_a_group_per_phase() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("fleet.fio"),
+        "[global]\nruntime=1\nbs=4k\nnumjobs=3\n[w]\nrw=write\n[r]\nstonewall\nrw=read\n",
+    )
+    .unwrap();
+    let inv = d.path().join("local.toml");
+    std::fs::write(
+        &inv,
+        (1..=3)
+            .map(|i| format!("[[host]]\ndestination = \"l{i}\"\ntransport = \"local\"\ntarget = \"data{i}\"\n"))
+            .collect::<String>(),
+    )
+    .unwrap();
+    let db = d.path().join("r.db");
+    let o = run_fio(
+        d.path(),
+        &[
+            "run",
+            "fleet.fio",
+            "--engine",
+            "null",
+            "--warmup",
+            "0s",
+            "--quiet",
+            "--hosts",
+            inv.to_str().unwrap(),
+            "--db",
+            db.to_str().unwrap(),
+            "--output-format",
+            "fio-json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(doc.get("jobs").is_none());
+    let entries: Vec<(String, String, u64, bool)> = doc["client_stats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["jobname"].as_str().unwrap().into(),
+                e["hostname"].as_str().unwrap().into(),
+                e["groupid"].as_u64().unwrap(),
+                e["read"]["total_ios"].as_u64().unwrap() > 0,
+            )
+        })
+        .collect();
+    // Each phase: its three hosts, then All clients; the write phase is group 0 and
+    // reads nothing, the read phase group 1.
+    assert_eq!(entries.len(), 8, "{entries:?}");
+    for (i, e) in entries.iter().enumerate() {
+        let phase = i / 4;
+        assert_eq!(e.2, phase as u64, "{e:?}");
+        assert_eq!(e.3, phase == 1, "{e:?}");
+        match i % 4 {
+            3 => assert_eq!(e.0, "All clients"),
+            h => assert_eq!(
+                (e.0.as_str(), e.1.as_str()),
+                (["w", "r"][phase], ["l1", "l2", "l3"][h])
+            ),
+        }
+    }
 }

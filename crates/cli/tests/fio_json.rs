@@ -260,6 +260,88 @@ fn check_bins(fio: &Value, ours: &Value) {
     }
 }
 
+/// fio's latency range of a latency in ns, as one index ascending through
+/// `latency_ns` (0–9), `latency_us` (10–19) and `latency_ms` (20–31): fio's
+/// `io_u_mark_latency`, written out here.
+fn fio_range(ns: u64) -> usize {
+    const UPPER: [u64; 10] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000];
+    let (base, v) = match ns {
+        0..=999 => (0, ns),
+        1000..=999_999 => (10, ns / 1000),
+        _ => (20, ns / 1_000_000),
+    };
+    base + UPPER
+        .iter()
+        .position(|&u| v < u)
+        .unwrap_or(if v < 2000 { 10 } else { 11 })
+}
+
+/// An entry's `latency_ns`, `latency_us` and `latency_ms` as one list of 32 shares (%).
+fn latency_maps(entry: &Value) -> Vec<f64> {
+    const KEYS: [&str; 10] = [
+        "2", "4", "10", "20", "50", "100", "250", "500", "750", "1000",
+    ];
+    let mut out = Vec::new();
+    for (map, more) in [
+        ("latency_ns", &[][..]),
+        ("latency_us", &[][..]),
+        ("latency_ms", &["2000", ">=2000"][..]),
+    ] {
+        let m = entry[map]
+            .as_object()
+            .unwrap_or_else(|| panic!("{map} on {}", entry["jobname"]));
+        let keys: Vec<&str> = KEYS.iter().chain(more).copied().collect();
+        // (serde_json's map here sorts its keys: the order is checked in the unit tests.)
+        let mut want = keys.clone();
+        want.sort();
+        assert_eq!(
+            m.keys().map(String::as_str).collect::<Vec<_>>(),
+            want,
+            "{map}"
+        );
+        out.extend(keys.iter().map(|k| f(&m[*k])));
+    }
+    out
+}
+
+/// The latency ranges hold every I/O of the entry, and each range's count lies between
+/// what the entry's own bins (fio's buckets, read and write) put in it for sure and what
+/// they may put in it (a fio bucket across a range edge may count on either side).
+fn check_latency_maps(entry: &Value) {
+    let shares = latency_maps(entry);
+    assert!(
+        (shares.iter().sum::<f64>() - 100.0).abs() < 1e-6,
+        "{shares:?}"
+    );
+    let n = u(&entry["read"]["total_ios"]) + u(&entry["write"]["total_ios"]);
+    let (mut sure, mut may) = (vec![0u64; 32], vec![0u64; 32]);
+    for dir in ["read", "write"] {
+        if u(&entry[dir]["total_ios"]) == 0 {
+            continue;
+        }
+        for (key, count) in sorted_bins(&entry[dir]["clat_ns"]) {
+            let w = fio_width(key);
+            let low = key - w / 2;
+            let (a, b) = (fio_range(low), fio_range(low + w - 1));
+            if a == b {
+                sure[a] += count;
+            }
+            for m in &mut may[a..=b] {
+                *m += count;
+            }
+        }
+    }
+    for r in 0..32 {
+        let count = shares[r] / 100.0 * n as f64;
+        assert!(
+            count + 1e-6 >= sure[r] as f64 && count <= may[r] as f64 + 1e-6,
+            "range {r}: {count} I/Os, bins say {} to {}",
+            sure[r],
+            may[r]
+        );
+    }
+}
+
 fn check_options(entry: &Value) {
     let o = entry["job options"]
         .as_object()
@@ -301,6 +383,8 @@ fn a_run_in_fio_json_carries_iofleets_figures() {
         j["read"]["clat_ns"].get("bins").is_none(),
         "bins are json+ only"
     );
+    let shares = latency_maps(j);
+    assert!((shares.iter().sum::<f64>() - 100.0).abs() < 1e-6);
     assert_eq!(u(&j["trim"]["total_ios"]), 0);
     assert_eq!(u(&j["sync"]["total_ios"]), 0);
     // The stored run exports the same document.
@@ -315,43 +399,94 @@ fn fio_json_plus_bins_hold_every_io_and_give_iofleets_percentiles() {
     for dir in ["read", "write"] {
         check_bins(&j[dir], &ours["summary"][dir]);
     }
+    check_latency_maps(j);
     assert!(j["trim"]["clat_ns"].get("bins").is_none());
     // Exported from the store, byte for byte the live output.
     assert_export_is(d.path(), "fio-json+", &live);
 
-    // fio's own converter reads it, and its CSV counts are the bins'.
-    if !need::need(
-        "fio_json_plus_is_read_by_fio_jsonplus_clat2csv",
-        &["fio_jsonplus_clat2csv"],
-    ) {
+    // fio's own converter reads it: its counts are the bins, its percentiles iofleet's.
+    check_clat2csv(
+        d.path(),
+        "fio_json_plus_bins_hold_every_io_and_give_iofleets_percentiles",
+        &live,
+        &[(j, &ours["summary"])],
+    );
+}
+
+/// fio's `fio_jsonplus_clat2csv` converts the `fio-json+` document `doc` (and its
+/// `--validate` passes); for each job (the fio entry and iofleet's figures of the same
+/// scope, with `read` and `write`) and direction with I/O, the CSV's counts are the
+/// entry's bins, its cumulative counts add them up, and each percentile recomputed from
+/// the CSV (the first latency whose cumulative count reaches p% of the I/Os, fio's rule)
+/// is iofleet's own within one fio bucket's width.
+fn check_clat2csv(dir: &Path, test: &str, doc: &[u8], jobs: &[(&Value, &Value)]) {
+    if !need::need(test, &["fio_jsonplus_clat2csv"]) {
         return;
     }
-    let src = d.path().join("plus.json");
-    std::fs::write(&src, &live).unwrap();
-    let csv = d.path().join("lat.csv");
+    let src = dir.join("plus.json");
+    std::fs::write(&src, doc).unwrap();
+    let csv = dir.join("lat.csv");
     for extra in [None, Some("--validate")] {
         let mut c = std::process::Command::new("fio_jsonplus_clat2csv");
         c.arg(&src).arg(&csv).args(extra);
         let o = c.output().unwrap();
         assert!(o.status.success(), "fio_jsonplus_clat2csv: {}", stderr(&o));
     }
-    let text = std::fs::read_to_string(d.path().join("lat_job0.csv")).unwrap();
-    let mut lines = text.lines();
-    let head: Vec<&str> = lines.next().unwrap().split(',').map(str::trim).collect();
-    let rows: Vec<Vec<&str>> = lines
-        .map(|l| l.split(',').map(str::trim).collect())
-        .collect();
-    for dir in ["read", "write"] {
-        let col = head
-            .iter()
-            .position(|h| *h == format!("{dir}_clat_ns_count"))
-            .unwrap();
-        let counted: Vec<(u64, u64)> = rows
-            .iter()
-            .filter(|r| !r[col].is_empty())
-            .map(|r| (r[0].parse().unwrap(), r[col].parse().unwrap()))
+    for (n, (job, ours)) in jobs.iter().enumerate() {
+        let text = std::fs::read_to_string(dir.join(format!("lat_job{n}.csv"))).unwrap();
+        let mut lines = text.lines();
+        let head: Vec<&str> = lines.next().unwrap().split(',').map(str::trim).collect();
+        let rows: Vec<Vec<&str>> = lines
+            .map(|l| l.split(',').map(str::trim).collect())
             .collect();
-        assert_eq!(counted, sorted_bins(&j[dir]["clat_ns"]), "{dir}");
+        let col = |name: String| head.iter().position(|h| *h == name).unwrap();
+        for d in ["read", "write"] {
+            let ios = u(&ours[d]["ios"]);
+            if ios == 0 {
+                continue;
+            }
+            let (c_count, c_cum) = (
+                col(format!("{d}_clat_ns_count")),
+                col(format!("{d}_clat_ns_cumulative")),
+            );
+            // (latency, count, cumulative) of the rows where this direction has a count.
+            let csv: Vec<(u64, u64, u64)> = rows
+                .iter()
+                .filter(|r| !r[c_count].is_empty())
+                .map(|r| {
+                    let num = |i: usize| r[i].parse::<u64>().unwrap();
+                    (num(0), num(c_count), num(c_cum))
+                })
+                .collect();
+            let counts: Vec<(u64, u64)> = csv.iter().map(|r| (r.0, r.1)).collect();
+            assert_eq!(counts, sorted_bins(&job[d]["clat_ns"]), "job {n} {d}");
+            let mut sum = 0;
+            for r in &csv {
+                sum += r.1;
+                assert_eq!(r.2, sum, "job {n} {d}: cumulative at {} ns", r.0);
+            }
+            assert_eq!(sum, ios, "job {n} {d}");
+            let l = &ours[d]["latency_us"];
+            for (p, name) in [
+                (50.0, "p50"),
+                (90.0, "p90"),
+                (95.0, "p95"),
+                (99.0, "p99"),
+                (99.9, "p99_9"),
+                (99.99, "p99_99"),
+            ] {
+                let from_csv = csv
+                    .iter()
+                    .find(|r| r.2 as f64 >= p / 100.0 * ios as f64)
+                    .unwrap()
+                    .0;
+                let own = (f(&l[name]) * 1000.0).round() as u64;
+                assert!(
+                    from_csv.abs_diff(own) <= fio_width(from_csv),
+                    "job {n} {d} p{p}: the CSV gives {from_csv} ns, iofleet {own} ns"
+                );
+            }
+        }
     }
 }
 
@@ -378,11 +513,20 @@ fn a_fleet_of_three_hosts_gives_client_stats_per_host_and_all_clients() {
         check_options(c);
         assert_eq!(c["job options"]["numjobs"], "2");
         for dir in ["read", "write"] {
-            check_dir(&c[dir], &h[dir], dur, false);
+            // Each host's own merged histograms: fio's full list, and bins.
+            check_dir(&c[dir], &h[dir], dur, true);
+            check_bins(&c[dir], &h[dir]);
             let part = Some(("host_intervals", &h["host"]));
             check_samples(&c[dir], &interval_ops(&ours, part, dir));
         }
+        check_latency_maps(c);
     }
+    // fio's client shape keeps the workload in `global options`, as one host runs it.
+    let g = &fio["global options"];
+    assert_eq!(
+        (&g["rw"], &g["bs"], &g["iodepth"], &g["numjobs"]),
+        (&"randrw".into(), &"8k".into(), &"4".into(), &"2".into())
+    );
     let all = &clients[3];
     assert_eq!(all["jobname"], "All clients");
     check_options(all);
@@ -392,6 +536,7 @@ fn a_fleet_of_three_hosts_gives_client_stats_per_host_and_all_clients() {
         check_samples(&all[dir], &interval_ops(&ours, None, dir));
         check_bins(&all[dir], &ours["summary"][dir]);
     }
+    check_latency_maps(all);
     let hosts_ios: u64 = clients[..3]
         .iter()
         .map(|c| u(&c["read"]["total_ios"]))
@@ -511,15 +656,16 @@ fn worker_groups_are_fio_jobs_with_their_own_options() {
         assert_eq!(u(&j["groupid"]), i as u64);
         for dir in ["read", "write"] {
             if u(&g[dir]["ios"]) > 0 {
-                // Per group: iofleet's own percentiles; no group histogram, no bins.
-                check_dir(&j[dir], &g[dir], dur, false);
+                // Per group: the group's own merged histograms.
+                check_dir(&j[dir], &g[dir], dur, true);
+                check_bins(&j[dir], &g[dir]);
                 let part = Some(("group_intervals", &g["name"]));
                 check_samples(&j[dir], &interval_ops(&ours, part, dir));
-                assert!(j[dir]["clat_ns"].get("bins").is_none());
             } else {
                 assert_eq!(u(&j[dir]["total_ios"]), 0);
             }
         }
+        check_latency_maps(j);
     }
     let o = |i: usize, k: &str| jobs[i]["job options"][k].as_str().unwrap().to_string();
     assert_eq!(
@@ -536,6 +682,14 @@ fn worker_groups_are_fio_jobs_with_their_own_options() {
         .sum();
     assert_eq!(ios, u(&ours["summary"]["all"]["ios"]));
     assert_export_is(d.path(), "fio-json+", &live);
+    // One CSV per group, each with the group's own bins and percentiles.
+    let pairs: Vec<(&Value, &Value)> = jobs.iter().zip(groups).collect();
+    check_clat2csv(
+        d.path(),
+        "worker_groups_are_fio_jobs_with_their_own_options",
+        &live,
+        &pairs,
+    );
 }
 
 #[test]
@@ -565,4 +719,8 @@ fn an_unsaved_run_gives_fio_json_with_iofleets_own_percentiles_and_says_so() {
     let keys: Vec<&String> = clat["percentile"].as_object().unwrap().keys().collect();
     assert_eq!(keys.len(), 6, "p50 to p99.99: {keys:?}");
     assert!(clat.get("bins").is_none());
+    // The latency ranges come from histograms too.
+    for map in ["latency_ns", "latency_us", "latency_ms"] {
+        assert!(v["jobs"][0].get(map).is_none(), "{map}");
+    }
 }

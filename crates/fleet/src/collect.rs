@@ -648,6 +648,7 @@ pub(crate) fn summarize(
         workers,
         hosts,
         groups,
+        ..
     } = layout.fold(
         col.worker_totals
             .iter()

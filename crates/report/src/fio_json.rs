@@ -9,9 +9,10 @@
 //! Shape: a run on one host gives `jobs`, one entry per worker group (what fio's
 //! `group_reporting` gives per reporting group). A run across several hosts gives fio's
 //! client/server shape instead: `client_stats`, one entry per host that ran workers and
-//! an `All clients` entry for the fleet. Percentiles read from the fleet's merged
-//! histograms (fio's default list) on the entries that cover the whole fleet; the other
-//! entries carry the percentiles iofleet's result holds for them (p50 … p99.99).
+//! an `All clients` entry for the fleet. With the histograms of the results store,
+//! every entry's percentiles (fio's default list), bins and latency ranges are read
+//! from its own merged histograms (fleet, host or group); without them, entries carry
+//! the percentiles iofleet's result holds (p50 … p99.99) and no bins or ranges.
 //!
 //! This module formats; it neither measures nor merges. The histograms come from the
 //! caller (the results store), because the result itself holds none.
@@ -48,11 +49,21 @@ pub enum FioFlavor {
     JsonPlus,
 }
 
-/// The fleet's merged histograms of the measured phase (from the results store).
+/// The merged histograms of the measured phase, `[read, write]` (from the results
+/// store): the fleet's, each host's (in the order of the result's `hosts`) and each
+/// worker group's (in the order of its `groups`).
 #[derive(Clone, Copy, Debug)]
 pub struct FioHists<'a> {
-    pub read: &'a LatencyHist,
-    pub write: &'a LatencyHist,
+    pub fleet: [&'a LatencyHist; 2],
+    pub hosts: &'a [[LatencyHist; 2]],
+    pub groups: &'a [[LatencyHist; 2]],
+}
+
+/// One entry's histograms, `[read, write]`.
+type DirHists<'a> = [&'a LatencyHist; 2];
+
+fn pair(h: &[LatencyHist; 2]) -> DirHists<'_> {
+    [&h[0], &h[1]]
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -110,6 +121,67 @@ pub fn fio_buckets(h: &LatencyHist) -> Vec<(u64, u64)> {
     out
 }
 
+/// Upper ends (exclusive) of fio's latency ranges in each unit (`io_u_mark_latency`),
+/// written as the ranges' keys in `latency_ns`, `latency_us` and `latency_ms`.
+const LAT_UPPER: [u64; 10] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000];
+/// The millisecond map's two more: 1000 to 1999 ms, and 2000 ms up.
+const LAT_MS_MORE: [&str; 2] = ["2000", ">=2000"];
+
+/// fio's latency range of a latency in ns (`io_u_mark_latency`): (unit, range). Unit 0
+/// is ns (below 1 µs), 1 µs (below 1 ms, the value ÷ 1000 rounded down), 2 ms (the
+/// value ÷ 10^6 rounded down); range i holds the values from the key before it (0 for
+/// the first) up to below `LAT_UPPER[i]`; in ms, 10 is 1000 to 1999 and 11 the rest.
+pub fn lat_range(value_ns: u64) -> (usize, usize) {
+    let (unit, v) = match value_ns {
+        0..=999 => (0, value_ns),
+        1000..=999_999 => (1, value_ns / 1000),
+        _ => (2, value_ns / 1_000_000),
+    };
+    let range = match LAT_UPPER.iter().position(|&u| v < u) {
+        Some(i) => i,
+        None if v < 2000 => 10,
+        None => 11,
+    };
+    (unit, range)
+}
+
+/// fio's `latency_ns`, `latency_us` and `latency_ms`: the percentage of the I/Os (read
+/// and write together) in each range, from iofleet's histograms. Each iofleet bucket is
+/// counted whole in the range that holds its highest value (the value iofleet reports
+/// for the bucket, in its percentiles too). Up to 20 µs every range edge is an edge of
+/// iofleet's buckets too, so the counts are those fio would make of the same I/Os;
+/// from 50 µs up an edge can fall inside an iofleet bucket (50 µs inside [49 984,
+/// 50 016) ns), and that bucket's I/Os below the edge are counted in the range above:
+/// I/Os within 0.1% under an edge. Nothing is split or estimated.
+pub fn latency_shares(hists: DirHists<'_>) -> [Vec<(String, f64)>; 3] {
+    let mut counts = [vec![0u64; 10], vec![0u64; 10], vec![0u64; 12]];
+    let mut total = 0u64;
+    for h in hists {
+        for (highest, count) in h.buckets() {
+            let (unit, range) = lat_range(highest);
+            counts[unit][range] += count;
+            total += count;
+        }
+    }
+    let key = |i: usize| match LAT_UPPER.get(i) {
+        Some(u) => u.to_string(),
+        None => LAT_MS_MORE[i - LAT_UPPER.len()].to_string(),
+    };
+    counts.map(|c| {
+        c.iter()
+            .enumerate()
+            .map(|(i, &n)| {
+                let pct = if total > 0 {
+                    n as f64 / total as f64 * 100.0
+                } else {
+                    0.0
+                };
+                (key(i), pct)
+            })
+            .collect()
+    })
+}
+
 /// The percentile fio reads from its buckets (`calc_clat_percentiles`): the value of
 /// the first bucket whose running count reaches p% of the total.
 pub fn fio_percentile(buckets: &[(u64, u64)], p: f64) -> Option<u64> {
@@ -136,6 +208,46 @@ pub fn export(
     writeln!(out)
 }
 
+/// Several runs made one after another (the stonewall phases of a fio job file) as one
+/// document, as fio writes a job file whose jobs are separated by `stonewall`: every
+/// run's entries in order, the `groupid`s of each run numbered on after the previous
+/// run's (fio gives each stonewall phase a new group); the header (version, time, global
+/// options) is the first run's. Each run's entries are those `export` gives it.
+pub fn export_phases(
+    runs: &[(&RunResult, Option<FioHists<'_>>)],
+    flavor: FioFlavor,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let mut merged: Option<Document> = None;
+    let mut next_group = 0;
+    for (r, hists) in runs {
+        let mut d = document(r, *hists, flavor).map_err(io::Error::other)?;
+        let mut top = next_group;
+        for e in d.jobs.iter_mut().chain(d.client_stats.iter_mut()).flatten() {
+            e.groupid += next_group;
+            top = top.max(e.groupid + 1);
+        }
+        next_group = top;
+        match &mut merged {
+            None => merged = Some(d),
+            Some(m) => {
+                append(&mut m.jobs, d.jobs);
+                append(&mut m.client_stats, d.client_stats);
+            }
+        }
+    }
+    serde_json::to_writer_pretty(&mut *out, &merged).map_err(io::Error::other)?;
+    writeln!(out)
+}
+
+fn append(to: &mut Option<Vec<Job>>, more: Option<Vec<Job>>) {
+    match (to.as_mut(), more) {
+        (Some(v), Some(m)) => v.extend(m),
+        (None, Some(m)) => *to = Some(m),
+        (_, None) => {}
+    }
+}
+
 /// The document as a JSON value.
 pub fn to_value(
     result: &RunResult,
@@ -155,6 +267,10 @@ impl Options {
         self.0.retain(|(key, _)| *key != k);
         self.0.push((k, v.into()));
     }
+
+    fn remove(&mut self, k: &str) {
+        self.0.retain(|(key, _)| *key != k);
+    }
 }
 
 impl Serialize for Options {
@@ -167,12 +283,12 @@ impl Serialize for Options {
     }
 }
 
-/// A map keyed by numbers written as strings, in ascending order (`"99.000000"`, or a
-/// bucket's value in ns).
+/// A map keyed by numbers written as strings, in ascending order (`"99.000000"`, a
+/// bucket's value in ns, a latency range's upper end).
 #[derive(Clone, Debug)]
-struct NumMap(Vec<(String, u64)>);
+struct NumMap<V = u64>(Vec<(String, V)>);
 
-impl Serialize for NumMap {
+impl<V: Serialize> Serialize for NumMap<V> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut m = s.serialize_map(Some(self.0.len()))?;
         for (k, v) in &self.0 {
@@ -215,6 +331,12 @@ struct Job {
     usr_cpu: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     sys_cpu: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    latency_ns: Option<NumMap<f64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    latency_us: Option<NumMap<f64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    latency_ms: Option<NumMap<f64>>,
 }
 
 #[derive(Serialize)]
@@ -297,7 +419,11 @@ fn document(
         timestamp,
         timestamp_ms: timestamp * 1000,
         time: ctime(timestamp),
-        global_options: global_options(r),
+        global_options: if worker_hosts > 1 {
+            client_global_options(r)
+        } else {
+            global_options(r)
+        },
         jobs,
         client_stats,
     })
@@ -358,7 +484,7 @@ fn client_scopes<'a>(r: &'a RunResult, hists: Option<FioHists<'a>>) -> Vec<Scope
     let samples = Samples::of(r);
     let plan = &r.run.plan;
     let mut scopes = Vec::new();
-    for h in r.hosts.iter().filter(|h| !h.observer) {
+    for (i, h) in r.hosts.iter().enumerate().filter(|(_, h)| !h.observer) {
         let mut options = fleet_options(r);
         if let Some(n) = lanes_per_worker(plan) {
             options.put("numjobs", (n * h.workers as u64).to_string());
@@ -371,7 +497,7 @@ fn client_scopes<'a>(r: &'a RunResult, hists: Option<FioHists<'a>>) -> Vec<Scope
             options,
             ops: [&h.read, &h.write],
             intervals: samples.part(&r.host_intervals, &h.host),
-            hists: None,
+            hists: hists.and_then(|x| x.hosts.get(i)).map(pair),
             error: first_errno(r, |d| on_host(d.worker)),
             cpu: h.cpu.as_ref().map(|c| (c.usr_pct, c.sys_pct)),
         });
@@ -383,7 +509,7 @@ fn client_scopes<'a>(r: &'a RunResult, hists: Option<FioHists<'a>>) -> Vec<Scope
         options: fleet_options(r),
         ops: [&r.summary.read, &r.summary.write],
         intervals: samples.fleet(),
-        hists,
+        hists: hists.map(|x| x.fleet),
         error: first_errno(r, |_| true),
         cpu: fleet_cpu(r),
     });
@@ -415,7 +541,11 @@ fn group_scopes<'a>(r: &'a RunResult, hists: Option<FioHists<'a>>) -> Vec<Scope<
             } else {
                 samples.part(&r.group_intervals, &g.name)
             },
-            hists: if whole { hists } else { None },
+            hists: if whole {
+                hists.map(|x| x.fleet)
+            } else {
+                hists.and_then(|x| x.groups.get(gid)).map(pair)
+            },
             error: first_errno(r, |d| range.contains(&d.worker)),
             cpu: if whole { fleet_cpu(r) } else { None },
         });
@@ -433,8 +563,8 @@ struct Scope<'a> {
     ops: [&'a OpSummary; 2],
     /// Read and write over each measured interval that counts in the IOPS median.
     intervals: [Vec<IntervalOps>; 2],
-    /// The scope's merged histograms, when known (the whole fleet).
-    hists: Option<FioHists<'a>>,
+    /// The scope's merged histograms, when known (from the store).
+    hists: Option<DirHists<'a>>,
     error: i32,
     /// Process user and system CPU, percent of one core.
     cpu: Option<(f64, f64)>,
@@ -443,14 +573,18 @@ struct Scope<'a> {
 fn job(s: Scope<'_>, plus: bool, runtime_ms: u64) -> Job {
     let [read, write] = s.ops;
     let [read_iv, write_iv] = &s.intervals;
+    let [latency_ns, latency_us, latency_ms] = match s.hists {
+        Some(h) => latency_shares(h).map(|m| Some(NumMap(m))),
+        None => [None, None, None],
+    };
     Job {
         jobname: s.name,
         groupid: s.groupid,
         error: s.error,
         hostname: s.hostname,
         job_options: s.options,
-        read: dir(read, read_iv, s.hists.map(|h| h.read), plus, runtime_ms),
-        write: dir(write, write_iv, s.hists.map(|h| h.write), plus, runtime_ms),
+        read: dir(read, read_iv, s.hists.map(|h| h[0]), plus, runtime_ms),
+        write: dir(write, write_iv, s.hists.map(|h| h[1]), plus, runtime_ms),
         trim: dir(&OpSummary::default(), &[], None, false, runtime_ms),
         sync: Sync {
             total_ios: 0,
@@ -459,6 +593,9 @@ fn job(s: Scope<'_>, plus: bool, runtime_ms: u64) -> Job {
         job_runtime: runtime_ms,
         usr_cpu: s.cpu.map(|c| c.0),
         sys_cpu: s.cpu.map(|c| c.1),
+        latency_ns,
+        latency_us,
+        latency_ms,
     }
 }
 
@@ -637,6 +774,28 @@ fn global_options(r: &RunResult) -> Options {
     o.put("time_based", "1");
     o.put("runtime", secs(t.duration));
     o.put("ramp_time", secs(t.warmup));
+    o
+}
+
+/// The global options of the client shape. fio's client sends the same job file to
+/// every server, and readers of its output (fio-plot) take the workload from the
+/// document's `global options`, where such job files keep it; so for a run of one
+/// profile they hold its options as one host runs them: the plan's, with `numjobs`
+/// the lanes of one host (left out when the hosts run different numbers of workers).
+fn client_global_options(r: &RunResult) -> Options {
+    let mut o = Options::default();
+    let plan = &r.run.plan;
+    if let Some(n) = lanes_per_worker(plan) {
+        plan_options(&mut o, &plan.plan);
+        let mut per_host = r.hosts.iter().filter(|h| !h.observer).map(|h| h.workers);
+        match per_host.next() {
+            Some(w) if per_host.all(|x| x == w) => o.put("numjobs", (n * w as u64).to_string()),
+            _ => o.remove("numjobs"),
+        }
+    }
+    for (k, v) in global_options(r).0 {
+        o.put(k, v);
+    }
     o
 }
 
@@ -828,6 +987,126 @@ mod tests {
             assert_eq!(plat_idx(fio), plat_idx(ours), "p{p}: {fio} vs {ours}");
             let (_, width) = plat_range(plat_idx(ours));
             assert!(fio.abs_diff(ours) <= width, "p{p}: {fio} vs {ours}");
+        }
+    }
+
+    #[test]
+    fn latency_ranges_are_fios() {
+        // fio's io_u_mark_latency: ns below 1 µs, then µs, then ms, each range from the
+        // key before it up to below its own key.
+        for (v, want) in [
+            (0, (0, 0)),
+            (1, (0, 0)),
+            (2, (0, 1)),
+            (9, (0, 2)),
+            (10, (0, 3)),
+            (999, (0, 9)),
+            (1000, (1, 0)),
+            (1999, (1, 0)),
+            (2000, (1, 1)),
+            (49_999, (1, 4)),
+            (50_000, (1, 5)),
+            (999_999, (1, 9)),
+            (1_000_000, (2, 0)),
+            (999_999_999, (2, 9)),
+            (1_000_000_000, (2, 10)),
+            (1_999_999_999, (2, 10)),
+            (2_000_000_000, (2, 11)),
+            (u64::MAX, (2, 11)),
+        ] {
+            assert_eq!(lat_range(v), want, "{v} ns");
+        }
+    }
+
+    /// The shares fio would write for these exact latencies.
+    fn direct_shares(values: &[u64]) -> [Vec<f64>; 3] {
+        let mut c = [vec![0u64; 10], vec![0u64; 10], vec![0u64; 12]];
+        for &v in values {
+            let (u, r) = lat_range(v);
+            c[u][r] += 1;
+        }
+        c.map(|c| {
+            c.iter()
+                .map(|&n| n as f64 / values.len() as f64 * 100.0)
+                .collect()
+        })
+    }
+
+    fn shares_of(values: &[u64], split_at: usize) -> [Vec<(String, f64)>; 3] {
+        let (mut r, mut w) = (LatencyHist::new(), LatencyHist::new());
+        for (i, &v) in values.iter().enumerate() {
+            if i < split_at {
+                r.record(v)
+            } else {
+                w.record(v)
+            }
+        }
+        latency_shares([&r, &w])
+    }
+
+    #[test]
+    fn latency_shares_are_fios_for_the_same_ios_below_50us() {
+        // Below 49 984 ns: the bucket at 50 µs, [49 984, 50 016), is the first across an
+        // edge.
+        let values: Vec<u64> = spread(40_000).into_iter().map(|v| v % 49_984).collect();
+        let got = shares_of(&values, 25_000);
+        let keys: Vec<Vec<&str>> = got
+            .iter()
+            .map(|m| m.iter().map(|(k, _)| k.as_str()).collect())
+            .collect();
+        let base = [
+            "2", "4", "10", "20", "50", "100", "250", "500", "750", "1000",
+        ];
+        assert_eq!(keys[0], base);
+        assert_eq!(keys[1], base);
+        assert_eq!(keys[2][..10], base);
+        assert_eq!(keys[2][10..], ["2000", ">=2000"]);
+        // Every edge below 50 µs is an edge of iofleet's buckets: fio's own counts.
+        // (0 is recorded as 1 ns, in the same range.)
+        let want = direct_shares(&values);
+        for u in 0..3 {
+            for (i, (_, pct)) in got[u].iter().enumerate() {
+                assert!((pct - want[u][i]).abs() < 1e-9, "unit {u} range {i}");
+            }
+        }
+        let total: f64 = got.iter().flatten().map(|x| x.1).sum();
+        assert!((total - 100.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_bucket_across_an_edge_counts_where_its_highest_value_is() {
+        // 49 999 ns is in iofleet's bucket [49 984, 50 016): counted at 50 µs and up
+        // ("100"), as the bucket's highest value is; 49 983 ns stays below ("50").
+        let got = shares_of(&[49_999, 49_983, 3_000_000_000, 1_500_000_000], 2);
+        assert_eq!(got[1][4], ("50".into(), 25.0));
+        assert_eq!(got[1][5], ("100".into(), 25.0));
+        assert_eq!(got[2][10], ("2000".into(), 25.0));
+        assert_eq!(got[2][11], (">=2000".into(), 25.0));
+        // Spread over every magnitude: each range's share differs from fio's count of
+        // the same I/Os by at most the I/Os within one iofleet bucket under its edges.
+        let values = spread(20_000);
+        let got = shares_of(&values, 10_000);
+        let want = direct_shares(&values);
+        let near_edge = |lo: u64, hi: u64| {
+            values.iter().filter(|&&v| (lo..hi).contains(&v)).count() as f64 / values.len() as f64
+                * 100.0
+        };
+        let mut slack = 0.0;
+        for e in [50u64, 100, 250, 500, 750, 1000] {
+            for scale in [1000u64, 1_000_000] {
+                let edge = e * scale;
+                let width = 1u64 << (63 - edge.leading_zeros() - 10);
+                slack += near_edge(edge - width, edge);
+            }
+        }
+        slack += near_edge(2_000_000_000 - (1 << 20), 2_000_000_000);
+        for u in 0..3 {
+            for (i, (_, pct)) in got[u].iter().enumerate() {
+                assert!(
+                    (pct - want[u][i]).abs() <= slack + 1e-9,
+                    "unit {u} range {i}"
+                );
+            }
         }
     }
 

@@ -54,6 +54,10 @@ pub struct RunData {
     /// Merged fleet-wide histograms of the measured phase.
     pub read_hist: LatencyHist,
     pub write_hist: LatencyHist,
+    /// The same per host (in the order of `result.hosts`) and per worker group (in
+    /// the order of `result.groups`): [read, write].
+    pub host_hists: Vec<[LatencyHist; 2]>,
+    pub group_hists: Vec<[LatencyHist; 2]>,
     /// Per host (in the order of `result.hosts`): interval rows and CPU over time.
     pub host_series: Vec<Series>,
     /// Per worker group (in the order of `result.groups`): interval rows.

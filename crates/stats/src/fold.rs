@@ -63,6 +63,11 @@ pub struct Folded {
     pub workers: Vec<WorkerSummary>,
     pub hosts: Vec<HostSummary>,
     pub groups: Vec<GroupSummary>,
+    /// Each host's workers' totals merged, in the order of `hosts` (with their
+    /// histograms, which the summaries do not keep).
+    pub host_totals: Vec<Sample>,
+    /// Each group's workers' totals merged, in the order of `groups`.
+    pub group_totals: Vec<Sample>,
 }
 
 /// Running sums of a fold, filled one worker total at a time.
@@ -113,6 +118,8 @@ impl Layout {
             workers,
             hosts,
             groups,
+            host_totals: sums.host_totals,
+            group_totals: sums.group_totals,
         }
     }
 

@@ -35,6 +35,10 @@ pub struct Analysis {
     /// Merged histograms of the measured phase, fleet-wide.
     pub read_hist: LatencyHist,
     pub write_hist: LatencyHist,
+    /// The same per host (in the order of `result.hosts`) and per worker group (in the
+    /// order of `result.groups`): [read, write].
+    pub host_hists: Vec<[LatencyHist; 2]>,
+    pub group_hists: Vec<[LatencyHist; 2]>,
     /// Whether a final result had been stored (false for killed runs).
     pub has_final: bool,
     /// Per host, in the order of `result.hosts`: its interval rows and CPU over time.
@@ -49,6 +53,11 @@ struct StoredInterval {
     duration_s: f64,
     warmup: bool,
     hosts_lost: u32,
+}
+
+/// A total's read and write histograms.
+fn dir_hists(s: &Sample) -> [LatencyHist; 2] {
+    [s.read().hist, s.write().hist]
 }
 
 fn u128_of(blob: &[u8]) -> Option<u128> {
@@ -84,6 +93,8 @@ impl Store {
             workers,
             hosts: host_summaries,
             groups: group_summaries,
+            host_totals,
+            group_totals,
         } = layout.fold(
             walk.worker_totals.into_iter().zip(
                 walk.disk_totals
@@ -159,6 +170,8 @@ impl Store {
             result,
             read_hist: read.hist,
             write_hist: write.hist,
+            host_hists: host_totals.iter().map(dir_hists).collect(),
+            group_hists: group_totals.iter().map(dir_hists).collect(),
             has_final: stored.is_some(),
             host_series: walk.host_series,
             group_series: walk.group_series,

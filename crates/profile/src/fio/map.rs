@@ -21,6 +21,8 @@ use crate::units::parse_duration;
 pub struct FioGroup {
     /// The job's name (its section name, or its `name=` option).
     pub name: String,
+    /// Its section name (what `--fio-job` selects).
+    pub section: String,
     /// Where the job section starts.
     pub at: Location,
     pub raw: RawProfile,
@@ -29,6 +31,27 @@ pub struct FioGroup {
     pub engine: Option<&'static str>,
     /// The job's `direct` (or inverted `buffered`), when set.
     pub direct: Option<bool>,
+    /// Where the job's `stonewall` (or `wait_for_previous`) is written, when it makes
+    /// the job wait for every job before it: the job starts a new phase. None on the
+    /// first job (nothing to wait for) and on jobs that run with the ones before.
+    pub stonewall: Option<Location>,
+}
+
+/// The groups of a mapped job file split into phases, in order: a job with `stonewall`
+/// starts a new phase; the jobs of a phase run at once.
+pub fn phases(groups: &[FioGroup]) -> Vec<&[FioGroup]> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (i, g) in groups.iter().enumerate() {
+        if i > start && g.stonewall.is_some() {
+            out.push(&groups[start..i]);
+            start = i;
+        }
+    }
+    if start < groups.len() {
+        out.push(&groups[start..]);
+    }
+    out
 }
 
 /// A mapped job file: its groups, in file order, and the mapping notices.
@@ -220,7 +243,7 @@ impl Mapper {
         let (zipf, hot_bands) = self.distribution(job);
         let direct = self.direct(job, run_direct);
         let engine = self.engine(job);
-        self.stonewall(job, index);
+        let stonewall = self.stonewall(job, index);
         if self.problems.len() > before {
             return None;
         }
@@ -266,6 +289,7 @@ impl Mapper {
         }
         Some(FioGroup {
             name: name.clone(),
+            section: job.name.clone(),
             at: job.at.clone(),
             raw: RawProfile {
                 name: Some(name),
@@ -278,6 +302,7 @@ impl Mapper {
             },
             engine,
             direct,
+            stonewall,
         })
     }
 
@@ -755,14 +780,16 @@ impl Mapper {
         }
     }
 
-    fn stonewall(&mut self, job: &FioJob, index: usize) {
-        if let Some(o) = job.get(&["stonewall", "wait_for_previous"]) {
-            if index > 0 && bool_of(o).unwrap_or(true) {
-                let msg = format!(
-                    "job [{}] waits for the jobs before it; sequential phases are not supported yet (iofleet runs all jobs of a file at once as worker groups): run each phase on its own with --fio-job NAME",
-                    job.name
-                );
-                self.problem(o, msg);
+    /// Where `stonewall`/`wait_for_previous` makes this job wait for the ones before it
+    /// (a value that is not a boolean is reported).
+    fn stonewall(&mut self, job: &FioJob, index: usize) -> Option<Location> {
+        let o = job.get(&["stonewall", "wait_for_previous"])?;
+        match bool_of(o) {
+            Some(true) if index > 0 => Some(o.at.clone()),
+            Some(_) => None,
+            None => {
+                self.problem(o, "expected 1/0, true/false, yes/no or on/off");
+                None
             }
         }
     }
@@ -1198,17 +1225,28 @@ rate_iops=300
     }
 
     #[test]
-    fn stonewall_is_refused_after_the_first_job() {
-        let text = "[a]\nstonewall\nruntime=5\n[b]\nrw=write\nstonewall\nruntime=5\n";
-        let FioError::Unsupported(p) = map(text, &[]).unwrap_err() else {
-            panic!("not Unsupported");
-        };
-        assert_eq!(p.len(), 1, "{p:?}");
-        assert_eq!((p[0].at.line, p[0].option.as_str()), (6, "stonewall"));
+    fn stonewall_starts_a_phase_after_the_first_job() {
+        let text = "[a]\nstonewall\nruntime=5\n[b]\nrw=write\nruntime=5\n[c]\nrw=read\nwait_for_previous=1\nruntime=5\n[d]\nstonewall=0\nruntime=5\n";
+        let imp = map(text, &[]).unwrap();
+        let at: Vec<Option<usize>> = imp
+            .groups
+            .iter()
+            .map(|g| g.stonewall.as_ref().map(|l| l.line))
+            .collect();
+        // [a]'s has nothing to wait for; [d] says no.
+        assert_eq!(at, [None, None, Some(9), None]);
+        let names: Vec<Vec<&str>> = phases(&imp.groups)
+            .iter()
+            .map(|p| p.iter().map(|g| g.name.as_str()).collect())
+            .collect();
+        assert_eq!(names, [vec!["a", "b"], vec!["c", "d"]]);
+        // In [global], every job after the first waits: one phase each.
+        let imp = map("[global]\nstonewall\nruntime=5\n[a]\n[b]\n[c]\n", &[]).unwrap();
+        assert_eq!(phases(&imp.groups).len(), 3);
+        let e = map("[a]\n[b]\nstonewall=maybe\n", &[]).unwrap_err();
         assert!(
-            p[0].message.contains("sequential phases"),
-            "{}",
-            p[0].message
+            e.to_string().contains("t.fio:3: stonewall: expected"),
+            "{e}"
         );
     }
 
