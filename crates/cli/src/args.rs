@@ -69,6 +69,10 @@ pub enum Command {
     Compare(crate::cmd_compare::CompareArgs),
     /// Write a self-contained HTML (or Markdown) report of stored runs.
     Report(crate::cmd_report::ReportArgs),
+    /// Serve the results store read-only to a browser: the runs list with filters, each
+    /// run's report, comparisons of ticked runs, and sweep and find-max curves
+    /// (docs/ui.md). Listens on 127.0.0.1:8716 unless --listen says otherwise.
+    Serve(crate::cmd_serve::ServeArgs),
     /// Look after an inventory's hosts: `hosts clean --hosts FILE` removes the copies of
     /// iofleet that fleet runs keep there.
     #[command(subcommand)]
