@@ -230,6 +230,12 @@ pub struct RunArgs {
     /// IOPS, throughput and latency summaries of the latest interval (docs/metrics.md).
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<String>,
+    /// With --metrics-listen: also serve the live view on that listener, a page at `/`
+    /// that follows the run by Server-Sent Events (phase, IOPS, MB/s, latency over
+    /// time, a strip per host; docs/ui.md). No authentication: keep the address on
+    /// loopback unless every reader may see the run.
+    #[arg(long, requires = "metrics_listen")]
+    pub ui: bool,
     /// With --hosts: a host still silent this long after the run's end (or a Ctrl-C) is
     /// marked lost, as a host whose connection closed would be.
     #[arg(long, value_parser = duration, default_value = "30s", value_name = "DURATION", allow_hyphen_values = true)]

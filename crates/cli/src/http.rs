@@ -1,6 +1,8 @@
-//! The small HTTP/1.1 server under `--metrics-listen` and `iofleet serve`: one thread
-//! accepts, each connection is answered on a thread of its own (so a slow client never
-//! holds up another), one request per connection (`Connection: close`). Request heads
+//! The small HTTP/1.1 server under `--metrics-listen` (and its `--ui` live view) and
+//! `iofleet serve`: one thread accepts, each connection is answered on a thread of its
+//! own (so a slow client never holds up another), one request per connection
+//! (`Connection: close`); a handler may keep its connection as a stream (Server-Sent
+//! Events). Request heads
 //! are parsed by `httparse` and query strings decoded by `percent-encoding`; this module
 //! only reads the head, hands a `Request` to the caller's handler and writes its `Reply`.
 //! It knows no paths: routing is the caller's. No TLS, no keep-alive, no request bodies:
@@ -95,11 +97,25 @@ impl Reply {
     }
 }
 
+/// What a handler answers: a whole page, or a stream that writes its own status line
+/// and headers and keeps the connection (Server-Sent Events) until it returns.
+pub enum Answer {
+    Page(Reply),
+    Stream(Box<dyn FnOnce(TcpStream) -> std::io::Result<()> + Send>),
+}
+
+impl From<Reply> for Answer {
+    fn from(r: Reply) -> Answer {
+        Answer::Page(r)
+    }
+}
+
 /// Answer every connection on `listener` with `handler`, from a thread of its own;
 /// returns at once with the accepting thread.
-pub fn serve<H>(listener: TcpListener, handler: H) -> std::thread::JoinHandle<()>
+pub fn serve<H, A>(listener: TcpListener, handler: H) -> std::thread::JoinHandle<()>
 where
-    H: Fn(&Request) -> Reply + Send + Sync + 'static,
+    H: Fn(&Request) -> A + Send + Sync + 'static,
+    A: Into<Answer>,
 {
     let handler = Arc::new(handler);
     let active = Arc::new(AtomicUsize::new(0));
@@ -113,20 +129,23 @@ where
             }
             let (handler, active) = (handler.clone(), active.clone());
             std::thread::spawn(move || {
-                let _ = answer(stream, &*handler);
+                let _ = answer(stream, |r| handler(r).into());
                 active.fetch_sub(1, Ordering::AcqRel);
             });
         }
     })
 }
 
-/// Read one request head from `s`, answer it and close.
-fn answer(mut s: TcpStream, handler: &dyn Fn(&Request) -> Reply) -> std::io::Result<()> {
+/// Read one request head from `s`, answer it and close (or hand it to a stream).
+fn answer(mut s: TcpStream, handler: impl Fn(&Request) -> Answer) -> std::io::Result<()> {
     s.set_read_timeout(Some(Duration::from_secs(2)))?;
     s.set_write_timeout(Some(Duration::from_secs(10)))?;
     let (reply, head_only) = match read_request(&mut s)? {
         None => return Ok(()), // closed before a whole request
-        Some(Ok(req)) => (handler(&req), req.method == "HEAD"),
+        Some(Ok(req)) => match handler(&req) {
+            Answer::Page(reply) => (reply, req.method == "HEAD"),
+            Answer::Stream(stream) => return stream(s),
+        },
         Some(Err(())) => (Reply::plain("400 Bad Request", "", "bad request\n"), false),
     };
     write_reply(&mut s, &reply, head_only)

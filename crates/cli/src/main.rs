@@ -28,6 +28,7 @@ mod find_max;
 mod fio_job;
 mod http;
 mod live;
+mod live_web;
 mod metrics;
 mod record;
 mod search;

@@ -6,7 +6,8 @@
 //! summary; plus the interval index, warm-up flag, hosts lost and generator warnings)
 //! and renders both text formats once per interval. The listener (`crate::http`) answers
 //! each request with the latest rendering: `GET /metrics` only, other paths 404, other
-//! methods 405. The encoding is done by the `fastmetrics` crate, which writes
+//! methods 405; with `--ui`, `GET /` and `GET /events` are the live view's
+//! (`crate::live_web`). The encoding is done by the `fastmetrics` crate, which writes
 //! both exposition formats and lets a summary be defined outside it; `prometheus-client`
 //! has neither a summary type nor the 0.0.4 text format (see docs/metrics.md). HTTP
 //! requests are parsed by `httparse` in `crate::http`, shared with `iofleet serve`.
@@ -26,6 +27,7 @@ use iofleet_fleet::{IntervalSnapshot, Observer};
 use iofleet_stats::{OpStats, Sample};
 
 use crate::http::{self, Reply, Request};
+use crate::live_web::LiveSite;
 use crate::Exit;
 
 /// Content types of the two exposition formats.
@@ -106,7 +108,8 @@ pub struct Metrics {
 
 impl Metrics {
     /// Bind `addr` and start serving (no samples until the first interval).
-    pub fn listen(addr: &str) -> Result<(Metrics, String), Exit> {
+    /// With `ui`, the live view's page and events are served on the same listener.
+    pub fn listen(addr: &str, ui: Option<LiveSite>) -> Result<(Metrics, String), Exit> {
         let listener = TcpListener::bind(addr)
             .map_err(|e| Exit::input(format!("--metrics-listen {addr}: {e}")))?;
         let local = listener
@@ -119,8 +122,11 @@ impl Metrics {
         })?;
         let serve = metrics.pages.clone();
         http::serve(listener, move |r: &Request| {
+            if let Some(answer) = ui.as_ref().and_then(|ui| ui.answer(r)) {
+                return answer;
+            }
             let page = serve.lock().unwrap_or_else(|p| p.into_inner()).clone();
-            respond(&r.method, &r.path, r.accept.as_deref(), &page)
+            respond(&r.method, &r.path, r.accept.as_deref(), &page).into()
         });
         Ok((metrics, local))
     }

@@ -381,18 +381,42 @@ fn png_facts(path: &Path) -> (u32, u32, usize) {
     (info.width, info.height, colours.len())
 }
 
-#[test]
-fn serve_in_a_real_browser() {
-    const TEST: &str = "serve_in_a_real_browser";
-    if !need::need(TEST, &["chromium", "chromedriver", "python3"]) {
-        return;
+/// Whether the browser tests can run: Chromium, its driver, Python and Selenium (see
+/// tests-support/need.rs for what happens when one is missing).
+fn browser_ready(test: &str) -> bool {
+    if !need::need(test, &["chromium", "chromedriver", "python3"]) {
+        return false;
     }
     if !have_selenium() {
         assert!(
             !need::ci(),
-            "CI is set, so {TEST} must run, but Python's selenium is missing (test.sh installs it from PyPI)"
+            "CI is set, so {test} must run, but Python's selenium is missing (test.sh installs it from PyPI)"
         );
-        need::skip("selenium (PyPI) not installed", TEST);
+        need::skip("selenium (PyPI) not installed", test);
+        return false;
+    }
+    true
+}
+
+/// Screenshots the browser scripts reported: as wide as asked, no sideways scrolling,
+/// and a real page (not one colour).
+fn check_screenshots(pages: &[serde_json::Value]) {
+    for p in pages {
+        let width = p["width"].as_u64().unwrap() as u32;
+        assert!(p["scroll"].as_u64() <= p["inner"].as_u64(), "{p}");
+        let (w, h, colours) = png_facts(Path::new(p["png"].as_str().unwrap()));
+        assert_eq!(w, width, "{p}");
+        assert!(h >= 600, "{p}: {h} px high");
+        assert!(
+            colours >= 16,
+            "{p}: a real page, not a blank one ({colours} colours)"
+        );
+    }
+}
+
+#[test]
+fn serve_in_a_real_browser() {
+    if !browser_ready("serve_in_a_real_browser") {
         return;
     }
     let f = fixture();
@@ -429,15 +453,220 @@ fn serve_in_a_real_browser() {
     }
     let pages = seen["pages"].as_array().unwrap();
     assert_eq!(pages.len(), 8, "4 pages × 2 widths: {seen}");
-    for p in pages {
-        let width = p["width"].as_u64().unwrap() as u32;
-        assert!(p["scroll"].as_u64() <= p["inner"].as_u64(), "{p}");
-        let (w, h, colours) = png_facts(Path::new(p["png"].as_str().unwrap()));
-        assert_eq!(w, width, "{p}");
-        assert!(h >= 600, "{p}: {h} px high");
-        assert!(
-            colours >= 16,
-            "{p}: a real page, not a blank one ({colours} colours)"
-        );
+    check_screenshots(pages);
+}
+
+/// A null-engine run with `--metrics-listen 127.0.0.1:0 --ui`, its JSON result written
+/// to `out`; the listener's address once it is up.
+fn live_run(out: &Path, duration: &str) -> (Server, String) {
+    let child = Command::new(assert_cmd::cargo::cargo_bin("iofleet"))
+        .args([
+            "run",
+            "easy-run-4k70r",
+            "--engine",
+            "null",
+            "--workers",
+            "3",
+            "--disks",
+            "1",
+            "--threads",
+            "1",
+            "--qd",
+            "4",
+            "--rate",
+            "4000",
+            "--duration",
+            duration,
+            "--warmup",
+            "1s",
+            "--interval",
+            "250ms",
+            "--no-save",
+            "--json",
+            "--metrics-listen",
+            "127.0.0.1:0",
+            "--ui",
+        ])
+        .env(
+            "XDG_DATA_HOME",
+            std::env::temp_dir().join("iofleet-tests-xdg-unused"),
+        )
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(std::fs::File::create(out).unwrap()))
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("iofleet run starts");
+    let mut run = Server {
+        child,
+        addr: String::new(),
+        notice: String::new(),
+    };
+    let mut lines = BufReader::new(run.child.stderr.take().unwrap()).lines();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        if let Some(rest) = line.strip_prefix("live view: http://") {
+            run.addr = rest.trim_end_matches('/').to_string();
+            std::thread::spawn(move || lines.for_each(drop));
+            let addr = run.addr.clone();
+            return (run, addr);
+        }
+        run.notice.push_str(&line);
+        run.notice.push('\n');
     }
+    panic!("the run printed no live view address: {}", run.notice);
+}
+
+/// Wait until the run's /metrics says interval `index` has finished.
+fn wait_for_interval(addr: &str, index: u32) {
+    let t0 = Instant::now();
+    loop {
+        let m = get(addr, "/metrics").body;
+        let now = m
+            .lines()
+            .find_map(|l| l.strip_prefix("iofleet_interval_index "))
+            .and_then(|v| v.trim().parse::<u32>().ok());
+        if now.is_some_and(|i| i >= index) {
+            return;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "no interval {index}: {m}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The run's JSON result once it ends with exit code 0.
+fn finish(mut run: Server, out: &Path) -> serde_json::Value {
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(s) = run.child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(120),
+            "the run did not end"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(0));
+    serde_json::from_slice(&std::fs::read(out).unwrap()).expect("the run's JSON")
+}
+
+#[test]
+fn live_events_replay_the_run_so_far_and_end_with_done() {
+    let o = iofleet()
+        .args([
+            "run",
+            "easy-run-4k70r",
+            "--engine",
+            "null",
+            "--ui",
+            "--no-save",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        err(&o).contains("--ui") && err(&o).contains("--metrics-listen"),
+        "{}",
+        err(&o)
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("result.json");
+    let (run, addr) = live_run(&out, "3s");
+    // Opened once the run is under way: the stream starts at the run's beginning.
+    wait_for_interval(&addr, 3);
+    let page = get(&addr, "/");
+    assert_eq!(page.status, "HTTP/1.1 200 OK");
+    assert!(page
+        .headers
+        .contains("Content-Security-Policy: default-src 'self';"));
+    assert!(page.body.contains("new EventSource(\"/events\")"));
+    assert!(!page.body.contains("http://") && !page.body.contains("https://"));
+    assert!(!page.body.contains("<link") && !page.body.contains("src="));
+    assert!(get(&addr, "/metrics").body.contains("iofleet_iops"));
+
+    let mut s = TcpStream::connect(&addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    write!(s, "GET /events HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).unwrap(); // the stream ends after `done`
+    let result = finish(run, &out);
+    assert!(raw.starts_with("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream"));
+    let events: Vec<serde_json::Value> = raw
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    assert_eq!(events[0]["type"], "run", "{raw}");
+    assert_eq!(events[0]["engine"], "null");
+    let of = |t: &'static str| events.iter().filter(move |e| e["type"] == t);
+    let indices: Vec<u64> = of("interval")
+        .map(|e| e["index"].as_u64().unwrap())
+        .collect();
+    let intervals = result["intervals"].as_array().unwrap();
+    assert_eq!(indices, (0..intervals.len() as u64).collect::<Vec<_>>());
+    // The same figures as the result's intervals.
+    for (e, r) in of("interval").zip(intervals) {
+        assert_eq!(e["iops"], r["iops"]);
+        assert_eq!(e["p99_us"], r["p99_us"]);
+        assert_eq!(e["warmup"], r["warmup"]);
+    }
+    let phases: Vec<&str> = of("phase").map(|e| e["phase"].as_str().unwrap()).collect();
+    assert_eq!(phases, ["warmup", "measure", "done"]);
+    assert_eq!(events.last().unwrap()["phase"], "done", "done comes last");
+    // Host strips: only the latest at the time of opening is replayed, then one per
+    // interval, the last for the last interval.
+    let strips: Vec<u64> = of("hosts").map(|e| e["index"].as_u64().unwrap()).collect();
+    assert!(
+        strips[0] >= 3,
+        "opened after interval 3, no earlier strip: {strips:?}"
+    );
+    assert!(strips.windows(2).all(|w| w[1] == w[0] + 1), "{strips:?}");
+    assert_eq!(strips.last(), indices.last());
+    let strip = of("hosts").next_back().unwrap();
+    assert_eq!(strip["hosts"][0]["workers"], 3);
+    assert_eq!(strip["hosts"][0]["name"], result["hosts"][0]["host"]);
+}
+
+#[test]
+fn live_view_follows_a_run_in_a_real_browser() {
+    if !browser_ready("live_view_follows_a_run_in_a_real_browser") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let result_file = dir.path().join("result.json");
+    let (run, addr) = live_run(&result_file, "6s");
+    // The page opens mid-run.
+    wait_for_interval(&addr, 3);
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/ui/live_browser.py");
+    let o = Command::new("timeout")
+        .args(["300", "python3", script, "--base"])
+        .arg(format!("http://{addr}"))
+        .arg("--out")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let result = finish(run, &result_file);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "the browser script failed: {}{}",
+        out(&o),
+        err(&o)
+    );
+    let seen: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON line");
+    let intervals = result["intervals"].as_array().unwrap().len() as u64;
+    // Opened mid-run, the page shows every interval of the run, the earlier ones too.
+    assert!(seen["first_count"].as_u64().unwrap() >= 4, "{seen}");
+    assert!(seen["first_count"].as_u64().unwrap() < intervals, "{seen}");
+    assert_eq!(seen["intervals"].as_u64(), Some(intervals), "{seen}");
+    assert_eq!(seen["phases"].as_array().unwrap().last().unwrap(), "done");
+    assert!(seen["iops_values"].as_u64().unwrap() >= 2, "{seen}");
+    assert_eq!(seen["hosts"][0], result["hosts"][0]["host"], "{seen}");
+    let pages = seen["pages"].as_array().unwrap();
+    assert_eq!(pages.len(), 2, "{seen}");
+    check_screenshots(pages);
 }
