@@ -638,8 +638,8 @@ fn live_view_follows_a_run_in_a_real_browser() {
     }
     let dir = tempfile::tempdir().unwrap();
     let result_file = dir.path().join("result.json");
-    let (run, addr) = live_run(&result_file, "6s");
-    // The page opens mid-run.
+    let (run, addr) = live_run(&result_file, "12s");
+    // The page opens mid-run (12 s leave a loaded machine time to start Chromium).
     wait_for_interval(&addr, 3);
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/ui/live_browser.py");
     let o = Command::new("timeout")
