@@ -24,6 +24,7 @@ command -v ip >/dev/null || need+=(iproute2)                         # observer 
 [ -x /usr/sbin/sshd ] || command -v sshd >/dev/null || need+=(openssh-server)   # loopback sshd fleets
 { command -v ssh && command -v ssh-keygen; } >/dev/null || need+=(openssh-client)
 [ -x /usr/bin/chromium ] || need+=(chromium)                             # the HTML report, headless
+command -v chromedriver >/dev/null || need+=(chromium-driver)            # iofleet serve in a browser (Selenium)
 { command -v prometheus && command -v promtool; } >/dev/null || need+=(prometheus)  # a real scrape of /metrics
 command -v ansible-inventory >/dev/null || need+=(ansible-core)          # inventory parity
 
@@ -66,6 +67,14 @@ pypi_tool() { # COMMAND (the PyPI package of the same name)
 }
 pypi_tool kubernetes-validate
 pypi_tool fio-plot
+
+# Selenium from PyPI drives Debian's chromium through its chromedriver (tests/ui.rs).
+if command -v python3 >/dev/null && ! python3 -c "import selenium" 2>/dev/null; then
+  echo "test.sh: installing selenium (PyPI)" >&2
+  python3 -m pip install --quiet --disable-pip-version-check selenium >/dev/null 2>&1 \
+    || python3 -m pip install --quiet --user --disable-pip-version-check selenium >/dev/null 2>&1 \
+    || echo "test.sh: cannot install selenium; the browser tests are skipped" >&2
+fi
 
 IOFLEET_SKIP_LOG="$(mktemp -t iofleet-skips.XXXXXX)"
 export IOFLEET_SKIP_LOG

@@ -69,6 +69,10 @@ pub enum Command {
     Compare(crate::cmd_compare::CompareArgs),
     /// Write a self-contained HTML (or Markdown) report of stored runs.
     Report(crate::cmd_report::ReportArgs),
+    /// Serve the results store read-only to a browser: the runs list with filters, each
+    /// run's report, comparisons of ticked runs, and sweep and find-max curves
+    /// (docs/ui.md). Listens on 127.0.0.1:8716 unless --listen says otherwise.
+    Serve(crate::cmd_serve::ServeArgs),
     /// Look after an inventory's hosts: `hosts clean --hosts FILE` removes the copies of
     /// iofleet that fleet runs keep there.
     #[command(subcommand)]
@@ -230,6 +234,12 @@ pub struct RunArgs {
     /// IOPS, throughput and latency summaries of the latest interval (docs/metrics.md).
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<String>,
+    /// With --metrics-listen: also serve the live view on that listener, a page at `/`
+    /// that follows the run by Server-Sent Events (phase, IOPS, MB/s, latency over
+    /// time, a strip per host; docs/ui.md). No authentication: keep the address on
+    /// loopback unless every reader may see the run.
+    #[arg(long, requires = "metrics_listen")]
+    pub ui: bool,
     /// With --hosts: a host still silent this long after the run's end (or a Ctrl-C) is
     /// marked lost, as a host whose connection closed would be.
     #[arg(long, value_parser = duration, default_value = "30s", value_name = "DURATION", allow_hyphen_values = true)]

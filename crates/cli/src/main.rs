@@ -21,16 +21,20 @@ mod cmd_profiles;
 mod cmd_report;
 mod cmd_results;
 mod cmd_run;
+mod cmd_serve;
 mod cmd_sweep;
 mod cmd_verify;
 mod dry_run;
 mod find_max;
 mod fio_job;
 mod fio_phases;
+mod http;
 mod live;
+mod live_web;
 mod metrics;
 mod record;
 mod search;
+mod serve;
 mod session;
 mod steady;
 mod stored;
@@ -105,6 +109,7 @@ fn main() {
         Command::Ceiling(c) => cmd_ceiling::run(c),
         Command::Compare(c) => cmd_compare::run(c),
         Command::Report(r) => cmd_report::run(r),
+        Command::Serve(s) => cmd_serve::run(s),
         Command::Hosts(h) => cmd_hosts::run(h),
         Command::Kube(k) => cmd_kube::run(k),
         Command::Agent => Ok(iofleet_fleet::agent::serve(

@@ -4,18 +4,16 @@
 //! An `Observer` folds each interval into a registry of metric families (fleet and per
 //! host, per direction: I/O and byte counters, IOPS and throughput gauges, a latency
 //! summary; plus the interval index, warm-up flag, hosts lost and generator warnings)
-//! and renders both text formats once per interval. A small std thread answers HTTP
-//! requests on the socket with the latest rendering: `GET /metrics` only, other paths
-//! 404, other methods 405. The encoding is done by the `fastmetrics` crate, which writes
+//! and renders both text formats once per interval. The listener (`crate::http`) answers
+//! each request with the latest rendering: `GET /metrics` only, other paths 404, other
+//! methods 405; with `--ui`, `GET /` and `GET /events` are the live view's
+//! (`crate::live_web`). The encoding is done by the `fastmetrics` crate, which writes
 //! both exposition formats and lets a summary be defined outside it; `prometheus-client`
 //! has neither a summary type nor the 0.0.4 text format (see docs/metrics.md). HTTP
-//! requests are parsed by `httparse`; the server itself stays a few lines of std because
-//! it answers one page, not a web application.
+//! requests are parsed by `httparse` in `crate::http`, shared with `iofleet serve`.
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use fastmetrics::encoder::{EncodeLabelSet, EncodeMetric, LabelSetEncoder, MetricEncoder};
 use fastmetrics::format::text::{self, TextProfile};
@@ -28,6 +26,8 @@ use fastmetrics::registry::{Metric, Registry, Unit};
 use iofleet_fleet::{IntervalSnapshot, Observer};
 use iofleet_stats::{OpStats, Sample};
 
+use crate::http::{self, Reply, Request};
+use crate::live_web::LiveSite;
 use crate::Exit;
 
 /// Content types of the two exposition formats.
@@ -108,7 +108,8 @@ pub struct Metrics {
 
 impl Metrics {
     /// Bind `addr` and start serving (no samples until the first interval).
-    pub fn listen(addr: &str) -> Result<(Metrics, String), Exit> {
+    /// With `ui`, the live view's page and events are served on the same listener.
+    pub fn listen(addr: &str, ui: Option<LiveSite>) -> Result<(Metrics, String), Exit> {
         let listener = TcpListener::bind(addr)
             .map_err(|e| Exit::input(format!("--metrics-listen {addr}: {e}")))?;
         let local = listener
@@ -120,10 +121,12 @@ impl Metrics {
             message: format!("--metrics-listen: {e}"),
         })?;
         let serve = metrics.pages.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let _ = answer(stream, &serve);
+        http::serve(listener, move |r: &Request| {
+            if let Some(answer) = ui.as_ref().and_then(|ui| ui.answer(r)) {
+                return answer;
             }
+            let page = serve.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            respond(&r.method, &r.path, r.accept.as_deref(), &page).into()
         });
         Ok((metrics, local))
     }
@@ -437,75 +440,6 @@ impl Families {
 
 // ---------------------------------------------------------------------------------
 // HTTP.
-
-/// The longest request head read before answering 400.
-const MAX_HEAD: usize = 16 * 1024;
-
-/// One HTTP answer.
-#[derive(Debug, PartialEq)]
-struct Reply {
-    status: &'static str,
-    content_type: &'static str,
-    /// Extra header lines, each ending in CRLF.
-    headers: &'static str,
-    body: String,
-}
-
-impl Reply {
-    fn plain(status: &'static str, headers: &'static str, body: &str) -> Reply {
-        Reply {
-            status,
-            content_type: "text/plain; charset=utf-8",
-            headers,
-            body: body.into(),
-        }
-    }
-}
-
-fn answer(mut s: TcpStream, pages: &Mutex<Pages>) -> std::io::Result<()> {
-    s.set_read_timeout(Some(Duration::from_secs(2)))?;
-    s.set_write_timeout(Some(Duration::from_secs(2)))?;
-    let mut head = Vec::with_capacity(1024);
-    let mut chunk = [0u8; 4096];
-    let reply = loop {
-        let n = s.read(&mut chunk)?;
-        if n == 0 {
-            return Ok(()); // closed before a whole request
-        }
-        head.extend_from_slice(&chunk[..n]);
-        let mut headers = [httparse::EMPTY_HEADER; 64];
-        let mut req = httparse::Request::new(&mut headers);
-        match req.parse(&head) {
-            Ok(httparse::Status::Complete(_)) => {
-                let accept = req
-                    .headers
-                    .iter()
-                    .filter(|h| h.name.eq_ignore_ascii_case("accept"))
-                    .map(|h| String::from_utf8_lossy(h.value).into_owned())
-                    .collect::<Vec<_>>()
-                    .join(",");
-                let page = pages.lock().unwrap_or_else(|p| p.into_inner()).clone();
-                break respond(
-                    req.method.unwrap_or(""),
-                    req.path.unwrap_or(""),
-                    (!accept.is_empty()).then_some(accept.as_str()),
-                    &page,
-                );
-            }
-            Ok(httparse::Status::Partial) if head.len() < MAX_HEAD => continue,
-            _ => break Reply::plain("400 Bad Request", "", "bad request\n"),
-        }
-    };
-    write!(
-        s,
-        "HTTP/1.1 {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{}Connection: close\r\n\r\n{}",
-        reply.status,
-        reply.content_type,
-        reply.body.len(),
-        reply.headers,
-        reply.body
-    )
-}
 
 /// The answer to `method path` with the scraper's `Accept` header.
 fn respond(method: &str, path: &str, accept: Option<&str>, pages: &Pages) -> Reply {

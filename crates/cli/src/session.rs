@@ -255,11 +255,15 @@ pub(crate) fn measure(
     // Open the results store before any I/O (a bad --db fails early).
     let mut recorder = StoreRecorder::open(&a.save, a.quiet)?;
 
+    let mut web = a.ui.then(crate::live_web::LiveWeb::new);
     let mut metrics = match &a.metrics_listen {
         Some(addr) => {
-            let (m, local) = crate::metrics::Metrics::listen(addr)?;
+            let (m, local) = crate::metrics::Metrics::listen(addr, web.as_ref().map(|w| w.site()))?;
             if !a.quiet {
                 eprintln!("metrics: http://{local}/metrics");
+                if web.is_some() {
+                    eprintln!("live view: http://{local}/");
+                }
             }
             Some(m)
         }
@@ -270,6 +274,9 @@ pub(crate) fn measure(
         let mut observers: Vec<&mut dyn Observer> = vec![&mut live];
         if let Some(m) = metrics.as_mut() {
             observers.push(m);
+        }
+        if let Some(w) = web.as_mut() {
+            observers.push(w);
         }
         if let Some(r) = recorder.as_mut() {
             observers.push(r);
@@ -284,6 +291,10 @@ pub(crate) fn measure(
     };
     drop(launcher);
     live.finish();
+    if let Some(w) = &web {
+        // Let open pages receive the end of the run before the listener closes.
+        w.linger(std::time::Duration::from_secs(2));
+    }
     let mut result = result;
     if let Ok(r) = result.as_mut() {
         // A fio job file's mapping notices, where the run's own notices are.

@@ -58,15 +58,24 @@ pub fn load_with_baseline(
     runs: &[String],
     baseline: Option<&str>,
 ) -> Result<(Vec<RunData>, usize), Exit> {
-    let store = db.open()?;
+    load_runs_in(&db.open()?, runs, baseline)
+}
+
+/// The runs of a comparison and the baseline's index among them, from an open store
+/// (`iofleet serve` opens its own, read-only). A baseline not among `runs` is put first.
+pub fn load_runs_in(
+    store: &Store,
+    runs: &[String],
+    baseline: Option<&str>,
+) -> Result<(Vec<RunData>, usize), Exit> {
     let mut data = runs
         .iter()
-        .map(|q| load_run(&store, q))
+        .map(|q| load_run(store, q))
         .collect::<Result<Vec<_>, _>>()?;
     let index = match baseline {
         None => 0,
         Some(q) => {
-            let b = load_run(&store, q)?;
+            let b = load_run(store, q)?;
             match data.iter().position(|r| r.id == b.id) {
                 Some(i) => i,
                 None => {

@@ -9,7 +9,9 @@
 //! tables and notices.
 //!
 //! Layout: legends are HTML next to each chart, never drawn over the plot; tables wrap
-//! their text cells so the page fits a 1400 px wide window without sideways scrolling.
+//! their text cells so the page fits a 1400 px wide window without sideways scrolling,
+//! and each table sits in its own box that scrolls sideways in a narrower window (800 px:
+//! `iofleet serve`'s browser test), so the page itself never does.
 //!
 //! The inline script only checks the page: it counts the charts that rendered with
 //! visible marks and writes the count into `#chart-check`, and writes into
@@ -79,6 +81,9 @@ ul.legend li { display: flex; align-items: center; }
 .mark.lightbox { width: 12px; height: 12px; background: var(--c); opacity: 0.45; }
 .part { margin: 10px 0 4px 0; }
 footer { font-size: 12px; color: #6b7280; padding: 0 32px 24px 32px; }
+div.scroll { overflow-x: auto; max-width: 100%; }
+div.scroll > table { margin-left: 0; }
+@media (max-width: 900px) { header, footer { padding-left: 12px; padding-right: 12px; } main { padding: 8px 10px 24px 10px; } section { padding: 8px 10px; } th, td { padding: 3px 5px; } }
 "#;
 
 const CHECK_SCRIPT: &str = r##"
@@ -89,11 +94,14 @@ const CHECK_SCRIPT: &str = r##"
     var svg = f.querySelector("svg");
     var marks = 0;
     if (svg) {
-      svg.querySelectorAll("polyline, path, rect, line").forEach(function (m) {
+      // Data marks: lines of three or more points (two-point lines are axes and
+      // ticks), filled bars, and dots (a two-step sweep's curve is two dots and a line).
+      svg.querySelectorAll("polyline, path, rect, line, circle").forEach(function (m) {
         var b = m.getBBox();
         if (b.width <= 0 && b.height <= 0) { return; }
         if (m.tagName === "polyline" && (m.getAttribute("points") || "").trim().split(/\s+/).length >= 3) { marks++; }
         if (m.tagName === "rect" && b.width > 0 && b.height > 0 && (m.getAttribute("fill") || "").toUpperCase() !== "#FFFFFF") { marks++; }
+        if (m.tagName === "circle" && b.width > 0 && b.height > 0) { marks++; }
       });
     }
     var box = svg ? svg.getBoundingClientRect() : { width: 0, height: 0 };
@@ -111,9 +119,12 @@ const CHECK_SCRIPT: &str = r##"
   var doc = document.documentElement;
   var view = doc.clientWidth;
   var sticking = 0;
-  document.querySelectorAll("table, figure, svg, ul.legend, section").forEach(function (e) {
+  // A table in its own sideways-scrolling box sticks out only if the box does.
+  document.querySelectorAll("table, figure, svg, ul.legend, section, div.scroll").forEach(function (e) {
+    if (e.tagName === "TABLE" && e.parentElement.classList.contains("scroll")) { return; }
+    var scrolls = e.tagName === "svg" || e.classList.contains("scroll");
     var r = e.getBoundingClientRect();
-    if (r.right > view + 0.5 || e.scrollWidth > e.clientWidth + 1 && e.tagName !== "svg") { sticking++; }
+    if (r.right > view + 0.5 || e.scrollWidth > e.clientWidth + 1 && !scrolls) { sticking++; }
   });
   var overlaps = 0, legends = 0;
   figures.forEach(function (f) {
@@ -862,7 +873,15 @@ pub fn report(
 
     notices_section(&mut h, runs);
     page_foot(&mut h, &charts);
-    Ok(h)
+    Ok(scroll_tables(&h))
+}
+
+/// Every table in a box that scrolls sideways on its own, so that a narrow window (a
+/// laptop's half screen, a phone) scrolls a wide table rather than the whole page. Text
+/// from runs is escaped, so `<table` and `</table>` only ever open and close tables.
+fn scroll_tables(h: &str) -> String {
+    h.replace("<table", "<div class=\"scroll\"><table")
+        .replace("</table>", "</table></div>")
 }
 
 #[cfg(test)]

@@ -25,7 +25,7 @@ mod write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use rusqlite::{Connection, ErrorCode, Transaction, TransactionBehavior};
+use rusqlite::{Connection, ErrorCode, OpenFlags, Transaction, TransactionBehavior};
 
 pub use env::{environment, Environment};
 pub use read::{ListFilter, RunListing, RunMeta, RunStatus};
@@ -141,6 +141,53 @@ impl Store {
             });
         }
         Self::open_inner(path)
+    }
+
+    /// Open an existing database for reading only (`iofleet serve`): SQLite's read-only
+    /// mode and `query_only`, so nothing this connection does can write, and no
+    /// migration. A store of another schema version is refused with the command that
+    /// upgrades it; a running run's recorder is never blocked (WAL readers do not lock).
+    pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
+        if !path.exists() {
+            return Err(StoreError::Missing {
+                path: path.to_path_buf(),
+            });
+        }
+        let open_err = |source| StoreError::Open {
+            path: path.to_path_buf(),
+            source,
+        };
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(open_err)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
+        conn.pragma_update(None, "query_only", true)
+            .map_err(open_err)?;
+        let store = Store {
+            conn,
+            path: path.to_path_buf(),
+        };
+        let found = store.schema_version().map_err(|e| StoreError::NotAStore {
+            path: path.to_path_buf(),
+            detail: e.to_string(),
+        })?;
+        if found > LATEST_VERSION {
+            return Err(StoreError::TooNew {
+                path: path.to_path_buf(),
+                found,
+                supported: LATEST_VERSION,
+            });
+        }
+        if found != LATEST_VERSION {
+            return Err(StoreError::OtherVersion {
+                path: path.to_path_buf(),
+                found,
+                supported: LATEST_VERSION,
+            });
+        }
+        Ok(store)
     }
 
     /// Open (and create or migrate) the store, retrying while other processes hold it

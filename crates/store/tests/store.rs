@@ -668,3 +668,48 @@ fn per_disk_samples_give_disks_and_older_per_worker_samples_still_read() {
         );
     }
 }
+
+#[test]
+fn read_only_store_reads_and_never_writes_or_migrates() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("ro.db");
+    let e = Store::open_read_only(&db).err().expect("missing");
+    assert!(matches!(e, StoreError::Missing { .. }), "{e}");
+    let id = {
+        let mut store = Store::open(&db).unwrap();
+        let id = record(&mut store, "kept", &[("policy", "raid1")], 2);
+        store
+            .finish_run(&id, &fake_final(info("synthetic", 3)))
+            .unwrap();
+        id
+    };
+    let mut ro = Store::open_read_only(&db).unwrap();
+    assert_eq!(ro.resolve("kept").unwrap(), id);
+    assert_eq!(ro.list(&ListFilter::default()).unwrap().len(), 1);
+    assert!(ro.analyze(&id).unwrap().result.summary.all.ios > 0);
+    // A write through it fails, and the run is still there.
+    assert!(ro.delete(&id).is_err());
+    drop(ro);
+    assert_eq!(
+        Store::open_existing(&db).unwrap().resolve("kept").unwrap(),
+        id
+    );
+
+    // An older store is refused, not migrated.
+    let old = dir.path().join("v1.db");
+    {
+        let conn = rusqlite::Connection::open(&old).unwrap();
+        conn.execute_batch(iofleet_store::MIGRATIONS[0]).unwrap();
+        conn.pragma_update(None, "user_version", 1).unwrap();
+    }
+    let e = Store::open_read_only(&old).err().expect("old schema");
+    assert!(
+        matches!(e, StoreError::OtherVersion { found: 1, .. }),
+        "{e}"
+    );
+    let conn = rusqlite::Connection::open(&old).unwrap();
+    let v: u32 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(v, 1, "a read-only open migrates nothing");
+}

@@ -1,0 +1,58 @@
+//! `iofleet serve [--db PATH] [--listen ADDR]`: the results store in a browser, read-only
+//! (`crate::serve` answers the pages). Binds 127.0.0.1:8716 unless told otherwise; any
+//! address that is not loopback gets a notice that the pages have no authentication.
+
+use std::net::{SocketAddr, TcpListener};
+
+use clap::Args;
+
+use crate::record::{store_exit, DbArg};
+use crate::serve::Site;
+use crate::Exit;
+
+/// Where `iofleet serve` listens unless `--listen` says otherwise.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8716";
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Address to listen on, IP:PORT (port 0: any free port, printed at start). Anything
+    /// but a loopback address lets others read every stored run: there is no
+    /// authentication.
+    #[arg(long, value_name = "ADDR", default_value = DEFAULT_LISTEN, value_parser = listen_addr)]
+    pub listen: SocketAddr,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+fn listen_addr(s: &str) -> Result<SocketAddr, String> {
+    s.parse().map_err(|_| {
+        format!("'{s}' is not IP:PORT (e.g. {DEFAULT_LISTEN}, 0.0.0.0:8716 or [::1]:8716)")
+    })
+}
+
+pub fn run(a: ServeArgs) -> Result<i32, Exit> {
+    let path = match &a.db.db {
+        Some(p) => p.clone(),
+        None => iofleet_store::default_path().map_err(Exit::input)?,
+    };
+    // Refuse a missing or foreign store now rather than on the first page.
+    iofleet_store::Store::open_read_only(&path).map_err(store_exit)?;
+    let listener = TcpListener::bind(a.listen)
+        .map_err(|e| Exit::input(format!("--listen {}: {e}", a.listen)))?;
+    let local = listener.local_addr().unwrap_or(a.listen);
+    if !local.ip().is_loopback() {
+        eprintln!(
+            "notice: --listen {local} is not a loopback address: iofleet serve has no authentication, so anyone who can reach it can read every run in {}",
+            path.display()
+        );
+    }
+    eprintln!(
+        "serving {} read-only on http://{local}/ (Ctrl-C to stop)",
+        path.display()
+    );
+    let site = Site::new(path);
+    crate::http::serve(listener, move |r| site.respond(r))
+        .join()
+        .map_err(|_| Exit::failure("the listener stopped"))?;
+    Ok(0)
+}

@@ -1,0 +1,379 @@
+//! `--ui` (with `--metrics-listen ADDR`): the run in a browser while it goes. On the
+//! metrics listener, `GET /` is one self-contained page (`live_page.html`: inline style
+//! and script, charts drawn as inline SVG, nothing fetched from elsewhere) and
+//! `GET /events` a Server-Sent Events stream of the run's observer events as JSON:
+//! `run`, `phase`, `prepare`, `notice`, `interval` (fleet figures) and `hosts` (one
+//! strip per host).
+//!
+//! The controller's thread (the observer) only formats each event once and appends it
+//! to a bounded history under a mutex held for the append; it never waits for a viewer.
+//! Each viewer's own connection thread copies the events it has not sent yet out of the
+//! history and writes them outside the lock, so a page opened mid-run gets the whole run
+//! so far (every interval, the latest host strip and prepare progress), and a slow or
+//! stuck viewer only holds up itself. The history keeps the last `MAX_EVENTS` events.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::io::Write;
+use std::net::TcpStream;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use iofleet_fleet::{IntervalSnapshot, Observer, Phase};
+use iofleet_stats::result::RunInfo;
+use serde_json::json;
+
+use crate::http::{Answer, Reply, Request};
+
+/// Events kept for viewers that open the page later: an interval's fleet figures are
+/// ~300 bytes, so at 1 s intervals this is about a day of run in about 30 MB at most.
+pub const MAX_EVENTS: usize = 100_000;
+
+/// How long a viewer's stream waits for news before it sends a keep-alive comment
+/// (which also finds viewers that went away).
+const KEEPALIVE: Duration = Duration::from_secs(10);
+
+const PAGE: &str = include_str!("live_page.html");
+
+/// Events of which only the latest matters: replaced rather than appended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Latest {
+    Hosts,
+    Prepare,
+}
+
+#[derive(Default)]
+struct History {
+    /// (sequence number, JSON) in order.
+    events: VecDeque<(u64, String)>,
+    latest: BTreeMap<Latest, (u64, String)>,
+    next: u64,
+    dropped: u64,
+    done: bool,
+    /// Per connected viewer, the next sequence number it will send.
+    viewers: BTreeMap<u64, u64>,
+    next_viewer: u64,
+}
+
+impl History {
+    /// Events with sequence ≥ `from`, in order.
+    fn since(&self, from: u64) -> Vec<(u64, String)> {
+        let start = self.events.partition_point(|(seq, _)| *seq < from);
+        let mut out: Vec<(u64, String)> = self.events.range(start..).cloned().collect();
+        out.extend(
+            self.latest
+                .values()
+                .filter(|(seq, _)| *seq >= from)
+                .cloned(),
+        );
+        out.sort_by_key(|(seq, _)| *seq);
+        out
+    }
+}
+
+struct Shared {
+    history: Mutex<History>,
+    news: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, History> {
+        self.history.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The observer side: formats events and appends them.
+pub struct LiveWeb {
+    shared: Arc<Shared>,
+}
+
+/// The server side: the page and the event streams.
+#[derive(Clone)]
+pub struct LiveSite {
+    shared: Arc<Shared>,
+}
+
+impl LiveWeb {
+    pub fn new() -> LiveWeb {
+        LiveWeb {
+            shared: Arc::new(Shared {
+                history: Mutex::new(History::default()),
+                news: Condvar::new(),
+            }),
+        }
+    }
+
+    pub fn site(&self) -> LiveSite {
+        LiveSite {
+            shared: self.shared.clone(),
+        }
+    }
+
+    fn push(&self, latest: Option<Latest>, event: serde_json::Value) {
+        let text = event.to_string();
+        let mut h = self.shared.lock();
+        let seq = h.next;
+        h.next += 1;
+        match latest {
+            Some(kind) => {
+                h.latest.insert(kind, (seq, text));
+            }
+            None => {
+                h.events.push_back((seq, text));
+                if h.events.len() > MAX_EVENTS {
+                    h.events.pop_front();
+                    h.dropped += 1;
+                }
+            }
+        }
+        drop(h);
+        self.shared.news.notify_all();
+    }
+
+    /// After the run: wait (at most `limit`) until every connected viewer has been sent
+    /// every event, so a page open at the end shows the run done before the process
+    /// exits and the listener closes.
+    pub fn linger(&self, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        let mut h = self.shared.lock();
+        while h.viewers.values().any(|&sent| sent < h.next) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            h = self
+                .shared
+                .news
+                .wait_timeout(h, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+}
+
+impl Observer for LiveWeb {
+    fn started(&mut self, info: &RunInfo) {
+        self.push(
+            None,
+            json!({
+                "type": "run",
+                "profile": info.profile,
+                "engine": info.engine,
+                "target": info.target,
+                "started_at": info.started_at,
+                "controller": info.hostname,
+                "interval_s": info.interval_s,
+                "warmup_s": info.warmup_s,
+                "start_skew_ms": info.start_skew_ms,
+            }),
+        );
+    }
+
+    fn notice(&mut self, msg: &str) {
+        self.push(None, json!({ "type": "notice", "message": msg }));
+    }
+
+    fn phase(&mut self, phase: Phase, planned_s: f64) {
+        let name = match phase {
+            Phase::Prepare => "prepare",
+            Phase::Warmup => "warmup",
+            Phase::Measure => "measure",
+            Phase::Done => "done",
+        };
+        self.push(
+            None,
+            json!({ "type": "phase", "phase": name, "planned_s": planned_s }),
+        );
+        if phase == Phase::Done {
+            self.shared.lock().done = true;
+            self.shared.news.notify_all();
+        }
+    }
+
+    fn prepare_progress(&mut self, done: u64, total: u64) {
+        self.push(
+            Some(Latest::Prepare),
+            json!({ "type": "prepare", "done": done, "total": total }),
+        );
+    }
+
+    fn interval(&mut self, snap: &IntervalSnapshot<'_>) {
+        let r = snap.row;
+        let warnings: Vec<String> = r
+            .generator
+            .as_ref()
+            .map(|g| g.warnings.iter().map(|w| w.to_string()).collect())
+            .unwrap_or_default();
+        self.push(
+            None,
+            json!({
+                "type": "interval",
+                "index": r.index,
+                "t_s": r.t_s,
+                "duration_s": r.duration_s,
+                "warmup": r.warmup,
+                "iops": r.iops,
+                "mbps": r.mbps,
+                "read_iops": r.read_iops,
+                "write_iops": r.write_iops,
+                "p50_us": r.p50_us,
+                "p99_us": r.p99_us,
+                "read_p99_us": r.read_p99_us,
+                "write_p99_us": r.write_p99_us,
+                "errors": r.errors,
+                "hosts_lost": r.hosts_lost,
+                "warnings": warnings,
+            }),
+        );
+        self.push(Some(Latest::Hosts), hosts_event(snap));
+    }
+}
+
+/// The latest interval per host: IOPS, p99 and workers.
+fn hosts_event(snap: &IntervalSnapshot<'_>) -> serde_json::Value {
+    let n_streams = snap.workers.first().map_or(0, |w| w.streams.len());
+    let per_host = iofleet_stats::fold::sum_by_host(
+        snap.workers,
+        snap.worker_host,
+        snap.hosts.len(),
+        n_streams,
+    );
+    let secs = snap.row.duration_s;
+    let hosts: Vec<serde_json::Value> = snap
+        .hosts
+        .iter()
+        .zip(&per_host)
+        .enumerate()
+        .map(|(i, (name, s))| {
+            let all = s.all();
+            json!({
+                "name": name,
+                "workers": snap.worker_host.iter().filter(|&&h| h == i).count(),
+                "iops": if secs > 0.0 { all.ios as f64 / secs } else { 0.0 },
+                "p99_us": (!all.hist.is_empty()).then(|| all.hist.quantile_ns(0.99) as f64 / 1e3),
+            })
+        })
+        .collect();
+    json!({ "type": "hosts", "index": snap.row.index, "hosts": hosts })
+}
+
+impl LiveSite {
+    /// The page at `/`, the stream at `/events`; None for other paths.
+    pub fn answer(&self, req: &Request) -> Option<Answer> {
+        if req.method != "GET" {
+            return None;
+        }
+        match req.path.as_str() {
+            "/" => Some(Answer::Page(Reply {
+                status: "200 OK",
+                content_type: "text/html; charset=utf-8",
+                headers: crate::serve::PAGE_HEADERS,
+                body: PAGE.to_string(),
+            })),
+            "/events" => {
+                let shared = self.shared.clone();
+                Some(Answer::Stream(Box::new(move |s| stream(&shared, s))))
+            }
+            "/favicon.ico" => Some(Answer::Page(Reply::plain("204 No Content", "", ""))),
+            _ => None,
+        }
+    }
+}
+
+/// One viewer: every event so far, then each new one, until the run is done and all
+/// are sent (or the viewer goes away).
+fn stream(shared: &Shared, mut s: TcpStream) -> std::io::Result<()> {
+    s.write_all(
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n",
+    )?;
+    let id = {
+        let mut h = shared.lock();
+        let id = h.next_viewer;
+        h.next_viewer += 1;
+        h.viewers.insert(id, 0);
+        id
+    };
+    let outcome = send_events(shared, id, &mut s);
+    shared.lock().viewers.remove(&id);
+    shared.news.notify_all();
+    outcome
+}
+
+fn send_events(shared: &Shared, id: u64, s: &mut TcpStream) -> std::io::Result<()> {
+    let mut from = 0u64;
+    let mut first = true;
+    loop {
+        let (batch, dropped, done) = {
+            let mut h = shared.lock();
+            if h.next <= from && !h.done {
+                h = shared
+                    .news
+                    .wait_timeout(h, KEEPALIVE)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0;
+            }
+            (h.since(from), h.dropped, h.done)
+        };
+        let mut out = String::new();
+        if first && dropped > 0 {
+            out.push_str(&format!(
+                "data: {}\n\n",
+                json!({ "type": "notice", "message": format!("the first {dropped} events of this run are no longer kept (the live view keeps the last {MAX_EVENTS})") })
+            ));
+        }
+        first = false;
+        for (seq, text) in &batch {
+            out.push_str(&format!("id: {seq}\ndata: {text}\n\n"));
+            from = seq + 1;
+        }
+        if out.is_empty() {
+            out.push_str(": keep-alive\n\n");
+        }
+        s.write_all(out.as_bytes())?;
+        s.flush()?;
+        let finished = {
+            let mut h = shared.lock();
+            h.viewers.insert(id, from);
+            done && from >= h.next
+        };
+        shared.news.notify_all();
+        if finished {
+            return Ok(());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn history_keeps_every_event_and_only_the_latest_of_some() {
+        let mut w = LiveWeb::new();
+        w.notice("one");
+        w.prepare_progress(1, 10);
+        w.prepare_progress(5, 10);
+        w.phase(Phase::Warmup, 2.0);
+        let h = w.shared.lock();
+        let all = h.since(0);
+        let kinds: Vec<&str> = all.iter().map(|(_, t)| t.as_str()).collect();
+        assert_eq!(all.len(), 3, "{kinds:?}");
+        assert!(kinds[0].contains("\"one\""));
+        assert!(kinds[1].contains("\"done\":5"));
+        assert!(kinds[2].contains("\"warmup\""));
+        // Since a later point: only what came after.
+        assert_eq!(h.since(3).len(), 1);
+        assert!(!h.done);
+    }
+
+    #[test]
+    fn history_is_bounded() {
+        let mut w = LiveWeb::new();
+        for i in 0..MAX_EVENTS + 5 {
+            w.notice(&i.to_string());
+        }
+        let h = w.shared.lock();
+        assert_eq!(h.events.len(), MAX_EVENTS);
+        assert_eq!(h.dropped, 5);
+        assert!(h.events[0].1.contains("\"5\""));
+    }
+}

@@ -1,0 +1,672 @@
+//! `iofleet serve`, the results store in a browser: its flags, its pages over plain HTTP
+//! (the runs list and its filters, a run's and a comparison's page byte for byte the
+//! HTML `iofleet report` writes, a sweep's curve, 404 and 400 pages, the security
+//! headers, a store left untouched) and the same pages in headless Chromium driven by
+//! Selenium (tests/ui/serve_browser.py): list, filter, open a run, tick two runs and
+//! compare, no console message, no request to any host but the server, no sideways
+//! scrolling at 1400 and 800 px (with screenshots). Chromium, chromedriver and Selenium
+//! are installed by test.sh; without them the browser test fails under CI and skips
+//! elsewhere (tests-support/need.rs).
+
+#[path = "../../../tests-support/need.rs"]
+mod need;
+mod results_common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use results_common::*;
+
+/// A store of two labelled runs and a two-step sweep, shared by the tests.
+struct Fixture {
+    _dir: tempfile::TempDir,
+    db: PathBuf,
+    mirror: String,
+    erasure: String,
+}
+
+const SWEEP: &str = "ui-rates";
+
+fn fixture() -> &'static Fixture {
+    static F: OnceLock<Fixture> = OnceLock::new();
+    F.get_or_init(|| {
+        // A static is never dropped: keep its directory under target/, not /tmp.
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let db = dir.path().join("results.db");
+        let id = |v: serde_json::Value| v["stored"]["id"].as_str().unwrap().to_string();
+        let mirror = id(record_run(
+            &db,
+            "20000",
+            &["--name", "mirror", "--label", "policy=raid1"],
+        ));
+        let erasure = id(record_run(
+            &db,
+            "10000",
+            &["--name", "erasure", "--label", "policy=raid5"],
+        ));
+        let o = with_db(
+            &db,
+            &[
+                "sweep",
+                "easy-run-4k70r",
+                "--vary",
+                "rate=5000,10000",
+                "--name",
+                SWEEP,
+                "--engine",
+                "null",
+                "--workers",
+                "2",
+                "--disks",
+                "1",
+                "--threads",
+                "1",
+                "--qd",
+                "4",
+                "--duration",
+                "1s",
+                "--warmup",
+                "250ms",
+                "--interval",
+                "250ms",
+                "--quiet",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "sweep: {}", err(&o));
+        Fixture {
+            _dir: dir,
+            db,
+            mirror,
+            erasure,
+        }
+    })
+}
+
+/// `iofleet serve` on a free loopback port; killed and reaped when dropped.
+struct Server {
+    child: Child,
+    addr: String,
+    notice: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(db: &Path, listen: &str) -> Server {
+    let child = Command::new(assert_cmd::cargo::cargo_bin("iofleet"))
+        .args(["serve", "--listen", listen, "--db"])
+        .arg(db)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("iofleet serve starts");
+    // Owned by the Server from here on, so a failed start is killed and reaped too.
+    let mut server = Server {
+        child,
+        addr: String::new(),
+        notice: String::new(),
+    };
+    let mut lines = BufReader::new(server.child.stderr.take().unwrap()).lines();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        if let Some(at) = line.find("http://") {
+            server.addr = line[at + 7..].split('/').next().unwrap().to_string();
+            // Keep draining stderr so the server never blocks on a full pipe.
+            std::thread::spawn(move || lines.for_each(drop));
+            return server;
+        }
+        server.notice.push_str(&line);
+        server.notice.push('\n');
+    }
+    panic!("iofleet serve printed no address: {}", server.notice);
+}
+
+/// One response: status line, header lines, body.
+struct Page {
+    status: String,
+    headers: String,
+    body: String,
+}
+
+fn request(addr: &str, method: &str, target: &str) -> Page {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    write!(s, "{method} {target} HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").expect("a whole response");
+    let (status, headers) = head.split_once("\r\n").unwrap_or((head, ""));
+    Page {
+        status: status.to_string(),
+        headers: headers.to_string(),
+        body: body.to_string(),
+    }
+}
+
+fn get(addr: &str, target: &str) -> Page {
+    request(addr, "GET", target)
+}
+
+/// The ids of the runs a list page shows, in order.
+fn listed(html: &str) -> Vec<String> {
+    html.split("<tr data-run=\"")
+        .skip(1)
+        .map(|r| r[..r.find('"').unwrap()].to_string())
+        .collect()
+}
+
+/// A report page with the parts that differ between two makings of it taken out: the
+/// time it was generated and the served page's link back to the list.
+fn normalized(html: &str) -> String {
+    let mut out = String::with_capacity(html.len());
+    for line in html.lines() {
+        if line.starts_with("<nav ") && line.contains("all runs") {
+            continue;
+        }
+        match line.find(" · generated ") {
+            Some(at) => {
+                let rest = &line[at + 13..];
+                out.push_str(&line[..at]);
+                out.push_str(&rest[rest.find(" · ").unwrap()..]);
+            }
+            None => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// `iofleet report RUNS --title TITLE`, as text.
+fn report(db: &Path, runs: &[&str], title: &str) -> String {
+    let mut args = vec!["report"];
+    args.extend_from_slice(runs);
+    args.extend_from_slice(&["--title", title]);
+    let o = with_db(db, &args);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    out(&o)
+}
+
+#[test]
+fn serve_refuses_bad_flags_naming_them() {
+    let f = fixture();
+    let o = with_db(&f.db, &["serve", "--listen", "localhost"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(err(&o).contains("--listen"), "{}", err(&o));
+    let o = iofleet()
+        .args(["serve", "--db", "/nonexistent/results.db"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        err(&o).contains("--db /nonexistent/results.db"),
+        "{}",
+        err(&o)
+    );
+    // A port already taken.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let o = with_db(&f.db, &["serve", "--listen", &addr]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(err(&o).contains(&format!("--listen {addr}")), "{}", err(&o));
+    let o = with_db(&f.db, &["serve", "--bogus"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(err(&o).contains("--bogus"), "{}", err(&o));
+}
+
+#[test]
+fn serve_warns_that_a_non_loopback_address_has_no_authentication() {
+    let f = fixture();
+    let s = serve(&f.db, "127.0.0.1:0");
+    assert!(s.notice.is_empty(), "loopback: no notice, got {}", s.notice);
+    let s = serve(&f.db, "0.0.0.0:0");
+    assert!(
+        s.notice.contains("not a loopback address") && s.notice.contains("no authentication"),
+        "{}",
+        s.notice
+    );
+    let port = s.addr.rsplit(':').next().unwrap();
+    let page = get(&format!("127.0.0.1:{port}"), "/");
+    assert!(page.status.contains("200"), "{}", page.status);
+}
+
+#[test]
+fn serve_lists_filters_and_reports_the_stored_runs() {
+    let f = fixture();
+    let before = std::fs::read(&f.db).unwrap();
+    let s = serve(&f.db, "127.0.0.1:0");
+    let a = s.addr.as_str();
+
+    // The list: every run, newest first, with links, boxes and the sweep's curve.
+    let list = get(a, "/");
+    assert_eq!(list.status, "HTTP/1.1 200 OK");
+    assert!(list
+        .headers
+        .contains("Content-Type: text/html; charset=utf-8"));
+    let all = listed(&list.body);
+    assert_eq!(all.len(), 4, "{all:?}");
+    assert_eq!(all[2..], [f.erasure.as_str(), f.mirror.as_str()]);
+    for id in &all {
+        assert!(list.body.contains(&format!("<a href=\"/run/{id}\">")));
+        assert!(list
+            .body
+            .contains(&format!("value=\"{id}\" form=\"compare\"")));
+    }
+    assert!(list.body.contains("href=\"/curve?sweep=ui-rates\""));
+    assert!(list.body.contains("4 of 4 runs"));
+
+    // Filters, alone and together.
+    let shown = |q: &str| listed(&get(a, &format!("/?{q}")).body);
+    assert_eq!(shown("name=MIRR"), [f.mirror.as_str()]);
+    assert_eq!(shown("label=policy%3Draid5"), [f.erasure.as_str()]);
+    assert_eq!(shown("label=sweep").len(), 2);
+    assert_eq!(shown("label=policy+sweep"), Vec::<String>::new());
+    assert_eq!(shown("profile=easy-run-4k70r&status=complete").len(), 4);
+    assert_eq!(shown("status=incomplete"), Vec::<String>::new());
+    assert_eq!(shown("profile=other"), Vec::<String>::new());
+    assert!(get(a, "/?name=mirror")
+        .body
+        .contains("name=\"name\" value=\"mirror\""));
+    let bad = get(a, "/?status=lost");
+    assert!(bad.status.contains("400"), "{}", bad.status);
+    assert!(bad.body.contains("status &#39;lost&#39; is not one of"));
+    let bad = get(a, "/?colour=red");
+    assert!(bad.status.contains("400") && bad.body.contains("colour"));
+
+    // A run's page is the report of that run.
+    let run = get(a, &format!("/run/{}", f.mirror));
+    assert_eq!(run.status, "HTTP/1.1 200 OK");
+    assert!(run.body.contains("<a href=\"/\">← all runs</a>"));
+    let title = format!("iofleet run {}", f.mirror);
+    assert_eq!(
+        normalized(&run.body),
+        normalized(&report(&f.db, &[&f.mirror], &title))
+    );
+    // By name too; a missing run is a 404 page.
+    assert_eq!(get(a, "/run/mirror").status, "HTTP/1.1 200 OK");
+    let missing = get(a, "/run/nosuchrun");
+    assert_eq!(missing.status, "HTTP/1.1 404 Not Found");
+    assert!(missing.body.contains("run &#39;nosuchrun&#39; not found"));
+    assert!(missing.headers.contains("Content-Type: text/html"));
+
+    // A comparison: the oldest ticked run is the baseline unless one is chosen.
+    let cmp = get(a, &format!("/compare?run={}&run={}", f.erasure, f.mirror));
+    assert_eq!(cmp.status, "HTTP/1.1 200 OK");
+    assert_eq!(
+        normalized(&cmp.body),
+        normalized(&report(
+            &f.db,
+            &[&f.mirror, &f.erasure],
+            "iofleet comparison of 2 runs"
+        ))
+    );
+    let chosen = get(
+        a,
+        &format!(
+            "/compare?run={}&run={}&baseline={}",
+            f.mirror, f.erasure, f.erasure
+        ),
+    );
+    assert!(chosen
+        .body
+        .contains(&format!("2 runs · baseline {} ", f.erasure)));
+    let one = get(a, &format!("/compare?run={}", f.mirror));
+    assert!(one.status.contains("400") && one.body.contains("two or more"));
+    assert!(get(a, &format!("/compare?run={}&run=nosuchrun", f.mirror))
+        .status
+        .contains("404"));
+
+    // The sweep's curve.
+    let curve = get(a, "/curve?sweep=ui-rates");
+    assert_eq!(curve.status, "HTTP/1.1 200 OK");
+    assert!(curve
+        .body
+        .contains("<figure class=\"chart\" id=\"load-curve\">"));
+    assert!(curve.body.contains("sweep ui-rates"));
+    assert!(get(a, "/curve?sweep=other").status.contains("404"));
+    assert!(get(a, "/curve?step=1").status.contains("400"));
+
+    // Other paths and methods.
+    assert_eq!(get(a, "/runs").status, "HTTP/1.1 404 Not Found");
+    let post = request(a, "POST", "/");
+    assert_eq!(post.status, "HTTP/1.1 405 Method Not Allowed");
+    assert!(post.headers.contains("Allow: GET, HEAD"));
+    let head = request(a, "HEAD", "/");
+    assert!(head.status.contains("200") && head.body.is_empty());
+
+    // Every page: fetch nothing but the server, name no other host.
+    for page in [&list, &run, &missing, &cmp, &curve] {
+        assert!(
+            page.headers
+                .contains("Content-Security-Policy: default-src 'self';"),
+            "{}",
+            page.headers
+        );
+        assert!(!page.body.contains("http://") && !page.body.contains("https://"));
+        assert!(!page.body.contains("<link") && !page.body.contains("src="));
+    }
+    drop(s);
+    assert!(
+        std::fs::read(&f.db).unwrap() == before,
+        "the store was written"
+    );
+}
+
+/// Whether Python can import Selenium (installed by test.sh from PyPI).
+fn have_selenium() -> bool {
+    Command::new("python3")
+        .args(["-c", "import selenium"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Width, height and number of distinct colours of a PNG.
+fn png_facts(path: &Path) -> (u32, u32, usize) {
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(path).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let px = info.color_type.samples();
+    let mut colours: Vec<&[u8]> = buf[..info.buffer_size()].chunks(px).collect();
+    colours.sort();
+    colours.dedup();
+    (info.width, info.height, colours.len())
+}
+
+/// Whether the browser tests can run: Chromium, its driver, Python and Selenium (see
+/// tests-support/need.rs for what happens when one is missing).
+fn browser_ready(test: &str) -> bool {
+    if !need::need(test, &["chromium", "chromedriver", "python3"]) {
+        return false;
+    }
+    if !have_selenium() {
+        assert!(
+            !need::ci(),
+            "CI is set, so {test} must run, but Python's selenium is missing (test.sh installs it from PyPI)"
+        );
+        need::skip("selenium (PyPI) not installed", test);
+        return false;
+    }
+    true
+}
+
+/// Screenshots the browser scripts reported: as wide as asked, no sideways scrolling,
+/// and a real page (not one colour).
+fn check_screenshots(pages: &[serde_json::Value]) {
+    for p in pages {
+        let width = p["width"].as_u64().unwrap() as u32;
+        assert!(p["scroll"].as_u64() <= p["inner"].as_u64(), "{p}");
+        let (w, h, colours) = png_facts(Path::new(p["png"].as_str().unwrap()));
+        assert_eq!(w, width, "{p}");
+        assert!(h >= 600, "{p}: {h} px high");
+        assert!(
+            colours >= 16,
+            "{p}: a real page, not a blank one ({colours} colours)"
+        );
+    }
+}
+
+#[test]
+fn serve_in_a_real_browser() {
+    if !browser_ready("serve_in_a_real_browser") {
+        return;
+    }
+    let f = fixture();
+    let s = serve(&f.db, "127.0.0.1:0");
+    let shots = tempfile::tempdir().unwrap();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/ui/serve_browser.py");
+    let t0 = Instant::now();
+    let o = Command::new("timeout")
+        .args(["300", "python3", script, "--base"])
+        .arg(format!("http://{}", s.addr))
+        .arg("--out")
+        .arg(shots.path())
+        .args([
+            "--run-a", &f.mirror, "--name-a", "mirror", "--run-b", &f.erasure,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "the browser script failed after {:?}: {}{}",
+        t0.elapsed(),
+        out(&o),
+        err(&o)
+    );
+    let seen: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON line");
+    assert_eq!(seen["hosts"], serde_json::json!([s.addr]), "{seen}");
+    assert!(seen["requests"].as_u64().unwrap() >= 6, "{seen}");
+    for page in ["run", "compare", "curve"] {
+        assert!(
+            seen["charts"][page].as_u64().unwrap() >= 5,
+            "{page}: {seen}"
+        );
+    }
+    let pages = seen["pages"].as_array().unwrap();
+    assert_eq!(pages.len(), 8, "4 pages × 2 widths: {seen}");
+    check_screenshots(pages);
+}
+
+/// A null-engine run with `--metrics-listen 127.0.0.1:0 --ui`, its JSON result written
+/// to `out`; the listener's address once it is up.
+fn live_run(out: &Path, duration: &str) -> (Server, String) {
+    let child = Command::new(assert_cmd::cargo::cargo_bin("iofleet"))
+        .args([
+            "run",
+            "easy-run-4k70r",
+            "--engine",
+            "null",
+            "--workers",
+            "3",
+            "--disks",
+            "1",
+            "--threads",
+            "1",
+            "--qd",
+            "4",
+            "--rate",
+            "4000",
+            "--duration",
+            duration,
+            "--warmup",
+            "1s",
+            "--interval",
+            "250ms",
+            "--no-save",
+            "--json",
+            "--metrics-listen",
+            "127.0.0.1:0",
+            "--ui",
+        ])
+        .env(
+            "XDG_DATA_HOME",
+            std::env::temp_dir().join("iofleet-tests-xdg-unused"),
+        )
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(std::fs::File::create(out).unwrap()))
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("iofleet run starts");
+    let mut run = Server {
+        child,
+        addr: String::new(),
+        notice: String::new(),
+    };
+    let mut lines = BufReader::new(run.child.stderr.take().unwrap()).lines();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        if let Some(rest) = line.strip_prefix("live view: http://") {
+            run.addr = rest.trim_end_matches('/').to_string();
+            std::thread::spawn(move || lines.for_each(drop));
+            let addr = run.addr.clone();
+            return (run, addr);
+        }
+        run.notice.push_str(&line);
+        run.notice.push('\n');
+    }
+    panic!("the run printed no live view address: {}", run.notice);
+}
+
+/// Wait until the run's /metrics says interval `index` has finished.
+fn wait_for_interval(addr: &str, index: u32) {
+    let t0 = Instant::now();
+    loop {
+        let m = get(addr, "/metrics").body;
+        let now = m
+            .lines()
+            .find_map(|l| l.strip_prefix("iofleet_interval_index "))
+            .and_then(|v| v.trim().parse::<u32>().ok());
+        if now.is_some_and(|i| i >= index) {
+            return;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "no interval {index}: {m}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The run's JSON result once it ends with exit code 0.
+fn finish(mut run: Server, out: &Path) -> serde_json::Value {
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(s) = run.child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(120),
+            "the run did not end"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(0));
+    serde_json::from_slice(&std::fs::read(out).unwrap()).expect("the run's JSON")
+}
+
+#[test]
+fn live_events_replay_the_run_so_far_and_end_with_done() {
+    let o = iofleet()
+        .args([
+            "run",
+            "easy-run-4k70r",
+            "--engine",
+            "null",
+            "--ui",
+            "--no-save",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        err(&o).contains("--ui") && err(&o).contains("--metrics-listen"),
+        "{}",
+        err(&o)
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("result.json");
+    let (run, addr) = live_run(&out, "3s");
+    // Opened once the run is under way: the stream starts at the run's beginning.
+    wait_for_interval(&addr, 3);
+    let page = get(&addr, "/");
+    assert_eq!(page.status, "HTTP/1.1 200 OK");
+    assert!(page
+        .headers
+        .contains("Content-Security-Policy: default-src 'self';"));
+    assert!(page.body.contains("new EventSource(\"/events\")"));
+    assert!(!page.body.contains("http://") && !page.body.contains("https://"));
+    assert!(!page.body.contains("<link") && !page.body.contains("src="));
+    assert!(get(&addr, "/metrics").body.contains("iofleet_iops"));
+
+    let mut s = TcpStream::connect(&addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    write!(s, "GET /events HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).unwrap(); // the stream ends after `done`
+    let result = finish(run, &out);
+    assert!(raw.starts_with("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream"));
+    let events: Vec<serde_json::Value> = raw
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    assert_eq!(events[0]["type"], "run", "{raw}");
+    assert_eq!(events[0]["engine"], "null");
+    let of = |t: &'static str| events.iter().filter(move |e| e["type"] == t);
+    let indices: Vec<u64> = of("interval")
+        .map(|e| e["index"].as_u64().unwrap())
+        .collect();
+    let intervals = result["intervals"].as_array().unwrap();
+    assert_eq!(indices, (0..intervals.len() as u64).collect::<Vec<_>>());
+    // The same figures as the result's intervals.
+    for (e, r) in of("interval").zip(intervals) {
+        assert_eq!(e["iops"], r["iops"]);
+        assert_eq!(e["p99_us"], r["p99_us"]);
+        assert_eq!(e["warmup"], r["warmup"]);
+    }
+    let phases: Vec<&str> = of("phase").map(|e| e["phase"].as_str().unwrap()).collect();
+    assert_eq!(phases, ["warmup", "measure", "done"]);
+    assert_eq!(events.last().unwrap()["phase"], "done", "done comes last");
+    // Host strips: only the latest at the time of opening is replayed, then one per
+    // interval, the last for the last interval.
+    let strips: Vec<u64> = of("hosts").map(|e| e["index"].as_u64().unwrap()).collect();
+    assert!(
+        strips[0] >= 3,
+        "opened after interval 3, no earlier strip: {strips:?}"
+    );
+    assert!(strips.windows(2).all(|w| w[1] == w[0] + 1), "{strips:?}");
+    assert_eq!(strips.last(), indices.last());
+    let strip = of("hosts").next_back().unwrap();
+    assert_eq!(strip["hosts"][0]["workers"], 3);
+    assert_eq!(strip["hosts"][0]["name"], result["hosts"][0]["host"]);
+}
+
+#[test]
+fn live_view_follows_a_run_in_a_real_browser() {
+    if !browser_ready("live_view_follows_a_run_in_a_real_browser") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let result_file = dir.path().join("result.json");
+    let (run, addr) = live_run(&result_file, "12s");
+    // The page opens mid-run (12 s leave a loaded machine time to start Chromium).
+    wait_for_interval(&addr, 3);
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/ui/live_browser.py");
+    let o = Command::new("timeout")
+        .args(["300", "python3", script, "--base"])
+        .arg(format!("http://{addr}"))
+        .arg("--out")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let result = finish(run, &result_file);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "the browser script failed: {}{}",
+        out(&o),
+        err(&o)
+    );
+    let seen: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON line");
+    let intervals = result["intervals"].as_array().unwrap().len() as u64;
+    // Opened mid-run, the page shows every interval of the run, the earlier ones too.
+    assert!(seen["first_count"].as_u64().unwrap() >= 4, "{seen}");
+    assert!(seen["first_count"].as_u64().unwrap() < intervals, "{seen}");
+    assert_eq!(seen["intervals"].as_u64(), Some(intervals), "{seen}");
+    assert_eq!(seen["phases"].as_array().unwrap().last().unwrap(), "done");
+    assert!(seen["iops_values"].as_u64().unwrap() >= 2, "{seen}");
+    assert_eq!(seen["hosts"][0], result["hosts"][0]["host"], "{seen}");
+    let pages = seen["pages"].as_array().unwrap();
+    assert_eq!(pages.len(), 2, "{seen}");
+    check_screenshots(pages);
+}

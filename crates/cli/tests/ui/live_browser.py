@@ -1,0 +1,94 @@
+"""Follow a running `iofleet run --metrics-listen ADDR --ui` in headless Chromium through
+Selenium (crates/cli/tests/ui.rs starts the run and this script once the run is under
+way).
+
+Opens the live page, sees the IOPS figure and the interval count change as intervals
+arrive, a strip per host, and the phase reach `done`; then, at 1400 and 800 px wide, no
+sideways scrolling (a screenshot of each is written to --out). No console message and
+no request to any host but the run's listener. Prints one JSON line of what it saw;
+exits 1 with the reason on the first failed check.
+"""
+
+import argparse
+import json
+import sys
+import time
+
+from selenium.webdriver.common.by import By
+
+from serve_browser import Failed, Session, browser, check
+
+
+def follow(s):
+    d = s.d
+    d.get(s.base + "/")
+    s.loaded()
+    check(d.title == "iofleet live", f"live page title {d.title!r}")
+    first = int(s.wait("var v = document.getElementById('intervals').getAttribute('data-value');"
+                       " return Number(v) > 0 ? v : null;", "the first intervals"))
+    seen_iops = set()
+    counts = set()
+    phases = []
+    t0 = time.time()
+    while time.time() - t0 < 120:
+        phase, iops, count = d.execute_script(
+            "return [document.body.getAttribute('data-phase'),"
+            " document.getElementById('iops').getAttribute('data-value'),"
+            " Number(document.getElementById('intervals').getAttribute('data-value'))];")
+        if not phases or phases[-1] != phase:
+            phases.append(phase)
+        if iops:
+            seen_iops.add(iops)
+        counts.add(count)
+        if phase == "done":
+            break
+        time.sleep(0.1)
+    check(phases[-1] == "done", f"the phase reached done: {phases}")
+    check(len(counts) >= 3, f"the interval count moved while the page was open: {sorted(counts)}")
+    check(len(seen_iops) >= 2, f"the IOPS figure updated: {sorted(seen_iops)}")
+    hosts = [h.get_attribute("data-host") for h in d.find_elements(By.CSS_SELECTOR, "#hosts .host")]
+    check(hosts, "a strip per host")
+    host_iops = [float(h.get_attribute("data-iops")) for h in d.find_elements(By.CSS_SELECTOR, "#hosts .host")]
+    check(all(x > 0 for x in host_iops), f"every host did I/O: {host_iops}")
+    polylines = d.execute_script(
+        "return ['chart-iops', 'chart-mbps', 'chart-lat'].map(function (id) {"
+        " return document.getElementById(id).querySelectorAll('polyline').length; });")
+    check(all(n > 0 for n in polylines), f"every chart has lines: {polylines}")
+    final = d.execute_script(
+        "return [Number(document.getElementById('intervals').getAttribute('data-value')),"
+        " document.getElementById('clock').textContent, document.getElementById('conn').textContent];")
+    s.drain("live page")
+    s.widths("live")
+    return {
+        "first_count": int(first),
+        "intervals": final[0],
+        "clock": final[1],
+        "connection": final[2],
+        "phases": phases,
+        "iops_values": len(seen_iops),
+        "hosts": hosts,
+        "requests": len(s.requests),
+        "pages": s.pages,
+    }
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--base", required=True, help="the run's listener, http://HOST:PORT")
+    p.add_argument("--out", required=True, help="directory for the screenshots")
+    p.add_argument("--chromium", default="/usr/bin/chromium")
+    p.add_argument("--chromedriver", default="/usr/bin/chromedriver")
+    a = p.parse_args()
+    d = browser(a.chromium, a.chromedriver)
+    try:
+        print(json.dumps(follow(Session(d, a.base, a.out))))
+    except Failed as e:
+        print(f"FAILED: {e}", file=sys.stderr)
+        return 1
+    finally:
+        d.quit()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
