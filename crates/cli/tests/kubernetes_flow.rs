@@ -673,3 +673,53 @@ fn kube_clean_refuses_what_is_not_a_kubernetes_fleet() {
         stderr(&o)
     );
 }
+
+/// On a real cluster, only when one is named: `IOFLEET_KUBE_CONTEXT` (a context of the
+/// user's kubeconfig), optionally `IOFLEET_KUBE_NAMESPACE` and
+/// `IOFLEET_KUBE_STORAGE_CLASS`. Two pods, one volume each, a short run with the
+/// user's own kubectl; the facts recorded and nothing left behind. Skipped otherwise
+/// (always in CI: no cluster is reachable there).
+#[test]
+fn a_real_cluster_when_one_is_named() {
+    let Ok(context) = std::env::var("IOFLEET_KUBE_CONTEXT") else {
+        eprintln!("skipped: IOFLEET_KUBE_CONTEXT is not set (see docs/kubernetes.md)");
+        return;
+    };
+    let namespace = std::env::var("IOFLEET_KUBE_NAMESPACE").unwrap_or_else(|_| "default".into());
+    let class = std::env::var("IOFLEET_KUBE_STORAGE_CLASS")
+        .map(|c| format!("storage_class = \"{c}\"\n"))
+        .unwrap_or_default();
+    let dir = tempfile::tempdir().unwrap();
+    let kube = dir.path().join("real.toml");
+    std::fs::write(
+        &kube,
+        format!(
+            "[kubernetes]\nname = \"iofleet-test\"\ncontext = \"{context}\"\nnamespace = \"{namespace}\"\npods = 2\nspread = \"soft\"\n{class}"
+        ),
+    )
+    .unwrap();
+    let kube = kube.to_str().unwrap();
+    // The user's own PATH and kubectl: this is the one test that reaches a cluster.
+    let real = |args: &[&str]| {
+        let mut c = assert_cmd::Command::cargo_bin("iofleet").unwrap();
+        c.env("XDG_DATA_HOME", scratch_data_home())
+            .current_dir(dir.path())
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let o = real(&run_args(kube, "1", &["--no-save"]));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v = json_of(&o);
+    assert!(schema_problems(&v).is_empty(), "{:?}", schema_problems(&v));
+    for h in v["hosts"].as_array().unwrap() {
+        assert!(h["all"]["iops"].as_f64().unwrap() > 0.0, "{h}");
+        assert!(h["kubernetes"]["node"].is_string(), "{h}");
+    }
+    eprintln!(
+        "{}",
+        serde_json::to_string_pretty(&v["run"]["kubernetes"]).unwrap()
+    );
+    let o = real(&["kube", "clean", "--hosts", kube, "--dry-run"]);
+    assert!(stdout(&o).contains("nothing of fleet"), "{}", stdout(&o));
+}
