@@ -7,7 +7,7 @@ own processes (one Python process per exec session) and the agents run on this m
 too and are not counted: they stand for the real kubectl processes and the pods, which a
 real cluster puts elsewhere (a real kubectl's own memory is not measured here).
 
-    sudo python3 bench/kube_pods.py [--pods 1,8,16,32] [--binary target/release/iofleet]
+    sudo python3 bench/kube_pods.py [--pods 1,8,16,32] [--rate 1000] [--binary target/release/iofleet]
 """
 import argparse
 import json
@@ -37,6 +37,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--pods", default="1,8,16,32")
     ap.add_argument("--binary", default=os.path.join(ROOT, "target/release/iofleet"))
+    ap.add_argument("--rate", help="IOPS per worker (--rate), so the agents do not compete for this machine's CPUs")
     a = ap.parse_args()
     print("pods  controller peak RSS MiB  threads  kubectl sessions  ready s  start skew ms")
     for n in [int(x) for x in a.pods.split(",")]:
@@ -52,7 +53,8 @@ def main():
             out_f = open(os.path.join(d, "out.json"), "w+")
             err_f = open(os.path.join(d, "err.txt"), "w+")
             p = subprocess.Popen([a.binary, "run", "easy-run-4k70r", "--hosts", kube, "--engine", "null", "--disks", "1",
-                                  "--duration", "5s", "--warmup", "0s", "--no-save", "--output-format", "json", "--quiet"],
+                                  "--duration", "5s", "--warmup", "0s", "--no-save", "--output-format", "json", "--quiet"]
+                                 + (["--rate", a.rate] if a.rate else []),
                                  env=env, stdout=out_f, stderr=err_f, text=True)
             top_rss = top_threads = 0
             while p.poll() is None:
