@@ -337,6 +337,35 @@ fn two_pods_of_one_block_volume_run_on_their_devices() {
 }
 
 #[test]
+fn io_uring_refused_by_the_containers_seccomp_profile_falls_back_to_psync_with_one_notice() {
+    let Some(k) = Cluster::new("io_uring_refused_by_seccomp") else {
+        return;
+    };
+    let kube = k.fleet("sec2", "pods = 2\nstorage_class = \"fast\"\n");
+    let o = k.iofleet(
+        &run_args(&kube, "1", &["--no-save"]),
+        &[("FAKE_KUBE_SECCOMP_URING", "1")],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v = json_of(&o);
+    assert_eq!(v["run"]["engine"], "psync", "{v}");
+    let said: Vec<&str> = v["notices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n.as_str())
+        .filter(|n| n.contains("io_uring is not usable"))
+        .collect();
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(
+        said[0].starts_with("every host (2): io_uring is not usable here (io_uring_setup: EPERM"),
+        "{}",
+        said[0]
+    );
+    assert!(said[0].contains("seccomp"), "{}", said[0]);
+}
+
+#[test]
 fn a_kept_fleet_is_reused_without_refilling_and_kube_clean_removes_it() {
     let Some(k) = Cluster::new("a_kept_fleet_is_reused") else {
         return;

@@ -91,7 +91,11 @@ impl EngineSpec {
             EngineSpec::Auto => match uring::probe() {
                 Ok(()) => Ok(EngineSpec::Uring),
                 Err(e) => {
-                    notices.push(format!("io_uring is not usable here ({e}); using psync"));
+                    let why = match e {
+                        EngineError::UringUnavailable(why) => why,
+                        e => e.to_string(),
+                    };
+                    notices.push(format!("io_uring is not usable here ({why}); using psync"));
                     Ok(EngineSpec::Psync)
                 }
             },

@@ -555,6 +555,38 @@ fn kill_remote(conn: &mut Conn) -> Option<JoinHandle<()>> {
     handle
 }
 
+/// The hosts' notices, each said once: prefixed with the host that said it, with the
+/// hosts that said it (the first few named), or with "every host" — so a fleet of
+/// hundreds of pods whose container refuses io_uring gives one notice, not hundreds.
+/// In the order first said.
+fn fold_host_notices(names: &[&str], said: Vec<(usize, String)>) -> Vec<String> {
+    const NAMED: usize = 5;
+    let mut by_text: Vec<(String, Vec<usize>)> = Vec::new();
+    for (h, text) in said {
+        match by_text.iter_mut().find(|(t, _)| *t == text) {
+            Some((_, hosts)) if !hosts.contains(&h) => hosts.push(h),
+            Some(_) => {}
+            None => by_text.push((text, vec![h])),
+        }
+    }
+    by_text
+        .into_iter()
+        .map(|(text, hosts)| match hosts.len() {
+            1 => format!("{}: {text}", names[hosts[0]]),
+            k if k == names.len() => format!("every host ({k}): {text}"),
+            k => {
+                let shown: Vec<&str> = hosts.iter().take(NAMED).map(|&h| names[h]).collect();
+                let more = if k > NAMED {
+                    format!(" and {} more", k - NAMED)
+                } else {
+                    String::new()
+                };
+                format!("{k} hosts ({}{more}): {text}", shown.join(", "))
+            }
+        })
+        .collect()
+}
+
 /// Workers as agents on the hosts of an inventory.
 pub struct AgentLauncher {
     hosts: Vec<HostSpec>,
@@ -573,7 +605,9 @@ pub struct AgentLauncher {
     /// How long one frame to every host took to be answered by all (see
     /// `refine_clocks`).
     broadcast: Duration,
-    late_notices: Arc<Mutex<Vec<String>>>,
+    /// What each host said (host, notice) when it was ready, and at its end.
+    ready_notices: Vec<(usize, String)>,
+    late_notices: Arc<Mutex<Vec<(usize, String)>>>,
     router_done: Arc<AtomicBool>,
 }
 
@@ -591,6 +625,7 @@ impl AgentLauncher {
             started: Arc::new(Mutex::new(Vec::new())),
             epoch_ns: 0,
             broadcast: Duration::ZERO,
+            ready_notices: Vec::new(),
             late_notices: Arc::new(Mutex::new(Vec::new())),
             router_done: Arc::new(AtomicBool::new(false)),
         }
@@ -766,6 +801,7 @@ impl AgentLauncher {
         let mut ready = vec![false; n];
         let mut engines = vec![String::new(); n];
         let mut configured = 0u64;
+        let mut said: Vec<(usize, String)> = Vec::new();
         let mut heard = vec![Instant::now(); n];
         let timeout = self.settings.host_timeout;
         while !ready.iter().all(|&r| r) {
@@ -785,11 +821,7 @@ impl AgentLauncher {
                             ready[h] = true;
                             engines[h] = r.engine;
                             configured += r.configured_outstanding;
-                            notices.extend(
-                                r.notices
-                                    .into_iter()
-                                    .map(|n| format!("{}: {n}", self.conns[h].name)),
-                            );
+                            said.extend(r.notices.into_iter().map(|n| (h, n)));
                             None
                         }
                         Frame::Error(f) => Some(agent_failure(&active_hosts[h], f)),
@@ -820,6 +852,9 @@ impl AgentLauncher {
                 return Err(e);
             }
         }
+        let names: Vec<&str> = self.conns.iter().map(|c| c.name.as_str()).collect();
+        notices.extend(fold_host_notices(&names, said.clone()));
+        self.ready_notices = said;
         if let Err(e) = self.refine_clocks(&ev_rx, active_hosts) {
             self.shutdown();
             return Err(e);
@@ -1261,9 +1296,17 @@ impl Launcher for AgentLauncher {
                 .iter()
                 .map(|s| s.map(|t| (t as f64 - self.epoch_ns as f64) / 1e6))
                 .collect(),
-            notices: std::mem::take(
-                &mut *self.late_notices.lock().unwrap_or_else(|p| p.into_inner()),
-            ),
+            notices: {
+                let late = std::mem::take(
+                    &mut *self.late_notices.lock().unwrap_or_else(|p| p.into_inner()),
+                );
+                let new: Vec<(usize, String)> = late
+                    .into_iter()
+                    .filter(|said| !self.ready_notices.contains(said))
+                    .collect();
+                let names: Vec<&str> = self.conns.iter().map(|c| c.name.as_str()).collect();
+                fold_host_notices(&names, new)
+            },
             kubernetes: None,
         }
     }
@@ -1279,7 +1322,7 @@ fn route(
     offsets: &[i64],
     epoch_ns: u64,
     started: &Mutex<Vec<Option<u64>>>,
-    late_notices: &Mutex<Vec<String>>,
+    late_notices: &Mutex<Vec<(usize, String)>>,
 ) {
     let mut finished = vec![false; names.len()];
     while let Ok(ev) = ev_rx.recv() {
@@ -1311,15 +1354,12 @@ fn route(
                         summary: Box::new(v),
                     });
                 }
-                // Notices that arose during the run (those from before the start came
-                // with Ready), minus repeats.
-                let mut late = late_notices.lock().unwrap_or_else(|p| p.into_inner());
-                for n in d.notices {
-                    let n = format!("{}: {n}", names[h]);
-                    if !late.contains(&n) {
-                        late.push(n);
-                    }
-                }
+                // What the host said by its end (`finish` drops what it said when
+                // ready, and folds the rest over hosts).
+                late_notices
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .extend(d.notices.into_iter().map(|n| (h, n)));
                 Msg::Done {
                     source: h as u32,
                     end_ns: d.end_ns,
@@ -1372,6 +1412,30 @@ fn route(
 mod tests {
     use super::*;
     use crate::protocol::read_magic;
+
+    #[test]
+    fn notices_said_by_several_hosts_are_said_once() {
+        let names = ["a", "b", "c", "d", "e", "f", "g"];
+        let io = "io_uring is not usable here; using psync".to_string();
+        let own = |h: usize| (h, format!("disk of {}", names[h]));
+        // Every host: one line. Each host's own: its own line, in the order said.
+        let all: Vec<(usize, String)> = (0..7).map(|h| (h, io.clone())).chain([own(2)]).collect();
+        assert_eq!(
+            fold_host_notices(&names, all),
+            [format!("every host (7): {io}"), "c: disk of c".into()]
+        );
+        // Some hosts: named, the first five, then how many more.
+        let some: Vec<(usize, String)> = (0..6).map(|h| (h, io.clone())).collect();
+        assert_eq!(
+            fold_host_notices(&names, some),
+            [format!("6 hosts (a, b, c, d, e and 1 more): {io}")]
+        );
+        let two = vec![(3, io.clone()), (1, io.clone()), (3, io.clone())];
+        assert_eq!(
+            fold_host_notices(&names, two),
+            [format!("2 hosts (d, b): {io}")]
+        );
+    }
 
     #[test]
     fn uploads_take_turns_at_most_max_at_a_time() {
