@@ -309,20 +309,7 @@ fn host_lines(out: &mut String, h: &HostSpec, share: &iofleet_fleet::agents::Hos
 /// resolved plan and each pod's share as YAML comments. Contacts no cluster.
 pub fn print_kube(path: &std::path::Path, groups: &[GroupPlan]) -> Result<i32, Exit> {
     let fleet = iofleet_fleet::kube::load(path).map_err(Exit::input)?;
-    let [group] = groups else {
-        return Err(Exit::input(
-            "--group: a Kubernetes fleet runs one profile (one worker per pod)",
-        ));
-    };
-    let mut group = group.clone();
-    let mut notes = Vec::new();
-    if group.plan.fleet.workers != fleet.pods {
-        notes.push(format!(
-            "one worker per pod: running {} workers, not the profile's {}",
-            fleet.pods, group.plan.fleet.workers
-        ));
-        group.plan.fleet.workers = fleet.pods;
-    }
+    let (group, notes) = fleet.group(groups).map_err(Exit::input)?;
     let plan = &group.plan;
     let mut out = String::new();
     writeln!(

@@ -55,25 +55,6 @@ impl KubeLauncher {
         }
     }
 
-    /// The groups as a Kubernetes fleet runs them: one profile, one worker per pod.
-    fn groups(&self, groups: &[GroupPlan]) -> Result<(Vec<GroupPlan>, Vec<String>), FleetError> {
-        let [group] = groups else {
-            return Err(FleetError::Input(
-                "--group: a Kubernetes fleet runs one profile (one worker per pod)".into(),
-            ));
-        };
-        let mut group = group.clone();
-        let mut notices = Vec::new();
-        if group.plan.fleet.workers != self.fleet.pods {
-            notices.push(format!(
-                "one worker per pod: running {} workers, not the profile's {}",
-                self.fleet.pods, group.plan.fleet.workers
-            ));
-            group.plan.fleet.workers = self.fleet.pods;
-        }
-        Ok((vec![group], notices))
-    }
-
     /// Delete the fleet's objects unless they are to be kept: what was done, for the
     /// user, or why it failed and how to finish the job.
     fn clean_up(&mut self) -> Option<String> {
@@ -260,7 +241,8 @@ fn pod_hosts(fleet: &KubeFleet, cluster: &Cluster, disks: u32) -> Vec<HostSpec> 
 
 impl Launcher for KubeLauncher {
     fn plan(&mut self, groups: &[GroupPlan]) -> Result<LaunchPlan, FleetError> {
-        let (groups, notices) = self.groups(groups)?;
+        let (group, notices) = self.fleet.group(groups)?;
+        let groups = vec![group];
         let disks = groups[0].plan.fleet.disks_per_worker;
         // The pods' targets follow the profile's disks per worker.
         let settings = self.agents_settings();

@@ -388,6 +388,29 @@ fn check(r: RawKube) -> Result<KubeFleet, String> {
 }
 
 impl KubeFleet {
+    /// The group a Kubernetes fleet runs: one profile, one worker per pod (the
+    /// profile's worker count replaced by the pods', with a notice saying so).
+    pub fn group(
+        &self,
+        groups: &[iofleet_profile::GroupPlan],
+    ) -> Result<(iofleet_profile::GroupPlan, Vec<String>), crate::FleetError> {
+        let [group] = groups else {
+            return Err(crate::FleetError::Input(
+                "--group: a Kubernetes fleet runs one profile (one worker per pod)".into(),
+            ));
+        };
+        let mut group = group.clone();
+        let mut notices = Vec::new();
+        if group.plan.fleet.workers != self.pods {
+            notices.push(format!(
+                "one worker per pod: running {} workers, not the profile's {}",
+                self.pods, group.plan.fleet.workers
+            ));
+            group.plan.fleet.workers = self.pods;
+        }
+        Ok((group, notices))
+    }
+
     /// The StatefulSet's (and Service's) name.
     pub fn object_name(&self) -> String {
         format!("iofleet-{}", self.name)
