@@ -135,6 +135,17 @@ impl Pattern {
         self.units
     }
 
+    /// The units one write of `len` bytes takes (a partial unit counts as one).
+    pub fn units_in(&self, len: usize) -> u64 {
+        len.div_ceil(self.unit) as u64
+    }
+
+    /// Continue from unit `units`, as if that many had been generated: writers that
+    /// share one sequential stream (a parallel fill) each start where their write is.
+    pub fn seek(&mut self, units: u64) {
+        self.units = units;
+    }
+
     /// Fill `buf` (one write) with the next units of this writer. A write that is not
     /// a multiple of the unit ends with the leading bytes of a unit.
     #[inline]

@@ -40,7 +40,7 @@ fn files_in(dir: &Path) -> Vec<String> {
 fn fill(d: &DiskLayout, p: FillPattern, direct: bool) -> Result<(FillOutcome, u64), TargetError> {
     let stop = AtomicBool::new(false);
     let progress = AtomicU64::new(0);
-    let out = fill_disk(d, p, direct, &stop, &progress)?;
+    let out = fill_disk(d, p, direct, 4, &stop, &progress)?;
     Ok((out, progress.load(Ordering::Relaxed)))
 }
 
@@ -348,14 +348,14 @@ fn an_interrupted_fill_writes_no_marker_and_clears_an_old_one() {
     let d = &layout[0];
     let stop = AtomicBool::new(true);
     let progress = AtomicU64::new(0);
-    let out = fill_disk(d, FillPattern::Random, false, &stop, &progress).unwrap();
+    let out = fill_disk(d, FillPattern::Random, false, 4, &stop, &progress).unwrap();
     assert_eq!(out, FillOutcome::Interrupted);
     assert_eq!(progress.load(Ordering::Relaxed), 0);
     assert!(!fill_marker_valid(d, FillPattern::Random).unwrap());
 
     fill(d, FillPattern::Random, false).unwrap();
     assert!(fill_marker_valid(d, FillPattern::Random).unwrap());
-    let out = fill_disk(d, FillPattern::Random, false, &stop, &progress).unwrap();
+    let out = fill_disk(d, FillPattern::Random, false, 4, &stop, &progress).unwrap();
     assert_eq!(out, FillOutcome::Interrupted);
     assert!(
         !fill_marker_valid(d, FillPattern::Random).unwrap(),

@@ -190,6 +190,7 @@ fn free_device_is_accepted_and_split_into_regions() {
         d,
         FillPattern::Random,
         true,
+        4,
         &AtomicBool::new(false),
         &AtomicU64::new(0),
     )
@@ -357,4 +358,53 @@ fn mounted_device_is_refused() {
     // --destroy-data does not override a device in use.
     let msg = expect_refused(&l, &req(1, 1, true), &["mounted at", "unmount"]);
     assert!(msg.contains("does not override"), "{msg}");
+}
+
+#[test]
+fn a_fill_that_runs_out_of_space_fails_naming_the_disk_and_leaves_no_marker() {
+    if !need::need("a_fill_that_runs_out_of_space", &["root", "mount"]) {
+        return;
+    }
+    // A 2 MiB tmpfs under a disk of 8 MiB: the marker (past the data) is cleared in a
+    // hole, then the writers run out of space part of the way through.
+    let dir = tempfile::tempdir().unwrap();
+    let ok = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=2m", "tmpfs"])
+        .arg(dir.path())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !need::environment(
+        "a_fill_that_runs_out_of_space",
+        "mount is not permitted here",
+        ok,
+    ) {
+        return;
+    }
+    let _m = Mounted {
+        dir: dir.path().to_path_buf(),
+    };
+    let d = iofleet_engine::target::DiskLayout {
+        worker: 0,
+        disk: 0,
+        path: dir.path().join("disk"),
+        region_offset: 0,
+        size: 8 << 20,
+        is_device: false,
+    };
+    fs::File::create(&d.path).unwrap();
+    let progress = AtomicU64::new(0);
+    let e = fill_disk(
+        &d,
+        FillPattern::Random,
+        false,
+        4,
+        &AtomicBool::new(false),
+        &progress,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("cannot write") && e.contains("disk"), "{e}");
+    assert!(progress.load(std::sync::atomic::Ordering::SeqCst) < d.size);
+    assert!(!fill_marker_valid(&d, FillPattern::Random).unwrap());
 }

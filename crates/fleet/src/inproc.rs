@@ -527,7 +527,7 @@ fn fill_all(
     let progress = Arc::new(AtomicU64::new(0));
     let next = Arc::new(AtomicU64::new(0));
     let todo = Arc::new(todo);
-    let parallel = todo.len().min(4);
+    let (parallel, writers) = iofleet_engine::target::fill_plan(todo.len());
     let results = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..parallel)
             .map(|_| {
@@ -539,15 +539,17 @@ fn fill_all(
                             return Ok(true);
                         };
                         let outcome = match id {
-                            None => fill_disk(d, pattern, direct, stop, &progress)?,
+                            None => fill_disk(d, pattern, direct, writers, stop, &progress)?,
                             Some(id) => {
                                 // Every unit of a verified fill: sequence 0.
                                 let now = std::time::SystemTime::now()
                                     .duration_since(std::time::UNIX_EPOCH)
                                     .map_or(0, |t| t.as_nanos() as u64);
-                                let mut stamp =
+                                let stamp =
                                     |chunk: &mut [u8], at: u64| stamp_units(chunk, *id, at, 0, now);
-                                fill_disk_with(d, pattern, direct, stop, &progress, &mut stamp)?
+                                fill_disk_with(
+                                    d, pattern, direct, writers, stop, &progress, &stamp,
+                                )?
                             }
                         };
                         if outcome == FillOutcome::Interrupted {

@@ -16,8 +16,6 @@ use crate::observer::Observer;
 
 /// Passes over every disk (SNIA: twice the capacity).
 pub const PASSES: u32 = 2;
-/// Disks written at the same time on one host.
-const PARALLEL: usize = 4;
 
 /// What preconditioning wrote.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -62,8 +60,8 @@ pub struct DiskWritten {
     pub bytes_written: u64,
 }
 
-/// Precondition `layout` (already created): `PASSES` passes, up to `PARALLEL` disks at
-/// a time, progress to `observer` in bytes of the whole. Stops between writes when
+/// Precondition `layout` (already created): `PASSES` passes, disks written several at
+/// a time by several writers each (`fill_plan`), progress to `observer` in bytes of the whole. Stops between writes when
 /// `stop` is set.
 pub fn precondition_disks(
     layout: &[DiskLayout],
@@ -113,7 +111,7 @@ fn one_pass(
     observer: &mut dyn Observer,
 ) -> Result<bool, FleetError> {
     let next = AtomicU64::new(0);
-    let parallel = layout.len().clamp(1, PARALLEL);
+    let (parallel, writers) = iofleet_engine::target::fill_plan(layout.len());
     let progress = || {
         written
             .iter()
@@ -129,7 +127,7 @@ fn one_pass(
                         return Ok(true);
                     };
                     // Each write adds its bytes to the disk's count as it lands.
-                    if precondition_pass(d, pass, direct, stop, &written[i])?
+                    if precondition_pass(d, pass, direct, writers, stop, &written[i])?
                         == FillOutcome::Interrupted
                     {
                         return Ok(false);

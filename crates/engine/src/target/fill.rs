@@ -12,6 +12,13 @@
 //! `precondition_pass` is the same write with 128 KiB chunks and a fresh random stream
 //! per pass: SNIA's workload-independent preconditioning writes the disk twice over
 //! that way (`iofleet precondition`).
+//!
+//! Each disk is written by several writers at once, each taking the next chunk and
+//! writing it with its own buffer (one write in flight per writer), so the device sees
+//! a queue of sequential writes as from fio's `iodepth`, and data generation overlaps
+//! other writers' I/O. The data is the same as one writer's would be: every writer
+//! generates the disk's one pattern stream at its chunk's place. `fill_plan` says how
+//! many disks to fill at once and with how many writers each.
 //! This module does not decide *whether* to fill and does not time anything; the
 //! caller reads `progress_bytes` at its own rate.
 
@@ -29,6 +36,17 @@ use crate::pattern::{Pattern, PatternSpec};
 const CHUNK: usize = 1 << 20;
 /// Bytes per preconditioning write (SNIA SSS PTS: 128 KiB sequential writes).
 pub const PRECONDITION_BS: usize = 128 << 10;
+/// Writes in flight across every disk being filled (bench/README.md, issue 23).
+pub const FILL_QUEUE: usize = 32;
+/// Disks filled at once, at most.
+pub const FILL_DISKS_AT_ONCE: usize = 8;
+
+/// For `disks` disks to fill: how many to fill at once, and with how many writers each
+/// (together `FILL_QUEUE` writes in flight, at least 2 writers per disk).
+pub fn fill_plan(disks: usize) -> (usize, usize) {
+    let at_once = disks.clamp(1, FILL_DISKS_AT_ONCE);
+    (at_once, (FILL_QUEUE / at_once).max(2))
+}
 /// Buffer alignment for O_DIRECT (covers 512-byte and 4Kn logical blocks).
 const ALIGN: usize = 4096;
 /// First 16 bytes of a fill marker.
@@ -198,24 +216,43 @@ pub fn fill_disk(
     d: &DiskLayout,
     p: FillPattern,
     direct: bool,
+    writers: usize,
     stop: &AtomicBool,
     progress_bytes: &AtomicU64,
 ) -> Result<FillOutcome, TargetError> {
-    write_region(d, p, direct, CHUNK, 0, stop, progress_bytes, &mut |_, _| {})
+    let region = Region {
+        d,
+        p,
+        direct,
+        chunk_len: CHUNK,
+        pass: 0,
+        writers,
+    };
+    region.write(stop, progress_bytes, &|_, _| {})
 }
 
 /// [`fill_disk`], with `finish` called on every chunk after its pattern is filled and
 /// before it is written, with the chunk's offset in the disk (a verified fill stamps
-/// its headers there; every chunk is a whole number of 4 KiB units).
+/// its headers there; every chunk is a whole number of 4 KiB units). Writers call it
+/// at once, each on its own chunk.
 pub fn fill_disk_with(
     d: &DiskLayout,
     p: FillPattern,
     direct: bool,
+    writers: usize,
     stop: &AtomicBool,
     progress_bytes: &AtomicU64,
-    finish: &mut dyn FnMut(&mut [u8], u64),
+    finish: &(dyn Fn(&mut [u8], u64) + Sync),
 ) -> Result<FillOutcome, TargetError> {
-    write_region(d, p, direct, CHUNK, 0, stop, progress_bytes, finish)
+    let region = Region {
+        d,
+        p,
+        direct,
+        chunk_len: CHUNK,
+        pass: 0,
+        writers,
+    };
+    region.write(stop, progress_bytes, finish)
 }
 
 /// Pass `pass` (0, 1, …) of preconditioning: every addressable byte written once with
@@ -227,93 +264,160 @@ pub fn precondition_pass(
     d: &DiskLayout,
     pass: u32,
     direct: bool,
+    writers: usize,
     stop: &AtomicBool,
     progress_bytes: &AtomicU64,
 ) -> Result<FillOutcome, TargetError> {
-    write_region(
+    let region = Region {
         d,
-        FillPattern::Random,
+        p: FillPattern::Random,
         direct,
-        PRECONDITION_BS,
+        chunk_len: PRECONDITION_BS,
         pass,
-        stop,
-        progress_bytes,
-        &mut |_, _| {},
-    )
+        writers,
+    };
+    region.write(stop, progress_bytes, &|_, _| {})
 }
 
-/// The region written sequentially in `chunk`-byte writes (`chunk` a multiple of
-/// 4096), stream `pass` of the disk's random data, `finish` on each chunk, then its
-/// marker.
-#[allow(clippy::too_many_arguments)]
-fn write_region(
-    d: &DiskLayout,
+/// One disk's region to write: sequentially in `chunk_len`-byte writes (a multiple of
+/// 4096) by `writers` writers at once, with stream `pass` of the disk's data.
+struct Region<'a> {
+    d: &'a DiskLayout,
     p: FillPattern,
     direct: bool,
     chunk_len: usize,
     pass: u32,
-    stop: &AtomicBool,
-    progress_bytes: &AtomicU64,
-    finish: &mut dyn FnMut(&mut [u8], u64),
-) -> Result<FillOutcome, TargetError> {
-    // A power-of-two mask, not `is_multiple_of` (Rust 1.87; the MSRV is 1.80).
-    let mask = ALIGN as u64 - 1;
-    if d.size & mask != 0 || d.region_offset & mask != 0 {
-        return Err(TargetError::BadLayout {
-            path: d.path.clone(),
-            why: "region offset and size must be multiples of 4096 bytes",
+    writers: usize,
+}
+
+impl Region<'_> {
+    /// Clear the marker, write every chunk (`finish` on each), sync, write the marker.
+    fn write(
+        &self,
+        stop: &AtomicBool,
+        progress_bytes: &AtomicU64,
+        finish: &(dyn Fn(&mut [u8], u64) + Sync),
+    ) -> Result<FillOutcome, TargetError> {
+        let d = self.d;
+        // A power-of-two mask, not `is_multiple_of` (Rust 1.87; the MSRV is 1.80).
+        let mask = ALIGN as u64 - 1;
+        if d.size & mask != 0 || d.region_offset & mask != 0 {
+            return Err(TargetError::BadLayout {
+                path: d.path.clone(),
+                why: "region offset and size must be multiples of 4096 bytes",
+            });
+        }
+        let marker_off = marker_offset(d)?;
+        let file = open_disk(d, self.direct, true)?.file;
+        let mut block = AlignedBuf::zeroed(MARKER_LEN as usize);
+        write_at(
+            d,
+            &file,
+            block.as_mut(),
+            marker_off,
+            "cannot clear the fill marker of",
+        )?;
+        sync(d, &file)?;
+
+        let next = AtomicU64::new(0);
+        let written = AtomicU64::new(0);
+        let failed = std::sync::Mutex::new(None);
+        let halt = AtomicBool::new(false);
+        let writers = self.writers.max(1);
+        std::thread::scope(|s| {
+            for _ in 0..writers {
+                s.spawn(|| {
+                    let counts = [progress_bytes, &written];
+                    if let Err(e) = self.writer(&file, &next, stop, &halt, counts, finish) {
+                        halt.store(true, Ordering::Relaxed);
+                        failed
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .get_or_insert(e);
+                    }
+                });
+            }
         });
-    }
-    let marker_off = marker_offset(d)?;
-    let file = open_disk(d, direct, true)?.file;
-    let write = |f: &File, buf: &[u8], off: u64, what: &'static str| {
-        f.write_all_at(buf, off)
-            .map_err(|e| TargetError::io(what, &d.path, e))
-    };
-    let sync = |f: &File| {
-        f.sync_data()
-            .map_err(|e| TargetError::io("cannot sync", &d.path, e))
-    };
-
-    // One aligned buffer serves the marker (first 4 KiB) and the data chunks.
-    let mut buf = AlignedBuf::zeroed(chunk_len.max(MARKER_LEN as usize));
-    write(
-        &file,
-        &buf.as_mut()[..MARKER_LEN as usize],
-        marker_off,
-        "cannot clear the fill marker of",
-    )?;
-    sync(&file)?;
-
-    // The fill of each disk is one writer of the pattern, salted apart from every lane
-    // and, when preconditioning, from the other passes.
-    let seed = 0x10f1_ee70_f111_5eed
-        ^ (u64::from(d.worker) << 32 | u64::from(d.disk))
-        ^ u64::from(pass).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    let mut data = Pattern::new(p.spec(), seed);
-    let mut done = 0u64;
-    while done < d.size {
-        if stop.load(Ordering::Relaxed) {
+        if let Some(e) = failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            return Err(e);
+        }
+        if written.load(Ordering::Relaxed) < d.size {
             return Ok(FillOutcome::Interrupted);
         }
-        let len = (d.size - done).min(chunk_len as u64) as usize;
-        let chunk = &mut buf.as_mut()[..len];
-        if p != FillPattern::Zero {
-            data.fill(chunk);
-        }
-        finish(chunk, done);
-        write(&file, chunk, d.region_offset + done, "cannot write")?;
-        done += len as u64;
-        progress_bytes.fetch_add(len as u64, Ordering::Relaxed);
-    }
-    sync(&file)?;
+        sync(d, &file)?;
 
-    let marker = encode_marker(d.size, p, d.region_offset);
-    let block = &mut buf.as_mut()[..MARKER_LEN as usize];
-    block.copy_from_slice(&marker);
-    write(&file, block, marker_off, "cannot write the fill marker of")?;
-    sync(&file)?;
-    Ok(FillOutcome::Done)
+        let marker = encode_marker(d.size, self.p, d.region_offset);
+        block.as_mut().copy_from_slice(&marker);
+        write_at(
+            d,
+            &file,
+            block.as_mut(),
+            marker_off,
+            "cannot write the fill marker of",
+        )?;
+        sync(d, &file)?;
+        Ok(FillOutcome::Done)
+    }
+
+    /// One writer: the next chunk not yet taken, until none is left, `stop` is set or
+    /// another writer failed. Each write's bytes are added to both `counts` (the
+    /// caller's progress, and the region's own count) once written.
+    fn writer(
+        &self,
+        file: &File,
+        next: &AtomicU64,
+        stop: &AtomicBool,
+        halt: &AtomicBool,
+        counts: [&AtomicU64; 2],
+        finish: &(dyn Fn(&mut [u8], u64) + Sync),
+    ) -> Result<(), TargetError> {
+        let d = self.d;
+        // The fill of each disk is one stream of the pattern, salted apart from every
+        // lane and, when preconditioning, from the other passes.
+        let seed = 0x10f1_ee70_f111_5eed
+            ^ (u64::from(d.worker) << 32 | u64::from(d.disk))
+            ^ u64::from(self.pass).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let mut data = Pattern::new(self.p.spec(), seed);
+        let per_chunk = data.units_in(self.chunk_len);
+        let mut buf = AlignedBuf::zeroed(self.chunk_len);
+        loop {
+            if stop.load(Ordering::Relaxed) || halt.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let at = i.saturating_mul(self.chunk_len as u64);
+            if at >= d.size {
+                return Ok(());
+            }
+            let len = (d.size - at).min(self.chunk_len as u64) as usize;
+            let chunk = &mut buf.as_mut()[..len];
+            if self.p != FillPattern::Zero {
+                data.seek(i * per_chunk);
+                data.fill(chunk);
+            }
+            finish(chunk, at);
+            write_at(d, file, chunk, d.region_offset + at, "cannot write")?;
+            for c in counts {
+                c.fetch_add(len as u64, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+fn write_at(
+    d: &DiskLayout,
+    f: &File,
+    buf: &[u8],
+    off: u64,
+    what: &'static str,
+) -> Result<(), TargetError> {
+    f.write_all_at(buf, off)
+        .map_err(|e| TargetError::io(what, &d.path, e))
+}
+
+fn sync(d: &DiskLayout, f: &File) -> Result<(), TargetError> {
+    f.sync_data()
+        .map_err(|e| TargetError::io("cannot sync", &d.path, e))
 }
 
 #[cfg(test)]
@@ -400,7 +504,7 @@ mod tests {
         let mut passes = Vec::new();
         for pass in 0..2 {
             let written = AtomicU64::new(0);
-            let out = precondition_pass(&d, pass, false, &stop, &written).unwrap();
+            let out = precondition_pass(&d, pass, false, 3, &stop, &written).unwrap();
             assert_eq!(out, FillOutcome::Done);
             assert_eq!(written.load(Ordering::SeqCst), d.size);
             assert!(fill_marker_valid(&d, FillPattern::Random).unwrap());
@@ -418,9 +522,58 @@ mod tests {
         }
         // A stop before the first write leaves no marker.
         stop.store(true, Ordering::SeqCst);
-        let out = precondition_pass(&d, 0, false, &stop, &AtomicU64::new(0)).unwrap();
+        let out = precondition_pass(&d, 0, false, 3, &stop, &AtomicU64::new(0)).unwrap();
         assert_eq!(out, FillOutcome::Interrupted);
         assert!(!fill_marker_valid(&d, FillPattern::Random).unwrap());
+    }
+
+    #[test]
+    fn several_writers_write_exactly_what_one_writer_writes() {
+        // 2.5 chunks: the last write is short. Random data and a ratio pattern (its
+        // dedupe ids follow the stream's unit count), each with a verify-like stamp.
+        let dir = tempfile::tempdir().unwrap();
+        let size = (CHUNK * 5 / 2) as u64;
+        let ratios = PatternSpec {
+            zero: false,
+            dedupe_ratio: 3.0,
+            dedupe_unit: 4096,
+            compress_ratio: 2.0,
+        };
+        for p in [FillPattern::Random, FillPattern::Pattern(ratios)] {
+            let mut images = Vec::new();
+            for writers in [1, 2, 7] {
+                let d = DiskLayout {
+                    worker: 1,
+                    disk: 2,
+                    path: dir.path().join(format!("d{writers}")),
+                    region_offset: 0,
+                    size,
+                    is_device: false,
+                };
+                std::fs::write(&d.path, vec![0xab; (size + MARKER_LEN) as usize]).unwrap();
+                let progress = AtomicU64::new(0);
+                let stamp =
+                    |chunk: &mut [u8], at: u64| chunk[..8].copy_from_slice(&at.to_le_bytes());
+                let out = fill_disk_with(
+                    &d,
+                    p,
+                    false,
+                    writers,
+                    &AtomicBool::new(false),
+                    &progress,
+                    &stamp,
+                )
+                .unwrap();
+                assert_eq!(out, FillOutcome::Done);
+                assert_eq!(progress.load(Ordering::SeqCst), size);
+                assert!(fill_marker_valid(&d, p).unwrap());
+                images.push(std::fs::read(&d.path).unwrap());
+            }
+            assert!(images[0][..size as usize]
+                .chunks(4096)
+                .all(|u| u.iter().any(|&x| x != 0xab)));
+            assert!(images.iter().all(|i| *i == images[0]), "{p:?}");
+        }
     }
 
     #[test]
