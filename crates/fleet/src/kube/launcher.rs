@@ -245,7 +245,7 @@ impl Launcher for KubeLauncher {
         let groups = vec![group];
         let disks = groups[0].plan.fleet.disks_per_worker;
         // The pods' targets follow the profile's disks per worker.
-        let settings = self.agents_settings();
+        let settings = self.agents.settings().clone();
         self.agents = AgentLauncher::new(pod_hosts(&self.fleet, &self.cluster, disks), settings);
         let mut plan = self.agents.plan(&groups)?;
         plan.notices.splice(0..0, notices);
@@ -297,12 +297,6 @@ impl Launcher for KubeLauncher {
         }
         finished.kubernetes = self.facts.take();
         finished
-    }
-}
-
-impl KubeLauncher {
-    fn agents_settings(&self) -> RunSettings {
-        self.agents.settings().clone()
     }
 }
 
