@@ -142,9 +142,17 @@ fn real_io_on_a_scratch_directory_then_no_refill() {
         "--warmup",
         "0s",
     ];
+    let t0 = Instant::now();
     let v = json_run(d.path(), &args);
+    let wall = t0.elapsed().as_secs_f64();
     assert!(["io_uring", "psync"].contains(&v["run"]["engine"].as_str().unwrap()));
     assert!(v["summary"]["read"]["ios"].as_u64().unwrap() > 0);
+    // The prepare (create and fill 16 MiB) is recorded, and is part of the wall time.
+    let prepared = v["run"]["prepare_s"].as_f64().unwrap();
+    assert!(
+        prepared > 0.0 && prepared + 1.0 < wall,
+        "{prepared} s of {wall} s"
+    );
     assert_eq!(v["summary"]["errors"]["count"], 0);
     for disk in ["w000-d000.iofleet", "w000-d001.iofleet"] {
         let len = std::fs::metadata(d.path().join("iofleet-data").join(disk))
@@ -160,6 +168,7 @@ fn real_io_on_a_scratch_directory_then_no_refill() {
     let v2 = json_run(d.path(), &args);
     let notices = v2["notices"].to_string();
     assert!(notices.contains("valid fill marker"), "{notices}");
+    assert!(v2["run"]["prepare_s"].as_f64().unwrap() > 0.0);
     // A different size is a different fill.
     let mut bigger = args.to_vec();
     bigger[6] = "12m";

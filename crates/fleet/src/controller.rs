@@ -124,6 +124,7 @@ pub fn run(
     let mut notices = Vec::new();
     let plan = launcher.plan(groups)?;
     notices.extend(plan.notices.iter().cloned());
+    let preparing = Instant::now();
     let Some(prep) = launcher.materialize(plan, &stop, observer, &mut notices)? else {
         notices.push("interrupted while preparing: nothing was measured".into());
         let info = run_info(
@@ -137,6 +138,7 @@ pub fn run(
         return Ok(empty_result(info, notices));
     };
     let plan = combine(&prep.groups);
+    let prepared_in = preparing.elapsed();
     let (tx, rx) = unbounded();
     let epoch = match gate.ready(&prep, &notices) {
         Ok(e) => e,
@@ -158,6 +160,7 @@ pub fn run(
         started_wall,
     );
     info.start_skew_ms = late.map(|l| l.as_secs_f64() * 1e3);
+    info.prepare_s = Some(prepared_in.as_secs_f64());
     observer.started(&info);
 
     let timeline = crate::lanes::Timeline::new(
@@ -241,6 +244,7 @@ fn run_info(
         iofleet_version: env!("CARGO_PKG_VERSION").into(),
         start_skew_ms: None,
         plan: iofleet_profile::RecordedPlan::new(plan, groups),
+        prepare_s: None,
         kubernetes: None,
     }
 }

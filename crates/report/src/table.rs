@@ -350,10 +350,12 @@ fn write_started(r: &RunResult, out: &mut dyn Write, max: Option<usize>) -> io::
     let run = &r.run;
     writeln!(
         out,
-        "started {}  measured {:.1} s after {:.1} s warm-up{}",
+        "started {}  measured {:.1} s after {:.1} s warm-up{}{}",
         run.started_at,
         run.duration_s,
         run.warmup_s,
+        run.prepare_s
+            .map_or(String::new(), |p| format!(", prepared in {p:.1} s")),
         if run.interrupted {
             "  (INTERRUPTED: partial result)"
         } else {

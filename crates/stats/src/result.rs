@@ -171,6 +171,11 @@ pub struct RunInfo {
     pub start_skew_ms: Option<f64>,
     /// The resolved plan (fleet shape, timing, streams) exactly as run.
     pub plan: iofleet_profile::RecordedPlan,
+    /// Seconds from the start of the run until every worker was ready to start: targets
+    /// created and filled, engines open, hosts connected (a Kubernetes fleet's pods
+    /// created too). None for a run stored before this was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prepare_s: Option<f64>,
     /// A Kubernetes fleet's objects and StorageClass (absent for any other fleet).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kubernetes: Option<KubeRun>,

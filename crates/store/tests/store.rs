@@ -32,6 +32,7 @@ fn info(profile: &str, workers: u32) -> RunInfo {
         iofleet_version: "0.1.0".into(),
         start_skew_ms: Some(0.0),
         plan: recorded_plan(workers),
+        prepare_s: None,
         kubernetes: None,
     }
 }
