@@ -3,7 +3,7 @@
 //! and script, charts drawn as inline SVG, nothing fetched from elsewhere) and
 //! `GET /events` a Server-Sent Events stream of the run's observer events as JSON:
 //! `run`, `phase`, `prepare`, `notice`, `interval` (fleet figures) and `hosts` (one
-//! strip per host).
+//! strip per host, with lost hosts and stragglers marked, and one per worker group).
 //!
 //! The controller's thread (the observer) only formats each event once and appends it
 //! to a bounded history under a mutex held for the append; it never waits for a viewer.
@@ -228,32 +228,62 @@ impl Observer for LiveWeb {
     }
 }
 
-/// The latest interval per host: IOPS, p99 and workers.
+/// The latest interval per host (IOPS, p99, workers, when it was lost, whether it fell
+/// behind its peers: `Layout::interval_parts`, the result's straggler rule over this
+/// interval) and per worker group (IOPS, p99, workers) when the run has several.
 fn hosts_event(snap: &IntervalSnapshot<'_>) -> serde_json::Value {
     let n_streams = snap.workers.first().map_or(0, |w| w.streams.len());
-    let per_host = iofleet_stats::fold::sum_by_host(
-        snap.workers,
-        snap.worker_host,
-        snap.hosts.len(),
-        n_streams,
-    );
     let secs = snap.row.duration_s;
+    let lost: Vec<bool> = snap.host_lost_s.iter().map(Option::is_some).collect();
+    let parts = snap
+        .layout
+        .interval_parts(snap.workers, n_streams, &lost, secs);
+    let figures = |s: &iofleet_stats::Sample| {
+        let all = s.all();
+        let iops = if secs > 0.0 {
+            all.ios as f64 / secs
+        } else {
+            0.0
+        };
+        let p99 = (!all.hist.is_empty()).then(|| all.hist.quantile_ns(0.99) as f64 / 1e3);
+        (iops, p99)
+    };
     let hosts: Vec<serde_json::Value> = snap
         .hosts
         .iter()
-        .zip(&per_host)
         .enumerate()
-        .map(|(i, (name, s))| {
-            let all = s.all();
+        .map(|(i, name)| {
+            let (iops, p99) = parts.hosts.get(i).map_or((0.0, None), figures);
             json!({
                 "name": name,
                 "workers": snap.worker_host.iter().filter(|&&h| h == i).count(),
-                "iops": if secs > 0.0 { all.ios as f64 / secs } else { 0.0 },
-                "p99_us": (!all.hist.is_empty()).then(|| all.hist.quantile_ns(0.99) as f64 / 1e3),
+                "iops": iops,
+                "p99_us": p99,
+                "lost_at_s": snap.host_lost_s.get(i).copied().flatten(),
+                "straggler": parts.straggler.get(i).copied().unwrap_or(false),
             })
         })
         .collect();
-    json!({ "type": "hosts", "index": snap.row.index, "hosts": hosts })
+    let groups: Vec<serde_json::Value> = if snap.layout.groups.len() > 1 {
+        snap.layout
+            .groups
+            .iter()
+            .zip(&parts.groups)
+            .map(|(g, s)| {
+                let (iops, p99) = figures(s);
+                json!({
+                    "name": g.name,
+                    "profile": g.profile,
+                    "workers": g.workers,
+                    "iops": iops,
+                    "p99_us": p99,
+                })
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    json!({ "type": "hosts", "index": snap.row.index, "hosts": hosts, "groups": groups })
 }
 
 impl LiveSite {
