@@ -3,7 +3,9 @@
 //! and script, charts drawn as inline SVG, nothing fetched from elsewhere) and
 //! `GET /events` a Server-Sent Events stream of the run's observer events as JSON:
 //! `run`, `phase`, `prepare`, `notice`, `interval` (fleet figures) and `hosts` (one
-//! strip per host, with lost hosts and stragglers marked, and one per worker group).
+//! strip per host, with lost hosts and stragglers marked, and one per worker group),
+//! preceded when given by `baseline` (a stored run's curves, `run --baseline`) and
+//! `objectives` (`run --slo`).
 //!
 //! The controller's thread (the observer) only formats each event once and appends it
 //! to a bounded history under a mutex held for the append; it never waits for a viewer.
@@ -20,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use iofleet_fleet::{IntervalSnapshot, Observer, Phase};
 use iofleet_stats::result::RunInfo;
+use iofleet_stats::slo::{Objective, Ops};
 use serde_json::json;
 
 use crate::http::{Answer, Reply, Request};
@@ -127,6 +130,61 @@ impl LiveWeb {
         }
         drop(h);
         self.shared.news.notify_all();
+    }
+
+    /// Before the run: a stored run to draw beside this one (`--baseline`): its name and
+    /// each interval's start, length, warm-up flag, IOPS and p99 (µs), as its report
+    /// shows them (recomputed from the store's histograms).
+    pub fn baseline(&mut self, run: &iofleet_report::RunData) {
+        let intervals: Vec<serde_json::Value> = run
+            .result
+            .intervals
+            .iter()
+            .map(|r| {
+                json!({
+                    "t_s": r.t_s,
+                    "duration_s": r.duration_s,
+                    "warmup": r.warmup,
+                    "iops": r.iops,
+                    "p99_us": r.p99_us,
+                })
+            })
+            .collect();
+        self.push(
+            None,
+            json!({
+                "type": "baseline",
+                "id": run.id,
+                "name": run.name,
+                "profile": run.result.run.profile,
+                "started_at": run.result.run.started_at,
+                "intervals": intervals,
+            }),
+        );
+    }
+
+    /// Before the run: the latency objectives to draw as lines (`--slo`), each as its
+    /// text, its operations (`all`, `read`, `write`), its statistic and its limit (µs).
+    pub fn objectives(&mut self, objectives: &[Objective]) {
+        if objectives.is_empty() {
+            return;
+        }
+        let list: Vec<serde_json::Value> = objectives
+            .iter()
+            .map(|o| {
+                json!({
+                    "text": o.to_string(),
+                    "ops": match o.ops {
+                        Ops::All => "all",
+                        Ops::Read => "read",
+                        Ops::Write => "write",
+                    },
+                    "stat": o.stat.name(),
+                    "limit_us": o.limit_us,
+                })
+            })
+            .collect();
+        self.push(None, json!({ "type": "objectives", "objectives": list }));
     }
 
     /// After the run: wait (at most `limit`) until every connected viewer has been sent
