@@ -75,7 +75,12 @@ impl History {
 
 struct Shared {
     history: Mutex<History>,
+    /// New events (or the run's end): what viewers wait for.
     news: Condvar,
+    /// A viewer sent events or went away: what `linger` waits for. Kept apart from
+    /// `news` so that one viewer's progress never wakes the others, which would find
+    /// nothing new and wake each other in turn, without end.
+    progress: Condvar,
 }
 
 impl Shared {
@@ -101,6 +106,7 @@ impl LiveWeb {
             shared: Arc::new(Shared {
                 history: Mutex::new(History::default()),
                 news: Condvar::new(),
+                progress: Condvar::new(),
             }),
         }
     }
@@ -200,7 +206,7 @@ impl LiveWeb {
             }
             h = self
                 .shared
-                .news
+                .progress
                 .wait_timeout(h, left)
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
@@ -382,7 +388,7 @@ fn stream(shared: &Shared, mut s: TcpStream) -> std::io::Result<()> {
     };
     let outcome = send_events(shared, id, &mut s);
     shared.lock().viewers.remove(&id);
-    shared.news.notify_all();
+    shared.progress.notify_all();
     outcome
 }
 
@@ -392,10 +398,17 @@ fn send_events(shared: &Shared, id: u64, s: &mut TcpStream) -> std::io::Result<(
     loop {
         let (batch, dropped, done) = {
             let mut h = shared.lock();
-            if h.next <= from && !h.done {
+            // Until there is news or a keep-alive is due (a wake-up with nothing new,
+            // spurious or not, sends nothing).
+            let due = Instant::now() + KEEPALIVE;
+            while h.next <= from && !h.done {
+                let left = due.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break;
+                }
                 h = shared
                     .news
-                    .wait_timeout(h, KEEPALIVE)
+                    .wait_timeout(h, left)
                     .unwrap_or_else(|p| p.into_inner())
                     .0;
             }
@@ -423,7 +436,7 @@ fn send_events(shared: &Shared, id: u64, s: &mut TcpStream) -> std::io::Result<(
             h.viewers.insert(id, from);
             done && from >= h.next
         };
-        shared.news.notify_all();
+        shared.progress.notify_all();
         if finished {
             return Ok(());
         }

@@ -708,13 +708,18 @@ fn live_view_follows_a_run_in_a_real_browser() {
     check_screenshots(pages);
 }
 
-/// Events of the `/events` stream of the live run at `addr`, read until the run ends it.
-fn all_events(addr: &str) -> Vec<serde_json::Value> {
+/// The `/events` stream of the live run at `addr`, read until the run ends it.
+fn raw_events(addr: &str) -> String {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     write!(s, "GET /events HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
     let mut raw = String::new();
     s.read_to_string(&mut raw).unwrap();
+    raw
+}
+
+/// The events of a raw stream, parsed.
+fn parsed(raw: &str) -> Vec<serde_json::Value> {
     raw.lines()
         .filter_map(|l| l.strip_prefix("data: "))
         .map(|d| serde_json::from_str(d).unwrap())
@@ -780,9 +785,27 @@ fn live_events_carry_the_baseline_the_objectives_and_the_groups() {
             "read.p95<=500us",
         ],
     );
+    // Three viewers at once, from the second interval to the end.
     wait_for_interval(&addr, 2);
-    let events = all_events(&addr);
+    let viewers: Vec<_> = (0..3)
+        .map(|_| {
+            let addr = addr.clone();
+            std::thread::spawn(move || raw_events(&addr))
+        })
+        .collect();
+    let raws: Vec<String> = viewers.into_iter().map(|v| v.join().unwrap()).collect();
     let result = finish(run, &out);
+    // Viewers do not wake one another: with news every 250 ms, a stream has no reason
+    // for a keep-alive (one every 10 s without news), and each gets the same events.
+    for raw in &raws {
+        let idle = raw
+            .lines()
+            .filter(|l| l.starts_with(": keep-alive"))
+            .count();
+        assert!(idle <= 1, "{idle} keep-alives in a 2 s run");
+        assert_eq!(parsed(raw), parsed(&raws[0]));
+    }
+    let events = parsed(&raws[0]);
     // The baseline and the objectives come first, before the run itself.
     let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
     assert_eq!(kinds[..3], ["baseline", "objectives", "run"], "{kinds:?}");
