@@ -668,12 +668,12 @@ fn a_frozen_host_shows_as_lost_on_the_live_page_within_the_host_timeout() {
         assert_eq!(seen["pages"].as_array().unwrap().len(), 2, "{seen}");
         for shot in seen["pages"].as_array().unwrap() {
             assert!(shot["scroll"].as_u64() <= shot["inner"].as_u64(), "{shot}");
-            assert!(
-                std::fs::metadata(shot["png"].as_str().unwrap())
-                    .unwrap()
-                    .len()
-                    > 0
-            );
+            let png = Path::new(shot["png"].as_str().unwrap());
+            assert!(std::fs::metadata(png).unwrap().len() > 0);
+            // IOFLEET_UI_SHOTS=DIR keeps the screenshots (docs/ui.md shows one).
+            if let Some(dir) = std::env::var_os("IOFLEET_UI_SHOTS") {
+                std::fs::copy(png, Path::new(&dir).join(png.file_name().unwrap())).unwrap();
+            }
         }
     }
 }

@@ -30,14 +30,17 @@ def watch(s, host, timeout):
            " && h.getAttribute('data-state') === 'lost'; });",
            f"{host} marked lost", timeout=timeout)
     waited = time.time() - opened
-    strips = [{"host": h.get_attribute("data-host"), "state": h.get_attribute("data-state"),
-               "text": h.text}
-              for h in d.find_elements(By.CSS_SELECTOR, "#hosts .host")]
+    # Read in one script: the strips are redrawn at every interval, so elements found
+    # one call earlier may be gone by the next.
+    strips, count = d.execute_script(
+        "return [Array.prototype.map.call(document.querySelectorAll('#hosts .host'),"
+        " function (h) { return {host: h.getAttribute('data-host'),"
+        " state: h.getAttribute('data-state'), text: h.innerText}; }),"
+        " document.getElementById('host-count').textContent];")
     lost = [x["host"] for x in strips if x["state"] == "lost"]
     check(lost == [host], f"only {host} is lost: {strips}")
     mark = [x["text"] for x in strips if x["host"] == host][0]
     check("lost at" in mark, f"the strip says when {host} was lost: {mark!r}")
-    count = d.find_element(By.ID, "host-count").text
     check("1 lost" in count, f"the heading counts the lost host: {count!r}")
     lost_figure = d.find_element(By.ID, "lost").text
     s.drain("live page")
