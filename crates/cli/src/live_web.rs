@@ -37,11 +37,15 @@ const KEEPALIVE: Duration = Duration::from_secs(10);
 
 const PAGE: &str = include_str!("live_page.html");
 
-/// Events of which only the latest matters: replaced rather than appended.
+/// Events of which only the latest matters: replaced rather than appended, and never
+/// dropped from the history (the baseline and objectives are sent once, first, and
+/// must reach a viewer who opens the page a day into the run).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Latest {
     Hosts,
     Prepare,
+    Baseline,
+    Objectives,
 }
 
 #[derive(Default)]
@@ -157,7 +161,7 @@ impl LiveWeb {
             })
             .collect();
         self.push(
-            None,
+            Some(Latest::Baseline),
             json!({
                 "type": "baseline",
                 "id": run.id,
@@ -190,7 +194,10 @@ impl LiveWeb {
                 })
             })
             .collect();
-        self.push(None, json!({ "type": "objectives", "objectives": list }));
+        self.push(
+            Some(Latest::Objectives),
+            json!({ "type": "objectives", "objectives": list }),
+        );
     }
 
     /// After the run: wait (at most `limit`) until every connected viewer has been sent
@@ -469,6 +476,7 @@ mod tests {
     #[test]
     fn history_is_bounded() {
         let mut w = LiveWeb::new();
+        w.objectives(&["p99<=3ms".parse().unwrap()]);
         for i in 0..MAX_EVENTS + 5 {
             w.notice(&i.to_string());
         }
@@ -476,5 +484,9 @@ mod tests {
         assert_eq!(h.events.len(), MAX_EVENTS);
         assert_eq!(h.dropped, 5);
         assert!(h.events[0].1.contains("\"5\""));
+        // The objectives, sent first, are kept and still come first.
+        let all = h.since(0);
+        assert!(all[0].1.contains("\"objectives\""), "{}", all[0].1);
+        assert_eq!(all.len(), MAX_EVENTS + 1);
     }
 }
