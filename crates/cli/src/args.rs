@@ -32,7 +32,7 @@ pub struct Cli {
 pub enum Command {
     /// Run a profile (built-in name or a .toml file), or a workload given by flags, and
     /// print the result; `--dry-run` prints the plan instead.
-    Run(RunArgs),
+    Run(RunCmd),
     /// Check the disks of a run made with --verify against their journals (after the run,
     /// a crash or a kill): every 4 KiB unit's header, offset, checksum and sequence. Takes
     /// the run's profile, flags and --target (or --hosts) to find the disks; exit code 4
@@ -190,6 +190,32 @@ fn engine(s: &str) -> Result<EngineSpec, String> {
     s.parse()
 }
 
+/// `iofleet run`: the workload and run flags every workload command takes, and what
+/// only `run`'s live view draws.
+#[derive(Args, Debug)]
+pub struct RunCmd {
+    #[command(flatten)]
+    pub run: RunArgs,
+    #[command(flatten)]
+    pub live: LiveInputs,
+}
+
+/// What the live view (`--ui`) draws beside the run, given to `run` only: sweep and
+/// find-max take no baseline, and find-max's `--slo` is its search's objective.
+#[derive(Args, Debug, Clone, Default)]
+pub struct LiveInputs {
+    /// With --ui: a stored run (id, unique id prefix, name, or `latest`, from the --db
+    /// store) whose IOPS and p99 over time the live view draws beside this run's. Only
+    /// the live view uses it: nothing is compared or judged (see `iofleet compare`).
+    #[arg(long, value_name = "RUN", requires = "ui")]
+    pub baseline: Option<String>,
+    /// With --ui: a latency objective (`p99<=3ms`, `read.p95<=2ms`; repeatable) drawn
+    /// as a line on the live view's latency chart. Only the live view uses it: the run
+    /// does not pass or fail on it (find-max searches under objectives).
+    #[arg(long = "slo", value_name = "OBJECTIVE", value_parser = crate::find_max::objective, requires = "ui")]
+    pub slo: Vec<iofleet_stats::slo::Objective>,
+}
+
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
     /// Built-in profile name (`iofleet profiles list`), path to a profile .toml file, or
@@ -240,6 +266,9 @@ pub struct RunArgs {
     /// loopback unless every reader may see the run.
     #[arg(long, requires = "metrics_listen")]
     pub ui: bool,
+    /// `run`'s `--baseline` and `--slo` for the live view (`RunCmd`); empty elsewhere.
+    #[arg(skip)]
+    pub live: LiveInputs,
     /// With --hosts: a host still silent this long after the run's end (or a Ctrl-C) is
     /// marked lost, as a host whose connection closed would be.
     #[arg(long, value_parser = duration, default_value = "30s", value_name = "DURATION", allow_hyphen_values = true)]

@@ -20,7 +20,7 @@ use crate::search::{self, End, Measured, Outcome, Params};
 use crate::session::{check_step_args, closed_loop, ctrl_c_flag, resolve, step, with_rate};
 use crate::Exit;
 
-fn objective(s: &str) -> Result<Objective, String> {
+pub(crate) fn objective(s: &str) -> Result<Objective, String> {
     s.parse().map_err(|e: slo::ObjectiveError| e.to_string())
 }
 

@@ -3,7 +3,9 @@
 //! and script, charts drawn as inline SVG, nothing fetched from elsewhere) and
 //! `GET /events` a Server-Sent Events stream of the run's observer events as JSON:
 //! `run`, `phase`, `prepare`, `notice`, `interval` (fleet figures) and `hosts` (one
-//! strip per host).
+//! strip per host, with lost hosts and stragglers marked, and one per worker group),
+//! preceded when given by `baseline` (a stored run's curves, `run --baseline`) and
+//! `objectives` (`run --slo`).
 //!
 //! The controller's thread (the observer) only formats each event once and appends it
 //! to a bounded history under a mutex held for the append; it never waits for a viewer.
@@ -20,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use iofleet_fleet::{IntervalSnapshot, Observer, Phase};
 use iofleet_stats::result::RunInfo;
+use iofleet_stats::slo::{Objective, Ops};
 use serde_json::json;
 
 use crate::http::{Answer, Reply, Request};
@@ -34,11 +37,15 @@ const KEEPALIVE: Duration = Duration::from_secs(10);
 
 const PAGE: &str = include_str!("live_page.html");
 
-/// Events of which only the latest matters: replaced rather than appended.
+/// Events of which only the latest matters: replaced rather than appended, and never
+/// dropped from the history (the baseline and objectives are sent once, first, and
+/// must reach a viewer who opens the page a day into the run).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Latest {
     Hosts,
     Prepare,
+    Baseline,
+    Objectives,
 }
 
 #[derive(Default)]
@@ -72,7 +79,12 @@ impl History {
 
 struct Shared {
     history: Mutex<History>,
+    /// New events (or the run's end): what viewers wait for.
     news: Condvar,
+    /// A viewer sent events or went away: what `linger` waits for. Kept apart from
+    /// `news` so that one viewer's progress never wakes the others, which would find
+    /// nothing new and wake each other in turn, without end.
+    progress: Condvar,
 }
 
 impl Shared {
@@ -98,6 +110,7 @@ impl LiveWeb {
             shared: Arc::new(Shared {
                 history: Mutex::new(History::default()),
                 news: Condvar::new(),
+                progress: Condvar::new(),
             }),
         }
     }
@@ -129,6 +142,64 @@ impl LiveWeb {
         self.shared.news.notify_all();
     }
 
+    /// Before the run: a stored run to draw beside this one (`--baseline`): its name and
+    /// each interval's start, length, warm-up flag, IOPS and p99 (µs), as its report
+    /// shows them (recomputed from the store's histograms).
+    pub fn baseline(&mut self, run: &iofleet_report::RunData) {
+        let intervals: Vec<serde_json::Value> = run
+            .result
+            .intervals
+            .iter()
+            .map(|r| {
+                json!({
+                    "t_s": r.t_s,
+                    "duration_s": r.duration_s,
+                    "warmup": r.warmup,
+                    "iops": r.iops,
+                    "p99_us": r.p99_us,
+                })
+            })
+            .collect();
+        self.push(
+            Some(Latest::Baseline),
+            json!({
+                "type": "baseline",
+                "id": run.id,
+                "name": run.name,
+                "profile": run.result.run.profile,
+                "started_at": run.result.run.started_at,
+                "intervals": intervals,
+            }),
+        );
+    }
+
+    /// Before the run: the latency objectives to draw as lines (`--slo`), each as its
+    /// text, its operations (`all`, `read`, `write`), its statistic and its limit (µs).
+    pub fn objectives(&mut self, objectives: &[Objective]) {
+        if objectives.is_empty() {
+            return;
+        }
+        let list: Vec<serde_json::Value> = objectives
+            .iter()
+            .map(|o| {
+                json!({
+                    "text": o.to_string(),
+                    "ops": match o.ops {
+                        Ops::All => "all",
+                        Ops::Read => "read",
+                        Ops::Write => "write",
+                    },
+                    "stat": o.stat.name(),
+                    "limit_us": o.limit_us,
+                })
+            })
+            .collect();
+        self.push(
+            Some(Latest::Objectives),
+            json!({ "type": "objectives", "objectives": list }),
+        );
+    }
+
     /// After the run: wait (at most `limit`) until every connected viewer has been sent
     /// every event, so a page open at the end shows the run done before the process
     /// exits and the listener closes.
@@ -142,7 +213,7 @@ impl LiveWeb {
             }
             h = self
                 .shared
-                .news
+                .progress
                 .wait_timeout(h, left)
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
@@ -228,32 +299,62 @@ impl Observer for LiveWeb {
     }
 }
 
-/// The latest interval per host: IOPS, p99 and workers.
+/// The latest interval per host (IOPS, p99, workers, when it was lost, whether it fell
+/// behind its peers: `Layout::interval_parts`, the result's straggler rule over this
+/// interval) and per worker group (IOPS, p99, workers) when the run has several.
 fn hosts_event(snap: &IntervalSnapshot<'_>) -> serde_json::Value {
     let n_streams = snap.workers.first().map_or(0, |w| w.streams.len());
-    let per_host = iofleet_stats::fold::sum_by_host(
-        snap.workers,
-        snap.worker_host,
-        snap.hosts.len(),
-        n_streams,
-    );
     let secs = snap.row.duration_s;
+    let lost: Vec<bool> = snap.host_lost_s.iter().map(Option::is_some).collect();
+    let parts = snap
+        .layout
+        .interval_parts(snap.workers, n_streams, &lost, secs);
+    let figures = |s: &iofleet_stats::Sample| {
+        let all = s.all();
+        let iops = if secs > 0.0 {
+            all.ios as f64 / secs
+        } else {
+            0.0
+        };
+        let p99 = (!all.hist.is_empty()).then(|| all.hist.quantile_ns(0.99) as f64 / 1e3);
+        (iops, p99)
+    };
     let hosts: Vec<serde_json::Value> = snap
         .hosts
         .iter()
-        .zip(&per_host)
         .enumerate()
-        .map(|(i, (name, s))| {
-            let all = s.all();
+        .map(|(i, name)| {
+            let (iops, p99) = parts.hosts.get(i).map_or((0.0, None), figures);
             json!({
                 "name": name,
                 "workers": snap.worker_host.iter().filter(|&&h| h == i).count(),
-                "iops": if secs > 0.0 { all.ios as f64 / secs } else { 0.0 },
-                "p99_us": (!all.hist.is_empty()).then(|| all.hist.quantile_ns(0.99) as f64 / 1e3),
+                "iops": iops,
+                "p99_us": p99,
+                "lost_at_s": snap.host_lost_s.get(i).copied().flatten(),
+                "straggler": parts.straggler.get(i).copied().unwrap_or(false),
             })
         })
         .collect();
-    json!({ "type": "hosts", "index": snap.row.index, "hosts": hosts })
+    let groups: Vec<serde_json::Value> = if snap.layout.groups.len() > 1 {
+        snap.layout
+            .groups
+            .iter()
+            .zip(&parts.groups)
+            .map(|(g, s)| {
+                let (iops, p99) = figures(s);
+                json!({
+                    "name": g.name,
+                    "profile": g.profile,
+                    "workers": g.workers,
+                    "iops": iops,
+                    "p99_us": p99,
+                })
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    json!({ "type": "hosts", "index": snap.row.index, "hosts": hosts, "groups": groups })
 }
 
 impl LiveSite {
@@ -294,7 +395,7 @@ fn stream(shared: &Shared, mut s: TcpStream) -> std::io::Result<()> {
     };
     let outcome = send_events(shared, id, &mut s);
     shared.lock().viewers.remove(&id);
-    shared.news.notify_all();
+    shared.progress.notify_all();
     outcome
 }
 
@@ -304,10 +405,17 @@ fn send_events(shared: &Shared, id: u64, s: &mut TcpStream) -> std::io::Result<(
     loop {
         let (batch, dropped, done) = {
             let mut h = shared.lock();
-            if h.next <= from && !h.done {
+            // Until there is news or a keep-alive is due (a wake-up with nothing new,
+            // spurious or not, sends nothing).
+            let due = Instant::now() + KEEPALIVE;
+            while h.next <= from && !h.done {
+                let left = due.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break;
+                }
                 h = shared
                     .news
-                    .wait_timeout(h, KEEPALIVE)
+                    .wait_timeout(h, left)
                     .unwrap_or_else(|p| p.into_inner())
                     .0;
             }
@@ -335,7 +443,7 @@ fn send_events(shared: &Shared, id: u64, s: &mut TcpStream) -> std::io::Result<(
             h.viewers.insert(id, from);
             done && from >= h.next
         };
-        shared.news.notify_all();
+        shared.progress.notify_all();
         if finished {
             return Ok(());
         }
@@ -368,6 +476,7 @@ mod tests {
     #[test]
     fn history_is_bounded() {
         let mut w = LiveWeb::new();
+        w.objectives(&["p99<=3ms".parse().unwrap()]);
         for i in 0..MAX_EVENTS + 5 {
             w.notice(&i.to_string());
         }
@@ -375,5 +484,9 @@ mod tests {
         assert_eq!(h.events.len(), MAX_EVENTS);
         assert_eq!(h.dropped, 5);
         assert!(h.events[0].1.contains("\"5\""));
+        // The objectives, sent first, are kept and still come first.
+        let all = h.since(0);
+        assert!(all[0].1.contains("\"objectives\""), "{}", all[0].1);
+        assert_eq!(all.len(), MAX_EVENTS + 1);
     }
 }

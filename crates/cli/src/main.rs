@@ -41,7 +41,7 @@ mod stored;
 
 use clap::{CommandFactory, Parser};
 
-use args::{Cli, Command};
+use args::{Cli, Command, RunArgs};
 
 /// An error that carries its exit code.
 pub struct Exit {
@@ -98,7 +98,10 @@ fn man(subcommand: Option<&str>) -> Result<i32, Exit> {
 fn main() {
     let cli = Cli::parse();
     let outcome = match cli.command {
-        Command::Run(a) => cmd_run::run(a),
+        Command::Run(c) => cmd_run::run(RunArgs {
+            live: c.live,
+            ..c.run
+        }),
         Command::Verify(a) => cmd_verify::run(a),
         Command::Sweep(a) => cmd_sweep::run(a),
         Command::Precondition(a) => cmd_precondition::run(a),

@@ -502,6 +502,7 @@ fn wants_openmetrics(accept: Option<&str>) -> bool {
 mod tests {
     use super::*;
 
+    use iofleet_stats::fold::Layout;
     use iofleet_stats::result::IntervalRow;
     use iofleet_stats::StreamStats;
 
@@ -592,6 +593,8 @@ mod tests {
                 worker_host: &[0, 1],
                 usage: &[None, None],
                 generator: None,
+                host_lost_s: &[None, None],
+                layout: &Layout::default(),
             });
         }
         let p = m.pages();

@@ -242,6 +242,26 @@ pub(crate) fn fleet_exit(e: iofleet_fleet::FleetError) -> Exit {
     }
 }
 
+/// The live view, with `run`'s `--baseline` (read from the store before any I/O; a run
+/// not found is an input error naming the flag) and `--slo`.
+fn live_web(a: &RunArgs) -> Result<crate::live_web::LiveWeb, Exit> {
+    let mut web = crate::live_web::LiveWeb::new();
+    if let Some(q) = &a.live.baseline {
+        let db = crate::record::DbArg {
+            db: a.save.db.clone(),
+        };
+        let named = |e: Exit| Exit {
+            code: e.code,
+            message: format!("--baseline {q}: {}", e.message),
+        };
+        let store = db.open().map_err(named)?;
+        let run = crate::stored::load_run(&store, q).map_err(named)?;
+        web.baseline(&run);
+    }
+    web.objectives(&a.live.slo);
+    Ok(web)
+}
+
 /// Launcher, store, live view and metrics around one run of `groups`: the result, saved
 /// unless `--no-save`, with the stored identity filled in. `stop` ends it early.
 pub(crate) fn measure(
@@ -255,7 +275,10 @@ pub(crate) fn measure(
     // Open the results store before any I/O (a bad --db fails early).
     let mut recorder = StoreRecorder::open(&a.save, a.quiet)?;
 
-    let mut web = a.ui.then(crate::live_web::LiveWeb::new);
+    let mut web = match a.ui {
+        true => Some(live_web(a)?),
+        false => None,
+    };
     let mut metrics = match &a.metrics_listen {
         Some(addr) => {
             let (m, local) = crate::metrics::Metrics::listen(addr, web.as_ref().map(|w| w.site()))?;

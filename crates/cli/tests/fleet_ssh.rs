@@ -487,6 +487,217 @@ fn interval_index(addr: &str) -> Option<u64> {
         .ok()
 }
 
+/// Host `i`'s agent: the agent process (not a shell about to exec it) of this cluster's
+/// host `i`, whose session came in on that host's address. Retried briefly: sessions
+/// may still be starting. Exactly one.
+fn host_agent(c: &Cluster, i: usize) -> Vec<u32> {
+    let find = || -> Vec<u32> {
+        let mine = c.session_pids(i);
+        agents()
+            .into_iter()
+            .filter(|p| mine.contains(p))
+            .filter(|&p| {
+                sshd::cmdline(p)
+                    .split_whitespace()
+                    .next()
+                    .is_some_and(|exe| exe.contains("/.cache/iofleet/iofleet-"))
+            })
+            .filter(|&p| server_addr(p).as_deref() == Some(c.hosts[i].addr.as_str()))
+            .collect()
+    };
+    let t0 = Instant::now();
+    let mut found = find();
+    while found.len() != 1 && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(50));
+        found = find();
+    }
+    assert_eq!(
+        found.len(),
+        1,
+        "one agent on host {i}: {found:?} of {:?}",
+        agents()
+    );
+    found
+}
+
+/// A free loopback port's address.
+fn free_addr() -> String {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    format!("127.0.0.1:{port}")
+}
+
+/// Every event of the live view's `/events` stream at `addr`, with when it arrived,
+/// sent on as they come (a thread reads the stream until the run ends it).
+fn follow_events(addr: &str) -> std::sync::mpsc::Receiver<(Instant, Value)> {
+    use std::io::{BufRead, Write};
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut s = std::net::TcpStream::connect(addr).expect("the live view answers");
+    s.set_read_timeout(Some(Duration::from_secs(90))).unwrap();
+    write!(s, "GET /events HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(s).lines() {
+            let Ok(line) = line else { return };
+            if let Some(data) = line.strip_prefix("data: ") {
+                let v: Value = serde_json::from_str(data).expect("an event is JSON");
+                if tx.send((Instant::now(), v)).is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    rx
+}
+
+/// The acceptance of the live view over a fleet: three sshd hosts, `--ui`, one host's
+/// agent frozen mid-run. Over `/events`, the host strip marks it lost (and only it)
+/// within `--host-timeout` of the freeze (plus one interval for the strip to be sent);
+/// in a real browser the page shows the lost mark on its strip.
+#[test]
+fn a_frozen_host_shows_as_lost_on_the_live_page_within_the_host_timeout() {
+    let _one = sshd::one_at_a_time();
+    let Some(c) = Cluster::start(3) else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let inv = inventory(&c, tmp.path(), "");
+    let addr = free_addr();
+    let timeout_s = 4.0;
+    let child = spawn_fleet(
+        tmp.path(),
+        &inv,
+        "14s",
+        &["--host-timeout", "4s", "--metrics-listen", &addr, "--ui"],
+    );
+    let events = follow_events(&addr);
+    let h2 = host_agent(&c, 1);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(std::process::Command::new("kill")
+        .args(["-STOP", &h2[0].to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let frozen = Instant::now();
+    // The page, opened while the host is frozen (Chromium takes a few seconds to start).
+    let browser = need::need(
+        "a_frozen_host_shows_as_lost_on_the_live_page_within_the_host_timeout (browser)",
+        &["chromium", "chromedriver", "python3"],
+    ) && have_selenium();
+    let shots = tempfile::tempdir().unwrap();
+    let page = browser.then(|| {
+        std::process::Command::new("timeout")
+            .args(["120", "python3"])
+            .arg(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/ui/live_lost.py"
+            ))
+            .arg("--base")
+            .arg(format!("http://{addr}"))
+            .arg("--out")
+            .arg(shots.path())
+            .args(["--host", &c.hosts[1].alias])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    });
+    // Over HTTP: the first host strip that marks a host lost.
+    let mut seen = Vec::new();
+    let (at, strip) = loop {
+        let (at, ev) = events
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("no host marked lost; events: {seen:?}"));
+        let marked = ev["type"] == "hosts"
+            && ev["hosts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|h| !h["lost_at_s"].is_null());
+        if marked {
+            break (at, ev);
+        }
+        seen.push(ev);
+    };
+    let after = at.saturating_duration_since(frozen).as_secs_f64();
+    let hosts = strip["hosts"].as_array().unwrap();
+    let lost: Vec<&str> = hosts
+        .iter()
+        .filter(|h| !h["lost_at_s"].is_null())
+        .map(|h| h["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(lost, [c.hosts[1].alias.as_str()], "{strip}");
+    assert!(hosts.iter().all(|h| h["straggler"].is_boolean()), "{strip}");
+    assert!(
+        hosts[1]["straggler"] == false,
+        "a lost host is no straggler: {strip}"
+    );
+    assert!(
+        after <= timeout_s + 0.5,
+        "marked lost {after:.2} s after the freeze (--host-timeout 4s)"
+    );
+    // The interval sent with that strip counts the host as lost.
+    let interval = seen
+        .iter()
+        .rev()
+        .find(|e| e["type"] == "interval")
+        .expect("an interval before its strip");
+    assert_eq!(interval["index"], strip["index"], "{interval}");
+    assert_eq!(interval["hosts_lost"], 1, "{interval}");
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    // The strip's time of loss is the result's.
+    assert_eq!(hosts[1]["lost_at_s"], v["hosts"][1]["lost_at_s"], "{strip}");
+    if let Some(p) = page {
+        let o = p.wait_with_output().unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "the browser script failed: {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            stderr(&o)
+        );
+        let seen: Value = serde_json::from_slice(&o.stdout).expect("one JSON line");
+        eprintln!("marked lost {after:.2} s after the freeze; the page saw {seen}");
+        assert_eq!(
+            seen["lost"],
+            serde_json::json!([c.hosts[1].alias]),
+            "{seen}"
+        );
+        assert_eq!(seen["pages"].as_array().unwrap().len(), 2, "{seen}");
+        for shot in seen["pages"].as_array().unwrap() {
+            assert!(shot["scroll"].as_u64() <= shot["inner"].as_u64(), "{shot}");
+            let png = Path::new(shot["png"].as_str().unwrap());
+            assert!(std::fs::metadata(png).unwrap().len() > 0);
+            // IOFLEET_UI_SHOTS=DIR keeps the screenshots (docs/ui.md shows one).
+            if let Some(dir) = std::env::var_os("IOFLEET_UI_SHOTS") {
+                std::fs::copy(png, Path::new(&dir).join(png.file_name().unwrap())).unwrap();
+            }
+        }
+    }
+}
+
+/// Whether Python can import Selenium (installed by test.sh from PyPI); under CI it
+/// must.
+fn have_selenium() -> bool {
+    let ok = std::process::Command::new("python3")
+        .args(["-c", "import selenium"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        ok || !need::ci(),
+        "CI is set but Python's selenium is missing"
+    );
+    if !ok {
+        need::skip(
+            "selenium (PyPI) not installed",
+            "the live page in a browser",
+        );
+    }
+    ok
+}
+
 #[test]
 fn a_frozen_host_is_lost_when_it_went_silent_and_its_agent_is_ended() {
     let _one = sshd::one_at_a_time();
@@ -505,30 +716,7 @@ fn a_frozen_host_is_lost_when_it_went_silent_and_its_agent_is_ended() {
         "12s",
         &["--host-timeout", "5s", "--metrics-listen", &addr],
     );
-    // Host h2's agent: the agent process (not a shell about to exec it) of this
-    // cluster's h2, whose session came in on h2's address. Retried briefly: sessions
-    // may still be starting.
-    let h2_agent = || -> Vec<u32> {
-        let mine = c.session_pids(1);
-        agents()
-            .into_iter()
-            .filter(|p| mine.contains(p))
-            .filter(|&p| {
-                sshd::cmdline(p)
-                    .split_whitespace()
-                    .next()
-                    .is_some_and(|exe| exe.contains("/.cache/iofleet/iofleet-"))
-            })
-            .filter(|&p| server_addr(p).as_deref() == Some(c.hosts[1].addr.as_str()))
-            .collect()
-    };
-    let t0 = Instant::now();
-    let mut h2 = h2_agent();
-    while h2.len() != 1 && t0.elapsed() < Duration::from_secs(5) {
-        std::thread::sleep(Duration::from_millis(50));
-        h2 = h2_agent();
-    }
-    assert_eq!(h2.len(), 1, "one agent on h2: {h2:?} of {:?}", agents());
+    let h2 = host_agent(&c, 1);
     std::thread::sleep(Duration::from_millis(2500));
     // Where the run is: interval `before` is complete (its end has passed) and the next
     // one is not yet merged, so the run's clock is in [(before+1)·0.5 s, (before+2)·0.5 s

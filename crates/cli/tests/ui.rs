@@ -456,17 +456,27 @@ fn serve_in_a_real_browser() {
     check_screenshots(pages);
 }
 
-/// A null-engine run with `--metrics-listen 127.0.0.1:0 --ui`, its JSON result written
-/// to `out`; the listener's address once it is up.
-fn live_run(out: &Path, duration: &str) -> (Server, String) {
+/// The one-profile workload of the live runs: three workers.
+const ONE_PROFILE: [&str; 3] = ["easy-run-4k70r", "--workers", "3"];
+/// Two worker groups of the same profile: two workers and one.
+const TWO_GROUPS: [&str; 4] = [
+    "--group",
+    "big=easy-run-4k70r:2",
+    "--group",
+    "small=easy-run-4k70r:1",
+];
+
+/// A null-engine run of `workload` for `duration` with `--metrics-listen 127.0.0.1:0
+/// --ui` and `extra` (`--no-save`, or a store and what the live view draws), its JSON
+/// result written to `out`; the listener's address once it is up.
+fn live_run(out: &Path, workload: &[&str], duration: &str, extra: &[&str]) -> (Server, String) {
     let child = Command::new(assert_cmd::cargo::cargo_bin("iofleet"))
+        .arg("run")
+        .args(workload)
+        .args(extra)
         .args([
-            "run",
-            "easy-run-4k70r",
             "--engine",
             "null",
-            "--workers",
-            "3",
             "--disks",
             "1",
             "--threads",
@@ -481,7 +491,6 @@ fn live_run(out: &Path, duration: &str) -> (Server, String) {
             "1s",
             "--interval",
             "250ms",
-            "--no-save",
             "--json",
             "--metrics-listen",
             "127.0.0.1:0",
@@ -575,7 +584,7 @@ fn live_events_replay_the_run_so_far_and_end_with_done() {
 
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("result.json");
-    let (run, addr) = live_run(&out, "3s");
+    let (run, addr) = live_run(&out, &ONE_PROFILE, "3s", &["--no-save"]);
     // Opened once the run is under way: the stream starts at the run's beginning.
     wait_for_interval(&addr, 3);
     let page = get(&addr, "/");
@@ -628,6 +637,16 @@ fn live_events_replay_the_run_so_far_and_end_with_done() {
     assert_eq!(strips.last(), indices.last());
     let strip = of("hosts").next_back().unwrap();
     assert_eq!(strip["hosts"][0]["workers"], 3);
+    assert_eq!(strip["hosts"][0]["lost_at_s"], serde_json::Value::Null);
+    assert_eq!(
+        strip["hosts"][0]["straggler"], false,
+        "one host is no straggler"
+    );
+    assert_eq!(
+        strip["groups"],
+        serde_json::json!([]),
+        "one group: no group strip"
+    );
     assert_eq!(strip["hosts"][0]["name"], result["hosts"][0]["host"]);
 }
 
@@ -638,7 +657,17 @@ fn live_view_follows_a_run_in_a_real_browser() {
     }
     let dir = tempfile::tempdir().unwrap();
     let result_file = dir.path().join("result.json");
-    let (run, addr) = live_run(&result_file, "12s");
+    // With a stored baseline, an objective and two worker groups, all of which the
+    // page draws.
+    let db = dir.path().join("results.db");
+    record_run(&db, "8000", &["--name", "before"]);
+    let db_arg = db.to_string_lossy().into_owned();
+    let (run, addr) = live_run(
+        &result_file,
+        &TWO_GROUPS,
+        "12s",
+        &["--db", &db_arg, "--baseline", "before", "--slo", "p99<=3ms"],
+    );
     // The page opens mid-run (12 s leave a loaded machine time to start Chromium).
     wait_for_interval(&addr, 3);
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/ui/live_browser.py");
@@ -647,6 +676,7 @@ fn live_view_follows_a_run_in_a_real_browser() {
         .arg(format!("http://{addr}"))
         .arg("--out")
         .arg(dir.path())
+        .args(["--objectives", "1", "--groups", "big,small"])
         .output()
         .unwrap();
     let result = finish(run, &result_file);
@@ -666,7 +696,169 @@ fn live_view_follows_a_run_in_a_real_browser() {
     assert_eq!(seen["phases"].as_array().unwrap().last().unwrap(), "done");
     assert!(seen["iops_values"].as_u64().unwrap() >= 2, "{seen}");
     assert_eq!(seen["hosts"][0], result["hosts"][0]["host"], "{seen}");
+    assert_eq!(
+        seen["groups"],
+        serde_json::json!(["big", "small"]),
+        "{seen}"
+    );
+    assert_eq!(seen["baseline_lines"], serde_json::json!([1, 1]), "{seen}");
+    assert_eq!(seen["objective_lines"], 1, "{seen}");
     let pages = seen["pages"].as_array().unwrap();
     assert_eq!(pages.len(), 2, "{seen}");
     check_screenshots(pages);
+}
+
+/// The `/events` stream of the live run at `addr`, read until the run ends it.
+fn raw_events(addr: &str) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    write!(s, "GET /events HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).unwrap();
+    raw
+}
+
+/// The events of a raw stream, parsed.
+fn parsed(raw: &str) -> Vec<serde_json::Value> {
+    raw.lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect()
+}
+
+#[test]
+fn live_events_carry_the_baseline_the_objectives_and_the_groups() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("results.db");
+    let baseline = record_run(&db, "8000", &["--name", "before"]);
+    let db_arg = db.to_string_lossy().into_owned();
+    // Bad input: exit 2 naming the flag, before any I/O.
+    for (args, named) in [
+        (&["--slo", "p99<=3ms"][..], "--ui"),
+        (&["--baseline", "before"][..], "--ui"),
+        (
+            &["--metrics-listen", "127.0.0.1:0", "--ui", "--slo", "p99"][..],
+            "--slo",
+        ),
+        (
+            &[
+                "--metrics-listen",
+                "127.0.0.1:0",
+                "--ui",
+                "--baseline",
+                "nothing-by-this-name",
+                "--db",
+                &db_arg,
+            ][..],
+            "--baseline nothing-by-this-name",
+        ),
+    ] {
+        let o = iofleet()
+            .args([
+                "run",
+                "easy-run-4k70r",
+                "--engine",
+                "null",
+                "--duration",
+                "1s",
+            ])
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", err(&o));
+        assert!(err(&o).contains(named), "{args:?}: {}", err(&o));
+    }
+
+    let out = dir.path().join("result.json");
+    let (run, addr) = live_run(
+        &out,
+        &TWO_GROUPS,
+        "2s",
+        &[
+            "--db",
+            &db_arg,
+            "--baseline",
+            "before",
+            "--slo",
+            "p99<=3ms",
+            "--slo",
+            "read.p95<=500us",
+        ],
+    );
+    // Three viewers at once, from the second interval to the end.
+    wait_for_interval(&addr, 2);
+    let viewers: Vec<_> = (0..3)
+        .map(|_| {
+            let addr = addr.clone();
+            std::thread::spawn(move || raw_events(&addr))
+        })
+        .collect();
+    let raws: Vec<String> = viewers.into_iter().map(|v| v.join().unwrap()).collect();
+    let result = finish(run, &out);
+    // Viewers do not wake one another: with news every 250 ms, a stream has no reason
+    // for a keep-alive (one every 10 s without news), and each gets the same events.
+    for raw in &raws {
+        let idle = raw
+            .lines()
+            .filter(|l| l.starts_with(": keep-alive"))
+            .count();
+        assert!(idle <= 1, "{idle} keep-alives in a 2 s run");
+        assert_eq!(parsed(raw), parsed(&raws[0]));
+    }
+    let events = parsed(&raws[0]);
+    // The baseline and the objectives come first, before the run itself.
+    let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds[..3], ["baseline", "objectives", "run"], "{kinds:?}");
+    let b = &events[0];
+    assert_eq!(b["name"], "before");
+    assert_eq!(b["id"], baseline["stored"]["id"]);
+    let stored = baseline["intervals"].as_array().unwrap();
+    let drawn = b["intervals"].as_array().unwrap();
+    assert_eq!(drawn.len(), stored.len(), "{b}");
+    for (d, s) in drawn.iter().zip(stored) {
+        for key in ["t_s", "duration_s", "warmup", "iops", "p99_us"] {
+            assert_eq!(d[key], s[key], "{key}: {d} against the stored run's {s}");
+        }
+    }
+    let o = &events[1]["objectives"];
+    assert_eq!(o[0]["text"], "p99<=3ms");
+    assert_eq!(o[0]["limit_us"], 3000.0);
+    assert_eq!(o[1]["text"], "read.p95<=500us");
+    assert_eq!(
+        (o[1]["ops"].as_str(), o[1]["stat"].as_str()),
+        (Some("read"), Some("p95"))
+    );
+    assert_eq!(o[1]["limit_us"], 500.0);
+    // A strip per group: its workers, and IOPS that add up to the fleet's.
+    let intervals: Vec<&serde_json::Value> =
+        events.iter().filter(|e| e["type"] == "interval").collect();
+    let mut strips = 0;
+    for strip in events.iter().filter(|e| e["type"] == "hosts") {
+        let groups = strip["groups"].as_array().unwrap();
+        let names: Vec<&str> = groups.iter().map(|g| g["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["big", "small"], "{strip}");
+        assert_eq!(groups[0]["workers"], 2);
+        assert_eq!(groups[1]["workers"], 1);
+        let fleet = intervals
+            .iter()
+            .find(|i| i["index"] == strip["index"])
+            .unwrap()["iops"]
+            .as_f64()
+            .unwrap();
+        let sum: f64 = groups.iter().map(|g| g["iops"].as_f64().unwrap()).sum();
+        assert!(
+            (sum - fleet).abs() <= 1e-6 * fleet.max(1.0),
+            "{sum} against {fleet}: {strip}"
+        );
+        strips += 1;
+    }
+    assert!(strips >= 2, "{strips} host strips");
+    // The run's own groups, as the result names them.
+    let named: Vec<&str> = result["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(named, ["big", "small"]);
 }

@@ -493,12 +493,13 @@ impl<'a> Collector<'a> {
         let warmup = k < self.spec.timeline.warmup_intervals;
         let mut fleet = Sample::new(streams);
         per_worker.iter().for_each(|w| fleet += w);
-        let hosts_lost = self
+        let host_lost_s: Vec<Option<f64>> = self
             .out
             .host_lost_ns
             .iter()
-            .filter(|l| l.is_some_and(|t| t < end))
-            .count() as u32;
+            .map(|l| l.filter(|&t| t < end).map(|t| t as f64 / 1e9))
+            .collect();
+        let hosts_lost = host_lost_s.iter().flatten().count() as u32;
         let mut row = IntervalRow::from_sample(
             k,
             start as f64 / 1e9,
@@ -538,6 +539,8 @@ impl<'a> Collector<'a> {
             worker_host: &self.spec.worker_host,
             usage: &usage,
             generator: gen.as_ref(),
+            host_lost_s: &host_lost_s,
+            layout: &self.layout,
         });
         self.out.rows.push(row);
     }

@@ -2,6 +2,7 @@
 //! calls an `Observer` from its own thread (never from I/O threads) once per event; the
 //! live terminal view, the results store and, later, remote streams implement it.
 
+use iofleet_stats::fold::Layout;
 use iofleet_stats::result::{IntervalRow, RunInfo};
 use iofleet_stats::{GenSample, HostUsage, Sample};
 
@@ -29,6 +30,12 @@ pub struct IntervalSnapshot<'a> {
     pub usage: &'a [Option<HostUsage>],
     /// The generator self-check of the interval, folded over every I/O thread.
     pub generator: Option<&'a GenSample>,
+    /// Per host (as `hosts`): when it was lost, seconds since the run's start, for the
+    /// hosts lost before this interval's end (the ones `row.hosts_lost` counts).
+    pub host_lost_s: &'a [Option<f64>],
+    /// Where the workers live (hosts, groups, global worker numbers): what
+    /// `Layout::interval_parts` needs to judge hosts and sum groups.
+    pub layout: &'a Layout,
 }
 
 pub trait Observer {

@@ -70,6 +70,18 @@ pub struct Folded {
     pub group_totals: Vec<Sample>,
 }
 
+/// One interval per host and per group (`Layout::interval_parts`).
+#[derive(Debug, Clone)]
+pub struct IntervalParts {
+    /// Per host (layout order): its workers' samples merged, its workers, and whether
+    /// it fell behind its peers over the interval.
+    pub hosts: Vec<Sample>,
+    pub host_workers: Vec<u32>,
+    pub straggler: Vec<bool>,
+    /// Per group (layout order): its workers' samples merged.
+    pub groups: Vec<Sample>,
+}
+
 /// Running sums of a fold, filled one worker total at a time.
 struct Sums {
     fleet: Sample,
@@ -289,6 +301,44 @@ impl Layout {
         (hosts, groups)
     }
 
+    /// One interval's worker samples merged per host and per group, with each host's
+    /// workers and its straggler verdict over that interval alone: the rule `fold` applies
+    /// to the whole run (per worker, per group, lost hosts are not peers), without the
+    /// start lateness, which is a fact of the whole run. `lost` is indexed like `hosts`
+    /// (missing entries: not lost). The live view's host and group strips.
+    pub fn interval_parts(
+        &self,
+        per_worker: &[Sample],
+        n_streams: usize,
+        lost: &[bool],
+        elapsed_s: f64,
+    ) -> IntervalParts {
+        let mut sums = Sums {
+            fleet: Sample::new(n_streams),
+            host_totals: vec![Sample::new(n_streams); self.hosts.len()],
+            host_workers: vec![0u32; self.hosts.len()],
+            host_group: vec![vec![(0u64, 0u32); self.groups.len()]; self.hosts.len()],
+            group_totals: vec![Sample::new(n_streams); self.groups.len()],
+        };
+        for (w, s) in per_worker.iter().enumerate() {
+            let h = self.worker_host.get(w).copied().unwrap_or(usize::MAX);
+            self.add_to_sums(&mut sums, self.worker_base + w as u32, h, s);
+        }
+        let lost: Vec<bool> = (0..self.hosts.len())
+            .map(|h| lost.get(h).copied().unwrap_or(false))
+            .collect();
+        let ratios = self.host_ratios(&sums.host_group, &lost, elapsed_s);
+        let straggler = (0..self.hosts.len())
+            .map(|h| is_straggler(lost[h], self.hosts.len(), None, 0.0, ratios[h], 1.0))
+            .collect();
+        IntervalParts {
+            hosts: sums.host_totals,
+            host_workers: sums.host_workers,
+            straggler,
+            groups: sums.group_totals,
+        }
+    }
+
     /// One interval's rows per host and per group (`sums`, then `PartRow::from_sample`),
     /// appended to `hosts` and `groups` (created on first use, in layout order); each
     /// host row carries what the host spent (`rates`, indexed like `hosts`).
@@ -451,6 +501,35 @@ mod tests {
         assert!((2.9..3.1).contains(&p50), "{p50}");
         // Per worker, every host delivers the same: no straggler.
         assert!(f.hosts.iter().all(|h| !h.straggler));
+    }
+
+    #[test]
+    fn an_interval_s_parts_follow_the_fold_s_straggler_rule() {
+        // Host b's one worker delivers half of its peers' per-worker rate.
+        let totals = vec![
+            sample(100, 1),
+            sample(50, 1),
+            sample(100, 1),
+            sample(100, 1),
+        ];
+        let l = layout(None);
+        let p = l.interval_parts(&totals, 1, &[], 1.0);
+        let folded = l.fold(whole(&totals), &[], 1.0);
+        let verdicts: Vec<bool> = folded.hosts.iter().map(|h| h.straggler).collect();
+        assert_eq!(p.straggler, verdicts);
+        assert_eq!(p.straggler, [false, true, false]);
+        assert_eq!(p.host_workers, [1, 1, 2]);
+        assert_eq!(
+            p.hosts.iter().map(Sample::ios).collect::<Vec<_>>(),
+            [100, 50, 200]
+        );
+        assert_eq!(p.groups[0].ios(), 350);
+        // A lost host is no peer and no straggler: with b lost, nobody is behind.
+        let p = l.interval_parts(&totals, 1, &[false, true], 1.0);
+        assert_eq!(p.straggler, [false, false, false]);
+        // Host a lost: b (50 per worker) is still under 80% of the median of b and c (75).
+        let p = l.interval_parts(&totals, 1, &[true], 1.0);
+        assert_eq!(p.straggler, [false, true, false]);
     }
 
     #[test]

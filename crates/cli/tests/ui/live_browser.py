@@ -3,7 +3,9 @@ Selenium (crates/cli/tests/ui.rs starts the run and this script once the run is 
 way).
 
 Opens the live page, sees the IOPS figure and the interval count change as intervals
-arrive, a strip per host, and the phase reach `done`; then, at 1400 and 800 px wide, no
+arrive, a strip per host, and the phase reach `done`; with --objectives and --groups,
+the baseline's dashed curves on the IOPS and latency charts, that many objective lines
+on the latency chart, and a strip per named group; then, at 1400 and 800 px wide, no
 sideways scrolling (a screenshot of each is written to --out). No console message and
 no request to any host but the run's listener. Prints one JSON line of what it saw;
 exits 1 with the reason on the first failed check.
@@ -19,7 +21,7 @@ from selenium.webdriver.common.by import By
 from serve_browser import Failed, Session, browser, check
 
 
-def follow(s):
+def follow(s, objectives, groups):
     d = s.d
     d.get(s.base + "/")
     s.loaded()
@@ -54,6 +56,20 @@ def follow(s):
         "return ['chart-iops', 'chart-mbps', 'chart-lat'].map(function (id) {"
         " return document.getElementById(id).querySelectorAll('polyline').length; });")
     check(all(n > 0 for n in polylines), f"every chart has lines: {polylines}")
+    baseline_lines = d.execute_script(
+        "return ['chart-iops', 'chart-lat'].map(function (id) {"
+        " return document.getElementById(id).querySelectorAll('polyline.baseline').length; });")
+    objective_lines = d.execute_script(
+        "return document.querySelectorAll('#chart-lat line.objective').length;")
+    group_names = [g.get_attribute("data-group") for g in d.find_elements(By.CSS_SELECTOR, "#groups .host")]
+    if objectives is not None:
+        check(objective_lines == objectives, f"{objectives} objective line(s): {objective_lines}")
+        check(baseline_lines == [1, 1], f"the baseline's IOPS and p99 curves: {baseline_lines}")
+        check(d.find_element(By.ID, "baseline-note").is_displayed(), "the baseline is named")
+        check(d.find_element(By.ID, "objectives-note").is_displayed(), "the objectives are named")
+    if groups:
+        check(group_names == groups, f"a strip per group {groups}: {group_names}")
+        check(d.find_element(By.ID, "groups").is_displayed(), "the group strips show")
     final = d.execute_script(
         "return [Number(document.getElementById('intervals').getAttribute('data-value')),"
         " document.getElementById('clock').textContent, document.getElementById('conn').textContent];")
@@ -67,6 +83,9 @@ def follow(s):
         "phases": phases,
         "iops_values": len(seen_iops),
         "hosts": hosts,
+        "groups": group_names,
+        "baseline_lines": baseline_lines,
+        "objective_lines": objective_lines,
         "requests": len(s.requests),
         "pages": s.pages,
     }
@@ -76,12 +95,16 @@ def main():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--base", required=True, help="the run's listener, http://HOST:PORT")
     p.add_argument("--out", required=True, help="directory for the screenshots")
+    p.add_argument("--objectives", type=int, help="objective lines the latency chart must draw"
+                   " (the run has --baseline too)")
+    p.add_argument("--groups", help="the worker groups that must have strips, comma-separated")
     p.add_argument("--chromium", default="/usr/bin/chromium")
     p.add_argument("--chromedriver", default="/usr/bin/chromedriver")
     a = p.parse_args()
     d = browser(a.chromium, a.chromedriver)
     try:
-        print(json.dumps(follow(Session(d, a.base, a.out))))
+        groups = a.groups.split(",") if a.groups else []
+        print(json.dumps(follow(Session(d, a.base, a.out), a.objectives, groups)))
     except Failed as e:
         print(f"FAILED: {e}", file=sys.stderr)
         return 1
