@@ -501,6 +501,41 @@ fn prepare_disks(
     fill_all(todo, layout.len(), pattern, direct, stop, observer, notices)
 }
 
+/// Run `work` on `n` scoped threads, calling `report` every `every` while any runs and
+/// once when the last has ended (at once: not at the next tick); each thread's result,
+/// in order. A thread's panic is re-raised here.
+pub(crate) fn on_threads<T: Send>(
+    n: usize,
+    every: Duration,
+    work: impl Fn() -> T + Sync,
+    mut report: impl FnMut(),
+) -> Vec<T> {
+    std::thread::scope(|scope| {
+        let (alive, ended) = crossbeam_channel::bounded::<()>(0);
+        let handles: Vec<_> = (0..n)
+            .map(|_| {
+                // Dropped when the thread ends, however it ends: the last one
+                // disconnects the channel and wakes the reporter.
+                let alive = alive.clone();
+                let work = &work;
+                scope.spawn(move || {
+                    let _alive = alive;
+                    work()
+                })
+            })
+            .collect();
+        drop(alive);
+        while let Err(crossbeam_channel::RecvTimeoutError::Timeout) = ended.recv_timeout(every) {
+            report();
+        }
+        report();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
+}
+
 /// Fill `todo` (disk, and the disk id to stamp verify headers with), up to 4 at once;
 /// returns false when interrupted.
 fn fill_all(
@@ -524,51 +559,36 @@ fn fill_all(
         return Ok(true);
     }
     let total: u64 = todo.iter().map(|(d, _)| d.size).sum();
-    let progress = Arc::new(AtomicU64::new(0));
-    let next = Arc::new(AtomicU64::new(0));
-    let todo = Arc::new(todo);
+    let progress = AtomicU64::new(0);
+    let next = AtomicU64::new(0);
     let (parallel, writers) = iofleet_engine::target::fill_plan(todo.len());
-    let results = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..parallel)
-            .map(|_| {
-                let (todo, next, progress) = (todo.clone(), next.clone(), progress.clone());
-                scope.spawn(move || -> Result<bool, TargetError> {
-                    loop {
-                        let i = next.fetch_add(1, Ordering::SeqCst) as usize;
-                        let Some((d, id)) = todo.get(i) else {
-                            return Ok(true);
-                        };
-                        let outcome = match id {
-                            None => fill_disk(d, pattern, direct, writers, stop, &progress)?,
-                            Some(id) => {
-                                // Every unit of a verified fill: sequence 0.
-                                let now = std::time::SystemTime::now()
-                                    .duration_since(std::time::UNIX_EPOCH)
-                                    .map_or(0, |t| t.as_nanos() as u64);
-                                let stamp =
-                                    |chunk: &mut [u8], at: u64| stamp_units(chunk, *id, at, 0, now);
-                                fill_disk_with(
-                                    d, pattern, direct, writers, stop, &progress, &stamp,
-                                )?
-                            }
-                        };
-                        if outcome == FillOutcome::Interrupted {
-                            return Ok(false);
-                        }
+    let results = on_threads(
+        parallel,
+        Duration::from_millis(200),
+        || -> Result<bool, TargetError> {
+            loop {
+                let i = next.fetch_add(1, Ordering::SeqCst) as usize;
+                let Some((d, id)) = todo.get(i) else {
+                    return Ok(true);
+                };
+                let outcome = match id {
+                    None => fill_disk(d, pattern, direct, writers, stop, &progress)?,
+                    Some(id) => {
+                        // Every unit of a verified fill: sequence 0.
+                        let now = std::time::SystemTime::now()
+                            .duration_since(std::time::UNIX_EPOCH)
+                            .map_or(0, |t| t.as_nanos() as u64);
+                        let stamp = |chunk: &mut [u8], at: u64| stamp_units(chunk, *id, at, 0, now);
+                        fill_disk_with(d, pattern, direct, writers, stop, &progress, &stamp)?
                     }
-                })
-            })
-            .collect();
-        while handles.iter().any(|h| !h.is_finished()) {
-            observer.prepare_progress(progress.load(Ordering::Relaxed), total);
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        observer.prepare_progress(progress.load(Ordering::Relaxed), total);
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("fill thread does not panic"))
-            .collect::<Vec<_>>()
-    });
+                };
+                if outcome == FillOutcome::Interrupted {
+                    return Ok(false);
+                }
+            }
+        },
+        || observer.prepare_progress(progress.load(Ordering::Relaxed), total),
+    );
     let mut complete = true;
     for r in results {
         complete &= r?;
@@ -1326,6 +1346,25 @@ fn mono_now(epoch: Instant) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn threads_end_the_wait_when_they_end_not_at_the_next_report() {
+        // A report due once a minute: the wait still ends with the threads, reporting
+        // once more then; every thread's result comes back.
+        let next = AtomicU64::new(0);
+        let mut reports = 0;
+        let t0 = std::time::Instant::now();
+        let mut got = on_threads(
+            3,
+            Duration::from_secs(60),
+            || next.fetch_add(1, Ordering::SeqCst),
+            || reports += 1,
+        );
+        assert!(t0.elapsed() < Duration::from_secs(30), "{:?}", t0.elapsed());
+        assert_eq!(reports, 1);
+        got.sort();
+        assert_eq!(got, [0, 1, 2]);
+    }
     use crate::fixtures;
     use iofleet_profile::StreamPlan;
 

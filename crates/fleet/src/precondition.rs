@@ -118,33 +118,23 @@ fn one_pass(
             .map(|w| w.load(Ordering::Relaxed))
             .sum::<u64>()
     };
-    let results: Vec<Result<bool, TargetError>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..parallel)
-            .map(|_| {
-                scope.spawn(|| loop {
-                    let i = next.fetch_add(1, Ordering::SeqCst) as usize;
-                    let Some(d) = layout.get(i) else {
-                        return Ok(true);
-                    };
-                    // Each write adds its bytes to the disk's count as it lands.
-                    if precondition_pass(d, pass, direct, writers, stop, &written[i])?
-                        == FillOutcome::Interrupted
-                    {
-                        return Ok(false);
-                    }
-                })
-            })
-            .collect();
-        while handles.iter().any(|h| !h.is_finished()) {
-            observer.prepare_progress(progress(), total);
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("precondition thread does not panic"))
-            .collect()
-    });
-    observer.prepare_progress(progress(), total);
+    let results: Vec<Result<bool, TargetError>> = crate::inproc::on_threads(
+        parallel,
+        Duration::from_millis(100),
+        || loop {
+            let i = next.fetch_add(1, Ordering::SeqCst) as usize;
+            let Some(d) = layout.get(i) else {
+                return Ok(true);
+            };
+            // Each write adds its bytes to the disk's count as it lands.
+            if precondition_pass(d, pass, direct, writers, stop, &written[i])?
+                == FillOutcome::Interrupted
+            {
+                return Ok(false);
+            }
+        },
+        || observer.prepare_progress(progress(), total),
+    );
     let mut complete = true;
     for r in results {
         complete &= r?;
