@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::html::escape;
+use crate::html::{escape, BASE_STYLE};
 
 /// One row of the runs list.
 #[derive(Clone, Debug, PartialEq)]
@@ -79,13 +79,6 @@ pub fn query_escape(s: &str) -> String {
 }
 
 const STYLE: &str = r#"
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0; color: #1d1d1f; background: #f6f7f9; }
-header { background: #1f2937; color: #fff; padding: 18px 32px; }
-header h1 { margin: 0 0 4px 0; font-size: 24px; }
-header p { margin: 0; color: #cbd5e1; }
-main { padding: 16px 32px 40px 32px; }
-section { background: #fff; border: 1px solid #e5e7eb; border-radius: 8px; padding: 12px 20px; margin: 16px 0; }
-h2 { font-size: 19px; margin: 6px 0 10px 0; }
 form.filter { display: flex; flex-wrap: wrap; gap: 8px 16px; align-items: end; }
 form.filter label { display: flex; flex-direction: column; font-size: 13px; color: #4b5563; }
 input, select, button { font: inherit; font-size: 14px; }
@@ -103,7 +96,7 @@ footer { font-size: 12px; color: #6b7280; padding: 0 32px 24px 32px; }
 fn head(h: &mut String, title: &str, subtitle: &str) {
     let _ = writeln!(
         h,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{t}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<header><h1>{t}</h1><p>{}</p></header>\n<main>",
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{t}</title>\n<style>{BASE_STYLE}{STYLE}</style>\n</head>\n<body>\n<header><h1>{t}</h1><p>{}</p></header>\n<main>",
         escape(subtitle),
         t = escape(title),
     );

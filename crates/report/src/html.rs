@@ -49,7 +49,9 @@ pub fn escape(s: &str) -> String {
     out
 }
 
-const STYLE: &str = r#"
+/// The page, header and section style every iofleet page shares (the report, and the
+/// results browser's own pages).
+pub(crate) const BASE_STYLE: &str = r#"
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0; color: #1d1d1f; background: #f6f7f9; }
 header { background: #1f2937; color: #fff; padding: 18px 32px; }
 header h1 { margin: 0 0 4px 0; font-size: 24px; }
@@ -57,6 +59,9 @@ header p { margin: 0; color: #cbd5e1; }
 main { padding: 16px 32px 40px 32px; }
 section { background: #fff; border: 1px solid #e5e7eb; border-radius: 8px; padding: 12px 20px; margin: 16px 0; }
 h2 { font-size: 19px; margin: 6px 0 10px 0; }
+"#;
+
+const STYLE: &str = r#"
 table { border-collapse: collapse; font-size: 13px; margin: 6px 0 10px 0; max-width: 100%; }
 th, td { border-bottom: 1px solid #e5e7eb; padding: 4px 8px; text-align: right; }
 td { white-space: nowrap; }
@@ -530,7 +535,7 @@ fn page_head(
     let runs = cmp.runs;
     let _ = writeln!(
         h,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>",
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{}</title>\n<style>{BASE_STYLE}{STYLE}</style>\n</head>\n<body>",
         escape(title)
     );
     let _ = writeln!(
