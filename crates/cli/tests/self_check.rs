@@ -163,7 +163,24 @@ fn self_check_flags_a_saturated_generator_not_a_device_bound_run() {
         let v = run_json(disk.path(), &a);
         let g = &v["summary"]["generator"];
         assert!(g["max_busy_pct"].as_f64().unwrap() < 90.0, "{extra:?}: {g}");
-        assert_eq!(g.get("warnings"), None, "{extra:?}: {g}");
+        // Never flagged as a saturated generator. Any other warning (contention, open-loop
+        // lateness) must come with another load the self-check measured on the host:
+        // the suite may run beside other work (a CI machine's own, or what an earlier
+        // test binary's processes still leave to the kernel).
+        let warnings: Vec<&str> = g["warnings"]
+            .as_array()
+            .map(|w| w.iter().filter_map(|x| x.as_str()).collect())
+            .unwrap_or_default();
+        assert!(
+            !warnings.iter().any(|w| w.contains("I/O thread was busy")),
+            "{extra:?}: {g}"
+        );
+        if !warnings.is_empty() {
+            assert!(
+                g["other_load_cpus"].as_f64().unwrap() >= 0.5,
+                "{extra:?}: warned without another load: {g}"
+            );
+        }
         // Every completion was reaped by a real thread: the reap-wait bound is measured,
         // and its median is no more than its p99.
         let (p50, p99) = (
