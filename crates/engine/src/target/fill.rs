@@ -314,8 +314,13 @@ impl Region<'_> {
         // any data is written; where there is none (a new file), there is nothing to
         // clear and no sync to wait for.
         let mut block = AlignedBuf::zeroed(MARKER_LEN as usize);
-        let found = file.read_exact_at(block.as_mut(), marker_off).is_ok()
-            && block.as_mut().starts_with(MAGIC);
+        let found = match file.read_exact_at(block.as_mut(), marker_off) {
+            Ok(()) => block.as_mut().starts_with(MAGIC),
+            // A file that ends before its marker has none.
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => false,
+            // Unreadable: cleared as if there were one.
+            Err(_) => true,
+        };
         if found {
             block.as_mut().fill(0);
             write_at(
