@@ -631,10 +631,6 @@ impl AgentLauncher {
         }
     }
 
-    pub fn settings(&self) -> &RunSettings {
-        &self.settings
-    }
-
     /// Stop every agent, wait (bounded) for them to exit, kill what is left. The copies
     /// stay for the next run.
     fn shutdown(&mut self) {

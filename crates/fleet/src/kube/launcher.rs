@@ -35,6 +35,8 @@ pub struct KubeLauncher {
     /// The description's file, for the clean-up command in messages.
     file: PathBuf,
     cluster: Cluster,
+    settings: RunSettings,
+    /// The pods as hosts, made by `plan` (their disks follow the profile).
     agents: AgentLauncher,
     /// Objects may exist that this run must delete (unless `keep`).
     applied: bool,
@@ -44,9 +46,9 @@ pub struct KubeLauncher {
 impl KubeLauncher {
     pub fn new(fleet: KubeFleet, file: PathBuf, settings: RunSettings) -> Self {
         let cluster = Cluster::new(&fleet);
-        let hosts = pod_hosts(&fleet, &cluster, 0);
         KubeLauncher {
-            agents: AgentLauncher::new(hosts, settings),
+            agents: AgentLauncher::new(Vec::new(), settings.clone()),
+            settings,
             cluster,
             fleet,
             file,
@@ -219,7 +221,7 @@ fn pod_hosts(fleet: &KubeFleet, cluster: &Cluster, disks: u32) -> Vec<HostSpec> 
         .pod_names()
         .into_iter()
         .map(|pod| {
-            let paths: Vec<String> = (0..disks.max(1)).map(|k| fleet.disk_path(k)).collect();
+            let paths: Vec<String> = (0..disks).map(|k| fleet.disk_path(k)).collect();
             HostSpec {
                 name: pod.clone(),
                 destination: pod,
@@ -244,9 +246,8 @@ impl Launcher for KubeLauncher {
         let (group, notices) = self.fleet.group(groups)?;
         let groups = vec![group];
         let disks = groups[0].plan.fleet.disks_per_worker;
-        // The pods' targets follow the profile's disks per worker.
-        let settings = self.agents.settings().clone();
-        self.agents = AgentLauncher::new(pod_hosts(&self.fleet, &self.cluster, disks), settings);
+        let hosts = pod_hosts(&self.fleet, &self.cluster, disks);
+        self.agents = AgentLauncher::new(hosts, self.settings.clone());
         let mut plan = self.agents.plan(&groups)?;
         plan.notices.splice(0..0, notices);
         Ok(plan)

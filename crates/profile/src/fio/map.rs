@@ -504,63 +504,43 @@ impl Mapper {
     fn per_dir_sizes(&mut self, job: &FioJob, kb: u64) -> Option<(String, String)> {
         // fio: bssplit wins over bsrange, which wins over bs.
         if let Some(o) = job.get(&["bssplit"]) {
-            let (r, w) = split_dirs(o.value.as_deref().unwrap_or(""));
-            let r = r.ok_or_else(|| "bssplit needs a value such as 4k/10:64k/90".to_string());
-            let parse = |s: &str| bssplit(s, kb);
-            let out = r.and_then(|r| {
-                let rs = parse(&r)?;
-                let ws = match &w {
-                    Some(w) => parse(w)?,
-                    None => rs.clone(),
-                };
-                Ok((rs, ws))
+            return self.both_dirs(o, |s| {
+                bssplit(s.ok_or("bssplit needs a value such as 4k/10:64k/90")?, kb)
             });
-            return match out {
-                Ok(v) => Some(v),
-                Err(e) => {
-                    self.problem(o, e);
-                    None
-                }
-            };
         }
         if let Some(o) = job.get(&["bsrange", "blocksize_range"]) {
-            let (r, w) = split_dirs(o.value.as_deref().unwrap_or(""));
-            let out = r
-                .ok_or_else(|| "bsrange needs a value such as 4k-64k".to_string())
-                .and_then(|r| {
-                    let rs = bsrange(&r, kb)?;
-                    let ws = match &w {
-                        Some(w) => bsrange(w, kb)?,
-                        None => rs.clone(),
-                    };
-                    Ok((rs, ws))
-                });
-            return match out {
-                Ok(v) => Some(v),
-                Err(e) => {
-                    self.problem(o, e);
-                    None
-                }
-            };
+            return self.both_dirs(o, |s| {
+                bsrange(s.ok_or("bsrange needs a value such as 4k-64k")?, kb)
+            });
         }
         let Some(o) = job.get(&["bs", "blocksize"]) else {
             return Some(("4096".into(), "4096".into()));
         };
+        self.both_dirs(o, |s| match s {
+            None => Ok("4096".into()),
+            Some(s) => fio_size(s, kb).map(|b| b.to_string()),
+        })
+    }
+
+    /// `o`'s per-direction value (`READ,WRITE`; the write the read's when absent), each
+    /// part through `parse` (given None for an absent read part); a part that does not
+    /// parse is reported against `o`.
+    fn both_dirs(
+        &mut self,
+        o: &FioOption,
+        parse: impl Fn(Option<&str>) -> Result<String, String>,
+    ) -> Option<(String, String)> {
         let (r, w) = split_dirs(o.value.as_deref().unwrap_or(""));
-        let size = |s: Option<&str>| -> Result<String, String> {
-            match s {
-                None => Ok("4096".into()),
-                Some(s) => fio_size(s, kb).map(|b| b.to_string()),
-            }
-        };
-        let rs = size(r.as_deref());
-        let ws = match &w {
-            Some(w) => size(Some(w)),
-            None => rs.clone(),
-        };
-        match (rs, ws) {
-            (Ok(r), Ok(w)) => Some((r, w)),
-            (Err(e), _) | (_, Err(e)) => {
+        let out = parse(r.as_deref()).and_then(|rs| {
+            let ws = match &w {
+                Some(w) => parse(Some(w))?,
+                None => rs.clone(),
+            };
+            Ok((rs, ws))
+        });
+        match out {
+            Ok(v) => Some(v),
+            Err(e) => {
                 self.problem(o, e);
                 None
             }

@@ -62,12 +62,7 @@ pub fn read_job_file(
     path: &Path,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Vec<FioJob>, FioError> {
-    let mut reader = Reader {
-        env,
-        globals: Vec::new(),
-        jobs: Vec::new(),
-        current: None,
-    };
+    let mut reader = Reader::new(env);
     reader.file(path, 0)?;
     reader.finish()
 }
@@ -79,12 +74,7 @@ pub fn parse_job_text(
     dir: &Path,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Vec<FioJob>, FioError> {
-    let mut reader = Reader {
-        env,
-        globals: Vec::new(),
-        jobs: Vec::new(),
-        current: None,
-    };
+    let mut reader = Reader::new(env);
     reader.text(text, origin, dir, 0)?;
     reader.finish()
 }
@@ -101,7 +91,16 @@ struct Reader<'a> {
     current: Option<Section>,
 }
 
-impl Reader<'_> {
+impl<'a> Reader<'a> {
+    fn new(env: &'a dyn Fn(&str) -> Option<String>) -> Self {
+        Reader {
+            env,
+            globals: Vec::new(),
+            jobs: Vec::new(),
+            current: None,
+        }
+    }
+
     fn file(&mut self, path: &Path, depth: usize) -> Result<(), FioError> {
         let origin = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|e| FioError::Read {
