@@ -21,13 +21,14 @@ pub fn iofleet() -> Command {
 
 /// PATH with the kubectl guard first (see `iofleet`).
 pub fn guarded_path() -> String {
-    let guard = Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-kubectl");
-    let script = guard.join("kubectl");
-    if !script.exists() {
+    static GUARD: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    // Made once per test binary (its tests run in parallel threads); written whole
+    // under this process's own name, then renamed, so a binary never runs a
+    // half-written guard.
+    let guard = GUARD.get_or_init(|| {
         use std::os::unix::fs::PermissionsExt;
+        let guard = Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-kubectl");
         std::fs::create_dir_all(&guard).unwrap();
-        // Written whole under a unique name, then renamed: parallel tests never run a
-        // half-written guard.
         let tmp = guard.join(format!(".kubectl.{}", std::process::id()));
         std::fs::write(
             &tmp,
@@ -35,8 +36,9 @@ pub fn guarded_path() -> String {
         )
         .unwrap();
         std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
-        std::fs::rename(&tmp, &script).unwrap();
-    }
+        std::fs::rename(&tmp, guard.join("kubectl")).unwrap();
+        guard
+    });
     format!(
         "{}:{}",
         guard.display(),
