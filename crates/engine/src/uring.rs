@@ -11,11 +11,12 @@
 //! - **Submission.** `queue` submits at once while the batch it holds back is small
 //!   against what the device holds (`SUBMIT_FRACTION`): a device short of work gets each
 //!   I/O immediately, a deep queue gets batches of a few.
-//! - **Waiting.** It submits what is left and looks at the completion queue before the
-//!   waiting call, which saves that call whenever the completion is already there. On a
-//!   plain ring with 4 or more I/Os in flight it polls the completion queue for up to
-//!   50 µs before sleeping (a deferred ring posts completions only on a kernel entry, so
-//!   polling would find nothing).
+//! - **Waiting.** One call submits what is left, runs the completions' task work and
+//!   sleeps only if nothing has completed; with nothing to submit and a completion
+//!   already in the queue, no call at all. On a plain ring with 4 or more I/Os in flight
+//!   it submits, then polls the completion queue for up to 50 µs before sleeping (a
+//!   deferred ring posts completions only on a kernel entry, so polling would find
+//!   nothing).
 //!
 //! Every choice above was measured against fio and fio's `t/io_uring` (bench/README.md).
 //! It does not use SQPOLL, IOPOLL, vectored or linked requests, and it never retries a
@@ -162,6 +163,16 @@ pub struct UringEngine {
     register_tried: bool,
 }
 
+thread_local! {
+    static THREAD_ID: std::thread::ThreadId = std::thread::current().id();
+}
+
+/// The calling thread's id, kept per thread: `thread::current()` takes and drops a
+/// reference count, which showed in the profile of every `io_uring_enter`.
+fn this_thread() -> std::thread::ThreadId {
+    THREAD_ID.with(|id| *id)
+}
+
 impl std::fmt::Debug for UringEngine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("UringEngine")
@@ -289,8 +300,15 @@ fn build_ring(entries: u32, defer_taskrun: bool) -> Result<(IoUring, SetupMode),
     } else {
         &[SetupMode::Plain]
     };
-    for &mode in modes {
+    // Without the SQ index array (Linux 6.6+) the kernel reads each SQE straight from
+    // the ring, one indirection less per I/O; older kernels refuse the flag (EINVAL)
+    // and get the same mode with the array.
+    let attempts = modes.iter().flat_map(|&m| [(m, true), (m, false)]);
+    for (mode, no_sqarray) in attempts {
         let mut b = IoUring::builder();
+        if no_sqarray {
+            b.setup_no_sqarray();
+        }
         // TASKRUN_FLAG makes the kernel flag pending completions in the SQ ring, so a
         // non-waiting reap (`min_complete == 0`) still enters the kernel to run them.
         match mode {
@@ -419,7 +437,7 @@ impl UringEngine {
             data: self.ring.as_raw_fd() as u64,
         };
         if self.ring_fds(IORING_REGISTER_RING_FDS, &mut up) == 1 {
-            self.registered = Some((std::thread::current().id(), up.offset));
+            self.registered = Some((this_thread(), up.offset));
         }
     }
 
@@ -428,7 +446,7 @@ impl UringEngine {
     /// and a thread has 16 slots.
     fn unregister_ring(&mut self) {
         if let Some((thread, index)) = self.registered {
-            if thread == std::thread::current().id() {
+            if thread == this_thread() {
                 let mut up = RsrcUpdate {
                     offset: index,
                     resv: 0,
@@ -464,7 +482,7 @@ impl UringEngine {
             self.register_ring();
         }
         let index = match self.registered {
-            Some((thread, index)) if thread == std::thread::current().id() => index,
+            Some((thread, index)) if thread == this_thread() => index,
             _ => {
                 let sub = self.ring.submitter();
                 return match timeout {
@@ -520,7 +538,36 @@ impl UringEngine {
         }
     }
 
-    /// Move every completion in the CQ ring to `out`.
+    /// Plain ring, several I/Os in flight: submit, then poll the completion queue for
+    /// up to `poll` before the caller sleeps. With several I/Os in flight the next
+    /// completion is usually microseconds away, and waking an idle (virtual) CPU costs
+    /// tens of microseconds and leaves the device idle meanwhile. True if a completion
+    /// came (and was drained); after a poll that found nothing, polling pauses for
+    /// `POLL_BACKOFF` waits.
+    fn submit_and_poll(&mut self, out: &mut Vec<Completion>) -> Result<bool, EngineError> {
+        if !self.ring.submission().is_empty() {
+            if let Err(e) = self.enter(0, None) {
+                // EBUSY (completion backlog) and EINTR are handled by the waiting call,
+                // which submits again.
+                if !matches!(e.raw_os_error(), Some(libc::EBUSY) | Some(libc::EINTR)) {
+                    return Err(e.into());
+                }
+            }
+        }
+        let deadline = std::time::Instant::now() + self.poll;
+        loop {
+            if self.ready(1) {
+                self.drain(out);
+                return Ok(true);
+            }
+            if std::time::Instant::now() >= deadline {
+                self.poll_skip = POLL_BACKOFF;
+                return Ok(false);
+            }
+            std::hint::spin_loop();
+        }
+    }
+
     /// At least `n` completions are waiting in the completion queue (no syscall).
     fn ready(&mut self, n: u32) -> bool {
         let mut cq = self.ring.completion();
@@ -528,6 +575,7 @@ impl UringEngine {
         cq.len() >= n as usize
     }
 
+    /// Move every completion in the CQ ring to `out`.
     fn drain(&mut self, out: &mut Vec<Completion>) {
         for cqe in self.ring.completion() {
             let slot = cqe.user_data() as u32;
@@ -696,51 +744,20 @@ impl Engine for UringEngine {
             Some(_) => min_complete,
         } as usize;
         let ts = timeout.map(types::Timespec::from);
-        if min_complete > 0 {
-            // Submit first and look at the completion queue before sleeping: on a busy
-            // CPU the completion is often posted by the time `submit` returns (the
-            // device's worker ran on this CPU meanwhile), which saves the waiting call.
-            // Nothing held back (`queue` submitted it all): no call at all.
-            let submitted = if self.ring.submission().is_empty() {
-                Ok(0)
-            } else {
-                self.enter(0, None)
-            };
-            if let Err(e) = submitted {
-                // EBUSY (completion backlog) and EINTR are handled by the waiting call
-                // below, which submits again.
-                if !matches!(e.raw_os_error(), Some(libc::EBUSY) | Some(libc::EINTR)) {
-                    return Err(e.into());
-                }
-            }
-            if self.ready(min_complete) {
-                self.drain(out);
+        if min_complete > 0 && self.ready(min_complete) && self.ring.submission().is_empty() {
+            // Already there and nothing to submit: no call at all.
+            self.drain(out);
+            return Ok(());
+        }
+        if min_complete == 1 && !self.poll.is_zero() && self.in_flight >= self.poll_min_inflight {
+            if self.poll_skip > 0 {
+                self.poll_skip -= 1;
+            } else if self.submit_and_poll(out)? {
                 return Ok(());
             }
-            // With several I/Os in flight the next completion is usually microseconds
-            // away: poll for it rather than sleep, because waking an idle (virtual) CPU
-            // costs tens of microseconds and leaves the device idle meanwhile. At low
-            // queue depth, or after a poll came back empty, sleep at once.
-            if min_complete == 1 && !self.poll.is_zero() && self.in_flight >= self.poll_min_inflight
-            {
-                if self.poll_skip > 0 {
-                    self.poll_skip -= 1;
-                } else {
-                    let deadline = std::time::Instant::now() + self.poll;
-                    loop {
-                        if self.ready(1) {
-                            self.drain(out);
-                            return Ok(());
-                        }
-                        if std::time::Instant::now() >= deadline {
-                            self.poll_skip = POLL_BACKOFF;
-                            break;
-                        }
-                        std::hint::spin_loop();
-                    }
-                }
-            }
         }
+        // One call submits what is held back, runs the completions' task work and
+        // returns at once if enough completed; it sleeps only otherwise.
         loop {
             let r = self.enter(want as u32, ts.as_ref());
             match r {
