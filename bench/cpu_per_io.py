@@ -17,13 +17,14 @@ buffers and file):
   ``t/io_uring -d16 -s4 -c4``.
 
 ``t/io_uring`` stays outside this repository: build it from fio's sources yourself and
-pass its path. Runs are interleaved A B B A (with ``--fio``, A B C C B A) ``--rounds``
-times per case; the figures are medians.
+pass its path. Runs are interleaved A B B A (with more tools, A B C C B A and so on)
+``--rounds`` times per case; the figures are medians, and each block's ratio is the
+ratio of that block's two medians.
 
 Usage (root, from the repository root, after ``cargo build --release``):
 
     python3 bench/cpu_per_io.py --t-io-uring /path/to/fio/t/io_uring --dir /var/tmp \
-        --seconds 5 --rounds 3 [--fio fio] [--cases loop-qd32,loop-qd1,rootfs-qd16]
+        --seconds 5 --rounds 3 [--fio fio] [--reap-one] [--cases loop-qd32,loop-qd1,rootfs-qd16]
 """
 
 import argparse
@@ -56,9 +57,9 @@ def measured(cmd, dev):
     return out, cpu, wall, ios
 
 
-def t_io_uring(binary, path, case, secs, dev):
+def t_io_uring(binary, path, case, secs, dev, reap=None):
     d, s = case["qd"], case["batch"]
-    cmd = [binary, f"-d{d}", f"-s{s}", f"-c{s}", "-p0", "-B1", "-F1", "-n1", "-O1",
+    cmd = [binary, f"-d{d}", f"-s{s}", f"-c{reap or s}", "-p0", "-B1", "-F1", "-n1", "-O1",
            f"-r{secs}", path]
     out, cpu, wall, ios = measured(cmd, dev)
     per_s = [float(m.group(1)) * (1000 if m.group(2) == "K" else 1)
@@ -102,6 +103,9 @@ def main():
     ap.add_argument("--iofleet", default="target/release/iofleet")
     ap.add_argument("--t-io-uring", required=True, help="t/io_uring built from fio's sources")
     ap.add_argument("--fio", default="", help="also run this fio binary in each block")
+    ap.add_argument("--reap-one", action="store_true",
+                    help="also run t/io_uring waiting for one completion per call (-c1), "
+                         "the choice iofleet makes so that no completion is stamped late")
     ap.add_argument("--dir", default="/var/tmp", help="a directory on the root filesystem")
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=3, help="interleaved blocks per case")
@@ -141,12 +145,15 @@ def main():
                 path, target, dev = loop, loop, os.path.basename(loop)
             else:
                 path, target, dev = file_path, os.path.join(work, "t"), device_of(file_path)
-            tools = ["t/io_uring", "iofleet"] + (["fio"] if args.fio else [])
+            tools = (["t/io_uring", "iofleet"] + (["t/io_uring -c1"] if args.reap_one else [])
+                     + (["fio"] if args.fio else []))
             runs = {t: [] for t in tools}
             for block in range(args.rounds):
                 for t in tools + tools[::-1]:
                     if t == "t/io_uring":
                         r = t_io_uring(tio, path, case, args.seconds, dev)
+                    elif t == "t/io_uring -c1":
+                        r = t_io_uring(tio, path, case, args.seconds, dev, reap=1)
                     elif t == "iofleet":
                         r = iofleet(binary, target, case, args.seconds, dev)
                     else:
@@ -158,7 +165,7 @@ def main():
             base = med["t/io_uring"]["cpu_us_per_io"]
             for t in tools:
                 each = ", ".join(f"{r['cpu_us_per_io']:.2f}" for r in runs[t])
-                print(f"{name:<12} {t:<11} {med[t]['cpu_us_per_io']:.3f} µs/IO "
+                print(f"{name:<12} {t:<14} {med[t]['cpu_us_per_io']:.3f} µs/IO "
                       f"({med[t]['cpu_us_per_io'] / base:.3f}x) IOPS {med[t]['iops']:>8.0f} | "
                       f"runs {each}", flush=True)
             blocks = []

@@ -9,8 +9,9 @@
 //!   back to cooperative task work, then a plain ring: completions are run when the
 //!   thread waits, and no interrupt kicks it while it works.
 //! - **Submission.** `queue` submits at once while the batch it holds back is small
-//!   against what the device holds (`SUBMIT_FRACTION`): a device short of work gets each
-//!   I/O immediately, a deep queue gets batches of a few.
+//!   against what the device holds (`SUBMIT_FRACTION`): a device short of work gets its
+//!   I/Os immediately, a deep queue gets batches of a few; a lone I/O goes out with the
+//!   wait that follows it, in the same call.
 //! - **Waiting.** One call submits what is left, runs the completions' task work and
 //!   sleeps only if nothing has completed; with nothing to submit and a completion
 //!   already in the queue, no call at all. On a plain ring with 4 or more I/Os in flight
@@ -121,11 +122,14 @@ struct GeteventsArg {
 /// After a poll that found nothing, skip polling for this many waits.
 const POLL_BACKOFF: u32 = 16;
 
-/// `queue` submits at once when the I/Os it holds back exceed 1/8 of those the device
-/// already has: at low depth every I/O goes out immediately, at QD32 in batches of about
-/// four. Holding a whole batch until the next wait starved a virtio disk of 20-30% of
-/// its IOPS at QD 4-32 (measured against fio in bench/README.md), while batches of a few
-/// keep the syscall count, and the CPU per I/O on a memory-backed loop device, low.
+/// `queue` submits at once when the I/Os it holds back are two or more and exceed 1/8
+/// of those the device already has: at low depth each pair goes out at once, at QD32
+/// batches of about four. Holding a whole batch until the next wait starved a virtio
+/// disk of 20-30% of its IOPS at QD 4-32 (measured against fio in bench/README.md),
+/// while batches of a few keep the syscall count, and the CPU per I/O on a
+/// memory-backed loop device, low. A lone I/O is left to the wait that follows, which
+/// submits it in the same call: submitting it on its own cost a second `io_uring_enter`
+/// per I/O at QD1.
 const SUBMIT_FRACTION: u32 = 8;
 
 /// io_uring engine for one I/O thread and the disks it drives.
@@ -713,10 +717,10 @@ impl Engine for UringEngine {
         }
         self.in_flight += 1;
         // Submit early once the batch held back is more than 1/SUBMIT_FRACTION of
-        // what the device holds: a device with little to do gets each I/O at once.
+        // what the device holds: a device with little to do gets its I/Os at once.
         let held = self.ring.submission().len() as u32;
         let at_device = self.in_flight - held;
-        if held * SUBMIT_FRACTION > at_device {
+        if held >= 2 && held * SUBMIT_FRACTION > at_device {
             self.ensure_enabled()?;
             if let Err(e) = self.enter(0, None) {
                 // The waiting call submits again; only a real failure is reported.
@@ -1037,13 +1041,19 @@ mod tests {
     fn queue_submits_early_in_small_batches() {
         let mut e = UringEngine::new(disk(tempfile::tempfile().unwrap()), params(32), 9).unwrap();
         e.queue(req(0, OpKind::Write, 0)).unwrap();
-        assert_eq!(e.ring.submission().len(), 0, "a lone I/O goes out at once");
-        for slot in 1..32 {
+        assert_eq!(
+            e.ring.submission().len(),
+            1,
+            "a lone I/O waits for the wait"
+        );
+        e.queue(req(1, OpKind::Write, BS as u64)).unwrap();
+        assert_eq!(e.ring.submission().len(), 0, "a pair goes out at once");
+        for slot in 2..32 {
             e.queue(req(slot, OpKind::Write, slot as u64 * BS as u64))
                 .unwrap();
             let held = e.ring.submission().len() as u32;
             assert!(
-                held * SUBMIT_FRACTION <= e.in_flight - held,
+                held < 2 || held * SUBMIT_FRACTION <= e.in_flight - held,
                 "slot {slot}: {held} held back with {} at the device",
                 e.in_flight - held
             );
