@@ -719,6 +719,86 @@ fn live_view_follows_a_run_in_a_real_browser() {
     check_screenshots(pages);
 }
 
+#[test]
+fn live_view_shows_the_rounds_in_a_real_browser() {
+    if !browser_ready("live_view_shows_the_rounds_in_a_real_browser") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let result_file = dir.path().join("result.json");
+    // Rounds of 2 s at a capped rate (steady after the window's five): about 12 s.
+    let (run, addr) = live_run(
+        &result_file,
+        &ONE_PROFILE,
+        "2s",
+        &["--no-save", "--steady-state"],
+    );
+    // Opened in round 2 (round 1 is intervals 0..=11: 4 of warm-up, 8 measured).
+    wait_for_interval(&addr, 13);
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/ui/live_browser.py");
+    let o = Command::new("timeout")
+        .args(["300", "python3", script, "--base"])
+        .arg(format!("http://{addr}"))
+        .arg("--out")
+        .arg(dir.path())
+        .arg("--steps")
+        .output()
+        .unwrap();
+    let result = finish(run, &result_file);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "the browser script failed: {}{}",
+        out(&o),
+        err(&o)
+    );
+    let seen: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON line");
+    let rounds = result["steady_state"]["rounds"].as_u64().unwrap();
+    // The step line said each round it saw, ending with the last; a dashed boundary
+    // where each round after the first began; the whole command's intervals (round 1's
+    // 4 of warm-up, then 8 per round) and, at the end, its clock.
+    let steps: Vec<&str> = seen["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    let ks: Vec<u64> = steps
+        .iter()
+        .map(|text| {
+            text.strip_prefix("steady-state round ")
+                .and_then(|t| t.strip_suffix(" of ≤25 at 12,000 IOPS"))
+                .and_then(|k| k.parse().ok())
+                .unwrap_or_else(|| panic!("{text}: {seen}"))
+        })
+        .collect();
+    assert!(
+        ks.first().is_some_and(|&k| k >= 2),
+        "opened in round 2: {seen}"
+    );
+    assert!(ks.windows(2).all(|w| w[0] < w[1]), "in order: {seen}");
+    assert_eq!(
+        steps.last().copied(),
+        Some(format!("steady-state round {rounds} of ≤25 at 12,000 IOPS").as_str()),
+        "{seen}"
+    );
+    assert_eq!(seen["step_marks"].as_u64(), Some(rounds - 1), "{seen}");
+    let measured = result["intervals"].as_array().unwrap().len() as u64;
+    assert_eq!(measured, 8, "{result}");
+    assert_eq!(seen["intervals"].as_u64(), Some(4 + 8 * rounds), "{seen}");
+    assert_eq!(seen["phases"].as_array().unwrap().last().unwrap(), "done");
+    assert!(
+        seen["clock"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("over {rounds} runs")),
+        "{seen}"
+    );
+    let pages = seen["pages"].as_array().unwrap();
+    assert_eq!(pages.len(), 2, "{seen}");
+    check_screenshots(pages);
+}
+
 /// The `/events` stream of the live run at `addr`, read until the run ends it.
 fn raw_events(addr: &str) -> String {
     let mut s = TcpStream::connect(addr).unwrap();
