@@ -27,6 +27,7 @@ use iofleet_stats::slo;
 
 use crate::args::RunArgs;
 use crate::find_max::{find_max, report_table, SearchArgs};
+use crate::live_session::LiveSession;
 use crate::record::DbArg;
 use crate::session::{check_step_args, closed_loop, ctrl_c_flag, resolve, step};
 use crate::Exit;
@@ -327,6 +328,7 @@ fn at_peak(run: &RunArgs, name: &str) -> Result<(Basis, i32), Exit> {
         ("plan".to_string(), name.to_string()),
         ("sizing".to_string(), "at-peak".to_string()),
     ];
+    let mut live = LiveSession::open(run)?;
     let stop = ctrl_c_flag();
     let (r, mut code) = step(
         run,
@@ -335,7 +337,9 @@ fn at_peak(run: &RunArgs, name: &str) -> Result<(Basis, i32), Exit> {
         labels,
         run.seed,
         &stop,
+        &mut live,
     )?;
+    live.finish();
     let iops = r.summary.all.iops;
     if code != 130 && (iops.is_nan() || iops <= 0.0) {
         code = code.max(1);

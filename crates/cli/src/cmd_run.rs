@@ -18,6 +18,7 @@ use iofleet_store::Analysis;
 
 use crate::args::{OutputFormat, RunArgs};
 use crate::dry_run;
+use crate::live_session::LiveSession;
 use crate::session::{ctrl_c_flag, exit_code, fleet_exit, launcher_for, resolve};
 use crate::Exit;
 
@@ -65,8 +66,11 @@ fn execute(a: RunArgs, groups: Vec<GroupPlan>, settings: RunSettings) -> Result<
         }
         None => None,
     };
+    // The listener and live view, once for every round of --steady-state.
+    let mut live = LiveSession::open(&a)?;
     let stop = ctrl_c_flag();
-    let result = crate::steady::measure_step(&a, &groups, settings, &stop)?;
+    let result = crate::steady::measure_step(&a, &groups, settings, &stop, &mut live)?;
+    live.finish();
     print_and_exit_code(&a, &result, output.as_mut(), &stop)
 }
 

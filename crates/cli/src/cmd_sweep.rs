@@ -14,12 +14,14 @@
 use std::io::Write;
 
 use clap::Args;
+use iofleet_profile::GroupPlan;
 use iofleet_report::compare::opt_fixed;
 use iofleet_stats::result::RunResult;
 
 use crate::args::RunArgs;
+use crate::live_session::{LiveSession, Step, StepKind};
 use crate::session::{
-    check_step_args, closed_loop, ctrl_c_flag, exit_code, resolve, step, with_rate,
+    check_step_args, closed_loop, ctrl_c_flag, exit_code, offered_rate, resolve, step, with_rate,
 };
 use crate::Exit;
 
@@ -115,6 +117,8 @@ pub fn run(s: SweepArgs) -> Result<i32, Exit> {
         let profile = s.run.profile.as_deref().unwrap_or("flags");
         format!("sweep-{profile}-{key}")
     });
+    // One listener and live view for every step (and round).
+    let mut live = LiveSession::open(&s.run)?;
     let stop = ctrl_c_flag();
     let mut done: Vec<(String, RunResult)> = Vec::new();
     let mut code = 0;
@@ -130,7 +134,8 @@ pub fn run(s: SweepArgs) -> Result<i32, Exit> {
         if !a.quiet {
             eprintln!("step {}/{n}: {key} = {value}", i + 1);
         }
-        match crate::steady::measure_step(&a, &groups, settings, &stop) {
+        live.step(&sweep_step(i, n, format!("{key}={value}"), &groups));
+        match crate::steady::measure_step(&a, &groups, settings, &stop, &mut live) {
             Ok(result) => {
                 // The worst step decides: a lost host (3) or a failed source (1) in any
                 // step is the sweep's, as in `iofleet run`.
@@ -147,6 +152,7 @@ pub fn run(s: SweepArgs) -> Result<i32, Exit> {
             }
         }
     }
+    live.finish();
     print_curve(&s, &sweep, &key, &done)?;
     match failed {
         Some(e) => Err(e),
@@ -175,12 +181,14 @@ fn rate_curve(s: &SweepArgs) -> Result<i32, Exit> {
             (KEY.to_string(), v.to_string()),
         ]
     };
+    let mut live = LiveSession::open(&s.run)?;
     let stop = ctrl_c_flag();
     let n = RATE_CURVE.len() + 1;
     if !s.run.quiet {
         eprintln!("step 1/{n}: the closed-loop maximum");
     }
     let mut done: Vec<(String, RunResult)> = Vec::new();
+    live.step(&sweep_step(0, n, format!("{KEY}=max"), &closed));
     let (max, mut code) = step(
         &s.run,
         &closed,
@@ -188,6 +196,7 @@ fn rate_curve(s: &SweepArgs) -> Result<i32, Exit> {
         labels(0, "max"),
         s.run.seed,
         &stop,
+        &mut live,
     )?;
     let top = max.summary.all.iops;
     done.push(("max".into(), max));
@@ -200,6 +209,7 @@ fn rate_curve(s: &SweepArgs) -> Result<i32, Exit> {
             if !s.run.quiet {
                 eprintln!("step {}/{n}: {pct}% = {rate:.0} IOPS", i + 2);
             }
+            live.step(&sweep_step(i + 1, n, format!("{KEY}={pct}"), &g));
             match step(
                 &s.run,
                 &g,
@@ -207,6 +217,7 @@ fn rate_curve(s: &SweepArgs) -> Result<i32, Exit> {
                 labels(i + 1, &pct.to_string()),
                 s.run.seed,
                 &stop,
+                &mut live,
             ) {
                 Ok((r, c)) => {
                     code = code.max(c);
@@ -222,10 +233,23 @@ fn rate_curve(s: &SweepArgs) -> Result<i32, Exit> {
             }
         }
     }
+    live.finish();
     print_curve(s, &sweep, KEY, &done)?;
     match failed {
         Some(e) => Err(e),
         None => Ok(code),
+    }
+}
+
+/// The live view's announcement of step `i` (from 0) of `n`.
+fn sweep_step(i: usize, n: usize, label: String, groups: &[GroupPlan]) -> Step {
+    Step {
+        kind: StepKind::Sweep,
+        index: i as u32 + 1,
+        of: Some(n as u32),
+        at_most: false,
+        label,
+        rate_iops: offered_rate(groups),
     }
 }
 

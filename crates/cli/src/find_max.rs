@@ -16,6 +16,7 @@ use iofleet_stats::result::RunResult;
 use iofleet_stats::slo::{self, Objective};
 
 use crate::args::RunArgs;
+use crate::live_session::{LiveSession, Step, StepKind};
 use crate::search::{self, End, Measured, Outcome, Params};
 use crate::session::{check_step_args, closed_loop, ctrl_c_flag, resolve, step, with_rate};
 use crate::Exit;
@@ -102,9 +103,23 @@ impl Report {
 /// Labels every find-max step carries.
 const OWN_LABELS: [&str; 6] = ["findmax", "step", "rate", "slo", "repeat", "found"];
 
-/// Run the search for `a` under `s`; `name` names the search in the store.
+/// Run the search for `a` under `s`; `name` names the search in the store. The search
+/// has one live session (`--metrics-listen`, `--ui`) for all its steps, each announced.
 pub(crate) fn find_max(a: &RunArgs, s: &SearchArgs, name: &str) -> Result<Report, Exit> {
     let groups = checked_groups(a, s)?;
+    let mut live = LiveSession::open(a)?;
+    let report = search(a, s, name, groups, &mut live);
+    live.finish();
+    report
+}
+
+fn search(
+    a: &RunArgs,
+    s: &SearchArgs,
+    name: &str,
+    groups: Vec<GroupPlan>,
+    live: &mut LiveSession,
+) -> Result<Report, Exit> {
     let mut run = SearchRun {
         a,
         s,
@@ -113,6 +128,7 @@ pub(crate) fn find_max(a: &RunArgs, s: &SearchArgs, name: &str) -> Result<Report
         slo_label: slo::join(&s.slo),
         stop: ctrl_c_flag(),
         code: 0,
+        live,
     };
     let (start, closed) = match s.start {
         Some(r) => (r, None),
@@ -202,6 +218,7 @@ struct SearchRun<'a> {
     slo_label: String,
     stop: Arc<AtomicBool>,
     code: i32,
+    live: &'a mut LiveSession,
 }
 
 impl SearchRun<'_> {
@@ -224,6 +241,14 @@ impl SearchRun<'_> {
         if !a.quiet {
             eprintln!("find-max: measuring the closed-loop maximum");
         }
+        self.live.step(&Step {
+            kind: StepKind::FindMax,
+            index: 0,
+            of: None,
+            at_most: false,
+            label: "the closed-loop maximum".into(),
+            rate_iops: None,
+        });
         let (r, c) = step(
             a,
             &g,
@@ -231,6 +256,7 @@ impl SearchRun<'_> {
             self.labels(0, "closed-loop"),
             a.seed,
             &self.stop,
+            self.live,
         )?;
         self.code = self.code.max(c);
         let iops = r.summary.all.iops;
@@ -274,6 +300,14 @@ impl SearchRun<'_> {
                 if repeat > 0 { " (again: noisy)" } else { "" }
             );
         }
+        self.live.step(&Step {
+            kind: StepKind::FindMax,
+            index: i as u32,
+            of: None,
+            at_most: false,
+            label: if repeat > 0 { "again: noisy" } else { "" }.into(),
+            rate_iops: Some(rate),
+        });
         let (r, c) = step(
             a,
             &g,
@@ -281,6 +315,7 @@ impl SearchRun<'_> {
             l,
             a.seed.wrapping_add(repeat as u64),
             &self.stop,
+            self.live,
         )?;
         self.code = self.code.max(c);
         let m = Measured {

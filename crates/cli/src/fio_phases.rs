@@ -7,7 +7,8 @@
 //! with their `groupid`s numbered on, as fio does (`fio_json::export_phases`).
 //!
 //! Flags that describe one result (`--output`, `--output-format json`, `--json`), and
-//! `--no-save` and `--metrics-listen`, are refused before anything runs. `sweep`,
+//! `--no-save`, are refused before anything runs. `--metrics-listen` (and `--ui`) serve
+//! the whole file: one listener and live view for every phase (`LiveSession`). `sweep`,
 //! `find-max` and `verify` refuse such a file (`fio_job::groups`).
 
 use std::io::{self, Write};
@@ -19,6 +20,7 @@ use iofleet_stats::result::RunResult;
 
 use crate::args::{OutputFormat, RunArgs};
 use crate::fio_job::Phase;
+use crate::live_session::{LiveSession, Step, StepKind};
 use crate::session::{ctrl_c_flag, exit_code, resolve};
 use crate::Exit;
 
@@ -79,12 +81,6 @@ fn refuse(a: &RunArgs, phases: usize) -> Result<(), Exit> {
     if a.save.no_save {
         return why("--no-save", "they are read back from the results store");
     }
-    if a.metrics_listen.is_some() {
-        return why(
-            "--metrics-listen",
-            "run one phase with --fio-job NAME to serve metrics",
-        );
-    }
     if a.save.labels.iter().any(|(k, _)| k == PHASE_LABEL) {
         return Err(Exit::input(format!(
             "--label {PHASE_LABEL}: set by iofleet on each phase of a job file"
@@ -136,6 +132,7 @@ pub(crate) fn run(a: &RunArgs, file: Phased) -> Result<i32, Exit> {
         }
         return Ok(0);
     }
+    let mut live = LiveSession::open(a)?;
     let stop = ctrl_c_flag();
     let fio = matches!(
         a.output_format,
@@ -150,7 +147,15 @@ pub(crate) fn run(a: &RunArgs, file: Phased) -> Result<i32, Exit> {
         if !a.quiet {
             eprintln!("{}", heading(i));
         }
-        let r = crate::steady::measure_step(&pa, &groups, settings, &stop)?;
+        live.step(&Step {
+            kind: StepKind::Phase,
+            index: i as u32 + 1,
+            of: Some(n as u32),
+            at_most: false,
+            label: format!("job(s) {}", phases[i].jobs.join(", ")),
+            rate_iops: crate::session::offered_rate(&groups),
+        });
+        let r = crate::steady::measure_step(&pa, &groups, settings, &stop, &mut live)?;
         let c = if fio {
             exit_code(&pa, &r, &stop)
         } else {
@@ -161,6 +166,7 @@ pub(crate) fn run(a: &RunArgs, file: Phased) -> Result<i32, Exit> {
         }
         done.push((pa, r));
     }
+    live.finish();
     if fio {
         print_fio(a, &done)?;
     }

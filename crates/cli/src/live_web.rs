@@ -5,7 +5,10 @@
 //! `run`, `phase`, `prepare`, `notice`, `interval` (fleet figures) and `hosts` (one
 //! strip per host, with lost hosts and stragglers marked, and one per worker group),
 //! preceded when given by `baseline` (a stored run's curves, `run --baseline`) and
-//! `objectives` (`run --slo`).
+//! `objectives` (`run --slo`). A command of several runs (steady-state rounds, sweep
+//! and find-max steps, fio phases) keeps one `LiveWeb` for all of them
+//! (`crate::live_session`): each begins with a `step` event, a run's end is then
+//! `step-done`, and `done` comes once, at the command's end (`end`).
 //!
 //! The controller's thread (the observer) only formats each event once and appends it
 //! to a bounded history under a mutex held for the append; it never waits for a viewer.
@@ -26,6 +29,7 @@ use iofleet_stats::slo::{Objective, Ops};
 use serde_json::json;
 
 use crate::http::{Answer, Reply, Request};
+use crate::live_session::Step;
 
 /// Events kept for viewers that open the page later: an interval's fleet figures are
 /// ~300 bytes, so at 1 s intervals this is about a day of run in about 30 MB at most.
@@ -96,6 +100,9 @@ impl Shared {
 /// The observer side: formats events and appends them.
 pub struct LiveWeb {
     shared: Arc<Shared>,
+    /// The command announced rounds or steps: a run's end is then the step's
+    /// (`step-done`), and the command's end (`end`) is the `done`.
+    stepped: bool,
 }
 
 /// The server side: the page and the event streams.
@@ -112,6 +119,7 @@ impl LiveWeb {
                 news: Condvar::new(),
                 progress: Condvar::new(),
             }),
+            stepped: false,
         }
     }
 
@@ -200,6 +208,38 @@ impl LiveWeb {
         );
     }
 
+    /// A round or step of the command begins: its kind, number, how many there are (or
+    /// at most), what it is and the rate offered to the fleet.
+    pub(crate) fn step(&mut self, step: &Step) {
+        self.stepped = true;
+        self.push(
+            None,
+            json!({
+                "type": "step",
+                "kind": step.kind.name(),
+                "index": step.index,
+                "of": step.of,
+                "at_most": step.at_most,
+                "label": step.label,
+                "rate_iops": step.rate_iops,
+            }),
+        );
+    }
+
+    /// The command is over: `done`, unless a run without rounds or steps sent it at
+    /// its end. Viewers' streams end once they have sent it.
+    pub fn end(&mut self) {
+        if self.shared.lock().done {
+            return;
+        }
+        self.push(
+            None,
+            json!({ "type": "phase", "phase": "done", "planned_s": 0.0 }),
+        );
+        self.shared.lock().done = true;
+        self.shared.news.notify_all();
+    }
+
     /// After the run: wait (at most `limit`) until every connected viewer has been sent
     /// every event, so a page open at the end shows the run done before the process
     /// exits and the listener closes.
@@ -248,13 +288,15 @@ impl Observer for LiveWeb {
             Phase::Prepare => "prepare",
             Phase::Warmup => "warmup",
             Phase::Measure => "measure",
+            // One round or step of several ended; the command's end is `end`'s.
+            Phase::Done if self.stepped => "step-done",
             Phase::Done => "done",
         };
         self.push(
             None,
             json!({ "type": "phase", "phase": name, "planned_s": planned_s }),
         );
-        if phase == Phase::Done {
+        if phase == Phase::Done && !self.stepped {
             self.shared.lock().done = true;
             self.shared.news.notify_all();
         }
@@ -471,6 +513,73 @@ mod tests {
         // Since a later point: only what came after.
         assert_eq!(h.since(3).len(), 1);
         assert!(!h.done);
+    }
+
+    #[test]
+    fn a_command_of_rounds_is_done_once_at_its_end() {
+        let mut w = LiveWeb::new();
+        for k in 1..=2 {
+            w.step(&Step {
+                kind: crate::live_session::StepKind::Round,
+                index: k,
+                of: Some(25),
+                at_most: true,
+                label: format!("round {k}"),
+                rate_iops: None,
+            });
+            w.phase(Phase::Measure, 1.0);
+            w.phase(Phase::Done, 1.0);
+            assert!(
+                !w.shared.lock().done,
+                "round {k}'s end is not the command's"
+            );
+        }
+        w.end();
+        w.end();
+        let h = w.shared.lock();
+        assert!(h.done);
+        let events: Vec<serde_json::Value> = h
+            .since(0)
+            .iter()
+            .map(|(_, t)| serde_json::from_str(t).unwrap())
+            .collect();
+        let said: Vec<String> = events
+            .iter()
+            .map(|e| match e["type"].as_str().unwrap() {
+                "phase" => e["phase"].as_str().unwrap().to_string(),
+                "step" => format!("{} {}", e["kind"].as_str().unwrap(), e["index"]),
+                other => other.to_string(),
+            })
+            .collect();
+        assert_eq!(
+            said,
+            [
+                "round 1",
+                "measure",
+                "step-done",
+                "round 2",
+                "measure",
+                "step-done",
+                "done"
+            ]
+        );
+        assert_eq!(events[0]["of"], 25);
+        assert_eq!(events[0]["at_most"], true);
+        assert_eq!(events[0]["label"], "round 1");
+        assert_eq!(events[0]["rate_iops"], serde_json::Value::Null);
+    }
+
+    #[test]
+    fn a_run_without_steps_is_done_at_its_end() {
+        let mut w = LiveWeb::new();
+        w.phase(Phase::Measure, 1.0);
+        w.phase(Phase::Done, 1.0);
+        assert!(w.shared.lock().done);
+        // The command's end adds nothing.
+        w.end();
+        let h = w.shared.lock();
+        assert_eq!(h.since(0).len(), 2);
+        assert!(h.since(0)[1].1.contains("\"done\""));
     }
 
     #[test]

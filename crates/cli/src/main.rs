@@ -30,6 +30,7 @@ mod fio_job;
 mod fio_phases;
 mod http;
 mod live;
+mod live_session;
 mod live_web;
 mod metrics;
 mod record;

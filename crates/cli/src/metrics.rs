@@ -104,6 +104,11 @@ pub struct Metrics {
     pages: Arc<Mutex<Pages>>,
     registries: Registries,
     families: Families,
+    /// Intervals of the command's earlier runs (rounds, steps): `iofleet_interval_index`
+    /// counts on across them, as the counters do.
+    intervals_before: u32,
+    /// Intervals seen so far, this run's included.
+    intervals_seen: u32,
 }
 
 impl Metrics {
@@ -141,6 +146,8 @@ impl Metrics {
             pages: Arc::new(Mutex::new(pages)),
             registries,
             families,
+            intervals_before: 0,
+            intervals_seen: 0,
         })
     }
 
@@ -152,8 +159,14 @@ impl Metrics {
 }
 
 impl Observer for Metrics {
+    fn started(&mut self, _info: &iofleet_stats::result::RunInfo) {
+        self.intervals_before = self.intervals_seen;
+    }
+
     fn interval(&mut self, snap: &IntervalSnapshot<'_>) {
-        self.families.record(snap);
+        let index = self.intervals_before + snap.row.index;
+        self.intervals_seen = index + 1;
+        self.families.record(snap, index);
         let pages = Pages::render(&self.registries);
         *self.pages.lock().unwrap_or_else(|p| p.into_inner()) = pages;
     }
@@ -358,7 +371,8 @@ impl Families {
         };
         reg.register(
             "iofleet_interval_index",
-            "Index of the latest finished interval (0 is the first, warm-up included).",
+            "Index of the latest finished interval (0 is the first, warm-up included), \
+             counting on across the rounds or steps of one command.",
             None,
             &f.interval_index,
         )?;
@@ -399,7 +413,9 @@ impl Families {
         Ok(f)
     }
 
-    fn record(&self, snap: &IntervalSnapshot<'_>) {
+    /// Fold in one interval, `index` since the command's first (the run's own index
+    /// when it is the command's only run).
+    fn record(&self, snap: &IntervalSnapshot<'_>, index: u32) {
         let secs = snap.row.duration_s;
         let mut fleet = Sample::default();
         snap.workers.iter().for_each(|w| fleet += w);
@@ -422,7 +438,7 @@ impl Families {
                 self.host.record(&labels, &s, secs);
             }
         }
-        self.interval_index.set(i64::from(snap.row.index));
+        self.interval_index.set(i64::from(index));
         self.warmup.set(i64::from(snap.row.warmup));
         self.hosts.set(snap.hosts.len() as i64);
         self.hosts_lost.set(i64::from(snap.row.hosts_lost));

@@ -1,8 +1,9 @@
 //! One run session, the library behind every command that measures (`run`, `sweep`,
 //! `find-max`, `plan`'s search, `verify`): the arguments resolved into worker groups and
 //! run settings, the launcher chosen (agents with `--hosts`, else threads here), the
-//! results store, live view and `/metrics` around one measurement, Ctrl-C, and the exit
-//! code a result earns. Steady-state rounds (`steady`) and stepped commands (`step`,
+//! results store and terminal line around one measurement (watched too by the command's
+//! `LiveSession`: `/metrics` and the live view, made once per command), Ctrl-C, and the
+//! exit code a result earns. Steady-state rounds (`steady`) and stepped commands (`step`,
 //! `with_rate`, `closed_loop`) measure through `measure` here. Commands only parse, call
 //! and print:
 //!
@@ -10,7 +11,7 @@
 //!   RunArgs ─resolve─▶ groups + RunSettings ─launcher_for─▶ Launcher
 //!                                │                            │
 //!                                └──────── measure ───────────┴─▶ fleet::run ─▶ RunResult ─exit_code─▶ i32
-//!                                         (store, live view, /metrics, Ctrl-C)
+//!                           (store, Ctrl-C; the command's LiveSession: live view, /metrics)
 //! ```
 
 use std::os::unix::fs::FileTypeExt;
@@ -27,6 +28,7 @@ use iofleet_stats::result::RunResult;
 
 use crate::args::RunArgs;
 use crate::live::LiveView;
+use crate::live_session::LiveSession;
 use crate::record::StoreRecorder;
 use crate::Exit;
 
@@ -242,65 +244,25 @@ pub(crate) fn fleet_exit(e: iofleet_fleet::FleetError) -> Exit {
     }
 }
 
-/// The live view, with `run`'s `--baseline` (read from the store before any I/O; a run
-/// not found is an input error naming the flag) and `--slo`.
-fn live_web(a: &RunArgs) -> Result<crate::live_web::LiveWeb, Exit> {
-    let mut web = crate::live_web::LiveWeb::new();
-    if let Some(q) = &a.live.baseline {
-        let db = crate::record::DbArg {
-            db: a.save.db.clone(),
-        };
-        let named = |e: Exit| Exit {
-            code: e.code,
-            message: format!("--baseline {q}: {}", e.message),
-        };
-        let store = db.open().map_err(named)?;
-        let run = crate::stored::load_run(&store, q).map_err(named)?;
-        web.baseline(&run);
-    }
-    web.objectives(&a.live.slo);
-    Ok(web)
-}
-
-/// Launcher, store, live view and metrics around one run of `groups`: the result, saved
-/// unless `--no-save`, with the stored identity filled in. `stop` ends it early.
+/// Launcher, store and terminal line around one run of `groups`, with the command's
+/// live session (`/metrics`, live view) watching it too: the result, saved unless
+/// `--no-save`, with the stored identity filled in. `stop` ends it early.
 pub(crate) fn measure(
     a: &RunArgs,
     groups: &[GroupPlan],
     settings: RunSettings,
     stop: &Arc<AtomicBool>,
+    live_session: &mut LiveSession,
 ) -> Result<RunResult, Exit> {
     let mut launcher = launcher_for(a, settings)?;
 
     // Open the results store before any I/O (a bad --db fails early).
     let mut recorder = StoreRecorder::open(&a.save, a.quiet)?;
 
-    let mut web = match a.ui {
-        true => Some(live_web(a)?),
-        false => None,
-    };
-    let mut metrics = match &a.metrics_listen {
-        Some(addr) => {
-            let (m, local) = crate::metrics::Metrics::listen(addr, web.as_ref().map(|w| w.site()))?;
-            if !a.quiet {
-                eprintln!("metrics: http://{local}/metrics");
-                if web.is_some() {
-                    eprintln!("live view: http://{local}/");
-                }
-            }
-            Some(m)
-        }
-        None => None,
-    };
     let mut live = LiveView::new(a.quiet);
     let result = {
         let mut observers: Vec<&mut dyn Observer> = vec![&mut live];
-        if let Some(m) = metrics.as_mut() {
-            observers.push(m);
-        }
-        if let Some(w) = web.as_mut() {
-            observers.push(w);
-        }
+        observers.extend(live_session.observers());
         if let Some(r) = recorder.as_mut() {
             observers.push(r);
         }
@@ -314,10 +276,6 @@ pub(crate) fn measure(
     };
     drop(launcher);
     live.finish();
-    if let Some(w) = &web {
-        // Let open pages receive the end of the run before the listener closes.
-        w.linger(std::time::Duration::from_secs(2));
-    }
     let mut result = result;
     if let Ok(r) = result.as_mut() {
         // A fio job file's mapping notices, where the run's own notices are.
@@ -421,6 +379,25 @@ pub(crate) fn with_rate(groups: &mut [GroupPlan], total: f64) -> Result<(), Exit
     Ok(())
 }
 
+/// The rate offered to the whole fleet (IOPS) by `groups`, the inverse of `with_rate`:
+/// per worker, the closed-loop streams' `timing.rate_iops` plus the streams' own rates,
+/// times the workers. None when some group runs closed loop (no rate to offer).
+pub(crate) fn offered_rate(groups: &[GroupPlan]) -> Option<f64> {
+    let mut total = 0.0;
+    for g in groups {
+        let p = &g.plan;
+        let weighted = p.streams.iter().any(|s| s.rate_iops.is_none());
+        let rated: f64 = p.streams.iter().filter_map(|s| s.rate_iops).sum();
+        let shared = match (weighted, p.timing.rate_iops) {
+            (false, _) => 0.0,
+            (true, Some(r)) => r,
+            (true, None) => return None,
+        };
+        total += (shared + rated) * f64::from(p.fleet.workers);
+    }
+    Some(total)
+}
+
 /// The groups as a closed loop (no rate cap), for the measured maximum. A group whose
 /// streams all have their own rate becomes one closed-loop lane that mixes them in
 /// proportion to those rates (its qd is `fleet.qd`); a group that mixes rated and
@@ -463,6 +440,7 @@ pub(crate) fn step(
     labels: Vec<(String, String)>,
     seed: u64,
     stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
+    live: &mut LiveSession,
 ) -> Result<(RunResult, i32), Exit> {
     let mut a = a.clone();
     a.save.name = Some(name);
@@ -471,7 +449,7 @@ pub(crate) fn step(
     a.ov.rate = None;
     let (_, settings) = resolve(&a)?;
     // With --steady-state, every step is measured in rounds until steady.
-    let r = crate::steady::measure_step(&a, groups, settings, stop)?;
+    let r = crate::steady::measure_step(&a, groups, settings, stop, live)?;
     let code = exit_code(&a, &r, stop);
     Ok((r, code))
 }
@@ -479,9 +457,9 @@ pub(crate) fn step(
 /// The run arguments every stepping command refuses, and the labels it sets itself.
 pub(crate) fn check_step_args(a: &RunArgs, own: &[&str]) -> Result<(), Exit> {
     crate::steady::check_args(a)?;
-    if a.dry_run || a.output.is_some() || a.metrics_listen.is_some() || a.output_format.is_some() {
+    if a.dry_run || a.output.is_some() || a.output_format.is_some() {
         return Err(Exit::input(
-            "--dry-run, --output, --output-format and --metrics-listen apply to `iofleet run`; each step is saved in the results store",
+            "--dry-run, --output and --output-format apply to `iofleet run`; each step is saved in the results store",
         ));
     }
     if let Some((k, _)) = a
@@ -543,6 +521,24 @@ mod tests {
             (r[0] - 150.0).abs() < 1e-9 && (r[1] - 30.0).abs() < 1e-9,
             "{r:?}"
         );
+    }
+
+    #[test]
+    fn the_offered_rate_is_the_total_with_rate_set() {
+        for (profile, workers, total) in [
+            ("easy-run-4k100r", 4, 10_000.0),
+            ("vmfleet-sql", 2, 3_600.0),
+            ("vmfleet-sql", 3, 360.0),
+        ] {
+            let mut g = groups(profile, workers);
+            assert!(with_rate(&mut g, total).is_ok());
+            let got = offered_rate(&g).unwrap();
+            assert!((got - total).abs() < 1e-6, "{profile}: {got} for {total}");
+        }
+        // A closed loop offers no rate.
+        let mut g = groups("easy-run-4k100r", 2);
+        assert!(closed_loop(&mut g, "--start", "").is_ok());
+        assert_eq!(offered_rate(&g), None);
     }
 
     #[test]

@@ -26,6 +26,7 @@ use iofleet_stats::result::RunResult;
 use iofleet_stats::steady::{first_steady_round, SteadyState, MAX_ROUNDS};
 
 use crate::args::RunArgs;
+use crate::live_session::{LiveSession, Step, StepKind};
 use crate::record::update_stored_result;
 use crate::session::measure;
 use crate::Exit;
@@ -39,11 +40,12 @@ pub(crate) fn measure_step(
     groups: &[GroupPlan],
     settings: RunSettings,
     stop: &Arc<AtomicBool>,
+    live: &mut LiveSession,
 ) -> Result<RunResult, Exit> {
     if a.steady_state {
-        measure_until_steady(a, groups, settings, stop)
+        measure_until_steady(a, groups, settings, stop, live)
     } else {
-        measure(a, groups, settings, stop)
+        measure(a, groups, settings, stop, live)
     }
 }
 
@@ -60,12 +62,13 @@ pub(crate) fn check_args(a: &RunArgs) -> Result<(), Exit> {
 /// Rounds of `groups` until the steady-state rule holds over the last five, at most
 /// 25; the last round's result with its `steady_state` block. Ctrl-C (`stop`), or a
 /// round that stopped early or lost a source, ends the rounds: the block then says the
-/// rule did not hold.
-pub fn measure_until_steady(
+/// rule did not hold. Each round is announced to the command's live session.
+pub(crate) fn measure_until_steady(
     a: &RunArgs,
     groups: &[GroupPlan],
     settings: RunSettings,
     stop: &Arc<AtomicBool>,
+    live: &mut LiveSession,
 ) -> Result<RunResult, Exit> {
     check_args(a)?;
     let timing = &groups
@@ -92,7 +95,15 @@ pub fn measure_until_steady(
         if let EngineSpec::Sim(device) = &mut rs.engine {
             device.age_ns = device.age_ns.saturating_add(served.as_nanos() as u64);
         }
-        let r = measure(&ra, &rg, rs, stop)?;
+        live.step(&Step {
+            kind: StepKind::Round,
+            index: k,
+            of: Some(MAX_ROUNDS),
+            at_most: true,
+            label: format!("round {k}"),
+            rate_iops: crate::session::offered_rate(&rg),
+        });
+        let r = measure(&ra, &rg, rs, stop, live)?;
         served += round + if k == 1 { warmup } else { Duration::ZERO };
         let cut_short = r.run.interrupted
             || stop.load(Ordering::SeqCst)

@@ -470,8 +470,19 @@ const TWO_GROUPS: [&str; 4] = [
 /// --ui` and `extra` (`--no-save`, or a store and what the live view draws), its JSON
 /// result written to `out`; the listener's address once it is up.
 fn live_run(out: &Path, workload: &[&str], duration: &str, extra: &[&str]) -> (Server, String) {
+    live_command("run", out, workload, duration, extra)
+}
+
+/// `live_run` for another measuring command (`sweep`, …): its JSON output goes to `out`.
+fn live_command(
+    command: &str,
+    out: &Path,
+    workload: &[&str],
+    duration: &str,
+    extra: &[&str],
+) -> (Server, String) {
     let child = Command::new(assert_cmd::cargo::cargo_bin("iofleet"))
-        .arg("run")
+        .arg(command)
         .args(workload)
         .args(extra)
         .args([
@@ -708,6 +719,86 @@ fn live_view_follows_a_run_in_a_real_browser() {
     check_screenshots(pages);
 }
 
+#[test]
+fn live_view_shows_the_rounds_in_a_real_browser() {
+    if !browser_ready("live_view_shows_the_rounds_in_a_real_browser") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let result_file = dir.path().join("result.json");
+    // Rounds of 2 s at a capped rate (steady after the window's five): about 12 s.
+    let (run, addr) = live_run(
+        &result_file,
+        &ONE_PROFILE,
+        "2s",
+        &["--no-save", "--steady-state"],
+    );
+    // Opened in round 2 (round 1 is intervals 0..=11: 4 of warm-up, 8 measured).
+    wait_for_interval(&addr, 13);
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/ui/live_browser.py");
+    let o = Command::new("timeout")
+        .args(["300", "python3", script, "--base"])
+        .arg(format!("http://{addr}"))
+        .arg("--out")
+        .arg(dir.path())
+        .arg("--steps")
+        .output()
+        .unwrap();
+    let result = finish(run, &result_file);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "the browser script failed: {}{}",
+        out(&o),
+        err(&o)
+    );
+    let seen: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON line");
+    let rounds = result["steady_state"]["rounds"].as_u64().unwrap();
+    // The step line said each round it saw, ending with the last; a dashed boundary
+    // where each round after the first began; the whole command's intervals (round 1's
+    // 4 of warm-up, then 8 per round) and, at the end, its clock.
+    let steps: Vec<&str> = seen["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    let ks: Vec<u64> = steps
+        .iter()
+        .map(|text| {
+            text.strip_prefix("steady-state round ")
+                .and_then(|t| t.strip_suffix(" of ≤25 at 12,000 IOPS"))
+                .and_then(|k| k.parse().ok())
+                .unwrap_or_else(|| panic!("{text}: {seen}"))
+        })
+        .collect();
+    assert!(
+        ks.first().is_some_and(|&k| k >= 2),
+        "opened in round 2: {seen}"
+    );
+    assert!(ks.windows(2).all(|w| w[0] < w[1]), "in order: {seen}");
+    assert_eq!(
+        steps.last().copied(),
+        Some(format!("steady-state round {rounds} of ≤25 at 12,000 IOPS").as_str()),
+        "{seen}"
+    );
+    assert_eq!(seen["step_marks"].as_u64(), Some(rounds - 1), "{seen}");
+    let measured = result["intervals"].as_array().unwrap().len() as u64;
+    assert_eq!(measured, 8, "{result}");
+    assert_eq!(seen["intervals"].as_u64(), Some(4 + 8 * rounds), "{seen}");
+    assert_eq!(seen["phases"].as_array().unwrap().last().unwrap(), "done");
+    assert!(
+        seen["clock"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("over {rounds} runs")),
+        "{seen}"
+    );
+    let pages = seen["pages"].as_array().unwrap();
+    assert_eq!(pages.len(), 2, "{seen}");
+    check_screenshots(pages);
+}
+
 /// The `/events` stream of the live run at `addr`, read until the run ends it.
 fn raw_events(addr: &str) -> String {
     let mut s = TcpStream::connect(addr).unwrap();
@@ -861,4 +952,204 @@ fn live_events_carry_the_baseline_the_objectives_and_the_groups() {
         .map(|g| g["name"].as_str().unwrap())
         .collect();
     assert_eq!(named, ["big", "small"]);
+}
+
+/// `iofleet_interval_index` on the /metrics page at `addr`, or None while it has none;
+/// Err when the page cannot be read or does not answer 200.
+fn interval_index(addr: &str) -> Result<Option<u64>, String> {
+    let mut s = TcpStream::connect(addr).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(s, "GET /metrics HTTP/1.1\r\nHost: {addr}\r\n\r\n").map_err(|e| e.to_string())?;
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).map_err(|e| e.to_string())?;
+    if !raw.starts_with("HTTP/1.1 200 OK\r\n") {
+        return Err(raw);
+    }
+    Ok(raw
+        .lines()
+        .find_map(|l| l.strip_prefix("iofleet_interval_index "))
+        .and_then(|v| v.trim().parse().ok()))
+}
+
+/// Scrape /metrics at `addr` every 100 ms until `over`: the interval index of every
+/// scrape made entirely while the command was under way (`over` unset before and after).
+fn poll_metrics(
+    addr: String,
+    over: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<Vec<Result<Option<u64>, String>>> {
+    use std::sync::atomic::Ordering::SeqCst;
+    std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        while !over.load(SeqCst) {
+            let answer = interval_index(&addr);
+            if over.load(SeqCst) {
+                break;
+            }
+            seen.push(answer);
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        seen
+    })
+}
+
+/// What each event says, for comparing the order of a stream's events: a step's kind
+/// and number, a phase's name, else the event's type.
+fn said(events: &[serde_json::Value]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| match e["type"].as_str().unwrap() {
+            "step" => format!("{} {}", e["kind"].as_str().unwrap(), e["index"]),
+            "phase" => e["phase"].as_str().unwrap().to_string(),
+            other => other.to_string(),
+        })
+        .collect()
+}
+
+#[test]
+fn one_live_session_spans_the_rounds_of_a_steady_state_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("result.json");
+    // Rounds of 1 s (the first after 1 s of warm-up) at a capped rate: steady after
+    // the five rounds of the window.
+    let (run, addr) = live_run(&out, &ONE_PROFILE, "1s", &["--no-save", "--steady-state"]);
+    // One viewer from the start, and /metrics scraped until its stream ends (with the
+    // command's `done`).
+    let over = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let first = {
+        let (addr, over) = (addr.clone(), over.clone());
+        std::thread::spawn(move || {
+            let raw = raw_events(&addr);
+            over.store(true, std::sync::atomic::Ordering::SeqCst);
+            raw
+        })
+    };
+    let scraper = poll_metrics(addr.clone(), over);
+    // Round 1 has 4 warm-up and 4 measured intervals (0..=7), later rounds 4 each: wait
+    // until round 4.
+    wait_for_interval(&addr, 17);
+    assert!(
+        !first.is_finished(),
+        "the first viewer's stream is still open in round 3"
+    );
+    // A late viewer.
+    let late = raw_events(&addr);
+    let first = first.join().unwrap();
+    let result = finish(run, &out);
+    let scrapes = scraper.join().unwrap();
+
+    let block = &result["steady_state"];
+    let rounds = block["rounds"].as_u64().unwrap();
+    assert!(rounds >= 5, "{block}");
+    let events = parsed(&first);
+    let steps: Vec<&serde_json::Value> = events.iter().filter(|e| e["type"] == "step").collect();
+    assert_eq!(steps.len() as u64, rounds, "a step event per round");
+    for (k, s) in steps.iter().enumerate() {
+        let k = k as u64 + 1;
+        assert_eq!(s["kind"], "round", "{s}");
+        assert_eq!(s["index"], k, "{s}");
+        assert_eq!(s["label"], format!("round {k}"), "{s}");
+        assert_eq!(
+            (s["of"].as_u64(), s["at_most"].as_bool()),
+            (Some(25), Some(true)),
+            "{s}"
+        );
+        // 3 workers at --rate 4000 each.
+        assert_eq!(s["rate_iops"], 12_000.0, "{s}");
+    }
+    // Each round: its step, its run, its phases and intervals, its end (not `done`);
+    // `done` once, last, for the whole command.
+    let said = said(&events);
+    let done = said.iter().filter(|w| *w == "done").count();
+    assert_eq!(done, 1, "{said:?}");
+    assert_eq!(said.last().map(String::as_str), Some("done"), "{said:?}");
+    let ends = said.iter().filter(|w| *w == "step-done").count() as u64;
+    assert_eq!(ends, rounds, "{said:?}");
+    let runs: Vec<usize> = (0..said.len()).filter(|&i| said[i] == "run").collect();
+    assert_eq!(runs.len() as u64, rounds, "{said:?}");
+    for (k, &at) in runs.iter().enumerate() {
+        let step = said[..at].iter().rev().find(|w| w.starts_with("round "));
+        assert_eq!(step, Some(&format!("round {}", k + 1)), "{said:?}");
+    }
+    // The last round's intervals are the result's.
+    let intervals: Vec<&serde_json::Value> =
+        events.iter().filter(|e| e["type"] == "interval").collect();
+    let last_round = &intervals[intervals.len() - result["intervals"].as_array().unwrap().len()..];
+    for (e, r) in last_round
+        .iter()
+        .zip(result["intervals"].as_array().unwrap())
+    {
+        assert_eq!((&e["index"], &e["iops"]), (&r["index"], &r["iops"]));
+    }
+    // The late viewer gets the same history, earlier rounds' steps included (host
+    // strips and prepare progress aside: only the latest of each is replayed).
+    let no_strips = |raw: &str| -> Vec<serde_json::Value> {
+        parsed(raw)
+            .into_iter()
+            .filter(|e| e["type"] != "hosts" && e["type"] != "prepare")
+            .collect()
+    };
+    assert_eq!(no_strips(&late), no_strips(&first));
+    // /metrics answered throughout, and its interval index counts on across the rounds.
+    let indices: Vec<u64> = scrapes
+        .iter()
+        .flat_map(|s| s.clone().expect("/metrics answers 200"))
+        .collect();
+    // (Without a reset per round: the index passes round 1's last, 7.)
+    assert!(indices.windows(2).all(|w| w[0] <= w[1]), "{indices:?}");
+    let top = indices.last().copied().unwrap_or(0);
+    assert!(
+        (17..intervals.len() as u64).contains(&top),
+        "{indices:?} against {} intervals",
+        intervals.len()
+    );
+    assert!(scrapes.len() >= 20, "{} scrapes", scrapes.len());
+}
+
+#[test]
+fn one_live_session_spans_the_steps_of_a_sweep() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("curve.json");
+    let db = dir.path().join("results.db");
+    let (run, addr) = live_command(
+        "sweep",
+        &out,
+        &ONE_PROFILE,
+        "1s",
+        &["--db", db.to_str().unwrap(), "--vary", "rate=2000,3000"],
+    );
+    let events = parsed(&raw_events(&addr));
+    let curve = finish(run, &out);
+    assert_eq!(curve["points"].as_array().unwrap().len(), 2, "{curve}");
+    let steps: Vec<&serde_json::Value> = events.iter().filter(|e| e["type"] == "step").collect();
+    assert_eq!(steps.len(), 2, "{events:?}");
+    for (i, (s, rate)) in steps.iter().zip([2000.0, 3000.0]).enumerate() {
+        assert_eq!(s["kind"], "sweep", "{s}");
+        assert_eq!(
+            (s["index"].as_u64(), s["of"].as_u64()),
+            (Some(i as u64 + 1), Some(2))
+        );
+        assert_eq!(s["at_most"], false);
+        assert_eq!(s["label"], format!("rate={rate}"), "{s}");
+        assert_eq!(s["rate_iops"], 3.0 * rate, "the fleet's rate: {s}");
+    }
+    let said = said(&events);
+    assert_eq!(
+        said.iter()
+            .filter(|w| !matches!(w.as_str(), "interval" | "hosts" | "prepare" | "notice"))
+            .collect::<Vec<_>>(),
+        [
+            "sweep 1",
+            "run",
+            "warmup",
+            "measure",
+            "step-done",
+            "sweep 2",
+            "run",
+            "warmup",
+            "measure",
+            "step-done",
+            "done"
+        ],
+        "{said:?}"
+    );
 }

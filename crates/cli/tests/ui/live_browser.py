@@ -5,7 +5,9 @@ way).
 Opens the live page, sees the IOPS figure and the interval count change as intervals
 arrive, a strip per host, and the phase reach `done`; with --objectives and --groups,
 the baseline's dashed curves on the IOPS and latency charts, that many objective lines
-on the latency chart, and a strip per named group; then, at 1400 and 800 px wide, no
+on the latency chart, and a strip per named group; with --steps (a command of rounds or
+steps), the step line under the phase as it changes and the boundaries drawn on the
+IOPS chart; then, at 1400 and 800 px wide, no
 sideways scrolling (a screenshot of each is written to --out). No console message and
 no request to any host but the run's listener. Prints one JSON line of what it saw;
 exits 1 with the reason on the first failed check.
@@ -21,7 +23,7 @@ from selenium.webdriver.common.by import By
 from serve_browser import Failed, Session, browser, check
 
 
-def follow(s, objectives, groups):
+def follow(s, objectives, groups, steps=False):
     d = s.d
     d.get(s.base + "/")
     s.loaded()
@@ -31,14 +33,18 @@ def follow(s, objectives, groups):
     seen_iops = set()
     counts = set()
     phases = []
+    step_texts = []
     t0 = time.time()
     while time.time() - t0 < 120:
-        phase, iops, count = d.execute_script(
+        phase, iops, count, step = d.execute_script(
             "return [document.body.getAttribute('data-phase'),"
             " document.getElementById('iops').getAttribute('data-value'),"
-            " Number(document.getElementById('intervals').getAttribute('data-value'))];")
+            " Number(document.getElementById('intervals').getAttribute('data-value')),"
+            " document.getElementById('step').textContent];")
         if not phases or phases[-1] != phase:
             phases.append(phase)
+        if step and (not step_texts or step_texts[-1] != step):
+            step_texts.append(step)
         if iops:
             seen_iops.add(iops)
         counts.add(count)
@@ -62,6 +68,13 @@ def follow(s, objectives, groups):
     objective_lines = d.execute_script(
         "return document.querySelectorAll('#chart-lat line.objective').length;")
     group_names = [g.get_attribute("data-group") for g in d.find_elements(By.CSS_SELECTOR, "#groups .host")]
+    step_marks = d.execute_script(
+        "return document.querySelectorAll('#chart-iops line.step-mark').length;")
+    if steps:
+        check(len(step_texts) >= 2, f"the step line changed while the page was open: {step_texts}")
+        check(d.find_element(By.ID, "step").is_displayed(), "the step line shows")
+    else:
+        check(not step_texts and step_marks == 0, f"no step line or boundary in a run of one: {step_texts}")
     if objectives is not None:
         check(objective_lines == objectives, f"{objectives} objective line(s): {objective_lines}")
         check(baseline_lines == [1, 1], f"the baseline's IOPS and p99 curves: {baseline_lines}")
@@ -86,6 +99,8 @@ def follow(s, objectives, groups):
         "groups": group_names,
         "baseline_lines": baseline_lines,
         "objective_lines": objective_lines,
+        "steps": step_texts,
+        "step_marks": step_marks,
         "requests": len(s.requests),
         "pages": s.pages,
     }
@@ -98,13 +113,14 @@ def main():
     p.add_argument("--objectives", type=int, help="objective lines the latency chart must draw"
                    " (the run has --baseline too)")
     p.add_argument("--groups", help="the worker groups that must have strips, comma-separated")
+    p.add_argument("--steps", action="store_true", help="the run has rounds or steps")
     p.add_argument("--chromium", default="/usr/bin/chromium")
     p.add_argument("--chromedriver", default="/usr/bin/chromedriver")
     a = p.parse_args()
     d = browser(a.chromium, a.chromedriver)
     try:
         groups = a.groups.split(",") if a.groups else []
-        print(json.dumps(follow(Session(d, a.base, a.out), a.objectives, groups)))
+        print(json.dumps(follow(Session(d, a.base, a.out), a.objectives, groups, a.steps)))
     except Failed as e:
         print(f"FAILED: {e}", file=sys.stderr)
         return 1

@@ -1,0 +1,154 @@
+//! One command's live outputs: the `--metrics-listen` listener, the `/metrics`
+//! exporter's state and, with `--ui`, the live view's history, made once by the command
+//! before its first round or step and kept until it ends. Every round of
+//! `--steady-state`, step of `sweep` and `find-max`, and phase of a fio job file is a
+//! `session::measure` of its own that borrows them, so a page stays connected across
+//! them, its charts hold the whole command, and the port is bound once.
+//!
+//! The command announces each round or step (`step`), which the live view sends as a
+//! `step` event; the end of the command (`finish`) is the live view's `done`, after
+//! which open pages get at most 2 s to receive it. The terminal line and the results
+//! store stay per measurement (`session::measure`): each round or step is its own run.
+
+use iofleet_fleet::Observer;
+
+use crate::args::RunArgs;
+use crate::live_web::LiveWeb;
+use crate::metrics::Metrics;
+use crate::Exit;
+
+/// What a round or step is part of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StepKind {
+    /// A round of `--steady-state`.
+    Round,
+    /// A step of `iofleet sweep`.
+    Sweep,
+    /// A step of `iofleet find-max` (and `plan`'s search).
+    FindMax,
+    /// A stonewall phase of a fio job file.
+    Phase,
+}
+
+impl StepKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            StepKind::Round => "round",
+            StepKind::Sweep => "sweep",
+            StepKind::FindMax => "find-max",
+            StepKind::Phase => "phase",
+        }
+    }
+}
+
+/// One round or step as it begins.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Step {
+    pub kind: StepKind,
+    /// From 1 (find-max's closed-loop measurement, before its first step, is 0).
+    pub index: u32,
+    /// How many there are, when known.
+    pub of: Option<u32>,
+    /// `of` is only a bound (steady-state rounds stop once steady).
+    pub at_most: bool,
+    /// What this one is: the varied setting's value, the phase's jobs, a round's number.
+    pub label: String,
+    /// The rate offered to the whole fleet (IOPS), when the step is open-loop.
+    pub rate_iops: Option<f64>,
+}
+
+/// The listener, exporter and live view of one command (each absent when not asked for).
+pub(crate) struct LiveSession {
+    web: Option<LiveWeb>,
+    metrics: Option<Metrics>,
+    finished: bool,
+}
+
+impl LiveSession {
+    /// What `a` asks for: with `--metrics-listen`, bind it (before any I/O; an address
+    /// that cannot be bound exits 2 naming the flag) and print the addresses; with
+    /// `--ui`, the live view too, with `run`'s `--baseline` (read from the store now: a
+    /// run not found exits 2 naming the flag) and `--slo`.
+    pub fn open(a: &RunArgs) -> Result<LiveSession, Exit> {
+        let web = match a.ui {
+            true => Some(live_web(a)?),
+            false => None,
+        };
+        let metrics = match &a.metrics_listen {
+            Some(addr) => {
+                let (m, local) = Metrics::listen(addr, web.as_ref().map(|w| w.site()))?;
+                if !a.quiet {
+                    eprintln!("metrics: http://{local}/metrics");
+                    if web.is_some() {
+                        eprintln!("live view: http://{local}/");
+                    }
+                }
+                Some(m)
+            }
+            None => None,
+        };
+        Ok(LiveSession {
+            finished: web.is_none(),
+            web,
+            metrics,
+        })
+    }
+
+    /// A round or step begins: the live view says so (and from now on a run's end is
+    /// the step's, not the command's).
+    pub fn step(&mut self, step: &Step) {
+        if let Some(w) = self.web.as_mut() {
+            w.step(step);
+        }
+    }
+
+    /// The observers a measurement adds to its own: the exporter and the live view.
+    pub fn observers(&mut self) -> Vec<&mut dyn Observer> {
+        let mut out: Vec<&mut dyn Observer> = Vec::new();
+        if let Some(m) = self.metrics.as_mut() {
+            out.push(m);
+        }
+        if let Some(w) = self.web.as_mut() {
+            out.push(w);
+        }
+        out
+    }
+
+    /// The command is over: the live view's `done` (unless a run without rounds or
+    /// steps already sent it), then at most 2 s for open pages to receive it before
+    /// the process exits and the listener closes. Once; dropping does it too.
+    pub fn finish(&mut self) {
+        if std::mem::replace(&mut self.finished, true) {
+            return;
+        }
+        if let Some(w) = self.web.as_mut() {
+            w.end();
+            w.linger(std::time::Duration::from_secs(2));
+        }
+    }
+}
+
+impl Drop for LiveSession {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// The live view, with `run`'s `--baseline` and `--slo`.
+fn live_web(a: &RunArgs) -> Result<LiveWeb, Exit> {
+    let mut web = LiveWeb::new();
+    if let Some(q) = &a.live.baseline {
+        let db = crate::record::DbArg {
+            db: a.save.db.clone(),
+        };
+        let named = |e: Exit| Exit {
+            code: e.code,
+            message: format!("--baseline {q}: {}", e.message),
+        };
+        let store = db.open().map_err(named)?;
+        let run = crate::stored::load_run(&store, q).map_err(named)?;
+        web.baseline(&run);
+    }
+    web.objectives(&a.live.slo);
+    Ok(web)
+}
