@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Two iofleet builds on one target, interleaved (A B B A per round, BRIEF §7), medians.
 
-Per run: IOPS, p99 of all I/Os (µs), and whole-process CPU per I/O: the run's user +
+Per run: IOPS, p50 and p99 of all I/Os (µs), and whole-process CPU per I/O: the run's user +
 system time (from wait4, so every thread of the process counts: I/O threads, the
 collector, the live view, start-up) over the I/Os of warm-up and measured phase
 (IOPS × their length). Disk files in the target are filled once and reused.
@@ -29,7 +29,8 @@ def one(binary, target, args, warmup, seconds):
     span = r["run"]["warmup_s"] + r["run"]["duration_s"]
     ios = s["all"]["iops"] * span
     cpu = usage.ru_utime + usage.ru_stime
-    return s["all"]["iops"], s["all"]["latency_us"]["p99"], cpu / ios * 1e6
+    lat = s["all"]["latency_us"]
+    return s["all"]["iops"], lat["p50"], lat["p99"], cpu / ios * 1e6
 
 
 def main():
@@ -52,12 +53,13 @@ def main():
         iops = [r[0] for r in rs]
         print(f"{which}: IOPS median {statistics.median(iops):.0f} "
               f"({min(iops):.0f}-{max(iops):.0f}), "
-              f"p99 median {statistics.median(r[1] for r in rs):.1f} us, "
-              f"CPU median {statistics.median(r[2] for r in rs):.2f} us/IO")
+              f"p50 median {statistics.median(r[1] for r in rs):.1f} us, "
+              f"p99 median {statistics.median(r[2] for r in rs):.1f} us, "
+              f"CPU median {statistics.median(r[3] for r in rs):.2f} us/IO")
     o, n = runs["old"], runs["new"]
     med = lambda rs, k: statistics.median(r[k] for r in rs)
-    print(f"NEW/OLD: IOPS {med(n, 0) / med(o, 0):.3f}, p99 {med(n, 1) / med(o, 1):.3f}, "
-          f"CPU per I/O {med(n, 2) / med(o, 2):.3f}")
+    print(f"NEW/OLD: IOPS {med(n, 0) / med(o, 0):.3f}, p50 {med(n, 1) / med(o, 1):.3f}, "
+          f"p99 {med(n, 2) / med(o, 2):.3f}, CPU per I/O {med(n, 3) / med(o, 3):.3f}")
 
 
 if __name__ == "__main__":
