@@ -12,6 +12,11 @@ pub trait Clock {
     fn now_ns(&self) -> u64;
     /// Block (or, for a virtual clock, jump) until `t_ns`.
     fn sleep_until(&self, t_ns: u64);
+    /// `t_ns` as a real instant, for a clock that measures real time.
+    fn instant(&self, t_ns: u64) -> Option<Instant> {
+        let _ = t_ns;
+        None
+    }
 }
 
 /// Real monotonic time measured from a shared epoch (the run's start instant).
@@ -39,6 +44,10 @@ impl Clock for MonoClock {
         if t_ns > now {
             std::thread::sleep(Duration::from_nanos(t_ns - now));
         }
+    }
+    #[inline]
+    fn instant(&self, t_ns: u64) -> Option<Instant> {
+        self.epoch.checked_add(Duration::from_nanos(t_ns))
     }
 }
 

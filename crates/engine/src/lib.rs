@@ -113,6 +113,21 @@ pub trait Engine {
         timeout: Option<Duration>,
         out: &mut Vec<Completion>,
     ) -> Result<(), EngineError>;
+    /// `submit_and_reap(min_complete, Some(timeout), out)` for a caller that also knows
+    /// the instant the wait must end by (`timeout` from now). An engine may let a timer
+    /// it already holds, expiring no later than `deadline`, end the wait instead of
+    /// setting one up for this call; such a wait can return before `deadline` with
+    /// nothing completed, as an interrupted one can.
+    fn submit_and_reap_by(
+        &mut self,
+        min_complete: u32,
+        timeout: Duration,
+        deadline: std::time::Instant,
+        out: &mut Vec<Completion>,
+    ) -> Result<(), EngineError> {
+        let _ = deadline;
+        self.submit_and_reap(min_complete, Some(timeout), out)
+    }
     /// The buffer of `slot` (length `max_bs`), for filling write data before `queue`.
     fn buffer_mut(&mut self, slot: u32) -> &mut [u8];
 }

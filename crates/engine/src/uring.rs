@@ -26,7 +26,7 @@
 use std::io;
 use std::mem::ManuallyDrop;
 use std::os::fd::{AsRawFd, RawFd};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use io_uring::{opcode, types, IoUring, Probe};
 
@@ -119,6 +119,17 @@ struct GeteventsArg {
     ts: u64,
 }
 
+/// Pure timers (`IORING_OP_TIMEOUT`) the engine keeps in the ring at once, the
+/// `user_data` bit that marks their completions, and the shortest wait that uses one.
+/// A bounded wait with `IORING_ENTER_EXT_ARG` arms and cancels a kernel timer every
+/// time it sleeps (3-4% of the CPU per I/O on a memory-backed loop device at QD32, in
+/// bench/README.md); a timer held in the ring serves every wait that must end no
+/// earlier than it. Short waits (open-loop arrivals) keep the per-call timeout, so that
+/// timers set for them do not wake the thread later for nothing.
+const RING_TIMERS: usize = 2;
+const TIMER_TAG: u64 = 1 << 63;
+const RING_TIMER_MIN: Duration = Duration::from_millis(1);
+
 /// After a poll that found nothing, skip polling for this many waits.
 const POLL_BACKOFF: u32 = 16;
 
@@ -165,6 +176,11 @@ pub struct UringEngine {
     /// index is only used from it.
     registered: Option<(std::thread::ThreadId, u32)>,
     register_tried: bool,
+    /// The ring's pure timers: when each expires (None: not armed).
+    timers: [Option<Instant>; RING_TIMERS],
+    /// Their durations, read by the kernel when it takes the SQE (boxed: the address
+    /// must not move while an SQE pointing at it waits to be submitted).
+    timer_ts: Box<[types::Timespec; RING_TIMERS]>,
 }
 
 thread_local! {
@@ -409,6 +425,8 @@ impl UringEngine {
             poll_skip: 0,
             registered: None,
             register_tried: false,
+            timers: [None; RING_TIMERS],
+            timer_ts: Box::new([types::Timespec::new(); RING_TIMERS]),
         })
     }
 
@@ -572,6 +590,29 @@ impl UringEngine {
         }
     }
 
+    /// Put a pure timer of `timeout` (expiring at `deadline`) in the ring, to be
+    /// submitted by the next enter. False when every timer place is taken or the SQ is
+    /// full.
+    fn arm_timer(&mut self, timeout: Duration, deadline: Instant) -> bool {
+        let Some(i) = self.timers.iter().position(Option::is_none) else {
+            return false;
+        };
+        self.timer_ts[i] = types::Timespec::from(timeout);
+        // count 0: a pure timer, which completions do not end early.
+        let sqe = opcode::Timeout::new(&self.timer_ts[i])
+            .count(0)
+            .build()
+            .user_data(TIMER_TAG | i as u64);
+        // SAFETY: the timespec lives in `self.timer_ts` (boxed, so it does not move)
+        // until the engine is dropped, and its place is not rewritten before this
+        // timer's completion frees it; the kernel copies it when it takes the SQE.
+        if unsafe { self.ring.submission().push(&sqe) }.is_err() {
+            return false;
+        }
+        self.timers[i] = Some(deadline);
+        true
+    }
+
     /// At least `n` completions are waiting in the completion queue (no syscall).
     fn ready(&mut self, n: u32) -> bool {
         let mut cq = self.ring.completion();
@@ -582,7 +623,15 @@ impl UringEngine {
     /// Move every completion in the CQ ring to `out`.
     fn drain(&mut self, out: &mut Vec<Completion>) {
         for cqe in self.ring.completion() {
-            let slot = cqe.user_data() as u32;
+            let data = cqe.user_data();
+            if data & TIMER_TAG != 0 {
+                // A ring timer expired: its place is free again. Not an I/O.
+                if let Some(t) = self.timers.get_mut((data & !TIMER_TAG) as usize) {
+                    *t = None;
+                }
+                continue;
+            }
+            let slot = data as u32;
             if let Some(b) = self.busy.get_mut(slot as usize) {
                 *b = false;
             }
@@ -624,8 +673,10 @@ impl UringEngine {
                     ) => {}
                 Err(_) => return false,
             }
-            for _ in self.ring.completion() {
-                self.in_flight -= 1;
+            for cqe in self.ring.completion() {
+                if cqe.user_data() & TIMER_TAG == 0 {
+                    self.in_flight -= 1;
+                }
             }
         }
         true
@@ -789,6 +840,25 @@ impl Engine for UringEngine {
         }
         self.drain(out);
         Ok(())
+    }
+
+    fn submit_and_reap_by(
+        &mut self,
+        min_complete: u32,
+        timeout: Duration,
+        deadline: Instant,
+        out: &mut Vec<Completion>,
+    ) -> Result<(), EngineError> {
+        let covered = self.timers.iter().flatten().any(|&t| t <= deadline);
+        if min_complete == 0
+            || self.in_flight == 0
+            || !(covered || timeout >= RING_TIMER_MIN && self.arm_timer(timeout, deadline))
+        {
+            return self.submit_and_reap(min_complete, Some(timeout), out);
+        }
+        // A ring timer ends the wait by `deadline` (or a little after, as a timeout
+        // would: both count from when the kernel takes them).
+        self.submit_and_reap(min_complete, None, out)
     }
 
     fn buffer_mut(&mut self, slot: u32) -> &mut [u8] {
@@ -1133,6 +1203,94 @@ mod tests {
         // No timeout and nothing in flight: returns at once instead of hanging.
         e.submit_and_reap(1, None, &mut out).unwrap();
         assert!(out.is_empty());
+    }
+
+    /// A FIFO nobody writes yet (opened read-write, so opening does not wait for a
+    /// writer): a read of it stays in flight until the test writes.
+    fn fifo(dir: &tempfile::TempDir) -> File {
+        let path = dir.path().join("fifo");
+        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .unwrap()
+    }
+
+    #[test]
+    fn a_ring_timer_ends_a_wait_nothing_completes_and_serves_later_deadlines() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let pipe = fifo(&dir);
+        let mut writer = pipe.try_clone().unwrap();
+        let mut disks = disk(pipe);
+        disks.extend(disk(tempfile::tempfile().unwrap()));
+        let mut e = UringEngine::new(disks, params(2), 4).unwrap();
+        let stuck = IoReq {
+            slot: 0,
+            file: 0,
+            op: OpKind::Read,
+            offset: 0,
+            len: 8,
+        };
+        e.queue(stuck).unwrap();
+        e.queue(IoReq {
+            file: 1,
+            ..req(1, OpKind::Write, 0)
+        })
+        .unwrap();
+        let mut out = Vec::new();
+        let span = Duration::from_millis(300);
+        let t0 = Instant::now();
+        // The write completes at once; the wait leaves a timer in the ring for t0 + span.
+        e.submit_and_reap_by(1, span, t0 + span, &mut out).unwrap();
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!((out[0].slot, out[0].result), (1, BS as i32));
+        assert_eq!(e.timers.iter().flatten().count(), 1);
+        // A later deadline is served by that timer: no second one, and the wait (only
+        // the FIFO read in flight) ends when it expires, with no I/O to report.
+        out.clear();
+        e.submit_and_reap_by(1, span, Instant::now() + span, &mut out)
+            .unwrap();
+        let waited = t0.elapsed();
+        assert!(out.is_empty(), "a timer is not an I/O: {out:?}");
+        assert!(
+            waited >= Duration::from_millis(250) && waited < Duration::from_secs(3),
+            "{waited:?}"
+        );
+        assert!(
+            e.timers.iter().all(Option::is_none),
+            "the expired timer's place is free"
+        );
+        // A short wait keeps the per-call timeout: no ring timer for it.
+        let t1 = Instant::now();
+        let short = Duration::from_micros(200);
+        e.submit_and_reap_by(1, short, t1 + short, &mut out)
+            .unwrap();
+        assert!(out.is_empty());
+        assert!(e.timers.iter().all(Option::is_none));
+        // The FIFO read completes once written to; the engine then drops cleanly.
+        writer.write_all(b"12345678").unwrap();
+        let got = reap_n(&mut e, 1);
+        assert_eq!((got[0].slot, got[0].result), (0, 8));
+        assert_eq!(e.in_flight, 0);
+    }
+
+    #[test]
+    fn a_ring_timer_in_flight_is_not_waited_for_at_drop() {
+        let mut e = UringEngine::new(disk(tempfile::tempfile().unwrap()), params(2), 4).unwrap();
+        e.queue(req(0, OpKind::Write, 0)).unwrap();
+        let mut out = Vec::new();
+        let long = Duration::from_secs(30);
+        e.submit_and_reap_by(1, long, Instant::now() + long, &mut out)
+            .unwrap();
+        assert_eq!(out.len(), 1);
+        assert_eq!(e.timers.iter().flatten().count(), 1);
+        let t0 = Instant::now();
+        drop(e);
+        assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
     }
 
     #[test]

@@ -900,8 +900,15 @@ impl<'a, E: Engine, C: Clock> Driver<'a, E, C> {
                 0
             };
             let timeout = Duration::from_nanos(wake.saturating_sub(now));
-            self.engine
-                .submit_and_reap(1, Some(timeout), &mut self.out)?;
+            match self.clock.instant(wake) {
+                Some(deadline) => {
+                    self.engine
+                        .submit_and_reap_by(1, timeout, deadline, &mut self.out)?
+                }
+                None => self
+                    .engine
+                    .submit_and_reap(1, Some(timeout), &mut self.out)?,
+            }
             if self_check {
                 self.gen.reap.record_count(away, self.out.len() as u64);
             }
