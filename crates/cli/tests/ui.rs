@@ -681,24 +681,13 @@ fn live_view_follows_a_run_in_a_real_browser() {
     );
     // The page opens mid-run (12 s leave a loaded machine time to start Chromium).
     wait_for_interval(&addr, 3);
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/ui/live_browser.py");
-    let o = Command::new("timeout")
-        .args(["300", "python3", script, "--base"])
-        .arg(format!("http://{addr}"))
-        .arg("--out")
-        .arg(dir.path())
-        .args(["--objectives", "1", "--groups", "big,small"])
-        .output()
-        .unwrap();
-    let result = finish(run, &result_file);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "the browser script failed: {}{}",
-        out(&o),
-        err(&o)
+    let o = live_browser(
+        &addr,
+        dir.path(),
+        &["--objectives", "1", "--groups", "big,small"],
     );
-    let seen: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON line");
+    let result = finish(run, &result_file);
+    let seen = browser_saw(&o);
     let intervals = result["intervals"].as_array().unwrap().len() as u64;
     // Opened mid-run, the page shows every interval of the run, the earlier ones too.
     assert!(seen["first_count"].as_u64().unwrap() >= 4, "{seen}");
@@ -735,24 +724,9 @@ fn live_view_shows_the_rounds_in_a_real_browser() {
     );
     // Opened in round 2 (round 1 is intervals 0..=11: 4 of warm-up, 8 measured).
     wait_for_interval(&addr, 13);
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/ui/live_browser.py");
-    let o = Command::new("timeout")
-        .args(["300", "python3", script, "--base"])
-        .arg(format!("http://{addr}"))
-        .arg("--out")
-        .arg(dir.path())
-        .arg("--steps")
-        .output()
-        .unwrap();
+    let o = live_browser(&addr, dir.path(), &["--steps"]);
     let result = finish(run, &result_file);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "the browser script failed: {}{}",
-        out(&o),
-        err(&o)
-    );
-    let seen: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON line");
+    let seen = browser_saw(&o);
     let rounds = result["steady_state"]["rounds"].as_u64().unwrap();
     // The step line said each round it saw, ending with the last; a dashed boundary
     // where each round after the first began; the whole command's intervals (round 1's
@@ -1152,4 +1126,30 @@ fn one_live_session_spans_the_steps_of_a_sweep() {
         ],
         "{said:?}"
     );
+}
+
+/// The live page's browser script (tests/ui/live_browser.py) against the run serving
+/// `addr`, screenshots in `dir`, with `args`; at most 300 s.
+fn live_browser(addr: &str, dir: &Path, args: &[&str]) -> std::process::Output {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/ui/live_browser.py");
+    Command::new("timeout")
+        .args(["300", "python3", script, "--base"])
+        .arg(format!("http://{addr}"))
+        .arg("--out")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// What a browser script saw: its one JSON line, once it exited 0.
+fn browser_saw(o: &std::process::Output) -> serde_json::Value {
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "the browser script failed: {}{}",
+        out(o),
+        err(o)
+    );
+    serde_json::from_slice(&o.stdout).expect("one JSON line")
 }

@@ -7,7 +7,8 @@
 //!
 //! - **Ring.** Single issuer with deferred task work (Linux 6.1+) by default, falling
 //!   back to cooperative task work, then a plain ring: completions are run when the
-//!   thread waits, and no interrupt kicks it while it works.
+//!   thread waits, and no interrupt kicks it while it works. Without the SQ index
+//!   array where the kernel allows it (Linux 6.6+).
 //! - **Submission.** `queue` submits at once while the batch it holds back is small
 //!   against what the device holds (`SUBMIT_FRACTION`): a device short of work gets its
 //!   I/Os immediately, a deep queue gets batches of a few; a lone I/O goes out with the
@@ -17,7 +18,9 @@
 //!   already in the queue, no call at all. On a plain ring with 4 or more I/Os in flight
 //!   it submits, then polls the completion queue for up to 50 µs before sleeping (a
 //!   deferred ring posts completions only on a kernel entry, so polling would find
-//!   nothing).
+//!   nothing). A wait of a millisecond or more that must end by a known instant
+//!   (`submit_and_reap_by`) is ended by a pure timer held in the ring, which serves
+//!   every later wait until it expires, instead of a timeout set up in each call.
 //!
 //! Every choice above was measured against fio and fio's `t/io_uring` (bench/README.md).
 //! It does not use SQPOLL, IOPOLL, vectored or linked requests, and it never retries a
