@@ -596,6 +596,8 @@ fn a_frozen_host_shows_as_lost_on_the_live_page_within_the_host_timeout() {
             .arg(format!("http://{addr}"))
             .arg("--out")
             .arg(shots.path())
+            // Chromium's own scratch folders go where the test cleans up, not in /tmp.
+            .env("TMPDIR", shots.path())
             .args(["--host", &c.hosts[1].alias])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

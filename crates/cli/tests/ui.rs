@@ -429,6 +429,8 @@ fn serve_in_a_real_browser() {
         .arg(format!("http://{}", s.addr))
         .arg("--out")
         .arg(shots.path())
+        // Chromium's own scratch folders go where the test cleans up, not in /tmp.
+        .env("TMPDIR", shots.path())
         .args([
             "--run-a", &f.mirror, "--name-a", "mirror", "--run-b", &f.erasure,
         ])
@@ -1137,6 +1139,8 @@ fn live_browser(addr: &str, dir: &Path, args: &[&str]) -> std::process::Output {
         .arg(format!("http://{addr}"))
         .arg("--out")
         .arg(dir)
+        // Chromium's own scratch folders go where the test cleans up, not in /tmp.
+        .env("TMPDIR", dir)
         .args(args)
         .output()
         .unwrap()
