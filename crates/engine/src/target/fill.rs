@@ -503,19 +503,24 @@ mod tests {
         }
     }
 
+    /// A disk file of `size` bytes (and room for the marker) at `path`, every byte `byte`.
+    fn file_disk(path: std::path::PathBuf, size: u64, byte: u8) -> DiskLayout {
+        std::fs::write(&path, vec![byte; (size + MARKER_LEN) as usize]).unwrap();
+        DiskLayout {
+            worker: 0,
+            disk: 0,
+            path,
+            region_offset: 0,
+            size,
+            is_device: false,
+        }
+    }
+
     #[test]
     fn precondition_passes_write_every_byte_with_new_data_and_leave_a_marker() {
         // 33 × 4 KiB: not a multiple of 128 KiB, so the last write is short.
         let dir = tempfile::tempdir().unwrap();
-        let d = DiskLayout {
-            worker: 0,
-            disk: 0,
-            path: dir.path().join("d"),
-            region_offset: 0,
-            size: 33 * 4096,
-            is_device: false,
-        };
-        std::fs::write(&d.path, vec![0xab; (d.size + MARKER_LEN) as usize]).unwrap();
+        let d = file_disk(dir.path().join("d"), 33 * 4096, 0xab);
         let stop = AtomicBool::new(false);
         let mut passes = Vec::new();
         for pass in 0..2 {
@@ -561,12 +566,8 @@ mod tests {
                 let d = DiskLayout {
                     worker: 1,
                     disk: 2,
-                    path: dir.path().join(format!("d{writers}")),
-                    region_offset: 0,
-                    size,
-                    is_device: false,
+                    ..file_disk(dir.path().join(format!("d{writers}")), size, 0xab)
                 };
-                std::fs::write(&d.path, vec![0xab; (size + MARKER_LEN) as usize]).unwrap();
                 let progress = AtomicU64::new(0);
                 let stamp =
                     |chunk: &mut [u8], at: u64| chunk[..8].copy_from_slice(&at.to_le_bytes());
@@ -595,15 +596,7 @@ mod tests {
     #[test]
     fn another_fills_marker_is_cleared_before_any_data_is_written() {
         let dir = tempfile::tempdir().unwrap();
-        let d = DiskLayout {
-            worker: 0,
-            disk: 0,
-            path: dir.path().join("d"),
-            region_offset: 0,
-            size: 8 * 4096,
-            is_device: false,
-        };
-        std::fs::write(&d.path, vec![0; (d.size + MARKER_LEN) as usize]).unwrap();
+        let d = file_disk(dir.path().join("d"), 8 * 4096, 0);
         let (go, halt) = (AtomicBool::new(false), AtomicBool::new(true));
         let out = fill_disk(&d, FillPattern::Random, false, 2, &go, &AtomicU64::new(0)).unwrap();
         assert_eq!(out, FillOutcome::Done);
