@@ -113,14 +113,21 @@ pub struct BufferPool {
 impl BufferPool {
     /// `slots` buffers of `max_bs` bytes each, filled from a `SmallRng` seeded with `seed`.
     pub fn new(slots: u32, max_bs: u32, seed: u64) -> Result<Self, EngineError> {
+        let mut pool = BufferPool::zeroed(slots, max_bs)?;
+        SmallRng::seed_from_u64(seed).fill_bytes(&mut pool.buf);
+        Ok(pool)
+    }
+
+    /// `slots` buffers of `max_bs` bytes each, zeroed: for a caller that writes every
+    /// buffer before it is used (a fill generates each write's data). Filling megabytes
+    /// with random bytes first cost a fill's ring 5-30 ms of its setup.
+    pub fn zeroed(slots: u32, max_bs: u32) -> Result<Self, EngineError> {
         let slot_len = max_bs as usize;
         let total = slot_len
             .checked_mul(slots as usize)
             .ok_or_else(|| too_big(usize::MAX))?;
-        let mut buf = AlignedBuf::zeroed(total)?;
-        SmallRng::seed_from_u64(seed).fill_bytes(&mut buf);
         Ok(BufferPool {
-            buf,
+            buf: AlignedBuf::zeroed(total)?,
             slots,
             slot_len,
         })
@@ -255,6 +262,11 @@ mod tests {
             seen[x as usize] = true;
         }
         assert!(seen.iter().all(|&s| s));
+        // A zeroed pool: the same slots, every byte zero.
+        let mut z = BufferPool::zeroed(2, 4096).unwrap();
+        assert_eq!((z.slots(), z.slot_len()), (2, 4096));
+        assert!(z.slot(0).iter().chain(z.slot(1)).all(|&x| x == 0));
+        assert_eq!(z.slot_ptr(1) as usize % 4096, 0);
     }
 
     #[test]

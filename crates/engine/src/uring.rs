@@ -81,6 +81,10 @@ pub struct UringOptions {
     /// `poll_us` before sleeping in the kernel (0: never poll).
     pub poll_min_inflight: u32,
     pub poll_us: u32,
+    /// Start every buffer with seeded random bytes (on by default: the run's writes
+    /// carry them where no pattern is written over them). A fill, which generates
+    /// every write's data, turns it off.
+    pub random_buffers: bool,
 }
 
 impl Default for UringOptions {
@@ -91,6 +95,7 @@ impl Default for UringOptions {
             defer_taskrun: true,
             poll_min_inflight: 4,
             poll_us: 50,
+            random_buffers: true,
         }
     }
 }
@@ -366,7 +371,11 @@ impl UringEngine {
         let entries = params.slots.clamp(8, MAX_ENTRIES).next_power_of_two();
         let (ring, mode) = build_ring(entries, opts.defer_taskrun)?;
         check_kernel(&ring)?;
-        let mut pool = BufferPool::new(params.slots, params.max_bs, seed)?;
+        let mut pool = if opts.random_buffers {
+            BufferPool::new(params.slots, params.max_bs, seed)?
+        } else {
+            BufferPool::zeroed(params.slots, params.max_bs)?
+        };
         let fds: Vec<RawFd> = disks.iter().map(|d| d.file.as_raw_fd()).collect();
         let mut errors = Vec::new();
 

@@ -11,7 +11,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use iofleet_engine::target::{
     create_files, fill_disk, fill_marker_valid, logical_block_size, open_disk, plan_layout,
-    DiskLayout, FillOutcome, FillPattern, LayoutRequest, TargetError, TargetSpec, MARKER_LEN,
+    DiskLayout, FillIo, FillOutcome, FillPattern, LayoutRequest, TargetError, TargetSpec,
+    MARKER_LEN,
 };
 
 const MIB: u64 = 1 << 20;
@@ -40,7 +41,7 @@ fn files_in(dir: &Path) -> Vec<String> {
 fn fill(d: &DiskLayout, p: FillPattern, direct: bool) -> Result<(FillOutcome, u64), TargetError> {
     let stop = AtomicBool::new(false);
     let progress = AtomicU64::new(0);
-    let out = fill_disk(d, p, direct, 4, &stop, &progress)?;
+    let out = fill_disk(d, p, direct, FillIo::Threads(4), &stop, &progress)?;
     Ok((out, progress.load(Ordering::Relaxed)))
 }
 
@@ -315,6 +316,16 @@ fn fill_with_o_direct_where_the_filesystem_supports_it() {
     assert!(fill_marker_valid(&layout[0], FillPattern::Random).unwrap());
     let od = open_disk(&layout[0], true, false).unwrap();
     assert_eq!((od.region_offset, od.size), (0, 2 * MIB));
+
+    // Through io_uring rings, O_DIRECT: the same bytes, marker included.
+    let threads = fs::read(&layout[0].path).unwrap();
+    fs::write(&layout[0].path, vec![0xee; threads.len()]).unwrap();
+    let io = FillIo::Rings { depth: 4 };
+    let (stop, progress) = (AtomicBool::new(false), AtomicU64::new(0));
+    let out = fill_disk(&layout[0], FillPattern::Random, true, io, &stop, &progress).unwrap();
+    assert_eq!(out, FillOutcome::Done);
+    assert_eq!(progress.load(Ordering::Relaxed), 2 * MIB);
+    assert!(fs::read(&layout[0].path).unwrap() == threads);
 }
 
 #[test]
@@ -348,14 +359,30 @@ fn an_interrupted_fill_writes_no_marker_and_clears_an_old_one() {
     let d = &layout[0];
     let stop = AtomicBool::new(true);
     let progress = AtomicU64::new(0);
-    let out = fill_disk(d, FillPattern::Random, false, 4, &stop, &progress).unwrap();
+    let out = fill_disk(
+        d,
+        FillPattern::Random,
+        false,
+        FillIo::Threads(4),
+        &stop,
+        &progress,
+    )
+    .unwrap();
     assert_eq!(out, FillOutcome::Interrupted);
     assert_eq!(progress.load(Ordering::Relaxed), 0);
     assert!(!fill_marker_valid(d, FillPattern::Random).unwrap());
 
     fill(d, FillPattern::Random, false).unwrap();
     assert!(fill_marker_valid(d, FillPattern::Random).unwrap());
-    let out = fill_disk(d, FillPattern::Random, false, 4, &stop, &progress).unwrap();
+    let out = fill_disk(
+        d,
+        FillPattern::Random,
+        false,
+        FillIo::Threads(4),
+        &stop,
+        &progress,
+    )
+    .unwrap();
     assert_eq!(out, FillOutcome::Interrupted);
     assert!(
         !fill_marker_valid(d, FillPattern::Random).unwrap(),

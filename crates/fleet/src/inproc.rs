@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, Sender};
 use iofleet_engine::target::{
-    create_files, fill_disk, fill_disk_with, fill_marker_valid, logical_block_size, open_disk,
-    plan_layout, DiskLayout, FillOutcome, FillPattern, TargetError, TargetSpec,
+    create_files, fill_marker_valid, fill_plan, logical_block_size, open_disk, plan_layout, seal,
+    DiskLayout, Fill, FillPattern, FillWrites, TargetSpec, FILL_DISKS_AT_ONCE,
 };
 use iofleet_engine::verify::{
     default_cache_dir, forget_journal, journal_path, stamp_units, DiskTable, Journal,
@@ -162,11 +162,13 @@ impl ThreadLauncher {
         &mut self,
         groups: &[GroupPlan],
         layouts: &[(usize, Vec<DiskLayout>)],
+        uring: bool,
         stop: &Arc<AtomicBool>,
         observer: &mut dyn Observer,
         notices: &mut Vec<String>,
     ) -> Result<Option<Vec<JournalSlot>>, FleetError> {
         let direct = self.settings.direct;
+        let writes = FillWrites { direct, uring };
         if self.settings.cleanup {
             self.cleanup.0 = layouts
                 .iter()
@@ -197,7 +199,7 @@ impl ThreadLauncher {
             };
             if verify {
                 let p = pattern.unwrap_or(FillPattern::Random);
-                match verify_setup(layout, p, direct, stop, observer, notices)? {
+                match verify_setup(layout, p, writes, stop, observer, notices)? {
                     Some(j) => journals.extend(j),
                     None => return Ok(None),
                 }
@@ -208,7 +210,7 @@ impl ThreadLauncher {
             }
             if let Some(p) = pattern {
                 observer.phase(Phase::Prepare, 0.0);
-                if !prepare_disks(layout, p, direct, stop, observer, notices)? {
+                if !prepare_disks(layout, p, writes, stop, observer, notices)? {
                     return Ok(None);
                 }
             }
@@ -487,7 +489,7 @@ pub fn device_size_notice(
 fn prepare_disks(
     layout: &[DiskLayout],
     pattern: FillPattern,
-    direct: bool,
+    writes: FillWrites,
     stop: &AtomicBool,
     observer: &mut dyn Observer,
     notices: &mut Vec<String>,
@@ -498,7 +500,7 @@ fn prepare_disks(
             todo.push((d.clone(), None));
         }
     }
-    fill_all(todo, layout.len(), pattern, direct, stop, observer, notices)
+    fill_all(todo, layout.len(), pattern, writes, stop, observer, notices)
 }
 
 /// Run `work` on `n` scoped threads, calling `report` every `every` while any runs and
@@ -536,13 +538,13 @@ pub(crate) fn on_threads<T: Send>(
     })
 }
 
-/// Fill `todo` (disk, and the disk id to stamp verify headers with), up to 4 at once;
-/// returns false when interrupted.
+/// Fill `todo` (disk, and the disk id to stamp verify headers with), a [`Fill`] of up
+/// to `FILL_DISKS_AT_ONCE` disks at a time; returns false when interrupted.
 fn fill_all(
     todo: Vec<(DiskLayout, Option<u64>)>,
     of: usize,
     pattern: FillPattern,
-    direct: bool,
+    writes: FillWrites,
     stop: &AtomicBool,
     observer: &mut dyn Observer,
     notices: &mut Vec<String>,
@@ -559,41 +561,37 @@ fn fill_all(
         return Ok(true);
     }
     let total: u64 = todo.iter().map(|(d, _)| d.size).sum();
-    let progress = AtomicU64::new(0);
-    let next = AtomicU64::new(0);
-    let (parallel, writers) = iofleet_engine::target::fill_plan(todo.len());
-    let results = on_threads(
-        parallel,
-        Duration::from_millis(200),
-        || -> Result<bool, TargetError> {
-            loop {
-                let i = next.fetch_add(1, Ordering::SeqCst) as usize;
-                let Some((d, id)) = todo.get(i) else {
-                    return Ok(true);
-                };
-                let outcome = match id {
-                    None => fill_disk(d, pattern, direct, writers, stop, &progress)?,
-                    Some(id) => {
-                        // Every unit of a verified fill: sequence 0.
-                        let now = std::time::SystemTime::now()
-                            .duration_since(std::time::UNIX_EPOCH)
-                            .map_or(0, |t| t.as_nanos() as u64);
-                        let stamp = |chunk: &mut [u8], at: u64| stamp_units(chunk, *id, at, 0, now);
-                        fill_disk_with(d, pattern, direct, writers, stop, &progress, &stamp)?
-                    }
-                };
-                if outcome == FillOutcome::Interrupted {
-                    return Ok(false);
-                }
+    let io = fill_plan(writes);
+    // Every unit of a verified fill: sequence 0.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |t| t.as_nanos() as u64);
+    let mut before = 0;
+    for batch in todo.chunks(FILL_DISKS_AT_ONCE) {
+        let layout: Vec<DiskLayout> = batch.iter().map(|(d, _)| d.clone()).collect();
+        let fill = Fill::new(&layout, pattern, writes.direct, io)?;
+        let stamp = |k: usize, chunk: &mut [u8], at: u64| {
+            if let Some(id) = batch[k].1 {
+                stamp_units(chunk, id, at, 0, now)
             }
-        },
-        || observer.prepare_progress(progress.load(Ordering::Relaxed), total),
-    );
-    let mut complete = true;
-    for r in results {
-        complete &= r?;
+        };
+        let results = on_threads(
+            fill.writers(),
+            Duration::from_millis(200),
+            || fill.write(stop, &stamp),
+            || observer.prepare_progress(before + fill.progress(), total),
+        );
+        before += fill.progress();
+        // The disks written in full are sealed even when another failed or a stop
+        // came, so that a later run reuses them.
+        let (done, complete) = fill.into_unsealed();
+        seal(done)?;
+        results.into_iter().collect::<Result<(), _>>()?;
+        if !complete || stop.load(Ordering::SeqCst) {
+            return Ok(false);
+        }
     }
-    Ok(complete && !stop.load(Ordering::SeqCst))
+    Ok(true)
 }
 
 impl Launcher for ThreadLauncher {
@@ -694,7 +692,9 @@ impl Launcher for ThreadLauncher {
         let mut disks = vec![None; local.lanes.len()];
         let mut journals = Vec::new();
         if local.engine.caps().needs_target {
-            let Some(j) = self.lay_out_targets(&groups, &local.layouts, stop, observer, notices)?
+            let uring = local.engine == EngineSpec::Uring;
+            let Some(j) =
+                self.lay_out_targets(&groups, &local.layouts, uring, stop, observer, notices)?
             else {
                 return Ok(None);
             };
@@ -736,13 +736,11 @@ impl Launcher for ThreadLauncher {
         }
         let layout: Vec<DiskLayout> = local.layouts.into_iter().flat_map(|(_, l)| l).collect();
         create_files(&layout)?;
-        let mut done = precondition_disks(
-            &layout,
-            self.settings.direct,
-            &sys::hostname(),
-            stop,
-            observer,
-        )?;
+        let writes = FillWrites {
+            direct: self.settings.direct,
+            uring: local.engine == EngineSpec::Uring,
+        };
+        let mut done = precondition_disks(&layout, writes, &sys::hostname(), stop, observer)?;
         done.notices = plan.notices;
         Ok(Some(done))
     }
@@ -1053,7 +1051,7 @@ struct JournalSlot {
 fn verify_setup(
     layout: &[DiskLayout],
     pattern: FillPattern,
-    direct: bool,
+    writes: FillWrites,
     stop: &AtomicBool,
     observer: &mut dyn Observer,
     notices: &mut Vec<String>,
@@ -1101,7 +1099,7 @@ fn verify_setup(
         ));
         observer.phase(Phase::Prepare, 0.0);
         let fresh: Vec<(u32, u32)> = todo.iter().map(|(d, _)| (d.worker, d.disk)).collect();
-        if !fill_all(todo, layout.len(), pattern, direct, stop, observer, notices)? {
+        if !fill_all(todo, layout.len(), pattern, writes, stop, observer, notices)? {
             return Ok(None);
         }
         for s in slots

@@ -8,7 +8,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use iofleet_engine::target::{precondition_pass, DiskLayout, FillOutcome, TargetError};
+use iofleet_engine::target::{fill_plan, seal, DiskLayout, Fill, FillWrites, FILL_DISKS_AT_ONCE};
 use serde::{Deserialize, Serialize};
 
 use crate::controller::FleetError;
@@ -60,12 +60,12 @@ pub struct DiskWritten {
     pub bytes_written: u64,
 }
 
-/// Precondition `layout` (already created): `PASSES` passes, disks written several at
-/// a time by several writers each (`fill_plan`), progress to `observer` in bytes of the whole. Stops between writes when
-/// `stop` is set.
+/// Precondition `layout` (already created): `PASSES` passes, each a [`Fill`] of up to
+/// `FILL_DISKS_AT_ONCE` disks at a time, written as `fill_plan` says; progress to
+/// `observer` in bytes of the whole. Stops between writes when `stop` is set.
 pub fn precondition_disks(
     layout: &[DiskLayout],
-    direct: bool,
+    writes: FillWrites,
     host: &str,
     stop: &AtomicBool,
     observer: &mut dyn Observer,
@@ -75,7 +75,7 @@ pub fn precondition_disks(
     let t0 = Instant::now();
     let mut complete = true;
     for pass in 0..PASSES {
-        if !one_pass(layout, pass, direct, stop, &written, total, observer)? {
+        if !one_pass(layout, pass, writes, stop, &written, total, observer)? {
             complete = false;
             break;
         }
@@ -104,40 +104,40 @@ pub fn precondition_disks(
 fn one_pass(
     layout: &[DiskLayout],
     pass: u32,
-    direct: bool,
+    writes: FillWrites,
     stop: &AtomicBool,
     written: &[AtomicU64],
     total: u64,
     observer: &mut dyn Observer,
 ) -> Result<bool, FleetError> {
-    let next = AtomicU64::new(0);
-    let (parallel, writers) = iofleet_engine::target::fill_plan(layout.len());
-    let progress = || {
+    let io = fill_plan(writes);
+    let before = || {
         written
             .iter()
             .map(|w| w.load(Ordering::Relaxed))
             .sum::<u64>()
     };
-    let results: Vec<Result<bool, TargetError>> = crate::inproc::on_threads(
-        parallel,
-        Duration::from_millis(100),
-        || loop {
-            let i = next.fetch_add(1, Ordering::SeqCst) as usize;
-            let Some(d) = layout.get(i) else {
-                return Ok(true);
-            };
-            // Each write adds its bytes to the disk's count as it lands.
-            if precondition_pass(d, pass, direct, writers, stop, &written[i])?
-                == FillOutcome::Interrupted
-            {
-                return Ok(false);
-            }
-        },
-        || observer.prepare_progress(progress(), total),
-    );
     let mut complete = true;
-    for r in results {
-        complete &= r?;
+    for (n, batch) in layout.chunks(FILL_DISKS_AT_ONCE).enumerate() {
+        let fill = Fill::precondition(batch, pass, writes.direct, io)?;
+        let results = crate::inproc::on_threads(
+            fill.writers(),
+            Duration::from_millis(100),
+            || fill.write(stop, &|_, _, _| {}),
+            || observer.prepare_progress(before() + fill.progress(), total),
+        );
+        for k in 0..batch.len() {
+            written[n * FILL_DISKS_AT_ONCE + k].fetch_add(fill.written(k), Ordering::Relaxed);
+        }
+        // Each disk's pass is sealed (synced, then marked) with the others' of its
+        // batch, those written in full even when another failed or a stop came.
+        let (done, all) = fill.into_unsealed();
+        seal(done)?;
+        results.into_iter().collect::<Result<(), _>>()?;
+        complete &= all;
+        if !complete || stop.load(Ordering::SeqCst) {
+            break;
+        }
     }
     Ok(complete && !stop.load(Ordering::SeqCst))
 }

@@ -29,8 +29,8 @@ use rustix::io::Errno;
 use crate::OpenDisk;
 
 pub use fill::{
-    fill_disk, fill_disk_with, fill_marker_valid, fill_plan, precondition_pass, FillOutcome,
-    FillPattern, PRECONDITION_BS,
+    fill_disk, fill_marker_valid, fill_plan, precondition_pass, seal, Fill, FillIo, FillOutcome,
+    FillPattern, FillWrites, Unsealed, FILL_DISKS_AT_ONCE, PRECONDITION_BS,
 };
 pub use signature::detect_signature;
 
