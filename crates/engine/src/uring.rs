@@ -699,6 +699,13 @@ impl Drop for UringEngine {
     fn drop(&mut self) {
         self.unregister_ring();
         if self.quiesce() {
+            // The ring's own references to its fixed files are otherwise dropped by the
+            // kernel's ring teardown, in a worker, some time after the ring is closed: a
+            // block device then still looked busy to an exclusive open right after a
+            // fill (and a tmpfs could not be unmounted). Unregistered here, they go now.
+            if self.fixed_files {
+                let _ = self.ring.submitter().unregister_files();
+            }
             // SAFETY: no I/O is in flight, so the kernel will not touch the buffers
             // again (the registration only pins pages); `pool` is not used after this,
             // and Drop runs once.

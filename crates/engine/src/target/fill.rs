@@ -454,11 +454,13 @@ impl Fill {
         pass: u32,
     ) -> Result<Fill, TargetError> {
         let mut opened = Vec::with_capacity(disks.len());
+        let mut clear = Vec::with_capacity(disks.len());
         // Per device: how many of its disks so far, and its streams.
         let mut devices: Vec<((u64, u64), usize, Vec<usize>)> = Vec::new();
         let mut streams: Vec<Stream> = Vec::new();
         for (k, d) in disks.iter().enumerate() {
-            let f = open_for_fill(d, direct)?;
+            let (f, cleared) = open_for_fill(d, direct)?;
+            clear.push(cleared);
             let meta = f
                 .file
                 .metadata()
@@ -494,6 +496,14 @@ impl Fill {
             stream.len += d.size.div_ceil(write_len as u64);
             opened.push(f);
         }
+        // The cleared markers are durable before any data is written.
+        let cleared: Vec<(&std::path::Path, &File)> = opened
+            .iter()
+            .zip(&clear)
+            .filter(|(_, c)| **c)
+            .map(|(f, _)| (f.d.path.as_path(), &f.file))
+            .collect();
+        sync_all(&cleared)?;
         let rows = streams.iter().map(|s| s.len).max().unwrap_or(0);
         Ok(Fill {
             disks: opened,
@@ -763,9 +773,10 @@ impl Fill {
 }
 
 /// Open disk `d` to be filled: check its region, and clear a marker of another fill
-/// (another size or pattern), durably, before any data is written; where there is none
-/// (a new file), there is nothing to clear and no sync to wait for.
-fn open_for_fill(d: &DiskLayout, direct: bool) -> Result<FillDisk, TargetError> {
+/// (another size or pattern); true when one was cleared, which the caller syncs before
+/// any data is written. Where there is none (a new file), there is nothing to clear and
+/// no sync to wait for.
+fn open_for_fill(d: &DiskLayout, direct: bool) -> Result<(FillDisk, bool), TargetError> {
     // A power-of-two mask, not `is_multiple_of` (Rust 1.87; the MSRV is 1.80).
     let mask = ALIGN as u64 - 1;
     if d.size & mask != 0 || d.region_offset & mask != 0 {
@@ -793,14 +804,31 @@ fn open_for_fill(d: &DiskLayout, direct: bool) -> Result<FillDisk, TargetError> 
             marker_off,
             "cannot clear the fill marker of",
         )?;
-        sync_path(&d.path, &file)?;
     }
-    Ok(FillDisk {
+    let disk = FillDisk {
         d: d.clone(),
         file,
         marker_off,
         written: AtomicU64::new(0),
+    };
+    Ok((disk, found))
+}
+
+/// Sync every file of `files` at once (the filesystem and the device serve them
+/// together); the first error, after every sync has ended.
+fn sync_all(files: &[(&std::path::Path, &File)]) -> Result<(), TargetError> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = files
+            .iter()
+            .map(|&(path, file)| s.spawn(move || sync_path(path, file)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect::<Vec<_>>()
     })
+    .into_iter()
+    .collect()
 }
 
 fn write_at(
