@@ -359,31 +359,23 @@ fn an_interrupted_fill_writes_no_marker_and_clears_an_old_one() {
     let d = &layout[0];
     let stop = AtomicBool::new(true);
     let progress = AtomicU64::new(0);
-    let out = fill_disk(
-        d,
-        FillPattern::Random,
-        false,
-        FillIo::Threads(4),
-        &stop,
-        &progress,
-    )
-    .unwrap();
-    assert_eq!(out, FillOutcome::Interrupted);
+    let stopped = || {
+        fill_disk(
+            d,
+            FillPattern::Random,
+            false,
+            FillIo::Threads(4),
+            &stop,
+            &progress,
+        )
+    };
+    assert_eq!(stopped().unwrap(), FillOutcome::Interrupted);
     assert_eq!(progress.load(Ordering::Relaxed), 0);
     assert!(!fill_marker_valid(d, FillPattern::Random).unwrap());
 
     fill(d, FillPattern::Random, false).unwrap();
     assert!(fill_marker_valid(d, FillPattern::Random).unwrap());
-    let out = fill_disk(
-        d,
-        FillPattern::Random,
-        false,
-        FillIo::Threads(4),
-        &stop,
-        &progress,
-    )
-    .unwrap();
-    assert_eq!(out, FillOutcome::Interrupted);
+    assert_eq!(stopped().unwrap(), FillOutcome::Interrupted);
     assert!(
         !fill_marker_valid(d, FillPattern::Random).unwrap(),
         "a refill that did not finish must not leave the old marker"
