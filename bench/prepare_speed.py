@@ -9,8 +9,11 @@ filesystem, fresh files every run, interleaved A B B A per round:
   (1 MiB at QD 8, and 128 KiB at QD 32), the bytes over the longest job's runtime; the
   best of the two per round is fio's figure.
 
-Medians over the rounds, and iofleet / best-fio. From the repository root, after
-`cargo build --release`:
+Medians over the rounds, and iofleet / best-fio. Beside each tool's own figure, one
+neutral clock for both: the device under --dir is sampled in /proc/diskstats every 2 ms,
+and its figure is the bytes over the window from the first to the last MiB of the fill
+reaching the device (a tool's set-up and syncs fall outside it). From the repository
+root, after `cargo build --release`:
 
     python3 bench/prepare_speed.py --dir /var/tmp --rounds 3
 """
@@ -20,6 +23,7 @@ import os
 import shutil
 import statistics
 import subprocess
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -36,14 +40,61 @@ def fresh(d):
     time.sleep(3)
 
 
+def device_of(path):
+    """The /proc/diskstats name of the block device holding `path`."""
+    st = os.stat(path)
+    link = os.readlink(f"/sys/dev/block/{os.major(st.st_dev)}:{os.minor(st.st_dev)}")
+    return os.path.basename(link)
+
+
+def sectors_written(dev):
+    with open("/proc/diskstats") as f:
+        for line in f:
+            fields = line.split()
+            if fields[2] == dev:
+                return int(fields[9])
+    raise SystemExit(f"{dev} is not in /proc/diskstats")
+
+
+class Window:
+    """Samples the device's written sectors while a tool runs; `mb_s(total)` is the
+    total over the time from the first MiB written to the last MiB of `total`."""
+
+    def __init__(self, dev):
+        self.dev, self.samples, self.done = dev, [], False
+        self.thread = threading.Thread(target=self.sample)
+
+    def sample(self):
+        while not self.done:
+            self.samples.append((time.monotonic(), sectors_written(self.dev) * 512))
+            time.sleep(0.002)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_):
+        time.sleep(0.05)
+        self.done = True
+        self.thread.join()
+
+    def mb_s(self, total):
+        base = self.samples[0][1]
+        t0 = next(t for t, b in self.samples if b - base > 2**20)
+        t1 = next(t for t, b in self.samples if b - base >= total - 2**20)
+        return (total - 2**21) / (t1 - t0) / 1e6
+
+
 def iofleet(binary, d, disks, mib):
     fresh(d)
-    out = subprocess.run([binary, "run", "easy-run-4k70r", "--target", d, "--workers", "1", "--disks", str(disks),
+    with Window(DEV) as w:
+        out = subprocess.run([binary, "run", "easy-run-4k70r", "--target", d, "--workers", "1", "--disks", str(disks),
                           "--disk-size", f"{mib}m", "--threads", "1", "--qd", "1", "--duration", "1s",
-                          "--warmup", "0s", "--no-save", "--quiet", "--json"],
-                         check=True, capture_output=True, text=True).stdout
+                              "--warmup", "0s", "--no-save", "--quiet", "--json"],
+                             check=True, capture_output=True, text=True).stdout
     s = json.loads(out)["run"]["prepare_s"]
-    return disks * mib * 2**20 / s / 1e6
+    total = disks * mib * 2**20
+    return total / s / 1e6, w.mb_s(total)
 
 
 def fio(fio_bin, d, disks, mib, bs, qd):
@@ -52,9 +103,11 @@ def fio(fio_bin, d, disks, mib, bs, qd):
             f"--iodepth={qd}", f"--size={mib}m"]
     for k in range(disks):
         args += [f"--name=f{k}", f"--filename={d}/fio-{k}"]
-    r = json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)
+    with Window(DEV) as w:
+        r = json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)
     longest_ms = max(j["write"]["runtime"] for j in r["jobs"])
-    return disks * mib * 2**20 / (longest_ms / 1e3) / 1e6
+    total = disks * mib * 2**20
+    return total / (longest_ms / 1e3) / 1e6, w.mb_s(total)
 
 
 def main():
@@ -65,22 +118,33 @@ def main():
     ap.add_argument("--fio", default="fio")
     a = ap.parse_args()
     d = os.path.join(a.dir, "iofleet-prepare-bench")
+    global DEV
+    DEV = device_of(a.dir)
     try:
         for disks, mib in SHAPES:
-            ours, theirs = [], []
+            ours, theirs, ours_dev, theirs_dev = [], [], [], []
             for _ in range(a.rounds):
-                # A B B A: iofleet, fio configs, fio configs reversed, iofleet.
+                # A B B A: iofleet, fio configs, fio configs reversed, iofleet. Each run
+                # gives (its own figure, the device's).
                 ours.append(iofleet(a.binary, d, disks, mib))
                 first = {c: fio(a.fio, d, disks, mib, *c) for c in FIO_CONFIGS}
                 second = {c: fio(a.fio, d, disks, mib, *c) for c in reversed(FIO_CONFIGS)}
                 ours.append(iofleet(a.binary, d, disks, mib))
-                theirs.append(max(first.values()))
-                theirs.append(max(second.values()))
-                print(f"  {disks} x {mib} MiB: iofleet {ours[-2]:.0f} {ours[-1]:.0f} MB/s; fio "
-                      + ", ".join(f"{bs} QD{qd} {first[(bs, qd)]:.0f}/{second[(bs, qd)]:.0f}" for bs, qd in FIO_CONFIGS),
+                # fio's better configuration, by each clock.
+                for slot in (first, second):
+                    theirs.append(max(v[0] for v in slot.values()))
+                    theirs_dev.append(max(v[1] for v in slot.values()))
+                ours_dev += [ours[-2][1], ours[-1][1]]
+                print(f"  {disks} x {mib} MiB: iofleet {ours[-2][0]:.0f} {ours[-1][0]:.0f} MB/s "
+                      f"(device {ours[-2][1]:.0f} {ours[-1][1]:.0f}); fio "
+                      + ", ".join(f"{bs} QD{qd} {first[(bs, qd)][0]:.0f}/{second[(bs, qd)][0]:.0f} "
+                                  f"(device {first[(bs, qd)][1]:.0f}/{second[(bs, qd)][1]:.0f})"
+                                  for bs, qd in FIO_CONFIGS),
                       flush=True)
-            o, t = statistics.median(ours), statistics.median(theirs)
-            print(f"{disks} x {mib} MiB: iofleet {o:.0f} MB/s, best fio {t:.0f} MB/s, ratio {o / t:.3f}", flush=True)
+            o, t = statistics.median(x[0] for x in ours), statistics.median(theirs)
+            od, td = statistics.median(ours_dev), statistics.median(theirs_dev)
+            print(f"{disks} x {mib} MiB: iofleet {o:.0f} MB/s, best fio {t:.0f} MB/s, ratio {o / t:.3f}; "
+                  f"at the device: iofleet {od:.0f}, fio {td:.0f}, ratio {od / td:.3f}", flush=True)
     finally:
         shutil.rmtree(d, ignore_errors=True)
 
