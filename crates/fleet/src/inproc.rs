@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{bounded, Sender};
 use iofleet_engine::target::{
     create_files, fill_marker_valid, fill_plan, logical_block_size, open_disk, plan_layout, seal,
-    DiskLayout, Fill, FillPattern, FillWrites, TargetSpec, FILL_DISKS_AT_ONCE,
+    DiskLayout, Fill, FillPattern, FillWrites, TargetError, TargetSpec, FILL_DISKS_AT_ONCE,
 };
 use iofleet_engine::verify::{
     default_cache_dir, forget_journal, journal_path, stamp_units, DiskTable, Journal,
@@ -538,8 +538,8 @@ pub(crate) fn on_threads<T: Send>(
     })
 }
 
-/// Fill `todo` (disk, and the disk id to stamp verify headers with), a [`Fill`] of up
-/// to `FILL_DISKS_AT_ONCE` disks at a time; returns false when interrupted.
+/// Fill `todo` (disk, and the disk id to stamp verify headers with), in batches
+/// (`fill_in_batches`); returns false when interrupted.
 fn fill_all(
     todo: Vec<(DiskLayout, Option<u64>)>,
     of: usize,
@@ -566,32 +566,59 @@ fn fill_all(
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |t| t.as_nanos() as u64);
-    let mut before = 0;
-    for batch in todo.chunks(FILL_DISKS_AT_ONCE) {
-        let layout: Vec<DiskLayout> = batch.iter().map(|(d, _)| d.clone()).collect();
-        let fill = Fill::new(&layout, pattern, writes.direct, io)?;
-        let stamp = |k: usize, chunk: &mut [u8], at: u64| {
-            if let Some(id) = batch[k].1 {
-                stamp_units(chunk, id, at, 0, now)
-            }
-        };
+    let stamp = |i: usize, chunk: &mut [u8], at: u64| {
+        if let Some(id) = todo[i].1 {
+            stamp_units(chunk, id, at, 0, now)
+        }
+    };
+    let layout: Vec<DiskLayout> = todo.iter().map(|(d, _)| d.clone()).collect();
+    let (complete, _) = fill_in_batches(
+        &layout,
+        |batch| Fill::new(batch, pattern, writes.direct, io),
+        &stamp,
+        stop,
+        Duration::from_millis(200),
+        |bytes| observer.prepare_progress(bytes, total),
+    )?;
+    Ok(complete)
+}
+
+/// Fill `layout` in batches of `FILL_DISKS_AT_ONCE` disks: a [`Fill`] from `make` for
+/// each, written by its writers on threads (`finish` is told the disk's index in
+/// `layout`), then sealed: the disks written in full even when another failed or a stop
+/// came, so that a later run reuses them. `report` gets the bytes written so far every
+/// `every` and when a batch ends. Returns whether every disk was written with no stop,
+/// and each disk's bytes written.
+pub(crate) fn fill_in_batches(
+    layout: &[DiskLayout],
+    make: impl Fn(&[DiskLayout]) -> Result<Fill, TargetError>,
+    finish: &(dyn Fn(usize, &mut [u8], u64) + Sync),
+    stop: &AtomicBool,
+    every: Duration,
+    mut report: impl FnMut(u64),
+) -> Result<(bool, Vec<u64>), FleetError> {
+    let mut written = vec![0u64; layout.len()];
+    for (n, batch) in layout.chunks(FILL_DISKS_AT_ONCE).enumerate() {
+        let base = n * FILL_DISKS_AT_ONCE;
+        let before: u64 = written.iter().sum();
+        let fill = make(batch)?;
         let results = on_threads(
             fill.writers(),
-            Duration::from_millis(200),
-            || fill.write(stop, &stamp),
-            || observer.prepare_progress(before + fill.progress(), total),
+            every,
+            || fill.write(stop, &|k, chunk, at| finish(base + k, chunk, at)),
+            || report(before + fill.progress()),
         );
-        before += fill.progress();
-        // The disks written in full are sealed even when another failed or a stop
-        // came, so that a later run reuses them.
-        let (done, complete) = fill.into_unsealed();
+        for (k, w) in written[base..base + batch.len()].iter_mut().enumerate() {
+            *w = fill.written(k);
+        }
+        let (done, all) = fill.into_unsealed();
         seal(done)?;
         results.into_iter().collect::<Result<(), _>>()?;
-        if !complete || stop.load(Ordering::SeqCst) {
-            return Ok(false);
+        if !all || stop.load(Ordering::SeqCst) {
+            return Ok((false, written));
         }
     }
-    Ok(true)
+    Ok((true, written))
 }
 
 impl Launcher for ThreadLauncher {

@@ -8,7 +8,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use iofleet_engine::target::{fill_plan, seal, DiskLayout, Fill, FillWrites, FILL_DISKS_AT_ONCE};
+use iofleet_engine::target::{fill_plan, DiskLayout, Fill, FillWrites};
 use serde::{Deserialize, Serialize};
 
 use crate::controller::FleetError;
@@ -111,33 +111,18 @@ fn one_pass(
     observer: &mut dyn Observer,
 ) -> Result<bool, FleetError> {
     let io = fill_plan(writes);
-    let before = || {
-        written
-            .iter()
-            .map(|w| w.load(Ordering::Relaxed))
-            .sum::<u64>()
-    };
-    let mut complete = true;
-    for (n, batch) in layout.chunks(FILL_DISKS_AT_ONCE).enumerate() {
-        let fill = Fill::precondition(batch, pass, writes.direct, io)?;
-        let results = crate::inproc::on_threads(
-            fill.writers(),
-            Duration::from_millis(100),
-            || fill.write(stop, &|_, _, _| {}),
-            || observer.prepare_progress(before() + fill.progress(), total),
-        );
-        for k in 0..batch.len() {
-            written[n * FILL_DISKS_AT_ONCE + k].fetch_add(fill.written(k), Ordering::Relaxed);
-        }
-        // Each disk's pass is sealed (synced, then marked) with the others' of its
-        // batch, those written in full even when another failed or a stop came.
-        let (done, all) = fill.into_unsealed();
-        seal(done)?;
-        results.into_iter().collect::<Result<(), _>>()?;
-        complete &= all;
-        if !complete || stop.load(Ordering::SeqCst) {
-            break;
-        }
+    let before: u64 = written.iter().map(|w| w.load(Ordering::Relaxed)).sum();
+    // Each disk's pass is sealed (synced, then marked) with the others' of its batch.
+    let (complete, wrote) = crate::inproc::fill_in_batches(
+        layout,
+        |batch| Fill::precondition(batch, pass, writes.direct, io),
+        &|_, _, _| {},
+        stop,
+        Duration::from_millis(100),
+        |bytes| observer.prepare_progress(before + bytes, total),
+    )?;
+    for (w, n) in written.iter().zip(wrote) {
+        w.fetch_add(n, Ordering::Relaxed);
     }
     Ok(complete && !stop.load(Ordering::SeqCst))
 }

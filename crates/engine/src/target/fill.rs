@@ -277,7 +277,7 @@ pub fn fill_disk(
     progress_bytes: &AtomicU64,
 ) -> Result<FillOutcome, TargetError> {
     let fill = Fill::new(std::slice::from_ref(d), p, direct, io)?;
-    fill_here(fill, stop, progress_bytes)
+    fill_here(fill, stop, progress_bytes, &|_, _, _| {})
 }
 
 /// Pass `pass` (0, 1, …) of preconditioning of one disk, sealed: see
@@ -291,25 +291,18 @@ pub fn precondition_pass(
     progress_bytes: &AtomicU64,
 ) -> Result<FillOutcome, TargetError> {
     let fill = Fill::precondition(std::slice::from_ref(d), pass, direct, io)?;
-    fill_here(fill, stop, progress_bytes)
+    fill_here(fill, stop, progress_bytes, &|_, _, _| {})
 }
 
-/// Run `fill`'s writers on scoped threads, add what they wrote to `progress_bytes`,
-/// and seal what was written in full.
+/// Run `fill`'s writers (with `finish`) on scoped threads, add what they wrote to
+/// `progress_bytes`, and seal what was written in full.
 fn fill_here(
     fill: Fill,
     stop: &AtomicBool,
     progress_bytes: &AtomicU64,
+    finish: &(dyn Fn(usize, &mut [u8], u64) + Sync),
 ) -> Result<FillOutcome, TargetError> {
-    let results: Vec<Result<(), TargetError>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..fill.writers())
-            .map(|_| s.spawn(|| fill.write(stop, &|_, _, _| {})))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
-    });
+    let results = on_scoped(fill.writers(), |_| fill.write(stop, finish));
     progress_bytes.fetch_add(fill.progress(), Ordering::Relaxed);
     let (done, complete) = fill.into_unsealed();
     seal(done)?;
@@ -318,6 +311,19 @@ fn fill_here(
         FillOutcome::Done
     } else {
         FillOutcome::Interrupted
+    })
+}
+
+/// `work(i)` for each `i` in `0..n`, each on a scoped thread of its own; the results in
+/// order. A thread's panic is re-raised here.
+fn on_scoped<T: Send>(n: usize, work: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    std::thread::scope(|s| {
+        let work = &work;
+        let handles: Vec<_> = (0..n).map(|i| s.spawn(move || work(i))).collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
     })
 }
 
@@ -335,16 +341,8 @@ pub struct Unsealed {
 /// The first error is returned, after every sync has ended; a disk whose sync failed
 /// gets no marker.
 pub fn seal(fills: Vec<Unsealed>) -> Result<(), TargetError> {
-    let synced: Vec<Result<(), TargetError>> = std::thread::scope(|s| {
-        let handles: Vec<_> = fills
-            .iter()
-            .map(|u| s.spawn(move || sync_path(&u.path, &u.file)))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
-    });
+    let files: Vec<_> = fills.iter().map(|u| (u.path.as_path(), &u.file)).collect();
+    let synced = sync_each(&files);
     let mut first = None;
     let mut block = AlignedBuf::zeroed(MARKER_LEN as usize);
     for (u, r) in fills.into_iter().zip(synced) {
@@ -503,7 +501,7 @@ impl Fill {
             .filter(|(_, c)| **c)
             .map(|(f, _)| (f.d.path.as_path(), &f.file))
             .collect();
-        sync_all(&cleared)?;
+        sync_each(&cleared).into_iter().collect::<Result<(), _>>()?;
         let rows = streams.iter().map(|s| s.len).max().unwrap_or(0);
         Ok(Fill {
             disks: opened,
@@ -815,20 +813,9 @@ fn open_for_fill(d: &DiskLayout, direct: bool) -> Result<(FillDisk, bool), Targe
 }
 
 /// Sync every file of `files` at once (the filesystem and the device serve them
-/// together); the first error, after every sync has ended.
-fn sync_all(files: &[(&std::path::Path, &File)]) -> Result<(), TargetError> {
-    std::thread::scope(|s| {
-        let handles: Vec<_> = files
-            .iter()
-            .map(|&(path, file)| s.spawn(move || sync_path(path, file)))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect::<Vec<_>>()
-    })
-    .into_iter()
-    .collect()
+/// together): each one's result, in order.
+fn sync_each(files: &[(&std::path::Path, &File)]) -> Vec<Result<(), TargetError>> {
+    on_scoped(files.len(), |i| sync_path(files[i].0, files[i].1))
 }
 
 fn write_at(
@@ -1013,15 +1000,8 @@ mod tests {
 
     /// Run `fill`'s writers with `finish`, then seal; whether every disk was written.
     fn run(fill: Fill, finish: &(dyn Fn(usize, &mut [u8], u64) + Sync)) -> bool {
-        let stop = AtomicBool::new(false);
-        std::thread::scope(|s| {
-            for _ in 0..fill.writers() {
-                s.spawn(|| fill.write(&stop, finish).unwrap());
-            }
-        });
-        let (done, complete) = fill.into_unsealed();
-        seal(done).unwrap();
-        complete
+        let (stop, progress) = (AtomicBool::new(false), AtomicU64::new(0));
+        fill_here(fill, &stop, &progress, finish).unwrap() == FillOutcome::Done
     }
 
     #[test]
