@@ -9,6 +9,9 @@ filesystem, fresh files every run, interleaved A B B A per round:
   (1 MiB at QD 8, and 128 KiB at QD 32), the bytes over the longest job's runtime; the
   best of the two per round is fio's figure.
 
+With `--baseline OTHER_BINARY` an earlier build runs in the same rounds too (after
+iofleet and before it again, mirrored), for a before/after in one set.
+
 Medians over the rounds, and iofleet / best-fio. Beside each tool's own figure, one
 neutral clock for both: the device under --dir is sampled in /proc/diskstats every 2 ms,
 and its figure is the bytes over the window from the first to the last MiB of the fill
@@ -116,19 +119,26 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--binary", default=os.path.join(ROOT, "target/release/iofleet"))
     ap.add_argument("--fio", default="fio")
+    ap.add_argument("--baseline", help="an earlier iofleet build to run in the same rounds")
     a = ap.parse_args()
     d = os.path.join(a.dir, "iofleet-prepare-bench")
     global DEV
     DEV = device_of(a.dir)
     try:
         for disks, mib in SHAPES:
-            ours, theirs, ours_dev, theirs_dev = [], [], [], []
+            ours, theirs, ours_dev, theirs_dev, base = [], [], [], [], []
             for _ in range(a.rounds):
-                # A B B A: iofleet, fio configs, fio configs reversed, iofleet. Each run
-                # gives (its own figure, the device's).
+                # A B B A: iofleet, (the baseline,) fio configs, fio configs reversed,
+                # (the baseline,) iofleet. Each run gives (its own figure, the device's).
                 ours.append(iofleet(a.binary, d, disks, mib))
+                if a.baseline:
+                    base.append(iofleet(a.baseline, d, disks, mib))
                 first = {c: fio(a.fio, d, disks, mib, *c) for c in FIO_CONFIGS}
                 second = {c: fio(a.fio, d, disks, mib, *c) for c in reversed(FIO_CONFIGS)}
+                if a.baseline:
+                    base.append(iofleet(a.baseline, d, disks, mib))
+                    print(f"  {disks} x {mib} MiB: baseline {base[-2][0]:.0f} {base[-1][0]:.0f} MB/s "
+                          f"(device {base[-2][1]:.0f} {base[-1][1]:.0f})", flush=True)
                 ours.append(iofleet(a.binary, d, disks, mib))
                 # fio's better configuration, by each clock.
                 for slot in (first, second):
@@ -145,6 +155,10 @@ def main():
             od, td = statistics.median(ours_dev), statistics.median(theirs_dev)
             print(f"{disks} x {mib} MiB: iofleet {o:.0f} MB/s, best fio {t:.0f} MB/s, ratio {o / t:.3f}; "
                   f"at the device: iofleet {od:.0f}, fio {td:.0f}, ratio {od / td:.3f}", flush=True)
+            if base:
+                b, bd = statistics.median(x[0] for x in base), statistics.median(x[1] for x in base)
+                print(f"{disks} x {mib} MiB: baseline {b:.0f} MB/s, ratio to best fio {b / t:.3f}; "
+                      f"at the device {bd:.0f}, ratio {bd / td:.3f}", flush=True)
     finally:
         shutil.rmtree(d, ignore_errors=True)
 

@@ -177,6 +177,11 @@ impl ThreadLauncher {
                 .flat_map(|d| [journal_path(d, Path::new("")), d.path.clone()])
                 .collect();
         }
+        // The data every write draws from is built while the files are created, not
+        // before the first write (if the thread cannot start, the first write builds it).
+        let _ = std::thread::Builder::new()
+            .name("iofleet-data".into())
+            .spawn(iofleet_engine::pattern::warm);
         for (gi, layout) in layouts {
             create_files(layout)?;
             // Surface open errors (O_DIRECT refused, permissions) as typed errors now.

@@ -336,30 +336,28 @@ pub struct Unsealed {
     marker_off: u64,
 }
 
-/// Make the data of every disk in `fills` durable (their syncs run at once, so the
-/// filesystem and the device serve them together), then write each disk's marker.
-/// The first error is returned, after every sync has ended; a disk whose sync failed
-/// gets no marker.
+/// Make the data of every disk in `fills` durable, then write its marker: each disk
+/// on a thread of its own, so that the filesystem and the device serve the syncs
+/// together and each marker follows its own disk's sync. The first error (in the
+/// order given) is returned once every disk is done; a disk whose sync failed gets no
+/// marker.
 pub fn seal(fills: Vec<Unsealed>) -> Result<(), TargetError> {
-    let files: Vec<_> = fills.iter().map(|u| (u.path.as_path(), &u.file)).collect();
-    let synced = sync_each(&files);
-    let mut first = None;
-    let mut block = AlignedBuf::zeroed(MARKER_LEN as usize);
-    for (u, r) in fills.into_iter().zip(synced) {
+    let sealed = on_scoped(fills.len(), |i| fills[i].seal());
+    sealed.into_iter().collect()
+}
+
+impl Unsealed {
+    fn seal(&self) -> Result<(), TargetError> {
+        sync_path(&self.path, &self.file)?;
         // The marker is not synced: it is written only after the data is durable, so
         // whenever it reaches the device the data is there; if a crash loses it, the
         // next run fills again. Only the order matters.
-        let r = r.and_then(|()| {
-            block.as_mut().copy_from_slice(&u.marker);
-            u.file
-                .write_all_at(block.as_mut(), u.marker_off)
-                .map_err(|e| TargetError::io("cannot write the fill marker of", &u.path, e))
-        });
-        if let Err(e) = r {
-            first.get_or_insert(e);
-        }
+        let mut block = AlignedBuf::zeroed(MARKER_LEN as usize);
+        block.as_mut().copy_from_slice(&self.marker);
+        self.file
+            .write_all_at(block.as_mut(), self.marker_off)
+            .map_err(|e| TargetError::io("cannot write the fill marker of", &self.path, e))
     }
-    first.map_or(Ok(()), Err)
 }
 
 /// One disk of a [`Fill`].
@@ -1080,6 +1078,37 @@ mod tests {
             // The disks are not the same stream.
             assert_ne!(images[0][0][..4096], images[0][2][..4096]);
         }
+    }
+
+    #[test]
+    fn a_marker_that_cannot_be_written_is_named_and_the_other_disks_are_sealed() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = file_disk(dir.path().join("a"), 8 * 4096, 1);
+        let b = file_disk(dir.path().join("b"), 8 * 4096, 2);
+        let unsealed = |d: &DiskLayout, write: bool| Unsealed {
+            file: OpenOptions::new()
+                .read(true)
+                .write(write)
+                .open(&d.path)
+                .unwrap(),
+            path: d.path.clone(),
+            marker: encode_marker(d.size, FillPattern::Zero, 0),
+            marker_off: marker_offset(d).unwrap(),
+        };
+        // Opened read-only: its sync succeeds and its marker write fails.
+        let err = seal(vec![unsealed(&a, false), unsealed(&b, true)])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("cannot write the fill marker of")
+                && err.contains(&*a.path.to_string_lossy()),
+            "{err}"
+        );
+        assert!(!fill_marker_valid(&a, FillPattern::Zero).unwrap());
+        assert!(
+            fill_marker_valid(&b, FillPattern::Zero).unwrap(),
+            "b was not sealed"
+        );
     }
 
     #[test]
