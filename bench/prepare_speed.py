@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """How fast iofleet's prepare fills its disks, against fio's sequential write of the
 same files (issue 23): for each shape (disks x size) on a directory of the root
-filesystem, fresh files every run, interleaved A B B A per round:
+filesystem, fresh files every run, interleaved A B B A per round, the ends swapped every
+other round (B A A B):
 
 * iofleet: `iofleet run easy-run-4k70r --target DIR --workers 1 --disks N --disk-size S
   ... --duration 1s`, its `run.prepare_s` (create, fill, sync, marker) over the bytes;
@@ -9,8 +10,8 @@ filesystem, fresh files every run, interleaved A B B A per round:
   (1 MiB at QD 8, and 128 KiB at QD 32), the bytes over the longest job's runtime; the
   best of the two per round is fio's figure.
 
-With `--baseline OTHER_BINARY` an earlier build runs in the same rounds too (after
-iofleet and before it again, mirrored), for a before/after in one set.
+With `--baseline OTHER_BINARY` an earlier build runs in the same rounds too (between
+iofleet and fio, mirrored), for a before/after in one set.
 
 Medians over the rounds, and iofleet / best-fio. Beside each tool's own figure, one
 neutral clock for both: the device under --dir is sampled in /proc/diskstats every 2 ms,
@@ -127,25 +128,34 @@ def main():
     try:
         for disks, mib in SHAPES:
             ours, theirs, ours_dev, theirs_dev, base = [], [], [], [], []
-            for _ in range(a.rounds):
-                # A B B A: iofleet, (the baseline,) fio configs, fio configs reversed,
-                # (the baseline,) iofleet. Each run gives (its own figure, the device's).
-                ours.append(iofleet(a.binary, d, disks, mib))
-                if a.baseline:
-                    base.append(iofleet(a.baseline, d, disks, mib))
-                first = {c: fio(a.fio, d, disks, mib, *c) for c in FIO_CONFIGS}
-                second = {c: fio(a.fio, d, disks, mib, *c) for c in reversed(FIO_CONFIGS)}
-                if a.baseline:
-                    base.append(iofleet(a.baseline, d, disks, mib))
-                    print(f"  {disks} x {mib} MiB: baseline {base[-2][0]:.0f} {base[-1][0]:.0f} MB/s "
-                          f"(device {base[-2][1]:.0f} {base[-1][1]:.0f})", flush=True)
-                ours.append(iofleet(a.binary, d, disks, mib))
+            for r in range(a.rounds):
+                # A B B A, the ends swapped every other round (B A A B) so that no tool
+                # always holds a round's first and last places: on this disk a round's
+                # first runs were slower than its last in most rounds, whoever ran them.
+                # fio's two configurations run in one place, reversed in the mirror.
+                # Each run gives (its own figure, the device's).
+                half = ["ours", "base", "fio"] if r % 2 == 0 else ["fio", "base", "ours"]
+                got = {"ours": [], "base": [], "fio": []}
+                for k, tool in enumerate(half + half[::-1]):
+                    if tool == "ours":
+                        got[tool].append(iofleet(a.binary, d, disks, mib))
+                    elif tool == "base" and a.baseline:
+                        got[tool].append(iofleet(a.baseline, d, disks, mib))
+                    elif tool == "fio":
+                        order = FIO_CONFIGS if k < len(half) else FIO_CONFIGS[::-1]
+                        got[tool].append({c: fio(a.fio, d, disks, mib, *c) for c in order})
+                ours += got["ours"]
+                base += got["base"]
+                ours_dev += [x[1] for x in got["ours"]]
                 # fio's better configuration, by each clock.
-                for slot in (first, second):
+                for slot in got["fio"]:
                     theirs.append(max(v[0] for v in slot.values()))
                     theirs_dev.append(max(v[1] for v in slot.values()))
-                ours_dev += [ours[-2][1], ours[-1][1]]
-                print(f"  {disks} x {mib} MiB: iofleet {ours[-2][0]:.0f} {ours[-1][0]:.0f} MB/s "
+                first, second = got["fio"]
+                print(f"  {disks} x {mib} MiB, round {r + 1} ({'iofleet' if r % 2 == 0 else 'fio'} first): "
+                      + (f"baseline {base[-2][0]:.0f} {base[-1][0]:.0f} MB/s "
+                         f"(device {base[-2][1]:.0f} {base[-1][1]:.0f}); " if a.baseline else "")
+                      + f"iofleet {ours[-2][0]:.0f} {ours[-1][0]:.0f} MB/s "
                       f"(device {ours[-2][1]:.0f} {ours[-1][1]:.0f}); fio "
                       + ", ".join(f"{bs} QD{qd} {first[(bs, qd)][0]:.0f}/{second[(bs, qd)][0]:.0f} "
                                   f"(device {first[(bs, qd)][1]:.0f}/{second[(bs, qd)][1]:.0f})"

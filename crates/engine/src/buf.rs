@@ -1,4 +1,4 @@
-//! I/O buffers: `AlignedBuf` is one zeroed heap allocation aligned to 4096 bytes (so it
+//! I/O buffers: `AlignedBuf` is one zeroed anonymous mapping aligned to 4096 bytes (so it
 //! satisfies `O_DIRECT` alignment on every common device), and `BufferPool` carves one
 //! such allocation into per-slot buffers filled with pseudo-random, incompressible bytes.
 //! This module only owns memory; it does not register buffers with the kernel (the
