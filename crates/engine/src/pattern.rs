@@ -88,7 +88,7 @@ fn pool() -> &'static [u64] {
 }
 
 /// Build the data pool every pattern draws from now, rather than at the first write
-/// (where it held up a fill's first writes by 7-17 ms on a busy machine): a fill has it
+/// (where it held up a fill's first writes by 7-28 ms on a busy machine): a fill has it
 /// built on a thread of its own while its disks are laid out.
 pub fn warm() {
     pool();
