@@ -948,7 +948,8 @@ fn interval_index(addr: &str) -> Result<Option<u64>, String> {
 }
 
 /// Scrape /metrics at `addr` every 100 ms until `over`: the interval index of every
-/// scrape made entirely while the command was under way (`over` unset before and after).
+/// scrape made entirely while the command was under way (`over` unset before and after),
+/// up to the last that was answered.
 fn poll_metrics(
     addr: String,
     over: std::sync::Arc<std::sync::atomic::AtomicBool>,
@@ -963,6 +964,12 @@ fn poll_metrics(
             }
             seen.push(answer);
             std::thread::sleep(Duration::from_millis(100));
+        }
+        // The command closes its server right after `done`, possibly before the viewer
+        // that sets `over` has read to the end of its stream: scrapes that failed after
+        // the last answer are that close (a failure between two answers still counts).
+        while matches!(seen.last(), Some(Err(_))) {
+            seen.pop();
         }
         seen
     })
