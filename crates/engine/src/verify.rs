@@ -212,46 +212,25 @@ struct UnitCell {
 /// that walk cost a verified read about as much as its checksum. Without huge pages
 /// (refused, or THP disabled) the table works the same, only slower.
 struct Cells {
-    ptr: std::ptr::NonNull<UnitCell>,
+    /// Zeroed memory: zeros are a valid `UnitCell` (atomics of 0).
+    mem: crate::buf::AlignedBuf,
     len: usize,
-    bytes: usize,
 }
-
-// SAFETY: the cells are atomics, shared by reference only; the mapping is owned.
-unsafe impl Send for Cells {}
-unsafe impl Sync for Cells {}
 
 impl Cells {
     fn new(floors: &[u64]) -> Cells {
         let len = floors.len();
         let bytes = len * std::mem::size_of::<UnitCell>();
-        if bytes == 0 {
-            return Cells {
-                ptr: std::ptr::NonNull::dangling(),
-                len: 0,
-                bytes: 0,
-            };
+        let mut mem = crate::buf::AlignedBuf::zeroed(bytes).unwrap_or_else(|_| {
+            let layout = std::alloc::Layout::array::<UnitCell>(len).expect("table size");
+            std::alloc::handle_alloc_error(layout)
+        });
+        if bytes > 0 {
+            // SAFETY: advice on the buffer's own mapping, which it owns; best effort,
+            // before the first touch, so the pages are faulted in huge.
+            unsafe { libc::madvise(mem.as_mut_ptr().cast(), bytes, libc::MADV_HUGEPAGE) };
         }
-        // SAFETY: a fresh private anonymous mapping, checked below; nothing else refers
-        // to it. Anonymous pages read as zeros, a valid `UnitCell` (atomics of 0).
-        let ptr = unsafe {
-            let p = libc::mmap(
-                std::ptr::null_mut(),
-                bytes,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            );
-            if p == libc::MAP_FAILED {
-                let layout = std::alloc::Layout::array::<UnitCell>(len).expect("table size");
-                std::alloc::handle_alloc_error(layout);
-            }
-            // Best effort: before the first touch, so the pages are faulted in huge.
-            libc::madvise(p, bytes, libc::MADV_HUGEPAGE);
-            std::ptr::NonNull::new_unchecked(p.cast::<UnitCell>())
-        };
-        let cells = Cells { ptr, len, bytes };
+        let cells = Cells { mem, len };
         for (c, &f) in cells.iter().zip(floors) {
             c.floor.store(f, Ordering::Relaxed);
         }
@@ -262,19 +241,10 @@ impl Cells {
 impl std::ops::Deref for Cells {
     type Target = [UnitCell];
     fn deref(&self) -> &[UnitCell] {
-        // SAFETY: `len` initialised cells at `ptr` (or an empty slice at a dangling,
-        // aligned pointer), alive as long as `self`.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
-    }
-}
-
-impl Drop for Cells {
-    fn drop(&mut self) {
-        if self.bytes > 0 {
-            // SAFETY: the mapping made in `new`, unmapped once; no reference outlives
-            // `self` (they borrow it).
-            unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.bytes) };
-        }
+        // SAFETY: the buffer holds `len` cells' bytes, zeroed or written only through
+        // the cells' atomics, at a 4096-byte-aligned address (more than `UnitCell`
+        // needs); it lives as long as `self` and is never viewed as bytes.
+        unsafe { std::slice::from_raw_parts(self.mem.as_ptr().cast::<UnitCell>(), self.len) }
     }
 }
 

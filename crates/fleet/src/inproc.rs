@@ -179,9 +179,17 @@ impl ThreadLauncher {
         }
         // The data every write draws from is built while the files are created, not
         // before the first write (if the thread cannot start, the first write builds it).
-        let _ = std::thread::Builder::new()
-            .name("iofleet-data".into())
-            .spawn(iofleet_engine::pattern::warm);
+        // A run that only reads disks it neither fills nor verifies needs none.
+        let writes_data = groups.iter().any(|g| {
+            g.plan.timing.prepare == Prepare::Random
+                || g.plan.timing.verify
+                || g.plan.streams.iter().any(|s| s.read_pct < 100.0)
+        });
+        if writes_data {
+            let _ = std::thread::Builder::new()
+                .name("iofleet-data".into())
+                .spawn(iofleet_engine::pattern::warm);
+        }
         for (gi, layout) in layouts {
             create_files(layout)?;
             // Surface open errors (O_DIRECT refused, permissions) as typed errors now.

@@ -37,11 +37,13 @@
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use rustix::fs::OFlags;
 
 use super::{open_disk, DiskLayout, TargetError, MARKER_LEN};
+use crate::buf::AlignedBuf;
 use crate::pattern::{Pattern, PatternSpec};
 use crate::uring::{UringEngine, UringOptions};
 use crate::{Engine, EngineParams, IoReq, OpKind, OpenDisk};
@@ -108,7 +110,8 @@ pub fn fill_plan(w: FillWrites) -> FillIo {
     }
 }
 
-/// Buffer alignment for O_DIRECT (covers 512-byte and 4Kn logical blocks).
+/// Alignment of every region and write of a fill, for O_DIRECT (covers 512-byte and
+/// 4Kn logical blocks).
 const ALIGN: usize = 4096;
 /// First 16 bytes of a fill marker.
 const MAGIC: &[u8; 16] = b"IOFLEET-FILL-V1\0";
@@ -170,25 +173,10 @@ pub enum FillOutcome {
     Interrupted,
 }
 
-/// A zeroed byte buffer whose usable part starts at an `ALIGN`-aligned address.
-/// Over-allocating a `Vec` and slicing at the aligned offset needs no `unsafe`.
-struct AlignedBuf {
-    raw: Vec<u8>,
-    start: usize,
-    len: usize,
-}
-
-impl AlignedBuf {
-    fn zeroed(len: usize) -> Self {
-        let raw = vec![0u8; len + ALIGN];
-        let addr = raw.as_ptr() as usize;
-        let start = (ALIGN - addr % ALIGN) % ALIGN;
-        AlignedBuf { raw, start, len }
-    }
-
-    fn as_mut(&mut self) -> &mut [u8] {
-        &mut self.raw[self.start..self.start + self.len]
-    }
+/// A zeroed buffer of `len` bytes aligned for O_DIRECT, for a fill of `path`.
+fn aligned(len: usize, path: &Path) -> Result<AlignedBuf, TargetError> {
+    AlignedBuf::zeroed(len)
+        .map_err(|e| TargetError::io("cannot fill", path, io::Error::other(e.to_string())))
 }
 
 fn fnv1a64(bytes: &[u8]) -> u64 {
@@ -352,10 +340,10 @@ impl Unsealed {
         // The marker is not synced: it is written only after the data is durable, so
         // whenever it reaches the device the data is there; if a crash loses it, the
         // next run fills again. Only the order matters.
-        let mut block = AlignedBuf::zeroed(MARKER_LEN as usize);
-        block.as_mut().copy_from_slice(&self.marker);
+        let mut block = aligned(MARKER_LEN as usize, &self.path)?;
+        block.copy_from_slice(&self.marker);
         self.file
-            .write_all_at(block.as_mut(), self.marker_off)
+            .write_all_at(&block, self.marker_off)
             .map_err(|e| TargetError::io("cannot write the fill marker of", &self.path, e))
     }
 }
@@ -493,7 +481,7 @@ impl Fill {
             opened.push(f);
         }
         // The cleared markers are durable before any data is written.
-        let cleared: Vec<(&std::path::Path, &File)> = opened
+        let cleared: Vec<(&Path, &File)> = opened
             .iter()
             .zip(&clear)
             .filter(|(_, c)| **c)
@@ -662,10 +650,13 @@ impl Fill {
         stop: &AtomicBool,
         finish: &(dyn Fn(usize, &mut [u8], u64) + Sync),
     ) -> Result<(), TargetError> {
-        let mut buf = AlignedBuf::zeroed(self.write_len);
+        let Some(first) = self.disks.first() else {
+            return Ok(());
+        };
+        let mut buf = aligned(self.write_len, &first.d.path)?;
         while let Some((k, i, at, len)) = self.take(stop) {
             let f = &self.disks[k];
-            let chunk = &mut buf.as_mut()[..len];
+            let chunk = &mut buf[..len];
             self.generate((k, i, at), chunk, finish);
             write_at(&f.d, &f.file, chunk, f.d.region_offset + at, "cannot write")?;
             f.written.fetch_add(len as u64, Ordering::Relaxed);
@@ -783,20 +774,20 @@ fn open_for_fill(d: &DiskLayout, direct: bool) -> Result<(FillDisk, bool), Targe
     }
     let marker_off = marker_offset(d)?;
     let file = open_disk(d, direct, true)?.file;
-    let mut block = AlignedBuf::zeroed(MARKER_LEN as usize);
-    let found = match file.read_exact_at(block.as_mut(), marker_off) {
-        Ok(()) => block.as_mut().starts_with(MAGIC),
+    let mut block = aligned(MARKER_LEN as usize, &d.path)?;
+    let found = match file.read_exact_at(&mut block, marker_off) {
+        Ok(()) => block.starts_with(MAGIC),
         // A file that ends before its marker has none.
         Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => false,
         // Unreadable: cleared as if there were one.
         Err(_) => true,
     };
     if found {
-        block.as_mut().fill(0);
+        block.fill(0);
         write_at(
             d,
             &file,
-            block.as_mut(),
+            &block,
             marker_off,
             "cannot clear the fill marker of",
         )?;
@@ -812,7 +803,7 @@ fn open_for_fill(d: &DiskLayout, direct: bool) -> Result<(FillDisk, bool), Targe
 
 /// Sync every file of `files` at once (the filesystem and the device serve them
 /// together): each one's result, in order.
-fn sync_each(files: &[(&std::path::Path, &File)]) -> Vec<Result<(), TargetError>> {
+fn sync_each(files: &[(&Path, &File)]) -> Vec<Result<(), TargetError>> {
     on_scoped(files.len(), |i| sync_path(files[i].0, files[i].1))
 }
 
@@ -827,7 +818,7 @@ fn write_at(
         .map_err(|e| TargetError::io(what, &d.path, e))
 }
 
-fn sync_path(path: &std::path::Path, f: &File) -> Result<(), TargetError> {
+fn sync_path(path: &Path, f: &File) -> Result<(), TargetError> {
     f.sync_data()
         .map_err(|e| TargetError::io("cannot sync", path, e))
 }
@@ -889,16 +880,6 @@ mod tests {
         }
     }
 
-    #[test]
-    fn aligned_buffer_is_aligned() {
-        for len in [1, 4096, CHUNK] {
-            let mut b = AlignedBuf::zeroed(len);
-            let s = b.as_mut();
-            assert_eq!(s.len(), len);
-            assert_eq!(s.as_ptr() as usize % ALIGN, 0);
-        }
-    }
-
     /// A disk file of `size` bytes (and room for the marker) at `path`, every byte `byte`.
     fn file_disk(path: std::path::PathBuf, size: u64, byte: u8) -> DiskLayout {
         std::fs::write(&path, vec![byte; (size + MARKER_LEN) as usize]).unwrap();
@@ -953,9 +934,9 @@ mod tests {
     fn writes_go_round_the_streams_and_through_each_streams_disks_in_turn() {
         // Six disks on one filesystem (dealt to its four streams: the fifth and sixth
         // follow the first and second) and one on another (tmpfs), its own stream.
-        let shm = std::path::Path::new("/dev/shm");
+        let shm = Path::new("/dev/shm");
         let dir = tempfile::tempdir().unwrap();
-        let dev = |p: &std::path::Path| std::fs::metadata(p).map(|m| m.dev()).ok();
+        let dev = |p: &Path| std::fs::metadata(p).map(|m| m.dev()).ok();
         if dev(shm).is_none() || dev(shm) == dev(dir.path()) {
             eprintln!("skipped: /dev/shm is not a filesystem of its own here");
             return;
@@ -1078,6 +1059,17 @@ mod tests {
             // The disks are not the same stream.
             assert_ne!(images[0][0][..4096], images[0][2][..4096]);
         }
+    }
+
+    #[test]
+    fn a_buffer_no_address_space_holds_is_an_error_naming_the_disk() {
+        let path = Path::new("/somewhere/disk-0");
+        let e = aligned(1 << 62, path).map(|_| ()).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("/somewhere/disk-0"), "{msg}");
+        let b = aligned(MARKER_LEN as usize, path).unwrap();
+        assert_eq!(b.len(), MARKER_LEN as usize);
+        assert_eq!(b.as_ptr() as usize % ALIGN, 0);
     }
 
     #[test]
