@@ -121,12 +121,19 @@ def main():
     ap.add_argument("--binary", default=os.path.join(ROOT, "target/release/iofleet"))
     ap.add_argument("--fio", default="fio")
     ap.add_argument("--baseline", help="an earlier iofleet build to run in the same rounds")
+    ap.add_argument("--shapes", default=",".join(f"{n}x{m}" for n, m in SHAPES),
+                    help="disks x MiB each, comma-separated (default: %(default)s)")
     a = ap.parse_args()
+    try:
+        shapes = [tuple(int(v) for v in x.split("x")) for x in a.shapes.split(",")]
+        assert all(len(x) == 2 and min(x) > 0 for x in shapes)
+    except (ValueError, AssertionError):
+        raise SystemExit(f"--shapes {a.shapes!r}: give DISKSxMIB[,DISKSxMIB...], e.g. 16x64")
     d = os.path.join(a.dir, "iofleet-prepare-bench")
     global DEV
     DEV = device_of(a.dir)
     try:
-        for disks, mib in SHAPES:
+        for disks, mib in shapes:
             ours, theirs, ours_dev, theirs_dev, base = [], [], [], [], []
             for r in range(a.rounds):
                 # A B B A, the ends swapped every other round (B A A B) so that no tool

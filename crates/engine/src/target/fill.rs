@@ -16,8 +16,9 @@
 //!
 //! A [`Fill`] writes up to [`FILL_DISKS_AT_ONCE`] disks together, as streams: each
 //! device's disks (regions of one block device, files of one filesystem) are dealt to
-//! [`FILL_STREAMS_PER_DEVICE`] streams that write their disks one after the other, so
-//! each disk is written sequentially and no writer waits between disks. Its writers
+//! streams that write their disks one after the other (through io_uring, one stream
+//! per disk; by threads, [`FILL_STREAMS_PER_DEVICE`]), so each disk is written
+//! sequentially and no writer waits between disks. Its writers
 //! (threads the caller runs, [`Fill::writers`] of them) keep writes in flight as
 //! [`FillIo`] says:
 //! - one io_uring per stream, when the run's engine is io_uring and the writes are
@@ -56,14 +57,18 @@ pub const PRECONDITION_BS: usize = 128 << 10;
 /// issue 23).
 pub const FILL_QUEUE: usize = 32;
 /// A fill through io_uring: bytes per write, and writes in flight per ring (one ring
-/// per stream). 128 KiB at 32 deep is fio's better sequential-write configuration on
-/// the reference disk; a device's four streams keep 128 writes in flight on it, half
-/// the request slots of a typical block queue (256), so that the fill's writes wait in
-/// its own rings rather than in the kernel's (bench/README.md, issue 23).
+/// per stream, one stream per disk). 128 KiB at 32 deep per file is fio's better
+/// sequential-write configuration on the reference disk, one job per file
+/// (bench/README.md, issue 23). Writing 16 files of 64 MiB as 4 streams (128 writes in
+/// flight on the device, half a typical block queue's 256 request slots) was 8% slower
+/// than one stream per disk (512 in flight, as fio keeps them) and 5% slower than 4
+/// streams at 64 deep (medians of 6 interleaved rounds each).
 pub const FILL_RING_BS: usize = 128 << 10;
 pub const FILL_RING_DEPTH: u32 = 32;
-/// Streams a device is written as: its disks are dealt to this many streams, each
-/// writing its disks one after the other (see `Stream`).
+/// Streams a device is written as by threads (32 writes in flight in all): its disks
+/// are dealt to this many streams, each writing its disks one after the other (see
+/// `Stream`), so each stream has about 8 writes in flight. A fill through io_uring
+/// gives each disk a stream of its own ([`FILL_DISKS_AT_ONCE`] per device).
 pub const FILL_STREAMS_PER_DEVICE: usize = 4;
 /// Disks one [`Fill`] writes together, at most.
 pub const FILL_DISKS_AT_ONCE: usize = 16;
@@ -80,6 +85,14 @@ pub enum FillIo {
 }
 
 impl FillIo {
+    /// Streams a device's disks are dealt to.
+    fn streams_per_device(self) -> usize {
+        match self {
+            FillIo::Threads(_) => FILL_STREAMS_PER_DEVICE,
+            FillIo::Rings { .. } => FILL_DISKS_AT_ONCE,
+        }
+    }
+
     /// Bytes per write of a fill (a preconditioning pass has its own).
     fn write_len(self) -> usize {
         match self {
@@ -359,9 +372,9 @@ struct FillDisk {
 
 /// Some of the disks of a fill that share a device (regions of one block device, or
 /// files of one filesystem), written one after the other. A device's disks are dealt
-/// to `FILL_STREAMS_PER_DEVICE` streams, so that it sees a few sequential streams
-/// with many writes in flight each, not one stream per disk at a few writes each, nor
-/// one stream at 128 (measured on the reference disk, bench/README.md).
+/// to streams (`FillIo::streams_per_device`): through io_uring one per disk, each ring
+/// 32 deep; by threads four, so that the 32 writes in flight form a few sequential
+/// streams, not one per disk at a write or two each (bench/README.md).
 struct Stream {
     /// The disks (indices into `Fill::disks`), each with the index in the stream of
     /// its first write.
@@ -464,7 +477,7 @@ impl Fill {
             };
             let (_, seen, mine) = &mut devices[at];
             // The device's disks are dealt to its streams in turn.
-            let slot = *seen % FILL_STREAMS_PER_DEVICE;
+            let slot = *seen % io.streams_per_device();
             *seen += 1;
             if slot == mine.len() {
                 mine.push(streams.len());
@@ -928,6 +941,23 @@ mod tests {
             by_way.push(passes);
         }
         assert!(by_way[0] == by_way[1], "threads and rings wrote other data");
+    }
+
+    #[test]
+    fn a_fill_through_rings_gives_each_disk_a_stream_and_a_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let len = FILL_RING_BS as u64;
+        let disks: Vec<DiskLayout> = (0..FILL_STREAMS_PER_DEVICE + 2)
+            .map(|k| file_disk(dir.path().join(format!("d{k}")), len, 0))
+            .collect();
+        let rings = Fill::new(&disks, FillPattern::Zero, false, FillIo::Rings { depth: 2 });
+        let rings = rings.unwrap();
+        assert_eq!(rings.streams.len(), disks.len());
+        assert_eq!(rings.writers(), disks.len());
+        // By threads the same disks are dealt to a few streams.
+        let threads = Fill::new(&disks, FillPattern::Zero, false, FillIo::Threads(3)).unwrap();
+        assert_eq!(threads.streams.len(), FILL_STREAMS_PER_DEVICE);
+        assert_eq!(threads.writers(), 3);
     }
 
     #[test]
