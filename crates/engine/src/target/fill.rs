@@ -60,9 +60,9 @@ pub const FILL_QUEUE: usize = 32;
 /// per stream, one stream per disk). 128 KiB at 32 deep per file is fio's better
 /// sequential-write configuration on the reference disk, one job per file
 /// (bench/README.md, issue 23). Writing 16 files of 64 MiB as 4 streams (128 writes in
-/// flight on the device, half a typical block queue's 256 request slots) was 8% slower
-/// than one stream per disk (512 in flight, as fio keeps them) and 5% slower than 4
-/// streams at 64 deep (medians of 6 interleaved rounds each).
+/// flight on the device, half a typical block queue's 256 request slots) was 5-8% slower
+/// than one stream per disk (512 in flight, as fio keeps them; two sets) and 5% slower
+/// than 4 streams at 64 deep (medians of 6 interleaved rounds each).
 pub const FILL_RING_BS: usize = 128 << 10;
 pub const FILL_RING_DEPTH: u32 = 32;
 /// Streams a device is written as by threads (32 writes in flight in all): its disks
