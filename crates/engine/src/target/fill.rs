@@ -188,8 +188,10 @@ pub enum FillOutcome {
 
 /// A zeroed buffer of `len` bytes aligned for O_DIRECT, for a fill of `path`.
 fn aligned(len: usize, path: &Path) -> Result<AlignedBuf, TargetError> {
-    AlignedBuf::zeroed(len)
-        .map_err(|e| TargetError::io("cannot fill", path, io::Error::other(e.to_string())))
+    AlignedBuf::zeroed(len).map_err(|_| {
+        let e = io::Error::from(io::ErrorKind::OutOfMemory);
+        TargetError::io("cannot allocate a buffer to fill", path, e)
+    })
 }
 
 fn fnv1a64(bytes: &[u8]) -> u64 {
@@ -1096,7 +1098,10 @@ mod tests {
         let path = Path::new("/somewhere/disk-0");
         let e = aligned(1 << 62, path).map(|_| ()).unwrap_err();
         let msg = e.to_string();
-        assert!(msg.contains("/somewhere/disk-0"), "{msg}");
+        assert!(
+            msg.contains("cannot allocate a buffer to fill /somewhere/disk-0"),
+            "{msg}"
+        );
         let b = aligned(MARKER_LEN as usize, path).unwrap();
         assert_eq!(b.len(), MARKER_LEN as usize);
         assert_eq!(b.as_ptr() as usize % ALIGN, 0);
