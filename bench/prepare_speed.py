@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """How fast iofleet's prepare fills its disks, against fio's sequential write of the
 same files (issue 23): for each shape (disks x size: 4 x 512 MiB and 16 x 64 MiB, or
-`--shapes 8x128,...`) on a directory of the root filesystem, fresh files every run, interleaved A B B A per round, the ends swapped every
-other round (B A A B):
+`--shapes 8x128,...`) on a directory of the root filesystem, fresh files every run,
+interleaved A B B A per round, the ends swapped every other round (B A A B):
 
 * iofleet: `iofleet run easy-run-4k70r --target DIR --workers 1 --disks N --disk-size S
   ... --duration 1s`, its `run.prepare_s` (create, fill, sync, marker) over the bytes;
