@@ -134,7 +134,7 @@ def main():
     DEV = device_of(a.dir)
     try:
         for disks, mib in shapes:
-            ours, theirs, ours_dev, theirs_dev, base = [], [], [], [], []
+            ours, theirs, theirs_dev, base = [], [], [], []
             for r in range(a.rounds):
                 # A B B A, the ends swapped every other round (B A A B) so that no tool
                 # always holds a round's first and last places: on this disk a round's
@@ -153,7 +153,6 @@ def main():
                         got[tool].append({c: fio(a.fio, d, disks, mib, *c) for c in order})
                 ours += got["ours"]
                 base += got["base"]
-                ours_dev += [x[1] for x in got["ours"]]
                 # fio's better configuration, by each clock.
                 for slot in got["fio"]:
                     theirs.append(max(v[0] for v in slot.values()))
@@ -169,7 +168,7 @@ def main():
                                   for bs, qd in FIO_CONFIGS),
                       flush=True)
             o, t = statistics.median(x[0] for x in ours), statistics.median(theirs)
-            od, td = statistics.median(ours_dev), statistics.median(theirs_dev)
+            od, td = statistics.median(x[1] for x in ours), statistics.median(theirs_dev)
             print(f"{disks} x {mib} MiB: iofleet {o:.0f} MB/s, best fio {t:.0f} MB/s, ratio {o / t:.3f}; "
                   f"at the device: iofleet {od:.0f}, fio {td:.0f}, ratio {od / td:.3f}", flush=True)
             if base:

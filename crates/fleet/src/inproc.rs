@@ -181,9 +181,7 @@ impl ThreadLauncher {
         // before the first write (if the thread cannot start, the first write builds it).
         // A run that only reads disks it neither fills nor verifies needs none.
         let writes_data = groups.iter().any(|g| {
-            g.plan.timing.prepare == Prepare::Random
-                || g.plan.timing.verify
-                || g.plan.streams.iter().any(|s| s.read_pct < 100.0)
+            g.plan.timing.prepare == Prepare::Random || g.plan.timing.verify || g.plan.writes()
         });
         if writes_data {
             let _ = std::thread::Builder::new()
@@ -194,8 +192,7 @@ impl ThreadLauncher {
             create_files(layout)?;
             // Surface open errors (O_DIRECT refused, permissions) as typed errors now.
             let p = &groups[*gi].plan;
-            let writes = p.streams.iter().any(|s| s.read_pct < 100.0);
-            let needs_write = writes || p.timing.prepare != Prepare::None;
+            let needs_write = p.writes() || p.timing.prepare != Prepare::None;
             if let Some(first) = layout.first() {
                 open_disk(first, direct, needs_write)?;
             }
@@ -218,7 +215,7 @@ impl ThreadLauncher {
                 }
                 continue;
             }
-            if plan.streams.iter().any(|s| s.read_pct < 100.0) || pattern.is_some() {
+            if plan.writes() || pattern.is_some() {
                 forget_journals(layout, &cache, notices)?;
             }
             if let Some(p) = pattern {
@@ -1281,7 +1278,7 @@ fn open_engine(job: &Job, spec: &IoThreadSpec) -> Result<BuiltEngine, String> {
             .max()
             .unwrap_or(4096),
     };
-    let writes = job.plan.streams.iter().any(|s| s.read_pct < 100.0);
+    let writes = job.plan.writes();
     let mut files: Vec<EngineFile> = Vec::new();
     for (&l, &f) in spec.lanes.iter().zip(&spec.files) {
         if f as usize == files.len() {

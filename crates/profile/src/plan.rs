@@ -202,6 +202,11 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// Whether any stream writes (its read share is under 100%).
+    pub fn writes(&self) -> bool {
+        self.streams.iter().any(|s| s.read_pct < 100.0)
+    }
+
     /// Configured outstanding I/O for the whole fleet (every lane's qd × threads × disks).
     pub fn configured_outstanding(&self) -> u64 {
         self.configured_per_worker() * self.fleet.workers as u64
