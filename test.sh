@@ -83,15 +83,27 @@ trap 'rm -f "$IOFLEET_SKIP_LOG"' EXIT
 status=0
 cargo test --workspace --no-fail-fast "$@" || status=$?
 
-if [ -s "$IOFLEET_SKIP_LOG" ]; then
-  echo
-  echo "skipped tests, by what they need ($(wc -l <"$IOFLEET_SKIP_LOG") in all):"
-  sort "$IOFLEET_SKIP_LOG" | awk -F'\t' '
+# The skip log has one line per skip: what was missing, the test, and "ci-cannot" for
+# what the CI machine cannot provide (need::CI_CANNOT_PROVIDE) or "missing" otherwise.
+summary() { # KIND TITLE
+  awk -F'\t' -v kind="$1" '$3 == kind' "$IOFLEET_SKIP_LOG" | sort | awk -F'\t' -v title="$2" '
+    NR == 1 { printf "%s:\n", title }
     $1 != last { if (last != "") printf "\n"; printf "  %s:", $1; last = $1; n = 0 }
     { printf "%s %s", (n++ ? "," : ""), $2 }
-    END { printf "\n" }'
+    END { if (NR) printf "\n" }'
+}
+echo
+if [ -s "$IOFLEET_SKIP_LOG" ]; then
+  summary missing "skipped tests, by what they need ($(awk -F'\t' '$3 == "missing"' "$IOFLEET_SKIP_LOG" | wc -l))"
+  summary ci-cannot "skipped because no CI machine can provide what they need ($(awk -F'\t' '$3 == "ci-cannot"' "$IOFLEET_SKIP_LOG" | wc -l); tests-support/need.rs says why)"
 else
-  echo
   echo "no test was skipped"
+fi
+# Under CI a skip of anything a CI machine can provide is a failure (need.rs panics first;
+# this catches a skip that went around it).
+if [ -n "${CI:-}" ] && [ "${CI}" != 0 ] && [ "${CI}" != false ] \
+  && awk -F'\t' '$3 != "ci-cannot"' "$IOFLEET_SKIP_LOG" | grep -q .; then
+  echo "test.sh: CI is set and tests were skipped for what CI provides" >&2
+  status=1
 fi
 exit "$status"

@@ -31,7 +31,10 @@ fn digest(dev: &Path) -> u64 {
 
 #[test]
 fn ext4_loop_device_is_refused_and_left_identical() {
-    if !runnable("ext4_loop_device_is_refused_and_left_identical") || !have("mkfs.ext4") {
+    if !need::need(
+        "ext4_loop_device_is_refused_and_left_identical",
+        &["root", "losetup", "mkfs.ext4"],
+    ) {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

@@ -367,11 +367,9 @@ fn markdown_report_for_tickets() {
     assert_eq!(o.status.code(), Some(2));
 }
 
+/// Chromium wherever PATH has it (Debian's `chromium`, or `chromium-browser`).
 fn chromium() -> Option<PathBuf> {
-    ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.exists())
+    need::which("chromium").or_else(|| need::which("chromium-browser"))
 }
 
 /// Run chromium headless on `page` with `extra` flags; returns its output. Output goes

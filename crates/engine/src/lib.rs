@@ -18,6 +18,11 @@ pub mod target;
 pub mod uring;
 pub mod verify;
 
+/// What a unit test needs from the machine: every skip goes through it (tests-support).
+#[cfg(test)]
+#[path = "../../../tests-support/need.rs"]
+mod need;
+
 use std::fs::File;
 use std::time::Duration;
 

@@ -566,7 +566,11 @@ mod tests {
         {
             Ok(f) => f,
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-                eprintln!("skipping: /tmp does not support O_DIRECT");
+                crate::need::environment(
+                    "psync O_DIRECT round trip",
+                    "/tmp does not support O_DIRECT",
+                    false,
+                );
                 return;
             }
             Err(e) => panic!("open O_DIRECT: {e}"),

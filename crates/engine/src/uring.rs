@@ -980,7 +980,11 @@ mod tests {
         );
         let shm = std::path::Path::new("/dev/shm");
         let is_tmpfs = rustix::fs::statfs(shm).is_ok_and(|s| s.f_type == 0x0102_1994);
-        if is_tmpfs {
+        if crate::need::environment(
+            "inline_completion_probe_tells_tmpfs_from_a_disk_filesystem",
+            "/dev/shm is not tmpfs",
+            is_tmpfs,
+        ) {
             let d = tempfile::tempdir_in(shm).unwrap();
             // An empty directory: the filesystem type answers, and nothing is written.
             assert_eq!(completes_inline_in(d.path(), false), Some(false));
@@ -994,8 +998,6 @@ mod tests {
             let on_disk = tempfile::tempdir_in("/var/tmp").unwrap();
             std::fs::write(on_disk.path().join("disk"), [7u8; 8192]).unwrap();
             assert_eq!(completes_inline_in(on_disk.path(), false), Some(true));
-        } else {
-            eprintln!("skip: /dev/shm is not tmpfs");
         }
     }
 
@@ -1368,7 +1370,11 @@ mod tests {
         {
             Ok(f) => f,
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-                eprintln!("skipping: /tmp does not support O_DIRECT");
+                crate::need::environment(
+                    "io_uring O_DIRECT round trip",
+                    "/tmp does not support O_DIRECT",
+                    false,
+                );
                 return;
             }
             Err(e) => panic!("open O_DIRECT: {e}"),
