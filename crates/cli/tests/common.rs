@@ -115,3 +115,139 @@ impl Drop for Loop {
             .status();
     }
 }
+
+/// A run started in the background and watched through its own `/metrics`: the test waits
+/// for a state the run reached (an interval measured, the warm-up begun) instead of
+/// sleeping for a time it guesses. The run must be given `--metrics-listen 127.0.0.1:0`
+/// and no `--quiet`: the address it bound is read from its first line on stderr, so no
+/// port is picked ahead and raced for. Its stderr is kept for the end.
+pub struct Watched {
+    child: std::process::Child,
+    addr: String,
+    stderr: std::sync::Arc<std::sync::Mutex<String>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Watched {
+    /// Spawn `cmd` (stdout piped, stderr read here) and wait for its metrics address.
+    pub fn spawn(mut cmd: std::process::Command) -> Watched {
+        use std::io::BufRead;
+        let mut child = cmd
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("iofleet starts");
+        let err = child.stderr.take().unwrap();
+        let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let kept = stderr.clone();
+        let reader = std::thread::spawn(move || {
+            for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+                if let Some(addr) = line
+                    .strip_prefix("metrics: http://")
+                    .and_then(|l| l.strip_suffix("/metrics"))
+                {
+                    let _ = tx.send(addr.to_string());
+                }
+                let mut k = kept.lock().unwrap();
+                k.push_str(&line);
+                k.push('\n');
+            }
+        });
+        // The address comes before any I/O; generous for a loaded machine.
+        let addr = rx
+            .recv_timeout(std::time::Duration::from_secs(120))
+            .unwrap_or_else(|_| {
+                let _ = child.kill();
+                panic!("no metrics address on stderr: {}", stderr.lock().unwrap())
+            });
+        Watched {
+            child,
+            addr,
+            stderr,
+            reader: Some(reader),
+        }
+    }
+
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    /// The value of the unlabelled gauge `name` on `/metrics` now, if it answers.
+    pub fn gauge(&self, name: &str) -> Option<f64> {
+        metrics_gauge(&self.addr, name)
+    }
+
+    /// Wait until `ok` holds of `/metrics`'s gauge `name` (up to `limit`, a bound for a
+    /// loaded machine, not a timing claim); panics with stderr if it never does.
+    pub fn wait_for(&self, name: &str, ok: impl Fn(f64) -> bool, limit: std::time::Duration) {
+        let t0 = std::time::Instant::now();
+        loop {
+            if self.gauge(name).is_some_and(&ok) {
+                return;
+            }
+            assert!(
+                t0.elapsed() < limit,
+                "{name} never reached the state waited for: {}",
+                self.stderr.lock().unwrap()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
+    /// Send `signal` (`-INT`, `-STOP`, ...) to the run.
+    pub fn signal(&self, signal: &str) {
+        assert!(std::process::Command::new("kill")
+            .args([signal, &self.child.id().to_string()])
+            .status()
+            .unwrap()
+            .success());
+    }
+
+    /// Wait for the end: its status, stdout and every line of its stderr.
+    pub fn finish(mut self) -> Output {
+        let mut o = std::mem::replace(
+            &mut self.child,
+            std::process::Command::new("true").spawn().unwrap(),
+        )
+        .wait_with_output()
+        .unwrap();
+        if let Some(r) = self.reader.take() {
+            r.join().unwrap();
+        }
+        o.stderr = self.stderr.lock().unwrap().clone().into_bytes();
+        o
+    }
+}
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The value of the unlabelled gauge `name` on the `/metrics` page at `addr`, asked as a
+/// loopback client (`Host: 127.0.0.1`); None when it does not answer or has none.
+pub fn metrics_gauge(addr: &str, name: &str) -> Option<f64> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .ok()?;
+    s.write_all(
+        format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .ok()?;
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    out.lines()
+        .find(|l| l.split_whitespace().next() == Some(name))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}

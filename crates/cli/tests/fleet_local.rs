@@ -6,8 +6,8 @@ mod common;
 #[path = "support/sshd.rs"]
 mod sshd;
 
+use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -33,9 +33,18 @@ fn parent_of(pid: u32) -> Option<u32> {
         .ok()
 }
 
-/// Interrupt a fleet run over three local agents `after` its start; return the exit
-/// code and the JSON result.
-fn interrupt(extra: &[&str], after: Duration) -> (Option<i32>, Value) {
+/// When a test interrupts the run: a state the run has reached, waited for (never a
+/// guessed sleep, which a loaded machine outruns).
+enum At {
+    /// A host's disk file has data on it: the fill is writing.
+    Preparing,
+    /// `/metrics` shows measured intervals (index this far, warm-up over).
+    Measuring(f64),
+}
+
+/// Interrupt a fleet run over three local agents once it is `at` that state; return the
+/// exit code and the JSON result.
+fn interrupt(extra: &[&str], at: At) -> (Option<i32>, Value) {
     let exe = assert_cmd::cargo::cargo_bin("iofleet");
     let exe_s = exe.to_string_lossy().into_owned();
     let tmp = tempfile::tempdir().unwrap();
@@ -47,21 +56,19 @@ fn interrupt(extra: &[&str], after: Duration) -> (Option<i32>, Value) {
             .collect::<String>(),
     )
     .unwrap();
-    let child = std::process::Command::new(&exe)
-        .current_dir(tmp.path())
+    let mut cmd = std::process::Command::new(&exe);
+    cmd.current_dir(tmp.path())
         .env("XDG_DATA_HOME", scratch_data_home())
         .args(["run", "vsan-7030", "--hosts"])
         .arg(&inv)
-        .args(["--workers", "3", "--no-save", "--quiet", "--json"])
+        .args(["--workers", "3", "--no-save", "--json"])
+        .args(["--metrics-listen", "127.0.0.1:0"])
         .args(extra)
-        .process_group(0)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pgid = child.id();
+        .process_group(0);
+    let run = Watched::spawn(cmd);
+    let pgid = run.id();
     let t0 = Instant::now();
-    while agents(&exe_s, pgid).len() < 3 && t0.elapsed() < Duration::from_secs(20) {
+    while agents(&exe_s, pgid).len() < 3 && t0.elapsed() < Duration::from_secs(60) {
         std::thread::sleep(Duration::from_millis(20));
     }
     let started = agents(&exe_s, pgid);
@@ -74,14 +81,37 @@ fn interrupt(extra: &[&str], after: Duration) -> (Option<i32>, Value) {
             .filter(|&p| sshd::cmdline(p).starts_with(&exe_s))
             .collect()
     };
-    std::thread::sleep(after);
+    match at {
+        At::Preparing => {
+            let filling = || {
+                (1..=3).any(|i| {
+                    walk_files(&tmp.path().join(format!("data{i}")))
+                        .iter()
+                        .any(|m| m.blocks() > 0)
+                })
+            };
+            let t0 = Instant::now();
+            while !filling() && t0.elapsed() < Duration::from_secs(60) {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            assert!(filling(), "the fill did not start");
+        }
+        At::Measuring(index) => {
+            run.wait_for(
+                "iofleet_interval_index",
+                |i| i >= index,
+                Duration::from_secs(120),
+            );
+            assert_eq!(run.gauge("iofleet_warmup"), Some(0.0));
+        }
+    }
     // As a terminal does: SIGINT to the whole foreground process group.
     assert!(std::process::Command::new("kill")
-        .args(["-INT", "--", &format!("-{}", child.id())])
+        .args(["-INT", "--", &format!("-{pgid}")])
         .status()
         .unwrap()
         .success());
-    let o = child.wait_with_output().unwrap();
+    let o = run.finish();
     let t1 = Instant::now();
     while !alive().is_empty() && t1.elapsed() < Duration::from_secs(5) {
         std::thread::sleep(Duration::from_millis(50));
@@ -92,12 +122,25 @@ fn interrupt(extra: &[&str], after: Duration) -> (Option<i32>, Value) {
     (o.status.code(), v)
 }
 
+/// The metadata of every file under `dir` (none when it does not exist yet).
+fn walk_files(dir: &std::path::Path) -> Vec<std::fs::Metadata> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        match e.metadata() {
+            Ok(m) if m.is_dir() => out.extend(walk_files(&e.path())),
+            Ok(m) => out.push(m),
+            Err(_) => {}
+        }
+    }
+    out
+}
+
 #[test]
 fn ctrl_c_while_hosts_prepare_exits_130_with_nothing_measured() {
     // 3 hosts × 8 disks × 512 MiB of random fill: several seconds of preparing.
     let (code, v) = interrupt(
         &["--disk-size", "512m", "--direct=false", "--cleanup"],
-        Duration::from_millis(500),
+        At::Preparing,
     );
     assert_eq!(code, Some(130), "{v}");
     assert_eq!(v["run"]["interrupted"], true);
@@ -120,7 +163,7 @@ fn ctrl_c_while_measuring_exits_130_with_what_was_measured() {
             "--interval",
             "200ms",
         ],
-        Duration::from_millis(1500),
+        At::Measuring(3.0),
     );
     assert_eq!(code, Some(130), "{v}");
     assert_eq!(v["run"]["interrupted"], true);

@@ -79,12 +79,32 @@ fn null_engine_json_matches_schema_and_shape() {
     assert_eq!(by_worker, total);
     assert_eq!(by_stream, total);
     // Rated streams: the log stream runs at its own 300 IOPS per worker (open loop).
-    let log = &v["streams"][1];
-    let log_iops = log["all"]["iops"].as_f64().unwrap();
-    assert!(
-        (log_iops - 900.0).abs() < 120.0,
-        "log stream at 3 × 300 IOPS, got {log_iops}"
+    // Counted in simulated time, where the schedule is exact whatever the machine's load:
+    // 3 workers × 300 IOPS × 2 s measured, while the data stream's count is its own.
+    let sim = json_run(
+        d.path(),
+        &[
+            "vmfleet-sql",
+            "--engine",
+            "null-sim:fixed:50us",
+            "--workers",
+            "3",
+            "--duration",
+            "2s",
+            "--warmup",
+            "500ms",
+            "--interval",
+            "500ms",
+        ],
     );
+    assert_eq!(
+        sim["streams"][1]["all"]["ios"],
+        3 * 300 * 2,
+        "{}",
+        sim["streams"]
+    );
+    assert_eq!(sim["streams"][1]["all"]["iops"], 900.0);
+    assert_eq!(sim["streams"][0]["all"]["ios"], 3 * 1500 * 2);
     // No nothing-files were created for the null engine.
     assert!(!d.path().join("iofleet-data").exists());
 }
@@ -215,8 +235,8 @@ fn psync_engine_writes_at_the_profile_qd() {
 #[test]
 fn ctrl_c_stops_reports_and_exits_130() {
     let d = tempfile::tempdir().unwrap();
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("iofleet"))
-        .current_dir(d.path())
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("iofleet"));
+    cmd.current_dir(d.path())
         .env("XDG_DATA_HOME", scratch_data_home())
         .args([
             "run",
@@ -228,20 +248,19 @@ fn ctrl_c_stops_reports_and_exits_130() {
             "--warmup",
             "0s",
             "--json",
-            "--quiet",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(2500));
+            "--metrics-listen",
+            "127.0.0.1:0",
+        ]);
+    let run = Watched::spawn(cmd);
+    // Two 1 s intervals measured (indexes 0 and 1), whatever the machine's load.
+    run.wait_for(
+        "iofleet_interval_index",
+        |i| i >= 1.0,
+        Duration::from_secs(120),
+    );
     let signalled = Instant::now();
-    let ok = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(ok.success());
-    let o = child.wait_with_output().unwrap();
+    run.signal("-INT");
+    let o = run.finish();
     // Liveness only (the timing goal is for benchmarks): it must not run on to 60 s.
     assert!(signalled.elapsed() < Duration::from_secs(10));
     assert_eq!(o.status.code(), Some(130), "stderr: {}", stderr(&o));
@@ -279,8 +298,8 @@ fn ctrl_c_stops_reports_and_exits_130() {
 fn ctrl_c_before_measuring_saves_an_interrupted_run_without_figures() {
     let d = tempfile::tempdir().unwrap();
     let db = d.path().join("r.db");
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("iofleet"))
-        .current_dir(d.path())
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("iofleet"));
+    cmd.current_dir(d.path())
         .args([
             "run",
             "easy-run-4k70r",
@@ -298,23 +317,23 @@ fn ctrl_c_before_measuring_saves_an_interrupted_run_without_figures() {
             "60s",
             "--interval",
             "250ms",
-            "--quiet",
+            "--metrics-listen",
+            "127.0.0.1:0",
             "--name",
             "cut-short",
             "--db",
         ])
-        .arg(&db)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
-    let ok = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(ok.success());
-    let o = child.wait_with_output().unwrap();
+        .arg(&db);
+    let run = Watched::spawn(cmd);
+    // In the warm-up: two of its intervals have ended.
+    run.wait_for(
+        "iofleet_interval_index",
+        |i| i >= 1.0,
+        Duration::from_secs(120),
+    );
+    assert_eq!(run.gauge("iofleet_warmup"), Some(1.0));
+    run.signal("-INT");
+    let o = run.finish();
     assert_eq!(o.status.code(), Some(130), "stderr: {}", stderr(&o));
     // The table says nothing was measured instead of printing zeros.
     let text = stdout(&o);

@@ -162,19 +162,26 @@ fn self_check_flags_a_saturated_generator_not_a_device_bound_run() {
         a.extend_from_slice(extra);
         let v = run_json(disk.path(), &a);
         let g = &v["summary"]["generator"];
-        assert!(g["max_busy_pct"].as_f64().unwrap() < 90.0, "{extra:?}: {g}");
-        // Never flagged as a saturated generator. Any other warning (contention, open-loop
-        // lateness) must come with another load the self-check measured on the host:
-        // the suite may run beside other work (a CI machine's own, or what an earlier
-        // test binary's processes still leave to the kernel).
+        // The I/O thread's own CPU time (CLOCK_THREAD_CPUTIME_ID) is what a neighbour
+        // cannot inflate: a thread that waits for the device uses little of it.
+        assert!(g["busy_pct"].as_f64().unwrap() < 50.0, "{extra:?}: {g}");
+        // Running *or waiting for a CPU* (max_busy_pct) a neighbour can inflate: the
+        // suite may run beside other work (a CI machine's own, a CPU hog, what an earlier
+        // test binary's processes still leave to the kernel). So the thread is never
+        // flagged as busy, and no other warning is given, unless the self-check measured
+        // that other load on the host.
+        let other_load = g["other_load_cpus"].as_f64().unwrap();
         let warnings: Vec<&str> = g["warnings"]
             .as_array()
             .map(|w| w.iter().filter_map(|x| x.as_str()).collect())
             .unwrap_or_default();
-        assert!(
-            !warnings.iter().any(|w| w.contains("I/O thread was busy")),
-            "{extra:?}: {g}"
-        );
+        if other_load < 0.5 {
+            assert!(g["max_busy_pct"].as_f64().unwrap() < 90.0, "{extra:?}: {g}");
+            assert!(
+                !warnings.iter().any(|w| w.contains("I/O thread was busy")),
+                "{extra:?}: {g}"
+            );
+        }
         if !warnings.is_empty() {
             assert!(
                 g["other_load_cpus"].as_f64().unwrap() >= 0.5,
