@@ -124,6 +124,56 @@ fn a_job_file_runs_as_worker_groups() {
     );
 }
 
+/// fio's `rate_iops` is per job, and `numjobs=N` makes N jobs of it: 3 jobs at 200 IOPS
+/// beside 1 at 50 issue 3 × 200 × 2 s = 1,200 and 1 × 50 × 2 s = 100 I/Os, which a rate
+/// shared by a section's jobs would make 400. Counted in simulated time (the null engine
+/// with a fixed latency, evenly spaced arrivals as fio's), not on the wall clock.
+#[test]
+fn a_rate_applies_to_each_of_numjobs() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("rated.fio"),
+        "[global]\nruntime=2\ntime_based\nsize=16m\nrw=write\nbs=32k\niodepth=4\n\
+         [many]\nnumjobs=3\nrate_iops=200\n\
+         [one]\nrate_iops=50\n",
+    )
+    .unwrap();
+    let o = run_fio(
+        d.path(),
+        &[
+            "run",
+            "rated.fio",
+            "--engine",
+            "null-sim:fixed:100us",
+            "--json",
+            "--no-save",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["run"]["duration_s"], 2.0);
+    let groups: Vec<(&str, u64, u64)> = v["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            (
+                g["name"].as_str().unwrap(),
+                g["workers"].as_u64().unwrap(),
+                g["all"]["ios"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(groups, [("many", 3, 1_200), ("one", 1, 100)]);
+    let per_worker: Vec<u64> = v["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["all"]["ios"].as_u64().unwrap())
+        .collect();
+    assert_eq!(per_worker, [400, 400, 400, 100]);
+}
+
 #[test]
 fn usual_flags_apply_on_top_and_dry_run_prints_the_groups() {
     let d = tempfile::tempdir().unwrap();

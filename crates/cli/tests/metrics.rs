@@ -119,7 +119,12 @@ fn serves_openmetrics_while_running_and_only_at_metrics() {
     };
     let wait = gauge("iofleet_generator_cpu_wait_ratio");
     assert!((0.0..=1.0).contains(&wait), "{wait}");
-    assert!(gauge("iofleet_host_other_load_cpus") >= 0.0);
+    let cpus = std::thread::available_parallelism().unwrap().get() as f64;
+    let other_load = gauge("iofleet_host_other_load_cpus");
+    assert!(
+        (0.0..=cpus).contains(&other_load),
+        "{other_load} of {cpus} CPUs"
+    );
     assert!(om.contains("iofleet_host_iops{host=\""), "per-host series");
     assert!(om.contains("iofleet_latency_seconds{direction=\"read\",quantile=\"0.99\"}"));
     // Families are grouped: each TYPE line comes right before its own samples.

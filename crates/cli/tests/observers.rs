@@ -181,7 +181,10 @@ fn an_observer_host_reports_cpu_network_and_disks_per_interval_and_runs_no_io() 
             "4s",
             "--interval",
             "1s",
-            "--no-save",
+            "--db",
+            "r.db",
+            "--name",
+            "busy",
             "--json",
         ],
     );
@@ -264,18 +267,22 @@ fn an_observer_host_reports_cpu_network_and_disks_per_interval_and_runs_no_io() 
     for (r, i) in rows.iter().zip(v["intervals"].as_array().unwrap()) {
         assert_eq!(r["all"]["ios"], 0, "{r}");
         let u = &r["usage"];
-        assert!(u["cpu"]["host_pct"].as_f64().is_some(), "{r}");
+        // The observer is this machine, busy with the run's workers.
+        let cpu = u["cpu"]["host_pct"].as_f64().unwrap();
+        assert!(cpu > 0.0 && cpu <= 100.0, "{r}");
         assert!(u["disk"]["devices"].as_u64().unwrap() >= 1, "{r}");
         assert_eq!(i["observers"]["net"], u["net"], "{i}");
-        assert!(i["net"]["tx_mbps"].as_f64().is_some(), "{i}");
-        // Each whole interval saw the traffic (a short last piece may see less of it).
+        // Each whole interval saw the traffic (a short last piece may see less of it),
+        // on the observer and on the worker hosts, which are this machine too.
         if i["duration_s"].as_f64().unwrap() >= 0.99 {
-            let tx = u["net"]["tx_mbps"].as_f64().unwrap();
-            assert!(
-                tx >= RATE / 1e6 * 0.5,
-                "interval {}: {tx:.3} MB/s sent",
-                i["index"]
-            );
+            for (who, tx) in [("observer", &u["net"]), ("workers' hosts", &i["net"])] {
+                let tx = tx["tx_mbps"].as_f64().unwrap();
+                assert!(
+                    tx >= RATE / 1e6 * 0.5,
+                    "interval {}: {who} counted {tx:.3} MB/s sent",
+                    i["index"]
+                );
+            }
         }
     }
 
@@ -306,12 +313,14 @@ fn an_observer_host_reports_cpu_network_and_disks_per_interval_and_runs_no_io() 
     let table = stdout(&o);
     assert!(table.contains("Observer hosts: CPU"), "{table}");
     assert!(table.contains(&format!("{observer} (observer)")), "{table}");
-    // compare reads the observers' figures as metrics of their own.
+    // compare reads the observers' figures as metrics of their own: the run with the
+    // test's traffic beside the one without, each run's own stored figures, and the
+    // difference the traffic made.
     let o = run_in(
         tmp.path(),
         &[
             "compare",
-            "observed",
+            "busy",
             "observed",
             "--metric",
             "observer_cpu",
@@ -324,9 +333,43 @@ fn an_observer_host_reports_cpu_network_and_disks_per_interval_and_runs_no_io() 
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let c: Value = serde_json::from_slice(&o.stdout).unwrap();
-    for m in c["metrics"].as_array().unwrap() {
-        assert!(m["values"][0].as_f64().is_some(), "{m}");
-    }
+    let exported = |name: &str| -> Value {
+        let o = run_in(tmp.path(), &["results", "export", name, "--db", "r.db"]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        serde_json::from_slice::<Value>(&o.stdout).unwrap()["summary"]["observers"].clone()
+    };
+    let runs = [exported("busy"), exported("observed")];
+    let metrics = c["metrics"].as_array().unwrap();
+    assert_eq!(metrics.len(), 2, "{c}");
+    let values = |m: &Value| -> Vec<f64> {
+        m["values"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect()
+    };
+    assert_eq!(
+        values(&metrics[0]),
+        runs.iter()
+            .map(|r| r["cpu"]["host_pct"].as_f64().unwrap())
+            .collect::<Vec<_>>(),
+        "{c}"
+    );
+    let tx = values(&metrics[1]);
+    assert_eq!(
+        tx,
+        runs.iter()
+            .map(|r| r["net"]["tx_mbps"].as_f64().unwrap())
+            .collect::<Vec<_>>(),
+        "{c}"
+    );
+    assert!(
+        tx[0] >= RATE / 1e6 * 0.8 && tx[0] - tx[1] >= RATE / 1e6 * 0.5,
+        "with the test's traffic {:.3} MB/s, without {:.3} MB/s",
+        tx[0],
+        tx[1]
+    );
     // The stored run says the same, and so does its report's host table.
     let o = run_in(tmp.path(), &["results", "show", "observed", "--db", "r.db"]);
     assert!(stdout(&o).contains("Observer hosts: CPU"), "{}", stdout(&o));

@@ -209,6 +209,86 @@ fn tuesday_login_at_peak_reproduces_the_s2d_sizing() {
     );
 }
 
+/// The S2D report's Monday (first) login: 225,582 IOPS (its "VDI周一(首次)登录模拟测试"
+/// figure), which it called "10,000以上" (over 10,000) desktops at 20.7 IOPS each. 7
+/// workers on a device of 6 servers with a fixed 186,180 ns service time complete
+/// ⌊1 s ÷ 186,180 ns⌋ = 5,371 I/Os per server (5,371 × 186,180 ns = 0.99997 s; the
+/// 5,372nd would end at 1.00016 s): 7 × 6 × 5,371 = 225,582. Every quotient here has a
+/// fraction above .5, so rounding to nearest would give one more than the rule's
+/// floor; the answers are worked out in whole numbers, apart from the code's floats.
+#[test]
+fn monday_login_sizes_whole_desktops_rounded_down() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("r.db");
+    let db_s = db.to_str().unwrap();
+    let o = run_in(
+        d.path(),
+        &[
+            "plan",
+            "vdi",
+            "--phase",
+            "monday-login",
+            "--at-peak",
+            "--engine",
+            "sim:servers=6,service=186180ns,dist=fixed",
+            "--workers",
+            "7",
+            "--warmup",
+            "0s",
+            "--duration",
+            "1s",
+            "--reference",
+            "1500",
+            "--db",
+            db_s,
+            "--json",
+            "--quiet",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let iops: u64 = 225_582;
+    assert_eq!(v["iops"].as_f64(), Some(iops as f64));
+    // 225,582 ÷ 20.7 = 2,255,820 ÷ 207 = 10,897.68: 10,897 desktops (not 10,898), over
+    // the report's 10,000.
+    let desktops = iops * 10 / 207;
+    assert_eq!(v["desktops"].as_u64(), Some(desktops));
+    assert!(desktops > 10_000);
+    // 10,897 ÷ 1,500 = 7.26: 7 × the reference.
+    assert_eq!(v["reference"]["multiple"].as_u64(), Some(desktops / 1_500));
+    assert_eq!(
+        v["reference"]["desktops"].as_u64(),
+        Some(desktops / 1_500 * 1_500)
+    );
+
+    // The same run sized for a boot storm: 225,582 ÷ 78.5 = 2,255,820 ÷ 785 = 2,873.66,
+    // so 2,873 desktops (not 2,874), and 2,873 ÷ 1,500 = 1.92: 1 × the reference
+    // (1,500 desktops, not 3,000).
+    let id = v["run_id"].as_str().unwrap();
+    let o = run_in(
+        d.path(),
+        &[
+            "plan",
+            "vdi",
+            "--phase",
+            "boot",
+            "--from-run",
+            id,
+            "--reference",
+            "1500",
+            "--db",
+            db_s,
+            "--json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let boot = iops * 10 / 785;
+    assert_eq!(v["desktops"].as_u64(), Some(boot));
+    assert_eq!(v["reference"]["multiple"].as_u64(), Some(boot / 1_500));
+    assert_eq!(v["reference"]["desktops"].as_u64(), Some(1_500));
+}
+
 #[test]
 fn plan_sql_measures_through_find_max() {
     let d = tempfile::tempdir().unwrap();

@@ -155,16 +155,32 @@ fn hcibench_figures_are_per_worker_aggregates_beside_the_exact_ones() {
         "{oio} vs {measured}"
     );
 
-    // The exact result is all there, unchanged.
-    for k in [
-        "all",
-        "read",
-        "write",
-        "iops_median_interval",
-        "outstanding_io",
-    ] {
-        assert!(!s[k].is_null(), "summary.{k}");
+    // The exact result is all there, unchanged: each direction's I/Os are the workers',
+    // reads and writes make up all, and the median interval's IOPS is one of the
+    // measured intervals' range.
+    for dir in ["all", "read", "write"] {
+        let by_worker: u64 = workers
+            .iter()
+            .map(|w| w[dir]["ios"].as_u64().unwrap())
+            .sum();
+        assert_eq!(s[dir]["ios"].as_u64(), Some(by_worker), "summary.{dir}");
     }
+    assert_eq!(
+        f(&s["all"]["ios"]),
+        f(&s["read"]["ios"]) + f(&s["write"]["ios"])
+    );
+    let measured: Vec<f64> = v["intervals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["warmup"] == false)
+        .map(|i| f(&i["iops"]))
+        .collect();
+    let median = f(&s["iops_median_interval"]);
+    assert!(
+        measured.iter().any(|&x| x <= median) && measured.iter().any(|&x| x >= median),
+        "{median} outside {measured:?}"
+    );
 }
 
 #[test]

@@ -555,6 +555,7 @@ fn iometer(r: &RunResult) -> Vec<Figure> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use iofleet_stats::StreamStats;
 
     #[test]
     fn names_parse_and_bad_ones_list_the_choices() {
@@ -566,48 +567,39 @@ mod tests {
         assert!(e.contains("exact, hcibench, vmfleet, iometer"), "{e}");
     }
 
-    fn worker(iops: f64, read_us: Option<f64>, write_us: Option<f64>) -> WorkerSummary {
-        let op = |mean: Option<f64>| OpSummary {
-            ios: (iops * 10.0) as u64,
-            iops,
-            latency_us: mean.map(|mean| LatencySummary {
-                mean,
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
-        let all = match (read_us, write_us) {
-            (Some(r), None) => op(Some(r)),
-            (None, Some(w)) => op(Some(w)),
-            (r, w) => op(r.or(w)),
-        };
-        WorkerSummary {
+    /// A worker of one second that completed `reads` and `writes`, each given as
+    /// (count, latency µs), summarised as a run summarises a worker.
+    fn worker(reads: (u64, u64), writes: (u64, u64)) -> (StreamStats, WorkerSummary) {
+        let mut s = StreamStats::default();
+        for (ops, (n, us)) in [(&mut s.read, reads), (&mut s.write, writes)] {
+            for _ in 0..n {
+                ops.record(us * 1_000, 4096);
+            }
+        }
+        let w = WorkerSummary {
             worker: 0,
             host: "h".into(),
-            all,
-            read: op(read_us),
-            write: op(write_us),
+            all: OpSummary::from_ops(&s.all(), 1.0),
+            read: OpSummary::from_ops(&s.read, 1.0),
+            write: OpSummary::from_ops(&s.write, 1.0),
             disks: Vec::new(),
-        }
+        };
+        (s, w)
     }
 
     /// The two-worker example of docs/conventions.md: 9,000 IOPS at 0.5 ms and 1,000
-    /// IOPS at 4.5 ms are 0.9 ms I/O-weighted but 2.5 ms as a mean of worker means.
+    /// IOPS at 4.5 ms are (9,000 × 0.5 + 1,000 × 4.5) ÷ 10,000 = 0.9 ms over I/Os (the
+    /// fleet's merged figure) but (0.5 + 4.5) ÷ 2 = 2.5 ms as a mean of worker means.
     #[test]
     fn a_mean_of_worker_means_is_not_the_io_weighted_mean() {
-        let w = [
-            worker(9_000.0, Some(500.0), None),
-            worker(1_000.0, Some(4_500.0), None),
-        ];
-        let per_worker = mean_over_all_workers(&w, Dir::All, |l| l.mean).unwrap();
+        let (fast, w0) = worker((9_000, 500), (0, 0));
+        let (slow, w1) = worker((1_000, 4_500), (0, 0));
+        let per_worker = mean_over_all_workers(&[w0, w1], Dir::All, |l| l.mean).unwrap();
         assert_eq!(per_worker, 2_500.0);
-        let ios: f64 = w.iter().map(|w| w.all.ios as f64).sum();
-        let weighted: f64 = w
-            .iter()
-            .map(|w| w.all.ios as f64 * w.all.lat(|l| l.mean).unwrap())
-            .sum::<f64>()
-            / ios;
-        assert_eq!(weighted, 900.0);
+        let mut fleet = fast;
+        fleet += &slow;
+        let exact = OpSummary::from_ops(&fleet.all(), 1.0);
+        assert_eq!(exact.lat(|l| l.mean), Some(900.0));
     }
 
     /// HCIBench divides by every VM, a VM without writes counting 0; VM Fleet's
@@ -615,9 +607,10 @@ mod tests {
     #[test]
     fn workers_without_io_in_a_direction() {
         let w = [
-            worker(100.0, Some(200.0), Some(1_000.0)),
-            worker(100.0, Some(400.0), None),
+            worker((100, 200), (100, 1_000)).1,
+            worker((100, 400), (0, 0)).1,
         ];
+        // (1,000 + 0) ÷ 2 VMs, and 1,000 over the one VM that wrote.
         assert_eq!(
             mean_over_all_workers(&w, Dir::Write, |l| l.mean),
             Some(500.0)
@@ -630,15 +623,7 @@ mod tests {
             mean_over_all_workers(&w, Dir::Read, |l| l.mean),
             Some(300.0)
         );
-        let none = [worker(100.0, Some(1.0), None)];
+        let none = [worker((100, 1), (0, 0)).1];
         assert_eq!(mean_over_all_workers(&none, Dir::Write, |l| l.mean), None);
-    }
-
-    /// The VxRail figure: 197,512 IOPS of 4 KiB are 771.53 MiB/s and 809.0 MB/s.
-    #[test]
-    fn vxrail_throughput_in_mib() {
-        let bytes_per_s = 197_512.0 * 4096.0;
-        assert_eq!(format!("{:.2}", bytes_per_s / MIB), "771.53");
-        assert_eq!(format!("{:.1}", bytes_per_s / 1e6), "809.0");
     }
 }
