@@ -109,9 +109,11 @@ fn a_job_file_runs_as_worker_groups() {
     assert_eq!(log["timing"]["rate_iops"], 200.0);
     assert_eq!(log["streams"][0]["read_pct"], 0.0);
     assert_eq!(log["streams"][0]["random_pct"], 0.0);
-    // The log stream wrote at its rate: about 200 IOPS over 2 s.
-    let log_iops = groups[1]["all"]["iops"].as_f64().unwrap();
-    assert!((150.0..=250.0).contains(&log_iops), "{}", groups[1]["all"]);
+    // The log stream is held to its rate: an open-loop schedule of 200 IOPS issues at
+    // most 200 × 2 s (on the wall clock a loaded machine may issue fewer; the exact count
+    // is a_rate_applies_to_each_of_numjobs's, in simulated time).
+    let log_ios = groups[1]["all"]["ios"].as_u64().unwrap();
+    assert!((1..=401).contains(&log_ios), "{}", groups[1]["all"]);
     assert!(
         groups[0]["read"]["ios"].as_u64().unwrap() > 0,
         "{}",
