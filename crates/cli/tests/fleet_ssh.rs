@@ -475,8 +475,7 @@ fn interval_index(addr: &str) -> Option<u64> {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(addr).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-        .ok()?;
+    write!(s, "GET /metrics HTTP/1.1\r\nHost: {addr}\r\n\r\n").ok()?;
     let mut out = String::new();
     let _ = s.read_to_string(&mut out);
     out.lines()
