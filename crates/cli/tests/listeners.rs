@@ -3,10 +3,11 @@
 //! names, the listen address and `--allow-host` names are answered (421 for another
 //! Host, against DNS rebinding; 400 without one); off loopback a bearer token is
 //! required (refused without `--token-file`, 401 without the token, a notice at
-//! start); other methods get 405 on both; and a `/metrics` scrape is answered within
-//! 2 s while 64 clients trickle their heads (dropped at the head deadline) and 64 live
-//! viewers hold their streams. The policy's every case is in `access.rs`'s unit tests,
-//! the server's slots and deadlines in `http.rs`'s.
+//! start); other methods get 405 on both; a `/metrics` scrape is answered within 2 s
+//! while 64 clients trickle their heads (dropped at the head deadline) and 64 live
+//! viewers hold their streams; and a real Prometheus scrapes with the token from its
+//! `credentials_file` (and gets 401 without). Every case of the policy is in
+//! `access.rs`'s unit tests, the server's slots and deadlines in `http.rs`'s.
 
 mod common;
 
@@ -469,4 +470,109 @@ fn metrics_are_scraped_while_clients_trickle_and_viewers_hold_streams() {
     for v in viewers {
         assert!(v.join().unwrap() >= 1, "a viewer never got its stream");
     }
+}
+
+/// Kills and reaps its process when dropped, also when the test fails.
+struct Reaper(Child);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A free port on loopback.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The state Prometheus at `prom` reports for each scrape job: (health, last error).
+fn targets(prom: &str) -> Vec<(String, String, String)> {
+    let Ok(mut s) = TcpStream::connect(prom) else {
+        return Vec::new();
+    };
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let _ = write!(s, "GET /api/v1/targets HTTP/1.0\r\nHost: {prom}\r\n\r\n");
+    let mut raw = String::new();
+    let _ = s.read_to_string(&mut raw);
+    let body = raw.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    let v: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
+    v["data"]["activeTargets"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| {
+            let s = |k: &str| t[k].as_str().unwrap_or("").to_string();
+            (s("scrapePool"), s("health"), s("lastError"))
+        })
+        .collect()
+}
+
+#[test]
+fn prometheus_scrapes_with_the_token_from_its_credentials_file() {
+    let test = "prometheus_scrapes_with_the_token_from_its_credentials_file";
+    if !common::need::need(test, &["prometheus"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let token = token_file(dir.path(), 0o600);
+    let run = live_run(
+        "0.0.0.0:0",
+        "60s",
+        &["--token-file", token.to_str().unwrap()],
+    );
+    // Two jobs on the same target: one sends the token (Prometheus's own
+    // `authorization.credentials_file`), one does not.
+    let prom = format!("127.0.0.1:{}", free_port());
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\nscrape_configs:\n  \
+             - job_name: with-token\n    authorization:\n      credentials_file: {}\n    static_configs:\n      - targets: ['{}']\n  \
+             - job_name: without\n    static_configs:\n      - targets: ['{}']\n",
+            token.display(),
+            run.addr,
+            run.addr
+        ),
+    )
+    .unwrap();
+    let log = dir.path().join("prometheus.log");
+    let _prometheus = Reaper(
+        Command::new("prometheus")
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("tsdb").display()
+            ))
+            .arg(format!("--web.listen-address={prom}"))
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let t0 = Instant::now();
+    let seen = loop {
+        let seen = targets(&prom);
+        let health = |job: &str| seen.iter().find(|t| t.0 == job).map(|t| t.1.clone());
+        if health("with-token").as_deref() == Some("up")
+            && health("without").as_deref() == Some("down")
+        {
+            break seen;
+        }
+        if t0.elapsed() > Duration::from_secs(90) {
+            panic!(
+                "targets {seen:?}; Prometheus log:\n{}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    };
+    let without = seen.iter().find(|t| t.0 == "without").unwrap();
+    assert!(without.2.contains("401"), "{without:?}");
 }
