@@ -287,11 +287,11 @@ impl Token {
     }
 }
 
-/// A refusal in plain text, never sniffed as anything else.
-fn refusal(status: &'static str, headers: &'static str, body: &str) -> Reply {
+/// A refusal in plain text (never sniffed, `Reply::plain`), never kept by a cache.
+fn refusal(status: &'static str, headers: &str, body: &str) -> Reply {
     Reply::plain(
         status,
-        format!("{headers}X-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\n"),
+        &format!("{headers}Cache-Control: no-store\r\n"),
         body,
     )
 }

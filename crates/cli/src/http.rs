@@ -143,11 +143,12 @@ pub struct Reply {
 }
 
 impl Reply {
-    pub fn plain(status: &'static str, headers: impl Into<Cow<'static, str>>, body: &str) -> Reply {
+    /// A plain-text answer with `headers`, never sniffed as anything else.
+    pub fn plain(status: &'static str, headers: &str, body: &str) -> Reply {
         Reply {
             status,
             content_type: "text/plain; charset=utf-8",
-            headers: headers.into(),
+            headers: format!("{headers}X-Content-Type-Options: nosniff\r\n").into(),
             body: body.into(),
         }
     }

@@ -470,7 +470,7 @@ fn respond(path: &str, accept: Option<&str>, pages: &Pages) -> Reply {
     Reply {
         status: "200 OK",
         content_type,
-        headers: "".into(),
+        headers: "X-Content-Type-Options: nosniff\r\n".into(),
         body,
     }
 }
