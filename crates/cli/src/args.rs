@@ -202,8 +202,8 @@ pub struct AccessArgs {
     pub allow_host: Vec<String>,
     /// A private file (mode 600) holding a bearer token every request must carry, as
     /// `Authorization: Bearer TOKEN` (Prometheus: `authorization.credentials_file`) or,
-    /// in a browser, by opening /?token=TOKEN once. Required on any address but
-    /// loopback.
+    /// in a browser, by opening /?token=TOKEN once. Any address but loopback needs
+    /// one.
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
 }
