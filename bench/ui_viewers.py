@@ -68,7 +68,7 @@ class Viewer(threading.Thread):
     def run(self):
         try:
             s = self.connect()
-            s.sendall(b"GET /events HTTP/1.1\r\nHost: bench\r\n\r\n")
+            s.sendall(f"GET /events HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\n\r\n".encode())
             buf = b""
             while True:
                 chunk = s.recv(65536)

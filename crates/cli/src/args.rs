@@ -190,6 +190,24 @@ fn engine(s: &str) -> Result<EngineSpec, String> {
     s.parse()
 }
 
+/// Who may use an HTTP listener (`serve --listen`, `--metrics-listen`): defined once,
+/// applied by `crate::access::Access` (docs/security.md).
+#[derive(Args, Debug, Clone, Default)]
+pub struct AccessArgs {
+    /// Also answer requests that name this host (repeatable; a name or address, any
+    /// port). On a loopback address only loopback names and addresses (localhost,
+    /// 127.0.0.1, [::1]) and the listen address are answered otherwise; any other Host
+    /// gets 421 (a defence against DNS rebinding).
+    #[arg(long, value_name = "NAME", value_parser = crate::access::allow_host)]
+    pub allow_host: Vec<String>,
+    /// A private file (mode 600) holding a bearer token every request must carry, as
+    /// `Authorization: Bearer TOKEN` (Prometheus: `authorization.credentials_file`) or,
+    /// in a browser, by opening /?token=TOKEN once. Any address but loopback needs
+    /// one.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+}
+
 /// `iofleet run`: the workload and run flags every workload command takes, and what
 /// only `run`'s live view draws.
 #[derive(Args, Debug)]
@@ -217,6 +235,12 @@ pub struct LiveInputs {
 }
 
 #[derive(Args, Debug, Clone)]
+#[command(group(
+    clap::ArgGroup::new("listener_access")
+        .args(["allow_host", "token_file"])
+        .multiple(true)
+        .requires("metrics_listen")
+))]
 pub struct RunArgs {
     /// Built-in profile name (`iofleet profiles list`), path to a profile .toml file, or
     /// a fio job file ending in .fio (docs/fio.md). Without one (and without --group),
@@ -262,10 +286,13 @@ pub struct RunArgs {
     pub metrics_listen: Option<String>,
     /// With --metrics-listen: also serve the live view on that listener, a page at `/`
     /// that follows the run by Server-Sent Events (phase, IOPS, MB/s, latency over
-    /// time, a strip per host; docs/ui.md). No authentication: keep the address on
-    /// loopback unless every reader may see the run.
+    /// time, a strip per host; docs/ui.md). Who may read it: --allow-host and
+    /// --token-file (docs/security.md).
     #[arg(long, requires = "metrics_listen")]
     pub ui: bool,
+    /// With --metrics-listen: who may use the listener (--allow-host, --token-file).
+    #[command(flatten)]
+    pub access: AccessArgs,
     /// `run`'s `--baseline` and `--slo` for the live view (`RunCmd`); empty elsewhere.
     #[arg(skip)]
     pub live: LiveInputs,

@@ -1,11 +1,15 @@
-//! `iofleet serve [--db PATH] [--listen ADDR]`: the results store in a browser, read-only
-//! (`crate::serve` answers the pages). Binds 127.0.0.1:8716 unless told otherwise; any
-//! address that is not loopback gets a notice that the pages have no authentication.
+//! `iofleet serve [--db PATH] [--listen ADDR] [--allow-host NAME] [--token-file FILE]`:
+//! the results store in a browser, read-only (`crate::serve` answers the pages, and
+//! `crate::access` decides who may ask). Binds 127.0.0.1:8716 unless told otherwise;
+//! any address that is not loopback needs `--token-file` and gets a notice.
 
 use std::net::{SocketAddr, TcpListener};
 
 use clap::Args;
 
+use crate::access::Access;
+use crate::args::AccessArgs;
+use crate::http::Limits;
 use crate::record::{store_exit, DbArg};
 use crate::serve::Site;
 use crate::Exit;
@@ -16,10 +20,13 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:8716";
 #[derive(Args, Debug)]
 pub struct ServeArgs {
     /// Address to listen on, IP:PORT (port 0: any free port, printed at start). Anything
-    /// but a loopback address lets others read every stored run: there is no
-    /// authentication.
+    /// but a loopback address lets others reach every stored run, so it needs
+    /// --token-file.
     #[arg(long, value_name = "ADDR", default_value = DEFAULT_LISTEN, value_parser = listen_addr)]
     pub listen: SocketAddr,
+    /// Who may read the pages: --allow-host, --token-file.
+    #[command(flatten)]
+    pub access: AccessArgs,
     #[command(flatten)]
     pub db: DbArg,
 }
@@ -40,19 +47,19 @@ pub fn run(a: ServeArgs) -> Result<i32, Exit> {
     let listener = TcpListener::bind(a.listen)
         .map_err(|e| Exit::input(format!("--listen {}: {e}", a.listen)))?;
     let local = listener.local_addr().unwrap_or(a.listen);
-    if !local.ip().is_loopback() {
-        eprintln!(
-            "notice: --listen {local} is not a loopback address: iofleet serve has no authentication, so anyone who can reach it can read every run in {}",
-            path.display()
-        );
+    let access = Access::new("--listen", local, &a.access)?;
+    if let Some(notice) = access.notice(&format!("read every run in {}", path.display())) {
+        eprintln!("{notice}");
     }
     eprintln!(
         "serving {} read-only on http://{local}/ (Ctrl-C to stop)",
         path.display()
     );
     let site = Site::new(path);
-    crate::http::serve(listener, move |r| site.respond(r))
-        .join()
-        .map_err(|_| Exit::failure("the listener stopped"))?;
+    crate::http::serve(listener, access, Limits::default(), move |r| {
+        site.respond(r)
+    })
+    .join()
+    .map_err(|_| Exit::failure("the listener stopped"))?;
     Ok(0)
 }

@@ -1,4 +1,5 @@
-//! One command's live outputs: the `--metrics-listen` listener, the `/metrics`
+//! One command's live outputs: the `--metrics-listen` listener (bound here, with the
+//! `crate::access` policy of `--allow-host` and `--token-file`), the `/metrics`
 //! exporter's state and, with `--ui`, the live view's history, made once by the command
 //! before its first round or step and kept until it ends. Every round of
 //! `--steady-state`, step of `sweep` and `find-max`, and phase of a fio job file is a
@@ -10,8 +11,11 @@
 //! which open pages get at most 2 s to receive it. The terminal line and the results
 //! store stay per measurement (`session::measure`): each round or step is its own run.
 
+use std::net::TcpListener;
+
 use iofleet_fleet::Observer;
 
+use crate::access::Access;
 use crate::args::RunArgs;
 use crate::live_web::LiveWeb;
 use crate::metrics::Metrics;
@@ -66,7 +70,8 @@ pub(crate) struct LiveSession {
 
 impl LiveSession {
     /// What `a` asks for: with `--metrics-listen`, bind it (before any I/O; an address
-    /// that cannot be bound exits 2 naming the flag) and print the addresses; with
+    /// that cannot be bound, or one that is not loopback without `--token-file`, exits 2
+    /// naming the flag) and print the addresses (and, off loopback, a notice); with
     /// `--ui`, the live view too, with `run`'s `--baseline` (read from the store now: a
     /// run not found exits 2 naming the flag) and `--slo`.
     pub fn open(a: &RunArgs) -> Result<LiveSession, Exit> {
@@ -76,14 +81,30 @@ impl LiveSession {
         };
         let metrics = match &a.metrics_listen {
             Some(addr) => {
-                let (m, local) = Metrics::listen(addr, web.as_ref().map(|w| w.site()))?;
+                let listener = TcpListener::bind(addr)
+                    .map_err(|e| Exit::input(format!("--metrics-listen {addr}: {e}")))?;
+                let local = listener
+                    .local_addr()
+                    .map_err(|e| Exit::input(format!("--metrics-listen {addr}: {e}")))?;
+                let access = Access::new("--metrics-listen", local, &a.access)?;
                 if !a.quiet {
+                    let what = match web {
+                        Some(_) => "watch the run",
+                        None => "read the run's metrics",
+                    };
+                    if let Some(notice) = access.notice(what) {
+                        eprintln!("{notice}");
+                    }
                     eprintln!("metrics: http://{local}/metrics");
                     if web.is_some() {
                         eprintln!("live view: http://{local}/");
                     }
                 }
-                Some(m)
+                Some(Metrics::serve(
+                    listener,
+                    access,
+                    web.as_ref().map(|w| w.site()),
+                )?)
             }
             None => None,
         };

@@ -16,11 +16,14 @@
 //! history and writes them outside the lock, so a page opened mid-run gets the whole run
 //! so far (every interval, the latest host strip and prepare progress), and a slow or
 //! stuck viewer only holds up itself. The history keeps the last `MAX_EVENTS` events.
+//! A viewer that hangs up is noticed within about `HANGUP_CHECK` (its stream looks
+//! whether the connection was closed at every wake-up), so its stream slot in
+//! `crate::http` is soon free for another.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io::Write;
 use std::net::TcpStream;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use iofleet_fleet::{IntervalSnapshot, Observer, Phase};
@@ -35,11 +38,19 @@ use crate::live_session::Step;
 /// ~300 bytes, so at 1 s intervals this is about a day of run in about 30 MB at most.
 pub const MAX_EVENTS: usize = 100_000;
 
-/// How long a viewer's stream waits for news before it sends a keep-alive comment
-/// (which also finds viewers that went away).
+/// How long a viewer's stream goes without news before it sends a keep-alive comment
+/// (a write to a viewer that went away without closing fails).
 const KEEPALIVE: Duration = Duration::from_secs(10);
 
+/// How often a quiet viewer's stream looks whether its viewer hung up (a read that finds
+/// the connection closed), so that its stream slot is free again within about this.
+const HANGUP_CHECK: Duration = Duration::from_secs(1);
+
 const PAGE: &str = include_str!("live_page.html");
+
+/// The page's headers: its own script allowed by hash (`crate::serve::page_headers`).
+static PAGE_HEADERS: LazyLock<String> =
+    LazyLock::new(|| crate::serve::page_headers(&crate::serve::inline_scripts(PAGE)));
 
 /// Events of which only the latest matters: replaced rather than appended, and never
 /// dropped from the history (the baseline and objectives are sent once, first, and
@@ -400,17 +411,21 @@ fn hosts_event(snap: &IntervalSnapshot<'_>) -> serde_json::Value {
 }
 
 impl LiveSite {
-    /// The page at `/`, the stream at `/events`; None for other paths.
+    /// The page at `/`, the stream at `/events` (its headers alone for `HEAD`); None for
+    /// other paths. `crate::http` answers methods other than GET and HEAD.
     pub fn answer(&self, req: &Request) -> Option<Answer> {
-        if req.method != "GET" {
-            return None;
-        }
         match req.path.as_str() {
             "/" => Some(Answer::Page(Reply {
                 status: "200 OK",
                 content_type: "text/html; charset=utf-8",
-                headers: crate::serve::PAGE_HEADERS,
+                headers: PAGE_HEADERS.as_str().into(),
                 body: PAGE.to_string(),
+            })),
+            "/events" if req.method == "HEAD" => Some(Answer::Page(Reply {
+                status: "200 OK",
+                content_type: "text/event-stream",
+                headers: "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n".into(),
+                body: String::new(),
             })),
             "/events" => {
                 let shared = self.shared.clone();
@@ -444,25 +459,25 @@ fn stream(shared: &Shared, mut s: TcpStream) -> std::io::Result<()> {
 fn send_events(shared: &Shared, id: u64, s: &mut TcpStream) -> std::io::Result<()> {
     let mut from = 0u64;
     let mut first = true;
+    let mut last_write = Instant::now();
     loop {
         let (batch, dropped, done) = {
             let mut h = shared.lock();
-            // Until there is news or a keep-alive is due (a wake-up with nothing new,
-            // spurious or not, sends nothing).
-            let due = Instant::now() + KEEPALIVE;
-            while h.next <= from && !h.done {
-                let left = due.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    break;
-                }
+            // Until there is news, or for a while (a wake-up with nothing new, spurious
+            // or not, sends nothing unless a keep-alive is due).
+            if h.next <= from && !h.done {
                 h = shared
                     .news
-                    .wait_timeout(h, left)
+                    .wait_timeout(h, HANGUP_CHECK)
                     .unwrap_or_else(|p| p.into_inner())
                     .0;
             }
             (h.since(from), h.dropped, h.done)
         };
+        // A viewer that hung up is let go now, not at the next write that fails.
+        if crate::http::peer_closed(s) {
+            return Ok(());
+        }
         let mut out = String::new();
         if first && dropped > 0 {
             out.push_str(&format!(
@@ -475,11 +490,15 @@ fn send_events(shared: &Shared, id: u64, s: &mut TcpStream) -> std::io::Result<(
             out.push_str(&format!("id: {seq}\ndata: {text}\n\n"));
             from = seq + 1;
         }
-        if out.is_empty() {
+        if out.is_empty() && !done {
+            if last_write.elapsed() < KEEPALIVE {
+                continue;
+            }
             out.push_str(": keep-alive\n\n");
         }
         s.write_all(out.as_bytes())?;
         s.flush()?;
+        last_write = Instant::now();
         let finished = {
             let mut h = shared.lock();
             h.viewers.insert(id, from);

@@ -9,6 +9,7 @@
 
 #![forbid(unsafe_code)]
 
+mod access;
 mod args;
 mod cmd_ceiling;
 mod cmd_compare;

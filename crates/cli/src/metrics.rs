@@ -4,10 +4,10 @@
 //! An `Observer` folds each interval into a registry of metric families (fleet and per
 //! host, per direction: I/O and byte counters, IOPS and throughput gauges, a latency
 //! summary; plus the interval index, warm-up flag, hosts lost and generator warnings)
-//! and renders both text formats once per interval. The listener (`crate::http`) answers
-//! each request with the latest rendering: `GET /metrics` only, other paths 404, other
-//! methods 405; with `--ui`, `GET /` and `GET /events` are the live view's
-//! (`crate::live_web`). The encoding is done by the `fastmetrics` crate, which writes
+//! and renders both text formats once per interval. The listener (`crate::http`, with
+//! `crate::access` deciding who may ask) answers each request with the latest
+//! rendering: `GET /metrics` (and `HEAD`) only, other paths 404, other methods 405;
+//! with `--ui`, `GET /` and `GET /events` are the live view's (`crate::live_web`). The encoding is done by the `fastmetrics` crate, which writes
 //! both exposition formats and lets a summary be defined outside it; `prometheus-client`
 //! has neither a summary type nor the 0.0.4 text format (see docs/metrics.md). HTTP
 //! requests are parsed by `httparse` in `crate::http`, shared with `iofleet serve`.
@@ -26,7 +26,8 @@ use fastmetrics::registry::{Metric, Registry, Unit};
 use iofleet_fleet::{IntervalSnapshot, Observer};
 use iofleet_stats::{OpStats, Sample};
 
-use crate::http::{self, Reply, Request};
+use crate::access::Access;
+use crate::http::{self, Limits, Reply, Request};
 use crate::live_web::LiveSite;
 use crate::Exit;
 
@@ -112,28 +113,26 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    /// Bind `addr` and start serving (no samples until the first interval).
-    /// With `ui`, the live view's page and events are served on the same listener.
-    pub fn listen(addr: &str, ui: Option<LiveSite>) -> Result<(Metrics, String), Exit> {
-        let listener = TcpListener::bind(addr)
-            .map_err(|e| Exit::input(format!("--metrics-listen {addr}: {e}")))?;
-        let local = listener
-            .local_addr()
-            .map(|a| a.to_string())
-            .unwrap_or_else(|_| addr.to_string());
+    /// Start serving on `listener` to whom `access` admits (no samples until the first
+    /// interval). With `ui`, the live view's page and events are served there too.
+    pub fn serve(
+        listener: TcpListener,
+        access: Access,
+        ui: Option<LiveSite>,
+    ) -> Result<Metrics, Exit> {
         let metrics = Metrics::new().map_err(|e| Exit {
             code: 1,
             message: format!("--metrics-listen: {e}"),
         })?;
         let serve = metrics.pages.clone();
-        http::serve(listener, move |r: &Request| {
+        http::serve(listener, access, Limits::default(), move |r: &Request| {
             if let Some(answer) = ui.as_ref().and_then(|ui| ui.answer(r)) {
                 return answer;
             }
             let page = serve.lock().unwrap_or_else(|p| p.into_inner()).clone();
-            respond(&r.method, &r.path, r.accept.as_deref(), &page).into()
+            respond(&r.path, r.accept.as_deref(), &page).into()
         });
-        Ok((metrics, local))
+        Ok(metrics)
     }
 
     fn new() -> fastmetrics::error::Result<Metrics> {
@@ -457,18 +456,11 @@ impl Families {
 // ---------------------------------------------------------------------------------
 // HTTP.
 
-/// The answer to `method path` with the scraper's `Accept` header.
-fn respond(method: &str, path: &str, accept: Option<&str>, pages: &Pages) -> Reply {
+/// The answer to a GET (or HEAD) of `path` with the scraper's `Accept` header.
+fn respond(path: &str, accept: Option<&str>, pages: &Pages) -> Reply {
     let path = path.split(['?', '#']).next().unwrap_or("");
     if path != "/metrics" {
         return Reply::plain("404 Not Found", "", "not found: only /metrics is served\n");
-    }
-    if method != "GET" {
-        return Reply::plain(
-            "405 Method Not Allowed",
-            "Allow: GET\r\n",
-            "only GET is served\n",
-        );
     }
     let (content_type, body) = if wants_openmetrics(accept) {
         (OPENMETRICS, pages.openmetrics.clone())
@@ -478,7 +470,7 @@ fn respond(method: &str, path: &str, accept: Option<&str>, pages: &Pages) -> Rep
     Reply {
         status: "200 OK",
         content_type,
-        headers: "",
+        headers: "X-Content-Type-Options: nosniff\r\n".into(),
         body,
     }
 }
@@ -547,26 +539,16 @@ mod tests {
     }
 
     #[test]
-    fn routes_paths_and_methods() {
+    fn routes_paths() {
         let p = pages();
-        let r = respond("GET", "/metrics", None, &p);
+        let r = respond("/metrics", None, &p);
         assert_eq!((r.status, r.content_type), ("200 OK", OPENMETRICS));
         assert_eq!(r.body, p.openmetrics);
-        let r = respond("GET", "/metrics?x=1", Some("text/plain"), &p);
+        let r = respond("/metrics?x=1", Some("text/plain"), &p);
         assert_eq!((r.status, r.content_type), ("200 OK", PROMETHEUS_TEXT));
         assert_eq!(r.body, p.text);
-        assert_eq!(respond("GET", "/", None, &p).status, "404 Not Found");
-        assert_eq!(
-            respond("GET", "/metricsx", None, &p).status,
-            "404 Not Found"
-        );
-        let r = respond("POST", "/metrics", None, &p);
-        assert_eq!(r.status, "405 Method Not Allowed");
-        assert_eq!(r.headers, "Allow: GET\r\n");
-        assert_eq!(
-            respond("HEAD", "/metrics", None, &p).status,
-            "405 Method Not Allowed"
-        );
+        assert_eq!(respond("/", None, &p).status, "404 Not Found");
+        assert_eq!(respond("/metricsx", None, &p).status, "404 Not Found");
     }
 
     /// A sample of `ios` reads of `bs` bytes at `lat_ns` each, and no writes.

@@ -6,11 +6,17 @@
 //! are `iofleet_report::html::report`, the same HTML `iofleet report` writes. Each
 //! request opens the store read-only (`Store::open_read_only`), so a page never writes
 //! and never waits for a recording run. Every page carries a Content-Security-Policy
-//! that lets the browser fetch nothing but the server itself.
+//! that lets the browser fetch nothing but the server itself and run no script but the
+//! report's own (by its hash). Who may ask is `crate::access`'s.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::LazyLock;
 use std::time::{SystemTime, UNIX_EPOCH};
+
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
+use sha2::{Digest, Sha256};
 
 use iofleet_report::browse::{self, CurveLink, ListFilter, ListedRun};
 use iofleet_report::Convention;
@@ -21,9 +27,36 @@ use crate::stored::load_runs_in;
 
 const HTML: &str = "text/html; charset=utf-8";
 
-/// Headers of every page: nothing but this server may be fetched (the pages' own
-/// inline style and script, and `data:` images, are allowed), no framing, no referrer.
-pub const PAGE_HEADERS: &str = "Content-Security-Policy: default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src 'self' data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'\r\nX-Content-Type-Options: nosniff\r\nReferrer-Policy: no-referrer\r\nCache-Control: no-store\r\n";
+/// Headers of every page of `iofleet serve`: its pages' one script is the report's.
+static PAGE_HEADERS: LazyLock<String> =
+    LazyLock::new(|| page_headers(&[iofleet_report::html::CHECK_SCRIPT]));
+
+/// Headers of a page whose inline scripts are `scripts` (each the exact text between
+/// `<script>` and `</script>`): nothing but this server may be fetched, no script runs
+/// but those (by their SHA-256, so a script that escaping let slip into a page would
+/// not), inline style and `data:` images are allowed; no framing, no referrer. The
+/// hashes come from the program's own scripts, never from a page's text.
+pub fn page_headers(scripts: &[&str]) -> String {
+    let hashes: Vec<String> = scripts
+        .iter()
+        .map(|s| format!("'sha256-{}'", STANDARD.encode(Sha256::digest(s.as_bytes()))))
+        .collect();
+    let script_src = match hashes.is_empty() {
+        true => "'none'".to_string(),
+        false => hashes.join(" "),
+    };
+    format!(
+        "Content-Security-Policy: default-src 'self'; script-src {script_src}; style-src 'unsafe-inline'; img-src 'self' data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'\r\nX-Content-Type-Options: nosniff\r\nReferrer-Policy: no-referrer\r\nCache-Control: no-store\r\n"
+    )
+}
+
+/// The inline scripts of a page of the program's own (`<script>` without attributes).
+pub fn inline_scripts(page: &str) -> Vec<&str> {
+    page.split("<script>")
+        .skip(1)
+        .filter_map(|rest| rest.split_once("</script>").map(|(script, _)| script))
+        .collect()
+}
 
 /// A page that could not be made: its status, title and message.
 #[derive(Debug)]
@@ -79,18 +112,8 @@ impl Site {
         Site { db }
     }
 
-    /// The answer to one request.
+    /// The answer to one GET or HEAD request (`crate::http` answers other methods).
     pub fn respond(&self, req: &Request) -> Reply {
-        if req.method != "GET" && req.method != "HEAD" {
-            return Reply {
-                headers: "Allow: GET, HEAD\r\n",
-                ..Reply::plain(
-                    "405 Method Not Allowed",
-                    "",
-                    "only GET and HEAD are served\n",
-                )
-            };
-        }
         let page = match req.path.as_str() {
             // Browsers ask for it on every page; no icon, and no error in their console.
             "/favicon.ico" => return Reply::plain("204 No Content", "", ""),
@@ -108,13 +131,13 @@ impl Site {
             Ok(body) => Reply {
                 status: "200 OK",
                 content_type: HTML,
-                headers: PAGE_HEADERS,
+                headers: PAGE_HEADERS.as_str().into(),
                 body,
             },
             Err(f) => Reply {
                 status: f.status,
                 content_type: HTML,
-                headers: PAGE_HEADERS,
+                headers: PAGE_HEADERS.as_str().into(),
                 body: browse::message_page(f.title, &f.message),
             },
         }
@@ -343,4 +366,27 @@ fn curves(all: &[RunListing]) -> Vec<CurveLink> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_allow_their_own_scripts_by_hash_and_no_other() {
+        assert_eq!(
+            inline_scripts("<p><script>a()</script> <script>\nb\n</script><script src=x>"),
+            ["a()", "\nb\n"]
+        );
+        // SHA-256 of nothing, in base64, as CSP writes it.
+        let empty = page_headers(&[""]);
+        assert!(
+            empty.contains("script-src 'sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=';"),
+            "{empty}"
+        );
+        assert!(page_headers(&[]).contains("script-src 'none';"));
+        assert!(!PAGE_HEADERS.contains("script-src 'unsafe-inline'"));
+        let two = page_headers(&["a", "b"]);
+        assert_eq!(two.matches("'sha256-").count(), 2, "{two}");
+    }
 }

@@ -15,7 +15,11 @@ use common::*;
 fn request(addr: &str, method: &str, target: &str, extra: &str) -> Option<String> {
     let mut s = TcpStream::connect(addr).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(s, "{method} {target} HTTP/1.1\r\nHost: x\r\n{extra}\r\n").ok()?;
+    write!(
+        s,
+        "{method} {target} HTTP/1.1\r\nHost: {addr}\r\n{extra}\r\n"
+    )
+    .ok()?;
     let mut out = String::new();
     s.read_to_string(&mut out).ok()?;
     Some(out)
@@ -156,7 +160,7 @@ fn serves_openmetrics_while_running_and_only_at_metrics() {
         post.starts_with("HTTP/1.1 405 Method Not Allowed"),
         "{post}"
     );
-    assert_eq!(header(&post, "allow"), Some("GET"));
+    assert_eq!(header(&post, "allow"), Some("GET, HEAD"));
     assert!(garbage.starts_with("HTTP/1.1 400 Bad Request"), "{garbage}");
 }
 

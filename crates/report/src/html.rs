@@ -91,7 +91,9 @@ div.scroll > table { margin-left: 0; }
 @media (max-width: 900px) { header, footer { padding-left: 12px; padding-right: 12px; } main { padding: 8px 10px 24px 10px; } section { padding: 8px 10px; } th, td { padding: 3px 5px; } }
 "#;
 
-const CHECK_SCRIPT: &str = r##"
+/// The report's one inline script (the chart check), exactly as the page carries it
+/// between `<script>` and `</script>`: served pages allow it by its hash.
+pub const CHECK_SCRIPT: &str = r##"
 (function () {
   var figures = document.querySelectorAll("figure.chart");
   var rendered = 0;

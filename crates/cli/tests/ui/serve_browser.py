@@ -2,7 +2,8 @@
 starts the server on a store of short null-engine runs and runs this script).
 
 Loads the runs list, filters it with its form, opens a run, ticks two runs and compares
-them; on every page: no console message, every chart rendered (the report's own
+them, and with --also opens the run again through another name of the server; on every
+page: no console message, every chart rendered (the report's own
 self-check), and, at 1400 and 800 px wide, no sideways scrolling (a screenshot of each is
 written to --out). Every request the browser made (Chrome's performance log) must have
 gone to the server itself. Prints one JSON line of what it saw; exits 1 with the reason
@@ -163,10 +164,21 @@ def run(s, a):
         s.drain("curve")
         s.widths("curve")
 
+    # The same server by another name (localhost rather than 127.0.0.1): the pages
+    # load and their script runs there too.
+    also_charts = 0
+    if a.also:
+        s.host = urlparse(a.also).netloc
+        d.get(a.also.rstrip("/") + f"/run/{a.run_a}")
+        s.loaded()
+        also_charts = s.charts_rendered(f"run page at {a.also}")
+        s.drain(f"run page at {a.also}")
+
     return {
         "listed": listed,
         "curves": curves,
-        "charts": {"run": run_charts, "compare": compare_charts, "curve": curve_charts},
+        "charts": {"run": run_charts, "compare": compare_charts, "curve": curve_charts,
+                   "also": also_charts},
         "requests": len(s.requests),
         "hosts": sorted({urlparse(u).netloc for u in s.requests}),
         "pages": s.pages,
@@ -180,6 +192,7 @@ def main():
     p.add_argument("--run-a", required=True)
     p.add_argument("--name-a", required=True)
     p.add_argument("--run-b", required=True)
+    p.add_argument("--also", help="the same server by another name, http://HOST:PORT")
     p.add_argument("--chromium", default="/usr/bin/chromium")
     p.add_argument("--chromedriver", default="/usr/bin/chromedriver")
     a = p.parse_args()
