@@ -45,7 +45,7 @@ pub enum ResultsCmd {
     },
     /// Copy every run of another store file into this store (created if missing): the
     /// file a run saved itself to when its store could not be written
-    /// (`results.db.unsaved-ID.db`), or another controller's store. A partial record of
+    /// (`results.db.unsaved/ID.db`), or another controller's store. A partial record of
     /// the same run here (what it wrote before its store failed) is replaced.
     Import {
         /// The store file to import from.

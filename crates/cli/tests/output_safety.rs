@@ -2,7 +2,8 @@
 //! sequence and labelled with a bidi override is listed, shown, compared, printed after
 //! its run and echoed in an error with every such character made visible, never raw;
 //! a CSV export of a run named like a spreadsheet formula keeps it text while its
-//! figures stay numbers; a store on a read-only filesystem can still be read.
+//! figures stay numbers. (The store's side, private and readable read-only, is in
+//! store_sharing.rs; an included fio file never echoed, in fio_jobs.rs.)
 
 mod results_common;
 
