@@ -424,11 +424,12 @@ fn a_new_store_is_private_and_an_existing_one_keeps_its_mode_and_group() {
     std::fs::write(&team, "").unwrap();
     std::fs::set_permissions(&team, std::fs::Permissions::from_mode(0o640)).unwrap();
     std::os::unix::fs::chown(&team, None, Some(4242)).unwrap();
-    let child = spawn_run(d.path(), &team, "team", "1s");
+    // A run long enough to be looked at whatever the machine's load, stopped once seen.
+    let child = spawn_run(d.path(), &team, "team", "60s");
     // While the run records, SQLite's side files exist: they follow the store.
     let t0 = Instant::now();
     while !(side(&team, "-wal").exists() && side(&team, "-shm").exists()) {
-        assert!(t0.elapsed() < Duration::from_secs(20), "no -wal or -shm");
+        assert!(t0.elapsed() < Duration::from_secs(30), "no -wal or -shm");
         std::thread::sleep(Duration::from_millis(20));
     }
     for f in [side(&team, "-wal"), side(&team, "-shm")] {
@@ -440,7 +441,19 @@ fn a_new_store_is_private_and_an_existing_one_keeps_its_mode_and_group() {
             f.display()
         );
     }
-    finish(child);
+    // Ctrl-C: the run ends, interrupted, and is kept.
+    let ok = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     assert_eq!(mode(&team), 0o640);
     assert_eq!(std::fs::metadata(&team).unwrap().gid(), 4242);
     assert_eq!(listed(&team).len(), 1);
