@@ -31,7 +31,6 @@ use std::time::{Duration, Instant};
 use rusqlite::{Connection, ErrorCode, OpenFlags, Transaction, TransactionBehavior};
 
 pub use env::{environment, Environment};
-pub use place::{read_only_fs, spill_dirs, DIR_MODE, FILE_MODE};
 pub use read::{ListFilter, RunListing, RunMeta, RunStatus};
 pub use recompute::Analysis;
 pub use schema::{LATEST_VERSION, MIGRATIONS};
@@ -186,9 +185,8 @@ fn explain(path: &Path, e: StoreError) -> StoreError {
 
 impl Store {
     /// Open the database at `path`, creating it (and its directory) when missing, and
-    /// bring its schema up to date.
-    /// A new store is created private (0600, and 0700 for each directory made for it);
-    /// an existing one keeps its mode and group (`place`).
+    /// bring its schema up to date. A new store is created private (0600, and 0700 for
+    /// each directory made for it); an existing one keeps its mode and group (`place`).
     pub fn open(path: &Path) -> Result<Store, StoreError> {
         place::create_private(path)?;
         Self::open_inner(path).map_err(|e| explain(path, e))

@@ -21,9 +21,9 @@ use rustix::fs::{Access, StatVfsMountFlags};
 use crate::StoreError;
 
 /// Mode of a store iofleet creates.
-pub const FILE_MODE: u32 = 0o600;
+pub(crate) const FILE_MODE: u32 = 0o600;
 /// Mode of a directory iofleet creates for a store or for the runs it saves aside.
-pub const DIR_MODE: u32 = 0o700;
+pub(crate) const DIR_MODE: u32 = 0o700;
 
 /// Below this many free bytes, a write that failed is put down to a full filesystem.
 const NEARLY_FULL: u64 = 1 << 20;
@@ -86,7 +86,7 @@ pub(crate) fn create_private(path: &Path) -> Result<(), StoreError> {
 
 /// The filesystem holding `path` is mounted read-only (a snapshot, an archive share, a
 /// read-only bind mount).
-pub fn read_only_fs(path: &Path) -> bool {
+pub(crate) fn read_only_fs(path: &Path) -> bool {
     rustix::fs::statvfs(path).is_ok_and(|s| s.f_flag.contains(StatVfsMountFlags::RDONLY))
 }
 
@@ -239,7 +239,7 @@ pub(crate) fn private_file(path: &Path) -> Result<(), std::io::Error> {
 /// order: a private directory `STORE.unsaved` beside the store, the same in the working
 /// directory, then a new private directory of random name in the temporary directory
 /// (never a name known beforehand there).
-pub fn spill_dirs(store: &Path) -> Vec<PathBuf> {
+pub(crate) fn spill_dirs(store: &Path) -> Vec<PathBuf> {
     let name = format!(
         "{}.unsaved",
         store
