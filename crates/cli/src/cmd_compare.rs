@@ -120,6 +120,9 @@ pub fn run(a: CompareArgs) -> Result<i32, Exit> {
             .map_err(|e| Exit::failure(format!("writing the comparison: {e}")))?;
         writeln!(out).map_err(werr)?;
     } else {
+        // Run names and labels are printed escaped (the report's printers do it; the
+        // checks below go through the same writer).
+        let mut out = iofleet_report::text::Escaped::new(&mut out);
         match &pivot {
             Some(p) => {
                 cmp.write_run_list(&mut out).map_err(werr)?;
@@ -133,6 +136,7 @@ pub fn run(a: CompareArgs) -> Result<i32, Exit> {
                 writeln!(out, "{c}").map_err(werr)?;
             }
         }
+        out.flush().map_err(werr)?;
     }
     out.flush().map_err(werr)?;
     if conditions.is_empty() {
@@ -145,7 +149,7 @@ pub fn run(a: CompareArgs) -> Result<i32, Exit> {
             checks.len()
         );
         for c in checks.iter().filter(|c| c.violated) {
-            eprintln!("  {c}");
+            eprintln!("  {}", iofleet_report::text::escape(&c.to_string()));
         }
         return Ok(1);
     }

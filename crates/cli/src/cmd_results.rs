@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
 use iofleet_report::fio_json::{self, FioFlavor, FioHists};
+use iofleet_report::text::{escape, Escaped};
 use iofleet_report::{Convention, CsvExporter, JsonExporter, MarkdownExporter, TableExporter};
 use iofleet_store::{ListFilter, Store};
 
@@ -44,7 +45,7 @@ pub enum ResultsCmd {
     },
     /// Copy every run of another store file into this store (created if missing): the
     /// file a run saved itself to when its store could not be written
-    /// (`results.db.unsaved-ID.db`), or another controller's store. A partial record of
+    /// (`results.db.unsaved/ID.db`), or another controller's store. A partial record of
     /// the same run here (what it wrote before its store failed) is replaced.
     Import {
         /// The store file to import from.
@@ -184,12 +185,15 @@ fn list(a: ListArgs) -> Result<i32, Exit> {
     let stdout = io::stdout();
     let mut out = stdout.lock();
     if a.json {
+        // serde escapes control characters itself.
         serde_json::to_writer_pretty(&mut out, &runs)
             .map_err(|e| Exit::failure(format!("writing the list: {e}")))?;
         writeln!(out).map_err(write_err)?;
         return Ok(0);
     }
-    // Every column as wide as its widest cell: names, profiles and labels are never cut.
+    // Every column as wide as its widest cell: names, profiles and labels are never cut,
+    // and printed escaped (`pad` escapes, `width` measures the escaped text).
+    let mut out = Escaped::new(out);
     let pad = iofleet_report::compare::pad_right;
     let width = iofleet_report::compare::width;
     let labels: Vec<String> = runs
@@ -239,25 +243,27 @@ fn list(a: ListArgs) -> Result<i32, Exit> {
             r.measured_s,
             r.iops,
             r.mbps,
-            labels
+            escape(labels)
         );
         writeln!(out, "{}", line.trim_end()).map_err(write_err)?;
     }
     if runs.is_empty() {
         writeln!(out, "(no runs in {})", store.path().display()).map_err(write_err)?;
     }
+    out.flush().map_err(write_err)?;
     Ok(0)
 }
 
 fn show(store: &Store, query: &str, wide: bool, convention: Convention) -> Result<i32, Exit> {
     let r = load_run(store, query)?;
     let stdout = io::stdout();
-    let mut out = stdout.lock();
+    // Whatever a stored run holds is printed escaped (`text::escape`).
+    let mut out = Escaped::new(stdout.lock());
     let e = &r.environment;
     let get = |k: &str| {
         e.get(k)
             .map(|v| match v {
-                serde_json::Value::String(s) => s.clone(),
+                serde_json::Value::String(s) => escape(s).into_owned(),
                 serde_json::Value::Null => "–".into(),
                 other => other.to_string(),
             })
@@ -265,13 +271,13 @@ fn show(store: &Store, query: &str, wide: bool, convention: Convention) -> Resul
     };
     let mut text = format!(
         "run {}  name {}  status {}\nlabels: {}\nenvironment: kernel {}, CPU {} ({} cores), memory {}\n",
-        r.id,
-        r.name,
+        escape(&r.id),
+        escape(&r.name),
         r.status,
         if r.labels.is_empty() {
             "(none)".to_string()
         } else {
-            r.labels_text()
+            escape(&r.labels_text()).into_owned()
         },
         get("kernel"),
         get("cpu_model"),
@@ -284,9 +290,9 @@ fn show(store: &Store, query: &str, wide: bool, convention: Convention) -> Resul
     if let Some(fs) = e.get("filesystem").filter(|f| f.is_object()) {
         text.push_str(&format!(
             "filesystem: {} on {} ({})\n",
-            fs["fstype"].as_str().unwrap_or("?"),
-            fs["mount_point"].as_str().unwrap_or("?"),
-            fs["source"].as_str().unwrap_or("?")
+            escape(fs["fstype"].as_str().unwrap_or("?")),
+            escape(fs["mount_point"].as_str().unwrap_or("?")),
+            escape(fs["source"].as_str().unwrap_or("?"))
         ));
     }
     for d in e
@@ -297,8 +303,8 @@ fn show(store: &Store, query: &str, wide: bool, convention: Convention) -> Resul
     {
         text.push_str(&format!(
             "device: {} model {} size {}\n",
-            d["name"].as_str().unwrap_or("?"),
-            d["model"].as_str().unwrap_or("–"),
+            escape(d["name"].as_str().unwrap_or("?")),
+            escape(d["model"].as_str().unwrap_or("–")),
             d["size_bytes"]
                 .as_u64()
                 .map(|b| format!("{:.1} GB", b as f64 / 1e9))
@@ -317,5 +323,6 @@ fn show(store: &Store, query: &str, wide: bool, convention: Convention) -> Resul
     }
     .export_in(&result, convention, &mut out)
     .map_err(write_err)?;
+    out.flush().map_err(write_err)?;
     Ok(0)
 }

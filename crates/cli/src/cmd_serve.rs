@@ -43,7 +43,10 @@ pub fn run(a: ServeArgs) -> Result<i32, Exit> {
         None => iofleet_store::default_path().map_err(Exit::input)?,
     };
     // Refuse a missing or foreign store now rather than on the first page.
-    iofleet_store::Store::open_read_only(&path).map_err(store_exit)?;
+    let store = iofleet_store::Store::open_read_only(&path).map_err(store_exit)?;
+    if let Some(note) = store.read_note() {
+        eprintln!("note: {note}");
+    }
     let listener = TcpListener::bind(a.listen)
         .map_err(|e| Exit::input(format!("--listen {}: {e}", a.listen)))?;
     let local = listener.local_addr().unwrap_or(a.listen);

@@ -143,7 +143,8 @@ fn main() {
     match outcome {
         Ok(code) => std::process::exit(code),
         Err(e) => {
-            eprintln!("error: {}", e.message);
+            // Messages echo names, labels and paths: printed escaped, line breaks kept.
+            eprintln!("error: {}", iofleet_report::text::escape_lines(&e.message));
             std::process::exit(e.code);
         }
     }

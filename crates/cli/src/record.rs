@@ -6,8 +6,9 @@
 //! is locked). A store that truly fails in the middle of a run (disk full, read-only,
 //! damaged) never stops the benchmark and never loses it: the recorder says so once,
 //! copies what it had committed into a private store in memory and records on there; at
-//! the end it tries the store once more and, failing that, writes the run to a file
-//! beside it (else in the working or temp directory) and names the file and the
+//! the end it tries the store once more and, failing that, writes the run to a private
+//! file of its own (`Store::save_aside`: a 0700 directory beside the store, else in the
+//! working directory, else a new one in the temp directory) and names the file and the
 //! `iofleet results import` command that puts it back. A store that cannot be opened
 //! before the run is an input error when `--db` was given, and a warning (the run goes
 //! on unsaved) for the default location.
@@ -47,13 +48,19 @@ pub struct DbArg {
 }
 
 impl DbArg {
-    /// Open the existing store (a missing file is an input error naming --db).
+    /// Open the existing store (a missing file is an input error naming --db); one on a
+    /// read-only filesystem is opened read-only, with a note when part of it cannot be
+    /// read there.
     pub fn open(&self) -> Result<Store, Exit> {
         let path = match &self.db {
             Some(p) => p.clone(),
             None => iofleet_store::default_path().map_err(Exit::input)?,
         };
-        Store::open_existing(&path).map_err(store_exit)
+        let store = Store::open_existing(&path).map_err(store_exit)?;
+        if let Some(note) = store.read_note() {
+            eprintln!("note: {note}");
+        }
+        Ok(store)
     }
 
     /// Open the store, creating it when missing (for commands that add runs).
@@ -164,7 +171,8 @@ impl StoreRecorder {
         let path = self.store.path().display().to_string();
         if self.spill.is_some() {
             eprintln!(
-                "warning: results store {path}: {e}; the run goes on but is no longer recorded"
+                "warning: results store {path}: {}; the run goes on but is no longer recorded",
+                e.cause()
             );
             self.broken = true;
             return false;
@@ -172,7 +180,10 @@ impl StoreRecorder {
         let mut mem = match Store::open_memory() {
             Ok(m) => m,
             Err(m) => {
-                eprintln!("warning: results store {path}: {e} (and no store in memory: {m}); the run goes on but is no longer recorded");
+                eprintln!(
+                    "warning: results store {path}: {} (and no store in memory: {m}); the run goes on but is no longer recorded",
+                    e.cause()
+                );
                 self.broken = true;
                 return false;
             }
@@ -200,7 +211,8 @@ impl StoreRecorder {
             _ => None,
         };
         eprintln!(
-            "warning: results store {path}: {e}; the run goes on, kept in memory{}, and is saved at its end",
+            "warning: results store {path}: {}; the run goes on, kept in memory{}, and is saved at its end",
+            e.cause(),
             lost.unwrap_or_default()
         );
         self.spill = Some(mem);
@@ -296,7 +308,7 @@ impl StoreRecorder {
     }
 
     /// The run was kept in memory: back into the store if it can take it now, else into
-    /// a file of its own, named with the command that restores it.
+    /// a private file of its own, named with the command that restores it.
     fn save_spill(&mut self, mut mem: Store, id: &str) -> Option<StoredRun> {
         let path = self.store.path().to_path_buf();
         let err = match mem.push_run(&path, id) {
@@ -307,54 +319,35 @@ impl StoreRecorder {
                 );
                 return self.stored(id);
             }
-            Err(e) => e,
+            Err(e) => e.cause(),
         };
-        let file_name = format!(
-            "{}.unsaved-{id}.db",
-            path.file_name()
-                .map_or("results.db".into(), |n| n.to_string_lossy())
-        );
-        let beside = path.parent().map(|d| d.join(&file_name));
-        let places = beside
-            .into_iter()
-            .chain(std::env::current_dir().ok().map(|d| d.join(&file_name)))
-            .chain(std::iter::once(std::env::temp_dir().join(&file_name)));
-        let mut tried = Vec::new();
-        for file in places {
-            let existed = file.exists();
-            match mem.save_to(&file) {
-                Ok(()) => {
-                    eprintln!(
-                        "warning: results store {}: {err}; run {id} was saved to {} instead: \
-                         restore it with `iofleet results import {} --db {}`",
-                        path.display(),
-                        file.display(),
-                        file.display(),
-                        path.display()
-                    );
-                    let m = mem.meta(id).ok()?;
-                    return Some(StoredRun {
-                        id: m.id,
-                        name: m.name,
-                        labels: m.labels,
-                        status: m.status.as_str().to_string(),
-                    });
-                }
-                Err(e) => {
-                    // A copy cut short (the disk that failed the store) is no copy.
-                    if !existed {
-                        let _ = std::fs::remove_file(&file);
-                    }
-                    tried.push(format!("{}: {e}", file.display()))
-                }
+        match mem.save_aside(&path, id) {
+            Ok(file) => {
+                eprintln!(
+                    "warning: results store {}: {err}; run {id} was saved to {} instead: \
+                     restore it with `iofleet results import {} --db {}`",
+                    path.display(),
+                    file.display(),
+                    file.display(),
+                    path.display()
+                );
+                let m = mem.meta(id).ok()?;
+                Some(StoredRun {
+                    id: m.id,
+                    name: m.name,
+                    labels: m.labels,
+                    status: m.status.as_str().to_string(),
+                })
+            }
+            Err(tried) => {
+                eprintln!(
+                    "warning: results store {}: {err}; run {id} could not be saved anywhere ({}); its result is only what was printed",
+                    path.display(),
+                    tried.join("; ")
+                );
+                None
             }
         }
-        eprintln!(
-            "warning: results store {}: {err}; run {id} could not be saved anywhere ({}); its result is only what was printed",
-            path.display(),
-            tried.join("; ")
-        );
-        None
     }
 }
 

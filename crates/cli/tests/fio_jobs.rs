@@ -668,3 +668,47 @@ fn stonewall_phases_of_a_fleet_give_fios_client_shape_with_a_group_per_phase() {
         }
     }
 }
+
+/// `include` of a file that is not a job file (lines shaped like /etc/shadow's; a file of
+/// the test's own, not the real one): the run is refused naming the file, where it was
+/// included and its line numbers, and none of its text reaches stdout or stderr, whether
+/// it is included inside a job or before the first section.
+#[test]
+fn an_included_file_that_is_not_a_job_file_is_never_echoed() {
+    let d = tempfile::tempdir().unwrap();
+    let lines = [
+        "root:$6$iofleetsalt$Q9xHASHroot0123456789abcdef:19800:0:99999:7:::",
+        "daemon:*:19800:0:99999:7:::",
+        "operator:$y$j9T$HASHoperator$zzzzzzzz:19800:0:99999:7:::",
+        "svcaccount",
+    ];
+    std::fs::write(d.path().join("shadow"), lines.join("\n")).unwrap();
+    for job in [
+        "[a]\nrw=randread\nsize=16m\ninclude shadow\n",
+        "include shadow\n[a]\nrw=randread\n",
+    ] {
+        std::fs::write(d.path().join("job.fio"), job).unwrap();
+        let o = run_fio(
+            d.path(),
+            &[
+                "run",
+                "job.fio",
+                "--engine",
+                "null",
+                "--no-save",
+                "--dry-run",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        let all = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
+        for line in lines {
+            for part in line.split([':', '$']).filter(|p| p.len() > 2) {
+                assert!(!all.contains(part), "'{part}' echoed: {all}");
+            }
+        }
+        assert!(
+            all.contains("shadow (included at job.fio:") && all.contains("lines 1, 2 and 3"),
+            "{all}"
+        );
+    }
+}

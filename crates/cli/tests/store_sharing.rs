@@ -1,9 +1,13 @@
 //! Runs sharing one results store (issue 24): eight runs started together against one
 //! store, and three against a store that does not exist yet, are all recorded whole; a
-//! store whose filesystem fills up mid-run loses nothing (the run saves itself to a file
-//! of its own and `results import` restores it exactly); and `results import` refuses
+//! store whose filesystem fills up mid-run loses nothing (the run saves itself to a
+//! private file of its own, never through a link placed where it would go, and `results
+//! import` restores it exactly); `results import` refuses
 //! what is not a store, a store of another schema version, and a different run under an
-//! id already taken.
+//! id already taken. A new store is private while an existing one keeps its mode and
+//! group (and SQLite's side files follow it); a store on a read-only filesystem is
+//! listed, shown, exported and served; a store path that is a directory, or on a full
+//! filesystem, is refused saying so.
 
 #[path = "../../../tests-support/need.rs"]
 mod need;
@@ -21,6 +25,7 @@ fn spawn_run(dir: &Path, db: &Path, name: &str, duration: &str) -> Child {
     Command::new(assert_cmd::cargo::cargo_bin("iofleet"))
         .current_dir(dir)
         .env("XDG_DATA_HOME", dir.join("xdg-unused"))
+        .env("TMPDIR", dir.join("tmp"))
         .args([
             "run",
             "easy-run-4k70r",
@@ -152,6 +157,16 @@ struct SmallFs {
 }
 
 impl SmallFs {
+    /// Mounted read-only from here on (an archived share, a snapshot).
+    fn read_only(&self) {
+        let ok = Command::new("mount")
+            .args(["-o", "remount,ro"])
+            .arg(&self.mnt)
+            .status()
+            .unwrap();
+        assert!(ok.success(), "mount -o remount,ro");
+    }
+
     fn new(dir: &Path) -> SmallFs {
         let img = dir.join("fs.img");
         let f = std::fs::File::create(&img).unwrap();
@@ -180,6 +195,8 @@ impl SmallFs {
         let mut f = std::fs::File::create(self.mnt.join("filler")).unwrap();
         let block = vec![0u8; 64 << 10];
         while f.write_all(&block).is_ok() {}
+        // What is left, to the last block.
+        while f.write_all(&block[..4096]).is_ok() {}
         let _ = f.sync_all();
     }
 }
@@ -202,32 +219,66 @@ fn a_store_on_a_full_filesystem_loses_nothing_and_import_restores_the_run() {
     ) {
         return;
     }
+    use std::os::unix::fs::PermissionsExt;
     let d = tempfile::tempdir().unwrap();
     let fs = SmallFs::new(d.path());
     let db = fs.mnt.join("results.db");
+    let mode = |p: &Path| std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o777;
+    // Links where the run would save itself: the directory beside the store is a link
+    // to another directory, and the file it would make in the working directory's is a
+    // link to a file that does not exist. Neither may be followed.
+    let elsewhere = d.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, fs.mnt.join("results.db.unsaved")).unwrap();
+    let here = d.path().join("results.db.unsaved");
+    std::fs::create_dir(&here).unwrap();
+    std::fs::set_permissions(&here, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::create_dir(d.path().join("tmp")).unwrap();
     let child = spawn_run(d.path(), &db, "filled", "3s");
     // Once the run is being recorded, fill the store's filesystem.
     let t0 = Instant::now();
     let recording = || {
         let o = with_db(&db, &["results", "list", "--json"]);
-        String::from_utf8_lossy(&o.stdout).contains("\"filled\"")
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
+        let run = v
+            .as_array()
+            .and_then(|l| l.iter().find(|r| r["name"] == "filled"));
+        run.map(|r| r["id"].as_str().unwrap().to_string())
     };
-    while !recording() {
+    let id = loop {
+        if let Some(id) = recording() {
+            break id;
+        }
         assert!(
             t0.elapsed() < Duration::from_secs(20),
             "the run never began recording"
         );
         std::thread::sleep(Duration::from_millis(50));
-    }
+    };
+    let planted = d.path().join("planted-target");
+    std::os::unix::fs::symlink(&planted, here.join(format!("{id}.db"))).unwrap();
     fs.fill();
     let (live, stderr) = finish(child);
-    // It says where the run went, and how to put it back.
-    let file = d.path().join("results.db.unsaved-");
-    let saved: PathBuf = std::fs::read_dir(d.path())
+    // It says where the run went, and how to put it back: a new private directory in
+    // the temporary directory, the links untouched.
+    let dirs: Vec<PathBuf> = std::fs::read_dir(d.path().join("tmp"))
         .unwrap()
         .map(|e| e.unwrap().path())
-        .find(|p| p.to_string_lossy().starts_with(&*file.to_string_lossy()))
-        .unwrap_or_else(|| panic!("no saved run in {}: {stderr}", d.path().display()));
+        .collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}: {stderr}");
+    assert!(
+        dirs[0]
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("iofleet-unsaved-"),
+        "{dirs:?}"
+    );
+    let saved = dirs[0].join(format!("{id}.db"));
+    assert_eq!(mode(&dirs[0]), 0o700);
+    assert_eq!(mode(&saved), 0o600);
+    assert!(!planted.exists(), "a link was followed");
+    assert!(std::fs::read_dir(&elsewhere).unwrap().next().is_none());
     assert!(stderr.contains(&*saved.to_string_lossy()), "{stderr}");
     assert!(stderr.contains("iofleet results import"), "{stderr}");
     assert_eq!(stderr.matches("results store").count(), 2, "{stderr}");
@@ -313,4 +364,364 @@ fn import_refuses_what_it_cannot_take_and_writes_nothing() {
     );
     // Nothing was written: the store's copy is still the changed one.
     assert_eq!(listed(&db)[0].0, "renamed");
+}
+
+fn mode(p: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o7777
+}
+
+/// `db` with `-wal` or `-shm` appended.
+fn side(db: &Path, ext: &str) -> PathBuf {
+    let mut p = db.as_os_str().to_owned();
+    p.push(ext);
+    PathBuf::from(p)
+}
+
+#[test]
+fn a_new_store_is_private_and_an_existing_one_keeps_its_mode_and_group() {
+    if !need::need(
+        "a_new_store_is_private_and_an_existing_one_keeps_its_mode_and_group",
+        &["root"],
+    ) {
+        return;
+    }
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let d = tempfile::tempdir().unwrap();
+    // The default store, its directories made by iofleet.
+    let xdg = d.path().join("xdg");
+    let child = Command::new(assert_cmd::cargo::cargo_bin("iofleet"))
+        .env("XDG_DATA_HOME", &xdg)
+        .args([
+            "run",
+            "easy-run-4k70r",
+            "--engine",
+            "null",
+            "--workers",
+            "1",
+        ])
+        .args([
+            "--duration",
+            "250ms",
+            "--warmup",
+            "0s",
+            "--interval",
+            "250ms",
+        ])
+        .args(["--quiet", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    finish(child);
+    let db = xdg.join("iofleet/results.db");
+    assert_eq!(mode(&db), 0o600);
+    assert_eq!(mode(&xdg.join("iofleet")), 0o700);
+    assert_eq!(mode(&xdg), 0o700);
+
+    // A team's store: group-readable and writable, in a group of its own.
+    let team = d.path().join("team.db");
+    std::fs::write(&team, "").unwrap();
+    std::fs::set_permissions(&team, std::fs::Permissions::from_mode(0o640)).unwrap();
+    std::os::unix::fs::chown(&team, None, Some(4242)).unwrap();
+    // A run long enough to be looked at whatever the machine's load, stopped once seen.
+    let child = spawn_run(d.path(), &team, "team", "60s");
+    // While the run records, SQLite's side files exist: they follow the store.
+    let t0 = Instant::now();
+    while !(side(&team, "-wal").exists() && side(&team, "-shm").exists()) {
+        assert!(t0.elapsed() < Duration::from_secs(30), "no -wal or -shm");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for f in [side(&team, "-wal"), side(&team, "-shm")] {
+        assert_eq!(mode(&f), 0o640, "{}", f.display());
+        assert_eq!(
+            std::fs::metadata(&f).unwrap().gid(),
+            4242,
+            "{}",
+            f.display()
+        );
+    }
+    // Ctrl-C: the run ends, interrupted, and is kept.
+    let ok = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(mode(&team), 0o640);
+    assert_eq!(std::fs::metadata(&team).unwrap().gid(), 4242);
+    assert_eq!(listed(&team).len(), 1);
+}
+
+#[test]
+fn a_store_on_a_read_only_filesystem_is_listed_shown_exported_and_served() {
+    if !need::need(
+        "a_store_on_a_read_only_filesystem_is_listed_shown_exported_and_served",
+        &["root", "mkfs.ext4", "mount"],
+    ) {
+        return;
+    }
+    use std::io::{BufRead, BufReader, Read, Write};
+    let d = tempfile::tempdir().unwrap();
+    let fs = SmallFs::new(d.path());
+    let db = fs.mnt.join("results.db");
+    let live = record_run(&db, "1000", &["--name", "archived"]);
+    // A snapshot taken while a writer had the store open: its -wal holds a change
+    // (a rename) the main file does not, and there is no -shm beside it.
+    let snap = fs.mnt.join("snap.db");
+    {
+        let c = rusqlite::Connection::open(&db).unwrap();
+        c.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
+        c.execute("UPDATE runs SET name = 'renamed'", []).unwrap();
+        std::fs::copy(&db, &snap).unwrap();
+        std::fs::copy(side(&db, "-wal"), side(&snap, "-wal")).unwrap();
+        c.execute("UPDATE runs SET name = 'archived'", []).unwrap();
+    }
+    fs.read_only();
+    assert!(!side(&db, "-shm").exists(), "a store closed cleanly");
+
+    let list = listed(&db);
+    assert_eq!(list.len(), 1, "{list:?}");
+    let id = &list[0].1;
+    assert_recomputed_equals_live(&db, id, &live);
+    let o = with_db(&db, &["results", "show", "archived"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    assert!(out(&o).contains(&format!("run {id}")), "{}", out(&o));
+    let o = with_db(&db, &["results", "export", id, "--format", "csv"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    // Writing is refused, saying why.
+    let o = with_db(&db, &["results", "delete", id]);
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(
+        err(&o).contains("the filesystem holding it is read-only"),
+        "{}",
+        err(&o)
+    );
+    let o = with_db(
+        &fs.mnt.join("new.db"),
+        &["results", "import", snap.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(
+        err(&o).contains("no store there yet, and the filesystem is read-only"),
+        "{}",
+        err(&o)
+    );
+    // The snapshot reads as its main file holds it, and says what it could not read.
+    let o = with_db(&snap, &["results", "list"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    assert!(out(&o).contains("archived"), "{}", out(&o));
+    assert!(
+        err(&o).contains("its") && err(&o).contains("-wal file cannot be read"),
+        "{}",
+        err(&o)
+    );
+
+    // Served: the list and the run's page.
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("iofleet"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--db"])
+        .arg(&db)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = String::new();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let addr = loop {
+        let Some(Ok(line)) = lines.next() else {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("iofleet serve printed no address: {said}");
+        };
+        said.push_str(&line);
+        if let Some(at) = line.find("http://") {
+            break line[at + 7..].split('/').next().unwrap().to_string();
+        }
+    };
+    let get = |target: &str| {
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        write!(s, "GET {target} HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+        let mut raw = String::new();
+        s.read_to_string(&mut raw).unwrap();
+        raw
+    };
+    let pages = [get("/"), get(&format!("/run/{id}"))];
+    let _ = child.kill();
+    let _ = child.wait();
+    for page in &pages {
+        assert!(page.starts_with("HTTP/1.1 200"), "{said}\n{page}");
+        assert!(page.contains(id.as_str()), "{page}");
+    }
+    assert!(!said.contains("not an iofleet results store"), "{said}");
+    drop(fs);
+}
+
+#[test]
+fn a_store_path_that_is_a_directory_or_on_a_full_filesystem_says_so() {
+    let d = tempfile::tempdir().unwrap();
+    for args in [
+        &["results", "list"][..],
+        &[
+            "run",
+            "easy-run-4k70r",
+            "--engine",
+            "null",
+            "--duration",
+            "250ms",
+            "--interval",
+            "250ms",
+        ],
+    ] {
+        let o = with_db(d.path(), args);
+        assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+        assert!(
+            err(&o).contains(&format!("--db {}: it is a directory", d.path().display())),
+            "{}",
+            err(&o)
+        );
+    }
+    if !need::need(
+        "a_store_path_that_is_a_directory_or_on_a_full_filesystem_says_so",
+        &["root", "mkfs.ext4", "mount"],
+    ) {
+        return;
+    }
+    // A new store on a full filesystem.
+    let fs = SmallFs::new(d.path());
+    fs.fill();
+    let db = fs.mnt.join("new.db");
+    let o = with_db(
+        &db,
+        &[
+            "run",
+            "easy-run-4k70r",
+            "--engine",
+            "null",
+            "--duration",
+            "250ms",
+            "--interval",
+            "250ms",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    let e = err(&o);
+    assert!(
+        e.contains(&format!(
+            "--db {}: the filesystem holding it is full",
+            db.display()
+        )),
+        "{e}"
+    );
+    assert!(!e.contains("disk I/O error"), "{e}");
+    drop(fs);
+}
+
+#[test]
+fn a_colleague_who_may_not_write_the_store_reads_it_or_is_told_why_not() {
+    if !need::need(
+        "a_colleague_who_may_not_write_the_store_reads_it_or_is_told_why_not",
+        &["root", "setpriv"],
+    ) {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().unwrap();
+    let perms =
+        |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
+    perms(d.path(), 0o755);
+    let share = d.path().join("share");
+    std::fs::create_dir(&share).unwrap();
+    let db = share.join("team.db");
+    record_run(&db, "1000", &["--name", "shared"]);
+    // As `nobody`.
+    let as_other = |args: &[&str]| {
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(assert_cmd::cargo::cargo_bin("iofleet"))
+            .args(args)
+            .arg("--db")
+            .arg(&db)
+            .env("XDG_DATA_HOME", d.path().join("xdg-unused"))
+            .output()
+            .unwrap()
+    };
+    // The store readable, its directory not writable: SQLite cannot make its -shm.
+    perms(&share, 0o755);
+    perms(&db, 0o644);
+    let o = as_other(&["results", "list"]);
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(
+        err(&o).contains(&format!("{} is not writable by this user", share.display())),
+        "{}",
+        err(&o)
+    );
+    // The directory writable: it reads, and a write says whose file it is not.
+    perms(&share, 0o777);
+    let o = as_other(&["results", "list"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    assert!(out(&o).contains("shared"), "{}", out(&o));
+    let o = as_other(&["results", "delete", "shared"]);
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(
+        err(&o).contains("is not writable by this user (its mode is 644)"),
+        "{}",
+        err(&o)
+    );
+    // Not readable at all.
+    for f in [side(&db, "-wal"), side(&db, "-shm")] {
+        let _ = std::fs::remove_file(f);
+    }
+    perms(&db, 0o600);
+    let o = as_other(&["results", "list"]);
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(err(&o).contains("cannot read it"), "{}", err(&o));
+}
+
+#[test]
+fn a_store_on_a_full_tmpfs_says_so() {
+    if !need::need("a_store_on_a_full_tmpfs_says_so", &["root", "mount"]) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let mnt = d.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let ok = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+        .arg(&mnt)
+        .status()
+        .unwrap();
+    assert!(ok.success(), "mount -t tmpfs");
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+        }
+    }
+    let _unmount = Unmount(mnt.clone());
+    let db = mnt.join("results.db");
+    record_run(&db, "1000", &[]);
+    {
+        use std::io::Write;
+        let mut f = std::fs::File::create(mnt.join("filler")).unwrap();
+        while f.write_all(&[0u8; 4096]).is_ok() {}
+    }
+    // Opening needs room for SQLite's -shm file: tmpfs says "disk I/O error".
+    let o = with_db(&db, &["results", "list"]);
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(
+        err(&o).contains(&format!(
+            "--db {}: the filesystem holding it is full (0 B free)",
+            db.display()
+        )),
+        "{}",
+        err(&o)
+    );
 }

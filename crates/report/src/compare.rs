@@ -12,7 +12,8 @@
 //! configuration). With a convention other than `Exact`, the comparison adds one row
 //! per figure of that tool (`convention`), labelled with the tool, below the exact rows.
 //! Every column is as wide as its widest cell: names, labels and configurations are
-//! never cut.
+//! never cut, and they are printed escaped (`text`): a stored name cannot move the
+//! cursor or reorder the line it is printed on.
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -23,6 +24,7 @@ use iofleet_stats::result::RunResult;
 use iofleet_stats::OpSummary;
 
 use crate::convention::{Convention, Figure};
+use crate::text::{escape, Escaped};
 use crate::RunData;
 
 /// Which operations a metric reads.
@@ -541,6 +543,7 @@ impl Comparison<'_> {
     /// the convention's figures (if any). Columns are as wide as their widest cell:
     /// nothing is cut.
     pub fn write_text(&self, metrics: &[Metric], out: &mut dyn Write) -> io::Result<()> {
+        let out = &mut Escaped::new(out);
         self.write_run_list(out)?;
         if self.runs.len() > 2 {
             self.write_config_table(out)?;
@@ -634,15 +637,16 @@ impl Comparison<'_> {
 
     /// The numbered list of runs, the baseline marked.
     pub fn write_run_list(&self, out: &mut dyn Write) -> io::Result<()> {
+        let out = &mut Escaped::new(out);
         writeln!(out, "runs:")?;
         for (i, r) in self.runs.iter().enumerate() {
             writeln!(
                 out,
                 "  [{}] {}  {}  {}{}{}",
                 i + 1,
-                r.id,
-                r.name,
-                r.labels_text(),
+                escape(&r.id),
+                escape(&r.name),
+                escape(&r.labels_text()),
                 if r.status != "complete" {
                     format!("  ({})", r.status)
                 } else {
@@ -663,6 +667,7 @@ impl Comparison<'_> {
     /// latency, standard deviation, outstanding I/O, CPU, memory) and the IOPS gain
     /// against the baseline.
     pub fn write_config_table(&self, out: &mut dyn Write) -> io::Result<()> {
+        let out = &mut Escaped::new(out);
         let rows = self.config_rows();
         let wc = rows
             .iter()
@@ -904,11 +909,12 @@ impl Pivot {
         metrics: &[Metric],
         out: &mut dyn Write,
     ) -> io::Result<()> {
+        let out = &mut Escaped::new(out);
         let w0 = self
             .tests
             .iter()
-            .map(|t| t.chars().count())
-            .chain([self.by.chars().count()])
+            .map(|t| width(t))
+            .chain([width(&self.by)])
             .max()
             .unwrap_or(4);
         // Each configuration's value column, and its gain column, as wide as its name.
@@ -932,7 +938,7 @@ impl Pivot {
                 cmp.gain.heading(),
                 cmp.gain.formula(),
                 self.configs,
-                self.columns[0]
+                escape(&self.columns[0])
             )?;
             let mut head = pad_right(&self.by, w0);
             for (c, name) in self.columns.iter().enumerate() {
@@ -989,19 +995,18 @@ impl Pivot {
     }
 }
 
-/// Width in characters (`µ` and `–` are one column, not their byte count).
-pub fn width(s: &str) -> usize {
-    s.chars().count()
-}
+pub use crate::text::width;
 
-/// `s` left-aligned in `w` columns, never cut.
+/// `s` escaped (`text::escape`) and left-aligned in `w` columns, never cut.
 pub fn pad_right(s: &str, w: usize) -> String {
-    format!("{s}{}", " ".repeat(w.saturating_sub(width(s))))
+    let s = escape(s);
+    format!("{s}{}", " ".repeat(w.saturating_sub(width(&s))))
 }
 
-/// `s` right-aligned in `w` columns, never cut.
+/// `s` escaped (`text::escape`) and right-aligned in `w` columns, never cut.
 pub fn pad_left(s: &str, w: usize) -> String {
-    format!("{}{s}", " ".repeat(w.saturating_sub(width(s))))
+    let s = escape(s);
+    format!("{}{s}", " ".repeat(w.saturating_sub(width(&s))))
 }
 
 pub(crate) struct ConfigRow<'a> {

@@ -8,8 +8,10 @@
 //! figures (`convention`, `figure`, `value`) beside the exact one (`exact_figure`,
 //! `exact_value`). Every row carries the run's identity (store id, name, labels, profile), so
 //! exports of several runs can be concatenated. Cells that a row kind does not have are
-//! empty, and so are figures that were not measured (never 0). Column meanings are in
-//! docs/results.md.
+//! empty, and so are figures that were not measured (never 0). Text cells cannot act on
+//! the reader: their control characters are escaped and a cell a spreadsheet would take
+//! for a formula (`=HYPERLINK(…)`) starts with `'` (`text_field`); numbers are written
+//! as numbers. Column meanings are in docs/results.md.
 
 use std::io::{self, Write};
 
@@ -17,6 +19,7 @@ use iofleet_stats::result::{IntervalOps, RunResult};
 use iofleet_stats::OpSummary;
 
 use crate::convention::Convention;
+use crate::text::escape;
 use crate::workload;
 use crate::Exporter;
 
@@ -86,6 +89,54 @@ fn field(s: &str) -> String {
     }
 }
 
+/// A text cell (a name, label, path, block-size list): control characters made visible
+/// (`text::escape`), then, when it starts with a character a spreadsheet reads as the
+/// start of a formula (`=`, `+`, `-`, `@`, tab, carriage return), a leading `'` so it
+/// stays text; then quoted as `field` does. Numbers never go through here (`Value`),
+/// so a negative figure stays a number.
+pub fn text_field(s: &str) -> String {
+    let s = escape(s);
+    if s.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        field(&format!("'{s}"))
+    } else {
+        field(&s)
+    }
+}
+
+/// What a cell holds: a number (written as it is) or text (`text_field`).
+pub trait Value {
+    fn cell(&self) -> String;
+}
+
+macro_rules! numeric_cells {
+    ($($t:ty),*) => {$(
+        impl Value for $t {
+            fn cell(&self) -> String {
+                self.to_string()
+            }
+        }
+    )*};
+}
+numeric_cells!(u8, u32, u64, usize, i32, i64, f64, bool);
+
+impl Value for str {
+    fn cell(&self) -> String {
+        text_field(self)
+    }
+}
+
+impl Value for String {
+    fn cell(&self) -> String {
+        text_field(self)
+    }
+}
+
+impl<T: Value + ?Sized> Value for &T {
+    fn cell(&self) -> String {
+        (**self).cell()
+    }
+}
+
 /// One row under construction: cells by column name, the run's identity filled in.
 struct Row(Vec<String>);
 
@@ -98,12 +149,12 @@ impl Row {
         Row(cells)
     }
 
-    fn set(&mut self, col: &str, v: impl ToString) -> &mut Row {
+    fn set(&mut self, col: &str, v: impl Value) -> &mut Row {
         let i = COLUMNS
             .iter()
             .position(|c| *c == col)
             .expect("a known column");
-        self.0[i] = field(&v.to_string());
+        self.0[i] = v.cell();
         self
     }
 
@@ -219,7 +270,7 @@ impl CsvExporter {
             }),
             r.run.profile.as_str(),
         ]
-        .map(field);
+        .map(text_field);
         for w in workload::rows(&r.run.plan) {
             Row::new("workload", &ident)
                 .set("scope", "stream")
@@ -309,5 +360,44 @@ impl CsvExporter {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_that_a_spreadsheet_would_evaluate_stays_text() {
+        assert_eq!(
+            text_field("=HYPERLINK(\"http://x\",\"y\")"),
+            "\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\""
+        );
+        for (given, want) in [
+            ("+1", "'+1"),
+            ("-5%", "'-5%"),
+            ("@SUM(A1)", "'@SUM(A1)"),
+            ("\tx", "\\tx"),
+            ("a=b", "a=b"),
+            ("4k/60:64k/40", "4k/60:64k/40"),
+            ("evil\u{1b}]0;t\u{7}", "evil\\x1b]0;t\\x07"),
+            ("line\nbreak", "line\\nbreak"),
+        ] {
+            assert_eq!(text_field(given), want, "{given:?}");
+        }
+    }
+
+    #[test]
+    fn numbers_stay_numbers() {
+        let mut row = Row::new(
+            "summary",
+            &[String::new(), String::new(), String::new(), String::new()],
+        );
+        let change = -5.0 * 1.5;
+        row.set("iops", change).set("ios", 12u64).set("name", "-5");
+        let line = row.0.join(",");
+        assert!(line.contains(",-7.5,"), "{line}");
+        assert!(line.contains(",'-5,"), "{line}");
+        assert!(line.contains(",12,"), "{line}");
     }
 }

@@ -21,6 +21,7 @@ pub mod json;
 pub mod kube;
 pub mod markdown;
 pub mod table;
+pub mod text;
 pub mod workload;
 
 use std::collections::BTreeMap;

@@ -14,15 +14,18 @@ use crate::compare::{
     Comparison, Gain, Metric, Unit,
 };
 use crate::convention::Convention;
+use crate::text::{escape, Escaped};
 use crate::workload;
 use crate::{Exporter, RunData};
 use iofleet_profile::Bytes;
 
 pub struct MarkdownExporter;
 
-/// Escape table-breaking characters in user text (names, labels).
+/// User text (names, labels, paths) as it can stand in a table cell or a heading:
+/// control and bidi characters made visible (`text::escape`, so a line break cannot end
+/// the row) and pipes escaped (so it cannot add a column).
 fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
+    escape(s).replace('|', "\\|")
 }
 
 fn lat_row(out: &mut dyn Write, label: &str, s: &OpSummary) -> io::Result<()> {
@@ -179,7 +182,7 @@ fn write_workload(out: &mut dyn Write, r: &RunResult) -> io::Result<()> {
             Bytes(w.disk_size_bytes),
             w.threads_per_disk,
             w.qd,
-            w.block_sizes,
+            cell(&w.block_sizes),
             w.read_pct,
             w.random_pct,
             cell(&r.run.engine),
@@ -203,6 +206,7 @@ impl MarkdownExporter {
         convention: Convention,
         out: &mut dyn Write,
     ) -> io::Result<()> {
+        let out = &mut Escaped::new(out);
         write_run(out, result, "## iofleet run:")?;
         let figures = convention.figures(result);
         if figures.is_empty() {
@@ -285,6 +289,7 @@ pub fn report(
     convention: Convention,
     out: &mut dyn Write,
 ) -> io::Result<()> {
+    let out = &mut Escaped::new(out);
     let cmp = Comparison {
         runs,
         baseline,

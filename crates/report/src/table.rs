@@ -44,9 +44,7 @@ struct Grid {
 const INDENT: &str = "  ";
 const GAP: usize = 2;
 
-fn width(s: &str) -> usize {
-    s.chars().count()
-}
+use crate::text::{escape, width};
 
 impl Grid {
     /// Columns as (header, left-aligned).
@@ -58,9 +56,12 @@ impl Grid {
         }
     }
 
+    /// Add a row; its cells are escaped (`text::escape`): a name holding a line break or
+    /// an escape sequence stays one visible cell.
     fn row(&mut self, cells: Vec<String>) {
         debug_assert_eq!(cells.len(), self.heads.len());
-        self.rows.push(cells);
+        self.rows
+            .push(cells.into_iter().map(|c| escape(&c).into_owned()).collect());
     }
 
     /// Column blocks (indices) that fit `max` characters; one block without a limit.
@@ -134,6 +135,8 @@ impl Grid {
 /// are indented by `hang` spaces. A word longer than a line stays whole; a text that
 /// fits is printed as it is.
 fn wrap(out: &mut dyn Write, text: &str, max: Option<usize>, hang: usize) -> io::Result<()> {
+    let text = crate::text::escape(text);
+    let text = text.as_ref();
     let max = match max {
         Some(m) if width(text) > m => m,
         _ => return writeln!(out, "{text}"),
@@ -996,6 +999,9 @@ impl TableExporter {
         convention: Convention,
         out: &mut dyn Write,
     ) -> io::Result<()> {
+        // Names, labels, paths and notices carry user-given text: everything printed
+        // goes out escaped (the layout measures escaped widths, `text::width`).
+        let out = &mut crate::text::Escaped::new(out);
         let max = (!self.wide).then_some(WIDTH);
         write_run_lines(r, out, max)?;
         if !r.measured() {

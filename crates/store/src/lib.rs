@@ -10,12 +10,15 @@
 //! `+=` the controller uses (`recompute`). Every write is one immediate transaction,
 //! retried while other processes hold the store (`Store::write`), so runs sharing a store
 //! are all recorded; `transfer` moves whole runs between stores (a run kept in memory
-//! when its store failed, `results import`). This crate knows nothing of engines, the
+//! when its store failed, `results import`). A new store is private (0600, `place`); a
+//! store on a read-only filesystem is opened read-only, or immutable, so reading
+//! commands work on a snapshot or an archive. This crate knows nothing of engines, the
 //! fleet or output formats; `docs/store.md` describes the schema.
 
 #![forbid(unsafe_code)]
 
 mod env;
+mod place;
 mod read;
 mod recompute;
 mod schema;
@@ -56,6 +59,14 @@ pub enum StoreError {
     },
     #[error("--db {path}: no results store there yet (runs are saved by `iofleet run`; pass --db to choose another file)")]
     Missing { path: PathBuf },
+    /// The place cannot hold or give the store: a directory, a full or read-only
+    /// filesystem, a permission (`place::cause`).
+    #[error("--db {path}: {why}")]
+    Unusable { path: PathBuf, why: String },
+    /// A write failed for a cause outside the database: a full or read-only
+    /// filesystem, a permission.
+    #[error("--db {path}: {why}")]
+    WriteFailed { path: PathBuf, why: String },
     #[error("--db {path}: schema version {found} is newer than this iofleet understands (up to {supported}); use a newer iofleet")]
     TooNew {
         path: PathBuf,
@@ -90,6 +101,12 @@ pub enum StoreError {
         found: u32,
         supported: u32,
     },
+    #[error("{path}: schema version {found}, this iofleet reads {supported}, and the store is on a read-only filesystem where it cannot be upgraded: copy it to a writable place and open it there once (`iofleet results list --db COPY`), or use the iofleet that wrote it")]
+    OtherVersionReadOnly {
+        path: PathBuf,
+        found: u32,
+        supported: u32,
+    },
     #[error("run {id} is already in the store with other contents (status {status}); delete it there first (`iofleet results delete {id}`) to import this copy")]
     Conflict { id: String, status: String },
 }
@@ -117,64 +134,162 @@ pub fn default_path() -> Result<PathBuf, StoreError> {
 pub struct Store {
     conn: Connection,
     path: PathBuf,
+    /// Opened immutable beside a `-wal` file it cannot read (`Store::read_note`).
+    wal_unread: bool,
+}
+
+/// How `Store::open_read_only` opens the file.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ReadMode {
+    /// SQLite's read-only mode: the `-shm` file is used (or created) as by any reader.
+    ReadOnly,
+    /// No locks and no `-shm` (a read-only filesystem, where nothing can write it).
+    Immutable,
+}
+
+/// A failed write to the store file at `path`, with its cause when the cause is the
+/// place.
+pub(crate) fn explain_write_at(path: &Path, e: StoreError) -> StoreError {
+    match explain(path, e) {
+        StoreError::Unusable { path, why } => StoreError::WriteFailed { path, why },
+        e => e,
+    }
+}
+
+/// The path of a store in memory (`Store::open_memory`).
+const MEMORY: &str = ":memory:";
+
+/// SQLite failed to read the file, as opposed to reading it and finding no database
+/// (or a damaged one) there.
+fn read_failure(s: &rusqlite::Error) -> bool {
+    !matches!(
+        s.sqlite_error_code(),
+        Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt)
+    )
+}
+
+/// `e` with its cause said when the cause is the place (`place::cause`).
+fn explain(path: &Path, e: StoreError) -> StoreError {
+    let why = match &e {
+        StoreError::Sql(s) | StoreError::Open { source: s, .. } => place::cause(path, s),
+        _ => None,
+    };
+    match why {
+        Some(why) => StoreError::Unusable {
+            path: path.to_path_buf(),
+            why,
+        },
+        None => e,
+    }
 }
 
 impl Store {
     /// Open the database at `path`, creating it (and its directory) when missing, and
-    /// bring its schema up to date.
+    /// bring its schema up to date. A new store is created private (0600, and 0700 for
+    /// each directory made for it); an existing one keeps its mode and group (`place`).
     pub fn open(path: &Path) -> Result<Store, StoreError> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
-                path: path.to_path_buf(),
-                source,
-            })?;
-        }
-        Self::open_inner(path)
+        place::create_private(path)?;
+        Self::open_inner(path).map_err(|e| explain(path, e))
     }
 
     /// Open an existing database (for reading commands): a missing file is an error
-    /// rather than a new empty store.
+    /// rather than a new empty store. A store this user cannot write, or on a
+    /// read-only filesystem, is opened read-only (`open_read_only`): it reads as any
+    /// other, and a write says why it cannot be made.
     pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
-        if !path.exists() {
-            return Err(StoreError::Missing {
-                path: path.to_path_buf(),
-            });
+        place::check_file(path)?;
+        if !place::writable(path) || place::read_only_fs(path) {
+            return Self::open_read_only(path);
         }
-        Self::open_inner(path)
+        match Self::open_inner(path) {
+            Ok(s) => Ok(s),
+            Err(e) => {
+                let sql = match &e {
+                    StoreError::Sql(s) | StoreError::Open { source: s, .. } => {
+                        s.sqlite_error_code()
+                    }
+                    _ => None,
+                };
+                // The store may be read where it cannot be written (its directory).
+                if matches!(sql, Some(ErrorCode::CannotOpen | ErrorCode::ReadOnly)) {
+                    if let Ok(s) = Self::open_read_only(path) {
+                        return Ok(s);
+                    }
+                }
+                Err(explain(path, e))
+            }
+        }
     }
 
-    /// Open an existing database for reading only (`iofleet serve`): SQLite's read-only
-    /// mode and `query_only`, so nothing this connection does can write, and no
-    /// migration. A store of another schema version is refused with the command that
-    /// upgrades it; a running run's recorder is never blocked (WAL readers do not lock).
+    /// Open an existing database for reading only (`iofleet serve`, and reading commands
+    /// on a store they cannot write): SQLite's read-only mode and `query_only`, so
+    /// nothing this connection does can write, and no migration. On a read-only
+    /// filesystem, where SQLite cannot make the `-shm` file a reader of a WAL store
+    /// needs, the store is opened immutable (no locks, no `-shm`: sound there, since
+    /// nothing can write it; a `-wal` file left beside it is then not read, and
+    /// `read_note` says so). A store of another schema version is refused with the command
+    /// that upgrades it; a running run's recorder is never blocked (WAL readers do not
+    /// lock).
     pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
-        if !path.exists() {
-            return Err(StoreError::Missing {
-                path: path.to_path_buf(),
-            });
+        place::check_file(path)?;
+        match Self::open_reading(path, ReadMode::ReadOnly) {
+            Err(e) if Self::unreadable(&e) && place::read_only_fs(path) => {
+                Self::open_reading(path, ReadMode::Immutable).map_err(|_| e)
+            }
+            r => r,
         }
+        .map_err(|e| explain(path, e))
+    }
+
+    /// `e` is SQLite failing to read the file (not a verdict on what it holds).
+    fn unreadable(e: &StoreError) -> bool {
+        match e {
+            StoreError::Sql(s) | StoreError::Open { source: s, .. } => read_failure(s),
+            _ => false,
+        }
+    }
+
+    fn open_reading(path: &Path, mode: ReadMode) -> Result<Store, StoreError> {
         let open_err = |source| StoreError::Open {
             path: path.to_path_buf(),
             source,
         };
-        let conn = Connection::open_with_flags(
-            path,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = match mode {
+            ReadMode::ReadOnly => Connection::open_with_flags(path, flags),
+            ReadMode::Immutable => Connection::open_with_flags(
+                place::immutable_uri(path),
+                flags | OpenFlags::SQLITE_OPEN_URI,
+            ),
+        }
         .map_err(open_err)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
         conn.pragma_update(None, "query_only", true)
             .map_err(open_err)?;
+        let wal = place::with_suffix(path, "-wal");
         let store = Store {
             conn,
             path: path.to_path_buf(),
+            wal_unread: mode == ReadMode::Immutable
+                && std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0),
         };
-        let found = store.schema_version().map_err(|e| StoreError::NotAStore {
-            path: path.to_path_buf(),
-            detail: e.to_string(),
+        let found = store.schema_version().map_err(|e| match e {
+            StoreError::Sql(s) if !read_failure(&s) => StoreError::NotAStore {
+                path: path.to_path_buf(),
+                detail: s.to_string(),
+            },
+            StoreError::Sql(s) => open_err(s),
+            e => e,
         })?;
         if found > LATEST_VERSION {
             return Err(StoreError::TooNew {
+                path: path.to_path_buf(),
+                found,
+                supported: LATEST_VERSION,
+            });
+        }
+        if found != LATEST_VERSION && place::read_only_fs(path) {
+            return Err(StoreError::OtherVersionReadOnly {
                 path: path.to_path_buf(),
                 found,
                 supported: LATEST_VERSION,
@@ -188,6 +303,18 @@ impl Store {
             });
         }
         Ok(store)
+    }
+
+    /// What a reader should know about how the store was opened: on a read-only
+    /// filesystem, beside a `-wal` file it could not read (the writes it holds are not
+    /// seen). None otherwise.
+    pub fn read_note(&self) -> Option<String> {
+        self.wal_unread.then(|| {
+            format!(
+                "{0} is on a read-only filesystem without its {0}-shm file, so its {0}-wal file cannot be read: runs or intervals committed only there are not shown (copy the three files to a writable place to read them all)",
+                self.path.display()
+            )
+        })
     }
 
     /// Open (and create or migrate) the store, retrying while other processes hold it
@@ -225,6 +352,7 @@ impl Store {
         Ok(Store {
             conn,
             path: path.to_path_buf(),
+            wal_unread: false,
         })
     }
 
@@ -233,9 +361,13 @@ impl Store {
     pub fn open_memory() -> Result<Store, StoreError> {
         let mut conn = Connection::open_in_memory()?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
-        let path = PathBuf::from(":memory:");
+        let path = PathBuf::from(MEMORY);
         schema::migrate(&mut conn, &path)?;
-        Ok(Store { conn, path })
+        Ok(Store {
+            conn,
+            path,
+            wal_unread: false,
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -268,9 +400,21 @@ impl Store {
                     backoff(attempt);
                     attempt += 1;
                 }
+                Err(e) => return Err(self.explain_write(e)),
                 r => return r,
             }
         }
+    }
+
+    /// A failed write with its cause said when the cause is the place: a full or
+    /// read-only filesystem, a store this user may not write.
+    fn explain_write(&self, e: StoreError) -> StoreError {
+        if self.path == Path::new(MEMORY) {
+            // Memory does not fill a filesystem; a file attached to it is explained by
+            // the caller that knows it (`push_run`).
+            return e;
+        }
+        explain_write_at(&self.path, e)
     }
 
     /// The schema version of the open database (`PRAGMA user_version`).
@@ -278,6 +422,17 @@ impl Store {
         Ok(self
             .conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))?)
+    }
+}
+
+impl StoreError {
+    /// The message without the `--db PATH: ` it starts with when the cause is the place,
+    /// for a report that names the store itself.
+    pub fn cause(&self) -> String {
+        match self {
+            StoreError::Unusable { why, .. } | StoreError::WriteFailed { why, .. } => why.clone(),
+            e => e.to_string(),
+        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! Moving whole runs between stores: the copy a run keeps in memory when its store
-//! cannot be written (`pull_run`, `push_run`), that copy saved to a file (`save_to`), and
-//! `iofleet results import FILE` putting such a file — or any other store of this schema
-//! version — back (`import`). A run moves with every row it owns (the run, its labels,
+//! cannot be written (`pull_run`, `push_run`), that copy saved to a private file
+//! (`save_to`, `save_aside`), and `iofleet results import FILE` putting such a file — or
+//! any other store of this schema version — back (`import`). A run moves with every row it owns (the run, its labels,
 //! workers, intervals, samples and host usage) in one transaction, so a reader never sees
 //! half of one. Nothing here interprets a run's figures.
 
@@ -106,17 +106,39 @@ impl Store {
         self.attach(file, "dst")?;
         let r = self.write(|tx| copy_run(tx, "main", "dst", id));
         self.detach("dst");
-        r
+        r.map_err(|e| crate::explain_write_at(file, e))
     }
 
-    /// Write the whole store to a new file `file` (which must not exist).
+    /// Write the whole store to a new file `file`, which must not exist: it is created
+    /// private (0600) with `O_EXCL`, so a file or link already there is never followed
+    /// or overwritten.
     pub fn save_to(&self, file: &Path) -> Result<(), StoreError> {
+        crate::place::private_file(file).map_err(|e| StoreError::Unusable {
+            path: file.to_path_buf(),
+            why: format!("cannot create it: {e}"),
+        })?;
+        self.vacuum_into(file)
+    }
+
+    /// Write the whole store into `file`, an empty file made beforehand.
+    fn vacuum_into(&self, file: &Path) -> Result<(), StoreError> {
         let name = file.to_str().ok_or_else(|| StoreError::NotAStore {
             path: file.to_path_buf(),
             detail: "the path is not UTF-8".into(),
         })?;
         self.conn.execute("VACUUM INTO ?1", params![name])?;
         Ok(())
+    }
+
+    /// Save this store (a run `id` kept in memory because its store `store` failed) to a
+    /// file of its own, in the first private place that takes it (`spill_dirs`): a
+    /// directory only this user can enter, a new file made with `O_EXCL`. Returns the
+    /// file, or what each place said.
+    pub fn save_aside(&self, store: &Path, id: &str) -> Result<std::path::PathBuf, Vec<String>> {
+        crate::place::spill(&crate::place::spill_dirs(store), id, |f| {
+            self.vacuum_into(f)
+                .map_err(|e| crate::explain_write_at(f, e))
+        })
     }
 
     /// `iofleet results import FILE`: every run of the store file `file` into this one,

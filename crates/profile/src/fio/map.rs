@@ -176,7 +176,7 @@ impl Mapper {
         {
             self.problems.push(Problem {
                 at: o.at.clone(),
-                option: o.name.clone(),
+                option: o.shown_name().to_string(),
                 message,
             });
         }
@@ -773,6 +773,14 @@ impl Mapper {
             }
         }
     }
+}
+
+/// Whether iofleet's fio reader knows option `name` (lower case): it maps it, accepts
+/// it as having no effect, or knows why it cannot run it.
+pub(super) fn is_known(name: &str) -> bool {
+    MAPPED.contains(&name)
+        || ACCEPTED.contains(&name)
+        || UNSUPPORTED.iter().any(|(n, _)| *n == name)
 }
 
 /// Option names that `Mapper` reads.

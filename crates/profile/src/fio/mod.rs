@@ -31,6 +31,14 @@ pub enum FioError {
     Syntax { at: Location, message: String },
     #[error("the fio job file has no job section (only [global]); add a [job] section")]
     NoJobs,
+    /// Lines of an included file that are not job-file lines: named by number, never
+    /// quoted (the file may be any file at all).
+    #[error("{file} (included at {from}): {why}")]
+    Included {
+        file: String,
+        from: Location,
+        why: String,
+    },
     #[error("--fio-job {name}: the job file has no job [{name}]; its jobs are: {}", .jobs.join(", "))]
     NoSuchJob { name: String, jobs: Vec<String> },
     /// Every unsupported or unknown option, each with its file, line and name.

@@ -6,8 +6,16 @@
 //! `;` or `#` is a comment. `include FILE` reads another file in place (a relative path is
 //! taken from the including file's directory). `${VAR}` in a value is replaced by the
 //! environment variable VAR; an unset one is an error naming it. An option is `name=value`
-//! or a bare `name` (a boolean option set). Every option keeps its file and line so that
-//! the mapping (`map`) can name where an unsupported option was written.
+//! or a bare `name` (a boolean option set); a name is letters, digits and `_`, as fio's
+//! are. Every option keeps its file and line so that the mapping (`map`) can name where an
+//! unsupported option was written.
+//!
+//! An included file may be anything the path names (`include /etc/shadow`), so its text
+//! is never quoted unless it is a job file's: a line that is not a comment, a section, an
+//! include or an option is reported by number only, and the name of an option iofleet
+//! does not know is not shown (`Location::included`). Once `NOT_A_JOB_FILE` of its lines
+//! are such lines before any option iofleet knows, the file is declared not a job file and
+//! reading stops. Lines of the file the user named are quoted in errors as written.
 
 use std::path::{Path, PathBuf};
 
@@ -18,6 +26,9 @@ use super::FioError;
 pub struct Location {
     pub file: String,
     pub line: usize,
+    /// Written in an included file (not the one the user named): an option name that
+    /// iofleet does not know is not quoted from it.
+    pub included: bool,
 }
 
 impl std::fmt::Display for Location {
@@ -44,6 +55,18 @@ pub struct FioJob {
     pub options: Vec<FioOption>,
 }
 
+impl FioOption {
+    /// The name as an error may quote it: as written, unless it comes from an included
+    /// file and iofleet does not know it (it may be a line of any file at all).
+    pub fn shown_name(&self) -> &str {
+        if self.at.included && !super::map::is_known(&self.name) {
+            "(not shown: an unknown name in an included file)"
+        } else {
+            &self.name
+        }
+    }
+}
+
 impl FioJob {
     /// The last value given for `name` (or any of its aliases), with the option.
     pub fn get(&self, names: &[&str]) -> Option<&FioOption> {
@@ -57,13 +80,43 @@ impl FioJob {
 /// How deep `include` may nest (a file including itself is caught by this bound).
 const MAX_INCLUDE_DEPTH: usize = 16;
 
+/// An included file with this many lines that are not job-file lines (or options
+/// iofleet does not know) before any option it knows is not a job file.
+pub const NOT_A_JOB_FILE: usize = 3;
+
+/// An option name as fio writes them: letters, digits and `_`.
+fn is_option_name(name: &str) -> bool {
+    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// What an included file has shown of itself so far.
+#[derive(Default)]
+struct Seen {
+    /// An option iofleet knows: it is a job file.
+    known: bool,
+    /// Lines that are neither comments, sections, includes nor options.
+    foreign: Vec<usize>,
+    /// Those and options iofleet does not know, while `known` is false.
+    strange: Vec<usize>,
+}
+
+/// "lines 1, 2 and 3" / "line 4".
+fn line_list(lines: &[usize]) -> String {
+    let n: Vec<String> = lines.iter().map(usize::to_string).collect();
+    match n.as_slice() {
+        [one] => format!("line {one}"),
+        [init @ .., last] => format!("lines {} and {last}", init.join(", ")),
+        [] => "no line".into(),
+    }
+}
+
 /// Read a job file from disk, following includes, expanding `${VAR}` with `env`.
 pub fn read_job_file(
     path: &Path,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Vec<FioJob>, FioError> {
     let mut reader = Reader::new(env);
-    reader.file(path, 0)?;
+    reader.file(path, None, 0)?;
     reader.finish()
 }
 
@@ -101,25 +154,111 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn file(&mut self, path: &Path, depth: usize) -> Result<(), FioError> {
+    /// Read the file at `path`, included at `from` (None: the file the user named).
+    fn file(&mut self, path: &Path, from: Option<&Location>, depth: usize) -> Result<(), FioError> {
         let origin = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|e| FioError::Read {
             path: origin.clone(),
             message: e.to_string(),
         })?;
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        self.text(&text, &origin, &dir, depth)
+        match from {
+            None => self.text(&text, &origin, &dir, depth),
+            Some(from) => self.included(&text, &origin, &dir, from, depth),
+        }
+    }
+
+    /// An included file: read as any other, but what it shows of itself is watched, and
+    /// its lines are not quoted unless it is a job file (module doc).
+    fn included(
+        &mut self,
+        text: &str,
+        origin: &str,
+        dir: &Path,
+        from: &Location,
+        depth: usize,
+    ) -> Result<(), FioError> {
+        let mut seen = Seen::default();
+        let outcome = self.lines(text, origin, dir, depth, Some(&mut seen));
+        let not_job = |lines: &[usize], stopped: bool| FioError::Included {
+            file: origin.to_string(),
+            from: from.clone(),
+            why: if stopped {
+                format!(
+                    "not a fio job file: {} are neither comments, [sections] nor options iofleet knows, so reading stopped there (its lines are not shown)",
+                    line_list(lines),
+                )
+            } else {
+                match lines {
+                    [one] => format!("line {one} is neither a comment, a [section], an include nor a name=value option (an included file's lines are not shown)"),
+                    _ => format!("{} are neither comments, [sections], includes nor name=value options (an included file's lines are not shown)", line_list(lines)),
+                }
+            },
+        };
+        if !seen.known && seen.strange.len() >= NOT_A_JOB_FILE {
+            return Err(not_job(&seen.strange, true));
+        }
+        outcome?;
+        if !seen.foreign.is_empty() {
+            return Err(not_job(&seen.foreign, false));
+        }
+        Ok(())
     }
 
     fn text(&mut self, text: &str, origin: &str, dir: &Path, depth: usize) -> Result<(), FioError> {
+        self.lines(text, origin, dir, depth, None)
+    }
+
+    /// The lines of one file. `seen` is given for an included file: its lines that are not
+    /// job-file lines are counted there instead of quoted in an error, and reading stops
+    /// once it is clearly not a job file.
+    fn lines(
+        &mut self,
+        text: &str,
+        origin: &str,
+        dir: &Path,
+        depth: usize,
+        mut seen: Option<&mut Seen>,
+    ) -> Result<(), FioError> {
+        let included = seen.is_some();
         for (i, raw_line) in text.lines().enumerate() {
+            if let Some(s) = &seen {
+                if !s.known && s.strange.len() >= NOT_A_JOB_FILE {
+                    return Ok(());
+                }
+            }
             let at = Location {
                 file: origin.to_string(),
                 line: i + 1,
+                included,
             };
             let line = raw_line.trim();
             if line.is_empty() || line.starts_with(';') || line.starts_with('#') {
                 continue;
+            }
+            let (name, value) = match line.split_once('=') {
+                Some((n, v)) => (n.trim(), Some(v.trim())),
+                None => (line, None),
+            };
+            let is_section = line.starts_with('[') && line.ends_with(']');
+            let is_include = line
+                .strip_prefix("include")
+                .is_some_and(|f| f.starts_with(char::is_whitespace));
+            if let Some(s) = seen.as_deref_mut() {
+                if !is_section && !is_include && !is_option_name(name) {
+                    s.foreign.push(at.line);
+                    if !s.known {
+                        s.strange.push(at.line);
+                    }
+                    continue;
+                }
+                if !is_section && !is_include {
+                    if super::map::is_known(&name.to_ascii_lowercase()) {
+                        s.known = true;
+                    } else if !s.known {
+                        s.strange.push(at.line);
+                    }
+                }
             }
             if let Some(rest) = line.strip_prefix('[') {
                 let name = rest.strip_suffix(']').map(str::trim).ok_or_else(|| {
@@ -163,20 +302,20 @@ impl<'a> Reader<'a> {
                             format!("include {file}: no such file ({})", p.display()),
                         ));
                     }
-                    self.file(&p, depth + 1)?;
+                    self.file(&p, Some(&at), depth + 1)?;
                     continue;
                 }
             }
-            let (name, value) = match line.split_once('=') {
-                Some((n, v)) => (n.trim(), Some(self.expand(v.trim(), &at)?)),
-                None => (line, None),
-            };
-            if name.is_empty() || name.contains(char::is_whitespace) {
+            if !is_option_name(name) {
                 return Err(FioError::syntax(
                     &at,
-                    format!("'{line}' is not an option (expected name=value or name)"),
+                    format!("'{line}' is not an option (expected name=value or name; a name is letters, digits and '_')"),
                 ));
             }
+            let value = match value {
+                Some(v) => Some(self.expand(v, &at)?),
+                None => None,
+            };
             let opt = FioOption {
                 name: name.to_ascii_lowercase(),
                 value,
@@ -190,7 +329,7 @@ impl<'a> Reader<'a> {
                         &opt.at,
                         format!(
                             "option {} comes before any section; put it under [global] or a [job]",
-                            opt.name
+                            opt.shown_name()
                         ),
                     ))
                 }
@@ -207,7 +346,11 @@ impl<'a> Reader<'a> {
             out.push_str(&rest[..start]);
             let after = &rest[start + 2..];
             let end = after.find('}').ok_or_else(|| {
-                FioError::syntax(at, format!("'${{' without a closing '}}' in '{value}'"))
+                if at.included {
+                    FioError::syntax(at, "'${' without a closing '}'")
+                } else {
+                    FioError::syntax(at, format!("'${{' without a closing '}}' in '{value}'"))
+                }
             })?;
             let var = &after[..end];
             match (self.env)(var) {
@@ -307,5 +450,74 @@ mod tests {
             "{e}"
         );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A file of shadow-like lines, included: the error names it, where it was included
+    /// and its line numbers, and quotes none of its text.
+    #[test]
+    fn an_included_file_that_is_not_a_job_file_is_never_quoted() {
+        let dir = std::env::temp_dir().join(format!("iofleet-fio-shadow-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let secret = [
+            "root:$6$Zq8salt$SECRETHASHroot:19000:0:99999:7:::",
+            "daemon:*:19000:0:99999:7:::",
+            "hunter2",
+            "[oops",
+            "SECRETWORD=SECRETVALUE",
+        ];
+        let shadow = dir.join("shadow");
+        std::fs::write(&shadow, secret.join("\n")).unwrap();
+        let main = dir.join("main.fio");
+        let check = |text: &str, want: &str| {
+            std::fs::write(&main, text).unwrap();
+            let e = read_job_file(&main, &env).unwrap_err().to_string();
+            for line in &secret {
+                for part in line.split([':', '$', '=', '[']).filter(|p| p.len() > 3) {
+                    assert!(!e.contains(part), "{part} quoted in: {e}");
+                }
+            }
+            assert!(e.contains(want), "{e}");
+            assert!(e.contains("main.fio:"), "{e}");
+        };
+        // Lines 1, 2 and 3 (the third an unknown bare name) end the reading.
+        check(
+            "[a]\nrw=read\ninclude shadow\n",
+            "not a fio job file: lines 1, 2 and 3 are neither",
+        );
+        // Before any section: the same.
+        check("include shadow\n[a]\n", "lines 1, 2 and 3");
+        // A file whose options iofleet knows is a job file: a line that is not one is
+        // named by number only, as an unknown option's name is.
+        std::fs::write(&shadow, "bs=4k\nhunter2\nroot:$6$x\n").unwrap();
+        std::fs::write(&main, "[a]\ninclude shadow\n").unwrap();
+        let e = read_job_file(&main, &env).unwrap_err().to_string();
+        assert!(
+            e.contains("line 3 is neither a comment") && !e.contains("root"),
+            "{e}"
+        );
+        std::fs::write(&shadow, "bs=4k\nhunter2\n").unwrap();
+        let jobs = read_job_file(&main, &env).unwrap();
+        let unknown = jobs[0].get(&["hunter2"]).unwrap();
+        assert!(unknown.at.included);
+        assert_eq!(
+            unknown.shown_name(),
+            "(not shown: an unknown name in an included file)"
+        );
+        assert_eq!(jobs[0].get(&["bs"]).unwrap().shown_name(), "bs");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_named_file_is_quoted_and_names_are_fio_names() {
+        let e = parse_job_text("[a]\nbs 4k\n", "t.fio", Path::new("."), &env).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("t.fio:2: 'bs 4k' is not an option"),
+            "{e}"
+        );
+        let e = parse_job_text("[a]\nroot:x=1\n", "t.fio", Path::new("."), &env).unwrap_err();
+        assert!(e.to_string().contains("'root:x=1' is not an option"), "{e}");
+        let jobs = parse_job_text("[a]\nhunter2\n", "t.fio", Path::new("."), &env).unwrap();
+        assert_eq!(jobs[0].get(&["hunter2"]).unwrap().shown_name(), "hunter2");
     }
 }
