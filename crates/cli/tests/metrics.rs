@@ -56,8 +56,10 @@ fn serves_openmetrics_while_running_and_only_at_metrics() {
             "null",
             "--rate",
             "1000",
+            // Long enough never to end by itself here: the test stops it (Ctrl-C) once
+            // every request below is answered, so none of them races the run's end.
             "--duration",
-            "4s",
+            "10m",
             "--warmup",
             "0s",
             "--interval",
@@ -70,7 +72,7 @@ fn serves_openmetrics_while_running_and_only_at_metrics() {
         .unwrap();
     let t0 = Instant::now();
     let mut page = String::new();
-    while t0.elapsed() < Duration::from_secs(10) {
+    while t0.elapsed() < Duration::from_secs(120) {
         // What curl sends.
         if let Some(p) = request(&addr, "GET", "/metrics", "Accept: */*\r\n") {
             if p.contains("iofleet_host_iops{") {
@@ -91,8 +93,13 @@ fn serves_openmetrics_while_running_and_only_at_metrics() {
         Some(out)
     })()
     .unwrap_or_default();
+    assert!(std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap()
+        .success());
     let o = child.wait_with_output().unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
 
     assert!(page.starts_with("HTTP/1.1 200 OK"), "{page}");
     assert_eq!(

@@ -533,20 +533,32 @@ fn live_command(
     panic!("the run printed no live view address: {}", run.notice);
 }
 
+/// The index of the run's latest finished interval, from its /metrics (None before one).
+fn interval_now(addr: &str) -> (Option<u32>, String) {
+    let m = get(addr, "/metrics").body;
+    let now = m
+        .lines()
+        .find_map(|l| l.strip_prefix("iofleet_interval_index "))
+        .and_then(|v| v.trim().parse::<u32>().ok());
+    (now, m)
+}
+
+/// The index of the run's latest finished interval, once there is one.
+fn get_interval(addr: &str) -> u32 {
+    wait_for_interval(addr, 0);
+    interval_now(addr).0.unwrap()
+}
+
 /// Wait until the run's /metrics says interval `index` has finished.
 fn wait_for_interval(addr: &str, index: u32) {
     let t0 = Instant::now();
     loop {
-        let m = get(addr, "/metrics").body;
-        let now = m
-            .lines()
-            .find_map(|l| l.strip_prefix("iofleet_interval_index "))
-            .and_then(|v| v.trim().parse::<u32>().ok());
+        let (now, m) = interval_now(addr);
         if now.is_some_and(|i| i >= index) {
             return;
         }
         assert!(
-            t0.elapsed() < Duration::from_secs(60),
+            t0.elapsed() < Duration::from_secs(120),
             "no interval {index}: {m}"
         );
         std::thread::sleep(Duration::from_millis(50));
@@ -554,7 +566,12 @@ fn wait_for_interval(addr: &str, index: u32) {
 }
 
 /// The run's JSON result once it ends with exit code 0.
-fn finish(mut run: Server, out: &Path) -> serde_json::Value {
+fn finish(run: Server, out: &Path) -> serde_json::Value {
+    finish_with(run, out, 0)
+}
+
+/// `finish` for a run that must end with exit code `code` (130 when the test stopped it).
+fn finish_with(mut run: Server, out: &Path, code: i32) -> serde_json::Value {
     let t0 = Instant::now();
     let status = loop {
         if let Some(s) = run.child.try_wait().unwrap() {
@@ -566,7 +583,7 @@ fn finish(mut run: Server, out: &Path) -> serde_json::Value {
         );
         std::thread::sleep(Duration::from_millis(50));
     };
-    assert_eq!(status.code(), Some(0));
+    assert_eq!(status.code(), Some(code));
     serde_json::from_slice(&std::fs::read(out).unwrap()).expect("the run's JSON")
 }
 
@@ -670,20 +687,53 @@ fn live_view_follows_a_run_in_a_real_browser() {
     let db = dir.path().join("results.db");
     record_run(&db, "8000", &["--name", "before"]);
     let db_arg = db.to_string_lossy().into_owned();
+    // A run long enough never to end by itself here: the test ends it (Ctrl-C) once the
+    // page is open and has followed it for a while, so however long Chromium takes to
+    // start on a loaded machine, the page opens mid-run.
     let (run, addr) = live_run(
         &result_file,
         &TWO_GROUPS,
-        "12s",
+        "10m",
         &["--db", &db_arg, "--baseline", "before", "--slo", "p99<=3ms"],
     );
-    // The page opens mid-run (12 s leave a loaded machine time to start Chromium).
     wait_for_interval(&addr, 3);
-    let o = live_browser(
-        &addr,
-        dir.path(),
-        &["--objectives", "1", "--groups", "big,small"],
-    );
-    let result = finish(run, &result_file);
+    let ready = dir.path().join("page-ready");
+    let ready_arg = ready.to_string_lossy().into_owned();
+    let browser = {
+        let (addr, dir) = (addr.clone(), dir.path().to_path_buf());
+        std::thread::spawn(move || {
+            live_browser(
+                &addr,
+                &dir,
+                &[
+                    "--objectives",
+                    "1",
+                    "--groups",
+                    "big,small",
+                    "--ready",
+                    &ready_arg,
+                ],
+            )
+        })
+    };
+    let t0 = Instant::now();
+    while !ready.exists() {
+        assert!(
+            !browser.is_finished() && t0.elapsed() < Duration::from_secs(240),
+            "the page never showed its first intervals"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Four more intervals with the page open, then Ctrl-C: the run ends and says done.
+    let opened_at = get_interval(&addr);
+    wait_for_interval(&addr, opened_at + 4);
+    assert!(std::process::Command::new("kill")
+        .args(["-INT", &run.child.id().to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let o = browser.join().unwrap();
+    let result = finish_with(run, &result_file, 130);
     let seen = browser_saw(&o);
     let intervals = result["intervals"].as_array().unwrap().len() as u64;
     // Opened mid-run, the page shows every interval of the run, the earlier ones too.

@@ -14,6 +14,7 @@ exits 1 with the reason on the first failed check.
 """
 
 import argparse
+import os
 import json
 import sys
 import time
@@ -23,13 +24,19 @@ from selenium.webdriver.common.by import By
 from serve_browser import Failed, Session, browser, check
 
 
-def follow(s, objectives, groups, steps=False):
+def follow(s, objectives, groups, steps=False, ready=None):
     d = s.d
     d.get(s.base + "/")
     s.loaded()
     check(d.title == "iofleet live", f"live page title {d.title!r}")
     first = int(s.wait("var v = document.getElementById('intervals').getAttribute('data-value');"
                        " return Number(v) > 0 ? v : null;", "the first intervals"))
+    if ready:
+        # The test ends the run only once the page is open and has its first intervals:
+        # no race between starting Chromium and the run's clock.
+        with open(ready + ".tmp", "w") as f:
+            f.write(str(first))
+        os.rename(ready + ".tmp", ready)
     seen_iops = set()
     counts = set()
     phases = []
@@ -114,13 +121,14 @@ def main():
                    " (the run has --baseline too)")
     p.add_argument("--groups", help="the worker groups that must have strips, comma-separated")
     p.add_argument("--steps", action="store_true", help="the run has rounds or steps")
+    p.add_argument("--ready", help="a file to write once the page shows its first intervals")
     p.add_argument("--chromium", default="/usr/bin/chromium")
     p.add_argument("--chromedriver", default="/usr/bin/chromedriver")
     a = p.parse_args()
     d = browser(a.chromium, a.chromedriver)
     try:
         groups = a.groups.split(",") if a.groups else []
-        print(json.dumps(follow(Session(d, a.base, a.out), a.objectives, groups, a.steps)))
+        print(json.dumps(follow(Session(d, a.base, a.out), a.objectives, groups, a.steps, a.ready)))
     except Failed as e:
         print(f"FAILED: {e}", file=sys.stderr)
         return 1
