@@ -512,7 +512,7 @@ fn host_agent(c: &Cluster, i: usize) -> Vec<u32> {
     };
     let t0 = Instant::now();
     let mut found = find();
-    while found.len() != 1 && t0.elapsed() < Duration::from_secs(5) {
+    while found.len() != 1 && t0.elapsed() < Duration::from_secs(60) {
         std::thread::sleep(Duration::from_millis(50));
         found = find();
     }
