@@ -82,8 +82,8 @@ fn four_pods_of_two_filesystem_volumes_run_are_recorded_and_deleted() {
         "fs4",
         "context = \"lab\"\nnamespace = \"bench\"\npods = 4\nstorage_class = \"fast\"\n",
     );
-    // elsewhere holds a fleet of the same name in the same namespace, which a lost
-    // --context would reuse and then delete.
+    // elsewhere holds the same fleet in the same namespace, which a lost --context
+    // would reuse without a word and then delete.
     let o = k.iofleet(
         &[
             "run",
@@ -92,6 +92,8 @@ fn four_pods_of_two_filesystem_volumes_run_are_recorded_and_deleted() {
             &kube,
             "--disks",
             "2",
+            "--disk-size",
+            "16m",
             "--dry-run",
         ],
         &[],
