@@ -76,7 +76,8 @@ fn python() -> &'static Path {
 }
 
 impl Cluster {
-    /// A cluster whose pods run (`exec` mounts their roots and volumes): needs root.
+    /// A cluster whose pods run (`exec` mounts their roots and volumes): needs root
+    /// (and `ldd`, for `image`).
     pub fn new(test: &str) -> Option<Cluster> {
         Self::with_needs(
             test,
@@ -85,6 +86,7 @@ impl Cluster {
                 "unshare",
                 "chroot",
                 "losetup",
+                "ldd",
                 "python3",
                 "kubernetes-validate",
             ],
