@@ -78,9 +78,10 @@ fn four_pods_of_two_filesystem_volumes_run_are_recorded_and_deleted() {
         },
         "images": { "debian:bookworm-slim": k.image() },
     }));
+    // (A minute for the pods: a lost --namespace would look for them in default.)
     let kube = k.fleet(
         "fs4",
-        "context = \"lab\"\nnamespace = \"bench\"\npods = 4\nstorage_class = \"fast\"\n",
+        "context = \"lab\"\nnamespace = \"bench\"\npods = 4\nstorage_class = \"fast\"\nready_timeout = \"60s\"\n",
     );
     // elsewhere holds the same fleet in the same namespace, which a lost --context
     // would reuse without a word and then delete.
