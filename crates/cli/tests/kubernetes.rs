@@ -181,6 +181,9 @@ fn manifests_for_every_volume_mode_spread_and_keep() {
     let c = &set["spec"]["template"]["spec"]["topologySpreadConstraints"][0];
     assert_eq!(c["whenUnsatisfiable"], "DoNotSchedule");
     assert_eq!(c["maxSkew"], 1);
+    // Tainted nodes the pods cannot use are no domain of the spread (the stand-in's
+    // scheduler shows what Kubernetes' default would do: tests/kube_stand_in.rs).
+    assert_eq!(c["nodeTaintsPolicy"], "Honor");
     // The default namespace is not written (kubectl's context chooses).
     assert!(set["metadata"].get("namespace").is_none());
     if validator {

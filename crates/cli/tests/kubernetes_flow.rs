@@ -1,187 +1,25 @@
 //! Runs on a Kubernetes fleet, second layer of docs/kubernetes.md: the whole flow —
 //! create the objects, wait for the pods, run the agents in them through `kubectl exec`,
 //! record the Kubernetes facts, delete everything — against the project's stand-in
-//! `kubectl` (tests/support/kubectl), placed first on PATH. The stand-in keeps its
-//! objects in a directory, binds claims and readies pods after a delay, and runs each
+//! `kubectl` (tests/support/kubectl, its harness support/kube_cluster.rs), placed
+//! first on PATH. The stand-in refuses what an API server refuses, schedules pods and
+//! binds claims as a cluster would (tests/kube_stand_in.rs tests it), and runs each
 //! `exec` as a local process in the pod's own root (a chroot in a private mount
-//! namespace, with the pod's volumes at their paths), so it needs root. It never
-//! contacts a cluster, and no other `kubectl` is ever run here.
+//! namespace, with the pod's volumes at their paths), so it needs root. The main test
+//! runs in a namespace and context of its own, with the current context holding a
+//! fleet of the same name that no call may touch. The stand-in never contacts a
+//! cluster, and no other `kubectl` is ever run here.
 
 mod common;
+#[path = "support/kube_cluster.rs"]
+mod kube_cluster;
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use common::need::need;
 use common::*;
-use serde_json::Value;
-
-/// A stand-in cluster: its state directory and a PATH whose first `kubectl` is the
-/// stand-in. Dropping it kills what its pods still run and detaches its loop devices.
-struct Cluster {
-    dir: tempfile::TempDir,
-    path: String,
-}
-
-impl Cluster {
-    fn new(test: &str) -> Option<Cluster> {
-        if !need(
-            test,
-            &["root", "unshare", "chroot", "losetup", "/usr/bin/python3"],
-        ) {
-            return None;
-        }
-        let dir = tempfile::Builder::new()
-            .prefix("iofleet-kube-")
-            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-            .unwrap();
-        let bin = dir.path().join("bin");
-        std::fs::create_dir(&bin).unwrap();
-        std::os::unix::fs::symlink(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/kubectl"),
-            bin.join("kubectl"),
-        )
-        .unwrap();
-        let path = format!("{}:{}", bin.display(), guarded_path());
-        Some(Cluster { dir, path })
-    }
-
-    fn state(&self) -> PathBuf {
-        self.dir.path().join("state")
-    }
-
-    /// A fleet description in the cluster's directory.
-    fn fleet(&self, name: &str, toml: &str) -> String {
-        let p = self.dir.path().join(format!("{name}.toml"));
-        std::fs::write(&p, format!("[kubernetes]\nname = \"{name}\"\n{toml}")).unwrap();
-        p.to_string_lossy().into_owned()
-    }
-
-    fn command(&self, env: &[(&str, &str)]) -> assert_cmd::Command {
-        let mut c = iofleet();
-        c.current_dir(self.dir.path())
-            .env("PATH", &self.path)
-            .env("FAKE_KUBE_STATE", self.state())
-            .env("FAKE_KUBE_NODES", "4");
-        for (k, v) in env {
-            c.env(k, v);
-        }
-        c
-    }
-
-    fn iofleet(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
-        self.command(env).args(args).output().unwrap()
-    }
-
-    /// `iofleet ARGS` started in the background (for Ctrl-C and killed pods).
-    fn spawn(&self, args: &[&str], env: &[(&str, &str)]) -> Child {
-        let mut c = Command::new(assert_cmd::cargo::cargo_bin("iofleet"));
-        c.current_dir(self.dir.path())
-            .env("XDG_DATA_HOME", scratch_data_home())
-            .env("PATH", &self.path)
-            .env("FAKE_KUBE_STATE", self.state())
-            .env("FAKE_KUBE_NODES", "4")
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        for (k, v) in env {
-            c.env(k, v);
-        }
-        c.spawn().unwrap()
-    }
-
-    /// The stand-in's own verb (the cluster's view, as the test sees it).
-    fn kubectl(&self, args: &[&str]) -> Output {
-        Command::new(self.dir.path().join("bin/kubectl"))
-            .env("FAKE_KUBE_STATE", self.state())
-            .args(args)
-            .output()
-            .unwrap()
-    }
-
-    /// Every object the stand-in holds, as `Kind/namespace/name`.
-    fn objects(&self) -> Vec<String> {
-        let Ok(text) = std::fs::read_to_string(self.state().join("objects.json")) else {
-            return Vec::new();
-        };
-        let v: Value = serde_json::from_str(&text).unwrap();
-        v["objects"].as_object().unwrap().keys().cloned().collect()
-    }
-
-    /// What the pods' volumes left behind: volume directories and pod roots.
-    fn leftover_files(&self) -> Vec<String> {
-        ["volumes", "pods"]
-            .iter()
-            .flat_map(|d| {
-                std::fs::read_dir(self.state().join(d))
-                    .into_iter()
-                    .flatten()
-            })
-            .flatten()
-            .map(|e| e.path().display().to_string())
-            .collect()
-    }
-
-    /// The calls iofleet made, one line each (verb and first words).
-    fn calls(&self) -> String {
-        std::fs::read_to_string(self.state().join("calls.log")).unwrap_or_default()
-    }
-
-    fn wait_for(&self, what: &str, mut ready: impl FnMut() -> bool, child: &mut Child) {
-        let t0 = Instant::now();
-        while !ready() {
-            if let Ok(Some(status)) = child.try_wait() {
-                let mut err = String::new();
-                std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).ok();
-                panic!("iofleet ended ({status}) before {what}: {err}");
-            }
-            assert!(
-                t0.elapsed() < Duration::from_secs(60),
-                "{what}: not within 60 s"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        // Whatever a failed test left running or attached.
-        let pods = self.state().join("pods");
-        for pod in std::fs::read_dir(&pods).into_iter().flatten().flatten() {
-            for s in std::fs::read_dir(pod.path().join("sessions"))
-                .into_iter()
-                .flatten()
-                .flatten()
-            {
-                let _ = Command::new("kill")
-                    .args([
-                        "-KILL",
-                        "--",
-                        &format!("-{}", s.file_name().to_string_lossy()),
-                    ])
-                    .output();
-            }
-        }
-        let volumes = self.state().join("volumes");
-        for v in std::fs::read_dir(&volumes).into_iter().flatten().flatten() {
-            let img = v.path().join("disk.img");
-            if img.exists() {
-                let o = Command::new("losetup")
-                    .arg("-j")
-                    .arg(&img)
-                    .output()
-                    .unwrap();
-                for line in String::from_utf8_lossy(&o.stdout).lines() {
-                    if let Some(dev) = line.split(':').next() {
-                        let _ = Command::new("losetup").args(["-d", dev]).output();
-                    }
-                }
-            }
-        }
-    }
-}
+use kube_cluster::Cluster;
+use serde_json::{json, Value};
 
 fn json_of(o: &Output) -> Value {
     assert!(
@@ -229,7 +67,56 @@ fn four_pods_of_two_filesystem_volumes_run_are_recorded_and_deleted() {
     let Some(k) = Cluster::new("four_pods_of_two_filesystem_volumes") else {
         return;
     };
-    let kube = k.fleet("fs4", "pods = 4\nstorage_class = \"fast\"\n");
+    // Two contexts with the same namespace: the fleet's (lab), and the current one
+    // (elsewhere), where a call that lost its --context would land. The pods run in a
+    // minimal image: a shell, the tools the agent script uses, glibc.
+    k.configure(&json!({
+        "current-context": "elsewhere",
+        "contexts": {
+            "lab": { "namespaces": ["bench"], "nodes": 4 },
+            "elsewhere": { "namespaces": ["bench"], "nodes": 4 },
+        },
+        "images": { "debian:bookworm-slim": k.image() },
+    }));
+    // (A minute for the pods: a lost --namespace would look for them in default.)
+    let kube = k.fleet(
+        "fs4",
+        "context = \"lab\"\nnamespace = \"bench\"\npods = 4\nstorage_class = \"fast\"\nready_timeout = \"60s\"\n",
+    );
+    // elsewhere holds the same fleet in the same namespace, which a lost --context
+    // would reuse without a word and then delete.
+    let o = k.iofleet(
+        &[
+            "run",
+            "easy-run-4k70r",
+            "--hosts",
+            &kube,
+            "--disks",
+            "2",
+            "--disk-size",
+            "16m",
+            "--dry-run",
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = k.kubectl_with(
+        &["--context", "elsewhere", "-n", "bench", "apply", "-f", "-"],
+        &stdout(&o),
+        &[],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let decoy = k.objects_in("elsewhere");
+    assert!(
+        decoy.contains(&"Pod/bench/iofleet-fs4-3".to_string()),
+        "{decoy:?}"
+    );
+    let decoy_uid = |k: &Cluster| {
+        k.object("elsewhere", "StatefulSet/bench/iofleet-fs4")["metadata"]["uid"].clone()
+    };
+    let uid = decoy_uid(&k);
+    let before = k.calls().len();
+
     let o = k.iofleet(&run_args(&kube, "2", &["--name", "kube-fs4"]), &[]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let v = json_of(&o);
@@ -264,7 +151,8 @@ fn four_pods_of_two_filesystem_volumes_run_are_recorded_and_deleted() {
     assert_eq!(nodes.len(), 4, "{nodes:?}");
     let kr = &v["run"]["kubernetes"];
     assert_eq!(kr["fleet"], "fs4");
-    assert_eq!(kr["namespace"], "default");
+    assert_eq!(kr["namespace"], "bench");
+    assert_eq!(kr["context"], "lab");
     assert_eq!(kr["volume_mode"], "filesystem");
     assert_eq!(kr["reused"], false);
     assert_eq!(kr["kept"], false);
@@ -276,11 +164,36 @@ fn four_pods_of_two_filesystem_volumes_run_are_recorded_and_deleted() {
     );
 
     // Every object it created is gone, and every volume with it.
-    assert!(k.objects().is_empty(), "{:?}", k.objects());
-    assert!(k.leftover_files().is_empty(), "{:?}", k.leftover_files());
-    assert!(k
-        .calls()
-        .contains("delete statefulset/iofleet-fs4 service/iofleet-fs4"));
+    assert!(k.objects_in("lab").is_empty(), "{:?}", k.objects_in("lab"));
+    let volumes: Vec<String> = k.leftover_files();
+    assert!(volumes.is_empty(), "{volumes:?}");
+    // Every call named the fleet's context and namespace; elsewhere was never touched.
+    let calls = k.calls().split_off(before);
+    for c in &calls {
+        assert_eq!(
+            (&c["context"], &c["namespace"], &c["in_context"]),
+            (&json!("lab"), &json!("bench"), &json!("lab")),
+            "{c}"
+        );
+    }
+    let count = |verb: &str| calls.iter().filter(|c| c["verb"] == verb).count();
+    assert_eq!(count("apply"), 1, "{calls:?}");
+    for i in 0..4 {
+        let pod = json!([format!("Pod/iofleet-fs4-{i}")]);
+        assert!(
+            calls
+                .iter()
+                .any(|c| c["verb"] == "exec" && c["objects"] == pod),
+            "no exec in pod {i}: {calls:?}"
+        );
+    }
+    assert!(
+        calls.iter().any(|c| c["verb"] == "delete"
+            && c["objects"] == json!(["StatefulSet/iofleet-fs4", "Service/iofleet-fs4"])),
+        "{calls:?}"
+    );
+    assert_eq!(k.objects_in("elsewhere"), decoy);
+    assert_eq!(decoy_uid(&k), uid);
 
     // The stored run keeps the facts; the table and the report show them.
     let id = v["stored"]["id"].as_str().unwrap();
@@ -294,7 +207,7 @@ fn four_pods_of_two_filesystem_volumes_run_are_recorded_and_deleted() {
     let o = k.iofleet(&["results", "show", id], &[]);
     let table = stdout(&o);
     assert!(
-        table.contains("Kubernetes: fleet fs4 in namespace default"),
+        table.contains("Kubernetes: fleet fs4 in namespace bench (context lab)"),
         "{table}"
     );
     assert!(
@@ -461,14 +374,9 @@ fn a_pod_killed_mid_run_is_a_lost_host_and_the_fleet_is_still_deleted() {
     args[at] = "20s";
     let mut child = k.spawn(&args, &[]);
     // Both agents are running once both pods have an exec session.
-    let sessions = |pod: &str| {
-        std::fs::read_dir(k.state().join("pods").join(pod).join("sessions"))
-            .map(|d| d.count())
-            .unwrap_or(0)
-    };
     k.wait_for(
         "both pods run their agent",
-        || sessions("iofleet-lose2-0") > 0 && sessions("iofleet-lose2-1") > 0,
+        || k.sessions("iofleet-lose2-0") > 0 && k.sessions("iofleet-lose2-1") > 0,
         &mut child,
     );
     std::thread::sleep(Duration::from_secs(3));
@@ -512,7 +420,7 @@ fn interrupt(k: &Cluster, name: &str, extra: &[&str], env: &[(&str, &str)], at: 
     match at {
         "creating pods" => k.wait_for(
             "the objects are applied",
-            || k.calls().contains("apply"),
+            || k.calls().iter().any(|c| c["verb"] == "apply"),
             &mut child,
         ),
         "preparing" => k.wait_for(
@@ -533,18 +441,7 @@ fn interrupt(k: &Cluster, name: &str, extra: &[&str], env: &[(&str, &str)], at: 
             &mut child,
         ),
         _ => {
-            k.wait_for(
-                "the agent runs",
-                || {
-                    k.state()
-                        .join("pods")
-                        .join(&pod)
-                        .join("sessions")
-                        .read_dir()
-                        .is_ok_and(|mut d| d.next().is_some())
-                },
-                &mut child,
-            );
+            k.wait_for("the agent runs", || k.sessions(&pod) > 0, &mut child);
             std::thread::sleep(Duration::from_secs(4));
         }
     }

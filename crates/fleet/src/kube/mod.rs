@@ -554,10 +554,14 @@ impl KubeFleet {
             }
             (_, Some(_)) => {
                 // pods_per_node × nodes pods, at most one apart: each node gets its share.
+                // Over the nodes the pods may go to: by default (Ignore) a node whose
+                // taint they do not tolerate (a control-plane node) is an empty domain
+                // that holds every other node to one pod.
                 pod_spec["topologySpreadConstraints"] = json!([{
                     "maxSkew": 1,
                     "topologyKey": hostname,
                     "whenUnsatisfiable": "DoNotSchedule",
+                    "nodeTaintsPolicy": "Honor",
                     "labelSelector": selector,
                 }]);
             }
