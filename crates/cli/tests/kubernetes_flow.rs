@@ -21,6 +21,12 @@ use common::*;
 use kube_cluster::Cluster;
 use serde_json::{json, Value};
 
+/// A loopback address with a port free now, for `--metrics-listen`.
+fn free_addr() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    format!("127.0.0.1:{}", l.local_addr().unwrap().port())
+}
+
 fn json_of(o: &Output) -> Value {
     assert!(
         !o.stdout.is_empty(),
@@ -368,18 +374,34 @@ fn a_pod_killed_mid_run_is_a_lost_host_and_the_fleet_is_still_deleted() {
         return;
     };
     let kube = k.fleet("lose2", "pods = 2\nstorage_class = \"fast\"\n");
-    let mut args = run_args(&kube, "1", &["--no-save", "--host-timeout", "3s"]);
+    let addr = free_addr();
+    let mut args = run_args(
+        &kube,
+        "1",
+        &[
+            "--no-save",
+            "--host-timeout",
+            "3s",
+            "--metrics-listen",
+            &addr,
+        ],
+    );
     // Long enough to kill a pod in the middle.
     let at = args.iter().position(|a| *a == "2s").unwrap();
     args[at] = "20s";
     let mut child = k.spawn(&args, &[]);
-    // Both agents are running once both pods have an exec session.
+    // Both agents are running once both pods have an exec session, and measuring once
+    // /metrics has an interval (waited for: a loaded machine is slow to get there).
     k.wait_for(
         "both pods run their agent",
         || k.sessions("iofleet-lose2-0") > 0 && k.sessions("iofleet-lose2-1") > 0,
         &mut child,
     );
-    std::thread::sleep(Duration::from_secs(3));
+    k.wait_for(
+        "an interval measured",
+        || metrics_gauge(&addr, "iofleet_interval_index").is_some_and(|i| i >= 1.0),
+        &mut child,
+    );
     let o = k.kubectl(&["stand-in", "kill-pod", "iofleet-lose2-1"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let o = child.wait_with_output().unwrap();
@@ -413,6 +435,8 @@ fn interrupt(k: &Cluster, name: &str, extra: &[&str], env: &[(&str, &str)], at: 
         "--warmup",
         "0s",
     ];
+    let addr = free_addr();
+    args.extend_from_slice(&["--metrics-listen", &addr]);
     args.extend_from_slice(extra);
     let mut child = k.spawn(&args, env);
     let pod = format!("iofleet-{name}-0");
@@ -442,7 +466,11 @@ fn interrupt(k: &Cluster, name: &str, extra: &[&str], env: &[(&str, &str)], at: 
         ),
         _ => {
             k.wait_for("the agent runs", || k.sessions(&pod) > 0, &mut child);
-            std::thread::sleep(Duration::from_secs(4));
+            k.wait_for(
+                "an interval measured",
+                || metrics_gauge(&addr, "iofleet_interval_index").is_some_and(|i| i >= 1.0),
+                &mut child,
+            );
         }
     }
     let _ = Command::new("kill")
