@@ -89,7 +89,8 @@ pub fn one_at_a_time() -> OneAtATime {
 }
 
 /// Removes the agent copies fleet runs keep in `~/.cache/iofleet` (every loopback host
-/// is this machine's root) when dropped, and the directory if that empties it.
+/// is this machine's root) when dropped, and the directory if that empties it (with
+/// `runs`, where agents keep the records of their processes, once they removed them).
 pub struct RemoveCopies;
 
 impl Drop for RemoveCopies {
@@ -104,6 +105,7 @@ impl Drop for RemoveCopies {
                 let _ = fs::remove_file(e.path());
             }
         }
+        let _ = fs::remove_dir(dir.join("runs"));
         let _ = fs::remove_dir(&dir);
     }
 }
