@@ -563,6 +563,7 @@ pub fn mono_ns() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sha2::Digest;
 
     #[test]
     fn frames_round_trip() {
@@ -872,6 +873,83 @@ mod tests {
         assert_eq!(
             keep.report - limits.report,
             (1000 - MAX_CORRUPTION_DETAILS) * REPORT_PER_CORRUPTION
+        );
+    }
+
+    /// One frame of every kind, with fixed contents, as the wire carries them.
+    fn every_kind() -> Vec<Frame> {
+        let mut s = Sample::new(2);
+        s.streams[0].read.record(12_345, 4096);
+        s.streams[1].write.record(9_876_543, 65536);
+        s.streams[1].write.record_error();
+        let clock = Clock { seq: 7, t_ns: 1 };
+        vec![
+            Frame::Hello(Hello {
+                protocol: PROTOCOL_VERSION,
+                version: "v".into(),
+                hostname: "h".into(),
+                pid: 2,
+            }),
+            Frame::Job(Box::new(job(2, 1, 1, Task::Verify { keep: 3 }))),
+            Frame::Ping(clock.clone()),
+            Frame::Pong(clock.clone()),
+            Frame::Ready(Ready {
+                notices: vec!["n".into()],
+                engine: "null".into(),
+                configured_outstanding: 4,
+            }),
+            Frame::Start(Start { epoch_ns: 5 }),
+            Frame::Started(clock),
+            Frame::Interval(IntervalData {
+                index: 1,
+                stopped_at: Some(2),
+                samples: vec![(0, 0, s)],
+                usage: Some(HostUsage {
+                    wall_s: 0.5,
+                    ..Default::default()
+                }),
+                generator: Some(Box::new(GenSample::thread_span(1_000, 400, Some(30), 12))),
+            }),
+            Frame::Heartbeat,
+            Frame::Stop,
+            Frame::Done(Done {
+                end_ns: 9,
+                failures: vec!["f".into()],
+                errors: vec![],
+                notices: vec![],
+                verify: None,
+                disks_checked: 1,
+                disks: vec![DiskErrors::new(0, 0)],
+                preconditioned: None,
+            }),
+            Frame::Error(Failure {
+                message: "m".into(),
+                input: false,
+            }),
+        ]
+    }
+
+    /// The frames' bytes, pinned with the protocol version they belong to: a change to
+    /// any frame or body fails here until `PROTOCOL_VERSION` is bumped (with its line in
+    /// the changelog above it and in docs/fleet.md) and the digest updated with it.
+    #[test]
+    fn the_frames_bytes_change_only_with_the_protocol_version() {
+        const GOLDEN: (u32, &str) = (
+            6,
+            "bf9af9e85e9dd05adb5335f4579e41d5e32e233f437b60718e31952014292f3f",
+        );
+        let mut wire = Vec::new();
+        for f in every_kind() {
+            write_frame(&mut wire, &f).unwrap();
+        }
+        let digest: String = sha2::Sha256::digest(&wire)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(
+            (PROTOCOL_VERSION, digest.as_str()),
+            GOLDEN,
+            "the frames' bytes changed: bump PROTOCOL_VERSION, say what changed in its changelog and docs/fleet.md, and pin the new digest with the new version"
         );
     }
 
