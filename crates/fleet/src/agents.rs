@@ -631,8 +631,9 @@ enum Event {
 }
 
 /// Read session `h`'s frames within `limits` until it ends. A frame the reader cannot
-/// accept ends the connection (its stdin is closed and its stdout dropped, so the
-/// agent stops and its session closes), and says why.
+/// accept (over its limit, or not a frame) ends the connection: its stdin is closed and
+/// its stdout dropped, so the agent stops and its session closes, and the reader says
+/// why.
 fn spawn_reader(
     h: usize,
     mut r: BufReader<std::process::ChildStdout>,
@@ -653,14 +654,15 @@ fn spawn_reader(
                     return;
                 }
             }
-            Ok(None) => {
-                let _ = tx.send(Event::Closed(h, None));
-                return;
-            }
-            Err(e) => {
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
                 stdin.lock().unwrap_or_else(|p| p.into_inner()).take();
                 drop(r);
                 let _ = tx.send(Event::Closed(h, Some(e.to_string())));
+                return;
+            }
+            // The end of the stream, between frames or inside one (the session died).
+            Ok(None) | Err(_) => {
+                let _ = tx.send(Event::Closed(h, None));
                 return;
             }
         }

@@ -294,17 +294,11 @@ impl FrameLimits {
         let per_sample = streams
             .saturating_mul(2 * (DIRECTION_FIXED + HIST_MAX) as u64)
             .saturating_add(SAMPLE_FIXED as u64);
-        let bytes = |base: usize, terms: [(u64, u64); 2]| -> usize {
-            let total = terms.iter().fold(base as u64, |acc, &(n, each)| {
-                acc.saturating_add(n.saturating_mul(each))
-            });
-            usize::try_from(total).unwrap_or(usize::MAX)
-        };
         FrameLimits {
-            interval: bytes(INTERVAL_FIXED, [(disks, per_sample), (0, 0)]),
+            interval: bytes(INTERVAL_FIXED, &[(disks, per_sample)]),
             report: bytes(
                 REPORT_BASE,
-                [
+                &[
                     (disks, REPORT_PER_DISK as u64),
                     (kept, REPORT_PER_CORRUPTION as u64),
                 ],
@@ -324,6 +318,14 @@ impl FrameLimits {
             _ => return None,
         })
     }
+}
+
+/// `base` plus `n` × `each` for every (n, each) of `terms`, in bytes, saturating.
+fn bytes(base: usize, terms: &[(u64, u64)]) -> usize {
+    let total = terms.iter().fold(base as u64, |acc, &(n, each)| {
+        acc.saturating_add(n.saturating_mul(each))
+    });
+    usize::try_from(total).unwrap_or(usize::MAX)
 }
 
 /// A frame's body is read into a buffer of at most this many bytes at first, grown only
