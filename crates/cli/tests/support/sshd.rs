@@ -89,8 +89,9 @@ pub fn one_at_a_time() -> OneAtATime {
 }
 
 /// Removes the agent copies fleet runs keep in `~/.cache/iofleet` (every loopback host
-/// is this machine's root) when dropped, and the directory if that empties it (with
-/// `runs`, where agents keep the records of their processes, once they removed them).
+/// is this machine's root) when dropped, the records of agents no longer running (in
+/// `runs`: a test that kills a session leaves its agent's), and the directories if
+/// that empties them.
 pub struct RemoveCopies;
 
 impl Drop for RemoveCopies {
@@ -103,6 +104,17 @@ impl Drop for RemoveCopies {
             let name = e.file_name().to_string_lossy().into_owned();
             if name.starts_with("iofleet-") || name.starts_with(".upload.") {
                 let _ = fs::remove_file(e.path());
+            }
+        }
+        for e in fs::read_dir(dir.join("runs"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let pid = fs::read_to_string(e.path().join("pid")).unwrap_or_default();
+            let pid = pid.trim();
+            if pid.is_empty() || !Path::new("/proc").join(pid).exists() {
+                let _ = fs::remove_dir_all(e.path());
             }
         }
         let _ = fs::remove_dir(dir.join("runs"));
