@@ -8,6 +8,8 @@ mod sshd;
 
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -175,4 +177,162 @@ fn ctrl_c_while_measuring_exits_130_with_what_was_measured() {
         .filter(|h| !h["lost_at_s"].is_null())
         .collect();
     assert!(lost.is_empty(), "a Ctrl-C loses no host: {lost:?}");
+}
+
+/// A stand-in agent in Python for `iofleet_path`: it greets with this build's protocol
+/// and `pid` as its process id, answers clock pings, says ready to a job, and then does
+/// what `after_job` says (Python lines, indented by 8). At the end of its input it
+/// removes the record the start script made of it, as the real agent does.
+fn fake_agent(dir: &Path, name: &str, pid: u64, after_job: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(
+        &path,
+        format!(
+            r#"#!/usr/bin/env python3
+import json, os, shutil, struct, sys, time
+out, inp = sys.stdout.buffer, sys.stdin.buffer
+def send(kind, body):
+    b = json.dumps(body).encode()
+    out.write(struct.pack('<IB', len(b) + 1, kind) + b)
+    out.flush()
+out.write(b'IOFLEET1')
+send(1, {{'protocol': {protocol}, 'version': 'fake', 'hostname': 'fake', 'pid': {pid}}})
+while True:
+    head = inp.read(5)
+    if len(head) < 5:
+        shutil.rmtree(os.environ.get('IOFLEET_RUN_DIR', '/nonexistent'), ignore_errors=True)
+        sys.exit(0)
+    n, kind = struct.unpack('<IB', head)
+    body = inp.read(n - 1)
+    if kind == 3:
+        send(4, {{'seq': json.loads(body)['seq'], 't_ns': time.monotonic_ns()}})
+    elif kind == 2:
+{after_job}
+"#,
+            protocol = iofleet_fleet::protocol::PROTOCOL_VERSION,
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+/// Whether process `pid` exists and is not a zombie.
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit_once(')')
+            .is_some_and(|(_, r)| !r.starts_with(" Z"))
+    })
+}
+
+/// Agents that report process ids of 4294967295 (which `kill` takes as -1, every
+/// process), 1, and a live `sleep`, then freeze once the run starts: each is given up
+/// after --host-timeout and ended, and nothing else is signalled (the sleep lives on).
+#[test]
+fn an_agent_reporting_another_process_id_gets_nothing_else_killed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut sleep = std::process::Command::new("sleep")
+        .arg("120")
+        .spawn()
+        .unwrap();
+    let freeze = "        send(5, {'notices': [], 'engine': 'null', 'configured_outstanding': 0})\n    elif kind == 6:\n        while True: time.sleep(60)";
+    let mut inv = String::new();
+    for (i, pid) in [4_294_967_295u64, 1, sleep.id() as u64]
+        .into_iter()
+        .enumerate()
+    {
+        let path = fake_agent(tmp.path(), &format!("fake{i}"), pid, freeze);
+        inv.push_str(&format!(
+            "[[host]]\ndestination = \"l{i}\"\ntransport = \"local\"\niofleet_path = {path:?}\n"
+        ));
+    }
+    std::fs::write(tmp.path().join("inv.toml"), inv).unwrap();
+    let t0 = Instant::now();
+    let o = run_in(
+        tmp.path(),
+        &[
+            "run",
+            "vsan-7030",
+            "--hosts",
+            "inv.toml",
+            "--engine",
+            "null",
+            "--workers",
+            "3",
+            "--warmup",
+            "0s",
+            "--duration",
+            "3s",
+            "--interval",
+            "500ms",
+            "--host-timeout",
+            "1s",
+            "--no-save",
+            "--quiet",
+            "--json",
+        ],
+    );
+    let took = t0.elapsed();
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    for h in v["hosts"].as_array().unwrap() {
+        assert!(h["lost_at_s"].as_f64().is_some(), "every host is lost: {h}");
+    }
+    // Given up for silence, the path that ends an agent through a second connection.
+    let notices = v["notices"].to_string();
+    assert_eq!(
+        notices.matches("stopped responding").count(),
+        3,
+        "{notices}"
+    );
+    assert!(
+        alive(sleep.id()),
+        "the sleep whose pid an agent reported lives on"
+    );
+    let fakes: Vec<u32> = sshd::pids_matching(&tmp.path().to_string_lossy())
+        .into_iter()
+        .filter(|&p| sshd::cmdline(p).contains("fake"))
+        .collect();
+    assert!(fakes.is_empty(), "the frozen agents were ended: {fakes:?}");
+    assert!(took < Duration::from_secs(60), "{took:?}");
+    sleep.kill().unwrap();
+    sleep.wait().unwrap();
+}
+
+/// An agent that announces a 4 GiB interval frame (then sends a few bytes and waits) is
+/// refused from the frame's header: the run stops naming the host, the kind and the
+/// limit, at once.
+#[test]
+fn an_agent_announcing_a_huge_frame_is_refused_naming_the_limit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let huge = "        out.write(struct.pack('<IB', 0xffffffff, 8) + b'x' * 1000); out.flush()";
+    let path = fake_agent(tmp.path(), "fake", 7, huge);
+    std::fs::write(
+        tmp.path().join("inv.toml"),
+        format!("[[host]]\ndestination = \"l1\"\ntransport = \"local\"\niofleet_path = {path:?}\n"),
+    )
+    .unwrap();
+    let o = run_in(
+        tmp.path(),
+        &[
+            "run",
+            "vsan-7030",
+            "--hosts",
+            "inv.toml",
+            "--engine",
+            "null",
+            "--duration",
+            "1s",
+            "--no-save",
+            "--quiet",
+        ],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("host l1 (l1): lost while preparing: its agent's connection was ended: an interval frame of 4294967294 bytes is over the limit of "),
+        "{err}"
+    );
+    assert!(err.contains(" bytes for interval frames"), "{err}");
 }

@@ -7,7 +7,9 @@
 //! itself when its stdin closes (the controller or the session went away), so no orphan
 //! keeps running. A job may instead carry a one-shot task (`protocol::Task`): verify
 //! the host's disks against their journals, or precondition them; the agent answers
-//! with one `Done`, heartbeating meanwhile.
+//! with one `Done`, heartbeating meanwhile. It reads the controller's frames within the
+//! greeting's limits (`FrameLimits::greeting`), and when it ends it removes the record
+//! the controller's start script made of its process (`RUN_DIR_ENV`).
 
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::path::PathBuf;
@@ -24,9 +26,37 @@ use crate::inproc::ThreadLauncher;
 use crate::launcher::{Launcher, Prepared};
 use crate::observer::{IntervalSnapshot, Observer, Silent};
 use crate::protocol::{
-    check_hello, mono_ns, read_frame, write_frame, AgentJob, Clock, Done, Failure, Frame, Hello,
-    IntervalData, Ready, TargetArg, Task, MAGIC,
+    check_hello, mono_ns, read_frame, write_frame, AgentJob, Clock, Done, Failure, Frame,
+    FrameLimits, Hello, IntervalData, Ready, TargetArg, Task, MAGIC,
 };
+
+/// The environment variable the controller's start script sets for the agent: the run's
+/// private directory on the host, where it recorded the agent's process id. The
+/// controller ends a frozen agent only if that process carries it (`agents::kill_script`).
+pub const RUN_DIR_ENV: &str = "IOFLEET_RUN_DIR";
+
+/// The record of this agent's process (`RUN_DIR_ENV`), removed when the agent ends:
+/// the pid file, if it names this process, and the directory once empty.
+struct RunRecord(Option<PathBuf>);
+
+impl RunRecord {
+    fn from_env() -> Self {
+        RunRecord(std::env::var_os(RUN_DIR_ENV).map(PathBuf::from))
+    }
+}
+
+impl Drop for RunRecord {
+    fn drop(&mut self) {
+        let Some(dir) = &self.0 else { return };
+        let pid = dir.join("pid");
+        let ours =
+            std::fs::read_to_string(&pid).is_ok_and(|p| p.trim() == std::process::id().to_string());
+        if ours {
+            let _ = std::fs::remove_file(&pid);
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+}
 
 type Out = Arc<Mutex<Box<dyn Write + Send>>>;
 
@@ -165,6 +195,8 @@ fn heartbeat(out: Out, period: Duration, quit: Arc<AtomicBool>) {
 
 /// Serve one controller on `input`/`output`. Returns the process exit code.
 pub fn serve(input: Box<dyn Read + Send>, output: Box<dyn Write + Send>) -> i32 {
+    let _record = RunRecord::from_env();
+    let limits = FrameLimits::greeting();
     let out: Out = Arc::new(Mutex::new(Box::new(BufWriter::new(output))));
     let mut input = BufReader::new(input);
     {
@@ -191,7 +223,7 @@ pub fn serve(input: Box<dyn Read + Send>, output: Box<dyn Write + Send>) -> i32 
             1
         }
     };
-    match read_frame(&mut input) {
+    match read_frame(&mut input, &limits) {
         Ok(Some(Frame::Hello(theirs))) => {
             if let Err(e) = check_hello(&ours, &theirs, "the controller") {
                 return fail(e, true);
@@ -201,7 +233,7 @@ pub fn serve(input: Box<dyn Read + Send>, output: Box<dyn Write + Send>) -> i32 
     }
     // Clock pings come before the job; answer each at once.
     let job = loop {
-        match read_frame(&mut input) {
+        match read_frame(&mut input, &limits) {
             Ok(Some(Frame::Ping(c))) => {
                 let pong = Frame::Pong(Clock {
                     seq: c.seq,
@@ -214,6 +246,7 @@ pub fn serve(input: Box<dyn Read + Send>, output: Box<dyn Write + Send>) -> i32 
             Ok(Some(Frame::Job(job))) => break *job,
             // The controller went away or stopped before sending work.
             Ok(None) | Ok(Some(Frame::Stop)) => return 0,
+            Err(e) => return fail(format!("expected a job: {e}"), false),
             _ => return fail("expected a job".into(), false),
         }
     };
@@ -226,7 +259,7 @@ pub fn serve(input: Box<dyn Read + Send>, output: Box<dyn Write + Send>) -> i32 
         let out = out.clone();
         let stop = stop.clone();
         std::thread::spawn(move || loop {
-            match read_frame(&mut input) {
+            match read_frame(&mut input, &limits) {
                 Ok(Some(Frame::Ping(c))) => {
                     let _ = send(
                         &out,
@@ -450,4 +483,25 @@ fn observe_task(
         end_ns: timeline.end_ns(),
         ..done()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An agent ending removes its record, and only its own: a record another process
+    /// wrote (a later start that reused the directory) stays.
+    #[test]
+    fn an_agent_removes_its_own_record_when_it_ends() {
+        let runs = tempfile::tempdir().unwrap();
+        for (pid, removed) in [(std::process::id(), true), (1, false)] {
+            let dir = runs.path().join(format!("run-{pid}"));
+            std::fs::create_dir(&dir).unwrap();
+            std::fs::write(dir.join("pid"), format!("{pid}\n")).unwrap();
+            drop(RunRecord(Some(dir.clone())));
+            assert_eq!(!dir.exists(), removed, "record of {pid}");
+        }
+        // No record to remove (an agent not started by a start script): nothing done.
+        drop(RunRecord(None));
+    }
 }

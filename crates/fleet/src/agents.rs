@@ -5,13 +5,18 @@
 //! Sequence, in one session per host: start the agent from a content-addressed copy,
 //! sent on that session from one buffer when missing or different, verified by
 //! SHA-256, kept for the next run (copies of other versions unused for `KEEP_DAYS`
-//! removed) → hello (versions checked, the agent's pid learnt) → clock offset from
+//! removed), its process id recorded on the host with the session's nonce → hello
+//! (versions checked) → clock offset from
 //! round trips → job → every host prepares and reports ready (heartbeats meanwhile) →
 //! clock offsets measured again on the idle fleet, and one ping to all → one start
 //! instant, translated to each host's clock → intervals and heartbeats stream back →
 //! stop (at the end, on Ctrl-C, or when stdin closes on the agents). A host whose connection dies is lost at that moment; one that goes silent
 //! (frozen, partitioned) is lost at the moment it was last heard from, and its agent
-//! is killed through a second connection, since a frozen process reads nothing.
+//! is killed through a second connection, since a frozen process reads nothing: by the
+//! process id the start script recorded, once the host has checked that the process
+//! runs the binary it started and carries the session's nonce (`kill_script`); never by
+//! anything the agent said. Frames are read within the limits of the session's phase
+//! (`FrameLimits`): a frame over them ends that host's connection, naming the limit.
 
 use std::io::{BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
@@ -25,6 +30,7 @@ use crossbeam_channel::{unbounded, Receiver, Sender};
 use iofleet_profile::{combine, GroupPlan};
 use sha2::{Digest, Sha256};
 
+use crate::agent::RUN_DIR_ENV;
 use crate::controller::FleetError;
 use crate::inproc::check_verify;
 use crate::inventory::{place, HostSpec, Role};
@@ -34,7 +40,7 @@ use crate::observer::Observer;
 use crate::precondition::Preconditioned;
 use crate::protocol::{
     check_hello, mono_ns, read_frame, read_magic_or, write_frame, AgentJob, Clock, Done, Failure,
-    Frame, Hello, Start, Task,
+    Frame, FrameLimits, Hello, Start, Task,
 };
 use crate::settings::RunSettings;
 use crate::transport::{self, shell_quote, Transport};
@@ -57,8 +63,10 @@ struct Conn {
     stderr: Arc<Mutex<String>>,
     /// Set once the session's stderr closed (all of it is in `stderr`).
     stderr_closed: Arc<AtomicBool>,
-    /// The agent's process id on its host (from its hello).
-    pid: u32,
+    /// How the agent was started, so that it can be found again on its host.
+    launch: Launch,
+    /// What frames from the agent may hold (set from its job once sent).
+    limits: FrameLimits,
     /// Clock offset: agent clock − controller clock, ns.
     offset_ns: i64,
     rtt_ns: u64,
@@ -121,8 +129,9 @@ fn exchange_clock(
         if send(&Frame::Ping(Clock { seq, t_ns: t0 })).is_err() {
             return Err("the agent closed the session".into());
         }
-        match read_frame(from_agent) {
+        match read_frame(from_agent, &FrameLimits::greeting()) {
             Ok(Some(Frame::Pong(c))) if c.seq == seq => fit.add(t0, c.t_ns, now()),
+            Err(e) => return Err(format!("clock exchange failed: {e}")),
             other => return Err(format!("clock exchange failed ({other:?})")),
         }
     }
@@ -206,6 +215,104 @@ impl Drop for UploadSlot<'_> {
     }
 }
 
+/// How one session's agent is started, and so found again on its host: the binary
+/// (a shell word, as the start script names it) and the session's nonce, which names the
+/// run's private directory on the host (`runs/NONCE` under `~/.cache/iofleet`, mode 700)
+/// and is in the agent's environment (`IOFLEET_RUN_DIR`).
+#[derive(Debug, Clone, PartialEq)]
+struct Launch {
+    exe: String,
+    nonce: String,
+}
+
+impl Launch {
+    /// A fresh nonce (128 random bits, from the operating system's generator through
+    /// `rand`'s thread generator) for the agent `exe` names.
+    fn new(exe: String) -> Self {
+        Launch {
+            exe,
+            nonce: format!("{:032x}", rand::random::<u128>()),
+        }
+    }
+}
+
+/// Shell lines that remove the run directories under `$runs` whose agent is gone: over
+/// 10 minutes old (a younger one may be another run's, made just before its agent
+/// starts) and no process carries their mark.
+fn stale_records_lines() -> String {
+    format!(
+        r#"for o in "$runs"/*; do
+  [ -d "$o" ] && [ -n "$(find "$o" -maxdepth 0 -mmin +10 2>/dev/null)" ] || continue
+  q="$(cat "$o/pid" 2>/dev/null)"
+  case $q in ''|*[!0-9]*) ;; *) tr '\0' '\n' < "/proc/$q/environ" 2>/dev/null | grep -qxF "{RUN_DIR_ENV}=$o" && continue ;; esac
+  rm -rf "$o"
+done
+"#
+    )
+}
+
+/// The start script's common part: remove stale run directories
+/// (`stale_records_lines`), and define `launch BINARY`, which records this shell's
+/// process id in the run's private directory, marks the environment with that
+/// directory, and `exec`s the binary as the agent, so the recorded process is the
+/// agent. A directory that cannot be made (it exists: a nonce seen twice) stops the
+/// start, naming it.
+fn launch_lines(nonce: &str) -> String {
+    format!(
+        r#"runs="$HOME/.cache/iofleet/runs"
+{stale}launch() {{
+  r="$runs/{nonce}"
+  if ! {{ mkdir -p -m 700 "$runs" && mkdir -m 700 "$r" && echo $$ > "$r/pid"; }}; then
+    echo "cannot record the agent's process in $r" >&2; exit 1
+  fi
+  {RUN_DIR_ENV}="$r"; export {RUN_DIR_ENV}
+  exec "$1" agent
+}}
+"#,
+        stale = stale_records_lines(),
+    )
+}
+
+/// What the controller sends a host to start its agent when the binary is already
+/// there: `exe` (a shell word), launched as `launch_lines` says.
+fn launch_script(launch: &Launch) -> String {
+    format!("{}launch {}", launch_lines(&launch.nonce), launch.exe)
+}
+
+/// What the controller runs on a host, through a second connection, to end a frozen
+/// agent: read the process id `launch_lines` recorded in the run's directory, and
+/// signal it only if the host says that process runs the agent's binary (`/proc/PID/exe`
+/// against the binary resolved there; or that path ` (deleted)`: the file was replaced
+/// after the agent started, as a host sharing its home with another replaces a copy
+/// both uploaded) and carries the run's mark in its environment. Nothing the agent said
+/// is used. Prints `ended PID`, or why it did not signal; then removes the run's
+/// directory.
+fn kill_script(launch: &Launch) -> String {
+    format!(
+        r#"r="$HOME/.cache/iofleet/runs/{nonce}"
+x={exe}
+case $x in */*) ;; *) x="$(command -v -- "$x")" ;; esac
+want="$(readlink -f -- "$x" 2>/dev/null)"
+pid="$(cat "$r/pid" 2>/dev/null)"
+case $pid in
+  ''|*[!0-9]*) echo "no process recorded in $r" ;;
+  *) e="$(readlink "/proc/$pid/exe" 2>/dev/null)"
+     if [ -z "$want" ] || {{ [ "$e" != "$want" ] && [ "$e" != "$want (deleted)" ]; }}; then
+       echo "process $pid does not run $x"
+     elif ! tr '\0' '\n' < "/proc/$pid/environ" 2>/dev/null | grep -qxF "{RUN_DIR_ENV}=$r"; then
+       echo "process $pid does not carry this run's mark"
+     elif kill -KILL "$pid" 2>/dev/null; then
+       echo "ended $pid"
+     else
+       echo "kill -KILL $pid failed"
+     fi ;;
+esac
+rm -rf "$r""#,
+        nonce = launch.nonce,
+        exe = launch.exe,
+    )
+}
+
 /// What the controller sends a host to start its agent from the copy `ship` holds,
 /// `len` bytes with SHA-256 `digest` (hex). The copy is content-addressed
 /// (`iofleet-<first 16 hex digits of its SHA-256>`) and stays between runs. One script,
@@ -213,17 +320,18 @@ impl Drop for UploadSlot<'_> {
 /// 10 minutes ago (younger ones may be another run's upload in progress, on a shared
 /// home) and copies of other versions that no process of this user runs and that were
 /// not used for `KEEP_DAYS` days. Then, if the copy is there and its SHA-256 matches, it
-/// touches it (its modification time says when it was last used) and `exec`s it as the
-/// agent. Otherwise it prints [`NEEDS_COPY`] and reads exactly `len` bytes from the
-/// session into a temporary file (the controller sends nothing else until the agent
-/// greets it), checks their SHA-256, renames them into place and `exec`s them; a copy
-/// that does not verify is removed and never run. `iofleet hosts clean` removes every
-/// copy (`clean_script`).
-fn start_script(digest: &str, len: usize) -> String {
+/// touches it (its modification time says when it was last used) and launches it as the
+/// agent (`launch_lines`). Otherwise it prints [`NEEDS_COPY`] and reads exactly `len`
+/// bytes from the session into a temporary file (the controller sends nothing else until
+/// the agent greets it), checks their SHA-256, renames them into place and launches them;
+/// a copy that does not verify is removed and never run. `iofleet hosts clean` removes
+/// every copy (`clean_script`). Returns the script and how it launches the agent.
+fn start_script(digest: &str, len: usize) -> (String, Launch) {
     let name = format!("iofleet-{}", &digest[..16]);
+    let launch = Launch::new(format!("\"$HOME/.cache/iofleet/{name}\""));
     let keep_min = KEEP_DAYS * 24 * 60;
     let needs = std::str::from_utf8(NEEDS_COPY).expect("ASCII");
-    format!(
+    let script = format!(
         r#"d="$HOME/.cache/iofleet"; p="$d/{name}"
 find "$d" -maxdepth 1 -name '.upload.*' -mmin +10 -exec rm -f {{}} + 2>/dev/null
 for f in "$d"/iofleet-*; do
@@ -233,21 +341,23 @@ for f in "$d"/iofleet-*; do
   for e in /proc/[0-9]*/exe; do [ "$(readlink "$e" 2>/dev/null)" = "$f" ] && busy=yes && break; done
   [ $busy = no ] && rm -f "$f"
 done
-sum() {{ sha256sum "$1" 2>/dev/null | cut -d' ' -f1; }}
+{lines}sum() {{ sha256sum "$1" 2>/dev/null | cut -d' ' -f1; }}
 if [ -x "$p" ] && [ "$(sum "$p")" = "{digest}" ]; then
-  touch -c "$p"; exec "$p" agent
+  touch -c "$p"; launch "$p"
 fi
 mkdir -p "$d" || exit 1
 t="$d/.upload.$$"
 printf '{needs}'
 head -c {len} > "$t" || {{ rm -f "$t"; exit 1; }}
 got="$(sum "$t")"
-if [ "$got" = "{digest}" ] && chmod 755 "$t" && mv -f "$t" "$p"; then exec "$p" agent; fi
+if [ "$got" = "{digest}" ] && chmod 755 "$t" && mv -f "$t" "$p"; then launch "$p"; fi
 n="$(wc -c < "$t" 2>/dev/null)"
 rm -f "$t"
 echo "the copy received does not verify (${{n:-0}} of {len} bytes, SHA-256 ${{got:-none}}); it was removed" >&2
-exit 1"#
-    )
+exit 1"#,
+        lines = launch_lines(&launch.nonce),
+    );
+    (script, launch)
 }
 
 /// What the start script prints instead of the agent's greeting when the host has no
@@ -260,9 +370,11 @@ pub const KEEP_DAYS: u32 = 7;
 /// Remove every iofleet copy and abandoned upload in the host's `~/.cache/iofleet` that
 /// no process runs, then the directory if nothing else is in it (verify journals of the
 /// user's runs stay). Prints what it removed and what it left, one line each (a file
-/// another cleaner removed first is neither).
+/// another cleaner removed first is neither). The records of agents no longer running
+/// (`stale_records_lines`) go too, without a line: they are not files the user keeps.
 fn clean_script() -> String {
-    r#"d="$HOME/.cache/iofleet"; [ -d "$d" ] || exit 0
+    format!(
+        r#"d="$HOME/.cache/iofleet"; [ -d "$d" ] || exit 0
 for f in "$d"/iofleet-* "$d"/.upload.*; do
   [ -e "$f" ] || continue
   busy=no
@@ -271,8 +383,10 @@ for f in "$d"/iofleet-* "$d"/.upload.*; do
   elif rm "$f" 2>/dev/null; then echo "removed $f"
   elif [ -e "$f" ]; then echo "cannot remove $f"; fi
 done
-rmdir "$d" 2>/dev/null; true"#
-        .to_string()
+runs="$d/runs"
+{stale}rmdir "$runs" "$d" 2>/dev/null; true"#,
+        stale = stale_records_lines(),
+    )
 }
 
 /// `iofleet hosts clean`: on every host at once, remove the iofleet copies and uploads
@@ -329,8 +443,9 @@ fn open_session(
     host: &HostSpec,
     transport: &Arc<dyn Transport>,
     script: &str,
+    launch: Launch,
 ) -> Result<(Conn, BufReader<std::process::ChildStdout>, bool), FleetError> {
-    // `exec`: the agent replaces the shell, so its pid is the one it reports. Its own
+    // `exec`: the agent replaces the shell, so its pid is the one recorded. Its own
     // process group: a terminal's Ctrl-C reaches the controller, which stops the agents
     // in order, and not the sessions, whose death would read as lost hosts.
     let mut child = transport
@@ -363,7 +478,8 @@ fn open_session(
         stdout: None,
         stderr,
         stderr_closed,
-        pid: 0,
+        launch,
+        limits: FrameLimits::greeting(),
         offset_ns: 0,
         rtt_ns: 0,
     };
@@ -437,22 +553,33 @@ fn send_copy(
 /// versions, measure the clock offset, send the job.
 fn connect(host: &HostSpec, job: AgentJob, ship: &Shipment) -> Result<Conn, FleetError> {
     let transport: Arc<dyn Transport> = Arc::from(transport::for_host(host));
-    let script = match &host.iofleet_path {
-        Some(p) => format!("exec {} agent", shell_quote(p)),
+    let (script, launch) = match &host.iofleet_path {
+        Some(p) => {
+            let launch = Launch::new(shell_quote(p));
+            (launch_script(&launch), launch)
+        }
         None if transport.shares_binary() => {
-            format!("exec {} agent", shell_quote(&ship.exe.to_string_lossy()))
+            let launch = Launch::new(shell_quote(&ship.exe.to_string_lossy()));
+            (launch_script(&launch), launch)
         }
         None => {
             let (bytes, digest) = ship.image()?;
             start_script(digest, bytes.len())
         }
     };
-    let (mut conn, mut stdout, greeted) = open_session(host, &transport, &script)?;
+    let (mut conn, mut stdout, greeted) = open_session(host, &transport, &script, launch)?;
     if !greeted {
         send_copy(host, &mut conn, &mut stdout, ship)?;
     }
-    let theirs = match read_frame(&mut stdout) {
+    let theirs = match read_frame(&mut stdout, &conn.limits) {
         Ok(Some(Frame::Hello(h))) => h,
+        Err(e) => {
+            return Err(ended(
+                host,
+                &mut conn,
+                format!("no hello from the agent: {e}"),
+            ))
+        }
         other => {
             return Err(ended(
                 host,
@@ -467,7 +594,6 @@ fn connect(host: &HostSpec, job: AgentJob, ship: &Shipment) -> Result<Conn, Flee
         let _ = conn.child.wait();
         return Err(FleetError::Input(e));
     }
-    conn.pid = theirs.pid;
     let send = |conn: &Conn, f: &Frame| send_to(&conn.stdin, f);
     if send(&conn, &Frame::Hello(ours)).is_err() {
         return Err(ended(
@@ -482,6 +608,7 @@ fn connect(host: &HostSpec, job: AgentJob, ship: &Shipment) -> Result<Conn, Flee
     };
     conn.rtt_ns = rtt;
     conn.offset_ns = offset;
+    conn.limits = FrameLimits::for_job(&job);
     if send(&conn, &Frame::Job(Box::new(job))).is_err() {
         return Err(ended(
             host,
@@ -498,12 +625,24 @@ enum Event {
     Frame(usize, Frame),
     /// A clock reply and the controller's clock when it was read.
     Pong(usize, Clock, u64),
-    Closed(usize),
+    /// The session ended: at the end of its stream (None), or ended by the reader over
+    /// what it could not accept (a frame over its limit, garbage), which it names.
+    Closed(usize, Option<String>),
 }
 
-fn spawn_reader(h: usize, mut r: BufReader<std::process::ChildStdout>, tx: Sender<Event>) {
+/// Read session `h`'s frames within `limits` until it ends. A frame the reader cannot
+/// accept (over its limit, or not a frame) ends the connection: its stdin is closed and
+/// its stdout dropped, so the agent stops and its session closes, and the reader says
+/// why.
+fn spawn_reader(
+    h: usize,
+    mut r: BufReader<std::process::ChildStdout>,
+    limits: FrameLimits,
+    stdin: Stdin,
+    tx: Sender<Event>,
+) {
     std::thread::spawn(move || loop {
-        match read_frame(&mut r) {
+        match read_frame(&mut r, &limits) {
             Ok(Some(Frame::Pong(c))) => {
                 if tx.send(Event::Pong(h, c, mono_ns())).is_err() {
                     return;
@@ -515,12 +654,32 @@ fn spawn_reader(h: usize, mut r: BufReader<std::process::ChildStdout>, tx: Sende
                     return;
                 }
             }
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                stdin.lock().unwrap_or_else(|p| p.into_inner()).take();
+                drop(r);
+                let _ = tx.send(Event::Closed(h, Some(e.to_string())));
+                return;
+            }
+            // The end of the stream, between frames or inside one (the session died).
             Ok(None) | Err(_) => {
-                let _ = tx.send(Event::Closed(h));
+                let _ = tx.send(Event::Closed(h, None));
                 return;
             }
         }
     });
+}
+
+/// How a session ended, to follow "its agent's connection": `was ended: REASON` when
+/// the controller ended it over a frame it could not accept, else `closed`, with what
+/// the host wrote on stderr (`stderr`, asked only then) in parentheses.
+fn closing(reason: Option<String>, stderr: impl FnOnce() -> String) -> String {
+    match reason {
+        Some(r) => format!("was ended: {r}"),
+        None => match stderr() {
+            err if err.is_empty() => "closed".into(),
+            err => format!("closed ({err})"),
+        },
+    }
 }
 
 /// Write one frame to an agent (an error once its stdin has been closed).
@@ -535,21 +694,20 @@ fn send_to(stdin: &Stdin, f: &Frame) -> std::io::Result<()> {
     }
 }
 
-/// Kill an agent through a second connection (a frozen agent reads no Stop), then its
+/// Kill an agent through a second connection (a frozen agent reads no Stop), by the
+/// process its start script recorded and the host checked (`kill_script`), then its
 /// session. Bounded by the transport's own connect timeout.
-fn kill_remote(conn: &mut Conn) -> Option<JoinHandle<()>> {
+fn kill_remote(conn: &mut Conn) -> JoinHandle<()> {
     conn.stdin.lock().unwrap_or_else(|p| p.into_inner()).take();
-    let pid = conn.pid;
+    let script = kill_script(&conn.launch);
     let t = conn.transport.clone();
-    let handle = (pid > 0).then(|| {
-        std::thread::spawn(move || {
-            let _ = t
-                .shell(&format!("kill -KILL {pid} 2>/dev/null; true"))
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status();
-        })
+    let handle = std::thread::spawn(move || {
+        let _ = t
+            .shell(&script)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
     });
     let _ = conn.child.kill();
     handle
@@ -645,9 +803,8 @@ impl AgentLauncher {
                 match self.conns[i].child.try_wait() {
                     Ok(Some(_)) => break,
                     _ if Instant::now() >= deadline => {
-                        if let Some(k) = kill_remote(&mut self.conns[i]) {
-                            self.killers.push(k);
-                        }
+                        let k = kill_remote(&mut self.conns[i]);
+                        self.killers.push(k);
                         let _ = self.conns[i].child.wait();
                         break;
                     }
@@ -690,21 +847,19 @@ impl AgentLauncher {
     fn spawn_readers(&mut self) -> Receiver<Event> {
         let (ev_tx, ev_rx) = unbounded();
         for (h, c) in self.conns.iter_mut().enumerate() {
-            spawn_reader(h, c.stdout.take().expect("set by connect"), ev_tx.clone());
+            let stdout = c.stdout.take().expect("set by connect");
+            spawn_reader(h, stdout, c.limits, c.stdin.clone(), ev_tx.clone());
         }
         ev_rx
     }
 
-    /// What session `h`'s agent wrote on stderr before its session closed, as
-    /// ` (TEXT)`, or nothing. Waits a moment for the last of it to arrive.
-    fn closing_words(&self, h: usize) -> String {
-        std::thread::sleep(Duration::from_millis(50));
-        let err = self.conns[h].stderr_text();
-        if err.is_empty() {
-            String::new()
-        } else {
-            format!(" ({err})")
-        }
+    /// How session `h` ended, to follow "its agent's connection" (see [`closing`]).
+    /// Waits a moment for the last of its stderr to arrive.
+    fn closing_words(&self, h: usize, reason: Option<String>) -> String {
+        closing(reason, || {
+            std::thread::sleep(Duration::from_millis(50));
+            self.conns[h].stderr_text()
+        })
     }
 
     /// Run a one-shot `task` on every host with work and wait for each agent's one
@@ -743,16 +898,16 @@ impl AgentLauncher {
                     failure = Some(agent_failure(&active[h], f));
                 }
                 Ok(Event::Frame(h, _) | Event::Pong(h, ..)) => heard[h] = Instant::now(),
-                Ok(Event::Closed(h)) if done[h].is_none() => {
+                Ok(Event::Closed(h, reason)) if done[h].is_none() => {
                     failure = Some(host_err(
                         &active[h],
                         format!(
-                            "the agent closed the session before it was done{}",
-                            self.closing_words(h)
+                            "its agent's connection {} before it was done",
+                            self.closing_words(h, reason)
                         ),
                     ));
                 }
-                Ok(Event::Closed(_)) => {}
+                Ok(Event::Closed(..)) => {}
                 Err(_) => {
                     if let Some(h) =
                         (0..n).find(|&h| done[h].is_none() && heard[h].elapsed() >= timeout)
@@ -832,7 +987,9 @@ impl AgentLauncher {
                     heard[h] = Instant::now();
                     None
                 }
-                Some(Event::Closed(h)) => Some(self.closed_while_preparing(&active_hosts[h], h)),
+                Some(Event::Closed(h, reason)) => {
+                    Some(self.closed_while_preparing(&active_hosts[h], h, reason))
+                }
                 None => heard.iter().position(|t| t.elapsed() >= timeout).map(|h| {
                     host_err(
                         &active_hosts[h],
@@ -859,18 +1016,19 @@ impl AgentLauncher {
         Ok(Some((engines, configured)))
     }
 
-    fn closed_while_preparing(&self, host: &HostSpec, h: usize) -> FleetError {
-        let words = self.closing_words(h);
+    fn closed_while_preparing(
+        &self,
+        host: &HostSpec,
+        h: usize,
+        reason: Option<String>,
+    ) -> FleetError {
+        let words = match self.closing_words(h, reason) {
+            w if w == "closed" => "closed without a message".into(),
+            w => w,
+        };
         host_err(
             host,
-            format!(
-                "lost while preparing: its agent's connection closed{}",
-                if words.is_empty() {
-                    " without a message"
-                } else {
-                    &words
-                }
-            ),
+            format!("lost while preparing: its agent's connection {words}"),
         )
     }
 
@@ -919,7 +1077,7 @@ impl AgentLauncher {
 
     fn ping(&self, hosts: &[HostSpec], h: usize, seq: u32, t_ns: u64) -> Result<(), FleetError> {
         send_to(&self.conns[h].stdin, &Frame::Ping(Clock { seq, t_ns }))
-            .map_err(|_| self.closed_while_preparing(&hosts[h], h))
+            .map_err(|_| self.closed_while_preparing(&hosts[h], h, None))
     }
 
     /// The next clock reply `wanted` accepts (host, reply, controller clock when read);
@@ -936,7 +1094,9 @@ impl AgentLauncher {
         loop {
             match ev_rx.recv_timeout(timeout) {
                 Ok(Event::Pong(g, c, t1)) if wanted(g, &c) => return Ok((g, c, t1)),
-                Ok(Event::Closed(g)) => return Err(self.closed_while_preparing(&hosts[g], g)),
+                Ok(Event::Closed(g, reason)) => {
+                    return Err(self.closed_while_preparing(&hosts[g], g, reason))
+                }
                 Ok(Event::Frame(g, Frame::Error(f))) => return Err(agent_failure(&hosts[g], f)),
                 Ok(_) => {}
                 Err(_) => {
@@ -1267,9 +1427,8 @@ impl Launcher for AgentLauncher {
 
     fn give_up(&mut self, source: usize) {
         if let Some(c) = self.conns.get_mut(source) {
-            if let Some(k) = kill_remote(c) {
-                self.killers.push(k);
-            }
+            let k = kill_remote(c);
+            self.killers.push(k);
         }
     }
 
@@ -1377,28 +1536,26 @@ fn route(
                 }
             }
             Event::Frame(h, _) | Event::Pong(h, ..) => Msg::Heartbeat { source: h as u32 },
-            Event::Closed(h) if !finished[h] => {
+            Event::Closed(h, reason) if !finished[h] => {
                 finished[h] = true;
-                std::thread::sleep(Duration::from_millis(50)); // let stderr arrive
-                let why = stderrs[h].lock().unwrap_or_else(|p| p.into_inner()).clone();
+                let how = closing(reason, || {
+                    std::thread::sleep(Duration::from_millis(50)); // let stderr arrive
+                    let why = stderrs[h].lock().unwrap_or_else(|p| p.into_inner());
+                    why.trim().to_string()
+                });
                 Msg::Done {
                     source: h as u32,
                     end_ns: mono_ns().saturating_sub(epoch_ns),
                     error: Some(format!(
-                        "host {} lost: its agent's connection closed{}",
-                        names[h],
-                        if why.trim().is_empty() {
-                            String::new()
-                        } else {
-                            format!(" ({})", why.trim())
-                        }
+                        "host {} lost: its agent's connection {how}",
+                        names[h]
                     )),
                     errors: Vec::new(),
                     disks: Vec::new(),
                     lost: true,
                 }
             }
-            Event::Closed(_) => continue,
+            Event::Closed(..) => continue,
         };
         let _ = tx.send(msg);
     }
@@ -1408,6 +1565,7 @@ fn route(
 mod tests {
     use super::*;
     use crate::protocol::read_magic;
+    use std::process::Command;
 
     #[test]
     fn notices_said_by_several_hosts_are_said_once() {
@@ -1461,7 +1619,7 @@ mod tests {
     /// stdout and stderr, and its exit code, given `send` on stdin once it asks.
     fn start_on_host(home: &std::path::Path, image: &[u8], send: &[u8]) -> (String, String, i32) {
         let digest = sha256_hex(image);
-        let script = start_script(&digest, image.len());
+        let (script, _) = start_script(&digest, image.len());
         let out = std::process::Command::new("sh")
             .args(["-c", &script])
             .env("HOME", home)
@@ -1484,12 +1642,13 @@ mod tests {
         )
     }
 
-    /// What a host's cache holds, sorted.
+    /// What a host's cache holds, sorted, but the runs' records (`runs`).
     fn cache_of(home: &std::path::Path) -> Vec<String> {
         let mut v: Vec<String> = std::fs::read_dir(home.join(".cache/iofleet"))
             .map(|d| {
                 d.flatten()
                     .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|name| name != "runs")
                     .collect()
             })
             .unwrap_or_default();
@@ -1606,7 +1765,7 @@ mod tests {
         let send = |f: &Frame| write_frame(&mut *to_agent.lock().unwrap(), f);
         let mut from_agent = BufReader::new(from_agent_r);
         read_magic(&mut from_agent).unwrap();
-        match read_frame(&mut from_agent) {
+        match read_frame(&mut from_agent, &FrameLimits::greeting()) {
             Ok(Some(Frame::Hello(h))) => check_hello(&Hello::ours(), &h, "agent").unwrap(),
             other => panic!("expected the agent's hello, got {other:?}"),
         }
@@ -1631,7 +1790,7 @@ mod tests {
         // The "agent" answers the first ping with the wrong sequence number.
         let fake = std::thread::spawn(move || {
             let mut input = BufReader::new(to_agent_r);
-            if let Ok(Some(Frame::Ping(c))) = read_frame(&mut input) {
+            if let Ok(Some(Frame::Ping(c))) = read_frame(&mut input, &FrameLimits::greeting()) {
                 let pong = Frame::Pong(Clock {
                     seq: c.seq + 1,
                     t_ns: 0,
@@ -1644,5 +1803,249 @@ mod tests {
         let err = exchange_clock(&mut from_agent_r, send, mono_ns).unwrap_err();
         assert!(err.starts_with("clock exchange failed"), "{err}");
         fake.join().unwrap();
+    }
+
+    /// A process started as `sh` runs it on a host, `HOME` and working directory given.
+    fn host_sh(home: &std::path::Path, cwd: &std::path::Path, script: &str) -> Command {
+        let mut c = Command::new("sh");
+        c.args(["-c", script])
+            .env("HOME", home)
+            .env_remove(RUN_DIR_ENV)
+            .current_dir(cwd);
+        c
+    }
+
+    /// Wait (generously) until `cond` holds.
+    fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+        let t0 = Instant::now();
+        while !cond() {
+            assert!(t0.elapsed() < Duration::from_secs(20), "waited for {what}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Whether process `pid` exists (and is not a zombie).
+    fn alive(pid: u32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|s| !s.rsplit_once(')').is_some_and(|(_, r)| r.starts_with(" Z")))
+    }
+
+    /// The host's side of ending a frozen agent, with a copy of `sh` for the agent
+    /// binary (it runs the `agent` file of its working directory: it waits on its stdin).
+    /// Whatever process id the run's record names — one that does not exist, 4294967295
+    /// (which `kill` takes as -1, every process), 1, a `sleep`, the same binary without
+    /// this run's mark, not a number — nothing is signalled; the agent the script
+    /// launched is, and then only it, even once its binary was replaced by another copy.
+    /// Stale records of other runs are removed at the next start, live and young ones
+    /// kept.
+    #[test]
+    fn the_kill_script_ends_only_the_agent_its_start_script_recorded() {
+        use std::os::unix::process::ExitStatusExt;
+        let home = tempfile::tempdir().unwrap();
+        let cwd = tempfile::tempdir().unwrap();
+        std::fs::write(cwd.path().join("agent"), "read x\n").unwrap();
+        let runs = home.path().join(".cache/iofleet/runs");
+        std::fs::create_dir_all(&runs).unwrap();
+        let bin = cwd.path().join("iofleet-copy");
+        let sh = std::fs::canonicalize("/bin/sh").unwrap();
+        std::fs::copy(&sh, &bin).unwrap();
+        let bin_s = bin.to_string_lossy().into_owned();
+        let spawn = |c: &mut Command| c.stdin(Stdio::piped()).spawn().unwrap();
+        // Bystanders: a sleep, and the same binary carrying another run's mark.
+        let sleep = spawn(Command::new("sleep").arg("60"));
+        let other_run = runs.join("other");
+        let other = spawn(
+            host_sh(
+                home.path(),
+                cwd.path(),
+                &format!("exec {} agent", shell_quote(&bin_s)),
+            )
+            .env(RUN_DIR_ENV, &other_run),
+        );
+        // Records of earlier runs: the other run's (old, its agent alive), one old and
+        // gone, one young and gone.
+        let ten_min_ago = std::time::SystemTime::now() - Duration::from_secs(11 * 60);
+        for (name, pid, old) in [
+            ("other", other.id(), true),
+            ("gone", 4_000_000, true),
+            ("young", 4_000_000, false),
+        ] {
+            let d = runs.join(name);
+            std::fs::create_dir(&d).unwrap();
+            std::fs::write(d.join("pid"), format!("{pid}\n")).unwrap();
+            if old {
+                std::fs::File::open(&d)
+                    .unwrap()
+                    .set_modified(ten_min_ago)
+                    .unwrap();
+            }
+        }
+        let launch = Launch::new(shell_quote(&bin_s));
+        let mut agent = spawn(&mut host_sh(
+            home.path(),
+            cwd.path(),
+            &launch_script(&launch),
+        ));
+        let dir = runs.join(&launch.nonce);
+        let mark = format!("{RUN_DIR_ENV}={}", dir.display());
+        let environ = |pid: u32| std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+        let marked = |pid: u32| {
+            environ(pid)
+                .split(|&b| b == 0)
+                .any(|v| v == mark.as_bytes())
+        };
+        wait_for("the agent to carry its mark", || marked(agent.id()));
+        assert_eq!(
+            std::fs::read_to_string(dir.join("pid")).unwrap().trim(),
+            agent.id().to_string(),
+            "the recorded process is the one the transport runs"
+        );
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700, "the run's directory is private");
+        let mut left = cache_names(&runs);
+        left.sort();
+        let mut want = vec![launch.nonce.clone(), "other".into(), "young".into()];
+        want.sort();
+        assert_eq!(left, want, "the old record of a gone agent was removed");
+        let kill = |record: &str| -> String {
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("pid"), record).unwrap();
+            let out = host_sh(home.path(), cwd.path(), &kill_script(&launch))
+                .output()
+                .unwrap();
+            assert!(!dir.exists(), "the record is removed once used");
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        };
+        let says = |pid: &str, why: &str| format!("process {pid} {why}");
+        let not_it = format!("does not run {bin_s}");
+        for (record, said) in [
+            ("4294967295\n".to_string(), says("4294967295", &not_it)),
+            ("1\n".into(), says("1", &not_it)),
+            (
+                format!("{}\n", sleep.id()),
+                says(&sleep.id().to_string(), &not_it),
+            ),
+            (
+                format!("{}\n", other.id()),
+                says(&other.id().to_string(), "does not carry this run's mark"),
+            ),
+            (
+                "-1\n".into(),
+                format!("no process recorded in {}", dir.display()),
+            ),
+            (
+                "".into(),
+                format!("no process recorded in {}", dir.display()),
+            ),
+            (
+                format!("{} 1\n", agent.id()),
+                format!("no process recorded in {}", dir.display()),
+            ),
+        ] {
+            assert_eq!(kill(&record), said, "record {record:?}");
+            assert!(alive(agent.id()) && alive(sleep.id()) && alive(other.id()));
+        }
+        // Another copy put in its place (a host sharing its home with another that
+        // uploaded the same copy): the agent's binary reads as deleted, and is still it.
+        std::fs::copy(&sh, cwd.path().join("new")).unwrap();
+        std::fs::rename(cwd.path().join("new"), &bin).unwrap();
+        let exe = std::fs::read_link(format!("/proc/{}/exe", agent.id())).unwrap();
+        assert_eq!(exe.to_string_lossy(), format!("{bin_s} (deleted)"));
+        assert_eq!(
+            kill(&format!("{}\n", agent.id())),
+            format!("ended {}", agent.id())
+        );
+        assert_eq!(agent.wait().unwrap().signal(), Some(9));
+        assert!(
+            alive(sleep.id()) && alive(other.id()),
+            "only the agent was signalled"
+        );
+        for mut c in [sleep, other] {
+            c.kill().unwrap();
+            c.wait().unwrap();
+        }
+    }
+
+    /// The entries of a directory.
+    fn cache_names(dir: &std::path::Path) -> Vec<String> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect()
+    }
+
+    /// A start whose record cannot be made (a nonce seen twice) stops before the
+    /// binary runs, naming the directory.
+    #[test]
+    fn a_start_that_cannot_record_its_agent_does_not_start_it() {
+        let home = tempfile::tempdir().unwrap();
+        let launch = Launch::new(shell_quote("/bin/echo"));
+        let dir = home.path().join(".cache/iofleet/runs").join(&launch.nonce);
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = host_sh(home.path(), home.path(), &launch_script(&launch))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "", "echo never ran");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!(
+                "cannot record the agent's process in {}",
+                dir.display()
+            )),
+            "{err}"
+        );
+    }
+
+    /// An agent that announces a 4 GiB interval frame: its reader refuses it from the
+    /// header, names the limit, and ends the connection (the agent sees its stdin close
+    /// and exits).
+    #[test]
+    fn a_frame_over_its_limit_ends_the_hosts_connection_naming_the_limit() {
+        let mut child = Command::new("sh")
+            .args([
+                "-c",
+                r"printf '\377\377\377\377\010'; cat > /dev/null; echo gone >&2",
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin: Stdin = Arc::new(Mutex::new(child.stdin.take()));
+        let (tx, rx) = unbounded();
+        let limits = FrameLimits::for_job(&AgentJob {
+            groups: vec![GroupPlan {
+                name: "g".into(),
+                plan: crate::fixtures::plan(
+                    crate::fixtures::fleet(2, 1, 1, 1),
+                    vec![crate::fixtures::stream("s", 50.0)],
+                ),
+                worker_base: 0,
+            }],
+            target: crate::protocol::TargetArg::Dir("/tmp".into()),
+            settings: RunSettings::default(),
+            task: Task::Run,
+        });
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        spawn_reader(3, stdout, limits, stdin.clone(), tx);
+        match rx.recv_timeout(Duration::from_secs(20)) {
+            Ok(Event::Closed(3, Some(why))) => assert_eq!(
+                why,
+                format!(
+                    "an interval frame of 4294967294 bytes is over the limit of {} bytes for interval frames",
+                    limits.interval
+                )
+            ),
+            _ => panic!("expected the session's end, with why"),
+        }
+        assert!(
+            stdin.lock().unwrap().is_none(),
+            "the agent's stdin is closed"
+        );
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stderr), "gone\n");
     }
 }

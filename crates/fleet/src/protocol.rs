@@ -6,32 +6,37 @@
 //! messages have JSON bodies; interval data is binary (counters and HDR V2 histograms,
 //! see `Sample::encode`) because it is the bulk of the traffic. Both sides open with
 //! `Hello` carrying `PROTOCOL_VERSION`; a mismatch is refused, naming both versions.
-//! This module only encodes and decodes; it never blocks on anything but its reader.
+//! A reader trusts no length it is told: every kind of frame has a size limit for the
+//! session's phase (`FrameLimits`), a longer frame is refused from its header alone, and
+//! an accepted one is read as its bytes arrive, so an agent that announces 4 GiB and
+//! sends little holds only what it sent. This module only encodes and decodes; it never
+//! blocks on anything but its reader.
 
 use std::io::{self, Read, Write};
 
 use iofleet_profile::GroupPlan;
 
 use crate::settings::RunSettings;
-use iofleet_stats::result::{DiskErrors, ErrorDetail, VerifySummary};
+use iofleet_stats::result::{DiskErrors, ErrorDetail, VerifySummary, MAX_CORRUPTION_DETAILS};
 use iofleet_stats::{GenSample, HostUsage, Sample};
 use serde::{Deserialize, Serialize};
 
 /// Bumped on any change to frames or their bodies.
 /// 4: data verification (`Done.verify`, verify-only jobs); 5: interval samples per
-/// (worker, disk), not per worker, and per-disk I/O errors (`Done.disks`).
+/// (worker, disk), not per worker, and per-disk I/O errors (`Done.disks`); 6: observer
+/// hosts (`Task::Observe`), then several directories as one target (`TargetArg::Dirs`).
 pub const PROTOCOL_VERSION: u32 = 6;
 pub const MAGIC: &[u8; 8] = b"IOFLEET1";
-/// Largest frame accepted (a guard against reading garbage as a length).
-const MAX_FRAME: usize = 256 << 20;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Hello {
     pub protocol: u32,
     pub version: String,
     pub hostname: String,
-    /// The sender's process id (the controller ends a frozen agent by it). Defaulted,
-    /// so that a hello from any version still decodes and the version check speaks.
+    /// The sender's process id, as it says. Informational only: the controller never
+    /// signals a process by it (it ends a frozen agent by the pid its own start script
+    /// recorded on the host, see `agents::kill_script`). Defaulted, so that a hello from
+    /// any version still decodes and the version check speaks.
     #[serde(default)]
     pub pid: u32,
 }
@@ -181,6 +186,152 @@ const K_DONE: u8 = 10;
 const K_ERROR: u8 = 11;
 const K_HEARTBEAT: u8 = 12;
 
+/// A frame kind with its article, as messages name it ("an interval frame").
+fn a_kind(kind: u8) -> String {
+    let name = kind_name(kind);
+    let article = if name.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    };
+    format!("{article} {name}")
+}
+
+/// How a frame kind is named in messages.
+fn kind_name(kind: u8) -> &'static str {
+    match kind {
+        K_HELLO => "hello",
+        K_JOB => "job",
+        K_PING => "ping",
+        K_PONG => "pong",
+        K_READY => "ready",
+        K_START => "start",
+        K_STARTED => "started",
+        K_INTERVAL => "interval",
+        K_STOP => "stop",
+        K_DONE => "done",
+        K_ERROR => "error",
+        K_HEARTBEAT => "heartbeat",
+        _ => "unknown",
+    }
+}
+
+/// The largest body of a clock frame (`Ping`, `Pong`, `Started`) or a `Start`: two
+/// integers in JSON, `{"seq":4294967295,"t_ns":18446744073709551615}` at most (46 bytes).
+pub const CLOCK_MAX: usize = 64;
+/// The largest `Hello` body: a version string, a host name (at most 64 bytes on Linux,
+/// 6 bytes per byte once escaped in JSON) and two integers.
+pub const HELLO_MAX: usize = 4 << 10;
+/// The largest `Job` body (read by the agent): the run's resolved groups, a few KiB each.
+pub const JOB_MAX: usize = 16 << 20;
+/// Cells of one latency histogram at its largest: iofleet's geometry (1 ns, 3
+/// significant digits: 2,048 cells up to 2,047 ns, then 1,024 per power of two) over the
+/// whole u64 range, 2,048 + 53 × 1,024.
+pub const HIST_CELLS: usize = 56_320;
+/// The HDR V2 encoding of one latency histogram at its largest: a 40-byte header, then
+/// a count of at most 9 bytes per cell.
+pub const HIST_MAX: usize = 40 + HIST_CELLS * 9;
+/// One (worker, disk) sample of an interval frame, without its histograms' encodings:
+/// worker and disk, the stream count, and per stream and direction three u64 counters,
+/// two u128 sums and a histogram length.
+const SAMPLE_FIXED: usize = 4 + 4 + 4;
+const DIRECTION_FIXED: usize = 3 * 8 + 2 * 16 + 4;
+/// An interval frame without its samples: index, stop instant, sample count, and the
+/// host usage and generator check, each a length and JSON (usage: 13 numbers; the
+/// generator: 11 numbers and two histograms, each byte of their encodings at most 4
+/// characters in a JSON array).
+const INTERVAL_FIXED: usize = 4 + 8 + 4 + (4 + USAGE_MAX) + (4 + GEN_MAX);
+const USAGE_MAX: usize = 4 << 10;
+const GEN_MAX: usize = (4 << 10) + 2 * 4 * HIST_MAX;
+/// What a ready, done or error frame may hold besides its per-disk records: messages and
+/// notices.
+pub const REPORT_BASE: usize = 1 << 20;
+/// Per (worker, disk) of the host, in a done frame: its I/O-error record with its first
+/// failures, its threads' failure messages, its preconditioning record and a notice.
+pub const REPORT_PER_DISK: usize = 16 << 10;
+/// Per corruption a done frame keeps in detail (host, paths, expected and found).
+pub const REPORT_PER_CORRUPTION: usize = 8 << 10;
+
+/// The largest body each kind of frame may have in one phase of a session, in bytes.
+/// Stop and heartbeat frames are empty; clock, start and hello frames small and fixed
+/// (`CLOCK_MAX`, `HELLO_MAX`); a job at most `JOB_MAX`. Interval and report frames (ready,
+/// done, error) grow with the host's share, so the controller derives their limits from
+/// the job it sent (`for_job`); before that (`greeting`) they have the size of a host
+/// with no disk. docs/fleet.md lists them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameLimits {
+    /// Interval frames.
+    pub interval: usize,
+    /// Ready, done and error frames.
+    pub report: usize,
+}
+
+impl FrameLimits {
+    /// Before a job: what the controller accepts from an agent it has sent no job yet,
+    /// and what an agent accepts from the controller.
+    pub fn greeting() -> Self {
+        FrameLimits {
+            interval: INTERVAL_FIXED,
+            report: REPORT_BASE,
+        }
+    }
+
+    /// What the controller accepts from an agent running `job`: every interval frame
+    /// holds one sample per (worker, disk) of the host's share, each with a histogram per
+    /// stream and direction at its largest; a done frame a record per (worker, disk)
+    /// and the corruptions kept in detail.
+    pub fn for_job(job: &AgentJob) -> Self {
+        let (mut disks, mut streams) = (0u64, 0u64);
+        for g in &job.groups {
+            let f = &g.plan.fleet;
+            disks = disks.saturating_add(f.workers as u64 * f.disks_per_worker as u64);
+            streams = streams.saturating_add(g.plan.streams.len() as u64);
+        }
+        let kept = match job.task {
+            Task::Verify { keep } => keep.max(MAX_CORRUPTION_DETAILS),
+            _ => MAX_CORRUPTION_DETAILS,
+        } as u64;
+        let per_sample = streams
+            .saturating_mul(2 * (DIRECTION_FIXED + HIST_MAX) as u64)
+            .saturating_add(SAMPLE_FIXED as u64);
+        FrameLimits {
+            interval: bytes(INTERVAL_FIXED, &[(disks, per_sample)]),
+            report: bytes(
+                REPORT_BASE,
+                &[
+                    (disks, REPORT_PER_DISK as u64),
+                    (kept, REPORT_PER_CORRUPTION as u64),
+                ],
+            ),
+        }
+    }
+
+    /// The largest body a frame of `kind` may have; None for an unknown kind.
+    fn of(&self, kind: u8) -> Option<usize> {
+        Some(match kind {
+            K_STOP | K_HEARTBEAT => 0,
+            K_PING | K_PONG | K_START | K_STARTED => CLOCK_MAX,
+            K_HELLO => HELLO_MAX,
+            K_JOB => JOB_MAX,
+            K_INTERVAL => self.interval,
+            K_READY | K_DONE | K_ERROR => self.report,
+            _ => return None,
+        })
+    }
+}
+
+/// `base` plus `n` × `each` for every (n, each) of `terms`, in bytes, saturating.
+fn bytes(base: usize, terms: &[(u64, u64)]) -> usize {
+    let total = terms.iter().fold(base as u64, |acc, &(n, each)| {
+        acc.saturating_add(n.saturating_mul(each))
+    });
+    usize::try_from(total).unwrap_or(usize::MAX)
+}
+
+/// A frame's body is read into a buffer of at most this many bytes at first, grown only
+/// as bytes arrive.
+const FIRST_CHUNK: usize = 64 << 10;
+
 fn json<T: Serialize>(kind: u8, v: &T) -> (u8, Vec<u8>) {
     (
         kind,
@@ -265,7 +416,9 @@ impl Frame {
                 let index = u32_(&mut i)?;
                 let stop = u64::from_le_bytes(take(&mut i, 8)?.try_into().unwrap());
                 let n = u32_(&mut i)? as usize;
-                let mut samples = Vec::with_capacity(n.min(1 << 16));
+                // Room for what the body can hold (a sample takes at least 12 bytes),
+                // not for the count it claims.
+                let mut samples = Vec::with_capacity(n.min(i.len() / SAMPLE_FIXED));
                 for _ in 0..n {
                     let w = u32_(&mut i)?;
                     let d = u32_(&mut i)?;
@@ -282,6 +435,12 @@ impl Frame {
                     0 => None,
                     n => Some(j(take(&mut i, n)?)?),
                 };
+                if !i.is_empty() {
+                    return Err(bad(format!(
+                        "an interval frame with {} bytes past its end",
+                        i.len()
+                    )));
+                }
                 Frame::Interval(IntervalData {
                     index,
                     stopped_at: (stop != u64::MAX).then_some(stop),
@@ -309,8 +468,10 @@ pub fn write_frame(w: &mut dyn Write, f: &Frame) -> io::Result<()> {
     w.flush()
 }
 
-/// Read one frame; `Ok(None)` on a clean end of stream between frames.
-pub fn read_frame(r: &mut dyn Read) -> io::Result<Option<Frame>> {
+/// Read one frame within `limits`; `Ok(None)` on a clean end of stream between frames.
+/// A frame over its kind's limit is refused before its body is read (the error names
+/// the kind, its length and the limit); an accepted body is read as it arrives.
+pub fn read_frame(r: &mut dyn Read, limits: &FrameLimits) -> io::Result<Option<Frame>> {
     let mut len = [0u8; 4];
     match r.read_exact(&mut len) {
         Ok(()) => {}
@@ -318,12 +479,43 @@ pub fn read_frame(r: &mut dyn Read) -> io::Result<Option<Frame>> {
         Err(e) => return Err(e),
     }
     let len = u32::from_le_bytes(len) as usize;
-    if len == 0 || len > MAX_FRAME {
-        return Err(bad(format!("implausible frame length {len}")));
+    if len == 0 {
+        return Err(bad(
+            "a frame of length 0 (it must hold at least its kind)".into()
+        ));
     }
-    let mut buf = vec![0u8; len];
-    r.read_exact(&mut buf)?;
-    Frame::decode(buf[0], &buf[1..]).map(Some)
+    let mut kind = [0u8; 1];
+    r.read_exact(&mut kind)?;
+    let kind = kind[0];
+    let body_len = len - 1;
+    let Some(limit) = limits.of(kind) else {
+        return Err(bad(format!("unknown frame kind {kind}")));
+    };
+    if body_len > limit {
+        return Err(bad(format!(
+            "{} frame of {body_len} bytes is over the limit of {limit} bytes for {} frames",
+            a_kind(kind),
+            kind_name(kind)
+        )));
+    }
+    let mut body = Vec::new();
+    read_body(r, body_len, &mut body)
+        .map_err(|e| io::Error::new(e.kind(), format!("inside {} frame: {e}", a_kind(kind))))?;
+    Frame::decode(kind, &body).map(Some)
+}
+
+/// Read exactly `len` bytes into `buf` as they arrive: the buffer starts at most
+/// `FIRST_CHUNK` large and grows with what was read, never with what was announced.
+fn read_body(r: &mut dyn Read, len: usize, buf: &mut Vec<u8>) -> io::Result<()> {
+    buf.reserve(len.min(FIRST_CHUNK));
+    let got = r.take(len as u64).read_to_end(buf)?;
+    if got < len {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            format!("the stream ended after {got} of {len} bytes"),
+        ));
+    }
+    Ok(())
 }
 
 /// Skip anything before the magic (at most 64 KiB), so banners cannot desynchronise.
@@ -373,6 +565,7 @@ pub fn mono_ns() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sha2::Digest;
 
     #[test]
     fn frames_round_trip() {
@@ -431,10 +624,11 @@ mod tests {
         }
         let mut r = &buf[..];
         read_magic(&mut r).unwrap();
+        let limits = FrameLimits::for_job(&job(2, 1, 2, Task::Run));
         for f in &frames {
-            assert_eq!(read_frame(&mut r).unwrap().as_ref(), Some(f));
+            assert_eq!(read_frame(&mut r, &limits).unwrap().as_ref(), Some(f));
         }
-        assert_eq!(read_frame(&mut r).unwrap(), None);
+        assert_eq!(read_frame(&mut r, &limits).unwrap(), None);
     }
 
     #[test]
@@ -462,12 +656,303 @@ mod tests {
 
     #[test]
     fn garbage_is_an_error_not_a_panic() {
+        let greeting = FrameLimits::greeting();
         let mut r: &[u8] = &[0xff, 0xff, 0xff, 0xff, 1];
-        assert!(read_frame(&mut r).is_err());
+        assert!(read_frame(&mut r, &greeting).is_err());
         let mut r: &[u8] = &[2, 0, 0, 0, 99, 0];
-        assert!(read_frame(&mut r).is_err());
+        assert!(read_frame(&mut r, &greeting).is_err());
+        let mut r: &[u8] = &[0, 0, 0, 0];
+        assert!(read_frame(&mut r, &greeting).is_err());
         let mut r: &[u8] = b"no magic here";
         assert!(read_magic(&mut r).is_err());
+    }
+
+    /// The job of a host running `workers` × `disks` with `streams` streams.
+    fn job(workers: u32, disks: u32, streams: usize, task: Task) -> AgentJob {
+        use crate::fixtures::{fleet, plan, stream};
+        let streams = (0..streams)
+            .map(|i| stream(&format!("s{i}"), 50.0))
+            .collect();
+        AgentJob {
+            groups: vec![GroupPlan {
+                name: "g".into(),
+                plan: plan(fleet(workers, disks, 1, 1), streams),
+                worker_base: 0,
+            }],
+            target: TargetArg::Dir("/tmp".into()),
+            settings: RunSettings::default(),
+            task,
+        }
+    }
+
+    /// A frame's bytes: its length, `kind`, and a body of `len` bytes of `fill`.
+    fn raw(kind: u8, len: usize, fill: u8) -> Vec<u8> {
+        let mut b = ((len + 1) as u32).to_le_bytes().to_vec();
+        b.push(kind);
+        b.resize(5 + len, fill);
+        b
+    }
+
+    /// Each class of frame kind at its phase's limit is read whole (then its body is
+    /// judged), and one byte more is refused from the header alone, naming the kind and
+    /// the limit.
+    #[test]
+    fn every_kind_of_frame_is_read_up_to_its_limit_and_refused_past_it() {
+        let greeting = FrameLimits::greeting();
+        let running = FrameLimits::for_job(&job(3, 2, 1, Task::Run));
+        let classes: [(&str, u8, usize, &FrameLimits); 8] = [
+            ("stop", K_STOP, 0, &greeting),
+            ("heartbeat", K_HEARTBEAT, 0, &running),
+            ("pong", K_PONG, CLOCK_MAX, &greeting),
+            ("hello", K_HELLO, HELLO_MAX, &greeting),
+            ("job", K_JOB, JOB_MAX, &greeting),
+            ("error", K_ERROR, greeting.report, &greeting),
+            ("done", K_DONE, running.report, &running),
+            ("interval", K_INTERVAL, running.interval, &running),
+        ];
+        for (name, kind, limit, limits) in classes {
+            assert_eq!(limits.of(kind), Some(limit), "{name}");
+            let at = raw(kind, limit, b' ');
+            let mut r = &at[..];
+            match read_frame(&mut r, limits) {
+                Ok(_) => assert_eq!(limit, 0, "{name}: only an empty body decodes"),
+                Err(e) => assert!(!e.to_string().contains("limit"), "{name}: {e}"),
+            }
+            assert!(
+                r.is_empty(),
+                "{name}: the whole frame at its limit was read"
+            );
+            let past = raw(kind, limit + 1, b' ');
+            let mut r = &past[..];
+            let e = read_frame(&mut r, limits).unwrap_err().to_string();
+            let says = format!(
+                "{} frame of {} bytes is over the limit of {limit} bytes",
+                a_kind(kind),
+                limit + 1
+            );
+            assert!(e.starts_with(&says), "{e}");
+            assert_eq!(r.len(), limit + 1, "{name}: nothing of the body was read");
+        }
+        // The phase decides: before the job an interval frame the size of a three-disk
+        // host's is refused, after it read.
+        let frame = raw(K_INTERVAL, greeting.interval + 1, 0);
+        assert!(read_frame(&mut &frame[..], &greeting).is_err());
+        let e = read_frame(&mut &frame[..], &running)
+            .unwrap_err()
+            .to_string();
+        let past = greeting.interval + 1 - 24;
+        assert_eq!(
+            e,
+            format!("an interval frame with {past} bytes past its end")
+        );
+        // An unknown kind is refused, whatever its length.
+        let e = read_frame(&mut &raw(200, 0, 0)[..], &running).unwrap_err();
+        assert_eq!(e.to_string(), "unknown frame kind 200");
+    }
+
+    /// A reader that hands out `total` bytes in `chunk`-byte pieces, then ends.
+    struct Trickle {
+        left: usize,
+        chunk: usize,
+    }
+
+    impl Read for Trickle {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = self.left.min(self.chunk).min(buf.len());
+            buf[..n].fill(7);
+            self.left -= n;
+            Ok(n)
+        }
+    }
+
+    /// An agent that announces 4 GiB and sends 300 KiB before its stream ends: the
+    /// buffer holds about what arrived, never what was announced, and the error says
+    /// how much came of how much.
+    #[test]
+    fn a_body_is_buffered_as_it_arrives_not_as_announced() {
+        let announced = u32::MAX as usize - 1;
+        let mut buf = Vec::new();
+        let mut r = Trickle {
+            left: 300 << 10,
+            chunk: 1000,
+        };
+        let e = read_body(&mut r, announced, &mut buf).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof);
+        assert_eq!(buf.len(), 300 << 10);
+        assert!(
+            buf.capacity() <= 2 * (300 << 10) + FIRST_CHUNK,
+            "{} bytes reserved for 300 KiB received",
+            buf.capacity()
+        );
+        // Through the frame reader, with no limit in the way.
+        let huge = FrameLimits {
+            interval: usize::MAX,
+            report: 0,
+        };
+        let mut head = ((announced + 1) as u32).to_le_bytes().to_vec();
+        head.push(K_INTERVAL);
+        let mut r = (&head[..]).chain(Trickle {
+            left: 5000,
+            chunk: 100,
+        });
+        let e = read_frame(&mut r, &huge).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!("inside an interval frame: the stream ended after 5000 of {announced} bytes")
+        );
+        // With the limits of a real job, the same header is refused before any body.
+        let running = FrameLimits::for_job(&job(3, 2, 1, Task::Run));
+        let mut r = (&head[..]).chain(Trickle {
+            left: 5000,
+            chunk: 100,
+        });
+        let e = read_frame(&mut r, &running).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("over the limit of {} bytes", running.interval)),
+            "{e}"
+        );
+    }
+
+    /// The limits hold what a legal frame can: clock values at their largest, a host
+    /// name of escaped control characters, a histogram with every cell in use (the
+    /// geometry `HIST_CELLS` counts), an interval of such samples.
+    #[test]
+    fn legal_frames_at_their_largest_fit_their_limits() {
+        let body_len = |f: &Frame| f.encode().1.len();
+        let clock = Clock {
+            seq: u32::MAX,
+            t_ns: u64::MAX,
+        };
+        assert!(body_len(&Frame::Pong(clock.clone())) <= CLOCK_MAX);
+        assert!(body_len(&Frame::Start(Start { epoch_ns: u64::MAX })) <= CLOCK_MAX);
+        let hello = Hello {
+            protocol: u32::MAX,
+            version: "9999.9999.9999-rc.999".into(),
+            hostname: "\u{1}".repeat(64),
+            pid: u32::MAX,
+        };
+        assert!(body_len(&Frame::Hello(hello)) <= HELLO_MAX);
+        // Every cell of the geometry: each value 1..2,047, then 1,024 per power of two,
+        // up to the top of u64. With a count of 1 in each, the payload is one byte per
+        // cell from 0 (0 ns, recorded as 1 ns, stays empty: one byte too).
+        let mut h = iofleet_stats::LatencyHist::new();
+        for v in 1..2048u64 {
+            h.record(v);
+        }
+        for shift in 1..=53u32 {
+            for sub in 1024..2048u64 {
+                h.record(sub << shift);
+            }
+        }
+        h.record(u64::MAX);
+        assert_eq!(h.to_v2_bytes().len() - 40, HIST_CELLS);
+        // A three-disk host with two streams: its interval frame with every histogram
+        // that full fits its limit, with room for counts up to 9 bytes.
+        let limits = FrameLimits::for_job(&job(3, 1, 2, Task::Run));
+        let mut s = Sample::new(2);
+        for st in &mut s.streams {
+            st.read.hist = h.clone();
+            st.write.hist = h.clone();
+        }
+        let full = Frame::Interval(IntervalData {
+            index: u32::MAX,
+            stopped_at: Some(u64::MAX),
+            samples: (0..3).map(|w| (w, 0, s.clone())).collect(),
+            usage: Some(HostUsage {
+                wall_s: f64::MAX,
+                ..Default::default()
+            }),
+            generator: Some(Box::new(GenSample {
+                lag: h.clone(),
+                reap: h.clone(),
+                ..Default::default()
+            })),
+        });
+        let len = body_len(&full);
+        assert!(len <= limits.interval, "{len} > {}", limits.interval);
+        // A verify job keeping many corruptions has room for them in its done frame.
+        let keep = FrameLimits::for_job(&job(3, 1, 1, Task::Verify { keep: 1000 }));
+        assert_eq!(
+            keep.report - limits.report,
+            (1000 - MAX_CORRUPTION_DETAILS) * REPORT_PER_CORRUPTION
+        );
+    }
+
+    /// One frame of every kind, with fixed contents, as the wire carries them.
+    fn every_kind() -> Vec<Frame> {
+        let mut s = Sample::new(2);
+        s.streams[0].read.record(12_345, 4096);
+        s.streams[1].write.record(9_876_543, 65536);
+        s.streams[1].write.record_error();
+        let clock = Clock { seq: 7, t_ns: 1 };
+        vec![
+            Frame::Hello(Hello {
+                protocol: PROTOCOL_VERSION,
+                version: "v".into(),
+                hostname: "h".into(),
+                pid: 2,
+            }),
+            Frame::Job(Box::new(job(2, 1, 1, Task::Verify { keep: 3 }))),
+            Frame::Ping(clock.clone()),
+            Frame::Pong(clock.clone()),
+            Frame::Ready(Ready {
+                notices: vec!["n".into()],
+                engine: "null".into(),
+                configured_outstanding: 4,
+            }),
+            Frame::Start(Start { epoch_ns: 5 }),
+            Frame::Started(clock),
+            Frame::Interval(IntervalData {
+                index: 1,
+                stopped_at: Some(2),
+                samples: vec![(0, 0, s)],
+                usage: Some(HostUsage {
+                    wall_s: 0.5,
+                    ..Default::default()
+                }),
+                generator: Some(Box::new(GenSample::thread_span(1_000, 400, Some(30), 12))),
+            }),
+            Frame::Heartbeat,
+            Frame::Stop,
+            Frame::Done(Done {
+                end_ns: 9,
+                failures: vec!["f".into()],
+                errors: vec![],
+                notices: vec![],
+                verify: None,
+                disks_checked: 1,
+                disks: vec![DiskErrors::new(0, 0)],
+                preconditioned: None,
+            }),
+            Frame::Error(Failure {
+                message: "m".into(),
+                input: false,
+            }),
+        ]
+    }
+
+    /// The frames' bytes, pinned with the protocol version they belong to: a change to
+    /// any frame or body fails here until `PROTOCOL_VERSION` is bumped (with its line in
+    /// the changelog above it and in docs/fleet.md) and the digest updated with it.
+    #[test]
+    fn the_frames_bytes_change_only_with_the_protocol_version() {
+        const GOLDEN: (u32, &str) = (
+            6,
+            "bf9af9e85e9dd05adb5335f4579e41d5e32e233f437b60718e31952014292f3f",
+        );
+        let mut wire = Vec::new();
+        for f in every_kind() {
+            write_frame(&mut wire, &f).unwrap();
+        }
+        let digest: String = sha2::Sha256::digest(&wire)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(
+            (PROTOCOL_VERSION, digest.as_str()),
+            GOLDEN,
+            "the frames' bytes changed: bump PROTOCOL_VERSION, say what changed in its changelog and docs/fleet.md, and pin the new digest with the new version"
+        );
     }
 
     #[test]

@@ -14,7 +14,7 @@
 
 use std::ops::AddAssign;
 
-use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
+use hdrhistogram::serialization::{Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 
 /// Significant decimal digits kept by every latency histogram.
@@ -264,21 +264,19 @@ impl LatencyHist {
         LatencyHist { form: out }
     }
 
-    /// Decode the HDR V2 encoding. Histograms of iofleet's own geometry decode straight
-    /// into the sparse form (no counts array is built); any other is decoded by HDR.
+    /// Decode the HDR V2 encoding of a histogram of iofleet's own geometry, straight
+    /// into the sparse form (no counts array is built, so memory follows the bytes
+    /// read). Any other encoding is refused: HDR's own decoder would allocate the counts
+    /// of whatever range and precision a 40-byte header claims (48 MB for one claiming 5
+    /// digits over the u64 range), and the bytes may come from an agent or a shared store.
     pub fn from_v2_bytes(bytes: &[u8]) -> Result<Self, String> {
         if bytes.is_empty() {
             return Ok(LatencyHist::new());
         }
-        if let Some(h) = decode_sparse(bytes) {
-            return Ok(h);
-        }
-        let mut h: Histogram<u64> = Deserializer::new()
-            .deserialize(&mut &bytes[..])
-            .map_err(|e| format!("bad histogram encoding: {e:?}"))?;
-        h.auto(true);
-        Ok(LatencyHist {
-            form: Form::Dense(Box::new(h)),
+        decode_sparse(bytes).ok_or_else(|| {
+            format!(
+                "bad histogram encoding: not an HDR V2 histogram of iofleet's geometry (lowest 1 ns, {SIGFIG} significant digits)"
+            )
         })
     }
 }
@@ -610,6 +608,7 @@ impl PackedHist {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hdrhistogram::serialization::Deserializer;
     use rand::{Rng, SeedableRng};
 
     fn exact_quantile(sorted: &[u64], q: f64) -> u64 {
@@ -666,6 +665,20 @@ mod tests {
         let back = LatencyHist::from_v2_bytes(&h.to_v2_bytes()).unwrap();
         assert_eq!(h, back);
         assert!(LatencyHist::from_v2_bytes(b"junk").is_err());
+        // Another geometry (5 digits up to 2^63, which HDR would give 48 MB of counts)
+        // is refused from its header.
+        let mut foreign = Vec::new();
+        for word in [0x1c84_9313u32, 0, 0, 5] {
+            foreign.extend_from_slice(&word.to_be_bytes());
+        }
+        for word in [1u64, u64::MAX / 2, 1.0f64.to_bits()] {
+            foreign.extend_from_slice(&word.to_be_bytes());
+        }
+        let e = LatencyHist::from_v2_bytes(&foreign).unwrap_err();
+        assert!(
+            e.contains("not an HDR V2 histogram of iofleet's geometry"),
+            "{e}"
+        );
     }
 
     /// A histogram with `n` latencies from a heavy-tailed mix, and the raw values.

@@ -270,6 +270,14 @@ impl Sample {
         if n > 1 << 16 {
             return Err(format!("implausible stream count {n}"));
         }
+        // Each stream takes at least its counters and two histogram lengths: a count
+        // the bytes cannot hold is refused before the streams are allocated.
+        if n.saturating_mul(2 * (3 * 8 + 2 * 16 + 4)) > input.len() {
+            return Err(format!(
+                "truncated sample: {n} streams in {} bytes",
+                input.len()
+            ));
+        }
         let mut sample = Sample::new(n);
         for s in sample.streams.iter_mut() {
             for o in [&mut s.read, &mut s.write] {
@@ -338,6 +346,9 @@ mod tests {
         assert_eq!(Sample::decode(&mut input).unwrap(), Sample::new(1));
         assert!(input.is_empty());
         assert!(Sample::decode(&mut &buf[..10]).is_err());
+        // 65,536 streams claimed by 4 bytes: refused before any is allocated.
+        let e = Sample::decode(&mut &(1u32 << 16).to_le_bytes()[..]).unwrap_err();
+        assert_eq!(e, "truncated sample: 65536 streams in 0 bytes");
     }
 
     #[test]

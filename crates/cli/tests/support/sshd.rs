@@ -89,7 +89,9 @@ pub fn one_at_a_time() -> OneAtATime {
 }
 
 /// Removes the agent copies fleet runs keep in `~/.cache/iofleet` (every loopback host
-/// is this machine's root) when dropped, and the directory if that empties it.
+/// is this machine's root) when dropped, the records of agents no longer running (in
+/// `runs`: a test that kills a session leaves its agent's), and the directories if
+/// that empties them.
 pub struct RemoveCopies;
 
 impl Drop for RemoveCopies {
@@ -104,6 +106,18 @@ impl Drop for RemoveCopies {
                 let _ = fs::remove_file(e.path());
             }
         }
+        for e in fs::read_dir(dir.join("runs"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let pid = fs::read_to_string(e.path().join("pid")).unwrap_or_default();
+            let pid = pid.trim();
+            if pid.is_empty() || !Path::new("/proc").join(pid).exists() {
+                let _ = fs::remove_dir_all(e.path());
+            }
+        }
+        let _ = fs::remove_dir(dir.join("runs"));
         let _ = fs::remove_dir(&dir);
     }
 }
