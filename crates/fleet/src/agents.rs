@@ -367,8 +367,9 @@ const NEEDS_COPY: &[u8; 8] = b"IOFLEET?";
 /// Days a copy of another version stays on a host unused before a run removes it.
 pub const KEEP_DAYS: u32 = 7;
 
-/// Remove every iofleet copy and abandoned upload in the host's `~/.cache/iofleet` that
-/// no process runs, then the directory if nothing else is in it (verify journals of the
+/// Remove every iofleet copy that no process runs, and every upload whose writer (the
+/// start script's shell, whose PID ends its name) is gone, in the host's
+/// `~/.cache/iofleet`, then the directory if nothing else is in it (verify journals of the
 /// user's runs stay). Prints what it removed and what it left, one line each (a file
 /// another cleaner removed first is neither). The records of agents no longer running
 /// (`stale_records_lines`) go too, without a line: they are not files the user keeps.
@@ -378,7 +379,8 @@ fn clean_script() -> String {
 for f in "$d"/iofleet-* "$d"/.upload.*; do
   [ -e "$f" ] || continue
   busy=no
-  for e in /proc/[0-9]*/exe; do [ "$(readlink "$e" 2>/dev/null)" = "$f" ] && busy=yes && break; done
+  case "$f" in *"/.upload."*) w="${{f##*.upload.}}"; [ -n "$w" ] && [ -d "/proc/$w" ] && busy=yes;; esac
+  [ $busy = yes ] || for e in /proc/[0-9]*/exe; do [ "$(readlink "$e" 2>/dev/null)" = "$f" ] && busy=yes && break; done
   if [ $busy = yes ]; then echo "in use $f"
   elif rm "$f" 2>/dev/null; then echo "removed $f"
   elif [ -e "$f" ]; then echo "cannot remove $f"; fi
@@ -1813,6 +1815,33 @@ mod tests {
             .env_remove(RUN_DIR_ENV)
             .current_dir(cwd);
         c
+    }
+
+    /// `hosts clean` leaves an upload whose writer still runs (another run's, on a shared
+    /// host) and removes one whose writer is gone. It removed both before: an observer run
+    /// beside a fleet's upload then failed at `chmod` of its vanished copy.
+    #[test]
+    fn clean_keeps_an_upload_in_progress_and_removes_an_abandoned_one() {
+        let home = tempfile::tempdir().unwrap();
+        let d = home.path().join(".cache/iofleet");
+        std::fs::create_dir_all(&d).unwrap();
+        let mut writer = Command::new("sleep").arg("60").spawn().unwrap();
+        let live = d.join(format!(".upload.{}", writer.id()));
+        let gone = d.join(".upload.4000000");
+        std::fs::write(&live, "part").unwrap();
+        std::fs::write(&gone, "part").unwrap();
+        let o = host_sh(home.path(), home.path(), &clean_script())
+            .output()
+            .unwrap();
+        let _ = writer.kill();
+        let _ = writer.wait();
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(out.contains(&format!("in use {}", live.display())), "{out}");
+        assert!(
+            out.contains(&format!("removed {}", gone.display())),
+            "{out}"
+        );
+        assert!(live.exists() && !gone.exists(), "{out}");
     }
 
     /// Wait (generously) until `cond` holds.
