@@ -263,8 +263,9 @@ fn negative_numbers_reach_the_flags_own_range_check() {
         ("--read-pct", "-5", "must be at least 0"),
         ("--random-pct", "-0.5", "must be at least 0"),
         ("--rate", "-10", "must be greater than 0"),
-        ("--disk-size", "-4k", "cannot be negative"),
-        ("--duration", "-1s", "cannot be negative"),
+        ("--disk-size", "-4k", "'-4k' is negative"),
+        ("--bs", "-4k", "'-4k' is negative"),
+        ("--duration", "-1s", "'-1s' is negative"),
     ] {
         for profile in [Some("easy-run-4k70r"), None] {
             let mut args = vec!["run"];

@@ -873,6 +873,9 @@ fn one_value(v: &str) -> Option<String> {
 /// are powers of `kb_base`; `ki`/`kib`... are always powers of 1024.
 pub(crate) fn fio_size(text: &str, kb_base: u64) -> Result<u64, String> {
     let t = text.trim();
+    if t.starts_with('-') {
+        return Err(format!("'{text}' is negative: a size is 0 or more bytes"));
+    }
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
@@ -1145,6 +1148,8 @@ rate_iops=300
         assert_eq!(fio_size("2g", 1024), Ok(2 << 30));
         assert_eq!(fio_size("1t", 1024), Ok(1 << 40));
         assert!(fio_size("4x", 1024).is_err());
+        let e = fio_size("-5g", 1024).unwrap_err();
+        assert!(e.contains("'-5g' is negative"), "{e}");
         let text = "[r]\nrw=randread\nbsrange=4k-16k\nkb_base=1024\nsize=30%\nruntime=1m\n";
         let g = &map(text, &[]).unwrap().groups[0];
         assert_eq!(
