@@ -311,13 +311,15 @@ fn run_help_marks_no_override_flag_as_required() {
 }
 
 #[test]
-fn unknown_profile_name_lists_valid_ones() {
+fn unknown_profile_name_lists_valid_ones_and_suggests_the_nearest() {
     let d = tempfile::tempdir().unwrap();
+    let guess = "unknown profile 'easy-run-4k70' (did you mean 'easy-run-4k70r'?)";
     expect_input_error(
         d.path(),
         &["run", "easy-run-4k70", "--engine", "null"],
-        &["easy-run-4k70", "easy-run-4k70r"],
+        &[guess, "easy-run-4k100r"],
     );
+    expect_input_error(d.path(), &["profiles", "show", "easy-run-4k70"], &[guess]);
     expect_input_error(d.path(), &["profiles", "show", "nope"], &["nope"]);
 }
 
