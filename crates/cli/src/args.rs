@@ -268,8 +268,9 @@ pub struct RunArgs {
 
     /// Where disks live: a directory (created; one file per disk); repeated, existing
     /// directories (each worker's disks in turn over them, e.g. one mount per SSD) or
-    /// block devices split into disk regions.
-    #[arg(long, value_name = "DIR|DEVICE", default_value = "iofleet-data")]
+    /// block devices split into disk regions. Default: a fio job file's `directory`, else
+    /// iofleet-data.
+    #[arg(long, value_name = "DIR|DEVICE")]
     pub target: Vec<PathBuf>,
     /// Allow writing block devices that carry a filesystem, partition table, LVM, RAID or
     /// other signature. Their data is destroyed.

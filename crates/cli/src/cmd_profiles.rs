@@ -78,6 +78,14 @@ fn from_fio(a: FromFioArgs) -> Result<i32, Exit> {
     for n in &imp.notices {
         eprintln!("note: {n}");
     }
+    for d in imp.groups.iter().filter_map(|g| g.directory.as_ref()) {
+        eprintln!(
+            "note: fio {}: directory={}: a profile has no target; run it with --target {}",
+            d.at,
+            d.value,
+            d.paths.join(" --target ")
+        );
+    }
     let ctx = iofleet_profile::Context { direct: a.direct };
     let several = imp.groups.len() > 1;
     let mut stdout = String::new();

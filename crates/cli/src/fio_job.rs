@@ -3,18 +3,22 @@
 //! Reading and mapping are `iofleet_profile::fio`; this file finds the job file among the
 //! arguments, splits its jobs into `stonewall` phases, resolves each job's profile with
 //! the command-line overrides into worker groups on one timeline per phase (as `--group`
-//! does), picks the engine the jobs ask for when `--engine` is left at auto, and hands
-//! the mapping notices to the result. Running several phases is `fio_phases`; every other
-//! caller gets one phase's groups (`groups`). See docs/fio.md.
+//! does), picks the engine the jobs ask for when `--engine` is left at auto, takes the
+//! jobs' `directory` as the target when `--target` is not given, and hands the mapping
+//! notices to the result. Running several phases is `fio_phases`; every other caller
+//! gets one phase's groups (`groups`). See docs/fio.md.
 
 use std::path::{Path, PathBuf};
 
 use iofleet_fleet::EngineSpec;
-use iofleet_profile::fio::{self, FioImport};
+use iofleet_profile::fio::{self, FioDirectory, FioImport};
 use iofleet_profile::{format_duration, Context, GroupPlan, Overrides};
 
 use crate::args::RunArgs;
 use crate::Exit;
+
+/// The target of a run that names none, and whose job file (if any) names no directory.
+pub(crate) const DEFAULT_TARGET: &str = "iofleet-data";
 
 /// The fio job file the arguments name: `--fio FILE`, or a PROFILE ending in `.fio`.
 pub(crate) fn job_file(a: &RunArgs) -> Option<PathBuf> {
@@ -134,6 +138,8 @@ pub(crate) fn phases(a: &RunArgs, ov: &Overrides, path: &Path) -> Result<JobFile
         }
     }
     let ctx = Context { direct: a.direct };
+    let mut notices = imp.notices.clone();
+    notices.extend(directory_notices(a, &imp));
     let mut phases = Vec::new();
     for jobs in fio::phases(&imp.groups) {
         phases.push(Phase {
@@ -145,8 +151,104 @@ pub(crate) fn phases(a: &RunArgs, ov: &Overrides, path: &Path) -> Result<JobFile
     Ok(JobFile {
         phases,
         engine: engine_of(&imp),
-        notices: imp.notices,
+        notices,
     })
+}
+
+/// The distinct directories the jobs name with `directory` (in file order).
+fn directories(imp: &FioImport) -> Vec<&FioDirectory> {
+    let mut out: Vec<&FioDirectory> = Vec::new();
+    for d in imp.groups.iter().filter_map(|g| g.directory.as_ref()) {
+        if !out.iter().any(|o| o.paths == d.paths) {
+            out.push(d);
+        }
+    }
+    out
+}
+
+/// Where the run's disks go on this host: `--target` as given; else the job file's
+/// `directory` when its jobs agree (fio places a job's files there, and so does iofleet,
+/// with the checks any `--target` gets); else `iofleet-data`.
+pub(crate) fn target(a: &RunArgs) -> Result<Vec<PathBuf>, Exit> {
+    if !a.target.is_empty() {
+        return Ok(a.target.clone());
+    }
+    if let Some(path) = job_file(a) {
+        let imp = load(&path, a.direct, &a.fio_ignore, &a.fio_job)?;
+        if let [one] = directories(&imp).as_slice() {
+            let paths: Vec<PathBuf> = one.paths.iter().map(PathBuf::from).collect();
+            // A device is written only when the user names it: never from a job file.
+            if let Some(dev) = paths.iter().find(|p| is_block_device(p)) {
+                return Err(Exit::input(format!(
+                    "fio {}: directory={}: {} is a block device; iofleet writes a device only \
+                     when --target names it (--target {})",
+                    one.at,
+                    one.value,
+                    dev.display(),
+                    dev.display()
+                )));
+            }
+            return Ok(paths);
+        }
+    }
+    Ok(vec![PathBuf::from(DEFAULT_TARGET)])
+}
+
+fn is_block_device(p: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::metadata(p).is_ok_and(|m| m.file_type().is_block_device())
+}
+
+/// Whether `--target` names the directories `paths` (as written, or once resolved).
+fn names_the_same(target: &[PathBuf], paths: &[String]) -> bool {
+    let same = |t: &Path, p: &Path| {
+        t == p || matches!((t.canonicalize(), p.canonicalize()), (Ok(x), Ok(y)) if x == y)
+    };
+    target.len() == paths.len() && target.iter().zip(paths).all(|(t, p)| same(t, Path::new(p)))
+}
+
+/// Notices for the jobs' `directory` where it is not the run's target: with `--hosts`
+/// (each host's inventory target), beside a `--target` that names another place, and
+/// when the jobs disagree (one target serves every group).
+fn directory_notices(a: &RunArgs, imp: &FioImport) -> Vec<String> {
+    let dirs = directories(imp);
+    let at = |d: &FioDirectory| format!("fio {}: directory={}", d.at, d.value);
+    if a.hosts.is_some() {
+        return dirs
+            .iter()
+            .map(|d| {
+                format!(
+                    "{}: with --hosts each host's disks go under its target in the inventory, \
+                     not in this directory",
+                    at(d)
+                )
+            })
+            .collect();
+    }
+    if !a.target.is_empty() {
+        let given: Vec<String> = a.target.iter().map(|t| t.display().to_string()).collect();
+        return dirs
+            .iter()
+            .filter(|d| !names_the_same(&a.target, &d.paths))
+            .map(|d| {
+                format!(
+                    "{}: the disks go under --target {}, as given, not in this directory",
+                    at(d),
+                    given.join(",")
+                )
+            })
+            .collect();
+    }
+    if dirs.len() > 1 {
+        let values: Vec<&str> = dirs.iter().map(|d| d.value.as_str()).collect();
+        return vec![format!(
+            "fio {}: the jobs name different directories ({}); one target serves every group, \
+             here {DEFAULT_TARGET} (pass --target)",
+            dirs[0].at.file,
+            values.join(", ")
+        )];
+    }
+    Vec::new()
 }
 
 /// The worker groups of one phase's jobs, placed one after another.
@@ -223,6 +325,7 @@ pub(crate) fn notices(a: &RunArgs) -> Vec<String> {
         return Vec::new();
     };
     let mut out = imp.notices.clone();
+    out.extend(directory_notices(a, &imp));
     let asked: Vec<&str> = imp.groups.iter().filter_map(|g| g.engine).collect();
     if a.engine == EngineSpec::Auto && engine_of(&imp).is_none() && asked.len() > 1 {
         out.push(format!(

@@ -196,9 +196,14 @@ pub(crate) fn resolve(a: &RunArgs) -> Result<(Vec<GroupPlan>, RunSettings), Exit
 }
 
 /// Where the workers run: agents on the inventory's hosts with `--hosts` (targets come
-/// from the inventory), else threads of this process on `--target`.
+/// from the inventory), else threads of this process on the run's target
+/// (`fio_job::target`).
 pub(crate) fn launcher_for(a: &RunArgs, settings: RunSettings) -> Result<Box<dyn Launcher>, Exit> {
-    launcher_at(a.hosts.as_deref(), &a.target, settings)
+    let target = match a.hosts {
+        Some(_) => Vec::new(),
+        None => crate::fio_job::target(a)?,
+    };
+    launcher_at(a.hosts.as_deref(), &target, settings)
 }
 
 /// The launcher for an inventory (`--hosts`), else for `--target` on this host.

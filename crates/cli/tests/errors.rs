@@ -263,8 +263,9 @@ fn negative_numbers_reach_the_flags_own_range_check() {
         ("--read-pct", "-5", "must be at least 0"),
         ("--random-pct", "-0.5", "must be at least 0"),
         ("--rate", "-10", "must be greater than 0"),
-        ("--disk-size", "-4k", "cannot be negative"),
-        ("--duration", "-1s", "cannot be negative"),
+        ("--disk-size", "-4k", "'-4k' is negative"),
+        ("--bs", "-4k", "'-4k' is negative"),
+        ("--duration", "-1s", "'-1s' is negative"),
     ] {
         for profile in [Some("easy-run-4k70r"), None] {
             let mut args = vec!["run"];
@@ -310,13 +311,15 @@ fn run_help_marks_no_override_flag_as_required() {
 }
 
 #[test]
-fn unknown_profile_name_lists_valid_ones() {
+fn unknown_profile_name_lists_valid_ones_and_suggests_the_nearest() {
     let d = tempfile::tempdir().unwrap();
+    let guess = "unknown profile 'easy-run-4k70' (did you mean 'easy-run-4k70r'?)";
     expect_input_error(
         d.path(),
         &["run", "easy-run-4k70", "--engine", "null"],
-        &["easy-run-4k70", "easy-run-4k70r"],
+        &[guess, "easy-run-4k100r"],
     );
+    expect_input_error(d.path(), &["profiles", "show", "easy-run-4k70"], &[guess]);
     expect_input_error(d.path(), &["profiles", "show", "nope"], &["nope"]);
 }
 

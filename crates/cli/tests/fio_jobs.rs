@@ -712,3 +712,157 @@ fn an_included_file_that_is_not_a_job_file_is_never_echoed() {
         );
     }
 }
+
+/// fio places a job's files in its `directory`: without `--target`, so does iofleet, with
+/// the checks any target gets; a `--target` naming the same place gets no notice, and one
+/// naming another place, `--hosts`, or jobs that disagree say the directory is not used.
+#[test]
+fn a_jobs_directory_is_the_target_unless_target_is_given() {
+    let d = tempfile::tempdir().unwrap();
+    let job = |name: &str, size: &str, dir: &str| {
+        std::fs::write(
+            d.path().join(name),
+            format!("[j]\nrw=randread\nsize={size}\nruntime=1\ntime_based\ndirectory={dir}\n"),
+        )
+        .unwrap();
+    };
+    job("dir.fio", "1m", "jobdir");
+    let o = run_fio(
+        d.path(),
+        &[
+            "run",
+            "dir.fio",
+            "--engine",
+            "psync",
+            "--direct=false",
+            "--warmup",
+            "0s",
+            "--json",
+            "--no-save",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["run"]["target"], "jobdir");
+    assert!(d.path().join("jobdir/w000-d000.iofleet").is_file());
+    assert!(!d.path().join("iofleet-data").exists());
+    // What a run says about directories: on stderr, and in a JSON result's notices.
+    let said = |o: &std::process::Output| {
+        let notices = serde_json::from_slice::<Value>(&o.stdout)
+            .map(|v| v["notices"].clone())
+            .unwrap_or_default();
+        let notices = notices.as_array().cloned().unwrap_or_default();
+        let mut lines: Vec<String> = stderr(o).lines().map(str::to_string).collect();
+        lines.extend(
+            notices
+                .iter()
+                .filter_map(|n| n.as_str().map(str::to_string)),
+        );
+        lines.retain(|l| l.contains("director"));
+        lines
+    };
+    assert_eq!(said(&o), Vec::<String>::new());
+    // A profile has no target: from-fio says which to run it with.
+    let o = run_fio(d.path(), &["profiles", "from-fio", "dir.fio"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        said(&o),
+        [
+            "note: fio dir.fio:6: directory=jobdir: a profile has no target; run it with --target \
+          jobdir"
+        ]
+    );
+
+    // A dry run names what a run would do; --target as the directory says nothing more.
+    let dry = |file: &str, extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            file,
+            "--engine",
+            "psync",
+            "--direct=false",
+            "--dry-run",
+        ];
+        args.extend(extra);
+        run_fio(d.path(), &args)
+    };
+    for same in ["jobdir", "./jobdir/"] {
+        let o = dry("dir.fio", &["--target", same]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        assert_eq!(said(&o), Vec::<String>::new(), "--target {same}");
+    }
+    let o = dry("dir.fio", &["--target", "other"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        said(&o),
+        [
+            "note: fio dir.fio:6: directory=jobdir: the disks go under --target other, as given, \
+          not in this directory"
+        ]
+    );
+    let inv = d.path().join("local.toml");
+    std::fs::write(
+        &inv,
+        "[[host]]\ndestination = \"l1\"\ntransport = \"local\"\ntarget = \"data1\"\n",
+    )
+    .unwrap();
+    let o = dry("dir.fio", &["--hosts", inv.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(said(&o)[0].contains("with --hosts each host's disks go under its target"));
+
+    // The directory is checked as --target is: too little space is refused, naming it,
+    // and nothing is created.
+    job("big.fio", "1000t", "bigdir");
+    let o = dry("big.fio", &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("not enough free space in bigdir"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!d.path().join("bigdir").exists());
+
+    // A block device is written only when --target names it, never from a job file (a
+    // device node made here, never opened).
+    if need::need(
+        "a_jobs_directory_is_the_target_unless_target_is_given",
+        &["root", "mknod"],
+    ) {
+        let node = d.path().join("blk");
+        let made = std::process::Command::new("mknod")
+            .args([node.to_str().unwrap(), "b", "7", "250"])
+            .status()
+            .unwrap();
+        assert!(made.success());
+        job("dev.fio", "1m", node.to_str().unwrap());
+        let o = dry("dev.fio", &[]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(
+            stderr(&o)
+                .contains("is a block device; iofleet writes a device only when --target names it"),
+            "{}",
+            stderr(&o)
+        );
+    }
+
+    // Jobs in different directories: one target serves every group, the default.
+    std::fs::write(
+        d.path().join("two.fio"),
+        "[global]\nruntime=1\ntime_based\nrw=read\n[a]\ndirectory=d1\n[b]\ndirectory=d2\n",
+    )
+    .unwrap();
+    let o = dry("two.fio", &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("Target: directory iofleet-data"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(
+        said(&o),
+        [
+            "note: fio two.fio: the jobs name different directories (d1, d2); one target serves \
+          every group, here iofleet-data (pass --target)"
+        ]
+    );
+}

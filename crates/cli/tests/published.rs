@@ -300,6 +300,37 @@ fn median_and_peak_intervals_are_those_of_the_intervals() {
     let text = stdout(&o);
     assert!(text.contains("median-IOPS interval"), "{text}");
     assert!(text.contains("peak-IOPS interval"), "{text}");
+    // Twelve intervals whose two middle ones differ: the median line says why the row's
+    // IOPS is not the median.
+    let median = format!(
+        "IOPS median of 12 measured 0.5 s intervals: {:.0}, the mean of the two middle \
+         intervals (an even count); the median-IOPS interval below is the lower of them",
+        f(&v["summary"]["iops_median_interval"])
+    );
+    assert!(text.contains(&median), "{text}");
+    let row = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("median-IOPS interval"))
+        .unwrap();
+    let row_iops: f64 = row.split_whitespace().nth(4).unwrap().parse().unwrap();
+    assert_eq!(row_iops, f(&m["iops"]).round(), "{row}");
+    assert!(
+        row_iops < f(&v["summary"]["iops_median_interval"]).round(),
+        "{text}"
+    );
+    // Eleven: the median is the middle interval's IOPS, and nothing needs saying.
+    let odd: Vec<&str> = UNEQUAL
+        .iter()
+        .map(|a| if *a == "6s" { "5500ms" } else { a })
+        .collect();
+    let o = run_in(
+        d.path(),
+        &[&["run"], odd.as_slice(), &["--no-save", "--quiet"]].concat(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains("IOPS median of 11 measured"), "{text}");
+    assert!(!text.contains("two middle"), "{text}");
 }
 
 /// A run recorded in a store shows the same convention figures and intervals from the

@@ -165,8 +165,8 @@ fn too_little_space_fails_before_writing_anything() {
     let msg = e.to_string();
     assert!(msg.contains("--disk-size"), "{msg}");
     assert!(msg.contains(&tmp.path().display().to_string()), "{msg}");
-    // 4 disks x (1 PiB + 4 KiB) in GiB with two decimals.
-    assert!(msg.contains("4194304.00 GiB"), "{msg}");
+    // 4 disks x (1 PiB + 4 KiB), in the unit the figure fills.
+    assert!(msg.contains("need 4.00 PiB more"), "{msg}");
     assert!(e.is_input_error());
     assert!(files_in(tmp.path()).is_empty());
     // A target directory that does not exist yet is checked on the filesystem it would

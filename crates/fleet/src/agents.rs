@@ -1335,6 +1335,7 @@ impl Launcher for AgentLauncher {
                 + Duration::from_nanos(max_rtt * 4).max(self.broadcast * 10),
             silence_grace: Some(self.settings.host_timeout),
             probe: None,
+            simulated_time: self.settings.engine.caps().simulated_time,
         }))
     }
 

@@ -61,6 +61,10 @@ pub(crate) struct CollectSpec<'a> {
     /// Samples this machine as host 0 at every interval (in-process sources); remote
     /// hosts send their own usage with their intervals instead.
     pub probe: Option<HostProbe>,
+    /// The engine runs in simulated time: intervals are simulated time and reach the
+    /// collector whenever the threads get there, so what the hosts spent is kept over
+    /// every interval, warm-up included (CPU over the real time the simulation took).
+    pub simulated_time: bool,
 }
 
 /// Everything the collection produced, ready to be summarised.
@@ -83,8 +87,11 @@ pub(crate) struct Collected {
     /// Per host: when it was lost (ns since the epoch).
     pub host_lost_ns: Vec<Option<u64>>,
     pub lost_reasons: Vec<String>,
-    /// Per host: what it spent over the measured intervals.
+    /// Per host: what it spent over the measured intervals (every interval in simulated
+    /// time).
     pub host_usage: Vec<HostUsage>,
+    /// I/Os completed over the intervals `host_usage` covers (CPU per I/O divides by it).
+    pub usage_ios: u64,
     /// The generator self-check over the measured intervals, and the most I/O threads
     /// that reported in one interval.
     pub generator: GenSample,
@@ -166,6 +173,7 @@ impl Collected {
             host_lost_ns: vec![None; spec.hosts.len()],
             lost_reasons: Vec::new(),
             host_usage: vec![HostUsage::default(); spec.hosts.len()],
+            usage_ios: 0,
             generator: GenSample::default(),
             io_threads: 0,
             verify: spec.plan.timing.verify.then(VerifySummary::default),
@@ -528,8 +536,11 @@ impl<'a> Collector<'a> {
                 HostUsage::busiest_other_load(workers),
             ));
         }
+        if !warmup || self.spec.simulated_time {
+            self.add_usage(&usage, fleet.all().ios);
+        }
         if !warmup {
-            self.add_measured(&per_disk, &usage, gen.as_ref(), dur_ns, row.iops);
+            self.add_measured(&per_disk, gen.as_ref(), dur_ns, row.iops);
         }
         observer.interval(&IntervalSnapshot {
             row: &row,
@@ -572,12 +583,21 @@ impl<'a> Collector<'a> {
         (start, end)
     }
 
+    /// Fold what the hosts spent over an interval, and its I/Os, into the run's usage.
+    fn add_usage(&mut self, usage: &[Option<HostUsage>], ios: u64) {
+        for (tot, u) in self.out.host_usage.iter_mut().zip(usage) {
+            if let Some(u) = u {
+                *tot += u;
+            }
+        }
+        self.out.usage_ios += ios;
+    }
+
     /// Fold a measured interval into the run's totals: generator figures, per-disk
-    /// samples, host usage, measured time, and its IOPS for the median.
+    /// samples, measured time, and its IOPS for the median.
     fn add_measured(
         &mut self,
         per_disk: &[Vec<Sample>],
-        usage: &[Option<HostUsage>],
         gen: Option<&GenSample>,
         dur_ns: u64,
         iops: f64,
@@ -594,11 +614,6 @@ impl<'a> Collector<'a> {
             }
             for (t, d) in tot.iter_mut().zip(disks) {
                 t.add(d);
-            }
-        }
-        for (tot, u) in out.host_usage.iter_mut().zip(usage) {
-            if let Some(u) = u {
-                *tot += u;
             }
         }
         out.measured_ns += dur_ns;
@@ -660,8 +675,8 @@ pub(crate) fn summarize(
         elapsed_s,
     );
     let all = fleet.all();
-    let ios = all.ios as f64;
-    let per_io = |s: f64| (ios > 0.0).then(|| s * 1e6 / ios);
+    let usage_ios = col.usage_ios as f64;
+    let per_io = |s: f64| (usage_ios > 0.0).then(|| s * 1e6 / usage_ios);
     let workers_usage: Vec<HostUsage> = spec.worker_hosts(&col.host_usage).cloned().collect();
     // Rates over the measured phase (a host that reported nothing has none).
     let rates: Vec<_> = col.host_usage.iter().map(HostUsage::summary).collect();
@@ -903,6 +918,7 @@ mod tests {
             epoch: Instant::now(),
             silence_grace: None,
             probe: None,
+            simulated_time: false,
         };
         let worker_totals = ios
             .iter()
@@ -929,6 +945,7 @@ mod tests {
             host_lost_ns: vec![None, None],
             lost_reasons: Vec::new(),
             host_usage: vec![HostUsage::default(); 2],
+            usage_ios: 0,
             generator: GenSample::default(),
             io_threads: 0,
             verify: None,
@@ -978,6 +995,7 @@ mod tests {
             epoch: Instant::now(),
             silence_grace: None,
             probe: None,
+            simulated_time: false,
         };
         let (tx, rx) = crossbeam_channel::unbounded();
         let interval = |source: u32, index: u32, stopped_at: Option<u64>| Msg::Interval {
@@ -1062,6 +1080,7 @@ mod tests {
             epoch: Instant::now(),
             silence_grace: None,
             probe: None,
+            simulated_time: false,
         };
         let reads = |n: u64| {
             let mut s = Sample::new(1);
@@ -1130,6 +1149,7 @@ mod tests {
             epoch: Instant::now(),
             silence_grace: Some(Duration::from_millis(200)),
             probe: None,
+            simulated_time: false,
         };
         // The sender stays alive and silent, as a frozen host's connection would.
         let (_tx, rx) = crossbeam_channel::unbounded::<Msg>();
@@ -1161,5 +1181,93 @@ mod tests {
         assert_eq!(stragglers_in([100, 100, 5], groups()), [false, true]);
         // Judged against the fleet instead, b would have been flagged.
         assert_eq!(stragglers([100, 100, 10]), [false, true]);
+    }
+
+    /// One source on one host: a 1 s warm-up and two measured 1 s intervals of 1,000
+    /// reads each, whose reports took 0.9 s, then 2 ms and 1 ms of real time, as a
+    /// simulation's do when the threads race ahead of the collector. Returns the
+    /// collected run and its CPU figure.
+    fn cpu_of_a_burst(simulated_time: bool) -> (Collected, CpuSummary) {
+        let plan = plan();
+        let timeline = Timeline::new(
+            Duration::from_secs(1),
+            Duration::from_secs(2),
+            Duration::from_secs(1),
+        );
+        let spec = CollectSpec {
+            plan: &plan,
+            timeline: &timeline,
+            worker_base: 0,
+            groups: vec![range(0, 1, None)],
+            workers: 1,
+            source_names: vec!["host a".into()],
+            hosts: vec!["a".into()],
+            worker_host: vec![0],
+            observers: Vec::new(),
+            source_host: vec![0],
+            epoch: Instant::now(),
+            silence_grace: None,
+            probe: None,
+            simulated_time,
+        };
+        let (tx, rx) = crossbeam_channel::unbounded();
+        // (real seconds, CPU seconds) per interval: one core busy throughout.
+        for (index, (wall_s, cpu_s)) in [(0.9, 0.9), (0.002, 0.002), (0.001, 0.001)]
+            .into_iter()
+            .enumerate()
+        {
+            let mut s = Sample::new(1);
+            (0..1000).for_each(|_| s.streams[0].read.record(1000, 4096));
+            tx.send(Msg::Interval {
+                source: 0,
+                index: index as u32,
+                samples: vec![(0, 0, s)],
+                errors: Vec::new(),
+                disks: Vec::new(),
+                stopped_at: None,
+                usage: Some(HostUsage {
+                    wall_s,
+                    proc_usr_s: cpu_s,
+                    ..Default::default()
+                }),
+                generator: None,
+            })
+            .unwrap();
+        }
+        tx.send(Msg::Done {
+            source: 0,
+            end_ns: 3_000_000_000,
+            error: None,
+            errors: Vec::new(),
+            disks: Vec::new(),
+            lost: false,
+        })
+        .unwrap();
+        drop(tx);
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let col = collect(&rx, &spec, &mut crate::Silent, &stop, &mut |_| {});
+        let ios = col.usage_ios as f64;
+        let cpu = fleet_cpu(&col.host_usage, |s| Some(s * 1e6 / ios)).unwrap();
+        (col, cpu)
+    }
+
+    #[test]
+    fn simulated_time_keeps_cpu_over_the_real_time_of_every_interval() {
+        // Real time: the measured intervals' spans, as before.
+        let (col, cpu) = cpu_of_a_burst(false);
+        assert_eq!(col.usage_ios, 2000);
+        assert!((col.host_usage[0].wall_s - 0.003).abs() < 1e-12);
+        assert!((cpu.us_per_io.unwrap() - 1.5).abs() < 1e-9, "{cpu:?}");
+        // Simulated time: every interval, warm-up included, so the figure is the CPU
+        // over the real time the simulation took, and per I/O over all its I/Os.
+        let (col, cpu) = cpu_of_a_burst(true);
+        assert_eq!(col.usage_ios, 3000);
+        assert_eq!(
+            col.measured_ns, 2_000_000_000,
+            "the measured phase is unchanged"
+        );
+        assert!((col.host_usage[0].wall_s - 0.903).abs() < 1e-12);
+        assert!((cpu.usr_pct - 100.0).abs() < 1e-9, "{cpu:?}");
+        assert!((cpu.us_per_io.unwrap() - 301.0).abs() < 1e-9, "{cpu:?}");
     }
 }

@@ -182,6 +182,7 @@ pub fn run(
         epoch,
         silence_grace: prep.silence_grace,
         probe: prep.probe.clone(),
+        simulated_time: prep.simulated_time,
     };
     let collected = collect(&rx, &spec, observer, &stop, &mut |s| launcher.give_up(s));
     let mut finished = launcher.finish();
@@ -333,6 +334,7 @@ mod tests {
                 start_margin: Duration::from_millis(5),
                 silence_grace: self.grace,
                 probe: None,
+                simulated_time: false,
             }))
         }
 

@@ -348,6 +348,7 @@ impl ThreadLauncher {
             } else {
                 Vec::new()
             })),
+            simulated_time: job.engine.caps().simulated_time,
         }
     }
 

@@ -108,6 +108,8 @@ pub struct Prepared {
     pub silence_grace: Option<Duration>,
     /// Samples this machine as host 0 each interval (in-process sources only).
     pub probe: Option<HostProbe>,
+    /// The engine runs in simulated time (see `CollectSpec::simulated_time`).
+    pub simulated_time: bool,
 }
 
 /// Facts a launcher learns during the run.

@@ -1,8 +1,9 @@
 //! What the host says about itself: process and whole-host CPU time, memory, network,
-//! the block devices under the targets, hostname. Read from /proc so that everything the
-//! process and the kernel spend is counted (io_uring worker threads are threads of this
-//! process; the loop device's kernel thread only shows in the host figure). A
-//! `HostProbe` turns successive readings into `HostUsage` spans, one per interval.
+//! the block devices under the targets, hostname. Read from /proc and the process's CPU
+//! clock so that everything the process and the kernel spend is counted (io_uring worker
+//! threads are threads of this process; the loop device's kernel thread only shows in
+//! the host figure). A `HostProbe` turns successive readings into `HostUsage` spans, one
+//! per interval.
 
 use std::fs;
 use std::time::Instant;
@@ -18,6 +19,9 @@ fn clock_ticks() -> f64 {
 #[derive(Debug, Clone)]
 struct Reading {
     at: Instant,
+    /// The process's CPU time, all threads, to the nanosecond.
+    proc_cpu_ns: u64,
+    /// The same split into user and system time, in clock ticks (how /proc keeps it).
     proc_usr: u64,
     proc_sys: u64,
     host_busy: u64,
@@ -52,10 +56,11 @@ impl HostProbe {
         let t = clock_ticks();
         let d = |x: u64, y: u64| y.saturating_sub(x);
         let wall_s = now.at.saturating_duration_since(a.at).as_secs_f64();
+        let (proc_usr_s, proc_sys_s) = split_cpu(a, &now);
         let u = HostUsage {
             wall_s,
-            proc_usr_s: d(a.proc_usr, now.proc_usr) as f64 / t,
-            proc_sys_s: d(a.proc_sys, now.proc_sys) as f64 / t,
+            proc_usr_s,
+            proc_sys_s,
             host_busy_s: d(a.host_busy, now.host_busy) as f64 / t,
             host_total_s: d(a.host_total, now.host_total) as f64 / t,
             rss_peak_mib: rss_peak_mib(),
@@ -70,6 +75,29 @@ impl HostProbe {
         self.last = now;
         u
     }
+}
+
+/// The process's CPU time between two readings, seconds, as (user, system). The total
+/// is the nanosecond clock's: /proc counts in ticks of 10 ms, and a span of a few
+/// milliseconds (the intervals of a simulated run, which reach the collector in bursts)
+/// would get a whole tick or none, hundreds of percent of a core or zero. The split
+/// follows the ticks of the span, or of the process's life when the span has none.
+fn split_cpu(a: &Reading, b: &Reading) -> (f64, f64) {
+    let total_s = b.proc_cpu_ns.saturating_sub(a.proc_cpu_ns) as f64 / 1e9;
+    let (usr, sys) = match (
+        b.proc_usr.saturating_sub(a.proc_usr),
+        b.proc_sys.saturating_sub(a.proc_sys),
+    ) {
+        (0, 0) => (b.proc_usr, b.proc_sys),
+        span => span,
+    };
+    let usr_share = if usr + sys == 0 {
+        1.0
+    } else {
+        usr as f64 / (usr + sys) as f64
+    };
+    let usr_s = total_s * usr_share;
+    (usr_s, total_s - usr_s)
 }
 
 /// The block devices (major, minor) that hold `paths`: the device itself for a block
@@ -128,8 +156,10 @@ pub fn whole_disks() -> Vec<(u32, u32)> {
 }
 
 fn read(devices: &[(u32, u32)]) -> Reading {
+    let cpu = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
     let mut r = Reading {
         at: Instant::now(),
+        proc_cpu_ns: cpu.tv_sec as u64 * 1_000_000_000 + cpu.tv_nsec as u64,
         proc_usr: 0,
         proc_sys: 0,
         host_busy: 0,
@@ -435,5 +465,65 @@ mod tests {
         // No path, no device; a path on a filesystem without a block device neither.
         assert!(devices_under(&[]).is_empty());
         assert!(devices_under(&[std::path::PathBuf::from("/proc")]).is_empty());
+    }
+
+    #[test]
+    fn process_cpu_of_a_short_span_is_counted_to_the_nanosecond() {
+        // 2 ms of CPU is a fifth of a clock tick: counted in ticks, it reads as 0 or as
+        // 10 ms (500% of a core over a 2 ms span).
+        let mut p = HostProbe::new(Vec::new());
+        let cpu_ns = || {
+            let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+            t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+        };
+        let c0 = cpu_ns();
+        let mut x = 0u64;
+        while cpu_ns() - c0 < 2_000_000 {
+            x = x.wrapping_mul(31).wrapping_add(1);
+        }
+        std::hint::black_box(x);
+        let u = p.sample();
+        let cpu = u.proc_usr_s + u.proc_sys_s;
+        assert!(cpu >= 0.002, "{u:?}");
+        // Other tests' threads count too, each known to the kernel up to its last
+        // scheduler tick (at most 10 ms): no more than every core busy, give or take that.
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        assert!(cpu <= (u.wall_s + 0.01) * cores, "{u:?}");
+    }
+
+    #[test]
+    fn cpu_is_split_as_the_ticks_split_it() {
+        let at = Instant::now();
+        let reading = |cpu_ns, usr, sys| Reading {
+            at,
+            proc_cpu_ns: cpu_ns,
+            proc_usr: usr,
+            proc_sys: sys,
+            host_busy: 0,
+            host_total: 0,
+            net_rx: 0,
+            net_tx: 0,
+            disk_ios: 0,
+            disk_sectors: 0,
+            disk_busy_ms: 0,
+        };
+        let close = |(a, b): (f64, f64), (x, y): (f64, f64)| {
+            assert!((a - x).abs() < 1e-12 && (b - y).abs() < 1e-12, "{a} {b}");
+        };
+        // The span's ticks: 3 of user, 1 of system.
+        close(
+            split_cpu(&reading(0, 10, 10), &reading(40_000_000, 13, 11)),
+            (0.03, 0.01),
+        );
+        // No tick in the span (3 ms): the process's ticks so far, 1 to 1.
+        close(
+            split_cpu(&reading(0, 5, 5), &reading(3_000_000, 5, 5)),
+            (0.0015, 0.0015),
+        );
+        // No tick yet at all: user time.
+        close(
+            split_cpu(&reading(0, 0, 0), &reading(1_000_000, 0, 0)),
+            (0.001, 0.0),
+        );
     }
 }

@@ -25,10 +25,16 @@ pub enum ProfileError {
         #[source]
         source: std::io::Error,
     },
-    /// `load_builtin` got a name that is not a built-in profile.
-    #[error("unknown profile '{name}'; built-in profiles are: {}; or give a path to a .toml file", .valid.join(", "))]
+    /// `load_builtin` got a name that is not a built-in profile; `nearest` is the
+    /// built-in name it most resembles, when one is close enough to be a typo.
+    #[error(
+        "unknown profile '{name}'{}; built-in profiles are: {}; or give a path to a .toml file",
+        .nearest.map(|n| format!(" (did you mean '{n}'?)")).unwrap_or_default(),
+        .valid.join(", ")
+    )]
     UnknownProfile {
         name: String,
+        nearest: Option<&'static str>,
         valid: Vec<&'static str>,
     },
     /// A value is missing, malformed, out of range or inconsistent with another.

@@ -54,9 +54,21 @@ pub fn load_builtin(name: &str) -> Result<RawProfile, ProfileError> {
         Some(text) => parse_toml(text, &format!("built-in {name}")),
         None => Err(ProfileError::UnknownProfile {
             name: name.to_string(),
+            nearest: nearest_name(name, &builtin_names()),
             valid: builtin_names(),
         }),
     }
+}
+
+/// The name in `names` that `typed` most resembles, when it is close enough to be a typo
+/// of it (Jaro similarity of at least 0.8, the measure clap suggests flags by).
+fn nearest_name(typed: &str, names: &[&'static str]) -> Option<&'static str> {
+    names
+        .iter()
+        .map(|&n| (strsim::jaro(typed, n), n))
+        .filter(|&(score, _)| score >= 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, n)| n)
 }
 
 /// A path if `name_or_path` ends with `.toml` or contains `/`, else a built-in name.

@@ -44,7 +44,7 @@ pub struct Overrides {
     /// `--cpus`, as typed.
     #[arg(long, value_name = "LIST", help = help("fleet.cpus"))]
     pub cpus: Option<String>,
-    #[arg(long, value_parser = parse_block_sizes, help = help("stream.bs"))]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_block_sizes, help = help("stream.bs"))]
     pub bs: Option<BlockSizes>,
     #[arg(long, allow_negative_numbers = true, help = help("stream.read_pct"))]
     pub read_pct: Option<f64>,
@@ -82,19 +82,13 @@ impl Overrides {
     }
 }
 
-/// A size flag's value (`4k`, `1g`); a negative one is refused with its own message.
+/// A size flag's value (`4k`, `1g`); a negative one is refused as negative.
 pub fn size(s: &str) -> Result<Bytes, String> {
-    if s.trim_start().starts_with('-') {
-        return Err("a size cannot be negative".into());
-    }
     parse_bytes(s)
 }
 
-/// A duration flag's value (`90s`, `500ms`); a negative one is refused.
+/// A duration flag's value (`90s`, `500ms`); a negative one is refused as negative.
 pub fn duration(s: &str) -> Result<Duration, String> {
-    if s.trim_start().starts_with('-') {
-        return Err("a duration cannot be negative".into());
-    }
     parse_duration(s)
 }
 
@@ -196,8 +190,9 @@ mod tests {
         assert!(ov.verify);
         assert!(!ov.is_empty());
         for (flag, value, says) in [
-            ("--disk-size", "-1g", "cannot be negative"),
-            ("--warmup", "-5s", "cannot be negative"),
+            ("--disk-size", "-1g", "'-1g' is negative"),
+            ("--warmup", "-5s", "'-5s' is negative"),
+            ("--bs", "-4k", "'-4k' is negative"),
             ("--bs", "4q", "--bs"),
             ("--prepare", "ones", "--prepare"),
         ] {

@@ -77,6 +77,9 @@ pub fn parse_bytes(text: &str) -> Result<Bytes, String> {
     if t.is_empty() {
         return Err("empty size".into());
     }
+    if t.starts_with('-') {
+        return Err(format!("'{text}' is negative: a size is 0 or more bytes"));
+    }
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
@@ -106,6 +109,9 @@ pub fn parse_bytes(text: &str) -> Result<Bytes, String> {
 /// Parse `10s`, `500ms`, `5m`, `1h`, `1.5s` or a bare number of seconds.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let t = text.trim();
+    if t.starts_with('-') {
+        return Err(format!("'{text}' is negative: a duration is 0 or more"));
+    }
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
@@ -221,6 +227,19 @@ mod tests {
         assert_eq!(Bytes(4096).to_string(), "4k");
         assert_eq!(Bytes(1536).to_string(), "1536");
         assert_eq!(Bytes(10 << 30).to_string(), "10g");
+    }
+
+    #[test]
+    fn a_negative_size_or_duration_is_called_negative() {
+        for text in ["-5g", " -4k", "-1"] {
+            let e = parse_bytes(text).unwrap_err();
+            assert!(e.contains("is negative") && !e.contains("suffix"), "{e}");
+        }
+        assert!(parse_duration("-5s").unwrap_err().contains("is negative"));
+        // A bad suffix is still one.
+        assert!(parse_bytes("5q")
+            .unwrap_err()
+            .contains("unknown size suffix 'q'"));
     }
 
     #[test]

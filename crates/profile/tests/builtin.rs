@@ -262,8 +262,32 @@ fn unknown_profile_lists_valid_names() {
     }
     assert!(matches!(
         load("nope").unwrap_err(),
-        ProfileError::UnknownProfile { .. }
+        ProfileError::UnknownProfile { nearest: None, .. }
     ));
+}
+
+#[test]
+fn a_mistyped_profile_name_gets_the_nearest_built_in() {
+    for (typed, meant) in [
+        ("easy-run-4k70", "easy-run-4k70r"),
+        ("easy-run-4k100", "easy-run-4k100r"),
+        ("vmfleet-sq", "vmfleet-sql"),
+        ("four-corners-randwrit", "four-corners-randwrite"),
+        ("jesd-219", "jesd219"),
+    ] {
+        let msg = load_builtin(typed).unwrap_err().to_string();
+        assert!(
+            msg.contains(&format!(
+                "unknown profile '{typed}' (did you mean '{meant}'?)"
+            )),
+            "{msg}"
+        );
+    }
+    // Nothing near: no guess, only the list.
+    for typed in ["nope", "my-workload"] {
+        let msg = load_builtin(typed).unwrap_err().to_string();
+        assert!(!msg.contains("did you mean"), "{msg}");
+    }
 }
 
 #[test]

@@ -436,10 +436,19 @@ fn write_interval_median(r: &RunResult, out: &mut dyn Write, max: Option<usize>)
         .count();
     let interval = format!("{:.3}", run.interval_s);
     let interval = interval.trim_end_matches('0').trim_end_matches('.');
+    // With an even count the median is the mean of the two middle intervals, and the
+    // median-IOPS interval (a real one) is the lower of them: say so where they differ.
+    let lower = r.interval_headline().median_interval.map(|p| p.iops);
+    let between = if used % 2 == 0 && d(lower, 0) != d(s.iops_median_interval, 0) {
+        ", the mean of the two middle intervals (an even count); the median-IOPS interval \
+         below is the lower of them"
+    } else {
+        ""
+    };
     wrap(
         out,
         &format!(
-            "IOPS median of {used} measured {interval} s intervals: {}{}",
+            "IOPS median of {used} measured {interval} s intervals: {}{}{between}",
             d(s.iops_median_interval, 0),
             if used < measured.len() {
                 format!(

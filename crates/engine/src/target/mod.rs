@@ -200,9 +200,9 @@ pub enum TargetError {
     #[error("--disk-size {size} bytes is not valid: {why}")]
     BadDiskSize { size: u64, why: &'static str },
     #[error(
-        "not enough free space in {}: the disk files need {:.2} GiB more but {:.2} GiB is \
-         available; lower --disk-size or give another --target",
-        .dir.display(), gib(*.needed), gib(*.available)
+        "not enough free space in {}: the disk files need {} more but {} is available; \
+         lower --disk-size or give another --target",
+        .dir.display(), human(*.needed), human(*.available)
     )]
     NoSpace {
         dir: PathBuf,
@@ -216,9 +216,9 @@ pub enum TargetError {
     AllocNoSpace { path: PathBuf },
     #[error(
         "--disk-size {requested} bytes does not fit on {}: it is split into {regions} regions, \
-         each holding at most {max} bytes ({:.2} GiB) of disk data; lower --disk-size or omit \
+         each holding at most {max} bytes ({}) of disk data; lower --disk-size or omit \
          it to use the whole region",
-        .device.display(), gib(*.max)
+        .device.display(), human(*.max)
     )]
     DiskSizeTooLarge {
         device: PathBuf,
@@ -276,8 +276,21 @@ impl TargetError {
     }
 }
 
-fn gib(bytes: u64) -> f64 {
-    bytes as f64 / (1u64 << 30) as f64
+/// A byte count in the largest binary unit it fills, so the figure shows however small
+/// (`512 B`, `1.50 MiB`, `3.00 GiB`): a fixed GiB printed a free space of 20 MiB as 0.02
+/// and one of 4 MiB as 0.00.
+fn human(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.2} {}", UNITS[unit])
 }
 
 fn not_a_target(path: &Path, m: &fs::Metadata) -> TargetError {
@@ -767,8 +780,8 @@ mod tests {
             TargetError::BadDiskSize { size: 1, why: "x" },
             TargetError::NoSpace {
                 dir: p.clone(),
-                needed: 3 << 30,
-                available: 1 << 29,
+                needed: 3 << 20,
+                available: 1 << 19,
             },
             TargetError::AllocNoSpace { path: p.clone() },
             TargetError::DiskSizeTooLarge {
@@ -806,8 +819,19 @@ mod tests {
         assert!(!io_err.is_input_error());
         let no_space = &errs[8].to_string();
         assert!(
-            no_space.contains("3.00 GiB") && no_space.contains("0.50 GiB"),
+            no_space.contains("need 3.00 MiB more but 512.00 KiB is available"),
             "{no_space}"
         );
+    }
+
+    #[test]
+    fn byte_counts_show_in_the_unit_they_fill() {
+        assert_eq!(human(0), "0 B");
+        assert_eq!(human(1023), "1023 B");
+        assert_eq!(human(1024), "1.00 KiB");
+        assert_eq!(human(3 << 19), "1.50 MiB");
+        assert_eq!(human(4 << 20), "4.00 MiB");
+        assert_eq!(human((1 << 50) * 4 + (16 << 10)), "4.00 PiB");
+        assert_eq!(human(u64::MAX), "16.00 EiB");
     }
 }

@@ -35,6 +35,21 @@ pub struct FioGroup {
     /// the job wait for every job before it: the job starts a new phase. None on the
     /// first job (nothing to wait for) and on jobs that run with the ones before.
     pub stonewall: Option<Location>,
+    /// The job's `directory`, when set: where fio places its files. A profile has no
+    /// target, so the CLI decides what becomes of it (the run's target when `--target`
+    /// is not given).
+    pub directory: Option<FioDirectory>,
+}
+
+/// A job's `directory=`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FioDirectory {
+    /// The value as written.
+    pub value: String,
+    /// The directories it names: fio separates several with `:`, and reads `\:` as a
+    /// colon inside a name.
+    pub paths: Vec<String>,
+    pub at: Location,
 }
 
 /// The groups of a mapped job file split into phases, in order: a job with `stonewall`
@@ -244,6 +259,7 @@ impl Mapper {
         let direct = self.direct(job, run_direct);
         let engine = self.engine(job);
         let stonewall = self.stonewall(job, index);
+        let directory = self.directory(job);
         if self.problems.len() > before {
             return None;
         }
@@ -303,6 +319,33 @@ impl Mapper {
             engine,
             direct,
             stonewall,
+            directory,
+        })
+    }
+
+    /// `directory`: the directories it names; one that names none is a problem.
+    fn directory(&mut self, job: &FioJob) -> Option<FioDirectory> {
+        let o = job.get(&["directory"])?;
+        let value = o.value.clone().unwrap_or_default();
+        let (mut paths, mut name) = (Vec::new(), String::new());
+        let mut chars = value.trim().chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' if chars.peek() == Some(&':') => name.push(chars.next().unwrap_or(':')),
+                ':' => paths.push(std::mem::take(&mut name)),
+                c => name.push(c),
+            }
+        }
+        paths.push(name);
+        paths.retain(|p| !p.trim().is_empty());
+        if paths.is_empty() {
+            self.problem(o, "expected a directory (or several, separated by ':')");
+            return None;
+        }
+        Some(FioDirectory {
+            value,
+            paths,
+            at: o.at.clone(),
         })
     }
 
@@ -357,17 +400,6 @@ impl Mapper {
             ));
             n.max(1) as i64
         });
-        if let Some(o) = job.get(&["directory"]) {
-            let at = o.at.clone();
-            self.notice(
-                &at,
-                format!(
-                    "directory={}: disks live under --target; pass --target {} to use it",
-                    o.value.as_deref().unwrap_or(""),
-                    o.value.as_deref().unwrap_or("")
-                ),
-            );
-        }
         match job.get(&["nrfiles"]) {
             Some(o) => match o.value.as_deref().map(|v| v.trim().parse::<i64>()) {
                 Some(Ok(n)) if n >= 1 => n,
@@ -881,6 +913,9 @@ fn one_value(v: &str) -> Option<String> {
 /// are powers of `kb_base`; `ki`/`kib`... are always powers of 1024.
 pub(crate) fn fio_size(text: &str, kb_base: u64) -> Result<u64, String> {
     let t = text.trim();
+    if t.starts_with('-') {
+        return Err(format!("'{text}' is negative: a size is 0 or more bytes"));
+    }
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
@@ -1153,6 +1188,8 @@ rate_iops=300
         assert_eq!(fio_size("2g", 1024), Ok(2 << 30));
         assert_eq!(fio_size("1t", 1024), Ok(1 << 40));
         assert!(fio_size("4x", 1024).is_err());
+        let e = fio_size("-5g", 1024).unwrap_err();
+        assert!(e.contains("'-5g' is negative"), "{e}");
         let text = "[r]\nrw=randread\nbsrange=4k-16k\nkb_base=1024\nsize=30%\nruntime=1m\n";
         let g = &map(text, &[]).unwrap().groups[0];
         assert_eq!(
@@ -1181,6 +1218,29 @@ rate_iops=300
             msg.contains("t.fio:3: random_distribution: random_distribution=pareto"),
             "{msg}"
         );
+    }
+
+    #[test]
+    fn directory_names_one_or_several_directories_without_a_notice() {
+        let imp = map(
+            "[a]\nrw=read\ndirectory=/mnt/a:/mnt/b\\:c\nruntime=1\n[b]\nrw=read\nruntime=1\n",
+            &[],
+        )
+        .unwrap();
+        let d = imp.groups[0].directory.as_ref().unwrap();
+        assert_eq!(d.paths, ["/mnt/a", "/mnt/b:c"]);
+        assert_eq!((d.value.as_str(), d.at.line), ("/mnt/a:/mnt/b\\:c", 3));
+        assert_eq!(imp.groups[1].directory, None);
+        // What becomes of it depends on --target, which only the CLI knows.
+        assert!(
+            !imp.notices.iter().any(|n| n.contains("directory")),
+            "{:?}",
+            imp.notices
+        );
+        let FioError::Unsupported(p) = map("[a]\nrw=read\ndirectory=:\n", &[]).unwrap_err() else {
+            panic!("not Unsupported");
+        };
+        assert_eq!(p[0].option, "directory");
     }
 
     #[test]

@@ -9,7 +9,7 @@
 mod map;
 mod parse;
 
-pub use map::{import, phases, FioGroup, FioImport};
+pub use map::{import, phases, FioDirectory, FioGroup, FioImport};
 pub use parse::{parse_job_text, read_job_file, FioJob, FioOption, Location};
 
 use thiserror::Error;

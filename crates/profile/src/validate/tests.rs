@@ -380,6 +380,22 @@ fn duration_typo_in_toml() {
 }
 
 #[test]
+fn a_negative_size_or_duration_in_toml_names_its_key_and_says_negative() {
+    for (extra, key, value) in [
+        ("[fleet]\ndisk_size = \"-5g\"", "fleet.disk_size", "-5g"),
+        ("[timing]\nwarmup = \"-5s\"", "timing.warmup", "-5s"),
+    ] {
+        let e = fail(&format!("{MIN}{extra}\n"));
+        assert_eq!(e.key(), Some(key), "{extra}: {e}");
+        assert!(
+            e.to_string()
+                .contains(&format!("{key}: '{value}' is negative")),
+            "{e}"
+        );
+    }
+}
+
+#[test]
 fn other_fleet_and_timing_errors() {
     let cases = [
         ("[fleet]\nworkers = 0", "fleet.workers"),
