@@ -44,6 +44,16 @@ pub const VERIFY_UNIT: u64 = 4096;
 pub const MAX_DEDUPE_UNIT: Bytes = Bytes(Bytes::MIB);
 /// Smallest allowed `timing.interval`.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
+/// Largest allowed block size (`stream.bs`): every I/O in flight holds a buffer of its
+/// lane's largest block, and the engines' I/O lengths are 32-bit.
+pub const MAX_BLOCK_SIZE: Bytes = Bytes(64 * Bytes::MIB);
+/// Most sizes in one `stream.bs` list.
+pub const MAX_BLOCK_SIZES: usize = 64;
+/// Most bands in one `stream.hot_bands`.
+pub const MAX_HOT_BANDS: usize = 100;
+/// Most `[[stream]]` tables in a run: one profile's, or every worker group's together
+/// (each lane keeps a generator per stream, each disk a histogram per stream).
+pub const MAX_STREAMS: usize = 1024;
 
 /// Every key a profile may contain, in the order of the reference.
 pub static OPTIONS: &[OptionDef] = &[
@@ -74,7 +84,9 @@ pub static OPTIONS: &[OptionDef] = &[
         kind: "integer",
         default: Some("1"),
         range: Some("1..=65536"),
-        help: "Number of workers (load sources, the analogue of test VMs).",
+        help: "Number of workers (load sources, the analogue of test VMs). The bound holds for \
+               the whole fleet too: worker groups together, and an inventory's host pins \
+               (workers, iofleet_workers) each and in sum.",
     },
     OptionDef {
         key: "fleet.disks_per_worker",
@@ -264,7 +276,10 @@ pub static OPTIONS: &[OptionDef] = &[
         flag: Some("--bs"),
         kind: "block sizes",
         default: None,
-        range: Some("each > 0 and <= fleet.disk_size; multiple of 512 with direct I/O"),
+        range: Some(
+            "each > 0, <= 64m and <= fleet.disk_size; multiple of 512 with direct I/O; at \
+             most 64 sizes in a list, weights 1..=1000000",
+        ),
         help: "Block size, fixed (\"8k\") or a weighted list of size:weight \
                (\"512:10,4k:60,64k:30\").",
     },
@@ -331,7 +346,7 @@ pub static OPTIONS: &[OptionDef] = &[
         flag: None,
         kind: "hot bands",
         default: None,
-        range: Some("each > 0; io% sum <= 100; range% sum <= 100"),
+        range: Some("at most 100 bands; each > 0; io% sum <= 100; range% sum <= 100"),
         help: "Locality as io%/range% bands from the start of the working set, e.g. \
                \"95/5:4/10\". Not with zipf.",
     },
@@ -375,6 +390,27 @@ pub fn option(key: &str) -> &'static OptionDef {
         .iter()
         .find(|o| o.key == key)
         .unwrap_or_else(|| panic!("no profile option named '{key}'"))
+}
+
+/// The whole numbers integer option `key` allows, from its `range` column: the one
+/// bound of that quantity, used by every reader of it (flags, profiles, fio's
+/// `numjobs`, an inventory's worker pins).
+///
+/// # Panics
+/// On a key that is not an integer option with an inclusive `a..=b` range: that is a
+/// programming error.
+pub fn int_range(key: &str) -> std::ops::RangeInclusive<u64> {
+    let o = option(key);
+    match (o.kind, o.bounds()) {
+        (
+            "integer",
+            Some(Bounds {
+                lo: Some((lo, true)),
+                hi: Some((hi, true)),
+            }),
+        ) => lo as u64..=hi as u64,
+        _ => panic!("profile option '{key}' has no whole-number range a..=b"),
+    }
 }
 
 /// Help text of `key`, for clap's `help = ...`.
@@ -507,12 +543,19 @@ fn parse_bounds(text: &str) -> Option<Bounds> {
 pub fn reference_markdown() -> String {
     let mut out = String::new();
     out.push_str(REFERENCE_INTRO);
+    let streams_about = format!(
+        "One table per access pattern; at least one is required, and at most {MAX_STREAMS} \
+         in a run (every worker group's together). The flags of stream keys apply to every \
+         stream of the profile."
+    );
     for (title, prefix, about) in [
         ("Top level", "", "Keys outside any table."),
         (
             "`[fleet]`",
             "fleet.",
-            "The shape of the fleet. Every worker gets the same disks and threads.",
+            "The shape of the fleet. Every worker gets the same disks and threads. What the \
+             whole fleet may add up to, and the memory a run checks it has, is under \
+             *Seeing the resolved plan* below.",
         ),
         (
             "`[timing]`",
@@ -525,12 +568,7 @@ pub fn reference_markdown() -> String {
             "What writes (and a `random` prepare) put on the disks; see docs/data.md. \
              Record of the choice: the result's `run.plan.data`.",
         ),
-        (
-            "`[[stream]]`",
-            "stream.",
-            "One table per access pattern; at least one is required. The flags of stream \
-             keys apply to every stream of the profile.",
-        ),
+        ("`[[stream]]`", "stream.", streams_about.as_str()),
     ] {
         out.push_str(&format!("\n## {title}\n\n{about}\n\n"));
         out.push_str("| key | CLI flag | type | default | range | description |\n");
@@ -832,6 +870,35 @@ mod tests {
             let r = option(key).range.unwrap();
             assert!(r.contains(&DIRECT_IO_SECTOR.0.to_string()), "{key}: {r}");
         }
+        let bs = option("stream.bs").range.unwrap();
+        assert!(bs.contains(&format!("<= {MAX_BLOCK_SIZE}")), "{bs}");
+        assert!(
+            bs.contains(&format!("at most {MAX_BLOCK_SIZES} sizes")),
+            "{bs}"
+        );
+        let w = int_range("stream.weight");
+        assert!(
+            bs.contains(&format!("weights {}..={}", w.start(), w.end())),
+            "{bs}"
+        );
+        let hb = option("stream.hot_bands").range.unwrap();
+        assert!(
+            hb.contains(&format!("at most {MAX_HOT_BANDS} bands")),
+            "{hb}"
+        );
+    }
+
+    #[test]
+    fn integer_ranges_are_read_from_the_table() {
+        assert_eq!(int_range("fleet.workers"), 1..=65536);
+        assert_eq!(int_range("fleet.disks_per_worker"), 1..=1024);
+        assert_eq!(int_range("fleet.qd"), 1..=4096);
+    }
+
+    #[test]
+    #[should_panic(expected = "has no whole-number range")]
+    fn a_size_has_no_integer_range() {
+        int_range("fleet.disk_size");
     }
 
     #[test]
