@@ -65,8 +65,10 @@ impl FleetTotals {
     /// The totals of `groups`, refused when the fleet's workers pass `fleet.workers`'
     /// bound, its streams `MAX_STREAMS`, or a product passes 2^64.
     pub fn of(groups: &[GroupPlan]) -> Result<Self, ProfileError> {
-        let mut t = FleetTotals::default();
-        t.streams = groups.iter().map(|g| g.plan.streams.len() as u64).sum();
+        let mut t = FleetTotals {
+            streams: groups.iter().map(|g| g.plan.streams.len() as u64).sum(),
+            ..FleetTotals::default()
+        };
         if t.streams > MAX_STREAMS as u64 {
             return Err(total(
                 "stream",
