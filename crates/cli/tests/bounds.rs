@@ -5,7 +5,8 @@
 //! process a case starts (iofleet, its agents, ansible-inventory) stays under 100 MiB.
 //! A plan within the bounds that needs more memory than the host has is refused with
 //! the figures, here (a local run), on the controller (agents on this machine) and on
-//! an agent's host (over ssh).
+//! an agent's host (over ssh); a dry run prints a large plan's counts without building
+//! its lanes.
 //!
 //! The peak is read with getrusage(RUSAGE_CHILDREN), the largest of every child this
 //! test process has waited for (and of their waited-for children): the tests take turns
@@ -275,5 +276,48 @@ fn an_agent_refuses_a_share_past_its_hosts_memory() {
     assert!(
         err.contains("for 1,000 lanes with 4,096,000 I/Os in flight; this host has"),
         "{err}"
+    );
+}
+
+#[test]
+fn a_dry_run_counts_the_lanes_without_building_them() {
+    let _turn = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    // 524,288 lanes: their specs alone would take more than PEAK_MIB to build.
+    let args = [
+        "run",
+        "--bs",
+        "512",
+        "--workers",
+        "2048",
+        "--threads",
+        "256",
+        "--io-threads",
+        "2",
+        "--engine",
+        "null",
+        "--dry-run",
+    ];
+    let o = run_in(d.path(), &args);
+    let (out, err) = (stdout(&o), stderr(&o));
+    let fits = !err.contains("the plan needs");
+    if !need::environment(
+        "a_dry_run_counts_the_lanes_without_building_them",
+        "2 GiB of available memory for the plan it prints",
+        fits,
+    ) {
+        return;
+    }
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(out.contains("#   lanes:       524288 "), "{out}");
+    assert!(out.contains("#   outstanding: 524288 I/Os"), "{out}");
+    assert!(
+        out.contains(" GiB for 524,288 lanes with 524,288 I/Os in flight ("),
+        "{out}"
+    );
+    let peak = children_peak_mib();
+    assert!(
+        peak < PEAK_MIB,
+        "the dry run reached {peak:.1} MiB resident"
     );
 }
