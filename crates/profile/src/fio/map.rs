@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 
 use super::parse::{FioJob, FioOption, Location};
 use super::{FioError, Problem};
-use crate::options::int_range;
+use crate::options::{int_range, MAX_BLOCK_SIZES};
 use crate::raw::{RawFleet, RawProfile, RawStream, RawTiming};
 use crate::units::parse_duration;
 
@@ -990,8 +990,8 @@ fn bssplit(v: &str, kb: u64) -> Result<String, String> {
     Ok(out.join(","))
 }
 
-/// Largest number of sizes a `bsrange` becomes.
-const MAX_RANGE_SIZES: u64 = 64;
+/// Largest number of sizes a `bsrange` becomes: as many as a `stream.bs` list holds.
+const MAX_RANGE_SIZES: u64 = MAX_BLOCK_SIZES as u64;
 
 /// `bsrange` `MIN-MAX` → every multiple of MIN up to MAX, equally weighted.
 fn bsrange(v: &str, kb: u64) -> Result<String, String> {
