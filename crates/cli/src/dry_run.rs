@@ -4,10 +4,13 @@
 //! materializes): the resolved profile as TOML (save it and run it as a profile file),
 //! followed by the fleet layout and the files or device regions as TOML comments, so the
 //! whole of stdout is still a profile that runs. Planning makes every check a run makes
-//! before it writes (profile, flags, target kind, free space, device safety, block sizes
-//! against the layout), so they fail the same way, exit 2. Nothing is created, filled or written: no target
-//! directory, no disk file, no results store entry, no `--output` file, no agent started.
-//! Remote hosts (`--hosts`) are not contacted, so their device regions are not known.
+//! before it writes (profile, flags, the fleet's totals and the memory they need, target
+//! kind, free space, device safety, block sizes against the layout), so they fail the
+//! same way, exit 2. Nothing is created, filled or written: no target directory, no disk
+//! file, no results store entry, no `--output` file, no agent started. Lanes are counted,
+//! never built, and only the first disk files of a host are named, so a dry run stays
+//! small whatever the fleet. Remote hosts (`--hosts`) are not contacted, so their device
+//! regions (and memory) are not known.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
