@@ -668,7 +668,8 @@ impl AgentLauncher {
     /// what it has available. Every agent checks its own share again on its host
     /// before it allocates (`ThreadLauncher::plan`).
     fn check_memory(&self, plan: &HostPlan) -> Result<(), FleetError> {
-        let mut need = MemoryNeed::of_controller(&fleet_totals(&plan.groups)?);
+        let hosts = self.hosts.len() as u64;
+        let mut need = MemoryNeed::of_controller(&fleet_totals(&plan.groups)?, hosts);
         let caps = self.settings.engine.caps();
         let cpus = sys::allowed_cpus().len() as u64;
         let mut local = 0;

@@ -14,6 +14,7 @@
 
 use iofleet_engine::Caps;
 use iofleet_profile::FleetTotals;
+use iofleet_stats::result::{IntervalRow, PartRow};
 
 use crate::controller::FleetError;
 use crate::lanes::{LANE_BYTES, SLOT_BYTES};
@@ -71,7 +72,8 @@ impl MemoryNeed {
     }
 
     /// What the I/O threads of one process need for `t`, on `io_threads` threads of an
-    /// engine with `caps`: a local run, or an agent's share.
+    /// engine with `caps`: a local run, or an agent's share (which keeps its one host's
+    /// interval rows too).
     pub fn of_threads(t: &FleetTotals, caps: &Caps, io_threads: u64) -> Self {
         let copies = t.threads_per_disk.min(io_threads).max(1) + 1;
         let histogram = iofleet_stats::hist::dense_bytes(HISTOGRAM_RANGE_NS);
@@ -120,6 +122,7 @@ impl MemoryNeed {
                     "--qd (fleet.qd) with this engine (a thread per I/O in flight)"
                 },
             },
+            rows(t, 1),
             Part {
                 what: "the process itself",
                 of: "code, libraries, the write data",
@@ -130,8 +133,9 @@ impl MemoryNeed {
         MemoryNeed::new(t.lanes, t.in_flight, parts)
     }
 
-    /// What the controller of a fleet needs for `t`, merging what its agents send.
-    pub fn of_controller(t: &FleetTotals) -> Self {
+    /// What the controller of a fleet of `hosts` needs for `t`, merging what its agents
+    /// send.
+    pub fn of_controller(t: &FleetTotals, hosts: u64) -> Self {
         let parts = vec![
             Part {
                 what: "the merged statistics",
@@ -139,6 +143,7 @@ impl MemoryNeed {
                 bytes: times(t.histograms, REMOTE_HISTOGRAM_BYTES),
                 lower: "--workers (fleet.workers) or --disks (fleet.disks_per_worker)",
             },
+            rows(t, hosts),
             Part {
                 what: "the process itself",
                 of: "code, libraries, the write data",
@@ -206,6 +211,21 @@ impl MemoryNeed {
             largest.of,
             largest.lower
         )))
+    }
+}
+
+/// The rows a run keeps for every interval: the fleet's, and one per host and per group.
+fn rows(t: &FleetTotals, hosts: u64) -> Part {
+    let row = std::mem::size_of::<IntervalRow>() as u64;
+    let part = std::mem::size_of::<PartRow>() as u64;
+    Part {
+        what: "the interval rows",
+        of: "the fleet's, each host's and each group's, per interval",
+        bytes: times(
+            t.intervals,
+            row.saturating_add(times(hosts.saturating_add(t.groups), part)),
+        ),
+        lower: "the number of intervals (a longer --interval, a shorter --duration)",
     }
 }
 
@@ -310,7 +330,7 @@ mod tests {
     fn needs_on_one_machine_add_up() {
         let caps = EngineSpec::Null.caps();
         let a = MemoryNeed::of_threads(&totals(3, 2, 4096), &caps, 2);
-        let c = MemoryNeed::of_controller(&totals(3, 2, 4096));
+        let c = MemoryNeed::of_controller(&totals(3, 2, 4096), 3);
         let both = a.clone().and(c.clone());
         assert_eq!(both.bytes, a.bytes + c.bytes);
         assert_eq!((both.lanes, both.in_flight), (3, 6));

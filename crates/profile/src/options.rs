@@ -44,6 +44,9 @@ pub const VERIFY_UNIT: u64 = 4096;
 pub const MAX_DEDUPE_UNIT: Bytes = Bytes(Bytes::MIB);
 /// Smallest allowed `timing.interval`.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
+/// Most intervals in a run's warm-up and measurement together: the timeline and the
+/// per-interval rows are kept for the whole run (a week at 1 s is 604,800).
+pub const MAX_INTERVALS: u64 = 1_000_000;
 /// Largest allowed block size (`stream.bs`): every I/O in flight holds a buffer of its
 /// lane's largest block, and the engines' I/O lengths are 32-bit.
 pub const MAX_BLOCK_SIZE: Bytes = Bytes(64 * Bytes::MIB);
@@ -195,7 +198,9 @@ pub static OPTIONS: &[OptionDef] = &[
         flag: Some("--interval"),
         kind: "duration",
         default: Some("\"1s\""),
-        range: Some(">= 100ms, <= timing.duration"),
+        range: Some(
+            ">= 100ms, <= timing.duration; at most 1000000 intervals in warm-up and duration together",
+        ),
         help: "Reporting period; results are kept per interval.",
     },
     OptionDef {
@@ -678,6 +683,7 @@ anything is allocated, by the plan a run and a dry run share:
   | lanes | the state of each lane (about 1.1 KiB) and each disk's place in the layout |
   | verify tables | 32 bytes per 4 KiB unit of every verified disk |
   | OS threads | 64 KiB each: the I/O threads, and with psync a thread per I/O in flight |
+  | interval rows | per interval (at most 1,000,000), the fleet's row (about 0.9 KiB) and one per host and per group (about 0.5 KiB each) |
   | the process | 32 MiB |
 
   For example, `--workers 1000 --qd 4096 --bs 1m`: `error: the plan needs 4001.3 GiB
@@ -905,6 +911,10 @@ mod tests {
             "{iv}"
         );
         assert_eq!(parse_duration("100ms").unwrap(), MIN_INTERVAL);
+        assert!(
+            iv.contains(&format!("at most {MAX_INTERVALS} intervals")),
+            "{iv}"
+        );
         for key in ["stream.bs", "stream.align"] {
             let r = option(key).range.unwrap();
             assert!(r.contains(&DIRECT_IO_SECTOR.0.to_string()), "{key}: {r}");

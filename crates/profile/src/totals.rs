@@ -11,6 +11,7 @@ use crate::error::ProfileError;
 use crate::options::{int_range, MAX_STREAMS, OPTIONS, VERIFY_UNIT};
 use crate::plan::GroupPlan;
 use crate::units::Bytes;
+use crate::validate::intervals_in;
 
 /// A fleet's sizes, each the sum over its worker groups.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -41,6 +42,11 @@ pub struct FleetTotals {
     pub disk_bytes: u64,
     /// 4 KiB units of the disks a run verifies (each has an entry in its disk's table).
     pub verify_units: u64,
+    /// Worker groups: results keep rows per interval for each.
+    pub groups: u64,
+    /// Intervals of the shared timeline, warm-up and measurement (at most
+    /// `MAX_INTERVALS`, checked by `validate`).
+    pub intervals: u64,
 }
 
 /// `a × b`, or the error `fail` makes when it passes `u64`.
@@ -67,6 +73,12 @@ impl FleetTotals {
     pub fn of(groups: &[GroupPlan]) -> Result<Self, ProfileError> {
         let mut t = FleetTotals {
             streams: groups.iter().map(|g| g.plan.streams.len() as u64).sum(),
+            groups: groups.len() as u64,
+            // Groups share one timeline: the first group's.
+            intervals: groups.first().map_or(0, |g| {
+                let tm = &g.plan.timing;
+                intervals_in(tm.warmup, tm.interval) + intervals_in(tm.duration, tm.interval)
+            }),
             ..FleetTotals::default()
         };
         if t.streams > MAX_STREAMS as u64 {
@@ -208,6 +220,8 @@ mod tests {
         assert_eq!(t.buffer_bytes, t.in_flight * 65536);
         assert_eq!(t.disk_bytes, 12 << 20);
         assert_eq!(t.verify_units, 0);
+        // The default timing: no warm-up, 60 s in 1 s intervals.
+        assert_eq!((t.groups, t.intervals), (1, 60));
         // Two groups add up.
         let two = vec![
             GroupPlan {

@@ -13,7 +13,8 @@ use std::time::Duration;
 use crate::error::ProfileError;
 use crate::options::{
     int_range, option, DIRECT_IO_SECTOR, DISK_SIZE_MULTIPLE, MAX_BLOCK_SIZE, MAX_BLOCK_SIZES,
-    MAX_DEDUPE_UNIT, MAX_HOT_BANDS, MAX_STREAMS, MIN_DISK_SIZE, MIN_INTERVAL, VERIFY_UNIT,
+    MAX_DEDUPE_UNIT, MAX_HOT_BANDS, MAX_INTERVALS, MAX_STREAMS, MIN_DISK_SIZE, MIN_INTERVAL,
+    VERIFY_UNIT,
 };
 use crate::overrides::Overrides;
 use crate::plan::{
@@ -258,6 +259,20 @@ impl Resolver<'_> {
                 format!(
                     "{} is longer than {} ({})",
                     format_duration(interval.v),
+                    duration.name("timing.duration"),
+                    format_duration(duration.v)
+                ),
+            ));
+        }
+        let intervals = intervals_in(warmup.v, interval.v) + intervals_in(duration.v, interval.v);
+        if intervals > MAX_INTERVALS {
+            return Err(self.err(
+                "timing.interval",
+                interval.flag,
+                format!(
+                    "{} cuts the warm-up ({}) and {} ({}) into {intervals} intervals, more than {MAX_INTERVALS}: lengthen it",
+                    format_duration(interval.v),
+                    format_duration(warmup.v),
                     duration.name("timing.duration"),
                     format_duration(duration.v)
                 ),
@@ -1004,6 +1019,13 @@ fn parse_disk_list(d: &RawDisks) -> Result<Option<Vec<u32>>, String> {
         return Err("the disk list is empty".into());
     }
     Ok(Some(set.into_iter().collect()))
+}
+
+/// The intervals a phase of `len` is cut into (its last may be shorter), as the run's
+/// timeline cuts it.
+pub fn intervals_in(len: Duration, interval: Duration) -> u64 {
+    let step = interval.as_nanos().max(1);
+    len.as_nanos().div_ceil(step) as u64
 }
 
 /// A long text cut for a message: its first 40 characters and how long it was.

@@ -391,6 +391,29 @@ fn bs_past_the_largest_allowed() {
 }
 
 #[test]
+fn intervals_past_the_most_a_run_may_keep() {
+    let ov = |warmup: &str, duration: &str, interval: &str| Overrides {
+        warmup: Some(parse_duration(warmup).unwrap()),
+        duration: Some(parse_duration(duration).unwrap()),
+        interval: Some(parse_duration(interval).unwrap()),
+        ..Overrides::default()
+    };
+    // 1,000,000 intervals in all: the most.
+    let ok_ov = ov("100s", "99900s", "100ms");
+    assert!(resolve(&raw(MIN), &ok_ov, &Context::default()).is_ok());
+    // A last piece shorter than the interval is an interval too.
+    let e = fail_with(MIN, &ov("100s", "99900.05s", "100ms"), Context::default());
+    assert_eq!(e.key(), Some("timing.interval"));
+    let e = e.to_string();
+    assert!(
+        e.starts_with(
+            "test.toml: --interval (timing.interval): 100ms cuts the warm-up (100s) and --duration ("
+        ) && e.ends_with("into 1000001 intervals, more than 1000000: lengthen it"),
+        "{e}"
+    );
+}
+
+#[test]
 fn streams_past_the_most_a_run_may_have() {
     let one = "[[stream]]\nbs = \"4k\"\nread_pct = 1\nrandom_pct = 1\n";
     let text = |n: usize| format!("name = \"t\"\n{}", one.repeat(n));
