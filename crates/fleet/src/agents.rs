@@ -662,7 +662,6 @@ impl AgentLauncher {
         }
     }
 
-    /// Each host with work, and its agent job.
     /// What this machine can know before contacting any host: the controller's own
     /// memory and that of the agents it starts here (`transport = "local"`), against
     /// what it has available. Every agent checks its own share again on its host
@@ -700,6 +699,7 @@ impl AgentLauncher {
         need.check(footprint::available(), &whose)
     }
 
+    /// Each host with work, and its agent job.
     fn host_jobs(&self, shares: &[HostShare], task: Task) -> Vec<(usize, AgentJob)> {
         // Observers take part in a measured run only; one-shot tasks are the disks'.
         let observe = task == Task::Run;

@@ -5,11 +5,12 @@
 //! (every check before any write). Materializing it builds the lanes, fills disks,
 //! spreads the lanes over the I/O threads (one per usable CPU unless told otherwise,
 //! pinned with `cpus`), opens each I/O thread's engine over the files of its lanes, and
-//! holds the threads at a starting line until the controller names the instant. A local run uses it directly; an agent uses it for its share of a fleet, so
-//! both run the same code. With `--verify` it also loads or creates each disk's verify
-//! journal (filling disks without one with verifiable units), shares one floor table
-//! per disk with the lanes, and rewrites the journals once per interval and at the
-//! end. It computes no result: its threads send interval samples to the collector.
+//! holds the threads at a starting line until the controller names the instant. A local
+//! run uses it directly; an agent uses it for its share of a fleet, so both run the
+//! same code. With `--verify` it also loads or creates each disk's verify journal
+//! (filling disks without one with verifiable units), shares one floor table per disk
+//! with the lanes, and rewrites the journals once per interval and at the end. It
+//! computes no result: its threads send interval samples to the collector.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -26,6 +26,11 @@
 //! `ansible_port`, `ansible_ssh_private_key_file` → SSH destination and options;
 //! `iofleet_workers`, `iofleet_target`, `iofleet_path`, `iofleet_transport`,
 //! `iofleet_role` → the TOML keys of the same names. Any other `iofleet_*` variable is an error.
+//!
+//! In every format, a worker pin is bounded as `fleet.workers` is (the option table's
+//! range), one by one and in sum, and a host's name or address may not be empty or hold
+//! a control character: both are refused here, naming the key, before anything is sized
+//! by them or printed with them.
 
 pub mod ansible;
 pub mod ini;
