@@ -4,10 +4,13 @@
 //! materializes): the resolved profile as TOML (save it and run it as a profile file),
 //! followed by the fleet layout and the files or device regions as TOML comments, so the
 //! whole of stdout is still a profile that runs. Planning makes every check a run makes
-//! before it writes (profile, flags, target kind, free space, device safety, block sizes
-//! against the layout), so they fail the same way, exit 2. Nothing is created, filled or written: no target
-//! directory, no disk file, no results store entry, no `--output` file, no agent started.
-//! Remote hosts (`--hosts`) are not contacted, so their device regions are not known.
+//! before it writes (profile, flags, the fleet's totals and the memory they need, target
+//! kind, free space, device safety, block sizes against the layout), so they fail the
+//! same way, exit 2. Nothing is created, filled or written: no target directory, no disk
+//! file, no results store entry, no `--output` file, no agent started. Lanes are counted,
+//! never built, and only the first disk files of a host are named, so a dry run stays
+//! small whatever the fleet. Remote hosts (`--hosts`) are not contacted, so their device
+//! regions (and memory) are not known.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -17,7 +20,7 @@ use iofleet_fleet::inventory::{self, HostSpec};
 use iofleet_fleet::launcher::{LaunchPlan, Placement};
 use iofleet_fleet::protocol::TargetArg;
 use iofleet_fleet::RunSettings;
-use iofleet_profile::{plan_toml, Bytes, GroupPlan};
+use iofleet_profile::{plan_toml, Bytes, FleetTotals, GroupPlan};
 
 use crate::Exit;
 
@@ -30,15 +33,17 @@ pub fn print(plan: &LaunchPlan, settings: &RunSettings) -> Result<i32, Exit> {
     let groups = &plan.groups;
     let mut out = String::new();
     plan_lines(&mut out, groups);
-    fleet_lines(&mut out, plan);
+    fleet_lines(&mut out, plan)?;
     match &plan.placement {
         Placement::Here {
             host,
             io_threads,
+            memory,
             target,
         } => {
             writeln!(out, "#   host:        {host} (this host)").ok();
             writeln!(out, "#   I/O threads: {io_threads}").ok();
+            writeln!(out, "#   memory:      {memory}").ok();
             match target {
                 None => {
                     writeln!(
@@ -59,7 +64,7 @@ pub fn print(plan: &LaunchPlan, settings: &RunSettings) -> Result<i32, Exit> {
             )
             .ok();
             for (h, share) in hosts {
-                host_lines(&mut out, h, share);
+                host_lines(&mut out, h, share)?;
             }
         }
     }
@@ -103,18 +108,18 @@ fn plan_lines(out: &mut String, groups: &[GroupPlan]) {
     }
 }
 
+/// What `groups` add up to (counted, never built), as the plan checked them.
+fn totals(groups: &[GroupPlan]) -> Result<FleetTotals, Exit> {
+    FleetTotals::of(groups).map_err(Exit::input)
+}
+
 /// The fleet: workers per group, disks, lanes, outstanding I/Os, engine.
-fn fleet_lines(out: &mut String, plan: &LaunchPlan) {
+fn fleet_lines(out: &mut String, plan: &LaunchPlan) -> Result<(), Exit> {
     let groups = &plan.groups;
-    let total_workers: u32 = groups.iter().map(|g| g.plan.fleet.workers).sum();
-    let lanes = iofleet_fleet::inproc::lane_count(groups) as u64;
-    let disks: u64 = groups
-        .iter()
-        .map(|g| g.plan.fleet.workers as u64 * g.plan.fleet.disks_per_worker as u64)
-        .sum();
-    let outstanding: u64 = groups.iter().map(|g| g.plan.configured_outstanding()).sum();
+    let t = totals(groups)?;
+    let (lanes, disks, outstanding) = (t.lanes, t.disks, t.in_flight);
     writeln!(out, "# Fleet").ok();
-    writeln!(out, "#   workers:     {total_workers}").ok();
+    writeln!(out, "#   workers:     {}", t.workers).ok();
     for g in groups {
         let f = &g.plan.fleet;
         writeln!(
@@ -148,6 +153,7 @@ fn fleet_lines(out: &mut String, plan: &LaunchPlan) {
         if plan.direct { "yes (O_DIRECT)" } else { "no" }
     )
     .ok();
+    Ok(())
 }
 
 /// How many disk files a directory target gets, and their bytes with the fill markers.
@@ -219,7 +225,11 @@ fn target_lines(out: &mut String, target: &TargetSpec, layout: &[DiskLayout]) {
     }
 }
 
-fn host_lines(out: &mut String, h: &HostSpec, share: &iofleet_fleet::agents::HostShare) {
+fn host_lines(
+    out: &mut String,
+    h: &HostSpec,
+    share: &iofleet_fleet::agents::HostShare,
+) -> Result<(), Exit> {
     let (base, count) = (share.base, share.count);
     let via = match h.transport {
         inventory::TransportKind::Ssh => format!("ssh {}", h.destination),
@@ -239,17 +249,20 @@ fn host_lines(out: &mut String, h: &HostSpec, share: &iofleet_fleet::agents::Hos
             h.name
         )
         .ok();
-        return;
+        return Ok(());
     }
     if count == 0 {
         writeln!(out, "#   host {} ({via}): no worker to run", h.name).ok();
-        return;
+        return Ok(());
     }
+    let t = totals(&share.groups)?;
     writeln!(
         out,
-        "#   host {} ({via}): workers {base}..={}",
+        "#   host {} ({via}): workers {base}..={}, {} lanes, {} I/Os in flight (its memory is checked on the host)",
         h.name,
-        base + count - 1
+        base + count - 1,
+        t.lanes,
+        t.in_flight
     )
     .ok();
     let dirs: Vec<&str> = match &h.target {
@@ -259,19 +272,20 @@ fn host_lines(out: &mut String, h: &HostSpec, share: &iofleet_fleet::agents::Hos
     };
     match &h.target {
         TargetArg::Dir(_) | TargetArg::Dirs(_) => {
-            // Each group's disks in turn over the directories, as the host plans them.
+            // Each group's disks in turn over the directories, as the host plans them:
+            // the first few named, the rest counted.
             let mut files = Vec::new();
             for g in &share.groups {
                 let lo = g.worker_base;
-                let mut k = 0;
-                for w in lo..lo + g.plan.fleet.workers {
-                    for d in 0..g.plan.fleet.disks_per_worker {
-                        let dir = dirs[k % dirs.len()];
-                        files.push(
-                            PathBuf::from(dir).join(iofleet_engine::target::disk_file_name(w, d)),
-                        );
-                        k += 1;
-                    }
+                let per_worker = g.plan.fleet.disks_per_worker;
+                let disks = (0..g.plan.fleet.workers)
+                    .flat_map(|w| (0..per_worker).map(move |d| (lo + w, d)))
+                    .take(LIST_AT_MOST - files.len().min(LIST_AT_MOST));
+                for (k, (w, d)) in disks.enumerate() {
+                    let dir = dirs[k % dirs.len()];
+                    files.push(
+                        PathBuf::from(dir).join(iofleet_engine::target::disk_file_name(w, d)),
+                    );
                 }
             }
             writeln!(
@@ -283,14 +297,14 @@ fn host_lines(out: &mut String, h: &HostSpec, share: &iofleet_fleet::agents::Hos
                     "directories"
                 },
                 dirs.join(" "),
-                files.len()
+                t.disks
             )
             .ok();
-            for f in files.iter().take(LIST_AT_MOST) {
+            for f in &files {
                 writeln!(out, "#       {}", f.display()).ok();
             }
-            if files.len() > LIST_AT_MOST {
-                writeln!(out, "#       ... and {} more", files.len() - LIST_AT_MOST).ok();
+            if t.disks > files.len() as u64 {
+                writeln!(out, "#       ... and {} more", t.disks - files.len() as u64).ok();
             }
         }
         TargetArg::Devices(devs) => {
@@ -302,6 +316,7 @@ fn host_lines(out: &mut String, h: &HostSpec, share: &iofleet_fleet::agents::Hos
             .ok();
         }
     }
+    Ok(())
 }
 
 /// `--dry-run` with `--hosts` naming a Kubernetes fleet (a `[kubernetes]` table): the

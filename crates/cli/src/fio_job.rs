@@ -282,7 +282,8 @@ fn phase_groups(
             plan,
             worker_base: base,
         });
-        base += n;
+        // Saturating: the fleet's bound is checked on the totals (FleetTotals).
+        base = base.saturating_add(n);
     }
     if let [one] = out.as_slice() {
         out = GroupPlan::single(one.plan.clone(), 0);

@@ -146,7 +146,8 @@ fn groups(a: &RunArgs, ov: &Overrides) -> Result<Vec<GroupPlan>, Exit> {
             plan,
             worker_base: base,
         });
-        base += n;
+        // Saturating: the fleet's bound is checked on the totals (FleetTotals).
+        base = base.saturating_add(n);
     }
     Ok(out)
 }

@@ -340,8 +340,14 @@ fn hosts_that_pin_their_workers_dry_run_as_they_run() {
         .filter(|l| l.contains("(a local agent process): workers"))
         .collect();
     assert_eq!(shares.len(), 3, "{out}");
-    for (line, want) in shares.iter().zip(["0..=1", "2..=2", "3..=5"]) {
-        assert!(line.ends_with(want), "{line} (want {want})\n{out}");
+    // Each host's share, counted: 4 threads on each of 8 disks per worker, qd 1.
+    for (line, (want, workers)) in shares
+        .iter()
+        .zip([("0..=1", 2), ("2..=2", 1), ("3..=5", 3)])
+    {
+        let lanes = workers * 8 * 4;
+        let counted = format!("workers {want}, {lanes} lanes, {lanes} I/Os in flight");
+        assert!(line.contains(&counted), "{line} (want {counted})\n{out}");
     }
     // Each host's disk files are its own workers' (8 disks each).
     for (host, files) in [("data1", 16), ("data2", 8), ("data3", 24)] {

@@ -1,7 +1,9 @@
 //! Ansible inventories through the CLI: a bad inventory is refused with exit 2 and a
 //! message naming the file and line before any host is contacted, with either reader;
 //! a good one runs its hosts as Ansible lists them (ranges expanded, a host in two
-//! groups once). Hosts use the `local` transport: no sshd.
+//! groups once). Host names that are empty or hold a control character are refused in
+//! every format (INI, YAML, TOML), naming the key. Hosts use the `local` transport: no
+//! sshd. (Worker pins past their bound: tests/bounds.rs.)
 
 mod common;
 
@@ -75,6 +77,70 @@ fn misspelt_iofleet_variable_names_file_line_and_variable() {
         "[nodes]\nn1\n[nodes:vars]\niofleet_workers=0\n",
         &["line 4", "iofleet_workers"],
     );
+}
+
+#[test]
+fn empty_and_control_character_host_names_are_refused_in_ini() {
+    // ansible-inventory refuses an empty name itself; the native reader names the line.
+    expect_refused(
+        "[g]\n'' ansible_user=root\n",
+        &["line 2", "the host name \"\" is empty"],
+    );
+    // ansible-inventory accepts a bell in a name: iofleet does not.
+    expect_refused(
+        "[g]\n'n\x07x' iofleet_transport=local\n",
+        &["host name \"n\\u{7}x\" contains a control character (\\u{7})"],
+    );
+    expect_refused(
+        "[g]\nn1 ansible_host=''\n",
+        &["line 2", "host 'n1': ansible_host: \"\" is empty"],
+    );
+}
+
+#[test]
+fn a_newline_in_a_yaml_or_toml_host_name_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let refused = |file: &str, text: &str, reader: &str, needle: &str| {
+        let inv = d.path().join(file);
+        std::fs::write(&inv, text).unwrap();
+        let inv = inv.to_string_lossy().into_owned();
+        let args = [
+            "run",
+            "vsan-7030",
+            "--engine",
+            "null",
+            "--hosts",
+            &inv,
+            "--no-save",
+        ];
+        let o = run_with(d.path(), reader, &args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{file}: {err}");
+        assert!(err.contains(needle), "{file}: {err}");
+    };
+    refused(
+        "hosts.toml",
+        "[[host]]\ndestination = \"\"\n",
+        "auto",
+        "host[0].destination: the host's address \"\" is empty",
+    );
+    refused(
+        "names.toml",
+        "[[host]]\ndestination = \"h1\"\nname = \"web\\nnode\"\n",
+        "auto",
+        "host[0].name: the host's name \"web\\nnode\" contains a control character (\\n)",
+    );
+    if need::need(
+        "a_newline_in_a_yaml_or_toml_host_name_is_refused",
+        &["ansible-inventory"],
+    ) {
+        refused(
+            "hosts.yml",
+            "all:\n  hosts:\n    \"web\\nnode\":\n      iofleet_transport: local\n",
+            "ansible-inventory",
+            "the inventory's host name \"web\\nnode\" contains a control character (\\n)",
+        );
+    }
 }
 
 #[test]

@@ -27,13 +27,14 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{unbounded, Receiver, Sender};
-use iofleet_profile::{combine, GroupPlan};
+use iofleet_profile::{FleetTotals, GroupPlan};
 use sha2::{Digest, Sha256};
 
 use crate::agent::RUN_DIR_ENV;
 use crate::controller::FleetError;
+use crate::footprint::{self, MemoryNeed};
 use crate::inproc::check_verify;
-use crate::inventory::{place, HostSpec, Role};
+use crate::inventory::{place, HostSpec, Role, TransportKind};
 use crate::lanes::Msg;
 use crate::launcher::{Finished, HostVerified, LaunchPlan, Launcher, Placement, Prepared};
 use crate::observer::Observer;
@@ -43,6 +44,7 @@ use crate::protocol::{
     Frame, FrameLimits, Hello, Start, Task,
 };
 use crate::settings::RunSettings;
+use crate::sys;
 use crate::transport::{self, shell_quote, Transport};
 use crate::EngineSpec;
 
@@ -819,6 +821,43 @@ impl AgentLauncher {
         }
     }
 
+    /// What this machine can know before contacting any host: the controller's own
+    /// memory and that of the agents it starts here (`transport = "local"`), against
+    /// what it has available. Every agent checks its own share again on its host
+    /// before it allocates (`ThreadLauncher::plan`).
+    fn check_memory(&self, plan: &HostPlan) -> Result<(), FleetError> {
+        let hosts = self.hosts.len() as u64;
+        let mut need = MemoryNeed::of_controller(&fleet_totals(&plan.groups)?, hosts);
+        let caps = self.settings.engine.caps();
+        let cpus = sys::allowed_cpus().len() as u64;
+        let mut local = 0;
+        for (h, share) in self.hosts.iter().zip(&plan.hosts) {
+            if h.transport != TransportKind::Local || share.count == 0 {
+                continue;
+            }
+            let t = fleet_totals(&share.groups)?;
+            // As the agent will place its lanes: the threads asked for, else one per
+            // CPU, at most one per lane; one per lane with one I/O in flight each.
+            let asked = share
+                .groups
+                .iter()
+                .filter_map(|g| g.plan.fleet.io_threads)
+                .max();
+            let io_threads = if caps.async_qd {
+                asked.map_or(cpus, u64::from).clamp(1, t.lanes.max(1))
+            } else {
+                t.lanes.max(1)
+            };
+            need = need.and(MemoryNeed::of_threads(&t, &caps, io_threads));
+            local += 1;
+        }
+        let whose = match local {
+            0 => "this host (the controller)".to_string(),
+            n => format!("this machine (the controller and {n} local host(s))"),
+        };
+        need.check(footprint::available(), &whose)
+    }
+
     /// Each host with work, and its agent job.
     fn host_jobs(&self, shares: &[HostShare], task: Task) -> Vec<(usize, AgentJob)> {
         // Observers take part in a measured run only; one-shot tasks are the disks'.
@@ -1185,8 +1224,9 @@ pub struct HostShare {
 pub fn plan_hosts(hosts: &[HostSpec], groups: &[GroupPlan]) -> Result<HostPlan, FleetError> {
     let mut notices = Vec::new();
     let mut groups = groups.to_vec();
-    let planned: u32 = groups.iter().map(|g| g.plan.fleet.workers).sum();
-    let pinned: u32 = hosts.iter().filter_map(|h| h.workers).sum();
+    let planned = fleet_totals(&groups)?.workers;
+    // Summed wide: the pins were bounded one by one; their sum is bounded below.
+    let pinned: u64 = hosts.iter().filter_map(|h| h.workers).map(u64::from).sum();
     let runs_workers = |h: &&HostSpec| h.role == Role::Workers;
     if hosts
         .iter()
@@ -1202,9 +1242,11 @@ pub fn plan_hosts(hosts: &[HostSpec], groups: &[GroupPlan]) -> Result<HostPlan, 
         notices.push(format!(
             "every host pins its worker count: running {pinned} workers, not the planned {planned}"
         ));
-        groups[0].plan.fleet.workers = pinned;
+        // Past u32, the totals below refuse it as past the fleet's bound.
+        groups[0].plan.fleet.workers = u32::try_from(pinned).unwrap_or(u32::MAX);
     }
-    let total = combine(&groups).fleet.workers;
+    // At most fleet.workers' bound, so it fits.
+    let total = fleet_totals(&groups)?.workers as u32;
     let placement = place(hosts, total).map_err(FleetError::Input)?;
     let shares = hosts
         .iter()
@@ -1242,6 +1284,11 @@ pub fn plan_hosts(hosts: &[HostSpec], groups: &[GroupPlan]) -> Result<HostPlan, 
     })
 }
 
+/// The fleet's totals, bounded (`FleetTotals::of`), as an input error.
+fn fleet_totals(groups: &[GroupPlan]) -> Result<FleetTotals, FleetError> {
+    FleetTotals::of(groups).map_err(|e| FleetError::Input(e.to_string()))
+}
+
 /// Each inventory host's share of a plan this launcher made.
 fn shares_of(plan: LaunchPlan) -> Result<Vec<HostShare>, FleetError> {
     match plan.placement {
@@ -1256,6 +1303,7 @@ impl Launcher for AgentLauncher {
     fn plan(&mut self, groups: &[GroupPlan]) -> Result<LaunchPlan, FleetError> {
         check_verify(groups, &self.settings.engine)?;
         let plan = plan_hosts(&self.hosts, groups)?;
+        self.check_memory(&plan)?;
         Ok(LaunchPlan {
             groups: plan.groups,
             engine: match &self.settings.engine {

@@ -1,14 +1,16 @@
 //! The in-process launcher: the fleet's workers as lanes on I/O threads of this
-//! process. It resolves the engine, builds every lane (one per thread of each disk of
-//! each worker), checks and lays out the targets (every check before any write), fills
-//! disks, spreads the lanes over the I/O threads (one per usable CPU unless told
-//! otherwise, pinned with `cpus`), opens each I/O thread's engine over the files of its
-//! lanes, and holds the threads at a starting line until the controller names the
-//! instant. A local run uses it directly; an agent uses it for its share of a fleet, so
-//! both run the same code. With `--verify` it also loads or creates each disk's verify
-//! journal (filling disks without one with verifiable units), shares one floor table
-//! per disk with the lanes, and rewrites the journals once per interval and at the end. It computes no result: its threads send interval samples to
-//! the collector.
+//! process. Its plan resolves the engine, counts the lanes (one per thread of each disk
+//! of each worker) and the I/O threads without building them, refuses a plan that needs
+//! more memory than this host has (`footprint`), and checks and lays out the targets
+//! (every check before any write). Materializing it builds the lanes, fills disks,
+//! spreads the lanes over the I/O threads (one per usable CPU unless told otherwise,
+//! pinned with `cpus`), opens each I/O thread's engine over the files of its lanes, and
+//! holds the threads at a starting line until the controller names the instant. A local
+//! run uses it directly; an agent uses it for its share of a fleet, so both run the
+//! same code. With `--verify` it also loads or creates each disk's verify journal
+//! (filling disks without one with verifiable units), shares one floor table per disk
+//! with the lanes, and rewrites the journals once per interval and at the end. It
+//! computes no result: its threads send interval samples to the collector.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -25,9 +27,12 @@ use iofleet_engine::verify::{
     default_cache_dir, forget_journal, journal_path, stamp_units, DiskTable, Journal,
 };
 use iofleet_engine::{BuiltEngine, Caps, Drive, EngineFile, EngineParams, EngineSpec, PatternSpec};
-use iofleet_profile::{combine, stream_offsets, DataPattern, DataPlan, GroupPlan, Plan, Prepare};
+use iofleet_profile::{
+    combine, stream_offsets, DataPattern, DataPlan, FleetTotals, GroupPlan, Plan, Prepare,
+};
 
 use crate::controller::FleetError;
+use crate::footprint::{self, MemoryNeed};
 use crate::lanes::{
     lane_seed, run_lanes, IoThreadSpec, LaneSpec, Msg, QueueSpec, TakenOut, ThreadWork, Timeline,
 };
@@ -132,12 +137,12 @@ pub struct ThreadLauncher {
     planned: Option<LocalPlan>,
 }
 
-/// The in-process half of a plan: the engine resolved for this host, every lane, the
-/// I/O threads they go to, and each active group's disk layout.
+/// The in-process half of a plan: the engine resolved for this host, how many I/O
+/// threads the lanes go to, and each active group's disk layout. The lanes themselves
+/// are built by `materialize`: a plan (and `--dry-run`) only counts them.
 struct LocalPlan {
     engine: EngineSpec,
-    lanes: Vec<LaneSpec>,
-    io_threads: Vec<IoThreadSpec>,
+    placement: Placement,
     layouts: Vec<(usize, Vec<DiskLayout>)>,
 }
 
@@ -232,13 +237,17 @@ impl ThreadLauncher {
     fn job_for(
         &mut self,
         groups: &[GroupPlan],
-        local: LocalPlan,
-        disks: Vec<Option<DiskLayout>>,
+        built: Built,
         journals: Vec<JournalSlot>,
         stop: &Arc<AtomicBool>,
     ) -> Arc<Job> {
         let plan = combine(groups);
-        let lanes = local.lanes;
+        let Built {
+            engine,
+            lanes,
+            io_threads,
+            disks,
+        } = built;
         let tables: Vec<Option<Arc<DiskTable>>> = lanes
             .iter()
             .map(|l| {
@@ -262,9 +271,9 @@ impl ThreadLauncher {
             taken_out: TakenOut::new(lanes.len()),
             lanes,
             disks,
-            io_threads: local.io_threads,
+            io_threads,
             tables,
-            engine: local.engine,
+            engine,
             direct: self.settings.direct,
             stop: stop.clone(),
             started: (Mutex::new(0), Condvar::new()),
@@ -655,10 +664,21 @@ impl Launcher for ThreadLauncher {
             ));
         }
         let mut groups = groups.to_vec();
-        // Lanes, before any target is touched. Queues index the combined streams.
-        let lanes = build_lanes(&groups, cfg.seed);
-        let placement = place_lanes(&lanes, &groups, caps.async_qd, &mut notices)?;
-        let io_threads = placement.threads(&lanes, &caps);
+        // What the lanes add up to, bounded, and the memory they need against what this
+        // host has: before any lane is built or any target touched.
+        let totals = FleetTotals::of(&groups).map_err(|e| FleetError::Input(e.to_string()))?;
+        if totals.in_flight > u32::MAX as u64 {
+            return Err(FleetError::Input(format!(
+                "--qd (fleet.qd): {} I/Os in flight on one host, more than its I/O threads can number ({})",
+                totals.in_flight,
+                u32::MAX
+            )));
+        }
+        let placement = place_lanes(totals.lanes, &groups, caps.async_qd, &mut notices)?;
+        let io_threads = placement.count(&totals, &caps);
+        let need = MemoryNeed::of_threads(&totals, &caps, io_threads);
+        let available = footprint::available();
+        need.check(available, "this host")?;
 
         // Targets: every check, before anything is written (`materialize` writes).
         let mut layouts = Vec::new();
@@ -687,9 +707,10 @@ impl Launcher for ThreadLauncher {
                 }
             }
         }
-        let placement = Where::Here {
+        let here = Where::Here {
             host: sys::hostname(),
-            io_threads: io_threads_line(io_threads.len(), lanes.len(), &engine, &placement.cpus),
+            io_threads: io_threads_line(io_threads, totals.lanes, &engine, &placement.cpus),
+            memory: need.line(available),
             target: caps.needs_target.then(|| {
                 let all = layouts
                     .iter()
@@ -702,13 +723,12 @@ impl Launcher for ThreadLauncher {
             groups,
             engine: engine_line(&cfg.engine, &engine, &self.target),
             direct: cfg.direct,
-            placement,
+            placement: here,
             notices,
         };
         self.planned = Some(LocalPlan {
             engine,
-            lanes,
-            io_threads,
+            placement,
             layouts,
         });
         Ok(plan)
@@ -721,13 +741,16 @@ impl Launcher for ThreadLauncher {
         observer: &mut dyn Observer,
         notices: &mut Vec<String>,
     ) -> Result<Option<Prepared>, FleetError> {
-        let Some(mut local) = self.planned.take() else {
+        let Some(local) = self.planned.take() else {
             return Err(FleetError::Setup(
                 "a launcher materializes only the plan it made".into(),
             ));
         };
         let groups = plan.groups;
-        let mut disks = vec![None; local.lanes.len()];
+        // Lanes, as the plan counted them; queues index the combined streams.
+        let mut lanes = build_lanes(&groups, self.settings.seed);
+        let io_threads = local.placement.threads(&lanes, &local.engine.caps());
+        let mut disks = vec![None; lanes.len()];
         let mut journals = Vec::new();
         if local.engine.caps().needs_target {
             let uring = local.engine == EngineSpec::Uring;
@@ -737,9 +760,15 @@ impl Launcher for ThreadLauncher {
                 return Ok(None);
             };
             journals = j;
-            disks = place_lanes_on_disks(&mut local.lanes, &local.layouts);
+            disks = place_lanes_on_disks(&mut lanes, &local.layouts);
         }
-        let job = self.job_for(&groups, local, disks, journals, stop);
+        let built = Built {
+            engine: local.engine,
+            lanes,
+            io_threads,
+            disks,
+        };
+        let job = self.job_for(&groups, built, journals, stop);
         self.spawn_io_threads(&job, stop)?;
         Ok(Some(self.prepared(groups, &job)))
     }
@@ -830,6 +859,14 @@ struct Placement {
     cpus: Option<Vec<usize>>,
 }
 
+/// What `materialize` builds from a plan: the lanes, their I/O threads, each lane's disk.
+struct Built {
+    engine: EngineSpec,
+    lanes: Vec<LaneSpec>,
+    io_threads: Vec<IoThreadSpec>,
+    disks: Vec<Option<DiskLayout>>,
+}
+
 /// Every lane of every group: one per thread of each disk some stream uses, in worker,
 /// disk, thread order. Queues index the groups' combined streams.
 fn build_lanes(groups: &[GroupPlan], seed: u64) -> Vec<LaneSpec> {
@@ -873,11 +910,6 @@ pub fn pattern_spec(d: &DataPlan) -> PatternSpec {
         dedupe_unit: d.dedupe_unit.0 as u32,
         compress_ratio: d.compress_ratio,
     }
-}
-
-/// How many lanes a run of `groups` has (one per thread of each disk a stream uses).
-pub fn lane_count(groups: &[GroupPlan]) -> usize {
-    build_lanes(groups, 0).len()
 }
 
 /// Point every lane at its disk's file or device region; the disk of each lane.
@@ -941,8 +973,8 @@ fn engine_line(asked: &EngineSpec, resolved: &EngineSpec, target: &TargetSpec) -
 
 /// The I/O threads as planned: how many, why that many, and where they are pinned.
 fn io_threads_line(
-    threads: usize,
-    lanes: usize,
+    threads: u64,
+    lanes: u64,
     engine: &EngineSpec,
     cpus: &Option<Vec<usize>>,
 ) -> String {
@@ -969,7 +1001,7 @@ fn io_threads_line(
 /// with one I/O in flight per thread get one thread per lane. `cpus` must all be CPUs
 /// this process may use.
 fn place_lanes(
-    lanes: &[LaneSpec],
+    lanes: u64,
     groups: &[GroupPlan],
     async_qd: bool,
     notices: &mut Vec<String>,
@@ -985,7 +1017,7 @@ fn place_lanes(
             )));
         }
     }
-    let lanes_n = lanes.len().max(1);
+    let lanes_n = lanes.max(1) as usize;
     let threads = if async_qd {
         asked
             .map(|n| n as usize)
@@ -1004,6 +1036,17 @@ fn place_lanes(
 }
 
 impl Placement {
+    /// How many I/O threads `threads` makes for lanes adding up to `t`, counted without
+    /// building them.
+    fn count(&self, t: &FleetTotals, caps: &Caps) -> u64 {
+        let units = if caps.device_per_disk {
+            t.driven_disks
+        } else {
+            t.lanes
+        };
+        (self.threads as u64).min(units).max(1)
+    }
+
     /// Lane i goes to I/O thread i mod n, so every thread gets a like share of every
     /// worker group; each thread opens each disk its lanes use once. Engines without a
     /// target give every lane a file of its own, so simulated latencies follow the
@@ -1475,5 +1518,43 @@ mod tests {
         assert_eq!(l1[1].qd, 1);
         // 300 IOPS per worker over 1 disk × 2 threads.
         assert_eq!(l1[1].rate, Some(150.0));
+    }
+
+    #[test]
+    fn the_plan_counts_what_materialize_builds() {
+        // Disk 2 of 3 is driven by no stream: it has no lanes.
+        let mut p = plan_with(
+            vec![
+                stream("data", None, None, vec![0, 1]),
+                stream("log", Some(300.0), Some(1), vec![1]),
+            ],
+            3,
+        );
+        p.fleet.workers = 5;
+        let groups = GroupPlan::single(p, 0);
+        let t = FleetTotals::of(&groups).unwrap();
+        let lanes = build_lanes(&groups, 7);
+        assert_eq!(lanes.len() as u64, t.lanes);
+        assert_eq!(t.lanes, 5 * 2 * 2);
+        let slots: u64 = lanes.iter().map(|l| l.slots() as u64).sum();
+        assert_eq!(slots, t.in_flight);
+        for caps in [
+            EngineSpec::Uring.caps(),
+            EngineSpec::Null.caps(),
+            EngineSpec::Psync.caps(),
+            EngineSpec::Sim(Default::default()).caps(),
+        ] {
+            for threads in [1, 3, 64] {
+                let placement = Placement {
+                    threads,
+                    cpus: None,
+                };
+                assert_eq!(
+                    placement.threads(&lanes, &caps).len() as u64,
+                    placement.count(&t, &caps),
+                    "{threads} threads, {caps:?}"
+                );
+            }
+        }
     }
 }

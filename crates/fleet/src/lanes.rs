@@ -181,6 +181,28 @@ impl LaneSpec {
     }
 }
 
+/// Bytes each lane holds while a run goes, for planning memory (`footprint`): its spec,
+/// its generator state, one queue with a stream generator, the disk its spec points at,
+/// and the small vectors these own (queue streams, pick and free lists, the look-ahead
+/// deque, block-size tables, the disk's path), counted at `LANE_HEAP_BYTES`.
+pub const LANE_BYTES: u64 = (std::mem::size_of::<LaneSpec>()
+    + std::mem::size_of::<QueueSpec>()
+    + std::mem::size_of::<Lane>()
+    + std::mem::size_of::<Queue>()
+    + std::mem::size_of::<StreamGen>()
+    + std::mem::size_of::<Option<iofleet_engine::target::DiskLayout>>()
+    + LANE_HEAP_BYTES) as u64;
+const LANE_HEAP_BYTES: usize = 512;
+
+/// Bytes each I/O in flight holds besides its buffer: its slot, its place in the
+/// completion lists (the thread's and the engine's) and in its queue's free list, and
+/// its share of the engine's ring (io_uring: a 64-byte submission and two 16-byte
+/// completion entries, rounded up to a power of two).
+pub const SLOT_BYTES: u64 = (std::mem::size_of::<Slot>()
+    + 2 * std::mem::size_of::<Completion>()
+    + std::mem::size_of::<u32>()
+    + 2 * (64 + 2 * 16)) as u64;
+
 /// What one I/O thread drives.
 #[derive(Debug, Clone, Default)]
 pub struct IoThreadSpec {

@@ -65,6 +65,8 @@ pub enum Placement {
         host: String,
         /// The I/O threads: how many, the lanes they drive, and why that many.
         io_threads: String,
+        /// The memory the plan needs and what this host has (`footprint`).
+        memory: String,
         /// The target and every disk's file or device region (None: the engine
         /// touches no storage).
         target: Option<(TargetSpec, Vec<DiskLayout>)>,

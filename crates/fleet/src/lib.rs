@@ -15,6 +15,7 @@ mod collect;
 pub mod controller;
 #[cfg(test)]
 mod fixtures;
+pub mod footprint;
 pub mod gen;
 pub mod inproc;
 pub mod inventory;

@@ -48,6 +48,14 @@ pub enum ProfileError {
         flag: Option<&'static str>,
         message: String,
     },
+    /// The fleet as a whole passes a bound (its workers, streams or bytes added up over
+    /// its groups): `key` is the one to lower, `flag` its command-line flag.
+    #[error("{}: {message}", subject(.key, .flag))]
+    Total {
+        key: String,
+        flag: Option<&'static str>,
+        message: String,
+    },
 }
 
 impl ProfileError {
@@ -55,7 +63,7 @@ impl ProfileError {
     pub fn key(&self) -> Option<&str> {
         match self {
             ProfileError::Parse { key, .. } => key.as_deref(),
-            ProfileError::Invalid { key, .. } => Some(key),
+            ProfileError::Invalid { key, .. } | ProfileError::Total { key, .. } => Some(key),
             ProfileError::Read { .. } | ProfileError::UnknownProfile { .. } => None,
         }
     }
@@ -63,7 +71,7 @@ impl ProfileError {
     /// The CLI flag the error is about, when the value came from an override.
     pub fn flag(&self) -> Option<&'static str> {
         match self {
-            ProfileError::Invalid { flag, .. } => *flag,
+            ProfileError::Invalid { flag, .. } | ProfileError::Total { flag, .. } => *flag,
             _ => None,
         }
     }

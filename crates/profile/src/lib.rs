@@ -5,10 +5,11 @@
 //! embedded from the top-level `profiles/` directory), defines every option once
 //! (`options`), and turns raw profile + command-line [`Overrides`] into a [`Plan`]
 //! (`validate`), naming the key or flag that fixes any problem; `flags` is the default
-//! shape of a run given no profile, and `emit` prints a resolved plan back as profile
-//! TOML. Three workload-model tools sit beside it: `cluster` (a cluster hardware file and
-//! the theoretical ceiling of a plan's mix on it), `trace` (I/O traces fitted into
-//! plans) and `fio` (fio job files read into raw profiles, one per job; docs/fio.md).
+//! shape of a run given no profile, `totals` what a fleet of groups adds up to (bounded
+//! in checked arithmetic), and `emit` prints a resolved plan back as profile TOML. Three
+//! workload-model tools sit beside it: `cluster` (a cluster hardware file and the
+//! theoretical ceiling of a plan's mix on it), `trace` (I/O traces fitted into plans)
+//! and `fio` (fio job files read into raw profiles, one per job; docs/fio.md).
 //! It does no I/O beyond reading a profile, cluster or job file, and knows nothing
 //! about engines, workers or results.
 //!
@@ -31,6 +32,7 @@ pub mod options;
 pub mod overrides;
 pub mod plan;
 pub mod raw;
+pub mod totals;
 pub mod trace;
 // `units` is the fixed interface shared with the other crates; left as written.
 #[allow(clippy::manual_range_contains)]
@@ -45,6 +47,7 @@ pub use options::reference_markdown;
 pub use overrides::Overrides;
 pub use plan::*;
 pub use raw::{parse_toml, RawProfile};
+pub use totals::FleetTotals;
 pub use units::*;
 pub use validate::{parse_block_sizes, parse_hot_bands, resolve, Context};
 

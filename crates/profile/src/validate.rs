@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use crate::error::ProfileError;
 use crate::options::{
-    option, DIRECT_IO_SECTOR, DISK_SIZE_MULTIPLE, MAX_DEDUPE_UNIT, MIN_DISK_SIZE, MIN_INTERVAL,
+    int_range, option, DIRECT_IO_SECTOR, DISK_SIZE_MULTIPLE, MAX_BLOCK_SIZE, MAX_BLOCK_SIZES,
+    MAX_DEDUPE_UNIT, MAX_HOT_BANDS, MAX_INTERVALS, MAX_STREAMS, MIN_DISK_SIZE, MIN_INTERVAL,
     VERIFY_UNIT,
 };
 use crate::overrides::Overrides;
@@ -263,6 +264,20 @@ impl Resolver<'_> {
                 ),
             ));
         }
+        let intervals = intervals_in(warmup.v, interval.v) + intervals_in(duration.v, interval.v);
+        if intervals > MAX_INTERVALS {
+            return Err(self.err(
+                "timing.interval",
+                interval.flag,
+                format!(
+                    "{} cuts the warm-up ({}) and {} ({}) into {intervals} intervals, more than {MAX_INTERVALS}: lengthen it",
+                    format_duration(interval.v),
+                    format_duration(warmup.v),
+                    duration.name("timing.duration"),
+                    format_duration(duration.v)
+                ),
+            ));
+        }
         let rate = self.number("timing.rate_iops", "timing.rate_iops", ov.rate, t.rate_iops)?;
         Ok(Timing {
             prepare,
@@ -450,6 +465,13 @@ impl Resolver<'_> {
             }
         }
         let max_bs = bs.v.max();
+        if max_bs > MAX_BLOCK_SIZE {
+            return Err(self.err(
+                &bs_key,
+                bs.flag,
+                format!("block size {max_bs} is larger than the largest allowed, {MAX_BLOCK_SIZE}"),
+            ));
+        }
         if max_bs > fleet.disk_size {
             return Err(self.err(
                 &bs_key,
@@ -711,6 +733,16 @@ pub fn resolve(raw: &RawProfile, ov: &Overrides, ctx: &Context) -> Result<Plan, 
             "a profile needs at least one [[stream]] table (with bs, read_pct, random_pct)",
         ));
     }
+    if raw.streams.len() > MAX_STREAMS {
+        return Err(r.err(
+            "stream",
+            None,
+            format!(
+                "{} [[stream]] tables, more than the {MAX_STREAMS} a run may have",
+                raw.streams.len()
+            ),
+        ));
+    }
     let mut streams = Vec::with_capacity(raw.streams.len());
     let mut names = BTreeSet::new();
     for (i, rs) in raw.streams.iter().enumerate() {
@@ -821,6 +853,15 @@ pub fn parse_block_sizes(s: &str) -> Result<BlockSizes, String> {
         }
         return Ok(BlockSizes::fixed(size));
     }
+    let sizes = text.split(',').count();
+    if sizes > MAX_BLOCK_SIZES {
+        return Err(format!(
+            "'{}' lists {sizes} sizes, more than {MAX_BLOCK_SIZES}",
+            shorten(text)
+        ));
+    }
+    // A size's weight is a relative weight, bounded as a stream's `weight` is.
+    let weights = int_range("stream.weight");
     let mut entries: Vec<(Bytes, u32)> = Vec::new();
     for entry in text.split(',') {
         let entry = entry.trim();
@@ -847,8 +888,12 @@ pub fn parse_block_sizes(s: &str) -> Result<BlockSizes, String> {
                 weight.trim()
             )
         })?;
-        if weight == 0 {
-            return Err(format!("entry '{entry}': weight must be at least 1"));
+        if !weights.contains(&(weight as u64)) {
+            return Err(format!(
+                "entry '{entry}': weight {weight} is out of range {}..={}",
+                weights.start(),
+                weights.end()
+            ));
         }
         if entries.iter().any(|e| e.0 == size) {
             return Err(format!("'{text}' lists {size} more than once"));
@@ -865,6 +910,13 @@ pub fn parse_hot_bands(s: &str) -> Result<Vec<HotBand>, String> {
     let text = s.trim();
     if text.is_empty() {
         return Err("empty hot bands (e.g. \"95/5:4/10\")".into());
+    }
+    let count = text.split(':').count();
+    if count > MAX_HOT_BANDS {
+        return Err(format!(
+            "'{}' has {count} bands, more than {MAX_HOT_BANDS}",
+            shorten(text)
+        ));
     }
     let mut bands = Vec::new();
     for band in text.split(':') {
@@ -910,8 +962,21 @@ pub fn parse_hot_bands(s: &str) -> Result<Vec<HotBand>, String> {
 /// `"all"` → None; `"0-3"`, `"4,5"`, `"0-1,6"` or `[0, 1]` → sorted, deduplicated indexes.
 fn parse_disk_list(d: &RawDisks) -> Result<Option<Vec<u32>>, String> {
     let mut set = BTreeSet::new();
+    // No worker has more disks than fleet.disks_per_worker allows: an index past that
+    // is refused before a range is expanded.
+    let most = *int_range("fleet.disks_per_worker").end();
+    let beyond = |v: u64| {
+        format!(
+            "disk {v} is beyond the last disk a worker may have ({}: fleet.disks_per_worker is at most {most})",
+            most - 1
+        )
+    };
     let index = |v: i64| -> Result<u32, String> {
-        u32::try_from(v).map_err(|_| format!("{v} is not a disk index (0, 1, 2, ...)"))
+        let i = u32::try_from(v).map_err(|_| format!("{v} is not a disk index (0, 1, 2, ...)"))?;
+        if i as u64 >= most {
+            return Err(beyond(i as u64));
+        }
+        Ok(i)
     };
     match d {
         RawDisks::List(list) => {
@@ -927,9 +992,13 @@ fn parse_disk_list(d: &RawDisks) -> Result<Option<Vec<u32>>, String> {
             for item in t.split(',') {
                 let item = item.trim();
                 let parse = |s: &str| -> Result<u32, String> {
-                    s.trim().parse::<u32>().map_err(|_| {
+                    let v = s.trim().parse::<u32>().map_err(|_| {
                         format!("'{item}' is not a disk index or range (examples: \"all\", \"0-3\", \"4,5\")")
-                    })
+                    })?;
+                    if v as u64 >= most {
+                        return Err(beyond(v as u64));
+                    }
+                    Ok(v)
                 };
                 match item.split_once('-') {
                     Some((a, b)) => {
@@ -950,6 +1019,21 @@ fn parse_disk_list(d: &RawDisks) -> Result<Option<Vec<u32>>, String> {
         return Err("the disk list is empty".into());
     }
     Ok(Some(set.into_iter().collect()))
+}
+
+/// The intervals a phase of `len` is cut into (its last may be shorter), as the run's
+/// timeline cuts it.
+pub fn intervals_in(len: Duration, interval: Duration) -> u64 {
+    let step = interval.as_nanos().max(1);
+    len.as_nanos().div_ceil(step) as u64
+}
+
+/// A long text cut for a message: its first 40 characters and how long it was.
+fn shorten(text: &str) -> String {
+    match text.char_indices().nth(40) {
+        Some((i, _)) => format!("{}… ({} characters)", &text[..i], text.chars().count()),
+        None => text.to_string(),
+    }
 }
 
 #[cfg(test)]

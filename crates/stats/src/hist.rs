@@ -98,6 +98,14 @@ fn dense_buckets(h: &Histogram<u64>) -> Vec<(u64, u64)> {
         .collect()
 }
 
+/// Bytes of a dense histogram's counts once it has recorded a latency of `max_ns`: what
+/// each histogram an I/O thread records into may grow to (for planning memory).
+pub fn dense_bytes(max_ns: u64) -> u64 {
+    let mut h = fresh();
+    record_n(&mut h, max_ns.max(1), 1);
+    (h.distinct_values() * std::mem::size_of::<u64>()) as u64
+}
+
 fn record_n(h: &mut Histogram<u64>, value: u64, n: u64) {
     // With auto-resize on, recording only fails if memory cannot be grown; saturate then.
     if h.record_n(value, n).is_err() {

@@ -491,9 +491,8 @@ fn host_line(line: &str) -> Result<HostLine, String> {
         return Err("a host line without a host".into());
     };
     let (pattern, port) = split_port(pattern)?;
-    if pattern.is_empty() {
-        return Err("empty host name".into());
-    }
+    // Checked before a range is expanded: a control character would be in every name.
+    super::host_name(pattern).map_err(|m| format!("the host name {m}"))?;
     let names = if pattern.contains('[') {
         expand(pattern)?
     } else {

@@ -26,6 +26,11 @@
 //! `ansible_port`, `ansible_ssh_private_key_file` → SSH destination and options;
 //! `iofleet_workers`, `iofleet_target`, `iofleet_path`, `iofleet_transport`,
 //! `iofleet_role` → the TOML keys of the same names. Any other `iofleet_*` variable is an error.
+//!
+//! In every format, a worker pin is bounded as `fleet.workers` is (the option table's
+//! range), one by one and in sum, and a host's name or address may not be empty or hold
+//! a control character: both are refused here, naming the key, before anything is sized
+//! by them or printed with them.
 
 pub mod ansible;
 pub mod ini;
@@ -113,7 +118,8 @@ struct RawSsh {
 #[serde(deny_unknown_fields)]
 struct RawDefaults {
     target: Option<RawTarget>,
-    workers: Option<u32>,
+    /// Read wide, so that any whole number reaches the bound check (`pin`).
+    workers: Option<i64>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -129,7 +135,7 @@ struct RawHost {
     destination: String,
     name: Option<String>,
     target: Option<RawTarget>,
-    workers: Option<u32>,
+    workers: Option<i64>,
     #[serde(default)]
     labels: BTreeMap<String, String>,
     iofleet_path: Option<String>,
@@ -359,12 +365,22 @@ type VarError = (Option<usize>, String);
 
 fn host_spec(h: &Host, text: Option<&str>) -> Result<HostSpec, VarError> {
     let vars = HostVars { h, text };
+    // The native reader refused a bad name at its line; ansible-inventory's names are
+    // checked here.
+    host_name(&h.name).map_err(|m| (None, format!("the inventory's host name {m}")))?;
     vars.check_names()?;
-    let host = vars
-        .text_of("ansible_host")?
-        .unwrap_or_else(|| h.name.clone());
+    let host = match vars.text_of("ansible_host")? {
+        Some(a) => {
+            host_name(&a).map_err(|m| vars.bad("ansible_host", m))?;
+            a
+        }
+        None => h.name.clone(),
+    };
     let destination = match vars.text_of("ansible_user")? {
-        Some(u) => format!("{u}@{host}"),
+        Some(u) => {
+            host_name(&u).map_err(|m| vars.bad("ansible_user", m))?;
+            format!("{u}@{host}")
+        }
         None => host,
     };
     let mut ssh_options = Vec::new();
@@ -376,8 +392,10 @@ fn host_spec(h: &Host, text: Option<&str>) -> Result<HostSpec, VarError> {
     }
     let target = vars.target()?;
     let transport = vars.transport()?;
-    // A host's pin is at most a fleet's workers (fleet.workers is 1..=65536).
-    let workers = vars.whole("iofleet_workers", 1, 65_536)?.map(|w| w as u32);
+    // A host's pin is at most a fleet's workers, the bound of fleet.workers.
+    let workers = vars
+        .whole("iofleet_workers", 1, most_workers())?
+        .map(|w| w as u32);
     let role = vars.role()?;
     Ok(HostSpec {
         name: h.name.clone(),
@@ -548,16 +566,31 @@ impl HostVars<'_> {
 
 pub fn parse_toml(text: &str) -> Result<Vec<HostSpec>, String> {
     let raw: RawInventory = toml::from_str(text).map_err(|e| e.to_string())?;
-    Ok(raw
-        .host
+    let default_pin = raw
+        .defaults
+        .workers
+        .map(|w| pin(w).map_err(|m| format!("defaults.workers = {m}")))
+        .transpose()?;
+    raw.host
         .into_iter()
-        .map(|h| {
+        .enumerate()
+        .map(|(i, h)| {
+            host_name(&h.destination)
+                .map_err(|m| format!("host[{i}].destination: the host's address {m}"))?;
+            if let Some(n) = &h.name {
+                host_name(n).map_err(|m| format!("host[{i}].name: the host's name {m}"))?;
+            }
+            let name = h.name.unwrap_or_else(|| h.destination.clone());
+            let own_pin = h
+                .workers
+                .map(|w| pin(w).map_err(|m| format!("host '{name}': workers = {m}")))
+                .transpose()?;
             let mut ssh_options = raw.ssh.options.clone();
             ssh_options.extend(h.ssh_options);
             // An observer runs no workers: the default pin is not its.
             let observer = h.role == Role::Observer;
-            HostSpec {
-                name: h.name.unwrap_or_else(|| h.destination.clone()),
+            Ok(HostSpec {
+                name,
                 destination: h.destination,
                 target: target_arg(
                     if observer {
@@ -568,9 +601,9 @@ pub fn parse_toml(text: &str) -> Result<Vec<HostSpec>, String> {
                     h.role,
                 ),
                 workers: if observer {
-                    h.workers
+                    own_pin
                 } else {
-                    h.workers.or(raw.defaults.workers)
+                    own_pin.or(default_pin)
                 },
                 role: h.role,
                 labels: h.labels,
@@ -578,9 +611,44 @@ pub fn parse_toml(text: &str) -> Result<Vec<HostSpec>, String> {
                 transport: h.transport.unwrap_or(TransportKind::Ssh),
                 ssh_options,
                 pod: None,
-            }
+            })
         })
-        .collect())
+        .collect()
+}
+
+/// The most workers a host may be pinned to, and the most all pins may add up to: a
+/// fleet's (`fleet.workers`' range in the option table, as for `--workers`).
+pub fn most_workers() -> u64 {
+    *iofleet_profile::options::int_range("fleet.workers").end()
+}
+
+/// A worker pin as written (`workers`, `defaults.workers`), checked against the bound
+/// before anything is sized by it. Zero is refused later (`check`), with the host's name.
+fn pin(w: i64) -> Result<u32, String> {
+    let most = most_workers();
+    match u64::try_from(w) {
+        Ok(n) if n <= most => Ok(n as u32),
+        _ => Err(format!(
+            "{w} is out of range 1..={most}: a host runs at most a fleet's workers (fleet.workers, --workers)"
+        )),
+    }
+}
+
+/// A host name or address as an inventory gives it: refused when empty or when it holds
+/// a control character (a newline would split every line that names the host). The
+/// error completes "the host's name …", showing the name escaped.
+pub fn host_name(name: &str) -> Result<(), String> {
+    if name.trim().is_empty() {
+        return Err(format!("{name:?} is empty"));
+    }
+    match name.chars().find(|c| c.is_control()) {
+        Some(c) => Err(format!(
+            "{:?} contains a control character ({})",
+            name,
+            c.escape_debug()
+        )),
+        None => Ok(()),
+    }
 }
 
 fn check(hosts: &[HostSpec]) -> Result<(), String> {
@@ -590,10 +658,12 @@ fn check(hosts: &[HostSpec]) -> Result<(), String> {
         );
     }
     let mut names = std::collections::BTreeSet::new();
+    let mut pinned = 0u64;
     for h in hosts {
         if !names.insert(&h.name) {
             return Err(format!("host name '{}' appears twice", h.name));
         }
+        pinned += h.workers.map_or(0, u64::from);
         if h.workers == Some(0) {
             return Err(format!("host '{}': workers must be at least 1", h.name));
         }
@@ -607,6 +677,17 @@ fn check(hosts: &[HostSpec]) -> Result<(), String> {
     if hosts.iter().all(|h| h.role == Role::Observer) {
         return Err("every host is an observer: at least one host must run workers".into());
     }
+    check_pins_sum(pinned)
+}
+
+/// All pins together are at most a fleet's workers.
+fn check_pins_sum(pinned: u64) -> Result<(), String> {
+    let most = most_workers();
+    if pinned > most {
+        return Err(format!(
+            "the hosts' workers pins add up to {pinned} workers, more than the {most} a fleet may have (fleet.workers is 1..={most}); pin fewer"
+        ));
+    }
     Ok(())
 }
 
@@ -614,16 +695,18 @@ fn check(hosts: &[HostSpec]) -> Result<(), String> {
 /// the other worker hosts (earlier hosts take the remainder). Returns (first global
 /// worker, count) per host; observers, and hosts that get no worker, have a count of 0.
 pub fn place(hosts: &[HostSpec], total: u32) -> Result<Vec<(u32, u32)>, String> {
-    let pinned: u32 = hosts.iter().filter_map(|h| h.workers).sum();
+    // Summed wide: pins are bounded one by one, not yet in sum.
+    let pinned: u64 = hosts.iter().filter_map(|h| h.workers).map(u64::from).sum();
+    check_pins_sum(pinned)?;
     let free: Vec<usize> = (0..hosts.len())
         .filter(|&i| hosts[i].workers.is_none() && hosts[i].role == Role::Workers)
         .collect();
     let rest = if free.is_empty() {
         0
     } else {
-        total.checked_sub(pinned).ok_or_else(|| {
+        (total as u64).checked_sub(pinned).ok_or_else(|| {
             format!("the inventory pins {pinned} workers but the run has only {total} (--workers)")
-        })?
+        })? as u32
     };
     let mut counts: Vec<u32> = hosts.iter().map(|h| h.workers.unwrap_or(0)).collect();
     for (k, &i) in free.iter().enumerate() {
@@ -822,6 +905,105 @@ mod tests {
         let mut observed = vec![h(None), h(None), h(None)];
         observed[1].role = Role::Observer;
         assert_eq!(place(&observed, 5).unwrap(), vec![(0, 3), (3, 0), (3, 2)]);
+    }
+
+    #[test]
+    fn worker_pins_are_bounded_one_by_one_and_in_sum() {
+        let host = |w: &str| format!("[[host]]\ndestination = \"h\"\nworkers = {w}\n");
+        for (text, needle) in [
+            (
+                host("1000000000"),
+                "host 'h': workers = 1000000000 is out of range 1..=65536",
+            ),
+            (
+                host("-3"),
+                "host 'h': workers = -3 is out of range 1..=65536",
+            ),
+            (
+                format!(
+                    "[defaults]\nworkers = 70000\n{}",
+                    host("1").replace("workers = 1\n", "")
+                ),
+                "defaults.workers = 70000 is out of range 1..=65536",
+            ),
+        ] {
+            let e = parse_toml(&text).unwrap_err();
+            assert!(
+                e.contains(needle) && e.contains("fleet.workers"),
+                "{text}: {e}"
+            );
+        }
+        let at_most = parse_toml(&host("65536")).unwrap();
+        assert_eq!(at_most[0].workers, Some(65536));
+        // Each pin within the bound, their sum past it.
+        let two = parse_toml(
+            "[defaults]\nworkers = 65536\n[[host]]\ndestination = \"a\"\n[[host]]\ndestination = \"b\"\n",
+        )
+        .unwrap();
+        let e = check(&two).unwrap_err();
+        assert!(
+            e.contains("pins add up to 131072 workers, more than the 65536"),
+            "{e}"
+        );
+        assert!(place(&two, 10).unwrap_err().contains("131072"));
+        let (_, m) = ini_hosts("n1 iofleet_workers=70000\n").unwrap_err();
+        assert!(
+            m.contains("iofleet_workers: 70000 is not a whole number in 1..=65536"),
+            "{m}"
+        );
+    }
+
+    #[test]
+    fn empty_and_control_character_host_names_are_refused_naming_the_key() {
+        let toml = |dest: &str, name: &str| format!("[[host]]\ndestination = {dest:?}\n{name}");
+        for (text, needle) in [
+            (toml("", ""), "host[0].destination: the host's address \"\" is empty"),
+            (toml("  ", ""), "host[0].destination: the host's address \"  \" is empty"),
+            (
+                toml("a\nb", ""),
+                "host[0].destination: the host's address \"a\\nb\" contains a control character (\\n)",
+            ),
+            (
+                toml("h", "name = \"\"\n"),
+                "host[0].name: the host's name \"\" is empty",
+            ),
+            (
+                toml("h", "name = \"x\\u001b[2J\"\n"),
+                "host[0].name: the host's name \"x\\u{1b}[2J\" contains a control character (\\u{1b})",
+            ),
+        ] {
+            let e = parse_toml(&text).unwrap_err();
+            assert!(e.contains(needle), "{text:?}: {e}");
+        }
+        for (text, line, needle) in [
+            (
+                "[g]\n'' ansible_user=root\n",
+                2,
+                "the host name \"\" is empty",
+            ),
+            (
+                "[g]\n'n\x07[1:3]'\n",
+                2,
+                "the host name \"n\\u{7}[1:3]\" contains a control character",
+            ),
+        ] {
+            let (l, m) = ini_hosts(text).unwrap_err();
+            assert_eq!(l, Some(line), "{text:?}: {m}");
+            assert!(m.contains(needle), "{text:?}: {m}");
+        }
+        let (l, m) = ini_hosts("[g]\nn1 ansible_host=''\n").unwrap_err();
+        assert_eq!(l, Some(2));
+        assert!(m.contains("host 'n1': ansible_host: \"\" is empty"), "{m}");
+        // What ansible-inventory resolves (YAML can name any host) is checked too.
+        let inv = Inventory::from_list_json(
+            r#"{"all": {"hosts": ["ok", "bad\nname"]}, "_meta": {"hostvars": {}}}"#,
+        )
+        .unwrap();
+        let (_, m) = host_specs(&inv, None).unwrap_err();
+        assert!(
+            m.contains("the inventory's host name \"bad\\nname\" contains a control character"),
+            "{m}"
+        );
     }
 
     #[test]

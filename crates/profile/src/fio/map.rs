@@ -13,8 +13,20 @@ use std::collections::BTreeSet;
 
 use super::parse::{FioJob, FioOption, Location};
 use super::{FioError, Problem};
+use crate::options::{int_range, MAX_BLOCK_SIZES};
 use crate::raw::{RawFleet, RawProfile, RawStream, RawTiming};
 use crate::units::parse_duration;
+
+/// What a count option must be: a whole number in the range of the profile key it
+/// becomes.
+fn bound_text(key: &str) -> String {
+    let range = int_range(key);
+    format!(
+        "expected a whole number in {}..={} (the range of {key})",
+        range.start(),
+        range.end()
+    )
+}
 
 /// One job section as an iofleet worker group.
 #[derive(Debug, Clone, PartialEq)]
@@ -231,18 +243,14 @@ impl Mapper {
         let before = self.problems.len();
         self.check_names(job);
         let kb = self.kb_base(job);
-        let int = |m: &mut Self, names: &[&str], lo: i64| -> Option<i64> {
+        // Bounded as the profile key the option becomes: one bound per quantity, named
+        // here at the option's own line.
+        let int = |m: &mut Self, names: &[&str], key: &str| -> Option<i64> {
             let o = job.get(names)?;
-            match o.value.as_deref().map(|v| v.trim().parse::<i64>()) {
-                Some(Ok(n)) if n >= lo => Some(n),
-                _ => {
-                    m.problem(o, format!("expected a whole number >= {lo}"));
-                    None
-                }
-            }
+            m.whole_in(o, key)
         };
-        let workers = int(self, &["numjobs"], 1);
-        let qd = int(self, &["iodepth"], 1);
+        let workers = int(self, &["numjobs"], "fleet.workers");
+        let qd = int(self, &["iodepth"], "fleet.qd");
         let disks = self.disks(job);
         let (read_pct, random) = self.rw(job);
         let dirs = self.directions(job, kb, random);
@@ -401,14 +409,21 @@ impl Mapper {
             n.max(1) as i64
         });
         match job.get(&["nrfiles"]) {
-            Some(o) => match o.value.as_deref().map(|v| v.trim().parse::<i64>()) {
-                Some(Ok(n)) if n >= 1 => n,
-                _ => {
-                    self.problem(o, "expected a whole number >= 1");
-                    1
-                }
-            },
+            Some(o) => self.whole_in(o, "fleet.disks_per_worker").unwrap_or(1),
             None => named.unwrap_or(1),
+        }
+    }
+
+    /// Option `o`'s value as a whole number in the range of profile key `key`; a
+    /// problem at the option's line otherwise.
+    fn whole_in(&mut self, o: &FioOption, key: &str) -> Option<i64> {
+        let range = int_range(key);
+        match o.value.as_deref().unwrap_or("").trim().parse::<u64>() {
+            Ok(n) if range.contains(&n) => Some(n as i64),
+            _ => {
+                self.problem(o, bound_text(key));
+                None
+            }
         }
     }
 
@@ -1018,8 +1033,8 @@ fn bssplit(v: &str, kb: u64) -> Result<String, String> {
     Ok(out.join(","))
 }
 
-/// Largest number of sizes a `bsrange` becomes.
-const MAX_RANGE_SIZES: u64 = 64;
+/// Largest number of sizes a `bsrange` becomes: as many as a `stream.bs` list holds.
+const MAX_RANGE_SIZES: u64 = MAX_BLOCK_SIZES as u64;
 
 /// `bsrange` `MIN-MAX` → every multiple of MIN up to MAX, equally weighted.
 fn bsrange(v: &str, kb: u64) -> Result<String, String> {
@@ -1258,6 +1273,38 @@ rate_iops=300
         );
         assert!(p[0].message.contains("flushes"), "{}", p[0].message);
         assert!(p[3].message.contains("':8'"), "{}", p[3].message);
+    }
+
+    #[test]
+    fn counts_are_bounded_as_the_keys_they_become() {
+        let text = "[a]\nnumjobs=70000\niodepth=0\nnrfiles=2000\n[b]\nnumjobs=65536\niodepth=4096\nnrfiles=1024\n";
+        let FioError::Unsupported(p) = map(text, &[]).unwrap_err() else {
+            panic!("not Unsupported");
+        };
+        let got: Vec<(usize, &str, &str)> = p
+            .iter()
+            .map(|p| (p.at.line, p.option.as_str(), p.message.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (
+                    2,
+                    "numjobs",
+                    "expected a whole number in 1..=65536 (the range of fleet.workers)"
+                ),
+                (
+                    3,
+                    "iodepth",
+                    "expected a whole number in 1..=4096 (the range of fleet.qd)"
+                ),
+                (
+                    4,
+                    "nrfiles",
+                    "expected a whole number in 1..=1024 (the range of fleet.disks_per_worker)"
+                ),
+            ]
+        );
     }
 
     #[test]

@@ -62,7 +62,8 @@ fn block_sizes_malformed() {
         ("", "empty block size"),
         ("0", "greater than 0"),
         ("0:5", "greater than 0"),
-        ("4k:0", "at least 1"),
+        ("4k:0", "weight 0 is out of range 1..=1000000"),
+        ("4k:1000001", "weight 1000001 is out of range 1..=1000000"),
         ("4k,8k", "needs a weight"),
         ("4q:5", "unknown size suffix"),
         ("4k:1,4k:2", "more than once"),
@@ -71,6 +72,13 @@ fn block_sizes_malformed() {
         let e = parse_block_sizes(input).unwrap_err();
         assert!(e.contains(expect), "{input:?}: {e}");
     }
+    // A list past MAX_BLOCK_SIZES is refused before its entries are read.
+    let list: Vec<String> = (1..=MAX_BLOCK_SIZES + 1)
+        .map(|k| format!("{}:1", k * 512))
+        .collect();
+    let e = parse_block_sizes(&list.join(",")).unwrap_err();
+    assert!(e.contains("lists 65 sizes, more than 64"), "{e}");
+    assert!(parse_block_sizes(&list[..MAX_BLOCK_SIZES].join(",")).is_ok());
 }
 
 // ---- parse_hot_bands ----
@@ -113,6 +121,12 @@ fn hot_bands_malformed() {
         let e = parse_hot_bands(input).unwrap_err();
         assert!(e.contains(expect), "{input:?}: {e}");
     }
+    // Past MAX_HOT_BANDS bands, refused by count before any is read.
+    let bands = |n: usize| vec!["0.5/0.5"; n].join(":");
+    assert!(parse_hot_bands(&bands(MAX_HOT_BANDS)).is_ok());
+    let e = parse_hot_bands(&bands(MAX_HOT_BANDS + 1)).unwrap_err();
+    assert!(e.contains("has 101 bands, more than 100"), "{e}");
+    assert!(e.contains("… (807 characters)"), "the text is cut: {e}");
 }
 
 // ---- disk lists ----
@@ -135,6 +149,18 @@ fn disk_lists() {
         .unwrap_err()
         .contains("empty"));
     assert!(parse_disk_list(&RawDisks::List(vec![-1])).is_err());
+    // An index no worker can have is refused before a range is expanded (a range to
+    // u32::MAX would otherwise fill memory).
+    assert_eq!(t("1020-1023").unwrap().map(|v| v.len()), Some(4));
+    for bad in ["0-4294967295", "1024", "5,99999"] {
+        let e = t(bad).unwrap_err();
+        assert!(
+            e.contains("fleet.disks_per_worker is at most 1024"),
+            "{bad}: {e}"
+        );
+    }
+    let e = parse_disk_list(&RawDisks::List(vec![1024])).unwrap_err();
+    assert!(e.contains("disk 1024 is beyond the last disk"), "{e}");
 }
 
 #[test]
@@ -346,6 +372,59 @@ fn bs_larger_than_disk() {
     let e = fail(&text);
     assert_eq!(e.key(), Some("stream[0] (\"main\").bs"));
     assert!(e.to_string().contains("larger than fleet.disk_size"), "{e}");
+}
+
+#[test]
+fn bs_past_the_largest_allowed() {
+    let text = format!(
+        "{}[fleet]\ndisk_size = \"1g\"\n",
+        MIN.replace("\"4k\"", "\"4k:1,128m:1\"")
+    );
+    let e = fail(&text);
+    assert_eq!(e.key(), Some("stream[0] (\"main\").bs"));
+    assert!(
+        e.to_string()
+            .contains("larger than the largest allowed, 64m"),
+        "{e}"
+    );
+    assert!(ok(&text.replace("128m", "64m")).streams[0].bs.max() == MAX_BLOCK_SIZE);
+}
+
+#[test]
+fn intervals_past_the_most_a_run_may_keep() {
+    let ov = |warmup: &str, duration: &str, interval: &str| Overrides {
+        warmup: Some(parse_duration(warmup).unwrap()),
+        duration: Some(parse_duration(duration).unwrap()),
+        interval: Some(parse_duration(interval).unwrap()),
+        ..Overrides::default()
+    };
+    // 1,000,000 intervals in all: the most.
+    let ok_ov = ov("100s", "99900s", "100ms");
+    assert!(resolve(&raw(MIN), &ok_ov, &Context::default()).is_ok());
+    // A last piece shorter than the interval is an interval too.
+    let e = fail_with(MIN, &ov("100s", "99900.05s", "100ms"), Context::default());
+    assert_eq!(e.key(), Some("timing.interval"));
+    let e = e.to_string();
+    assert!(
+        e.starts_with(
+            "test.toml: --interval (timing.interval): 100ms cuts the warm-up (100s) and --duration ("
+        ) && e.ends_with("into 1000001 intervals, more than 1000000: lengthen it"),
+        "{e}"
+    );
+}
+
+#[test]
+fn streams_past_the_most_a_run_may_have() {
+    let one = "[[stream]]\nbs = \"4k\"\nread_pct = 1\nrandom_pct = 1\n";
+    let text = |n: usize| format!("name = \"t\"\n{}", one.repeat(n));
+    assert_eq!(ok(&text(MAX_STREAMS)).streams.len(), MAX_STREAMS);
+    let e = fail(&text(MAX_STREAMS + 1));
+    assert_eq!(e.key(), Some("stream"));
+    assert!(
+        e.to_string()
+            .contains("1025 [[stream]] tables, more than the 1024"),
+        "{e}"
+    );
 }
 
 #[test]
