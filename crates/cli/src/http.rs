@@ -380,29 +380,50 @@ fn read_request(s: &mut TcpStream, limit: Duration) -> Head {
             Err(_) => return Head::Closed,
         };
         head.extend_from_slice(&chunk[..n]);
-        let mut headers = [httparse::EMPTY_HEADER; 64];
-        let mut req = httparse::Request::new(&mut headers);
-        match req.parse(&head) {
-            Ok(httparse::Status::Complete(_)) => {
-                let headers = req
-                    .headers
-                    .iter()
-                    .map(|h| {
-                        (
-                            h.name.to_ascii_lowercase(),
-                            String::from_utf8_lossy(h.value).into_owned(),
-                        )
-                    })
-                    .collect();
-                return Head::Request(Request::new(
-                    req.method.unwrap_or(""),
-                    req.path.unwrap_or(""),
-                    headers,
-                ));
-            }
-            Ok(httparse::Status::Partial) if head.len() < MAX_HEAD => continue,
-            _ => return Head::Bad,
+        match parse_head(&head) {
+            Parsed::Request(r) => return Head::Request(r),
+            Parsed::Partial => continue,
+            Parsed::Bad => return Head::Bad,
         }
+    }
+}
+
+/// What the bytes of a request head read so far make.
+#[derive(Debug, PartialEq)]
+pub enum Parsed {
+    /// A whole head.
+    Request(Request),
+    /// A head not yet whole, and under `MAX_HEAD`: read on.
+    Partial,
+    /// Not HTTP, more than 64 headers, or `MAX_HEAD` without a whole head.
+    Bad,
+}
+
+/// The request in `head`, the bytes read so far (`httparse` parses; this names what the
+/// handlers see). Pure: the fuzz target and the property tests call it on any bytes.
+pub fn parse_head(head: &[u8]) -> Parsed {
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut req = httparse::Request::new(&mut headers);
+    match req.parse(head) {
+        Ok(httparse::Status::Complete(_)) => {
+            let headers = req
+                .headers
+                .iter()
+                .map(|h| {
+                    (
+                        h.name.to_ascii_lowercase(),
+                        String::from_utf8_lossy(h.value).into_owned(),
+                    )
+                })
+                .collect();
+            Parsed::Request(Request::new(
+                req.method.unwrap_or(""),
+                req.path.unwrap_or(""),
+                headers,
+            ))
+        }
+        Ok(httparse::Status::Partial) if head.len() < MAX_HEAD => Parsed::Partial,
+        _ => Parsed::Bad,
     }
 }
 
