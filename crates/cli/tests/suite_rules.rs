@@ -157,6 +157,8 @@ fn reaches_need(calls: &Calls, gates: &Gates) -> bool {
         (REPORTING.contains(&c.name.as_str()) && c.via_need)
             || c.name == "need"
             || match &c.qualified {
+                // `Self::name` inside an impl: any type's associated `name`.
+                Some(q) if q.starts_with("Self::") => gates.contains(&c.name),
                 Some(q) => gates.keys.contains(q) || gates.keys.contains(&c.name),
                 None => gates.keys.contains(&c.name),
             }
@@ -301,9 +303,13 @@ impl<'a> Visit<'a> for Returns<'_> {
         let depth = self.guarded.len();
         for stmt in &b.stmts {
             self.visit_stmt(stmt);
-            // A later return in this block comes after this statement's call.
-            let g = self.guard(calls_of(|c| c.visit_stmt(stmt)));
-            self.guarded.push(g);
+            // A later return in this block comes after this statement's call, when the
+            // statement is the call itself (`need::skip(..);`): a call nested in an
+            // earlier `if` guards only that `if`'s own returns.
+            if let syn::Stmt::Expr(e @ (syn::Expr::Call(_) | syn::Expr::MethodCall(_)), _) = stmt {
+                let g = self.guard(calls_of(|c| c.visit_expr(e)));
+                self.guarded.push(g);
+            }
         }
         self.guarded.truncate(depth);
     }
@@ -443,6 +449,15 @@ fn the_rules_catch_a_silent_skip_and_pass_a_guarded_one() {
         unguarded("fn t() { let v: Vec<u8> = (0..3).filter_map(|x| { if x > 1 { return None; } Some(x) }).collect(); }"),
         0,
         "a closure's return is not the test's"
+    );
+    assert_eq!(
+        unguarded("fn t() { if !need::need(\"t\", &[\"x\"]) { return; } let Ok(c) = std::env::var(\"X\") else { return; }; }"),
+        1,
+        "a guard earlier in the block covers only its own return"
+    );
+    assert_eq!(
+        unguarded("fn t() { let Ok(c) = std::env::var(\"X\") else { need::unavailable(\"t\", \"x\"); return; }; }"),
+        0
     );
     let mut t = Tests {
         in_test: true,
