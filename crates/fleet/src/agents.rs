@@ -257,17 +257,20 @@ done
 /// (`stale_records_lines`), and define `launch BINARY`, which records this shell's
 /// process id in the run's private directory, marks the environment with that
 /// directory, and `exec`s the binary as the agent, so the recorded process is the
-/// agent. A directory that cannot be made (it exists: a nonce seen twice) stops the
-/// start, naming it.
+/// agent. A directory that cannot be made (a home that cannot be written, as on a
+/// read-only or root-squashed share, or no `HOME` at all) does not stop the start: the
+/// agent runs unrecorded, says so on stderr, and a frozen agent there can be ended only
+/// with its session (the kill script finds no record and signals nothing).
 fn launch_lines(nonce: &str) -> String {
     format!(
-        r#"runs="$HOME/.cache/iofleet/runs"
+        r#"runs="${{HOME:-/nonexistent}}/.cache/iofleet/runs"
 {stale}launch() {{
   r="$runs/{nonce}"
-  if ! {{ mkdir -p -m 700 "$runs" && mkdir -m 700 "$r" && echo $$ > "$r/pid"; }}; then
-    echo "cannot record the agent's process in $r" >&2; exit 1
+  if {{ mkdir -p -m 700 "$runs" && mkdir -m 700 "$r" && echo $$ > "$r/pid"; }} 2>/dev/null; then
+    {RUN_DIR_ENV}="$r"; export {RUN_DIR_ENV}
+  else
+    echo "iofleet: cannot record the agent's process in $r; a frozen agent on this host is ended only with its session" >&2
   fi
-  {RUN_DIR_ENV}="$r"; export {RUN_DIR_ENV}
   exec "$1" agent
 }}
 "#,
@@ -2054,19 +2057,27 @@ mod tests {
             .collect()
     }
 
-    /// A start whose record cannot be made (a nonce seen twice) stops before the
-    /// binary runs, naming the directory.
+    /// A start whose record cannot be made (here a nonce seen twice; a home that cannot
+    /// be written is the same case) still starts the agent, unrecorded and unmarked, and
+    /// says so: such a host ran before the record existed, and must still run.
     #[test]
-    fn a_start_that_cannot_record_its_agent_does_not_start_it() {
+    fn a_start_that_cannot_record_its_agent_starts_it_unrecorded() {
         let home = tempfile::tempdir().unwrap();
-        let launch = Launch::new(shell_quote("/bin/echo"));
+        let launch = Launch::new(shell_quote("/bin/sh"));
         let dir = home.path().join(".cache/iofleet/runs").join(&launch.nonce);
         std::fs::create_dir_all(&dir).unwrap();
+        // `sh agent` runs the file `agent` in the working directory: it prints the mark.
+        std::fs::write(
+            home.path().join("agent"),
+            format!("echo \"mark=${{{RUN_DIR_ENV}:-none}}\"\n"),
+        )
+        .unwrap();
         let out = host_sh(home.path(), home.path(), &launch_script(&launch))
             .output()
             .unwrap();
-        assert_eq!(out.status.code(), Some(1));
-        assert_eq!(String::from_utf8_lossy(&out.stdout), "", "echo never ran");
+        assert_eq!(out.status.code(), Some(0));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "mark=none\n");
+        assert!(!dir.join("pid").exists(), "nothing recorded");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
             err.contains(&format!(
