@@ -121,7 +121,10 @@ pub fn run(a: CeilingArgs) -> Result<i32, Exit> {
     }
     println!("binding: {} at {:.0} IOPS", binding.name, binding.iops);
     if let (Some((id, name, iops)), Some(eff)) = (&measured, efficiency) {
-        println!("run {id} ({name}): {iops:.0} IOPS measured = {eff:.1}% of the ceiling");
+        println!(
+            "run {id} ({}): {iops:.0} IOPS measured = {eff:.1}% of the ceiling",
+            iofleet_report::text::escape(name)
+        );
     }
     Ok(0)
 }

@@ -35,12 +35,22 @@ pub fn run(cmd: HostsCmd) -> Result<i32, Exit> {
             Ok(lines) => {
                 let removed = lines.iter().filter(|l| l.starts_with("removed ")).count();
                 for l in lines.iter().filter(|l| !l.starts_with("removed ")) {
-                    println!("host {name}: {l} (left)");
+                    println!(
+                        "host {}: {} (left)",
+                        iofleet_report::text::escape(&name),
+                        iofleet_report::text::escape(l)
+                    );
                 }
-                println!("host {name}: {removed} file(s) removed");
+                println!(
+                    "host {}: {removed} file(s) removed",
+                    iofleet_report::text::escape(&name)
+                );
             }
             Err(e) => {
-                eprintln!("error: {e}");
+                eprintln!(
+                    "error: {}",
+                    iofleet_report::text::escape_lines(&e.to_string())
+                );
                 failed += 1;
             }
         }

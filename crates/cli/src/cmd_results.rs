@@ -146,13 +146,13 @@ pub fn run(cmd: ResultsCmd) -> Result<i32, Exit> {
                         id,
                         replaced: false,
                     } => {
-                        println!("imported run {id}")
+                        println!("imported run {}", escape(id))
                     }
                     iofleet_store::Imported::Added { id, replaced: true } => {
-                        println!("imported run {id} (over its partial record)")
+                        println!("imported run {} (over its partial record)", escape(id))
                     }
                     iofleet_store::Imported::Unchanged { id } => {
-                        println!("run {id} is already here, unchanged")
+                        println!("run {} is already here, unchanged", escape(id))
                     }
                 }
             }

@@ -85,7 +85,7 @@ pub(crate) fn print_and_exit_code(
     let format = output_format(a);
     if format != OutputFormat::Table && !a.quiet {
         for n in &result.notices {
-            eprintln!("note: {n}");
+            eprintln!("note: {}", iofleet_report::text::escape_lines(n));
         }
     }
     let written = match format {
@@ -100,7 +100,10 @@ pub(crate) fn print_and_exit_code(
             let hists = stored_hists(a, result);
             let mut flavor = fio_flavor(format);
             if let Err(e) = &hists {
-                eprintln!("warning: {e}");
+                eprintln!(
+                    "warning: {}",
+                    iofleet_report::text::escape_lines(&e.to_string())
+                );
                 flavor = FioFlavor::Json;
             }
             let hists = hists.ok();

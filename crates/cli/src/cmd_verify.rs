@@ -20,7 +20,7 @@ pub fn run(a: RunArgs) -> Result<i32, Exit> {
     let mut corrupt = 0;
     for (host, disks, found) in &per_host {
         for c in &found.first {
-            println!("{c}");
+            println!("{}", iofleet_report::text::escape_lines(&c.to_string()));
         }
         if found.corruptions > found.first.len() as u64 {
             println!(

@@ -99,7 +99,7 @@ pub(crate) fn run(a: &RunArgs, file: Phased) -> Result<i32, Exit> {
     refuse(a, phases.len())?;
     if a.dry_run && !a.quiet {
         for n in &notices {
-            eprintln!("note: {n}");
+            eprintln!("note: {}", iofleet_report::text::escape_lines(n));
         }
     }
     let base = a.save.name.clone().unwrap_or_else(|| {
@@ -127,7 +127,7 @@ pub(crate) fn run(a: &RunArgs, file: Phased) -> Result<i32, Exit> {
     };
     if a.dry_run {
         for (i, (pa, groups, settings)) in steps.into_iter().enumerate() {
-            println!("# {}", heading(i));
+            println!("# {}", iofleet_report::text::escape(&heading(i)));
             crate::cmd_run::dry_run(&pa, &groups, settings)?;
         }
         return Ok(0);
@@ -145,7 +145,7 @@ pub(crate) fn run(a: &RunArgs, file: Phased) -> Result<i32, Exit> {
             break;
         }
         if !a.quiet {
-            eprintln!("{}", heading(i));
+            eprintln!("{}", iofleet_report::text::escape(&heading(i)));
         }
         live.step(&Step {
             kind: StepKind::Phase,
@@ -185,7 +185,10 @@ fn print_fio(a: &RunArgs, done: &[(RunArgs, RunResult)]) -> Result<(), Exit> {
         match crate::cmd_run::stored_hists(pa, r) {
             Ok(h) => analyses.push(Some(h)),
             Err(e) => {
-                eprintln!("warning: {e}");
+                eprintln!(
+                    "warning: {}",
+                    iofleet_report::text::escape_lines(&e.to_string())
+                );
                 flavor = FioFlavor::Json;
                 analyses.push(None);
             }

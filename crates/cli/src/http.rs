@@ -307,27 +307,33 @@ where
             ),
             Head::Bad => Reply::plain("400 Bad Request", "", "bad request\n"),
             Head::Request(req) => match self.answer(&req) {
-                Ok(Answer::Page(reply)) => {
+                Ok((Answer::Page(reply), _page_slot)) => {
+                    // The page slot is held until the reply is written (or the write
+                    // deadline passes): slow readers are bounded like the rest.
                     let _ = write_reply(&mut s, &reply, req.method == "HEAD", deadline);
                     return;
                 }
-                Ok(Answer::Stream(stream)) => match Slots::take(&self.streams) {
-                    Some(_slot) => {
-                        let _ = s.set_write_timeout(Some(Duration::from_secs(10)));
-                        let _ = stream(s);
-                        return;
+                Ok((Answer::Stream(stream), page_slot)) => {
+                    drop(page_slot);
+                    match Slots::take(&self.streams) {
+                        Some(_slot) => {
+                            let _ = s.set_write_timeout(Some(Duration::from_secs(10)));
+                            let _ = stream(s);
+                            return;
+                        }
+                        None => busy("too many open streams"),
                     }
-                    None => busy("too many open streams"),
-                },
+                }
                 Err(reply) => reply,
             },
         };
         let _ = write_reply(&mut s, &reply, false, deadline);
     }
 
-    /// The gate's verdict, the method, then the handler's answer in a page slot (a
-    /// stream gives its page slot back before it takes a stream slot).
-    fn answer(&self, req: &Request) -> Result<Answer, Reply> {
+    /// The gate's verdict, the method, then the handler's answer in a page slot, with the
+    /// slot: a page keeps it while its reply is written, a stream gives it back before it
+    /// takes a stream slot.
+    fn answer(&self, req: &Request) -> Result<(Answer, Slot), Reply> {
         self.gate.admit(req)?;
         if req.method != "GET" && req.method != "HEAD" {
             return Err(Reply::plain(
@@ -336,8 +342,8 @@ where
                 "only GET and HEAD are served\n",
             ));
         }
-        let _slot = Slots::take(&self.pages).ok_or_else(|| busy("too many requests at once"))?;
-        Ok((self.handler)(req).into())
+        let slot = Slots::take(&self.pages).ok_or_else(|| busy("too many requests at once"))?;
+        Ok(((self.handler)(req).into(), slot))
     }
 }
 

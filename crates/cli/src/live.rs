@@ -90,8 +90,8 @@ impl LiveView {
 impl Observer for LiveView {
     fn notice(&mut self, msg: &str) {
         match &self.bar {
-            Some(b) => b.println(format!("note: {msg}")),
-            None => eprintln!("note: {msg}"),
+            Some(b) => b.println(format!("note: {}", iofleet_report::text::escape_lines(msg))),
+            None => eprintln!("note: {}", iofleet_report::text::escape_lines(msg)),
         }
     }
 

@@ -20,7 +20,18 @@ use std::io::{self, Write};
 
 /// Whether `c` is printed escaped.
 pub fn is_unsafe(c: char) -> bool {
-    matches!(c, '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    // C0, DEL and C1 controls; the bidi embeddings, overrides and isolates; and the
+    // bidi marks (LRM, RLM, ALM), which reorder what follows them as well.
+    matches!(
+        c,
+        '\u{0}'..='\u{1f}'
+            | '\u{7f}'..='\u{9f}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2066}'..='\u{2069}'
+            | '\u{200e}'
+            | '\u{200f}'
+            | '\u{61c}'
+    )
 }
 
 fn push_escaped(out: &mut String, c: char) {
@@ -160,6 +171,14 @@ mod tests {
         assert_eq!(escape("x\u{9b}31m"), "x\\u{9b}31m");
         assert_eq!(escape("abc\u{202e}fed\u{2066}"), "abc\\u{202e}fed\\u{2066}");
         assert_eq!(escape_lines("a\nb\u{1b}"), "a\nb\\x1b");
+    }
+
+    #[test]
+    fn bidi_marks_are_made_visible() {
+        assert_eq!(
+            escape("l\u{200e}r\u{200f}a\u{61c}"),
+            "l\\u{200e}r\\u{200f}a\\u{61c}"
+        );
     }
 
     #[test]
