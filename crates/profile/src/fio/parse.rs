@@ -8,7 +8,12 @@
 //! environment variable VAR; an unset one is an error naming it. An option is `name=value`
 //! or a bare `name` (a boolean option set). Every option keeps its file and line so that
 //! the mapping (`map`) can name where an unsupported option was written.
+//!
+//! Files come from the host's filesystem, or, through [`parse_job_text_in`], from a set
+//! of texts in memory: there an include names one of them or nothing, and the host's files
+//! are never read (the fuzz targets in `fuzz/` read job files that way).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::FioError;
@@ -79,6 +84,45 @@ pub fn parse_job_text(
     reader.finish()
 }
 
+/// Parse job-file text whose includes name texts of `files` (by path, relative ones
+/// taken from the including file's directory, `origin`'s being the root) and nothing
+/// else: an include of any other path is "no such file", and no file of the host is read.
+pub fn parse_job_text_in(
+    text: &str,
+    origin: &str,
+    files: &BTreeMap<PathBuf, String>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<FioJob>, FioError> {
+    let mut reader = Reader::new(env);
+    reader.files = Files::Memory(files);
+    reader.text(text, origin, Path::new(""), 0)?;
+    reader.finish()
+}
+
+/// Where included files are read from.
+enum Files<'a> {
+    Host,
+    Memory(&'a BTreeMap<PathBuf, String>),
+}
+
+impl Files<'_> {
+    fn is_file(&self, path: &Path) -> bool {
+        match self {
+            Files::Host => path.is_file(),
+            Files::Memory(m) => m.contains_key(path),
+        }
+    }
+
+    fn read(&self, path: &Path) -> std::io::Result<String> {
+        match self {
+            Files::Host => std::fs::read_to_string(path),
+            Files::Memory(m) => m.get(path).cloned().ok_or_else(|| {
+                std::io::Error::new(std::io::ErrorKind::NotFound, "not among the given texts")
+            }),
+        }
+    }
+}
+
 enum Section {
     Global,
     Job(FioJob),
@@ -86,6 +130,7 @@ enum Section {
 
 struct Reader<'a> {
     env: &'a dyn Fn(&str) -> Option<String>,
+    files: Files<'a>,
     globals: Vec<FioOption>,
     jobs: Vec<FioJob>,
     current: Option<Section>,
@@ -95,6 +140,7 @@ impl<'a> Reader<'a> {
     fn new(env: &'a dyn Fn(&str) -> Option<String>) -> Self {
         Reader {
             env,
+            files: Files::Host,
             globals: Vec::new(),
             jobs: Vec::new(),
             current: None,
@@ -103,7 +149,7 @@ impl<'a> Reader<'a> {
 
     fn file(&mut self, path: &Path, depth: usize) -> Result<(), FioError> {
         let origin = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| FioError::Read {
+        let text = self.files.read(path).map_err(|e| FioError::Read {
             path: origin.clone(),
             message: e.to_string(),
         })?;
@@ -157,7 +203,7 @@ impl<'a> Reader<'a> {
                     let file = self.expand(file.trim(), &at)?;
                     let p = PathBuf::from(&file);
                     let p = if p.is_absolute() { p } else { dir.join(p) };
-                    if !p.is_file() {
+                    if !self.files.is_file(&p) {
                         return Err(FioError::syntax(
                             &at,
                             format!("include {file}: no such file ({})", p.display()),
@@ -307,5 +353,26 @@ mod tests {
             "{e}"
         );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn includes_from_memory_never_read_the_hosts_files() {
+        let files = BTreeMap::from([(
+            PathBuf::from("sub/common.fio"),
+            "[global]\nbs=${SIZE}\n".to_string(),
+        )]);
+        let jobs =
+            parse_job_text_in("include sub/common.fio\n[a]\n", "t.fio", &files, &env).unwrap();
+        let bs = jobs[0].get(&["bs"]).unwrap();
+        assert_eq!(bs.value.as_deref(), Some("64m"));
+        assert_eq!(bs.at.to_string(), "sub/common.fio:2");
+        // A file that exists on every host is not among the texts: not read.
+        let e = parse_job_text_in("include /etc/passwd\n[a]\n", "t.fio", &files, &env)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "t.fio:1: include /etc/passwd: no such file (/etc/passwd)"
+        );
     }
 }
