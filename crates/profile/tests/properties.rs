@@ -580,3 +580,25 @@ proptest! {
         }
     }
 }
+
+/// Includes among texts in memory: a relative path from the including file's directory,
+/// and a file that exists on every host is no such file, never read.
+#[test]
+fn includes_from_memory_never_read_the_hosts_files() {
+    let files = BTreeMap::from([(
+        PathBuf::from("sub/common.fio"),
+        "[global]\nbs=${SIZE}\n".to_string(),
+    )]);
+    let jobs =
+        fio::parse_job_text_in("include sub/common.fio\n[a]\n", "t.fio", &files, &env).unwrap();
+    let bs = jobs[0].get(&["bs"]).unwrap();
+    assert_eq!(bs.value.as_deref(), Some("64m"));
+    assert_eq!(bs.at.to_string(), "sub/common.fio:2");
+    let e = fio::parse_job_text_in("include /etc/passwd\n[a]\n", "t.fio", &files, &env)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "t.fio:1: include /etc/passwd: no such file (/etc/passwd)"
+    );
+}

@@ -8,10 +8,6 @@
 //! environment variable VAR; an unset one is an error naming it. An option is `name=value`
 //! or a bare `name` (a boolean option set). Every option keeps its file and line so that
 //! the mapping (`map`) can name where an unsupported option was written.
-//!
-//! Files come from the host's filesystem, or, through [`parse_job_text_in`], from a set
-//! of texts in memory: there an include names one of them or nothing, and the host's files
-//! are never read (the fuzz targets in `fuzz/` read job files that way).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -99,7 +95,9 @@ pub fn parse_job_text_in(
     reader.finish()
 }
 
-/// Where included files are read from.
+/// Where included files are read from: the host's filesystem, or, through
+/// [`parse_job_text_in`], a set of texts in memory, where an include names one of them or
+/// nothing and the host's files are never read (the fuzz targets in `fuzz/` read so).
 enum Files<'a> {
     Host,
     Memory(&'a BTreeMap<PathBuf, String>),
@@ -353,26 +351,5 @@ mod tests {
             "{e}"
         );
         std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn includes_from_memory_never_read_the_hosts_files() {
-        let files = BTreeMap::from([(
-            PathBuf::from("sub/common.fio"),
-            "[global]\nbs=${SIZE}\n".to_string(),
-        )]);
-        let jobs =
-            parse_job_text_in("include sub/common.fio\n[a]\n", "t.fio", &files, &env).unwrap();
-        let bs = jobs[0].get(&["bs"]).unwrap();
-        assert_eq!(bs.value.as_deref(), Some("64m"));
-        assert_eq!(bs.at.to_string(), "sub/common.fio:2");
-        // A file that exists on every host is not among the texts: not read.
-        let e = parse_job_text_in("include /etc/passwd\n[a]\n", "t.fio", &files, &env)
-            .unwrap_err()
-            .to_string();
-        assert_eq!(
-            e,
-            "t.fio:1: include /etc/passwd: no such file (/etc/passwd)"
-        );
     }
 }
