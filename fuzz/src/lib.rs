@@ -32,23 +32,30 @@ pub const CONTEXTS: [Context; 2] = [Context { direct: true }, Context { direct: 
 /// the profile's origin; a command-line flag is named only when one set the value.
 pub fn check_profile_error(e: &ProfileError, origin: &str) {
     let msg = e.to_string();
-    assert!(
-        msg.starts_with(&format!("{origin}: ")),
-        "origin not named: {msg}"
-    );
     match e {
-        ProfileError::Parse { key, message, .. } => match key {
-            Some(k) => assert!(msg.contains(k.as_str()), "key {k} not in: {msg}"),
-            None => assert!(message.contains("line "), "neither key nor line: {msg}"),
-        },
-        ProfileError::Invalid { key, flag, .. } => {
-            assert!(!key.is_empty(), "an empty key: {msg}");
-            assert!(msg.contains(key.as_str()), "key {key} not in: {msg}");
-            assert_eq!(*flag, None, "a flag named with no override given: {msg}");
+        ProfileError::Parse {
+            key: None, message, ..
+        } => {
+            assert!(message.contains("line "), "neither key nor line: {msg}")
         }
         ProfileError::Read { .. } | ProfileError::UnknownProfile { .. } => {
             panic!("text was parsed, yet: {msg}")
         }
+        // Parse errors with a key and value errors, whatever their kind.
+        _ => {
+            let key = e.key().unwrap_or_else(|| panic!("no key named: {msg}"));
+            assert!(
+                !key.is_empty() && msg.contains(key),
+                "key {key} not in: {msg}"
+            );
+            assert_eq!(e.flag(), None, "a flag named with no override given: {msg}");
+        }
+    }
+    if matches!(e, ProfileError::Parse { .. } | ProfileError::Invalid { .. }) {
+        assert!(
+            msg.starts_with(&format!("{origin}: ")),
+            "origin not named: {msg}"
+        );
     }
 }
 
@@ -139,7 +146,19 @@ pub fn check_plan(plan: &Plan, ctx: &Context) {
             f.disks_per_worker
         );
     }
-    // The fleet's outstanding I/O is summed in u64: it must not wrap on any bounded plan.
+    // Lanes and I/Os in flight, from keys each within its bound, fit in u64 (the fleet's
+    // own sums of them are u64 too).
+    let lanes =
+        u64::from(f.workers) * u64::from(f.disks_per_worker) * u64::from(f.threads_per_disk);
+    let per_lane = plan
+        .streams
+        .iter()
+        .filter_map(|s| s.qd)
+        .map(u64::from)
+        .sum::<u64>();
+    lanes
+        .checked_mul(per_lane + u64::from(f.qd))
+        .expect("I/Os in flight pass u64");
     plan.configured_outstanding();
     let emitted = plan_toml(plan);
     let again = parse_toml(&emitted, "emitted")

@@ -55,13 +55,15 @@ fn assert_within_bounds(plan: &Plan) {
 fn assert_names_key(e: &ProfileError) {
     let msg = e.to_string();
     match e {
-        ProfileError::Parse { key: Some(k), .. } => assert!(msg.contains(k.as_str()), "{msg}"),
         ProfileError::Parse { key: None, .. } => assert!(msg.contains("line "), "{msg}"),
-        ProfileError::Invalid { key, flag, .. } => {
-            assert!(!key.is_empty() && msg.contains(key.as_str()), "{msg}");
-            assert_eq!(*flag, None, "{msg}");
+        ProfileError::Read { .. } | ProfileError::UnknownProfile { .. } => {
+            panic!("not a parse or value error: {msg}")
         }
-        other => panic!("not a parse or value error: {other}"),
+        _ => {
+            let key = e.key().unwrap_or_else(|| panic!("no key: {msg}"));
+            assert!(!key.is_empty() && msg.contains(key), "{msg}");
+            assert_eq!(e.flag(), None, "{msg}");
+        }
     }
 }
 
