@@ -69,89 +69,150 @@ fn assert_names_key(e: &ProfileError) {
 
 // ---- profile TOML ---------------------------------------------------------------------
 
-/// A TOML value of any type a profile key might be given.
-fn toml_value() -> impl Strategy<Value = String> {
-    prop_oneof![
-        any::<i64>().prop_map(|v| v.to_string()),
-        (0i64..5000).prop_map(|v| v.to_string()),
-        (-10.0f64..1e6).prop_map(|v| format!("{v:?}")),
-        select(vec![
-            "nan",
-            "inf",
-            "-inf",
-            "true",
-            "false",
-            "[]",
-            "[0, 1]",
-            "[-1, 4294967296]"
-        ])
-        .prop_map(str::to_string),
-        proptest::collection::vec(
-            select(vec![
-                "4", "k", "m", "g", "0", "1", "9", ":", ",", "-", "/", ".", "%", "s", "ms", "all",
-                "e", " ",
-            ]),
-            0..8
-        )
-        .prop_map(|parts| format!("\"{}\"", parts.concat())),
-    ]
+/// `key = value` lines of a table: each key present with probability `p`, its value
+/// one of the key's valid ones nine times in ten, else one of its wrong ones.
+fn table(keys: &'static [Key], p: f64) -> impl Strategy<Value = String> {
+    keys.iter()
+        .map(|&(k, good, bad)| {
+            let value = match (good.is_empty(), bad.is_empty()) {
+                (_, true) => select(good).boxed(),
+                (true, false) => select(bad).boxed(),
+                (false, false) => prop_oneof![9 => select(good), 1 => select(bad)].boxed(),
+            };
+            proptest::option::weighted(p, value.prop_map(move |v| format!("{k} = {v}\n")))
+        })
+        .collect::<Vec<_>>()
+        .prop_map(|lines| lines.into_iter().flatten().collect())
 }
 
-/// A line of profile text: a table header, a key (known or not) with a value, or junk.
-fn profile_line() -> impl Strategy<Value = String> {
-    let keys: Vec<&str> = [
-        "name",
-        "description",
+/// A key, values it takes and values it refuses.
+type Key = (
+    &'static str,
+    &'static [&'static str],
+    &'static [&'static str],
+);
+
+const FLEET: &[Key] = &[
+    (
         "workers",
-        "disks_per_worker",
+        &["1", "4", "65536"],
+        &["0", "65537", "-3", "\"4\"", "1.5"],
+    ),
+    ("disks_per_worker", &["1", "8", "1024"], &["0", "1025"]),
+    (
         "disk_size",
-        "threads_per_disk",
-        "qd",
-        "io_threads",
+        &["\"1g\"", "\"64m\"", "1048576"],
+        &["\"512k\"", "\"-5g\"", "\"4097k\"", "\"1x\""],
+    ),
+    ("threads_per_disk", &["1", "4", "256"], &["0", "257"]),
+    ("qd", &["1", "32", "4096"], &["0", "4097"]),
+    ("io_threads", &["1", "1024"], &["0"]),
+    (
         "cpus",
+        &["\"0-1\"", "\"0,2\""],
+        &["\"3-1\"", "\"0-99999\"", "\"x\""],
+    ),
+];
+const TIMING: &[Key] = &[
+    (
         "prepare",
+        &["\"random\"", "\"zero\"", "\"none\""],
+        &["\"full\""],
+    ),
+    (
         "warmup",
+        &["\"0s\"", "\"5s\"", "10"],
+        &["\"-1s\"", "\"1x\""],
+    ),
+    (
         "duration",
+        &["\"60s\"", "\"1s\"", "3600", "\"1h\""],
+        &["\"0s\"", "\"10ms\""],
+    ),
+    (
         "interval",
-        "rate_iops",
-        "arrival",
-        "verify",
-        "pattern",
-        "dedupe_ratio",
-        "dedupe_unit",
-        "compress_ratio",
+        &["\"1s\"", "\"100ms\""],
+        &["\"50ms\"", "\"2h\""],
+    ),
+    ("rate_iops", &["100", "0.5"], &["0", "-1", "nan", "inf"]),
+    ("arrival", &["\"poisson\"", "\"uniform\""], &["\"burst\""]),
+    ("verify", &["true", "false"], &["1"]),
+];
+const DATA: &[Key] = &[
+    ("pattern", &["\"random\"", "\"zero\""], &["\"ones\""]),
+    ("dedupe_ratio", &["1.0", "2.5"], &["0.5", "nan"]),
+    ("dedupe_unit", &["\"4k\"", "\"1m\""], &["\"2m\"", "\"100\""]),
+    ("compress_ratio", &["1.0", "3.0"], &["0.9"]),
+];
+/// A stream's mix, present in most streams.
+const STREAM_MIX: &[Key] = &[
+    (
         "bs",
-        "read_pct",
-        "random_pct",
-        "align",
-        "weight",
+        &["\"4k\"", "\"512\"", "\"64k:1,4k:3\""],
+        &["\"4k:0\"", "\"0\"", "\"2g\"", "\"4k,\"", "\"100\""],
+    ),
+    ("read_pct", &["0", "70", "100"], &["100.5", "-1", "nan"]),
+    ("random_pct", &["0", "50", "100"], &["101"]),
+];
+const STREAM: &[Key] = &[
+    ("name", &["\"a\"", "\"b\""], &["\"\""]),
+    ("align", &["\"4k\"", "\"512\""], &["\"3k\"", "\"1g\""]),
+    ("weight", &["1", "10"], &["0"]),
+    ("rate_iops", &["100", "0.5"], &["0", "nan"]),
+    ("qd", &["1", "8"], &["4097"]),
+    (
         "hot_bands",
-        "zipf",
-        "working_set_pct",
+        &["\"95/5:4/10\"", "\"50/50\""],
+        &["\"60/100\"", "\"x\""],
+    ),
+    ("zipf", &["1.2"], &["0", "-1"]),
+    ("working_set_pct", &["100", "10"], &["0.0001", "0", "101"]),
+    (
         "disks",
-        "colour",
-    ]
-    .to_vec();
-    prop_oneof![
-        1 => select(vec!["[fleet]", "[timing]", "[data]", "[[stream]]", "[flet]", "[fleet"])
-            .prop_map(str::to_string),
-        6 => (select(keys), toml_value()).prop_map(|(k, v)| format!("{k} = {v}")),
-        1 => select(vec!["", "# comment", "= 1", "name =", "\"x\" = ="]).prop_map(str::to_string),
-    ]
+        &["\"all\"", "\"0\"", "[0]"],
+        &["[5]", "\"3-1\"", "[-1]", "\"0-99\""],
+    ),
+];
+
+/// A profile: each table's keys mostly right, now and then a wrong value, an unknown
+/// key or a line that is not TOML.
+fn profile_text() -> impl Strategy<Value = String> {
+    let stream = (table(STREAM_MIX, 0.95), table(STREAM, 0.2))
+        .prop_map(|(mix, rest)| format!("[[stream]]\n{mix}{rest}"));
+    (
+        proptest::bool::weighted(0.95),
+        table(FLEET, 0.3),
+        table(TIMING, 0.3),
+        table(DATA, 0.2),
+        proptest::collection::vec(stream, 1..=3),
+        proptest::option::weighted(
+            0.1,
+            select(vec![
+                "= 1\n",
+                "[flet]\n",
+                "[fleet\n",
+                "name = \"x\"\n",
+                "colour = 1\n",
+            ]),
+        ),
+    )
+        .prop_map(|(named, fleet, timing, data, streams, junk)| {
+            format!(
+                "{}[fleet]\n{fleet}[timing]\n{timing}[data]\n{data}{}{}",
+                if named { "name = \"p\"\n" } else { "" },
+                streams.concat(),
+                junk.unwrap_or_default()
+            )
+        })
 }
 
 proptest! {
     #![proptest_config(config())]
 
-    /// Profile text from the grammar's pieces: refused naming a key or line, or resolved
-    /// within the bounds; never a panic.
+    /// A profile of right and wrong values: refused naming the key (or a line), or
+    /// resolved within the bounds; never a panic.
     #[test]
-    fn profile_text_is_refused_by_key_or_resolved_within_bounds(
-        lines in proptest::collection::vec(profile_line(), 0..24),
-        named in any::<bool>(),
-    ) {
-        let mut text = if named { "name = \"p\"\n".to_string() } else { String::new() };
-        text.push_str(&lines.join("\n"));
+    fn profile_text_is_refused_by_key_or_resolved_within_bounds(text in profile_text()) {
         match parse_toml(&text, "p.toml") {
             Err(e) => assert_names_key(&e),
             Ok(raw) => match resolve(&raw, &Overrides::default(), &DIRECT) {
@@ -388,101 +449,104 @@ fn assert_located(e: &FioError, texts: &BTreeMap<&str, &str>) {
     }
 }
 
-/// A line of a job file: a section, an include, an option (known or not) or junk.
-fn fio_line() -> impl Strategy<Value = String> {
-    let names = vec![
+const FIO: &[Key] = &[
+    (
         "rw",
+        &["read", "write", "randread", "randwrite", "rw", "randrw"],
+        &["trim", "read:8", ""],
+    ),
+    (
         "bs",
+        &["4k", "512", "64k", "4k,64k"],
+        &["0", "3x", "4k,8k,1k"],
+    ),
+    (
         "bssplit",
-        "bsrange",
-        "iodepth",
-        "numjobs",
+        &["4k/60:64k/40", "8k/100"],
+        &["4k/60:64k/60", "4k"],
+    ),
+    ("bsrange", &["4k-64k"], &["64k-4k"]),
+    ("iodepth", &["1", "16", "4096"], &["0", "4097", "x"]),
+    ("numjobs", &["1", "4"], &["0", "65537", "-1"]),
+    (
         "size",
-        "runtime",
-        "ramp_time",
-        "time_based",
-        "rwmixread",
-        "rwmixwrite",
-        "percentage_random",
+        &["16m", "1g", "50%", "${SIZE}"],
+        &["0", "100k", "101%", "${NOPE}"],
+    ),
+    ("runtime", &["1", "10s", "2m"], &["0", "x"]),
+    ("ramp_time", &["0", "1"], &["x"]),
+    ("time_based", &["1"], &[]),
+    ("rwmixread", &["0", "70", "100"], &["101", "x"]),
+    ("percentage_random", &["50", "80,20"], &["101"]),
+    (
         "random_distribution",
-        "rate_iops",
-        "rate",
-        "rate_process",
-        "nrfiles",
-        "filename",
-        "direct",
-        "buffered",
+        &["zipf:1.2", "zoned:60/10:40/90", "random"],
+        &["pareto:0.5", "zipf:0", "zoned:60/10:60/10"],
+    ),
+    ("rate_iops", &["100", "1000"], &["0", "100,200"]),
+    ("rate", &["10m"], &["10m,5m", "0"]),
+    ("rate_process", &["linear", "poisson"], &["x"]),
+    ("nrfiles", &["1", "4"], &["0"]),
+    ("filename", &["a:b", "data"], &[]),
+    ("direct", &["0", "1"], &[]),
+    (
         "ioengine",
-        "stonewall",
-        "kb_base",
-        "verify",
-        "name",
-        "fsync",
-        "offset",
-        "colour",
-    ];
-    let values = vec![
-        "",
-        "0",
-        "1",
-        "4k",
-        "64k",
-        "1m",
-        "16m",
-        "randrw",
-        "randread",
-        "write",
-        "read:8",
-        "4k/60:64k/40",
-        "4k-64k",
-        "zipf:1.2",
-        "zoned:60/10:40/90",
-        "50,80",
-        "10m,5m",
-        "30%",
-        "-1",
-        "1e308",
-        "nan",
-        "${SIZE}",
-        "${NOPE}",
-        "${",
-        "libaio",
-        "poisson",
-        "md5",
-        "18446744073709551615",
-    ];
-    prop_oneof![
-        1 => select(vec!["[global]", "[a]", "[b]", "[a", "[]"]).prop_map(str::to_string),
-        1 => select(vec!["include inc.fio", "include /etc/passwd", "include ${SIZE}"])
-            .prop_map(str::to_string),
-        6 => (select(names.clone()), select(values)).prop_map(|(n, v)| format!("{n}={v}")),
-        1 => select(names).prop_map(str::to_string),
-        1 => select(vec!["", "; c", "# c", "bad line", "=4k"]).prop_map(str::to_string),
-    ]
+        &["io_uring", "libaio", "psync", "null"],
+        &["mmap"],
+    ),
+    ("stonewall", &["1"], &[]),
+    ("kb_base", &["1000", "1024"], &["7"]),
+    ("verify", &["0", "md5", "crc32c"], &["x"]),
+];
+
+/// A job file: a [global] and one to three jobs of options mostly right, now and then
+/// an include (of the input's own file, or of a host file) or a line that is not fio's.
+fn fio_text() -> impl Strategy<Value = String> {
+    let extra = || {
+        proptest::option::weighted(
+            0.1,
+            select(vec![
+                "include inc.fio\n",
+                "include /etc/passwd\n",
+                "bad line\n",
+                "fsync=4\n",
+                "colour=1\n",
+                "[a\n",
+                "=4k\n",
+            ]),
+        )
+        .prop_map(Option::unwrap_or_default)
+    };
+    (
+        table(FIO, 0.15),
+        proptest::collection::vec((table(FIO, 0.25), extra()), 1..=3),
+        extra(),
+    )
+        .prop_map(|(global, jobs, first)| {
+            let mut t = format!("{first}[global]\n{global}");
+            for (i, (job, extra)) in jobs.iter().enumerate() {
+                t.push_str(&format!("[j{i}]\n{job}{extra}"));
+            }
+            t
+        })
 }
 
 proptest! {
     #![proptest_config(config())]
 
-    /// A job file (and a file it may include) from the grammar's pieces: refused at a
+    /// A job file (and a file it may include) of right and wrong options: refused at a
     /// line, or mapped into plans within the bounds; never a panic, never a host file.
     #[test]
     fn job_text_is_refused_at_a_line_or_mapped_within_bounds(
-        main in proptest::collection::vec(fio_line(), 0..20),
-        inc in proptest::collection::vec(fio_line(), 0..6),
+        main in fio_text(),
+        inc in table(FIO, 0.2),
     ) {
-        let main = main.join("\n");
-        let inc = inc.join("\n");
+        let inc = format!("[global]\n{inc}");
         let texts = BTreeMap::from([("job.fio", main.as_str()), ("inc.fio", inc.as_str())]);
         let files = BTreeMap::from([(PathBuf::from("inc.fio"), inc.clone())]);
-        let jobs = match fio::parse_job_text_in(&main, "job.fio", &files, &env) {
-            Ok(jobs) => jobs,
-            Err(e) => {
-                assert_located(&e, &texts);
-                return Ok(());
-            }
-        };
-        match fio::import(&jobs, true, &[]) {
+        let imported = fio::parse_job_text_in(&main, "job.fio", &files, &env)
+            .and_then(|jobs| fio::import(&jobs, true, &[]));
+        match imported {
             Err(e) => assert_located(&e, &texts),
             Ok(imp) => {
                 for g in &imp.groups {
