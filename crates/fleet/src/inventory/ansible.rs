@@ -8,7 +8,7 @@
 //! hosts to connect to (`ansible_host` → SSH destination, `iofleet_*` → workers and
 //! targets) is `mod.rs`'s job, the same for both readers.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -86,15 +86,23 @@ impl Inventory {
         if let Some(all) = by_name.get("all") {
             visit(all, &by_name, &mut order, &mut seen_hosts, &mut seen_groups);
         }
+        // Each host's groups from one pass over the groups' lists: a search of every
+        // group's list per host was quadratic (a pattern expands to 100,000 hosts).
+        let mut listed_in: HashMap<&str, Vec<String>> = HashMap::new();
+        for g in groups.iter().filter(|g| g.name != "all") {
+            for h in &g.hosts {
+                listed_in
+                    .entry(h.as_str())
+                    .or_default()
+                    .push(g.name.clone());
+            }
+        }
         let hosts = order
             .into_iter()
             .map(|name| {
-                let mut groups: Vec<String> = groups
-                    .iter()
-                    .filter(|g| g.name != "all" && g.hosts.contains(&name))
-                    .map(|g| g.name.clone())
-                    .collect();
+                let mut groups = listed_in.remove(name.as_str()).unwrap_or_default();
                 groups.sort();
+                groups.dedup();
                 Host {
                     vars: vars.remove(&name).unwrap_or_default(),
                     name,

@@ -17,7 +17,7 @@
 //! It does not read `group_vars/` or `host_vars/` directories, vaults or plugins: those
 //! need `ansible-inventory`. Every malformed line is an error naming its line.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::Value;
 
@@ -75,6 +75,8 @@ struct Builder {
     hosts: Vec<H>,
     host_index: HashMap<String, usize>,
     pending: Vec<Pending>,
+    /// (group, host) pairs already listed.
+    listed: HashSet<(usize, usize)>,
 }
 
 impl Builder {
@@ -95,11 +97,22 @@ impl Builder {
         self.groups.len() - 1
     }
 
+    /// Whether `a` is above `of`; each group looked at once (a recursion per path was
+    /// exponential in a ladder of groups, each the child of two).
     fn is_ancestor(&self, a: usize, of: usize) -> bool {
-        self.groups[of]
-            .parents
-            .iter()
-            .any(|&p| p == a || self.is_ancestor(a, p))
+        let mut seen = HashSet::new();
+        let mut stack = vec![of];
+        while let Some(g) = stack.pop() {
+            for &p in &self.groups[g].parents {
+                if p == a {
+                    return true;
+                }
+                if seen.insert(p) {
+                    stack.push(p);
+                }
+            }
+        }
+        false
     }
 
     fn add_child(&mut self, parent: usize, child: usize, line: usize) -> Result<(), LineError> {
@@ -167,7 +180,8 @@ impl Builder {
                 self.hosts.len() - 1
             }
         };
-        if !self.groups[group].hosts.contains(&h) {
+        // A set beside the list: a search of the list per host was quadratic.
+        if self.listed.insert((group, h)) {
             self.groups[group].hosts.push(h);
         }
         h
@@ -377,13 +391,17 @@ impl Builder {
                 direct[h].push(gi);
             }
         }
+        let mut leave_ungrouped = HashSet::new();
         for (h, gs) in direct.iter_mut().enumerate() {
             if gs.len() > 1 && gs.contains(&ungrouped) {
                 gs.retain(|&g| g != ungrouped);
-                self.groups[ungrouped].hosts.retain(|&x| x != h);
+                leave_ungrouped.insert(h);
             }
         }
-        let depth: Vec<usize> = (0..self.groups.len()).map(|g| self.depth(g)).collect();
+        self.groups[ungrouped]
+            .hosts
+            .retain(|x| !leave_ungrouped.contains(x));
+        let depth = self.depths();
         let priority = |g: &G| g.priority;
         let mut vars = BTreeMap::new();
         for (h, host) in self.hosts.iter().enumerate() {
@@ -433,14 +451,34 @@ impl Builder {
         Inventory::from_groups(groups, vars)
     }
 
-    /// The longest path from `all`.
-    fn depth(&self, g: usize) -> usize {
-        self.groups[g]
-            .parents
-            .iter()
-            .map(|&p| self.depth(p) + 1)
-            .max()
-            .unwrap_or(0)
+    /// Each group's longest path from `all`, each group's computed once from its
+    /// parents' (a recursion per path was exponential; loops are refused as they are read).
+    fn depths(&self) -> Vec<usize> {
+        let mut depth: Vec<Option<usize>> = vec![None; self.groups.len()];
+        for start in 0..self.groups.len() {
+            let mut stack = vec![start];
+            while let Some(&g) = stack.last() {
+                let parents = &self.groups[g].parents;
+                let todo: Vec<usize> = parents
+                    .iter()
+                    .copied()
+                    .filter(|&p| depth[p].is_none())
+                    .collect();
+                if todo.is_empty() {
+                    depth[g] = Some(
+                        parents
+                            .iter()
+                            .filter_map(|&p| depth[p])
+                            .max()
+                            .map_or(0, |d| d + 1),
+                    );
+                    stack.pop();
+                } else {
+                    stack.extend(todo);
+                }
+            }
+        }
+        depth.into_iter().map(|d| d.unwrap_or(0)).collect()
     }
 
     fn ancestors_and_self(&self, g: usize, out: &mut Vec<usize>) {

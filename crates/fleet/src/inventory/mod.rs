@@ -275,6 +275,39 @@ pub fn load_with(path: &Path, reader: Reader) -> Result<Vec<HostSpec>, Inventory
     Ok(hosts)
 }
 
+/// The inventory formats iofleet reads itself, for text that comes from no file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextFormat {
+    /// iofleet's TOML format.
+    Toml,
+    /// An Ansible INI inventory, read by the native reader.
+    Ini,
+}
+
+/// Hosts from inventory `text`, read and checked as [`load_with`] reads a file of that
+/// format with the native reader; `file` only names the source in errors. Nothing is
+/// read from disk and nothing is run (the fuzz targets in `fuzz/` read inventories so).
+pub fn parse_text(
+    file: &Path,
+    text: &str,
+    format: TextFormat,
+) -> Result<Vec<HostSpec>, InventoryError> {
+    let fail = |line: Option<usize>, message: String| InventoryError::File {
+        file: file.to_path_buf(),
+        line,
+        message,
+    };
+    let hosts = match format {
+        TextFormat::Toml => parse_toml(text).map_err(|e| fail(None, e))?,
+        TextFormat::Ini => {
+            let inv = ini::parse(text).map_err(|e| fail(Some(e.line), e.message))?;
+            resolve_hosts(file, &inv, Some(text))?
+        }
+    };
+    check(&hosts).map_err(|e| fail(None, e))?;
+    Ok(hosts)
+}
+
 fn is_yaml(path: &Path) -> bool {
     path.extension()
         .is_some_and(|e| e == "yml" || e == "yaml" || e == "json")

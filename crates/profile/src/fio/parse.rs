@@ -17,6 +17,7 @@
 //! are such lines before any option iofleet knows, the file is declared not a job file and
 //! reading stops. Lines of the file the user named are quoted in errors as written.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::FioError;
@@ -132,6 +133,47 @@ pub fn parse_job_text(
     reader.finish()
 }
 
+/// Parse job-file text whose includes name texts of `files` (by path, relative ones
+/// taken from the including file's directory, `origin`'s being the root) and nothing
+/// else: an include of any other path is "no such file", and no file of the host is read.
+pub fn parse_job_text_in(
+    text: &str,
+    origin: &str,
+    files: &BTreeMap<PathBuf, String>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<FioJob>, FioError> {
+    let mut reader = Reader::new(env);
+    reader.files = Files::Memory(files);
+    reader.text(text, origin, Path::new(""), 0)?;
+    reader.finish()
+}
+
+/// Where included files are read from: the host's filesystem, or, through
+/// [`parse_job_text_in`], a set of texts in memory, where an include names one of them or
+/// nothing and the host's files are never read (the fuzz targets in `fuzz/` read so).
+enum Files<'a> {
+    Host,
+    Memory(&'a BTreeMap<PathBuf, String>),
+}
+
+impl Files<'_> {
+    fn is_file(&self, path: &Path) -> bool {
+        match self {
+            Files::Host => path.is_file(),
+            Files::Memory(m) => m.contains_key(path),
+        }
+    }
+
+    fn read(&self, path: &Path) -> std::io::Result<String> {
+        match self {
+            Files::Host => std::fs::read_to_string(path),
+            Files::Memory(m) => m.get(path).cloned().ok_or_else(|| {
+                std::io::Error::new(std::io::ErrorKind::NotFound, "not among the given texts")
+            }),
+        }
+    }
+}
+
 enum Section {
     Global,
     Job(FioJob),
@@ -139,6 +181,7 @@ enum Section {
 
 struct Reader<'a> {
     env: &'a dyn Fn(&str) -> Option<String>,
+    files: Files<'a>,
     globals: Vec<FioOption>,
     jobs: Vec<FioJob>,
     current: Option<Section>,
@@ -148,6 +191,7 @@ impl<'a> Reader<'a> {
     fn new(env: &'a dyn Fn(&str) -> Option<String>) -> Self {
         Reader {
             env,
+            files: Files::Host,
             globals: Vec::new(),
             jobs: Vec::new(),
             current: None,
@@ -157,7 +201,7 @@ impl<'a> Reader<'a> {
     /// Read the file at `path`, included at `from` (None: the file the user named).
     fn file(&mut self, path: &Path, from: Option<&Location>, depth: usize) -> Result<(), FioError> {
         let origin = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| FioError::Read {
+        let text = self.files.read(path).map_err(|e| FioError::Read {
             path: origin.clone(),
             message: e.to_string(),
         })?;
@@ -296,7 +340,7 @@ impl<'a> Reader<'a> {
                     let file = self.expand(file.trim(), &at)?;
                     let p = PathBuf::from(&file);
                     let p = if p.is_absolute() { p } else { dir.join(p) };
-                    if !p.is_file() {
+                    if !self.files.is_file(&p) {
                         return Err(FioError::syntax(
                             &at,
                             format!("include {file}: no such file ({})", p.display()),

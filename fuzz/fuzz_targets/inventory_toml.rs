@@ -1,0 +1,10 @@
+//! A TOML inventory as `--hosts hosts.toml` reads it: parsed, checked, workers placed
+//! (`iofleet_fuzz::inventory`).
+
+#![no_main]
+
+use iofleet_fleet::inventory::TextFormat;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    iofleet_fuzz::inventory(&iofleet_fuzz::text(data), TextFormat::Toml);
+});
