@@ -376,3 +376,40 @@ pub fn fio_job(input: &str) {
         }
     }
 }
+
+/// The listeners' HTTP server, compiled here from its source (it lives in the binary
+/// crate): only its pure head parser is called.
+#[path = "../../crates/cli/src/http.rs"]
+#[allow(dead_code)]
+mod http;
+
+/// The request head as both listeners read it: any bytes give a verdict; a whole head
+/// has a method, a path that starts the target and no `?` or `#` in it; an unfinished one
+/// is under the head bound (past it, the head is refused, not read on).
+pub fn http_head(data: &[u8]) {
+    match http::parse_head(data) {
+        http::Parsed::Request(r) => {
+            assert!(!r.method.is_empty(), "{r:?}");
+            assert!(!r.path.contains('?') && !r.path.contains('#'), "{r:?}");
+            assert!(!r.query.contains('#'), "{r:?}");
+            assert!(r.headers.iter().all(|(k, _)| k == &k.to_ascii_lowercase()));
+        }
+        http::Parsed::Partial => assert!(data.len() < 16 * 1024),
+        http::Parsed::Bad => {}
+    }
+}
+
+/// The agent's frames as the controller reads them, session after session: any bytes
+/// give frames, an error or the end, and no body is kept past its kind's limit (the
+/// greeting's, and a running job's of 1 MiB for intervals and reports).
+pub fn agent_frames(data: &[u8]) {
+    use iofleet_fleet::protocol::{read_frame, FrameLimits};
+    let running = FrameLimits {
+        interval: 1 << 20,
+        report: 1 << 20,
+    };
+    for limits in [FrameLimits::greeting(), running] {
+        let mut r = data;
+        while let Ok(Some(_)) = read_frame(&mut r, &limits) {}
+    }
+}

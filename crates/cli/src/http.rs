@@ -744,4 +744,69 @@ mod tests {
         };
         streams.push(again);
     }
+
+    /// Property tests of the request head (issue 35): any bytes give a verdict without a
+    /// panic, a head past `MAX_HEAD` is refused rather than read on, and a head built from
+    /// parts parses back to those parts while each of its prefixes asks to read on.
+    mod properties {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        fn token() -> impl Strategy<Value = String> {
+            "[A-Za-z][A-Za-z0-9-]{0,15}"
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+            #[test]
+            fn any_bytes_give_a_verdict(bytes in proptest::collection::vec(any::<u8>(), 0..2048)) {
+                match parse_head(&bytes) {
+                    Parsed::Request(r) => prop_assert!(!r.method.is_empty()),
+                    Parsed::Partial => prop_assert!(bytes.len() < MAX_HEAD),
+                    Parsed::Bad => {}
+                }
+            }
+
+            #[test]
+            fn a_head_past_its_bound_is_refused(fill in proptest::collection::vec(b'a'..=b'z', MAX_HEAD..MAX_HEAD + 64)) {
+                let mut head = b"GET /metrics HTTP/1.1\r\nX-Fill: ".to_vec();
+                head.extend_from_slice(&fill);
+                prop_assert_eq!(parse_head(&head), Parsed::Bad);
+            }
+
+            #[test]
+            fn a_head_built_from_parts_parses_back_to_them(
+                method in "[A-Z]{1,7}",
+                path in "/[a-z0-9/._-]{0,30}",
+                query in proptest::option::of("[a-z0-9=&%+]{0,20}"),
+                headers in proptest::collection::vec((token(), "[ -~]{0,30}"), 0..12),
+            ) {
+                let target = match &query {
+                    Some(q) => format!("{path}?{q}"),
+                    None => path.clone(),
+                };
+                let mut text = format!("{method} {target} HTTP/1.1\r\n");
+                for (k, v) in &headers {
+                    text.push_str(&format!("{k}: {v}\r\n"));
+                }
+                text.push_str("\r\n");
+                let bytes = text.as_bytes();
+                for cut in 0..bytes.len() {
+                    prop_assert_eq!(parse_head(&bytes[..cut]), Parsed::Partial, "prefix of {} bytes", cut);
+                }
+                let Parsed::Request(r) = parse_head(bytes) else {
+                    return Err(TestCaseError::fail(format!("not parsed: {text:?}")));
+                };
+                prop_assert_eq!(&r.method, &method);
+                prop_assert_eq!(&r.path, &path);
+                prop_assert_eq!(r.query, query.unwrap_or_default());
+                let expected: Vec<(String, String)> = headers
+                    .iter()
+                    .map(|(k, v)| (k.to_ascii_lowercase(), v.trim().to_string()))
+                    .collect();
+                prop_assert_eq!(r.headers, expected);
+            }
+        }
+    }
 }

@@ -968,4 +968,65 @@ mod tests {
         );
         assert!(e.contains("protocol 99") && e.contains("h2"), "{e}");
     }
+
+    /// Property tests of the frames (issue 35): every frame written reads back equal,
+    /// with nothing left over; a stream cut anywhere inside a frame never gives a frame (past its
+    /// length, an error); and any bytes at all (a broken or hostile agent) give a frame, an error or
+    /// the end, never a panic or an allocation past the limits.
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+            #[test]
+            fn every_frame_reads_back_and_every_cut_is_an_error(which in 0usize..64, cut in any::<prop::sample::Index>()) {
+                let frames = every_kind();
+                let f = &frames[which % frames.len()];
+                let running = FrameLimits::for_job(&job(3, 2, 1, Task::Run));
+                let mut bytes = Vec::new();
+                write_frame(&mut bytes, f).unwrap();
+                let mut r = &bytes[..];
+                let back = read_frame(&mut r, &running).unwrap();
+                prop_assert_eq!(back.as_ref(), Some(f));
+                prop_assert!(r.is_empty());
+                let at = 1 + cut.index(bytes.len() - 1);
+                let mut r = &bytes[..at];
+                let got = read_frame(&mut r, &running);
+                // Inside the length the stream ends as a session does (no frame);
+                // past it, the frame is cut short: an error.
+                if at < 4 {
+                    prop_assert!(!matches!(got, Ok(Some(_))), "cut at {}", at);
+                } else {
+                    prop_assert!(got.is_err(), "cut at {} of {}", at, bytes.len());
+                }
+            }
+
+            #[test]
+            fn any_bytes_give_a_frame_an_error_or_the_end(bytes in proptest::collection::vec(any::<u8>(), 0..4096)) {
+                for limits in [FrameLimits::greeting(), FrameLimits::for_job(&job(3, 2, 1, Task::Run))] {
+                    let mut r = &bytes[..];
+                    // Read frames until the end or an error, as a session does.
+                    for _ in 0..bytes.len() + 1 {
+                        match read_frame(&mut r, &limits) {
+                            Ok(Some(_)) => continue,
+                            Ok(None) | Err(_) => break,
+                        }
+                    }
+                }
+            }
+
+            #[test]
+            fn a_changed_byte_gives_a_frame_or_an_error(which in 0usize..64, at in any::<prop::sample::Index>(), byte in any::<u8>()) {
+                let frames = every_kind();
+                let mut bytes = Vec::new();
+                write_frame(&mut bytes, &frames[which % frames.len()]).unwrap();
+                let i = at.index(bytes.len());
+                bytes[i] = byte;
+                let mut r = &bytes[..];
+                let _ = read_frame(&mut r, &FrameLimits::greeting());
+            }
+        }
+    }
 }
