@@ -16,7 +16,7 @@
 use std::borrow::Cow;
 use std::io::Read;
 use std::net::{IpAddr, SocketAddr};
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
@@ -332,6 +332,13 @@ fn read_token(file: &Path) -> Result<String, Exit> {
             file.display()
         )));
     }
+    // As ssh does with private keys: a file another user owns, that user can rewrite.
+    let (owner, me) = (meta.uid(), rustix::process::geteuid().as_raw());
+    if owner != me {
+        return Err(named(format!(
+            "owned by uid {owner}, not by you (uid {me}): its owner could change the token;              make your own copy"
+        )));
+    }
     let mut text = String::new();
     f.take(MAX_TOKEN_FILE + 1)
         .read_to_string(&mut text)
@@ -367,6 +374,23 @@ mod tests {
     use super::*;
 
     const TOKEN: &str = "s3cret-token-0123456789";
+
+    /// A private token file that another user owns is refused (as root: the test gives
+    /// the file to `nobody`).
+    #[test]
+    fn a_token_file_another_user_owns_is_refused() {
+        if !crate::need::need("a_token_file_another_user_owns_is_refused", &["root"]) {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let p = token_file(dir.path(), TOKEN, 0o600);
+        std::os::unix::fs::chown(&p, Some(65534), None).unwrap();
+        let e = read_token(&p).unwrap_err().message;
+        assert!(
+            e.contains("--token-file") && e.contains("owned by uid 65534"),
+            "{e}"
+        );
+    }
 
     fn args(allow: &[&str], token: Option<&Path>) -> AccessArgs {
         AccessArgs {

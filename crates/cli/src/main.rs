@@ -41,6 +41,11 @@ mod session;
 mod steady;
 mod stored;
 
+/// What a unit test needs from the machine: every skip goes through it (tests-support).
+#[cfg(test)]
+#[path = "../../../tests-support/need.rs"]
+mod need;
+
 use clap::{CommandFactory, Parser};
 
 use args::{Cli, Command, RunArgs};
