@@ -155,6 +155,12 @@ pub(crate) fn phases(a: &RunArgs, ov: &Overrides, path: &Path) -> Result<JobFile
     })
 }
 
+/// Whether every job names a `directory` (a job without one writes where fio runs: one
+/// target cannot serve both).
+fn every_job_names_one(imp: &FioImport) -> bool {
+    imp.groups.iter().all(|g| g.directory.is_some())
+}
+
 /// The distinct directories the jobs name with `directory` (in file order).
 fn directories(imp: &FioImport) -> Vec<&FioDirectory> {
     let mut out: Vec<&FioDirectory> = Vec::new();
@@ -167,7 +173,7 @@ fn directories(imp: &FioImport) -> Vec<&FioDirectory> {
 }
 
 /// Where the run's disks go on this host: `--target` as given; else the job file's
-/// `directory` when its jobs agree (fio places a job's files there, and so does iofleet,
+/// `directory` when every job names the same one (fio places a job's files there, and so does iofleet,
 /// with the checks any `--target` gets); else `iofleet-data`.
 pub(crate) fn target(a: &RunArgs) -> Result<Vec<PathBuf>, Exit> {
     if !a.target.is_empty() {
@@ -175,7 +181,7 @@ pub(crate) fn target(a: &RunArgs) -> Result<Vec<PathBuf>, Exit> {
     }
     if let Some(path) = job_file(a) {
         let imp = load(&path, a.direct, &a.fio_ignore, &a.fio_job)?;
-        if let [one] = directories(&imp).as_slice() {
+        if let ([one], true) = (directories(&imp).as_slice(), every_job_names_one(&imp)) {
             let paths: Vec<PathBuf> = one.paths.iter().map(PathBuf::from).collect();
             // A device is written only when the user names it: never from a job file.
             if let Some(dev) = paths.iter().find(|p| is_block_device(p)) {
@@ -238,6 +244,13 @@ fn directory_notices(a: &RunArgs, imp: &FioImport) -> Vec<String> {
                 )
             })
             .collect();
+    }
+    if !dirs.is_empty() && !every_job_names_one(imp) {
+        return vec![format!(
+            "fio {}: some jobs name no directory; one target serves every group, here \
+             {DEFAULT_TARGET} (pass --target)",
+            dirs[0].at.file,
+        )];
     }
     if dirs.len() > 1 {
         let values: Vec<&str> = dirs.iter().map(|d| d.value.as_str()).collect();

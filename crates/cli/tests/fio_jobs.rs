@@ -865,4 +865,26 @@ fn a_jobs_directory_is_the_target_unless_target_is_given() {
           every group, here iofleet-data (pass --target)"
         ]
     );
+
+    // One job names a directory and the other none (fio would write that one where it
+    // runs): the directory is not taken for both, and the notice says why.
+    std::fs::write(
+        d.path().join("mixed.fio"),
+        "[global]\nruntime=1\ntime_based\nrw=read\n[a]\ndirectory=d1\n[b]\n",
+    )
+    .unwrap();
+    let o = dry("mixed.fio", &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("Target: directory iofleet-data"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(
+        said(&o),
+        [
+            "note: fio mixed.fio: some jobs name no directory; one target serves every group, \
+          here iofleet-data (pass --target)"
+        ]
+    );
 }
