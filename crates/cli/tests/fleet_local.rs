@@ -278,7 +278,11 @@ fn an_agent_reporting_another_process_id_gets_nothing_else_killed() {
     for h in v["hosts"].as_array().unwrap() {
         assert!(h["lost_at_s"].as_f64().is_some(), "every host is lost: {h}");
     }
-    // Given up for silence, the path that ends an agent through a second connection.
+    // Given up for silence: the path that runs the kill script through a second
+    // connection. These fakes are Python, not the binary the start script recorded, so
+    // the script signals nothing of theirs (they end with their local session); that the
+    // script does end the recorded agent is agents.rs's unit test and fleet_ssh's frozen
+    // host. What this shows is that no reported PID is signalled.
     let notices = v["notices"].to_string();
     assert_eq!(
         notices.matches("stopped responding").count(),
