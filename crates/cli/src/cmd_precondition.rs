@@ -95,9 +95,9 @@ pub fn run(a: PreconditionArgs) -> Result<i32, Exit> {
         host_timeout: a.host_timeout,
         ..RunSettings::default()
     };
-    let mut launcher = launcher_at(a.hosts.as_deref(), &a.target, settings)?;
+    let mut launcher = launcher_at(a.hosts.as_deref(), &a.target, settings.clone())?;
     // Every check (free space, device signatures, mounts) before any write.
-    let planned = launcher.plan(&groups).map_err(fleet_exit)?;
+    let planned = launcher.plan(&groups, &settings).map_err(fleet_exit)?;
     let mut bar = Bar(progress_bar(a.quiet || a.hosts.is_some()));
     let outcome = launcher.precondition(planned, &stop, &mut bar);
     if let Some(b) = bar.0 {

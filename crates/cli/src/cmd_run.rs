@@ -50,7 +50,7 @@ pub(crate) fn dry_run(
         return dry_run::print_kube(path, groups);
     }
     let plan = launcher_for(a, settings.clone())?
-        .plan(groups)
+        .plan(groups, &settings)
         .map_err(fleet_exit)?;
     dry_run::print(&plan, &settings)
 }
@@ -68,6 +68,7 @@ fn execute(a: RunArgs, groups: Vec<GroupPlan>, settings: RunSettings) -> Result<
     };
     // The listener and live view, once for every round of --steady-state.
     let mut live = LiveSession::open(&a)?;
+    live.close_after_one = !a.steady_state;
     let stop = ctrl_c_flag();
     let result = crate::steady::measure_step(&a, &groups, settings, &stop, &mut live)?;
     live.finish();

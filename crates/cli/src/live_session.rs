@@ -1,4 +1,9 @@
-//! One command's live outputs: the `--metrics-listen` listener (bound here, with the
+//! One command's fleet and live outputs. The fleet (`Launcher`) is opened by the
+//! command's first measurement and kept for every later one — a sweep's steps, a
+//! steady state's rounds, a job file's phases run on the same agents, pods and files —
+//! and closed when the command ends (`finish`), or right after its one measurement when
+//! the command has only one (`close_after_one`: what closing says, such as a Kubernetes
+//! fleet deleted, is then part of the result). The live outputs: the `--metrics-listen` listener (bound here, with the
 //! `crate::access` policy of `--allow-host` and `--token-file`), the `/metrics`
 //! exporter's state and, with `--ui`, the live view's history, made once by the command
 //! before its first round or step and kept until it ends. Every round of
@@ -13,7 +18,8 @@
 
 use std::net::TcpListener;
 
-use iofleet_fleet::Observer;
+use iofleet_fleet::launcher::Launcher;
+use iofleet_fleet::{Observer, RunSettings};
 
 use crate::access::Access;
 use crate::args::RunArgs;
@@ -61,11 +67,16 @@ pub(crate) struct Step {
     pub rate_iops: Option<f64>,
 }
 
-/// The listener, exporter and live view of one command (each absent when not asked for).
+/// The fleet, listener, exporter and live view of one command (each absent until made,
+/// or when not asked for).
 pub(crate) struct LiveSession {
     web: Option<LiveWeb>,
     metrics: Option<Metrics>,
     finished: bool,
+    fleet: Option<Box<dyn Launcher>>,
+    /// The command measures once: close the fleet right after that measurement.
+    pub close_after_one: bool,
+    quiet: bool,
 }
 
 impl LiveSession {
@@ -109,10 +120,40 @@ impl LiveSession {
             None => None,
         };
         Ok(LiveSession {
-            finished: web.is_none(),
+            finished: false,
             web,
             metrics,
+            fleet: None,
+            close_after_one: false,
+            quiet: a.quiet,
         })
+    }
+
+    /// The command's fleet (made from `a` by the first measurement: `--hosts`' inventory
+    /// or Kubernetes description, else `--target` here) and the observers a measurement
+    /// adds to its own: the exporter and the live view.
+    pub fn fleet_and_observers(
+        &mut self,
+        a: &RunArgs,
+        settings: &RunSettings,
+    ) -> Result<(&mut dyn Launcher, Vec<&mut dyn Observer>), Exit> {
+        if self.fleet.is_none() {
+            self.fleet = Some(crate::session::launcher_for(a, settings.clone())?);
+        }
+        let fleet = self.fleet.as_deref_mut().expect("made above");
+        let mut out: Vec<&mut dyn Observer> = Vec::new();
+        if let Some(m) = self.metrics.as_mut() {
+            out.push(m);
+        }
+        if let Some(w) = self.web.as_mut() {
+            out.push(w);
+        }
+        Ok((fleet, out))
+    }
+
+    /// Close the command's fleet, if one was made: what closing did, for the user.
+    pub fn close_fleet(&mut self) -> Vec<String> {
+        self.fleet.take().map(|mut f| f.close()).unwrap_or_default()
     }
 
     /// A round or step begins: the live view says so (and from now on a run's end is
@@ -123,24 +164,18 @@ impl LiveSession {
         }
     }
 
-    /// The observers a measurement adds to its own: the exporter and the live view.
-    pub fn observers(&mut self) -> Vec<&mut dyn Observer> {
-        let mut out: Vec<&mut dyn Observer> = Vec::new();
-        if let Some(m) = self.metrics.as_mut() {
-            out.push(m);
-        }
-        if let Some(w) = self.web.as_mut() {
-            out.push(w);
-        }
-        out
-    }
-
-    /// The command is over: the live view's `done` (unless a run without rounds or
-    /// steps already sent it), then at most 2 s for open pages to receive it before
-    /// the process exits and the listener closes. Once; dropping does it too.
+    /// The command is over: its fleet closed (what that did printed as notes), the live
+    /// view's `done` (unless a run without rounds or steps already sent it), then at
+    /// most 2 s for open pages to receive it before the process exits and the listener
+    /// closes. Once; dropping does it too.
     pub fn finish(&mut self) {
         if std::mem::replace(&mut self.finished, true) {
             return;
+        }
+        for n in self.close_fleet() {
+            if !self.quiet {
+                eprintln!("note: {}", iofleet_report::text::escape_lines(&n));
+            }
         }
         if let Some(w) = self.web.as_mut() {
             w.end();

@@ -250,8 +250,9 @@ pub(crate) fn fleet_exit(e: iofleet_fleet::FleetError) -> Exit {
     }
 }
 
-/// Launcher, store and terminal line around one run of `groups`, with the command's
-/// live session (`/metrics`, live view) watching it too: the result, saved unless
+/// One run of `groups` on the command's fleet (made by its first measurement, kept for
+/// the later ones), with the store and terminal line around it and the command's live
+/// session (`/metrics`, live view) watching it too: the result, saved unless
 /// `--no-save`, with the stored identity filled in. `stop` ends it early.
 pub(crate) fn measure(
     a: &RunArgs,
@@ -260,32 +261,38 @@ pub(crate) fn measure(
     stop: &Arc<AtomicBool>,
     live_session: &mut LiveSession,
 ) -> Result<RunResult, Exit> {
-    let mut launcher = launcher_for(a, settings)?;
-
     // Open the results store before any I/O (a bad --db fails early).
     let mut recorder = StoreRecorder::open(&a.save, a.quiet)?;
 
     let mut live = LiveView::new(a.quiet);
     let result = {
+        let (launcher, watching) = live_session.fleet_and_observers(a, &settings)?;
         let mut observers: Vec<&mut dyn Observer> = vec![&mut live];
-        observers.extend(live_session.observers());
+        observers.extend(watching);
         if let Some(r) = recorder.as_mut() {
             observers.push(r);
         }
         iofleet_fleet::run(
             groups,
-            &mut *launcher,
+            &settings,
+            launcher,
             &mut StartNow,
             stop.clone(),
             &mut Fanout(observers),
         )
     };
-    drop(launcher);
+    // A command of one measurement closes its fleet now, so that what closing did is
+    // in the result (and the store).
+    let closed = match live_session.close_after_one {
+        true => live_session.close_fleet(),
+        false => Vec::new(),
+    };
     live.finish();
     let mut result = result;
     if let Ok(r) = result.as_mut() {
         // A fio job file's mapping notices, where the run's own notices are.
         r.notices.extend(crate::fio_job::notices(a));
+        r.notices.extend(closed);
     }
     let stored = recorder.and_then(|r| r.finish(result.as_ref().ok()));
     let mut result = result.map_err(fleet_exit)?;

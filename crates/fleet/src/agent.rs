@@ -3,13 +3,16 @@
 //! very same `controller::run` and `ThreadLauncher` as a local run: it prepares, reports
 //! ready, starts at the instant the controller names (on its own clock), and streams
 //! every interval's per-disk samples back, with a heartbeat at least every half
-//! interval so a frozen host is noticed. It never listens on a port, and it stops by
-//! itself when its stdin closes (the controller or the session went away), so no orphan
-//! keeps running. A job may instead carry a one-shot task (`protocol::Task`): verify
-//! the host's disks against their journals, or precondition them; the agent answers
-//! with one `Done`, heartbeating meanwhile. It reads the controller's frames within the
-//! greeting's limits (`FrameLimits::greeting`), and when it ends it removes the record
-//! the controller's start script made of its process (`RUN_DIR_ENV`).
+//! interval so a frozen host is noticed. One session takes several jobs in turn (a
+//! sweep's steps, a steady state's rounds, a job file's phases: the controller opens the
+//! fleet once per command), each answered with its `Done`, until a Stop or the end of
+//! its input. It never listens on a port, and it stops by itself when its stdin closes
+//! (the controller or the session went away), so no orphan keeps running. A job may
+//! instead carry a one-shot task (`protocol::Task`): verify the host's disks against
+//! their journals, or precondition them; the agent answers with one `Done`, heartbeating
+//! meanwhile. It reads the controller's frames within the greeting's limits
+//! (`FrameLimits::greeting`), and when it ends it removes the record the controller's
+//! start script made of its process (`RUN_DIR_ENV`).
 
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::path::PathBuf;
@@ -65,10 +68,11 @@ fn send(out: &Out, f: &Frame) -> io::Result<()> {
     write_frame(&mut **w, f)
 }
 
-/// What the stdin reader hands to the run.
+/// What the stdin reader hands over.
 enum Control {
+    Job(Box<AgentJob>),
     Start(u64),
-    /// Stop frame or end of input.
+    /// Stop frame or end of input: the session ends.
     Stop,
 }
 
@@ -231,61 +235,82 @@ pub fn serve(input: Box<dyn Read + Send>, output: Box<dyn Write + Send>) -> i32 
         }
         _ => return fail("expected the controller's hello".into(), false),
     }
-    // Clock pings come before the job; answer each at once.
-    let job = loop {
-        match read_frame(&mut input, &limits) {
+    // One thread reads every frame after the hello, for the whole session: clock pings
+    // are answered at once, jobs, starts and stops are handed over, and the end of input
+    // stops whatever runs and ends the session.
+    let stop = Arc::new(AtomicBool::new(false));
+    let control = spawn_control(input, limits, out.clone(), stop.clone());
+    // Jobs in turn (a sweep's steps, a steady state's rounds, a job file's phases), each
+    // answered with its Done, until a Stop or the end of input.
+    loop {
+        let job = match control.recv() {
+            Ok(Control::Job(job)) => *job,
+            // The controller closed the session or stopped it between jobs.
+            Ok(Control::Stop) | Err(_) => return 0,
+            Ok(Control::Start(_)) => return fail("a start before any job".into(), false),
+        };
+        if stop.load(Ordering::SeqCst) {
+            return 0;
+        }
+        match serve_job(&job, &out, &control, &stop) {
+            Ok(done) => {
+                if send(&out, &Frame::Done(done)).is_err() {
+                    return 1;
+                }
+            }
+            Err(e) => return fail(e.to_string(), e.is_input_error()),
+        }
+    }
+}
+
+/// Read the controller's frames (within `limits`) until the session ends, on a thread
+/// of their own: pings answered at once, the rest handed over on the returned channel.
+/// A Stop, or the end of input, sets `stop`.
+fn spawn_control(
+    mut input: BufReader<Box<dyn Read + Send>>,
+    limits: FrameLimits,
+    out: Out,
+    stop: Arc<AtomicBool>,
+) -> Receiver<Control> {
+    let (tx, rx) = unbounded();
+    std::thread::spawn(move || loop {
+        let handed = match read_frame(&mut input, &limits) {
             Ok(Some(Frame::Ping(c))) => {
                 let pong = Frame::Pong(Clock {
                     seq: c.seq,
                     t_ns: mono_ns(),
                 });
                 if send(&out, &pong).is_err() {
-                    return 1;
+                    Control::Stop
+                } else {
+                    continue;
                 }
             }
-            Ok(Some(Frame::Job(job))) => break *job,
-            // The controller went away or stopped before sending work.
-            Ok(None) | Ok(Some(Frame::Stop)) => return 0,
-            Err(e) => return fail(format!("expected a job: {e}"), false),
-            _ => return fail("expected a job".into(), false),
+            Ok(Some(Frame::Job(job))) => Control::Job(job),
+            Ok(Some(Frame::Start(s))) => Control::Start(s.epoch_ns),
+            Ok(Some(Frame::Stop)) => Control::Stop,
+            Ok(Some(_)) => continue,
+            // The end of input (or what cannot be read): the controller is gone.
+            Ok(None) | Err(_) => Control::Stop,
+        };
+        let ends = matches!(handed, Control::Stop);
+        if ends {
+            stop.store(true, Ordering::SeqCst);
         }
-    };
+        if tx.send(handed).is_err() || ends {
+            return;
+        }
+    });
+    rx
+}
 
-    // Everything after the job is read by one thread: clock pings are answered at once,
-    // Start and Stop are handed over, and the end of input stops the run.
-    let stop = Arc::new(AtomicBool::new(false));
-    let (ctl_tx, ctl_rx) = unbounded();
-    {
-        let out = out.clone();
-        let stop = stop.clone();
-        std::thread::spawn(move || loop {
-            match read_frame(&mut input, &limits) {
-                Ok(Some(Frame::Ping(c))) => {
-                    let _ = send(
-                        &out,
-                        &Frame::Pong(Clock {
-                            seq: c.seq,
-                            t_ns: mono_ns(),
-                        }),
-                    );
-                }
-                Ok(Some(Frame::Start(s))) => {
-                    let _ = ctl_tx.send(Control::Start(s.epoch_ns));
-                }
-                Ok(Some(Frame::Stop)) => {
-                    stop.store(true, Ordering::SeqCst);
-                    let _ = ctl_tx.send(Control::Stop);
-                }
-                Ok(Some(_)) => {}
-                Ok(None) | Err(_) => {
-                    stop.store(true, Ordering::SeqCst);
-                    let _ = ctl_tx.send(Control::Stop);
-                    return;
-                }
-            }
-        });
-    }
-
+/// One job of the session, heartbeating while it runs: its `Done`.
+fn serve_job(
+    job: &AgentJob,
+    out: &Out,
+    control: &Receiver<Control>,
+    stop: &Arc<AtomicBool>,
+) -> Result<Done, FleetError> {
     let interval = job
         .groups
         .first()
@@ -297,16 +322,13 @@ pub fn serve(input: Box<dyn Read + Send>, output: Box<dyn Write + Send>) -> i32 
         beats.clone(),
     );
     let outcome = match job.task {
-        Task::Verify { keep } => verify_task(&job, keep),
-        Task::Precondition => precondition_task(&job, &stop),
-        Task::Run => run_task(&job, &out, ctl_rx, stop, interval),
-        Task::Observe => observe_task(&job, &out, ctl_rx, &stop),
+        Task::Verify { keep } => verify_task(job, keep),
+        Task::Precondition => precondition_task(job, stop),
+        Task::Run => run_task(job, out, control.clone(), stop.clone(), interval),
+        Task::Observe => observe_task(job, out, control.clone(), stop),
     };
     beats.store(true, Ordering::SeqCst);
-    match outcome {
-        Ok(done) => i32::from(send(&out, &Frame::Done(done)).is_err()),
-        Err(e) => fail(e.to_string(), e.is_input_error()),
-    }
+    outcome
 }
 
 /// A `Done` with nothing in it but what a task sets.
@@ -341,7 +363,7 @@ fn verify_task(job: &AgentJob, keep: usize) -> Result<Done, FleetError> {
 fn precondition_task(job: &AgentJob, stop: &Arc<AtomicBool>) -> Result<Done, FleetError> {
     let (target, label) = target(job);
     let mut launcher = ThreadLauncher::new(target, label, job.settings.clone());
-    let plan = launcher.plan(&job.groups)?;
+    let plan = launcher.plan(&job.groups, &job.settings)?;
     let notices = plan.notices.clone();
     let found = launcher.precondition(plan, stop, &mut Silent)?;
     Ok(Done {
@@ -375,7 +397,14 @@ fn run_task(
         epoch_ns,
         started_ns: None,
     };
-    let result = run(&job.groups, &mut launcher, &mut gate, stop, &mut streamer);
+    let result = run(
+        &job.groups,
+        &job.settings,
+        &mut launcher,
+        &mut gate,
+        stop,
+        &mut streamer,
+    );
     streamer.send_started();
     let result = result?;
     let end_ns = if result.run.interrupted {

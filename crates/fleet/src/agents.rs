@@ -40,8 +40,8 @@ use crate::launcher::{Finished, HostVerified, LaunchPlan, Launcher, Placement, P
 use crate::observer::Observer;
 use crate::precondition::Preconditioned;
 use crate::protocol::{
-    check_hello, mono_ns, read_frame, read_magic_or, write_frame, AgentJob, Clock, Done, Failure,
-    Frame, FrameLimits, Hello, Start, Task,
+    check_hello, mono_ns, read_frame, read_frame_within, read_magic_or, write_frame, AgentJob,
+    Clock, Done, Failure, Frame, FrameLimits, Hello, Start, Task,
 };
 use crate::settings::RunSettings;
 use crate::sys;
@@ -67,8 +67,9 @@ struct Conn {
     stderr_closed: Arc<AtomicBool>,
     /// How the agent was started, so that it can be found again on its host.
     launch: Launch,
-    /// What frames from the agent may hold (set from its job once sent).
-    limits: FrameLimits,
+    /// What frames from the agent may hold: the greeting's, then each job's, set just
+    /// before the job is sent (its reader asks at every frame's header).
+    limits: Arc<Mutex<FrameLimits>>,
     /// Clock offset: agent clock − controller clock, ns.
     offset_ns: i64,
     rtt_ns: u64,
@@ -486,7 +487,7 @@ fn open_session(
         stderr,
         stderr_closed,
         launch,
-        limits: FrameLimits::greeting(),
+        limits: Arc::new(Mutex::new(FrameLimits::greeting())),
         offset_ns: 0,
         rtt_ns: 0,
     };
@@ -557,8 +558,9 @@ fn send_copy(
 }
 
 /// Start the agent on `host` (sending it a copy of iofleet if it has none), check
-/// versions, measure the clock offset, send the job.
-fn connect(host: &HostSpec, job: AgentJob, ship: &Shipment) -> Result<Conn, FleetError> {
+/// versions, measure the clock offset. Jobs are sent later (`send_jobs`), one per run
+/// of the command.
+fn connect(host: &HostSpec, ship: &Shipment) -> Result<Conn, FleetError> {
     let transport: Arc<dyn Transport> = Arc::from(transport::for_host(host));
     let (script, launch) = match &host.iofleet_path {
         Some(p) => {
@@ -578,7 +580,7 @@ fn connect(host: &HostSpec, job: AgentJob, ship: &Shipment) -> Result<Conn, Flee
     if !greeted {
         send_copy(host, &mut conn, &mut stdout, ship)?;
     }
-    let theirs = match read_frame(&mut stdout, &conn.limits) {
+    let theirs = match read_frame(&mut stdout, &FrameLimits::greeting()) {
         Ok(Some(Frame::Hello(h))) => h,
         Err(e) => {
             return Err(ended(
@@ -615,14 +617,6 @@ fn connect(host: &HostSpec, job: AgentJob, ship: &Shipment) -> Result<Conn, Flee
     };
     conn.rtt_ns = rtt;
     conn.offset_ns = offset;
-    conn.limits = FrameLimits::for_job(&job);
-    if send(&conn, &Frame::Job(Box::new(job))).is_err() {
-        return Err(ended(
-            host,
-            &mut conn,
-            "the agent closed the session".into(),
-        ));
-    }
     conn.stdout = Some(stdout);
     Ok(conn)
 }
@@ -637,27 +631,28 @@ enum Event {
     Closed(usize, Option<String>),
 }
 
-/// Read session `h`'s frames within `limits` until it ends. A frame the reader cannot
-/// accept (over its limit, or not a frame) ends the connection: its stdin is closed and
-/// its stdout dropped, so the agent stops and its session closes, and the reader says
-/// why.
+/// Read session `h`'s frames until it ends, for the whole session (every run of the
+/// command), each within the limits its job set (`limits`, asked once the frame's
+/// header is in). A frame the reader cannot accept (over its limit, or not a frame)
+/// ends the connection: its stdin is closed and its stdout dropped, so the agent stops
+/// and its session closes, and the reader says why.
 fn spawn_reader(
     h: usize,
     mut r: BufReader<std::process::ChildStdout>,
-    limits: FrameLimits,
+    limits: Arc<Mutex<FrameLimits>>,
     stdin: Stdin,
     tx: Sender<Event>,
 ) {
     std::thread::spawn(move || loop {
-        match read_frame(&mut r, &limits) {
+        let now = || *limits.lock().unwrap_or_else(|p| p.into_inner());
+        match read_frame_within(&mut r, now) {
             Ok(Some(Frame::Pong(c))) => {
                 if tx.send(Event::Pong(h, c, mono_ns())).is_err() {
                     return;
                 }
             }
             Ok(Some(f)) => {
-                let done = matches!(f, Frame::Done(_) | Frame::Error(_));
-                if tx.send(Event::Frame(h, f)).is_err() || done {
+                if tx.send(Event::Frame(h, f)).is_err() {
                     return;
                 }
             }
@@ -752,15 +747,28 @@ fn fold_host_notices(names: &[&str], said: Vec<(usize, String)>) -> Vec<String> 
         .collect()
 }
 
-/// Workers as agents on the hosts of an inventory.
+/// Workers as agents on the hosts of an inventory. The sessions are opened by the
+/// command's first run and stay open for its later runs (a sweep's steps, a steady
+/// state's rounds, a job file's phases): each agent takes one job per run. They close
+/// with `close` (or when the launcher is dropped: an error, Ctrl-C), and are opened
+/// again only when a run needs other hosts, or a host's session ended.
 pub struct AgentLauncher {
     hosts: Vec<HostSpec>,
     settings: RunSettings,
+    /// The open sessions, in the order of `open` (inventory indexes).
     conns: Vec<Conn>,
-    /// Events from the reader threads: taken by the router once the run starts.
-    events: Option<Receiver<Event>>,
-    /// Turns host frames into collector messages while the run goes.
-    router: Option<JoinHandle<()>>,
+    open: Vec<usize>,
+    /// Every reader's events, for the whole command (`ev_tx` is cloned into each
+    /// reader); the router reads them while a run goes, the launcher between.
+    events: Receiver<Event>,
+    ev_tx: Sender<Event>,
+    /// Turns host frames into collector messages while the run goes; says which
+    /// sessions ended during the run.
+    router: Option<JoinHandle<Vec<bool>>>,
+    /// Sessions that ended (lost hosts): the next run opens the fleet again.
+    ended: Vec<bool>,
+    /// Notices about the sessions themselves (a fleet opened again), for the next run.
+    session_notices: Vec<String>,
     stopper: Option<JoinHandle<()>>,
     killers: Vec<JoinHandle<()>>,
     stop: Arc<AtomicBool>,
@@ -778,12 +786,17 @@ pub struct AgentLauncher {
 
 impl AgentLauncher {
     pub fn new(hosts: Vec<HostSpec>, settings: RunSettings) -> Self {
+        let (ev_tx, events) = unbounded();
         AgentLauncher {
             hosts,
             settings,
             conns: Vec::new(),
-            events: None,
+            open: Vec::new(),
+            events,
+            ev_tx,
             router: None,
+            ended: Vec::new(),
+            session_notices: Vec::new(),
             stopper: None,
             killers: Vec::new(),
             stop: Arc::new(AtomicBool::new(false)),
@@ -796,8 +809,13 @@ impl AgentLauncher {
         }
     }
 
+    /// The hosts of the inventory.
+    pub fn hosts(&self) -> &[HostSpec] {
+        &self.hosts
+    }
+
     /// Stop every agent, wait (bounded) for them to exit, kill what is left. The copies
-    /// stay for the next run.
+    /// stay for the next command.
     fn shutdown(&mut self) {
         for c in &self.conns {
             let _ = send_to(&c.stdin, &Frame::Stop);
@@ -822,6 +840,95 @@ impl AgentLauncher {
         for k in self.killers.drain(..) {
             let _ = k.join();
         }
+        self.conns.clear();
+        self.open.clear();
+        self.ended.clear();
+        // What the closed sessions' readers still had to say is of no run.
+        while self.events.try_recv().is_ok() {}
+    }
+
+    /// Sessions to the hosts `active` (inventory indexes, in order), every one ready
+    /// for a job: the open ones when they are these hosts and all alive, else the fleet
+    /// closed and opened again (said in a notice). None when `stop` was set meanwhile.
+    fn ensure_open(
+        &mut self,
+        active: &[usize],
+        stop: &AtomicBool,
+    ) -> Result<Option<()>, FleetError> {
+        // A session that ended between runs (its reader said so) is a lost host.
+        while let Ok(ev) = self.events.try_recv() {
+            if let Event::Closed(h, _) = ev {
+                if let Some(e) = self.ended.get_mut(h) {
+                    *e = true;
+                }
+            }
+        }
+        let alive = self.ended.iter().all(|e| !e);
+        if !self.conns.is_empty() && self.open == active && alive {
+            return Ok(Some(()));
+        }
+        if !self.conns.is_empty() {
+            let why = if alive {
+                "this run has work for other hosts"
+            } else {
+                "a host's session ended in the run before"
+            };
+            self.session_notices.push(format!(
+                "the fleet's sessions were opened again: {why} ({} host(s) with work, {} before)",
+                active.len(),
+                self.open.len()
+            ));
+            self.shutdown();
+        }
+        if self.connect_all(active, stop)?.is_none() {
+            return Ok(None);
+        }
+        for (h, c) in self.conns.iter_mut().enumerate() {
+            let stdout = c.stdout.take().expect("set by connect");
+            spawn_reader(
+                h,
+                stdout,
+                c.limits.clone(),
+                c.stdin.clone(),
+                self.ev_tx.clone(),
+            );
+        }
+        self.open = active.to_vec();
+        self.ended = vec![false; active.len()];
+        Ok(Some(()))
+    }
+
+    /// Send each open session its job (`jobs` in the order of `open`), with the limits
+    /// its frames may have from now on.
+    fn send_jobs(&mut self, jobs: Vec<(usize, AgentJob)>) -> Result<(), FleetError> {
+        for (h, (i, job)) in jobs.into_iter().enumerate() {
+            let c = &self.conns[h];
+            *c.limits.lock().unwrap_or_else(|p| p.into_inner()) = FrameLimits::for_job(&job);
+            if send_to(&c.stdin, &Frame::Job(Box::new(job))).is_err() {
+                let e = host_err(
+                    &self.hosts[i],
+                    "its agent's connection closed before the job",
+                );
+                self.shutdown();
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Open (or keep) the sessions of `jobs`' hosts and send every job: None when
+    /// `stop` was set before the sessions were open.
+    fn dispatch(
+        &mut self,
+        jobs: Vec<(usize, AgentJob)>,
+        stop: &AtomicBool,
+    ) -> Result<Option<()>, FleetError> {
+        let active: Vec<usize> = jobs.iter().map(|(i, _)| *i).collect();
+        if self.ensure_open(&active, stop)?.is_none() {
+            return Ok(None);
+        }
+        self.send_jobs(jobs)?;
+        Ok(Some(()))
     }
 
     /// What this machine can know before contacting any host: the controller's own
@@ -886,17 +993,6 @@ impl AgentLauncher {
             .collect()
     }
 
-    /// A reader thread per open session; their frames, and each session's end, arrive
-    /// on the returned channel.
-    fn spawn_readers(&mut self) -> Receiver<Event> {
-        let (ev_tx, ev_rx) = unbounded();
-        for (h, c) in self.conns.iter_mut().enumerate() {
-            let stdout = c.stdout.take().expect("set by connect");
-            spawn_reader(h, stdout, c.limits, c.stdin.clone(), ev_tx.clone());
-        }
-        ev_rx
-    }
-
     /// How session `h` ended, to follow "its agent's connection" (see [`closing`]).
     /// Waits a moment for the last of its stderr to arrive.
     fn closing_words(&self, h: usize, reason: Option<String>) -> String {
@@ -919,10 +1015,10 @@ impl AgentLauncher {
     ) -> Result<Option<Vec<(String, Done)>>, FleetError> {
         let jobs = self.host_jobs(shares, task);
         let active: Vec<HostSpec> = jobs.iter().map(|(i, _)| self.hosts[*i].clone()).collect();
-        if self.connect_all(jobs, stop)?.is_none() {
+        if self.dispatch(jobs, stop)?.is_none() {
             return Ok(None);
         }
-        let ev_rx = self.spawn_readers();
+        let ev_rx = self.events.clone();
         let n = self.conns.len();
         let mut done: Vec<Option<Done>> = vec![None; n];
         let mut heard = vec![Instant::now(); n];
@@ -943,6 +1039,7 @@ impl AgentLauncher {
                 }
                 Ok(Event::Frame(h, _) | Event::Pong(h, ..)) => heard[h] = Instant::now(),
                 Ok(Event::Closed(h, reason)) if done[h].is_none() => {
+                    self.ended[h] = true;
                     failure = Some(host_err(
                         &active[h],
                         format!(
@@ -967,7 +1064,9 @@ impl AgentLauncher {
                 }
             }
         }
-        self.shutdown();
+        if failure.is_some() || stop_sent {
+            self.shutdown();
+        }
         match failure {
             Some(e) => Err(e),
             None => Ok(Some(
@@ -991,7 +1090,7 @@ impl AgentLauncher {
         stop: &AtomicBool,
         notices: &mut Vec<String>,
     ) -> Result<Option<(Vec<String>, u64)>, FleetError> {
-        let ev_rx = self.spawn_readers();
+        let ev_rx = self.events.clone();
         let n = self.conns.len();
         let mut ready = vec![false; n];
         let mut engines = vec![String::new(); n];
@@ -1056,7 +1155,6 @@ impl AgentLauncher {
             self.shutdown();
             return Err(e);
         }
-        self.events = Some(ev_rx);
         Ok(Some((engines, configured)))
     }
 
@@ -1156,22 +1254,22 @@ impl AgentLauncher {
         }
     }
 
-    /// Connect to every host in parallel; None when `stop` was set meanwhile (every
-    /// session that did open is shut down).
+    /// Connect to the hosts `active` (inventory indexes) in parallel; None when `stop`
+    /// was set meanwhile (every session that did open is shut down).
     fn connect_all(
         &mut self,
-        jobs: Vec<(usize, AgentJob)>,
+        active: &[usize],
         stop: &AtomicBool,
     ) -> Result<Option<()>, FleetError> {
         let exe = std::env::current_exe()
             .map_err(|e| FleetError::Setup(format!("cannot find the iofleet binary: {e}")))?;
         let ship = Arc::new(Shipment::new(exe, self.settings.max_uploads));
         let (tx, rx) = unbounded();
-        let n = jobs.len();
-        for (order, (i, job)) in jobs.into_iter().enumerate() {
+        let n = active.len();
+        for (order, &i) in active.iter().enumerate() {
             let (host, ship, tx) = (self.hosts[i].clone(), ship.clone(), tx.clone());
             std::thread::spawn(move || {
-                let _ = tx.send((order, connect(&host, job, &ship)));
+                let _ = tx.send((order, connect(&host, &ship)));
             });
         }
         drop(tx);
@@ -1303,7 +1401,12 @@ fn shares_of(plan: LaunchPlan) -> Result<Vec<HostShare>, FleetError> {
 }
 
 impl Launcher for AgentLauncher {
-    fn plan(&mut self, groups: &[GroupPlan]) -> Result<LaunchPlan, FleetError> {
+    fn plan(
+        &mut self,
+        groups: &[GroupPlan],
+        settings: &RunSettings,
+    ) -> Result<LaunchPlan, FleetError> {
+        self.settings = settings.clone();
         check_verify(groups, &self.settings.engine)?;
         let plan = plan_hosts(&self.hosts, groups)?;
         self.check_memory(&plan)?;
@@ -1333,9 +1436,10 @@ impl Launcher for AgentLauncher {
         let shares = shares_of(plan)?;
         let jobs = self.host_jobs(&shares, Task::Run);
         let active: Vec<usize> = jobs.iter().map(|(i, _)| *i).collect();
-        if self.connect_all(jobs, stop)?.is_none() {
+        if self.dispatch(jobs, stop)?.is_none() {
             return Ok(None);
         }
+        notices.append(&mut self.session_notices);
         let active_hosts: Vec<HostSpec> = active.iter().map(|&i| self.hosts[i].clone()).collect();
 
         let Some((engines, configured)) = self.await_ready(&active_hosts, stop, notices)? else {
@@ -1445,7 +1549,7 @@ impl Launcher for AgentLauncher {
             }
         }
         // Route host events into the collector.
-        let ev_rx = self.events.take()?;
+        let ev_rx = self.events.clone();
         let names: Vec<String> = self.conns.iter().map(|c| c.name.clone()).collect();
         let stderrs: Vec<Arc<Mutex<String>>> =
             self.conns.iter().map(|c| c.stderr.clone()).collect();
@@ -1455,11 +1559,13 @@ impl Launcher for AgentLauncher {
             self.late_notices.clone(),
             self.router_done.clone(),
         );
+        self.router_done.store(false, Ordering::SeqCst);
         self.router = Some(std::thread::spawn(move || {
-            route(
+            let ended = route(
                 ev_rx, tx, &names, &stderrs, &offsets, epoch_ns, &started, &late,
             );
             router_done.store(true, Ordering::SeqCst);
+            ended
         }));
         // Forward a stop (Ctrl-C) to every agent.
         let stop = self.stop.clone();
@@ -1487,9 +1593,30 @@ impl Launcher for AgentLauncher {
     }
 
     fn finish(&mut self) -> Finished {
-        self.shutdown();
+        // Every source has sent its Done (or was given up on and killed, which ends its
+        // session): the router ends by itself, and the sessions stay open for the next
+        // run. A run torn down (`stop` set: Ctrl-C, a failed start) closes them first.
+        let names: Vec<String> = self.conns.iter().map(|c| c.name.clone()).collect();
+        if self.stop.load(Ordering::SeqCst) {
+            self.shutdown();
+        }
         if let Some(r) = self.router.take() {
-            let _ = r.join();
+            // Bounded all the same: past it, closing the sessions ends their readers.
+            let deadline = Instant::now() + self.settings.host_timeout + EXIT_GRACE;
+            while !r.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            if !r.is_finished() {
+                self.shutdown();
+            }
+            if let Ok(ended) = r.join() {
+                if ended.len() == self.ended.len() {
+                    self.ended = ended;
+                }
+            }
+        }
+        for k in self.killers.drain(..) {
+            let _ = k.join();
         }
         self.router_done.store(true, Ordering::SeqCst);
         if let Some(s) = self.stopper.take() {
@@ -1513,11 +1640,23 @@ impl Launcher for AgentLauncher {
                     .into_iter()
                     .filter(|said| !self.ready_notices.contains(said))
                     .collect();
-                let names: Vec<&str> = self.conns.iter().map(|c| c.name.as_str()).collect();
+                let names: Vec<&str> = names.iter().map(String::as_str).collect();
                 fold_host_notices(&names, new)
             },
             kubernetes: None,
         }
+    }
+
+    fn close(&mut self) -> Vec<String> {
+        self.shutdown();
+        std::mem::take(&mut self.session_notices)
+    }
+}
+
+impl Drop for AgentLauncher {
+    /// A command that ends before `close` (an error, Ctrl-C) still stops every agent.
+    fn drop(&mut self) {
+        self.shutdown();
     }
 }
 
@@ -1532,9 +1671,11 @@ fn route(
     epoch_ns: u64,
     started: &Mutex<Vec<Option<u64>>>,
     late_notices: &Mutex<Vec<(usize, String)>>,
-) {
+) -> Vec<bool> {
     let mut finished = vec![false; names.len()];
-    while let Ok(ev) = ev_rx.recv() {
+    let mut ended = vec![false; names.len()];
+    while !finished.iter().all(|&f| f) {
+        let Ok(ev) = ev_rx.recv() else { break };
         let msg = match ev {
             Event::Frame(h, Frame::Interval(d)) => Msg::Interval {
                 source: h as u32,
@@ -1592,6 +1733,7 @@ fn route(
             Event::Frame(h, _) | Event::Pong(h, ..) => Msg::Heartbeat { source: h as u32 },
             Event::Closed(h, reason) if !finished[h] => {
                 finished[h] = true;
+                ended[h] = true;
                 let how = closing(reason, || {
                     std::thread::sleep(Duration::from_millis(50)); // let stderr arrive
                     let why = stderrs[h].lock().unwrap_or_else(|p| p.into_inner());
@@ -1609,10 +1751,14 @@ fn route(
                     lost: true,
                 }
             }
-            Event::Closed(..) => continue,
+            Event::Closed(h, _) => {
+                ended[h] = true;
+                continue;
+            }
         };
         let _ = tx.send(msg);
     }
+    ended
 }
 
 #[cfg(test)]
@@ -2119,7 +2265,7 @@ mod tests {
             task: Task::Run,
         });
         let stdout = BufReader::new(child.stdout.take().unwrap());
-        spawn_reader(3, stdout, limits, stdin.clone(), tx);
+        spawn_reader(3, stdout, Arc::new(Mutex::new(limits)), stdin.clone(), tx);
         match rx.recv_timeout(Duration::from_secs(20)) {
             Ok(Event::Closed(3, Some(why))) => assert_eq!(
                 why,

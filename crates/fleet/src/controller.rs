@@ -104,13 +104,21 @@ pub fn run_local(
     observer: &mut dyn Observer,
 ) -> Result<RunResult, FleetError> {
     let mut launcher = ThreadLauncher::new(target, target_label, settings.clone());
-    run(groups, &mut launcher, &mut StartNow, stop, observer)
+    run(
+        groups,
+        settings,
+        &mut launcher,
+        &mut StartNow,
+        stop,
+        observer,
+    )
 }
 
 /// Execute a run from start to end. `stop` set by the caller (Ctrl-C) ends it early;
 /// what was measured until then is returned with `run.interrupted = true`.
 pub fn run(
     groups: &[GroupPlan],
+    settings: &RunSettings,
     launcher: &mut dyn Launcher,
     gate: &mut dyn StartGate,
     stop: Arc<AtomicBool>,
@@ -122,7 +130,7 @@ pub fn run(
         ));
     }
     let mut notices = Vec::new();
-    let plan = launcher.plan(groups)?;
+    let plan = launcher.plan(groups, settings)?;
     notices.extend(plan.notices.iter().cloned());
     let preparing = Instant::now();
     let Some(prep) = launcher.materialize(plan, &stop, observer, &mut notices)? else {
@@ -300,7 +308,11 @@ mod tests {
     }
 
     impl Launcher for Scripted {
-        fn plan(&mut self, groups: &[GroupPlan]) -> Result<LaunchPlan, FleetError> {
+        fn plan(
+            &mut self,
+            groups: &[GroupPlan],
+            _settings: &RunSettings,
+        ) -> Result<LaunchPlan, FleetError> {
             self.log("plan");
             Ok(LaunchPlan {
                 groups: groups.to_vec(),
@@ -416,8 +428,15 @@ mod tests {
     fn a_start_gate_that_refuses_stops_every_source_before_any_io() {
         let mut l = Scripted::new([false, false], None);
         let stop = Arc::new(AtomicBool::new(false));
-        let err = run(&groups(), &mut l, &mut Refuse, stop.clone(), &mut Silent)
-            .expect_err("a refused start is an error");
+        let err = run(
+            &groups(),
+            &RunSettings::default(),
+            &mut l,
+            &mut Refuse,
+            stop.clone(),
+            &mut Silent,
+        )
+        .expect_err("a refused start is an error");
         assert_eq!(err.to_string(), "host b: its clock is 3 s off");
         assert!(stop.load(Ordering::SeqCst), "the sources are told to stop");
         // Started only to be torn down (with stop already set), then finished.
@@ -431,7 +450,15 @@ mod tests {
     fn a_silent_source_is_given_up_once_and_its_host_lost() {
         let mut l = Scripted::new([false, true], Some(Duration::from_millis(300)));
         let stop = Arc::new(AtomicBool::new(false));
-        let r = run(&groups(), &mut l, &mut StartNow, stop, &mut Silent).unwrap();
+        let r = run(
+            &groups(),
+            &RunSettings::default(),
+            &mut l,
+            &mut StartNow,
+            stop,
+            &mut Silent,
+        )
+        .unwrap();
         let events = l.events();
         assert_eq!(
             events.iter().filter(|e| e.starts_with("give_up")).count(),
@@ -459,7 +486,15 @@ mod tests {
     fn a_run_of_sources_that_all_report_gives_up_on_none() {
         let mut l = Scripted::new([false, false], Some(Duration::from_millis(300)));
         let stop = Arc::new(AtomicBool::new(false));
-        let r = run(&groups(), &mut l, &mut StartNow, stop, &mut Silent).unwrap();
+        let r = run(
+            &groups(),
+            &RunSettings::default(),
+            &mut l,
+            &mut StartNow,
+            stop,
+            &mut Silent,
+        )
+        .unwrap();
         assert_eq!(
             l.events(),
             ["plan", "materialize", "start stop=false", "finish"]

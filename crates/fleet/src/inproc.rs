@@ -175,12 +175,17 @@ impl ThreadLauncher {
         let direct = self.settings.direct;
         let writes = FillWrites { direct, uring };
         if self.settings.cleanup {
-            self.cleanup.0 = layouts
+            // Every run's files, removed when the command's launcher goes.
+            let files = layouts
                 .iter()
                 .flat_map(|(_, l)| l.iter())
                 .filter(|d| !d.is_device)
-                .flat_map(|d| [journal_path(d, Path::new("")), d.path.clone()])
-                .collect();
+                .flat_map(|d| [journal_path(d, Path::new("")), d.path.clone()]);
+            for f in files {
+                if !self.cleanup.0.contains(&f) {
+                    self.cleanup.0.push(f);
+                }
+            }
         }
         // The data every write draws from is built while the files are created, not
         // before the first write (if the thread cannot start, the first write builds it).
@@ -642,7 +647,12 @@ pub(crate) fn fill_in_batches(
 }
 
 impl Launcher for ThreadLauncher {
-    fn plan(&mut self, groups: &[GroupPlan]) -> Result<LaunchPlan, FleetError> {
+    fn plan(
+        &mut self,
+        groups: &[GroupPlan],
+        settings: &RunSettings,
+    ) -> Result<LaunchPlan, FleetError> {
+        self.settings = settings.clone();
         let cfg = &self.settings;
         let mut notices = Vec::new();
         let dir = match &self.target {

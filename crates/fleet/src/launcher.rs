@@ -35,6 +35,7 @@ use crate::inventory::HostSpec;
 use crate::lanes::Msg;
 use crate::observer::Observer;
 use crate::precondition::Preconditioned;
+use crate::settings::RunSettings;
 use crate::sys::HostProbe;
 
 /// What a run will do, decided by `Launcher::plan` without writing anything or
@@ -126,10 +127,15 @@ pub struct Finished {
 }
 
 pub trait Launcher {
-    /// Make every check and placement decision for a run of `groups`: engine,
-    /// targets and their layout (device safety, free space, block sizes), hosts and
-    /// their shares. Writes nothing, creates nothing, contacts no host.
-    fn plan(&mut self, groups: &[GroupPlan]) -> Result<LaunchPlan, FleetError>;
+    /// Make every check and placement decision for a run of `groups` with this run's
+    /// `settings` (a step's seed, a round's device age; what the launcher opened for the
+    /// command stays): engine, targets and their layout (device safety, free space, block
+    /// sizes), hosts and their shares. Writes nothing, creates nothing, contacts no host.
+    fn plan(
+        &mut self,
+        groups: &[GroupPlan],
+        settings: &RunSettings,
+    ) -> Result<LaunchPlan, FleetError>;
 
     /// Get every worker of `plan` (from this launcher's `plan`) ready: targets
     /// created and filled, engines open, agents connected. `Ok(None)` when `stop` was
@@ -168,6 +174,16 @@ pub trait Launcher {
     /// the launcher has, without waiting for it.
     fn give_up(&mut self, _source: usize) {}
 
-    /// Wait for (or tear down) everything started, and report what was learnt.
+    /// Wait for (or tear down) everything started, and report what was learnt. What the
+    /// launcher opened for the command (agents' sessions, a Kubernetes fleet) stays open
+    /// for the next run, unless the run was torn down.
     fn finish(&mut self) -> Finished;
+
+    /// The command's last run is over: close what the launcher opened for it (stop the
+    /// agents, delete a Kubernetes fleet's objects unless kept). What it did, for the
+    /// user. Dropping a launcher closes it too (an error, Ctrl-C), so nothing is left
+    /// behind on any path; `close` is the orderly end that can report.
+    fn close(&mut self) -> Vec<String> {
+        Vec::new()
+    }
 }

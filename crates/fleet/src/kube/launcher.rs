@@ -1,9 +1,13 @@
 //! Runs on a Kubernetes fleet: create the objects of the description, wait for every
 //! pod to be Ready, then drive the pods as hosts through `AgentLauncher` over the
 //! `kubectl` transport (one worker per pod, its disks on the pod's volumes), and at the
-//! end delete what was created unless `keep = true`. Whatever ends the run — the end,
-//! an error, Ctrl-C at any phase — the objects go: `finish` deletes them, and so does
-//! dropping the launcher when `finish` was never reached.
+//! end of the command delete what was created unless `keep = true`. The fleet lives as
+//! long as the command: its first run creates it, every later run (a sweep's steps, a
+//! steady state's rounds, a job file's phases) uses the same pods and agents, and a run
+//! whose objects differ (another disk count or size) deletes and creates them again,
+//! saying so. Whatever ends the command — the end, an error, Ctrl-C at any phase — the
+//! objects go: `close` deletes them, and so does dropping the launcher when `close` was
+//! never reached.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -38,8 +42,9 @@ pub struct KubeLauncher {
     settings: RunSettings,
     /// The pods as hosts, made by `plan` (their disks follow the profile).
     agents: AgentLauncher,
-    /// Objects may exist that this run must delete (unless `keep`).
-    applied: bool,
+    /// The objects this command applied (they may exist: deleted at its end unless
+    /// `keep`), and whether the cluster had them already.
+    applied: Option<(Vec<serde_json::Value>, bool)>,
     facts: Option<(KubeRun, Vec<KubePod>)>,
 }
 
@@ -52,7 +57,7 @@ impl KubeLauncher {
             cluster,
             fleet,
             file,
-            applied: false,
+            applied: None,
             facts: None,
         }
     }
@@ -60,9 +65,7 @@ impl KubeLauncher {
     /// Delete the fleet's objects unless they are to be kept: what was done, for the
     /// user, or why it failed and how to finish the job.
     fn clean_up(&mut self) -> Option<String> {
-        if !std::mem::take(&mut self.applied) {
-            return None;
-        }
+        self.applied.take()?;
         if self.fleet.keep {
             return Some(format!(
                 "kubernetes: kept StatefulSet {} and its pods and volumes for the next run (keep = true); `iofleet kube clean --hosts {}` removes them",
@@ -82,8 +85,9 @@ impl KubeLauncher {
         })
     }
 
-    /// Create the objects and wait until every pod is Ready: `Ok(None)` when `stop`
-    /// was set first.
+    /// The fleet for `plan`, Ready: the one this command made already when its objects
+    /// are the same, else created (after deleting the command's other objects, with a
+    /// notice) and waited for. `Ok(None)` when `stop` was set first.
     fn provision(
         &mut self,
         plan: &LaunchPlan,
@@ -92,9 +96,29 @@ impl KubeLauncher {
         notices: &mut Vec<String>,
     ) -> Result<Option<()>, FleetError> {
         let setup = |e: String| FleetError::Setup(e);
-        let reused = self.cluster.exists().map_err(setup)?;
         let objects = self.fleet.manifests(&plan.groups[0].plan);
-        self.applied = true;
+        match &self.applied {
+            Some((applied, _)) if *applied == objects && self.facts.is_some() => {
+                return Ok(Some(()));
+            }
+            Some(_) => {
+                // A StatefulSet's claim templates cannot change in place; the agents
+                // run in the pods about to go.
+                notices.extend(self.agents.close());
+                self.cluster.delete().map_err(setup)?;
+                notices.push(format!(
+                    "kubernetes: this run's pods differ from the command's earlier runs' (disks per pod or their size): StatefulSet {} was deleted and created again",
+                    self.cluster.object
+                ));
+                self.facts = None;
+            }
+            None => {}
+        }
+        let reused = match &self.applied {
+            Some((_, reused)) => *reused,
+            None => self.cluster.exists().map_err(setup)?,
+        };
+        self.applied = Some((objects.clone(), reused));
         let t0 = Instant::now();
         self.cluster.apply(&objects).map_err(setup)?;
         let pods = self.fleet.pod_names();
@@ -242,13 +266,21 @@ fn pod_hosts(fleet: &KubeFleet, cluster: &Cluster, disks: u32) -> Vec<HostSpec> 
 }
 
 impl Launcher for KubeLauncher {
-    fn plan(&mut self, groups: &[GroupPlan]) -> Result<LaunchPlan, FleetError> {
+    fn plan(
+        &mut self,
+        groups: &[GroupPlan],
+        settings: &RunSettings,
+    ) -> Result<LaunchPlan, FleetError> {
+        self.settings = settings.clone();
         let (group, notices) = self.fleet.group(groups)?;
         let groups = vec![group];
         let disks = groups[0].plan.fleet.disks_per_worker;
         let hosts = pod_hosts(&self.fleet, &self.cluster, disks);
-        self.agents = AgentLauncher::new(hosts, self.settings.clone());
-        let mut plan = self.agents.plan(&groups)?;
+        // The pods' agents stay for the command's later runs while the pods are the same.
+        if self.agents.hosts() != hosts.as_slice() {
+            self.agents = AgentLauncher::new(hosts, self.settings.clone());
+        }
+        let mut plan = self.agents.plan(&groups, settings)?;
         plan.notices.splice(0..0, notices);
         Ok(plan)
     }
@@ -293,16 +325,20 @@ impl Launcher for KubeLauncher {
 
     fn finish(&mut self) -> Finished {
         let mut finished = self.agents.finish();
-        if let Some(n) = self.clean_up() {
-            finished.notices.push(n);
-        }
-        finished.kubernetes = self.facts.take();
+        finished.kubernetes = self.facts.clone();
         finished
+    }
+
+    fn close(&mut self) -> Vec<String> {
+        // The agents first: they run in the pods about to be deleted.
+        let mut notices = self.agents.close();
+        notices.extend(self.clean_up());
+        notices
     }
 }
 
 impl Drop for KubeLauncher {
-    /// A run that ended before `finish` (an error, Ctrl-C while provisioning or
+    /// A command that ended before `close` (an error, Ctrl-C while provisioning or
     /// preparing) still deletes what it created.
     fn drop(&mut self) {
         if let Some(n) = self.clean_up() {
