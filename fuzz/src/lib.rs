@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use iofleet_fleet::inventory::{self, HostSpec, InventoryError, Role};
-use iofleet_profile::fio::{self, FioError};
+use iofleet_import::fio::{self, FioError};
 use iofleet_profile::options::{option, DIRECT_IO_SECTOR, DISK_SIZE_MULTIPLE, MIN_DISK_SIZE};
 use iofleet_profile::{
     parse_toml, plan_toml, resolve, Context, Locality, Overrides, Plan, ProfileError,

@@ -1,12 +1,12 @@
 //! `iofleet ceiling CLUSTER --profile NAME [--run RUN] [--json]`: the theoretical IOPS
 //! ceiling of a profile's mix on a described cluster, per bottleneck, and with `--run`
 //! a stored run's measured IOPS as a share of it. The arithmetic is
-//! `iofleet_profile::cluster`; this file loads inputs and prints.
+//! `iofleet_capacity`; this file loads inputs and prints.
 
 use std::path::PathBuf;
 
 use clap::Args;
-use iofleet_profile::cluster::{ceiling, load_cluster, Cluster};
+use iofleet_capacity::{ceiling, load_cluster, Cluster};
 use iofleet_profile::{Context, Overrides, Plan};
 
 use crate::record::DbArg;

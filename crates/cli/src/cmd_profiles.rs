@@ -1,10 +1,10 @@
 //! `iofleet profiles list|show|reference|from-trace|from-fio` (also spelled `iofleet
-//! profile`). Fitting a trace is `iofleet_profile::trace` and mapping a fio job file
-//! `iofleet_profile::fio`; this file reads the file and writes the profiles.
+//! profile`). Fitting a trace is `iofleet_import::trace` and mapping a fio job file
+//! `iofleet_import::fio`; this file reads the file and writes the profiles.
 
 use std::path::{Path, PathBuf};
 
-use iofleet_profile::trace::{self, FitOptions, TraceFormat};
+use iofleet_import::trace::{self, FitOptions, TraceFormat};
 
 use crate::args::{FromFioArgs, FromTraceArgs, ProfilesCmd, TraceFormatArg};
 use crate::Exit;

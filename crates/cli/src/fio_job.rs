@@ -1,6 +1,6 @@
 //! A fio job file as the workload of a run: `iofleet run job.fio` or `--fio FILE`.
 //!
-//! Reading and mapping are `iofleet_profile::fio`; this file finds the job file among the
+//! Reading and mapping are `iofleet_import::fio`; this file finds the job file among the
 //! arguments, splits its jobs into `stonewall` phases, resolves each job's profile with
 //! the command-line overrides into worker groups on one timeline per phase (as `--group`
 //! does), picks the engine the jobs ask for when `--engine` is left at auto, takes the
@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 
 use iofleet_fleet::EngineSpec;
-use iofleet_profile::fio::{self, FioDirectory, FioImport};
+use iofleet_import::fio::{self, FioDirectory, FioImport};
 use iofleet_profile::{format_duration, Context, GroupPlan, Overrides};
 
 use crate::args::RunArgs;

@@ -6,12 +6,15 @@
 //! (`options`), and turns raw profile + command-line [`Overrides`] into a [`Plan`]
 //! (`validate`), naming the key or flag that fixes any problem; `flags` is the default
 //! shape of a run given no profile, `totals` what a fleet of groups adds up to (bounded
-//! in checked arithmetic), and `emit` prints a resolved plan back as profile TOML. Three
-//! workload-model tools sit beside it: `cluster` (a cluster hardware file and the
-//! theoretical ceiling of a plan's mix on it), `trace` (I/O traces fitted into plans)
-//! and `fio` (fio job files read into raw profiles, one per job; docs/fio.md).
-//! It does no I/O beyond reading a profile, cluster or job file, and knows nothing
-//! about engines, workers or results.
+//! in checked arithmetic), and `emit` prints a resolved plan back as profile TOML.
+//! It does no I/O beyond reading a profile file, and knows nothing about engines,
+//! workers or results.
+//!
+//! What reads other formats into this model lives elsewhere and depends on this crate,
+//! never the reverse: `iofleet-import` (fio job files into raw profiles, I/O traces into
+//! plans) and `iofleet-capacity` (a cluster hardware file and the theoretical ceiling of
+//! a plan's mix on it). They use the model's public types and, from the profile file's
+//! own rules, [`raw::key_at`] (the dotted key at a TOML error).
 //!
 //! Adding a profile key, all in this crate: its row in the option table (`options`),
 //! its field in the raw profile (`raw`) and the plan (`plan`), its resolution (`validate`)
@@ -23,17 +26,14 @@
 #![forbid(unsafe_code)]
 
 pub mod builtin;
-pub mod cluster;
 pub mod emit;
 pub mod error;
-pub mod fio;
 pub mod flags;
 pub mod options;
 pub mod overrides;
 pub mod plan;
 pub mod raw;
 pub mod totals;
-pub mod trace;
 // `units` is the fixed interface shared with the other crates; left as written.
 #[allow(clippy::manual_range_contains)]
 pub mod units;

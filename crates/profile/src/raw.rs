@@ -185,8 +185,9 @@ pub fn parse_toml(text: &str, origin: &str) -> Result<RawProfile, ProfileError> 
 }
 
 /// The dotted key at byte `pos` of `text`: the table header in force there plus the key
-/// on that line (`fleet.foo`, `stream[1].bs`). Best effort, for `ProfileError::key`.
-pub(crate) fn key_at(text: &str, pos: usize) -> Option<String> {
+/// on that line (`fleet.foo`, `stream[1].bs`). Best effort, for `ProfileError::key` and
+/// for any TOML file read by the same rules (a cluster file in `iofleet-capacity`).
+pub fn key_at(text: &str, pos: usize) -> Option<String> {
     let pos = pos.min(text.len());
     let line_start = text[..pos].rfind('\n').map_or(0, |i| i + 1);
     let line_end = text[pos..].find('\n').map_or(text.len(), |i| pos + i);

@@ -4,17 +4,20 @@
 //! same rules as a profile: serde with `deny_unknown_fields` for the shape, every value
 //! checked here with an error naming its dotted key and the file. [`ceiling`] is pure
 //! arithmetic over a [`Cluster`] and a resolved [`Plan`]: one IOPS ceiling per bottleneck
-//! (devices, protection, network, bandwidth) and the binding one. It lives in the profile
-//! crate because its inputs are workload-model inputs (a TOML file located key by key
-//! with this crate's `key_at`, and a plan's streams); it measures nothing and knows no
-//! engines or results, so comparing with a stored run is left to the CLI. The formulas
-//! are explained in docs/capacity.md ("Theoretical ceilings").
+//! (devices, protection, network, bandwidth) and the binding one. The formulas are
+//! explained in docs/capacity.md ("Theoretical ceilings").
+//!
+//! This crate owns the cluster file and the ceiling arithmetic. The plan it reads and the
+//! TOML rules its errors follow (`key_at`, the dotted key at an error) are the profile
+//! crate's, which knows nothing of clusters. It measures nothing and knows no engines or
+//! results, so comparing a ceiling with a stored run is left to the CLI.
 
+#![forbid(unsafe_code)]
+
+use iofleet_profile::raw::key_at;
+use iofleet_profile::Plan;
 use serde::Deserialize;
 use thiserror::Error;
-
-use crate::plan::Plan;
-use crate::raw::key_at;
 
 /// Why a cluster file could not be used.
 #[derive(Debug, Error)]
@@ -490,6 +493,8 @@ pub fn ceiling(cluster: &Cluster, plan: &Plan) -> Ceiling {
 
 #[cfg(test)]
 mod tests {
+    use iofleet_profile::{parse_toml, resolve, Context, Overrides};
+
     use super::*;
 
     const ISSUE: &str = r#"
@@ -513,13 +518,8 @@ copies = 2
         let text = format!(
             "name = \"t\"\n[[stream]]\nbs = \"{bs}\"\nread_pct = {read_pct}\nrandom_pct = 100\n"
         );
-        let raw = crate::parse_toml(&text, "t.toml").unwrap();
-        crate::resolve(
-            &raw,
-            &crate::Overrides::default(),
-            &crate::Context { direct: true },
-        )
-        .unwrap()
+        let raw = parse_toml(&text, "t.toml").unwrap();
+        resolve(&raw, &Overrides::default(), &Context { direct: true }).unwrap()
     }
 
     fn get(c: &Ceiling, name: &str) -> f64 {

@@ -11,11 +11,12 @@
 
 use std::collections::BTreeSet;
 
+use iofleet_profile::options::{int_range, MAX_BLOCK_SIZES};
+use iofleet_profile::raw::{RawFleet, RawProfile, RawStream, RawTiming};
+use iofleet_profile::{parse_duration, parse_hot_bands};
+
 use super::parse::{FioJob, FioOption, Location};
 use super::{FioError, Problem};
-use crate::options::{int_range, MAX_BLOCK_SIZES};
-use crate::raw::{RawFleet, RawProfile, RawStream, RawTiming};
-use crate::units::parse_duration;
 
 /// What a count option must be: a whole number in the range of the profile key it
 /// becomes.
@@ -745,7 +746,7 @@ impl Mapper {
             },
             "zoned" => {
                 let bands = arg.trim().to_string();
-                match crate::validate::parse_hot_bands(&bands) {
+                match parse_hot_bands(&bands) {
                     Ok(_) => (None, Some(bands)),
                     Err(e) => {
                         self.problem(o, format!("zoned:{bands}: {e}"));
@@ -1061,9 +1062,10 @@ fn bsrange(v: &str, kb: u64) -> Result<String, String> {
 mod tests {
     use std::path::Path;
 
+    use iofleet_profile::{resolve, Context, Locality, Overrides};
+
     use super::*;
     use crate::fio::parse::parse_job_text;
-    use crate::{resolve, Context, Locality, Overrides};
 
     fn no_env(_: &str) -> Option<String> {
         None

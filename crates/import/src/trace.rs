@@ -2,22 +2,21 @@
 //!
 //! [`parse`] reads three trace formats into [`TraceIo`] records (blkparse's default text
 //! output, a plain CSV, SNIA IOTTA MSR-Cambridge); [`fit`] turns the records of a trace,
-//! whole or cut into time windows, into [`Plan`]s that `emit::plan_toml` prints as
-//! profiles `iofleet run` accepts. Per direction it fits the block-size distribution,
-//! the random share (from seek distance), the alignment and hot bands, and over both the
-//! read % and the arrival rate. It reads no files and knows nothing of engines: the
-//! choices it makes are listed in docs/traces.md, which is the user-facing account.
+//! whole or cut into time windows, into [`Plan`]s that the profile crate's `plan_toml`
+//! prints as profiles `iofleet run` accepts. Per direction it fits the block-size
+//! distribution, the random share (from seek distance), the alignment and hot bands, and
+//! over both the read % and the arrival rate. It reads no files and knows nothing of
+//! engines: the choices it makes are listed in docs/traces.md, which is the user-facing
+//! account.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::BufRead;
 use std::time::Duration;
 
-use thiserror::Error;
-
-use crate::plan::{
-    Arrival, BlockSizes, FleetShape, HotBand, Locality, Plan, Prepare, StreamPlan, Timing,
+use iofleet_profile::{
+    Arrival, BlockSizes, Bytes, FleetShape, HotBand, Locality, Plan, Prepare, StreamPlan, Timing,
 };
-use crate::units::Bytes;
+use thiserror::Error;
 
 /// The trace formats `parse` reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -590,6 +589,8 @@ fn hot_bands(offsets: &[u64], span: u64) -> Locality {
 
 #[cfg(test)]
 mod tests {
+    use iofleet_profile::{parse_toml, plan_toml, resolve, Context, Overrides};
+
     use super::*;
 
     fn opts(split: Option<Duration>) -> FitOptions {
@@ -602,14 +603,9 @@ mod tests {
 
     /// The fitted plan, printed and resolved again as `iofleet run` would.
     fn round_trip(plan: &Plan) -> Plan {
-        let text = crate::plan_toml(plan);
-        let raw = crate::parse_toml(&text, "fitted").unwrap();
-        crate::resolve(
-            &raw,
-            &crate::Overrides::default(),
-            &crate::Context { direct: true },
-        )
-        .unwrap()
+        let text = plan_toml(plan);
+        let raw = parse_toml(&text, "fitted").unwrap();
+        resolve(&raw, &Overrides::default(), &Context { direct: true }).unwrap()
     }
 
     #[test]
