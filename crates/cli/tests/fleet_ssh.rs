@@ -19,18 +19,7 @@ use serde_json::Value;
 use sshd::Cluster;
 
 fn inventory(c: &Cluster, dir: &Path, extra: &str) -> String {
-    let opts: Vec<String> = c.ssh_args().iter().map(|a| format!("{a:?}")).collect();
-    let mut t = format!("[ssh]\noptions = [{}]\n", opts.join(", "));
-    for h in &c.hosts {
-        t.push_str(&format!(
-            "[[host]]\ndestination = {:?}\ntarget = {:?}\n{extra}",
-            h.alias,
-            h.data_dir.display().to_string()
-        ));
-    }
-    let p = dir.join("inventory.toml");
-    std::fs::write(&p, t).unwrap();
-    p.to_string_lossy().into_owned()
+    c.inventory(dir, extra)
 }
 
 fn fleet_run(dir: &Path, inv: &str, args: &[&str]) -> Output {

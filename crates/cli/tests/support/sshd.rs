@@ -210,6 +210,37 @@ impl Cluster {
         cmd
     }
 
+    /// An iofleet inventory of every host (each its data directory as target, `extra`
+    /// TOML lines added to each), written to `dir/inventory.toml`: its path.
+    pub fn inventory(&self, dir: &Path, extra: &str) -> String {
+        let opts: Vec<String> = self.ssh_args().iter().map(|a| format!("{a:?}")).collect();
+        let mut t = format!("[ssh]\noptions = [{}]\n", opts.join(", "));
+        for h in &self.hosts {
+            t.push_str(&format!(
+                "[[host]]\ndestination = {:?}\ntarget = {:?}\n{extra}",
+                h.alias,
+                h.data_dir.display().to_string()
+            ));
+        }
+        let p = dir.join("inventory.toml");
+        fs::write(&p, t).expect("write inventory");
+        p.to_string_lossy().into_owned()
+    }
+
+    /// Per host, the logins its sshd accepted so far (its log's `Accepted publickey`
+    /// lines: sshd logs every authenticated session at its default level).
+    pub fn logins(&self) -> Vec<usize> {
+        self.hosts
+            .iter()
+            .map(|h| {
+                fs::read_to_string(&h.log)
+                    .unwrap_or_default()
+                    .matches("Accepted publickey")
+                    .count()
+            })
+            .collect()
+    }
+
     /// Aliases in order: `["h1", "h2", …]`.
     pub fn aliases(&self) -> Vec<String> {
         self.hosts.iter().map(|h| h.alias.clone()).collect()
