@@ -745,7 +745,7 @@ impl Mapper {
             },
             "zoned" => {
                 let bands = arg.trim().to_string();
-                match crate::validate::parse_hot_bands(&bands) {
+                match crate::parse_hot_bands(&bands) {
                     Ok(_) => (None, Some(bands)),
                     Err(e) => {
                         self.problem(o, format!("zoned:{bands}: {e}"));
