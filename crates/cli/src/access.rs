@@ -19,6 +19,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use iofleet_report::markup::escape;
 use sha2::{Digest, Sha256};
 
 use crate::args::AccessArgs;
@@ -299,14 +300,6 @@ fn refusal(status: &'static str, headers: &str, body: &str) -> Reply {
 /// Equal digests, compared in time that does not depend on where they differ.
 fn same(a: &[u8; 32], b: &[u8; 32]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&#39;")
 }
 
 /// The token in `file`: a private regular file holding one token (surrounding

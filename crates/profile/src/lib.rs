@@ -21,7 +21,9 @@
 //! and, if it has a flag, its field in [`Overrides`] (`overrides`, which every command
 //! flattens into its arguments). The compiler then asks for its printed form (`emit`, a
 //! struct literal), and tests fail while the option table, the TOML fields and the flags
-//! disagree. The CLI needs no change.
+//! disagree. The CLI needs no change. The reference (docs/profiles.md) is printed from
+//! the table by `reference`; `values` holds the grammars of block-size lists and hot
+//! bands, which flags and profiles share.
 
 #![forbid(unsafe_code)]
 
@@ -33,23 +35,26 @@ pub mod options;
 pub mod overrides;
 pub mod plan;
 pub mod raw;
+pub mod reference;
 pub mod totals;
 // `units` is the fixed interface shared with the other crates; left as written.
 #[allow(clippy::manual_range_contains)]
 pub mod units;
 mod validate;
+mod values;
 
 pub use builtin::{builtin_names, builtin_source};
 pub use emit::plan_toml;
 pub use error::ProfileError;
 pub use flags::{resolve_flags, FLAGS_PROFILE};
-pub use options::reference_markdown;
 pub use overrides::Overrides;
 pub use plan::*;
 pub use raw::{parse_toml, RawProfile};
+pub use reference::reference_markdown;
 pub use totals::FleetTotals;
 pub use units::*;
-pub use validate::{parse_block_sizes, parse_hot_bands, resolve, Context};
+pub use validate::{resolve, Context};
+pub use values::{parse_block_sizes, parse_hot_bands};
 
 /// Parse the built-in profile `name`; an unknown name lists the valid ones.
 pub fn load_builtin(name: &str) -> Result<RawProfile, ProfileError> {

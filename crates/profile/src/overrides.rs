@@ -17,7 +17,7 @@ use clap::Args;
 use crate::options::help;
 use crate::plan::{BlockSizes, DataPattern, Prepare};
 use crate::units::{parse_bytes, parse_duration, Bytes};
-use crate::validate::parse_block_sizes;
+use crate::values::parse_block_sizes;
 
 /// Command-line overrides; `None` keeps the profile's value. Integers are `i64` as typed,
 /// so a negative one reaches the option's range check and its message. Stream-level

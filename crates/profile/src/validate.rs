@@ -1,7 +1,8 @@
 //! Raw profile + command-line overrides + context → validated [`Plan`].
 //!
-//! All value parsing (sizes, durations, block-size lists, hot bands, disk lists) and every
-//! range and cross-field check happens here, before any I/O. Each error names the dotted
+//! All value parsing (sizes, durations, disk lists; block-size lists and hot bands through
+//! their grammars in `values`) and every range and cross-field check happens here, before
+//! any I/O. Each error names the dotted
 //! TOML key that fixes it and, if the value came from an override, the CLI flag. Numeric
 //! ranges and defaults come from the option table in `options`, so they are written once.
 //! This module knows nothing about engines or files; `Context` carries the one fact about
@@ -12,17 +13,17 @@ use std::time::Duration;
 
 use crate::error::ProfileError;
 use crate::options::{
-    int_range, option, DIRECT_IO_SECTOR, DISK_SIZE_MULTIPLE, MAX_BLOCK_SIZE, MAX_BLOCK_SIZES,
-    MAX_DEDUPE_UNIT, MAX_HOT_BANDS, MAX_INTERVALS, MAX_STREAMS, MIN_DISK_SIZE, MIN_INTERVAL,
-    VERIFY_UNIT,
+    int_range, option, DIRECT_IO_SECTOR, DISK_SIZE_MULTIPLE, MAX_BLOCK_SIZE, MAX_DEDUPE_UNIT,
+    MAX_INTERVALS, MAX_STREAMS, MIN_DISK_SIZE, MIN_INTERVAL, VERIFY_UNIT,
 };
 use crate::overrides::Overrides;
 use crate::plan::{
-    Arrival, BlockSizes, DataPattern, DataPlan, FleetShape, HotBand, Locality, Plan, Prepare,
-    StreamPlan, Timing,
+    Arrival, BlockSizes, DataPattern, DataPlan, FleetShape, Locality, Plan, Prepare, StreamPlan,
+    Timing,
 };
 use crate::raw::{RawDisks, RawProfile, RawStream};
 use crate::units::{format_duration, parse_bytes, parse_cpu_list, parse_duration, Bytes};
+use crate::values::{parse_block_sizes, parse_hot_bands};
 
 /// Facts about the run that change what is valid.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -839,126 +840,6 @@ fn default_f64(opt: &str) -> f64 {
         .unwrap_or_else(|_| panic!("default of {opt} is not a number"))
 }
 
-/// `"4k"` (fixed) or a weighted list `"512:10,4k:60,64k:30"` (size:weight, weights are
-/// whole numbers >= 1, sizes distinct and > 0).
-pub fn parse_block_sizes(s: &str) -> Result<BlockSizes, String> {
-    let text = s.trim();
-    if text.is_empty() {
-        return Err("empty block size (e.g. \"4k\" or \"512:10,4k:90\")".into());
-    }
-    if !text.contains(':') && !text.contains(',') {
-        let size = parse_bytes(text)?;
-        if size.0 == 0 {
-            return Err("block size must be greater than 0".into());
-        }
-        return Ok(BlockSizes::fixed(size));
-    }
-    let sizes = text.split(',').count();
-    if sizes > MAX_BLOCK_SIZES {
-        return Err(format!(
-            "'{}' lists {sizes} sizes, more than {MAX_BLOCK_SIZES}",
-            shorten(text)
-        ));
-    }
-    // A size's weight is a relative weight, bounded as a stream's `weight` is.
-    let weights = int_range("stream.weight");
-    let mut entries: Vec<(Bytes, u32)> = Vec::new();
-    for entry in text.split(',') {
-        let entry = entry.trim();
-        if entry.is_empty() {
-            return Err(format!("'{text}' has an empty entry (a stray comma?)"));
-        }
-        let (size, weight) = entry.split_once(':').ok_or_else(|| {
-            format!("entry '{entry}' of '{text}' needs a weight: write size:weight, e.g. 4k:60")
-        })?;
-        if size.trim().is_empty() {
-            return Err(format!(
-                "entry '{entry}' of '{text}' has no size before ':'"
-            ));
-        }
-        let size = parse_bytes(size).map_err(|m| format!("entry '{entry}': {m}"))?;
-        if size.0 == 0 {
-            return Err(format!(
-                "entry '{entry}': block size must be greater than 0"
-            ));
-        }
-        let weight: u32 = weight.trim().parse().map_err(|_| {
-            format!(
-                "entry '{entry}': weight '{}' is not a whole number",
-                weight.trim()
-            )
-        })?;
-        if !weights.contains(&(weight as u64)) {
-            return Err(format!(
-                "entry '{entry}': weight {weight} is out of range {}..={}",
-                weights.start(),
-                weights.end()
-            ));
-        }
-        if entries.iter().any(|e| e.0 == size) {
-            return Err(format!("'{text}' lists {size} more than once"));
-        }
-        entries.push((size, weight));
-    }
-    Ok(BlockSizes { entries })
-}
-
-/// DISKSPD-style hot bands, `io%/range%` pairs separated by `:`: `"95/5:4/10"` puts 95% of
-/// random I/Os on the first 5% of the working set and 4% on the next 10%; the rest fall
-/// on the remainder.
-pub fn parse_hot_bands(s: &str) -> Result<Vec<HotBand>, String> {
-    let text = s.trim();
-    if text.is_empty() {
-        return Err("empty hot bands (e.g. \"95/5:4/10\")".into());
-    }
-    let count = text.split(':').count();
-    if count > MAX_HOT_BANDS {
-        return Err(format!(
-            "'{}' has {count} bands, more than {MAX_HOT_BANDS}",
-            shorten(text)
-        ));
-    }
-    let mut bands = Vec::new();
-    for band in text.split(':') {
-        let band = band.trim();
-        let (io, range) = band
-            .split_once('/')
-            .ok_or_else(|| format!("band '{band}' of '{text}' is not io%/range% (e.g. 95/5)"))?;
-        let num = |v: &str, what: &str| -> Result<f64, String> {
-            let x: f64 = v
-                .trim()
-                .parse()
-                .map_err(|_| format!("band '{band}': {what} '{}' is not a number", v.trim()))?;
-            if !(x.is_finite() && x > 0.0 && x <= 100.0) {
-                return Err(format!("band '{band}': {what} must be in (0, 100]"));
-            }
-            Ok(x)
-        };
-        bands.push(HotBand {
-            io_pct: num(io, "io%")?,
-            range_pct: num(range, "range%")?,
-        });
-    }
-    const EPS: f64 = 1e-9;
-    let io: f64 = bands.iter().map(|b| b.io_pct).sum();
-    let range: f64 = bands.iter().map(|b| b.range_pct).sum();
-    if io > 100.0 + EPS {
-        return Err(format!("the io% of '{text}' add up to {io}, more than 100"));
-    }
-    if range > 100.0 + EPS {
-        return Err(format!(
-            "the range% of '{text}' add up to {range}, more than 100"
-        ));
-    }
-    if range >= 100.0 - EPS && io < 100.0 - EPS {
-        return Err(format!(
-            "the bands of '{text}' cover the whole range but only {io}% of the I/O; the rest \
-             would have nowhere to go"
-        ));
-    }
-    Ok(bands)
-}
-
 /// `"all"` → None; `"0-3"`, `"4,5"`, `"0-1,6"` or `[0, 1]` → sorted, deduplicated indexes.
 fn parse_disk_list(d: &RawDisks) -> Result<Option<Vec<u32>>, String> {
     let mut set = BTreeSet::new();
@@ -1026,14 +907,6 @@ fn parse_disk_list(d: &RawDisks) -> Result<Option<Vec<u32>>, String> {
 pub fn intervals_in(len: Duration, interval: Duration) -> u64 {
     let step = interval.as_nanos().max(1);
     len.as_nanos().div_ceil(step) as u64
-}
-
-/// A long text cut for a message: its first 40 characters and how long it was.
-fn shorten(text: &str) -> String {
-    match text.char_indices().nth(40) {
-        Some((i, _)) => format!("{}… ({} characters)", &text[..i], text.chars().count()),
-        None => text.to_string(),
-    }
 }
 
 #[cfg(test)]

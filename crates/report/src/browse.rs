@@ -9,7 +9,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::html::{escape, BASE_STYLE};
+use crate::html::BASE_STYLE;
+use crate::markup::escape;
 
 /// One row of the runs list.
 #[derive(Clone, Debug, PartialEq)]

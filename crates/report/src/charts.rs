@@ -197,7 +197,7 @@ pub fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
 /// Make plotters' SVG fit for inline HTML: no namespace URL, scalable.
 fn finish_svg(svg: String, title: &str) -> String {
     let svg = svg.replacen(" xmlns=\"http://www.w3.org/2000/svg\"", "", 1);
-    let title = crate::html::escape(title);
+    let title = crate::markup::escape(title);
     svg.replacen(
         "<svg ",
         &format!("<svg class=\"plot\" role=\"img\" aria-label=\"{title}\" "),

@@ -806,17 +806,6 @@ pub fn fmt_lat(s: &OpSummary, f: fn(&iofleet_stats::LatencySummary) -> f64) -> S
     fmt_opt(s.lat(f), Unit::Micros)
 }
 
-/// A possibly unknown figure with one decimal, `–` when unknown.
-pub fn opt1(v: Option<f64>) -> String {
-    opt_fixed(v, 1)
-}
-
-/// A possibly unknown figure with `digits` decimals, `–` when unknown: the one `–`
-/// renderer of the text table and the HTML report.
-pub fn opt_fixed(v: Option<f64>, digits: usize) -> String {
-    v.map_or_else(|| "–".into(), |v| format!("{v:.digits$}"))
-}
-
 /// Runs laid out as published reports do: one row per value of the `by` label (the
 /// test), one column per value of the `configs` label (the configuration), each cell
 /// the median of its runs' figures, with the gain of each configuration against the
@@ -996,6 +985,8 @@ impl Pivot {
 }
 
 pub use crate::text::width;
+// The binary reads the dash renderer from here too (`compare::opt_fixed`, `compare::opt1`).
+pub use crate::figures::{opt1, opt_fixed};
 
 /// `s` escaped (`text::escape`) and left-aligned in `w` columns, never cut.
 pub fn pad_right(s: &str, w: usize) -> String {

@@ -143,12 +143,12 @@ impl Figure {
 
     /// The value with the tool's decimals, `–` when unknown.
     pub fn value_text(&self) -> String {
-        crate::compare::opt_fixed(self.value, self.digits)
+        crate::figures::opt_fixed(self.value, self.digits)
     }
 
     /// The exact figure with its decimals, `–` when unknown.
     pub fn exact_text(&self) -> String {
-        crate::compare::opt_fixed(self.exact, self.exact_digits)
+        crate::figures::opt_fixed(self.exact, self.exact_digits)
     }
 }
 

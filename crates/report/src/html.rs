@@ -25,29 +25,15 @@ use iofleet_stats::OpSummary;
 
 use crate::charts::{self, run_color_css, Chart, ChartError, Mark};
 use crate::compare::{
-    default_metrics, fmt_change, fmt_lat, fmt_opt, fmt_outstanding, fmt_value, metric_text, opt1,
-    opt_fixed, Comparison, Gain, Metric, Unit,
+    default_metrics, fmt_change, fmt_lat, fmt_opt, fmt_outstanding, fmt_value, metric_text,
+    Comparison, Gain, Metric, Unit,
 };
 use crate::convention::{Convention, Figure};
+use crate::figures::{opt1, opt_fixed};
+use crate::markup::escape;
 use crate::workload;
 use crate::RunData;
 use iofleet_profile::Bytes;
-
-/// Escape text for HTML element content and attribute values.
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 /// The page, header and section style every iofleet page shares (the report, and the
 /// results browser's own pages).
@@ -889,17 +875,4 @@ pub fn report(
 fn scroll_tables(h: &str) -> String {
     h.replace("<table", "<div class=\"scroll\"><table")
         .replace("</table>", "</table></div>")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn escapes_markup() {
-        assert_eq!(
-            escape("<a href='x'>&\"</a>"),
-            "&lt;a href=&#39;x&#39;&gt;&amp;&quot;&lt;/a&gt;"
-        );
-    }
 }

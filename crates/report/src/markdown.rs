@@ -10,10 +10,11 @@ use iofleet_stats::result::RunResult;
 use iofleet_stats::OpSummary;
 
 use crate::compare::{
-    default_metrics, fmt_change, fmt_lat, fmt_opt, fmt_outstanding, fmt_value, metric_text, opt1,
+    default_metrics, fmt_change, fmt_lat, fmt_opt, fmt_outstanding, fmt_value, metric_text,
     Comparison, Gain, Metric, Unit,
 };
 use crate::convention::Convention;
+use crate::figures::opt1;
 use crate::text::{escape, Escaped};
 use crate::workload;
 use crate::{Exporter, RunData};

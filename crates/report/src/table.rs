@@ -18,8 +18,8 @@ use iofleet_stats::result::{ErrorSummary, HostSummary, RunResult, RunSummary, Ve
 use iofleet_stats::summary::counts_in_median;
 use iofleet_stats::{GeneratorSummary, LatencySummary, OpSummary};
 
-use crate::compare::opt_fixed as d;
 use crate::convention::Convention;
+use crate::figures::opt_fixed as d;
 use crate::Exporter;
 
 /// The width the table fits unless `wide` is set.

@@ -261,74 +261,19 @@ fn check(r: RawKube) -> Result<KubeFleet, String> {
     // iofleet-NAME-ORDINAL stays a valid pod name and label value (63 characters).
     let name = r.name.unwrap_or_else(|| "fleet".into());
     dns_label("name", &name, 40)?;
-    let pods = positive("pods", r.pods)?;
     let per_node = positive("pods_per_node", r.pods_per_node)?;
-    let nodes = positive("nodes", r.nodes)?;
     let spread = r.spread.unwrap_or(Spread::Node);
-    let pods = match (pods, per_node, nodes) {
-        (Some(p), None, None) => p,
-        (None, Some(k), Some(n)) => {
-            if spread == Spread::Node && k > 1 {
-                return Err(format!(
-                    "kubernetes.spread: \"node\" puts at most one pod on a node, but pods_per_node = {k}; use spread = \"soft\" or \"none\" (pods_per_node then spreads them evenly)"
-                ));
-            }
-            k.checked_mul(n)
-                .filter(|&p| p <= 65_536)
-                .ok_or("kubernetes.pods_per_node × nodes: more than 65,536 pods")?
-        }
-        (None, Some(_), None) => return Err(
-            "kubernetes.nodes: pods_per_node needs the number of nodes to spread over (nodes = N)"
-                .into(),
-        ),
-        (None, None, Some(_)) => return Err("kubernetes.nodes: goes with pods_per_node".into()),
-        (Some(_), Some(_), _) | (Some(_), None, Some(_)) => {
-            return Err("kubernetes.pods: give pods, or pods_per_node with nodes, not both".into())
-        }
-        (None, None, None) => {
-            return Err("kubernetes.pods: how many pods (or pods_per_node with nodes)".into())
-        }
-    };
-    if pods > 65_536 {
-        return Err("kubernetes.pods: at most 65,536".into());
-    }
+    let pods = pod_count(
+        positive("pods", r.pods)?,
+        per_node,
+        positive("nodes", r.nodes)?,
+        spread,
+    )?;
     if let Some(sc) = &r.storage_class {
-        // StorageClass names are DNS subdomains.
-        let ok = !sc.is_empty()
-            && sc.len() <= 253
-            && sc
-                .split('.')
-                .all(|part| dns_label("storage_class", part, 63).is_ok());
-        if !ok {
-            return Err(format!(
-                "kubernetes.storage_class: '{sc}' is not a valid StorageClass name"
-            ));
-        }
+        storage_class(sc)?;
     }
-    let volume_size = match r.volume_size {
-        None => None,
-        Some(s) => match parse_bytes(&s) {
-            Ok(b) if b.get() >= 1 << 20 => Some(b.get()),
-            Ok(_) => return Err("kubernetes.volume_size: at least 1m".into()),
-            Err(e) => return Err(format!("kubernetes.volume_size: {e}")),
-        },
-    };
-    let access_mode = r.access_mode.unwrap_or_else(|| "ReadWriteOnce".into());
-    if ![
-        "ReadWriteOnce",
-        "ReadWriteOncePod",
-        "ReadWriteMany",
-        "ReadOnlyMany",
-    ]
-    .contains(&access_mode.as_str())
-    {
-        return Err(format!(
-            "kubernetes.access_mode: '{access_mode}' is not ReadWriteOnce, ReadWriteOncePod, ReadWriteMany or ReadOnlyMany (a benchmark writes: ReadOnlyMany is refused too)"
-        ));
-    }
-    if access_mode == "ReadOnlyMany" {
-        return Err("kubernetes.access_mode: ReadOnlyMany volumes cannot be written".into());
-    }
+    let volume_size = volume_size(r.volume_size)?;
+    let access_mode = access_mode(r.access_mode.unwrap_or_else(|| "ReadWriteOnce".into()))?;
     for (key, v) in [
         ("cpu_request", &r.cpu_request),
         ("cpu_limit", &r.cpu_limit),
@@ -339,24 +284,7 @@ fn check(r: RawKube) -> Result<KubeFleet, String> {
             quantity(key, v)?;
         }
     }
-    for t in &r.tolerations {
-        match t.operator.as_deref() {
-            None | Some("Equal") | Some("Exists") => {}
-            Some(o) => {
-                return Err(format!(
-                    "kubernetes.tolerations: operator '{o}' is not Equal or Exists"
-                ))
-            }
-        }
-        match t.effect.as_deref() {
-            None | Some("NoSchedule") | Some("PreferNoSchedule") | Some("NoExecute") => {}
-            Some(e) => {
-                return Err(format!(
-                    "kubernetes.tolerations: effect '{e}' is not NoSchedule, PreferNoSchedule or NoExecute"
-                ))
-            }
-        }
-    }
+    tolerations(&r.tolerations)?;
     let image = r.image.unwrap_or_else(|| DEFAULT_IMAGE.into());
     if image.trim().is_empty() || image.contains(char::is_whitespace) {
         return Err(format!(
@@ -385,6 +313,115 @@ fn check(r: RawKube) -> Result<KubeFleet, String> {
         bind_timeout: timeout("bind_timeout", r.bind_timeout, Duration::from_secs(300))?,
         ready_timeout: timeout("ready_timeout", r.ready_timeout, Duration::from_secs(600))?,
     })
+}
+
+/// The pods in all: `pods`, or `pods_per_node` × `nodes` (which `spread = "node"` allows
+/// only at one pod per node); at most 65,536.
+fn pod_count(
+    pods: Option<u32>,
+    per_node: Option<u32>,
+    nodes: Option<u32>,
+    spread: Spread,
+) -> Result<u32, String> {
+    let pods = match (pods, per_node, nodes) {
+        (Some(p), None, None) => p,
+        (None, Some(k), Some(n)) => {
+            if spread == Spread::Node && k > 1 {
+                return Err(format!(
+                    "kubernetes.spread: \"node\" puts at most one pod on a node, but pods_per_node = {k}; use spread = \"soft\" or \"none\" (pods_per_node then spreads them evenly)"
+                ));
+            }
+            k.checked_mul(n)
+                .filter(|&p| p <= 65_536)
+                .ok_or("kubernetes.pods_per_node × nodes: more than 65,536 pods")?
+        }
+        (None, Some(_), None) => return Err(
+            "kubernetes.nodes: pods_per_node needs the number of nodes to spread over (nodes = N)"
+                .into(),
+        ),
+        (None, None, Some(_)) => return Err("kubernetes.nodes: goes with pods_per_node".into()),
+        (Some(_), Some(_), _) | (Some(_), None, Some(_)) => {
+            return Err("kubernetes.pods: give pods, or pods_per_node with nodes, not both".into())
+        }
+        (None, None, None) => {
+            return Err("kubernetes.pods: how many pods (or pods_per_node with nodes)".into())
+        }
+    };
+    if pods > 65_536 {
+        return Err("kubernetes.pods: at most 65,536".into());
+    }
+    Ok(pods)
+}
+
+/// A StorageClass name: a DNS subdomain.
+fn storage_class(sc: &str) -> Result<(), String> {
+    let ok = !sc.is_empty()
+        && sc.len() <= 253
+        && sc
+            .split('.')
+            .all(|part| dns_label("storage_class", part, 63).is_ok());
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "kubernetes.storage_class: '{sc}' is not a valid StorageClass name"
+        ))
+    }
+}
+
+/// `volume_size` in bytes, at least 1 MiB; None: sized from the profile.
+fn volume_size(v: Option<String>) -> Result<Option<u64>, String> {
+    match v {
+        None => Ok(None),
+        Some(s) => match parse_bytes(&s) {
+            Ok(b) if b.get() >= 1 << 20 => Ok(Some(b.get())),
+            Ok(_) => Err("kubernetes.volume_size: at least 1m".into()),
+            Err(e) => Err(format!("kubernetes.volume_size: {e}")),
+        },
+    }
+}
+
+/// An access mode a benchmark can write through.
+fn access_mode(mode: String) -> Result<String, String> {
+    if ![
+        "ReadWriteOnce",
+        "ReadWriteOncePod",
+        "ReadWriteMany",
+        "ReadOnlyMany",
+    ]
+    .contains(&mode.as_str())
+    {
+        return Err(format!(
+            "kubernetes.access_mode: '{mode}' is not ReadWriteOnce, ReadWriteOncePod, ReadWriteMany or ReadOnlyMany (a benchmark writes: ReadOnlyMany is refused too)"
+        ));
+    }
+    if mode == "ReadOnlyMany" {
+        return Err("kubernetes.access_mode: ReadOnlyMany volumes cannot be written".into());
+    }
+    Ok(mode)
+}
+
+/// Each toleration's operator and effect, as Kubernetes knows them.
+fn tolerations(tolerations: &[Toleration]) -> Result<(), String> {
+    for t in tolerations {
+        match t.operator.as_deref() {
+            None | Some("Equal") | Some("Exists") => {}
+            Some(o) => {
+                return Err(format!(
+                    "kubernetes.tolerations: operator '{o}' is not Equal or Exists"
+                ))
+            }
+        }
+        match t.effect.as_deref() {
+            None | Some("NoSchedule") | Some("PreferNoSchedule") | Some("NoExecute") => {}
+            Some(e) => {
+                return Err(format!(
+                    "kubernetes.tolerations: effect '{e}' is not NoSchedule, PreferNoSchedule or NoExecute"
+                ))
+            }
+        }
+    }
+    Ok(())
 }
 
 impl KubeFleet {
@@ -453,14 +490,16 @@ impl KubeFleet {
         })
     }
 
+    /// The labels that select the fleet's pods.
+    fn selector(&self) -> Value {
+        json!({ "matchLabels": { FLEET_LABEL: self.name } })
+    }
+
     /// The objects to create for `plan` (its `disks_per_worker` volumes per pod, of
     /// its disk size unless `volume_size` says), in the order to apply them.
     pub fn manifests(&self, plan: &Plan) -> Vec<Value> {
-        let labels = self.labels();
-        let name = self.object_name();
         let disks = plan.fleet.disks_per_worker;
-        let size = format!("{}Mi", self.volume_bytes(plan.fleet.disk_size.get()) >> 20);
-        let mut meta = json!({ "name": name, "labels": labels });
+        let mut meta = json!({ "name": self.object_name(), "labels": self.labels() });
         if self.namespace != "default" {
             meta["namespace"] = json!(self.namespace);
         }
@@ -473,6 +512,16 @@ impl KubeFleet {
                 "selector": { FLEET_LABEL: self.name },
             },
         });
+        let claims = self.claims(disks, plan.fleet.disk_size.get());
+        vec![
+            service,
+            self.stateful_set(meta, self.pod_spec(disks), claims),
+        ]
+    }
+
+    /// The pod's one container: the agent's image, idle, with the pod's `disks` volumes
+    /// mounted (filesystem) or attached (block) and the resources asked for.
+    fn container(&self, disks: u32) -> Value {
         let mut container = json!({
             "name": "agent",
             "image": self.image,
@@ -508,8 +557,14 @@ impl KubeFleet {
         if resources.as_object().is_some_and(|m| !m.is_empty()) {
             container["resources"] = resources;
         }
+        container
+    }
+
+    /// The pods' spec: the container, where the pods may go (node selector,
+    /// tolerations) and how they spread over the nodes.
+    fn pod_spec(&self, disks: u32) -> Value {
         let mut pod_spec = json!({
-            "containers": [container],
+            "containers": [self.container(disks)],
             // The agent ends with its session; nothing to drain.
             "terminationGracePeriodSeconds": 5,
         });
@@ -540,7 +595,7 @@ impl KubeFleet {
                     .collect(),
             );
         }
-        let selector = json!({ "matchLabels": { FLEET_LABEL: self.name } });
+        let selector = self.selector();
         let hostname = "kubernetes.io/hostname";
         match (self.spread, self.pods_per_node) {
             (Spread::Node, _) => {
@@ -575,7 +630,15 @@ impl KubeFleet {
             }
             (Spread::None, None) => {}
         }
-        let claims: Vec<Value> = (0..disks)
+        pod_spec
+    }
+
+    /// The volume claim templates: `disks` volumes per pod, each of `volume_bytes` for a
+    /// disk of `disk_size` bytes.
+    fn claims(&self, disks: u32, disk_size: u64) -> Vec<Value> {
+        let size = format!("{}Mi", self.volume_bytes(disk_size) >> 20);
+        let labels = self.labels();
+        (0..disks)
             .map(|k| {
                 let mut spec = json!({
                     "accessModes": [self.access_mode],
@@ -593,25 +656,31 @@ impl KubeFleet {
                     "spec": spec,
                 })
             })
-            .collect();
-        let mut set_meta = meta.clone();
+            .collect()
+    }
+
+    /// The StatefulSet (`meta`: its name, labels and namespace): the pods all at once,
+    /// their claims, and the fleet's `keep` and timeouts as annotations, so the objects
+    /// say what they were made with.
+    fn stateful_set(&self, meta: Value, pod_spec: Value, claims: Vec<Value>) -> Value {
+        let mut set_meta = meta;
         set_meta["annotations"] = json!({
             "iofleet.io/keep": self.keep.to_string(),
             "iofleet.io/bind-timeout": format_duration(self.bind_timeout),
             "iofleet.io/ready-timeout": format_duration(self.ready_timeout),
         });
-        let set = json!({
+        json!({
             "apiVersion": "apps/v1",
             "kind": "StatefulSet",
             "metadata": set_meta,
             "spec": {
-                "serviceName": name,
+                "serviceName": self.object_name(),
                 "replicas": self.pods,
                 // Every pod at once, not one after another.
                 "podManagementPolicy": "Parallel",
-                "selector": selector,
+                "selector": self.selector(),
                 "template": {
-                    "metadata": { "labels": labels },
+                    "metadata": { "labels": self.labels() },
                     "spec": pod_spec,
                 },
                 "volumeClaimTemplates": claims,
@@ -621,8 +690,7 @@ impl KubeFleet {
                     "whenScaled": if self.keep { "Retain" } else { "Delete" },
                 },
             },
-        });
-        vec![service, set]
+        })
     }
 }
 

@@ -15,7 +15,7 @@ use iofleet_profile::options::{int_range, MAX_BLOCK_SIZES};
 use iofleet_profile::raw::{RawFleet, RawProfile, RawStream, RawTiming};
 use iofleet_profile::{parse_duration, parse_hot_bands};
 
-use super::parse::{FioJob, FioOption, Location};
+use super::parse::{known, FioJob, FioOption, Known, Location};
 use super::{FioError, Problem};
 
 /// What a count option must be: a whole number in the range of the profile key it
@@ -88,64 +88,6 @@ pub struct FioImport {
     pub groups: Vec<FioGroup>,
     pub notices: Vec<String>,
 }
-
-/// Options with no effect to map: iofleet already behaves as they ask.
-const ACCEPTED: &[&str] = &[
-    "name",
-    "description",
-    "kb_base",
-    "thread",
-    "group_reporting",
-    "new_group",
-    "norandommap",
-];
-
-/// Options iofleet knows but cannot run, with the reason.
-const UNSUPPORTED: &[(&str, &str)] = &[
-    ("fsync", "iofleet issues no flushes"),
-    ("fdatasync", "iofleet issues no flushes"),
-    ("end_fsync", "iofleet issues no flushes"),
-    (
-        "offset",
-        "disks are addressed from their start (working_set_pct)",
-    ),
-    ("offset_increment", "disks are addressed from their start"),
-    ("io_size", "iofleet runs for a duration, not a byte count"),
-    ("io_limit", "iofleet runs for a duration, not a byte count"),
-    (
-        "number_ios",
-        "iofleet runs for a duration, not an I/O count",
-    ),
-    (
-        "loops",
-        "iofleet runs for a duration; repeat runs with `iofleet sweep` or a script",
-    ),
-    ("filesize", "give size (per job) instead"),
-    ("startdelay", "all groups start together on one timeline"),
-    ("rate_min", "iofleet has no minimum-rate abort"),
-    ("rate_iops_min", "iofleet has no minimum-rate abort"),
-    ("zonemode", "zoned devices are not supported"),
-    (
-        "cpus_allowed",
-        "use the --cpus flag (fleet.cpus) for the whole run",
-    ),
-    (
-        "refill_buffers",
-        "written data is set by [data] / --pattern",
-    ),
-    (
-        "buffer_compress_percentage",
-        "use --compress-ratio ([data] compress_ratio)",
-    ),
-    (
-        "dedupe_percentage",
-        "use --dedupe-ratio ([data] dedupe_ratio)",
-    ),
-    (
-        "invalidate",
-        "iofleet does not drop the page cache; use direct I/O",
-    ),
-];
 
 /// Map `jobs` to worker groups. `run_direct` is the run's direct-I/O setting (a notice
 /// says when a job asks otherwise); `ignore` are option names to drop with a notice.
@@ -361,11 +303,9 @@ impl Mapper {
     /// Every option name is mapped, accepted or reported.
     fn check_names(&mut self, job: &FioJob) {
         for o in &job.options {
-            if MAPPED.contains(&o.name.as_str()) || ACCEPTED.contains(&o.name.as_str()) {
-                continue;
-            }
-            match UNSUPPORTED.iter().find(|(n, _)| *n == o.name) {
-                Some((_, why)) => self.problem(o, format!("not supported: {why}")),
+            match known(&o.name) {
+                Some(Known::Mapped | Known::Accepted) => {}
+                Some(Known::Unsupported(why)) => self.problem(o, format!("not supported: {why}")),
                 None => self.problem(
                     o,
                     "unknown to iofleet's fio reader (docs/fio.md lists the options it maps)",
@@ -822,50 +762,6 @@ impl Mapper {
         }
     }
 }
-
-/// Whether iofleet's fio reader knows option `name` (lower case): it maps it, accepts
-/// it as having no effect, or knows why it cannot run it.
-pub(super) fn is_known(name: &str) -> bool {
-    MAPPED.contains(&name)
-        || ACCEPTED.contains(&name)
-        || UNSUPPORTED.iter().any(|(n, _)| *n == name)
-}
-
-/// Option names that `Mapper` reads.
-const MAPPED: &[&str] = &[
-    "rw",
-    "readwrite",
-    "rwmixread",
-    "rwmixwrite",
-    "bs",
-    "blocksize",
-    "bssplit",
-    "bsrange",
-    "blocksize_range",
-    "iodepth",
-    "numjobs",
-    "size",
-    "filename",
-    "directory",
-    "nrfiles",
-    "direct",
-    "buffered",
-    "ioengine",
-    "runtime",
-    "timeout",
-    "time_based",
-    "ramp_time",
-    "rate_iops",
-    "rate",
-    "rate_process",
-    "random_distribution",
-    "percentage_random",
-    "randrepeat",
-    "randseed",
-    "verify",
-    "stonewall",
-    "wait_for_previous",
-];
 
 const VERIFY_METHODS: &[&str] = &[
     "1",

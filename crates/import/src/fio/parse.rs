@@ -1,4 +1,6 @@
-//! fio's job-file grammar, read into jobs with located options; no meaning is given here.
+//! fio's job-file grammar, read into jobs with located options; no meaning is given here
+//! beyond the vocabulary (`Known`): which option names iofleet maps, accepts or knows it
+//! cannot run, which the reader needs below and `map` gives meaning to.
 //!
 //! A job file is ini-like: `[name]` starts a job section, `[global]` a section whose
 //! options become the defaults of every job after it (several `[global]` sections may
@@ -60,7 +62,7 @@ impl FioOption {
     /// The name as an error may quote it: as written, unless it comes from an included
     /// file and iofleet does not know it (it may be a line of any file at all).
     pub fn shown_name(&self) -> &str {
-        if self.at.included && !super::map::is_known(&self.name) {
+        if self.at.included && known(&self.name).is_none() {
             "(not shown: an unknown name in an included file)"
         } else {
             &self.name
@@ -99,6 +101,35 @@ struct Seen {
     foreign: Vec<usize>,
     /// Those and options iofleet does not know, while `known` is false.
     strange: Vec<usize>,
+}
+
+impl Seen {
+    /// Line `line`, which is not blank or a comment, seen: `name` is what stands before
+    /// its `=` (the whole line without one), `structural` whether it is a section or an
+    /// include. False for a line that is not a job-file line: it is counted, and not read.
+    fn shows(&mut self, line: usize, name: &str, structural: bool) -> bool {
+        if structural {
+            return true;
+        }
+        if !is_option_name(name) {
+            self.foreign.push(line);
+            if !self.known {
+                self.strange.push(line);
+            }
+            return false;
+        }
+        if known(&name.to_ascii_lowercase()).is_some() {
+            self.known = true;
+        } else if !self.known {
+            self.strange.push(line);
+        }
+        true
+    }
+
+    /// Enough lines that are not a job file's, before any option iofleet knows.
+    fn not_a_job_file(&self) -> bool {
+        !self.known && self.strange.len() >= NOT_A_JOB_FILE
+    }
 }
 
 /// "lines 1, 2 and 3" / "line 4".
@@ -239,7 +270,7 @@ impl<'a> Reader<'a> {
                 }
             },
         };
-        if !seen.known && seen.strange.len() >= NOT_A_JOB_FILE {
+        if seen.not_a_job_file() {
             return Err(not_job(&seen.strange, true));
         }
         outcome?;
@@ -266,10 +297,8 @@ impl<'a> Reader<'a> {
     ) -> Result<(), FioError> {
         let included = seen.is_some();
         for (i, raw_line) in text.lines().enumerate() {
-            if let Some(s) = &seen {
-                if !s.known && s.strange.len() >= NOT_A_JOB_FILE {
-                    return Ok(());
-                }
+            if seen.as_deref().is_some_and(Seen::not_a_job_file) {
+                return Ok(());
             }
             let at = Location {
                 file: origin.to_string(),
@@ -285,98 +314,115 @@ impl<'a> Reader<'a> {
                 None => (line, None),
             };
             let is_section = line.starts_with('[') && line.ends_with(']');
-            let is_include = line
+            let include = line
                 .strip_prefix("include")
-                .is_some_and(|f| f.starts_with(char::is_whitespace));
+                .filter(|f| f.starts_with(char::is_whitespace));
             if let Some(s) = seen.as_deref_mut() {
-                if !is_section && !is_include && !is_option_name(name) {
-                    s.foreign.push(at.line);
-                    if !s.known {
-                        s.strange.push(at.line);
-                    }
+                if !s.shows(at.line, name, is_section || include.is_some()) {
                     continue;
-                }
-                if !is_section && !is_include {
-                    if super::map::is_known(&name.to_ascii_lowercase()) {
-                        s.known = true;
-                    } else if !s.known {
-                        s.strange.push(at.line);
-                    }
                 }
             }
             if let Some(rest) = line.strip_prefix('[') {
-                let name = rest.strip_suffix(']').map(str::trim).ok_or_else(|| {
-                    FioError::syntax(&at, format!("section header '{line}' has no closing ']'"))
-                })?;
-                if name.is_empty() {
-                    return Err(FioError::syntax(&at, "empty section name '[]'"));
-                }
-                self.close();
-                self.current = Some(if name == "global" {
-                    Section::Global
-                } else {
-                    if self.jobs.iter().any(|j| j.name == name) {
-                        return Err(FioError::syntax(
-                            &at,
-                            format!("job [{name}] is defined twice; iofleet names each worker group after its job"),
-                        ));
-                    }
-                    Section::Job(FioJob {
-                        name: name.to_string(),
-                        at: at.clone(),
-                        options: self.globals.clone(),
-                    })
-                });
-                continue;
+                self.section(line, rest, at)?;
+            } else if let Some(file) = include {
+                self.include(file, dir, &at, depth)?;
+            } else {
+                self.option(line, name, value, at)?;
             }
-            if let Some(file) = line.strip_prefix("include") {
-                if file.starts_with(char::is_whitespace) {
-                    if depth >= MAX_INCLUDE_DEPTH {
-                        return Err(FioError::syntax(
-                            &at,
-                            format!("include nested deeper than {MAX_INCLUDE_DEPTH} files (does a file include itself?)"),
-                        ));
-                    }
-                    let file = self.expand(file.trim(), &at)?;
-                    let p = PathBuf::from(&file);
-                    let p = if p.is_absolute() { p } else { dir.join(p) };
-                    if !self.files.is_file(&p) {
-                        return Err(FioError::syntax(
-                            &at,
-                            format!("include {file}: no such file ({})", p.display()),
-                        ));
-                    }
-                    self.file(&p, Some(&at), depth + 1)?;
-                    continue;
-                }
-            }
-            if !is_option_name(name) {
+        }
+        Ok(())
+    }
+
+    /// A section header, `[name]` (`line`, `rest` after its `[`): the section before it
+    /// closes and a job or `[global]` opens.
+    fn section(&mut self, line: &str, rest: &str, at: Location) -> Result<(), FioError> {
+        let name = rest.strip_suffix(']').map(str::trim).ok_or_else(|| {
+            FioError::syntax(&at, format!("section header '{line}' has no closing ']'"))
+        })?;
+        if name.is_empty() {
+            return Err(FioError::syntax(&at, "empty section name '[]'"));
+        }
+        self.close();
+        self.current = Some(if name == "global" {
+            Section::Global
+        } else {
+            if self.jobs.iter().any(|j| j.name == name) {
                 return Err(FioError::syntax(
                     &at,
-                    format!("'{line}' is not an option (expected name=value or name; a name is letters, digits and '_')"),
+                    format!("job [{name}] is defined twice; iofleet names each worker group after its job"),
                 ));
             }
-            let value = match value {
-                Some(v) => Some(self.expand(v, &at)?),
-                None => None,
-            };
-            let opt = FioOption {
-                name: name.to_ascii_lowercase(),
-                value,
+            Section::Job(FioJob {
+                name: name.to_string(),
                 at,
-            };
-            match &mut self.current {
-                Some(Section::Job(job)) => job.options.push(opt),
-                Some(Section::Global) => self.globals.push(opt),
-                None => {
-                    return Err(FioError::syntax(
-                        &opt.at,
-                        format!(
-                            "option {} comes before any section; put it under [global] or a [job]",
-                            opt.shown_name()
-                        ),
-                    ))
-                }
+                options: self.globals.clone(),
+            })
+        });
+        Ok(())
+    }
+
+    /// `include FILE` (`file`, after the word): the file is read in place, a relative
+    /// path taken from `dir`, the including file's directory.
+    fn include(
+        &mut self,
+        file: &str,
+        dir: &Path,
+        at: &Location,
+        depth: usize,
+    ) -> Result<(), FioError> {
+        if depth >= MAX_INCLUDE_DEPTH {
+            return Err(FioError::syntax(
+                at,
+                format!("include nested deeper than {MAX_INCLUDE_DEPTH} files (does a file include itself?)"),
+            ));
+        }
+        let file = self.expand(file.trim(), at)?;
+        let p = PathBuf::from(&file);
+        let p = if p.is_absolute() { p } else { dir.join(p) };
+        if !self.files.is_file(&p) {
+            return Err(FioError::syntax(
+                at,
+                format!("include {file}: no such file ({})", p.display()),
+            ));
+        }
+        self.file(&p, Some(at), depth + 1)
+    }
+
+    /// An option, `name=value` or a bare `name` (`line` as written): it joins the section
+    /// it is in, its value's `${VAR}`s expanded.
+    fn option(
+        &mut self,
+        line: &str,
+        name: &str,
+        value: Option<&str>,
+        at: Location,
+    ) -> Result<(), FioError> {
+        if !is_option_name(name) {
+            return Err(FioError::syntax(
+                &at,
+                format!("'{line}' is not an option (expected name=value or name; a name is letters, digits and '_')"),
+            ));
+        }
+        let value = match value {
+            Some(v) => Some(self.expand(v, &at)?),
+            None => None,
+        };
+        let opt = FioOption {
+            name: name.to_ascii_lowercase(),
+            value,
+            at,
+        };
+        match &mut self.current {
+            Some(Section::Job(job)) => job.options.push(opt),
+            Some(Section::Global) => self.globals.push(opt),
+            None => {
+                return Err(FioError::syntax(
+                    &opt.at,
+                    format!(
+                        "option {} comes before any section; put it under [global] or a [job]",
+                        opt.shown_name()
+                    ),
+                ))
             }
         }
         Ok(())
@@ -426,6 +472,127 @@ impl<'a> Reader<'a> {
         Ok(self.jobs)
     }
 }
+
+/// What iofleet makes of an option name: the vocabulary this reader needs (to tell a job
+/// file from another file, and whether a name may be quoted) and the mapping gives its
+/// meaning to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Known {
+    /// The mapping reads it.
+    Mapped,
+    /// It has no effect to map: iofleet already behaves as it asks.
+    Accepted,
+    /// iofleet cannot run it, for this reason.
+    Unsupported(&'static str),
+}
+
+/// What iofleet makes of option `name` (lower case); None for a name it does not know.
+pub(super) fn known(name: &str) -> Option<Known> {
+    if MAPPED.contains(&name) {
+        Some(Known::Mapped)
+    } else if ACCEPTED.contains(&name) {
+        Some(Known::Accepted)
+    } else {
+        UNSUPPORTED
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, why)| Known::Unsupported(why))
+    }
+}
+
+/// Option names that the mapping (`map`) reads.
+const MAPPED: &[&str] = &[
+    "rw",
+    "readwrite",
+    "rwmixread",
+    "rwmixwrite",
+    "bs",
+    "blocksize",
+    "bssplit",
+    "bsrange",
+    "blocksize_range",
+    "iodepth",
+    "numjobs",
+    "size",
+    "filename",
+    "directory",
+    "nrfiles",
+    "direct",
+    "buffered",
+    "ioengine",
+    "runtime",
+    "timeout",
+    "time_based",
+    "ramp_time",
+    "rate_iops",
+    "rate",
+    "rate_process",
+    "random_distribution",
+    "percentage_random",
+    "randrepeat",
+    "randseed",
+    "verify",
+    "stonewall",
+    "wait_for_previous",
+];
+
+/// Options with no effect to map: iofleet already behaves as they ask.
+const ACCEPTED: &[&str] = &[
+    "name",
+    "description",
+    "kb_base",
+    "thread",
+    "group_reporting",
+    "new_group",
+    "norandommap",
+];
+
+/// Options iofleet knows but cannot run, with the reason.
+const UNSUPPORTED: &[(&str, &str)] = &[
+    ("fsync", "iofleet issues no flushes"),
+    ("fdatasync", "iofleet issues no flushes"),
+    ("end_fsync", "iofleet issues no flushes"),
+    (
+        "offset",
+        "disks are addressed from their start (working_set_pct)",
+    ),
+    ("offset_increment", "disks are addressed from their start"),
+    ("io_size", "iofleet runs for a duration, not a byte count"),
+    ("io_limit", "iofleet runs for a duration, not a byte count"),
+    (
+        "number_ios",
+        "iofleet runs for a duration, not an I/O count",
+    ),
+    (
+        "loops",
+        "iofleet runs for a duration; repeat runs with `iofleet sweep` or a script",
+    ),
+    ("filesize", "give size (per job) instead"),
+    ("startdelay", "all groups start together on one timeline"),
+    ("rate_min", "iofleet has no minimum-rate abort"),
+    ("rate_iops_min", "iofleet has no minimum-rate abort"),
+    ("zonemode", "zoned devices are not supported"),
+    (
+        "cpus_allowed",
+        "use the --cpus flag (fleet.cpus) for the whole run",
+    ),
+    (
+        "refill_buffers",
+        "written data is set by [data] / --pattern",
+    ),
+    (
+        "buffer_compress_percentage",
+        "use --compress-ratio ([data] compress_ratio)",
+    ),
+    (
+        "dedupe_percentage",
+        "use --dedupe-ratio ([data] dedupe_ratio)",
+    ),
+    (
+        "invalidate",
+        "iofleet does not drop the page cache; use direct I/O",
+    ),
+];
 
 #[cfg(test)]
 mod tests {
