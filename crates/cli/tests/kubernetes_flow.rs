@@ -229,6 +229,64 @@ fn four_pods_of_two_filesystem_volumes_run_are_recorded_and_deleted() {
     assert!(page.contains("disk-1-iofleet-fs4-3"));
 }
 
+/// One fleet per command: a sweep's three steps run on pods created once, one agent per
+/// pod for the whole sweep (one exec each), deleted once at the end.
+#[test]
+fn a_sweep_creates_its_pods_once_and_deletes_them_once() {
+    let Some(k) = Cluster::new("a_sweep_creates_its_pods_once") else {
+        return;
+    };
+    let kube = k.fleet("sw2", "pods = 2\nstorage_class = \"fast\"\n");
+    let before = k.calls().len();
+    let mut args = vec![
+        "sweep",
+        "easy-run-4k70r",
+        "--vary",
+        "qd=1,2,4",
+        "--hosts",
+        &kube,
+        "--disks",
+        "1",
+        "--disk-size",
+        "16m",
+        "--engine",
+        "null",
+        "--json",
+        "--quiet",
+    ];
+    args.extend(SHORT);
+    let o = k.iofleet(&args, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let curve = json_of(&o);
+    let points = curve["points"].as_array().unwrap();
+    assert_eq!(points.len(), 3, "{curve}");
+    for p in points {
+        assert!(p["iops"].as_f64().unwrap() > 0.0, "{p}");
+    }
+    let calls = k.calls().split_off(before);
+    let count = |verb: &str| calls.iter().filter(|c| c["verb"] == verb).count();
+    // Three steps: one apply (three before, one a step), one delete of the set.
+    assert_eq!(count("apply"), 1, "{calls:?}");
+    let set_deletes = calls
+        .iter()
+        .filter(|c| {
+            c["verb"] == "delete"
+                && c["objects"] == json!(["StatefulSet/iofleet-sw2", "Service/iofleet-sw2"])
+        })
+        .count();
+    assert_eq!(set_deletes, 1, "{calls:?}");
+    for i in 0..2 {
+        let pod = json!([format!("Pod/iofleet-sw2-{i}")]);
+        let execs = calls
+            .iter()
+            .filter(|c| c["verb"] == "exec" && c["objects"] == pod)
+            .count();
+        assert_eq!(execs, 1, "pod {i}: {calls:?}");
+    }
+    assert!(k.objects().is_empty(), "{:?}", k.objects());
+    assert!(k.leftover_files().is_empty(), "{:?}", k.leftover_files());
+}
+
 #[test]
 fn two_pods_of_one_block_volume_run_on_their_devices() {
     let Some(k) = Cluster::new("two_pods_of_one_block_volume") else {

@@ -19,7 +19,7 @@ use crossbeam_channel::Sender;
 use iofleet_profile::GroupPlan;
 use iofleet_stats::result::{KubePod, KubeRun};
 
-use super::cluster::{claim_name, pod_facts, Cluster};
+use super::cluster::{claim_name, pod_facts, Cluster, States};
 use super::{KubeFleet, VolumeMode};
 use crate::agents::AgentLauncher;
 use crate::controller::FleetError;
@@ -127,60 +127,10 @@ impl KubeLauncher {
             .iter()
             .flat_map(|p| (0..disks).map(move |k| claim_name(k, p)))
             .collect();
-        let (pod_states, claim_states) = loop {
-            if stop.load(Ordering::SeqCst) {
-                return Ok(None);
-            }
-            let (pod_states, claim_states) = self.cluster.states().map_err(setup)?;
-            let ready = pods
-                .iter()
-                .filter(|p| pod_states.get(*p).is_some_and(|s| s.ready))
-                .count();
-            let bound = claims
-                .iter()
-                .filter(|c| claim_states.get(*c).is_some_and(|s| s.bound))
-                .count();
-            observer.status(&format!(
-                "kubernetes: {ready}/{} pods ready, {bound}/{} volumes bound, {:.0} s",
-                pods.len(),
-                claims.len(),
-                t0.elapsed().as_secs_f64()
-            ));
-            if ready == pods.len() {
-                break (pod_states, claim_states);
-            }
-            let waited = t0.elapsed();
-            if waited >= self.fleet.bind_timeout {
-                if let Some(c) = claims
-                    .iter()
-                    .find(|c| !claim_states.get(*c).is_some_and(|s| s.bound))
-                {
-                    return Err(self.not_ready(
-                        "PersistentVolumeClaim",
-                        c,
-                        "bound",
-                        "bind_timeout",
-                    ));
-                }
-            }
-            if waited >= self.fleet.ready_timeout {
-                let p = pods
-                    .iter()
-                    .find(|p| !pod_states.get(*p).is_some_and(|s| s.ready))
-                    .expect("a pod is not ready");
-                let mut e = self.not_ready("Pod", p, "Ready", "ready_timeout");
-                if let (FleetError::Setup(m), Some(s)) = (&mut e, pod_states.get(p)) {
-                    m.push_str(&format!(
-                        " (phase {}{})",
-                        s.phase,
-                        s.waiting
-                            .as_ref()
-                            .map_or(String::new(), |w| format!(", container waiting: {w}"))
-                    ));
-                }
-                return Err(e);
-            }
-            std::thread::sleep(POLL);
+        let Some((pod_states, claim_states)) =
+            self.await_ready(&pods, &claims, t0, stop, observer)?
+        else {
+            return Ok(None);
         };
         let ready_after_s = t0.elapsed().as_secs_f64();
         let (volumes, classes) = self.cluster.volume_facts(&claim_states, notices);
@@ -216,6 +166,75 @@ impl KubeLauncher {
         ));
         self.facts = Some((run, pods));
         Ok(Some(()))
+    }
+
+    /// Wait until every pod of `pods` is Ready (applied at `t0`), saying how far it got
+    /// as it goes: the pods' and claims' states then. A claim still unbound past
+    /// `bind_timeout`, or a pod not Ready past `ready_timeout`, is an error naming it with
+    /// its events; `Ok(None)` when `stop` was set first.
+    fn await_ready(
+        &self,
+        pods: &[String],
+        claims: &[String],
+        t0: Instant,
+        stop: &AtomicBool,
+        observer: &mut dyn Observer,
+    ) -> Result<Option<States>, FleetError> {
+        loop {
+            if stop.load(Ordering::SeqCst) {
+                return Ok(None);
+            }
+            let (pod_states, claim_states) = self.cluster.states().map_err(FleetError::Setup)?;
+            let ready = pods
+                .iter()
+                .filter(|p| pod_states.get(*p).is_some_and(|s| s.ready))
+                .count();
+            let bound = claims
+                .iter()
+                .filter(|c| claim_states.get(*c).is_some_and(|s| s.bound))
+                .count();
+            observer.status(&format!(
+                "kubernetes: {ready}/{} pods ready, {bound}/{} volumes bound, {:.0} s",
+                pods.len(),
+                claims.len(),
+                t0.elapsed().as_secs_f64()
+            ));
+            if ready == pods.len() {
+                return Ok(Some((pod_states, claim_states)));
+            }
+            let waited = t0.elapsed();
+            if waited >= self.fleet.bind_timeout {
+                if let Some(c) = claims
+                    .iter()
+                    .find(|c| !claim_states.get(*c).is_some_and(|s| s.bound))
+                {
+                    return Err(self.not_ready(
+                        "PersistentVolumeClaim",
+                        c,
+                        "bound",
+                        "bind_timeout",
+                    ));
+                }
+            }
+            if waited >= self.fleet.ready_timeout {
+                let p = pods
+                    .iter()
+                    .find(|p| !pod_states.get(*p).is_some_and(|s| s.ready))
+                    .expect("a pod is not ready");
+                let mut e = self.not_ready("Pod", p, "Ready", "ready_timeout");
+                if let (FleetError::Setup(m), Some(s)) = (&mut e, pod_states.get(p)) {
+                    m.push_str(&format!(
+                        " (phase {}{})",
+                        s.phase,
+                        s.waiting
+                            .as_ref()
+                            .map_or(String::new(), |w| format!(", container waiting: {w}"))
+                    ));
+                }
+                return Err(e);
+            }
+            std::thread::sleep(POLL);
+        }
     }
 
     /// The error for an object that did not become `what` within `key`, with its
