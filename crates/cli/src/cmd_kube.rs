@@ -7,6 +7,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
+use iofleet_fleet::hosts_file::HostsFile;
 use iofleet_fleet::kube::cluster::Cluster;
 
 use crate::Exit;
@@ -29,13 +30,26 @@ pub struct KubeCleanArgs {
 
 pub fn run(cmd: KubeCmd) -> Result<i32, Exit> {
     let KubeCmd::Clean(a) = cmd;
-    if !iofleet_fleet::kube::is_kube_file(&a.hosts) {
-        return Err(Exit::input(format!(
+    let not_kube = || {
+        Exit::input(format!(
             "--hosts {}: not a Kubernetes fleet description (a TOML file with a [kubernetes] table)",
             a.hosts.display()
-        )));
+        ))
+    };
+    // What the file is, decided where every command decides it (read once).
+    let is_toml = a.hosts.extension().is_some_and(|e| e == "toml");
+    let kube = is_toml
+        && crate::inputs::text(&a.hosts)
+            .is_ok_and(|t| iofleet_fleet::inventory::describes_kubernetes(&t));
+    if !kube {
+        return Err(not_kube());
     }
-    let fleet = iofleet_fleet::kube::load(&a.hosts).map_err(Exit::input)?;
+    let HostsFile::Kubernetes(fleet) =
+        iofleet_fleet::hosts_file::read(&a.hosts, &crate::inputs::text).map_err(Exit::input)?
+    else {
+        return Err(not_kube());
+    };
+    let fleet = *fleet;
     let cluster = Cluster::new(&fleet);
     let found = cluster.leftovers().map_err(Exit::failure)?;
     if found.is_empty() {

@@ -77,7 +77,8 @@ fn plan(a: &PreconditionArgs) -> Result<Plan, Exit> {
     let ctx = Context { direct: a.direct };
     match &a.profile {
         Some(p) => {
-            let raw = iofleet_profile::load(p).map_err(Exit::input)?;
+            let raw =
+                iofleet_profile::load_with(p, &crate::inputs::text_of).map_err(Exit::input)?;
             iofleet_profile::resolve(&raw, &ov, &ctx).map_err(Exit::input)
         }
         None => iofleet_profile::resolve_flags(&ov, &ctx).map_err(Exit::input),

@@ -51,7 +51,7 @@ pub(crate) fn load(
     only: &[String],
 ) -> Result<FioImport, Exit> {
     let env = |v: &str| std::env::var(v).ok();
-    let jobs = fio::read_job_file(path, &env).map_err(Exit::input)?;
+    let jobs = fio::read_job_file_with(path, &env, &crate::inputs::text).map_err(Exit::input)?;
     let jobs = fio::select(jobs, only).map_err(Exit::input)?;
     fio::import(&jobs, direct, ignore).map_err(Exit::input)
 }

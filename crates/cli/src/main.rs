@@ -30,6 +30,7 @@ mod find_max;
 mod fio_job;
 mod fio_phases;
 mod http;
+mod inputs;
 mod live;
 mod live_session;
 mod live_web;

@@ -20,6 +20,7 @@ use std::sync::Arc;
 
 use iofleet_engine::target::TargetSpec;
 use iofleet_fleet::agents::AgentLauncher;
+use iofleet_fleet::hosts_file::HostsFile;
 use iofleet_fleet::inproc::ThreadLauncher;
 use iofleet_fleet::launcher::Launcher;
 use iofleet_fleet::{EngineSpec, Fanout, Observer, RunSettings, StartNow};
@@ -101,7 +102,8 @@ fn groups(a: &RunArgs, ov: &Overrides) -> Result<Vec<GroupPlan>, Exit> {
             let plan = iofleet_profile::resolve_flags(ov, &ctx).map_err(Exit::input)?;
             return Ok(GroupPlan::single(plan, 0));
         };
-        let raw = iofleet_profile::load(profile).map_err(Exit::input)?;
+        let raw =
+            iofleet_profile::load_with(profile, &crate::inputs::text_of).map_err(Exit::input)?;
         let plan = iofleet_profile::resolve(&raw, ov, &ctx).map_err(Exit::input)?;
         return Ok(GroupPlan::single(plan, 0));
     }
@@ -124,7 +126,8 @@ fn groups(a: &RunArgs, ov: &Overrides) -> Result<Vec<GroupPlan>, Exit> {
                 "--group {spec}: the name {name} is used twice"
             )));
         }
-        let raw = iofleet_profile::load(&profile).map_err(Exit::input)?;
+        let raw =
+            iofleet_profile::load_with(&profile, &crate::inputs::text_of).map_err(Exit::input)?;
         let mut g_ov = ov.clone();
         g_ov.workers = workers;
         let plan = iofleet_profile::resolve(&raw, &g_ov, &ctx)
@@ -214,18 +217,16 @@ pub(crate) fn launcher_at(
     settings: RunSettings,
 ) -> Result<Box<dyn Launcher>, Exit> {
     Ok(match hosts {
-        Some(path) if iofleet_fleet::kube::is_kube_file(path) => {
-            let fleet = iofleet_fleet::kube::load(path).map_err(Exit::input)?;
-            Box::new(iofleet_fleet::kube::KubeLauncher::new(
-                fleet,
+        Some(path) => match iofleet_fleet::hosts_file::read(path, &crate::inputs::text)
+            .map_err(Exit::input)?
+        {
+            HostsFile::Kubernetes(fleet) => Box::new(iofleet_fleet::kube::KubeLauncher::new(
+                *fleet,
                 path.to_path_buf(),
                 settings,
-            ))
-        }
-        Some(path) => {
-            let hosts = iofleet_fleet::inventory::load(path).map_err(Exit::input)?;
-            Box::new(AgentLauncher::new(hosts, settings))
-        }
+            )),
+            HostsFile::Inventory(hosts) => Box::new(AgentLauncher::new(hosts, settings)),
+        },
         None => {
             let label = target
                 .iter()

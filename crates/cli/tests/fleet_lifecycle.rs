@@ -175,3 +175,139 @@ fn steady_state_rounds_and_fio_phases_log_in_once_per_host() {
     // 3 workers × 50 IOPS × 1 s in each phase: writes, then reads.
     assert_eq!(ios, vec![(0, 0, 150), (1, 150, 0)], "{v}");
 }
+
+/// A named pipe at `path` that gives `text` to its first reader and, to any later one, a
+/// line no reader accepts (so a second read fails the command, naming the file, instead
+/// of waiting forever). `served()` says how many readers opened it.
+struct Pipe {
+    path: std::path::PathBuf,
+    opened: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    done: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    writer: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Pipe {
+    fn new(path: std::path::PathBuf, text: &str) -> Pipe {
+        use std::sync::atomic::Ordering::SeqCst;
+        let made = std::process::Command::new("mkfifo")
+            .arg(&path)
+            .status()
+            .unwrap();
+        assert!(made.success(), "mkfifo {}", path.display());
+        let opened = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (p, n, d, text) = (path.clone(), opened.clone(), done.clone(), text.to_string());
+        let writer = std::thread::spawn(move || loop {
+            // Blocks until a reader opens the pipe.
+            let Ok(mut w) = std::fs::OpenOptions::new().write(true).open(&p) else {
+                return;
+            };
+            if d.load(SeqCst) {
+                return;
+            }
+            let body = match n.fetch_add(1, SeqCst) {
+                0 => text.clone(),
+                k => format!("@@ read a second time (read {}) @@\n", k + 1),
+            };
+            let _ = std::io::Write::write_all(&mut w, body.as_bytes());
+            drop(w);
+            // Wait for that reader to close before serving the next: while it reads, a
+            // writer's open succeeds at once and its bytes would join the same read.
+            while !d.load(SeqCst) && reader_present(&p) {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+        });
+        Pipe {
+            path,
+            opened,
+            done,
+            writer: Some(writer),
+        }
+    }
+
+    fn arg(&self) -> &str {
+        self.path.to_str().unwrap()
+    }
+
+    fn served(&self) -> usize {
+        self.opened.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// Whether a reader holds the pipe open: a non-blocking open for writing fails
+/// (ENXIO) when none does.
+fn reader_present(p: &Path) -> bool {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(p)
+        .is_ok()
+}
+
+impl Drop for Pipe {
+    fn drop(&mut self) {
+        // Release the writer waiting for a reader.
+        self.done.store(true, std::sync::atomic::Ordering::SeqCst);
+        let _ = std::fs::File::open(&self.path);
+        if let Some(w) = self.writer.take() {
+            let _ = w.join();
+        }
+    }
+}
+
+/// Each input file is read once per command: the profile, a fio job file and an
+/// inventory given as named pipes, which can be read only once, serve a sweep of three
+/// steps, two stonewall phases, and a fleet's steps (agents over the local transport).
+#[test]
+fn each_input_file_is_read_once_per_command() {
+    let d = tempfile::tempdir().unwrap();
+    let text = tempfile::tempdir().unwrap();
+    let profile = Pipe::new(
+        d.path().join("even.toml"),
+        &std::fs::read_to_string(even_profile(text.path())).unwrap(),
+    );
+    let hosts: String = (0..3)
+        .map(|i| {
+            format!(
+                "[[host]]\ndestination = \"l{i}\"\ntransport = \"local\"\ntarget = \"data{i}\"\n"
+            )
+        })
+        .collect();
+    let inventory = Pipe::new(d.path().join("hosts.toml"), &hosts);
+    let mut args = vec![
+        "sweep",
+        profile.arg(),
+        "--vary",
+        "rate=100,200,300",
+        "--hosts",
+        inventory.arg(),
+        "--json",
+        "--quiet",
+    ];
+    args.extend(SHAPE);
+    let o = run_in(d.path(), &args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let curve: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let iops: Vec<f64> = curve["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["iops"].as_f64().unwrap())
+        .collect();
+    assert_eq!(iops, vec![300.0, 600.0, 900.0], "{curve}");
+    assert_eq!((profile.served(), inventory.served()), (1, 1));
+
+    // A job file of two phases, run here: one read for the phases, the target (its
+    // directory), the engine and the notices.
+    let job = Pipe::new(
+        d.path().join("phases.fio"),
+        "[global]\nruntime=1\nbs=4k\nsize=16m\nrate_iops=50\ndirectory=fio-data\n[w]\nrw=randwrite\n[r]\nstonewall\nrw=randread\n",
+    );
+    let mut args = vec!["run", job.arg(), "--quiet"];
+    args.extend(&SHAPE[..2]);
+    args.extend(&SHAPE[6..]);
+    let o = run_in(d.path(), &args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(job.served(), 1);
+}

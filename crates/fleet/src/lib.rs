@@ -17,6 +17,7 @@ pub mod controller;
 mod fixtures;
 pub mod footprint;
 pub mod gen;
+pub mod hosts_file;
 pub mod inproc;
 pub mod inventory;
 pub mod kube;

@@ -81,8 +81,17 @@ fn nearest_name(typed: &str, names: &[&'static str]) -> Option<&'static str> {
 
 /// A path if `name_or_path` ends with `.toml` or contains `/`, else a built-in name.
 pub fn load(name_or_path: &str) -> Result<RawProfile, ProfileError> {
+    load_with(name_or_path, &|p| std::fs::read_to_string(p))
+}
+
+/// [`load`] with a profile file read by `read` (a command that reads each input file
+/// once hands its own reader).
+pub fn load_with(
+    name_or_path: &str,
+    read: &dyn Fn(&str) -> std::io::Result<String>,
+) -> Result<RawProfile, ProfileError> {
     if name_or_path.ends_with(".toml") || name_or_path.contains('/') {
-        let text = std::fs::read_to_string(name_or_path).map_err(|source| ProfileError::Read {
+        let text = read(name_or_path).map_err(|source| ProfileError::Read {
             path: name_or_path.to_string(),
             source,
         })?;

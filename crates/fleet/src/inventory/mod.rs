@@ -223,27 +223,41 @@ pub fn load(path: &Path) -> Result<Vec<HostSpec>, InventoryError> {
 
 /// `load` with the reader given.
 pub fn load_with(path: &Path, reader: Reader) -> Result<Vec<HostSpec>, InventoryError> {
+    load_from(path, reader, &|p| std::fs::read_to_string(p))
+}
+
+/// Whether TOML `text` describes a Kubernetes fleet (a `[kubernetes]` table), not hosts.
+pub fn describes_kubernetes(text: &str) -> bool {
+    toml::from_str::<toml::Table>(text).is_ok_and(|t| t.contains_key("kubernetes"))
+}
+
+/// `load_with`, the file's text read by `read` (once: a command that reads each input
+/// file once hands its own reader). An Ansible inventory is also read by
+/// ansible-inventory itself, as Ansible reads it (its directory's group_vars too).
+pub fn load_from(
+    path: &Path,
+    reader: Reader,
+    read: &dyn Fn(&Path) -> std::io::Result<String>,
+) -> Result<Vec<HostSpec>, InventoryError> {
     let fail = |line: Option<usize>, message: String| InventoryError::File {
         file: path.to_path_buf(),
         line,
         message,
     };
     std::fs::metadata(path).map_err(|e| fail(None, e.to_string()))?;
-    if crate::kube::is_kube_file(path) {
-        // Checked first, so that a bad description is named as such.
-        crate::kube::load(path)?;
-        return Err(fail(
-            None,
-            "describes a Kubernetes fleet ([kubernetes]): only `iofleet run` and `iofleet kube clean` take it (docs/kubernetes.md)".into(),
-        ));
-    }
     let hosts = if path.extension().is_some_and(|e| e == "toml") {
-        let text = std::fs::read_to_string(path).map_err(|e| fail(None, e.to_string()))?;
+        let text = read(path).map_err(|e| fail(None, e.to_string()))?;
+        if describes_kubernetes(&text) {
+            return Err(fail(
+                None,
+                "describes a Kubernetes fleet ([kubernetes]): only `iofleet run` and `iofleet kube clean` take it (docs/kubernetes.md)".into(),
+            ));
+        }
         parse_toml(&text).map_err(|e| fail(None, e))?
     } else {
         // A directory has no text: ansible-inventory reads it itself. The text serves the
         // native reader and names the line of a bad variable.
-        let text = std::fs::read_to_string(path).ok();
+        let text = read(path).ok();
         let inv = match reader {
             Reader::Native => native(path, text.as_deref())?,
             Reader::Auto | Reader::AnsibleInventory => match ansible::run_ansible_inventory(path) {

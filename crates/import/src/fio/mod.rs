@@ -10,7 +10,10 @@ mod map;
 mod parse;
 
 pub use map::{import, phases, FioDirectory, FioGroup, FioImport};
-pub use parse::{parse_job_text, parse_job_text_in, read_job_file, FioJob, FioOption, Location};
+pub use parse::{
+    parse_job_text, parse_job_text_in, read_job_file, read_job_file_with, FioJob, FioOption,
+    Location,
+};
 
 use thiserror::Error;
 

@@ -152,6 +152,19 @@ pub fn read_job_file(
     reader.finish()
 }
 
+/// [`read_job_file`] with the file and its includes read by `read` (a command that reads
+/// each input file once hands its own reader).
+pub fn read_job_file_with(
+    path: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+    read: &dyn Fn(&Path) -> std::io::Result<String>,
+) -> Result<Vec<FioJob>, FioError> {
+    let mut reader = Reader::new(env);
+    reader.files = Files::With(read);
+    reader.file(path, None, 0)?;
+    reader.finish()
+}
+
 /// Parse job-file text (no includes resolved relative to a directory other than `dir`).
 pub fn parse_job_text(
     text: &str,
@@ -185,12 +198,14 @@ pub fn parse_job_text_in(
 enum Files<'a> {
     Host,
     Memory(&'a BTreeMap<PathBuf, String>),
+    /// The host's files, read through the caller's reader.
+    With(&'a dyn Fn(&Path) -> std::io::Result<String>),
 }
 
 impl Files<'_> {
     fn is_file(&self, path: &Path) -> bool {
         match self {
-            Files::Host => path.is_file(),
+            Files::Host | Files::With(_) => path.is_file(),
             Files::Memory(m) => m.contains_key(path),
         }
     }
@@ -198,6 +213,7 @@ impl Files<'_> {
     fn read(&self, path: &Path) -> std::io::Result<String> {
         match self {
             Files::Host => std::fs::read_to_string(path),
+            Files::With(read) => read(path),
             Files::Memory(m) => m.get(path).cloned().ok_or_else(|| {
                 std::io::Error::new(std::io::ErrorKind::NotFound, "not among the given texts")
             }),
