@@ -339,3 +339,88 @@ fn an_agent_announcing_a_huge_frame_is_refused_naming_the_limit() {
     );
     assert!(err.contains(" bytes for interval frames"), "{err}");
 }
+
+/// One fleet per command, when a host is lost in a step: that step reports it (the
+/// sweep exits 3), and the next step opens the fleet's sessions again, so every host
+/// runs it, with a notice saying why the sessions were opened again.
+#[test]
+fn a_host_lost_in_a_sweep_step_is_reconnected_for_the_next_step() {
+    let exe = assert_cmd::cargo::cargo_bin("iofleet");
+    let exe_s = exe.to_string_lossy().into_owned();
+    let tmp = tempfile::tempdir().unwrap();
+    let inv = tmp.path().join("local.toml");
+    std::fs::write(
+        &inv,
+        (1..=2)
+            .map(|i| format!("[[host]]\ndestination = \"l{i}\"\ntransport = \"local\"\ntarget = \"data{i}\"\n"))
+            .collect::<String>(),
+    )
+    .unwrap();
+    let db = tmp.path().join("results.db");
+    let mut cmd = std::process::Command::new(&exe);
+    cmd.current_dir(tmp.path())
+        .args(["sweep", "vsan-7030", "--vary", "qd=1,2", "--hosts"])
+        .arg(&inv)
+        .args(["--engine", "null", "--workers", "2", "--disks", "1"])
+        .args(["--warmup", "0s", "--interval", "500ms", "--duration", "4s"])
+        .args(["--json", "--db", db.to_str().unwrap()])
+        .args(["--metrics-listen", "127.0.0.1:0"]);
+    let run = Watched::spawn(cmd);
+    let controller = run.id();
+    // The first step measures: end one host's agent (its session ends with it).
+    run.wait_for(
+        "iofleet_interval_index",
+        |i| i >= 1.0,
+        Duration::from_secs(120),
+    );
+    let first = agents(&exe_s, controller);
+    assert_eq!(first.len(), 2, "two agents in the first step");
+    assert!(std::process::Command::new("kill")
+        .args(["-KILL", &first[0].to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let o = run.finish();
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let curve: Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&o)));
+    let points = curve["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2, "{curve}");
+    // Each step as stored: the first lost a host, the second ran on both.
+    let stored = |i: usize| -> Value {
+        let id = points[i]["run_id"].as_str().unwrap();
+        let o = run_in(
+            tmp.path(),
+            &[
+                "results",
+                "export",
+                id,
+                "--format",
+                "json",
+                "--db",
+                db.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let (one, two) = (stored(0), stored(1));
+    let lost = |v: &Value| -> usize {
+        v["hosts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|h| !h["lost_at_s"].is_null())
+            .count()
+    };
+    assert_eq!(lost(&one), 1, "{}", one["hosts"]);
+    assert_eq!(lost(&two), 0, "{}", two["hosts"]);
+    for h in two["hosts"].as_array().unwrap() {
+        assert!(h["all"]["ios"].as_u64().unwrap() > 0, "{h}");
+    }
+    let notices = two["notices"].to_string();
+    assert!(
+        notices.contains("sessions were opened again: a host's session ended in the run before"),
+        "{notices}"
+    );
+}
