@@ -44,43 +44,43 @@ pub enum Command {
     Profiles(ProfilesCmd),
     /// List, show, export and delete stored runs (the results store).
     #[command(subcommand)]
-    Results(crate::cmd_results::ResultsCmd),
+    Results(crate::cmd::results::ResultsCmd),
     /// Run a profile once per value of one setting (`--vary qd=1,2,4,8,16,32`), each step
     /// saved as a run labelled with its sweep and step, and print the curve: IOPS
     /// against mean, p50 and p99 latency.
-    Sweep(crate::cmd_sweep::SweepArgs),
+    Sweep(crate::cmd::sweep::SweepArgs),
     /// Precondition the plan's disks as the SNIA SSS PTS does before steady-state
     /// tests: each disk written twice over with 128 KiB sequential writes of random data,
     /// with a progress bar. Every safety check of `iofleet run` applies.
-    Precondition(crate::cmd_precondition::PreconditionArgs),
+    Precondition(crate::cmd::precondition::PreconditionArgs),
     /// The theoretical IOPS ceiling of a profile on a cluster described in a TOML file,
     /// per bottleneck (devices, protection, network, bandwidth), and with --run a stored
     /// run's efficiency against it.
-    Ceiling(crate::cmd_ceiling::CeilingArgs),
+    Ceiling(crate::cmd::ceiling::CeilingArgs),
     /// Find the highest sustained open-loop rate at which every latency objective
     /// (`--slo 'p99<=3ms'`) holds: bracketing, then bisection; every step saved as a run.
-    FindMax(crate::cmd_findmax::FindMaxArgs),
+    FindMax(crate::cmd::find_max::FindMaxArgs),
     /// How many VDI desktops or SQL VMs the storage carries: a phase's profile at peak
     /// (--at-peak), through find-max under objectives (--slo), or a stored run's IOPS
     /// (--from-run), ÷ per-unit IOPS.
     #[command(subcommand)]
-    Plan(crate::cmd_plan::PlanCmd),
+    Plan(crate::cmd::plan::PlanCmd),
     /// Compare stored runs against a baseline, optionally failing on regressions.
-    Compare(crate::cmd_compare::CompareArgs),
+    Compare(crate::cmd::compare::CompareArgs),
     /// Write a self-contained HTML (or Markdown) report of stored runs.
-    Report(crate::cmd_report::ReportArgs),
+    Report(crate::cmd::report::ReportArgs),
     /// Serve the results store read-only to a browser: the runs list with filters, each
     /// run's report, comparisons of ticked runs, and sweep and find-max curves
     /// (docs/ui.md). Listens on 127.0.0.1:8716 unless --listen says otherwise.
-    Serve(crate::cmd_serve::ServeArgs),
+    Serve(crate::cmd::serve::ServeArgs),
     /// Look after an inventory's hosts: `hosts clean --hosts FILE` removes the copies of
     /// iofleet that fleet runs keep there.
     #[command(subcommand)]
-    Hosts(crate::cmd_hosts::HostsCmd),
+    Hosts(crate::cmd::hosts::HostsCmd),
     /// Look after a Kubernetes fleet: `kube clean --hosts FILE` deletes every object
     /// iofleet made for it (kept with `keep = true`, or left by a killed run).
     #[command(subcommand)]
-    Kube(crate::cmd_kube::KubeCmd),
+    Kube(crate::cmd::kube::KubeCmd),
     /// Print the version, result schema version and io_uring availability.
     Version,
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout,
@@ -191,14 +191,14 @@ fn engine(s: &str) -> Result<EngineSpec, String> {
 }
 
 /// Who may use an HTTP listener (`serve --listen`, `--metrics-listen`): defined once,
-/// applied by `crate::access::Access` (docs/security.md).
+/// applied by `crate::web::access::Access` (docs/security.md).
 #[derive(Args, Debug, Clone, Default)]
 pub struct AccessArgs {
     /// Also answer requests that name this host (repeatable; a name or address, any
     /// port). On a loopback address only loopback names and addresses (localhost,
     /// 127.0.0.1, [::1]) and the listen address are answered otherwise; any other Host
     /// gets 421 (a defence against DNS rebinding).
-    #[arg(long, value_name = "NAME", value_parser = crate::access::allow_host)]
+    #[arg(long, value_name = "NAME", value_parser = crate::web::access::allow_host)]
     pub allow_host: Vec<String>,
     /// A private file (mode 600) holding a bearer token every request must carry, as
     /// `Authorization: Bearer TOKEN` (Prometheus: `authorization.credentials_file`) or,
@@ -230,7 +230,7 @@ pub struct LiveInputs {
     /// With --ui: a latency objective (`p99<=3ms`, `read.p95<=2ms`; repeatable) drawn
     /// as a line on the live view's latency chart. Only the live view uses it: the run
     /// does not pass or fail on it (find-max searches under objectives).
-    #[arg(long = "slo", value_name = "OBJECTIVE", value_parser = crate::find_max::objective, requires = "ui")]
+    #[arg(long = "slo", value_name = "OBJECTIVE", value_parser = crate::run::find_max::objective, requires = "ui")]
     pub slo: Vec<iofleet_stats::slo::Objective>,
 }
 
@@ -381,7 +381,7 @@ pub struct RunArgs {
     pub seed: u64,
     /// Results store: --db, --no-save, --name, --label.
     #[command(flatten)]
-    pub save: crate::record::SaveArgs,
+    pub save: crate::store::record::SaveArgs,
 }
 
 #[cfg(test)]

@@ -9,38 +9,12 @@
 
 #![forbid(unsafe_code)]
 
-mod access;
 mod args;
-mod cmd_ceiling;
-mod cmd_compare;
-mod cmd_findmax;
-mod cmd_hosts;
-mod cmd_kube;
-mod cmd_plan;
-mod cmd_precondition;
-mod cmd_profiles;
-mod cmd_report;
-mod cmd_results;
-mod cmd_run;
-mod cmd_serve;
-mod cmd_sweep;
-mod cmd_verify;
-mod dry_run;
-mod find_max;
-mod fio_job;
-mod fio_phases;
-mod http;
+mod cmd;
 mod inputs;
-mod live;
-mod live_session;
-mod live_web;
-mod metrics;
-mod record;
-mod search;
-mod serve;
-mod session;
-mod steady;
-mod stored;
+mod run;
+mod store;
+mod web;
 
 /// What a unit test needs from the machine: every skip goes through it (tests-support).
 #[cfg(test)]
@@ -106,23 +80,23 @@ fn man(subcommand: Option<&str>) -> Result<i32, Exit> {
 fn main() {
     let cli = Cli::parse();
     let outcome = match cli.command {
-        Command::Run(c) => cmd_run::run(RunArgs {
+        Command::Run(c) => run::output::run(RunArgs {
             live: c.live,
             ..c.run
         }),
-        Command::Verify(a) => cmd_verify::run(a),
-        Command::Sweep(a) => cmd_sweep::run(a),
-        Command::Precondition(a) => cmd_precondition::run(a),
-        Command::FindMax(a) => cmd_findmax::run(a),
-        Command::Plan(p) => cmd_plan::run(p),
-        Command::Profiles(p) => cmd_profiles::run(p),
-        Command::Results(r) => cmd_results::run(r),
-        Command::Ceiling(c) => cmd_ceiling::run(c),
-        Command::Compare(c) => cmd_compare::run(c),
-        Command::Report(r) => cmd_report::run(r),
-        Command::Serve(s) => cmd_serve::run(s),
-        Command::Hosts(h) => cmd_hosts::run(h),
-        Command::Kube(k) => cmd_kube::run(k),
+        Command::Verify(a) => cmd::verify::run(a),
+        Command::Sweep(a) => cmd::sweep::run(a),
+        Command::Precondition(a) => cmd::precondition::run(a),
+        Command::FindMax(a) => cmd::find_max::run(a),
+        Command::Plan(p) => cmd::plan::run(p),
+        Command::Profiles(p) => cmd::profiles::run(p),
+        Command::Results(r) => cmd::results::run(r),
+        Command::Ceiling(c) => cmd::ceiling::run(c),
+        Command::Compare(c) => cmd::compare::run(c),
+        Command::Report(r) => cmd::report::run(r),
+        Command::Serve(s) => cmd::serve::run(s),
+        Command::Hosts(h) => cmd::hosts::run(h),
+        Command::Kube(k) => cmd::kube::run(k),
         Command::Agent => Ok(iofleet_fleet::agent::serve(
             Box::new(std::io::stdin()),
             Box::new(std::io::stdout()),

@@ -9,7 +9,7 @@ use clap::Args;
 use iofleet_capacity::{ceiling, load_cluster, Cluster};
 use iofleet_profile::{Context, Overrides, Plan};
 
-use crate::record::DbArg;
+use crate::store::record::DbArg;
 use crate::Exit;
 
 #[derive(Args, Debug)]
@@ -68,7 +68,7 @@ pub fn run(a: CeilingArgs) -> Result<i32, Exit> {
     let measured = match &a.run {
         None => None,
         Some(q) => {
-            let run = crate::stored::load_run(&a.db.open()?, q)?;
+            let run = crate::store::stored::load_run(&a.db.open()?, q)?;
             let ran = run.result.run.plan.plan.name.as_str();
             if ran != plan.name {
                 eprintln!(

@@ -11,8 +11,8 @@ use clap::{Args, ValueEnum};
 use iofleet_report::compare::{default_metrics, Comparison, Gain, Metric, Pivot};
 use iofleet_report::gate::{evaluate, Condition};
 
-use crate::record::DbArg;
-use crate::stored::load_with_baseline;
+use crate::store::record::DbArg;
+use crate::store::stored::load_with_baseline;
 use crate::Exit;
 
 #[derive(Args, Debug)]
@@ -97,7 +97,7 @@ pub fn run(a: CompareArgs) -> Result<i32, Exit> {
     let checks = evaluate(&cmp, &conditions);
     let stdout = io::stdout();
     let mut out = stdout.lock();
-    let werr = crate::stored::write_err;
+    let werr = crate::store::stored::write_err;
     if a.json {
         let mut v = cmp.to_json(&metrics);
         if let Some(p) = &pivot {

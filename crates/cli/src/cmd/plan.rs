@@ -26,10 +26,10 @@ use iofleet_profile::{GroupPlan, Plan, RecordedPlan, StreamPlan};
 use iofleet_stats::slo;
 
 use crate::args::RunArgs;
-use crate::find_max::{find_max, report_table, SearchArgs};
-use crate::live_session::LiveSession;
-use crate::record::DbArg;
-use crate::session::{check_step_args, closed_loop, ctrl_c_flag, resolve, step};
+use crate::run::find_max::{find_max, report_table, SearchArgs};
+use crate::run::live_session::LiveSession;
+use crate::run::session::{check_step_args, closed_loop, ctrl_c_flag, resolve, step};
+use crate::store::record::DbArg;
 use crate::Exit;
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -183,7 +183,7 @@ struct Basis {
     /// The profile the basis run ran (with several groups, their profiles joined by +).
     run_profile: Option<String>,
     /// The find-max output (table or JSON), when searched.
-    search: Option<crate::find_max::Report>,
+    search: Option<crate::run::find_max::Report>,
     /// Things the user should know about the basis (also on stderr).
     notices: Vec<String>,
 }
@@ -274,7 +274,7 @@ fn from_run(c: &PlanCommon, needs: &RunArgs) -> Result<(Basis, i32), Exit> {
     }
     .open()
     .map_err(|e| Exit::input(format!("--from-run {q}: {}", e.message)))?;
-    let run = crate::stored::load_run(&store, q)
+    let run = crate::store::stored::load_run(&store, q)
         .map_err(|e| Exit::input(format!("--from-run {q}: {}", e.message)))?;
     let mut notices = Vec::new();
     let ran = &run.result.run.plan;
@@ -528,7 +528,7 @@ impl Sized<'_> {
             "notices": b.notices,
         });
         if let Some(r) = &b.search {
-            v["find_max"] = crate::find_max::report_json(r);
+            v["find_max"] = crate::run::find_max::report_json(r);
         }
         v
     }

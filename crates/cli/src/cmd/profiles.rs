@@ -74,7 +74,7 @@ fn from_trace(a: FromTraceArgs) -> Result<i32, Exit> {
 /// written out), with the engine and the mapping notices as comments; several jobs also
 /// get the `iofleet run --group` line that runs them together.
 fn from_fio(a: FromFioArgs) -> Result<i32, Exit> {
-    let imp = crate::fio_job::load(&a.file, a.direct, &a.fio_ignore, &a.fio_job)?;
+    let imp = crate::run::fio_job::load(&a.file, a.direct, &a.fio_ignore, &a.fio_job)?;
     for n in &imp.notices {
         eprintln!("note: {n}");
     }
@@ -91,7 +91,7 @@ fn from_fio(a: FromFioArgs) -> Result<i32, Exit> {
     let mut stdout = String::new();
     let mut group_args = Vec::new();
     for g in &imp.groups {
-        let plan = crate::fio_job::resolve(g, &iofleet_profile::Overrides::default(), &ctx)?;
+        let plan = crate::run::fio_job::resolve(g, &iofleet_profile::Overrides::default(), &ctx)?;
         let mut text = format!(
             "# iofleet profile from fio job [{}] of {} (line {}); see docs/fio.md.\n",
             g.name, g.at.file, g.at.line

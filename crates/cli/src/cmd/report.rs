@@ -8,9 +8,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use clap::{Args, ValueEnum};
 
-use crate::record::DbArg;
-use crate::stored::load_with_baseline;
-use crate::stored::output;
+use crate::store::record::DbArg;
+use crate::store::stored::load_with_baseline;
+use crate::store::stored::output;
 use crate::Exit;
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,7 +44,7 @@ pub struct ReportArgs {
 pub fn run(a: ReportArgs) -> Result<i32, Exit> {
     let (runs, baseline) = load_with_baseline(&a.db, &a.runs, a.baseline.as_deref())?;
     let mut out = output(&a.output)?;
-    let werr = crate::stored::write_err;
+    let werr = crate::store::stored::write_err;
     match a.format {
         ReportFormat::Markdown => {
             iofleet_report::markdown::report(&runs, baseline, a.conv.convention, &mut out)

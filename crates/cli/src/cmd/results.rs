@@ -13,8 +13,8 @@ use iofleet_report::{Convention, CsvExporter, JsonExporter, MarkdownExporter, Ta
 use iofleet_store::{ListFilter, Store};
 
 use crate::args::ConventionArg;
-use crate::record::{parse_label, store_exit, DbArg};
-use crate::stored::{load_run, output, write_err};
+use crate::store::record::{parse_label, store_exit, DbArg};
+use crate::store::stored::{load_run, output, write_err};
 use crate::Exit;
 
 #[derive(Subcommand, Debug)]

@@ -1,17 +1,17 @@
 //! `iofleet serve [--db PATH] [--listen ADDR] [--allow-host NAME] [--token-file FILE]`:
-//! the results store in a browser, read-only (`crate::serve` answers the pages, and
-//! `crate::access` decides who may ask). Binds 127.0.0.1:8716 unless told otherwise;
+//! the results store in a browser, read-only (`crate::web::serve` answers the pages, and
+//! `crate::web::access` decides who may ask). Binds 127.0.0.1:8716 unless told otherwise;
 //! any address that is not loopback needs `--token-file` and gets a notice.
 
 use std::net::{SocketAddr, TcpListener};
 
 use clap::Args;
 
-use crate::access::Access;
 use crate::args::AccessArgs;
-use crate::http::Limits;
-use crate::record::{store_exit, DbArg};
-use crate::serve::Site;
+use crate::store::record::{store_exit, DbArg};
+use crate::web::access::Access;
+use crate::web::http::Limits;
+use crate::web::serve::Site;
 use crate::Exit;
 
 /// Where `iofleet serve` listens unless `--listen` says otherwise.
@@ -59,7 +59,7 @@ pub fn run(a: ServeArgs) -> Result<i32, Exit> {
         path.display()
     );
     let site = Site::new(path);
-    crate::http::serve(listener, access, Limits::default(), move |r| {
+    crate::web::http::serve(listener, access, Limits::default(), move |r| {
         site.respond(r)
     })
     .join()

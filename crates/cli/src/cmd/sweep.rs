@@ -19,8 +19,8 @@ use iofleet_report::compare::opt_fixed;
 use iofleet_stats::result::RunResult;
 
 use crate::args::RunArgs;
-use crate::live_session::{LiveSession, Step, StepKind};
-use crate::session::{
+use crate::run::live_session::{LiveSession, Step, StepKind};
+use crate::run::session::{
     check_step_args, closed_loop, ctrl_c_flag, exit_code, offered_rate, resolve, step, with_rate,
 };
 use crate::Exit;
@@ -100,7 +100,7 @@ fn step_args(base: &RunArgs, key: &str, value: &str) -> Result<RunArgs, Exit> {
 pub const RATE_CURVE: [u32; 7] = [10, 50, 70, 80, 90, 95, 100];
 
 pub fn run(s: SweepArgs) -> Result<i32, Exit> {
-    crate::steady::check_args(&s.run)?;
+    crate::run::steady::check_args(&s.run)?;
     let Some(vary) = s.vary.as_deref() else {
         return rate_curve(&s);
     };
@@ -135,7 +135,7 @@ pub fn run(s: SweepArgs) -> Result<i32, Exit> {
             eprintln!("step {}/{n}: {key} = {value}", i + 1);
         }
         live.step(&sweep_step(i, n, format!("{key}={value}"), &groups));
-        match crate::steady::measure_step(&a, &groups, settings, &stop, &mut live) {
+        match crate::run::steady::measure_step(&a, &groups, settings, &stop, &mut live) {
             Ok(result) => {
                 // The worst step decides: a lost host (3) or a failed source (1) in any
                 // step is the sweep's, as in `iofleet run`.

@@ -5,7 +5,7 @@
 //! unit is corrupt, 2 for bad input (a disk without a journal among them).
 
 use crate::args::RunArgs;
-use crate::session::{fleet_exit, launcher_for, resolve};
+use crate::run::session::{fleet_exit, launcher_for, resolve};
 use crate::Exit;
 
 /// Corruption lines printed per host (every one is counted).

@@ -19,9 +19,9 @@ use iofleet_report::fio_json::{self, FioFlavor, FioHists};
 use iofleet_stats::result::RunResult;
 
 use crate::args::{OutputFormat, RunArgs};
-use crate::fio_job::Phase;
-use crate::live_session::{LiveSession, Step, StepKind};
-use crate::session::{ctrl_c_flag, exit_code, resolve};
+use crate::run::fio_job::Phase;
+use crate::run::live_session::{LiveSession, Step, StepKind};
+use crate::run::session::{ctrl_c_flag, exit_code, resolve};
 use crate::Exit;
 
 /// The label each phase's stored run carries: its number, from 1.
@@ -36,10 +36,10 @@ pub(crate) struct Phased {
 
 /// The job file's phases when it has more than one (None: run it as one run).
 pub(crate) fn several(a: &RunArgs) -> Result<Option<Phased>, Exit> {
-    let Some(path) = crate::fio_job::job_file(a) else {
+    let Some(path) = crate::run::fio_job::job_file(a) else {
         return Ok(None);
     };
-    let file = crate::fio_job::phases(a, &a.ov, &path)?;
+    let file = crate::run::fio_job::phases(a, &a.ov, &path)?;
     Ok((file.phases.len() > 1).then_some(Phased {
         path,
         phases: file.phases,
@@ -128,7 +128,7 @@ pub(crate) fn run(a: &RunArgs, file: Phased) -> Result<i32, Exit> {
     if a.dry_run {
         for (i, (pa, groups, settings)) in steps.into_iter().enumerate() {
             println!("# {}", iofleet_report::text::escape(&heading(i)));
-            crate::cmd_run::dry_run(&pa, &groups, settings)?;
+            crate::run::output::dry_run(&pa, &groups, settings)?;
         }
         return Ok(0);
     }
@@ -153,13 +153,13 @@ pub(crate) fn run(a: &RunArgs, file: Phased) -> Result<i32, Exit> {
             of: Some(n as u32),
             at_most: false,
             label: format!("job(s) {}", phases[i].jobs.join(", ")),
-            rate_iops: crate::session::offered_rate(&groups),
+            rate_iops: crate::run::session::offered_rate(&groups),
         });
-        let r = crate::steady::measure_step(&pa, &groups, settings, &stop, &mut live)?;
+        let r = crate::run::steady::measure_step(&pa, &groups, settings, &stop, &mut live)?;
         let c = if fio {
             exit_code(&pa, &r, &stop)
         } else {
-            crate::cmd_run::print_and_exit_code(&pa, &r, None, &stop)?
+            crate::run::output::print_and_exit_code(&pa, &r, None, &stop)?
         };
         if code == 0 {
             code = c;
@@ -182,7 +182,7 @@ fn print_fio(a: &RunArgs, done: &[(RunArgs, RunResult)]) -> Result<(), Exit> {
     };
     let mut analyses = Vec::new();
     for (pa, r) in done {
-        match crate::cmd_run::stored_hists(pa, r) {
+        match crate::run::output::stored_hists(pa, r) {
             Ok(h) => analyses.push(Some(h)),
             Err(e) => {
                 eprintln!(

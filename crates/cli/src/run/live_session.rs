@@ -4,7 +4,7 @@
 //! and closed when the command ends (`finish`), or right after its one measurement when
 //! the command has only one (`close_after_one`: what closing says, such as a Kubernetes
 //! fleet deleted, is then part of the result). The live outputs: the `--metrics-listen` listener (bound here, with the
-//! `crate::access` policy of `--allow-host` and `--token-file`), the `/metrics`
+//! `crate::web::access` policy of `--allow-host` and `--token-file`), the `/metrics`
 //! exporter's state and, with `--ui`, the live view's history, made once by the command
 //! before its first round or step and kept until it ends. Every round of
 //! `--steady-state`, step of `sweep` and `find-max`, and phase of a fio job file is a
@@ -21,10 +21,10 @@ use std::net::TcpListener;
 use iofleet_fleet::launcher::Launcher;
 use iofleet_fleet::{Observer, RunSettings};
 
-use crate::access::Access;
 use crate::args::RunArgs;
-use crate::live_web::LiveWeb;
-use crate::metrics::Metrics;
+use crate::web::access::Access;
+use crate::web::live_web::LiveWeb;
+use crate::web::metrics::Metrics;
 use crate::Exit;
 
 /// What a round or step is part of.
@@ -138,7 +138,7 @@ impl LiveSession {
         settings: &RunSettings,
     ) -> Result<(&mut dyn Launcher, Vec<&mut dyn Observer>), Exit> {
         if self.fleet.is_none() {
-            self.fleet = Some(crate::session::launcher_for(a, settings.clone())?);
+            self.fleet = Some(crate::run::session::launcher_for(a, settings.clone())?);
         }
         let fleet = self.fleet.as_deref_mut().expect("made above");
         let mut out: Vec<&mut dyn Observer> = Vec::new();
@@ -194,7 +194,7 @@ impl Drop for LiveSession {
 fn live_web(a: &RunArgs) -> Result<LiveWeb, Exit> {
     let mut web = LiveWeb::new();
     if let Some(q) = &a.live.baseline {
-        let db = crate::record::DbArg {
+        let db = crate::store::record::DbArg {
             db: a.save.db.clone(),
         };
         let named = |e: Exit| Exit {
@@ -202,7 +202,7 @@ fn live_web(a: &RunArgs) -> Result<LiveWeb, Exit> {
             message: format!("--baseline {q}: {}", e.message),
         };
         let store = db.open().map_err(named)?;
-        let run = crate::stored::load_run(&store, q).map_err(named)?;
+        let run = crate::store::stored::load_run(&store, q).map_err(named)?;
         web.baseline(&run);
     }
     web.objectives(&a.live.slo);

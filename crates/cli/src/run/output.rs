@@ -17,17 +17,17 @@ use iofleet_stats::result::RunResult;
 use iofleet_store::Analysis;
 
 use crate::args::{OutputFormat, RunArgs};
-use crate::dry_run;
-use crate::live_session::LiveSession;
-use crate::session::{ctrl_c_flag, exit_code, fleet_exit, launcher_for, resolve};
+use crate::run::dry_run;
+use crate::run::live_session::LiveSession;
+use crate::run::session::{ctrl_c_flag, exit_code, fleet_exit, launcher_for, resolve};
 use crate::Exit;
 
 pub fn run(a: RunArgs) -> Result<i32, Exit> {
-    crate::steady::check_args(&a)?;
+    crate::run::steady::check_args(&a)?;
     check_output_format(&a)?;
     // A fio job file of several stonewall phases: one run per phase.
-    if let Some(file) = crate::fio_phases::several(&a)? {
-        return crate::fio_phases::run(&a, file);
+    if let Some(file) = crate::run::fio_phases::several(&a)? {
+        return crate::run::fio_phases::run(&a, file);
     }
     let (groups, settings) = resolve(&a)?;
     if a.dry_run {
@@ -70,7 +70,7 @@ fn execute(a: RunArgs, groups: Vec<GroupPlan>, settings: RunSettings) -> Result<
     let mut live = LiveSession::open(&a)?;
     live.close_after_one = !a.steady_state;
     let stop = ctrl_c_flag();
-    let result = crate::steady::measure_step(&a, &groups, settings, &stop, &mut live)?;
+    let result = crate::run::steady::measure_step(&a, &groups, settings, &stop, &mut live)?;
     live.finish();
     print_and_exit_code(&a, &result, output.as_mut(), &stop)
 }
@@ -170,7 +170,7 @@ pub(crate) fn stored_hists(a: &RunArgs, result: &RunResult) -> Result<Analysis, 
     let Some(stored) = &result.stored else {
         return Err(why("the run was not saved in the results store".into()));
     };
-    let store = crate::record::DbArg {
+    let store = crate::store::record::DbArg {
         db: a.save.db.clone(),
     }
     .open()

@@ -28,9 +28,9 @@ use iofleet_profile::{format_duration, Context, GroupPlan, Overrides};
 use iofleet_stats::result::RunResult;
 
 use crate::args::RunArgs;
-use crate::live::LiveView;
-use crate::live_session::LiveSession;
-use crate::record::StoreRecorder;
+use crate::run::live::LiveView;
+use crate::run::live_session::LiveSession;
+use crate::store::record::StoreRecorder;
 use crate::Exit;
 
 /// `--target` as given: one directory, several existing directories, or block devices.
@@ -157,10 +157,10 @@ fn groups(a: &RunArgs, ov: &Overrides) -> Result<Vec<GroupPlan>, Exit> {
 
 /// The worker groups and run settings the arguments ask for.
 pub(crate) fn resolve(a: &RunArgs) -> Result<(Vec<GroupPlan>, RunSettings), Exit> {
-    let (groups, job_engine) = match crate::fio_job::job_file(a) {
-        Some(path) => crate::fio_job::groups(a, &a.ov, &path)?,
+    let (groups, job_engine) = match crate::run::fio_job::job_file(a) {
+        Some(path) => crate::run::fio_job::groups(a, &a.ov, &path)?,
         None => {
-            crate::fio_job::refuse_fio_flags(a)?;
+            crate::run::fio_job::refuse_fio_flags(a)?;
             (groups(a, &a.ov)?, None)
         }
     };
@@ -205,7 +205,7 @@ pub(crate) fn resolve(a: &RunArgs) -> Result<(Vec<GroupPlan>, RunSettings), Exit
 pub(crate) fn launcher_for(a: &RunArgs, settings: RunSettings) -> Result<Box<dyn Launcher>, Exit> {
     let target = match a.hosts {
         Some(_) => Vec::new(),
-        None => crate::fio_job::target(a)?,
+        None => crate::run::fio_job::target(a)?,
     };
     launcher_at(a.hosts.as_deref(), &target, settings)
 }
@@ -292,7 +292,7 @@ pub(crate) fn measure(
     let mut result = result;
     if let Ok(r) = result.as_mut() {
         // A fio job file's mapping notices, where the run's own notices are.
-        r.notices.extend(crate::fio_job::notices(a));
+        r.notices.extend(crate::run::fio_job::notices(a));
         r.notices.extend(closed);
     }
     let stored = recorder.and_then(|r| r.finish(result.as_ref().ok()));
@@ -463,14 +463,14 @@ pub(crate) fn step(
     a.ov.rate = None;
     let (_, settings) = resolve(&a)?;
     // With --steady-state, every step is measured in rounds until steady.
-    let r = crate::steady::measure_step(&a, groups, settings, stop, live)?;
+    let r = crate::run::steady::measure_step(&a, groups, settings, stop, live)?;
     let code = exit_code(&a, &r, stop);
     Ok((r, code))
 }
 
 /// The run arguments every stepping command refuses, and the labels it sets itself.
 pub(crate) fn check_step_args(a: &RunArgs, own: &[&str]) -> Result<(), Exit> {
-    crate::steady::check_args(a)?;
+    crate::run::steady::check_args(a)?;
     if a.dry_run || a.output.is_some() || a.output_format.is_some() {
         return Err(Exit::input(
             "--dry-run, --output and --output-format apply to `iofleet run`; each step is saved in the results store",

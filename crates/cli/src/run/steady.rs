@@ -26,9 +26,9 @@ use iofleet_stats::result::RunResult;
 use iofleet_stats::steady::{first_steady_round, SteadyState, MAX_ROUNDS};
 
 use crate::args::RunArgs;
-use crate::live_session::{LiveSession, Step, StepKind};
-use crate::record::update_stored_result;
-use crate::session::measure;
+use crate::run::live_session::{LiveSession, Step, StepKind};
+use crate::run::session::measure;
+use crate::store::record::update_stored_result;
 use crate::Exit;
 
 /// The label every round carries: its number, from 1.
@@ -101,7 +101,7 @@ pub(crate) fn measure_until_steady(
             of: Some(MAX_ROUNDS),
             at_most: true,
             label: format!("round {k}"),
-            rate_iops: crate::session::offered_rate(&rg),
+            rate_iops: crate::run::session::offered_rate(&rg),
         });
         let r = measure(&ra, &rg, rs, stop, live)?;
         served += round + if k == 1 { warmup } else { Duration::ZERO };

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use iofleet_report::RunData;
 use iofleet_store::Store;
 
-use crate::record::{store_exit, DbArg};
+use crate::store::record::{store_exit, DbArg};
 use crate::Exit;
 
 /// Load a run by what the user typed, with figures recomputed from its histograms.

@@ -1,5 +1,5 @@
 //! Who may use an HTTP listener (`iofleet serve`, `--metrics-listen`): the one policy
-//! both listeners pass to `crate::http::serve`, made from `--allow-host` and
+//! both listeners pass to `crate::web::http::serve`, made from `--allow-host` and
 //! `--token-file` and the address the listener is bound to (docs/security.md).
 //!
 //! On a loopback address only a request whose `Host` is a loopback name or address
@@ -23,7 +23,7 @@ use iofleet_report::markup::escape;
 use sha2::{Digest, Sha256};
 
 use crate::args::AccessArgs;
-use crate::http::{Gate, Reply, Request};
+use crate::web::http::{Gate, Reply, Request};
 use crate::Exit;
 
 /// The fewest characters a token may have (about 96 bits of base64).
@@ -266,7 +266,8 @@ impl Token {
             .query
             .split('&')
             .filter(|p| {
-                !p.is_empty() && crate::http::decode(p.split('=').next().unwrap_or("")) != "token"
+                !p.is_empty()
+                    && crate::web::http::decode(p.split('=').next().unwrap_or("")) != "token"
             })
             .collect();
         let target = match rest.is_empty() {

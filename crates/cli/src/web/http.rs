@@ -4,7 +4,7 @@
 //! (`Connection: close`); a handler may keep its connection as a stream (Server-Sent
 //! Events). Request heads are parsed by `httparse` and query strings decoded by
 //! `percent-encoding`. It knows no paths and no policy: a `Gate` passed in (the
-//! listener's `crate::access::Access`) admits or answers each request, and routing is
+//! listener's `crate::web::access::Access`) admits or answers each request, and routing is
 //! the caller's handler. No TLS, no keep-alive, no request bodies: the two servers
 //! answer `GET` and `HEAD` from a browser or a scraper (405 for other methods), not a
 //! web application.

@@ -7,7 +7,7 @@
 //! preceded when given by `baseline` (a stored run's curves, `run --baseline`) and
 //! `objectives` (`run --slo`). A command of several runs (steady-state rounds, sweep
 //! and find-max steps, fio phases) keeps one `LiveWeb` for all of them
-//! (`crate::live_session`): each begins with a `step` event, a run's end is then
+//! (`crate::run::live_session`): each begins with a `step` event, a run's end is then
 //! `step-done`, and `done` comes once, at the command's end (`end`).
 //!
 //! The controller's thread (the observer) only formats each event once and appends it
@@ -18,7 +18,7 @@
 //! stuck viewer only holds up itself. The history keeps the last `MAX_EVENTS` events.
 //! A viewer that hangs up is noticed within about `HANGUP_CHECK` (its stream looks
 //! whether the connection was closed at every wake-up), so its stream slot in
-//! `crate::http` is soon free for another.
+//! `crate::web::http` is soon free for another.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io::Write;
@@ -31,8 +31,8 @@ use iofleet_stats::result::RunInfo;
 use iofleet_stats::slo::{Objective, Ops};
 use serde_json::json;
 
-use crate::http::{Answer, Reply, Request};
-use crate::live_session::Step;
+use crate::run::live_session::Step;
+use crate::web::http::{Answer, Reply, Request};
 
 /// Events kept for viewers that open the page later: an interval's fleet figures are
 /// ~300 bytes, so at 1 s intervals this is about a day of run in about 30 MB at most.
@@ -48,9 +48,9 @@ const HANGUP_CHECK: Duration = Duration::from_secs(1);
 
 const PAGE: &str = include_str!("live_page.html");
 
-/// The page's headers: its own script allowed by hash (`crate::serve::page_headers`).
+/// The page's headers: its own script allowed by hash (`crate::web::serve::page_headers`).
 static PAGE_HEADERS: LazyLock<String> =
-    LazyLock::new(|| crate::serve::page_headers(&crate::serve::inline_scripts(PAGE)));
+    LazyLock::new(|| crate::web::serve::page_headers(&crate::web::serve::inline_scripts(PAGE)));
 
 /// Events of which only the latest matters: replaced rather than appended, and never
 /// dropped from the history (the baseline and objectives are sent once, first, and
@@ -412,7 +412,7 @@ fn hosts_event(snap: &IntervalSnapshot<'_>) -> serde_json::Value {
 
 impl LiveSite {
     /// The page at `/`, the stream at `/events` (its headers alone for `HEAD`); None for
-    /// other paths. `crate::http` answers methods other than GET and HEAD.
+    /// other paths. `crate::web::http` answers methods other than GET and HEAD.
     pub fn answer(&self, req: &Request) -> Option<Answer> {
         match req.path.as_str() {
             "/" => Some(Answer::Page(Reply {
@@ -475,7 +475,7 @@ fn send_events(shared: &Shared, id: u64, s: &mut TcpStream) -> std::io::Result<(
             (h.since(from), h.dropped, h.done)
         };
         // A viewer that hung up is let go now, not at the next write that fails.
-        if crate::http::peer_closed(s) {
+        if crate::web::http::peer_closed(s) {
             return Ok(());
         }
         let mut out = String::new();
@@ -539,7 +539,7 @@ mod tests {
         let mut w = LiveWeb::new();
         for k in 1..=2 {
             w.step(&Step {
-                kind: crate::live_session::StepKind::Round,
+                kind: crate::run::live_session::StepKind::Round,
                 index: k,
                 of: Some(25),
                 at_most: true,

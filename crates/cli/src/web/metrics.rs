@@ -4,13 +4,13 @@
 //! An `Observer` folds each interval into a registry of metric families (fleet and per
 //! host, per direction: I/O and byte counters, IOPS and throughput gauges, a latency
 //! summary; plus the interval index, warm-up flag, hosts lost and generator warnings)
-//! and renders both text formats once per interval. The listener (`crate::http`, with
-//! `crate::access` deciding who may ask) answers each request with the latest
+//! and renders both text formats once per interval. The listener (`crate::web::http`, with
+//! `crate::web::access` deciding who may ask) answers each request with the latest
 //! rendering: `GET /metrics` (and `HEAD`) only, other paths 404, other methods 405;
-//! with `--ui`, `GET /` and `GET /events` are the live view's (`crate::live_web`). The encoding is done by the `fastmetrics` crate, which writes
+//! with `--ui`, `GET /` and `GET /events` are the live view's (`crate::web::live_web`). The encoding is done by the `fastmetrics` crate, which writes
 //! both exposition formats and lets a summary be defined outside it; `prometheus-client`
 //! has neither a summary type nor the 0.0.4 text format (see docs/metrics.md). HTTP
-//! requests are parsed by `httparse` in `crate::http`, shared with `iofleet serve`.
+//! requests are parsed by `httparse` in `crate::web::http`, shared with `iofleet serve`.
 
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
@@ -26,9 +26,9 @@ use fastmetrics::registry::{Metric, Registry, Unit};
 use iofleet_fleet::{IntervalSnapshot, Observer};
 use iofleet_stats::{OpStats, Sample};
 
-use crate::access::Access;
-use crate::http::{self, Limits, Reply, Request};
-use crate::live_web::LiveSite;
+use crate::web::access::Access;
+use crate::web::http::{self, Limits, Reply, Request};
+use crate::web::live_web::LiveSite;
 use crate::Exit;
 
 /// Content types of the two exposition formats.

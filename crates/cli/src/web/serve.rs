@@ -7,7 +7,7 @@
 //! request opens the store read-only (`Store::open_read_only`), so a page never writes
 //! and never waits for a recording run. Every page carries a Content-Security-Policy
 //! that lets the browser fetch nothing but the server itself and run no script but the
-//! report's own (by its hash). Who may ask is `crate::access`'s.
+//! report's own (by its hash). Who may ask is `crate::web::access`'s.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -22,8 +22,8 @@ use iofleet_report::browse::{self, CurveLink, ListFilter, ListedRun};
 use iofleet_report::Convention;
 use iofleet_store::{RunListing, Store, StoreError};
 
-use crate::http::{Reply, Request};
-use crate::stored::load_runs_in;
+use crate::store::stored::load_runs_in;
+use crate::web::http::{Reply, Request};
 
 const HTML: &str = "text/html; charset=utf-8";
 
@@ -112,7 +112,7 @@ impl Site {
         Site { db }
     }
 
-    /// The answer to one GET or HEAD request (`crate::http` answers other methods).
+    /// The answer to one GET or HEAD request (`crate::web::http` answers other methods).
     pub fn respond(&self, req: &Request) -> Reply {
         let page = match req.path.as_str() {
             // Browsers ask for it on every page; no icon, and no error in their console.
@@ -121,7 +121,7 @@ impl Site {
             "/compare" => self.compare(req),
             "/curve" => self.curve(req),
             p => match p.strip_prefix("/run/") {
-                Some(run) if !run.is_empty() => self.run(&crate::http::decode_path(run)),
+                Some(run) if !run.is_empty() => self.run(&crate::web::http::decode_path(run)),
                 _ => Err(Failure::not_found(format!(
                     "no page at {p}: the runs are listed at /"
                 ))),

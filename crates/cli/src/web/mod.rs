@@ -1,0 +1,10 @@
+//! The HTTP listeners: the small HTTP/1.1 server (`http`) and who may use it
+//! (`access`), shared by `run --metrics-listen` (the `/metrics` exporter, `metrics`,
+//! and with `--ui` the live view, `live_web`) and `iofleet serve` (the results site,
+//! `serve`). Nothing here measures or parses a command line.
+
+pub mod access;
+pub mod http;
+pub mod live_web;
+pub mod metrics;
+pub mod serve;
