@@ -10,7 +10,9 @@
 #![forbid(unsafe_code)]
 
 mod args;
+mod cli;
 mod cmd;
+mod exit;
 mod inputs;
 mod run;
 mod store;
@@ -23,28 +25,9 @@ mod need;
 
 use clap::{CommandFactory, Parser};
 
-use args::{Cli, Command, RunArgs};
-
-/// An error that carries its exit code.
-pub struct Exit {
-    pub code: i32,
-    pub message: String,
-}
-
-impl Exit {
-    pub fn input(message: impl std::fmt::Display) -> Self {
-        Exit {
-            code: 2,
-            message: message.to_string(),
-        }
-    }
-    pub fn failure(message: impl std::fmt::Display) -> Self {
-        Exit {
-            code: 1,
-            message: message.to_string(),
-        }
-    }
-}
+use args::RunArgs;
+use cli::{Cli, Command};
+use exit::Exit;
 
 /// `iofleet man [SUBCOMMAND]`: the roff page of the one clap definition.
 fn man(subcommand: Option<&str>) -> Result<i32, Exit> {

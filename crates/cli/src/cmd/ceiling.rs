@@ -9,8 +9,8 @@ use clap::Args;
 use iofleet_capacity::{ceiling, load_cluster, Cluster};
 use iofleet_profile::{Context, Overrides, Plan};
 
+use crate::exit::Exit;
 use crate::store::record::DbArg;
-use crate::Exit;
 
 #[derive(Args, Debug)]
 pub struct CeilingArgs {

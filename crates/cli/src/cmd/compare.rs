@@ -11,9 +11,9 @@ use clap::{Args, ValueEnum};
 use iofleet_report::compare::{default_metrics, Comparison, Gain, Metric, Pivot};
 use iofleet_report::gate::{evaluate, Condition};
 
+use crate::exit::Exit;
 use crate::store::record::DbArg;
 use crate::store::stored::load_with_baseline;
-use crate::Exit;
 
 #[derive(Args, Debug)]
 pub struct CompareArgs {

@@ -10,9 +10,9 @@ use clap::Args;
 use iofleet_stats::slo;
 
 use crate::args::RunArgs;
+use crate::exit::Exit;
 use crate::run::find_max::{find_max, report_json, report_table, SearchArgs};
 use crate::run::search::End;
-use crate::Exit;
 
 #[derive(Args, Debug)]
 pub struct FindMaxArgs {

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 use iofleet_fleet::agents::clean_hosts;
 
-use crate::Exit;
+use crate::exit::Exit;
 
 #[derive(Subcommand, Debug)]
 pub enum HostsCmd {

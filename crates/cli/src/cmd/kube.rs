@@ -10,7 +10,7 @@ use clap::{Args, Subcommand};
 use iofleet_fleet::hosts_file::HostsFile;
 use iofleet_fleet::kube::cluster::Cluster;
 
-use crate::Exit;
+use crate::exit::Exit;
 
 #[derive(Subcommand, Debug)]
 pub enum KubeCmd {

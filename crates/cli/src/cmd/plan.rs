@@ -26,11 +26,11 @@ use iofleet_profile::{GroupPlan, Plan, RecordedPlan, StreamPlan};
 use iofleet_stats::slo;
 
 use crate::args::RunArgs;
+use crate::exit::Exit;
 use crate::run::find_max::{find_max, report_table, SearchArgs};
 use crate::run::live_session::LiveSession;
 use crate::run::session::{check_step_args, closed_loop, ctrl_c_flag, resolve, step};
 use crate::store::record::DbArg;
-use crate::Exit;
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Phase {

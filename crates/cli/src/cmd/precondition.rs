@@ -25,8 +25,8 @@ use iofleet_fleet::{Observer, RunSettings};
 use iofleet_profile::options::help;
 use iofleet_profile::{Bytes, Context, GroupPlan, Overrides, Plan};
 
+use crate::exit::Exit;
 use crate::run::session::{ctrl_c_flag, fleet_exit, launcher_at};
-use crate::Exit;
 
 #[derive(Args, Debug)]
 pub struct PreconditionArgs {

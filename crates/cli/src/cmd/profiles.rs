@@ -3,11 +3,81 @@
 //! `iofleet_import::fio`; this file reads the file and writes the profiles.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
+use clap::{Args, Subcommand, ValueEnum};
 use iofleet_import::trace::{self, FitOptions, TraceFormat};
 
-use crate::args::{FromFioArgs, FromTraceArgs, ProfilesCmd, TraceFormatArg};
-use crate::Exit;
+use crate::args::duration;
+use crate::exit::Exit;
+
+#[derive(Subcommand, Debug)]
+pub enum ProfilesCmd {
+    /// List the built-in profiles.
+    List,
+    /// Print a built-in profile's TOML, ready to copy and edit.
+    Show {
+        /// Built-in profile name (see `iofleet profiles list`).
+        name: String,
+    },
+    /// Print the profile reference (docs/profiles.md) generated from the option table.
+    Reference,
+    /// Fit a profile to an I/O trace: block sizes, random % and hot bands per
+    /// direction, read % and arrival rate (docs/traces.md).
+    FromTrace(FromTraceArgs),
+    /// Write the profile(s) iofleet would run for a fio job file: one per job section,
+    /// with the `iofleet run --group` line that runs them together (docs/fio.md).
+    FromFio(FromFioArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct FromFioArgs {
+    /// The fio job file.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Write the profile to this file; with several jobs, STEM-JOB.EXT per job. Default:
+    /// stdout, groups separated by `# ---- group NAME` lines.
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Write the profiles without this fio option (repeatable), with a notice.
+    #[arg(long, value_name = "OPTION")]
+    pub fio_ignore: Vec<String>,
+    /// Write only this job section's profile (repeatable), e.g. one phase of a file whose
+    /// jobs are separated by stonewall.
+    #[arg(long, value_name = "NAME")]
+    pub fio_job: Vec<String>,
+    /// Check block sizes for direct I/O (as `iofleet run --direct`).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub direct: bool,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TraceFormatArg {
+    /// blkparse's default text output (queue `Q` events of reads and writes).
+    Blkparse,
+    /// time,op,offset,length: seconds, R/W or read/write, bytes, bytes; header optional.
+    Csv,
+    /// SNIA IOTTA MSR-Cambridge: Timestamp (100 ns ticks), Hostname, DiskNumber, Type,
+    /// Offset, Size, ResponseTime.
+    Msr,
+}
+
+#[derive(Args, Debug)]
+pub struct FromTraceArgs {
+    /// The trace file.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// The trace's format.
+    #[arg(long, value_enum)]
+    pub format: TraceFormatArg,
+    /// Fit one profile per window of this length (e.g. 60s), written as
+    /// STEM-wNN.toml next to --output, numbered from 1 in time order.
+    #[arg(long, value_parser = duration, allow_hyphen_values = true, value_name = "DURATION")]
+    pub split: Option<Duration>,
+    /// Write the profile to this file (required with --split); default: stdout.
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
 
 /// The file's name without directory and extension, for profile names.
 fn stem(p: &Path) -> String {

@@ -8,10 +8,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use clap::{Args, ValueEnum};
 
+use crate::exit::Exit;
 use crate::store::record::DbArg;
 use crate::store::stored::load_with_baseline;
 use crate::store::stored::output;
-use crate::Exit;
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReportFormat {

@@ -13,9 +13,9 @@ use iofleet_report::{Convention, CsvExporter, JsonExporter, MarkdownExporter, Ta
 use iofleet_store::{ListFilter, Store};
 
 use crate::args::ConventionArg;
+use crate::exit::Exit;
 use crate::store::record::{parse_label, store_exit, DbArg};
 use crate::store::stored::{load_run, output, write_err};
-use crate::Exit;
 
 #[derive(Subcommand, Debug)]
 pub enum ResultsCmd {

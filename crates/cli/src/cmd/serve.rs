@@ -8,11 +8,11 @@ use std::net::{SocketAddr, TcpListener};
 use clap::Args;
 
 use crate::args::AccessArgs;
+use crate::exit::Exit;
 use crate::store::record::{store_exit, DbArg};
 use crate::web::access::Access;
 use crate::web::http::Limits;
 use crate::web::serve::Site;
-use crate::Exit;
 
 /// Where `iofleet serve` listens unless `--listen` says otherwise.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8716";

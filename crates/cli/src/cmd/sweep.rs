@@ -19,11 +19,11 @@ use iofleet_report::compare::opt_fixed;
 use iofleet_stats::result::RunResult;
 
 use crate::args::RunArgs;
+use crate::exit::Exit;
 use crate::run::live_session::{LiveSession, Step, StepKind};
 use crate::run::session::{
     check_step_args, closed_loop, ctrl_c_flag, exit_code, offered_rate, resolve, step, with_rate,
 };
-use crate::Exit;
 
 #[derive(Args, Debug)]
 pub struct SweepArgs {

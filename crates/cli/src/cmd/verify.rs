@@ -5,8 +5,8 @@
 //! unit is corrupt, 2 for bad input (a disk without a journal among them).
 
 use crate::args::RunArgs;
+use crate::exit::Exit;
 use crate::run::session::{fleet_exit, launcher_for, resolve};
-use crate::Exit;
 
 /// Corruption lines printed per host (every one is counted).
 const MAX_LINES: usize = 1000;

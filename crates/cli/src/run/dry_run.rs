@@ -22,7 +22,7 @@ use iofleet_fleet::protocol::TargetArg;
 use iofleet_fleet::RunSettings;
 use iofleet_profile::{plan_toml, Bytes, FleetTotals, GroupPlan};
 
-use crate::Exit;
+use crate::exit::Exit;
 
 /// Disk files or regions listed per target before the rest is summarised.
 const LIST_AT_MOST: usize = 32;

@@ -15,7 +15,7 @@ use iofleet_import::fio::{self, FioDirectory, FioImport};
 use iofleet_profile::{format_duration, Context, GroupPlan, Overrides};
 
 use crate::args::RunArgs;
-use crate::Exit;
+use crate::exit::Exit;
 
 /// The target of a run that names none, and whose job file (if any) names no directory.
 pub(crate) const DEFAULT_TARGET: &str = "iofleet-data";

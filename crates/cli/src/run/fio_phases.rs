@@ -19,10 +19,10 @@ use iofleet_report::fio_json::{self, FioFlavor, FioHists};
 use iofleet_stats::result::RunResult;
 
 use crate::args::{OutputFormat, RunArgs};
+use crate::exit::Exit;
 use crate::run::fio_job::Phase;
 use crate::run::live_session::{LiveSession, Step, StepKind};
 use crate::run::session::{ctrl_c_flag, exit_code, resolve};
-use crate::Exit;
 
 /// The label each phase's stored run carries: its number, from 1.
 pub(crate) const PHASE_LABEL: &str = "fio-phase";

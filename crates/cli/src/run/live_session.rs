@@ -22,10 +22,10 @@ use iofleet_fleet::launcher::Launcher;
 use iofleet_fleet::{Observer, RunSettings};
 
 use crate::args::RunArgs;
+use crate::exit::Exit;
 use crate::web::access::Access;
 use crate::web::live_web::LiveWeb;
 use crate::web::metrics::Metrics;
-use crate::Exit;
 
 /// What a round or step is part of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -17,10 +17,10 @@ use iofleet_stats::result::RunResult;
 use iofleet_store::Analysis;
 
 use crate::args::{OutputFormat, RunArgs};
+use crate::exit::Exit;
 use crate::run::dry_run;
 use crate::run::live_session::LiveSession;
 use crate::run::session::{ctrl_c_flag, exit_code, fleet_exit, launcher_for, resolve};
-use crate::Exit;
 
 pub fn run(a: RunArgs) -> Result<i32, Exit> {
     crate::run::steady::check_args(&a)?;

@@ -28,10 +28,10 @@ use iofleet_profile::{format_duration, Context, GroupPlan, Overrides};
 use iofleet_stats::result::RunResult;
 
 use crate::args::RunArgs;
+use crate::exit::Exit;
 use crate::run::live::LiveView;
 use crate::run::live_session::LiveSession;
 use crate::store::record::StoreRecorder;
-use crate::Exit;
 
 /// `--target` as given: one directory, several existing directories, or block devices.
 pub(crate) fn target_spec_of(target: &[std::path::PathBuf]) -> Result<TargetSpec, Exit> {

@@ -21,7 +21,7 @@ use iofleet_fleet::{IntervalSnapshot, Observer};
 use iofleet_stats::result::{RunInfo, RunResult, StoredRun};
 use iofleet_store::{environment, NewRun, Store, StoreError};
 
-use crate::Exit;
+use crate::exit::Exit;
 
 const DB_HELP: &str = "Results database [default: $XDG_DATA_HOME/iofleet/results.db, else ~/.local/share/iofleet/results.db]";
 

@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use iofleet_report::RunData;
 use iofleet_store::Store;
 
+use crate::exit::Exit;
 use crate::store::record::{store_exit, DbArg};
-use crate::Exit;
 
 /// Load a run by what the user typed, with figures recomputed from its histograms.
 pub fn load_run(store: &Store, query: &str) -> Result<RunData, Exit> {

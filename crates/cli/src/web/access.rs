@@ -23,8 +23,8 @@ use iofleet_report::markup::escape;
 use sha2::{Digest, Sha256};
 
 use crate::args::AccessArgs;
+use crate::exit::Exit;
 use crate::web::http::{Gate, Reply, Request};
-use crate::Exit;
 
 /// The fewest characters a token may have (about 96 bits of base64).
 pub const MIN_TOKEN: usize = 16;

@@ -26,10 +26,10 @@ use fastmetrics::registry::{Metric, Registry, Unit};
 use iofleet_fleet::{IntervalSnapshot, Observer};
 use iofleet_stats::{OpStats, Sample};
 
+use crate::exit::Exit;
 use crate::web::access::Access;
 use crate::web::http::{self, Limits, Reply, Request};
 use crate::web::live_web::LiveSite;
-use crate::Exit;
 
 /// Content types of the two exposition formats.
 pub const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";

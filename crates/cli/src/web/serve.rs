@@ -306,7 +306,7 @@ fn report(
     ))
 }
 
-fn exit_failure(e: crate::Exit) -> Failure {
+fn exit_failure(e: crate::exit::Exit) -> Failure {
     if e.code == 2 {
         Failure::bad(e.message)
     } else {
