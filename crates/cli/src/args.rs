@@ -15,6 +15,9 @@ use clap::{Args, ValueEnum};
 use iofleet_fleet::EngineSpec;
 use iofleet_profile::Overrides;
 use iofleet_report::Convention;
+use iofleet_stats::slo::{self, Objective};
+
+use crate::web::access::AccessArgs;
 
 pub(crate) use iofleet_profile::overrides::{duration, size};
 
@@ -34,26 +37,14 @@ fn convention(s: &str) -> Result<Convention, String> {
     s.parse()
 }
 
-fn engine(s: &str) -> Result<EngineSpec, String> {
-    s.parse()
+/// A latency objective, `[all.|read.|write.]STAT<=LATENCY` (`--slo` of `run`'s live
+/// view and of the find-max search).
+pub(crate) fn objective(s: &str) -> Result<Objective, String> {
+    s.parse().map_err(|e: slo::ObjectiveError| e.to_string())
 }
 
-/// Who may use an HTTP listener (`serve --listen`, `--metrics-listen`): defined once,
-/// applied by `crate::web::access::Access` (docs/security.md).
-#[derive(Args, Debug, Clone, Default)]
-pub struct AccessArgs {
-    /// Also answer requests that name this host (repeatable; a name or address, any
-    /// port). On a loopback address only loopback names and addresses (localhost,
-    /// 127.0.0.1, [::1]) and the listen address are answered otherwise; any other Host
-    /// gets 421 (a defence against DNS rebinding).
-    #[arg(long, value_name = "NAME", value_parser = crate::web::access::allow_host)]
-    pub allow_host: Vec<String>,
-    /// A private file (mode 600) holding a bearer token every request must carry, as
-    /// `Authorization: Bearer TOKEN` (Prometheus: `authorization.credentials_file`) or,
-    /// in a browser, by opening /?token=TOKEN once. Any address but loopback needs
-    /// one.
-    #[arg(long, value_name = "FILE")]
-    pub token_file: Option<PathBuf>,
+fn engine(s: &str) -> Result<EngineSpec, String> {
+    s.parse()
 }
 
 /// `iofleet run`: the workload and run flags every workload command takes, and what
@@ -78,8 +69,8 @@ pub struct LiveInputs {
     /// With --ui: a latency objective (`p99<=3ms`, `read.p95<=2ms`; repeatable) drawn
     /// as a line on the live view's latency chart. Only the live view uses it: the run
     /// does not pass or fail on it (find-max searches under objectives).
-    #[arg(long = "slo", value_name = "OBJECTIVE", value_parser = crate::run::find_max::objective, requires = "ui")]
-    pub slo: Vec<iofleet_stats::slo::Objective>,
+    #[arg(long = "slo", value_name = "OBJECTIVE", value_parser = objective, requires = "ui")]
+    pub slo: Vec<Objective>,
 }
 
 #[derive(Args, Debug, Clone)]

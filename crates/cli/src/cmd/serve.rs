@@ -7,10 +7,9 @@ use std::net::{SocketAddr, TcpListener};
 
 use clap::Args;
 
-use crate::args::AccessArgs;
 use crate::exit::Exit;
 use crate::store::record::{store_exit, DbArg};
-use crate::web::access::Access;
+use crate::web::access::{Access, AccessArgs};
 use crate::web::http::Limits;
 use crate::web::serve::Site;
 

@@ -15,15 +15,11 @@ use iofleet_profile::{format_duration, parse_duration, GroupPlan};
 use iofleet_stats::result::RunResult;
 use iofleet_stats::slo::{self, Objective};
 
-use crate::args::RunArgs;
+use crate::args::{objective, RunArgs};
 use crate::exit::Exit;
 use crate::run::live_session::{LiveSession, Step, StepKind};
 use crate::run::search::{self, End, Measured, Outcome, Params};
 use crate::run::session::{check_step_args, closed_loop, ctrl_c_flag, resolve, step, with_rate};
-
-pub(crate) fn objective(s: &str) -> Result<Objective, String> {
-    s.parse().map_err(|e: slo::ObjectiveError| e.to_string())
-}
 
 fn duration(s: &str) -> Result<Duration, String> {
     parse_duration(s)

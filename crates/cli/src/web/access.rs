@@ -11,7 +11,8 @@
 //! (scrapers), or as the cookie that one visit of `/?token=TOKEN` sets (browsers).
 //! A token on a loopback address is taken too (other users of the machine). Tokens
 //! are compared through their SHA-256 digests, in time that does not depend on where
-//! they differ. This module decides; it does not read sockets or route paths.
+//! they differ. The two flags are defined here too (`AccessArgs`), beside the parser
+//! of `--allow-host`. This module decides; it does not read sockets or route paths.
 
 use std::borrow::Cow;
 use std::io::Read;
@@ -19,10 +20,10 @@ use std::net::{IpAddr, SocketAddr};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use clap::Args;
 use iofleet_report::markup::escape;
 use sha2::{Digest, Sha256};
 
-use crate::args::AccessArgs;
 use crate::exit::Exit;
 use crate::web::http::{Gate, Reply, Request};
 
@@ -100,6 +101,24 @@ pub fn allow_host(s: &str) -> Result<String, String> {
             "'{s}' is not a host name or address (letters, digits, '-', '_' and dots, or an IP address)"
         )),
     }
+}
+
+/// Who may use an HTTP listener (`serve --listen`, `--metrics-listen`): defined once,
+/// applied by `Access` (docs/security.md).
+#[derive(Args, Debug, Clone, Default)]
+pub struct AccessArgs {
+    /// Also answer requests that name this host (repeatable; a name or address, any
+    /// port). On a loopback address only loopback names and addresses (localhost,
+    /// 127.0.0.1, [::1]) and the listen address are answered otherwise; any other Host
+    /// gets 421 (a defence against DNS rebinding).
+    #[arg(long, value_name = "NAME", value_parser = allow_host)]
+    pub allow_host: Vec<String>,
+    /// A private file (mode 600) holding a bearer token every request must carry, as
+    /// `Authorization: Bearer TOKEN` (Prometheus: `authorization.credentials_file`) or,
+    /// in a browser, by opening /?token=TOKEN once. Any address but loopback needs
+    /// one.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
 }
 
 /// The bearer token of `--token-file`, kept as digests only.
