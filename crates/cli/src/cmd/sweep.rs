@@ -20,10 +20,11 @@ use iofleet_stats::result::RunResult;
 
 use crate::args::RunArgs;
 use crate::exit::Exit;
-use crate::run::live_session::{LiveSession, Step, StepKind};
+use crate::run::live_session::LiveSession;
 use crate::run::session::{
     check_step_args, closed_loop, ctrl_c_flag, exit_code, offered_rate, resolve, step, with_rate,
 };
+use crate::web::step::{Step, StepKind};
 
 #[derive(Args, Debug)]
 pub struct SweepArgs {

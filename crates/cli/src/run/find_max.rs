@@ -17,9 +17,10 @@ use iofleet_stats::slo::{self, Objective};
 
 use crate::args::{objective, RunArgs};
 use crate::exit::Exit;
-use crate::run::live_session::{LiveSession, Step, StepKind};
+use crate::run::live_session::LiveSession;
 use crate::run::search::{self, End, Measured, Outcome, Params};
 use crate::run::session::{check_step_args, closed_loop, ctrl_c_flag, resolve, step, with_rate};
+use crate::web::step::{Step, StepKind};
 
 fn duration(s: &str) -> Result<Duration, String> {
     parse_duration(s)

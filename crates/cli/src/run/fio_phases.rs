@@ -21,8 +21,9 @@ use iofleet_stats::result::RunResult;
 use crate::args::{OutputFormat, RunArgs};
 use crate::exit::Exit;
 use crate::run::fio_job::Phase;
-use crate::run::live_session::{LiveSession, Step, StepKind};
+use crate::run::live_session::LiveSession;
 use crate::run::session::{ctrl_c_flag, exit_code, resolve};
+use crate::web::step::{Step, StepKind};
 
 /// The label each phase's stored run carries: its number, from 1.
 pub(crate) const PHASE_LABEL: &str = "fio-phase";

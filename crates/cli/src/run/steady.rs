@@ -27,9 +27,10 @@ use iofleet_stats::steady::{first_steady_round, SteadyState, MAX_ROUNDS};
 
 use crate::args::RunArgs;
 use crate::exit::Exit;
-use crate::run::live_session::{LiveSession, Step, StepKind};
+use crate::run::live_session::LiveSession;
 use crate::run::session::measure;
 use crate::store::record::update_stored_result;
+use crate::web::step::{Step, StepKind};
 
 /// The label every round carries: its number, from 1.
 pub const ROUND_LABEL: &str = "round";

@@ -31,8 +31,8 @@ use iofleet_stats::result::RunInfo;
 use iofleet_stats::slo::{Objective, Ops};
 use serde_json::json;
 
-use crate::run::live_session::Step;
 use crate::web::http::{Answer, Reply, Request};
+use crate::web::step::Step;
 
 /// Events kept for viewers that open the page later: an interval's fleet figures are
 /// ~300 bytes, so at 1 s intervals this is about a day of run in about 30 MB at most.
@@ -539,7 +539,7 @@ mod tests {
         let mut w = LiveWeb::new();
         for k in 1..=2 {
             w.step(&Step {
-                kind: crate::run::live_session::StepKind::Round,
+                kind: crate::web::step::StepKind::Round,
                 index: k,
                 of: Some(25),
                 at_most: true,

@@ -8,3 +8,4 @@ pub mod http;
 pub mod live_web;
 pub mod metrics;
 pub mod serve;
+pub mod step;
