@@ -29,7 +29,8 @@ use crate::args::RunArgs;
 use crate::exit::Exit;
 use crate::run::find_max::{find_max, report_table, SearchArgs};
 use crate::run::live_session::LiveSession;
-use crate::run::session::{check_step_args, closed_loop, ctrl_c_flag, resolve, step};
+use crate::run::session::{closed_loop, ctrl_c_flag, resolve};
+use crate::run::stepping::{check_step_args, step};
 use crate::store::record::DbArg;
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

@@ -21,9 +21,8 @@ use iofleet_stats::result::RunResult;
 use crate::args::RunArgs;
 use crate::exit::Exit;
 use crate::run::live_session::LiveSession;
-use crate::run::session::{
-    check_step_args, closed_loop, ctrl_c_flag, exit_code, offered_rate, resolve, step, with_rate,
-};
+use crate::run::session::{closed_loop, ctrl_c_flag, exit_code, offered_rate, resolve, with_rate};
+use crate::run::stepping::{check_step_args, step};
 use crate::web::step::{Step, StepKind};
 
 #[derive(Args, Debug)]

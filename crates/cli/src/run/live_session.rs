@@ -8,13 +8,13 @@
 //! exporter's state and, with `--ui`, the live view's history, made once by the command
 //! before its first round or step and kept until it ends. Every round of
 //! `--steady-state`, step of `sweep` and `find-max`, and phase of a fio job file is a
-//! `session::measure` of its own that borrows them, so a page stays connected across
+//! `measure::measure` of its own that borrows them, so a page stays connected across
 //! them, its charts hold the whole command, and the port is bound once.
 //!
 //! The command announces each round or step (`step`), which the live view sends as a
 //! `step` event; the end of the command (`finish`) is the live view's `done`, after
 //! which open pages get at most 2 s to receive it. The terminal line and the results
-//! store stay per measurement (`session::measure`): each round or step is its own run.
+//! store stay per measurement (`measure::measure`): each round or step is its own run.
 
 use std::net::TcpListener;
 

@@ -1,18 +1,11 @@
-//! One run session, the library behind every command that measures (`run`, `sweep`,
-//! `find-max`, `plan`'s search, `verify`): the arguments resolved into worker groups and
-//! run settings, the launcher chosen (agents with `--hosts`, else threads here), the
-//! results store and terminal line around one measurement (watched too by the command's
-//! `LiveSession`: `/metrics` and the live view, made once per command), Ctrl-C, and the
-//! exit code a result earns. Steady-state rounds (`steady`) and stepped commands (`step`,
-//! `with_rate`, `closed_loop`) measure through `measure` here. Commands only parse, call
-//! and print:
-//!
-//! ```text
-//!   RunArgs ─resolve─▶ groups + RunSettings ─launcher_for─▶ Launcher
-//!                                │                            │
-//!                                └──────── measure ───────────┴─▶ fleet::run ─▶ RunResult ─exit_code─▶ i32
-//!                           (store, Ctrl-C; the command's LiveSession: live view, /metrics)
-//! ```
+//! What every command that measures (`run`, `sweep`, `find-max`, `plan`'s search,
+//! `verify`, `precondition`) decides before and after its measurements: the arguments
+//! resolved into worker groups and run settings (`resolve`: a profile, `--group`s or a
+//! fio job file), the fleet they run on (`launcher_for`: agents on an inventory's hosts
+//! or a Kubernetes description's pods with `--hosts`, else threads here), Ctrl-C, the
+//! exit code a result earns, and the rate arithmetic of stepped commands (`with_rate`,
+//! `offered_rate`, `closed_loop`). It measures nothing: a measurement is
+//! `crate::run::measure`'s, on the fleet the command's `LiveSession` holds.
 
 use std::os::unix::fs::FileTypeExt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,15 +16,12 @@ use iofleet_fleet::agents::AgentLauncher;
 use iofleet_fleet::hosts_file::HostsFile;
 use iofleet_fleet::inproc::ThreadLauncher;
 use iofleet_fleet::launcher::Launcher;
-use iofleet_fleet::{EngineSpec, Fanout, Observer, RunSettings, StartNow};
+use iofleet_fleet::{EngineSpec, RunSettings};
 use iofleet_profile::{format_duration, Context, GroupPlan, Overrides};
 use iofleet_stats::result::RunResult;
 
 use crate::args::RunArgs;
 use crate::exit::Exit;
-use crate::run::live::LiveView;
-use crate::run::live_session::LiveSession;
-use crate::store::record::StoreRecorder;
 
 /// `--target` as given: one directory, several existing directories, or block devices.
 pub(crate) fn target_spec_of(target: &[std::path::PathBuf]) -> Result<TargetSpec, Exit> {
@@ -251,57 +241,6 @@ pub(crate) fn fleet_exit(e: iofleet_fleet::FleetError) -> Exit {
     }
 }
 
-/// One run of `groups` on the command's fleet (made by its first measurement, kept for
-/// the later ones), with the store and terminal line around it and the command's live
-/// session (`/metrics`, live view) watching it too: the result, saved unless
-/// `--no-save`, with the stored identity filled in. `stop` ends it early.
-pub(crate) fn measure(
-    a: &RunArgs,
-    groups: &[GroupPlan],
-    settings: RunSettings,
-    stop: &Arc<AtomicBool>,
-    live_session: &mut LiveSession,
-) -> Result<RunResult, Exit> {
-    // Open the results store before any I/O (a bad --db fails early).
-    let mut recorder = StoreRecorder::open(&a.save, a.quiet)?;
-
-    let mut live = LiveView::new(a.quiet);
-    let result = {
-        let (launcher, watching) = live_session.fleet_and_observers(a, &settings)?;
-        let mut observers: Vec<&mut dyn Observer> = vec![&mut live];
-        observers.extend(watching);
-        if let Some(r) = recorder.as_mut() {
-            observers.push(r);
-        }
-        iofleet_fleet::run(
-            groups,
-            &settings,
-            launcher,
-            &mut StartNow,
-            stop.clone(),
-            &mut Fanout(observers),
-        )
-    };
-    // A command of one measurement closes its fleet now, so that what closing did is
-    // in the result (and the store).
-    let closed = match live_session.close_after_one {
-        true => live_session.close_fleet(),
-        false => Vec::new(),
-    };
-    live.finish();
-    let mut result = result;
-    if let Ok(r) = result.as_mut() {
-        // A fio job file's mapping notices, where the run's own notices are.
-        r.notices.extend(crate::run::fio_job::notices(a));
-        r.notices.extend(closed);
-    }
-    let stored = recorder.and_then(|r| r.finish(result.as_ref().ok()));
-    let mut result = result.map_err(fleet_exit)?;
-    // Printed and exported results say which stored run they are.
-    result.stored = stored;
-    Ok(result)
-}
-
 /// A flag the first Ctrl-C sets (stop and report what was measured); a second Ctrl-C
 /// exits at once.
 pub(crate) fn ctrl_c_flag() -> Arc<AtomicBool> {
@@ -441,50 +380,6 @@ pub(crate) fn closed_loop(groups: &mut [GroupPlan], flag: &str, hint: &str) -> R
             s.weight = Some(((r / top * 1000.0).round() as u32).max(1));
             s.qd = None;
         }
-    }
-    Ok(())
-}
-
-/// Measure one step: `a` with `labels` added, its groups `groups`. Returns the result
-/// and its exit code.
-pub(crate) fn step(
-    a: &RunArgs,
-    groups: &[GroupPlan],
-    name: String,
-    labels: Vec<(String, String)>,
-    seed: u64,
-    stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
-    live: &mut LiveSession,
-) -> Result<(RunResult, i32), Exit> {
-    let mut a = a.clone();
-    a.save.name = Some(name);
-    a.save.labels.extend(labels);
-    a.seed = seed;
-    a.ov.rate = None;
-    let (_, settings) = resolve(&a)?;
-    // With --steady-state, every step is measured in rounds until steady.
-    let r = crate::run::steady::measure_step(&a, groups, settings, stop, live)?;
-    let code = exit_code(&a, &r, stop);
-    Ok((r, code))
-}
-
-/// The run arguments every stepping command refuses, and the labels it sets itself.
-pub(crate) fn check_step_args(a: &RunArgs, own: &[&str]) -> Result<(), Exit> {
-    crate::run::steady::check_args(a)?;
-    if a.dry_run || a.output.is_some() || a.output_format.is_some() {
-        return Err(Exit::input(
-            "--dry-run, --output and --output-format apply to `iofleet run`; each step is saved in the results store",
-        ));
-    }
-    if let Some((k, _)) = a
-        .save
-        .labels
-        .iter()
-        .find(|(k, _)| own.contains(&k.as_str()))
-    {
-        return Err(Exit::input(format!(
-            "--label {k}: this command sets this label on every step"
-        )));
     }
     Ok(())
 }

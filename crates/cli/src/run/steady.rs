@@ -28,7 +28,7 @@ use iofleet_stats::steady::{first_steady_round, SteadyState, MAX_ROUNDS};
 use crate::args::RunArgs;
 use crate::exit::Exit;
 use crate::run::live_session::LiveSession;
-use crate::run::session::measure;
+use crate::run::measure::measure;
 use crate::store::record::update_stored_result;
 use crate::web::step::{Step, StepKind};
 
