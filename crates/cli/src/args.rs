@@ -47,16 +47,6 @@ fn engine(s: &str) -> Result<EngineSpec, String> {
     s.parse()
 }
 
-/// `iofleet run`: the workload and run flags every workload command takes, and what
-/// only `run`'s live view draws.
-#[derive(Args, Debug)]
-pub struct RunCmd {
-    #[command(flatten)]
-    pub run: RunArgs,
-    #[command(flatten)]
-    pub live: LiveInputs,
-}
-
 /// What the live view (`--ui`) draws beside the run, given to `run` only: sweep and
 /// find-max take no baseline, and find-max's `--slo` is its search's objective.
 #[derive(Args, Debug, Clone, Default)]
@@ -133,7 +123,8 @@ pub struct RunArgs {
     /// With --metrics-listen: who may use the listener (--allow-host, --token-file).
     #[command(flatten)]
     pub access: AccessArgs,
-    /// `run`'s `--baseline` and `--slo` for the live view (`RunCmd`); empty elsewhere.
+    /// `run`'s `--baseline` and `--slo` for the live view (`cmd::run::RunCmd`); empty
+    /// elsewhere.
     #[arg(skip)]
     pub live: LiveInputs,
     /// With --hosts: a host still silent this long after the run's end (or a Ctrl-C) is

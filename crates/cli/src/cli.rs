@@ -5,7 +5,7 @@
 
 use clap::{Parser, Subcommand};
 
-use crate::args::{RunArgs, RunCmd};
+use crate::args::RunArgs;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -27,7 +27,7 @@ pub struct Cli {
 pub enum Command {
     /// Run a profile (built-in name or a .toml file), or a workload given by flags, and
     /// print the result; `--dry-run` prints the plan instead.
-    Run(RunCmd),
+    Run(crate::cmd::run::RunCmd),
     /// Check the disks of a run made with --verify against their journals (after the run,
     /// a crash or a kill): every 4 KiB unit's header, offset, checksum and sequence. Takes
     /// the run's profile, flags and --target (or --hosts) to find the disks; exit code 4

@@ -25,7 +25,6 @@ mod need;
 
 use clap::{CommandFactory, Parser};
 
-use args::RunArgs;
 use cli::{Cli, Command};
 use exit::Exit;
 
@@ -63,10 +62,7 @@ fn man(subcommand: Option<&str>) -> Result<i32, Exit> {
 fn main() {
     let cli = Cli::parse();
     let outcome = match cli.command {
-        Command::Run(c) => run::output::run(RunArgs {
-            live: c.live,
-            ..c.run
-        }),
+        Command::Run(c) => cmd::run::run(c),
         Command::Verify(a) => cmd::verify::run(a),
         Command::Sweep(a) => cmd::sweep::run(a),
         Command::Precondition(a) => cmd::precondition::run(a),

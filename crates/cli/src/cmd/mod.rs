@@ -14,6 +14,7 @@ pub mod precondition;
 pub mod profiles;
 pub mod report;
 pub mod results;
+pub mod run;
 pub mod serve;
 pub mod sweep;
 pub mod verify;

@@ -1,9 +1,8 @@
-//! `iofleet run`: resolve the profile (or, without one, the default shape of
-//! `iofleet_profile::flags`) with the command-line overrides (`session::resolve`), then
-//! either print the launcher's plan (`--dry-run`, see `dry_run`) or measure through the
-//! session and export the result in the `--output-format` asked for (fio's layouts
-//! read the fleet's merged histograms back from the results store, where the run was
-//! just saved).
+//! What `iofleet run` prints: with `--dry-run`, the launcher's plan (`dry_run`, formatted
+//! by `crate::run::dry_run`); else the result in the `--output-format` asked for (fio's
+//! layouts read the fleet's merged histograms back from the results store, where the
+//! run was just saved) and the exit code it earns. Shared by the run command
+//! (`crate::cmd::run`) and the phases of a fio job file (`crate::run::fio_phases`).
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -19,22 +18,7 @@ use iofleet_store::Analysis;
 use crate::args::{OutputFormat, RunArgs};
 use crate::exit::Exit;
 use crate::run::dry_run;
-use crate::run::live_session::LiveSession;
-use crate::run::session::{ctrl_c_flag, exit_code, fleet_exit, launcher_for, resolve};
-
-pub fn run(a: RunArgs) -> Result<i32, Exit> {
-    crate::run::steady::check_args(&a)?;
-    check_output_format(&a)?;
-    // A fio job file of several stonewall phases: one run per phase.
-    if let Some(file) = crate::run::fio_phases::several(&a)? {
-        return crate::run::fio_phases::run(&a, file);
-    }
-    let (groups, settings) = resolve(&a)?;
-    if a.dry_run {
-        return dry_run(&a, &groups, settings);
-    }
-    execute(a, groups, settings)
-}
+use crate::run::session::{exit_code, fleet_exit, launcher_for};
 
 /// `--dry-run`: the objects a Kubernetes fleet would create, else the launch plan.
 pub(crate) fn dry_run(
@@ -55,26 +39,8 @@ pub(crate) fn dry_run(
     dry_run::print(&plan, &settings)
 }
 
-/// The run itself: outputs, Ctrl-C, the measurement, then the result and exit code.
-fn execute(a: RunArgs, groups: Vec<GroupPlan>, settings: RunSettings) -> Result<i32, Exit> {
-    // Open the JSON output file before any I/O, so a bad path fails early.
-    let mut output = match &a.output {
-        Some(p) => {
-            Some(BufWriter::new(File::create(p).map_err(|e| {
-                Exit::input(format!("--output {}: {e}", p.display()))
-            })?))
-        }
-        None => None,
-    };
-    // The listener and live view, once for every round of --steady-state.
-    let mut live = LiveSession::open(&a)?;
-    live.close_after_one = !a.steady_state;
-    let stop = ctrl_c_flag();
-    let result = crate::run::steady::measure_step(&a, &groups, settings, &stop, &mut live)?;
-    live.finish();
-    print_and_exit_code(&a, &result, output.as_mut(), &stop)
-}
-
+/// The result printed on stdout in the format asked for (and with `--output`, its JSON
+/// to that file), and the exit code it earns.
 pub(crate) fn print_and_exit_code(
     a: &RunArgs,
     result: &RunResult,
@@ -146,7 +112,7 @@ fn fio_flavor(f: OutputFormat) -> FioFlavor {
 }
 
 /// Refuse, before anything runs, an output format the run could not give.
-fn check_output_format(a: &RunArgs) -> Result<(), Exit> {
+pub(crate) fn check_output_format(a: &RunArgs) -> Result<(), Exit> {
     match a.output_format {
         Some(_) if a.dry_run => Err(Exit::input(
             "--output-format: --dry-run prints the plan, not a result",
