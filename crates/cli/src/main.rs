@@ -1,11 +1,48 @@
-//! The `iofleet` binary: parse arguments, dispatch to one subcommand, map outcomes to
-//! exit codes. No logic lives here.
+//! The `iofleet` binary: parse the command line (`cli`), call the one subcommand asked
+//! for, exit with the code its outcome earns (`exit`: 0 success, 1 failure, 2 bad
+//! input, 3 hosts lost, 4 corrupt data, 5 I/O errors, 130 Ctrl-C). No logic lives here.
 //!
-//! Exit codes: 0 success; 1 run-time failure; 2 bad input (a flag, a TOML key, a target
-//! refused for safety); 3 hosts lost mid-run (unless --tolerate-host-loss); 4 verified
-//! data found corrupt (`run --verify`, `verify`); 5 I/O errors (the run went on; failing
-//! disks were taken out); 130 interrupted by Ctrl-C (what was measured is still
-//! printed).
+//! A map of the crate. Its modules import one another as a tree (tests/house_rules.rs),
+//! and so do its folders: `cmd/` uses `run/`, which uses `web/` and `store/`, and
+//! nothing imports the root.
+//!
+//! ```text
+//! main.rs    the root: parse, dispatch, exit; `iofleet man` and `completions`
+//! cli.rs     the command line: Cli and Command, naming each command's flags
+//! cmd/       one file per subcommand: its own flags, one call, what it prints; no
+//!            command imports another's (what two share lives outside cmd/)
+//! run/       the measuring session of every command that runs a workload:
+//!   session.rs       arguments → worker groups + run settings; the fleet they run on
+//!                    (launcher_for); Ctrl-C; the exit code; the rate arithmetic
+//!   live_session.rs  the command's fleet, opened by its first measurement and closed
+//!                    at its end, and its live outputs (/metrics, the live view)
+//!   measure.rs       one measurement on that fleet, with the store and the terminal
+//!                    line (live.rs) around it
+//!   steady.rs        one step, in rounds until steady with --steady-state
+//!   stepping.rs      a stepped command's step (its name, labels, seed) and refusals
+//!   fio_job.rs       a fio job file as worker groups; fio_phases.rs its stonewall phases
+//!   find_max.rs      the find-max search over steps; search.rs its decisions
+//!   output.rs        what a run prints: its plan (dry_run.rs) or its result
+//! web/       the listeners: http.rs (the server), access.rs (who may ask), metrics.rs
+//!            (/metrics), live_web.rs + live_page.html (the live view), step.rs (a step
+//!            as the live outputs announce it), serve.rs (`iofleet serve`'s pages)
+//! store/     runs saved as they are measured (record.rs: --db, --no-save, --name,
+//!            --label) and read back by id, name or `latest` (stored.rs)
+//! args.rs    the flags several commands share: RunArgs, --convention, --output-format
+//! inputs.rs  every input file read once per command
+//! exit.rs    Exit: an error and the exit code it earns
+//! ```
+//!
+//! The flow of a command that measures (`run`, `sweep`, `find-max`, `plan`):
+//!
+//! ```text
+//!  argv ─cli─▶ Command ─▶ cmd::NAME::run ─session::resolve─▶ groups + RunSettings
+//!   ─▶ LiveSession::open (listeners, live view)
+//!   ─▶ measure, once per run, step, round or phase
+//!        ─▶ the command's fleet (threads here, agents over SSH, pods; opened once)
+//!        ─▶ iofleet_fleet::run ─▶ RunResult, saved in the store as it goes
+//!   ─▶ LiveSession::finish (fleet closed) ─▶ output: table, JSON, fio JSON ─▶ exit code
+//! ```
 
 #![forbid(unsafe_code)]
 
