@@ -3,7 +3,8 @@
 //! (opened once, closed when the command ends), each measurement with the results store
 //! and the terminal line around it, steady-state rounds, fio job phases, the find-max
 //! search, and what a run prints (its plan with `--dry-run`, else its result). It does
-//! not parse a command line (`crate::cmd`) nor serve HTTP (`crate::web`).
+//! not parse a command line (`crate::cmd`) nor serve HTTP (`crate::web`); it uses the
+//! listeners and the results store (`crate::store`), which do not use it.
 
 pub mod dry_run;
 pub mod find_max;
