@@ -379,7 +379,7 @@ pub fn fio_job(input: &str) {
 
 /// The listeners' HTTP server, compiled here from its source (it lives in the binary
 /// crate): only its pure head parser is called.
-#[path = "../../crates/cli/src/http.rs"]
+#[path = "../../crates/cli/src/web/http.rs"]
 #[allow(dead_code)]
 mod http;
 

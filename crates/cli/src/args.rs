@@ -1,172 +1,23 @@
-//! Command-line definitions. The flags that override profile keys are
+//! The flags several commands share: the workload and run flags of every command that
+//! measures (`RunArgs`, flattened into `run`, `verify`, `sweep`, `find-max` and `plan`),
+//! `--convention` and `--output-format`. The flags that override profile keys are
 //! `iofleet_profile::Overrides`, flattened into `RunArgs`: they take their help text from
 //! the profile option table, so each option is described once. Values are parsed into
 //! typed units by clap (sizes, durations, block-size lists), so a malformed value is a
-//! clap error naming the flag, exit code 2, before anything runs.
+//! clap error naming the flag, exit code 2, before anything runs. A flag only one
+//! command takes is defined in that command's module (`crate::cmd`); the command line
+//! itself is `crate::cli`.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, ValueEnum};
 use iofleet_fleet::EngineSpec;
 use iofleet_profile::Overrides;
 use iofleet_report::Convention;
+use iofleet_stats::slo::{self, Objective};
 
-#[derive(Parser, Debug)]
-#[command(
-    name = "iofleet",
-    version,
-    about = "Fleet benchmark for hyper-converged and software-defined storage",
-    long_about = "iofleet drives a fleet of workers × disks × threads × queue depth against the \
-storage under test and reports IOPS, throughput and exact latency percentiles computed from \
-merged histograms."
-)]
-pub struct Cli {
-    #[command(subcommand)]
-    pub command: Command,
-}
-
-#[derive(Subcommand, Debug)]
-// Parsed once per process: the size of the `run` variant does not matter.
-#[allow(clippy::large_enum_variant)]
-pub enum Command {
-    /// Run a profile (built-in name or a .toml file), or a workload given by flags, and
-    /// print the result; `--dry-run` prints the plan instead.
-    Run(RunCmd),
-    /// Check the disks of a run made with --verify against their journals (after the run,
-    /// a crash or a kill): every 4 KiB unit's header, offset, checksum and sequence. Takes
-    /// the run's profile, flags and --target (or --hosts) to find the disks; exit code 4
-    /// when any unit is corrupt, with one `corruption:` line per unit.
-    Verify(RunArgs),
-    /// List, show and document the built-in profiles, and fit a profile to an I/O trace
-    /// (`profile` is an alias).
-    #[command(subcommand, alias = "profile")]
-    Profiles(ProfilesCmd),
-    /// List, show, export and delete stored runs (the results store).
-    #[command(subcommand)]
-    Results(crate::cmd_results::ResultsCmd),
-    /// Run a profile once per value of one setting (`--vary qd=1,2,4,8,16,32`), each step
-    /// saved as a run labelled with its sweep and step, and print the curve: IOPS
-    /// against mean, p50 and p99 latency.
-    Sweep(crate::cmd_sweep::SweepArgs),
-    /// Precondition the plan's disks as the SNIA SSS PTS does before steady-state
-    /// tests: each disk written twice over with 128 KiB sequential writes of random data,
-    /// with a progress bar. Every safety check of `iofleet run` applies.
-    Precondition(crate::cmd_precondition::PreconditionArgs),
-    /// The theoretical IOPS ceiling of a profile on a cluster described in a TOML file,
-    /// per bottleneck (devices, protection, network, bandwidth), and with --run a stored
-    /// run's efficiency against it.
-    Ceiling(crate::cmd_ceiling::CeilingArgs),
-    /// Find the highest sustained open-loop rate at which every latency objective
-    /// (`--slo 'p99<=3ms'`) holds: bracketing, then bisection; every step saved as a run.
-    FindMax(crate::cmd_findmax::FindMaxArgs),
-    /// How many VDI desktops or SQL VMs the storage carries: a phase's profile at peak
-    /// (--at-peak), through find-max under objectives (--slo), or a stored run's IOPS
-    /// (--from-run), ÷ per-unit IOPS.
-    #[command(subcommand)]
-    Plan(crate::cmd_plan::PlanCmd),
-    /// Compare stored runs against a baseline, optionally failing on regressions.
-    Compare(crate::cmd_compare::CompareArgs),
-    /// Write a self-contained HTML (or Markdown) report of stored runs.
-    Report(crate::cmd_report::ReportArgs),
-    /// Serve the results store read-only to a browser: the runs list with filters, each
-    /// run's report, comparisons of ticked runs, and sweep and find-max curves
-    /// (docs/ui.md). Listens on 127.0.0.1:8716 unless --listen says otherwise.
-    Serve(crate::cmd_serve::ServeArgs),
-    /// Look after an inventory's hosts: `hosts clean --hosts FILE` removes the copies of
-    /// iofleet that fleet runs keep there.
-    #[command(subcommand)]
-    Hosts(crate::cmd_hosts::HostsCmd),
-    /// Look after a Kubernetes fleet: `kube clean --hosts FILE` deletes every object
-    /// iofleet made for it (kept with `keep = true`, or left by a killed run).
-    #[command(subcommand)]
-    Kube(crate::cmd_kube::KubeCmd),
-    /// Print the version, result schema version and io_uring availability.
-    Version,
-    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout,
-    /// e.g. `iofleet completions bash > /etc/bash_completion.d/iofleet`.
-    Completions {
-        /// The shell to complete for.
-        shell: clap_complete::Shell,
-    },
-    /// Print the man page (roff) on stdout: iofleet(1), or iofleet-SUBCOMMAND(1), e.g.
-    /// `iofleet man run | man -l -`.
-    Man {
-        /// A subcommand, for its own page (`run`, `results`, ...).
-        subcommand: Option<String>,
-    },
-    /// Serve a controller on stdin/stdout (started by `run --hosts` over SSH).
-    #[command(hide = true)]
-    Agent,
-}
-
-#[derive(Subcommand, Debug)]
-pub enum ProfilesCmd {
-    /// List the built-in profiles.
-    List,
-    /// Print a built-in profile's TOML, ready to copy and edit.
-    Show {
-        /// Built-in profile name (see `iofleet profiles list`).
-        name: String,
-    },
-    /// Print the profile reference (docs/profiles.md) generated from the option table.
-    Reference,
-    /// Fit a profile to an I/O trace: block sizes, random % and hot bands per
-    /// direction, read % and arrival rate (docs/traces.md).
-    FromTrace(FromTraceArgs),
-    /// Write the profile(s) iofleet would run for a fio job file: one per job section,
-    /// with the `iofleet run --group` line that runs them together (docs/fio.md).
-    FromFio(FromFioArgs),
-}
-
-#[derive(Args, Debug)]
-pub struct FromFioArgs {
-    /// The fio job file.
-    #[arg(value_name = "FILE")]
-    pub file: PathBuf,
-    /// Write the profile to this file; with several jobs, STEM-JOB.EXT per job. Default:
-    /// stdout, groups separated by `# ---- group NAME` lines.
-    #[arg(long, short, value_name = "FILE")]
-    pub output: Option<PathBuf>,
-    /// Write the profiles without this fio option (repeatable), with a notice.
-    #[arg(long, value_name = "OPTION")]
-    pub fio_ignore: Vec<String>,
-    /// Write only this job section's profile (repeatable), e.g. one phase of a file whose
-    /// jobs are separated by stonewall.
-    #[arg(long, value_name = "NAME")]
-    pub fio_job: Vec<String>,
-    /// Check block sizes for direct I/O (as `iofleet run --direct`).
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
-    pub direct: bool,
-}
-
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TraceFormatArg {
-    /// blkparse's default text output (queue `Q` events of reads and writes).
-    Blkparse,
-    /// time,op,offset,length: seconds, R/W or read/write, bytes, bytes; header optional.
-    Csv,
-    /// SNIA IOTTA MSR-Cambridge: Timestamp (100 ns ticks), Hostname, DiskNumber, Type,
-    /// Offset, Size, ResponseTime.
-    Msr,
-}
-
-#[derive(Args, Debug)]
-pub struct FromTraceArgs {
-    /// The trace file.
-    #[arg(value_name = "FILE")]
-    pub file: PathBuf,
-    /// The trace's format.
-    #[arg(long, value_enum)]
-    pub format: TraceFormatArg,
-    /// Fit one profile per window of this length (e.g. 60s), written as
-    /// STEM-wNN.toml next to --output, numbered from 1 in time order.
-    #[arg(long, value_parser = duration, allow_hyphen_values = true, value_name = "DURATION")]
-    pub split: Option<Duration>,
-    /// Write the profile to this file (required with --split); default: stdout.
-    #[arg(long, short, value_name = "FILE")]
-    pub output: Option<PathBuf>,
-}
+use crate::web::access::AccessArgs;
 
 pub(crate) use iofleet_profile::overrides::{duration, size};
 
@@ -186,36 +37,14 @@ fn convention(s: &str) -> Result<Convention, String> {
     s.parse()
 }
 
+/// A latency objective, `[all.|read.|write.]STAT<=LATENCY` (`--slo` of `run`'s live
+/// view and of the find-max search).
+pub(crate) fn objective(s: &str) -> Result<Objective, String> {
+    s.parse().map_err(|e: slo::ObjectiveError| e.to_string())
+}
+
 fn engine(s: &str) -> Result<EngineSpec, String> {
     s.parse()
-}
-
-/// Who may use an HTTP listener (`serve --listen`, `--metrics-listen`): defined once,
-/// applied by `crate::access::Access` (docs/security.md).
-#[derive(Args, Debug, Clone, Default)]
-pub struct AccessArgs {
-    /// Also answer requests that name this host (repeatable; a name or address, any
-    /// port). On a loopback address only loopback names and addresses (localhost,
-    /// 127.0.0.1, [::1]) and the listen address are answered otherwise; any other Host
-    /// gets 421 (a defence against DNS rebinding).
-    #[arg(long, value_name = "NAME", value_parser = crate::access::allow_host)]
-    pub allow_host: Vec<String>,
-    /// A private file (mode 600) holding a bearer token every request must carry, as
-    /// `Authorization: Bearer TOKEN` (Prometheus: `authorization.credentials_file`) or,
-    /// in a browser, by opening /?token=TOKEN once. Any address but loopback needs
-    /// one.
-    #[arg(long, value_name = "FILE")]
-    pub token_file: Option<PathBuf>,
-}
-
-/// `iofleet run`: the workload and run flags every workload command takes, and what
-/// only `run`'s live view draws.
-#[derive(Args, Debug)]
-pub struct RunCmd {
-    #[command(flatten)]
-    pub run: RunArgs,
-    #[command(flatten)]
-    pub live: LiveInputs,
 }
 
 /// What the live view (`--ui`) draws beside the run, given to `run` only: sweep and
@@ -230,8 +59,8 @@ pub struct LiveInputs {
     /// With --ui: a latency objective (`p99<=3ms`, `read.p95<=2ms`; repeatable) drawn
     /// as a line on the live view's latency chart. Only the live view uses it: the run
     /// does not pass or fail on it (find-max searches under objectives).
-    #[arg(long = "slo", value_name = "OBJECTIVE", value_parser = crate::find_max::objective, requires = "ui")]
-    pub slo: Vec<iofleet_stats::slo::Objective>,
+    #[arg(long = "slo", value_name = "OBJECTIVE", value_parser = objective, requires = "ui")]
+    pub slo: Vec<Objective>,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -294,7 +123,8 @@ pub struct RunArgs {
     /// With --metrics-listen: who may use the listener (--allow-host, --token-file).
     #[command(flatten)]
     pub access: AccessArgs,
-    /// `run`'s `--baseline` and `--slo` for the live view (`RunCmd`); empty elsewhere.
+    /// `run`'s `--baseline` and `--slo` for the live view (`cmd::run::RunCmd`); empty
+    /// elsewhere.
     #[arg(skip)]
     pub live: LiveInputs,
     /// With --hosts: a host still silent this long after the run's end (or a Ctrl-C) is
@@ -381,45 +211,7 @@ pub struct RunArgs {
     pub seed: u64,
     /// Results store: --db, --no-save, --name, --label.
     #[command(flatten)]
-    pub save: crate::record::SaveArgs,
-}
-
-#[cfg(test)]
-mod tests {
-    use clap::CommandFactory;
-
-    /// Every command that takes a workload takes every profile flag (the option table
-    /// and the flags themselves are kept in step in `iofleet_profile::overrides`).
-    #[test]
-    fn workload_commands_take_every_profile_flag() {
-        let cli = super::Cli::command();
-        let flags: Vec<&str> = iofleet_profile::options::OPTIONS
-            .iter()
-            .filter_map(|o| o.flag)
-            .collect();
-        assert!(flags.contains(&"--qd"), "{flags:?}");
-        for path in [
-            &["run"][..],
-            &["verify"],
-            &["sweep"],
-            &["find-max"],
-            &["plan", "vdi"],
-        ] {
-            let mut cmd = &cli;
-            for name in path {
-                cmd = cmd
-                    .find_subcommand(name)
-                    .unwrap_or_else(|| panic!("no {path:?}"));
-            }
-            for flag in &flags {
-                assert!(
-                    cmd.get_arguments()
-                        .any(|a| a.get_long().map(|l| format!("--{l}")).as_deref() == Some(*flag)),
-                    "{path:?} has no {flag}"
-                );
-            }
-        }
-    }
+    pub save: crate::store::record::SaveArgs,
 }
 
 /// `iofleet run --output-format`.

@@ -1,46 +1,59 @@
-//! The `iofleet` binary: parse arguments, dispatch to one subcommand, map outcomes to
-//! exit codes. No logic lives here.
+//! The `iofleet` binary: parse the command line (`cli`), call the one subcommand asked
+//! for, exit with the code its outcome earns (`exit`: 0 success, 1 failure, 2 bad
+//! input, 3 hosts lost, 4 corrupt data, 5 I/O errors, 130 Ctrl-C). No logic lives here.
 //!
-//! Exit codes: 0 success; 1 run-time failure; 2 bad input (a flag, a TOML key, a target
-//! refused for safety); 3 hosts lost mid-run (unless --tolerate-host-loss); 4 verified
-//! data found corrupt (`run --verify`, `verify`); 5 I/O errors (the run went on; failing
-//! disks were taken out); 130 interrupted by Ctrl-C (what was measured is still
-//! printed).
+//! A map of the crate. Its modules import one another as a tree (tests/house_rules.rs),
+//! and so do its folders: `cmd/` uses `run/`, which uses `web/` and `store/`, and
+//! nothing imports the root.
+//!
+//! ```text
+//! main.rs    the root: parse, dispatch, exit; `iofleet man` and `completions`
+//! cli.rs     the command line: Cli and Command, naming each command's flags
+//! cmd/       one file per subcommand: its own flags, one call, what it prints; no
+//!            command imports another's (what two share lives outside cmd/)
+//! run/       the measuring session of every command that runs a workload:
+//!   session.rs       arguments → worker groups + run settings; the fleet they run on
+//!                    (launcher_for); Ctrl-C; the exit code; the rate arithmetic
+//!   live_session.rs  the command's fleet, opened by its first measurement and closed
+//!                    at its end, and its live outputs (/metrics, the live view)
+//!   measure.rs       one measurement on that fleet, with the store and the terminal
+//!                    line (live.rs) around it
+//!   steady.rs        one step, in rounds until steady with --steady-state
+//!   stepping.rs      a stepped command's step (its name, labels, seed) and refusals
+//!   fio_job.rs       a fio job file as worker groups; fio_phases.rs its stonewall phases
+//!   find_max.rs      the find-max search over steps; search.rs its decisions
+//!   output.rs        what a run prints: its plan (dry_run.rs) or its result
+//! web/       the listeners: http.rs (the server), access.rs (who may ask), metrics.rs
+//!            (/metrics), live_web.rs + live_page.html (the live view), step.rs (a step
+//!            as the live outputs announce it), serve.rs (`iofleet serve`'s pages)
+//! store/     runs saved as they are measured (record.rs: --db, --no-save, --name,
+//!            --label) and read back by id, name or `latest` (stored.rs)
+//! args.rs    the flags several commands share: RunArgs, --convention, --output-format
+//! inputs.rs  every input file read once per command
+//! exit.rs    Exit: an error and the exit code it earns
+//! ```
+//!
+//! The flow of a command that measures (`run`, `sweep`, `find-max`, `plan`):
+//!
+//! ```text
+//!  argv ─cli─▶ Command ─▶ cmd::NAME::run ─session::resolve─▶ groups + RunSettings
+//!   ─▶ LiveSession::open (listeners, live view)
+//!   ─▶ measure, once per run, step, round or phase
+//!        ─▶ the command's fleet (threads here, agents over SSH, pods; opened once)
+//!        ─▶ iofleet_fleet::run ─▶ RunResult, saved in the store as it goes
+//!   ─▶ LiveSession::finish (fleet closed) ─▶ output: table, JSON, fio JSON ─▶ exit code
+//! ```
 
 #![forbid(unsafe_code)]
 
-mod access;
 mod args;
-mod cmd_ceiling;
-mod cmd_compare;
-mod cmd_findmax;
-mod cmd_hosts;
-mod cmd_kube;
-mod cmd_plan;
-mod cmd_precondition;
-mod cmd_profiles;
-mod cmd_report;
-mod cmd_results;
-mod cmd_run;
-mod cmd_serve;
-mod cmd_sweep;
-mod cmd_verify;
-mod dry_run;
-mod find_max;
-mod fio_job;
-mod fio_phases;
-mod http;
+mod cli;
+mod cmd;
+mod exit;
 mod inputs;
-mod live;
-mod live_session;
-mod live_web;
-mod metrics;
-mod record;
-mod search;
-mod serve;
-mod session;
-mod steady;
-mod stored;
+mod run;
+mod store;
+mod web;
 
 /// What a unit test needs from the machine: every skip goes through it (tests-support).
 #[cfg(test)]
@@ -49,28 +62,8 @@ mod need;
 
 use clap::{CommandFactory, Parser};
 
-use args::{Cli, Command, RunArgs};
-
-/// An error that carries its exit code.
-pub struct Exit {
-    pub code: i32,
-    pub message: String,
-}
-
-impl Exit {
-    pub fn input(message: impl std::fmt::Display) -> Self {
-        Exit {
-            code: 2,
-            message: message.to_string(),
-        }
-    }
-    pub fn failure(message: impl std::fmt::Display) -> Self {
-        Exit {
-            code: 1,
-            message: message.to_string(),
-        }
-    }
-}
+use cli::{Cli, Command};
+use exit::Exit;
 
 /// `iofleet man [SUBCOMMAND]`: the roff page of the one clap definition.
 fn man(subcommand: Option<&str>) -> Result<i32, Exit> {
@@ -106,23 +99,20 @@ fn man(subcommand: Option<&str>) -> Result<i32, Exit> {
 fn main() {
     let cli = Cli::parse();
     let outcome = match cli.command {
-        Command::Run(c) => cmd_run::run(RunArgs {
-            live: c.live,
-            ..c.run
-        }),
-        Command::Verify(a) => cmd_verify::run(a),
-        Command::Sweep(a) => cmd_sweep::run(a),
-        Command::Precondition(a) => cmd_precondition::run(a),
-        Command::FindMax(a) => cmd_findmax::run(a),
-        Command::Plan(p) => cmd_plan::run(p),
-        Command::Profiles(p) => cmd_profiles::run(p),
-        Command::Results(r) => cmd_results::run(r),
-        Command::Ceiling(c) => cmd_ceiling::run(c),
-        Command::Compare(c) => cmd_compare::run(c),
-        Command::Report(r) => cmd_report::run(r),
-        Command::Serve(s) => cmd_serve::run(s),
-        Command::Hosts(h) => cmd_hosts::run(h),
-        Command::Kube(k) => cmd_kube::run(k),
+        Command::Run(c) => cmd::run::run(c),
+        Command::Verify(a) => cmd::verify::run(a),
+        Command::Sweep(a) => cmd::sweep::run(a),
+        Command::Precondition(a) => cmd::precondition::run(a),
+        Command::FindMax(a) => cmd::find_max::run(a),
+        Command::Plan(p) => cmd::plan::run(p),
+        Command::Profiles(p) => cmd::profiles::run(p),
+        Command::Results(r) => cmd::results::run(r),
+        Command::Ceiling(c) => cmd::ceiling::run(c),
+        Command::Compare(c) => cmd::compare::run(c),
+        Command::Report(r) => cmd::report::run(r),
+        Command::Serve(s) => cmd::serve::run(s),
+        Command::Hosts(h) => cmd::hosts::run(h),
+        Command::Kube(k) => cmd::kube::run(k),
         Command::Agent => Ok(iofleet_fleet::agent::serve(
             Box::new(std::io::stdin()),
             Box::new(std::io::stdout()),

@@ -1,0 +1,413 @@
+//! `iofleet run --dry-run`: what a run would do, printed, with nothing touched.
+//!
+//! The output is the launcher's plan (`Launcher::plan`, the very plan a run
+//! materializes): the resolved profile as TOML (save it and run it as a profile file),
+//! followed by the fleet layout and the files or device regions as TOML comments, so the
+//! whole of stdout is still a profile that runs. Planning makes every check a run makes
+//! before it writes (profile, flags, the fleet's totals and the memory they need, target
+//! kind, free space, device safety, block sizes against the layout), so they fail the
+//! same way, exit 2. Nothing is created, filled or written: no target directory, no disk
+//! file, no results store entry, no `--output` file, no agent started. Lanes are counted,
+//! never built, and only the first disk files of a host are named, so a dry run stays
+//! small whatever the fleet. Remote hosts (`--hosts`) are not contacted, so their device
+//! regions (and memory) are not known.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use iofleet_engine::target::{DiskLayout, TargetSpec, MARKER_LEN};
+use iofleet_fleet::inventory::{self, HostSpec};
+use iofleet_fleet::launcher::{LaunchPlan, Placement};
+use iofleet_fleet::protocol::TargetArg;
+use iofleet_fleet::RunSettings;
+use iofleet_profile::{plan_toml, Bytes, FleetTotals, GroupPlan};
+
+use crate::exit::Exit;
+
+/// Disk files or regions listed per target before the rest is summarised.
+const LIST_AT_MOST: usize = 32;
+
+/// Print `plan` (from `Launcher::plan`) as a profile followed by the fleet and its
+/// placement as comments.
+pub fn print(plan: &LaunchPlan, settings: &RunSettings) -> Result<i32, Exit> {
+    let groups = &plan.groups;
+    let mut out = String::new();
+    plan_lines(&mut out, groups);
+    fleet_lines(&mut out, plan)?;
+    match &plan.placement {
+        Placement::Here {
+            host,
+            io_threads,
+            memory,
+            target,
+        } => {
+            writeln!(out, "#   host:        {host} (this host)").ok();
+            writeln!(out, "#   I/O threads: {io_threads}").ok();
+            writeln!(out, "#   memory:      {memory}").ok();
+            match target {
+                None => {
+                    writeln!(
+                        out,
+                        "# Target: none ({} touches no storage)",
+                        settings.engine.name()
+                    )
+                    .ok();
+                }
+                Some((target, layout)) => target_lines(&mut out, target, layout),
+            }
+        }
+        Placement::Hosts(hosts) => {
+            writeln!(
+                out,
+                "#   hosts:       {} (not contacted: I/O threads and device regions are decided on each host)",
+                hosts.len()
+            )
+            .ok();
+            for (h, share) in hosts {
+                host_lines(&mut out, h, share)?;
+            }
+        }
+    }
+    for n in &plan.notices {
+        writeln!(out, "# note: {n}").ok();
+    }
+    print!("{out}");
+    Ok(0)
+}
+
+/// The plan(s), as profile TOML.
+fn plan_lines(out: &mut String, groups: &[GroupPlan]) {
+    writeln!(
+        out,
+        "# iofleet run --dry-run: the resolved plan as a profile. Nothing was created or written."
+    )
+    .ok();
+    if let [g] = groups {
+        writeln!(
+            out,
+            "# Save this output as a .toml file and run it: iofleet run FILE (with the same --target)."
+        )
+        .ok();
+        writeln!(out, "{}", plan_toml(&g.plan)).ok();
+        return;
+    }
+    writeln!(
+        out,
+        "# One profile per worker group; save each part as a .toml file and run them together with\n\
+         # --group NAME=FILE:WORKERS (each group's workers are given on --group)."
+    )
+    .ok();
+    for g in groups {
+        writeln!(
+            out,
+            "\n# ---- group {} ({} workers): --group {}=FILE:{} ----",
+            g.name, g.plan.fleet.workers, g.name, g.plan.fleet.workers
+        )
+        .ok();
+        writeln!(out, "{}", plan_toml(&g.plan)).ok();
+    }
+}
+
+/// What `groups` add up to (counted, never built), as the plan checked them.
+fn totals(groups: &[GroupPlan]) -> Result<FleetTotals, Exit> {
+    FleetTotals::of(groups).map_err(Exit::input)
+}
+
+/// The fleet: workers per group, disks, lanes, outstanding I/Os, engine.
+fn fleet_lines(out: &mut String, plan: &LaunchPlan) -> Result<(), Exit> {
+    let groups = &plan.groups;
+    let t = totals(groups)?;
+    let (lanes, disks, outstanding) = (t.lanes, t.disks, t.in_flight);
+    writeln!(out, "# Fleet").ok();
+    writeln!(out, "#   workers:     {}", t.workers).ok();
+    for g in groups {
+        let f = &g.plan.fleet;
+        writeln!(
+            out,
+            "#     group {}: workers {}..={}, {} disk(s) of {} each, {} thread(s) per disk, qd {}",
+            g.name,
+            g.worker_base,
+            (g.worker_base + f.workers).saturating_sub(1),
+            f.disks_per_worker,
+            f.disk_size,
+            f.threads_per_disk,
+            f.qd
+        )
+        .ok();
+    }
+    writeln!(out, "#   disks:       {disks}").ok();
+    writeln!(
+        out,
+        "#   lanes:       {lanes} (one per thread of each disk a stream uses)"
+    )
+    .ok();
+    writeln!(
+        out,
+        "#   outstanding: {outstanding} I/Os when every lane is full"
+    )
+    .ok();
+    writeln!(out, "#   engine:      {}", plan.engine).ok();
+    writeln!(
+        out,
+        "#   direct I/O:  {}",
+        if plan.direct { "yes (O_DIRECT)" } else { "no" }
+    )
+    .ok();
+    Ok(())
+}
+
+/// How many disk files a directory target gets, and their bytes with the fill markers.
+fn files_line(out: &mut String, layout: &[DiskLayout]) {
+    let bytes: u64 = layout.iter().map(|l| l.size + MARKER_LEN).sum();
+    writeln!(
+        out,
+        "#   {} disk file(s), {:.2} GiB in all (each disk plus a {} fill marker)",
+        layout.len(),
+        bytes as f64 / (1u64 << 30) as f64,
+        Bytes(MARKER_LEN)
+    )
+    .ok();
+}
+
+fn target_lines(out: &mut String, target: &TargetSpec, layout: &[DiskLayout]) {
+    match target {
+        TargetSpec::Dir(d) => {
+            let state = if d.is_dir() {
+                "exists"
+            } else {
+                "does not exist yet; the run creates it"
+            };
+            writeln!(out, "# Target: directory {} ({state})", d.display()).ok();
+            files_line(out, layout);
+        }
+        TargetSpec::Dirs(dirs) => {
+            let names: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+            writeln!(
+                out,
+                "# Target: directories {} (each worker's disks in turn, one directory after another)",
+                names.join(" ")
+            )
+            .ok();
+            files_line(out, layout);
+        }
+        TargetSpec::Devices(devs) => {
+            let names: Vec<String> = devs.iter().map(|d| d.display().to_string()).collect();
+            writeln!(
+                out,
+                "# Target: block device(s) {}, split into equal regions",
+                names.join(" ")
+            )
+            .ok();
+        }
+    }
+    for d in layout.iter().take(LIST_AT_MOST) {
+        let place = if d.is_device {
+            format!(
+                "{} bytes {}..{}",
+                d.path.display(),
+                d.region_offset,
+                d.region_offset + d.size
+            )
+        } else {
+            d.path.display().to_string()
+        };
+        writeln!(
+            out,
+            "#   worker {} disk {}: {place} ({})",
+            d.worker,
+            d.disk,
+            Bytes(d.size)
+        )
+        .ok();
+    }
+    if layout.len() > LIST_AT_MOST {
+        writeln!(out, "#   ... and {} more", layout.len() - LIST_AT_MOST).ok();
+    }
+}
+
+fn host_lines(
+    out: &mut String,
+    h: &HostSpec,
+    share: &iofleet_fleet::agents::HostShare,
+) -> Result<(), Exit> {
+    let (base, count) = (share.base, share.count);
+    let via = match h.transport {
+        inventory::TransportKind::Ssh => format!("ssh {}", h.destination),
+        inventory::TransportKind::Local => "a local agent process".into(),
+        inventory::TransportKind::Kubectl => format!("kubectl exec {}", h.destination),
+    };
+    if h.role == inventory::Role::Observer {
+        let watches = match &h.target {
+            TargetArg::Devices(d) if d.is_empty() => "every disk of the host".to_string(),
+            TargetArg::Devices(d) => d.join(" "),
+            TargetArg::Dir(dir) => format!("the device under {dir}"),
+            TargetArg::Dirs(dirs) => format!("the devices under {}", dirs.join(" ")),
+        };
+        writeln!(
+            out,
+            "#   host {} ({via}): observer, runs no I/O; reports CPU, memory, network and {watches}",
+            h.name
+        )
+        .ok();
+        return Ok(());
+    }
+    if count == 0 {
+        writeln!(out, "#   host {} ({via}): no worker to run", h.name).ok();
+        return Ok(());
+    }
+    let t = totals(&share.groups)?;
+    writeln!(
+        out,
+        "#   host {} ({via}): workers {base}..={}, {} lanes, {} I/Os in flight (its memory is checked on the host)",
+        h.name,
+        base + count - 1,
+        t.lanes,
+        t.in_flight
+    )
+    .ok();
+    let dirs: Vec<&str> = match &h.target {
+        TargetArg::Dir(dir) => vec![dir.as_str()],
+        TargetArg::Dirs(dirs) => dirs.iter().map(String::as_str).collect(),
+        TargetArg::Devices(_) => Vec::new(),
+    };
+    match &h.target {
+        TargetArg::Dir(_) | TargetArg::Dirs(_) => {
+            // Each group's disks in turn over the directories, as the host plans them:
+            // the first few named, the rest counted.
+            let mut files = Vec::new();
+            for g in &share.groups {
+                let lo = g.worker_base;
+                let per_worker = g.plan.fleet.disks_per_worker;
+                let disks = (0..g.plan.fleet.workers)
+                    .flat_map(|w| (0..per_worker).map(move |d| (lo + w, d)))
+                    .take(LIST_AT_MOST - files.len().min(LIST_AT_MOST));
+                for (k, (w, d)) in disks.enumerate() {
+                    let dir = dirs[k % dirs.len()];
+                    files.push(
+                        PathBuf::from(dir).join(iofleet_engine::target::disk_file_name(w, d)),
+                    );
+                }
+            }
+            writeln!(
+                out,
+                "#     target {} {}: {} disk file(s)",
+                if dirs.len() == 1 {
+                    "directory"
+                } else {
+                    "directories"
+                },
+                dirs.join(" "),
+                t.disks
+            )
+            .ok();
+            for f in &files {
+                writeln!(out, "#       {}", f.display()).ok();
+            }
+            if t.disks > files.len() as u64 {
+                writeln!(out, "#       ... and {} more", t.disks - files.len() as u64).ok();
+            }
+        }
+        TargetArg::Devices(devs) => {
+            writeln!(
+                out,
+                "#     target devices {} (regions are planned on the host)",
+                devs.join(" ")
+            )
+            .ok();
+        }
+    }
+    Ok(())
+}
+
+/// `--dry-run` with `--hosts` naming a Kubernetes fleet (a `[kubernetes]` table): the
+/// objects iofleet would create, as YAML that `kubectl apply -f -` accepts, then the
+/// resolved plan and each pod's share as YAML comments. Contacts no cluster.
+pub fn print_kube(path: &std::path::Path, groups: &[GroupPlan]) -> Result<i32, Exit> {
+    let fleet = iofleet_fleet::kube::load(path).map_err(Exit::input)?;
+    let (group, notes) = fleet.group(groups).map_err(Exit::input)?;
+    let plan = &group.plan;
+    let mut out = String::new();
+    writeln!(
+        out,
+        "# iofleet run --dry-run on Kubernetes: the objects iofleet would create, for\n\
+         # kubectl apply -f - (which accepts this output as it is). Nothing was created."
+    )
+    .ok();
+    out.push_str(&iofleet_fleet::kube::to_yaml(&fleet.manifests(plan)));
+    let mut rest = String::new();
+    plan_lines(&mut rest, std::slice::from_ref(&group));
+    for line in rest.lines() {
+        if line.starts_with('#') || line.is_empty() {
+            writeln!(out, "{line}").ok();
+        } else {
+            writeln!(out, "# {line}").ok();
+        }
+    }
+    let f = &plan.fleet;
+    writeln!(out, "# Fleet").ok();
+    writeln!(
+        out,
+        "#   pods:        {} in namespace {}{} (each a host running one worker)",
+        fleet.pods,
+        fleet.namespace,
+        fleet
+            .context
+            .as_ref()
+            .map_or(String::new(), |c| format!(", context {c}"))
+    )
+    .ok();
+    writeln!(
+        out,
+        "#   volumes:     {} per pod, {} MiB each, {} mode, StorageClass {}",
+        f.disks_per_worker,
+        fleet.volume_bytes(f.disk_size.get()) >> 20,
+        match fleet.volume_mode {
+            iofleet_fleet::kube::VolumeMode::Filesystem => "filesystem",
+            iofleet_fleet::kube::VolumeMode::Block => "block",
+        },
+        fleet
+            .storage_class
+            .as_deref()
+            .unwrap_or("(the cluster's default)")
+    )
+    .ok();
+    writeln!(
+        out,
+        "#   disks:       {} of {} each, {} thread(s) per disk, qd {}",
+        fleet.pods as u64 * f.disks_per_worker as u64,
+        f.disk_size,
+        f.threads_per_disk,
+        f.qd
+    )
+    .ok();
+    let shown = fleet.pod_names().into_iter().enumerate();
+    for (w, pod) in shown.clone().take(LIST_AT_MOST) {
+        let disks: Vec<String> = (0..f.disks_per_worker)
+            .map(|k| fleet.disk_path(k))
+            .collect();
+        writeln!(out, "#   pod {pod}: worker {w}, disks {}", disks.join(" ")).ok();
+    }
+    if fleet.pods as usize > LIST_AT_MOST {
+        writeln!(
+            out,
+            "#   ... and {} more pods",
+            fleet.pods as usize - LIST_AT_MOST
+        )
+        .ok();
+    }
+    writeln!(
+        out,
+        "#   afterwards:  {}",
+        if fleet.keep {
+            "pods and volumes kept for the next run (keep = true)"
+        } else {
+            "every object above deleted, volumes with them"
+        }
+    )
+    .ok();
+    for n in &notes {
+        writeln!(out, "# note: {n}").ok();
+    }
+    print!("{out}");
+    Ok(0)
+}

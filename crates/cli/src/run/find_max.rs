@@ -1,0 +1,489 @@
+//! The find-max search behind `iofleet find-max` and `plan`'s search phase: the highest
+//! sustained open-loop rate at which every latency objective holds. Each step is one run
+//! of the session (`stepping::step`), measured and saved as `iofleet run` does it, with
+//! the profile's offered rate set by `session::with_rate`; the decisions are `search`'s,
+//! the objectives `iofleet_stats::slo`'s.
+//!
+//! Rates here are totals over the fleet (IOPS), unlike `--rate`, which is per worker.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use iofleet_profile::{format_duration, parse_duration, GroupPlan};
+use iofleet_stats::result::RunResult;
+use iofleet_stats::slo::{self, Objective};
+
+use crate::args::{objective, RunArgs};
+use crate::exit::Exit;
+use crate::run::live_session::LiveSession;
+use crate::run::search::{self, End, Measured, Outcome, Params};
+use crate::run::session::{closed_loop, ctrl_c_flag, resolve, with_rate};
+use crate::run::stepping::{check_step_args, step};
+use crate::web::step::{Step, StepKind};
+
+fn duration(s: &str) -> Result<Duration, String> {
+    parse_duration(s)
+}
+
+/// `2%` or `2` (percent), above 0 and at most 50.
+fn tolerance(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("'{s}' is not a percentage (e.g. 2%)"))?;
+    if !(v > 0.0 && v <= 50.0) {
+        return Err(format!("'{s}' must be above 0% and at most 50%"));
+    }
+    Ok(v / 100.0)
+}
+
+/// The search's own flags, shared by `find-max` and `plan`.
+#[derive(Args, Debug, Clone)]
+pub struct SearchArgs {
+    /// A latency objective every step must meet, `[all.|read.|write.]STAT<=LATENCY` with
+    /// STAT one of p50, p90, p95, p99, p99.9, mean, max and a unit ns, us, ms or s, e.g.
+    /// `p99<=3ms`, `read.p95<=2ms` (repeatable; all must hold).
+    #[arg(long = "slo", value_name = "OBJECTIVE", value_parser = objective)]
+    pub slo: Vec<Objective>,
+    /// The first rate tried, total IOPS over the fleet [default: the profile's
+    /// closed-loop maximum, measured first].
+    #[arg(long, value_name = "IOPS", allow_negative_numbers = true)]
+    pub start: Option<f64>,
+    /// Bisection stops when the highest passing and lowest failing rate are within this
+    /// share of the failing one.
+    #[arg(long, default_value = "2%", value_parser = tolerance, value_name = "PERCENT")]
+    pub tolerance: f64,
+    /// The shortest measured duration a step may have (the profile's or --duration's).
+    #[arg(long, default_value = "10s", value_parser = duration, value_name = "DURATION")]
+    pub min_step: Duration,
+    /// Also fail steps past the knee: mean latency above twice that of a light step at
+    /// 10% of the start rate.
+    #[arg(long)]
+    pub stop_at_knee: bool,
+    /// At most this many steps in all (repeats included).
+    #[arg(long, default_value_t = 40, value_name = "N")]
+    pub max_steps: usize,
+}
+
+/// One measured step of a search, as printed and stored.
+pub(crate) struct StepRecord {
+    pub step: usize,
+    pub point: search::Point,
+    pub result: RunResult,
+}
+
+/// What a search found.
+pub(crate) struct Report {
+    pub name: String,
+    pub objectives: Vec<Objective>,
+    /// The closed-loop maximum measured first (absent with --start).
+    pub closed: Option<RunResult>,
+    pub steps: Vec<StepRecord>,
+    /// Index into `steps` of the found point.
+    pub found: Option<usize>,
+    pub end: End,
+    pub code: i32,
+}
+
+impl Report {
+    pub fn found(&self) -> Option<&StepRecord> {
+        self.found.map(|i| &self.steps[i])
+    }
+    /// The measured IOPS at the found rate.
+    pub fn max_iops(&self) -> Option<f64> {
+        self.found().map(|s| s.result.summary.all.iops)
+    }
+}
+
+/// Labels every find-max step carries.
+const OWN_LABELS: [&str; 6] = ["findmax", "step", "rate", "slo", "repeat", "found"];
+
+/// Run the search for `a` under `s`; `name` names the search in the store. The search
+/// has one live session (`--metrics-listen`, `--ui`) for all its steps, each announced.
+pub(crate) fn find_max(a: &RunArgs, s: &SearchArgs, name: &str) -> Result<Report, Exit> {
+    let groups = checked_groups(a, s)?;
+    let mut live = LiveSession::open(a)?;
+    let report = search(a, s, name, groups, &mut live);
+    live.finish();
+    report
+}
+
+fn search(
+    a: &RunArgs,
+    s: &SearchArgs,
+    name: &str,
+    groups: Vec<GroupPlan>,
+    live: &mut LiveSession,
+) -> Result<Report, Exit> {
+    let mut run = SearchRun {
+        a,
+        s,
+        name,
+        groups,
+        slo_label: slo::join(&s.slo),
+        stop: ctrl_c_flag(),
+        code: 0,
+        live,
+    };
+    let (start, closed) = match s.start {
+        Some(r) => (r, None),
+        None => match run.closed_loop()? {
+            Ok((iops, r)) => (iops, Some(r)),
+            Err(report) => return Ok(report),
+        },
+    };
+    let params = Params {
+        start,
+        tolerance: s.tolerance,
+        limits_us: s.slo.iter().map(|o| o.limit_us).collect(),
+        stop_at_knee: s.stop_at_knee,
+        max_steps: s.max_steps,
+    };
+    let mut results: Vec<RunResult> = Vec::new();
+    let found = search::find_max(&params, &mut |rate: f64, repeat: u32| {
+        run.measure_at(&mut results, rate, repeat)
+    })?;
+    let steps: Vec<StepRecord> = found
+        .points
+        .into_iter()
+        .zip(results)
+        .enumerate()
+        .map(|(i, (point, result))| StepRecord {
+            step: i + 1,
+            point,
+            result,
+        })
+        .collect();
+    let found_at = found.best.map(|(_, i)| i);
+    // Mark the answer in the store, now that it is known.
+    if let Some(id) = found_at.and_then(|i| steps[i].result.stored.as_ref().map(|s| s.id.clone())) {
+        mark_found(a, &id);
+    }
+    if found.end == End::NoneMet {
+        run.code = run.code.max(1);
+    }
+    Ok(Report {
+        name: name.to_string(),
+        objectives: s.slo.clone(),
+        closed,
+        steps,
+        found: found_at,
+        end: found.end,
+        code: run.code,
+    })
+}
+
+/// The run's groups, once the step flags, the objectives, the step length, the start
+/// rate and the rate arithmetic are checked (before anything runs).
+fn checked_groups(a: &RunArgs, s: &SearchArgs) -> Result<Vec<GroupPlan>, Exit> {
+    check_step_args(a, &OWN_LABELS)?;
+    if s.slo.is_empty() {
+        return Err(Exit::input(
+            "--slo: give at least one latency objective, e.g. --slo 'p99<=3ms'",
+        ));
+    }
+    let (groups, _) = resolve(a)?;
+    let measured = groups[0].plan.timing.duration;
+    if measured < s.min_step {
+        return Err(Exit::input(format!(
+            "--duration {}: a find-max step must measure at least --min-step {}",
+            format_duration(measured),
+            format_duration(s.min_step)
+        )));
+    }
+    if let Some(r) = s.start {
+        if !(r > 0.0 && r.is_finite()) {
+            return Err(Exit::input(format!(
+                "--start {r}: give a rate above 0 IOPS"
+            )));
+        }
+    }
+    // The rate arithmetic is checked before anything runs.
+    with_rate(&mut groups.clone(), 1.0)?;
+    Ok(groups)
+}
+
+/// A search under way: what every step runs and is labelled with, and the worst exit
+/// code so far.
+struct SearchRun<'a> {
+    a: &'a RunArgs,
+    s: &'a SearchArgs,
+    name: &'a str,
+    groups: Vec<GroupPlan>,
+    slo_label: String,
+    stop: Arc<AtomicBool>,
+    code: i32,
+    live: &'a mut LiveSession,
+}
+
+impl SearchRun<'_> {
+    /// The labels of step `step` at `rate`.
+    fn labels(&self, step: usize, rate: &str) -> Vec<(String, String)> {
+        vec![
+            ("findmax".to_string(), self.name.to_string()),
+            ("step".to_string(), step.to_string()),
+            ("rate".to_string(), rate.to_string()),
+            ("slo".to_string(), self.slo_label.clone()),
+        ]
+    }
+
+    /// Measure the closed-loop maximum, the default start rate: its IOPS and run, or
+    /// the search's report when it was interrupted or measured nothing.
+    fn closed_loop(&mut self) -> Result<Result<(f64, RunResult), Report>, Exit> {
+        let (a, name) = (self.a, self.name);
+        let mut g = self.groups.clone();
+        closed_loop(&mut g, "--start", "; give the first rate with --start")?;
+        if !a.quiet {
+            eprintln!("find-max: measuring the closed-loop maximum");
+        }
+        self.live.step(&Step {
+            kind: StepKind::FindMax,
+            index: 0,
+            of: None,
+            at_most: false,
+            label: "the closed-loop maximum".into(),
+            rate_iops: None,
+        });
+        let (r, c) = step(
+            a,
+            &g,
+            format!("{name}/closed-loop"),
+            self.labels(0, "closed-loop"),
+            a.seed,
+            &self.stop,
+            self.live,
+        )?;
+        self.code = self.code.max(c);
+        let iops = r.summary.all.iops;
+        if c == 130 || iops.is_nan() || iops <= 0.0 {
+            return Ok(Err(Report {
+                name: name.to_string(),
+                objectives: self.s.slo.clone(),
+                closed: Some(r),
+                steps: Vec::new(),
+                found: None,
+                end: if c == 130 {
+                    End::Interrupted
+                } else {
+                    End::NoneMet
+                },
+                code: self.code.max(1),
+            }));
+        }
+        Ok(Ok((iops, r)))
+    }
+
+    /// Run one step at `rate` (its `repeat`-th repeat), keep its result in `results`,
+    /// and return what the search judges it by.
+    fn measure_at(
+        &mut self,
+        results: &mut Vec<RunResult>,
+        rate: f64,
+        repeat: u32,
+    ) -> Result<Measured, Exit> {
+        let (a, name) = (self.a, self.name);
+        let mut g = self.groups.clone();
+        with_rate(&mut g, rate)?;
+        let i = results.len() + 1;
+        let mut l = self.labels(i, &format!("{rate:.0}"));
+        if repeat > 0 {
+            l.push(("repeat".to_string(), repeat.to_string()));
+        }
+        if !a.quiet {
+            eprintln!(
+                "find-max step {i}: {rate:.0} IOPS{}",
+                if repeat > 0 { " (again: noisy)" } else { "" }
+            );
+        }
+        self.live.step(&Step {
+            kind: StepKind::FindMax,
+            index: i as u32,
+            of: None,
+            at_most: false,
+            label: if repeat > 0 { "again: noisy" } else { "" }.into(),
+            rate_iops: Some(rate),
+        });
+        let (r, c) = step(
+            a,
+            &g,
+            format!("{name}/rate={rate:.0}"),
+            l,
+            a.seed.wrapping_add(repeat as u64),
+            &self.stop,
+            self.live,
+        )?;
+        self.code = self.code.max(c);
+        let m = Measured {
+            iops: r.summary.all.iops,
+            mean_us: r.summary.all.latency_us.as_ref().map(|l| l.mean),
+            values: self.s.slo.iter().map(|o| o.value_us(&r.summary)).collect(),
+            interrupted: c == 130 || r.run.interrupted,
+        };
+        results.push(r);
+        Ok(m)
+    }
+}
+
+/// Label the found step's run `found=true` (a warning if the store refuses).
+fn mark_found(a: &RunArgs, id: &str) {
+    let path = match &a.save.db {
+        Some(p) => Ok(p.clone()),
+        None => iofleet_store::default_path(),
+    };
+    let done = path
+        .and_then(|p| iofleet_store::Store::open(&p))
+        .and_then(|mut s| s.set_label(id, "found", "true"));
+    if let Err(e) = done {
+        eprintln!("warning: could not mark run {id} as the one found: {e}");
+    }
+}
+
+fn outcome_text(o: Outcome, objectives: &[Objective]) -> String {
+    match o {
+        Outcome::Pass => "pass".into(),
+        Outcome::Missed(i) => format!("missed {}", objectives[i]),
+        Outcome::NotSustained => "not sustained".into(),
+        Outcome::PastKnee => "past the knee".into(),
+        Outcome::Light => "light (knee reference)".into(),
+        Outcome::Interrupted => "interrupted".into(),
+    }
+}
+
+fn end_text(e: End) -> &'static str {
+    match e {
+        End::Converged => "converged",
+        End::NoneMet => "none met",
+        End::NoFailure => "no failure",
+        End::OutOfSteps => "out of steps",
+        End::Interrupted => "interrupted",
+    }
+}
+
+pub(crate) fn report_json(r: &Report) -> serde_json::Value {
+    let lat_json = |res: &RunResult| {
+        serde_json::to_value(&res.summary.all.latency_us).unwrap_or(serde_json::Value::Null)
+    };
+    let points: Vec<serde_json::Value> = r
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let lat = s.result.summary.all.latency_us.as_ref();
+            serde_json::json!({
+                "step": s.step,
+                "rate": s.point.rate,
+                "repeat": s.point.repeat,
+                "iops": s.result.summary.all.iops,
+                "mean_us": lat.map(|l| l.mean),
+                "p50_us": lat.map(|l| l.p50),
+                "p99_us": lat.map(|l| l.p99),
+                "values_us": s.point.measured.values,
+                "outcome": outcome_text(s.point.outcome, &r.objectives),
+                "passed": s.point.outcome.passed(),
+                "noisy": s.point.noisy,
+                "found": r.found == Some(i),
+                "run_id": s.result.stored.as_ref().map(|x| x.id.clone()),
+            })
+        })
+        .collect();
+    let found = r.found();
+    serde_json::json!({
+        "findmax": r.name,
+        "objectives": r.objectives.iter().map(|o| o.to_string()).collect::<Vec<_>>(),
+        "max_iops": r.max_iops(),
+        "rate": found.map(|s| s.point.rate),
+        "found_step": found.map(|s| s.step),
+        "run_id": found.and_then(|s| s.result.stored.as_ref().map(|x| x.id.clone())),
+        "latency_us": found.map(|s| lat_json(&s.result)),
+        "end": end_text(r.end),
+        "closed_loop_iops": r.closed.as_ref().map(|c| c.summary.all.iops),
+        "points": points,
+    })
+}
+
+pub(crate) fn report_table(r: &Report) -> String {
+    let objectives = slo::join(&r.objectives);
+    let mut t = format!("find-max {}: {}\n", r.name, objectives.replace(';', ", "));
+    if let Some(c) = &r.closed {
+        t.push_str(&format!(
+            "closed-loop maximum: {:.0} IOPS ({})\n",
+            c.summary.all.iops,
+            c.stored.as_ref().map_or("not saved", |s| s.id.as_str())
+        ));
+    }
+    match r.found() {
+        Some(s) => {
+            let l = s.result.summary.all.latency_us.as_ref();
+            let f = |g: fn(&iofleet_stats::LatencySummary) -> f64| {
+                l.map_or("–".into(), |l| format!("{:.1}", g(l)))
+            };
+            t.push_str(&format!(
+                "max: {:.0} IOPS (offered {:.0}; step {}, run {}); search {}\n\
+                 latency there µs: mean {} p50 {} p90 {} p99 {} p99.9 {} max {}\n",
+                s.result.summary.all.iops,
+                s.point.rate,
+                s.step,
+                s.result
+                    .stored
+                    .as_ref()
+                    .map_or("not saved", |x| x.id.as_str()),
+                end_text(r.end),
+                f(|l| l.mean),
+                f(|l| l.p50),
+                f(|l| l.p90),
+                f(|l| l.p99),
+                f(|l| l.p99_9),
+                f(|l| l.max),
+            ));
+        }
+        None => t.push_str(&format!("max: none found; search {}\n", end_text(r.end))),
+    }
+    t.push_str(&format!(
+        "{:>5} {:>12} {:>12} {:>10} {:>10} {:>10}  {:<24} run\n",
+        "step", "offered", "IOPS", "mean µs", "p50 µs", "p99 µs", "outcome"
+    ));
+    for (i, s) in r.steps.iter().enumerate() {
+        let l = s.result.summary.all.latency_us.as_ref();
+        let fx = |v: Option<f64>| v.map_or("–".into(), |v| format!("{v:.1}"));
+        let mut outcome = outcome_text(s.point.outcome, &r.objectives);
+        if s.point.noisy {
+            outcome.push_str(" (noisy)");
+        }
+        t.push_str(&format!(
+            "{:>5} {:>12.0} {:>12.0} {:>10} {:>10} {:>10}  {:<24} {}{}\n",
+            s.step,
+            s.point.rate,
+            s.result.summary.all.iops,
+            fx(l.map(|l| l.mean)),
+            fx(l.map(|l| l.p50)),
+            fx(l.map(|l| l.p99)),
+            outcome,
+            s.result
+                .stored
+                .as_ref()
+                .map_or("(not saved)", |x| x.id.as_str()),
+            if r.found == Some(i) {
+                "  ← found"
+            } else {
+                ""
+            }
+        ));
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tolerance_takes_a_percentage() {
+        assert_eq!(tolerance("2%"), Ok(0.02));
+        assert_eq!(tolerance("5"), Ok(0.05));
+        assert!(tolerance("0%").unwrap_err().contains("above 0%"));
+        assert!(tolerance("x").unwrap_err().contains("'x'"));
+    }
+}
