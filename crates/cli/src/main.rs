@@ -122,7 +122,7 @@ fn main() {
         Command::Serve(s) => cmd_serve::run(s),
         Command::Hosts(h) => cmd_hosts::run(h),
         Command::Kube(k) => cmd_kube::run(k),
-        Command::Agent => Ok(iofleet_fleet::agent::serve(
+        Command::Agent => Ok(iofleet_fleet::agents::agent::serve(
             Box::new(std::io::stdin()),
             Box::new(std::io::stdout()),
         )),

@@ -20,8 +20,8 @@ use std::sync::Arc;
 
 use iofleet_engine::target::TargetSpec;
 use iofleet_fleet::agents::AgentLauncher;
-use iofleet_fleet::inproc::ThreadLauncher;
 use iofleet_fleet::launcher::Launcher;
+use iofleet_fleet::local::ThreadLauncher;
 use iofleet_fleet::{EngineSpec, Fanout, Observer, RunSettings, StartNow};
 use iofleet_profile::{format_duration, Context, GroupPlan, Overrides};
 use iofleet_stats::result::RunResult;

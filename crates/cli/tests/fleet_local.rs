@@ -209,7 +209,7 @@ while True:
     elif kind == 2:
 {after_job}
 "#,
-            protocol = iofleet_fleet::protocol::PROTOCOL_VERSION,
+            protocol = iofleet_fleet::agents::protocol::PROTOCOL_VERSION,
         ),
     )
     .unwrap();

@@ -21,8 +21,8 @@ use iofleet_profile::{combine, GroupPlan, Plan};
 use iofleet_stats::result::{RunInfo, RunResult};
 
 use crate::collect::{collect, empty_result, summarize, CollectSpec, GroupRange};
-use crate::inproc::ThreadLauncher;
 use crate::launcher::{Launcher, Prepared};
+use crate::local::ThreadLauncher;
 use crate::observer::Observer;
 use crate::settings::RunSettings;
 use crate::sys;
@@ -171,7 +171,7 @@ pub fn run(
     info.prepare_s = Some(prepared_in.as_secs_f64());
     observer.started(&info);
 
-    let timeline = crate::lanes::Timeline::new(
+    let timeline = crate::local::lanes::Timeline::new(
         plan.timing.warmup,
         plan.timing.duration,
         plan.timing.interval,
@@ -271,8 +271,8 @@ mod tests {
 
     use super::*;
     use crate::fixtures::{fleet, plan, stream};
-    use crate::lanes::Msg;
     use crate::launcher::{Finished, HostVerified, LaunchPlan, Placement};
+    use crate::local::lanes::Msg;
     use crate::observer::Silent;
     use crate::precondition::Preconditioned;
 

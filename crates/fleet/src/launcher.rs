@@ -32,7 +32,7 @@ use iofleet_stats::result::{KubePod, KubeRun, VerifySummary};
 use crate::agents::HostShare;
 use crate::controller::FleetError;
 use crate::inventory::HostSpec;
-use crate::lanes::Msg;
+use crate::local::lanes::Msg;
 use crate::observer::Observer;
 use crate::precondition::Preconditioned;
 use crate::settings::RunSettings;

@@ -2,33 +2,26 @@
 //! timeline, folds their per-interval samples and produces a `RunResult`.
 //!
 //! `controller::run` is the one run path. Where workers execute is a `Launcher`:
-//! threads in this process (`inproc`), or agents on hosts reached over a `Transport`
-//! (`agents`, `transport`). The controller never touches I/O; the threads never format
-//! or lock. This crate decides *what* to run and *when*; `iofleet-engine` decides *how*
-//! bytes move.
+//! threads in this process (`local`), or agents on hosts reached over a transport
+//! (`agents`), or on the pods of a Kubernetes fleet (`kube`). The controller never
+//! touches I/O; the threads never format or lock. This crate decides *what* to run and
+//! *when*; `iofleet-engine` decides *how* bytes move.
 
 #![forbid(unsafe_code)]
 
-pub mod agent;
 pub mod agents;
 mod collect;
 pub mod controller;
 #[cfg(test)]
 mod fixtures;
-pub mod footprint;
-pub mod gen;
-pub mod inproc;
 pub mod inventory;
 pub mod kube;
-pub mod lanes;
 pub mod launcher;
+pub mod local;
 pub mod observer;
 pub mod precondition;
-pub mod protocol;
 pub mod settings;
 pub mod sys;
-pub mod transport;
-pub mod verify;
 
 pub use controller::{run, run_local, FleetError, StartGate, StartNow};
 pub use iofleet_engine::EngineSpec;

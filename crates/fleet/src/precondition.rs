@@ -113,7 +113,7 @@ fn one_pass(
     let io = fill_plan(writes);
     let before: u64 = written.iter().map(|w| w.load(Ordering::Relaxed)).sum();
     // Each disk's pass is sealed (synced, then marked) with the others' of its batch.
-    let (complete, wrote) = crate::inproc::fill_in_batches(
+    let (complete, wrote) = crate::local::fill_in_batches(
         layout,
         |batch| Fill::precondition(batch, pass, writes.direct, io),
         &|_, _, _| {},

@@ -8,10 +8,10 @@
 
 use std::path::Path;
 
+use iofleet_fleet::agents::protocol::TargetArg;
 use iofleet_fleet::inventory::{
     parse_text, place, HostSpec, InventoryError, Role, TextFormat, TransportKind,
 };
-use iofleet_fleet::protocol::TargetArg;
 use proptest::prelude::*;
 use proptest::sample::select;
 

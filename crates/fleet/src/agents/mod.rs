@@ -18,6 +18,10 @@
 //! anything the agent said. Frames are read within the limits of the session's phase
 //! (`FrameLimits`): a frame over them ends that host's connection, naming the limit.
 
+pub mod agent;
+pub mod protocol;
+pub mod transport;
+
 use std::io::{BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStdin, Stdio};
@@ -30,22 +34,22 @@ use crossbeam_channel::{unbounded, Receiver, Sender};
 use iofleet_profile::{FleetTotals, GroupPlan};
 use sha2::{Digest, Sha256};
 
-use crate::agent::RUN_DIR_ENV;
-use crate::controller::FleetError;
-use crate::footprint::{self, MemoryNeed};
-use crate::inproc::check_verify;
-use crate::inventory::{place, HostSpec, Role, TransportKind};
-use crate::lanes::Msg;
-use crate::launcher::{Finished, HostVerified, LaunchPlan, Launcher, Placement, Prepared};
-use crate::observer::Observer;
-use crate::precondition::Preconditioned;
-use crate::protocol::{
+use self::agent::RUN_DIR_ENV;
+use self::protocol::{
     check_hello, mono_ns, read_frame, read_frame_within, read_magic_or, write_frame, AgentJob,
     Clock, Done, Failure, Frame, FrameLimits, Hello, Start, Task,
 };
+use self::transport::{shell_quote, Transport};
+use crate::controller::FleetError;
+use crate::inventory::{place, HostSpec, Role, TransportKind};
+use crate::launcher::{Finished, HostVerified, LaunchPlan, Launcher, Placement, Prepared};
+use crate::local::check_verify;
+use crate::local::footprint::{self, MemoryNeed};
+use crate::local::lanes::Msg;
+use crate::observer::Observer;
+use crate::precondition::Preconditioned;
 use crate::settings::RunSettings;
 use crate::sys;
-use crate::transport::{self, shell_quote, Transport};
 use crate::EngineSpec;
 
 /// Clock round trips per host; the one with the shortest round trip sets the offset.
@@ -1764,7 +1768,7 @@ fn route(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::read_magic;
+    use protocol::read_magic;
     use std::process::Command;
 
     #[test]
@@ -1958,9 +1962,8 @@ mod tests {
         const SHIFT: u64 = 7_000_000_000;
         let (to_agent_r, to_agent_w) = std::io::pipe().unwrap();
         let (from_agent_r, from_agent_w) = std::io::pipe().unwrap();
-        let agent = std::thread::spawn(move || {
-            crate::agent::serve(Box::new(to_agent_r), Box::new(from_agent_w))
-        });
+        let agent =
+            std::thread::spawn(move || agent::serve(Box::new(to_agent_r), Box::new(from_agent_w)));
         let to_agent = Mutex::new(to_agent_w);
         let send = |f: &Frame| write_frame(&mut *to_agent.lock().unwrap(), f);
         let mut from_agent = BufReader::new(from_agent_r);
@@ -2260,7 +2263,7 @@ mod tests {
                 ),
                 worker_base: 0,
             }],
-            target: crate::protocol::TargetArg::Dir("/tmp".into()),
+            target: protocol::TargetArg::Dir("/tmp".into()),
             settings: RunSettings::default(),
             task: Task::Run,
         });

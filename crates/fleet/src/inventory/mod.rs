@@ -43,7 +43,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use self::ansible::{Host, Inventory, Outcome};
-use crate::protocol::TargetArg;
+use crate::agents::protocol::TargetArg;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -21,14 +21,14 @@ use iofleet_stats::result::{KubePod, KubeRun};
 
 use super::cluster::{claim_name, pod_facts, Cluster, States};
 use super::{KubeFleet, VolumeMode};
+use crate::agents::protocol::TargetArg;
 use crate::agents::AgentLauncher;
 use crate::controller::FleetError;
 use crate::inventory::{HostSpec, Role, TransportKind};
-use crate::lanes::Msg;
 use crate::launcher::{Finished, HostVerified, LaunchPlan, Launcher, Prepared};
+use crate::local::lanes::Msg;
 use crate::observer::Observer;
 use crate::precondition::Preconditioned;
-use crate::protocol::TargetArg;
 use crate::settings::RunSettings;
 
 /// How often the pods and claims are looked at while waiting for them.

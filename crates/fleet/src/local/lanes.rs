@@ -47,7 +47,7 @@ use iofleet_stats::{GenSample, Sample};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use crate::gen::StreamGen;
+use crate::local::gen::StreamGen;
 use crate::sys::ThreadMeter;
 
 /// The longest the loop waits without looking at the stop flag.

@@ -12,6 +12,11 @@
 //! with the lanes, and rewrites the journals once per interval and at the end. It
 //! computes no result: its threads send interval samples to the collector.
 
+pub mod footprint;
+pub mod gen;
+pub mod lanes;
+pub mod verify;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -31,11 +36,11 @@ use iofleet_profile::{
     combine, stream_offsets, DataPattern, DataPlan, FleetTotals, GroupPlan, Plan, Prepare,
 };
 
-use crate::controller::FleetError;
-use crate::footprint::{self, MemoryNeed};
-use crate::lanes::{
+use self::footprint::MemoryNeed;
+use self::lanes::{
     lane_seed, run_lanes, IoThreadSpec, LaneSpec, Msg, QueueSpec, TakenOut, ThreadWork, Timeline,
 };
+use crate::controller::FleetError;
 use crate::launcher::{Finished, HostVerified, LaunchPlan, Launcher, Placement as Where, Prepared};
 use crate::observer::{Observer, Phase};
 use crate::precondition::{precondition_disks, Preconditioned};
@@ -787,7 +792,7 @@ impl Launcher for ThreadLauncher {
         self.planned = None;
         let host = sys::hostname();
         let (disks, found) =
-            crate::verify::check_target(&self.target, &plan.groups, &self.settings, &host, keep)?;
+            verify::check_target(&self.target, &plan.groups, &self.settings, &host, keep)?;
         Ok(vec![(host, disks, found)])
     }
 
