@@ -16,7 +16,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use iofleet_engine::target::{DiskLayout, TargetSpec, MARKER_LEN};
-use iofleet_fleet::agents::protocol::TargetArg;
+use iofleet_fleet::host::TargetArg;
 use iofleet_fleet::inventory::{self, HostSpec};
 use iofleet_fleet::launcher::{LaunchPlan, Placement};
 use iofleet_fleet::RunSettings;

@@ -15,41 +15,17 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use crossbeam_channel::unbounded;
-use iofleet_engine::target::{TargetError, TargetSpec};
-use iofleet_engine::EngineError;
+use iofleet_engine::target::TargetSpec;
 use iofleet_profile::{combine, GroupPlan, Plan};
 use iofleet_stats::result::{RunInfo, RunResult};
 
 use crate::collect::{collect, empty_result, summarize, CollectSpec, GroupRange};
+use crate::error::FleetError;
 use crate::launcher::{Launcher, Prepared};
 use crate::local::ThreadLauncher;
 use crate::observer::Observer;
 use crate::settings::RunSettings;
 use crate::sys;
-
-#[derive(Debug, thiserror::Error)]
-pub enum FleetError {
-    #[error(transparent)]
-    Target(#[from] TargetError),
-    #[error(transparent)]
-    Engine(#[from] EngineError),
-    /// A problem the user fixes by changing a flag or key (named in the message).
-    #[error("{0}")]
-    Input(String),
-    #[error("{0}")]
-    Setup(String),
-}
-
-impl FleetError {
-    pub fn is_input_error(&self) -> bool {
-        match self {
-            FleetError::Target(t) => t.is_input_error(),
-            FleetError::Input(_) => true,
-            FleetError::Engine(EngineError::UringUnavailable(_)) => true,
-            _ => false,
-        }
-    }
-}
 
 /// Each group's worker range and scheduled rate, for per-group results and stragglers.
 fn group_ranges(groups: &[GroupPlan]) -> Vec<GroupRange> {

@@ -30,8 +30,8 @@ use iofleet_profile::GroupPlan;
 use iofleet_stats::result::{KubePod, KubeRun, VerifySummary};
 
 use crate::agents::HostShare;
-use crate::controller::FleetError;
-use crate::inventory::HostSpec;
+use crate::error::FleetError;
+use crate::host::HostSpec;
 use crate::local::lanes::Msg;
 use crate::observer::Observer;
 use crate::precondition::Preconditioned;

@@ -12,8 +12,10 @@
 pub mod agents;
 mod collect;
 pub mod controller;
+pub mod error;
 #[cfg(test)]
 mod fixtures;
+pub mod host;
 pub mod inventory;
 pub mod kube;
 pub mod launcher;
@@ -23,7 +25,8 @@ pub mod precondition;
 pub mod settings;
 pub mod sys;
 
-pub use controller::{run, run_local, FleetError, StartGate, StartNow};
+pub use controller::{run, run_local, StartGate, StartNow};
+pub use error::FleetError;
 pub use iofleet_engine::EngineSpec;
 pub use observer::{Fanout, IntervalSnapshot, Observer, Phase, Silent};
 pub use settings::RunSettings;

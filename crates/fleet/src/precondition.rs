@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use iofleet_engine::target::{fill_plan, DiskLayout, Fill, FillWrites};
 use serde::{Deserialize, Serialize};
 
-use crate::controller::FleetError;
+use crate::error::FleetError;
 use crate::observer::Observer;
 
 /// Passes over every disk (SNIA: twice the capacity).

@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use iofleet_fleet::agents::protocol::TargetArg;
+use iofleet_fleet::host::TargetArg;
 use iofleet_fleet::inventory::{
     parse_text, place, HostSpec, InventoryError, Role, TextFormat, TransportKind,
 };

@@ -28,7 +28,8 @@ use crate::agents::protocol::{
     check_hello, mono_ns, read_frame, write_frame, AgentJob, Clock, Done, Failure, Frame,
     FrameLimits, Hello, IntervalData, Ready, TargetArg, Task, MAGIC,
 };
-use crate::controller::{run, FleetError, StartGate};
+use crate::controller::{run, StartGate};
+use crate::error::FleetError;
 use crate::launcher::{Launcher, Prepared};
 use crate::local::ThreadLauncher;
 use crate::observer::{IntervalSnapshot, Observer, Silent};

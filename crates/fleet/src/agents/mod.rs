@@ -40,8 +40,9 @@ use self::protocol::{
     Clock, Done, Failure, Frame, FrameLimits, Hello, Start, Task,
 };
 use self::transport::{shell_quote, Transport};
-use crate::controller::FleetError;
-use crate::inventory::{place, HostSpec, Role, TransportKind};
+use crate::error::FleetError;
+use crate::host::{HostSpec, Role, TransportKind};
+use crate::inventory::place;
 use crate::launcher::{Finished, HostVerified, LaunchPlan, Launcher, Placement, Prepared};
 use crate::local::check_verify;
 use crate::local::footprint::{self, MemoryNeed};

@@ -33,68 +33,19 @@
 //! by them or printed with them.
 
 pub mod ansible;
+mod error;
 pub mod ini;
 mod literal;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Deserialize;
 use serde_json::Value;
 
 use self::ansible::{Host, Inventory, Outcome};
-use crate::agents::protocol::TargetArg;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TransportKind {
-    Ssh,
-    Local,
-    /// `kubectl exec` into a pod of a Kubernetes fleet (`crate::kube`), which creates
-    /// these hosts itself: an inventory cannot name it.
-    #[serde(skip)]
-    Kubectl,
-}
-
-/// Where `kubectl exec` finds a pod: the kubeconfig context (None: kubectl's current)
-/// and namespace; the pod is the host's `destination`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PodAddress {
-    pub context: Option<String>,
-    pub namespace: String,
-    pub container: String,
-}
-
-/// What a host does in a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    /// It runs its share of the fleet's workers (the default).
-    #[default]
-    Workers,
-    /// It runs no I/O: its agent reports the host's CPU, memory, network and disks per
-    /// interval, e.g. for a storage node of the system under test.
-    Observer,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct HostSpec {
-    pub name: String,
-    pub destination: String,
-    pub target: TargetArg,
-    pub workers: Option<u32>,
-    pub labels: BTreeMap<String, String>,
-    pub iofleet_path: Option<String>,
-    pub transport: TransportKind,
-    /// Extra arguments for `ssh` (inventory-wide options, then per-host ones).
-    pub ssh_options: Vec<String>,
-    /// Workers, or an observer. An observer's `target` names what it watches: the
-    /// devices listed, or the device under a directory; an empty device list (no target
-    /// given) watches every disk of the host.
-    pub role: Role,
-    /// With the `kubectl` transport: the pod's context, namespace and container.
-    pub pod: Option<PodAddress>,
-}
+pub use self::error::{InventoryError, READER_ENV};
+pub use crate::host::{HostSpec, PodAddress, Role, TargetArg, TransportKind};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -164,9 +115,6 @@ fn target_arg(t: Option<RawTarget>, role: Role) -> TargetArg {
     }
 }
 
-/// The environment variable that chooses how non-TOML inventories are read.
-pub const READER_ENV: &str = "IOFLEET_INVENTORY_READER";
-
 /// How an Ansible inventory is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reader {
@@ -191,19 +139,6 @@ impl Reader {
             },
         }
     }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum InventoryError {
-    /// A problem with the inventory, at a line when one is known.
-    #[error("--hosts {}{}: {message}", file.display(), line.map(|l| format!(", line {l}")).unwrap_or_default())]
-    File {
-        file: PathBuf,
-        line: Option<usize>,
-        message: String,
-    },
-    #[error("{READER_ENV}={0}: expected auto, native or ansible-inventory")]
-    Reader(String),
 }
 
 /// The `iofleet_*` variables an Ansible inventory may set; any other is an error.

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 
 use super::{KubeFleet, FLEET_LABEL, MANAGED_BY};
 use crate::agents::transport::kubectl;
-use crate::inventory::PodAddress;
+use crate::host::PodAddress;
 
 /// The container iofleet runs its agent in.
 pub const CONTAINER: &str = "agent";

@@ -21,10 +21,9 @@ use iofleet_stats::result::{KubePod, KubeRun};
 
 use super::cluster::{claim_name, pod_facts, Cluster, States};
 use super::{KubeFleet, VolumeMode};
-use crate::agents::protocol::TargetArg;
 use crate::agents::AgentLauncher;
-use crate::controller::FleetError;
-use crate::inventory::{HostSpec, Role, TransportKind};
+use crate::error::FleetError;
+use crate::host::{HostSpec, Role, TargetArg, TransportKind};
 use crate::launcher::{Finished, HostVerified, LaunchPlan, Launcher, Prepared};
 use crate::local::lanes::Msg;
 use crate::observer::Observer;

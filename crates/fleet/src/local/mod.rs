@@ -40,7 +40,7 @@ use self::footprint::MemoryNeed;
 use self::lanes::{
     lane_seed, run_lanes, IoThreadSpec, LaneSpec, Msg, QueueSpec, TakenOut, ThreadWork, Timeline,
 };
-use crate::controller::FleetError;
+use crate::error::FleetError;
 use crate::launcher::{Finished, HostVerified, LaunchPlan, Launcher, Placement as Where, Prepared};
 use crate::observer::{Observer, Phase};
 use crate::precondition::{precondition_disks, Preconditioned};

@@ -10,7 +10,7 @@ use iofleet_engine::verify::{default_cache_dir, journal_path, scan_disk, Journal
 use iofleet_profile::GroupPlan;
 use iofleet_stats::result::{Corruption, VerifySummary};
 
-use crate::controller::FleetError;
+use crate::error::FleetError;
 use crate::settings::RunSettings;
 
 /// The disks of `groups` on `target`, as a run lays them out, each with its journal.

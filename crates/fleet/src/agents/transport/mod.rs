@@ -19,7 +19,7 @@ pub use kubectl::{kubectl, KubectlTransport};
 pub use local::LocalTransport;
 pub use ssh::SshTransport;
 
-use crate::inventory::{HostSpec, TransportKind};
+use crate::host::{HostSpec, TransportKind};
 
 pub trait Transport: Send + Sync {
     /// How this transport is named in inventories and messages.
