@@ -15,14 +15,12 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use crossbeam_channel::unbounded;
-use iofleet_engine::target::TargetSpec;
 use iofleet_profile::{combine, GroupPlan, Plan};
 use iofleet_stats::result::{RunInfo, RunResult};
 
 use crate::collect::{collect, empty_result, summarize, CollectSpec, GroupRange};
 use crate::error::FleetError;
 use crate::launcher::{Launcher, Prepared};
-use crate::local::ThreadLauncher;
 use crate::observer::Observer;
 use crate::settings::RunSettings;
 use crate::sys;
@@ -68,26 +66,6 @@ impl StartGate for StartNow {
     fn ready(&mut self, prepared: &Prepared, _notices: &[String]) -> Result<Instant, FleetError> {
         Ok(Instant::now() + prepared.start_margin)
     }
-}
-
-/// A run on this host's threads: `groups` against `target`.
-pub fn run_local(
-    groups: &[GroupPlan],
-    target: TargetSpec,
-    target_label: String,
-    settings: &RunSettings,
-    stop: Arc<AtomicBool>,
-    observer: &mut dyn Observer,
-) -> Result<RunResult, FleetError> {
-    let mut launcher = ThreadLauncher::new(target, target_label, settings.clone());
-    run(
-        groups,
-        settings,
-        &mut launcher,
-        &mut StartNow,
-        stop,
-        observer,
-    )
 }
 
 /// Execute a run from start to end. `stop` set by the caller (Ctrl-C) ends it early;
@@ -147,7 +125,7 @@ pub fn run(
     info.prepare_s = Some(prepared_in.as_secs_f64());
     observer.started(&info);
 
-    let timeline = crate::local::lanes::Timeline::new(
+    let timeline = crate::source::Timeline::new(
         plan.timing.warmup,
         plan.timing.duration,
         plan.timing.interval,
@@ -248,9 +226,9 @@ mod tests {
     use super::*;
     use crate::fixtures::{fleet, plan, stream};
     use crate::launcher::{Finished, HostVerified, LaunchPlan, Placement};
-    use crate::local::lanes::Msg;
     use crate::observer::Silent;
     use crate::precondition::Preconditioned;
+    use crate::source::Msg;
 
     /// Two hosts of one worker each, one source per host. A source that is not
     /// `silent` reports `ios` reads of 100 µs in its one interval, then ends.

@@ -32,10 +32,10 @@ use iofleet_stats::result::{KubePod, KubeRun, VerifySummary};
 use crate::agents::HostShare;
 use crate::error::FleetError;
 use crate::host::HostSpec;
-use crate::local::lanes::Msg;
 use crate::observer::Observer;
 use crate::precondition::Preconditioned;
 use crate::settings::RunSettings;
+use crate::source::Msg;
 use crate::sys::HostProbe;
 
 /// What a run will do, decided by `Launcher::plan` without writing anything or

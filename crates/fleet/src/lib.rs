@@ -23,10 +23,12 @@ pub mod local;
 pub mod observer;
 pub mod precondition;
 pub mod settings;
+pub mod source;
 pub mod sys;
 
-pub use controller::{run, run_local, StartGate, StartNow};
+pub use controller::{run, StartGate, StartNow};
 pub use error::FleetError;
 pub use iofleet_engine::EngineSpec;
+pub use local::run_local;
 pub use observer::{Fanout, IntervalSnapshot, Observer, Phase, Silent};
 pub use settings::RunSettings;

@@ -453,8 +453,7 @@ fn observe_task(
     stop: &AtomicBool,
 ) -> Result<Done, FleetError> {
     let timing = iofleet_profile::combine(&job.groups).timing;
-    let timeline =
-        crate::local::lanes::Timeline::new(timing.warmup, timing.duration, timing.interval);
+    let timeline = crate::source::Timeline::new(timing.warmup, timing.duration, timing.interval);
     let devices = watched_devices(&job.target);
     let epoch_ns = Arc::new(AtomicU64::new(0));
     let mut gate = Gate {

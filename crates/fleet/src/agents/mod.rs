@@ -46,10 +46,10 @@ use crate::inventory::place;
 use crate::launcher::{Finished, HostVerified, LaunchPlan, Launcher, Placement, Prepared};
 use crate::local::check_verify;
 use crate::local::footprint::{self, MemoryNeed};
-use crate::local::lanes::Msg;
 use crate::observer::Observer;
 use crate::precondition::Preconditioned;
 use crate::settings::RunSettings;
+use crate::source::Msg;
 use crate::sys;
 use crate::EngineSpec;
 

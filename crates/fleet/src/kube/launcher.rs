@@ -25,10 +25,10 @@ use crate::agents::AgentLauncher;
 use crate::error::FleetError;
 use crate::host::{HostSpec, Role, TargetArg, TransportKind};
 use crate::launcher::{Finished, HostVerified, LaunchPlan, Launcher, Prepared};
-use crate::local::lanes::Msg;
 use crate::observer::Observer;
 use crate::precondition::Preconditioned;
 use crate::settings::RunSettings;
+use crate::source::Msg;
 
 /// How often the pods and claims are looked at while waiting for them.
 const POLL: Duration = Duration::from_millis(500);

@@ -12,12 +12,13 @@
 //! with the lanes, and rewrites the journals once per interval and at the end. It
 //! computes no result: its threads send interval samples to the collector.
 
+mod fill;
 pub mod footprint;
 pub mod gen;
 pub mod lanes;
 pub mod verify;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -25,26 +26,27 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, Sender};
 use iofleet_engine::target::{
-    create_files, fill_marker_valid, fill_plan, logical_block_size, open_disk, plan_layout, seal,
-    DiskLayout, Fill, FillPattern, FillWrites, TargetError, TargetSpec, FILL_DISKS_AT_ONCE,
+    create_files, logical_block_size, open_disk, plan_layout, DiskLayout, FillPattern, FillWrites,
+    TargetSpec,
 };
-use iofleet_engine::verify::{
-    default_cache_dir, forget_journal, journal_path, stamp_units, DiskTable, Journal,
-};
+use iofleet_engine::verify::{default_cache_dir, journal_path, DiskTable};
 use iofleet_engine::{BuiltEngine, Caps, Drive, EngineFile, EngineParams, EngineSpec, PatternSpec};
 use iofleet_profile::{
     combine, stream_offsets, DataPattern, DataPlan, FleetTotals, GroupPlan, Plan, Prepare,
 };
+use iofleet_stats::result::RunResult;
 
+use self::fill::{precondition_disks, prepare_disks};
 use self::footprint::MemoryNeed;
-use self::lanes::{
-    lane_seed, run_lanes, IoThreadSpec, LaneSpec, Msg, QueueSpec, TakenOut, ThreadWork, Timeline,
-};
+use self::lanes::{lane_seed, run_lanes, IoThreadSpec, LaneSpec, QueueSpec, TakenOut, ThreadWork};
+use self::verify::{forget_journals, verify_setup, JournalSlot, JournalSync};
+use crate::controller::{run, StartNow};
 use crate::error::FleetError;
 use crate::launcher::{Finished, HostVerified, LaunchPlan, Launcher, Placement as Where, Prepared};
 use crate::observer::{Observer, Phase};
-use crate::precondition::{precondition_disks, Preconditioned};
+use crate::precondition::Preconditioned;
 use crate::settings::RunSettings;
+use crate::source::{Msg, Timeline};
 use crate::sys;
 
 /// Everything the threads of one run share.
@@ -383,6 +385,26 @@ impl ThreadLauncher {
     }
 }
 
+/// A run on this host's threads: `groups` against `target`.
+pub fn run_local(
+    groups: &[GroupPlan],
+    target: TargetSpec,
+    target_label: String,
+    settings: &RunSettings,
+    stop: Arc<AtomicBool>,
+    observer: &mut dyn Observer,
+) -> Result<RunResult, FleetError> {
+    let mut launcher = ThreadLauncher::new(target, target_label, settings.clone());
+    run(
+        groups,
+        settings,
+        &mut launcher,
+        &mut StartNow,
+        stop,
+        observer,
+    )
+}
+
 /// Queues of one lane on `disk`: one closed-loop queue shared by the weighted streams
 /// (rate-capped when the profile sets a worker rate), one open-loop queue per rated
 /// stream.
@@ -513,142 +535,6 @@ pub fn device_size_notice(
         paths.join(" "),
         iofleet_profile::Bytes(profile_size)
     ))
-}
-
-/// Fill every disk that lacks a valid marker; returns false when interrupted.
-fn prepare_disks(
-    layout: &[DiskLayout],
-    pattern: FillPattern,
-    writes: FillWrites,
-    stop: &AtomicBool,
-    observer: &mut dyn Observer,
-    notices: &mut Vec<String>,
-) -> Result<bool, FleetError> {
-    let mut todo = Vec::new();
-    for d in layout {
-        if !fill_marker_valid(d, pattern)? {
-            todo.push((d.clone(), None));
-        }
-    }
-    fill_all(todo, layout.len(), pattern, writes, stop, observer, notices)
-}
-
-/// Run `work` on `n` scoped threads, calling `report` every `every` while any runs and
-/// once when the last has ended (at once: not at the next tick); each thread's result,
-/// in order. A thread's panic is re-raised here.
-pub(crate) fn on_threads<T: Send>(
-    n: usize,
-    every: Duration,
-    work: impl Fn() -> T + Sync,
-    mut report: impl FnMut(),
-) -> Vec<T> {
-    std::thread::scope(|scope| {
-        let (alive, ended) = crossbeam_channel::bounded::<()>(0);
-        let handles: Vec<_> = (0..n)
-            .map(|_| {
-                // Dropped when the thread ends, however it ends: the last one
-                // disconnects the channel and wakes the reporter.
-                let alive = alive.clone();
-                let work = &work;
-                scope.spawn(move || {
-                    let _alive = alive;
-                    work()
-                })
-            })
-            .collect();
-        drop(alive);
-        while let Err(crossbeam_channel::RecvTimeoutError::Timeout) = ended.recv_timeout(every) {
-            report();
-        }
-        report();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
-    })
-}
-
-/// Fill `todo` (disk, and the disk id to stamp verify headers with), in batches
-/// (`fill_in_batches`); returns false when interrupted.
-fn fill_all(
-    todo: Vec<(DiskLayout, Option<u64>)>,
-    of: usize,
-    pattern: FillPattern,
-    writes: FillWrites,
-    stop: &AtomicBool,
-    observer: &mut dyn Observer,
-    notices: &mut Vec<String>,
-) -> Result<bool, FleetError> {
-    let layout_len = of;
-    if todo.len() < layout_len && todo.iter().all(|(_, id)| id.is_none()) {
-        notices.push(format!(
-            "prepare: {} of {} disks already carry a valid fill marker and were not refilled",
-            layout_len - todo.len(),
-            layout_len
-        ));
-    }
-    if todo.is_empty() {
-        return Ok(true);
-    }
-    let total: u64 = todo.iter().map(|(d, _)| d.size).sum();
-    let io = fill_plan(writes);
-    // Every unit of a verified fill: sequence 0.
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |t| t.as_nanos() as u64);
-    let stamp = |i: usize, chunk: &mut [u8], at: u64| {
-        if let Some(id) = todo[i].1 {
-            stamp_units(chunk, id, at, 0, now)
-        }
-    };
-    let layout: Vec<DiskLayout> = todo.iter().map(|(d, _)| d.clone()).collect();
-    let (complete, _) = fill_in_batches(
-        &layout,
-        |batch| Fill::new(batch, pattern, writes.direct, io),
-        &stamp,
-        stop,
-        Duration::from_millis(200),
-        |bytes| observer.prepare_progress(bytes, total),
-    )?;
-    Ok(complete)
-}
-
-/// Fill `layout` in batches of `FILL_DISKS_AT_ONCE` disks: a [`Fill`] from `make` for
-/// each, written by its writers on threads (`finish` is told the disk's index in
-/// `layout`), then sealed: the disks written in full even when another failed or a stop
-/// came, so that a later run reuses them. `report` gets the bytes written so far every
-/// `every` and when a batch ends. Returns whether every disk was written with no stop,
-/// and each disk's bytes written.
-pub(crate) fn fill_in_batches(
-    layout: &[DiskLayout],
-    make: impl Fn(&[DiskLayout]) -> Result<Fill, TargetError>,
-    finish: &(dyn Fn(usize, &mut [u8], u64) + Sync),
-    stop: &AtomicBool,
-    every: Duration,
-    mut report: impl FnMut(u64),
-) -> Result<(bool, Vec<u64>), FleetError> {
-    let mut written = vec![0u64; layout.len()];
-    for (n, batch) in layout.chunks(FILL_DISKS_AT_ONCE).enumerate() {
-        let base = n * FILL_DISKS_AT_ONCE;
-        let before: u64 = written.iter().sum();
-        let fill = make(batch)?;
-        let results = on_threads(
-            fill.writers(),
-            every,
-            || fill.write(stop, &|k, chunk, at| finish(base + k, chunk, at)),
-            || report(before + fill.progress()),
-        );
-        for (k, w) in written[base..base + batch.len()].iter_mut().enumerate() {
-            *w = fill.written(k);
-        }
-        let (done, all) = fill.into_unsealed();
-        seal(done)?;
-        results.into_iter().collect::<Result<(), _>>()?;
-        if !all || stop.load(Ordering::SeqCst) {
-            return Ok((false, written));
-        }
-    }
-    Ok((true, written))
 }
 
 impl Launcher for ThreadLauncher {
@@ -1133,158 +1019,6 @@ fn describe_io_thread(t: &IoThreadSpec, lanes: &[LaneSpec]) -> String {
     )
 }
 
-/// One verified disk: its layout, journal (file and content) and floor table.
-struct JournalSlot {
-    disk: DiskLayout,
-    path: PathBuf,
-    journal: Journal,
-    table: Arc<DiskTable>,
-}
-
-/// Make every disk of `layout` verifiable: a disk with a journal that fits is used as it
-/// is (its floors and next sequence carry on); any other is filled with verifiable units
-/// (sequence 0) and gets a fresh journal. None when a stop interrupted the fill.
-fn verify_setup(
-    layout: &[DiskLayout],
-    pattern: FillPattern,
-    writes: FillWrites,
-    stop: &AtomicBool,
-    observer: &mut dyn Observer,
-    notices: &mut Vec<String>,
-) -> Result<Option<Vec<JournalSlot>>, FleetError> {
-    let cache = default_cache_dir();
-    let mut slots = Vec::new();
-    let mut todo = Vec::new();
-    for d in layout {
-        let path = journal_path(d, &cache);
-        let found = match Journal::load(&path) {
-            Ok(j) => j,
-            Err(e) => {
-                notices.push(format!("verify: {e}; the disk is refilled"));
-                None
-            }
-        };
-        let journal = match found {
-            Some(j) if j.fits(d) => j,
-            _ => {
-                let j = Journal::fresh(d);
-                todo.push((d.clone(), Some(j.disk_id())));
-                j
-            }
-        };
-        let mut table = DiskTable::new(
-            journal.disk_id(),
-            d.region_offset,
-            &journal.floors,
-            journal.next_seq,
-        );
-        table.path = d.path.display().to_string();
-        let table = Arc::new(table);
-        slots.push(JournalSlot {
-            disk: d.clone(),
-            path,
-            journal,
-            table,
-        });
-    }
-    if !todo.is_empty() {
-        notices.push(format!(
-            "verify: {} of {} disks had no verify journal and were filled with verifiable data",
-            todo.len(),
-            layout.len()
-        ));
-        observer.phase(Phase::Prepare, 0.0);
-        let fresh: Vec<(u32, u32)> = todo.iter().map(|(d, _)| (d.worker, d.disk)).collect();
-        if !fill_all(todo, layout.len(), pattern, writes, stop, observer, notices)? {
-            return Ok(None);
-        }
-        for s in slots
-            .iter()
-            .filter(|s| fresh.contains(&(s.disk.worker, s.disk.disk)))
-        {
-            s.journal
-                .store(&s.path)
-                .map_err(|e| FleetError::Setup(e.to_string()))?;
-        }
-    }
-    Ok(Some(slots))
-}
-
-/// A run without `--verify` that writes: the disks' journals no longer describe them.
-fn forget_journals(
-    layout: &[DiskLayout],
-    cache: &Path,
-    notices: &mut Vec<String>,
-) -> Result<(), FleetError> {
-    let mut n = 0;
-    for d in layout {
-        let path = journal_path(d, cache);
-        n += forget_journal(&path)
-            .map_err(|e| FleetError::Setup(format!("cannot remove {}: {e}", path.display())))?
-            as usize;
-    }
-    if n > 0 {
-        notices.push(format!(
-            "verify: this run writes without --verify, so the verify journals of {n} disk(s) were removed"
-        ));
-    }
-    Ok(())
-}
-
-/// Rewrites every verified disk's journal once per interval while the run goes, and
-/// once more at its end; a disk whose floors and next sequence did not change since the
-/// last rewrite is skipped.
-struct JournalSync {
-    done: Arc<AtomicBool>,
-    handle: JoinHandle<Result<(), String>>,
-}
-
-impl JournalSync {
-    fn start(slots: Vec<JournalSlot>, every: Duration) -> Self {
-        let done = Arc::new(AtomicBool::new(false));
-        let flag = done.clone();
-        let handle = std::thread::spawn(move || {
-            // What each journal file holds now: a rewrite that would change nothing (a
-            // disk only read since) is skipped.
-            let mut stored: Vec<Option<Journal>> = vec![None; slots.len()];
-            let mut store_all = || -> Result<(), String> {
-                for (s, last) in slots.iter().zip(stored.iter_mut()) {
-                    let now = s.journal.of_table(&s.table);
-                    if last.as_ref() == Some(&now) {
-                        continue;
-                    }
-                    now.store(&s.path).map_err(|e| e.to_string())?;
-                    *last = Some(now);
-                }
-                Ok(())
-            };
-            let mut first_err = None;
-            loop {
-                let due = Instant::now() + every;
-                while Instant::now() < due && !flag.load(Ordering::SeqCst) {
-                    std::thread::sleep(Duration::from_millis(20).min(every));
-                }
-                let last = flag.load(Ordering::SeqCst);
-                if let Err(e) = store_all() {
-                    first_err.get_or_insert(e);
-                }
-                if last {
-                    return first_err.map_or(Ok(()), Err);
-                }
-            }
-        });
-        JournalSync { done, handle }
-    }
-
-    /// The final rewrite, after every I/O thread ended.
-    fn finish(self) -> Result<(), String> {
-        self.done.store(true, Ordering::SeqCst);
-        self.handle
-            .join()
-            .unwrap_or_else(|_| Err("the journal thread panicked".into()))
-    }
-}
-
 /// The I/O thread loop, monomorphised for the engine built for this thread.
 struct Loop<'a> {
     job: &'a Job,
@@ -1441,24 +1175,6 @@ fn mono_now(epoch: Instant) -> u64 {
 mod tests {
     use super::*;
 
-    #[test]
-    fn threads_end_the_wait_when_they_end_not_at_the_next_report() {
-        // A report due once a minute: the wait still ends with the threads, reporting
-        // once more then; every thread's result comes back.
-        let next = AtomicU64::new(0);
-        let mut reports = 0;
-        let t0 = std::time::Instant::now();
-        let mut got = on_threads(
-            3,
-            Duration::from_secs(60),
-            || next.fetch_add(1, Ordering::SeqCst),
-            || reports += 1,
-        );
-        assert!(t0.elapsed() < Duration::from_secs(30), "{:?}", t0.elapsed());
-        assert_eq!(reports, 1);
-        got.sort();
-        assert_eq!(got, [0, 1, 2]);
-    }
     use crate::fixtures;
     use iofleet_profile::StreamPlan;
 
