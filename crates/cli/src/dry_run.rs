@@ -17,7 +17,7 @@ use std::path::PathBuf;
 
 use iofleet_engine::target::{DiskLayout, TargetSpec, MARKER_LEN};
 use iofleet_fleet::host::TargetArg;
-use iofleet_fleet::inventory::{self, HostSpec};
+use iofleet_fleet::host::{HostSpec, Reach, Role};
 use iofleet_fleet::launcher::{LaunchPlan, Placement};
 use iofleet_fleet::RunSettings;
 use iofleet_profile::{plan_toml, Bytes, FleetTotals, GroupPlan};
@@ -231,12 +231,12 @@ fn host_lines(
     share: &iofleet_fleet::agents::HostShare,
 ) -> Result<(), Exit> {
     let (base, count) = (share.base, share.count);
-    let via = match h.transport {
-        inventory::TransportKind::Ssh => format!("ssh {}", h.destination),
-        inventory::TransportKind::Local => "a local agent process".into(),
-        inventory::TransportKind::Kubectl => format!("kubectl exec {}", h.destination),
+    let via = match h.reach {
+        Reach::Ssh { .. } => format!("ssh {}", h.destination),
+        Reach::Local => "a local agent process".into(),
+        Reach::Kubectl(_) => format!("kubectl exec {}", h.destination),
     };
-    if h.role == inventory::Role::Observer {
+    if h.role == Role::Observer {
         let watches = match &h.target {
             TargetArg::Devices(d) if d.is_empty() => "every disk of the host".to_string(),
             TargetArg::Devices(d) => d.join(" "),

@@ -17,19 +17,35 @@ pub enum TargetArg {
     Devices(Vec<String>),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TransportKind {
-    Ssh,
+/// How the controller reaches a host's agent: each way with what it needs, so a host
+/// reached over ssh has its options and a pod its address, and nothing else does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reach {
+    /// The system OpenSSH client to the host's `destination`, with these extra
+    /// arguments (the inventory's `[ssh] options`, then the host's own `ssh_options`;
+    /// Ansible's `ansible_port` and `ansible_ssh_private_key_file`).
+    Ssh { options: Vec<String> },
+    /// A child process of the controller on this machine (`transport = "local"`).
     Local,
-    /// `kubectl exec` into a pod of a Kubernetes fleet (`crate::kube`), which creates
-    /// these hosts itself: an inventory cannot name it.
-    #[serde(skip)]
-    Kubectl,
+    /// `kubectl exec` into the pod the host's `destination` names, at this address: the
+    /// pods of a Kubernetes fleet, which `crate::kube` creates (an inventory cannot name
+    /// it).
+    Kubectl(PodAddress),
 }
 
-/// Where `kubectl exec` finds a pod: the kubeconfig context (None: kubectl's current)
-/// and namespace; the pod is the host's `destination`.
+impl Reach {
+    /// How the way is named in inventories and messages.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Reach::Ssh { .. } => "ssh",
+            Reach::Local => "local",
+            Reach::Kubectl(_) => "kubectl",
+        }
+    }
+}
+
+/// Where `kubectl exec` finds a pod: the kubeconfig context (None: kubectl's current),
+/// namespace and container; the pod is the host's `destination`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PodAddress {
     pub context: Option<String>,
@@ -57,13 +73,10 @@ pub struct HostSpec {
     pub workers: Option<u32>,
     pub labels: BTreeMap<String, String>,
     pub iofleet_path: Option<String>,
-    pub transport: TransportKind,
-    /// Extra arguments for `ssh` (inventory-wide options, then per-host ones).
-    pub ssh_options: Vec<String>,
+    /// How the controller reaches the host.
+    pub reach: Reach,
     /// Workers, or an observer. An observer's `target` names what it watches: the
     /// devices listed, or the device under a directory; an empty device list (no target
     /// given) watches every disk of the host.
     pub role: Role,
-    /// With the `kubectl` transport: the pod's context, namespace and container.
-    pub pod: Option<PodAddress>,
 }

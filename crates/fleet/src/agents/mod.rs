@@ -41,7 +41,7 @@ use self::protocol::{
 };
 use self::transport::{shell_quote, Transport};
 use crate::error::FleetError;
-use crate::host::{HostSpec, Role, TransportKind};
+use crate::host::{HostSpec, Reach, Role};
 use crate::inventory::place;
 use crate::launcher::{Finished, HostVerified, LaunchPlan, Launcher, Placement, Prepared};
 use crate::local::check_verify;
@@ -947,7 +947,7 @@ impl AgentLauncher {
         let cpus = sys::allowed_cpus().len() as u64;
         let mut local = 0;
         for (h, share) in self.hosts.iter().zip(&plan.hosts) {
-            if h.transport != TransportKind::Local || share.count == 0 {
+            if h.reach != Reach::Local || share.count == 0 {
                 continue;
             }
             let t = fleet_totals(&share.groups)?;

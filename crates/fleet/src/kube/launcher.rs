@@ -23,7 +23,7 @@ use super::cluster::{claim_name, pod_facts, Cluster, States};
 use super::{KubeFleet, VolumeMode};
 use crate::agents::AgentLauncher;
 use crate::error::FleetError;
-use crate::host::{HostSpec, Role, TargetArg, TransportKind};
+use crate::host::{HostSpec, Reach, Role, TargetArg};
 use crate::launcher::{Finished, HostVerified, LaunchPlan, Launcher, Prepared};
 use crate::observer::Observer;
 use crate::precondition::Preconditioned;
@@ -274,10 +274,8 @@ fn pod_hosts(fleet: &KubeFleet, cluster: &Cluster, disks: u32) -> Vec<HostSpec> 
                 workers: None,
                 labels: BTreeMap::new(),
                 iofleet_path: None,
-                transport: TransportKind::Kubectl,
-                ssh_options: Vec::new(),
+                reach: Reach::Kubectl(cluster.address.clone()),
                 role: Role::Workers,
-                pod: Some(cluster.address.clone()),
             }
         })
         .collect()

@@ -19,7 +19,7 @@ pub use kubectl::{kubectl, KubectlTransport};
 pub use local::LocalTransport;
 pub use ssh::SshTransport;
 
-use crate::host::{HostSpec, TransportKind};
+use crate::host::{HostSpec, Reach};
 
 pub trait Transport: Send + Sync {
     /// How this transport is named in inventories and messages.
@@ -31,20 +31,17 @@ pub trait Transport: Send + Sync {
     fn shares_binary(&self) -> bool;
 }
 
-/// The transport an inventory entry asks for.
+/// The transport that reaches `host`.
 pub fn for_host(host: &HostSpec) -> Box<dyn Transport> {
-    match host.transport {
-        TransportKind::Local => Box::new(LocalTransport),
-        TransportKind::Ssh => Box::new(SshTransport {
+    match &host.reach {
+        Reach::Local => Box::new(LocalTransport),
+        Reach::Ssh { options } => Box::new(SshTransport {
             destination: host.destination.clone(),
-            options: host.ssh_options.clone(),
+            options: options.clone(),
         }),
-        TransportKind::Kubectl => Box::new(KubectlTransport {
+        Reach::Kubectl(address) => Box::new(KubectlTransport {
             pod: host.destination.clone(),
-            address: host
-                .pod
-                .clone()
-                .expect("a kubectl host is made by crate::kube with its pod address"),
+            address: address.clone(),
         }),
     }
 }
