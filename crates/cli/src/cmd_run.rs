@@ -36,23 +36,16 @@ pub fn run(a: RunArgs) -> Result<i32, Exit> {
     execute(a, groups, settings)
 }
 
-/// `--dry-run`: the objects a Kubernetes fleet would create, else the launch plan.
+/// `--dry-run`: the launcher's plan (a Kubernetes fleet's: the objects it would create).
 pub(crate) fn dry_run(
     a: &RunArgs,
     groups: &[GroupPlan],
     settings: RunSettings,
 ) -> Result<i32, Exit> {
-    if let Some(path) = a
-        .hosts
-        .as_deref()
-        .filter(|p| iofleet_fleet::kube::is_kube_file(p))
-    {
-        return dry_run::print_kube(path, groups);
-    }
-    let plan = launcher_for(a, settings.clone())?
+    let plan = launcher_for(a)?
         .plan(groups, &settings)
         .map_err(fleet_exit)?;
-    dry_run::print(&plan, &settings)
+    dry_run::print(&plan)
 }
 
 /// The run itself: outputs, Ctrl-C, the measurement, then the result and exit code.

@@ -8,9 +8,9 @@
 //! and print:
 //!
 //! ```text
-//!   RunArgs ─resolve─▶ groups + RunSettings ─launcher_for─▶ Launcher
+//!   RunArgs ─resolve─▶ groups + RunSettings ─launcher_for─▶ dyn Fleet
 //!                                │                            │
-//!                                └──────── measure ───────────┴─▶ fleet::run ─▶ RunResult ─exit_code─▶ i32
+//!                                └──────── measure ───────────┴─▶ Fleet::measure ─▶ RunResult ─exit_code─▶ i32
 //!                           (store, Ctrl-C; the command's LiveSession: live view, /metrics)
 //! ```
 
@@ -20,9 +20,8 @@ use std::sync::Arc;
 
 use iofleet_engine::target::TargetSpec;
 use iofleet_fleet::agents::AgentLauncher;
-use iofleet_fleet::launcher::Launcher;
 use iofleet_fleet::local::ThreadLauncher;
-use iofleet_fleet::{EngineSpec, Fanout, Observer, RunSettings, StartNow};
+use iofleet_fleet::{EngineSpec, Fanout, Fleet, Observer, RunSettings, StartNow};
 use iofleet_profile::{format_duration, Context, GroupPlan, Overrides};
 use iofleet_stats::result::RunResult;
 
@@ -199,32 +198,30 @@ pub(crate) fn resolve(a: &RunArgs) -> Result<(Vec<GroupPlan>, RunSettings), Exit
 /// Where the workers run: agents on the inventory's hosts with `--hosts` (targets come
 /// from the inventory), else threads of this process on the run's target
 /// (`fio_job::target`).
-pub(crate) fn launcher_for(a: &RunArgs, settings: RunSettings) -> Result<Box<dyn Launcher>, Exit> {
+pub(crate) fn launcher_for(a: &RunArgs) -> Result<Box<dyn Fleet>, Exit> {
     let target = match a.hosts {
         Some(_) => Vec::new(),
         None => crate::fio_job::target(a)?,
     };
-    launcher_at(a.hosts.as_deref(), &target, settings)
+    launcher_at(a.hosts.as_deref(), &target)
 }
 
 /// The launcher for an inventory (`--hosts`), else for `--target` on this host.
 pub(crate) fn launcher_at(
     hosts: Option<&std::path::Path>,
     target: &[std::path::PathBuf],
-    settings: RunSettings,
-) -> Result<Box<dyn Launcher>, Exit> {
+) -> Result<Box<dyn Fleet>, Exit> {
     Ok(match hosts {
         Some(path) if iofleet_fleet::kube::is_kube_file(path) => {
             let fleet = iofleet_fleet::kube::load(path).map_err(Exit::input)?;
             Box::new(iofleet_fleet::kube::KubeLauncher::new(
                 fleet,
                 path.to_path_buf(),
-                settings,
             ))
         }
         Some(path) => {
             let hosts = iofleet_fleet::inventory::load(path).map_err(Exit::input)?;
-            Box::new(AgentLauncher::new(hosts, settings))
+            Box::new(AgentLauncher::new(hosts))
         }
         None => {
             let label = target
@@ -232,11 +229,7 @@ pub(crate) fn launcher_at(
                 .map(|p| p.display().to_string())
                 .collect::<Vec<_>>()
                 .join(",");
-            Box::new(ThreadLauncher::new(
-                target_spec_of(target)?,
-                label,
-                settings,
-            ))
+            Box::new(ThreadLauncher::new(target_spec_of(target)?, label))
         }
     })
 }
@@ -266,16 +259,15 @@ pub(crate) fn measure(
 
     let mut live = LiveView::new(a.quiet);
     let result = {
-        let (launcher, watching) = live_session.fleet_and_observers(a, &settings)?;
+        let (fleet, watching) = live_session.fleet_and_observers(a)?;
         let mut observers: Vec<&mut dyn Observer> = vec![&mut live];
         observers.extend(watching);
         if let Some(r) = recorder.as_mut() {
             observers.push(r);
         }
-        iofleet_fleet::run(
+        fleet.measure(
             groups,
             &settings,
-            launcher,
             &mut StartNow,
             stop.clone(),
             &mut Fanout(observers),

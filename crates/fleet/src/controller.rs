@@ -1,9 +1,10 @@
 //! The run controller: the one path every run takes, whatever its launcher. It asks
-//! the launcher to plan and then to materialize that plan (see `launcher` for the
-//! flow), names one start instant (through a `StartGate`), releases
+//! the launcher to plan and then to materialize that plan, which it consumes (see
+//! `launcher` for the flow), names one start instant (through a `StartGate`), releases
 //! the sources, folds their interval samples with the collector, and computes the
-//! `RunResult` once. A local run, a fleet of agents and an agent's own share all go
-//! through `run`; only the `Launcher` differs.
+//! `RunResult` once. A local run, a fleet of agents, a Kubernetes fleet and an agent's
+//! own share all go through `run`, generic over the `Launcher`; only the launcher
+//! differs.
 //!
 //! Intervals are merged with `+=` into per-worker (and per-disk) samples; an interval is
 //! complete when every source has reported it (or has ended or been given up on), and is
@@ -70,10 +71,10 @@ impl StartGate for StartNow {
 
 /// Execute a run from start to end. `stop` set by the caller (Ctrl-C) ends it early;
 /// what was measured until then is returned with `run.interrupted = true`.
-pub fn run(
+pub fn run<L: Launcher>(
     groups: &[GroupPlan],
     settings: &RunSettings,
-    launcher: &mut dyn Launcher,
+    launcher: &mut L,
     gate: &mut dyn StartGate,
     stop: Arc<AtomicBool>,
     observer: &mut dyn Observer,
@@ -225,8 +226,9 @@ mod tests {
 
     use super::*;
     use crate::fixtures::{fleet, plan, stream};
-    use crate::launcher::{Finished, HostVerified, LaunchPlan, Placement};
+    use crate::launcher::{Finished, HostVerified};
     use crate::observer::Silent;
+    use crate::plan::{Hosts, LaunchPlan};
     use crate::precondition::Preconditioned;
     use crate::source::Msg;
 
@@ -262,24 +264,27 @@ mod tests {
     }
 
     impl Launcher for Scripted {
+        type Where = Hosts;
+
         fn plan(
-            &mut self,
+            &self,
             groups: &[GroupPlan],
-            _settings: &RunSettings,
-        ) -> Result<LaunchPlan, FleetError> {
+            settings: &RunSettings,
+        ) -> Result<LaunchPlan<Hosts>, FleetError> {
             self.log("plan");
             Ok(LaunchPlan {
                 groups: groups.to_vec(),
                 engine: "scripted".into(),
                 direct: false,
-                placement: Placement::Hosts(Vec::new()),
+                placement: Hosts(Vec::new()),
                 notices: vec!["planned".into()],
+                settings: settings.clone(),
             })
         }
 
         fn materialize(
             &mut self,
-            plan: LaunchPlan,
+            plan: LaunchPlan<Hosts>,
             stop: &Arc<AtomicBool>,
             _observer: &mut dyn Observer,
             _notices: &mut Vec<String>,
@@ -340,13 +345,17 @@ mod tests {
             Some(Duration::ZERO)
         }
 
-        fn verify(&mut self, _: LaunchPlan, _: usize) -> Result<Vec<HostVerified>, FleetError> {
+        fn verify(
+            &mut self,
+            _: LaunchPlan<Hosts>,
+            _: usize,
+        ) -> Result<Vec<HostVerified>, FleetError> {
             Err(FleetError::Setup("not scripted".into()))
         }
 
         fn precondition(
             &mut self,
-            _: LaunchPlan,
+            _: LaunchPlan<Hosts>,
             _: &Arc<AtomicBool>,
             _: &mut dyn Observer,
         ) -> Result<Option<Preconditioned>, FleetError> {

@@ -15,12 +15,14 @@ pub mod controller;
 pub mod error;
 #[cfg(test)]
 mod fixtures;
+pub mod fleet;
 pub mod host;
 pub mod inventory;
 pub mod kube;
 pub mod launcher;
 pub mod local;
 pub mod observer;
+pub mod plan;
 pub mod precondition;
 pub mod settings;
 pub mod source;
@@ -28,6 +30,7 @@ pub mod sys;
 
 pub use controller::{run, StartGate, StartNow};
 pub use error::FleetError;
+pub use fleet::Fleet;
 pub use iofleet_engine::EngineSpec;
 pub use local::run_local;
 pub use observer::{Fanout, IntervalSnapshot, Observer, Phase, Silent};

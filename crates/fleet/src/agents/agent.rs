@@ -363,7 +363,7 @@ fn verify_task(job: &AgentJob, keep: usize) -> Result<Done, FleetError> {
 /// out; a Stop from the controller ends it between writes.
 fn precondition_task(job: &AgentJob, stop: &Arc<AtomicBool>) -> Result<Done, FleetError> {
     let (target, label) = target(job);
-    let mut launcher = ThreadLauncher::new(target, label, job.settings.clone());
+    let mut launcher = ThreadLauncher::new(target, label);
     let plan = launcher.plan(&job.groups, &job.settings)?;
     let notices = plan.notices.clone();
     let found = launcher.precondition(plan, stop, &mut Silent)?;
@@ -384,7 +384,7 @@ fn run_task(
     interval: Duration,
 ) -> Result<Done, FleetError> {
     let (target, label) = target(job);
-    let mut launcher = ThreadLauncher::new(target, label, job.settings.clone());
+    let mut launcher = ThreadLauncher::new(target, label);
     let epoch_ns = Arc::new(AtomicU64::new(0));
     let mut gate = Gate {
         out: out.clone(),

@@ -19,6 +19,7 @@
 //! (`FrameLimits`): a frame over them ends that host's connection, naming the limit.
 
 pub mod agent;
+pub mod plan;
 pub mod protocol;
 pub mod transport;
 
@@ -31,7 +32,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{unbounded, Receiver, Sender};
-use iofleet_profile::{FleetTotals, GroupPlan};
+use iofleet_profile::GroupPlan;
 use sha2::{Digest, Sha256};
 
 use self::agent::RUN_DIR_ENV;
@@ -41,17 +42,13 @@ use self::protocol::{
 };
 use self::transport::{shell_quote, Transport};
 use crate::error::FleetError;
-use crate::host::{HostSpec, Reach, Role};
-use crate::inventory::place;
-use crate::launcher::{Finished, HostVerified, LaunchPlan, Launcher, Placement, Prepared};
-use crate::local::check_verify;
-use crate::local::footprint::{self, MemoryNeed};
+use crate::host::{HostSpec, Role};
+use crate::launcher::{Finished, HostVerified, Launcher, Prepared};
 use crate::observer::Observer;
+use crate::plan::{HostShare, Hosts, LaunchPlan};
 use crate::precondition::Preconditioned;
 use crate::settings::RunSettings;
 use crate::source::Msg;
-use crate::sys;
-use crate::EngineSpec;
 
 /// Clock round trips per host; the one with the shortest round trip sets the offset.
 const CLOCK_SAMPLES: u32 = 8;
@@ -759,6 +756,8 @@ fn fold_host_notices(names: &[&str], said: Vec<(usize, String)>) -> Vec<String> 
 /// again only when a run needs other hosts, or a host's session ended.
 pub struct AgentLauncher {
     hosts: Vec<HostSpec>,
+    /// The settings of the run or task under way: its plan's, taken when the plan is
+    /// consumed.
     settings: RunSettings,
     /// The open sessions, in the order of `open` (inventory indexes).
     conns: Vec<Conn>,
@@ -790,11 +789,11 @@ pub struct AgentLauncher {
 }
 
 impl AgentLauncher {
-    pub fn new(hosts: Vec<HostSpec>, settings: RunSettings) -> Self {
+    pub fn new(hosts: Vec<HostSpec>) -> Self {
         let (ev_tx, events) = unbounded();
         AgentLauncher {
             hosts,
-            settings,
+            settings: RunSettings::default(),
             conns: Vec::new(),
             open: Vec::new(),
             events,
@@ -812,6 +811,14 @@ impl AgentLauncher {
             late_notices: Arc::new(Mutex::new(Vec::new())),
             router_done: Arc::new(AtomicBool::new(false)),
         }
+    }
+
+    /// Consume `plan`: its settings become the run's, and its groups and each
+    /// inventory host's share (in inventory order) are what the run or task sends.
+    fn take(&mut self, plan: LaunchPlan<Hosts>) -> (Vec<GroupPlan>, Vec<HostShare>) {
+        self.settings = plan.settings;
+        let shares = plan.placement.0.into_iter().map(|(_, s)| s).collect();
+        (plan.groups, shares)
     }
 
     /// The hosts of the inventory.
@@ -934,43 +941,6 @@ impl AgentLauncher {
         }
         self.send_jobs(jobs)?;
         Ok(Some(()))
-    }
-
-    /// What this machine can know before contacting any host: the controller's own
-    /// memory and that of the agents it starts here (`transport = "local"`), against
-    /// what it has available. Every agent checks its own share again on its host
-    /// before it allocates (`ThreadLauncher::plan`).
-    fn check_memory(&self, plan: &HostPlan) -> Result<(), FleetError> {
-        let hosts = self.hosts.len() as u64;
-        let mut need = MemoryNeed::of_controller(&fleet_totals(&plan.groups)?, hosts);
-        let caps = self.settings.engine.caps();
-        let cpus = sys::allowed_cpus().len() as u64;
-        let mut local = 0;
-        for (h, share) in self.hosts.iter().zip(&plan.hosts) {
-            if h.reach != Reach::Local || share.count == 0 {
-                continue;
-            }
-            let t = fleet_totals(&share.groups)?;
-            // As the agent will place its lanes: the threads asked for, else one per
-            // CPU, at most one per lane; one per lane with one I/O in flight each.
-            let asked = share
-                .groups
-                .iter()
-                .filter_map(|g| g.plan.fleet.io_threads)
-                .max();
-            let io_threads = if caps.async_qd {
-                asked.map_or(cpus, u64::from).clamp(1, t.lanes.max(1))
-            } else {
-                t.lanes.max(1)
-            };
-            need = need.and(MemoryNeed::of_threads(&t, &caps, io_threads));
-            local += 1;
-        }
-        let whose = match local {
-            0 => "this host (the controller)".to_string(),
-            n => format!("this machine (the controller and {n} local host(s))"),
-        };
-        need.check(footprint::available(), &whose)
     }
 
     /// Each host with work, and its agent job.
@@ -1303,142 +1273,26 @@ impl AgentLauncher {
     }
 }
 
-/// Where a fleet's workers go on an inventory's hosts, decided without contacting any:
-/// the plan that both a run and `--dry-run` use, so the two cannot disagree.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HostPlan {
-    /// The groups as they will run: when every host pins its worker count, the pins are
-    /// the fleet (a single group takes their sum).
-    pub groups: Vec<GroupPlan>,
-    /// Per inventory host, in its order.
-    pub hosts: Vec<HostShare>,
-    /// What the user should know (pins that change the worker count, idle hosts).
-    pub notices: Vec<String>,
-}
-
-/// One host's part of a fleet.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HostShare {
-    /// First global worker and how many (0: the host has nothing to run).
-    pub base: u32,
-    pub count: u32,
-    /// Its share of each group: the group's worker range clipped to the host's.
-    pub groups: Vec<GroupPlan>,
-}
-
-/// Place `groups` on `hosts`: every host's pins applied, the rest spread evenly.
-pub fn plan_hosts(hosts: &[HostSpec], groups: &[GroupPlan]) -> Result<HostPlan, FleetError> {
-    let mut notices = Vec::new();
-    let mut groups = groups.to_vec();
-    let planned = fleet_totals(&groups)?.workers;
-    // Summed wide: the pins were bounded one by one; their sum is bounded below.
-    let pinned: u64 = hosts.iter().filter_map(|h| h.workers).map(u64::from).sum();
-    let runs_workers = |h: &&HostSpec| h.role == Role::Workers;
-    if hosts
-        .iter()
-        .filter(runs_workers)
-        .all(|h| h.workers.is_some())
-        && pinned != planned
-    {
-        if groups.len() > 1 {
-            return Err(FleetError::Input(format!(
-                "--hosts: every host pins its workers ({pinned} in all) but the groups have {planned}; make them agree"
-            )));
-        }
-        notices.push(format!(
-            "every host pins its worker count: running {pinned} workers, not the planned {planned}"
-        ));
-        // Past u32, the totals below refuse it as past the fleet's bound.
-        groups[0].plan.fleet.workers = u32::try_from(pinned).unwrap_or(u32::MAX);
-    }
-    // At most fleet.workers' bound, so it fits.
-    let total = fleet_totals(&groups)?.workers as u32;
-    let placement = place(hosts, total).map_err(FleetError::Input)?;
-    let shares = hosts
-        .iter()
-        .zip(&placement)
-        .map(|(h, &(base, count))| {
-            if count == 0 && h.role == Role::Workers {
-                notices.push(format!(
-                    "host {} has no worker to run ({total} workers over {} hosts)",
-                    h.name,
-                    hosts.len()
-                ));
-            }
-            let share = groups
-                .iter()
-                .map(|g| {
-                    let lo = g.worker_base.max(base);
-                    let hi = (g.worker_base + g.plan.fleet.workers).min(base + count);
-                    let mut g = g.clone();
-                    g.worker_base = lo.min(base + count);
-                    g.plan.fleet.workers = hi.saturating_sub(lo);
-                    g
-                })
-                .collect();
-            HostShare {
-                base,
-                count,
-                groups: share,
-            }
-        })
-        .collect();
-    Ok(HostPlan {
-        groups,
-        hosts: shares,
-        notices,
-    })
-}
-
-/// The fleet's totals, bounded (`FleetTotals::of`), as an input error.
-fn fleet_totals(groups: &[GroupPlan]) -> Result<FleetTotals, FleetError> {
-    FleetTotals::of(groups).map_err(|e| FleetError::Input(e.to_string()))
-}
-
-/// Each inventory host's share of a plan this launcher made.
-fn shares_of(plan: LaunchPlan) -> Result<Vec<HostShare>, FleetError> {
-    match plan.placement {
-        Placement::Hosts(placed) => Ok(placed.into_iter().map(|(_, s)| s).collect()),
-        Placement::Here { .. } => Err(FleetError::Setup(
-            "an agent launcher runs only the plan it made".into(),
-        )),
-    }
-}
-
 impl Launcher for AgentLauncher {
+    type Where = Hosts;
+
     fn plan(
-        &mut self,
+        &self,
         groups: &[GroupPlan],
         settings: &RunSettings,
-    ) -> Result<LaunchPlan, FleetError> {
-        self.settings = settings.clone();
-        check_verify(groups, &self.settings.engine)?;
-        let plan = plan_hosts(&self.hosts, groups)?;
-        self.check_memory(&plan)?;
-        Ok(LaunchPlan {
-            groups: plan.groups,
-            engine: match &self.settings.engine {
-                EngineSpec::Auto => {
-                    "auto (each host uses io_uring where its kernel allows it, else psync)".into()
-                }
-                e => e.to_string(),
-            },
-            direct: self.settings.direct,
-            placement: Placement::Hosts(self.hosts.iter().cloned().zip(plan.hosts).collect()),
-            notices: plan.notices,
-        })
+    ) -> Result<LaunchPlan<Hosts>, FleetError> {
+        plan::plan(&self.hosts, groups, settings)
     }
 
     fn materialize(
         &mut self,
-        plan: LaunchPlan,
+        plan: LaunchPlan<Hosts>,
         stop: &Arc<AtomicBool>,
         _observer: &mut dyn Observer,
         notices: &mut Vec<String>,
     ) -> Result<Option<Prepared>, FleetError> {
         self.stop = stop.clone();
-        let groups = plan.groups.clone();
-        let shares = shares_of(plan)?;
+        let (groups, shares) = self.take(plan);
         let jobs = self.host_jobs(&shares, Task::Run);
         let active: Vec<usize> = jobs.iter().map(|(i, _)| *i).collect();
         if self.dispatch(jobs, stop)?.is_none() {
@@ -1499,8 +1353,12 @@ impl Launcher for AgentLauncher {
         }))
     }
 
-    fn verify(&mut self, plan: LaunchPlan, keep: usize) -> Result<Vec<HostVerified>, FleetError> {
-        let shares = shares_of(plan)?;
+    fn verify(
+        &mut self,
+        plan: LaunchPlan<Hosts>,
+        keep: usize,
+    ) -> Result<Vec<HostVerified>, FleetError> {
+        let (_, shares) = self.take(plan);
         let never = AtomicBool::new(false);
         let done = self.run_task(&shares, Task::Verify { keep }, &never)?;
         Ok(done
@@ -1518,12 +1376,12 @@ impl Launcher for AgentLauncher {
 
     fn precondition(
         &mut self,
-        plan: LaunchPlan,
+        plan: LaunchPlan<Hosts>,
         stop: &Arc<AtomicBool>,
         _observer: &mut dyn Observer,
     ) -> Result<Option<Preconditioned>, FleetError> {
         let notices = plan.notices.clone();
-        let shares = shares_of(plan)?;
+        let (_, shares) = self.take(plan);
         let Some(done) = self.run_task(&shares, Task::Precondition, stop)? else {
             return Ok(None);
         };

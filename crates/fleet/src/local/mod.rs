@@ -42,8 +42,9 @@ use self::lanes::{lane_seed, run_lanes, IoThreadSpec, LaneSpec, QueueSpec, Taken
 use self::verify::{forget_journals, verify_setup, JournalSlot, JournalSync};
 use crate::controller::{run, StartNow};
 use crate::error::FleetError;
-use crate::launcher::{Finished, HostVerified, LaunchPlan, Launcher, Placement as Where, Prepared};
+use crate::launcher::{Finished, HostVerified, Launcher, Prepared};
 use crate::observer::{Observer, Phase};
+use crate::plan::{LaunchPlan, Placement};
 use crate::precondition::Preconditioned;
 use crate::settings::RunSettings;
 use crate::source::{Msg, Timeline};
@@ -134,54 +135,72 @@ impl Drop for Cleanup {
 pub struct ThreadLauncher {
     target: TargetSpec,
     target_label: String,
-    settings: RunSettings,
     job: Option<Arc<Job>>,
     handles: Vec<JoinHandle<()>>,
     gate: Arc<Gate>,
     cleanup: Cleanup,
     journal_sync: Option<JournalSync>,
-    /// What `plan` decided, for `materialize`.
-    planned: Option<LocalPlan>,
 }
 
 /// The in-process half of a plan: the engine resolved for this host, how many I/O
-/// threads the lanes go to, and each active group's disk layout. The lanes themselves
-/// are built by `materialize`: a plan (and `--dry-run`) only counts them.
-struct LocalPlan {
+/// threads the lanes go to, and each active group's disk layout on the target (none
+/// when the engine touches no storage). The lanes themselves are built by
+/// `materialize`: a plan (and `--dry-run`) only counts them.
+#[derive(Debug, Clone)]
+pub struct Here {
     engine: EngineSpec,
-    placement: Placement,
+    threads: Threads,
     layouts: Vec<(usize, Vec<DiskLayout>)>,
+    /// The target, when the engine touches storage.
+    target: Option<TargetSpec>,
+    /// As a dry run shows them: this host, the I/O threads, the memory.
+    host: String,
+    io_threads: String,
+    memory: String,
+}
+
+impl From<Here> for Placement {
+    fn from(h: Here) -> Self {
+        Placement::Here {
+            host: h.host,
+            io_threads: h.io_threads,
+            memory: h.memory,
+            target: h.target.map(|t| {
+                let all = h.layouts.into_iter().flat_map(|(_, l)| l).collect();
+                (t, all)
+            }),
+        }
+    }
 }
 
 impl ThreadLauncher {
-    pub fn new(target: TargetSpec, target_label: String, settings: RunSettings) -> Self {
+    pub fn new(target: TargetSpec, target_label: String) -> Self {
         ThreadLauncher {
             target,
             target_label,
-            settings,
             job: None,
             handles: Vec::new(),
             gate: Arc::new(Gate::default()),
             cleanup: Cleanup::default(),
             journal_sync: None,
-            planned: None,
         }
     }
 
-    /// Create every disk (files, or check device regions open), then fill what the
-    /// plan prepares, or set up verify journals. `None` when `stop` cut the fill short.
+    /// Create every disk of `plan` (files, or check device regions open), then fill
+    /// what the plan prepares, or set up verify journals. `None` when `stop` cut the
+    /// fill short.
     fn lay_out_targets(
         &mut self,
-        groups: &[GroupPlan],
-        layouts: &[(usize, Vec<DiskLayout>)],
-        uring: bool,
+        plan: &LaunchPlan<Here>,
         stop: &Arc<AtomicBool>,
         observer: &mut dyn Observer,
         notices: &mut Vec<String>,
     ) -> Result<Option<Vec<JournalSlot>>, FleetError> {
-        let direct = self.settings.direct;
+        let (groups, layouts) = (&plan.groups, &plan.placement.layouts);
+        let direct = plan.settings.direct;
+        let uring = plan.placement.engine == EngineSpec::Uring;
         let writes = FillWrites { direct, uring };
-        if self.settings.cleanup {
+        if plan.settings.cleanup {
             // Every run's files, removed when the command's launcher goes.
             let files = layouts
                 .iter()
@@ -251,6 +270,7 @@ impl ThreadLauncher {
         groups: &[GroupPlan],
         built: Built,
         journals: Vec<JournalSlot>,
+        direct: bool,
         stop: &Arc<AtomicBool>,
     ) -> Arc<Job> {
         let plan = combine(groups);
@@ -286,7 +306,7 @@ impl ThreadLauncher {
             io_threads,
             tables,
             engine,
-            direct: self.settings.direct,
+            direct,
             stop: stop.clone(),
             started: (Mutex::new(0), Condvar::new()),
             max_late_ns: AtomicU64::new(0),
@@ -394,7 +414,7 @@ pub fn run_local(
     stop: Arc<AtomicBool>,
     observer: &mut dyn Observer,
 ) -> Result<RunResult, FleetError> {
-    let mut launcher = ThreadLauncher::new(target, target_label, settings.clone());
+    let mut launcher = ThreadLauncher::new(target, target_label);
     run(
         groups,
         settings,
@@ -538,13 +558,14 @@ pub fn device_size_notice(
 }
 
 impl Launcher for ThreadLauncher {
+    type Where = Here;
+
     fn plan(
-        &mut self,
+        &self,
         groups: &[GroupPlan],
         settings: &RunSettings,
-    ) -> Result<LaunchPlan, FleetError> {
-        self.settings = settings.clone();
-        let cfg = &self.settings;
+    ) -> Result<LaunchPlan<Here>, FleetError> {
+        let cfg = settings;
         let mut notices = Vec::new();
         let dir = match &self.target {
             TargetSpec::Dir(d) => Some(d.as_path()),
@@ -608,105 +629,89 @@ impl Launcher for ThreadLauncher {
                 }
             }
         }
-        let here = Where::Here {
+        let here = Here {
             host: sys::hostname(),
             io_threads: io_threads_line(io_threads, totals.lanes, &engine, &placement.cpus),
             memory: need.line(available),
-            target: caps.needs_target.then(|| {
-                let all = layouts
-                    .iter()
-                    .flat_map(|(_, l)| l.iter().cloned())
-                    .collect();
-                (self.target.clone(), all)
-            }),
+            target: caps.needs_target.then(|| self.target.clone()),
+            engine: engine.clone(),
+            threads: placement,
+            layouts,
         };
-        let plan = LaunchPlan {
+        Ok(LaunchPlan {
             groups,
             engine: engine_line(&cfg.engine, &engine, &self.target),
             direct: cfg.direct,
             placement: here,
             notices,
-        };
-        self.planned = Some(LocalPlan {
-            engine,
-            placement,
-            layouts,
-        });
-        Ok(plan)
+            settings: settings.clone(),
+        })
     }
 
     fn materialize(
         &mut self,
-        plan: LaunchPlan,
+        plan: LaunchPlan<Here>,
         stop: &Arc<AtomicBool>,
         observer: &mut dyn Observer,
         notices: &mut Vec<String>,
     ) -> Result<Option<Prepared>, FleetError> {
-        let Some(local) = self.planned.take() else {
-            return Err(FleetError::Setup(
-                "a launcher materializes only the plan it made".into(),
-            ));
-        };
-        let groups = plan.groups;
         // Lanes, as the plan counted them; queues index the combined streams.
-        let mut lanes = build_lanes(&groups, self.settings.seed);
-        let io_threads = local.placement.threads(&lanes, &local.engine.caps());
+        let mut lanes = build_lanes(&plan.groups, plan.settings.seed);
+        let caps = plan.placement.engine.caps();
+        let io_threads = plan.placement.threads.threads(&lanes, &caps);
         let mut disks = vec![None; lanes.len()];
         let mut journals = Vec::new();
-        if local.engine.caps().needs_target {
-            let uring = local.engine == EngineSpec::Uring;
-            let Some(j) =
-                self.lay_out_targets(&groups, &local.layouts, uring, stop, observer, notices)?
-            else {
+        if caps.needs_target {
+            let Some(j) = self.lay_out_targets(&plan, stop, observer, notices)? else {
                 return Ok(None);
             };
             journals = j;
-            disks = place_lanes_on_disks(&mut lanes, &local.layouts);
+            disks = place_lanes_on_disks(&mut lanes, &plan.placement.layouts);
         }
         let built = Built {
-            engine: local.engine,
+            engine: plan.placement.engine,
             lanes,
             io_threads,
             disks,
         };
-        let job = self.job_for(&groups, built, journals, stop);
+        let groups = plan.groups;
+        let job = self.job_for(&groups, built, journals, plan.settings.direct, stop);
         self.spawn_io_threads(&job, stop)?;
         Ok(Some(self.prepared(groups, &job)))
     }
 
-    fn verify(&mut self, plan: LaunchPlan, keep: usize) -> Result<Vec<HostVerified>, FleetError> {
-        self.planned = None;
+    fn verify(
+        &mut self,
+        plan: LaunchPlan<Here>,
+        keep: usize,
+    ) -> Result<Vec<HostVerified>, FleetError> {
         let host = sys::hostname();
         let (disks, found) =
-            verify::check_target(&self.target, &plan.groups, &self.settings, &host, keep)?;
+            verify::check_target(&self.target, &plan.groups, &plan.settings, &host, keep)?;
         Ok(vec![(host, disks, found)])
     }
 
     fn precondition(
         &mut self,
-        plan: LaunchPlan,
+        plan: LaunchPlan<Here>,
         stop: &Arc<AtomicBool>,
         observer: &mut dyn Observer,
     ) -> Result<Option<Preconditioned>, FleetError> {
-        let Some(local) = self.planned.take() else {
-            return Err(FleetError::Setup(
-                "a launcher preconditions only the plan it made".into(),
-            ));
-        };
-        if !local.engine.caps().needs_target {
+        let here = plan.placement;
+        if !here.engine.caps().needs_target {
             return Err(FleetError::Input(format!(
                 "--engine {}: it touches no storage, so there is nothing to precondition",
-                local.engine.name()
+                here.engine.name()
             )));
         }
         if stop.load(Ordering::SeqCst) {
             return Ok(None);
         }
-        let layout: Vec<DiskLayout> = local.layouts.into_iter().flat_map(|(_, l)| l).collect();
+        let layout: Vec<DiskLayout> = here.layouts.into_iter().flat_map(|(_, l)| l).collect();
         create_files(&layout)?;
         let writes = FillWrites {
-            direct: self.settings.direct,
-            uring: local.engine == EngineSpec::Uring,
+            direct: plan.settings.direct,
+            uring: here.engine == EngineSpec::Uring,
         };
         let mut done = precondition_disks(&layout, writes, &sys::hostname(), stop, observer)?;
         done.notices = plan.notices;
@@ -755,7 +760,7 @@ impl Launcher for ThreadLauncher {
 
 /// How lanes are spread over I/O threads on this host.
 #[derive(Debug, Clone)]
-struct Placement {
+struct Threads {
     threads: usize,
     cpus: Option<Vec<usize>>,
 }
@@ -906,7 +911,7 @@ fn place_lanes(
     groups: &[GroupPlan],
     async_qd: bool,
     notices: &mut Vec<String>,
-) -> Result<Placement, FleetError> {
+) -> Result<Threads, FleetError> {
     let asked = groups.iter().filter_map(|g| g.plan.fleet.io_threads).max();
     let cpus = groups.iter().find_map(|g| g.plan.fleet.cpus.clone());
     let allowed = sys::allowed_cpus();
@@ -933,10 +938,10 @@ fn place_lanes(
         }
         lanes_n
     };
-    Ok(Placement { threads, cpus })
+    Ok(Threads { threads, cpus })
 }
 
-impl Placement {
+impl Threads {
     /// How many I/O threads `threads` makes for lanes adding up to `t`, counted without
     /// building them.
     fn count(&self, t: &FleetTotals, caps: &Caps) -> u64 {
@@ -1276,7 +1281,7 @@ mod tests {
             EngineSpec::Sim(Default::default()).caps(),
         ] {
             for threads in [1, 3, 64] {
-                let placement = Placement {
+                let placement = Threads {
                     threads,
                     cpus: None,
                 };
