@@ -143,11 +143,7 @@ impl KubeLauncher {
             namespace: self.fleet.namespace.clone(),
             fleet: self.fleet.name.clone(),
             image: self.fleet.image.clone(),
-            volume_mode: match self.fleet.volume_mode {
-                VolumeMode::Filesystem => "filesystem",
-                VolumeMode::Block => "block",
-            }
-            .into(),
+            volume_mode: self.fleet.volume_mode.name().into(),
             reused,
             ready_after_s,
             storage_class: class,
@@ -306,11 +302,7 @@ impl Launcher for KubeLauncher {
             context: fleet.context.clone(),
             namespace: fleet.namespace.clone(),
             volume_bytes,
-            volume_mode: match fleet.volume_mode {
-                VolumeMode::Filesystem => "filesystem",
-                VolumeMode::Block => "block",
-            }
-            .into(),
+            volume_mode: fleet.volume_mode.name().into(),
             storage_class: fleet.storage_class.clone(),
             keep: fleet.keep,
             hosts: hosts.0,
