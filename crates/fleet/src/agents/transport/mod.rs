@@ -2,8 +2,8 @@
 //! POSIX shell script on the host with stdin, stdout and stderr piped back; everything
 //! else — provisioning the binary, starting `iofleet agent` (with `exec`, so the agent
 //! is the process the transport runs), ending a frozen agent through a second
-//! connection, removing copies — is built on that one call in `agents/mod.rs`, the same for
-//! every transport.
+//! connection, removing copies — is built on that one call (`agents::session`, with the
+//! scripts of `agents::scripts`), the same for every transport.
 //!
 //! Implementations: `local` (a child process of this controller, `sh -c`), `ssh` (the
 //! system OpenSSH client in batch mode), `kubectl` (`kubectl exec -i POD -- sh -c
