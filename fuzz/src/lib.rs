@@ -403,7 +403,7 @@ pub fn http_head(data: &[u8]) {
 /// give frames, an error or the end, and no body is kept past its kind's limit (the
 /// greeting's, and a running job's of 1 MiB for intervals and reports).
 pub fn agent_frames(data: &[u8]) {
-    use iofleet_fleet::protocol::{read_frame, FrameLimits};
+    use iofleet_fleet::agents::protocol::{read_frame, FrameLimits};
     let running = FrameLimits {
         interval: 1 << 20,
         report: 1 << 20,

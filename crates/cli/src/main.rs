@@ -113,7 +113,7 @@ fn main() {
         Command::Serve(s) => cmd::serve::run(s),
         Command::Hosts(h) => cmd::hosts::run(h),
         Command::Kube(k) => cmd::kube::run(k),
-        Command::Agent => Ok(iofleet_fleet::agent::serve(
+        Command::Agent => Ok(iofleet_fleet::agents::agent::serve(
             Box::new(std::io::stdin()),
             Box::new(std::io::stdout()),
         )),

@@ -209,7 +209,7 @@ while True:
     elif kind == 2:
 {after_job}
 "#,
-            protocol = iofleet_fleet::protocol::PROTOCOL_VERSION,
+            protocol = iofleet_fleet::agents::protocol::PROTOCOL_VERSION,
         ),
     )
     .unwrap();
@@ -281,7 +281,7 @@ fn an_agent_reporting_another_process_id_gets_nothing_else_killed() {
     // Given up for silence: the path that runs the kill script through a second
     // connection. These fakes are Python, not the binary the start script recorded, so
     // the script signals nothing of theirs (they end with their local session); that the
-    // script does end the recorded agent is agents.rs's unit test and fleet_ssh's frozen
+    // script does end the recorded agent is agents/mod.rs's unit test and fleet_ssh's frozen
     // host. What this shows is that no reported PID is signalled.
     let notices = v["notices"].to_string();
     assert_eq!(

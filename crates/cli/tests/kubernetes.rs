@@ -320,4 +320,17 @@ fn a_kubernetes_fleet_is_refused_where_it_cannot_run_before_anything_is_contacte
     );
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("--group"), "{}", stderr(&o));
+    // The dry run is the run's plan: the checks a run makes before it creates anything
+    // refuse it too (here --verify with an engine that touches no storage).
+    for dry in [true, false] {
+        let mut args = vec!["run", "easy-run-4k70r", "--hosts", &kube];
+        args.extend(["--engine", "null", "--verify"]);
+        if dry {
+            args.push("--dry-run");
+        }
+        let o = run_in(d.path(), &args);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains("--verify"), "{}", stderr(&o));
+        assert!(stdout(&o).is_empty(), "nothing printed: {}", stdout(&o));
+    }
 }

@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use iofleet_engine::OpKind;
-use iofleet_fleet::gen::StreamGen;
+use iofleet_fleet::local::gen::StreamGen;
 use iofleet_profile::{Context, Overrides, Plan};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;

@@ -23,8 +23,8 @@ use iofleet_stats::result::{
 use iofleet_stats::summary::{counts_in_median, median_of};
 use iofleet_stats::{GenSample, HostUsage, OpStats, OpSummary, PackedSample, Sample};
 
-use crate::lanes::{Msg, Timeline, TAKE_OUT_AFTER};
 use crate::observer::{IntervalSnapshot, Observer, Phase};
+use crate::source::{Msg, Timeline, TAKE_OUT_AFTER};
 use crate::sys::{self, HostProbe};
 
 /// Error details kept for the whole run.

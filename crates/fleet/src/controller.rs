@@ -1,9 +1,10 @@
 //! The run controller: the one path every run takes, whatever its launcher. It asks
-//! the launcher to plan and then to materialize that plan (see `launcher` for the
-//! flow), names one start instant (through a `StartGate`), releases
+//! the launcher to plan and then to materialize that plan, which it consumes (see
+//! `launcher` for the flow), names one start instant (through a `StartGate`), releases
 //! the sources, folds their interval samples with the collector, and computes the
-//! `RunResult` once. A local run, a fleet of agents and an agent's own share all go
-//! through `run`; only the `Launcher` differs.
+//! `RunResult` once. A local run, a fleet of agents, a Kubernetes fleet and an agent's
+//! own share all go through `run`, generic over the `Launcher`; only the launcher
+//! differs.
 //!
 //! Intervals are merged with `+=` into per-worker (and per-disk) samples; an interval is
 //! complete when every source has reported it (or has ended or been given up on), and is
@@ -15,41 +16,15 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use crossbeam_channel::unbounded;
-use iofleet_engine::target::{TargetError, TargetSpec};
-use iofleet_engine::EngineError;
 use iofleet_profile::{combine, GroupPlan, Plan};
 use iofleet_stats::result::{RunInfo, RunResult};
 
 use crate::collect::{collect, empty_result, summarize, CollectSpec, GroupRange};
-use crate::inproc::ThreadLauncher;
+use crate::error::FleetError;
 use crate::launcher::{Launcher, Prepared};
 use crate::observer::Observer;
 use crate::settings::RunSettings;
 use crate::sys;
-
-#[derive(Debug, thiserror::Error)]
-pub enum FleetError {
-    #[error(transparent)]
-    Target(#[from] TargetError),
-    #[error(transparent)]
-    Engine(#[from] EngineError),
-    /// A problem the user fixes by changing a flag or key (named in the message).
-    #[error("{0}")]
-    Input(String),
-    #[error("{0}")]
-    Setup(String),
-}
-
-impl FleetError {
-    pub fn is_input_error(&self) -> bool {
-        match self {
-            FleetError::Target(t) => t.is_input_error(),
-            FleetError::Input(_) => true,
-            FleetError::Engine(EngineError::UringUnavailable(_)) => true,
-            _ => false,
-        }
-    }
-}
 
 /// Each group's worker range and scheduled rate, for per-group results and stragglers.
 fn group_ranges(groups: &[GroupPlan]) -> Vec<GroupRange> {
@@ -94,32 +69,12 @@ impl StartGate for StartNow {
     }
 }
 
-/// A run on this host's threads: `groups` against `target`.
-pub fn run_local(
-    groups: &[GroupPlan],
-    target: TargetSpec,
-    target_label: String,
-    settings: &RunSettings,
-    stop: Arc<AtomicBool>,
-    observer: &mut dyn Observer,
-) -> Result<RunResult, FleetError> {
-    let mut launcher = ThreadLauncher::new(target, target_label, settings.clone());
-    run(
-        groups,
-        settings,
-        &mut launcher,
-        &mut StartNow,
-        stop,
-        observer,
-    )
-}
-
 /// Execute a run from start to end. `stop` set by the caller (Ctrl-C) ends it early;
 /// what was measured until then is returned with `run.interrupted = true`.
-pub fn run(
+pub fn run<L: Launcher>(
     groups: &[GroupPlan],
     settings: &RunSettings,
-    launcher: &mut dyn Launcher,
+    launcher: &mut L,
     gate: &mut dyn StartGate,
     stop: Arc<AtomicBool>,
     observer: &mut dyn Observer,
@@ -171,7 +126,7 @@ pub fn run(
     info.prepare_s = Some(prepared_in.as_secs_f64());
     observer.started(&info);
 
-    let timeline = crate::lanes::Timeline::new(
+    let timeline = crate::source::Timeline::new(
         plan.timing.warmup,
         plan.timing.duration,
         plan.timing.interval,
@@ -271,10 +226,11 @@ mod tests {
 
     use super::*;
     use crate::fixtures::{fleet, plan, stream};
-    use crate::lanes::Msg;
-    use crate::launcher::{Finished, HostVerified, LaunchPlan, Placement};
+    use crate::launcher::{Finished, HostVerified};
     use crate::observer::Silent;
+    use crate::plan::{Hosts, LaunchPlan};
     use crate::precondition::Preconditioned;
+    use crate::source::Msg;
 
     /// Two hosts of one worker each, one source per host. A source that is not
     /// `silent` reports `ios` reads of 100 µs in its one interval, then ends.
@@ -308,24 +264,27 @@ mod tests {
     }
 
     impl Launcher for Scripted {
+        type Where = Hosts;
+
         fn plan(
-            &mut self,
+            &self,
             groups: &[GroupPlan],
-            _settings: &RunSettings,
-        ) -> Result<LaunchPlan, FleetError> {
+            settings: &RunSettings,
+        ) -> Result<LaunchPlan<Hosts>, FleetError> {
             self.log("plan");
             Ok(LaunchPlan {
                 groups: groups.to_vec(),
                 engine: "scripted".into(),
                 direct: false,
-                placement: Placement::Hosts(Vec::new()),
+                placement: Hosts(Vec::new()),
                 notices: vec!["planned".into()],
+                settings: settings.clone(),
             })
         }
 
         fn materialize(
             &mut self,
-            plan: LaunchPlan,
+            plan: LaunchPlan<Hosts>,
             stop: &Arc<AtomicBool>,
             _observer: &mut dyn Observer,
             _notices: &mut Vec<String>,
@@ -386,13 +345,17 @@ mod tests {
             Some(Duration::ZERO)
         }
 
-        fn verify(&mut self, _: LaunchPlan, _: usize) -> Result<Vec<HostVerified>, FleetError> {
+        fn verify(
+            &mut self,
+            _: LaunchPlan<Hosts>,
+            _: usize,
+        ) -> Result<Vec<HostVerified>, FleetError> {
             Err(FleetError::Setup("not scripted".into()))
         }
 
         fn precondition(
             &mut self,
-            _: LaunchPlan,
+            _: LaunchPlan<Hosts>,
             _: &Arc<AtomicBool>,
             _: &mut dyn Observer,
         ) -> Result<Option<Preconditioned>, FleetError> {

@@ -1,20 +1,25 @@
 //! The seam between the run and where its workers execute. Every way of running
-//! workers is a `Launcher`: I/O threads in this process (`inproc::ThreadLauncher`), or
-//! agents reached over a transport (`agents::AgentLauncher` with `local`, `ssh`, and
-//! later `kubectl exec`). The controller (`controller::run`) drives any launcher through
-//! the same steps and folds what the sources report with the one collector, so the
-//! rules of a run (start instant, intervals, loss, summary) exist once:
+//! workers is a `Launcher`: I/O threads in this process (`local::ThreadLauncher`),
+//! agents reached over a transport (`agents::AgentLauncher`: `local`, `ssh`), or the
+//! pods of a Kubernetes fleet (`kube::KubeLauncher`, agents over `kubectl exec`). The
+//! controller (`controller::run`) drives any launcher through the same steps and folds
+//! what the sources report with the one collector, so the rules of a run (start
+//! instant, intervals, loss, summary) exist once:
 //!
 //! ```text
-//!   groups ──plan──▶ LaunchPlan ──materialize──▶ Prepared ──start──▶ intervals ──finish
-//!            │  every check and placement;        create, fill, open,     (give_up on a
-//!            │  writes nothing, contacts no host  connect, spawn          silent source)
-//!            └──▶ `run --dry-run` prints the LaunchPlan and stops there
+//!   groups ──plan──▶ LaunchPlan<Where> ──materialize──▶ Prepared ──start──▶ intervals ──finish
+//!            │  every check and placement;    create, fill, open,       (give_up on a
+//!            │  writes nothing, contacts      connect, spawn:           silent source)
+//!            │  no host                       consumes the plan
+//!            └──▶ `run --dry-run` prints the plan (`LaunchPlan::shown`) and stops there
 //! ```
 //!
-//! The same plan also feeds the launcher's one-shot operations: `verify` (check every
-//! disk against its journal) and `precondition` (write every disk over, no measured
-//! phase), here or on every host.
+//! A plan is a value: `materialize` takes the one `plan` returned, typed per launcher
+//! (`Launcher::Where`), and nothing of it stays in the launcher. The same plan also
+//! feeds the launcher's one-shot operations: `verify` (check every disk against its
+//! journal) and `precondition` (write every disk over, no measured phase), here or on
+//! every host. What a command holds is a `fleet::Fleet`, which plans and acts in one
+//! call, for any launcher.
 //!
 //! A *source* is whatever sends interval messages: one local I/O thread, or one remote
 //! host whose agent already merged its own threads. Launchers decide nothing about
@@ -25,57 +30,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::Sender;
-use iofleet_engine::target::{DiskLayout, TargetSpec};
 use iofleet_profile::GroupPlan;
 use iofleet_stats::result::{KubePod, KubeRun, VerifySummary};
 
-use crate::agents::HostShare;
-use crate::controller::FleetError;
-use crate::inventory::HostSpec;
-use crate::lanes::Msg;
+use crate::error::FleetError;
 use crate::observer::Observer;
+use crate::plan::{LaunchPlan, Placement};
 use crate::precondition::Preconditioned;
 use crate::settings::RunSettings;
+use crate::source::Msg;
 use crate::sys::HostProbe;
-
-/// What a run will do, decided by `Launcher::plan` without writing anything or
-/// contacting any host: the run uses exactly this (`materialize` takes it), and
-/// `--dry-run` prints it.
-#[derive(Debug, Clone)]
-pub struct LaunchPlan {
-    /// The groups as they will run (worker counts follow host pins; a single group's
-    /// disk size follows the target's layout).
-    pub groups: Vec<GroupPlan>,
-    /// The engine, as far as it is known before anything runs (`auto` is resolved
-    /// where the workers run: here, or on each host).
-    pub engine: String,
-    /// The run uses O_DIRECT.
-    pub direct: bool,
-    /// Where the workers go.
-    pub placement: Placement,
-    /// What the user should know before the run (idle hosts, pins, device sizes, how
-    /// the engine keeps I/Os in flight).
-    pub notices: Vec<String>,
-}
-
-/// Where a plan puts the workers.
-#[derive(Debug, Clone)]
-pub enum Placement {
-    /// I/O threads of this process, on this host's target.
-    Here {
-        host: String,
-        /// The I/O threads: how many, the lanes they drive, and why that many.
-        io_threads: String,
-        /// The memory the plan needs and what this host has (`footprint`).
-        memory: String,
-        /// The target and every disk's file or device region (None: the engine
-        /// touches no storage).
-        target: Option<(TargetSpec, Vec<DiskLayout>)>,
-    },
-    /// Agents on an inventory's hosts, each with its share of the workers; their
-    /// I/O threads and device regions are decided on each host.
-    Hosts(Vec<(HostSpec, HostShare)>),
-}
 
 /// One host's verify check: its name, the disks checked, and what was found.
 pub type HostVerified = (String, usize, VerifySummary);
@@ -127,23 +91,29 @@ pub struct Finished {
 }
 
 pub trait Launcher {
+    /// This launcher's half of a plan: where it puts a run's workers, as its
+    /// `materialize` needs them (`local::Here`, `plan::Hosts`, `plan::Pods`);
+    /// `Placement` is what any reader prints of it.
+    type Where: Into<Placement>;
+
     /// Make every check and placement decision for a run of `groups` with this run's
     /// `settings` (a step's seed, a round's device age; what the launcher opened for the
     /// command stays): engine, targets and their layout (device safety, free space, block
-    /// sizes), hosts and their shares. Writes nothing, creates nothing, contacts no host.
+    /// sizes), hosts and their shares. Writes nothing, creates nothing, contacts no host,
+    /// changes nothing in the launcher.
     fn plan(
-        &mut self,
+        &self,
         groups: &[GroupPlan],
         settings: &RunSettings,
-    ) -> Result<LaunchPlan, FleetError>;
+    ) -> Result<LaunchPlan<Self::Where>, FleetError>;
 
-    /// Get every worker of `plan` (from this launcher's `plan`) ready: targets
+    /// Get every worker of `plan` (this launcher's `plan`, consumed) ready: targets
     /// created and filled, engines open, agents connected. `Ok(None)` when `stop` was
     /// set before that finished (nothing was measured; nothing is left running).
     /// Notices for the user go to `notices`.
     fn materialize(
         &mut self,
-        plan: LaunchPlan,
+        plan: LaunchPlan<Self::Where>,
         stop: &Arc<AtomicBool>,
         observer: &mut dyn Observer,
         notices: &mut Vec<String>,
@@ -152,14 +122,18 @@ pub trait Launcher {
     /// Check every disk of `plan` against its verify journal (`iofleet verify`): per
     /// host, its name, the disks checked and what was found, the first `keep`
     /// corruptions in detail. Reads only.
-    fn verify(&mut self, plan: LaunchPlan, keep: usize) -> Result<Vec<HostVerified>, FleetError>;
+    fn verify(
+        &mut self,
+        plan: LaunchPlan<Self::Where>,
+        keep: usize,
+    ) -> Result<Vec<HostVerified>, FleetError>;
 
     /// Precondition every disk of `plan` (`iofleet precondition`): created as a run
     /// would, written over `precondition::PASSES` times, no measured phase. `Ok(None)`
     /// when `stop` was set before anything was written.
     fn precondition(
         &mut self,
-        plan: LaunchPlan,
+        plan: LaunchPlan<Self::Where>,
         stop: &Arc<AtomicBool>,
         observer: &mut dyn Observer,
     ) -> Result<Option<Preconditioned>, FleetError>;

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use iofleet_fleet::inventory::ansible::Inventory;
-use iofleet_fleet::inventory::{ini, load_with, resolve_hosts, Reader};
+use iofleet_fleet::inventory::{ini, load_with, resolve_hosts, Reach, Reader};
 use serde_json::{json, Value};
 
 /// Write `text` as `name` in a fresh directory (no group_vars/ beside it).
@@ -308,5 +308,10 @@ fn yaml_inventory_through_ansible_inventory_matches_its_ini_twin() {
     assert_eq!(native.len(), 3);
     assert_eq!(native[0].destination, "root@node01");
     assert_eq!(native[0].labels["group"], "fast,storage");
-    assert_eq!(native[2].ssh_options, ["-p", "2200"]);
+    assert_eq!(
+        native[2].reach,
+        Reach::Ssh {
+            options: vec!["-p".into(), "2200".into()]
+        }
+    );
 }

@@ -8,10 +8,10 @@
 
 use std::path::Path;
 
+use iofleet_fleet::host::TargetArg;
 use iofleet_fleet::inventory::{
-    parse_text, place, HostSpec, InventoryError, Role, TextFormat, TransportKind,
+    parse_text, place, HostSpec, InventoryError, Reach, Role, TextFormat,
 };
-use iofleet_fleet::protocol::TargetArg;
 use proptest::prelude::*;
 use proptest::sample::select;
 
@@ -207,10 +207,14 @@ proptest! {
                 workers,
                 labels: Default::default(),
                 iofleet_path: None,
-                transport: if h.local { TransportKind::Local } else { TransportKind::Ssh },
-                ssh_options: vec!["-F".into(), "cfg".into()],
+                reach: if h.local {
+                    Reach::Local
+                } else {
+                    Reach::Ssh {
+                        options: vec!["-F".into(), "cfg".into()],
+                    }
+                },
                 role: if h.observer { Role::Observer } else { Role::Workers },
-                pod: None,
             };
             prop_assert_eq!(r, &want);
         }
@@ -345,10 +349,14 @@ proptest! {
                 workers: h.workers,
                 labels: [("group".to_string(), format!("g{g}"))].into(),
                 iofleet_path: Some("/usr/local/bin/iofleet".into()),
-                transport: if h.local { TransportKind::Local } else { TransportKind::Ssh },
-                ssh_options: h.port.map_or(vec![], |p| vec!["-p".into(), p.to_string()]),
+                reach: if h.local {
+                    Reach::Local
+                } else {
+                    Reach::Ssh {
+                        options: h.port.map_or(vec![], |p| vec!["-p".into(), p.to_string()]),
+                    }
+                },
                 role: Role::Workers,
-                pod: None,
             })
             .collect();
         prop_assert_eq!(read, want);

@@ -5,7 +5,7 @@
 //! anything is built, so that a plan whose figures overflow or pass a bound is refused
 //! with the key to lower rather than allocated. It counts and allocates nothing per
 //! worker, disk or lane; what those figures cost in memory is the fleet crate's estimate
-//! (`iofleet_fleet::footprint`).
+//! (`iofleet_fleet::local::footprint`).
 
 use crate::error::ProfileError;
 use crate::options::{int_range, MAX_STREAMS, OPTIONS, VERIFY_UNIT};

@@ -96,11 +96,10 @@ pub fn run(a: PreconditionArgs) -> Result<i32, Exit> {
         host_timeout: a.host_timeout,
         ..RunSettings::default()
     };
-    let mut launcher = launcher_at(a.hosts.as_deref(), &a.target, settings.clone())?;
-    // Every check (free space, device signatures, mounts) before any write.
-    let planned = launcher.plan(&groups, &settings).map_err(fleet_exit)?;
+    let mut launcher = launcher_at(a.hosts.as_deref(), &a.target)?;
     let mut bar = Bar(progress_bar(a.quiet || a.hosts.is_some()));
-    let outcome = launcher.precondition(planned, &stop, &mut bar);
+    // Planned first: every check (free space, device signatures, mounts) before any write.
+    let outcome = launcher.precondition(&groups, &settings, &stop, &mut bar);
     if let Some(b) = bar.0 {
         b.finish_and_clear();
     }

@@ -14,9 +14,10 @@ const MAX_LINES: usize = 1000;
 pub fn run(a: RunArgs) -> Result<i32, Exit> {
     let (groups, settings) = resolve(&a)?;
     // The launcher a run would use, so the disks are found where the run put them.
-    let mut launcher = launcher_for(&a, settings.clone())?;
-    let plan = launcher.plan(&groups, &settings).map_err(fleet_exit)?;
-    let per_host = launcher.verify(plan, MAX_LINES).map_err(fleet_exit)?;
+    let mut launcher = launcher_for(&a)?;
+    let per_host = launcher
+        .verify(&groups, &settings, MAX_LINES)
+        .map_err(fleet_exit)?;
     let mut corrupt = 0;
     for (host, disks, found) in &per_host {
         for c in &found.first {

@@ -16,10 +16,8 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use iofleet_engine::target::{DiskLayout, TargetSpec, MARKER_LEN};
-use iofleet_fleet::inventory::{self, HostSpec};
-use iofleet_fleet::launcher::{LaunchPlan, Placement};
-use iofleet_fleet::protocol::TargetArg;
-use iofleet_fleet::RunSettings;
+use iofleet_fleet::host::{HostSpec, Reach, Role, TargetArg};
+use iofleet_fleet::plan::{HostShare, LaunchPlan, Placement, Pods};
 use iofleet_profile::{plan_toml, Bytes, FleetTotals, GroupPlan};
 
 use crate::exit::Exit;
@@ -27,13 +25,18 @@ use crate::exit::Exit;
 /// Disk files or regions listed per target before the rest is summarised.
 const LIST_AT_MOST: usize = 32;
 
-/// Print `plan` (from `Launcher::plan`) as a profile followed by the fleet and its
-/// placement as comments.
-pub fn print(plan: &LaunchPlan, settings: &RunSettings) -> Result<i32, Exit> {
+/// Print `plan` (from `Fleet::plan`) as a profile followed by the fleet and its
+/// placement as comments; a Kubernetes fleet's as the objects it would create followed
+/// by the profile, the fleet and its pods as comments.
+pub fn print(plan: &LaunchPlan) -> Result<i32, Exit> {
     let groups = &plan.groups;
     let mut out = String::new();
-    plan_lines(&mut out, groups);
-    fleet_lines(&mut out, plan)?;
+    if let Placement::Pods(pods) = &plan.placement {
+        pods_lines(&mut out, plan, pods)?;
+    } else {
+        plan_lines(&mut out, groups);
+        fleet_lines(&mut out, plan)?;
+    }
     match &plan.placement {
         Placement::Here {
             host,
@@ -49,7 +52,7 @@ pub fn print(plan: &LaunchPlan, settings: &RunSettings) -> Result<i32, Exit> {
                     writeln!(
                         out,
                         "# Target: none ({} touches no storage)",
-                        settings.engine.name()
+                        plan.settings.engine.name()
                     )
                     .ok();
                 }
@@ -67,6 +70,7 @@ pub fn print(plan: &LaunchPlan, settings: &RunSettings) -> Result<i32, Exit> {
                 host_lines(&mut out, h, share)?;
             }
         }
+        Placement::Pods(_) => {}
     }
     for n in &plan.notices {
         writeln!(out, "# note: {n}").ok();
@@ -225,18 +229,14 @@ fn target_lines(out: &mut String, target: &TargetSpec, layout: &[DiskLayout]) {
     }
 }
 
-fn host_lines(
-    out: &mut String,
-    h: &HostSpec,
-    share: &iofleet_fleet::agents::HostShare,
-) -> Result<(), Exit> {
+fn host_lines(out: &mut String, h: &HostSpec, share: &HostShare) -> Result<(), Exit> {
     let (base, count) = (share.base, share.count);
-    let via = match h.transport {
-        inventory::TransportKind::Ssh => format!("ssh {}", h.destination),
-        inventory::TransportKind::Local => "a local agent process".into(),
-        inventory::TransportKind::Kubectl => format!("kubectl exec {}", h.destination),
+    let via = match h.reach {
+        Reach::Ssh { .. } => format!("ssh {}", h.destination),
+        Reach::Local => "a local agent process".into(),
+        Reach::Kubectl(_) => format!("kubectl exec {}", h.destination),
     };
-    if h.role == inventory::Role::Observer {
+    if h.role == Role::Observer {
         let watches = match &h.target {
             TargetArg::Devices(d) if d.is_empty() => "every disk of the host".to_string(),
             TargetArg::Devices(d) => d.join(" "),
@@ -319,23 +319,21 @@ fn host_lines(
     Ok(())
 }
 
-/// `--dry-run` with `--hosts` naming a Kubernetes fleet (a `[kubernetes]` table): the
-/// objects iofleet would create, as YAML that `kubectl apply -f -` accepts, then the
-/// resolved plan and each pod's share as YAML comments. Contacts no cluster.
-pub fn print_kube(path: &std::path::Path, groups: &[GroupPlan]) -> Result<i32, Exit> {
-    let fleet = iofleet_fleet::kube::load(path).map_err(Exit::input)?;
-    let (group, notes) = fleet.group(groups).map_err(Exit::input)?;
-    let plan = &group.plan;
-    let mut out = String::new();
+/// A Kubernetes fleet's plan: the objects iofleet would create, as YAML that `kubectl
+/// apply -f -` accepts, then the resolved plan and each pod's share as YAML comments.
+fn pods_lines(out: &mut String, plan: &LaunchPlan, pods: &Pods) -> Result<(), Exit> {
+    let [group] = plan.groups.as_slice() else {
+        return Err(Exit::failure("a Kubernetes fleet's plan has one group"));
+    };
     writeln!(
         out,
         "# iofleet run --dry-run on Kubernetes: the objects iofleet would create, for\n\
          # kubectl apply -f - (which accepts this output as it is). Nothing was created."
     )
     .ok();
-    out.push_str(&iofleet_fleet::kube::to_yaml(&fleet.manifests(plan)));
+    out.push_str(&iofleet_fleet::kube::to_yaml(&pods.objects));
     let mut rest = String::new();
-    plan_lines(&mut rest, std::slice::from_ref(&group));
+    plan_lines(&mut rest, std::slice::from_ref(group));
     for line in rest.lines() {
         if line.starts_with('#') || line.is_empty() {
             writeln!(out, "{line}").ok();
@@ -343,15 +341,14 @@ pub fn print_kube(path: &std::path::Path, groups: &[GroupPlan]) -> Result<i32, E
             writeln!(out, "# {line}").ok();
         }
     }
-    let f = &plan.fleet;
+    let f = &group.plan.fleet;
     writeln!(out, "# Fleet").ok();
     writeln!(
         out,
         "#   pods:        {} in namespace {}{} (each a host running one worker)",
-        fleet.pods,
-        fleet.namespace,
-        fleet
-            .context
+        pods.hosts.len(),
+        pods.namespace,
+        pods.context
             .as_ref()
             .map_or(String::new(), |c| format!(", context {c}"))
     )
@@ -360,13 +357,9 @@ pub fn print_kube(path: &std::path::Path, groups: &[GroupPlan]) -> Result<i32, E
         out,
         "#   volumes:     {} per pod, {} MiB each, {} mode, StorageClass {}",
         f.disks_per_worker,
-        fleet.volume_bytes(f.disk_size.get()) >> 20,
-        match fleet.volume_mode {
-            iofleet_fleet::kube::VolumeMode::Filesystem => "filesystem",
-            iofleet_fleet::kube::VolumeMode::Block => "block",
-        },
-        fleet
-            .storage_class
+        pods.volume_bytes >> 20,
+        pods.volume_mode,
+        pods.storage_class
             .as_deref()
             .unwrap_or("(the cluster's default)")
     )
@@ -374,40 +367,43 @@ pub fn print_kube(path: &std::path::Path, groups: &[GroupPlan]) -> Result<i32, E
     writeln!(
         out,
         "#   disks:       {} of {} each, {} thread(s) per disk, qd {}",
-        fleet.pods as u64 * f.disks_per_worker as u64,
+        pods.hosts.len() as u64 * f.disks_per_worker as u64,
         f.disk_size,
         f.threads_per_disk,
         f.qd
     )
     .ok();
-    let shown = fleet.pod_names().into_iter().enumerate();
-    for (w, pod) in shown.clone().take(LIST_AT_MOST) {
-        let disks: Vec<String> = (0..f.disks_per_worker)
-            .map(|k| fleet.disk_path(k))
-            .collect();
-        writeln!(out, "#   pod {pod}: worker {w}, disks {}", disks.join(" ")).ok();
+    for (pod, share) in pods.hosts.iter().take(LIST_AT_MOST) {
+        let disks = match &pod.target {
+            TargetArg::Dir(d) => std::slice::from_ref(d),
+            TargetArg::Dirs(v) | TargetArg::Devices(v) => v.as_slice(),
+        };
+        writeln!(
+            out,
+            "#   pod {}: worker {}, disks {}",
+            pod.name,
+            share.base,
+            disks.join(" ")
+        )
+        .ok();
     }
-    if fleet.pods as usize > LIST_AT_MOST {
+    if pods.hosts.len() > LIST_AT_MOST {
         writeln!(
             out,
             "#   ... and {} more pods",
-            fleet.pods as usize - LIST_AT_MOST
+            pods.hosts.len() - LIST_AT_MOST
         )
         .ok();
     }
     writeln!(
         out,
         "#   afterwards:  {}",
-        if fleet.keep {
+        if pods.keep {
             "pods and volumes kept for the next run (keep = true)"
         } else {
             "every object above deleted, volumes with them"
         }
     )
     .ok();
-    for n in &notes {
-        writeln!(out, "# note: {n}").ok();
-    }
-    print!("{out}");
-    Ok(0)
+    Ok(())
 }

@@ -1,4 +1,4 @@
-//! One command's fleet and live outputs. The fleet (`Launcher`) is opened by the
+//! One command's fleet and live outputs. The fleet (`dyn Fleet`) is opened by the
 //! command's first measurement and kept for every later one — a sweep's steps, a
 //! steady state's rounds, a job file's phases run on the same agents, pods and files —
 //! and closed when the command ends (`finish`), or right after its one measurement when
@@ -18,8 +18,7 @@
 
 use std::net::TcpListener;
 
-use iofleet_fleet::launcher::Launcher;
-use iofleet_fleet::{Observer, RunSettings};
+use iofleet_fleet::{Fleet, Observer};
 
 use crate::args::RunArgs;
 use crate::exit::Exit;
@@ -34,7 +33,7 @@ pub(crate) struct LiveSession {
     web: Option<LiveWeb>,
     metrics: Option<Metrics>,
     finished: bool,
-    fleet: Option<Box<dyn Launcher>>,
+    fleet: Option<Box<dyn Fleet>>,
     /// The command measures once: close the fleet right after that measurement.
     pub close_after_one: bool,
     quiet: bool,
@@ -96,10 +95,9 @@ impl LiveSession {
     pub fn fleet_and_observers(
         &mut self,
         a: &RunArgs,
-        settings: &RunSettings,
-    ) -> Result<(&mut dyn Launcher, Vec<&mut dyn Observer>), Exit> {
+    ) -> Result<(&mut dyn Fleet, Vec<&mut dyn Observer>), Exit> {
         if self.fleet.is_none() {
-            self.fleet = Some(crate::run::session::launcher_for(a, settings.clone())?);
+            self.fleet = Some(crate::run::session::launcher_for(a)?);
         }
         let fleet = self.fleet.as_deref_mut().expect("made above");
         let mut out: Vec<&mut dyn Observer> = Vec::new();

@@ -2,13 +2,13 @@
 //! measurement and kept by the command's `LiveSession` for the later ones), with the
 //! results store and the terminal line around it and the live outputs (`/metrics`, the
 //! live view) watching it too. Every round of `--steady-state`, step of `sweep` and
-//! `find-max`, and phase of a fio job file is one `measure`; no command calls
-//! `iofleet_fleet::run` itself.
+//! `find-max`, and phase of a fio job file is one `measure`; no command runs the fleet
+//! itself.
 //!
 //! ```text
 //!   RunArgs ─session::resolve─▶ groups + RunSettings
 //!                                     │
-//!                                     └─ measure ─▶ the LiveSession's fleet ─▶ fleet::run ─▶ RunResult
+//!                                     └─ measure ─▶ the LiveSession's fleet ─▶ Fleet::measure ─▶ RunResult
 //!                              (observers: terminal line, store recorder, /metrics, live view)
 //! ```
 
@@ -42,16 +42,15 @@ pub(crate) fn measure(
 
     let mut live = LiveView::new(a.quiet);
     let result = {
-        let (launcher, watching) = live_session.fleet_and_observers(a, &settings)?;
+        let (fleet, watching) = live_session.fleet_and_observers(a)?;
         let mut observers: Vec<&mut dyn Observer> = vec![&mut live];
         observers.extend(watching);
         if let Some(r) = recorder.as_mut() {
             observers.push(r);
         }
-        iofleet_fleet::run(
+        fleet.measure(
             groups,
             &settings,
-            launcher,
             &mut StartNow,
             stop.clone(),
             &mut Fanout(observers),

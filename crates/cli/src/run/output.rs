@@ -20,23 +20,16 @@ use crate::exit::Exit;
 use crate::run::dry_run;
 use crate::run::session::{exit_code, fleet_exit, launcher_for};
 
-/// `--dry-run`: the objects a Kubernetes fleet would create, else the launch plan.
+/// `--dry-run`: the launcher's plan (a Kubernetes fleet's: the objects it would create).
 pub(crate) fn dry_run(
     a: &RunArgs,
     groups: &[GroupPlan],
     settings: RunSettings,
 ) -> Result<i32, Exit> {
-    if let Some(path) = a
-        .hosts
-        .as_deref()
-        .filter(|p| iofleet_fleet::kube::is_kube_file(p))
-    {
-        return dry_run::print_kube(path, groups);
-    }
-    let plan = launcher_for(a, settings.clone())?
+    let plan = launcher_for(a)?
         .plan(groups, &settings)
         .map_err(fleet_exit)?;
-    dry_run::print(&plan, &settings)
+    dry_run::print(&plan)
 }
 
 /// The result printed on stdout in the format asked for (and with `--output`, its JSON

@@ -14,9 +14,8 @@ use std::sync::Arc;
 use iofleet_engine::target::TargetSpec;
 use iofleet_fleet::agents::AgentLauncher;
 use iofleet_fleet::hosts_file::HostsFile;
-use iofleet_fleet::inproc::ThreadLauncher;
-use iofleet_fleet::launcher::Launcher;
-use iofleet_fleet::{EngineSpec, RunSettings};
+use iofleet_fleet::local::ThreadLauncher;
+use iofleet_fleet::{EngineSpec, Fleet, RunSettings};
 use iofleet_profile::{format_duration, Context, GroupPlan, Overrides};
 use iofleet_stats::result::RunResult;
 
@@ -192,20 +191,19 @@ pub(crate) fn resolve(a: &RunArgs) -> Result<(Vec<GroupPlan>, RunSettings), Exit
 /// Where the workers run: agents on the inventory's hosts with `--hosts` (targets come
 /// from the inventory), else threads of this process on the run's target
 /// (`fio_job::target`).
-pub(crate) fn launcher_for(a: &RunArgs, settings: RunSettings) -> Result<Box<dyn Launcher>, Exit> {
+pub(crate) fn launcher_for(a: &RunArgs) -> Result<Box<dyn Fleet>, Exit> {
     let target = match a.hosts {
         Some(_) => Vec::new(),
         None => crate::run::fio_job::target(a)?,
     };
-    launcher_at(a.hosts.as_deref(), &target, settings)
+    launcher_at(a.hosts.as_deref(), &target)
 }
 
 /// The launcher for an inventory (`--hosts`), else for `--target` on this host.
 pub(crate) fn launcher_at(
     hosts: Option<&std::path::Path>,
     target: &[std::path::PathBuf],
-    settings: RunSettings,
-) -> Result<Box<dyn Launcher>, Exit> {
+) -> Result<Box<dyn Fleet>, Exit> {
     Ok(match hosts {
         Some(path) => match iofleet_fleet::hosts_file::read(path, &crate::inputs::text)
             .map_err(Exit::input)?
@@ -213,9 +211,8 @@ pub(crate) fn launcher_at(
             HostsFile::Kubernetes(fleet) => Box::new(iofleet_fleet::kube::KubeLauncher::new(
                 *fleet,
                 path.to_path_buf(),
-                settings,
             )),
-            HostsFile::Inventory(hosts) => Box::new(AgentLauncher::new(hosts, settings)),
+            HostsFile::Inventory(hosts) => Box::new(AgentLauncher::new(hosts)),
         },
         None => {
             let label = target
@@ -223,11 +220,7 @@ pub(crate) fn launcher_at(
                 .map(|p| p.display().to_string())
                 .collect::<Vec<_>>()
                 .join(",");
-            Box::new(ThreadLauncher::new(
-                target_spec_of(target)?,
-                label,
-                settings,
-            ))
+            Box::new(ThreadLauncher::new(target_spec_of(target)?, label))
         }
     })
 }

@@ -30,7 +30,7 @@ use serde_json::Value;
 use crate::common::need::need;
 use crate::common::{guarded_path, iofleet, scratch_data_home, stderr};
 
-/// The tools a pod's image needs for iofleet's agent script (agents.rs `start_script`
+/// The tools a pod's image needs for iofleet's agent script (agents/scripts.rs `start_script`
 /// and `clean_script`), and `cat`, `ls` and `env` for the tests' own looks inside.
 const IMAGE_TOOLS: [&str; 16] = [
     "sh",

@@ -33,68 +33,19 @@
 //! by them or printed with them.
 
 pub mod ansible;
+mod error;
 pub mod ini;
 mod literal;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Deserialize;
 use serde_json::Value;
 
 use self::ansible::{Host, Inventory, Outcome};
-use crate::protocol::TargetArg;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TransportKind {
-    Ssh,
-    Local,
-    /// `kubectl exec` into a pod of a Kubernetes fleet (`crate::kube`), which creates
-    /// these hosts itself: an inventory cannot name it.
-    #[serde(skip)]
-    Kubectl,
-}
-
-/// Where `kubectl exec` finds a pod: the kubeconfig context (None: kubectl's current)
-/// and namespace; the pod is the host's `destination`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PodAddress {
-    pub context: Option<String>,
-    pub namespace: String,
-    pub container: String,
-}
-
-/// What a host does in a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    /// It runs its share of the fleet's workers (the default).
-    #[default]
-    Workers,
-    /// It runs no I/O: its agent reports the host's CPU, memory, network and disks per
-    /// interval, e.g. for a storage node of the system under test.
-    Observer,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct HostSpec {
-    pub name: String,
-    pub destination: String,
-    pub target: TargetArg,
-    pub workers: Option<u32>,
-    pub labels: BTreeMap<String, String>,
-    pub iofleet_path: Option<String>,
-    pub transport: TransportKind,
-    /// Extra arguments for `ssh` (inventory-wide options, then per-host ones).
-    pub ssh_options: Vec<String>,
-    /// Workers, or an observer. An observer's `target` names what it watches: the
-    /// devices listed, or the device under a directory; an empty device list (no target
-    /// given) watches every disk of the host.
-    pub role: Role,
-    /// With the `kubectl` transport: the pod's context, namespace and container.
-    pub pod: Option<PodAddress>,
-}
+pub use self::error::{InventoryError, READER_ENV};
+pub use crate::host::{HostSpec, PodAddress, Reach, Role, TargetArg};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -139,11 +90,33 @@ struct RawHost {
     #[serde(default)]
     labels: BTreeMap<String, String>,
     iofleet_path: Option<String>,
-    transport: Option<TransportKind>,
+    transport: Option<Transport>,
     #[serde(default)]
     ssh_options: Vec<String>,
     #[serde(default)]
     role: Role,
+}
+
+/// The ways an inventory may name to reach a host (`transport`, `iofleet_transport`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Transport {
+    #[default]
+    Ssh,
+    Local,
+}
+
+impl Transport {
+    /// The way to reach a host, with the ssh options the inventory gives it (a host
+    /// run locally takes none).
+    fn reach(self, ssh_options: Vec<String>) -> Reach {
+        match self {
+            Transport::Ssh => Reach::Ssh {
+                options: ssh_options,
+            },
+            Transport::Local => Reach::Local,
+        }
+    }
 }
 
 /// Default target directory on a host when the inventory names none.
@@ -163,9 +136,6 @@ fn target_arg(t: Option<RawTarget>, role: Role) -> TargetArg {
         Some(RawTarget::Many(v)) => TargetArg::Devices(v),
     }
 }
-
-/// The environment variable that chooses how non-TOML inventories are read.
-pub const READER_ENV: &str = "IOFLEET_INVENTORY_READER";
 
 /// How an Ansible inventory is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -191,19 +161,6 @@ impl Reader {
             },
         }
     }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum InventoryError {
-    /// A problem with the inventory, at a line when one is known.
-    #[error("--hosts {}{}: {message}", file.display(), line.map(|l| format!(", line {l}")).unwrap_or_default())]
-    File {
-        file: PathBuf,
-        line: Option<usize>,
-        message: String,
-    },
-    #[error("{READER_ENV}={0}: expected auto, native or ansible-inventory")]
-    Reader(String),
 }
 
 /// The `iofleet_*` variables an Ansible inventory may set; any other is an error.
@@ -438,7 +395,7 @@ fn host_spec(h: &Host, text: Option<&str>) -> Result<HostSpec, VarError> {
         ssh_options.extend(["-i".to_string(), k]);
     }
     let target = vars.target()?;
-    let transport = vars.transport()?;
+    let reach = vars.transport()?.reach(ssh_options);
     // A host's pin is at most a fleet's workers, the bound of fleet.workers.
     let workers = vars
         .whole("iofleet_workers", 1, most_workers())?
@@ -452,9 +409,7 @@ fn host_spec(h: &Host, text: Option<&str>) -> Result<HostSpec, VarError> {
         workers,
         labels: BTreeMap::from([("group".to_string(), h.groups.join(","))]),
         iofleet_path: vars.text_of("iofleet_path")?,
-        transport,
-        ssh_options,
-        pod: None,
+        reach,
     })
 }
 
@@ -600,10 +555,10 @@ impl HostVars<'_> {
     }
 
     /// `iofleet_transport`: ssh (the default) or local.
-    fn transport(&self) -> Result<TransportKind, VarError> {
+    fn transport(&self) -> Result<Transport, VarError> {
         Ok(match self.text_of("iofleet_transport")?.as_deref() {
-            None | Some("ssh") => TransportKind::Ssh,
-            Some("local") => TransportKind::Local,
+            None | Some("ssh") => Transport::Ssh,
+            Some("local") => Transport::Local,
             Some(t) => {
                 return Err(self.bad("iofleet_transport", format!("'{t}' is not ssh or local")))
             }
@@ -655,9 +610,7 @@ pub fn parse_toml(text: &str) -> Result<Vec<HostSpec>, String> {
                 role: h.role,
                 labels: h.labels,
                 iofleet_path: h.iofleet_path,
-                transport: h.transport.unwrap_or(TransportKind::Ssh),
-                ssh_options,
-                pod: None,
+                reach: h.transport.unwrap_or_default().reach(ssh_options),
             })
         })
         .collect()
@@ -800,11 +753,18 @@ mod tests {
         assert_eq!(hosts[0].labels["rack"], "r1");
         assert_eq!(hosts[1].name, "node2");
         assert_eq!(hosts[1].workers, Some(3));
-        assert_eq!(hosts[1].ssh_options, ["-F", "cfg", "-p", "2222"]);
+        assert_eq!(hosts[1].reach, ssh(&["-F", "cfg", "-p", "2222"]));
         assert!(matches!(hosts[1].target, TargetArg::Devices(ref v) if v.len() == 2));
         assert!(parse_toml("[[host]]\ndestination = \"a\"\ncolour = 1\n")
             .unwrap_err()
             .contains("colour"));
+    }
+
+    /// Reached over ssh with `options`.
+    fn ssh(options: &[&str]) -> Reach {
+        Reach::Ssh {
+            options: options.iter().map(|o| o.to_string()).collect(),
+        }
     }
 
     fn ini_hosts(text: &str) -> Result<Vec<HostSpec>, (Option<usize>, String)> {
@@ -820,21 +780,21 @@ mod tests {
         .unwrap();
         assert_eq!(hosts.len(), 3);
         assert_eq!(hosts[0].destination, "root@10.0.0.1");
-        assert_eq!(hosts[0].ssh_options, ["-p", "2222"]);
+        assert_eq!(hosts[0].reach, ssh(&["-p", "2222"]));
         assert_eq!(hosts[0].workers, Some(2));
         assert_eq!(
             hosts[0].iofleet_path.as_deref(),
             Some("/usr/local/bin/iofleet")
         );
         assert_eq!(hosts[1].destination, "n2");
-        assert_eq!(hosts[1].ssh_options, ["-i", "~/.ssh/k"]);
+        assert_eq!(hosts[1].reach, ssh(&["-i", "~/.ssh/k"]));
         assert_eq!(
             hosts[1].target,
             TargetArg::Devices(vec!["/dev/a".into(), "/dev/b".into()])
         );
         assert_eq!(hosts[1].labels["group"], "storage");
         assert_eq!(hosts[1].target, hosts[1].target);
-        assert_eq!(hosts[2].transport, TransportKind::Local);
+        assert_eq!(hosts[2].reach, Reach::Local);
         assert_eq!(hosts[2].target, TargetArg::Dir("/data".into()));
         assert_eq!(hosts[2].iofleet_path, None);
     }
@@ -937,10 +897,8 @@ mod tests {
             workers: w,
             labels: BTreeMap::new(),
             iofleet_path: None,
-            transport: TransportKind::Ssh,
-            ssh_options: vec![],
+            reach: ssh(&[]),
             role: Role::Workers,
-            pod: None,
         };
         let hosts = vec![h(None), h(Some(4)), h(None), h(None)];
         let p = place(&hosts, 11).unwrap();

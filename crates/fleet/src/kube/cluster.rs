@@ -15,8 +15,8 @@ use iofleet_stats::result::{KubePod, KubeVolume, StorageClassFacts};
 use serde_json::{json, Value};
 
 use super::{KubeFleet, FLEET_LABEL, MANAGED_BY};
-use crate::inventory::PodAddress;
-use crate::transport::kubectl;
+use crate::agents::transport::kubectl;
+use crate::host::PodAddress;
 
 /// The container iofleet runs its agent in.
 pub const CONTAINER: &str = "agent";

@@ -21,15 +21,15 @@ use iofleet_stats::result::{KubePod, KubeRun};
 
 use super::cluster::{claim_name, pod_facts, Cluster, States};
 use super::{KubeFleet, VolumeMode};
-use crate::agents::AgentLauncher;
-use crate::controller::FleetError;
-use crate::inventory::{HostSpec, Role, TransportKind};
-use crate::lanes::Msg;
-use crate::launcher::{Finished, HostVerified, LaunchPlan, Launcher, Prepared};
+use crate::agents::{plan, AgentLauncher};
+use crate::error::FleetError;
+use crate::host::{HostSpec, Reach, Role, TargetArg};
+use crate::launcher::{Finished, HostVerified, Launcher, Prepared};
 use crate::observer::Observer;
+use crate::plan::{Hosts, LaunchPlan, Pods};
 use crate::precondition::Preconditioned;
-use crate::protocol::TargetArg;
 use crate::settings::RunSettings;
+use crate::source::Msg;
 
 /// How often the pods and claims are looked at while waiting for them.
 const POLL: Duration = Duration::from_millis(500);
@@ -39,8 +39,8 @@ pub struct KubeLauncher {
     /// The description's file, for the clean-up command in messages.
     file: PathBuf,
     cluster: Cluster,
-    settings: RunSettings,
-    /// The pods as hosts, made by `plan` (their disks follow the profile).
+    /// The pods' agents: made for the pods of the first run, and again when a run's
+    /// pods differ (their disks follow the profile).
     agents: AgentLauncher,
     /// The objects this command applied (they may exist: deleted at its end unless
     /// `keep`), and whether the cluster had them already.
@@ -49,11 +49,10 @@ pub struct KubeLauncher {
 }
 
 impl KubeLauncher {
-    pub fn new(fleet: KubeFleet, file: PathBuf, settings: RunSettings) -> Self {
+    pub fn new(fleet: KubeFleet, file: PathBuf) -> Self {
         let cluster = Cluster::new(&fleet);
         KubeLauncher {
-            agents: AgentLauncher::new(Vec::new(), settings.clone()),
-            settings,
+            agents: AgentLauncher::new(Vec::new()),
             cluster,
             fleet,
             file,
@@ -85,18 +84,19 @@ impl KubeLauncher {
         })
     }
 
-    /// The fleet for `plan`, Ready: the one this command made already when its objects
-    /// are the same, else created (after deleting the command's other objects, with a
-    /// notice) and waited for. `Ok(None)` when `stop` was set first.
+    /// The fleet of `objects` (pods of `disks` volumes each), Ready: the one this
+    /// command made already when its objects are the same, else created (after
+    /// deleting the command's other objects, with a notice) and waited for. `Ok(None)`
+    /// when `stop` was set first.
     fn provision(
         &mut self,
-        plan: &LaunchPlan,
+        objects: Vec<serde_json::Value>,
+        disks: u32,
         stop: &Arc<AtomicBool>,
         observer: &mut dyn Observer,
         notices: &mut Vec<String>,
     ) -> Result<Option<()>, FleetError> {
         let setup = |e: String| FleetError::Setup(e);
-        let objects = self.fleet.manifests(&plan.groups[0].plan);
         match &self.applied {
             Some((applied, _)) if *applied == objects && self.facts.is_some() => {
                 return Ok(Some(()));
@@ -122,7 +122,6 @@ impl KubeLauncher {
         let t0 = Instant::now();
         self.cluster.apply(&objects).map_err(setup)?;
         let pods = self.fleet.pod_names();
-        let disks = plan.groups[0].plan.fleet.disks_per_worker;
         let claims: Vec<String> = pods
             .iter()
             .flat_map(|p| (0..disks).map(move |k| claim_name(k, p)))
@@ -144,11 +143,7 @@ impl KubeLauncher {
             namespace: self.fleet.namespace.clone(),
             fleet: self.fleet.name.clone(),
             image: self.fleet.image.clone(),
-            volume_mode: match self.fleet.volume_mode {
-                VolumeMode::Filesystem => "filesystem",
-                VolumeMode::Block => "block",
-            }
-            .into(),
+            volume_mode: self.fleet.volume_mode.name().into(),
             reused,
             ready_after_s,
             storage_class: class,
@@ -275,49 +270,79 @@ fn pod_hosts(fleet: &KubeFleet, cluster: &Cluster, disks: u32) -> Vec<HostSpec> 
                 workers: None,
                 labels: BTreeMap::new(),
                 iofleet_path: None,
-                transport: TransportKind::Kubectl,
-                ssh_options: Vec::new(),
+                reach: Reach::Kubectl(cluster.address.clone()),
                 role: Role::Workers,
-                pod: Some(cluster.address.clone()),
             }
         })
         .collect()
 }
 
 impl Launcher for KubeLauncher {
+    type Where = Pods;
+
     fn plan(
-        &mut self,
+        &self,
         groups: &[GroupPlan],
         settings: &RunSettings,
-    ) -> Result<LaunchPlan, FleetError> {
-        self.settings = settings.clone();
-        let (group, notices) = self.fleet.group(groups)?;
-        let groups = vec![group];
-        let disks = groups[0].plan.fleet.disks_per_worker;
+    ) -> Result<LaunchPlan<Pods>, FleetError> {
+        let (group, mut notices) = self.fleet.group(groups)?;
+        let disks = group.plan.fleet.disks_per_worker;
         let hosts = pod_hosts(&self.fleet, &self.cluster, disks);
-        // The pods' agents stay for the command's later runs while the pods are the same.
-        if self.agents.hosts() != hosts.as_slice() {
-            self.agents = AgentLauncher::new(hosts, self.settings.clone());
-        }
-        let mut plan = self.agents.plan(&groups, settings)?;
-        plan.notices.splice(0..0, notices);
-        Ok(plan)
+        let mut plan = plan::plan(&hosts, &[group], settings)?;
+        notices.append(&mut plan.notices);
+        plan.notices = notices;
+        let group = &plan.groups[0].plan;
+        let (objects, volume_bytes) = (
+            self.fleet.manifests(group),
+            self.fleet.volume_bytes(group.fleet.disk_size.get()),
+        );
+        let fleet = &self.fleet;
+        Ok(plan.map(|hosts| Pods {
+            objects,
+            context: fleet.context.clone(),
+            namespace: fleet.namespace.clone(),
+            volume_bytes,
+            volume_mode: fleet.volume_mode.name().into(),
+            storage_class: fleet.storage_class.clone(),
+            keep: fleet.keep,
+            hosts: hosts.0,
+        }))
     }
 
     fn materialize(
         &mut self,
-        plan: LaunchPlan,
+        mut plan: LaunchPlan<Pods>,
         stop: &Arc<AtomicBool>,
         observer: &mut dyn Observer,
         notices: &mut Vec<String>,
     ) -> Result<Option<Prepared>, FleetError> {
-        if self.provision(&plan, stop, observer, notices)?.is_none() {
+        let objects = std::mem::take(&mut plan.placement.objects);
+        let disks = plan.groups[0].plan.fleet.disks_per_worker;
+        if self
+            .provision(objects, disks, stop, observer, notices)?
+            .is_none()
+        {
             return Ok(None);
+        }
+        let plan = plan.map(|pods| Hosts(pods.hosts));
+        // The pods' agents stay for the command's later runs while the pods are the same.
+        if !self
+            .agents
+            .hosts()
+            .iter()
+            .eq(plan.placement.0.iter().map(|(h, _)| h))
+        {
+            let hosts = plan.placement.0.iter().map(|(h, _)| h.clone()).collect();
+            self.agents = AgentLauncher::new(hosts);
         }
         self.agents.materialize(plan, stop, observer, notices)
     }
 
-    fn verify(&mut self, _plan: LaunchPlan, _keep: usize) -> Result<Vec<HostVerified>, FleetError> {
+    fn verify(
+        &mut self,
+        _plan: LaunchPlan<Pods>,
+        _keep: usize,
+    ) -> Result<Vec<HostVerified>, FleetError> {
         Err(FleetError::Input(
             "a Kubernetes fleet runs `iofleet run` only (verify a kept fleet's volumes: not built yet)".into(),
         ))
@@ -325,7 +350,7 @@ impl Launcher for KubeLauncher {
 
     fn precondition(
         &mut self,
-        _plan: LaunchPlan,
+        _plan: LaunchPlan<Pods>,
         _stop: &Arc<AtomicBool>,
         _observer: &mut dyn Observer,
     ) -> Result<Option<Preconditioned>, FleetError> {

@@ -70,6 +70,16 @@ pub enum VolumeMode {
     Block,
 }
 
+impl VolumeMode {
+    /// As the description writes it (and results and dry runs show it).
+    pub fn name(self) -> &'static str {
+        match self {
+            VolumeMode::Filesystem => "filesystem",
+            VolumeMode::Block => "block",
+        }
+    }
+}
+
 /// Where the pods go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]

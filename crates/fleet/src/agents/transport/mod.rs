@@ -2,8 +2,8 @@
 //! POSIX shell script on the host with stdin, stdout and stderr piped back; everything
 //! else — provisioning the binary, starting `iofleet agent` (with `exec`, so the agent
 //! is the process the transport runs), ending a frozen agent through a second
-//! connection, removing copies — is built on that one call in `agents.rs`, the same for
-//! every transport.
+//! connection, removing copies — is built on that one call (`agents::session`, with the
+//! scripts of `agents::scripts`), the same for every transport.
 //!
 //! Implementations: `local` (a child process of this controller, `sh -c`), `ssh` (the
 //! system OpenSSH client in batch mode), `kubectl` (`kubectl exec -i POD -- sh -c
@@ -19,7 +19,7 @@ pub use kubectl::{kubectl, KubectlTransport};
 pub use local::LocalTransport;
 pub use ssh::SshTransport;
 
-use crate::inventory::{HostSpec, TransportKind};
+use crate::host::{HostSpec, Reach};
 
 pub trait Transport: Send + Sync {
     /// How this transport is named in inventories and messages.
@@ -31,20 +31,17 @@ pub trait Transport: Send + Sync {
     fn shares_binary(&self) -> bool;
 }
 
-/// The transport an inventory entry asks for.
+/// The transport that reaches `host`.
 pub fn for_host(host: &HostSpec) -> Box<dyn Transport> {
-    match host.transport {
-        TransportKind::Local => Box::new(LocalTransport),
-        TransportKind::Ssh => Box::new(SshTransport {
+    match &host.reach {
+        Reach::Local => Box::new(LocalTransport),
+        Reach::Ssh { options } => Box::new(SshTransport {
             destination: host.destination.clone(),
-            options: host.ssh_options.clone(),
+            options: options.clone(),
         }),
-        TransportKind::Kubectl => Box::new(KubectlTransport {
+        Reach::Kubectl(address) => Box::new(KubectlTransport {
             pod: host.destination.clone(),
-            address: host
-                .pod
-                .clone()
-                .expect("a kubectl host is made by crate::kube with its pod address"),
+            address: address.clone(),
         }),
     }
 }

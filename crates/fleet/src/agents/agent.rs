@@ -24,14 +24,15 @@ use crossbeam_channel::{unbounded, Receiver};
 use iofleet_engine::target::TargetSpec;
 use iofleet_stats::result::RunInfo;
 
-use crate::controller::{run, FleetError, StartGate};
-use crate::inproc::ThreadLauncher;
-use crate::launcher::{Launcher, Prepared};
-use crate::observer::{IntervalSnapshot, Observer, Silent};
-use crate::protocol::{
+use crate::agents::protocol::{
     check_hello, mono_ns, read_frame, write_frame, AgentJob, Clock, Done, Failure, Frame,
     FrameLimits, Hello, IntervalData, Ready, TargetArg, Task, MAGIC,
 };
+use crate::controller::{run, StartGate};
+use crate::error::FleetError;
+use crate::launcher::{Launcher, Prepared};
+use crate::local::ThreadLauncher;
+use crate::observer::{IntervalSnapshot, Observer, Silent};
 
 /// The environment variable the controller's start script sets for the agent: the run's
 /// private directory on the host, where it recorded the agent's process id. The
@@ -350,7 +351,7 @@ fn verify_task(job: &AgentJob, keep: usize) -> Result<Done, FleetError> {
     let (target, _) = target(job);
     let host = crate::sys::hostname();
     let (disks, found) =
-        crate::verify::check_target(&target, &job.groups, &job.settings, &host, keep)?;
+        crate::local::verify::check_target(&target, &job.groups, &job.settings, &host, keep)?;
     Ok(Done {
         verify: Some(found),
         disks_checked: disks,
@@ -362,7 +363,7 @@ fn verify_task(job: &AgentJob, keep: usize) -> Result<Done, FleetError> {
 /// out; a Stop from the controller ends it between writes.
 fn precondition_task(job: &AgentJob, stop: &Arc<AtomicBool>) -> Result<Done, FleetError> {
     let (target, label) = target(job);
-    let mut launcher = ThreadLauncher::new(target, label, job.settings.clone());
+    let mut launcher = ThreadLauncher::new(target, label);
     let plan = launcher.plan(&job.groups, &job.settings)?;
     let notices = plan.notices.clone();
     let found = launcher.precondition(plan, stop, &mut Silent)?;
@@ -383,7 +384,7 @@ fn run_task(
     interval: Duration,
 ) -> Result<Done, FleetError> {
     let (target, label) = target(job);
-    let mut launcher = ThreadLauncher::new(target, label, job.settings.clone());
+    let mut launcher = ThreadLauncher::new(target, label);
     let epoch_ns = Arc::new(AtomicU64::new(0));
     let mut gate = Gate {
         out: out.clone(),
@@ -452,7 +453,7 @@ fn observe_task(
     stop: &AtomicBool,
 ) -> Result<Done, FleetError> {
     let timing = iofleet_profile::combine(&job.groups).timing;
-    let timeline = crate::lanes::Timeline::new(timing.warmup, timing.duration, timing.interval);
+    let timeline = crate::source::Timeline::new(timing.warmup, timing.duration, timing.interval);
     let devices = watched_devices(&job.target);
     let epoch_ns = Arc::new(AtomicU64::new(0));
     let mut gate = Gate {

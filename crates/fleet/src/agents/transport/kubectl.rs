@@ -6,7 +6,7 @@
 use std::process::Command;
 
 use super::Transport;
-use crate::inventory::PodAddress;
+use crate::host::PodAddress;
 
 pub struct KubectlTransport {
     pub pod: String,

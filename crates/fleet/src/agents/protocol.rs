@@ -16,6 +16,7 @@ use std::io::{self, Read, Write};
 
 use iofleet_profile::GroupPlan;
 
+pub use crate::host::TargetArg;
 use crate::settings::RunSettings;
 use iofleet_stats::result::{DiskErrors, ErrorDetail, VerifySummary, MAX_CORRUPTION_DETAILS};
 use iofleet_stats::{GenSample, HostUsage, Sample};
@@ -52,15 +53,6 @@ impl Hello {
             pid: std::process::id(),
         }
     }
-}
-
-/// Where an agent's disks live.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub enum TargetArg {
-    Dir(String),
-    /// Several directories, the disks in turn over them (`TargetSpec::Dirs`).
-    Dirs(Vec<String>),
-    Devices(Vec<String>),
 }
 
 /// What one agent runs: its share of the fleet.

@@ -17,385 +17,47 @@
 //! runs the binary it started and carries the session's nonce (`kill_script`); never by
 //! anything the agent said. Frames are read within the limits of the session's phase
 //! (`FrameLimits`): a frame over them ends that host's connection, naming the limit.
+//!
+//! The wing's parts: this module runs the fleet of sessions (`AgentLauncher`); `plan`
+//! decides each host's share; `session` opens and speaks to one host's agent;
+//! `scripts` are the shell scripts run on a host; `transport` runs a script there
+//! (`ssh`, `local`, `kubectl`); `protocol` is the frames; `agent` is the other end.
 
-use std::io::{BufReader, Read, Write};
-use std::os::unix::process::CommandExt;
-use std::process::{Child, ChildStdin, Stdio};
+pub mod agent;
+pub mod plan;
+pub mod protocol;
+mod scripts;
+mod session;
+pub mod transport;
+
+use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{unbounded, Receiver, Sender};
-use iofleet_profile::{FleetTotals, GroupPlan};
-use sha2::{Digest, Sha256};
+use iofleet_profile::GroupPlan;
 
-use crate::agent::RUN_DIR_ENV;
-use crate::controller::FleetError;
-use crate::footprint::{self, MemoryNeed};
-use crate::inproc::check_verify;
-use crate::inventory::{place, HostSpec, Role, TransportKind};
-use crate::lanes::Msg;
-use crate::launcher::{Finished, HostVerified, LaunchPlan, Launcher, Placement, Prepared};
+use self::protocol::{mono_ns, AgentJob, Clock, Done, Frame, FrameLimits, Start, Task};
+use crate::error::FleetError;
+use crate::host::{HostSpec, Role};
+use crate::launcher::{Finished, HostVerified, Launcher, Prepared};
 use crate::observer::Observer;
+use crate::plan::{HostShare, Hosts, LaunchPlan};
 use crate::precondition::Preconditioned;
-use crate::protocol::{
-    check_hello, mono_ns, read_frame, read_frame_within, read_magic_or, write_frame, AgentJob,
-    Clock, Done, Failure, Frame, FrameLimits, Hello, Start, Task,
-};
 use crate::settings::RunSettings;
-use crate::sys;
-use crate::transport::{self, shell_quote, Transport};
-use crate::EngineSpec;
+use crate::source::Msg;
 
-/// Clock round trips per host; the one with the shortest round trip sets the offset.
-const CLOCK_SAMPLES: u32 = 8;
+use self::scripts::clean_script;
+pub use self::scripts::KEEP_DAYS;
+use self::session::{
+    agent_failure, closing, connect, host_err, kill_remote, send_to, spawn_reader, ClockFit, Conn,
+    Event, Shipment, Stdin, CLOCK_SAMPLES,
+};
+
 /// How long agents get to exit after a stop before their sessions are killed.
 const EXIT_GRACE: Duration = Duration::from_secs(5);
-
-type Stdin = Arc<Mutex<Option<ChildStdin>>>;
-
-/// An open session to one host's agent.
-struct Conn {
-    name: String,
-    transport: Arc<dyn Transport>,
-    child: Child,
-    stdin: Stdin,
-    stdout: Option<BufReader<std::process::ChildStdout>>,
-    stderr: Arc<Mutex<String>>,
-    /// Set once the session's stderr closed (all of it is in `stderr`).
-    stderr_closed: Arc<AtomicBool>,
-    /// How the agent was started, so that it can be found again on its host.
-    launch: Launch,
-    /// What frames from the agent may hold: the greeting's, then each job's, set just
-    /// before the job is sent (its reader asks at every frame's header).
-    limits: Arc<Mutex<FrameLimits>>,
-    /// Clock offset: agent clock − controller clock, ns.
-    offset_ns: i64,
-    rtt_ns: u64,
-}
-
-impl Conn {
-    fn stderr_text(&self) -> String {
-        self.stderr
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .trim()
-            .to_string()
-    }
-}
-
-fn host_err(host: &HostSpec, what: impl std::fmt::Display) -> FleetError {
-    FleetError::Setup(format!("host {} ({}): {what}", host.name, host.destination))
-}
-
-/// What an agent's `Error` frame means: the user's input (exit 2), or a failure on the
-/// host.
-fn agent_failure(host: &HostSpec, f: Failure) -> FleetError {
-    if f.input {
-        FleetError::Input(format!("host {}: {}", host.name, f.message))
-    } else {
-        host_err(host, f.message)
-    }
-}
-
-/// The offset of an agent's clock from the controller's, NTP style: each round trip
-/// (sent at `t0`, the agent's clock read `agent`, received at `t1`) says
-/// offset = agent − (t0 + t1) / 2, wrong by at most half the round trip; the round trip
-/// with the least delay decides.
-#[derive(Debug, Default)]
-struct ClockFit {
-    /// (round trip, offset) of the best round trip so far, ns.
-    best: Option<(u64, i64)>,
-}
-
-impl ClockFit {
-    fn add(&mut self, t0: u64, agent: u64, t1: u64) {
-        let rtt = t1.saturating_sub(t0);
-        let offset = (agent as i128 - (t0 as i128 + t1 as i128) / 2) as i64;
-        if self.best.is_none_or(|(r, _)| rtt < r) {
-            self.best = Some((rtt, offset));
-        }
-    }
-}
-
-/// `CLOCK_SAMPLES` clock round trips with an agent that has said hello: (round trip,
-/// offset) of the best, ns; `now` is the controller's clock.
-fn exchange_clock(
-    from_agent: &mut impl Read,
-    send: impl Fn(&Frame) -> std::io::Result<()>,
-    now: impl Fn() -> u64,
-) -> Result<(u64, i64), String> {
-    let mut fit = ClockFit::default();
-    for seq in 0..CLOCK_SAMPLES {
-        let t0 = now();
-        if send(&Frame::Ping(Clock { seq, t_ns: t0 })).is_err() {
-            return Err("the agent closed the session".into());
-        }
-        match read_frame(from_agent, &FrameLimits::greeting()) {
-            Ok(Some(Frame::Pong(c))) if c.seq == seq => fit.add(t0, c.t_ns, now()),
-            Err(e) => return Err(format!("clock exchange failed: {e}")),
-            other => return Err(format!("clock exchange failed ({other:?})")),
-        }
-    }
-    Ok(fit.best.expect("at least one sample"))
-}
-
-/// This executable as every host that needs a copy gets it: read and hashed once, on
-/// the first host's need, and streamed to each host from that one buffer, at most
-/// `max_uploads` hosts at a time.
-struct Shipment {
-    exe: std::path::PathBuf,
-    /// The bytes and their SHA-256 (hex), or why they could not be read.
-    image: OnceLock<Result<(Vec<u8>, String), String>>,
-    uploads: UploadSlots,
-}
-
-impl Shipment {
-    fn new(exe: std::path::PathBuf, max_uploads: u32) -> Self {
-        Shipment {
-            exe,
-            image: OnceLock::new(),
-            uploads: UploadSlots::new(max_uploads),
-        }
-    }
-
-    /// The executable's bytes and SHA-256 (hex); the first caller reads them, any other
-    /// waits for that one read.
-    fn image(&self) -> Result<(&[u8], &str), FleetError> {
-        let image = self.image.get_or_init(|| {
-            let bytes = std::fs::read(&self.exe)
-                .map_err(|e| format!("cannot read {}: {e}", self.exe.display()))?;
-            let hex = sha256_hex(&bytes);
-            Ok((bytes, hex))
-        });
-        match image {
-            Ok((bytes, hex)) => Ok((bytes, hex)),
-            Err(e) => Err(FleetError::Setup(e.clone())),
-        }
-    }
-}
-
-/// SHA-256 in lower-case hex, as `sha256sum` prints it.
-fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-/// A counting semaphore: at most `n` uploads at a time; the others wait their turn.
-struct UploadSlots {
-    free: Mutex<u32>,
-    freed: std::sync::Condvar,
-}
-
-impl UploadSlots {
-    fn new(n: u32) -> Self {
-        UploadSlots {
-            free: Mutex::new(n.max(1)),
-            freed: std::sync::Condvar::new(),
-        }
-    }
-
-    /// Wait for a free slot; it is given back when the guard drops.
-    fn take(&self) -> UploadSlot<'_> {
-        let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
-        while *free == 0 {
-            free = self.freed.wait(free).unwrap_or_else(|p| p.into_inner());
-        }
-        *free -= 1;
-        UploadSlot(self)
-    }
-}
-
-struct UploadSlot<'a>(&'a UploadSlots);
-
-impl Drop for UploadSlot<'_> {
-    fn drop(&mut self) {
-        *self.0.free.lock().unwrap_or_else(|p| p.into_inner()) += 1;
-        self.0.freed.notify_one();
-    }
-}
-
-/// How one session's agent is started, and so found again on its host: the binary
-/// (a shell word, as the start script names it) and the session's nonce, which names the
-/// run's private directory on the host (`runs/NONCE` under `~/.cache/iofleet`, mode 700)
-/// and is in the agent's environment (`IOFLEET_RUN_DIR`).
-#[derive(Debug, Clone, PartialEq)]
-struct Launch {
-    exe: String,
-    nonce: String,
-}
-
-impl Launch {
-    /// A fresh nonce (128 random bits, from the operating system's generator through
-    /// `rand`'s thread generator) for the agent `exe` names.
-    fn new(exe: String) -> Self {
-        Launch {
-            exe,
-            nonce: format!("{:032x}", rand::random::<u128>()),
-        }
-    }
-}
-
-/// Shell lines that remove the run directories under `$runs` whose agent is gone: over
-/// 10 minutes old (a younger one may be another run's, made just before its agent
-/// starts) and no process carries their mark.
-fn stale_records_lines() -> String {
-    format!(
-        r#"for o in "$runs"/*; do
-  [ -d "$o" ] && [ -n "$(find "$o" -maxdepth 0 -mmin +10 2>/dev/null)" ] || continue
-  q="$(cat "$o/pid" 2>/dev/null)"
-  case $q in ''|*[!0-9]*) ;; *) tr '\0' '\n' < "/proc/$q/environ" 2>/dev/null | grep -qxF "{RUN_DIR_ENV}=$o" && continue ;; esac
-  rm -rf "$o"
-done
-"#
-    )
-}
-
-/// The start script's common part: remove stale run directories
-/// (`stale_records_lines`), and define `launch BINARY`, which records this shell's
-/// process id in the run's private directory, marks the environment with that
-/// directory, and `exec`s the binary as the agent, so the recorded process is the
-/// agent. A directory that cannot be made (a home that cannot be written, as on a
-/// read-only or root-squashed share, or no `HOME` at all) does not stop the start: the
-/// agent runs unrecorded, says so on stderr, and a frozen agent there can be ended only
-/// with its session (the kill script finds no record and signals nothing).
-fn launch_lines(nonce: &str) -> String {
-    format!(
-        r#"runs="${{HOME:-/nonexistent}}/.cache/iofleet/runs"
-{stale}launch() {{
-  r="$runs/{nonce}"
-  if {{ mkdir -p -m 700 "$runs" && mkdir -m 700 "$r" && echo $$ > "$r/pid"; }} 2>/dev/null; then
-    {RUN_DIR_ENV}="$r"; export {RUN_DIR_ENV}
-  else
-    echo "iofleet: cannot record the agent's process in $r; a frozen agent on this host is ended only with its session" >&2
-  fi
-  exec "$1" agent
-}}
-"#,
-        stale = stale_records_lines(),
-    )
-}
-
-/// What the controller sends a host to start its agent when the binary is already
-/// there: `exe` (a shell word), launched as `launch_lines` says.
-fn launch_script(launch: &Launch) -> String {
-    format!("{}launch {}", launch_lines(&launch.nonce), launch.exe)
-}
-
-/// What the controller runs on a host, through a second connection, to end a frozen
-/// agent: read the process id `launch_lines` recorded in the run's directory, and
-/// signal it only if the host says that process runs the agent's binary (`/proc/PID/exe`
-/// against the binary resolved there; or that path ` (deleted)`: the file was replaced
-/// after the agent started, as a host sharing its home with another replaces a copy
-/// both uploaded) and carries the run's mark in its environment. Nothing the agent said
-/// is used. Prints `ended PID`, or why it did not signal; then removes the run's
-/// directory.
-fn kill_script(launch: &Launch) -> String {
-    format!(
-        r#"r="$HOME/.cache/iofleet/runs/{nonce}"
-x={exe}
-case $x in */*) ;; *) x="$(command -v -- "$x")" ;; esac
-want="$(readlink -f -- "$x" 2>/dev/null)"
-pid="$(cat "$r/pid" 2>/dev/null)"
-case $pid in
-  ''|*[!0-9]*) echo "no process recorded in $r" ;;
-  *) e="$(readlink "/proc/$pid/exe" 2>/dev/null)"
-     if [ -z "$want" ] || {{ [ "$e" != "$want" ] && [ "$e" != "$want (deleted)" ]; }}; then
-       echo "process $pid does not run $x"
-     elif ! tr '\0' '\n' < "/proc/$pid/environ" 2>/dev/null | grep -qxF "{RUN_DIR_ENV}=$r"; then
-       echo "process $pid does not carry this run's mark"
-     elif kill -KILL "$pid" 2>/dev/null; then
-       echo "ended $pid"
-     else
-       echo "kill -KILL $pid failed"
-     fi ;;
-esac
-rm -rf "$r""#,
-        nonce = launch.nonce,
-        exe = launch.exe,
-    )
-}
-
-/// What the controller sends a host to start its agent from the copy `ship` holds,
-/// `len` bytes with SHA-256 `digest` (hex). The copy is content-addressed
-/// (`iofleet-<first 16 hex digits of its SHA-256>`) and stays between runs. One script,
-/// one session, whether the host has the copy or not. It removes uploads abandoned over
-/// 10 minutes ago (younger ones may be another run's upload in progress, on a shared
-/// home) and copies of other versions that no process of this user runs and that were
-/// not used for `KEEP_DAYS` days. Then, if the copy is there and its SHA-256 matches, it
-/// touches it (its modification time says when it was last used) and launches it as the
-/// agent (`launch_lines`). Otherwise it prints [`NEEDS_COPY`] and reads exactly `len`
-/// bytes from the session into a temporary file (the controller sends nothing else until
-/// the agent greets it), checks their SHA-256, renames them into place and launches them;
-/// a copy that does not verify is removed and never run. `iofleet hosts clean` removes
-/// every copy (`clean_script`). Returns the script and how it launches the agent.
-fn start_script(digest: &str, len: usize) -> (String, Launch) {
-    let name = format!("iofleet-{}", &digest[..16]);
-    let launch = Launch::new(format!("\"$HOME/.cache/iofleet/{name}\""));
-    let keep_min = KEEP_DAYS * 24 * 60;
-    let needs = std::str::from_utf8(NEEDS_COPY).expect("ASCII");
-    let script = format!(
-        r#"d="$HOME/.cache/iofleet"; p="$d/{name}"
-find "$d" -maxdepth 1 -name '.upload.*' -mmin +10 -exec rm -f {{}} + 2>/dev/null
-for f in "$d"/iofleet-*; do
-  [ -e "$f" ] && [ "$f" != "$p" ] || continue
-  [ -n "$(find "$f" -maxdepth 0 -mmin +{keep_min} 2>/dev/null)" ] || continue
-  busy=no
-  for e in /proc/[0-9]*/exe; do [ "$(readlink "$e" 2>/dev/null)" = "$f" ] && busy=yes && break; done
-  [ $busy = no ] && rm -f "$f"
-done
-{lines}sum() {{ sha256sum "$1" 2>/dev/null | cut -d' ' -f1; }}
-if [ -x "$p" ] && [ "$(sum "$p")" = "{digest}" ]; then
-  touch -c "$p"; launch "$p"
-fi
-mkdir -p "$d" || exit 1
-t="$d/.upload.$$"
-printf '{needs}'
-head -c {len} > "$t" || {{ rm -f "$t"; exit 1; }}
-got="$(sum "$t")"
-if [ "$got" = "{digest}" ] && chmod 755 "$t" && mv -f "$t" "$p"; then launch "$p"; fi
-n="$(wc -c < "$t" 2>/dev/null)"
-rm -f "$t"
-echo "the copy received does not verify (${{n:-0}} of {len} bytes, SHA-256 ${{got:-none}}); it was removed" >&2
-exit 1"#,
-        lines = launch_lines(&launch.nonce),
-    );
-    (script, launch)
-}
-
-/// What the start script prints instead of the agent's greeting when the host has no
-/// good copy; the controller then sends one on the same session.
-const NEEDS_COPY: &[u8; 8] = b"IOFLEET?";
-
-/// Days a copy of another version stays on a host unused before a run removes it.
-pub const KEEP_DAYS: u32 = 7;
-
-/// Remove every iofleet copy that no process runs, and every upload whose writer (the
-/// start script's shell, whose PID ends its name) is gone, in the host's
-/// `~/.cache/iofleet`, then the directory if nothing else is in it (verify journals of the
-/// user's runs stay). Prints what it removed and what it left, one line each (a file
-/// another cleaner removed first is neither). The records of agents no longer running
-/// (`stale_records_lines`) go too, without a line: they are not files the user keeps.
-fn clean_script() -> String {
-    format!(
-        r#"d="$HOME/.cache/iofleet"; [ -d "$d" ] || exit 0
-for f in "$d"/iofleet-* "$d"/.upload.*; do
-  [ -e "$f" ] || continue
-  busy=no
-  case "$f" in *"/.upload."*) w="${{f##*.upload.}}"; [ -n "$w" ] && [ -d "/proc/$w" ] && busy=yes;; esac
-  [ $busy = yes ] || for e in /proc/[0-9]*/exe; do [ "$(readlink "$e" 2>/dev/null)" = "$f" ] && busy=yes && break; done
-  if [ $busy = yes ]; then echo "in use $f"
-  elif rm "$f" 2>/dev/null; then echo "removed $f"
-  elif [ -e "$f" ]; then echo "cannot remove $f"; fi
-done
-runs="$d/runs"
-{stale}rmdir "$runs" "$d" 2>/dev/null; true"#,
-        stale = stale_records_lines(),
-    )
-}
 
 /// `iofleet hosts clean`: on every host at once, remove the iofleet copies and uploads
 /// that no process runs. Per host, in inventory order: its name and the script's
@@ -443,278 +105,6 @@ pub fn clean_hosts(hosts: &[HostSpec]) -> Vec<(String, Result<Vec<String>, Fleet
     })
 }
 
-/// Run `script` on the host with its output piped back, and read up to the agent's
-/// greeting: the session, its stdout, and whether the agent greeted (false: the script
-/// said [`NEEDS_COPY`] and waits for the copy).
-#[allow(clippy::type_complexity)]
-fn open_session(
-    host: &HostSpec,
-    transport: &Arc<dyn Transport>,
-    script: &str,
-    launch: Launch,
-) -> Result<(Conn, BufReader<std::process::ChildStdout>, bool), FleetError> {
-    // `exec`: the agent replaces the shell, so its pid is the one recorded. Its own
-    // process group: a terminal's Ctrl-C reaches the controller, which stops the agents
-    // in order, and not the sessions, whose death would read as lost hosts.
-    let mut child = transport
-        .shell(script)
-        .process_group(0)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| host_err(host, format!("cannot start the agent: {e}")))?;
-    let stderr = Arc::new(Mutex::new(String::new()));
-    let stderr_closed = Arc::new(AtomicBool::new(false));
-    {
-        let mut pipe = child.stderr.take().expect("piped");
-        let (buf, closed) = (stderr.clone(), stderr_closed.clone());
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = pipe.read_to_string(&mut s);
-            buf.lock().unwrap_or_else(|p| p.into_inner()).push_str(&s);
-            closed.store(true, Ordering::SeqCst);
-        });
-    }
-    let stdin = Arc::new(Mutex::new(child.stdin.take()));
-    let mut stdout = BufReader::new(child.stdout.take().expect("piped"));
-    let mut conn = Conn {
-        name: host.name.clone(),
-        transport: transport.clone(),
-        child,
-        stdin,
-        stdout: None,
-        stderr,
-        stderr_closed,
-        launch,
-        limits: Arc::new(Mutex::new(FrameLimits::greeting())),
-        offset_ns: 0,
-        rtt_ns: 0,
-    };
-    match read_magic_or(&mut stdout, NEEDS_COPY) {
-        Ok(greeted) => Ok((conn, stdout, greeted)),
-        Err(e) => Err(ended(
-            host,
-            &mut conn,
-            format!("the agent did not start ({e})"),
-        )),
-    }
-}
-
-/// End a session that failed: kill it, and say why with what the host wrote on stderr.
-fn ended(host: &HostSpec, conn: &mut Conn, what: String) -> FleetError {
-    let _ = conn.child.kill();
-    let _ = conn.child.wait();
-    // The stderr reader ends when the session's stderr closes (a proxy process may hold
-    // it open a little longer: a moment, not a join).
-    let deadline = Instant::now() + Duration::from_millis(500);
-    while !conn.stderr_closed.load(Ordering::SeqCst) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let err = conn.stderr_text();
-    let why = if err.is_empty() {
-        String::new()
-    } else {
-        format!(": {err}")
-    };
-    host_err(host, format!("{what}{why}"))
-}
-
-/// The host's start script asked for the copy: send it on the session from `ship`'s one
-/// buffer (at most `max_uploads` hosts at a time), then read the greeting of the agent
-/// the script starts once the copy verifies.
-fn send_copy(
-    host: &HostSpec,
-    conn: &mut Conn,
-    stdout: &mut BufReader<std::process::ChildStdout>,
-    ship: &Shipment,
-) -> Result<(), FleetError> {
-    let (bytes, _) = ship.image()?;
-    let turn = ship.uploads.take();
-    let written = {
-        let mut stdin = conn.stdin.lock().unwrap_or_else(|p| p.into_inner());
-        match stdin.as_mut() {
-            Some(w) => w.write_all(bytes).and_then(|()| w.flush()),
-            None => Err(std::io::ErrorKind::BrokenPipe.into()),
-        }
-    };
-    drop(turn);
-    if let Err(e) = written {
-        return Err(ended(host, conn, format!("copying iofleet failed ({e})")));
-    }
-    match read_magic_or(stdout, NEEDS_COPY) {
-        Ok(true) => Ok(()),
-        Ok(false) => Err(ended(
-            host,
-            conn,
-            "the host asked for the copy twice".into(),
-        )),
-        Err(e) => Err(ended(
-            host,
-            conn,
-            format!("the copy of iofleet sent did not start ({e})"),
-        )),
-    }
-}
-
-/// Start the agent on `host` (sending it a copy of iofleet if it has none), check
-/// versions, measure the clock offset. Jobs are sent later (`send_jobs`), one per run
-/// of the command.
-fn connect(host: &HostSpec, ship: &Shipment) -> Result<Conn, FleetError> {
-    let transport: Arc<dyn Transport> = Arc::from(transport::for_host(host));
-    let (script, launch) = match &host.iofleet_path {
-        Some(p) => {
-            let launch = Launch::new(shell_quote(p));
-            (launch_script(&launch), launch)
-        }
-        None if transport.shares_binary() => {
-            let launch = Launch::new(shell_quote(&ship.exe.to_string_lossy()));
-            (launch_script(&launch), launch)
-        }
-        None => {
-            let (bytes, digest) = ship.image()?;
-            start_script(digest, bytes.len())
-        }
-    };
-    let (mut conn, mut stdout, greeted) = open_session(host, &transport, &script, launch)?;
-    if !greeted {
-        send_copy(host, &mut conn, &mut stdout, ship)?;
-    }
-    let theirs = match read_frame(&mut stdout, &FrameLimits::greeting()) {
-        Ok(Some(Frame::Hello(h))) => h,
-        Err(e) => {
-            return Err(ended(
-                host,
-                &mut conn,
-                format!("no hello from the agent: {e}"),
-            ))
-        }
-        other => {
-            return Err(ended(
-                host,
-                &mut conn,
-                format!("no hello from the agent ({other:?})"),
-            ))
-        }
-    };
-    let ours = Hello::ours();
-    if let Err(e) = check_hello(&ours, &theirs, &format!("host {}", host.name)) {
-        let _ = conn.child.kill();
-        let _ = conn.child.wait();
-        return Err(FleetError::Input(e));
-    }
-    let send = |conn: &Conn, f: &Frame| send_to(&conn.stdin, f);
-    if send(&conn, &Frame::Hello(ours)).is_err() {
-        return Err(ended(
-            host,
-            &mut conn,
-            "the agent closed the session".into(),
-        ));
-    }
-    let (rtt, offset) = match exchange_clock(&mut stdout, |f| send(&conn, f), mono_ns) {
-        Ok(fit) => fit,
-        Err(e) => return Err(ended(host, &mut conn, e)),
-    };
-    conn.rtt_ns = rtt;
-    conn.offset_ns = offset;
-    conn.stdout = Some(stdout);
-    Ok(conn)
-}
-
-/// What reader threads report.
-enum Event {
-    Frame(usize, Frame),
-    /// A clock reply and the controller's clock when it was read.
-    Pong(usize, Clock, u64),
-    /// The session ended: at the end of its stream (None), or ended by the reader over
-    /// what it could not accept (a frame over its limit, garbage), which it names.
-    Closed(usize, Option<String>),
-}
-
-/// Read session `h`'s frames until it ends, for the whole session (every run of the
-/// command), each within the limits its job set (`limits`, asked once the frame's
-/// header is in). A frame the reader cannot accept (over its limit, or not a frame)
-/// ends the connection: its stdin is closed and its stdout dropped, so the agent stops
-/// and its session closes, and the reader says why.
-fn spawn_reader(
-    h: usize,
-    mut r: BufReader<std::process::ChildStdout>,
-    limits: Arc<Mutex<FrameLimits>>,
-    stdin: Stdin,
-    tx: Sender<Event>,
-) {
-    std::thread::spawn(move || loop {
-        let now = || *limits.lock().unwrap_or_else(|p| p.into_inner());
-        match read_frame_within(&mut r, now) {
-            Ok(Some(Frame::Pong(c))) => {
-                if tx.send(Event::Pong(h, c, mono_ns())).is_err() {
-                    return;
-                }
-            }
-            Ok(Some(f)) => {
-                if tx.send(Event::Frame(h, f)).is_err() {
-                    return;
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
-                stdin.lock().unwrap_or_else(|p| p.into_inner()).take();
-                drop(r);
-                let _ = tx.send(Event::Closed(h, Some(e.to_string())));
-                return;
-            }
-            // The end of the stream, between frames or inside one (the session died).
-            Ok(None) | Err(_) => {
-                let _ = tx.send(Event::Closed(h, None));
-                return;
-            }
-        }
-    });
-}
-
-/// How a session ended, to follow "its agent's connection": `was ended: REASON` when
-/// the controller ended it over a frame it could not accept, else `closed`, with what
-/// the host wrote on stderr (`stderr`, asked only then) in parentheses.
-fn closing(reason: Option<String>, stderr: impl FnOnce() -> String) -> String {
-    match reason {
-        Some(r) => format!("was ended: {r}"),
-        None => match stderr() {
-            err if err.is_empty() => "closed".into(),
-            err => format!("closed ({err})"),
-        },
-    }
-}
-
-/// Write one frame to an agent (an error once its stdin has been closed).
-fn send_to(stdin: &Stdin, f: &Frame) -> std::io::Result<()> {
-    let mut w = stdin.lock().unwrap_or_else(|p| p.into_inner());
-    match w.as_mut() {
-        Some(pipe) => write_frame(pipe, f),
-        None => Err(std::io::Error::new(
-            std::io::ErrorKind::BrokenPipe,
-            "closed",
-        )),
-    }
-}
-
-/// Kill an agent through a second connection (a frozen agent reads no Stop), by the
-/// process its start script recorded and the host checked (`kill_script`), then its
-/// session. Bounded by the transport's own connect timeout.
-fn kill_remote(conn: &mut Conn) -> JoinHandle<()> {
-    conn.stdin.lock().unwrap_or_else(|p| p.into_inner()).take();
-    let script = kill_script(&conn.launch);
-    let t = conn.transport.clone();
-    let handle = std::thread::spawn(move || {
-        let _ = t
-            .shell(&script)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-    });
-    let _ = conn.child.kill();
-    handle
-}
-
 /// The hosts' notices, each said once: prefixed with the host that said it, with the
 /// hosts that said it (the first few named), or with "every host" — so a fleet of
 /// hundreds of pods whose container refuses io_uring gives one notice, not hundreds.
@@ -754,6 +144,8 @@ fn fold_host_notices(names: &[&str], said: Vec<(usize, String)>) -> Vec<String> 
 /// again only when a run needs other hosts, or a host's session ended.
 pub struct AgentLauncher {
     hosts: Vec<HostSpec>,
+    /// The settings of the run or task under way: its plan's, taken when the plan is
+    /// consumed.
     settings: RunSettings,
     /// The open sessions, in the order of `open` (inventory indexes).
     conns: Vec<Conn>,
@@ -785,11 +177,11 @@ pub struct AgentLauncher {
 }
 
 impl AgentLauncher {
-    pub fn new(hosts: Vec<HostSpec>, settings: RunSettings) -> Self {
+    pub fn new(hosts: Vec<HostSpec>) -> Self {
         let (ev_tx, events) = unbounded();
         AgentLauncher {
             hosts,
-            settings,
+            settings: RunSettings::default(),
             conns: Vec::new(),
             open: Vec::new(),
             events,
@@ -807,6 +199,14 @@ impl AgentLauncher {
             late_notices: Arc::new(Mutex::new(Vec::new())),
             router_done: Arc::new(AtomicBool::new(false)),
         }
+    }
+
+    /// Consume `plan`: its settings become the run's, and its groups and each
+    /// inventory host's share (in inventory order) are what the run or task sends.
+    fn take(&mut self, plan: LaunchPlan<Hosts>) -> (Vec<GroupPlan>, Vec<HostShare>) {
+        self.settings = plan.settings;
+        let shares = plan.placement.0.into_iter().map(|(_, s)| s).collect();
+        (plan.groups, shares)
     }
 
     /// The hosts of the inventory.
@@ -929,43 +329,6 @@ impl AgentLauncher {
         }
         self.send_jobs(jobs)?;
         Ok(Some(()))
-    }
-
-    /// What this machine can know before contacting any host: the controller's own
-    /// memory and that of the agents it starts here (`transport = "local"`), against
-    /// what it has available. Every agent checks its own share again on its host
-    /// before it allocates (`ThreadLauncher::plan`).
-    fn check_memory(&self, plan: &HostPlan) -> Result<(), FleetError> {
-        let hosts = self.hosts.len() as u64;
-        let mut need = MemoryNeed::of_controller(&fleet_totals(&plan.groups)?, hosts);
-        let caps = self.settings.engine.caps();
-        let cpus = sys::allowed_cpus().len() as u64;
-        let mut local = 0;
-        for (h, share) in self.hosts.iter().zip(&plan.hosts) {
-            if h.transport != TransportKind::Local || share.count == 0 {
-                continue;
-            }
-            let t = fleet_totals(&share.groups)?;
-            // As the agent will place its lanes: the threads asked for, else one per
-            // CPU, at most one per lane; one per lane with one I/O in flight each.
-            let asked = share
-                .groups
-                .iter()
-                .filter_map(|g| g.plan.fleet.io_threads)
-                .max();
-            let io_threads = if caps.async_qd {
-                asked.map_or(cpus, u64::from).clamp(1, t.lanes.max(1))
-            } else {
-                t.lanes.max(1)
-            };
-            need = need.and(MemoryNeed::of_threads(&t, &caps, io_threads));
-            local += 1;
-        }
-        let whose = match local {
-            0 => "this host (the controller)".to_string(),
-            n => format!("this machine (the controller and {n} local host(s))"),
-        };
-        need.check(footprint::available(), &whose)
     }
 
     /// Each host with work, and its agent job.
@@ -1298,142 +661,26 @@ impl AgentLauncher {
     }
 }
 
-/// Where a fleet's workers go on an inventory's hosts, decided without contacting any:
-/// the plan that both a run and `--dry-run` use, so the two cannot disagree.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HostPlan {
-    /// The groups as they will run: when every host pins its worker count, the pins are
-    /// the fleet (a single group takes their sum).
-    pub groups: Vec<GroupPlan>,
-    /// Per inventory host, in its order.
-    pub hosts: Vec<HostShare>,
-    /// What the user should know (pins that change the worker count, idle hosts).
-    pub notices: Vec<String>,
-}
-
-/// One host's part of a fleet.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HostShare {
-    /// First global worker and how many (0: the host has nothing to run).
-    pub base: u32,
-    pub count: u32,
-    /// Its share of each group: the group's worker range clipped to the host's.
-    pub groups: Vec<GroupPlan>,
-}
-
-/// Place `groups` on `hosts`: every host's pins applied, the rest spread evenly.
-pub fn plan_hosts(hosts: &[HostSpec], groups: &[GroupPlan]) -> Result<HostPlan, FleetError> {
-    let mut notices = Vec::new();
-    let mut groups = groups.to_vec();
-    let planned = fleet_totals(&groups)?.workers;
-    // Summed wide: the pins were bounded one by one; their sum is bounded below.
-    let pinned: u64 = hosts.iter().filter_map(|h| h.workers).map(u64::from).sum();
-    let runs_workers = |h: &&HostSpec| h.role == Role::Workers;
-    if hosts
-        .iter()
-        .filter(runs_workers)
-        .all(|h| h.workers.is_some())
-        && pinned != planned
-    {
-        if groups.len() > 1 {
-            return Err(FleetError::Input(format!(
-                "--hosts: every host pins its workers ({pinned} in all) but the groups have {planned}; make them agree"
-            )));
-        }
-        notices.push(format!(
-            "every host pins its worker count: running {pinned} workers, not the planned {planned}"
-        ));
-        // Past u32, the totals below refuse it as past the fleet's bound.
-        groups[0].plan.fleet.workers = u32::try_from(pinned).unwrap_or(u32::MAX);
-    }
-    // At most fleet.workers' bound, so it fits.
-    let total = fleet_totals(&groups)?.workers as u32;
-    let placement = place(hosts, total).map_err(FleetError::Input)?;
-    let shares = hosts
-        .iter()
-        .zip(&placement)
-        .map(|(h, &(base, count))| {
-            if count == 0 && h.role == Role::Workers {
-                notices.push(format!(
-                    "host {} has no worker to run ({total} workers over {} hosts)",
-                    h.name,
-                    hosts.len()
-                ));
-            }
-            let share = groups
-                .iter()
-                .map(|g| {
-                    let lo = g.worker_base.max(base);
-                    let hi = (g.worker_base + g.plan.fleet.workers).min(base + count);
-                    let mut g = g.clone();
-                    g.worker_base = lo.min(base + count);
-                    g.plan.fleet.workers = hi.saturating_sub(lo);
-                    g
-                })
-                .collect();
-            HostShare {
-                base,
-                count,
-                groups: share,
-            }
-        })
-        .collect();
-    Ok(HostPlan {
-        groups,
-        hosts: shares,
-        notices,
-    })
-}
-
-/// The fleet's totals, bounded (`FleetTotals::of`), as an input error.
-fn fleet_totals(groups: &[GroupPlan]) -> Result<FleetTotals, FleetError> {
-    FleetTotals::of(groups).map_err(|e| FleetError::Input(e.to_string()))
-}
-
-/// Each inventory host's share of a plan this launcher made.
-fn shares_of(plan: LaunchPlan) -> Result<Vec<HostShare>, FleetError> {
-    match plan.placement {
-        Placement::Hosts(placed) => Ok(placed.into_iter().map(|(_, s)| s).collect()),
-        Placement::Here { .. } => Err(FleetError::Setup(
-            "an agent launcher runs only the plan it made".into(),
-        )),
-    }
-}
-
 impl Launcher for AgentLauncher {
+    type Where = Hosts;
+
     fn plan(
-        &mut self,
+        &self,
         groups: &[GroupPlan],
         settings: &RunSettings,
-    ) -> Result<LaunchPlan, FleetError> {
-        self.settings = settings.clone();
-        check_verify(groups, &self.settings.engine)?;
-        let plan = plan_hosts(&self.hosts, groups)?;
-        self.check_memory(&plan)?;
-        Ok(LaunchPlan {
-            groups: plan.groups,
-            engine: match &self.settings.engine {
-                EngineSpec::Auto => {
-                    "auto (each host uses io_uring where its kernel allows it, else psync)".into()
-                }
-                e => e.to_string(),
-            },
-            direct: self.settings.direct,
-            placement: Placement::Hosts(self.hosts.iter().cloned().zip(plan.hosts).collect()),
-            notices: plan.notices,
-        })
+    ) -> Result<LaunchPlan<Hosts>, FleetError> {
+        plan::plan(&self.hosts, groups, settings)
     }
 
     fn materialize(
         &mut self,
-        plan: LaunchPlan,
+        plan: LaunchPlan<Hosts>,
         stop: &Arc<AtomicBool>,
         _observer: &mut dyn Observer,
         notices: &mut Vec<String>,
     ) -> Result<Option<Prepared>, FleetError> {
         self.stop = stop.clone();
-        let groups = plan.groups.clone();
-        let shares = shares_of(plan)?;
+        let (groups, shares) = self.take(plan);
         let jobs = self.host_jobs(&shares, Task::Run);
         let active: Vec<usize> = jobs.iter().map(|(i, _)| *i).collect();
         if self.dispatch(jobs, stop)?.is_none() {
@@ -1494,8 +741,12 @@ impl Launcher for AgentLauncher {
         }))
     }
 
-    fn verify(&mut self, plan: LaunchPlan, keep: usize) -> Result<Vec<HostVerified>, FleetError> {
-        let shares = shares_of(plan)?;
+    fn verify(
+        &mut self,
+        plan: LaunchPlan<Hosts>,
+        keep: usize,
+    ) -> Result<Vec<HostVerified>, FleetError> {
+        let (_, shares) = self.take(plan);
         let never = AtomicBool::new(false);
         let done = self.run_task(&shares, Task::Verify { keep }, &never)?;
         Ok(done
@@ -1513,12 +764,12 @@ impl Launcher for AgentLauncher {
 
     fn precondition(
         &mut self,
-        plan: LaunchPlan,
+        plan: LaunchPlan<Hosts>,
         stop: &Arc<AtomicBool>,
         _observer: &mut dyn Observer,
     ) -> Result<Option<Preconditioned>, FleetError> {
         let notices = plan.notices.clone();
-        let shares = shares_of(plan)?;
+        let (_, shares) = self.take(plan);
         let Some(done) = self.run_task(&shares, Task::Precondition, stop)? else {
             return Ok(None);
         };
@@ -1763,8 +1014,16 @@ fn route(
 
 #[cfg(test)]
 mod tests {
+    use std::io::{BufReader, Write};
+
+    use sha2::{Digest, Sha256};
+
+    use super::agent::RUN_DIR_ENV;
+    use super::protocol::{check_hello, read_frame, read_magic, write_frame, Hello};
+    use super::scripts::{kill_script, launch_script, start_script, Launch};
+    use super::session::{exchange_clock, sha256_hex, UploadSlots};
+    use super::transport::shell_quote;
     use super::*;
-    use crate::protocol::read_magic;
     use std::process::Command;
 
     #[test]
@@ -1958,9 +1217,8 @@ mod tests {
         const SHIFT: u64 = 7_000_000_000;
         let (to_agent_r, to_agent_w) = std::io::pipe().unwrap();
         let (from_agent_r, from_agent_w) = std::io::pipe().unwrap();
-        let agent = std::thread::spawn(move || {
-            crate::agent::serve(Box::new(to_agent_r), Box::new(from_agent_w))
-        });
+        let agent =
+            std::thread::spawn(move || agent::serve(Box::new(to_agent_r), Box::new(from_agent_w)));
         let to_agent = Mutex::new(to_agent_w);
         let send = |f: &Frame| write_frame(&mut *to_agent.lock().unwrap(), f);
         let mut from_agent = BufReader::new(from_agent_r);
@@ -2260,7 +1518,7 @@ mod tests {
                 ),
                 worker_base: 0,
             }],
-            target: crate::protocol::TargetArg::Dir("/tmp".into()),
+            target: protocol::TargetArg::Dir("/tmp".into()),
             settings: RunSettings::default(),
             task: Task::Run,
         });

@@ -16,8 +16,8 @@ use iofleet_engine::Caps;
 use iofleet_profile::FleetTotals;
 use iofleet_stats::result::{IntervalRow, PartRow};
 
-use crate::controller::FleetError;
-use crate::lanes::{LANE_BYTES, SLOT_BYTES};
+use crate::error::FleetError;
+use crate::local::lanes::{LANE_BYTES, SLOT_BYTES};
 
 /// What a process of iofleet holds whatever the plan: its code and libraries (about
 /// 21 MiB resident for a debug build before any lane), the write data pool, the
