@@ -34,15 +34,12 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::time::Duration;
 
 use iofleet_profile::units::{format_duration, parse_bytes, parse_duration};
 use iofleet_profile::Plan;
 use serde::Deserialize;
 use serde_json::{json, Value};
-
-use crate::inventory::InventoryError;
 
 pub mod cluster;
 mod launcher;
@@ -171,28 +168,7 @@ pub struct KubeFleet {
     pub ready_timeout: Duration,
 }
 
-/// Whether `path` holds a Kubernetes fleet description: a TOML file with a
-/// `[kubernetes]` table. Anything unreadable is left to the inventory reader.
-pub fn is_kube_file(path: &Path) -> bool {
-    path.extension().is_some_and(|e| e == "toml")
-        && std::fs::read_to_string(path)
-            .ok()
-            .and_then(|t| toml::from_str::<toml::Table>(&t).ok())
-            .is_some_and(|t| t.contains_key("kubernetes"))
-}
-
-/// Read and check the description in `path`; errors name the file and the key.
-pub fn load(path: &Path) -> Result<KubeFleet, InventoryError> {
-    let fail = |message: String| InventoryError::File {
-        file: path.to_path_buf(),
-        line: None,
-        message,
-    };
-    let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
-    parse(&text).map_err(fail)
-}
-
-/// `load` on text.
+/// Read and check a description's text (`hosts_file::read` names the file in errors).
 pub fn parse(text: &str) -> Result<KubeFleet, String> {
     let table: toml::Table = toml::from_str(text).map_err(|e| e.to_string())?;
     if table.contains_key("host") || table.contains_key("defaults") {
