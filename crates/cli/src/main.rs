@@ -37,11 +37,11 @@
 //!
 //! ```text
 //!  argv ─cli─▶ Command ─▶ cmd::NAME::run ─session::resolve─▶ groups + RunSettings
-//!   ─▶ LiveSession::open (listeners, live view)
+//!   ─▶ Session::open (listeners, live view)
 //!   ─▶ measure, once per run, step, round or phase
 //!        ─▶ the command's fleet (threads here, agents over SSH, pods; opened once)
 //!        ─▶ iofleet_fleet::run ─▶ RunResult, saved in the store as it goes
-//!   ─▶ LiveSession::finish (fleet closed) ─▶ output: table, JSON, fio JSON ─▶ exit code
+//!   ─▶ Session::finish (fleet closed) ─▶ output: table, JSON, fio JSON ─▶ exit code
 //! ```
 
 #![forbid(unsafe_code)]

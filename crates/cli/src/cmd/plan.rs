@@ -28,9 +28,9 @@ use iofleet_stats::slo;
 use crate::args::RunArgs;
 use crate::exit::Exit;
 use crate::run::find_max::{find_max, report_table, SearchArgs};
-use crate::run::live_session::LiveSession;
+use crate::run::live_session::Session;
 use crate::run::session::{closed_loop, ctrl_c_flag, resolve};
-use crate::run::stepping::{check_step_args, step};
+use crate::run::stepping::check_step_args;
 use crate::store::record::DbArg;
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -329,16 +329,15 @@ fn at_peak(run: &RunArgs, name: &str) -> Result<(Basis, i32), Exit> {
         ("plan".to_string(), name.to_string()),
         ("sizing".to_string(), "at-peak".to_string()),
     ];
-    let mut live = LiveSession::open(run)?;
+    let mut live = Session::open(run)?;
     let stop = ctrl_c_flag();
-    let (r, mut code) = step(
+    let (r, mut code) = live.step(
         run,
         &groups,
         format!("{name}/at-peak"),
         labels,
         run.seed,
         &stop,
-        &mut live,
     )?;
     live.finish();
     let iops = r.summary.all.iops;

@@ -14,7 +14,7 @@ use iofleet_profile::GroupPlan;
 
 use crate::args::{LiveInputs, RunArgs};
 use crate::exit::Exit;
-use crate::run::live_session::LiveSession;
+use crate::run::live_session::Session;
 use crate::run::session::{ctrl_c_flag, resolve};
 use crate::run::{fio_phases, output, steady};
 
@@ -58,10 +58,10 @@ fn execute(a: RunArgs, groups: Vec<GroupPlan>, settings: RunSettings) -> Result<
         None => None,
     };
     // The listener and live view, once for every round of --steady-state.
-    let mut live = LiveSession::open(&a)?;
+    let mut live = Session::open(&a)?;
     live.close_after_one = !a.steady_state;
     let stop = ctrl_c_flag();
-    let result = steady::measure_step(&a, &groups, settings, &stop, &mut live)?;
+    let result = live.measure_step(&a, &groups, settings, &stop)?;
     live.finish();
     output::print_and_exit_code(&a, &result, file.as_mut(), &stop)
 }

@@ -20,9 +20,9 @@ use iofleet_stats::result::RunResult;
 
 use crate::args::RunArgs;
 use crate::exit::Exit;
-use crate::run::live_session::LiveSession;
+use crate::run::live_session::Session;
 use crate::run::session::{closed_loop, ctrl_c_flag, exit_code, offered_rate, resolve, with_rate};
-use crate::run::stepping::{check_step_args, step};
+use crate::run::stepping::check_step_args;
 use crate::web::step::{Step, StepKind};
 
 #[derive(Args, Debug)]
@@ -118,7 +118,7 @@ pub fn run(s: SweepArgs) -> Result<i32, Exit> {
         format!("sweep-{profile}-{key}")
     });
     // One listener and live view for every step (and round).
-    let mut live = LiveSession::open(&s.run)?;
+    let mut live = Session::open(&s.run)?;
     let stop = ctrl_c_flag();
     let mut done: Vec<(String, RunResult)> = Vec::new();
     let mut code = 0;
@@ -134,8 +134,8 @@ pub fn run(s: SweepArgs) -> Result<i32, Exit> {
         if !a.quiet {
             eprintln!("step {}/{n}: {key} = {value}", i + 1);
         }
-        live.step(&sweep_step(i, n, format!("{key}={value}"), &groups));
-        match crate::run::steady::measure_step(&a, &groups, settings, &stop, &mut live) {
+        live.announce(&sweep_step(i, n, format!("{key}={value}"), &groups));
+        match live.measure_step(&a, &groups, settings, &stop) {
             Ok(result) => {
                 // The worst step decides: a lost host (3) or a failed source (1) in any
                 // step is the sweep's, as in `iofleet run`.
@@ -181,22 +181,21 @@ fn rate_curve(s: &SweepArgs) -> Result<i32, Exit> {
             (KEY.to_string(), v.to_string()),
         ]
     };
-    let mut live = LiveSession::open(&s.run)?;
+    let mut live = Session::open(&s.run)?;
     let stop = ctrl_c_flag();
     let n = RATE_CURVE.len() + 1;
     if !s.run.quiet {
         eprintln!("step 1/{n}: the closed-loop maximum");
     }
     let mut done: Vec<(String, RunResult)> = Vec::new();
-    live.step(&sweep_step(0, n, format!("{KEY}=max"), &closed));
-    let (max, mut code) = step(
+    live.announce(&sweep_step(0, n, format!("{KEY}=max"), &closed));
+    let (max, mut code) = live.step(
         &s.run,
         &closed,
         format!("{sweep}/{KEY}=max"),
         labels(0, "max"),
         s.run.seed,
         &stop,
-        &mut live,
     )?;
     let top = max.summary.all.iops;
     done.push(("max".into(), max));
@@ -209,15 +208,14 @@ fn rate_curve(s: &SweepArgs) -> Result<i32, Exit> {
             if !s.run.quiet {
                 eprintln!("step {}/{n}: {pct}% = {rate:.0} IOPS", i + 2);
             }
-            live.step(&sweep_step(i + 1, n, format!("{KEY}={pct}"), &g));
-            match step(
+            live.announce(&sweep_step(i + 1, n, format!("{KEY}={pct}"), &g));
+            match live.step(
                 &s.run,
                 &g,
                 format!("{sweep}/{KEY}={pct}"),
                 labels(i + 1, &pct.to_string()),
                 s.run.seed,
                 &stop,
-                &mut live,
             ) {
                 Ok((r, c)) => {
                     code = code.max(c);

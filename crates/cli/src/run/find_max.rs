@@ -17,10 +17,10 @@ use iofleet_stats::slo::{self, Objective};
 
 use crate::args::{objective, RunArgs};
 use crate::exit::Exit;
-use crate::run::live_session::LiveSession;
+use crate::run::live_session::Session;
 use crate::run::search::{self, End, Measured, Outcome, Params};
 use crate::run::session::{closed_loop, ctrl_c_flag, resolve, with_rate};
-use crate::run::stepping::{check_step_args, step};
+use crate::run::stepping::check_step_args;
 use crate::web::step::{Step, StepKind};
 
 fn duration(s: &str) -> Result<Duration, String> {
@@ -105,7 +105,7 @@ const OWN_LABELS: [&str; 6] = ["findmax", "step", "rate", "slo", "repeat", "foun
 /// has one live session (`--metrics-listen`, `--ui`) for all its steps, each announced.
 pub(crate) fn find_max(a: &RunArgs, s: &SearchArgs, name: &str) -> Result<Report, Exit> {
     let groups = checked_groups(a, s)?;
-    let mut live = LiveSession::open(a)?;
+    let mut live = Session::open(a)?;
     let report = search(a, s, name, groups, &mut live);
     live.finish();
     report
@@ -116,7 +116,7 @@ fn search(
     s: &SearchArgs,
     name: &str,
     groups: Vec<GroupPlan>,
-    live: &mut LiveSession,
+    live: &mut Session,
 ) -> Result<Report, Exit> {
     let mut run = SearchRun {
         a,
@@ -216,7 +216,7 @@ struct SearchRun<'a> {
     slo_label: String,
     stop: Arc<AtomicBool>,
     code: i32,
-    live: &'a mut LiveSession,
+    live: &'a mut Session,
 }
 
 impl SearchRun<'_> {
@@ -239,7 +239,7 @@ impl SearchRun<'_> {
         if !a.quiet {
             eprintln!("find-max: measuring the closed-loop maximum");
         }
-        self.live.step(&Step {
+        self.live.announce(&Step {
             kind: StepKind::FindMax,
             index: 0,
             of: None,
@@ -247,14 +247,13 @@ impl SearchRun<'_> {
             label: "the closed-loop maximum".into(),
             rate_iops: None,
         });
-        let (r, c) = step(
+        let (r, c) = self.live.step(
             a,
             &g,
             format!("{name}/closed-loop"),
             self.labels(0, "closed-loop"),
             a.seed,
             &self.stop,
-            self.live,
         )?;
         self.code = self.code.max(c);
         let iops = r.summary.all.iops;
@@ -298,7 +297,7 @@ impl SearchRun<'_> {
                 if repeat > 0 { " (again: noisy)" } else { "" }
             );
         }
-        self.live.step(&Step {
+        self.live.announce(&Step {
             kind: StepKind::FindMax,
             index: i as u32,
             of: None,
@@ -306,14 +305,13 @@ impl SearchRun<'_> {
             label: if repeat > 0 { "again: noisy" } else { "" }.into(),
             rate_iops: Some(rate),
         });
-        let (r, c) = step(
+        let (r, c) = self.live.step(
             a,
             &g,
             format!("{name}/rate={rate:.0}"),
             l,
             a.seed.wrapping_add(repeat as u64),
             &self.stop,
-            self.live,
         )?;
         self.code = self.code.max(c);
         let m = Measured {

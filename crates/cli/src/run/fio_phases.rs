@@ -8,7 +8,7 @@
 //!
 //! Flags that describe one result (`--output`, `--output-format json`, `--json`), and
 //! `--no-save`, are refused before anything runs. `--metrics-listen` (and `--ui`) serve
-//! the whole file: one listener and live view for every phase (`LiveSession`). `sweep`,
+//! the whole file: one listener and live view for every phase (`Session`). `sweep`,
 //! `find-max` and `verify` refuse such a file (`fio_job::groups`).
 
 use std::io::{self, Write};
@@ -21,7 +21,7 @@ use iofleet_stats::result::RunResult;
 use crate::args::{OutputFormat, RunArgs};
 use crate::exit::Exit;
 use crate::run::fio_job::Phase;
-use crate::run::live_session::LiveSession;
+use crate::run::live_session::Session;
 use crate::run::session::{ctrl_c_flag, exit_code, resolve};
 use crate::web::step::{Step, StepKind};
 
@@ -133,7 +133,7 @@ pub(crate) fn run(a: &RunArgs, file: Phased) -> Result<i32, Exit> {
         }
         return Ok(0);
     }
-    let mut live = LiveSession::open(a)?;
+    let mut live = Session::open(a)?;
     let stop = ctrl_c_flag();
     let fio = matches!(
         a.output_format,
@@ -148,7 +148,7 @@ pub(crate) fn run(a: &RunArgs, file: Phased) -> Result<i32, Exit> {
         if !a.quiet {
             eprintln!("{}", iofleet_report::text::escape(&heading(i)));
         }
-        live.step(&Step {
+        live.announce(&Step {
             kind: StepKind::Phase,
             index: i as u32 + 1,
             of: Some(n as u32),
@@ -156,7 +156,7 @@ pub(crate) fn run(a: &RunArgs, file: Phased) -> Result<i32, Exit> {
             label: format!("job(s) {}", phases[i].jobs.join(", ")),
             rate_iops: crate::run::session::offered_rate(&groups),
         });
-        let r = crate::run::steady::measure_step(&pa, &groups, settings, &stop, &mut live)?;
+        let r = live.measure_step(&pa, &groups, settings, &stop)?;
         let c = if fio {
             exit_code(&pa, &r, &stop)
         } else {

@@ -29,7 +29,7 @@ use crate::web::step::Step;
 
 /// The fleet, listener, exporter and live view of one command (each absent until made,
 /// or when not asked for).
-pub(crate) struct LiveSession {
+pub(crate) struct Session {
     web: Option<LiveWeb>,
     metrics: Option<Metrics>,
     finished: bool,
@@ -39,13 +39,13 @@ pub(crate) struct LiveSession {
     quiet: bool,
 }
 
-impl LiveSession {
+impl Session {
     /// What `a` asks for: with `--metrics-listen`, bind it (before any I/O; an address
     /// that cannot be bound, or one that is not loopback without `--token-file`, exits 2
     /// naming the flag) and print the addresses (and, off loopback, a notice); with
     /// `--ui`, the live view too, with `run`'s `--baseline` (read from the store now: a
     /// run not found exits 2 naming the flag) and `--slo`.
-    pub fn open(a: &RunArgs) -> Result<LiveSession, Exit> {
+    pub fn open(a: &RunArgs) -> Result<Session, Exit> {
         let web = match a.ui {
             true => Some(live_web(a)?),
             false => None,
@@ -79,7 +79,7 @@ impl LiveSession {
             }
             None => None,
         };
-        Ok(LiveSession {
+        Ok(Session {
             finished: false,
             web,
             metrics,
@@ -117,7 +117,7 @@ impl LiveSession {
 
     /// A round or step begins: the live view says so (and from now on a run's end is
     /// the step's, not the command's).
-    pub fn step(&mut self, step: &Step) {
+    pub fn announce(&mut self, step: &Step) {
         if let Some(w) = self.web.as_mut() {
             w.step(step);
         }
@@ -143,7 +143,7 @@ impl LiveSession {
     }
 }
 
-impl Drop for LiveSession {
+impl Drop for Session {
     fn drop(&mut self) {
         self.finish();
     }

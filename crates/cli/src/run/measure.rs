@@ -1,5 +1,5 @@
 //! One measurement: a run of worker groups on the command's fleet (opened by its first
-//! measurement and kept by the command's `LiveSession` for the later ones), with the
+//! measurement and kept by the command's `Session` for the later ones), with the
 //! results store and the terminal line around it and the live outputs (`/metrics`, the
 //! live view) watching it too. Every round of `--steady-state`, step of `sweep` and
 //! `find-max`, and phase of a fio job file is one `measure`; no command runs the fleet
@@ -8,7 +8,7 @@
 //! ```text
 //!   RunArgs ─session::resolve─▶ groups + RunSettings
 //!                                     │
-//!                                     └─ measure ─▶ the LiveSession's fleet ─▶ Fleet::measure ─▶ RunResult
+//!                                     └─ measure ─▶ the Session's fleet ─▶ Fleet::measure ─▶ RunResult
 //!                              (observers: terminal line, store recorder, /metrics, live view)
 //! ```
 
@@ -22,56 +22,58 @@ use iofleet_stats::result::RunResult;
 use crate::args::RunArgs;
 use crate::exit::Exit;
 use crate::run::live::LiveView;
-use crate::run::live_session::LiveSession;
+use crate::run::live_session::Session;
 use crate::run::session::fleet_exit;
 use crate::store::record::StoreRecorder;
 
-/// One run of `groups` on the command's fleet (made by its first measurement, kept for
-/// the later ones), with the store and terminal line around it and the command's live
-/// session (`/metrics`, live view) watching it too: the result, saved unless
-/// `--no-save`, with the stored identity filled in. `stop` ends it early.
-pub(crate) fn measure(
-    a: &RunArgs,
-    groups: &[GroupPlan],
-    settings: RunSettings,
-    stop: &Arc<AtomicBool>,
-    live_session: &mut LiveSession,
-) -> Result<RunResult, Exit> {
-    // Open the results store before any I/O (a bad --db fails early).
-    let mut recorder = StoreRecorder::open(&a.save, a.quiet)?;
+impl Session {
+    /// One run of `groups` on the command's fleet (made by its first measurement, kept for
+    /// the later ones), with the store and terminal line around it and the command's live
+    /// session (`/metrics`, live view) watching it too: the result, saved unless
+    /// `--no-save`, with the stored identity filled in. `stop` ends it early.
+    pub(crate) fn measure(
+        &mut self,
+        a: &RunArgs,
+        groups: &[GroupPlan],
+        settings: RunSettings,
+        stop: &Arc<AtomicBool>,
+    ) -> Result<RunResult, Exit> {
+        // Open the results store before any I/O (a bad --db fails early).
+        let mut recorder = StoreRecorder::open(&a.save, a.quiet)?;
 
-    let mut live = LiveView::new(a.quiet);
-    let result = {
-        let (fleet, watching) = live_session.fleet_and_observers(a)?;
-        let mut observers: Vec<&mut dyn Observer> = vec![&mut live];
-        observers.extend(watching);
-        if let Some(r) = recorder.as_mut() {
-            observers.push(r);
+        let mut live = LiveView::new(a.quiet);
+        let result = {
+            let (fleet, watching) = self.fleet_and_observers(a)?;
+            let mut observers: Vec<&mut dyn Observer> = vec![&mut live];
+            observers.extend(watching);
+            if let Some(r) = recorder.as_mut() {
+                observers.push(r);
+            }
+            fleet.measure(
+                groups,
+                &settings,
+                &mut StartNow,
+                stop.clone(),
+                &mut Fanout(observers),
+            )
+        };
+        // A command of one measurement closes its fleet now, so that what closing did is
+        // in the result (and the store).
+        let closed = match self.close_after_one {
+            true => self.close_fleet(),
+            false => Vec::new(),
+        };
+        live.finish();
+        let mut result = result;
+        if let Ok(r) = result.as_mut() {
+            // A fio job file's mapping notices, where the run's own notices are.
+            r.notices.extend(crate::run::fio_job::notices(a));
+            r.notices.extend(closed);
         }
-        fleet.measure(
-            groups,
-            &settings,
-            &mut StartNow,
-            stop.clone(),
-            &mut Fanout(observers),
-        )
-    };
-    // A command of one measurement closes its fleet now, so that what closing did is
-    // in the result (and the store).
-    let closed = match live_session.close_after_one {
-        true => live_session.close_fleet(),
-        false => Vec::new(),
-    };
-    live.finish();
-    let mut result = result;
-    if let Ok(r) = result.as_mut() {
-        // A fio job file's mapping notices, where the run's own notices are.
-        r.notices.extend(crate::run::fio_job::notices(a));
-        r.notices.extend(closed);
+        let stored = recorder.and_then(|r| r.finish(result.as_ref().ok()));
+        let mut result = result.map_err(fleet_exit)?;
+        // Printed and exported results say which stored run they are.
+        result.stored = stored;
+        Ok(result)
     }
-    let stored = recorder.and_then(|r| r.finish(result.as_ref().ok()));
-    let mut result = result.map_err(fleet_exit)?;
-    // Printed and exported results say which stored run they are.
-    result.stored = stored;
-    Ok(result)
 }

@@ -5,7 +5,7 @@
 //! or a Kubernetes description's pods with `--hosts`, else threads here), Ctrl-C, the
 //! exit code a result earns, and the rate arithmetic of stepped commands (`with_rate`,
 //! `offered_rate`, `closed_loop`). It measures nothing: a measurement is
-//! `crate::run::measure`'s, on the fleet the command's `LiveSession` holds.
+//! `crate::run::measure`'s, on the fleet the command's `Session` holds.
 
 use std::os::unix::fs::FileTypeExt;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -11,30 +11,32 @@ use iofleet_stats::result::RunResult;
 
 use crate::args::RunArgs;
 use crate::exit::Exit;
-use crate::run::live_session::LiveSession;
+use crate::run::live_session::Session;
 use crate::run::session::{exit_code, resolve};
 
-/// Measure one step: `a` with `labels` added, its groups `groups`. Returns the result
-/// and its exit code.
-pub(crate) fn step(
-    a: &RunArgs,
-    groups: &[GroupPlan],
-    name: String,
-    labels: Vec<(String, String)>,
-    seed: u64,
-    stop: &Arc<AtomicBool>,
-    live: &mut LiveSession,
-) -> Result<(RunResult, i32), Exit> {
-    let mut a = a.clone();
-    a.save.name = Some(name);
-    a.save.labels.extend(labels);
-    a.seed = seed;
-    a.ov.rate = None;
-    let (_, settings) = resolve(&a)?;
-    // With --steady-state, every step is measured in rounds until steady.
-    let r = crate::run::steady::measure_step(&a, groups, settings, stop, live)?;
-    let code = exit_code(&a, &r, stop);
-    Ok((r, code))
+impl Session {
+    /// Measure one step: `a` with `labels` added, its groups `groups`. Returns the result
+    /// and its exit code.
+    pub(crate) fn step(
+        &mut self,
+        a: &RunArgs,
+        groups: &[GroupPlan],
+        name: String,
+        labels: Vec<(String, String)>,
+        seed: u64,
+        stop: &Arc<AtomicBool>,
+    ) -> Result<(RunResult, i32), Exit> {
+        let mut a = a.clone();
+        a.save.name = Some(name);
+        a.save.labels.extend(labels);
+        a.seed = seed;
+        a.ov.rate = None;
+        let (_, settings) = resolve(&a)?;
+        // With --steady-state, every step is measured in rounds until steady.
+        let r = self.measure_step(&a, groups, settings, stop)?;
+        let code = exit_code(&a, &r, stop);
+        Ok((r, code))
+    }
 }
 
 /// The run arguments every stepping command refuses, and the labels it sets itself.
