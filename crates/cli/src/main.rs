@@ -12,14 +12,16 @@
 //! cmd/       one file per subcommand: its own flags, one call, what it prints; no
 //!            command imports another's (what two share lives outside cmd/)
 //! run/       the measuring session of every command that runs a workload:
-//!   session.rs       arguments → worker groups + run settings; the fleet they run on
+//!   resolve.rs       arguments → worker groups + run settings; the fleet they run on
 //!                    (launcher_for); Ctrl-C; the exit code; the rate arithmetic
-//!   live_session.rs  the command's fleet, opened by its first measurement and closed
-//!                    at its end, and its live outputs (/metrics, the live view)
-//!   measure.rs       one measurement on that fleet, with the store and the terminal
-//!                    line (live.rs) around it
-//!   steady.rs        one step, in rounds until steady with --steady-state
-//!   stepping.rs      a stepped command's step (its name, labels, seed) and refusals
+//!   session.rs       the command's Session: its fleet, opened by its first
+//!                    measurement and closed at its end, and its live outputs
+//!                    (/metrics, the live view); it runs the measurements:
+//!   measure.rs       Session::measure, one measurement on that fleet, with the store
+//!                    and the terminal line (live.rs) around it
+//!   steady.rs        Session::measure_step, once or in rounds until steady
+//!   stepping.rs      Session::step, a stepped command's step (its name, labels,
+//!                    seed), and the flags such a command refuses
 //!   fio_job.rs       a fio job file as worker groups; fio_phases.rs its stonewall phases
 //!   find_max.rs      the find-max search over steps; search.rs its decisions
 //!   output.rs        what a run prints: its plan (dry_run.rs) or its result

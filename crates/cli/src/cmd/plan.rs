@@ -28,8 +28,8 @@ use iofleet_stats::slo;
 use crate::args::RunArgs;
 use crate::exit::Exit;
 use crate::run::find_max::{find_max, report_table, SearchArgs};
-use crate::run::live_session::Session;
-use crate::run::session::{closed_loop, ctrl_c_flag, resolve};
+use crate::run::resolve::{closed_loop, ctrl_c_flag, resolve};
+use crate::run::session::Session;
 use crate::run::stepping::check_step_args;
 use crate::store::record::DbArg;
 

@@ -26,7 +26,7 @@ use iofleet_profile::options::help;
 use iofleet_profile::{Bytes, Context, GroupPlan, Overrides, Plan};
 
 use crate::exit::Exit;
-use crate::run::session::{ctrl_c_flag, fleet_exit, launcher_at};
+use crate::run::resolve::{ctrl_c_flag, fleet_exit, launcher_at};
 
 #[derive(Args, Debug)]
 pub struct PreconditionArgs {

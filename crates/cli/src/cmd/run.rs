@@ -14,8 +14,8 @@ use iofleet_profile::GroupPlan;
 
 use crate::args::{LiveInputs, RunArgs};
 use crate::exit::Exit;
-use crate::run::live_session::Session;
-use crate::run::session::{ctrl_c_flag, resolve};
+use crate::run::resolve::{ctrl_c_flag, resolve};
+use crate::run::session::Session;
 use crate::run::{fio_phases, output, steady};
 
 /// `iofleet run`: the workload and run flags every workload command takes, and what

@@ -20,8 +20,8 @@ use iofleet_stats::result::RunResult;
 
 use crate::args::RunArgs;
 use crate::exit::Exit;
-use crate::run::live_session::Session;
-use crate::run::session::{closed_loop, ctrl_c_flag, exit_code, offered_rate, resolve, with_rate};
+use crate::run::resolve::{closed_loop, ctrl_c_flag, exit_code, offered_rate, resolve, with_rate};
+use crate::run::session::Session;
 use crate::run::stepping::check_step_args;
 use crate::web::step::{Step, StepKind};
 

@@ -6,7 +6,7 @@
 
 use crate::args::RunArgs;
 use crate::exit::Exit;
-use crate::run::session::{fleet_exit, launcher_for, resolve};
+use crate::run::resolve::{fleet_exit, launcher_for, resolve};
 
 /// Corruption lines printed per host (every one is counted).
 const MAX_LINES: usize = 1000;

@@ -1,6 +1,6 @@
 //! The find-max search behind `iofleet find-max` and `plan`'s search phase: the highest
 //! sustained open-loop rate at which every latency objective holds. Each step is one run
-//! of the session (`stepping::step`), measured and saved as `iofleet run` does it, with
+//! of the session (`Session::step`), measured and saved as `iofleet run` does it, with
 //! the profile's offered rate set by `session::with_rate`; the decisions are `search`'s,
 //! the objectives `iofleet_stats::slo`'s.
 //!
@@ -17,9 +17,9 @@ use iofleet_stats::slo::{self, Objective};
 
 use crate::args::{objective, RunArgs};
 use crate::exit::Exit;
-use crate::run::live_session::Session;
+use crate::run::resolve::{closed_loop, ctrl_c_flag, resolve, with_rate};
 use crate::run::search::{self, End, Measured, Outcome, Params};
-use crate::run::session::{closed_loop, ctrl_c_flag, resolve, with_rate};
+use crate::run::session::Session;
 use crate::run::stepping::check_step_args;
 use crate::web::step::{Step, StepKind};
 

@@ -21,8 +21,8 @@ use iofleet_stats::result::RunResult;
 use crate::args::{OutputFormat, RunArgs};
 use crate::exit::Exit;
 use crate::run::fio_job::Phase;
-use crate::run::live_session::Session;
-use crate::run::session::{ctrl_c_flag, exit_code, resolve};
+use crate::run::resolve::{ctrl_c_flag, exit_code, resolve};
+use crate::run::session::Session;
 use crate::web::step::{Step, StepKind};
 
 /// The label each phase's stored run carries: its number, from 1.
@@ -154,7 +154,7 @@ pub(crate) fn run(a: &RunArgs, file: Phased) -> Result<i32, Exit> {
             of: Some(n as u32),
             at_most: false,
             label: format!("job(s) {}", phases[i].jobs.join(", ")),
-            rate_iops: crate::run::session::offered_rate(&groups),
+            rate_iops: crate::run::resolve::offered_rate(&groups),
         });
         let r = live.measure_step(&pa, &groups, settings, &stop)?;
         let c = if fio {

@@ -22,8 +22,8 @@ use iofleet_stats::result::RunResult;
 use crate::args::RunArgs;
 use crate::exit::Exit;
 use crate::run::live::LiveView;
-use crate::run::live_session::Session;
-use crate::run::session::fleet_exit;
+use crate::run::resolve::fleet_exit;
+use crate::run::session::Session;
 use crate::store::record::StoreRecorder;
 
 impl Session {

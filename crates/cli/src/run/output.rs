@@ -18,7 +18,7 @@ use iofleet_store::Analysis;
 use crate::args::{OutputFormat, RunArgs};
 use crate::exit::Exit;
 use crate::run::dry_run;
-use crate::run::session::{exit_code, fleet_exit, launcher_for};
+use crate::run::resolve::{exit_code, fleet_exit, launcher_for};
 
 /// `--dry-run`: the launcher's plan (a Kubernetes fleet's: the objects it would create).
 pub(crate) fn dry_run(

@@ -1,4 +1,6 @@
-//! One command's fleet and live outputs. The fleet (`dyn Fleet`) is opened by the
+//! One command's session (`Session`): its fleet and its live outputs, and the
+//! measurements, steps and rounds it runs as its methods (`measure` in `measure.rs`,
+//! `measure_step` in `steady.rs`, `step` in `stepping.rs`). The fleet (`dyn Fleet`) is opened by the
 //! command's first measurement and kept for every later one — a sweep's steps, a
 //! steady state's rounds, a job file's phases run on the same agents, pods and files —
 //! and closed when the command ends (`finish`), or right after its one measurement when
@@ -8,13 +10,13 @@
 //! exporter's state and, with `--ui`, the live view's history, made once by the command
 //! before its first round or step and kept until it ends. Every round of
 //! `--steady-state`, step of `sweep` and `find-max`, and phase of a fio job file is a
-//! `measure::measure` of its own that borrows them, so a page stays connected across
+//! `Session::measure` of its own that borrows them, so a page stays connected across
 //! them, its charts hold the whole command, and the port is bound once.
 //!
-//! The command announces each round or step (`step`), which the live view sends as a
+//! The command announces each round or step (`announce`), which the live view sends as a
 //! `step` event; the end of the command (`finish`) is the live view's `done`, after
 //! which open pages get at most 2 s to receive it. The terminal line and the results
-//! store stay per measurement (`measure::measure`): each round or step is its own run.
+//! store stay per measurement (`Session::measure`): each round or step is its own run.
 
 use std::net::TcpListener;
 
@@ -97,7 +99,7 @@ impl Session {
         a: &RunArgs,
     ) -> Result<(&mut dyn Fleet, Vec<&mut dyn Observer>), Exit> {
         if self.fleet.is_none() {
-            self.fleet = Some(crate::run::session::launcher_for(a)?);
+            self.fleet = Some(crate::run::resolve::launcher_for(a)?);
         }
         let fleet = self.fleet.as_deref_mut().expect("made above");
         let mut out: Vec<&mut dyn Observer> = Vec::new();

@@ -27,7 +27,7 @@ use iofleet_stats::steady::{first_steady_round, SteadyState, MAX_ROUNDS};
 
 use crate::args::RunArgs;
 use crate::exit::Exit;
-use crate::run::live_session::Session;
+use crate::run::session::Session;
 use crate::store::record::update_stored_result;
 use crate::web::step::{Step, StepKind};
 
@@ -102,7 +102,7 @@ impl Session {
                 of: Some(MAX_ROUNDS),
                 at_most: true,
                 label: format!("round {k}"),
-                rate_iops: crate::run::session::offered_rate(&rg),
+                rate_iops: crate::run::resolve::offered_rate(&rg),
             });
             let r = self.measure(&ra, &rg, rs, stop)?;
             served += round + if k == 1 { warmup } else { Duration::ZERO };

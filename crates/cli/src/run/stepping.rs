@@ -1,6 +1,6 @@
 //! One step of a stepping command (`sweep --rate-curve`, `find-max`, `plan --at-peak`):
 //! the run arguments with the step's name, labels and seed, measured once or in
-//! steady-state rounds (`steady::measure_step`), and the exit code it earns; and the run
+//! steady-state rounds (`Session::measure_step`), and the exit code it earns; and the run
 //! flags such a command refuses before anything runs (`check_step_args`).
 
 use std::sync::atomic::AtomicBool;
@@ -11,8 +11,8 @@ use iofleet_stats::result::RunResult;
 
 use crate::args::RunArgs;
 use crate::exit::Exit;
-use crate::run::live_session::Session;
-use crate::run::session::{exit_code, resolve};
+use crate::run::resolve::{exit_code, resolve};
+use crate::run::session::Session;
 
 impl Session {
     /// Measure one step: `a` with `labels` added, its groups `groups`. Returns the result

@@ -7,7 +7,7 @@
 //! preceded when given by `baseline` (a stored run's curves, `run --baseline`) and
 //! `objectives` (`run --slo`). A command of several runs (steady-state rounds, sweep
 //! and find-max steps, fio phases) keeps one `LiveWeb` for all of them
-//! (`crate::run::live_session`): each begins with a `step` event, a run's end is then
+//! (`crate::run::session`): each begins with a `step` event, a run's end is then
 //! `step-done`, and `done` comes once, at the command's end (`end`).
 //!
 //! The controller's thread (the observer) only formats each event once and appends it

@@ -1,7 +1,7 @@
 //! A round or step of a command as the live outputs announce it: what it is part of
 //! (`StepKind`: a steady-state round, a sweep or find-max step, a fio job phase), its
 //! number, how many there are, its label and offered rate. The command's session
-//! (`crate::run::live_session`) hands each one, as it begins, to the live view, which
+//! (`crate::run::session`) hands each one, as it begins, to the live view, which
 //! sends it to open pages as a `step` event (`crate::web::live_web`). A plain value:
 //! it imports nothing of the crate.
 
