@@ -48,6 +48,11 @@ fn even_profile(dir: &Path) -> String {
     p.to_string_lossy().into_owned()
 }
 
+/// Per host, the logins its sshd accepted since `before` (`Cluster::logins`).
+fn logins_since(c: &Cluster, before: &[usize]) -> Vec<usize> {
+    c.logins().iter().zip(before).map(|(a, b)| a - b).collect()
+}
+
 /// `iofleet ARGS` against the cluster's inventory, exit 0 expected: its stdout as JSON,
 /// and the logins each host accepted meanwhile.
 fn command(c: &Cluster, dir: &Path, inv: &str, args: &[&str]) -> (Value, Vec<usize>) {
@@ -57,8 +62,7 @@ fn command(c: &Cluster, dir: &Path, inv: &str, args: &[&str]) -> (Value, Vec<usi
     all.extend(SHAPE);
     let o = run_in(dir, &all);
     assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
-    let after = c.logins();
-    let logins = after.iter().zip(&before).map(|(a, b)| a - b).collect();
+    let logins = logins_since(c, &before);
     let v = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&o)));
     (v, logins)
 }
@@ -152,8 +156,7 @@ fn steady_state_rounds_and_fio_phases_log_in_once_per_host() {
     all.extend(["--output-format", "fio-json"]);
     let o = run_in(d.path(), &all);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let logins: Vec<usize> = c.logins().iter().zip(&before).map(|(a, b)| a - b).collect();
-    assert_eq!(logins, vec![1, 1, 1], "{}", stderr(&o));
+    assert_eq!(logins_since(&c, &before), vec![1, 1, 1], "{}", stderr(&o));
     let v: Value =
         serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&o)));
     // fio's client layout (one entry per host and job, and "All clients" per group):
