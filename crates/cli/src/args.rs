@@ -127,6 +127,9 @@ pub struct RunArgs {
     /// elsewhere.
     #[arg(skip)]
     pub live: LiveInputs,
+    /// Agents that join this command's port (--listen, --expect) as the fleet's hosts.
+    #[command(flatten)]
+    pub join: JoinArgs,
     /// With --hosts: a host still silent this long after the run's end (or a Ctrl-C) is
     /// marked lost, as a host whose connection closed would be.
     #[arg(long, value_parser = duration, default_value = "30s", value_name = "DURATION", allow_hyphen_values = true)]
@@ -223,4 +226,67 @@ pub enum OutputFormat {
     FioJson,
     #[value(name = "fio-json+")]
     FioJsonPlus,
+}
+
+/// A fleet of agents that join (docs/fleet.md "Agents that join"): any launcher starts
+/// `iofleet agent --join-file FILE` (or `--join ADDRESS` with the token in the
+/// environment), and the run starts when `--expect` agents have joined.
+#[derive(Args, Debug, Clone, Default)]
+pub struct JoinArgs {
+    /// Open a join port on ADDR (HOST:PORT; port 0 picks a free one) for this command:
+    /// the fleet's hosts are the agents that join it over TLS, started by any launcher
+    /// (mpirun, srun, pdsh, ssh). Prints the join line; needs --expect.
+    #[arg(
+        long,
+        value_name = "ADDR",
+        conflicts_with = "hosts",
+        requires = "expect"
+    )]
+    pub listen: Option<String>,
+    /// With --listen: how many agents the fleet takes (ranks 0 to N-1); the first run
+    /// starts once all have joined.
+    #[arg(long, value_name = "N", requires = "listen", value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
+    pub expect: Option<u32>,
+    /// With --listen: how long the agents have to join; past it the command fails,
+    /// naming the ranks missing.
+    #[arg(long, value_parser = duration, default_value = "5m", value_name = "DURATION", allow_hyphen_values = true)]
+    pub join_timeout: Duration,
+    /// With --listen: where to write the join file (the join address and token, readable
+    /// by its owner only), for agents that share this file system. Default:
+    /// ~/.cache/iofleet/join/PID.json. Removed when the command ends.
+    #[arg(long, value_name = "FILE", requires = "listen")]
+    pub join_file: Option<PathBuf>,
+    /// With --listen: the host name or address agents reach this controller at, in the
+    /// join address. Default: the address listened on (this machine's host name for
+    /// 0.0.0.0 or [::]).
+    #[arg(long, value_name = "HOST", requires = "listen")]
+    pub advertise: Option<String>,
+}
+
+/// `iofleet agent`: serve a controller on stdin/stdout (as `run --hosts` starts it), or
+/// join one's port.
+#[derive(Args, Debug, Clone, Default)]
+pub struct AgentArgs {
+    /// Join the controller at this address (`iofleet://HOST:PORT/FINGERPRINT`, as its
+    /// join line prints it); the token comes from --token-file or IOFLEET_JOIN_TOKEN.
+    #[arg(long, value_name = "ADDRESS", conflicts_with = "join_file")]
+    pub join: Option<String>,
+    /// Join the controller whose join file (address and token) this is.
+    #[arg(long, value_name = "FILE")]
+    pub join_file: Option<PathBuf>,
+    /// With --join: read the token from this file (`-`: standard input) instead of
+    /// IOFLEET_JOIN_TOKEN.
+    #[arg(long, value_name = "FILE", requires = "join")]
+    pub token_file: Option<PathBuf>,
+    /// This agent's rank, when its launcher sets none iofleet knows (see docs/fleet.md);
+    /// else the controller gives it the lowest free rank.
+    #[arg(long, value_name = "N")]
+    pub rank: Option<u32>,
+    /// Run this agent's share here (a directory, repeated directories, or block
+    /// devices) instead of where the controller's --target says.
+    #[arg(long, value_name = "DIR|DEVICE")]
+    pub target: Vec<PathBuf>,
+    /// How long to keep trying to reach the controller's port.
+    #[arg(long, value_parser = duration, default_value = "5m", value_name = "DURATION", allow_hyphen_values = true)]
+    pub join_timeout: Duration,
 }

@@ -90,9 +90,10 @@ pub enum Command {
         /// A subcommand, for its own page (`run`, `results`, ...).
         subcommand: Option<String>,
     },
-    /// Serve a controller on stdin/stdout (started by `run --hosts` over SSH).
-    #[command(hide = true)]
-    Agent,
+    /// Serve a controller: on stdin/stdout (as `run --hosts` starts it over SSH), or
+    /// joining its port (`--join-file FILE`, or `--join ADDRESS` with the token in
+    /// IOFLEET_JOIN_TOKEN), as any launcher starts it for `run --listen`.
+    Agent(crate::args::AgentArgs),
 }
 
 #[cfg(test)]

@@ -115,10 +115,7 @@ fn main() {
         Command::Serve(s) => cmd::serve::run(s),
         Command::Hosts(h) => cmd::hosts::run(h),
         Command::Kube(k) => cmd::kube::run(k),
-        Command::Agent => Ok(iofleet_fleet::agents::agent::serve(
-            Box::new(std::io::stdin()),
-            Box::new(std::io::stdout()),
-        )),
+        Command::Agent(a) => cmd::agent::run(a),
         Command::Completions { shell } => {
             let mut cmd = Cli::command();
             clap_complete::generate(shell, &mut cmd, "iofleet", &mut std::io::stdout());

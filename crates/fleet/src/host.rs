@@ -17,6 +17,30 @@ pub enum TargetArg {
     Devices(Vec<String>),
 }
 
+impl TargetArg {
+    /// Paths on a host as its target: one directory, several directories (none under
+    /// /dev/), else block devices. None without a path.
+    pub fn from_paths(mut paths: Vec<String>) -> Option<TargetArg> {
+        let devices = paths.iter().any(|p| p.starts_with("/dev/"));
+        Some(match paths.len() {
+            0 => return None,
+            _ if devices => TargetArg::Devices(paths),
+            1 => TargetArg::Dir(paths.remove(0)),
+            _ => TargetArg::Dirs(paths),
+        })
+    }
+
+    /// This target with `sub` under each of its directories; devices as they are.
+    pub fn under(&self, sub: &str) -> TargetArg {
+        let join = |d: &String| format!("{}/{sub}", d.trim_end_matches('/'));
+        match self {
+            TargetArg::Dir(d) => TargetArg::Dir(join(d)),
+            TargetArg::Dirs(v) => TargetArg::Dirs(v.iter().map(join).collect()),
+            TargetArg::Devices(v) => TargetArg::Devices(v.clone()),
+        }
+    }
+}
+
 /// How the controller reaches a host's agent: each way with what it needs, so a host
 /// reached over ssh has its options and a pod its address, and nothing else does.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,6 +55,9 @@ pub enum Reach {
     /// pods of a Kubernetes fleet, which `crate::kube` creates (an inventory cannot name
     /// it).
     Kubectl(PodAddress),
+    /// An agent that joined the command's join port (`agents::join`): the rank it
+    /// holds, and its member id on that port.
+    Joined { rank: u32, member: u64 },
 }
 
 impl Reach {
@@ -40,6 +67,7 @@ impl Reach {
             Reach::Ssh { .. } => "ssh",
             Reach::Local => "local",
             Reach::Kubectl(_) => "kubectl",
+            Reach::Joined { .. } => "join",
         }
     }
 }

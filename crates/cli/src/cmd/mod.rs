@@ -4,6 +4,7 @@
 //! `crate::run` (measuring), `crate::store` (stored runs), `crate::web` (listeners) or
 //! `crate::args` (shared flags).
 
+pub mod agent;
 pub mod ceiling;
 pub mod compare;
 pub mod find_max;

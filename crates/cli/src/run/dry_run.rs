@@ -235,6 +235,7 @@ fn host_lines(out: &mut String, h: &HostSpec, share: &HostShare) -> Result<(), E
         Reach::Ssh { .. } => format!("ssh {}", h.destination),
         Reach::Local => "a local agent process".into(),
         Reach::Kubectl(_) => format!("kubectl exec {}", h.destination),
+        Reach::Joined { rank, .. } => format!("the agent that joins as rank {rank}"),
     };
     if h.role == Role::Observer {
         let watches = match &h.target {

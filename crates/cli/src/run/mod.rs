@@ -10,6 +10,7 @@ pub mod dry_run;
 pub mod find_max;
 pub mod fio_job;
 pub mod fio_phases;
+pub mod join;
 pub mod live;
 pub mod measure;
 pub mod output;

@@ -26,9 +26,14 @@ pub(crate) fn dry_run(
     groups: &[GroupPlan],
     settings: RunSettings,
 ) -> Result<i32, Exit> {
-    let plan = launcher_for(a)?
-        .plan(groups, &settings)
-        .map_err(fleet_exit)?;
+    // A joined fleet plans on its expected ranks; nothing listens in a dry run.
+    let fleet: Box<dyn iofleet_fleet::Fleet> = match a.join.listen {
+        Some(_) => Box::new(iofleet_fleet::agents::AgentLauncher::new(
+            crate::run::join::planned_hosts(a),
+        )),
+        None => launcher_for(a)?,
+    };
+    let plan = fleet.plan(groups, &settings).map_err(fleet_exit)?;
     dry_run::print(&plan)
 }
 

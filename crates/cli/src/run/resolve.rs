@@ -192,6 +192,9 @@ pub(crate) fn resolve(a: &RunArgs) -> Result<(Vec<GroupPlan>, RunSettings), Exit
 /// from the inventory), else threads of this process on the run's target
 /// (`fio_job::target`).
 pub(crate) fn launcher_for(a: &RunArgs) -> Result<Box<dyn Fleet>, Exit> {
+    if a.join.listen.is_some() {
+        return crate::run::join::joined_fleet(a);
+    }
     let target = match a.hosts {
         Some(_) => Vec::new(),
         None => crate::run::fio_job::target(a)?,
@@ -234,17 +237,21 @@ pub(crate) fn fleet_exit(e: iofleet_fleet::FleetError) -> Exit {
     }
 }
 
-/// A flag the first Ctrl-C sets (stop and report what was measured); a second Ctrl-C
-/// exits at once.
+/// The flag the first Ctrl-C sets (stop and report what was measured); a second Ctrl-C
+/// exits at once. One for the process: every caller gets the same flag.
 pub(crate) fn ctrl_c_flag() -> Arc<AtomicBool> {
-    let stop = Arc::new(AtomicBool::new(false));
-    let s = stop.clone();
-    let _ = ctrlc::set_handler(move || {
-        if s.swap(true, Ordering::SeqCst) {
-            std::process::exit(130);
-        }
-    });
-    stop
+    static FLAG: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::new();
+    FLAG.get_or_init(|| {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let _ = ctrlc::set_handler(move || {
+            if s.swap(true, Ordering::SeqCst) {
+                std::process::exit(130);
+            }
+        });
+        stop
+    })
+    .clone()
 }
 
 /// A run's exit code: 130 when Ctrl-C stopped it, 3 when hosts were lost (unless

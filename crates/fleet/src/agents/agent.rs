@@ -214,28 +214,37 @@ pub fn serve(input: Box<dyn Read + Send>, output: Box<dyn Write + Send>) -> i32 
     if send(&out, &Frame::Hello(ours.clone())).is_err() {
         return 1;
     }
-    let fail = |msg: String, input: bool| {
-        let _ = send(
-            &out,
-            &Frame::Error(Failure {
-                message: msg,
-                input,
-            }),
-        );
-        if input {
-            2
-        } else {
-            1
-        }
-    };
     match read_frame(&mut input, &limits) {
         Ok(Some(Frame::Hello(theirs))) => {
             if let Err(e) = check_hello(&ours, &theirs, "the controller") {
-                return fail(e, true);
+                return fail(&out, e, true);
             }
         }
-        _ => return fail("expected the controller's hello".into(), false),
+        _ => return fail(&out, "expected the controller's hello".into(), false),
     }
+    session(input, out)
+}
+
+/// Serve a controller that already greeted this agent (a joined agent: `join`), from
+/// its first job on.
+pub fn serve_greeted(input: Box<dyn Read + Send>, output: Box<dyn Write + Send>) -> i32 {
+    let out: Out = Arc::new(Mutex::new(Box::new(BufWriter::new(output))));
+    session(BufReader::new(input), out)
+}
+
+/// Say why the agent ends (an `Error` frame): its exit code, 2 for the user's input.
+fn fail(out: &Out, message: String, input: bool) -> i32 {
+    let _ = send(out, &Frame::Error(Failure { message, input }));
+    if input {
+        2
+    } else {
+        1
+    }
+}
+
+/// The session after the greeting: jobs until a Stop or the end of input.
+fn session(input: BufReader<Box<dyn Read + Send>>, out: Out) -> i32 {
+    let limits = FrameLimits::greeting();
     // One thread reads every frame after the hello, for the whole session: clock pings
     // are answered at once, jobs, starts and stops are handed over, and the end of input
     // stops whatever runs and ends the session.
@@ -248,7 +257,7 @@ pub fn serve(input: Box<dyn Read + Send>, output: Box<dyn Write + Send>) -> i32 
             Ok(Control::Job(job)) => *job,
             // The controller closed the session or stopped it between jobs.
             Ok(Control::Stop) | Err(_) => return 0,
-            Ok(Control::Start(_)) => return fail("a start before any job".into(), false),
+            Ok(Control::Start(_)) => return fail(&out, "a start before any job".into(), false),
         };
         if stop.load(Ordering::SeqCst) {
             return 0;
@@ -259,7 +268,7 @@ pub fn serve(input: Box<dyn Read + Send>, output: Box<dyn Write + Send>) -> i32 
                     return 1;
                 }
             }
-            Err(e) => return fail(e.to_string(), e.is_input_error()),
+            Err(e) => return fail(&out, e.to_string(), e.is_input_error()),
         }
     }
 }

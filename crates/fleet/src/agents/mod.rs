@@ -24,12 +24,14 @@
 //! (`ssh`, `local`, `kubectl`); `protocol` is the frames; `agent` is the other end.
 
 pub mod agent;
+pub mod join;
 pub mod plan;
 pub mod protocol;
 mod scripts;
 mod session;
 pub mod transport;
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -41,7 +43,9 @@ use iofleet_profile::GroupPlan;
 
 use self::protocol::{mono_ns, AgentJob, Clock, Done, Frame, FrameLimits, Start, Task};
 use crate::error::FleetError;
-use crate::host::{HostSpec, Role};
+use crate::host::{HostSpec, Reach, Role};
+
+use self::join::JoinServer;
 use crate::launcher::{Finished, HostVerified, Launcher, Prepared};
 use crate::observer::Observer;
 use crate::plan::{HostShare, Hosts, LaunchPlan};
@@ -52,8 +56,8 @@ use crate::source::Msg;
 use self::scripts::clean_script;
 pub use self::scripts::KEEP_DAYS;
 use self::session::{
-    agent_failure, closing, connect, host_err, kill_remote, send_to, spawn_reader, ClockFit, Conn,
-    Event, Shipment, Stdin, CLOCK_SAMPLES,
+    agent_failure, closing, connect, host_err, kill_remote, send_to, ClockFit, Conn, Event,
+    Shipment, Stdin, CLOCK_SAMPLES,
 };
 
 /// How long agents get to exit after a stop before their sessions are killed.
@@ -69,7 +73,7 @@ pub fn clean_hosts(hosts: &[HostSpec]) -> Vec<(String, Result<Vec<String>, Fleet
             .iter()
             .map(|h| {
                 s.spawn(move || {
-                    let t = transport::for_host(h);
+                    let t = transport::for_host(h)?;
                     let out = t
                         .shell(&clean_script())
                         .stdin(Stdio::null())
@@ -174,12 +178,35 @@ pub struct AgentLauncher {
     ready_notices: Vec<(usize, String)>,
     late_notices: Arc<Mutex<Vec<(usize, String)>>>,
     router_done: Arc<AtomicBool>,
+    /// The command's join port, when its hosts are agents that joined it.
+    join: Option<JoinServer>,
+    /// Joined agents without work in the run under way (inventory index → connection),
+    /// kept open for the next; what they say goes to `parked_events`.
+    parked: BTreeMap<usize, Conn>,
+    parked_tx: Sender<Event>,
+    parked_events: Receiver<Event>,
+    /// Joined hosts lost in an earlier run of the command (inventory indexes).
+    lost: BTreeSet<usize>,
 }
 
 impl AgentLauncher {
+    /// Agents that joined `port`, as the fleet's hosts (`hosts`, each `Reach::Joined`).
+    /// The port stays open while the launcher lives, and closes with it.
+    pub fn joined(hosts: Vec<HostSpec>, port: JoinServer) -> Self {
+        let mut l = AgentLauncher::new(hosts);
+        l.join = Some(port);
+        l
+    }
+
     pub fn new(hosts: Vec<HostSpec>) -> Self {
         let (ev_tx, events) = unbounded();
+        let (parked_tx, parked_events) = unbounded();
         AgentLauncher {
+            join: None,
+            parked: BTreeMap::new(),
+            parked_tx,
+            parked_events,
+            lost: BTreeSet::new(),
             hosts,
             settings: RunSettings::default(),
             conns: Vec::new(),
@@ -217,6 +244,8 @@ impl AgentLauncher {
     /// Stop every agent, wait (bounded) for them to exit, kill what is left. The copies
     /// stay for the next command.
     fn shutdown(&mut self) {
+        let parked = std::mem::take(&mut self.parked);
+        self.conns.extend(parked.into_values());
         for c in &self.conns {
             let _ = send_to(&c.stdin, &Frame::Stop);
             // Closing stdin ends the agent even if it missed the Stop frame.
@@ -225,16 +254,15 @@ impl AgentLauncher {
         let deadline = Instant::now() + EXIT_GRACE;
         for i in 0..self.conns.len() {
             loop {
-                match self.conns[i].child.try_wait() {
-                    Ok(Some(_)) => break,
-                    _ if Instant::now() >= deadline => {
-                        let k = kill_remote(&mut self.conns[i]);
-                        self.killers.push(k);
-                        let _ = self.conns[i].child.wait();
-                        break;
-                    }
-                    _ => std::thread::sleep(Duration::from_millis(20)),
+                if self.conns[i].exited() {
+                    break;
                 }
+                if Instant::now() >= deadline {
+                    self.killers.extend(kill_remote(&mut self.conns[i]));
+                    self.conns[i].end_process();
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
             }
         }
         for k in self.killers.drain(..) {
@@ -255,6 +283,9 @@ impl AgentLauncher {
         active: &[usize],
         stop: &AtomicBool,
     ) -> Result<Option<()>, FleetError> {
+        if self.join.is_some() {
+            return self.arrange_joined(active).map(Some);
+        }
         // A session that ended between runs (its reader said so) is a lost host.
         while let Ok(ev) = self.events.try_recv() {
             if let Event::Closed(h, _) = ev {
@@ -284,18 +315,68 @@ impl AgentLauncher {
             return Ok(None);
         }
         for (h, c) in self.conns.iter_mut().enumerate() {
-            let stdout = c.stdout.take().expect("set by connect");
-            spawn_reader(
-                h,
-                stdout,
-                c.limits.clone(),
-                c.stdin.clone(),
-                self.ev_tx.clone(),
-            );
+            c.spawn_reader(h, self.ev_tx.clone());
         }
         self.open = active.to_vec();
         self.ended = vec![false; active.len()];
         Ok(Some(()))
+    }
+
+    /// A joined fleet's connections for the hosts `active` (inventory indexes, in
+    /// order). An agent that joined cannot be started again, so none is closed between
+    /// runs: the hosts with work are attached to their place in this run, the others
+    /// wait parked for a later one. A joined host lost in an earlier run is an error.
+    fn arrange_joined(&mut self, active: &[usize]) -> Result<(), FleetError> {
+        while let Ok(ev) = self.events.try_recv() {
+            if let Event::Closed(h, _) = ev {
+                if let Some(e) = self.ended.get_mut(h) {
+                    *e = true;
+                }
+            }
+        }
+        while let Ok(ev) = self.parked_events.try_recv() {
+            if let Event::Closed(i, _) = ev {
+                self.lost.insert(i);
+            }
+        }
+        let mut pool: BTreeMap<usize, Conn> = std::mem::take(&mut self.parked);
+        for (h, c) in std::mem::take(&mut self.conns).into_iter().enumerate() {
+            let i = self.open[h];
+            if self.ended.get(h).copied().unwrap_or(false) {
+                self.lost.insert(i);
+            }
+            pool.insert(i, c);
+        }
+        if let Some(&i) = active.iter().find(|i| self.lost.contains(i)) {
+            self.parked = pool;
+            return Err(host_err(
+                &self.hosts[i],
+                "was lost earlier in this command: an agent that joined is not started again (start it again, and the command)",
+            ));
+        }
+        let port = self.join.as_ref().expect("a joined fleet");
+        for &i in active {
+            let c = match pool.remove(&i) {
+                Some(c) => c,
+                None => match &self.hosts[i].reach {
+                    Reach::Joined { member, .. } => {
+                        Conn::joined(&self.hosts[i].name, port.link(*member))
+                    }
+                    _ => return Err(host_err(&self.hosts[i], "did not join this command")),
+                },
+            };
+            self.conns.push(c);
+        }
+        for (h, c) in self.conns.iter_mut().enumerate() {
+            c.spawn_reader(h, self.ev_tx.clone());
+        }
+        for (&i, c) in pool.iter_mut() {
+            c.spawn_reader(i, self.parked_tx.clone());
+        }
+        self.parked = pool;
+        self.open = active.to_vec();
+        self.ended = vec![false; active.len()];
+        Ok(())
     }
 
     /// Send each open session its job (`jobs` in the order of `open`), with the limits
@@ -838,8 +919,7 @@ impl Launcher for AgentLauncher {
 
     fn give_up(&mut self, source: usize) {
         if let Some(c) = self.conns.get_mut(source) {
-            let k = kill_remote(c);
-            self.killers.push(k);
+            self.killers.extend(kill_remote(c));
         }
     }
 
@@ -900,7 +980,12 @@ impl Launcher for AgentLauncher {
 
     fn close(&mut self) -> Vec<String> {
         self.shutdown();
-        std::mem::take(&mut self.session_notices)
+        let mut notices = std::mem::take(&mut self.session_notices);
+        // What the join port refused over the command, by reason.
+        if let Some(port) = &self.join {
+            notices.extend(port.refusals());
+        }
+        notices
     }
 }
 
@@ -1507,7 +1592,12 @@ mod tests {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let stdin: Stdin = Arc::new(Mutex::new(child.stdin.take()));
+        let stdin: Stdin = Arc::new(Mutex::new(
+            child
+                .stdin
+                .take()
+                .map(|s| Box::new(s) as Box<dyn std::io::Write + Send>),
+        ));
         let (tx, rx) = unbounded();
         let limits = FrameLimits::for_job(&AgentJob {
             groups: vec![GroupPlan {
@@ -1523,7 +1613,7 @@ mod tests {
             task: Task::Run,
         });
         let stdout = BufReader::new(child.stdout.take().unwrap());
-        spawn_reader(3, stdout, Arc::new(Mutex::new(limits)), stdin.clone(), tx);
+        session::spawn_reader(3, stdout, Arc::new(Mutex::new(limits)), stdin.clone(), tx);
         match rx.recv_timeout(Duration::from_secs(20)) {
             Ok(Event::Closed(3, Some(why))) => assert_eq!(
                 why,

@@ -27,8 +27,10 @@ use serde::{Deserialize, Serialize};
 /// (worker, disk), not per worker, and per-disk I/O errors (`Done.disks`); 6: observer
 /// hosts (`Task::Observe`), then several directories as one target (`TargetArg::Dirs`);
 /// 7: a session takes several jobs in turn (the next `Job` after a `Done`, until `Stop` or
-/// the end of input), so a command opens its fleet once; no frame's layout changed.
-pub const PROTOCOL_VERSION: u32 = 7;
+/// the end of input), so a command opens its fleet once; no frame's layout changed;
+/// 8: agents that join over TLS (`Join`, answered by `Welcome`), and the controller's
+/// heartbeats to a joined agent.
+pub const PROTOCOL_VERSION: u32 = 8;
 pub const MAGIC: &[u8; 8] = b"IOFLEET1";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -53,6 +55,36 @@ impl Hello {
             pid: std::process::id(),
         }
     }
+}
+
+/// A joining agent's first frame, on the TLS connection it opened to the controller's
+/// join port (`crate::join`): who it is, where its launcher placed it, and the
+/// command's token, which proves it was started for this command.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Join {
+    pub hello: Hello,
+    /// Its rank in the fleet, from its launcher's environment or `--rank` (None: the
+    /// controller gives it the lowest free rank).
+    pub rank: Option<u32>,
+    /// The fleet's size its launcher said (`OMPI_COMM_WORLD_SIZE`, `SLURM_NTASKS`, ...).
+    pub size: Option<u32>,
+    /// Where the rank came from (`OMPI_COMM_WORLD_RANK`, `--rank`, ...), for messages.
+    pub rank_from: String,
+    /// The directory or devices it runs its share on, when it names its own (else the
+    /// controller's target).
+    pub target: Option<TargetArg>,
+    pub token: String,
+}
+
+/// The controller's answer to an accepted `Join`: its own hello, the rank it is, and
+/// how long the agent may hear nothing before it stops by itself (the controller sends
+/// a heartbeat every `heartbeat_ms`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Welcome {
+    pub hello: Hello,
+    pub rank: u32,
+    pub host_timeout_ms: u64,
+    pub heartbeat_ms: u64,
 }
 
 /// What one agent runs: its share of the fleet.
@@ -165,6 +197,8 @@ pub enum Frame {
     Stop,
     Done(Done),
     Error(Failure),
+    Join(Box<Join>),
+    Welcome(Welcome),
 }
 
 const K_HELLO: u8 = 1;
@@ -179,6 +213,8 @@ const K_STOP: u8 = 9;
 const K_DONE: u8 = 10;
 const K_ERROR: u8 = 11;
 const K_HEARTBEAT: u8 = 12;
+const K_JOIN: u8 = 13;
+const K_WELCOME: u8 = 14;
 
 /// A frame kind with its article, as messages name it ("an interval frame").
 fn a_kind(kind: u8) -> String {
@@ -206,6 +242,8 @@ fn kind_name(kind: u8) -> &'static str {
         K_DONE => "done",
         K_ERROR => "error",
         K_HEARTBEAT => "heartbeat",
+        K_JOIN => "join",
+        K_WELCOME => "welcome",
         _ => "unknown",
     }
 }
@@ -305,7 +343,7 @@ impl FrameLimits {
         Some(match kind {
             K_STOP | K_HEARTBEAT => 0,
             K_PING | K_PONG | K_START | K_STARTED => CLOCK_MAX,
-            K_HELLO => HELLO_MAX,
+            K_HELLO | K_JOIN | K_WELCOME => HELLO_MAX,
             K_JOB => JOB_MAX,
             K_INTERVAL => self.interval,
             K_READY | K_DONE | K_ERROR => self.report,
@@ -347,6 +385,8 @@ impl Frame {
             Frame::Heartbeat => (K_HEARTBEAT, Vec::new()),
             Frame::Done(d) => json(K_DONE, d),
             Frame::Error(e) => json(K_ERROR, e),
+            Frame::Join(j) => json(K_JOIN, j),
+            Frame::Welcome(w) => json(K_WELCOME, w),
             Frame::Interval(i) => {
                 let mut b = Vec::with_capacity(64 + i.samples.len() * 256);
                 b.extend_from_slice(&i.index.to_le_bytes());
@@ -394,6 +434,8 @@ impl Frame {
             K_HEARTBEAT => Frame::Heartbeat,
             K_DONE => Frame::Done(j(body)?),
             K_ERROR => Frame::Error(j(body)?),
+            K_JOIN => Frame::Join(Box::new(j(body)?)),
+            K_WELCOME => Frame::Welcome(j(body)?),
             K_INTERVAL => {
                 fn take<'a>(i: &mut &'a [u8], n: usize) -> io::Result<&'a [u8]> {
                     if i.len() < n {
@@ -506,6 +548,70 @@ pub fn read_frame_within(
     read_body(r, body_len, &mut body)
         .map_err(|e| io::Error::new(e.kind(), format!("inside {} frame: {e}", a_kind(kind))))?;
     Frame::decode(kind, &body).map(Some)
+}
+
+/// The bytes of one frame, as `write_frame` sends them.
+pub fn frame_bytes(f: &Frame) -> Vec<u8> {
+    let mut b = Vec::new();
+    write_frame(&mut b, f).expect("a Vec takes every write");
+    b
+}
+
+/// The first frame in `buf`, for a reader that collects bytes as they arrive (the join
+/// port's event loop): `Ok(None)` while the frame is incomplete, else the frame and how
+/// many bytes of `buf` it took. A frame over its kind's limit in `limits` (asked once
+/// its header is in) or one that does not decode is an error as in
+/// [`read_frame_within`], found as soon as its header is in.
+pub fn take_frame(
+    buf: &[u8],
+    limits: impl FnOnce() -> FrameLimits,
+) -> io::Result<Option<(Frame, usize)>> {
+    let Some(len) = buf.get(..4) else {
+        return Ok(None);
+    };
+    let len = u32::from_le_bytes(len.try_into().expect("4 bytes")) as usize;
+    if len == 0 {
+        return Err(bad(
+            "a frame of length 0 (it must hold at least its kind)".into()
+        ));
+    }
+    let Some(&kind) = buf.get(4) else {
+        return Ok(None);
+    };
+    let body_len = len - 1;
+    let Some(limit) = limits().of(kind) else {
+        return Err(bad(format!("unknown frame kind {kind}")));
+    };
+    if body_len > limit {
+        return Err(bad(format!(
+            "{} frame of {body_len} bytes is over the limit of {limit} bytes for {} frames",
+            a_kind(kind),
+            kind_name(kind)
+        )));
+    }
+    if buf.len() < 5 + body_len {
+        return Ok(None);
+    }
+    let f = Frame::decode(kind, &buf[5..5 + body_len])?;
+    Ok(Some((f, 5 + body_len)))
+}
+
+/// A joining agent's `Join` frame at the start of `buf` ([`take_frame`]); any other
+/// kind is refused at its header.
+pub fn take_join(buf: &[u8]) -> io::Result<Option<(Join, usize)>> {
+    if let Some(&kind) = buf.get(4) {
+        if kind != K_JOIN {
+            return Err(bad(format!(
+                "expected a join frame, not {} frame",
+                a_kind(kind)
+            )));
+        }
+    }
+    match take_frame(buf, FrameLimits::greeting)? {
+        Some((Frame::Join(j), n)) => Ok(Some((*j, n))),
+        Some(_) => Err(bad("expected a join frame".into())),
+        None => Ok(None),
+    }
 }
 
 /// Read exactly `len` bytes into `buf` as they arrive: the buffer starts at most
@@ -889,13 +995,14 @@ mod tests {
         s.streams[1].write.record(9_876_543, 65536);
         s.streams[1].write.record_error();
         let clock = Clock { seq: 7, t_ns: 1 };
+        let hello = Hello {
+            protocol: PROTOCOL_VERSION,
+            version: "v".into(),
+            hostname: "h".into(),
+            pid: 2,
+        };
         vec![
-            Frame::Hello(Hello {
-                protocol: PROTOCOL_VERSION,
-                version: "v".into(),
-                hostname: "h".into(),
-                pid: 2,
-            }),
+            Frame::Hello(hello.clone()),
             Frame::Job(Box::new(job(2, 1, 1, Task::Verify { keep: 3 }))),
             Frame::Ping(clock.clone()),
             Frame::Pong(clock.clone()),
@@ -932,6 +1039,20 @@ mod tests {
                 message: "m".into(),
                 input: false,
             }),
+            Frame::Join(Box::new(Join {
+                hello: hello.clone(),
+                rank: Some(3),
+                size: Some(16),
+                rank_from: "OMPI_COMM_WORLD_RANK".into(),
+                target: Some(TargetArg::Dir("/d".into())),
+                token: "t".into(),
+            })),
+            Frame::Welcome(Welcome {
+                hello,
+                rank: 3,
+                host_timeout_ms: 30_000,
+                heartbeat_ms: 1_000,
+            }),
         ]
     }
 
@@ -941,8 +1062,8 @@ mod tests {
     #[test]
     fn the_frames_bytes_change_only_with_the_protocol_version() {
         const GOLDEN: (u32, &str) = (
-            7,
-            "7a93832d8ee56699a079c057e0e36cfc18aa3babdb3125ae50cc5de1b1fb2951",
+            8,
+            "0fb9aced49ed6b54a7f9ebb6dbc624f31e6460c776b06bef1bf3a487ff4a9a46",
         );
         let mut wire = Vec::new();
         for f in every_kind() {

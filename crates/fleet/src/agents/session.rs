@@ -8,7 +8,7 @@
 
 use std::io::{BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
-use std::process::{Child, ChildStdin, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::Sender;
 use sha2::{Digest, Sha256};
 
+use super::join::JoinedLink;
 use super::protocol::{
     check_hello, mono_ns, read_frame, read_frame_within, read_magic_or, write_frame, Clock,
     Failure, Frame, FrameLimits, Hello,
@@ -29,20 +30,34 @@ use crate::host::HostSpec;
 /// Clock round trips per host; the one with the shortest round trip sets the offset.
 pub(super) const CLOCK_SAMPLES: u32 = 8;
 
-pub(super) type Stdin = Arc<Mutex<Option<ChildStdin>>>;
+/// Where frames to an agent are written: a session's stdin, or a joined agent's
+/// connection (`JoinedLink::writer`). Taking it out closes it.
+pub(super) type Stdin = Arc<Mutex<Option<Box<dyn Write + Send>>>>;
+
+/// How the controller holds one agent.
+pub(super) enum Via {
+    /// A session it started over the host's transport.
+    Session {
+        transport: Arc<dyn Transport>,
+        child: Child,
+        /// Until its reader thread takes it.
+        stdout: Option<BufReader<std::process::ChildStdout>>,
+        /// How the agent was started, so that it can be found again on its host.
+        launch: Launch,
+    },
+    /// An agent that joined the command's join port: the port's event loop reads its
+    /// frames.
+    Joined(JoinedLink),
+}
 
 /// An open session to one host's agent.
 pub(super) struct Conn {
     pub(super) name: String,
-    pub(super) transport: Arc<dyn Transport>,
-    pub(super) child: Child,
+    pub(super) via: Via,
     pub(super) stdin: Stdin,
-    pub(super) stdout: Option<BufReader<std::process::ChildStdout>>,
     pub(super) stderr: Arc<Mutex<String>>,
     /// Set once the session's stderr closed (all of it is in `stderr`).
     pub(super) stderr_closed: Arc<AtomicBool>,
-    /// How the agent was started, so that it can be found again on its host.
-    pub(super) launch: Launch,
     /// What frames from the agent may hold: the greeting's, then each job's, set just
     /// before the job is sent (its reader asks at every frame's header).
     pub(super) limits: Arc<Mutex<FrameLimits>>,
@@ -52,6 +67,51 @@ pub(super) struct Conn {
 }
 
 impl Conn {
+    /// A joined agent's connection, held by the join port (`link`): greeted, and
+    /// version-checked, when it joined. Its clock offset is measured before each start
+    /// (`refine_clocks`).
+    pub(super) fn joined(name: &str, link: JoinedLink) -> Conn {
+        Conn {
+            name: name.to_string(),
+            stdin: Arc::new(Mutex::new(Some(link.writer()))),
+            via: Via::Joined(link),
+            stderr: Arc::new(Mutex::new(String::new())),
+            stderr_closed: Arc::new(AtomicBool::new(true)),
+            limits: Arc::new(Mutex::new(FrameLimits::greeting())),
+            offset_ns: 0,
+            rtt_ns: u64::MAX,
+        }
+    }
+
+    /// Kill and reap a session's process (a joined agent has none here).
+    pub(super) fn end_process(&mut self) {
+        if let Via::Session { child, .. } = &mut self.via {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Whether the agent's process has exited (a joined agent's is not ours to wait
+    /// for: it stops by itself once its connection closes).
+    pub(super) fn exited(&mut self) -> bool {
+        match &mut self.via {
+            Via::Session { child, .. } => matches!(child.try_wait(), Ok(Some(_))),
+            Via::Joined(_) => true,
+        }
+    }
+
+    /// Route the agent's frames to `tx` as host `h`'s events, for the whole session: a
+    /// reader thread on a session's stdout, the join port's loop for a joined agent.
+    pub(super) fn spawn_reader(&mut self, h: usize, tx: Sender<Event>) {
+        match &mut self.via {
+            Via::Session { stdout, .. } => {
+                let stdout = stdout.take().expect("set by connect");
+                spawn_reader(h, stdout, self.limits.clone(), self.stdin.clone(), tx);
+            }
+            Via::Joined(link) => link.attach(h, self.limits.clone(), tx),
+        }
+    }
+
     pub(super) fn stderr_text(&self) -> String {
         self.stderr
             .lock()
@@ -227,17 +287,24 @@ pub(super) fn open_session(
             closed.store(true, Ordering::SeqCst);
         });
     }
-    let stdin = Arc::new(Mutex::new(child.stdin.take()));
+    let stdin: Stdin = Arc::new(Mutex::new(
+        child
+            .stdin
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Write + Send>),
+    ));
     let mut stdout = BufReader::new(child.stdout.take().expect("piped"));
     let mut conn = Conn {
         name: host.name.clone(),
-        transport: transport.clone(),
-        child,
+        via: Via::Session {
+            transport: transport.clone(),
+            child,
+            stdout: None,
+            launch,
+        },
         stdin,
-        stdout: None,
         stderr,
         stderr_closed,
-        launch,
         limits: Arc::new(Mutex::new(FrameLimits::greeting())),
         offset_ns: 0,
         rtt_ns: 0,
@@ -254,8 +321,7 @@ pub(super) fn open_session(
 
 /// End a session that failed: kill it, and say why with what the host wrote on stderr.
 pub(super) fn ended(host: &HostSpec, conn: &mut Conn, what: String) -> FleetError {
-    let _ = conn.child.kill();
-    let _ = conn.child.wait();
+    conn.end_process();
     // The stderr reader ends when the session's stderr closes (a proxy process may hold
     // it open a little longer: a moment, not a join).
     let deadline = Instant::now() + Duration::from_millis(500);
@@ -312,7 +378,7 @@ pub(super) fn send_copy(
 /// versions, measure the clock offset. Jobs are sent later (`send_jobs`), one per run
 /// of the command.
 pub(super) fn connect(host: &HostSpec, ship: &Shipment) -> Result<Conn, FleetError> {
-    let transport: Arc<dyn Transport> = Arc::from(transport::for_host(host));
+    let transport: Arc<dyn Transport> = Arc::from(transport::for_host(host)?);
     let (script, launch) = match &host.iofleet_path {
         Some(p) => {
             let launch = Launch::new(shell_quote(p));
@@ -350,8 +416,7 @@ pub(super) fn connect(host: &HostSpec, ship: &Shipment) -> Result<Conn, FleetErr
     };
     let ours = Hello::ours();
     if let Err(e) = check_hello(&ours, &theirs, &format!("host {}", host.name)) {
-        let _ = conn.child.kill();
-        let _ = conn.child.wait();
+        conn.end_process();
         return Err(FleetError::Input(e));
     }
     let send = |conn: &Conn, f: &Frame| send_to(&conn.stdin, f);
@@ -368,7 +433,9 @@ pub(super) fn connect(host: &HostSpec, ship: &Shipment) -> Result<Conn, FleetErr
     };
     conn.rtt_ns = rtt;
     conn.offset_ns = offset;
-    conn.stdout = Some(stdout);
+    if let Via::Session { stdout: slot, .. } = &mut conn.via {
+        *slot = Some(stdout);
+    }
     Ok(conn)
 }
 
@@ -450,10 +517,21 @@ pub(super) fn send_to(stdin: &Stdin, f: &Frame) -> std::io::Result<()> {
 /// Kill an agent through a second connection (a frozen agent reads no Stop), by the
 /// process its start script recorded and the host checked (`kill_script`), then its
 /// session. Bounded by the transport's own connect timeout.
-pub(super) fn kill_remote(conn: &mut Conn) -> JoinHandle<()> {
+pub(super) fn kill_remote(conn: &mut Conn) -> Option<JoinHandle<()>> {
     conn.stdin.lock().unwrap_or_else(|p| p.into_inner()).take();
-    let script = kill_script(&conn.launch);
-    let t = conn.transport.clone();
+    // A joined agent's connection is closed with its writer; the agent stops by itself
+    // then, or, if frozen, once it runs again.
+    let Via::Session {
+        transport,
+        child,
+        launch,
+        ..
+    } = &mut conn.via
+    else {
+        return None;
+    };
+    let script = kill_script(launch);
+    let t = transport.clone();
     let handle = std::thread::spawn(move || {
         let _ = t
             .shell(&script)
@@ -462,6 +540,6 @@ pub(super) fn kill_remote(conn: &mut Conn) -> JoinHandle<()> {
             .stderr(Stdio::null())
             .status();
     });
-    let _ = conn.child.kill();
-    handle
+    let _ = child.kill();
+    Some(handle)
 }

@@ -19,6 +19,7 @@ pub use kubectl::{kubectl, KubectlTransport};
 pub use local::LocalTransport;
 pub use ssh::SshTransport;
 
+use crate::error::FleetError;
 use crate::host::{HostSpec, Reach};
 
 pub trait Transport: Send + Sync {
@@ -31,9 +32,10 @@ pub trait Transport: Send + Sync {
     fn shares_binary(&self) -> bool;
 }
 
-/// The transport that reaches `host`.
-pub fn for_host(host: &HostSpec) -> Box<dyn Transport> {
-    match &host.reach {
+/// The transport that reaches `host`; none reaches an agent that joined (it came to
+/// the controller, over the join port).
+pub fn for_host(host: &HostSpec) -> Result<Box<dyn Transport>, FleetError> {
+    Ok(match &host.reach {
         Reach::Local => Box::new(LocalTransport),
         Reach::Ssh { options } => Box::new(SshTransport {
             destination: host.destination.clone(),
@@ -43,7 +45,13 @@ pub fn for_host(host: &HostSpec) -> Box<dyn Transport> {
             pod: host.destination.clone(),
             address: address.clone(),
         }),
-    }
+        Reach::Joined { rank, .. } => {
+            return Err(FleetError::Setup(format!(
+                "host {} (rank {rank}) joined the command's port: no transport reaches it",
+                host.name
+            )))
+        }
+    })
 }
 
 /// Quote a word for a POSIX shell.

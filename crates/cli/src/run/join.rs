@@ -1,0 +1,170 @@
+//! A fleet of agents that join (`--listen ADDR --expect N`): the command's join port is
+//! opened, the join file written (address and token, its owner's only) and the join
+//! line printed; once N agents have joined (or `--join-timeout` passed, naming the ranks
+//! missing) the file is removed and the agents are the fleet's hosts for every run of
+//! the command. The port closes with the fleet. A dry run plans on N hosts named by
+//! rank and opens nothing.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use iofleet_fleet::agents::join::{JoinFile, JoinServer, JoinSettings, Member};
+use iofleet_fleet::agents::AgentLauncher;
+use iofleet_fleet::host::{HostSpec, Reach, Role, TargetArg};
+use iofleet_fleet::inventory::DEFAULT_REMOTE_TARGET;
+use iofleet_fleet::Fleet;
+
+use crate::args::RunArgs;
+use crate::exit::Exit;
+use crate::run::resolve::{ctrl_c_flag, fleet_exit};
+
+/// How long a connection has, from its accept, to complete TLS and its join (at most:
+/// the host timeout when shorter).
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The joined fleet of `a` (`--listen`, `--expect`): waits for the agents.
+pub(crate) fn joined_fleet(a: &RunArgs) -> Result<Box<dyn Fleet>, Exit> {
+    let j = &a.join;
+    let (listen, expect) = (
+        j.listen.as_deref().expect("called with --listen"),
+        j.expect.expect("clap: --listen requires --expect"),
+    );
+    let port = JoinServer::open(
+        listen,
+        j.advertise.as_deref(),
+        JoinSettings {
+            expect,
+            host_timeout: a.host_timeout,
+            handshake_timeout: HANDSHAKE_TIMEOUT.min(a.host_timeout),
+        },
+    )
+    .map_err(fleet_exit)?;
+    let file = j.join_file.clone().unwrap_or_else(default_join_file);
+    if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Exit::failure(format!("--join-file {}: {e}", file.display())))?;
+    }
+    JoinFile {
+        join: port.address.to_string(),
+        token: port.token().to_string(),
+    }
+    .write(&file)
+    .map_err(|e| {
+        Exit::failure(format!(
+            "--join-file {}: cannot write it: {e}",
+            file.display()
+        ))
+    })?;
+    let removed = RemoveFile(file.clone());
+    eprintln!(
+        "iofleet: waiting for {expect} agent(s) to join on {} (--join-timeout {} s); start them with\n  iofleet agent --join-file {}\nor, with the token from that file in IOFLEET_JOIN_TOKEN,\n  iofleet agent --join {}",
+        port.local_addr,
+        j.join_timeout.as_secs_f64(),
+        file.display(),
+        port.address
+    );
+    let members = port
+        .wait(expect, j.join_timeout, &ctrl_c_flag())
+        .map_err(fleet_exit)?;
+    drop(removed);
+    let hosts: Vec<HostSpec> = members.iter().map(|m| host_of(a, m)).collect();
+    let machines: std::collections::BTreeSet<&str> =
+        members.iter().map(|m| m.hostname.as_str()).collect();
+    eprintln!(
+        "iofleet: {} agent(s) joined from {} host(s); ranks from {}",
+        members.len(),
+        machines.len(),
+        rank_sources(&members)
+    );
+    Ok(Box::new(AgentLauncher::joined(hosts, port)))
+}
+
+/// The hosts a dry run plans on: one per expected rank, none contacted.
+pub(crate) fn planned_hosts(a: &RunArgs) -> Vec<HostSpec> {
+    let expect = a.join.expect.unwrap_or(1);
+    (0..expect)
+        .map(|rank| HostSpec {
+            name: format!("rank-{rank}"),
+            destination: format!("rank {rank} (joins)"),
+            target: controller_target(a).under(&format!("rank-{rank}")),
+            workers: None,
+            labels: Default::default(),
+            iofleet_path: None,
+            reach: Reach::Joined { rank, member: 0 },
+            role: Role::Workers,
+        })
+        .collect()
+}
+
+/// Where joined agents run their shares unless they name their own: the command's
+/// --target, else the inventories' default, each under `rank-N` (agents may share a
+/// file system).
+fn controller_target(a: &RunArgs) -> TargetArg {
+    TargetArg::from_paths(
+        a.target
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect(),
+    )
+    .unwrap_or_else(|| TargetArg::Dir(DEFAULT_REMOTE_TARGET.into()))
+}
+
+/// A joined agent as a host: named by its machine and rank, its rank and machine as
+/// labels (so groups and pins can address it).
+fn host_of(a: &RunArgs, m: &Member) -> HostSpec {
+    let mut labels = std::collections::BTreeMap::new();
+    labels.insert("rank".to_string(), m.rank.to_string());
+    labels.insert("machine".to_string(), m.hostname.clone());
+    HostSpec {
+        name: format!("{}-r{}", m.hostname, m.rank),
+        destination: m.peer.to_string(),
+        target: m
+            .target
+            .clone()
+            .unwrap_or_else(|| controller_target(a).under(&format!("rank-{}", m.rank))),
+        workers: None,
+        labels,
+        iofleet_path: None,
+        reach: Reach::Joined {
+            rank: m.rank,
+            member: m.id,
+        },
+        role: Role::Workers,
+    }
+}
+
+/// "OMPI_COMM_WORLD_RANK (16)", or several sources with their counts.
+fn rank_sources(members: &[Member]) -> String {
+    let mut by: std::collections::BTreeMap<&str, usize> = Default::default();
+    for m in members {
+        *by.entry(m.rank_from.as_str()).or_default() += 1;
+    }
+    by.iter()
+        .map(|(from, n)| {
+            let from = if *from == "none" {
+                "the controller"
+            } else {
+                from
+            };
+            format!("{from} ({n})")
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// ~/.cache/iofleet/join/PID.json (the temporary directory without a home).
+fn default_join_file() -> PathBuf {
+    let base = std::env::var_os("HOME")
+        .map(|h| PathBuf::from(h).join(".cache/iofleet/join"))
+        .unwrap_or_else(|| std::env::temp_dir().join("iofleet-join"));
+    base.join(format!("{}.json", std::process::id()))
+}
+
+/// Removes the join file when the wait ends, whichever way.
+struct RemoveFile(PathBuf);
+
+impl Drop for RemoveFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}

@@ -1,0 +1,631 @@
+//! Agents that join (`run --listen ADDR --expect N`, `iofleet agent --join-file FILE`):
+//! real agent processes, started as a launcher would (plain processes, `mpirun`), join
+//! one controller over TLS and are its hosts for every run of the command. Counts are
+//! exact where the engine runs in simulated time at a fixed rate (`workers × rate ×
+//! duration`, worked out here); losses and silences use real time. The join port's
+//! refusals are tried with clients that misbehave, while a real run goes on.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use iofleet_fleet::agents::join::creds::{client_config, server_name};
+use iofleet_fleet::agents::join::{JoinAddress, JoinFile};
+use iofleet_fleet::agents::protocol::{
+    read_frame, write_frame, Frame, FrameLimits, Hello, Join, HELLO_MAX, MAGIC,
+};
+use serde_json::Value;
+
+/// A bound for a loaded machine, not a timing claim.
+const PATIENCE: Duration = Duration::from_secs(120);
+
+/// A profile of `workers` workers whose rated I/Os are evenly spaced, so that a rate of
+/// R per worker issues exactly R I/Os a second of simulated time; written to `dir`.
+fn even_profile(dir: &Path, workers: u32, duration: &str) -> String {
+    let p = dir.join(format!("even-{workers}-{duration}.toml"));
+    std::fs::write(
+        &p,
+        format!(
+            "name = \"even\"\n[fleet]\nworkers = {workers}\ndisks_per_worker = 1\ndisk_size = \"16m\"\n\
+             [timing]\nwarmup = \"0s\"\nduration = \"{duration}\"\ninterval = \"500ms\"\narrival = \"uniform\"\n\
+             [[stream]]\nbs = \"4k\"\nread_pct = 100\nrandom_pct = 100\n"
+        ),
+    )
+    .unwrap();
+    p.to_string_lossy().into_owned()
+}
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_iofleet"));
+    c.env("XDG_DATA_HOME", scratch_data_home())
+        .env("PATH", guarded_path());
+    c
+}
+
+/// A controller with a join port for `expect` agents, its stdout and stderr kept in
+/// files of `dir`; the join file once it is written.
+struct Controller {
+    child: Child,
+    join_file: PathBuf,
+    out: PathBuf,
+    err: PathBuf,
+}
+
+impl Controller {
+    fn start(dir: &Path, args: &[&str], expect: u32) -> Controller {
+        let tag = format!("c{}", rand::random::<u32>());
+        let join_file = dir.join(format!("{tag}.join"));
+        let (out, err) = (
+            dir.join(format!("{tag}.out")),
+            dir.join(format!("{tag}.err")),
+        );
+        let child = bin()
+            .current_dir(dir)
+            .args(args)
+            .args(["--listen", "127.0.0.1:0", "--expect", &expect.to_string()])
+            .arg("--join-file")
+            .arg(&join_file)
+            .stdout(std::fs::File::create(&out).unwrap())
+            .stderr(std::fs::File::create(&err).unwrap())
+            .spawn()
+            .unwrap();
+        let c = Controller {
+            child,
+            join_file,
+            out,
+            err,
+        };
+        c.wait_until("its join file is written", |c| c.join_file.exists());
+        c
+    }
+
+    fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.err).unwrap_or_default()
+    }
+
+    fn wait_until(&self, what: &str, ok: impl Fn(&Controller) -> bool) {
+        let t0 = Instant::now();
+        while !ok(self) {
+            assert!(t0.elapsed() < PATIENCE, "{what}: never; {}", self.stderr());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Every agent joined: the controller removes the join file then.
+    fn wait_armed(&self) {
+        self.wait_until("the fleet is complete", |c| !c.join_file.exists());
+    }
+
+    /// The exit code, stdout and stderr.
+    fn finish(mut self) -> (Option<i32>, String, String) {
+        let status = self.child.wait().unwrap();
+        (
+            status.code(),
+            std::fs::read_to_string(&self.out).unwrap(),
+            self.stderr(),
+        )
+    }
+
+    fn join_address(&self) -> (JoinAddress, String) {
+        let f = JoinFile::read(&self.join_file).unwrap();
+        (JoinAddress::parse(&f.join).unwrap(), f.token)
+    }
+}
+
+impl Drop for Controller {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `iofleet agent --join-file FILE` with these extra arguments and environment, its
+/// stderr piped.
+fn agent(join_file: &Path, args: &[&str], env: &[(&str, String)]) -> Child {
+    let mut c = bin();
+    c.arg("agent").arg("--join-file").arg(join_file).args(args);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Wait (bounded) for an agent to exit: its code and stderr.
+fn agent_exit(mut a: Child, within: Duration) -> (Option<i32>, String) {
+    let t0 = Instant::now();
+    loop {
+        if let Some(s) = a.try_wait().unwrap() {
+            let mut err = String::new();
+            a.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+            return (s.code(), err);
+        }
+        if t0.elapsed() > within {
+            let _ = a.kill();
+            let _ = a.wait();
+            panic!("the agent did not exit within {within:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn json(out: &str, err: &str) -> Value {
+    serde_json::from_str(out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"))
+}
+
+/// The hosts of a result: (name, ios).
+fn hosts(v: &Value) -> Vec<(String, u64)> {
+    v["hosts"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{v}"))
+        .iter()
+        .map(|h| {
+            (
+                h["host"].as_str().unwrap().to_string(),
+                h["all"]["ios"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn joined_agents_are_the_fleets_hosts_and_sum_exactly_as_the_run_in_process() {
+    let d = tempfile::tempdir().unwrap();
+    let even = even_profile(d.path(), 4, "1s");
+    let shape = [
+        "run",
+        &even,
+        "--engine",
+        "null-sim:fixed:50us",
+        "--rate",
+        "100",
+        "--json",
+        "--no-save",
+    ];
+    let c = Controller::start(d.path(), &shape, 4);
+    // Ranks from the launcher's variable, started out of order.
+    let agents: Vec<Child> = [3u32, 1, 0, 2]
+        .iter()
+        .map(|r| agent(&c.join_file, &[], &[("IOFLEET_RANK", r.to_string())]))
+        .collect();
+    let (code, out, err) = c.finish();
+    assert_eq!(code, Some(0), "{err}");
+    let v = json(&out, &err);
+    assert!(
+        err.contains("4 agent(s) joined from 1 host(s); ranks from IOFLEET_RANK (4)"),
+        "{err}"
+    );
+    // 4 workers × 100 I/Os a second × 1 s, one worker per agent, in rank order.
+    assert_eq!(v["summary"]["all"]["ios"], 400, "{}", v["summary"]);
+    let machine = iofleet_fleet::sys::hostname();
+    let want: Vec<(String, u64)> = (0..4).map(|r| (format!("{machine}-r{r}"), 100)).collect();
+    assert_eq!(hosts(&v), want);
+    assert!(v["run"]["start_skew_ms"].as_f64().is_some(), "{}", v["run"]);
+    for a in agents {
+        let (code, err) = agent_exit(a, PATIENCE);
+        assert_eq!(code, Some(0), "{err}");
+    }
+    // The same run in this process: the same figures.
+    let o = run_in(d.path(), &shape[..shape.len()]);
+    assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
+    let here: Value = serde_json::from_slice(&o.stdout).unwrap();
+    for key in ["ios", "iops"] {
+        assert_eq!(
+            here["summary"]["all"][key], v["summary"]["all"][key],
+            "{key}"
+        );
+    }
+    assert_eq!(
+        here["summary"]["all"]["latency_us"],
+        v["summary"]["all"]["latency_us"]
+    );
+}
+
+#[test]
+fn mpirun_starts_sixteen_agents_that_join_with_open_mpis_ranks() {
+    if !common::need::need(
+        "mpirun_starts_sixteen_agents_that_join_with_open_mpis_ranks",
+        &["mpirun"],
+    ) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let even = even_profile(d.path(), 16, "1s");
+    let c = Controller::start(
+        d.path(),
+        &[
+            "run",
+            &even,
+            "--engine",
+            "null-sim:fixed:50us",
+            "--rate",
+            "50",
+            "--json",
+            "--no-save",
+        ],
+        16,
+    );
+    let mut mpi = Command::new("mpirun");
+    mpi.args(["--allow-run-as-root", "--oversubscribe", "-np", "16"])
+        // One machine, no network: the loopback only (Open MPI 4's TCP transport).
+        .args(["--mca", "btl", "self", "--mca", "oob_tcp_if_include", "lo"])
+        .arg(env!("CARGO_BIN_EXE_iofleet"))
+        .arg("agent")
+        .arg("--join-file")
+        .arg(&c.join_file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let launcher = mpi.spawn().unwrap();
+    let (code, out, err) = c.finish();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("16 agent(s) joined from 1 host(s); ranks from OMPI_COMM_WORLD_RANK (16)"),
+        "{err}"
+    );
+    let v = json(&out, &err);
+    // 16 workers × 50 I/Os a second × 1 s; each rank one worker.
+    assert_eq!(v["summary"]["all"]["ios"], 16 * 50, "{}", v["summary"]);
+    let machine = iofleet_fleet::sys::hostname();
+    let want: Vec<(String, u64)> = (0..16).map(|r| (format!("{machine}-r{r}"), 50)).collect();
+    assert_eq!(hosts(&v), want);
+    let skew = v["run"]["start_skew_ms"].as_f64();
+    assert!(skew.is_some_and(|s| s >= 0.0), "{}", v["run"]);
+    // Every rank exits 0 once the command closes its fleet, so mpirun does too.
+    let (code, err) = agent_exit(launcher, PATIENCE);
+    assert_eq!(code, Some(0), "mpirun: {err}");
+}
+
+#[test]
+fn a_sweep_over_joined_agents_joins_each_once_and_each_takes_every_step() {
+    let d = tempfile::tempdir().unwrap();
+    // Two workers over three agents: one agent has no work and waits, joined, through
+    // every step.
+    let even = even_profile(d.path(), 2, "1s");
+    let c = Controller::start(
+        d.path(),
+        &[
+            "sweep",
+            &even,
+            "--vary",
+            "rate=100,200,300",
+            "--engine",
+            "null-sim:fixed:50us",
+            "--json",
+        ],
+        3,
+    );
+    let agents: Vec<Child> = (0..3).map(|_| agent(&c.join_file, &[], &[])).collect();
+    let pids: Vec<u32> = agents.iter().map(Child::id).collect();
+    let (code, out, err) = c.finish();
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(err.matches("agent(s) joined from").count(), 1, "{err}");
+    assert!(err.contains("ranks from the controller (3)"), "{err}");
+    assert!(!err.contains("refused"), "{err}");
+    let v = json(&out, &err);
+    let iops: Vec<f64> = v["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["iops"].as_f64().unwrap())
+        .collect();
+    assert_eq!(iops, vec![200.0, 400.0, 600.0], "{v}");
+    // The same three processes served the three steps, and each ended with the command.
+    for (a, pid) in agents.into_iter().zip(pids) {
+        assert_eq!(a.id(), pid);
+        let (code, err) = agent_exit(a, PATIENCE);
+        assert_eq!(code, Some(0), "{err}");
+    }
+}
+
+/// A TLS connection to the controller's join port, trusting its certificate.
+fn tls_to(addr: &JoinAddress) -> (rustls::ClientConnection, TcpStream) {
+    let tcp = TcpStream::connect(&addr.endpoint).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let conn =
+        rustls::ClientConnection::new(client_config(&addr.fingerprint).unwrap(), server_name())
+            .unwrap();
+    (conn, tcp)
+}
+
+/// Send `bytes` after the magic over TLS; what the port answers (a frame), or how the
+/// connection ended.
+fn join_with(addr: &JoinAddress, bytes: &[u8]) -> String {
+    let (mut conn, mut tcp) = tls_to(addr);
+    let mut s = rustls::Stream::new(&mut conn, &mut tcp);
+    let sent = s.write_all(MAGIC).and_then(|()| s.write_all(bytes));
+    if let Err(e) = sent {
+        return format!("closed: {e}");
+    }
+    match read_frame(&mut s, &FrameLimits::greeting()) {
+        Ok(Some(Frame::Error(f))) => f.message,
+        Ok(other) => format!("answered {other:?}"),
+        Err(e) => format!("closed: {e}"),
+    }
+}
+
+fn join_frame(token: &str, rank: Option<u32>, protocol: Option<u32>) -> Vec<u8> {
+    let mut hello = Hello::ours();
+    if let Some(p) = protocol {
+        hello.protocol = p;
+    }
+    let mut b = Vec::new();
+    write_frame(
+        &mut b,
+        &Frame::Join(Box::new(Join {
+            hello,
+            rank,
+            size: None,
+            rank_from: "test".into(),
+            target: None,
+            token: token.into(),
+        })),
+    )
+    .unwrap();
+    b
+}
+
+/// The controller's peak resident memory so far (VmHWM), KiB.
+fn peak_rss_kib(pid: u32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    s.lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+/// A controller for two joined agents and a run long enough to try the port during it
+/// (simulated time: exact counts). `before` runs once rank 0 has joined, `during` once
+/// both have, each with the join address and token; after `during` the run must still
+/// be going. The exit code, result, stderr and the controller's peak RSS (KiB).
+fn two_agent_run(
+    d: &Path,
+    before: impl FnOnce(&Controller, &JoinAddress, &str),
+    during: impl FnOnce(&JoinAddress, &str),
+) -> (Option<i32>, Value, String, u64) {
+    // 6,000,000 I/Os: several seconds of this machine's time for the port to be tried
+    // in.
+    let even = even_profile(d, 2, "120s");
+    let c = Controller::start(
+        d,
+        &[
+            "run",
+            &even,
+            "--engine",
+            "null-sim:fixed:10us",
+            "--rate",
+            "25000",
+            "--json",
+            "--no-save",
+            "--host-timeout",
+            "2s",
+        ],
+        2,
+    );
+    let pid = c.child.id();
+    let peak = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let watch = {
+        let peak = peak.clone();
+        std::thread::spawn(move || {
+            while let Some(kib) = peak_rss_kib(pid) {
+                peak.fetch_max(kib, std::sync::atomic::Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    let (addr, token) = c.join_address();
+    let first = agent(&c.join_file, &["--rank", "0"], &[]);
+    c.wait_until("rank 0 joined", |c| {
+        c.stderr().contains("1 of 2 agent(s) joined")
+    });
+    before(&c, &addr, &token);
+    let second = agent(&c.join_file, &["--rank", "1"], &[]);
+    c.wait_armed();
+    during(&addr, &token);
+    let going = std::fs::metadata(&c.out).unwrap().len() == 0;
+    let (code, out, err) = c.finish();
+    assert!(
+        going,
+        "the run ended before the port was tried; make it longer: {err}"
+    );
+    watch.join().unwrap();
+    for a in [first, second] {
+        let (code, e) = agent_exit(a, PATIENCE);
+        assert_eq!(code, Some(0), "{e}");
+    }
+    let v = json(&out, &err);
+    (code, v, err, peak.load(std::sync::atomic::Ordering::SeqCst))
+}
+
+/// Whether a line of `log` says the port refused a loopback peer for `reason`.
+fn refused_for(log: &str, reason: &str) -> bool {
+    log.lines()
+        .any(|l| l.contains("join port: refused 127.0.0.1:") && l.contains(reason))
+}
+
+#[test]
+fn the_join_port_refuses_what_is_not_an_agent_of_this_command_while_a_run_goes_on() {
+    let d = tempfile::tempdir().unwrap();
+    // An earlier command's join file: its certificate and token are not this one's.
+    let earlier = d.path().join("earlier.join");
+    let mut said = Vec::new();
+    let (code, v, err, _) = two_agent_run(
+        d.path(),
+        |c, addr, _| {
+            // A second agent claiming rank 0.
+            let dup = agent(&c.join_file, &["--rank", "0"], &[]);
+            let (code, e) = agent_exit(dup, PATIENCE);
+            assert_eq!(code, Some(2), "{e}");
+            assert!(e.contains("rank 0 has already joined"), "{e}");
+            JoinFile {
+                join: format!("iofleet://{}/{}", addr.endpoint, "ab".repeat(32)),
+                token: "cd".repeat(32),
+            }
+            .write(&earlier)
+            .unwrap();
+        },
+        |addr, token| {
+            // Silent connections, in the background: one that never starts TLS, one
+            // that stops once TLS is up.
+            let stalls: Vec<_> = (0..2)
+                .map(|i| {
+                    let addr = addr.clone();
+                    std::thread::spawn(move || {
+                        let s = if i == 0 {
+                            TcpStream::connect(&addr.endpoint).unwrap()
+                        } else {
+                            let (mut conn, mut tcp) = tls_to(&addr);
+                            while conn.is_handshaking() {
+                                conn.complete_io(&mut tcp).unwrap();
+                            }
+                            tcp
+                        };
+                        let mut s = s;
+                        s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+                        let t0 = Instant::now();
+                        let mut b = [0u8; 64];
+                        while matches!(s.read(&mut b), Ok(n) if n > 0) {}
+                        format!("stall ended after {:?}", t0.elapsed())
+                    })
+                })
+                .collect();
+            // No TLS at all.
+            let mut plain = TcpStream::connect(&addr.endpoint).unwrap();
+            plain.write_all(b"GET / HTTP/1.0\r\n\r\n").unwrap();
+            plain
+                .set_read_timeout(Some(Duration::from_secs(30)))
+                .unwrap();
+            let _ = plain.read_to_end(&mut Vec::new());
+            // A wrong token, another protocol version, a rank outside the fleet, a rank
+            // of the complete fleet.
+            said.push(join_with(addr, &join_frame(&"00".repeat(32), None, None)));
+            said.push(join_with(addr, &join_frame(token, None, Some(7))));
+            said.push(join_with(addr, &join_frame(token, Some(9), None)));
+            said.push(join_with(addr, &join_frame(token, Some(1), None)));
+            // A frame over the join's limit, and one that is not a join: ended at the
+            // header, without their bodies.
+            let mut big = ((HELLO_MAX + 2) as u32).to_le_bytes().to_vec();
+            big.push(13);
+            said.push(join_with(addr, &big));
+            said.push(join_with(addr, &[5, 0, 0, 0, 2, b'{', b'}', b'x', b'x']));
+            // A join whose body is not one.
+            let mut bad = 10u32.to_le_bytes().to_vec();
+            bad.push(13);
+            bad.extend_from_slice(b"{not json");
+            said.push(join_with(addr, &bad));
+            // An agent of an earlier command: it refuses this controller's certificate.
+            let old = agent(&earlier, &[], &[]);
+            let (code, e) = agent_exit(old, PATIENCE);
+            said.push(format!("{code:?} {e}"));
+            for s in stalls {
+                said.push(s.join().unwrap());
+            }
+        },
+    );
+    assert_eq!(code, Some(0), "{err}");
+    // The run: both agents to the end, exactly 2 × 25,000 I/Os a second over 120 s.
+    assert_eq!(
+        v["summary"]["all"]["ios"],
+        2 * 25_000 * 120,
+        "{}",
+        v["summary"]
+    );
+    assert_eq!(hosts(&v).len(), 2);
+    let says = |i: usize, what: &str| {
+        assert!(said[i].contains(what), "{i}: {:?} lacks {what:?}", said[i]);
+    };
+    says(0, "not this command's");
+    says(1, "protocol version mismatch");
+    says(1, "agent protocol 7");
+    says(2, "rank outside the fleet");
+    says(3, "the fleet is complete");
+    says(4, "oversized");
+    says(5, "malformed: expected a join frame, not a job frame");
+    says(6, "malformed: bad frame body");
+    says(7, "Some(2)");
+    says(7, "fingerprint");
+    for i in 8..10 {
+        says(i, "stall ended");
+    }
+    // Each refusal is logged with the peer's address.
+    for reason in [
+        "no TLS",
+        "wrong token",
+        "protocol version mismatch",
+        "rank outside the fleet",
+        "the fleet is complete",
+        "oversized",
+        "malformed",
+        "stalled",
+        "duplicate rank",
+    ] {
+        assert!(refused_for(&err, reason), "{reason}: {err}");
+    }
+}
+
+#[test]
+fn a_thousand_bogus_connections_leave_the_run_exact_and_its_memory_bounded() {
+    let d = tempfile::tempdir().unwrap();
+    let (code, quiet, err, quiet_peak) = two_agent_run(d.path(), |_, _, _| {}, |_, _| {});
+    assert_eq!(code, Some(0), "{err}");
+    let (code, v, err, peak) = two_agent_run(
+        d.path(),
+        |_, _, _| {},
+        |addr, token| {
+            // 1,000 at once from 8 threads: plain bytes, TLS with a wrong token, and
+            // connections that say nothing until the port ends them.
+            let threads: Vec<_> = (0..8)
+                .map(|t| {
+                    let (addr, token) = (addr.clone(), token.to_string());
+                    std::thread::spawn(move || {
+                        let mut held = Vec::new();
+                        for i in 0..125 {
+                            match (t * 125 + i) % 4 {
+                                0 | 1 => {
+                                    if let Ok(mut s) = TcpStream::connect(&addr.endpoint) {
+                                        let _ = s.write_all(&[0x16; 64]);
+                                        held.push(s);
+                                    }
+                                }
+                                2 => {
+                                    let wrong = format!("{}0", &token[..63]);
+                                    let _ = join_with(&addr, &join_frame(&wrong, None, None));
+                                }
+                                _ => {
+                                    if let Ok(s) = TcpStream::connect(&addr.endpoint) {
+                                        held.push(s);
+                                    }
+                                }
+                            }
+                        }
+                        // Until the port has ended them all.
+                        for mut s in held {
+                            s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+                            let mut b = [0u8; 64];
+                            while matches!(s.read(&mut b), Ok(n) if n > 0) {}
+                        }
+                    })
+                })
+                .collect();
+            for t in threads {
+                t.join().unwrap();
+            }
+        },
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(v["summary"]["all"]["ios"], quiet["summary"]["all"]["ios"]);
+    assert_eq!(v["summary"]["all"]["ios"], 2 * 25_000 * 120);
+    assert!(err.contains("connection(s)"), "{err}");
+    eprintln!(
+        "controller peak RSS: {quiet_peak} KiB quiet, {peak} KiB with 1,000 bogus connections"
+    );
+    assert!(
+        peak < quiet_peak + 50 * 1024,
+        "peak RSS {peak} KiB with 1,000 bogus connections, {quiet_peak} KiB without"
+    );
+}

@@ -1,0 +1,283 @@
+//! `iofleet agent --join`: an agent that connects to its controller's join port
+//! instead of being reached over a session. It opens TLS to the address it was given,
+//! trusting only the pinned certificate, sends its magic and `Join` (version, rank from
+//! its launcher, token), and on the controller's `Welcome` serves the session as any
+//! agent does (`agent::serve_greeted`), through a socket pair this thread bridges to
+//! the TLS connection.
+//!
+//! It stops by itself: when the connection closes, and when nothing at all (not even
+//! the controller's heartbeat) arrived for the host timeout the welcome named — a
+//! controller that froze or was partitioned away. Either way the session's input ends,
+//! which stops its run as a closed stdin stops a session's agent, and the process exits.
+//! A connection refused or reset before the handshake (the controller not listening
+//! yet, or over its candidates) is tried again until `--join-timeout`; a refusal is
+//! final.
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpStream, ToSocketAddrs};
+use std::os::fd::AsFd;
+use std::os::unix::net::UnixStream;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rand::Rng;
+use rustls::{ClientConfig, ClientConnection};
+
+use super::address::JoinAddress;
+use super::creds::{client_config, server_name};
+use super::rank::Placement;
+use crate::agents::protocol::{
+    check_hello, read_frame, write_frame, Frame, FrameLimits, Hello, Join, Welcome, MAGIC,
+};
+use crate::host::TargetArg;
+
+/// What `iofleet agent --join` was given.
+pub struct JoinRequest {
+    pub address: JoinAddress,
+    pub token: String,
+    pub placement: Placement,
+    pub target: Option<TargetArg>,
+    /// How long to keep trying to reach the controller.
+    pub join_timeout: Duration,
+}
+
+/// Why a join attempt failed.
+enum Attempt {
+    /// Worth trying again (not reached, reset before the handshake).
+    Again(String),
+    /// A refusal or a mismatch: say it and exit with this code.
+    Final(String, i32),
+}
+
+/// Join, serve the controller, and return the process exit code.
+pub fn join(req: JoinRequest) -> i32 {
+    let config = match client_config(&req.address.fingerprint) {
+        Ok(c) => c,
+        Err(e) => return say(&e, 2),
+    };
+    let deadline = Instant::now() + req.join_timeout;
+    let mut wait = Duration::from_millis(50);
+    let (tcp, tls, welcome) = loop {
+        match attempt(&req, &config) {
+            Ok(joined) => break joined,
+            Err(Attempt::Final(e, code)) => return say(&e, code),
+            Err(Attempt::Again(e)) if Instant::now() >= deadline => {
+                return say(
+                    &format!(
+                        "could not join {} within --join-timeout {} s: {e}",
+                        req.address.endpoint,
+                        req.join_timeout.as_secs_f64()
+                    ),
+                    1,
+                )
+            }
+            Err(Attempt::Again(_)) => {
+                // Spread the retries of a fleet that started at once.
+                let jitter = rand::rng().random_range(0..=wait.as_millis() as u64);
+                std::thread::sleep(wait + Duration::from_millis(jitter));
+                wait = (wait * 2).min(Duration::from_secs(2));
+            }
+        }
+    };
+    bridge(tcp, tls, &welcome)
+}
+
+fn say(message: &str, code: i32) -> i32 {
+    eprintln!("iofleet agent: {message}");
+    code
+}
+
+/// One try: connect, TLS, join, and the controller's answer.
+fn attempt(
+    req: &JoinRequest,
+    config: &Arc<ClientConfig>,
+) -> Result<(TcpStream, ClientConnection, Welcome), Attempt> {
+    let again = |e: io::Error| Attempt::Again(e.to_string());
+    let addrs: Vec<_> = req
+        .address
+        .endpoint
+        .to_socket_addrs()
+        .map_err(|e| Attempt::Again(format!("cannot resolve {}: {e}", req.address.endpoint)))?
+        .collect();
+    let mut last = Attempt::Again(format!("{} resolves to no address", req.address.endpoint));
+    let mut tcp = None;
+    for a in &addrs {
+        match TcpStream::connect_timeout(a, Duration::from_secs(10)) {
+            Ok(s) => {
+                tcp = Some(s);
+                break;
+            }
+            Err(e) => last = again(e),
+        }
+    }
+    let Some(mut tcp) = tcp else { return Err(last) };
+    let _ = tcp.set_nodelay(true);
+    tcp.set_read_timeout(Some(Duration::from_secs(30)))
+        .map_err(again)?;
+    let mut tls = ClientConnection::new(config.clone(), server_name())
+        .map_err(|e| Attempt::Final(format!("TLS: {e}"), 1))?;
+    let hello = Hello::ours();
+    let join = Frame::Join(Box::new(Join {
+        hello: hello.clone(),
+        rank: req.placement.rank,
+        size: req.placement.size,
+        rank_from: req.placement.from.clone(),
+        target: req.target.clone(),
+        token: req.token.clone(),
+    }));
+    let answer = {
+        let mut s = rustls::Stream::new(&mut tls, &mut tcp);
+        let sent = s.write_all(MAGIC).and_then(|()| write_frame(&mut s, &join));
+        match sent.and_then(|()| read_frame(&mut s, &FrameLimits::greeting())) {
+            Ok(f) => f,
+            // A certificate that is not the pinned one is final; a reset before the
+            // handshake ended (a controller over its candidates) is worth another try.
+            Err(e) if e.to_string().contains("fingerprint") => {
+                return Err(Attempt::Final(format!("refused the controller: {e}"), 2))
+            }
+            Err(e) => return Err(Attempt::Again(e.to_string())),
+        }
+    };
+    match answer {
+        Some(Frame::Welcome(w)) => {
+            check_hello(&hello, &w.hello, "the controller").map_err(|e| Attempt::Final(e, 2))?;
+            tcp.set_read_timeout(None).map_err(again)?;
+            Ok((tcp, tls, w))
+        }
+        Some(Frame::Error(f)) => Err(Attempt::Final(
+            format!("the controller refused this agent: {}", f.message),
+            if f.input { 2 } else { 1 },
+        )),
+        Some(other) => Err(Attempt::Final(
+            format!("the controller answered the join with {other:?}"),
+            1,
+        )),
+        None => Err(Attempt::Again(
+            "the controller closed the connection".into(),
+        )),
+    }
+}
+
+/// Serve the session over the joined connection: a thread runs the agent's session on
+/// one end of a socket pair, this thread moves bytes between the other end and TLS, and
+/// ends the session's input when the controller closes or is silent for the host
+/// timeout. The session's exit code.
+fn bridge(mut tcp: TcpStream, mut tls: ClientConnection, welcome: &Welcome) -> i32 {
+    let (mut mine, theirs) = match UnixStream::pair() {
+        Ok(p) => p,
+        Err(e) => return say(&format!("cannot make a socket pair: {e}"), 1),
+    };
+    let session_in = match theirs.try_clone() {
+        Ok(s) => s,
+        Err(e) => return say(&format!("cannot clone a socket: {e}"), 1),
+    };
+    let session = std::thread::spawn(move || {
+        crate::agents::agent::serve_greeted(Box::new(session_in), Box::new(theirs))
+    });
+    let silence = Duration::from_millis(welcome.host_timeout_ms.max(1000));
+    // A controller that stops reading must not hold this thread in a write forever.
+    let _ = tcp.set_write_timeout(Some(silence));
+    let mut heard = Instant::now();
+    let mut buf = vec![0u8; 64 << 10];
+    let why = loop {
+        use rustix::event::{poll, PollFd, PollFlags, Timespec};
+        let mut fds = [
+            PollFd::from_borrowed_fd(tcp.as_fd(), PollFlags::IN),
+            PollFd::from_borrowed_fd(mine.as_fd(), PollFlags::IN),
+        ];
+        let tick = Timespec {
+            tv_sec: 0,
+            tv_nsec: 250_000_000,
+        };
+        if let Err(e) = poll(&mut fds, Some(&tick)) {
+            if e != rustix::io::Errno::INTR {
+                break format!("poll: {e}");
+            }
+        }
+        let (from_ctrl, from_session) =
+            (!fds[0].revents().is_empty(), !fds[1].revents().is_empty());
+        if from_ctrl {
+            match tls.read_tls(&mut tcp) {
+                Ok(0) => break "the controller closed the connection".into(),
+                Ok(_) => heard = Instant::now(),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => break format!("the connection failed: {e}"),
+            }
+            if let Err(e) = tls.process_new_packets() {
+                break format!("TLS: {e}");
+            }
+            match drain_plaintext(&mut tls, &mut mine, &mut buf) {
+                Ok(true) => {}
+                Ok(false) => break "the controller ended the session".into(),
+                Err(e) => break e,
+            }
+        }
+        if from_session {
+            match mine.read(&mut buf) {
+                // The session ended (its Done and Stop, or an error it sent).
+                Ok(0) => break String::new(),
+                Ok(n) => {
+                    let sent = tls
+                        .writer()
+                        .write_all(&buf[..n])
+                        .and_then(|()| write_out(&mut tls, &mut tcp));
+                    if let Err(e) = sent {
+                        break format!("sending to the controller failed: {e}");
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => break format!("the session failed: {e}"),
+            }
+        }
+        if heard.elapsed() > silence {
+            break format!(
+                "nothing from the controller for {} s (its host timeout): stopping",
+                silence.as_secs_f64()
+            );
+        }
+    };
+    // End the session's input (its run stops as on a closed stdin) and let it finish.
+    let _ = mine.shutdown(Shutdown::Both);
+    tls.send_close_notify();
+    let _ = write_out(&mut tls, &mut tcp);
+    let _ = tcp.shutdown(Shutdown::Both);
+    if !why.is_empty() {
+        eprintln!("iofleet agent: {why}");
+    }
+    let code = session.join().unwrap_or(1);
+    if why.is_empty() || code != 0 {
+        code
+    } else if why.contains("nothing from the controller") {
+        3
+    } else {
+        0
+    }
+}
+
+/// Move the plaintext rustls holds to the session; false once the controller closed
+/// its TLS session.
+fn drain_plaintext(
+    tls: &mut ClientConnection,
+    to: &mut UnixStream,
+    buf: &mut [u8],
+) -> Result<bool, String> {
+    loop {
+        match tls.reader().read(buf) {
+            Ok(0) => return Ok(false),
+            Ok(n) => to
+                .write_all(&buf[..n])
+                .map_err(|e| format!("the session failed: {e}"))?,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(true),
+            Err(e) => return Err(format!("TLS: {e}")),
+        }
+    }
+}
+
+/// Write every TLS record waiting (blocking, bounded by the socket's write timeout).
+fn write_out(tls: &mut ClientConnection, tcp: &mut TcpStream) -> io::Result<()> {
+    while tls.wants_write() {
+        tls.write_tls(tcp)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,980 @@
+//! The join port: one TCP listener for the command and one event loop thread (mio)
+//! serving every connection on it, so a joined host costs a socket and its TLS state,
+//! not a process and threads.
+//!
+//! A connection is first a candidate: its TLS handshake, then the agent's magic and
+//! `Join` frame (version, rank, token), all within `handshake_timeout`. A candidate is
+//! refused — answered with an `Error` frame where TLS allows, logged with its address,
+//! counted by reason, never a host — when it speaks no TLS, stalls, sends anything but
+//! a join within the join frame's limit, runs another protocol version, proves a wrong
+//! token, claims a rank already taken or outside the fleet, or comes once the fleet is
+//! complete. At most `MAX_CANDIDATES` candidates are held at once (further connections
+//! are closed at accept, and an agent tries again), so a flood costs bounded memory.
+//!
+//! An accepted agent is a member: it gets a `Welcome`, and a heartbeat every
+//! `heartbeat` from then on. The agents' launcher attaches a member to a host index of
+//! its run (`JoinedLink::attach`); from then on its frames are read within the limits
+//! the launcher sets and arrive as the same `Event`s a session's reader thread sends, a
+//! closed connection as `Event::Closed` at once. What the launcher writes (`JoinedLink`)
+//! is queued here and sent as the socket takes it; a member that reads nothing while
+//! more than `OUT_MAX` waits for it is closed.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{unbounded, Receiver, Sender};
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token, Waker};
+use rustls::{ServerConfig, ServerConnection};
+
+use super::address::JoinAddress;
+use super::creds::Credentials;
+use crate::agents::protocol::{
+    check_hello, frame_bytes, mono_ns, take_frame, take_join, Failure, Frame, FrameLimits, Hello,
+    Join, Welcome, HELLO_MAX, JOB_MAX, MAGIC,
+};
+use crate::agents::session::Event;
+use crate::error::FleetError;
+use crate::host::TargetArg;
+
+const LISTENER: Token = Token(0);
+const WAKER: Token = Token(1);
+/// Candidates held at once; past it a new connection is closed at accept.
+pub const MAX_CANDIDATES: usize = 512;
+/// What may wait to be sent to one member: two of the largest jobs.
+const OUT_MAX: usize = 2 * JOB_MAX + (1 << 20);
+/// What rustls itself may buffer per connection, each way.
+const TLS_BUFFER: usize = 256 << 10;
+/// How many refusals of each reason are told on stderr as they happen (all are
+/// counted, and the counts told at the end).
+const TOLD_PER_REASON: u32 = 3;
+
+/// How the join port behaves.
+#[derive(Debug, Clone)]
+pub struct JoinSettings {
+    /// Agents the fleet takes (ranks 0..expect).
+    pub expect: u32,
+    /// How long an agent may hear nothing before it stops by itself (told in the
+    /// welcome; the controller sends a heartbeat at least every quarter of it).
+    pub host_timeout: Duration,
+    /// A candidate must have joined within this.
+    pub handshake_timeout: Duration,
+}
+
+/// An accepted agent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Member {
+    pub id: u64,
+    pub rank: u32,
+    pub hostname: String,
+    pub pid: u32,
+    pub peer: SocketAddr,
+    pub rank_from: String,
+    pub target: Option<TargetArg>,
+}
+
+/// The refusals so far, by reason: how many, and the first peer.
+#[derive(Debug, Default)]
+struct Refusals {
+    by_reason: BTreeMap<String, (u32, SocketAddr)>,
+}
+
+#[derive(Default)]
+struct Roster {
+    members: BTreeMap<u32, Member>,
+    /// Set once the fleet is complete: later joins are refused.
+    armed: bool,
+}
+
+struct Shared {
+    roster: Mutex<Roster>,
+    changed: Condvar,
+    refusals: Mutex<Refusals>,
+}
+
+impl Shared {
+    fn refuse(&self, peer: SocketAddr, reason: &str) {
+        // A reason without the details that vary per peer, to count by.
+        let kind = reason.split(':').next().unwrap_or(reason).to_string();
+        let mut r = self.refusals.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = r.by_reason.entry(kind).or_insert((0, peer));
+        entry.0 += 1;
+        if entry.0 <= TOLD_PER_REASON {
+            eprintln!("iofleet: join port: refused {peer}: {reason}");
+        }
+    }
+}
+
+enum Cmd {
+    Send(u64, Vec<u8>),
+    Close(u64),
+    Attach(u64, Attached),
+    Shutdown,
+}
+
+struct Attached {
+    h: usize,
+    limits: Arc<Mutex<FrameLimits>>,
+    tx: Sender<Event>,
+}
+
+/// How the launcher's side reaches the loop.
+struct LoopLink {
+    tx: Sender<Cmd>,
+    waker: Waker,
+}
+
+impl LoopLink {
+    fn send(&self, cmd: Cmd) {
+        if self.tx.send(cmd).is_ok() {
+            let _ = self.waker.wake();
+        }
+    }
+}
+
+/// The command's join port.
+pub struct JoinServer {
+    pub address: JoinAddress,
+    pub local_addr: SocketAddr,
+    token: String,
+    shared: Arc<Shared>,
+    link: Arc<LoopLink>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl JoinServer {
+    /// Listen on `listen` (`HOST:PORT`; port 0 picks one) with fresh credentials. The
+    /// join address names `advertise` when given, else the address listened on (the
+    /// machine's host name for an unspecified address).
+    pub fn open(
+        listen: &str,
+        advertise: Option<&str>,
+        settings: JoinSettings,
+    ) -> Result<Self, FleetError> {
+        let at: SocketAddr = listen.parse().map_err(|_| {
+            FleetError::Input(format!(
+                "--listen {listen:?}: not an address and port (e.g. 0.0.0.0:7070, 127.0.0.1:0)"
+            ))
+        })?;
+        let mut listener = TcpListener::bind(at)
+            .map_err(|e| FleetError::Setup(format!("--listen {listen}: cannot listen: {e}")))?;
+        let local_addr = listener
+            .local_addr()
+            .map_err(|e| FleetError::Setup(format!("--listen {listen}: {e}")))?;
+        let creds = Credentials::generate()?;
+        let config = creds.server_config()?;
+        let poll = Poll::new().map_err(|e| FleetError::Setup(format!("join port: {e}")))?;
+        poll.registry()
+            .register(&mut listener, LISTENER, Interest::READABLE)
+            .map_err(|e| FleetError::Setup(format!("join port: {e}")))?;
+        let waker = Waker::new(poll.registry(), WAKER)
+            .map_err(|e| FleetError::Setup(format!("join port: {e}")))?;
+        let (tx, rx) = unbounded();
+        let shared = Arc::new(Shared {
+            roster: Mutex::new(Roster::default()),
+            changed: Condvar::new(),
+            refusals: Mutex::new(Refusals::default()),
+        });
+        let host = match advertise {
+            Some(h) => h.to_string(),
+            None if local_addr.ip().is_unspecified() => crate::sys::hostname(),
+            None if local_addr.is_ipv6() => format!("[{}]", local_addr.ip()),
+            None => local_addr.ip().to_string(),
+        };
+        let address = JoinAddress {
+            endpoint: format!("{host}:{}", local_addr.port()),
+            fingerprint: creds.fingerprint.clone(),
+        };
+        let token = creds.token.clone();
+        let mut el = EventLoop {
+            poll,
+            listener,
+            config,
+            creds,
+            shared: shared.clone(),
+            rx,
+            peers: HashMap::new(),
+            next: 2,
+            candidates: 0,
+            heartbeat: (settings.host_timeout / 4)
+                .clamp(Duration::from_millis(100), Duration::from_secs(1)),
+            settings,
+        };
+        let thread = std::thread::Builder::new()
+            .name("join port".into())
+            .spawn(move || el.run())
+            .map_err(|e| FleetError::Setup(format!("join port: {e}")))?;
+        Ok(JoinServer {
+            address,
+            local_addr,
+            token,
+            shared,
+            link: Arc::new(LoopLink { tx, waker }),
+            thread: Some(thread),
+        })
+    }
+
+    /// The token agents prove (for the join file; never printed).
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    /// Wait until `expect` agents have joined (ranks 0..expect), then refuse further
+    /// joins: the members in rank order. Past `timeout`, or once `stop` is set, an error
+    /// naming the ranks still missing and the hosts that did join.
+    pub fn wait(
+        &self,
+        expect: u32,
+        timeout: Duration,
+        stop: &AtomicBool,
+    ) -> Result<Vec<Member>, FleetError> {
+        let deadline = Instant::now() + timeout;
+        let mut roster = self.shared.roster.lock().unwrap_or_else(|p| p.into_inner());
+        // Progress as agents join: at the first, then at most once a second.
+        let (mut told, mut told_at) = (0usize, Instant::now() - Duration::from_secs(1));
+        loop {
+            let joined = roster.members.len();
+            if joined != told && (told == 0 || told_at.elapsed() >= Duration::from_secs(1)) {
+                eprintln!("iofleet: {joined} of {expect} agent(s) joined");
+                (told, told_at) = (joined, Instant::now());
+            }
+            if roster.members.len() as u32 >= expect {
+                roster.armed = true;
+                return Ok(roster.members.values().cloned().collect());
+            }
+            let now = Instant::now();
+            if now >= deadline || stop.load(Ordering::SeqCst) {
+                let missing: Vec<u32> = (0..expect)
+                    .filter(|r| !roster.members.contains_key(r))
+                    .collect();
+                let hosts: BTreeMap<&str, u32> =
+                    roster.members.values().fold(BTreeMap::new(), |mut m, x| {
+                        *m.entry(x.hostname.as_str()).or_default() += 1;
+                        m
+                    });
+                let hosts: Vec<String> = hosts.iter().map(|(h, n)| format!("{h} ({n})")).collect();
+                let why = if stop.load(Ordering::SeqCst) {
+                    "stopped".to_string()
+                } else {
+                    format!("--join-timeout {} s passed", timeout.as_secs_f64())
+                };
+                return Err(FleetError::Setup(format!(
+                    "{why} with {} of {expect} agents joined: missing rank(s) {}; joined from: {}{}",
+                    roster.members.len(),
+                    ranges(&missing),
+                    if hosts.is_empty() { "none".into() } else { hosts.join(", ") },
+                    self.refusal_note()
+                )));
+            }
+            let wait = (deadline - now).min(Duration::from_millis(100));
+            roster = self
+                .shared
+                .changed
+                .wait_timeout(roster, wait)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
+    fn refusal_note(&self) -> String {
+        match self.refusals() {
+            r if r.is_empty() => String::new(),
+            r => format!("; {}", r.join("; ")),
+        }
+    }
+
+    /// Every refusal so far, by reason: "refused N connection(s): REASON (first from
+    /// ADDR)".
+    pub fn refusals(&self) -> Vec<String> {
+        let r = self
+            .shared
+            .refusals
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        r.by_reason
+            .iter()
+            .map(|(why, (n, first))| {
+                format!("the join port refused {n} connection(s): {why} (first from {first})")
+            })
+            .collect()
+    }
+
+    /// How the agents' launcher speaks to member `id`.
+    pub fn link(&self, id: u64) -> JoinedLink {
+        JoinedLink {
+            id,
+            link: self.link.clone(),
+        }
+    }
+}
+
+impl Drop for JoinServer {
+    /// The port closes with the command: every connection still open is closed (its
+    /// agent stops), and the listener with them.
+    fn drop(&mut self) {
+        self.link.send(Cmd::Shutdown);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// `[0, 1, 2, 5, 7, 8]` as "0-2, 5, 7-8".
+fn ranges(xs: &[u32]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < xs.len() {
+        let mut j = i;
+        while j + 1 < xs.len() && xs[j + 1] == xs[j] + 1 {
+            j += 1;
+        }
+        out.push(if i == j {
+            xs[i].to_string()
+        } else {
+            format!("{}-{}", xs[i], xs[j])
+        });
+        i = j + 1;
+    }
+    out.join(", ")
+}
+
+/// The launcher's handle on one member: what it writes (`writer`, a frame per flush)
+/// goes to the agent, and `attach` routes what the agent sends. Dropping the writer
+/// closes the connection.
+#[derive(Clone)]
+pub struct JoinedLink {
+    id: u64,
+    link: Arc<LoopLink>,
+}
+
+impl std::fmt::Debug for JoinedLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "JoinedLink({})", self.id)
+    }
+}
+
+impl PartialEq for JoinedLink {
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id && Arc::ptr_eq(&self.link, &other.link)
+    }
+}
+impl Eq for JoinedLink {}
+
+impl JoinedLink {
+    /// A writer to the agent: the bytes written are sent at each flush (`write_frame`
+    /// flushes each frame); dropping it closes the connection.
+    pub(crate) fn writer(&self) -> Box<dyn Write + Send> {
+        Box::new(LinkWriter {
+            id: self.id,
+            link: self.link.clone(),
+            buf: Vec::new(),
+        })
+    }
+
+    /// Route the agent's frames, read within `limits`, to `tx` as host `h`'s events.
+    pub(in crate::agents) fn attach(
+        &self,
+        h: usize,
+        limits: Arc<Mutex<FrameLimits>>,
+        tx: Sender<Event>,
+    ) {
+        self.link
+            .send(Cmd::Attach(self.id, Attached { h, limits, tx }));
+    }
+}
+
+struct LinkWriter {
+    id: u64,
+    link: Arc<LoopLink>,
+    buf: Vec<u8>,
+}
+
+impl Write for LinkWriter {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        self.buf.extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        if !self.buf.is_empty() {
+            self.link
+                .send(Cmd::Send(self.id, std::mem::take(&mut self.buf)));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for LinkWriter {
+    fn drop(&mut self) {
+        let _ = self.flush();
+        self.link.send(Cmd::Close(self.id));
+    }
+}
+
+enum Phase {
+    /// TLS, then the magic and a join, before `deadline`.
+    Candidate {
+        deadline: Instant,
+    },
+    Member {
+        attached: Option<Attached>,
+    },
+}
+
+struct Peer {
+    /// Its token's number: a member's `Member::id`.
+    id: u64,
+    tcp: TcpStream,
+    tls: ServerConnection,
+    addr: SocketAddr,
+    phase: Phase,
+    /// Plaintext read and not yet taken as frames.
+    inbuf: Vec<u8>,
+    /// Plaintext waiting for rustls to take it.
+    out: Vec<u8>,
+    /// Whether writable readiness is asked for.
+    writing: bool,
+    /// Whether it was told why it is refused.
+    told: bool,
+}
+
+/// Why a connection ends.
+enum End {
+    /// Refused as a candidate: logged and counted.
+    Refused(String),
+    /// A member's connection closed (None) or was ended over what it sent.
+    Closed(Option<String>),
+}
+
+struct EventLoop {
+    poll: Poll,
+    listener: TcpListener,
+    config: Arc<ServerConfig>,
+    creds: Credentials,
+    shared: Arc<Shared>,
+    rx: Receiver<Cmd>,
+    peers: HashMap<Token, Peer>,
+    next: usize,
+    candidates: usize,
+    heartbeat: Duration,
+    settings: JoinSettings,
+}
+
+impl EventLoop {
+    fn run(&mut self) {
+        let mut events = Events::with_capacity(1024);
+        let mut next_beat = Instant::now() + self.heartbeat;
+        loop {
+            let now = Instant::now();
+            let tick = next_beat
+                .saturating_duration_since(now)
+                .min(Duration::from_millis(250));
+            if let Err(e) = self.poll.poll(&mut events, Some(tick)) {
+                if e.kind() != io::ErrorKind::Interrupted {
+                    eprintln!("iofleet: join port: {e}");
+                    return;
+                }
+            }
+            for ev in events.iter() {
+                match ev.token() {
+                    LISTENER => self.accept(),
+                    WAKER => {}
+                    t => self.serve(t, ev.is_readable()),
+                }
+            }
+            // Commands from the launcher (the waker only says there are some).
+            while let Ok(cmd) = self.rx.try_recv() {
+                if !self.command(cmd) {
+                    self.close_all();
+                    return;
+                }
+            }
+            let now = Instant::now();
+            if now >= next_beat {
+                self.beat();
+                next_beat = now + self.heartbeat;
+            }
+            self.expire(now);
+        }
+    }
+
+    fn accept(&mut self) {
+        loop {
+            let (mut tcp, addr) = match self.listener.accept() {
+                Ok(x) => x,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                // Out of file descriptors and the like: try again at the next event.
+                Err(_) => return,
+            };
+            if self.candidates >= MAX_CANDIDATES {
+                self.shared.refuse(
+                    addr,
+                    &format!("over {MAX_CANDIDATES} connections in their handshake at once: closed at accept"),
+                );
+                continue;
+            }
+            let tls = match ServerConnection::new(self.config.clone()) {
+                Ok(t) => t,
+                Err(_) => continue,
+            };
+            let token = Token(self.next);
+            self.next += 1;
+            if self
+                .poll
+                .registry()
+                .register(&mut tcp, token, Interest::READABLE)
+                .is_err()
+            {
+                continue;
+            }
+            let _ = tcp.set_nodelay(true);
+            let mut tls = tls;
+            tls.set_buffer_limit(Some(TLS_BUFFER));
+            self.candidates += 1;
+            self.peers.insert(
+                token,
+                Peer {
+                    id: token.0 as u64,
+                    tcp,
+                    tls,
+                    addr,
+                    phase: Phase::Candidate {
+                        deadline: Instant::now() + self.settings.handshake_timeout,
+                    },
+                    inbuf: Vec::new(),
+                    out: Vec::new(),
+                    writing: false,
+                    told: false,
+                },
+            );
+        }
+    }
+
+    /// Read and write what the socket allows; take the frames read.
+    fn serve(&mut self, t: Token, readable: bool) {
+        let outcome = match self.peers.get_mut(&t) {
+            None => return,
+            Some(p) => {
+                let read = if readable { p.read() } else { Ok(()) };
+                read.and_then(|()| self.take(t))
+                    .and_then(|()| self.flush(t))
+            }
+        };
+        if let Err(end) = outcome {
+            self.end(t, end);
+        }
+    }
+
+    /// Take the complete frames `t` has sent.
+    fn take(&mut self, t: Token) -> Result<(), End> {
+        let p = self.peers.get_mut(&t).expect("a live peer");
+        match &p.phase {
+            Phase::Candidate { .. } => {
+                let Some(join) = p.take_join()? else {
+                    return Ok(());
+                };
+                self.admit(t, join)
+            }
+            Phase::Member { attached: None } => {
+                // Nothing is expected before the first job; what comes is kept (within
+                // the greeting's limits) until the member is attached.
+                if p.inbuf.len() > HELLO_MAX + (1 << 20) {
+                    return Err(End::Closed(Some(
+                        "it sent over 1 MiB before its first job".into(),
+                    )));
+                }
+                Ok(())
+            }
+            Phase::Member { attached: Some(a) } => {
+                let mut used = 0;
+                loop {
+                    let limits = || *a.limits.lock().unwrap_or_else(|p| p.into_inner());
+                    match take_frame(&p.inbuf[used..], limits) {
+                        Ok(Some((f, n))) => {
+                            used += n;
+                            let ev = match f {
+                                Frame::Pong(c) => Event::Pong(a.h, c, mono_ns()),
+                                f => Event::Frame(a.h, f),
+                            };
+                            let _ = a.tx.send(ev);
+                        }
+                        Ok(None) => break,
+                        Err(e) => return Err(End::Closed(Some(e.to_string()))),
+                    }
+                }
+                p.inbuf.drain(..used);
+                if p.inbuf.capacity() > (1 << 20) && p.inbuf.len() < (64 << 10) {
+                    p.inbuf.shrink_to(64 << 10);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Accept or refuse a candidate's join.
+    fn admit(&mut self, t: Token, join: Join) -> Result<(), End> {
+        let ours = Hello::ours();
+        let p = self.peers.get_mut(&t).expect("a live peer");
+        if let Err(e) = check_hello(&ours, &join.hello, &format!("agent {}", p.addr)) {
+            p.say_error(&e, true);
+            return Err(End::Refused(format!("protocol version mismatch: {e}")));
+        }
+        if !self.creds.token_matches(&join.token) {
+            p.say_error(
+                "the join token is not this command's (an earlier command's, or mistyped)",
+                true,
+            );
+            return Err(End::Refused("wrong token".into()));
+        }
+        let expect = self.settings.expect;
+        let mut roster = self.shared.roster.lock().unwrap_or_else(|p| p.into_inner());
+        let refusal = if let Some(size) = join.size.filter(|&s| s != expect) {
+            Some(format!(
+                "fleet size mismatch: its launcher started {size} ({}), this command expects {expect} (--expect)",
+                join.rank_from
+            ))
+        } else if let Some(r) = join.rank.filter(|&r| r >= expect) {
+            Some(format!(
+                "rank outside the fleet: rank {r} ({}) is outside ranks 0-{} (--expect {expect})",
+                join.rank_from,
+                expect - 1
+            ))
+        } else if roster.armed {
+            Some(format!(
+                "the fleet is complete: all {expect} agents have joined"
+            ))
+        } else {
+            join.rank.and_then(|r| roster.members.get(&r)).map(|m| {
+                format!(
+                    "duplicate rank: rank {} has already joined from {} ({})",
+                    m.rank, m.peer, m.hostname
+                )
+            })
+        };
+        if let Some(why) = refusal {
+            drop(roster);
+            p.say_error(&why, true);
+            return Err(End::Refused(why));
+        }
+        let Some(rank) = join
+            .rank
+            .or_else(|| (0..expect).find(|r| !roster.members.contains_key(r)))
+        else {
+            drop(roster);
+            let why = format!("the fleet is complete: all {expect} agents have joined");
+            p.say_error(&why, true);
+            return Err(End::Refused(why));
+        };
+        let member = Member {
+            id: t.0 as u64,
+            rank,
+            hostname: join.hello.hostname.clone(),
+            pid: join.hello.pid,
+            peer: p.addr,
+            rank_from: join.rank_from.clone(),
+            target: join.target.clone(),
+        };
+        roster.members.insert(rank, member);
+        drop(roster);
+        self.shared.changed.notify_all();
+        p.phase = Phase::Member { attached: None };
+        self.candidates -= 1;
+        p.queue(&frame_bytes(&Frame::Welcome(Welcome {
+            hello: ours,
+            rank,
+            host_timeout_ms: self.settings.host_timeout.as_millis() as u64,
+            heartbeat_ms: self.heartbeat.as_millis() as u64,
+        })));
+        Ok(())
+    }
+
+    /// Hand rustls what waits and write what it has; ask for writable readiness while
+    /// something is left.
+    fn flush(&mut self, t: Token) -> Result<(), End> {
+        let registry = self.poll.registry();
+        let p = self.peers.get_mut(&t).expect("a live peer");
+        p.write().map_err(|e| End::Closed(Some(e)))?;
+        let want = p.tls.wants_write() || !p.out.is_empty();
+        if want != p.writing {
+            let interest = if want {
+                Interest::READABLE | Interest::WRITABLE
+            } else {
+                Interest::READABLE
+            };
+            let _ = registry.reregister(&mut p.tcp, t, interest);
+            p.writing = want;
+        }
+        Ok(())
+    }
+
+    /// A command from the launcher; false to shut down.
+    fn command(&mut self, cmd: Cmd) -> bool {
+        match cmd {
+            Cmd::Send(id, bytes) => {
+                let t = Token(id as usize);
+                if let Some(p) = self.peers.get_mut(&t) {
+                    p.queue(&bytes);
+                    if p.out.len() > OUT_MAX {
+                        self.end(
+                            t,
+                            End::Closed(Some(format!(
+                                "it read nothing while {} MiB waited for it",
+                                OUT_MAX >> 20
+                            ))),
+                        );
+                    } else if let Err(end) = self.flush(t) {
+                        self.end(t, end);
+                    }
+                }
+            }
+            Cmd::Close(id) => {
+                let t = Token(id as usize);
+                if let Some(mut p) = self.peers.remove(&t) {
+                    p.close_gracefully();
+                    let _ = self.poll.registry().deregister(&mut p.tcp);
+                    self.left(&p, None);
+                }
+            }
+            Cmd::Attach(id, a) => {
+                let t = Token(id as usize);
+                match self.peers.get_mut(&t) {
+                    Some(p) => {
+                        p.phase = Phase::Member { attached: Some(a) };
+                        if let Err(end) = self.take(t) {
+                            self.end(t, end);
+                        }
+                    }
+                    // It left before its first run.
+                    None => {
+                        let _ = a.tx.send(Event::Closed(a.h, None));
+                    }
+                }
+            }
+            Cmd::Shutdown => return false,
+        }
+        true
+    }
+
+    /// A heartbeat to every member with nothing else waiting.
+    fn beat(&mut self) {
+        let beat = frame_bytes(&Frame::Heartbeat);
+        let members: Vec<Token> = self
+            .peers
+            .iter()
+            .filter(|(_, p)| matches!(p.phase, Phase::Member { .. }) && p.out.is_empty())
+            .map(|(t, _)| *t)
+            .collect();
+        for t in members {
+            if let Some(p) = self.peers.get_mut(&t) {
+                p.queue(&beat);
+            }
+            if let Err(end) = self.flush(t) {
+                self.end(t, end);
+            }
+        }
+    }
+
+    /// Refuse the candidates past their deadline.
+    fn expire(&mut self, now: Instant) {
+        let late: Vec<Token> = self
+            .peers
+            .iter()
+            .filter(|(_, p)| matches!(p.phase, Phase::Candidate { deadline } if now >= deadline))
+            .map(|(t, _)| *t)
+            .collect();
+        for t in late {
+            let secs = self.settings.handshake_timeout.as_secs_f64();
+            self.end(
+                t,
+                End::Refused(format!("stalled: no join within {secs} s of connecting")),
+            );
+        }
+    }
+
+    fn end(&mut self, t: Token, end: End) {
+        let Some(mut p) = self.peers.remove(&t) else {
+            return;
+        };
+        // A refused candidate that speaks TLS hears why (once).
+        if let End::Refused(why) = &end {
+            if !p.tls.is_handshaking() && !p.told {
+                p.say_error(&format!("refused: {why}"), true);
+            }
+        }
+        let _ = p.write();
+        let _ = self.poll.registry().deregister(&mut p.tcp);
+        match end {
+            End::Refused(why) => {
+                self.candidates -= 1;
+                self.shared.refuse(p.addr, &why);
+            }
+            End::Closed(why) => self.left(&p, why),
+        }
+    }
+
+    /// A member's connection is gone: its run hears so, or, before it was attached, its
+    /// rank is free again (while the fleet is not yet complete).
+    fn left(&mut self, p: &Peer, why: Option<String>) {
+        match &p.phase {
+            Phase::Member { attached: Some(a) } => {
+                let _ = a.tx.send(Event::Closed(a.h, why));
+            }
+            Phase::Member { attached: None } => {
+                let mut roster = self.shared.roster.lock().unwrap_or_else(|p| p.into_inner());
+                let id = p.id;
+                if !roster.armed {
+                    roster.members.retain(|_, m| m.id != id);
+                }
+                drop(roster);
+                self.shared.changed.notify_all();
+            }
+            Phase::Candidate { .. } => self.candidates -= 1,
+        }
+    }
+
+    fn close_all(&mut self) {
+        let tokens: Vec<Token> = self.peers.keys().copied().collect();
+        for t in tokens {
+            if let Some(mut p) = self.peers.remove(&t) {
+                p.close_gracefully();
+                let _ = self.poll.registry().deregister(&mut p.tcp);
+            }
+        }
+    }
+}
+
+impl Peer {
+    /// Read what the socket has into `inbuf`, through TLS.
+    fn read(&mut self) -> Result<(), End> {
+        let fail = |p: &Peer, e: String| match p.phase {
+            Phase::Candidate { .. } => End::Refused(e),
+            Phase::Member { .. } => End::Closed(Some(e)),
+        };
+        loop {
+            match self.tls.read_tls(&mut self.tcp) {
+                Ok(0) => {
+                    return Err(match self.phase {
+                        Phase::Candidate { .. } => End::Refused("closed before it joined".into()),
+                        Phase::Member { .. } => End::Closed(None),
+                    })
+                }
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(fail(self, format!("read failed: {e}"))),
+            }
+            if let Err(e) = self.tls.process_new_packets() {
+                // Tell the peer (a TLS alert) where it can hear it.
+                let _ = self.tls.write_tls(&mut self.tcp);
+                return Err(fail(self, format!("no TLS: {e}")));
+            }
+            let cap = match self.phase {
+                Phase::Candidate { .. } => MAGIC.len() + 5 + HELLO_MAX,
+                Phase::Member { .. } => usize::MAX,
+            };
+            let mut chunk = [0u8; 16 << 10];
+            loop {
+                match self.tls.reader().read(&mut chunk) {
+                    Ok(0) => return Err(fail(self, "closed its TLS session".into())),
+                    Ok(n) => {
+                        self.inbuf.extend_from_slice(&chunk[..n]);
+                        if self.inbuf.len() > cap {
+                            return Err(fail(
+                                self,
+                                format!("oversized: over {cap} bytes before a join"),
+                            ));
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) => return Err(fail(self, format!("TLS: {e}"))),
+                }
+            }
+        }
+    }
+
+    /// A candidate's magic and join frame, once all of it is in.
+    fn take_join(&mut self) -> Result<Option<Join>, End> {
+        let n = MAGIC.len().min(self.inbuf.len());
+        if self.inbuf[..n] != MAGIC[..n] {
+            return Err(End::Refused(
+                "malformed: it does not speak the iofleet protocol".into(),
+            ));
+        }
+        if self.inbuf.len() < MAGIC.len() {
+            return Ok(None);
+        }
+        match take_join(&self.inbuf[MAGIC.len()..]) {
+            Ok(Some((join, used))) => {
+                self.inbuf.drain(..MAGIC.len() + used);
+                Ok(Some(join))
+            }
+            Ok(None) => Ok(None),
+            Err(e) if e.to_string().contains("over the limit") => {
+                Err(End::Refused(format!("oversized: {e}")))
+            }
+            Err(e) => Err(End::Refused(format!("malformed: {e}"))),
+        }
+    }
+
+    fn queue(&mut self, bytes: &[u8]) {
+        self.out.extend_from_slice(bytes);
+    }
+
+    /// An error frame to a refused candidate, so its agent can say why.
+    fn say_error(&mut self, message: &str, input: bool) {
+        self.told = true;
+        self.queue(&frame_bytes(&Frame::Error(Failure {
+            message: message.to_string(),
+            input,
+        })));
+        // Into rustls before its close: nothing written after a close is sent.
+        let _ = self.write();
+        self.tls.send_close_notify();
+    }
+
+    /// Move what waits into rustls and rustls' records to the socket, as far as each
+    /// takes them.
+    fn write(&mut self) -> Result<(), String> {
+        while !self.out.is_empty() {
+            match self.tls.writer().write(&self.out) {
+                Ok(0) => break,
+                Ok(n) => {
+                    self.out.drain(..n);
+                }
+                Err(e) => return Err(format!("TLS: {e}")),
+            }
+        }
+        while self.tls.wants_write() {
+            match self.tls.write_tls(&mut self.tcp) {
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(format!("write failed: {e}")),
+            }
+            // Room freed in rustls: take more of what waits.
+            while !self.out.is_empty() {
+                match self.tls.writer().write(&self.out) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        self.out.drain(..n);
+                    }
+                    Err(e) => return Err(format!("TLS: {e}")),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// What waits, then TLS' close, as far as the socket takes them now.
+    fn close_gracefully(&mut self) {
+        let _ = self.write();
+        self.tls.send_close_notify();
+        let _ = self.write();
+        let _ = self.tcp.shutdown(std::net::Shutdown::Both);
+    }
+}
