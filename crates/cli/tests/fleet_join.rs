@@ -388,9 +388,9 @@ fn two_agent_run(
     before: impl FnOnce(&Controller, &JoinAddress, &str),
     during: impl FnOnce(&JoinAddress, &str),
 ) -> (Option<i32>, Value, String, u64) {
-    // 6,000,000 I/Os: several seconds of this machine's time for the port to be tried
+    // 12,000,000 I/Os: several seconds of this machine's time for the port to be tried
     // in.
-    let even = even_profile(d, 2, "120s");
+    let even = even_profile(d, 2, "240s");
     let c = Controller::start(
         d,
         &[
@@ -528,10 +528,10 @@ fn the_join_port_refuses_what_is_not_an_agent_of_this_command_while_a_run_goes_o
         },
     );
     assert_eq!(code, Some(0), "{err}");
-    // The run: both agents to the end, exactly 2 × 25,000 I/Os a second over 120 s.
+    // The run: both agents to the end, exactly 2 × 25,000 I/Os a second over 240 s.
     assert_eq!(
         v["summary"]["all"]["ios"],
-        2 * 25_000 * 120,
+        2 * 25_000 * 240,
         "{}",
         v["summary"]
     );
@@ -619,7 +619,7 @@ fn a_thousand_bogus_connections_leave_the_run_exact_and_its_memory_bounded() {
     );
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(v["summary"]["all"]["ios"], quiet["summary"]["all"]["ios"]);
-    assert_eq!(v["summary"]["all"]["ios"], 2 * 25_000 * 120);
+    assert_eq!(v["summary"]["all"]["ios"], 2 * 25_000 * 240);
     assert!(err.contains("connection(s)"), "{err}");
     eprintln!(
         "controller peak RSS: {quiet_peak} KiB quiet, {peak} KiB with 1,000 bogus connections"
@@ -628,4 +628,286 @@ fn a_thousand_bogus_connections_leave_the_run_exact_and_its_memory_bounded() {
         peak < quiet_peak + 50 * 1024,
         "peak RSS {peak} KiB with 1,000 bogus connections, {quiet_peak} KiB without"
     );
+}
+
+/// A real-time run of `expect` joined agents (one worker each, the null engine at a
+/// fixed rate) watched through its metrics endpoint, with `extra` flags: the watched
+/// controller, its join file, and the agents by rank.
+fn watched_run(d: &Path, expect: u32, extra: &[&str]) -> (Watched, PathBuf, Vec<Child>) {
+    let even = even_profile(d, expect, "8s");
+    let join_file = d.join(format!("w{}.join", rand::random::<u32>()));
+    let mut c = bin();
+    c.current_dir(d)
+        .args(["run", &even, "--engine", "null", "--rate", "200", "--json"])
+        .args(["--no-save", "--metrics-listen", "127.0.0.1:0"])
+        .args(["--listen", "127.0.0.1:0", "--expect", &expect.to_string()])
+        .arg("--join-file")
+        .arg(&join_file)
+        .args(extra);
+    let w = Watched::spawn(c);
+    let t0 = Instant::now();
+    while !join_file.exists() {
+        assert!(t0.elapsed() < PATIENCE, "no join file");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let agents = (0..expect)
+        .map(|r| agent(&join_file, &["--rank", &r.to_string()], &[]))
+        .collect();
+    (w, join_file, agents)
+}
+
+fn signal(pid: u32, sig: &str) {
+    assert!(Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .unwrap()
+        .success());
+}
+
+#[test]
+fn a_killed_agent_is_lost_at_once_a_stopped_one_at_the_host_timeout_and_exits_once_resumed() {
+    let d = tempfile::tempdir().unwrap();
+    let (w, _, mut agents) = watched_run(d.path(), 4, &["--host-timeout", "2s"]);
+    w.wait_for("iofleet_interval_index", |i| i >= 2.0, PATIENCE);
+    let (killed, stopped) = (agents[1].id(), agents[2].id());
+    signal(killed, "-KILL");
+    signal(stopped, "-STOP");
+    let o = w.finish();
+    let err = common::stderr(&o);
+    // Without a quorum flag every host must stay: the run is marked and exits 3.
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    let machine = iofleet_fleet::sys::hostname();
+    assert!(
+        err.contains(&format!(
+            "host {machine}-r1 lost: its agent's connection closed"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "host {machine}-r2 stopped responding: nothing heard from it for 2 s"
+        )),
+        "{err}"
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let lost: Vec<bool> = v["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["lost_at_s"].is_number())
+        .collect();
+    assert_eq!(lost, vec![false, true, true, false], "{}", v["hosts"]);
+    // The stopped agent, resumed, finds its connection closed and exits by itself.
+    signal(stopped, "-CONT");
+    let (_, e) = agent_exit(agents.remove(2), PATIENCE);
+    assert!(e.contains("the controller"), "{e}");
+    let _ = agents.remove(1).wait();
+    for a in agents {
+        let (code, e) = agent_exit(a, PATIENCE);
+        assert_eq!(code, Some(0), "{e}");
+    }
+}
+
+#[test]
+fn agents_stop_by_themselves_when_their_controller_goes_silent() {
+    let d = tempfile::tempdir().unwrap();
+    let (w, _, agents) = watched_run(d.path(), 2, &["--host-timeout", "2s"]);
+    w.wait_for("iofleet_interval_index", |i| i >= 1.0, PATIENCE);
+    // A frozen controller: nothing reaches the agents, not even its heartbeats.
+    w.signal("-STOP");
+    for a in agents {
+        let (code, e) = agent_exit(a, PATIENCE);
+        assert_eq!(code, Some(3), "{e}");
+        assert!(
+            e.contains("nothing from the controller for 2 s (its host timeout): stopping"),
+            "{e}"
+        );
+    }
+    w.signal("-KILL");
+}
+
+#[test]
+fn a_fleet_short_of_its_agents_fails_at_the_join_timeout_naming_the_ranks_missing() {
+    let d = tempfile::tempdir().unwrap();
+    let c = Controller::start(
+        d.path(),
+        &[
+            "run",
+            "--engine",
+            "null",
+            "--duration",
+            "1s",
+            "--join-timeout",
+            "2s",
+        ],
+        5,
+    );
+    let joined = agent(&c.join_file, &["--rank", "2"], &[]);
+    let file = c.join_file.clone();
+    let (code, out, err) = c.finish();
+    assert_eq!(code, Some(1), "{err}");
+    assert!(out.is_empty(), "{out}");
+    assert!(
+        err.contains(
+            "--join-timeout 2 s passed with 1 of 5 agents joined: missing rank(s) 0-1, 3-4"
+        ),
+        "{err}"
+    );
+    // The join file goes with the wait, and the joined agent with the command.
+    assert!(!file.exists());
+    let (code, e) = agent_exit(joined, PATIENCE);
+    assert_eq!(code, Some(0), "{e}");
+}
+
+#[test]
+fn bad_join_input_is_refused_naming_the_flag() {
+    let d = tempfile::tempdir().unwrap();
+    let fp = "ab".repeat(32);
+    for (args, env, says) in [
+        (
+            vec![
+                "run",
+                "--duration",
+                "1s",
+                "--listen",
+                "nowhere",
+                "--expect",
+                "2",
+            ],
+            None,
+            "--listen \"nowhere\"",
+        ),
+        (
+            vec!["run", "--duration", "1s", "--listen", "127.0.0.1:0"],
+            None,
+            "--expect",
+        ),
+        (
+            vec!["run", "--duration", "1s", "--expect", "2"],
+            None,
+            "--listen",
+        ),
+        (
+            vec![
+                "run",
+                "--duration",
+                "1s",
+                "--listen",
+                "127.0.0.1:0",
+                "--expect",
+                "0",
+            ],
+            None,
+            "--expect",
+        ),
+        (
+            vec!["agent", "--join", "http://x:1/ab"],
+            None,
+            "--join: \"http://x:1/ab\" is not a join address",
+        ),
+        (
+            vec!["agent", "--join-file", "/nonexistent/j"],
+            None,
+            "--join-file: cannot read the join file",
+        ),
+        (
+            vec!["agent", "--rank", "3"],
+            None,
+            "--rank and --target are for an agent that joins",
+        ),
+        (
+            vec!["agent", "--join", &format!("iofleet://127.0.0.1:1/{fp}")],
+            None,
+            "IOFLEET_JOIN_TOKEN",
+        ),
+        (
+            vec!["agent", "--join", &format!("iofleet://127.0.0.1:1/{fp}")],
+            Some(("OMPI_COMM_WORLD_RANK", "first")),
+            "OMPI_COMM_WORLD_RANK=\"first\"",
+        ),
+    ] {
+        let mut c = bin();
+        c.current_dir(d.path())
+            .args(&args)
+            .env("IOFLEET_JOIN_TOKEN", "t");
+        if args.len() == 3 && args[1] == "--join" && env.is_none() {
+            c.env_remove("IOFLEET_JOIN_TOKEN");
+        }
+        if let Some((k, v)) = env {
+            c.env(k, v);
+        }
+        let o = c.output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", common::stderr(&o));
+        assert!(
+            common::stderr(&o).contains(says),
+            "{args:?}: {}",
+            common::stderr(&o)
+        );
+    }
+    // A wrong token is refused by the controller, and the agent says so (exit 2).
+    let c = Controller::start(
+        d.path(),
+        &["run", "--engine", "null", "--duration", "1s"],
+        1,
+    );
+    let (addr, _) = c.join_address();
+    let o = bin()
+        .args(["agent", "--join", &addr.to_string()])
+        .env("IOFLEET_JOIN_TOKEN", "0".repeat(64))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", common::stderr(&o));
+    assert!(
+        common::stderr(&o)
+            .contains("the controller refused this agent: the join token is not this command's"),
+        "{}",
+        common::stderr(&o)
+    );
+    // The right token on stdin (--token-file -) joins.
+    let mut a = bin()
+        .args(["agent", "--join", &addr.to_string(), "--token-file", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let token = JoinFile::read(&c.join_file).unwrap().token;
+    a.stdin.take().unwrap().write_all(token.as_bytes()).unwrap();
+    let (code, out, err) = c.finish();
+    assert_eq!(code, Some(0), "{err}\n{out}");
+    let (code, e) = agent_exit(a, PATIENCE);
+    assert_eq!(code, Some(0), "{e}");
+}
+
+#[test]
+fn a_dry_run_plans_on_the_ranks_expected_and_opens_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let join_file = d.path().join("j.json");
+    let o = run_in(
+        d.path(),
+        &[
+            "run",
+            "--dry-run",
+            "--workers",
+            "3",
+            "--listen",
+            "127.0.0.1:0",
+            "--expect",
+            "3",
+            "--join-file",
+            join_file.to_str().unwrap(),
+            "--target",
+            "/srv/io",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
+    let out = common::stdout(&o);
+    for r in 0..3 {
+        assert!(
+            out.contains(&format!("host rank-{r} (the agent that joins as rank {r})")),
+            "{out}"
+        );
+        assert!(out.contains(&format!("/srv/io/rank-{r}")), "{out}");
+    }
+    assert!(!join_file.exists());
 }

@@ -66,7 +66,7 @@ class Session:
                 local = u.scheme in ("data", "about") or (u.scheme == "http" and u.netloc == self.host)
                 check(local, f"{where}: a request left the server: {url}")
 
-    def wait(self, script, what, timeout=20):
+    def wait(self, script, what, timeout=60):
         t0 = time.time()
         while time.time() - t0 < timeout:
             v = self.d.execute_script(script)

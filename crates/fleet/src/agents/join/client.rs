@@ -178,6 +178,7 @@ fn bridge(mut tcp: TcpStream, mut tls: ClientConnection, welcome: &Welcome) -> i
     // A controller that stops reading must not hold this thread in a write forever.
     let _ = tcp.set_write_timeout(Some(silence));
     let mut heard = Instant::now();
+    let mut silent = false;
     let mut buf = vec![0u8; 64 << 10];
     let why = loop {
         use rustix::event::{poll, PollFd, PollFlags, Timespec};
@@ -231,6 +232,7 @@ fn bridge(mut tcp: TcpStream, mut tls: ClientConnection, welcome: &Welcome) -> i
             }
         }
         if heard.elapsed() > silence {
+            silent = true;
             break format!(
                 "nothing from the controller for {} s (its host timeout): stopping",
                 silence.as_secs_f64()
@@ -246,12 +248,12 @@ fn bridge(mut tcp: TcpStream, mut tls: ClientConnection, welcome: &Welcome) -> i
         eprintln!("iofleet agent: {why}");
     }
     let code = session.join().unwrap_or(1);
-    if why.is_empty() || code != 0 {
-        code
-    } else if why.contains("nothing from the controller") {
+    // A controller gone silent is said by the exit code too (whatever the stopped
+    // session made of its cut input).
+    if silent {
         3
     } else {
-        0
+        code
     }
 }
 
