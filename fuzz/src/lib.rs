@@ -413,3 +413,48 @@ pub fn agent_frames(data: &[u8]) {
         while let Ok(Some(_)) = read_frame(&mut r, &limits) {}
     }
 }
+
+/// A joining agent's first bytes as the join port reads them (`candidate_join`), and
+/// the port's incremental frame reader against the sessions' stream reader: the answer
+/// for the whole input is the one the port reaches feeding it in chunks (the chunk
+/// sizes taken from the input's first byte), a join takes no more than it was given,
+/// and a refusal says whether the input was malformed or oversized.
+pub fn join_handshake(data: &[u8]) {
+    use iofleet_fleet::agents::join::server::candidate_join;
+    use iofleet_fleet::agents::protocol::{read_frame, take_frame, FrameLimits};
+    let Some((&step, input)) = data.split_first() else {
+        return;
+    };
+    let whole = candidate_join(input);
+    match &whole {
+        Ok(Some((_, used))) => assert!(*used <= input.len()),
+        Ok(None) => {}
+        Err(why) => assert!(
+            why.starts_with("malformed: ") || why.starts_with("oversized: "),
+            "{why}"
+        ),
+    }
+    // Fed as it might arrive: the first answer that is not "incomplete" is the whole's.
+    let step = usize::from(step).max(1);
+    let mut fed = 0;
+    let answer = loop {
+        fed = (fed + step).min(input.len());
+        match candidate_join(&input[..fed]) {
+            Ok(None) if fed < input.len() => continue,
+            other => break other,
+        }
+    };
+    assert_eq!(answer, whole);
+    // The port's frame reader and the sessions' agree on any bytes.
+    let limits = FrameLimits::greeting();
+    let mut r = input;
+    let streamed = read_frame(&mut r, &limits);
+    match (take_frame(input, || limits), streamed) {
+        (Ok(Some((f, used))), Ok(Some(g))) => {
+            assert_eq!(f, g);
+            assert_eq!(used, input.len() - r.len());
+        }
+        (Ok(None), Ok(None) | Err(_)) | (Err(_), Err(_)) => {}
+        (a, b) => panic!("the port read {a:?}, a session {b:?}"),
+    }
+}

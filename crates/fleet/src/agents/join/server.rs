@@ -324,6 +324,27 @@ impl Drop for JoinServer {
     }
 }
 
+/// What a candidate has sent so far (`buf`, the plaintext from its first byte): its
+/// join and the bytes it took, None while incomplete, or why it is refused ("malformed:
+/// ...", "oversized: ...") as soon as that can be told — from its first bytes when they
+/// are not the magic, from a frame's header when the frame is not a join or is over the
+/// join's limit. The same answer whatever chunks the bytes arrive in.
+pub fn candidate_join(buf: &[u8]) -> Result<Option<(Join, usize)>, String> {
+    let n = MAGIC.len().min(buf.len());
+    if buf[..n] != MAGIC[..n] {
+        return Err("malformed: it does not speak the iofleet protocol".into());
+    }
+    if buf.len() < MAGIC.len() {
+        return Ok(None);
+    }
+    match take_join(&buf[MAGIC.len()..]) {
+        Ok(Some((join, used))) => Ok(Some((join, MAGIC.len() + used))),
+        Ok(None) => Ok(None),
+        Err(e) if e.to_string().contains("over the limit") => Err(format!("oversized: {e}")),
+        Err(e) => Err(format!("malformed: {e}")),
+    }
+}
+
 /// `[0, 1, 2, 5, 7, 8]` as "0-2, 5, 7-8".
 fn ranges(xs: &[u32]) -> String {
     let mut out: Vec<String> = Vec::new();
@@ -899,25 +920,13 @@ impl Peer {
 
     /// A candidate's magic and join frame, once all of it is in.
     fn take_join(&mut self) -> Result<Option<Join>, End> {
-        let n = MAGIC.len().min(self.inbuf.len());
-        if self.inbuf[..n] != MAGIC[..n] {
-            return Err(End::Refused(
-                "malformed: it does not speak the iofleet protocol".into(),
-            ));
-        }
-        if self.inbuf.len() < MAGIC.len() {
-            return Ok(None);
-        }
-        match take_join(&self.inbuf[MAGIC.len()..]) {
+        match candidate_join(&self.inbuf) {
             Ok(Some((join, used))) => {
-                self.inbuf.drain(..MAGIC.len() + used);
+                self.inbuf.drain(..used);
                 Ok(Some(join))
             }
             Ok(None) => Ok(None),
-            Err(e) if e.to_string().contains("over the limit") => {
-                Err(End::Refused(format!("oversized: {e}")))
-            }
-            Err(e) => Err(End::Refused(format!("malformed: {e}"))),
+            Err(why) => Err(End::Refused(why)),
         }
     }
 
