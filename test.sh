@@ -27,6 +27,9 @@ command -v ip >/dev/null || need+=(iproute2)                         # observer 
 command -v chromedriver >/dev/null || need+=(chromium-driver)            # iofleet serve in a browser (Selenium)
 { command -v prometheus && command -v promtool; } >/dev/null || need+=(prometheus)  # a real scrape of /metrics
 command -v ansible-inventory >/dev/null || need+=(ansible-core)          # inventory parity
+command -v mpirun >/dev/null || need+=(openmpi-bin)                      # agents that join, started by mpirun
+{ command -v srun && command -v slurmctld && command -v slurmd; } >/dev/null || need+=(slurm-wlm)  # ... and by srun
+{ command -v munged && command -v mungekey; } >/dev/null || need+=(munge) # Slurm's authentication
 
 if [ ${#need[@]} -gt 0 ]; then
   sudo=""

@@ -911,3 +911,177 @@ fn a_dry_run_plans_on_the_ranks_expected_and_opens_nothing() {
     }
     assert!(!join_file.exists());
 }
+
+/// A free TCP port on the loopback (bound and let go: Slurm's daemons take port numbers,
+/// not sockets).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A one-node Slurm cluster on this machine for the test's life: munged, slurmctld and
+/// slurmd started here with a configuration, key and state of their own (in a temporary
+/// directory, on free ports), stopped when dropped.
+struct Slurm {
+    dir: tempfile::TempDir,
+    daemons: Vec<Child>,
+}
+
+impl Slurm {
+    fn start() -> Slurm {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().to_path_buf();
+        let p = |name: &str| base.join(name).to_string_lossy().into_owned();
+        for sub in ["state", "spool", "munge"] {
+            std::fs::create_dir_all(p(sub)).unwrap();
+        }
+        let ok = Command::new("mungekey")
+            .args(["-c", "-k", &p("munge/munge.key")])
+            .status()
+            .unwrap();
+        assert!(ok.success(), "mungekey");
+        let host = iofleet_fleet::sys::hostname();
+        let conf = format!(
+            "ClusterName=iofleet-test\nSlurmctldHost={host}(127.0.0.1)\nSlurmctldPort={}\nSlurmdPort={}\n\
+             AuthType=auth/munge\nAuthInfo=socket={}\nMpiDefault=none\nProctrackType=proctrack/linuxproc\n\
+             TaskPlugin=task/none\nReturnToService=2\nSlurmctldPidFile={}\nSlurmdPidFile={}\n\
+             SlurmdSpoolDir={}\nStateSaveLocation={}\nSlurmUser=root\nSlurmdUser=root\n\
+             SchedulerType=sched/builtin\nSelectType=select/cons_tres\nSelectTypeParameters=CR_Core\n\
+             JobCompType=jobcomp/none\nAccountingStorageType=accounting_storage/none\n\
+             JobAcctGatherType=jobacct_gather/none\nSlurmctldLogFile={}\nSlurmdLogFile={}\n\
+             NodeName={host} NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000 State=UNKNOWN\n\
+             PartitionName=test Nodes={host} Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:32\n",
+            free_port(),
+            free_port(),
+            p("munge/socket"),
+            p("slurmctld.pid"),
+            p("slurmd.pid"),
+            p("spool"),
+            p("state"),
+            p("slurmctld.log"),
+            p("slurmd.log"),
+        );
+        std::fs::write(p("slurm.conf"), conf).unwrap();
+        let spawn = |c: &mut Command| {
+            c.stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        };
+        let mut s = Slurm {
+            daemons: Vec::new(),
+            dir,
+        };
+        s.daemons.push(spawn(Command::new("munged").args([
+            "-F",
+            "--socket",
+            &p("munge/socket"),
+            "--key-file",
+            &p("munge/munge.key"),
+            "--log-file",
+            &p("munge/munged.log"),
+            "--pid-file",
+            &p("munge/munged.pid"),
+            "--seed-file",
+            &p("munge/seed"),
+        ])));
+        s.daemons.push(spawn(Command::new("slurmctld").args([
+            "-D",
+            "-f",
+            &p("slurm.conf"),
+        ])));
+        s.daemons.push(spawn(Command::new("slurmd").args([
+            "-D",
+            "-f",
+            &p("slurm.conf"),
+        ])));
+        let t0 = Instant::now();
+        loop {
+            let o = s
+                .command("sinfo")
+                .args(["-h", "-o", "%t"])
+                .output()
+                .unwrap();
+            if String::from_utf8_lossy(&o.stdout).trim() == "idle" {
+                return s;
+            }
+            assert!(
+                t0.elapsed() < PATIENCE,
+                "the Slurm node never became idle: {}",
+                std::fs::read_to_string(p("slurmctld.log")).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// A Slurm client command for this cluster.
+    fn command(&self, name: &str) -> Command {
+        let mut c = Command::new(name);
+        c.env("SLURM_CONF", self.dir.path().join("slurm.conf"));
+        c
+    }
+}
+
+impl Drop for Slurm {
+    fn drop(&mut self) {
+        for d in self.daemons.iter_mut().rev() {
+            let _ = d.kill();
+            let _ = d.wait();
+        }
+    }
+}
+
+#[test]
+fn srun_starts_sixteen_agents_that_join_with_slurms_ranks() {
+    let test = "srun_starts_sixteen_agents_that_join_with_slurms_ranks";
+    if !common::need::need(
+        test,
+        &["root", "srun", "slurmctld", "slurmd", "munged", "mungekey"],
+    ) {
+        return;
+    }
+    let slurm = Slurm::start();
+    let d = tempfile::tempdir().unwrap();
+    let even = even_profile(d.path(), 16, "1s");
+    let c = Controller::start(
+        d.path(),
+        &[
+            "run",
+            &even,
+            "--engine",
+            "null-sim:fixed:50us",
+            "--rate",
+            "50",
+            "--json",
+            "--no-save",
+        ],
+        16,
+    );
+    let launcher = slurm
+        .command("srun")
+        .args(["--overcommit", "-n", "16"])
+        .arg(env!("CARGO_BIN_EXE_iofleet"))
+        .arg("agent")
+        .arg("--join-file")
+        .arg(&c.join_file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (code, out, err) = c.finish();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("16 agent(s) joined from 1 host(s); ranks from SLURM_PROCID (16)"),
+        "{err}"
+    );
+    let v = json(&out, &err);
+    assert_eq!(v["summary"]["all"]["ios"], 16 * 50, "{}", v["summary"]);
+    let machine = iofleet_fleet::sys::hostname();
+    let want: Vec<(String, u64)> = (0..16).map(|r| (format!("{machine}-r{r}"), 50)).collect();
+    assert_eq!(hosts(&v), want);
+    let (code, err) = agent_exit(launcher, PATIENCE);
+    assert_eq!(code, Some(0), "srun: {err}");
+}
