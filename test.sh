@@ -30,6 +30,7 @@ command -v ansible-inventory >/dev/null || need+=(ansible-core)          # inven
 command -v mpirun >/dev/null || need+=(openmpi-bin)                      # agents that join, started by mpirun
 { command -v srun && command -v slurmctld && command -v slurmd; } >/dev/null || need+=(slurm-wlm)  # ... and by srun
 { command -v munged && command -v mungekey; } >/dev/null || need+=(munge) # Slurm's authentication
+command -v pdsh >/dev/null || need+=(pdsh)                               # ... and by pdsh
 
 if [ ${#need[@]} -gt 0 ]; then
   sudo=""

@@ -6,6 +6,8 @@
 //! refusals are tried with clients that misbehave, while a real run goes on.
 
 mod common;
+#[path = "support/sshd.rs"]
+mod sshd;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -20,6 +22,7 @@ use iofleet_fleet::agents::protocol::{
     read_frame, write_frame, Frame, FrameLimits, Hello, Join, HELLO_MAX, MAGIC,
 };
 use serde_json::Value;
+use sshd::Cluster;
 
 /// A bound for a loaded machine, not a timing claim.
 const PATIENCE: Duration = Duration::from_secs(120);
@@ -1084,4 +1087,119 @@ fn srun_starts_sixteen_agents_that_join_with_slurms_ranks() {
     assert_eq!(hosts(&v), want);
     let (code, err) = agent_exit(launcher, PATIENCE);
     assert_eq!(code, Some(0), "srun: {err}");
+}
+
+/// One run of three agents that `launch` starts (given the join file, address and
+/// token): exit 0, three hosts of exact counts, ranks from `ranks_from`, and the
+/// launcher itself exits 0.
+fn launched_run(
+    d: &Path,
+    ranks_from: &str,
+    launch: impl FnOnce(&Path, &JoinAddress, &str) -> Child,
+) {
+    let even = even_profile(d, 3, "1s");
+    let c = Controller::start(
+        d,
+        &[
+            "run",
+            &even,
+            "--engine",
+            "null-sim:fixed:50us",
+            "--rate",
+            "100",
+            "--json",
+            "--no-save",
+        ],
+        3,
+    );
+    let (addr, token) = c.join_address();
+    let launcher = launch(&c.join_file, &addr, &token);
+    let (code, out, err) = c.finish();
+    assert_eq!(code, Some(0), "{ranks_from}: {err}");
+    assert!(err.contains(&format!("ranks from {ranks_from}")), "{err}");
+    let v = json(&out, &err);
+    assert_eq!(v["summary"]["all"]["ios"], 300, "{}", v["summary"]);
+    assert!(
+        hosts(&v).iter().all(|(_, ios)| *ios == 100),
+        "{}",
+        v["hosts"]
+    );
+    let (code, e) = agent_exit(launcher, PATIENCE);
+    assert_eq!(code, Some(0), "{ranks_from}: the launcher: {e}");
+}
+
+#[test]
+fn pdsh_an_ssh_loop_and_ansible_start_agents_that_join() {
+    let test = "pdsh_an_ssh_loop_and_ansible_start_agents_that_join";
+    if !common::need::need(test, &["pdsh", "ansible"]) {
+        return;
+    }
+    let _one = sshd::one_at_a_time();
+    let Some(cluster) = Cluster::start(3) else {
+        return;
+    };
+    let d = tempfile::tempdir().unwrap();
+    let bin_path = env!("CARGO_BIN_EXE_iofleet");
+    let cfg = cluster.ssh_config.display().to_string();
+    let aliases = cluster.aliases();
+    // pdsh over ssh: no rank variable, the controller numbers the agents.
+    launched_run(d.path(), "the controller (3)", |file, _, _| {
+        Command::new("pdsh")
+            .args(["-R", "ssh", "-w", &aliases.join(",")])
+            .env("PDSH_SSH_ARGS", format!("-F {cfg} -oBatchMode=yes %h"))
+            .arg(format!("{bin_path} agent --join-file {}", file.display()))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    });
+    // A plain ssh loop, the token on each agent's stdin and a rank of our choosing.
+    launched_run(d.path(), "IOFLEET_RANK (3)", |_, addr, token| {
+        let script = aliases
+            .iter()
+            .enumerate()
+            .map(|(r, h)| {
+                format!(
+                    "printf %s \"$TOKEN\" | ssh -F {cfg} -oBatchMode=yes {h} IOFLEET_RANK={r} {bin_path} agent --join {addr} --token-file - &"
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        Command::new("sh")
+            .args(["-c", &format!("{script}\nwait")])
+            .env("TOKEN", token)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    });
+    // Ansible, ad hoc, over the same ssh.
+    let inv = d.path().join("hosts.ini");
+    std::fs::write(
+        &inv,
+        format!(
+            "[fleet]\n{}\n[fleet:vars]\nansible_ssh_common_args='-F {cfg}'\nansible_python_interpreter=/usr/bin/python3\n",
+            aliases.join("\n")
+        ),
+    )
+    .unwrap();
+    launched_run(d.path(), "the controller (3)", |file, _, _| {
+        Command::new("ansible")
+            .args([
+                "fleet",
+                "-i",
+                inv.to_str().unwrap(),
+                "-f",
+                "3",
+                "-m",
+                "shell",
+                "-a",
+            ])
+            .arg(format!("{bin_path} agent --join-file {}", file.display()))
+            .env("ANSIBLE_HOST_KEY_CHECKING", "False")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    });
 }

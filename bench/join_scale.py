@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""Agents that join, at scale: N `iofleet agent --join-file` processes on this machine
+join one `iofleet run --listen 127.0.0.1:0 --expect N` (one null-engine worker per
+agent at `--rate` IOPS, 1 s intervals), as a launcher would start them. Reports:
+
+- the time from the first agent's start to "N agent(s) joined" on the controller's
+  stderr, and to the first merged interval (the controller's /metrics page,
+  `iofleet_interval_index`, polled every 0.2 s);
+- each measured interval's lag behind the most timely one (as bench/fleet_scale.py);
+- the controller's own peak RSS (VmHWM) and CPU (its own rusage, from wait4), and the
+  agents' summed peak RSS;
+- from the result: hosts, hosts lost, stragglers, start skew, exact I/O count.
+
+    python3 bench/join_scale.py --iofleet target/release/iofleet --agents 1000 --seconds 20
+"""
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+from fleet_scale import free_port, interval_index
+
+
+def vm_hwm_kib(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--iofleet", default="target/release/iofleet")
+    ap.add_argument("--agents", type=int, default=1000)
+    ap.add_argument("--seconds", type=int, default=20)
+    ap.add_argument("--rate", type=int, default=10, help="IOPS per agent (one worker each)")
+    ap.add_argument("--interval", default="1s")
+    args = ap.parse_args()
+    binary = os.path.abspath(args.iofleet)
+    tmp = tempfile.mkdtemp()
+    join_file = os.path.join(tmp, "join.json")
+    port = free_port()
+    interval_s = float(args.interval.rstrip("s"))
+    # Room for 1,000 processes' descriptors and threads.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    cmd = [
+        binary, "run", "--engine", "null", "--workers", str(args.agents), "--disks", "1",
+        "--threads", "1", "--qd", "1", "--rate", str(args.rate), "--warmup", "0s",
+        f"--duration={args.seconds}s", "--interval", args.interval, "--json", "--no-save",
+        "--metrics-listen", f"127.0.0.1:{port}", "--listen", "127.0.0.1:0",
+        "--expect", str(args.agents), "--join-file", join_file, "--target", tmp,
+        "--host-timeout", "60s",
+    ]
+    out_f = tempfile.TemporaryFile()
+    err_path = os.path.join(tmp, "controller.err")
+    err_f = open(err_path, "wb")
+    t0 = time.time()
+    ctrl = subprocess.Popen(cmd, stdout=out_f, stderr=err_f)
+    while not os.path.exists(join_file):
+        if ctrl.poll() is not None:
+            sys.exit(open(err_path).read())
+        time.sleep(0.05)
+    t_launch = time.time()
+    agents = [
+        subprocess.Popen([binary, "agent", "--join-file", join_file],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(args.agents)
+    ]
+    t_spawned = time.time()
+    joined_at = None
+    seen = {}
+    hwm = 0
+    agents_hwm = 0
+    status = None
+    rusage = None
+    while status is None:
+        hwm = max(hwm, vm_hwm_kib(ctrl.pid))
+        if joined_at is None:
+            with open(err_path) as f:
+                if f"{args.agents} agent(s) joined from" in f.read():
+                    joined_at = time.time()
+        k = interval_index(port)
+        if k is not None:
+            for j in range(max(seen, default=-1) + 1, k + 1):
+                seen[j] = time.time()
+        if len(seen) % 5 == 1:
+            agents_hwm = max(agents_hwm, sum(vm_hwm_kib(a.pid) for a in agents))
+        pid, st, ru = os.wait4(ctrl.pid, os.WNOHANG)
+        if pid:
+            status, rusage = st, ru
+        time.sleep(0.2)
+    wall = time.time() - t0
+    codes = [a.wait(timeout=120) for a in agents]
+    out_f.seek(0)
+    r = json.loads(out_f.read() or b"{}")
+    err = open(err_path).read()
+    if os.waitstatus_to_exitcode(status) != 0 or not r:
+        sys.exit(f"run failed ({os.waitstatus_to_exitcode(status)}): {err[-3000:]}")
+    hosts = r["hosts"]
+    lost = sum(1 for h in hosts if h["lost_at_s"] is not None)
+    stragglers = sum(1 for h in hosts if h["straggler"])
+    cpu_s = rusage.ru_utime + rusage.ru_stime
+    first = min(seen.values()) if seen else float("nan")
+    print(f"{args.agents} agents joined in {joined_at - t_launch:.1f} s after the first started "
+          f"(spawning them all took {t_spawned - t_launch:.1f} s); first interval merged "
+          f"{first - t_launch:.1f} s after the first agent started")
+    print(f"hosts {len(hosts)}, lost {lost}, stragglers {stragglers}, start skew "
+          f"{r['run']['start_skew_ms']:.1f} ms; ios {r['summary']['all']['ios']} "
+          f"(planned {args.agents * args.rate * args.seconds}), fleet {r['summary']['all']['iops']:.0f} IOPS")
+    print(f"controller: peak RSS {hwm / 1024:.1f} MiB (rusage {rusage.ru_maxrss / 1024:.1f} MiB), "
+          f"CPU {cpu_s:.1f} s over {wall:.1f} s wall ({100 * cpu_s / wall:.1f}% of one core); "
+          f"agents' summed peak RSS {agents_hwm / 1024:.0f} MiB; agent exit codes "
+          f"{sorted(set(codes))}")
+    if seen:
+        base = min(t - k * interval_s for k, t in seen.items())
+        lags = sorted(seen[k] - k * interval_s - base for k in seen)
+        print(f"intervals merged while the run went on: {len(seen)} of {len(r['intervals'])}; "
+              f"lag behind the most timely one: median {lags[len(lags) // 2]:.2f} s, "
+              f"max {lags[-1]:.2f} s")
+    notices = [n for n in r.get("notices", []) if "refused" in n]
+    if notices:
+        print("refusals:", notices)
+
+
+if __name__ == "__main__":
+    main()
