@@ -50,6 +50,10 @@ pub const MAX_CANDIDATES: usize = 512;
 const OUT_MAX: usize = 2 * JOB_MAX + (1 << 20);
 /// What rustls itself may buffer per connection, each way.
 const TLS_BUFFER: usize = 256 << 10;
+/// Plaintext read from one connection before its frames are taken.
+const READ_BUDGET: usize = 1 << 20;
+/// How often candidates are checked against their deadline.
+const EXPIRY_CHECK: Duration = Duration::from_millis(100);
 /// How many refusals of each reason are told on stderr as they happen (all are
 /// counted, and the counts told at the end).
 const TOLD_PER_REASON: u32 = 3;
@@ -461,6 +465,8 @@ struct Peer {
     writing: bool,
     /// Whether it was told why it is refused.
     told: bool,
+    /// Its end was read (TCP's, or TLS' close): it ends once what it sent is taken.
+    eof: bool,
 }
 
 /// Why a connection ends.
@@ -489,6 +495,7 @@ impl EventLoop {
     fn run(&mut self) {
         let mut events = Events::with_capacity(1024);
         let mut next_beat = Instant::now() + self.heartbeat;
+        let mut next_expiry = Instant::now();
         loop {
             let now = Instant::now();
             let tick = next_beat
@@ -519,7 +526,10 @@ impl EventLoop {
                 self.beat();
                 next_beat = now + self.heartbeat;
             }
-            self.expire(now);
+            if now >= next_expiry {
+                self.expire(now);
+                next_expiry = now + EXPIRY_CHECK;
+            }
         }
     }
 
@@ -571,6 +581,7 @@ impl EventLoop {
                     out: Vec::new(),
                     writing: false,
                     told: false,
+                    eof: false,
                 },
             );
         }
@@ -578,14 +589,28 @@ impl EventLoop {
 
     /// Read and write what the socket allows; take the frames read.
     fn serve(&mut self, t: Token, readable: bool) {
-        let outcome = match self.peers.get_mut(&t) {
-            None => return,
-            Some(p) => {
-                let read = if readable { p.read() } else { Ok(()) };
-                read.and_then(|()| self.take(t))
-                    .and_then(|()| self.flush(t))
+        let outcome = (|| {
+            // A budget at a time, the frames taken after each: what one connection has
+            // buffered stays within a frame and the budget, and the socket is read
+            // until it would block (readiness is edge-triggered).
+            while readable {
+                let Some(p) = self.peers.get_mut(&t) else {
+                    return Ok(());
+                };
+                let more = p.read(READ_BUDGET)?;
+                self.take(t)?;
+                if let Some(p) = self.peers.get(&t).filter(|p| p.eof) {
+                    return Err(p.ended());
+                }
+                if !more {
+                    break;
+                }
             }
-        };
+            if self.peers.contains_key(&t) {
+                self.flush(t)?;
+            }
+            Ok(())
+        })();
         if let Err(end) = outcome {
             self.end(t, end);
         }
@@ -870,22 +895,31 @@ impl EventLoop {
 }
 
 impl Peer {
-    /// Read what the socket has into `inbuf`, through TLS.
-    fn read(&mut self) -> Result<(), End> {
+    /// How its connection's end is told, once what it sent before it was taken.
+    fn ended(&self) -> End {
+        match self.phase {
+            Phase::Candidate { .. } => End::Refused("closed before it joined".into()),
+            Phase::Member { .. } => End::Closed(None),
+        }
+    }
+
+    /// Read what the socket has into `inbuf`, through TLS, up to about `budget` bytes:
+    /// whether the budget ran out before the socket was drained.
+    fn read(&mut self, budget: usize) -> Result<bool, End> {
+        let start = self.inbuf.len();
         let fail = |p: &Peer, e: String| match p.phase {
             Phase::Candidate { .. } => End::Refused(e),
             Phase::Member { .. } => End::Closed(Some(e)),
         };
         loop {
             match self.tls.read_tls(&mut self.tcp) {
+                // The end: what came before it is taken first (`ended`).
                 Ok(0) => {
-                    return Err(match self.phase {
-                        Phase::Candidate { .. } => End::Refused("closed before it joined".into()),
-                        Phase::Member { .. } => End::Closed(None),
-                    })
+                    self.eof = true;
+                    return Ok(false);
                 }
                 Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(fail(self, format!("read failed: {e}"))),
             }
@@ -901,7 +935,10 @@ impl Peer {
             let mut chunk = [0u8; 16 << 10];
             loop {
                 match self.tls.reader().read(&mut chunk) {
-                    Ok(0) => return Err(fail(self, "closed its TLS session".into())),
+                    Ok(0) => {
+                        self.eof = true;
+                        return Ok(false);
+                    }
                     Ok(n) => {
                         self.inbuf.extend_from_slice(&chunk[..n]);
                         if self.inbuf.len() > cap {
@@ -914,6 +951,9 @@ impl Peer {
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                     Err(e) => return Err(fail(self, format!("TLS: {e}"))),
                 }
+            }
+            if self.inbuf.len() - start >= budget {
+                return Ok(true);
             }
         }
     }
@@ -985,5 +1025,115 @@ impl Peer {
         self.tls.send_close_notify();
         let _ = self.write();
         let _ = self.tcp.shutdown(std::net::Shutdown::Both);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agents::join::creds::{client_config, server_name};
+    use crate::agents::protocol::write_frame;
+
+    fn port(expect: u32) -> JoinServer {
+        JoinServer::open(
+            "127.0.0.1:0",
+            None,
+            JoinSettings {
+                expect,
+                host_timeout: Duration::from_secs(30),
+                handshake_timeout: Duration::from_secs(10),
+            },
+        )
+        .unwrap()
+    }
+
+    /// A member over raw TLS: the stream after its welcome.
+    fn join(
+        port: &JoinServer,
+        rank: u32,
+    ) -> rustls::StreamOwned<rustls::ClientConnection, std::net::TcpStream> {
+        let tcp = std::net::TcpStream::connect(port.local_addr).unwrap();
+        let conn = rustls::ClientConnection::new(
+            client_config(&port.address.fingerprint).unwrap(),
+            server_name(),
+        )
+        .unwrap();
+        let mut s = rustls::StreamOwned::new(conn, tcp);
+        s.write_all(MAGIC).unwrap();
+        let join = Frame::Join(Box::new(Join {
+            hello: Hello::ours(),
+            rank: Some(rank),
+            size: None,
+            rank_from: "test".into(),
+            target: None,
+            token: port.token().into(),
+        }));
+        write_frame(&mut s, &join).unwrap();
+        let welcome = crate::agents::protocol::read_frame(&mut s, &FrameLimits::greeting());
+        assert!(matches!(welcome, Ok(Some(Frame::Welcome(w))) if w.rank == rank));
+        s
+    }
+
+    #[test]
+    fn what_a_member_sent_before_closing_arrives_before_its_close() {
+        let port = port(1);
+        let mut agent = join(&port, 0);
+        let members = port
+            .wait(1, Duration::from_secs(60), &AtomicBool::new(false))
+            .unwrap();
+        assert_eq!(members[0].rank, 0);
+        let (tx, rx) = unbounded();
+        let link = port.link(members[0].id);
+        link.attach(5, Arc::new(Mutex::new(FrameLimits::greeting())), tx);
+        // The launcher speaks after attaching (as it sends a job); the agent answers.
+        let mut w = link.writer();
+        write_frame(&mut *w, &Frame::Stop).unwrap();
+        let limits = FrameLimits::greeting();
+        while !matches!(
+            crate::agents::protocol::read_frame(&mut agent, &limits),
+            Ok(Some(Frame::Stop))
+        ) {}
+        // A frame and the close in one go, as an agent's last words and exit.
+        write_frame(&mut agent, &Frame::Heartbeat).unwrap();
+        agent.conn.send_close_notify();
+        agent.flush().unwrap();
+        drop(agent);
+        let first = rx.recv_timeout(Duration::from_secs(60)).unwrap();
+        assert!(matches!(first, Event::Frame(5, Frame::Heartbeat)));
+        let second = rx.recv_timeout(Duration::from_secs(60)).unwrap();
+        assert!(matches!(second, Event::Closed(5, None)));
+        drop(w);
+    }
+
+    #[test]
+    fn the_launchers_frames_reach_the_member_and_closing_its_writer_ends_it() {
+        let port = port(1);
+        let mut agent = join(&port, 0);
+        let members = port
+            .wait(1, Duration::from_secs(60), &AtomicBool::new(false))
+            .unwrap();
+        let mut w = port.link(members[0].id).writer();
+        write_frame(&mut *w, &Frame::Stop).unwrap();
+        drop(w);
+        let limits = FrameLimits::greeting();
+        // Heartbeats may come first; then the stop, then the end.
+        loop {
+            match crate::agents::protocol::read_frame(&mut agent, &limits) {
+                Ok(Some(Frame::Heartbeat)) => continue,
+                Ok(Some(Frame::Stop)) => break,
+                other => panic!("{other:?}"),
+            }
+        }
+        assert!(matches!(
+            crate::agents::protocol::read_frame(&mut agent, &limits),
+            Ok(None)
+        ));
+    }
+
+    #[test]
+    fn ranks_missing_are_told_as_ranges() {
+        assert_eq!(ranges(&[0, 1, 2, 5, 7, 8]), "0-2, 5, 7-8");
+        assert_eq!(ranges(&[3]), "3");
+        assert_eq!(ranges(&[]), "");
     }
 }
