@@ -593,10 +593,7 @@ impl EventLoop {
             // A budget at a time, the frames taken after each: what one connection has
             // buffered stays within a frame and the budget, and the socket is read
             // until it would block (readiness is edge-triggered).
-            while readable {
-                let Some(p) = self.peers.get_mut(&t) else {
-                    return Ok(());
-                };
+            while let Some(p) = self.peers.get_mut(&t).filter(|_| readable) {
                 let more = p.read(READ_BUDGET)?;
                 self.take(t)?;
                 if let Some(p) = self.peers.get(&t).filter(|p| p.eof) {
