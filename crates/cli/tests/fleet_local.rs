@@ -340,8 +340,8 @@ fn an_agent_announcing_a_huge_frame_is_refused_naming_the_limit() {
     assert!(err.contains(" bytes for interval frames"), "{err}");
 }
 
-/// One fleet per command, when a host is lost in a step: that step reports it (the
-/// sweep exits 3), and the next step opens the fleet's sessions again, so every host
+/// One fleet per command, when a host is lost in a step: that step reports it (its
+/// point is invalid, the sweep exits 3), and the next step opens the fleet's sessions again, so every host
 /// runs it, with a notice saying why the sessions were opened again.
 #[test]
 fn a_host_lost_in_a_sweep_step_is_reconnected_for_the_next_step() {
@@ -386,6 +386,12 @@ fn a_host_lost_in_a_sweep_step_is_reconnected_for_the_next_step() {
         serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&o)));
     let points = curve["points"].as_array().unwrap();
     assert_eq!(points.len(), 2, "{curve}");
+    // The step that lost a host is flagged in the curve (every host was its quorum).
+    assert_eq!(points[0]["valid"], false, "{curve}");
+    assert!(points[0]["invalid_reasons"][0]
+        .as_str()
+        .is_some_and(|r| r.starts_with("1 of 2 hosts lost (l")));
+    assert_eq!(points[1]["valid"], true, "{curve}");
     // Each step as stored: the first lost a host, the second ran on both.
     let stored = |i: usize| -> Value {
         let id = points[i]["run_id"].as_str().unwrap();
