@@ -16,6 +16,7 @@ use iofleet_fleet::EngineSpec;
 use iofleet_profile::Overrides;
 use iofleet_report::Convention;
 use iofleet_stats::slo::{self, Objective};
+use iofleet_stats::validity::{MinHosts, MinHostsError};
 
 use crate::web::access::AccessArgs;
 
@@ -45,6 +46,10 @@ pub(crate) fn objective(s: &str) -> Result<Objective, String> {
 
 fn engine(s: &str) -> Result<EngineSpec, String> {
     s.parse()
+}
+
+fn min_hosts(s: &str) -> Result<MinHosts, String> {
+    s.parse().map_err(|e: MinHostsError| e.to_string())
 }
 
 /// What the live view (`--ui`) draws beside the run, given to `run` only: sweep and
@@ -138,7 +143,15 @@ pub struct RunArgs {
     /// wait their turn (the controller holds one copy in memory whatever this is).
     #[arg(long, default_value_t = iofleet_fleet::settings::MAX_UPLOADS, value_parser = clap::value_parser!(u32).range(1..), value_name = "N", allow_negative_numbers = true)]
     pub max_uploads: u32,
-    /// With --hosts: a host lost mid-run does not make the exit code 3.
+    /// The hosts that must keep running to the end for the run to be valid: N hosts, or
+    /// P% of the hosts that had work, rounded up (90% of 16 is 15). A run that keeps
+    /// them exits 0 and its notices name the hosts lost; one below is stored and printed
+    /// INVALID with the reasons and exits 3. Without it (or --tolerate-host-loss), every
+    /// host must keep running. See docs/fleet.md "Validity".
+    #[arg(long, value_name = "N|P%", value_parser = min_hosts, conflicts_with = "tolerate_host_loss")]
+    pub min_hosts: Option<MinHosts>,
+    /// Any number of hosts may be lost mid-run: the run stays valid and exits 0 (a quorum
+    /// of none; see --min-hosts).
     #[arg(long)]
     pub tolerate_host_loss: bool,
     /// Remove the disk files this run used when it ends (directory targets only).
@@ -215,6 +228,18 @@ pub struct RunArgs {
     /// Results store: --db, --no-save, --name, --label.
     #[command(flatten)]
     pub save: crate::store::record::SaveArgs,
+}
+
+impl RunArgs {
+    /// The quorum a measurement is judged by: `--min-hosts`, any with
+    /// `--tolerate-host-loss`, else every host.
+    pub fn quorum(&self) -> MinHosts {
+        match (self.min_hosts, self.tolerate_host_loss) {
+            (Some(m), _) => m,
+            (None, true) => MinHosts::Any,
+            (None, false) => MinHosts::Every,
+        }
+    }
 }
 
 /// `iofleet run --output-format`.

@@ -3,8 +3,9 @@
 //! here, below every other module, so that none of them imports the crate root.
 //!
 //! Codes: 0 success; 1 run-time failure; 2 bad input (a flag, a TOML key, a target
-//! refused for safety); 3 hosts lost mid-run (unless --tolerate-host-loss); 4 verified
-//! data found corrupt (`run --verify`, `verify`); 5 I/O errors (the run went on; failing
+//! refused for safety); 3 the run is invalid: hosts lost mid-run left it below its
+//! quorum (every host, unless --min-hosts or --tolerate-host-loss); 4 verified data
+//! found corrupt (`run --verify`, `verify`); 5 I/O errors (the run went on; failing
 //! disks were taken out); 130 interrupted by Ctrl-C (what was measured is still
 //! printed).
 

@@ -1,6 +1,7 @@
 //! The `iofleet` binary: parse the command line (`cli`), call the one subcommand asked
 //! for, exit with the code its outcome earns (`exit`: 0 success, 1 failure, 2 bad
-//! input, 3 hosts lost, 4 corrupt data, 5 I/O errors, 130 Ctrl-C). No logic lives here.
+//! input, 3 a run below its quorum of hosts, 4 corrupt data, 5 I/O errors, 130 Ctrl-C).
+//! No logic lives here.
 //!
 //! A map of the crate. Its modules import one another as a tree (tests/house_rules.rs),
 //! and so do its folders: `cmd/` uses `run/`, which uses `web/` and `store/`, and

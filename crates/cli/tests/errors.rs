@@ -141,6 +141,44 @@ fn max_uploads_zero_or_not_a_number() {
 }
 
 #[test]
+fn min_hosts_none_out_of_range_or_not_a_number() {
+    let d = tempfile::tempdir().unwrap();
+    for (bad, why) in [
+        ("0", "at least 1 host"),
+        ("0%", "above 0% and at most 100%"),
+        ("101%", "above 0% and at most 100%"),
+        ("abc", "not a number of hosts or a percentage"),
+    ] {
+        expect_input_error(
+            d.path(),
+            &[
+                "run",
+                "easy-run-4k70r",
+                "--engine",
+                "null",
+                "--min-hosts",
+                bad,
+            ],
+            &["--min-hosts", why],
+        );
+    }
+    // --tolerate-host-loss is the quorum of none: not both.
+    expect_input_error(
+        d.path(),
+        &[
+            "run",
+            "easy-run-4k70r",
+            "--engine",
+            "null",
+            "--min-hosts",
+            "2",
+            "--tolerate-host-loss",
+        ],
+        &["--min-hosts", "--tolerate-host-loss"],
+    );
+}
+
+#[test]
 fn cpus_the_process_may_not_use_or_that_do_not_parse() {
     let d = tempfile::tempdir().unwrap();
     // CPU 4000 exists on no machine this runs on; the error says which CPUs may be used.

@@ -340,8 +340,8 @@ fn an_agent_announcing_a_huge_frame_is_refused_naming_the_limit() {
     assert!(err.contains(" bytes for interval frames"), "{err}");
 }
 
-/// One fleet per command, when a host is lost in a step: that step reports it (the
-/// sweep exits 3), and the next step opens the fleet's sessions again, so every host
+/// One fleet per command, when a host is lost in a step: that step reports it (its
+/// point is invalid, the sweep exits 3), and the next step opens the fleet's sessions again, so every host
 /// runs it, with a notice saying why the sessions were opened again.
 #[test]
 fn a_host_lost_in_a_sweep_step_is_reconnected_for_the_next_step() {
@@ -386,6 +386,12 @@ fn a_host_lost_in_a_sweep_step_is_reconnected_for_the_next_step() {
         serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&o)));
     let points = curve["points"].as_array().unwrap();
     assert_eq!(points.len(), 2, "{curve}");
+    // The step that lost a host is flagged in the curve (every host was its quorum).
+    assert_eq!(points[0]["valid"], false, "{curve}");
+    assert!(points[0]["invalid_reasons"][0]
+        .as_str()
+        .is_some_and(|r| r.starts_with("1 of 2 hosts lost (l")));
+    assert_eq!(points[1]["valid"], true, "{curve}");
     // Each step as stored: the first lost a host, the second ran on both.
     let stored = |i: usize| -> Value {
         let id = points[i]["run_id"].as_str().unwrap();
@@ -423,4 +429,162 @@ fn a_host_lost_in_a_sweep_step_is_reconnected_for_the_next_step() {
         notices.contains("sessions were opened again: a host's session ended in the run before"),
         "{notices}"
     );
+}
+
+/// The quorum of hosts (`--min-hosts`), on four local hosts of which one is lost half a
+/// second into the measurement (a stand-in agent that ends itself then, so the loss comes
+/// at a moment the run reaches, not a guessed sleep): 75% keeps the run valid (exit 0, a
+/// notice names the loss), 4 makes it invalid (exit 3, stored `valid: false` with the
+/// reasons, `INVALID` in the table and the list, refused as a compare baseline), no flag
+/// is every host (exit 3), `--tolerate-host-loss` accepts the loss (exit 0). The four
+/// runs go at once, each light (a null engine at a set rate).
+#[test]
+fn a_run_below_its_quorum_of_hosts_is_invalid_and_at_it_is_valid() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dies = "        send(5, {'notices': [], 'engine': 'null', 'configured_outstanding': 0})\n    elif kind == 6:\n        epoch = json.loads(body)['epoch_ns']\n        time.sleep(max(0.0, (epoch - time.monotonic_ns()) / 1e9 + 0.5))\n        shutil.rmtree(os.environ.get('IOFLEET_RUN_DIR', '/nonexistent'), ignore_errors=True)\n        sys.exit(0)";
+    let fake = fake_agent(tmp.path(), "dies", 7, dies);
+    let mut inv: String = (1..=3)
+        .map(|i| {
+            format!(
+                "[[host]]\ndestination = \"l{i}\"\ntransport = \"local\"\ntarget = \"data{i}\"\n"
+            )
+        })
+        .collect();
+    inv.push_str(&format!(
+        "[[host]]\ndestination = \"l4\"\ntransport = \"local\"\niofleet_path = {fake:?}\n"
+    ));
+    std::fs::write(tmp.path().join("inv.toml"), inv).unwrap();
+    let db = tmp.path().join("results.db");
+    let db = db.to_str().unwrap();
+    let run = |name: &'static str, extra: &'static [&'static str]| {
+        let dir = tmp.path().to_path_buf();
+        let db = db.to_string();
+        std::thread::spawn(move || {
+            let mut args = vec![
+                "run",
+                "vsan-7030",
+                "--hosts",
+                "inv.toml",
+                "--engine",
+                "null",
+                "--workers",
+                "4",
+                "--disks",
+                "1",
+                "--rate",
+                "500",
+                "--warmup",
+                "0s",
+                "--interval",
+                "500ms",
+                "--duration",
+                "2s",
+                "--name",
+                name,
+                "--db",
+                &db,
+            ];
+            args.extend_from_slice(extra);
+            run_in(&dir, &args)
+        })
+    };
+    let quorum = run("quorum", &["--min-hosts", "75%", "--json"]);
+    let short = run("short", &["--min-hosts", "4"]);
+    let every = run("every", &["--json", "--quiet"]);
+    let any = run("any", &["--tolerate-host-loss", "--json", "--quiet"]);
+    let json = |o: &std::process::Output| -> Value {
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(o)))
+    };
+
+    // 75% of 4 hosts is 3: valid, exit 0, the loss named.
+    let o = quorum.join().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v = json(&o);
+    assert_eq!(v["validity"]["valid"], true, "{}", v["validity"]);
+    assert_eq!(
+        v["validity"]["quorum"],
+        serde_json::json!({"min_hosts": "75%", "needed": 3, "with_work": 4, "lost": 1})
+    );
+    let notices = v["notices"].to_string();
+    assert!(notices.contains("host l4 was lost at "), "{notices}");
+    assert!(
+        notices.contains("1 of 4 hosts lost; --min-hosts 75% needs 3: the run is valid"),
+        "{notices}"
+    );
+    let lost_at = v["hosts"][3]["lost_at_s"].as_f64().expect("l4 is lost");
+    assert!(lost_at > 0.0 && lost_at < 2.0, "{lost_at}");
+
+    // 4 of 4: invalid, exit 3, INVALID at the top of the table, the reason on stderr.
+    let o = short.join().unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let table = stdout(&o);
+    let first: Vec<&str> = table.lines().take(4).collect();
+    let reason = "1 of 4 hosts lost (l4 at ";
+    assert!(
+        first
+            .iter()
+            .any(|l| l.starts_with(&format!("INVALID: {reason}"))
+                && l.ends_with("s); --min-hosts 4 needs 4")),
+        "{table}"
+    );
+    assert!(
+        stderr(&o).contains(&format!("error: the run is INVALID: {reason}")),
+        "{}",
+        stderr(&o)
+    );
+
+    // Neither flag: every host must keep running.
+    let o = every.join().unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let v = json(&o);
+    assert_eq!(v["validity"]["valid"], false);
+    assert_eq!(v["validity"]["quorum"]["min_hosts"], "all");
+    let why = v["validity"]["reasons"][0].as_str().unwrap();
+    assert!(
+        why.starts_with(reason) && why.contains("without --min-hosts every host must keep running"),
+        "{why}"
+    );
+
+    // --tolerate-host-loss: any loss.
+    let o = any.join().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v = json(&o);
+    assert_eq!(v["validity"]["valid"], true);
+    assert_eq!(v["validity"]["quorum"]["min_hosts"], "any");
+
+    // As stored: the verdict and its reasons come back, and the list says INVALID.
+    let o = run_in(tmp.path(), &["results", "export", "short", "--db", db]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let stored = json(&o);
+    assert_eq!(stored["validity"]["valid"], false);
+    assert_eq!(stored["validity"]["quorum"]["needed"], 4);
+    assert!(stored["validity"]["reasons"][0]
+        .as_str()
+        .unwrap()
+        .starts_with(reason));
+    let o = run_in(tmp.path(), &["results", "list", "--db", db]);
+    let list = stdout(&o);
+    let line = |name: &str| {
+        list.lines()
+            .find(|l| l.contains(&format!("  {name}  ")))
+            .unwrap_or_else(|| panic!("{name} listed: {list}"))
+            .to_string()
+    };
+    assert!(line("short").contains("hosts-lost INVALID"), "{list}");
+    assert!(line("quorum").contains("hosts-lost  "), "{list}");
+    assert!(!line("quorum").contains("INVALID"), "{list}");
+
+    // Not a baseline; a candidate marked as such.
+    let o = run_in(tmp.path(), &["compare", "short", "quorum", "--db", db]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("(short) is INVALID, so it cannot be the baseline: 1 of 4 hosts lost"),
+        "{err}"
+    );
+    let o = run_in(tmp.path(), &["compare", "quorum", "short", "--db", db]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let cmp = stdout(&o);
+    assert!(cmp.contains("(hosts-lost INVALID)"), "{cmp}");
+    assert!(cmp.contains(&format!("      INVALID: {reason}")), "{cmp}");
 }

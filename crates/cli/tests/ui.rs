@@ -346,6 +346,103 @@ fn serve_lists_filters_and_reports_the_stored_runs() {
     );
 }
 
+/// An invalid run (below its quorum of hosts: `--min-hosts 2` where one host ran) as the
+/// reader meets it: exit 3 with a result that fits the schema, `INVALID` and the reason
+/// in the table, the Markdown, the runs list and its page in the browser (the report),
+/// and refused as the baseline of a comparison there, while a valid baseline may be
+/// compared with it.
+#[test]
+fn an_invalid_run_is_shown_invalid_and_refused_as_a_baseline() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("results.db");
+    let o = with_db(
+        &db,
+        &[
+            "run",
+            "easy-run-4k70r",
+            "--engine",
+            "null",
+            "--workers",
+            "1",
+            "--disks",
+            "1",
+            "--threads",
+            "1",
+            "--rate",
+            "2000",
+            "--duration",
+            "500ms",
+            "--warmup",
+            "0s",
+            "--interval",
+            "250ms",
+            "--min-hosts",
+            "2",
+            "--name",
+            "short",
+            "--json",
+            "--quiet",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", err(&o));
+    let why = "--min-hosts 2 needs 2 hosts to keep running, but 1 had work in the run";
+    let live: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_schema_valid(&live);
+    assert_eq!(
+        live["validity"],
+        serde_json::json!({
+            "valid": false,
+            "reasons": [why],
+            "quorum": {"min_hosts": "2", "needed": 2, "with_work": 1, "lost": 0},
+        })
+    );
+    let bad = live["stored"]["id"].as_str().unwrap().to_string();
+    let good = record_run(&db, "2000", &["--name", "whole"])["stored"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let o = with_db(&db, &["results", "export", &bad]);
+    let stored: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_schema_valid(&stored);
+    assert_eq!(stored["validity"], live["validity"]);
+    let show = out(&with_db(&db, &["results", "show", &bad]));
+    assert!(show.contains(&format!("INVALID: {why}")), "{show}");
+    assert!(show.contains("status complete INVALID"), "{show}");
+    let md = out(&with_db(
+        &db,
+        &["results", "export", &bad, "--format", "markdown"],
+    ));
+    assert!(md.contains(&format!("**INVALID**: {why}")), "{md}");
+
+    let s = serve(&db, "127.0.0.1:0");
+    let a = s.addr.as_str();
+    let list = get(a, "/").body;
+    assert!(
+        list.contains("<span class=\"warn\">complete INVALID</span>"),
+        "{list}"
+    );
+    assert_eq!(list.matches("INVALID").count(), 1, "only the invalid run");
+    let page = get(a, &format!("/run/{bad}")).body;
+    assert!(page.contains("<section id=\"invalid\">"), "{page}");
+    assert!(
+        page.contains(&format!("<code>{bad}</code> INVALID: {}</li>", why)),
+        "{page}"
+    );
+    assert!(!get(a, &format!("/run/{good}")).body.contains("INVALID"));
+    let refused = get(a, &format!("/compare?run={bad}&run={good}&baseline={bad}"));
+    assert!(refused.status.contains("400"), "{}", refused.status);
+    assert!(
+        refused.body.contains(&format!(
+            "run {bad} (short) is INVALID, so it cannot be the baseline: {why}"
+        )),
+        "{}",
+        refused.body
+    );
+    let cmp = get(a, &format!("/compare?run={bad}&run={good}&baseline={good}"));
+    assert_eq!(cmp.status, "HTTP/1.1 200 OK");
+    assert!(cmp.body.contains(&format!("INVALID: {why}")));
+}
+
 /// Whether Python can import Selenium (installed by test.sh from PyPI).
 fn have_selenium() -> bool {
     Command::new("python3")

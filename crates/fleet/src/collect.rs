@@ -731,6 +731,8 @@ pub(crate) fn summarize(
         group_intervals: col.group_rows,
         notices,
         steady_state: None,
+        // Judged by the command, which knows the quorum (`iofleet_stats::validity`).
+        validity: Default::default(),
     }
 }
 
@@ -869,6 +871,7 @@ pub(crate) fn empty_result(info: RunInfo, notices: Vec<String>) -> RunResult {
         group_intervals: Vec::new(),
         notices,
         steady_state: None,
+        validity: Default::default(),
     }
 }
 

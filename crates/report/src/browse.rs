@@ -23,6 +23,8 @@ pub struct ListedRun {
     pub started_at: String,
     /// complete, hosts-lost, interrupted, incomplete or running.
     pub status: String,
+    /// False for a run below its quorum of hosts: listed as INVALID after its status.
+    pub valid: bool,
     pub measured_s: f64,
     pub iops: f64,
     pub mbps: f64,
@@ -195,10 +197,10 @@ fn runs_table(h: &mut String, runs: &[ListedRun], total: usize) {
             .map(|(k, v)| escape(&format!("{k}={v}")))
             .collect::<Vec<_>>()
             .join(" ");
-        let status = if r.status == "complete" {
-            escape(&r.status)
-        } else {
-            format!("<span class=\"warn\">{}</span>", escape(&r.status))
+        let status = match (r.status.as_str(), r.valid) {
+            ("complete", true) => escape(&r.status),
+            (_, true) => format!("<span class=\"warn\">{}</span>", escape(&r.status)),
+            (_, false) => format!("<span class=\"warn\">{} INVALID</span>", escape(&r.status)),
         };
         let _ = writeln!(
             h,
@@ -242,6 +244,7 @@ mod tests {
             engine: "null".into(),
             started_at: "2026-01-01T00:00:00Z".into(),
             status: status.into(),
+            valid: true,
             measured_s: 1.0,
             iops: 12345.4,
             mbps: 50.56,
@@ -261,8 +264,12 @@ mod tests {
             name: "qd & more".into(),
             steps: 3,
         }];
+        let invalid = ListedRun {
+            valid: false,
+            ..run("9f8e7d6c", "lost", "hosts-lost")
+        };
         let h = runs_page(
-            &[run("0a1b2c3d", "<b>", "incomplete")],
+            &[run("0a1b2c3d", "<b>", "incomplete"), invalid],
             4,
             &f,
             &["easy-run-4k70r".into(), "other".into()],
@@ -277,8 +284,9 @@ mod tests {
         assert!(h.contains("<option selected>incomplete</option>"));
         assert!(h.contains("<option selected>easy-run-4k70r</option><option>other</option>"));
         assert!(h.contains("<span class=\"warn\">incomplete</span>"));
+        assert!(h.contains("<span class=\"warn\">hosts-lost INVALID</span>"));
         assert!(h.contains("<td>12345</td><td>50.6</td>"));
-        assert!(h.contains("1 of 4 runs"));
+        assert!(h.contains("2 of 4 runs"));
         assert!(h.contains("href=\"/curve?sweep=qd%20%26%20more\""));
         assert!(!h.contains("http") && !h.contains("<script") && !h.contains("src="));
     }

@@ -635,7 +635,7 @@ impl Comparison<'_> {
         Ok(())
     }
 
-    /// The numbered list of runs, the baseline marked.
+    /// The numbered list of runs, the baseline marked, an invalid run's reasons under it.
     pub fn write_run_list(&self, out: &mut dyn Write) -> io::Result<()> {
         let out = &mut Escaped::new(out);
         writeln!(out, "runs:")?;
@@ -647,8 +647,8 @@ impl Comparison<'_> {
                 escape(&r.id),
                 escape(&r.name),
                 escape(&r.labels_text()),
-                if r.status != "complete" {
-                    format!("  ({})", r.status)
+                if r.status_text() != "complete" {
+                    format!("  ({})", r.status_text())
                 } else {
                     String::new()
                 },
@@ -658,6 +658,13 @@ impl Comparison<'_> {
                     ""
                 }
             )?;
+            if !r.result.validity.valid {
+                writeln!(
+                    out,
+                    "      INVALID: {}",
+                    escape(&r.result.validity.reasons.join("; "))
+                )?;
+            }
         }
         writeln!(out)
     }
@@ -781,6 +788,8 @@ fn run_json(r: &RunData) -> Value {
         "labels": r.labels,
         "status": r.status,
         "profile": r.result.run.profile,
+        "valid": r.result.validity.valid,
+        "invalid_reasons": r.result.validity.reasons,
     })
 }
 

@@ -1,6 +1,7 @@
 //! The HTML report: one self-contained file (inline CSS, inline SVG charts from
 //! `charts`, one small inline script) that opens anywhere without a network: no external
-//! scripts, fonts, images or links. It shows the runs and the workload each ran (fleet
+//! scripts, fonts, images or links. It shows first each invalid run (below its quorum of
+//! hosts) and why, then the runs and the workload each ran (fleet
 //! shape, streams, engine, target), the environment, the multi-configuration summary
 //! (with the median-IOPS and peak intervals), the runs' figures as a published report's
 //! tool defines them (`--convention`, beside the exact ones), comparison bars against the baseline, IOPS, MB/s, latency and CPU over time, the
@@ -544,10 +545,10 @@ fn runs_table(h: &mut String, runs: &[RunData], baseline: usize) {
     h.push_str("<section id=\"runs\"><h2>Runs</h2><table id=\"runs-table\">\n<tr><th class=\"l\">#</th><th class=\"l\">run</th><th class=\"l\">name</th><th class=\"l\">labels</th><th class=\"l\">profile</th><th class=\"l\">status</th><th class=\"l\">started (UTC)</th><th>measured s</th><th>warm-up s</th><th>interval s</th><th>workers</th><th>hosts</th></tr>\n");
     for (i, r) in runs.iter().enumerate() {
         let run = &r.result.run;
-        let status = if r.status == "complete" {
+        let status = if r.status_text() == "complete" {
             escape(&r.status)
         } else {
-            format!("<span class=\"warn\">{}</span>", escape(&r.status))
+            format!("<span class=\"warn\">{}</span>", escape(&r.status_text()))
         };
         let _ = writeln!(
             h,
@@ -570,6 +571,31 @@ fn runs_table(h: &mut String, runs: &[RunData], baseline: usize) {
     }
     h.push_str("</table>\n");
     workload_table(h, runs);
+}
+
+/// Each invalid run (below its quorum of hosts) and why, at the top of the page, so no
+/// one reads its figures as the fleet's.
+fn invalid_section(h: &mut String, runs: &[RunData]) {
+    let invalid: Vec<(usize, &RunData)> = runs
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| !r.result.validity.valid)
+        .collect();
+    if invalid.is_empty() {
+        return;
+    }
+    h.push_str("<section id=\"invalid\"><h2 class=\"warn\">Invalid runs</h2><ul>\n");
+    for (i, r) in invalid {
+        let _ = writeln!(
+            h,
+            "<li class=\"warn\">{}#{} <code>{}</code> INVALID: {}</li>",
+            swatch(i),
+            i + 1,
+            escape(&r.id),
+            escape(&r.result.validity.reasons.join("; "))
+        );
+    }
+    h.push_str("</ul></section>\n");
 }
 
 /// The runs section's last table: the environment of each run.
@@ -838,6 +864,7 @@ pub fn report(
     let charts = charts_for(runs, baseline)?;
     let mut h = String::new();
     page_head(&mut h, &cmp, &charts, title, generated_at);
+    invalid_section(&mut h, runs);
 
     // Runs, the workload each ran, and the environment.
     runs_table(&mut h, runs, baseline);

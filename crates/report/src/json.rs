@@ -63,6 +63,7 @@ struct Published<'a> {
     notices: &'a Vec<String>,
     #[serde(skip_serializing_if = "is_none")]
     steady_state: &'a Option<iofleet_stats::steady::SteadyState>,
+    validity: &'a iofleet_stats::result::Validity,
     #[serde(skip_serializing_if = "Option::is_none")]
     convention: Option<serde_json::Value>,
 }
@@ -103,6 +104,7 @@ fn published(r: &RunResult, convention: Convention) -> Published<'_> {
         group_intervals,
         notices,
         steady_state,
+        validity,
     } = r;
     let RunSummary {
         all,
@@ -148,6 +150,7 @@ fn published(r: &RunResult, convention: Convention) -> Published<'_> {
         group_intervals,
         notices,
         steady_state,
+        validity,
         convention: (convention != Convention::Exact).then(|| convention.to_json(r)),
     }
 }

@@ -49,7 +49,7 @@ pub struct RunData {
     pub id: String,
     pub name: String,
     pub labels: BTreeMap<String, String>,
-    /// complete, interrupted, incomplete or running.
+    /// complete, hosts-lost, interrupted, incomplete or running.
     pub status: String,
     /// Environment recorded with the run (JSON object; may be empty).
     pub environment: serde_json::Value,
@@ -85,6 +85,15 @@ impl RunData {
             self.name.clone()
         } else {
             self.labels_text()
+        }
+    }
+
+    /// The stored status, with `INVALID` after it for a run below its quorum of hosts
+    /// (`complete`, `hosts-lost INVALID`).
+    pub fn status_text(&self) -> String {
+        match self.result.validity.valid {
+            true => self.status.clone(),
+            false => format!("{} INVALID", self.status),
         }
     }
 

@@ -90,6 +90,10 @@ fn write_run(out: &mut dyn Write, r: &RunResult, heading: &str) -> io::Result<()
         )?;
         writeln!(out)?;
     }
+    if !r.validity.valid {
+        writeln!(out, "**INVALID**: {}", cell(&r.validity.reasons.join("; ")))?;
+        writeln!(out)?;
+    }
     write_workload(out, r)?;
     if !r.measured() {
         writeln!(
@@ -314,7 +318,7 @@ pub fn report(
             cell(&r.name),
             cell(&r.labels_text()),
             cell(&r.result.run.profile),
-            r.status,
+            r.status_text(),
             r.result.run.started_at
         )?;
     }

@@ -5,7 +5,8 @@
 //! stream, the interval median with the median-IOPS and peak intervals, workers
 //! (and their disks, when asked), and errors. Plain text, no colour. A figure that was not measured prints as `–`; a
 //! run interrupted before its first measured interval prints that nothing was measured
-//! instead of a table of zeros.
+//! instead of a table of zeros; a run below its quorum of hosts prints `INVALID:` and
+//! the reasons under the run lines.
 //!
 //! Every table is laid out by `Grid`: columns as wide as their widest cell, and, unless
 //! `wide` is set, wrapped into blocks of columns that fit `WIDTH` (120) columns, each
@@ -331,6 +332,20 @@ fn write_run_lines(r: &RunResult, out: &mut dyn Write, max: Option<usize>) -> io
         wrap(out, &line, max, 2)?;
     }
     Ok(())
+}
+
+/// `INVALID: <reasons>` for a run that fell below its quorum of hosts, at the top, so
+/// no one reads its figures as the fleet's.
+fn write_invalid(r: &RunResult, out: &mut dyn Write, max: Option<usize>) -> io::Result<()> {
+    match r.validity.valid {
+        true => Ok(()),
+        false => wrap(
+            out,
+            &format!("INVALID: {}", r.validity.reasons.join("; ")),
+            max,
+            9,
+        ),
+    }
 }
 
 /// A run interrupted before its first measured interval: when it started, and its notes.
@@ -1013,6 +1028,7 @@ impl TableExporter {
         let out = &mut crate::text::Escaped::new(out);
         let max = (!self.wide).then_some(WIDTH);
         write_run_lines(r, out, max)?;
+        write_invalid(r, out, max)?;
         if !r.measured() {
             return write_unmeasured(r, out, max);
         }

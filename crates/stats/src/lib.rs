@@ -18,6 +18,7 @@ pub mod slo;
 pub mod steady;
 pub mod summary;
 pub mod usage;
+pub mod validity;
 
 pub use generator::{GenSample, GeneratorSummary, OtherLoad};
 pub use hist::{LatencyHist, PackedHist};

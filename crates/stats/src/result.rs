@@ -48,6 +48,47 @@ pub struct RunResult {
     /// otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steady_state: Option<crate::steady::SteadyState>,
+    /// Whether the run kept its quorum of hosts (`crate::validity::judge`); a result
+    /// stored before runs were judged reads as valid.
+    #[serde(default)]
+    pub validity: Validity,
+}
+
+/// What the quorum of hosts asked of a run (`crate::validity`) and what the run kept.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Quorum {
+    /// The rule: `all` (neither flag: every host), `any` (`--tolerate-host-loss`), or
+    /// `--min-hosts` as given (`15`, `90%`).
+    pub min_hosts: String,
+    /// Hosts with work that had to keep running to the end.
+    pub needed: u32,
+    /// Hosts that had work in the run (observer hosts are not counted).
+    pub with_work: u32,
+    /// Hosts with work that were lost.
+    pub lost: u32,
+}
+
+/// Whether a run stands for its fleet, and why not.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Validity {
+    /// False when the run fell below its quorum.
+    pub valid: bool,
+    /// Why the run is invalid, one sentence each (empty when valid).
+    pub reasons: Vec<String>,
+    /// The quorum the run was judged by; None for a result stored before runs were
+    /// judged (read as valid).
+    pub quorum: Option<Quorum>,
+}
+
+impl Default for Validity {
+    /// Valid and unjudged: what a result stored before validity existed reads as.
+    fn default() -> Self {
+        Validity {
+            valid: true,
+            reasons: Vec::new(),
+            quorum: None,
+        }
+    }
 }
 
 /// Who a run is in the results store: what `--name` and `--label` said of it.

@@ -53,6 +53,10 @@ pub struct RunMeta {
     pub status: RunStatus,
     /// Hosts lost during the run (from its final result, else from its intervals).
     pub hosts_lost: u32,
+    /// False when the run fell below its quorum of hosts (its final result's
+    /// `validity.valid`); true for a run without a final result or stored before runs
+    /// were judged.
+    pub valid: bool,
     /// Process recording the run (while `running`).
     #[serde(skip)]
     pub recorder_pid: Option<i64>,
@@ -108,13 +112,15 @@ fn effective_status(
     }
 }
 
-/// The last column counts lost hosts: those with a loss time in the final result, or
-/// (for a run without one) the most any stored interval was measured without.
+/// The last but one column counts lost hosts: those with a loss time in the final
+/// result, or (for a run without one) the most any stored interval was measured
+/// without. The last is the final result's verdict (valid without one).
 const META_COLUMNS: &str =
     "id, name, profile, engine, started_at, status, recorder_host, recorder_pid, recorder_start_ticks,
      max((SELECT count(*) FROM json_each(runs.result, '$.hosts')
            WHERE json_extract(value, '$.lost_at_s') IS NOT NULL),
-         coalesce((SELECT max(hosts_lost) FROM intervals WHERE run_id = runs.id), 0))";
+         coalesce((SELECT max(hosts_lost) FROM intervals WHERE run_id = runs.id), 0)),
+     coalesce(json_extract(runs.result, '$.validity.valid'), 1)";
 
 impl Store {
     fn meta_from_row(&self, r: &rusqlite::Row<'_>) -> rusqlite::Result<RunMeta> {
@@ -123,6 +129,7 @@ impl Store {
         let pid: Option<i64> = r.get(7)?;
         let ticks: Option<i64> = r.get(8)?;
         let hosts_lost: u32 = r.get(9)?;
+        let valid: bool = r.get(10)?;
         Ok(RunMeta {
             id: r.get(0)?,
             name: r.get(1)?,
@@ -132,6 +139,7 @@ impl Store {
             started_at: r.get(4)?,
             status: effective_status(&status, hosts_lost, &host, pid, ticks),
             hosts_lost,
+            valid,
             recorder_pid: pid,
         })
     }

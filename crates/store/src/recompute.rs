@@ -163,6 +163,12 @@ impl Store {
             notices,
             // Not a figure: what the rounds found, as the run recorded it.
             steady_state: stored.as_ref().and_then(|r| r.steady_state.clone()),
+            // Not a figure: the verdict the run was given, as it recorded it (a run
+            // without a final result was never judged).
+            validity: stored
+                .as_ref()
+                .map(|r| r.validity.clone())
+                .unwrap_or_default(),
         };
         Ok(Analysis {
             meta,

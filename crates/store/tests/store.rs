@@ -212,6 +212,7 @@ fn fake_final(info: RunInfo) -> RunResult {
         group_intervals: vec![],
         notices: vec!["from the live run".into()],
         steady_state: None,
+        validity: Default::default(),
     }
 }
 

@@ -2,8 +2,10 @@
 //! --configs LABEL] [--metric M]... [--json] [--fail-if EXPR]...`: stored runs side by
 //! side with their gain against the baseline, laid out per run or, with `--by` and
 //! `--configs`, as published reports do (one row per test, one column per
-//! configuration), and the regression gate. Exit code 1 when a `--fail-if` condition
-//! holds for any compared run, 2 for a malformed flag, a missing label or an unknown run.
+//! configuration), and the regression gate. An invalid run (below its quorum of hosts)
+//! is marked INVALID and refused as the baseline. Exit code 1 when a `--fail-if`
+//! condition holds for any compared run, 2 for a malformed flag, a missing label, an
+//! unknown run or an invalid baseline.
 
 use std::io::{self, Write};
 
@@ -13,7 +15,7 @@ use iofleet_report::gate::{evaluate, Condition};
 
 use crate::exit::Exit;
 use crate::store::record::DbArg;
-use crate::store::stored::load_with_baseline;
+use crate::store::stored::{check_baseline, load_with_baseline};
 
 #[derive(Args, Debug)]
 pub struct CompareArgs {
@@ -76,6 +78,11 @@ pub fn run(a: CompareArgs) -> Result<i32, Exit> {
             "compare needs at least two runs (RUN RUN..., or RUN with --baseline RUN)",
         ));
     }
+    check_baseline(
+        &runs,
+        baseline,
+        "give a valid run as --baseline (an invalid run may be compared, not compared against)",
+    )?;
     let cmp = Comparison {
         runs: &runs,
         baseline,

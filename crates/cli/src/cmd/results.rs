@@ -216,7 +216,7 @@ fn list(a: ListArgs) -> Result<i32, Exit> {
     };
     let wid = w("id", &|r| r.meta.id.clone());
     let wstart = w("started (UTC)", &|r| r.meta.started_at.clone());
-    let wstatus = w("status", &|r| r.meta.status.as_str().to_string());
+    let wstatus = w("status", &|r| status_text(&r.meta));
     let wprofile = w("profile", &|r| r.meta.profile.clone());
     let wname = w("name", &|r| r.meta.name.clone());
     let line = format!(
@@ -237,7 +237,7 @@ fn list(a: ListArgs) -> Result<i32, Exit> {
             "{}  {}  {}  {}  {}  {:>6.1}  {:>12.0}  {:>9.1}  {}",
             pad(&m.id, wid),
             pad(&m.started_at, wstart),
-            pad(m.status.as_str(), wstatus),
+            pad(&status_text(m), wstatus),
             pad(&m.profile, wprofile),
             pad(&m.name, wname),
             r.measured_s,
@@ -252,6 +252,14 @@ fn list(a: ListArgs) -> Result<i32, Exit> {
     }
     out.flush().map_err(write_err)?;
     Ok(0)
+}
+
+/// A stored run's status, with `INVALID` after it for a run below its quorum of hosts.
+fn status_text(m: &iofleet_store::RunMeta) -> String {
+    match m.valid {
+        true => m.status.as_str().to_string(),
+        false => format!("{} INVALID", m.status.as_str()),
+    }
 }
 
 fn show(store: &Store, query: &str, wide: bool, convention: Convention) -> Result<i32, Exit> {
@@ -273,7 +281,7 @@ fn show(store: &Store, query: &str, wide: bool, convention: Convention) -> Resul
         "run {}  name {}  status {}\nlabels: {}\nenvironment: kernel {}, CPU {} ({} cores), memory {}\n",
         escape(&r.id),
         escape(&r.name),
-        r.status,
+        r.status_text(),
         if r.labels.is_empty() {
             "(none)".to_string()
         } else {

@@ -137,9 +137,9 @@ pub fn run(s: SweepArgs) -> Result<i32, Exit> {
         live.announce(&sweep_step(i, n, format!("{key}={value}"), &groups));
         match live.measure_step(&a, &groups, settings, &stop) {
             Ok(result) => {
-                // The worst step decides: a lost host (3) or a failed source (1) in any
-                // step is the sweep's, as in `iofleet run`.
-                let c = exit_code(&a, &result, &stop);
+                // The worst step decides: an invalid step (3) or a failed source (1) in
+                // any step is the sweep's, as in `iofleet run`.
+                let c = exit_code(&result, &stop);
                 code = code.max(c);
                 done.push((value, result));
                 if c == 130 {
@@ -289,6 +289,8 @@ fn curve_json(sweep: &str, key: &str, done: &[(String, RunResult)]) -> serde_jso
                 "p50_us": lat.map(|l| l.p50),
                 "p99_us": lat.map(|l| l.p99),
                 "interrupted": r.run.interrupted,
+                "valid": r.validity.valid,
+                "invalid_reasons": r.validity.reasons,
                 "steady_state": r.steady_state.as_ref().map(|s| serde_json::json!({
                     "held": s.held,
                     "round": s.round,
@@ -338,6 +340,13 @@ fn curve_table(sweep: &str, key: &str, done: &[(String, RunResult)]) -> String {
                 ""
             }
         ));
+        if !r.validity.valid {
+            t.push_str(&format!(
+                "{:>10} INVALID: {}\n",
+                "",
+                iofleet_report::text::escape(&r.validity.reasons.join("; "))
+            ));
+        }
         if let Some(s) = &r.steady_state {
             t.push_str(&format!(
                 "{:>10} {}\n",

@@ -383,6 +383,8 @@ pub(crate) fn report_json(r: &Report) -> serde_json::Value {
                 "passed": s.point.outcome.passed(),
                 "noisy": s.point.noisy,
                 "found": r.found == Some(i),
+                "valid": s.result.validity.valid,
+                "invalid_reasons": s.result.validity.reasons,
                 "run_id": s.result.stored.as_ref().map(|x| x.id.clone()),
             })
         })
@@ -407,9 +409,16 @@ pub(crate) fn report_table(r: &Report) -> String {
     let mut t = format!("find-max {}: {}\n", r.name, objectives.replace(';', ", "));
     if let Some(c) = &r.closed {
         t.push_str(&format!(
-            "closed-loop maximum: {:.0} IOPS ({})\n",
+            "closed-loop maximum: {:.0} IOPS ({}){}\n",
             c.summary.all.iops,
-            c.stored.as_ref().map_or("not saved", |s| s.id.as_str())
+            c.stored.as_ref().map_or("not saved", |s| s.id.as_str()),
+            match c.validity.valid {
+                true => String::new(),
+                false => format!(
+                    " INVALID: {}",
+                    iofleet_report::text::escape(&c.validity.reasons.join("; "))
+                ),
+            }
         ));
     }
     match r.found() {
@@ -469,6 +478,13 @@ pub(crate) fn report_table(r: &Report) -> String {
                 ""
             }
         ));
+        if !s.result.validity.valid {
+            t.push_str(&format!(
+                "{:>5} INVALID: {}\n",
+                "",
+                iofleet_report::text::escape(&s.result.validity.reasons.join("; "))
+            ));
+        }
     }
     t
 }

@@ -158,7 +158,7 @@ pub(crate) fn run(a: &RunArgs, file: Phased) -> Result<i32, Exit> {
         });
         let r = live.measure_step(&pa, &groups, settings, &stop)?;
         let c = if fio {
-            exit_code(&pa, &r, &stop)
+            exit_code(&r, &stop)
         } else {
             crate::run::output::print_and_exit_code(&pa, &r, None, &stop)?
         };

@@ -3,7 +3,9 @@
 //! results store and the terminal line around it and the live outputs (`/metrics`, the
 //! live view) watching it too. Every round of `--steady-state`, step of `sweep` and
 //! `find-max`, and phase of a fio job file is one `measure`; no command runs the fleet
-//! itself.
+//! itself. Each result is judged here by the command's quorum of hosts (`--min-hosts`,
+//! `iofleet_stats::validity::judge`) before it is stored, so every command that measures
+//! stores and prints the same verdict.
 //!
 //! ```text
 //!   RunArgs ─session::resolve─▶ groups + RunSettings
@@ -18,6 +20,7 @@ use std::sync::Arc;
 use iofleet_fleet::{Fanout, Observer, RunSettings, StartNow};
 use iofleet_profile::GroupPlan;
 use iofleet_stats::result::RunResult;
+use iofleet_stats::validity::{accepted_loss, judge};
 
 use crate::args::RunArgs;
 use crate::exit::Exit;
@@ -29,8 +32,9 @@ use crate::store::record::StoreRecorder;
 impl Session {
     /// One run of `groups` on the command's fleet (made by its first measurement, kept for
     /// the later ones), with the store and terminal line around it and the command's live
-    /// session (`/metrics`, live view) watching it too: the result, saved unless
-    /// `--no-save`, with the stored identity filled in. `stop` ends it early.
+    /// session (`/metrics`, live view) watching it too: the result, judged by the
+    /// command's quorum (`--min-hosts`) and saved unless `--no-save`, with the stored
+    /// identity filled in. `stop` ends it early.
     pub(crate) fn measure(
         &mut self,
         a: &RunArgs,
@@ -69,6 +73,9 @@ impl Session {
             // A fio job file's mapping notices, where the run's own notices are.
             r.notices.extend(crate::run::fio_job::notices(a));
             r.notices.extend(closed);
+            // Judged here, once for every command that measures, before it is stored.
+            r.validity = judge(&r.hosts, a.quorum());
+            r.notices.extend(accepted_loss(&r.validity, a.quorum()));
         }
         let stored = recorder.and_then(|r| r.finish(result.as_ref().ok()));
         let mut result = result.map_err(fleet_exit)?;

@@ -89,7 +89,7 @@ pub(crate) fn print_and_exit_code(
             .and_then(|_| f.flush())
             .map_err(|e| Exit::failure(format!("--output: {e}")))?;
     }
-    Ok(exit_code(a, result, stop))
+    Ok(exit_code(result, stop))
 }
 
 /// The stdout format: `--output-format`, else json with `--json`, else the table.

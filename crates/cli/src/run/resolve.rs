@@ -3,9 +3,10 @@
 //! resolved into worker groups and run settings (`resolve`: a profile, `--group`s or a
 //! fio job file), the fleet they run on (`launcher_for`: agents on an inventory's hosts
 //! or a Kubernetes description's pods with `--hosts`, else threads here), Ctrl-C, the
-//! exit code a result earns, and the rate arithmetic of stepped commands (`with_rate`,
-//! `offered_rate`, `closed_loop`). It measures nothing: a measurement is
-//! `crate::run::measure`'s, on the fleet the command's `Session` holds.
+//! exit code a result earns (3 for a run below its quorum of hosts), and the rate
+//! arithmetic of stepped commands (`with_rate`, `offered_rate`, `closed_loop`). It
+//! measures nothing: a measurement is `crate::run::measure`'s, on the fleet the
+//! command's `Session` holds.
 
 use std::os::unix::fs::FileTypeExt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -254,19 +255,18 @@ pub(crate) fn ctrl_c_flag() -> Arc<AtomicBool> {
     .clone()
 }
 
-/// A run's exit code: 130 when Ctrl-C stopped it, 3 when hosts were lost (unless
-/// `--tolerate-host-loss`, with a message), 1 when a source failed, 4 when verified
-/// reads found corrupt data, 5 when I/Os failed (with a message), else 0.
-pub(crate) fn exit_code(a: &RunArgs, result: &RunResult, stop: &AtomicBool) -> i32 {
-    let lost = result
-        .hosts
-        .iter()
-        .filter(|h| h.lost_at_s.is_some())
-        .count();
+/// A run's exit code: 130 when Ctrl-C stopped it, 3 when it fell below its quorum of
+/// hosts (`result.validity`, judged by `--min-hosts`; with a message), 1 when a source
+/// failed, 4 when verified reads found corrupt data, 5 when I/Os failed (with a
+/// message), else 0.
+pub(crate) fn exit_code(result: &RunResult, stop: &AtomicBool) -> i32 {
     if result.run.interrupted && stop.load(Ordering::SeqCst) {
         130
-    } else if lost > 0 && !a.tolerate_host_loss {
-        eprintln!("error: {lost} host(s) lost during the run (--tolerate-host-loss accepts this)");
+    } else if !result.validity.valid {
+        eprintln!(
+            "error: the run is INVALID: {}",
+            iofleet_report::text::escape_lines(&result.validity.reasons.join("; "))
+        );
         3
     } else if !result.summary.errors.failed_threads.is_empty() {
         1

@@ -34,7 +34,7 @@ impl Session {
         let (_, settings) = resolve(&a)?;
         // With --steady-state, every step is measured in rounds until steady.
         let r = self.measure_step(&a, groups, settings, stop)?;
-        let code = exit_code(&a, &r, stop);
+        let code = exit_code(&r, stop);
         Ok((r, code))
     }
 }

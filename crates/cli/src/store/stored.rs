@@ -1,6 +1,7 @@
 //! Stored runs as the commands that read the results store use them: a run loaded by
 //! what the user typed (with every figure recomputed from its histograms), a comparison's
-//! runs and baseline, and the `-o FILE` output with a quiet end on a closed pipe.
+//! runs and baseline (never an invalid run), and the `-o FILE` output with a quiet end on
+//! a closed pipe.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -86,4 +87,19 @@ pub fn load_runs_in(
         }
     };
     Ok((data, index))
+}
+
+/// Refuse an invalid run (one below its quorum of hosts) as the baseline of a
+/// comparison: exit 2, naming the run and why; `choose` says how to pick another.
+pub fn check_baseline(runs: &[RunData], baseline: usize, choose: &str) -> Result<(), Exit> {
+    let b = &runs[baseline];
+    match b.result.validity.valid {
+        true => Ok(()),
+        false => Err(Exit::input(format!(
+            "run {} ({}) is INVALID, so it cannot be the baseline: {}; {choose}",
+            b.id,
+            b.name,
+            b.result.validity.reasons.join("; ")
+        ))),
+    }
 }

@@ -1,7 +1,8 @@
 //! The pages of `iofleet serve`, one function per path: `/` the runs list (filters `name`,
 //! `label`, `profile`, `status` as query parameters), `/run/RUN` a run's report,
 //! `/compare?run=A&run=B[&baseline=RUN]` a comparison (without a baseline, the oldest
-//! run is the baseline and the runs go oldest first), `/curve?sweep=NAME` (or
+//! run is the baseline and the runs go oldest first; an invalid baseline is refused, as
+//! `iofleet compare` refuses it), `/curve?sweep=NAME` (or
 //! `findmax=NAME`) the report over a sweep's or find-max's steps with its curve. Reports
 //! are `iofleet_report::html::report`, the same HTML `iofleet report` writes. Each
 //! request opens the store read-only (`Store::open_read_only`), so a page never writes
@@ -22,7 +23,7 @@ use iofleet_report::browse::{self, CurveLink, ListFilter, ListedRun};
 use iofleet_report::Convention;
 use iofleet_store::{RunListing, Store, StoreError};
 
-use crate::store::stored::load_runs_in;
+use crate::store::stored::{check_baseline, load_runs_in};
 use crate::web::http::{Reply, Request};
 
 const HTML: &str = "text/html; charset=utf-8";
@@ -241,6 +242,12 @@ impl Site {
             ids = started.into_iter().map(|(_, id)| id).collect();
         }
         let (runs, base) = load_runs_in(&store, &ids, baseline.as_deref()).map_err(exit_failure)?;
+        check_baseline(
+            &runs,
+            base,
+            "mark a valid run as the baseline (an invalid run may be compared, not compared against)",
+        )
+        .map_err(exit_failure)?;
         report(
             &runs,
             base,
@@ -338,6 +345,7 @@ fn listed(r: &RunListing) -> ListedRun {
         engine: m.engine.clone(),
         started_at: m.started_at.clone(),
         status: m.status.as_str().to_string(),
+        valid: m.valid,
         measured_s: r.measured_s,
         iops: r.iops,
         mbps: r.mbps,
