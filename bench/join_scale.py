@@ -106,7 +106,10 @@ def main():
     err = open(err_path).read()
     if os.waitstatus_to_exitcode(status) != 0 or not r:
         sys.exit(f"run failed ({os.waitstatus_to_exitcode(status)}): {err[-3000:]}")
+    with open(os.path.join(tmp, "result.json"), "w") as f:
+        json.dump(r, f)
     hosts = r["hosts"]
+    late = sorted(h["start_late_ms"] for h in hosts if h["start_late_ms"] is not None)
     lost = sum(1 for h in hosts if h["lost_at_s"] is not None)
     stragglers = sum(1 for h in hosts if h["straggler"])
     cpu_s = rusage.ru_utime + rusage.ru_stime
@@ -121,6 +124,10 @@ def main():
           f"CPU {cpu_s:.1f} s over {wall:.1f} s wall ({100 * cpu_s / wall:.1f}% of one core); "
           f"agents' summed peak RSS {agents_hwm / 1024:.0f} MiB; agent exit codes "
           f"{sorted(set(codes))}")
+    if late:
+        q = lambda p: late[min(len(late) - 1, int(p * len(late)))]
+        print(f"hosts' start lateness (ms): min {late[0]:.1f}, p50 {q(0.5):.1f}, p90 {q(0.9):.1f}, "
+              f"p99 {q(0.99):.1f}, max {late[-1]:.1f}; result in {tmp}/result.json")
     if seen:
         base = min(t - k * interval_s for k, t in seen.items())
         lags = sorted(seen[k] - k * interval_s - base for k in seen)

@@ -9,6 +9,9 @@
 //! disks were taken out); 130 interrupted by Ctrl-C (what was measured is still
 //! printed).
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+
 /// An error that carries its exit code.
 pub struct Exit {
     pub code: i32,
@@ -28,4 +31,30 @@ impl Exit {
             message: message.to_string(),
         }
     }
+}
+
+/// A fleet error as an exit: 2 for bad input, 1 otherwise.
+pub(crate) fn fleet_exit(e: iofleet_fleet::FleetError) -> Exit {
+    if e.is_input_error() {
+        Exit::input(e)
+    } else {
+        Exit::failure(e)
+    }
+}
+
+/// The flag the first Ctrl-C sets (stop and report what was measured); a second Ctrl-C
+/// exits at once. One for the process: every caller gets the same flag.
+pub(crate) fn ctrl_c_flag() -> Arc<AtomicBool> {
+    static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+    FLAG.get_or_init(|| {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let _ = ctrlc::set_handler(move || {
+            if s.swap(true, Ordering::SeqCst) {
+                std::process::exit(130);
+            }
+        });
+        stop
+    })
+    .clone()
 }

@@ -15,8 +15,7 @@ use iofleet_fleet::inventory::DEFAULT_REMOTE_TARGET;
 use iofleet_fleet::Fleet;
 
 use crate::args::RunArgs;
-use crate::exit::Exit;
-use crate::run::resolve::{ctrl_c_flag, fleet_exit};
+use crate::exit::{ctrl_c_flag, fleet_exit, Exit};
 
 /// How long a connection has, from its accept, to complete TLS and its join (at most:
 /// the host timeout when shorter).

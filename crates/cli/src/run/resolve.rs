@@ -10,7 +10,6 @@
 
 use std::os::unix::fs::FileTypeExt;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 use iofleet_engine::target::TargetSpec;
 use iofleet_fleet::agents::AgentLauncher;
@@ -229,31 +228,7 @@ pub(crate) fn launcher_at(
     })
 }
 
-/// A fleet error as an exit: 2 for bad input, 1 otherwise.
-pub(crate) fn fleet_exit(e: iofleet_fleet::FleetError) -> Exit {
-    if e.is_input_error() {
-        Exit::input(e)
-    } else {
-        Exit::failure(e)
-    }
-}
-
-/// The flag the first Ctrl-C sets (stop and report what was measured); a second Ctrl-C
-/// exits at once. One for the process: every caller gets the same flag.
-pub(crate) fn ctrl_c_flag() -> Arc<AtomicBool> {
-    static FLAG: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::new();
-    FLAG.get_or_init(|| {
-        let stop = Arc::new(AtomicBool::new(false));
-        let s = stop.clone();
-        let _ = ctrlc::set_handler(move || {
-            if s.swap(true, Ordering::SeqCst) {
-                std::process::exit(130);
-            }
-        });
-        stop
-    })
-    .clone()
-}
+pub(crate) use crate::exit::{ctrl_c_flag, fleet_exit};
 
 /// A run's exit code: 130 when Ctrl-C stopped it, 3 when it fell below its quorum of
 /// hosts (`result.validity`, judged by `--min-hosts`; with a message), 1 when a source

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::Sender;
 use sha2::{Digest, Sha256};
 
+pub(super) use super::event::Event;
 use super::join::JoinedLink;
 use super::protocol::{
     check_hello, mono_ns, read_frame, read_frame_within, read_magic_or, write_frame, Clock,
@@ -437,16 +438,6 @@ pub(super) fn connect(host: &HostSpec, ship: &Shipment) -> Result<Conn, FleetErr
         *slot = Some(stdout);
     }
     Ok(conn)
-}
-
-/// What reader threads report.
-pub(super) enum Event {
-    Frame(usize, Frame),
-    /// A clock reply and the controller's clock when it was read.
-    Pong(usize, Clock, u64),
-    /// The session ended: at the end of its stream (None), or ended by the reader over
-    /// what it could not accept (a frame over its limit, garbage), which it names.
-    Closed(usize, Option<String>),
 }
 
 /// Read session `h`'s frames until it ends, for the whole session (every run of the

@@ -186,9 +186,15 @@ fn bridge(mut tcp: TcpStream, mut tls: ClientConnection, welcome: &Welcome) -> i
             PollFd::from_borrowed_fd(tcp.as_fd(), PollFlags::IN),
             PollFd::from_borrowed_fd(mine.as_fd(), PollFlags::IN),
         ];
+        // Woken by either side, or when the controller's silence would pass the host
+        // timeout: no wake-up of its own while traffic flows (a fleet of thousands of
+        // agents on a machine pays for every tick).
+        let left = silence
+            .saturating_sub(heard.elapsed())
+            .max(Duration::from_millis(10));
         let tick = Timespec {
-            tv_sec: 0,
-            tv_nsec: 250_000_000,
+            tv_sec: left.as_secs() as i64,
+            tv_nsec: i64::from(left.subsec_nanos()),
         };
         if let Err(e) = poll(&mut fds, Some(&tick)) {
             if e != rustix::io::Errno::INTR {

@@ -34,11 +34,11 @@ use rustls::{ServerConfig, ServerConnection};
 
 use super::address::JoinAddress;
 use super::creds::Credentials;
+use crate::agents::event::Event;
 use crate::agents::protocol::{
     check_hello, frame_bytes, mono_ns, take_frame, take_join, Failure, Frame, FrameLimits, Hello,
     Join, Welcome, HELLO_MAX, JOB_MAX, MAGIC,
 };
-use crate::agents::session::Event;
 use crate::error::FleetError;
 use crate::host::TargetArg;
 
