@@ -670,16 +670,17 @@ fn signal(pid: u32, sig: &str) {
 #[test]
 fn a_killed_agent_is_lost_at_once_a_stopped_one_at_the_host_timeout_and_exits_once_resumed() {
     let d = tempfile::tempdir().unwrap();
-    let (w, _, mut agents) = watched_run(d.path(), 4, &["--host-timeout", "2s"]);
+    let machine = iofleet_fleet::sys::hostname();
+    // Sixteen agents started as plain processes. Without a quorum flag every host must
+    // stay: a killed agent and a stopped one leave the run invalid (exit 3).
+    let (w, _, mut agents) = watched_run(d.path(), 16, &["--host-timeout", "2s"]);
     w.wait_for("iofleet_interval_index", |i| i >= 2.0, PATIENCE);
     let (killed, stopped) = (agents[1].id(), agents[2].id());
     signal(killed, "-KILL");
     signal(stopped, "-STOP");
     let o = w.finish();
     let err = common::stderr(&o);
-    // Without a quorum flag every host must stay: the run is marked and exits 3.
     assert_eq!(o.status.code(), Some(3), "{err}");
-    let machine = iofleet_fleet::sys::hostname();
     assert!(
         err.contains(&format!(
             "host {machine}-r1 lost: its agent's connection closed"
@@ -693,18 +694,48 @@ fn a_killed_agent_is_lost_at_once_a_stopped_one_at_the_host_timeout_and_exits_on
         "{err}"
     );
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
-    let lost: Vec<bool> = v["hosts"]
+    let lost: Vec<usize> = v["hosts"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|h| h["lost_at_s"].is_number())
+        .enumerate()
+        .filter(|(_, h)| h["lost_at_s"].is_number())
+        .map(|(i, _)| i)
         .collect();
-    assert_eq!(lost, vec![false, true, true, false], "{}", v["hosts"]);
+    assert_eq!(lost, vec![1, 2], "{}", v["hosts"]);
+    assert_eq!(v["validity"]["valid"], false, "{}", v["validity"]);
     // The stopped agent, resumed, finds its connection closed and exits by itself.
     signal(stopped, "-CONT");
     let (_, e) = agent_exit(agents.remove(2), PATIENCE);
     assert!(e.contains("the controller"), "{e}");
     let _ = agents.remove(1).wait();
+    for a in agents {
+        let (code, e) = agent_exit(a, PATIENCE);
+        assert_eq!(code, Some(0), "{e}");
+    }
+
+    // With --min-hosts 90% of 16 (15 needed), one agent killed leaves the run valid.
+    let (w, _, mut agents) = watched_run(
+        d.path(),
+        16,
+        &["--host-timeout", "2s", "--min-hosts", "90%"],
+    );
+    w.wait_for("iofleet_interval_index", |i| i >= 2.0, PATIENCE);
+    signal(agents[5].id(), "-KILL");
+    let o = w.finish();
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(&format!(
+            "host {machine}-r5 lost: its agent's connection closed"
+        )),
+        "{err}"
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["validity"]["valid"], true, "{}", v["validity"]);
+    assert_eq!(v["validity"]["quorum"]["needed"], 15, "{}", v["validity"]);
+    assert_eq!(v["validity"]["quorum"]["lost"], 1, "{}", v["validity"]);
+    let _ = agents.remove(5).wait();
     for a in agents {
         let (code, e) = agent_exit(a, PATIENCE);
         assert_eq!(code, Some(0), "{e}");
