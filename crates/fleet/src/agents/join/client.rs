@@ -289,3 +289,86 @@ fn write_out(tls: &mut ClientConnection, tcp: &mut TcpStream) -> io::Result<()> 
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agents::join::creds::Credentials;
+    use crate::agents::protocol::take_join;
+
+    /// A controller of another protocol version: it welcomes whatever joins, naming
+    /// `protocol`.
+    fn other_controller(protocol: u32) -> (JoinAddress, String) {
+        let creds = Credentials::generate().unwrap();
+        let config = creds.server_config().unwrap();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = JoinAddress {
+            endpoint: listener.local_addr().unwrap().to_string(),
+            fingerprint: creds.fingerprint.clone(),
+        };
+        let token = creds.token.clone();
+        std::thread::spawn(move || {
+            let (tcp, _) = listener.accept().unwrap();
+            let conn = rustls::ServerConnection::new(config).unwrap();
+            let mut s = rustls::StreamOwned::new(conn, tcp);
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 4096];
+            let join = loop {
+                let n = s.read(&mut chunk).unwrap();
+                buf.extend_from_slice(&chunk[..n]);
+                if let Ok(Some((j, _))) = take_join(&buf[MAGIC.len().min(buf.len())..]) {
+                    break j;
+                }
+            };
+            let mut hello = Hello::ours();
+            hello.protocol = protocol;
+            hello.version = "9.9.9".into();
+            let welcome = Frame::Welcome(Welcome {
+                hello,
+                rank: join.rank.unwrap_or(0),
+                host_timeout_ms: 30_000,
+                heartbeat_ms: 1_000,
+            });
+            write_frame(&mut s, &welcome).unwrap();
+            // Hold the connection until the agent has read the welcome and gone.
+            let _ = s.read(&mut chunk);
+        });
+        (address, token)
+    }
+
+    #[test]
+    fn an_agent_refuses_a_controller_of_another_protocol_naming_both_versions() {
+        let (address, token) = other_controller(99);
+        let config = client_config(&address.fingerprint).unwrap();
+        let req = JoinRequest {
+            address,
+            token,
+            placement: Placement {
+                rank: Some(0),
+                size: None,
+                from: "--rank".into(),
+            },
+            target: None,
+            join_timeout: Duration::from_secs(30),
+        };
+        match attempt(&req, &config) {
+            Err(Attempt::Final(e, code)) => {
+                assert_eq!(code, 2);
+                assert!(
+                    e.contains("protocol version mismatch with the controller"),
+                    "{e}"
+                );
+                assert!(e.contains("iofleet 9.9.9 (agent protocol 99)"), "{e}");
+                assert!(
+                    e.contains(&format!(
+                        "agent protocol {}",
+                        crate::agents::protocol::PROTOCOL_VERSION
+                    )),
+                    "{e}"
+                );
+            }
+            Err(Attempt::Again(e)) => panic!("tried again: {e}"),
+            Ok(_) => panic!("joined a controller of protocol 99"),
+        }
+    }
+}

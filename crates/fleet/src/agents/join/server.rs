@@ -663,16 +663,18 @@ impl EventLoop {
     fn admit(&mut self, t: Token, join: Join) -> Result<(), End> {
         let ours = Hello::ours();
         let p = self.peers.get_mut(&t).expect("a live peer");
-        if let Err(e) = check_hello(&ours, &join.hello, &format!("agent {}", p.addr)) {
-            p.say_error(&e, true);
-            return Err(End::Refused(format!("protocol version mismatch: {e}")));
-        }
+        // The token first: nothing, not even this controller's version, is told to a
+        // peer that cannot prove it.
         if !self.creds.token_matches(&join.token) {
             p.say_error(
                 "the join token is not this command's (an earlier command's, or mistyped)",
                 true,
             );
             return Err(End::Refused("wrong token".into()));
+        }
+        if let Err(e) = check_hello(&ours, &join.hello, &format!("agent {}", p.addr)) {
+            p.say_error(&e, true);
+            return Err(End::Refused(format!("protocol version mismatch: {e}")));
         }
         let expect = self.settings.expect;
         let mut roster = self.shared.roster.lock().unwrap_or_else(|p| p.into_inner());
