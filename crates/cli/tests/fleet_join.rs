@@ -240,49 +240,21 @@ fn mpirun_starts_sixteen_agents_that_join_with_open_mpis_ranks() {
         return;
     }
     let d = tempfile::tempdir().unwrap();
-    let even = even_profile(d.path(), 16, "1s");
-    let c = Controller::start(
-        d.path(),
-        &[
-            "run",
-            &even,
-            "--engine",
-            "null-sim:fixed:50us",
-            "--rate",
-            "50",
-            "--json",
-            "--no-save",
-        ],
-        16,
-    );
-    let mut mpi = Command::new("mpirun");
-    mpi.args(["--allow-run-as-root", "--oversubscribe", "-np", "16"])
-        // One machine, no network: the loopback only (Open MPI 4's TCP transport).
-        .args(["--mca", "btl", "self", "--mca", "oob_tcp_if_include", "lo"])
-        .arg(env!("CARGO_BIN_EXE_iofleet"))
-        .arg("agent")
-        .arg("--join-file")
-        .arg(&c.join_file)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    let launcher = mpi.spawn().unwrap();
-    let (code, out, err) = c.finish();
-    assert_eq!(code, Some(0), "{err}");
-    assert!(
-        err.contains("16 agent(s) joined from 1 host(s); ranks from OMPI_COMM_WORLD_RANK (16)"),
-        "{err}"
-    );
-    let v = json(&out, &err);
-    // 16 workers × 50 I/Os a second × 1 s; each rank one worker.
-    assert_eq!(v["summary"]["all"]["ios"], 16 * 50, "{}", v["summary"]);
-    let machine = iofleet_fleet::sys::hostname();
-    let want: Vec<(String, u64)> = (0..16).map(|r| (format!("{machine}-r{r}"), 50)).collect();
-    assert_eq!(hosts(&v), want);
-    let skew = v["run"]["start_skew_ms"].as_f64();
-    assert!(skew.is_some_and(|s| s >= 0.0), "{}", v["run"]);
     // Every rank exits 0 once the command closes its fleet, so mpirun does too.
-    let (code, err) = agent_exit(launcher, PATIENCE);
-    assert_eq!(code, Some(0), "mpirun: {err}");
+    launched_run(d.path(), 16, "OMPI_COMM_WORLD_RANK", |file, _, _| {
+        Command::new("mpirun")
+            .args(["--allow-run-as-root", "--oversubscribe", "-np", "16"])
+            // One machine, no network: the loopback only (Open MPI 4's TCP transport).
+            .args(["--mca", "btl", "self", "--mca", "oob_tcp_if_include", "lo"])
+            .arg(env!("CARGO_BIN_EXE_iofleet"))
+            .arg("agent")
+            .arg("--join-file")
+            .arg(file)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    });
 }
 
 #[test]
@@ -1079,9 +1051,34 @@ fn srun_starts_sixteen_agents_that_join_with_slurms_ranks() {
     }
     let slurm = Slurm::start();
     let d = tempfile::tempdir().unwrap();
-    let even = even_profile(d.path(), 16, "1s");
+    launched_run(d.path(), 16, "SLURM_PROCID", |file, _, _| {
+        slurm
+            .command("srun")
+            .args(["--overcommit", "-n", "16"])
+            .arg(env!("CARGO_BIN_EXE_iofleet"))
+            .arg("agent")
+            .arg("--join-file")
+            .arg(file)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    });
+}
+
+/// One run of `n` agents that `launch` starts (given the join file, address and token),
+/// one worker each at 50 I/Os a second of simulated time for 1 s: exit 0, the hosts in
+/// rank order with exact counts, ranks from `ranks_from`, a start skew, and the
+/// launcher itself exits 0.
+fn launched_run(
+    d: &Path,
+    n: u32,
+    ranks_from: &str,
+    launch: impl FnOnce(&Path, &JoinAddress, &str) -> Child,
+) {
+    let even = even_profile(d, n, "1s");
     let c = Controller::start(
-        d.path(),
+        d,
         &[
             "run",
             &even,
@@ -1092,69 +1089,30 @@ fn srun_starts_sixteen_agents_that_join_with_slurms_ranks() {
             "--json",
             "--no-save",
         ],
-        16,
-    );
-    let launcher = slurm
-        .command("srun")
-        .args(["--overcommit", "-n", "16"])
-        .arg(env!("CARGO_BIN_EXE_iofleet"))
-        .arg("agent")
-        .arg("--join-file")
-        .arg(&c.join_file)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (code, out, err) = c.finish();
-    assert_eq!(code, Some(0), "{err}");
-    assert!(
-        err.contains("16 agent(s) joined from 1 host(s); ranks from SLURM_PROCID (16)"),
-        "{err}"
-    );
-    let v = json(&out, &err);
-    assert_eq!(v["summary"]["all"]["ios"], 16 * 50, "{}", v["summary"]);
-    let machine = iofleet_fleet::sys::hostname();
-    let want: Vec<(String, u64)> = (0..16).map(|r| (format!("{machine}-r{r}"), 50)).collect();
-    assert_eq!(hosts(&v), want);
-    let (code, err) = agent_exit(launcher, PATIENCE);
-    assert_eq!(code, Some(0), "srun: {err}");
-}
-
-/// One run of three agents that `launch` starts (given the join file, address and
-/// token): exit 0, three hosts of exact counts, ranks from `ranks_from`, and the
-/// launcher itself exits 0.
-fn launched_run(
-    d: &Path,
-    ranks_from: &str,
-    launch: impl FnOnce(&Path, &JoinAddress, &str) -> Child,
-) {
-    let even = even_profile(d, 3, "1s");
-    let c = Controller::start(
-        d,
-        &[
-            "run",
-            &even,
-            "--engine",
-            "null-sim:fixed:50us",
-            "--rate",
-            "100",
-            "--json",
-            "--no-save",
-        ],
-        3,
+        n,
     );
     let (addr, token) = c.join_address();
     let launcher = launch(&c.join_file, &addr, &token);
     let (code, out, err) = c.finish();
     assert_eq!(code, Some(0), "{ranks_from}: {err}");
-    assert!(err.contains(&format!("ranks from {ranks_from}")), "{err}");
-    let v = json(&out, &err);
-    assert_eq!(v["summary"]["all"]["ios"], 300, "{}", v["summary"]);
     assert!(
-        hosts(&v).iter().all(|(_, ios)| *ios == 100),
-        "{}",
-        v["hosts"]
+        err.contains(&format!(
+            "{n} agent(s) joined from 1 host(s); ranks from {ranks_from} ({n})"
+        )),
+        "{err}"
     );
+    let v = json(&out, &err);
+    assert_eq!(
+        v["summary"]["all"]["ios"],
+        u64::from(n) * 50,
+        "{}",
+        v["summary"]
+    );
+    let machine = iofleet_fleet::sys::hostname();
+    let want: Vec<(String, u64)> = (0..n).map(|r| (format!("{machine}-r{r}"), 50)).collect();
+    assert_eq!(hosts(&v), want);
+    let skew = v["run"]["start_skew_ms"].as_f64();
+    assert!(skew.is_some_and(|s| s >= 0.0), "{}", v["run"]);
     let (code, e) = agent_exit(launcher, PATIENCE);
     assert_eq!(code, Some(0), "{ranks_from}: the launcher: {e}");
 }
@@ -1174,7 +1132,7 @@ fn pdsh_an_ssh_loop_and_ansible_start_agents_that_join() {
     let cfg = cluster.ssh_config.display().to_string();
     let aliases = cluster.aliases();
     // pdsh over ssh: no rank variable, the controller numbers the agents.
-    launched_run(d.path(), "the controller (3)", |file, _, _| {
+    launched_run(d.path(), 3, "the controller", |file, _, _| {
         Command::new("pdsh")
             .args(["-R", "ssh", "-w", &aliases.join(",")])
             .env("PDSH_SSH_ARGS", format!("-F {cfg} -oBatchMode=yes %h"))
@@ -1185,7 +1143,7 @@ fn pdsh_an_ssh_loop_and_ansible_start_agents_that_join() {
             .unwrap()
     });
     // A plain ssh loop, the token on each agent's stdin and a rank of our choosing.
-    launched_run(d.path(), "IOFLEET_RANK (3)", |_, addr, token| {
+    launched_run(d.path(), 3, "IOFLEET_RANK", |_, addr, token| {
         let script = aliases
             .iter()
             .enumerate()
@@ -1214,7 +1172,7 @@ fn pdsh_an_ssh_loop_and_ansible_start_agents_that_join() {
         ),
     )
     .unwrap();
-    launched_run(d.path(), "the controller (3)", |file, _, _| {
+    launched_run(d.path(), 3, "the controller", |file, _, _| {
         Command::new("ansible")
             .args([
                 "fleet",

@@ -988,15 +988,7 @@ impl Peer {
     /// Move what waits into rustls and rustls' records to the socket, as far as each
     /// takes them.
     fn write(&mut self) -> Result<(), String> {
-        while !self.out.is_empty() {
-            match self.tls.writer().write(&self.out) {
-                Ok(0) => break,
-                Ok(n) => {
-                    self.out.drain(..n);
-                }
-                Err(e) => return Err(format!("TLS: {e}")),
-            }
-        }
+        self.feed()?;
         while self.tls.wants_write() {
             match self.tls.write_tls(&mut self.tcp) {
                 Ok(_) => {}
@@ -1005,14 +997,20 @@ impl Peer {
                 Err(e) => return Err(format!("write failed: {e}")),
             }
             // Room freed in rustls: take more of what waits.
-            while !self.out.is_empty() {
-                match self.tls.writer().write(&self.out) {
-                    Ok(0) => break,
-                    Ok(n) => {
-                        self.out.drain(..n);
-                    }
-                    Err(e) => return Err(format!("TLS: {e}")),
+            self.feed()?;
+        }
+        Ok(())
+    }
+
+    /// Hand rustls as much of what waits as its buffer takes.
+    fn feed(&mut self) -> Result<(), String> {
+        while !self.out.is_empty() {
+            match self.tls.writer().write(&self.out) {
+                Ok(0) => break,
+                Ok(n) => {
+                    self.out.drain(..n);
                 }
+                Err(e) => return Err(format!("TLS: {e}")),
             }
         }
         Ok(())
