@@ -26,8 +26,9 @@
 //!   preconditioning disks, the verify journals, the memory a plan needs.
 //! - **`agents/`**: workers as an `iofleet agent` per host (`AgentLauncher`): the hosts'
 //!   plan (each host's share), the agent itself (which runs its share with the local
-//!   wing), the wire protocol, and the transports that run a script on a host (`ssh`,
-//!   `local`, `kubectl`).
+//!   wing), the wire protocol, the transports that run a script on a host (`ssh`,
+//!   `local`, `kubectl`), and `join/`: the command's join port, where agents any
+//!   launcher started connect back over TLS and are held as sockets.
 //! - **`inventory/`**: `--hosts` inventories (iofleet's TOML, Ansible INI and YAML) read
 //!   into hosts, and their errors.
 //! - **`kube/`**: a Kubernetes fleet: its description, the objects made from it, the

@@ -21,7 +21,10 @@
 //! The wing's parts: this module runs the fleet of sessions (`AgentLauncher`); `plan`
 //! decides each host's share; `session` opens and speaks to one host's agent;
 //! `scripts` are the shell scripts run on a host; `transport` runs a script there
-//! (`ssh`, `local`, `kubectl`); `protocol` is the frames; `agent` is the other end.
+//! (`ssh`, `local`, `kubectl`); `protocol` is the frames; `agent` is the other end;
+//! `event` is what an agent's reader reports; `join` holds agents that connected back
+//! to the command's port instead (`Via::Joined`: the same launcher, frames and loss
+//! rules, a socket on the port's event loop instead of a session).
 
 pub mod agent;
 mod event;
