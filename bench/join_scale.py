@@ -8,7 +8,8 @@ agent at `--rate` IOPS, 1 s intervals), as a launcher would start them. Reports:
   `iofleet_interval_index`, polled every 0.2 s);
 - each measured interval's lag behind the most timely one (as bench/fleet_scale.py);
 - the controller's own peak RSS (VmHWM) and CPU (its own rusage, from wait4), and the
-  agents' summed peak RSS;
+  agents' summed peak RSS (which counts the binary's shared pages once per process) and
+  summed PSS (shared pages split among them: what they really hold);
 - from the result: hosts, hosts lost, stragglers, start skew, exact I/O count.
 
     python3 bench/join_scale.py --iofleet target/release/iofleet --agents 1000 --seconds 20
@@ -31,6 +32,19 @@ def vm_hwm_kib(pid):
         with open(f"/proc/{pid}/status") as f:
             for line in f:
                 if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def pss_kib(pid):
+    """Proportional set size: shared pages (the binary's text) split among the processes
+    that map them, so a sum over processes is what they really hold."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
                     return int(line.split()[1])
     except OSError:
         pass
@@ -81,6 +95,7 @@ def main():
     seen = {}
     hwm = 0
     agents_hwm = 0
+    agents_pss = 0
     status = None
     rusage = None
     while status is None:
@@ -95,6 +110,7 @@ def main():
                 seen[j] = time.time()
         if len(seen) % 5 == 1:
             agents_hwm = max(agents_hwm, sum(vm_hwm_kib(a.pid) for a in agents))
+            agents_pss = max(agents_pss, sum(pss_kib(a.pid) for a in agents))
         pid, st, ru = os.wait4(ctrl.pid, os.WNOHANG)
         if pid:
             status, rusage = st, ru
@@ -122,7 +138,8 @@ def main():
           f"(planned {args.agents * args.rate * args.seconds}), fleet {r['summary']['all']['iops']:.0f} IOPS")
     print(f"controller: peak RSS {hwm / 1024:.1f} MiB (rusage {rusage.ru_maxrss / 1024:.1f} MiB), "
           f"CPU {cpu_s:.1f} s over {wall:.1f} s wall ({100 * cpu_s / wall:.1f}% of one core); "
-          f"agents' summed peak RSS {agents_hwm / 1024:.0f} MiB; agent exit codes "
+          f"agents' summed peak RSS {agents_hwm / 1024:.0f} MiB (shared pages once per process), "
+          f"summed PSS {agents_pss / 1024:.0f} MiB; agent exit codes "
           f"{sorted(set(codes))}")
     if late:
         q = lambda p: late[min(len(late) - 1, int(p * len(late)))]

@@ -631,8 +631,8 @@ impl AgentLauncher {
     /// its round trip. `CLOCK_BATCH` hosts at a time, `CLOCK_SAMPLES` round trips each
     /// through the readers (a reply is timed as it is read), the batch's order turned at
     /// each round so that no host always waits behind the others; each host keeps its
-    /// better fit. (One host at a time took 8 round trips per host in a row: over 4 s
-    /// for 1,000 joined agents.) Then one ping to every host at once, as the start will
+    /// better fit. (One host at a time took 8 round trips per host in a row: 8,000 for
+    /// 1,000 joined agents.) Then one ping to every host at once, as the start will
     /// go: the time until the last reply (`broadcast`) says how far ahead the start
     /// instant must be.
     fn refine_clocks(
