@@ -48,8 +48,6 @@ use iofleet_profile::GroupPlan;
 use self::protocol::{mono_ns, AgentJob, Clock, Done, Frame, FrameLimits, Start, Task};
 use crate::error::FleetError;
 use crate::host::{HostSpec, Reach, Role};
-
-use self::join::JoinServer;
 use crate::launcher::{Finished, HostVerified, Launcher, Prepared};
 use crate::observer::Observer;
 use crate::plan::{HostShare, Hosts, LaunchPlan};
@@ -57,6 +55,7 @@ use crate::precondition::Preconditioned;
 use crate::settings::RunSettings;
 use crate::source::Msg;
 
+use self::join::JoinServer;
 use self::scripts::clean_script;
 pub use self::scripts::KEEP_DAYS;
 use self::session::{
