@@ -133,3 +133,17 @@ fn a_join_over_its_limit_is_refused_from_its_header() {
         "malformed: it does not speak the iofleet protocol"
     );
 }
+
+/// Found by the fuzz target `join_handshake`: a frame of length 0 followed by a kind
+/// byte was refused as "not a join" when it came whole and as "length 0" when its first
+/// four bytes came alone. Now the length is judged first, whole or chunked.
+#[test]
+fn a_frame_of_length_zero_is_refused_as_such_however_it_arrives() {
+    let mut bytes = MAGIC.to_vec();
+    bytes.extend([0, 0, 0, 0, 4, 0x31, 0x04, 0]);
+    let want = Err("malformed: a frame of length 0 (it must hold at least its kind)".to_string());
+    assert_eq!(candidate_join(&bytes), want);
+    for step in 1..bytes.len() {
+        assert_eq!(fed(&bytes, step), want, "fed {step} at a time");
+    }
+}

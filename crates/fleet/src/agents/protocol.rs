@@ -599,7 +599,13 @@ pub fn take_frame(
 /// A joining agent's `Join` frame at the start of `buf` ([`take_frame`]); any other
 /// kind is refused at its header.
 pub fn take_join(buf: &[u8]) -> io::Result<Option<(Join, usize)>> {
-    if let Some(&kind) = buf.get(4) {
+    // The kind is judged once the length is known to be one a frame may have (a length
+    // of 0 is refused as such, whatever follows it), so that the answer is the same
+    // however the bytes arrive.
+    let sized = buf
+        .get(..4)
+        .is_some_and(|l| u32::from_le_bytes(l.try_into().expect("4 bytes")) != 0);
+    if let Some(&kind) = buf.get(4).filter(|_| sized) {
         if kind != K_JOIN {
             return Err(bad(format!(
                 "expected a join frame, not {} frame",
