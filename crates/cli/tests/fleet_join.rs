@@ -949,7 +949,13 @@ impl Slurm {
             .status()
             .unwrap();
         assert!(ok.success(), "mungekey");
-        let host = iofleet_fleet::sys::hostname();
+        // The node is named for this machine (its name up to the first dot, as Slurm
+        // names nodes), and slurmd is told so rather than left to guess.
+        let full = iofleet_fleet::sys::hostname();
+        let host = full.split('.').next().unwrap_or(&full).to_string();
+        // As many CPUs as the machine has: fewer configured than found is fine, more
+        // would drain the node.
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         let conf = format!(
             "ClusterName=iofleet-test\nSlurmctldHost={host}(127.0.0.1)\nSlurmctldPort={}\nSlurmdPort={}\n\
              AuthType=auth/munge\nAuthInfo=socket={}\nMpiDefault=none\nProctrackType=proctrack/linuxproc\n\
@@ -958,7 +964,7 @@ impl Slurm {
              SchedulerType=sched/builtin\nSelectType=select/cons_tres\nSelectTypeParameters=CR_Core\n\
              JobCompType=jobcomp/none\nAccountingStorageType=accounting_storage/none\n\
              JobAcctGatherType=jobacct_gather/none\nSlurmctldLogFile={}\nSlurmdLogFile={}\n\
-             NodeName={host} NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000 State=UNKNOWN\n\
+             NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory=1000 State=UNKNOWN\n\
              PartitionName=test Nodes={host} Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:32\n",
             free_port(),
             free_port(),
@@ -1001,6 +1007,8 @@ impl Slurm {
         ])));
         s.daemons.push(spawn(Command::new("slurmd").args([
             "-D",
+            "-N",
+            &host,
             "-f",
             &p("slurm.conf"),
         ])));
