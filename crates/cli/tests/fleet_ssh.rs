@@ -560,27 +560,24 @@ fn a_frozen_host_shows_as_lost_on_the_live_page_within_the_host_timeout() {
     let inv = inventory(&c, tmp.path(), "");
     let addr = free_addr();
     let timeout_s = 4.0;
+    // Long enough for Chromium to start on a loaded machine before the freeze, and for
+    // the loss to be seen after it.
     let child = spawn_fleet(
         tmp.path(),
         &inv,
-        "14s",
+        "40s",
         &["--host-timeout", "4s", "--metrics-listen", &addr, "--ui"],
     );
     let events = follow_events(&addr);
     let h2 = host_agent(&c, 1);
     wait_for_interval(&addr, 2);
-    assert!(std::process::Command::new("kill")
-        .args(["-STOP", &h2[0].to_string()])
-        .status()
-        .unwrap()
-        .success());
-    let frozen = Instant::now();
-    // The page, opened while the host is frozen (Chromium takes a few seconds to start).
+    // The page, opened before the host is frozen: the freeze waits for it.
     let browser = need::need(
         "a_frozen_host_shows_as_lost_on_the_live_page_within_the_host_timeout (browser)",
         &["chromium", "chromedriver", "python3"],
     ) && have_selenium();
     let shots = tempfile::tempdir().unwrap();
+    let ready = shots.path().join("ready");
     let page = browser.then(|| {
         std::process::Command::new("timeout")
             .args(["120", "python3"])
@@ -592,6 +589,8 @@ fn a_frozen_host_shows_as_lost_on_the_live_page_within_the_host_timeout() {
             .arg(format!("http://{addr}"))
             .arg("--out")
             .arg(shots.path())
+            .arg("--ready")
+            .arg(&ready)
             // Chromium's own scratch folders go where the test cleans up, not in /tmp.
             .env("TMPDIR", shots.path())
             .args(["--host", &c.hosts[1].alias])
@@ -600,6 +599,20 @@ fn a_frozen_host_shows_as_lost_on_the_live_page_within_the_host_timeout() {
             .spawn()
             .unwrap()
     });
+    let t0 = Instant::now();
+    while page.is_some() && !ready.exists() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(120),
+            "the page never opened"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(std::process::Command::new("kill")
+        .args(["-STOP", &h2[0].to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let frozen = Instant::now();
     // Over HTTP: the first host strip that marks a host lost.
     let mut seen = Vec::new();
     let (at, strip) = loop {
