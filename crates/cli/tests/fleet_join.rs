@@ -231,6 +231,20 @@ fn joined_agents_are_the_fleets_hosts_and_sum_exactly_as_the_run_in_process() {
     );
 }
 
+/// `launcher` (its own arguments given) starting `iofleet agent --join-file FILE`: the
+/// launcher's process, its stderr piped.
+fn agents_by(mut launcher: Command, file: &Path) -> Child {
+    launcher
+        .arg(env!("CARGO_BIN_EXE_iofleet"))
+        .arg("agent")
+        .arg("--join-file")
+        .arg(file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 #[test]
 fn mpirun_starts_sixteen_agents_that_join_with_open_mpis_ranks() {
     if !common::need::need(
@@ -242,18 +256,11 @@ fn mpirun_starts_sixteen_agents_that_join_with_open_mpis_ranks() {
     let d = tempfile::tempdir().unwrap();
     // Every rank exits 0 once the command closes its fleet, so mpirun does too.
     launched_run(d.path(), 16, "OMPI_COMM_WORLD_RANK", |file, _, _| {
-        Command::new("mpirun")
-            .args(["--allow-run-as-root", "--oversubscribe", "-np", "16"])
+        let mut mpi = Command::new("mpirun");
+        mpi.args(["--allow-run-as-root", "--oversubscribe", "-np", "16"])
             // One machine, no network: the loopback only (Open MPI 4's TCP transport).
-            .args(["--mca", "btl", "self", "--mca", "oob_tcp_if_include", "lo"])
-            .arg(env!("CARGO_BIN_EXE_iofleet"))
-            .arg("agent")
-            .arg("--join-file")
-            .arg(file)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
+            .args(["--mca", "btl", "self", "--mca", "oob_tcp_if_include", "lo"]);
+        agents_by(mpi, file)
     });
 }
 
@@ -1060,17 +1067,9 @@ fn srun_starts_sixteen_agents_that_join_with_slurms_ranks() {
     let slurm = Slurm::start();
     let d = tempfile::tempdir().unwrap();
     launched_run(d.path(), 16, "SLURM_PROCID", |file, _, _| {
-        slurm
-            .command("srun")
-            .args(["--overcommit", "-n", "16"])
-            .arg(env!("CARGO_BIN_EXE_iofleet"))
-            .arg("agent")
-            .arg("--join-file")
-            .arg(file)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
+        let mut srun = slurm.command("srun");
+        srun.args(["--overcommit", "-n", "16"]);
+        agents_by(srun, file)
     });
 }
 

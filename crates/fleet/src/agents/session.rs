@@ -215,10 +215,7 @@ impl Shipment {
 
 /// SHA-256 in lower-case hex, as `sha256sum` prints it.
 pub(super) fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    super::join::creds::hex(&Sha256::digest(bytes))
 }
 
 /// A counting semaphore: at most `n` uploads at a time; the others wait their turn.
