@@ -314,4 +314,9 @@ pub struct AgentArgs {
     /// How long to keep trying to reach the controller's port.
     #[arg(long, value_parser = duration, default_value = "5m", value_name = "DURATION", allow_hyphen_values = true)]
     pub join_timeout: Duration,
+    /// Run N agents in this process, each with its own connection and rank (process
+    /// rank r of s holds agent ranks r·N … r·N+N−1 of s·N): many agents on few
+    /// machines, as a benchmark of the controller or a rehearsal of a large fleet.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub agents: u32,
 }

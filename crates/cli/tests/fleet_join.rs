@@ -231,6 +231,54 @@ fn joined_agents_are_the_fleets_hosts_and_sum_exactly_as_the_run_in_process() {
     );
 }
 
+/// `iofleet agent --agents 3` in two processes of a launcher's ranks 0 and 1: six
+/// agents, each its own connection and host, ranks 0–5 (process r holds 3r … 3r+2), and
+/// the merged counts exact.
+#[test]
+fn agents_of_one_process_join_as_hosts_of_their_own_with_consecutive_ranks() {
+    let d = tempfile::tempdir().unwrap();
+    let even = even_profile(d.path(), 6, "1s");
+    let shape = [
+        "run",
+        &even,
+        "--engine",
+        "null-sim:fixed:50us",
+        "--rate",
+        "100",
+        "--json",
+        "--no-save",
+    ];
+    let c = Controller::start(d.path(), &shape, 6);
+    let procs: Vec<Child> = [1u32, 0]
+        .iter()
+        .map(|r| {
+            agent(
+                &c.join_file,
+                &["--agents", "3"],
+                &[
+                    ("IOFLEET_RANK", r.to_string()),
+                    ("IOFLEET_SIZE", "2".into()),
+                ],
+            )
+        })
+        .collect();
+    let (code, out, err) = c.finish();
+    assert_eq!(code, Some(0), "{err}");
+    let v = json(&out, &err);
+    assert!(
+        err.contains("6 agent(s) joined from 1 host(s); ranks from IOFLEET_RANK × --agents 3 (6)"),
+        "{err}"
+    );
+    assert_eq!(v["summary"]["all"]["ios"], 600, "{}", v["summary"]);
+    let machine = iofleet_fleet::sys::hostname();
+    let want: Vec<(String, u64)> = (0..6).map(|r| (format!("{machine}-r{r}"), 100)).collect();
+    assert_eq!(hosts(&v), want);
+    for p in procs {
+        let (code, err) = agent_exit(p, PATIENCE);
+        assert_eq!(code, Some(0), "{err}");
+    }
+}
+
 /// `launcher` (its own arguments given) starting `iofleet agent --join-file FILE`: the
 /// launcher's process, its stderr piped.
 fn agents_by(mut launcher: Command, file: &Path) -> Child {
@@ -776,6 +824,7 @@ fn a_fleet_short_of_its_agents_fails_at_the_join_timeout_naming_the_ranks_missin
 fn bad_join_input_is_refused_naming_the_flag() {
     let d = tempfile::tempdir().unwrap();
     let fp = "ab".repeat(32);
+    let join_fp = format!("iofleet://127.0.0.1:1/{fp}");
     for (args, env, says) in [
         (
             vec![
@@ -826,7 +875,26 @@ fn bad_join_input_is_refused_naming_the_flag() {
         (
             vec!["agent", "--rank", "3"],
             None,
-            "--rank and --target are for an agent that joins",
+            "--rank, --target and --agents are for an agent that joins",
+        ),
+        (
+            vec!["agent", "--agents", "2"],
+            None,
+            "--rank, --target and --agents are for an agent that joins",
+        ),
+        (vec!["agent", "--agents", "0"], None, "--agents"),
+        (
+            vec![
+                "agent",
+                "--join",
+                &join_fp,
+                "--rank",
+                "4294967295",
+                "--agents",
+                "2",
+            ],
+            None,
+            "--agents 2: rank 4294967295 × 2 is past the largest rank",
         ),
         (
             vec!["agent", "--join", &format!("iofleet://127.0.0.1:1/{fp}")],

@@ -122,7 +122,10 @@ impl Pattern {
         let unit = (spec.dedupe_unit as usize).clamp(8, MAX_UNIT);
         let ratio = spec.dedupe_ratio.max(1.0);
         Pattern {
-            pool: pool(),
+            // Taken at the first fill: a reader's lanes never build the pool (1.25 MiB
+            // of random words, milliseconds of a CPU per process: on a machine of a
+            // thousand agents that run reads, seconds before the first interval).
+            pool: &[],
             zero: spec.zero,
             unit,
             random_len: PatternSpec {
@@ -160,6 +163,9 @@ impl Pattern {
         if self.zero {
             buf.fill(0);
             return;
+        }
+        if self.pool.is_empty() {
+            self.pool = pool();
         }
         for chunk in buf.chunks_mut(self.unit) {
             let k = self.units;

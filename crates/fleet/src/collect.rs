@@ -12,7 +12,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, RecvTimeoutError};
 use iofleet_profile::Plan;
 pub(crate) use iofleet_stats::fold::GroupRange;
 use iofleet_stats::fold::{Folded, HostFacts, Layout};
@@ -22,6 +21,7 @@ use iofleet_stats::result::{
 };
 use iofleet_stats::summary::{counts_in_median, median_of};
 use iofleet_stats::{GenSample, HostUsage, OpStats, OpSummary, PackedSample, Sample};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 
 use crate::observer::{IntervalSnapshot, Observer, Phase};
 use crate::source::{Msg, Timeline, TAKE_OUT_AFTER};
@@ -220,7 +220,7 @@ struct Collector<'a> {
 }
 
 impl<'a> Collector<'a> {
-    /// Nothing heard yet; starts the probe's span and announces the first phase.
+    /// Nothing heard yet; announces the first phase.
     fn new(spec: &'a CollectSpec<'a>, observer: &mut dyn Observer) -> Self {
         let n_sources = spec.source_names.len();
         let timeline = spec.timeline;
@@ -229,11 +229,8 @@ impl<'a> Collector<'a> {
         let done = vec![false; n_sources];
         let last_heard = vec![epoch.max(Instant::now()); n_sources];
         let out = Collected::empty(spec);
-        let mut probe = spec.probe.clone();
-        // Spans start now, at the start instant: what preparing cost is not the run's.
-        if let Some(p) = probe.as_mut() {
-            p.sample();
-        }
+        // The probe's span began just before the start instant (`controller::run`).
+        let probe = spec.probe.clone();
         let warmup_s = spec.plan.timing.warmup.as_secs_f64();
         let measure_s = spec.plan.timing.duration.as_secs_f64();
         let measuring = timeline.warmup_intervals == 0;
@@ -268,10 +265,30 @@ impl<'a> Collector<'a> {
         }
     }
 
-    /// The next message, waiting at most 50 ms; one from a source that has ended reads
-    /// as a timeout, any other marks its source as heard from now.
+    /// How long to wait for the next message before something is due without one.
+    /// Sources that can go silent (remote hosts: a silence grace) are checked every 50
+    /// ms, and so is the stop flag their give-up rule reads. This machine's own threads
+    /// cannot go silent and end by themselves on a stop, so then only the start of the
+    /// measure phase is due: an agent of a fleet of thousands on one machine does not
+    /// wake 20 times a second for nothing (each wake-up is paid a thousand times over).
+    fn wait(&self, now: Instant) -> Duration {
+        const POLL: Duration = Duration::from_millis(50);
+        const IDLE: Duration = Duration::from_secs(1);
+        if self.spec.silence_grace.is_some() {
+            return POLL;
+        }
+        if self.measuring {
+            return IDLE;
+        }
+        self.measure_start
+            .saturating_duration_since(now)
+            .clamp(Duration::from_millis(1), IDLE)
+    }
+
+    /// The next message, waiting as long as `wait` says; one from a source that has
+    /// ended reads as a timeout, any other marks its source as heard from now.
     fn receive(&mut self, rx: &Receiver<Msg>) -> Result<Msg, RecvTimeoutError> {
-        let mut msg = rx.recv_timeout(Duration::from_millis(50));
+        let mut msg = rx.recv_timeout(self.wait(Instant::now()));
         if let Ok(m) = &msg {
             match self.done.get(m.source() as usize) {
                 // A source given up on (or ended) has nothing more to say.
@@ -1000,7 +1017,7 @@ mod tests {
             probe: None,
             simulated_time: false,
         };
-        let (tx, rx) = crossbeam_channel::unbounded();
+        let (tx, rx) = std::sync::mpsc::channel();
         let interval = |source: u32, index: u32, stopped_at: Option<u64>| Msg::Interval {
             source,
             index,
@@ -1090,7 +1107,7 @@ mod tests {
             (0..n).for_each(|_| s.streams[0].read.record(1000, 4096));
             s
         };
-        let (tx, rx) = crossbeam_channel::unbounded();
+        let (tx, rx) = std::sync::mpsc::channel();
         // Two threads drive disks 0 and 2 of worker 0; one garbled entry names disk 5000.
         for (source, samples) in [
             (0u32, vec![(0u32, 0u32, reads(3))]),
@@ -1155,7 +1172,7 @@ mod tests {
             simulated_time: false,
         };
         // The sender stays alive and silent, as a frozen host's connection would.
-        let (_tx, rx) = crossbeam_channel::unbounded::<Msg>();
+        let (_tx, rx) = std::sync::mpsc::channel::<Msg>();
         let stop = std::sync::atomic::AtomicBool::new(false);
         let col = collect(&rx, &spec, &mut crate::Silent, &stop, &mut |_| {});
         assert!(col.host_lost_ns[0].is_some());
@@ -1213,7 +1230,7 @@ mod tests {
             probe: None,
             simulated_time,
         };
-        let (tx, rx) = crossbeam_channel::unbounded();
+        let (tx, rx) = std::sync::mpsc::channel();
         // (real seconds, CPU seconds) per interval: one core busy throughout.
         for (index, (wall_s, cpu_s)) in [(0.9, 0.9), (0.002, 0.002), (0.001, 0.001)]
             .into_iter()

@@ -15,7 +15,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use crossbeam_channel::unbounded;
 use iofleet_profile::{combine, GroupPlan, Plan};
 use iofleet_stats::result::{RunInfo, RunResult};
 
@@ -102,7 +101,7 @@ pub fn run<L: Launcher>(
     };
     let plan = combine(&prep.groups);
     let prepared_in = preparing.elapsed();
-    let (tx, rx) = unbounded();
+    let (tx, rx) = std::sync::mpsc::channel();
     let epoch = match gate.ready(&prep, &notices) {
         Ok(e) => e,
         Err(e) => {
@@ -113,6 +112,14 @@ pub fn run<L: Launcher>(
         }
     };
     let started_wall = SystemTime::now() + epoch.saturating_duration_since(Instant::now());
+    // This machine's usage is counted from here, just before the start instant: what
+    // preparing cost is not the run's. Not at the instant itself: then every I/O thread
+    // of the fleet wakes, and on a machine of many agents the reading would hold some
+    // of them up.
+    let mut probe = prep.probe.clone();
+    if let Some(p) = probe.as_mut() {
+        p.sample();
+    }
     let late = launcher.start(epoch, tx);
     let mut info = run_info(
         &plan,
@@ -144,7 +151,7 @@ pub fn run<L: Launcher>(
         source_host: prep.sources.iter().map(|s| s.1).collect(),
         epoch,
         silence_grace: prep.silence_grace,
-        probe: prep.probe.clone(),
+        probe,
         simulated_time: prep.simulated_time,
     };
     let collected = collect(&rx, &spec, observer, &stop, &mut |s| launcher.give_up(s));
@@ -221,8 +228,8 @@ mod tests {
     use std::sync::Mutex;
     use std::time::Duration;
 
-    use crossbeam_channel::Sender;
     use iofleet_stats::Sample;
+    use std::sync::mpsc::Sender;
 
     use super::*;
     use crate::fixtures::{fleet, plan, stream};

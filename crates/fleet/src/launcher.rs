@@ -29,9 +29,9 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::Sender;
 use iofleet_profile::GroupPlan;
 use iofleet_stats::result::{KubePod, KubeRun, VerifySummary};
+use std::sync::mpsc::Sender;
 
 use crate::error::FleetError;
 use crate::observer::Observer;

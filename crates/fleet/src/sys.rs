@@ -32,6 +32,34 @@ struct Reading {
     disk_ios: u64,
     disk_sectors: u64,
     disk_busy_ms: u64,
+    /// Instantaneous figures: the process's peak RSS (MiB) and the host's memory in use.
+    rss_peak_mib: f64,
+    mem_used_pct: f64,
+}
+
+/// How old a reading another probe of this process took may be and still serve: the
+/// agents of one process (`iofleet agent --agents N`) close their intervals together,
+/// and one read of /proc serves them all instead of N.
+const SHARED_READING_AGE: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// A reading and the block devices it covered.
+type DeviceReading = (Vec<(u32, u32)>, Reading);
+
+/// The latest reading of this process.
+static LATEST: std::sync::Mutex<Option<DeviceReading>> = std::sync::Mutex::new(None);
+
+/// A reading for `devices` newer than `after`: the process's latest if it covers the
+/// same devices and is recent, else a fresh one (which becomes the latest).
+fn read_shared(devices: &[(u32, u32)], after: Instant) -> Reading {
+    let mut latest = LATEST.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((d, r)) = latest.as_ref() {
+        if d == devices && r.at > after && r.at.elapsed() < SHARED_READING_AGE {
+            return r.clone();
+        }
+    }
+    let r = read(devices);
+    *latest = Some((devices.to_vec(), r.clone()));
+    r
 }
 
 /// Samples what this host spends: iofleet's CPU (all threads), the host's CPU, memory,
@@ -51,7 +79,7 @@ impl HostProbe {
 
     /// What was spent since the previous sample (or since `new`).
     pub fn sample(&mut self) -> HostUsage {
-        let now = read(&self.devices);
+        let now = read_shared(&self.devices, self.last.at);
         let a = &self.last;
         let t = clock_ticks();
         let d = |x: u64, y: u64| y.saturating_sub(x);
@@ -63,8 +91,8 @@ impl HostProbe {
             proc_sys_s,
             host_busy_s: d(a.host_busy, now.host_busy) as f64 / t,
             host_total_s: d(a.host_total, now.host_total) as f64 / t,
-            rss_peak_mib: rss_peak_mib(),
-            mem_used_pct_s: host_mem_used_pct() * wall_s,
+            rss_peak_mib: now.rss_peak_mib,
+            mem_used_pct_s: now.mem_used_pct * wall_s,
             net_rx_bytes: d(a.net_rx, now.net_rx),
             net_tx_bytes: d(a.net_tx, now.net_tx),
             disk_ios: d(a.disk_ios, now.disk_ios),
@@ -169,6 +197,8 @@ fn read(devices: &[(u32, u32)]) -> Reading {
         disk_ios: 0,
         disk_sectors: 0,
         disk_busy_ms: 0,
+        rss_peak_mib: rss_peak_mib(),
+        mem_used_pct: host_mem_used_pct(),
     };
     if let Ok(stat) = fs::read_to_string("/proc/self/stat") {
         // Fields after the command name (which may contain spaces) start after ')'.
@@ -379,6 +409,40 @@ impl ThreadMeter {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    /// Probes of one process that sample together share one reading of /proc; a probe
+    /// never gets a reading as old as its own last one (its span would be empty), and a
+    /// probe of other devices gets its own.
+    #[test]
+    fn probes_of_one_process_share_a_recent_reading() {
+        let start = Instant::now();
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        let a = read_shared(&[], start);
+        let b = read_shared(&[], start);
+        assert_eq!(
+            a.at, b.at,
+            "a second probe sampling at once reuses the reading"
+        );
+        let c = read_shared(&[], a.at);
+        assert!(
+            c.at > a.at,
+            "a probe whose last reading is that one reads afresh"
+        );
+        let d = read_shared(&[(7, 0)], start);
+        assert!(d.at > c.at, "other devices, another reading");
+        // Two probes sampling in turn each get a non-empty span.
+        let mut p = HostProbe::new(Vec::new());
+        let mut q = HostProbe::new(Vec::new());
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let (u, v) = (p.sample(), q.sample());
+        assert!(
+            u.wall_s > 0.0 && v.wall_s > 0.0,
+            "{} {}",
+            u.wall_s,
+            v.wall_s
+        );
+    }
 
     #[test]
     fn cpu_lists_and_affinity() {
@@ -431,7 +495,6 @@ mod tests {
             assert!(slices >= 1, "{idle_lap:?} {lap:?}");
         }
     }
-    use super::*;
 
     #[test]
     fn rfc3339_known_dates() {
@@ -506,6 +569,8 @@ mod tests {
             disk_ios: 0,
             disk_sectors: 0,
             disk_busy_ms: 0,
+            rss_peak_mib: 0.0,
+            mem_used_pct: 0.0,
         };
         let close = |(a, b): (f64, f64), (x, y): (f64, f64)| {
             assert!((a - x).abs() < 1e-12 && (b - y).abs() < 1e-12, "{a} {b}");

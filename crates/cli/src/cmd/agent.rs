@@ -16,9 +16,9 @@ pub const TOKEN_ENV: &str = "IOFLEET_JOIN_TOKEN";
 
 pub fn run(a: AgentArgs) -> Result<i32, Exit> {
     if a.join.is_none() && a.join_file.is_none() {
-        if a.rank.is_some() || !a.target.is_empty() {
+        if a.rank.is_some() || !a.target.is_empty() || a.agents != 1 {
             return Err(Exit::input(
-                "--rank and --target are for an agent that joins: give --join-file FILE or --join ADDRESS",
+                "--rank, --target and --agents are for an agent that joins: give --join-file FILE or --join ADDRESS",
             ));
         }
         return Ok(iofleet_fleet::agents::agent::serve(
@@ -53,13 +53,22 @@ pub fn run(a: AgentArgs) -> Result<i32, Exit> {
             .map(|p| p.to_string_lossy().into_owned())
             .collect(),
     );
-    Ok(join::join(JoinRequest {
-        address,
-        token,
+    let placements = placement.split(a.agents).ok_or_else(|| {
+        Exit::input(format!(
+            "--agents {}: rank {} × {} is past the largest rank (2^32 − 1)",
+            a.agents,
+            placement.rank.unwrap_or(0),
+            a.agents
+        ))
+    })?;
+    let requests = placements.into_iter().map(|placement| JoinRequest {
+        address: address.clone(),
+        token: token.clone(),
         placement,
-        target,
+        target: target.clone(),
         join_timeout: a.join_timeout,
-    }))
+    });
+    Ok(join::join_all(requests.collect()))
 }
 
 /// The token of `--join`: from --token-file (`-`: stdin), else the environment.

@@ -2,8 +2,8 @@
 //! speaking the protocol on stdin/stdout. It runs its share of the fleet through the
 //! very same `controller::run` and `ThreadLauncher` as a local run: it prepares, reports
 //! ready, starts at the instant the controller names (on its own clock), and streams
-//! every interval's per-disk samples back, with a heartbeat at least every half
-//! interval so a frozen host is noticed. One session takes several jobs in turn (a
+//! every interval's per-disk samples back, with a heartbeat whenever it has sent nothing
+//! for a quarter of the host timeout, so a frozen host is noticed. One session takes several jobs in turn (a
 //! sweep's steps, a steady state's rounds, a job file's phases: the controller opens the
 //! fleet once per command), each answered with its `Done`, until a Stop or the end of
 //! its input. It never listens on a port, and it stops by itself when its stdin closes
@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{unbounded, Receiver};
+use crossbeam_channel::{bounded, unbounded, Receiver, RecvTimeoutError};
 use iofleet_engine::target::TargetSpec;
 use iofleet_stats::result::RunInfo;
 
@@ -62,11 +62,28 @@ impl Drop for RunRecord {
     }
 }
 
-type Out = Arc<Mutex<Box<dyn Write + Send>>>;
+/// The agent's output to its controller, shared by the threads that send frames, with
+/// when a frame was last sent (so the heartbeat goes only into silence).
+struct Output {
+    w: Mutex<Box<dyn Write + Send>>,
+    /// `mono_ns` of the last frame sent.
+    last_ns: AtomicU64,
+}
+
+type Out = Arc<Output>;
+
+fn output(w: Box<dyn Write + Send>) -> Out {
+    Arc::new(Output {
+        w: Mutex::new(Box::new(BufWriter::new(w))),
+        last_ns: AtomicU64::new(mono_ns()),
+    })
+}
 
 fn send(out: &Out, f: &Frame) -> io::Result<()> {
-    let mut w = out.lock().unwrap_or_else(|p| p.into_inner());
-    write_frame(&mut **w, f)
+    let mut w = out.w.lock().unwrap_or_else(|p| p.into_inner());
+    write_frame(&mut **w, f)?;
+    out.last_ns.store(mono_ns(), Ordering::Relaxed);
+    Ok(())
 }
 
 /// What the stdin reader hands over.
@@ -186,26 +203,41 @@ fn target(job: &AgentJob) -> (TargetSpec, String) {
     }
 }
 
-/// Send a heartbeat every `period` until `quit` is set.
-fn heartbeat(out: Out, period: Duration, quit: Arc<AtomicBool>) {
+/// Until `quit` disconnects (its sender is dropped), send a heartbeat whenever nothing
+/// was sent for `period`: a host streaming its intervals sends none.
+fn heartbeat(out: Out, period: Duration, quit: Receiver<()>) {
     std::thread::spawn(move || {
-        while !quit.load(Ordering::SeqCst) {
-            if send(&out, &Frame::Heartbeat).is_err() {
-                return;
-            }
-            std::thread::sleep(period);
+        let period_ns = period.as_nanos() as u64;
+        let mut wait = period;
+        while let Err(RecvTimeoutError::Timeout) = quit.recv_timeout(wait) {
+            let quiet_ns = mono_ns().saturating_sub(out.last_ns.load(Ordering::Relaxed));
+            wait = if quiet_ns >= period_ns {
+                if send(&out, &Frame::Heartbeat).is_err() {
+                    return;
+                }
+                period
+            } else {
+                Duration::from_nanos(period_ns - quiet_ns)
+            };
         }
     });
 }
 
+/// How often an agent says it is alive when it has nothing else to say: a quarter of
+/// the host timeout its controller applies (a silent host is lost after it), between
+/// 10 ms and 5 s.
+fn heartbeat_period(host_timeout: Duration) -> Duration {
+    (host_timeout / 4).clamp(Duration::from_millis(10), Duration::from_secs(5))
+}
+
 /// Serve one controller on `input`/`output`. Returns the process exit code.
-pub fn serve(input: Box<dyn Read + Send>, output: Box<dyn Write + Send>) -> i32 {
+pub fn serve(input: Box<dyn Read + Send>, output_w: Box<dyn Write + Send>) -> i32 {
     let _record = RunRecord::from_env();
     let limits = FrameLimits::greeting();
-    let out: Out = Arc::new(Mutex::new(Box::new(BufWriter::new(output))));
+    let out = output(output_w);
     let mut input = BufReader::new(input);
     {
-        let mut w = out.lock().unwrap_or_else(|p| p.into_inner());
+        let mut w = out.w.lock().unwrap_or_else(|p| p.into_inner());
         if w.write_all(MAGIC).is_err() {
             return 1;
         }
@@ -227,8 +259,8 @@ pub fn serve(input: Box<dyn Read + Send>, output: Box<dyn Write + Send>) -> i32 
 
 /// Serve a controller that already greeted this agent (a joined agent: `join`), from
 /// its first job on.
-pub fn serve_greeted(input: Box<dyn Read + Send>, output: Box<dyn Write + Send>) -> i32 {
-    let out: Out = Arc::new(Mutex::new(Box::new(BufWriter::new(output))));
+pub fn serve_greeted(input: Box<dyn Read + Send>, output_w: Box<dyn Write + Send>) -> i32 {
+    let out = output(output_w);
     session(BufReader::new(input), out)
 }
 
@@ -306,6 +338,8 @@ fn spawn_control(
         let ends = matches!(handed, Control::Stop);
         if ends {
             stop.store(true, Ordering::SeqCst);
+            // Idle I/O threads sleep until their next I/O: wake them to see the stop.
+            iofleet_engine::wake_sleepers();
         }
         if tx.send(handed).is_err() || ends {
             return;
@@ -325,11 +359,12 @@ fn serve_job(
         .groups
         .first()
         .map_or(Duration::from_secs(1), |g| g.plan.timing.interval);
-    let beats = Arc::new(AtomicBool::new(false));
+    // The heartbeat thread ends as soon as this job does (its sender dropped).
+    let (beats, quit) = bounded::<()>(0);
     heartbeat(
         out.clone(),
-        (interval / 2).clamp(Duration::from_millis(10), Duration::from_millis(500)),
-        beats.clone(),
+        heartbeat_period(job.settings.host_timeout),
+        quit,
     );
     let outcome = match job.task {
         Task::Verify { keep } => verify_task(job, keep),
@@ -337,7 +372,7 @@ fn serve_job(
         Task::Run => run_task(job, out, control.clone(), stop.clone(), interval),
         Task::Observe => observe_task(job, out, control.clone(), stop),
     };
-    beats.store(true, Ordering::SeqCst);
+    drop(beats);
     outcome
 }
 

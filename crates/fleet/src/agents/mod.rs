@@ -888,7 +888,7 @@ impl Launcher for AgentLauncher {
         Ok(Some(all))
     }
 
-    fn start(&mut self, epoch: Instant, tx: Sender<Msg>) -> Option<Duration> {
+    fn start(&mut self, epoch: Instant, tx: std::sync::mpsc::Sender<Msg>) -> Option<Duration> {
         let epoch_ns =
             mono_ns() + epoch.saturating_duration_since(Instant::now()).as_nanos() as u64;
         self.epoch_ns = epoch_ns;
@@ -1024,7 +1024,7 @@ impl Drop for AgentLauncher {
 #[allow(clippy::too_many_arguments)]
 fn route(
     ev_rx: Receiver<Event>,
-    tx: Sender<Msg>,
+    tx: std::sync::mpsc::Sender<Msg>,
     names: &[String],
     stderrs: &[Arc<Mutex<String>>],
     offsets: &[i64],

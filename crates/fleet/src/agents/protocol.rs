@@ -192,7 +192,8 @@ pub enum Frame {
     /// The agent released its threads (agent clock).
     Started(Clock),
     Interval(IntervalData),
-    /// The agent is alive (sent at least every half interval, from the job on).
+    /// The agent is alive (sent from the job on, whenever it sent nothing else for a
+    /// quarter of the host timeout).
     Heartbeat,
     Stop,
     Done(Done),

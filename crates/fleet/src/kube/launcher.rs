@@ -15,9 +15,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::Sender;
 use iofleet_profile::GroupPlan;
 use iofleet_stats::result::{KubePod, KubeRun};
+use std::sync::mpsc::Sender;
 
 use super::cluster::{claim_name, pod_facts, Cluster, States};
 use super::{KubeFleet, VolumeMode};

@@ -37,7 +37,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crossbeam_channel::Sender;
 use iofleet_engine::verify::{check_unit, stamp_units, DiskTable, Fault, UnitSnap, UNIT};
 use iofleet_engine::{Clock, Completion, Engine, EngineError, IoReq, OpKind, Pattern, PatternSpec};
 use iofleet_profile::{Arrival, Plan};
@@ -46,13 +45,19 @@ use iofleet_stats::result::{Corruption, ErrorDetail, VerifySummary, MAX_CORRUPTI
 use iofleet_stats::{GenSample, Sample};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
+use std::sync::mpsc::Sender;
 
 use super::gen::StreamGen;
 use crate::source::{Msg, Timeline, TAKE_OUT_AFTER, TAKE_OUT_WINDOW};
 use crate::sys::ThreadMeter;
 
-/// The longest the loop waits without looking at the stop flag.
+/// The longest the loop waits for completions without looking at the stop flag (a
+/// device that stopped answering). An idle thread (nothing in flight) sleeps until its
+/// next I/O or interval boundary: whoever stops the run rings `wake_sleepers`.
 const STOP_POLL_NS: u64 = 100_000_000;
+/// The latency each sample's histograms are sized for before the start instant (48 KiB
+/// of counts each): a memory-backed device's or the null engine's whole range.
+const RESERVED_LATENCY_NS: u64 = 32_000;
 /// Error details kept per I/O thread (the count is never capped).
 const MAX_ERROR_DETAILS: usize = 10;
 /// Which lanes of the run were taken out (their disk kept failing), shared by every
@@ -648,7 +653,20 @@ impl<'a, E: Engine, C: Clock> Driver<'a, E, C> {
         };
         let samples = parts
             .iter()
-            .map(|&(w, d)| (w, d, Sample::new(plan.streams.len())))
+            .map(|&(w, d)| {
+                let mut s = Sample::new(plan.streams.len());
+                // The counts of the directions each stream issues, allocated before the
+                // start instant (up to RESERVED_LATENCY_NS; longer latencies grow them).
+                for (st, stream) in s.streams.iter_mut().zip(&plan.streams) {
+                    if stream.read_pct > 0.0 {
+                        st.read.hist.reserve(RESERVED_LATENCY_NS);
+                    }
+                    if stream.read_pct < 100.0 {
+                        st.write.hist.reserve(RESERVED_LATENCY_NS);
+                    }
+                }
+                (w, d, s)
+            })
             .collect();
         let mut ready = Vec::with_capacity(queues.len());
         let mut timers = BinaryHeap::with_capacity(queues.len());
@@ -796,16 +814,21 @@ impl<'a, E: Engine, C: Clock> Driver<'a, E, C> {
         Ok(())
     }
 
-    /// Wait for a completion, the next arrival, the interval boundary or a stop poll,
-    /// whichever comes first. Returns the time after the wait.
+    /// Wait for a completion, the next arrival, the interval boundary, a stop poll (I/Os
+    /// in flight) or a stop's bell (none), whichever comes first. Returns the time after the wait.
     #[inline]
     fn wait(&mut self, now: u64, end: u64) -> Result<u64, EngineError> {
-        let mut wake = self.next_boundary.min(end).min(now + STOP_POLL_NS);
+        let poll = if self.inflight == 0 {
+            u64::MAX
+        } else {
+            now + STOP_POLL_NS
+        };
+        let mut wake = self.next_boundary.min(end).min(poll);
         if let Some(&Reverse((due, _))) = self.timers.peek() {
             wake = wake.min(due);
         }
         if self.inflight == 0 {
-            self.clock.sleep_until(wake);
+            self.clock.nap_until(wake);
         } else {
             // Self-check: from the last reap to this wait the thread was away; a
             // completion that became ready meanwhile waits up to that long to be seen.
@@ -1219,7 +1242,7 @@ mod tests {
             Duration::from_millis(20),
             Duration::from_millis(5),
         );
-        let (tx, _rx) = crossbeam_channel::unbounded();
+        let (tx, _rx) = std::sync::mpsc::channel();
         let stop = AtomicBool::new(false);
         let taken_out = TakenOut::new(all.len());
         let work = ThreadWork {
@@ -1346,7 +1369,7 @@ mod tests {
             Duration::from_secs(1),
             Duration::from_millis(250),
         );
-        let (tx, rx) = crossbeam_channel::unbounded();
+        let (tx, rx) = std::sync::mpsc::channel();
         let stop = AtomicBool::new(false);
         let taken_out = TakenOut::new(all.len());
         let work = ThreadWork {
@@ -1465,7 +1488,7 @@ mod tests {
             Duration::from_millis(20),
             Duration::from_millis(5),
         );
-        let (tx, rx) = crossbeam_channel::unbounded();
+        let (tx, rx) = std::sync::mpsc::channel();
         let stop = AtomicBool::new(false);
         let taken_out = TakenOut::new(all.len());
         let work = ThreadWork {

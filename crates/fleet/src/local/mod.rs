@@ -29,11 +29,12 @@ pub mod verify;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::Sender;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{bounded, Sender};
+use crossbeam_channel::bounded;
 use iofleet_engine::target::{
     create_files, open_disk, plan_layout, DiskLayout, FillPattern, FillWrites, TargetSpec,
 };
@@ -342,7 +343,7 @@ impl ThreadLauncher {
     /// Stop and join threads already spawned (setup failed).
     fn abandon(&mut self, stop: &AtomicBool) {
         stop.store(true, Ordering::SeqCst);
-        let (tx, _rx) = crossbeam_channel::unbounded();
+        let (tx, _rx) = std::sync::mpsc::channel();
         self.gate.open(Instant::now(), tx);
         for h in self.handles.drain(..) {
             let _ = h.join();
@@ -535,10 +536,12 @@ impl Launcher for ThreadLauncher {
     fn start(&mut self, epoch: Instant, tx: Sender<Msg>) -> Option<Duration> {
         self.gate.open(epoch, tx);
         let job = self.job.as_ref()?;
-        // Wait for the last I/O thread to begin (it wakes this one; a stop is checked
-        // now and then), at most two seconds after the epoch. Not a poll, and not a
-        // sleep until the epoch: either way this thread would wake with the I/O threads
-        // (here or, on a shared machine, other hosts') and hold some of them up.
+        // Wait for the last I/O thread to begin (it wakes this one; a thread that sees
+        // a stop at the start counts as begun), at most two seconds after the epoch.
+        // Not a poll, and not a sleep until the epoch: either way this thread would wake
+        // with the I/O threads (here or, on a shared machine, other hosts') and hold
+        // some of them up; a poll every 20 ms, on a machine of a thousand agents, kept
+        // both CPUs busy from the start frame to the epoch and made hosts start late.
         let deadline = epoch.max(Instant::now()) + Duration::from_secs(2);
         let (count, all) = &job.started;
         let mut n = count.lock().unwrap_or_else(|p| p.into_inner());
@@ -548,7 +551,7 @@ impl Launcher for ThreadLauncher {
                 break;
             }
             n = all
-                .wait_timeout(n, left.min(Duration::from_millis(20)))
+                .wait_timeout(n, left)
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
         }

@@ -6,6 +6,7 @@
 //! them; nothing here plans or fills.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::Sender as MsgSender;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
@@ -45,12 +46,12 @@ pub(super) struct Job {
 /// when fewer threads than planned reach it (a failed spawn, a panic during setup).
 #[derive(Default)]
 pub(super) struct Gate {
-    open: Mutex<Option<(Instant, Sender<Msg>)>>,
+    open: Mutex<Option<(Instant, MsgSender<Msg>)>>,
     cv: Condvar,
 }
 
 impl Gate {
-    pub(super) fn wait(&self) -> (Instant, Sender<Msg>) {
+    pub(super) fn wait(&self) -> (Instant, MsgSender<Msg>) {
         let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
         loop {
             if let Some(o) = open.as_ref() {
@@ -59,7 +60,7 @@ impl Gate {
             open = self.cv.wait(open).unwrap_or_else(|p| p.into_inner());
         }
     }
-    pub(super) fn open(&self, epoch: Instant, tx: Sender<Msg>) {
+    pub(super) fn open(&self, epoch: Instant, tx: MsgSender<Msg>) {
         *self.open.lock().unwrap_or_else(|p| p.into_inner()) = Some((epoch, tx));
         self.cv.notify_all();
     }
@@ -104,7 +105,7 @@ pub(super) fn describe_io_thread(t: &IoThreadSpec, lanes: &[LaneSpec]) -> String
 pub(super) struct Loop<'a> {
     job: &'a Job,
     i: usize,
-    tx: &'a Sender<Msg>,
+    tx: &'a MsgSender<Msg>,
     self_check: bool,
     at_start: &'a dyn Fn() -> bool,
 }

@@ -82,6 +82,34 @@ pub fn join(req: JoinRequest) -> i32 {
     bridge(tcp, tls, &welcome)
 }
 
+/// Join as every agent of `requests`, each on a thread of its own with its own
+/// connection (`iofleet agent --agents N`); the process exit code is the worst of
+/// theirs (the first nonzero, in rank order).
+pub fn join_all(mut requests: Vec<JoinRequest>) -> i32 {
+    if requests.len() == 1 {
+        return join(requests.remove(0));
+    }
+    let agents: Vec<_> = requests
+        .into_iter()
+        .map(|req| {
+            std::thread::Builder::new()
+                .name("iofleet-agent".into())
+                .spawn(move || join(req))
+        })
+        .collect();
+    let mut code = 0;
+    for a in agents {
+        let c = match a {
+            Ok(h) => h.join().unwrap_or(1),
+            Err(e) => say(&format!("cannot start an agent's thread: {e}"), 1),
+        };
+        if code == 0 {
+            code = c;
+        }
+    }
+    code
+}
+
 fn say(message: &str, code: i32) -> i32 {
     eprintln!("iofleet agent: {message}");
     code

@@ -15,5 +15,5 @@ pub mod rank;
 pub mod server;
 
 pub use address::{JoinAddress, JoinFile};
-pub use client::{join, JoinRequest};
+pub use client::{join, join_all, JoinRequest};
 pub use server::{JoinServer, JoinSettings, JoinedLink, Member};

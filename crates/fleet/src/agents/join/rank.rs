@@ -83,6 +83,40 @@ pub fn placement(
     })
 }
 
+impl Placement {
+    /// The placements of `n` agents one process runs (`iofleet agent --agents N`):
+    /// process rank r of a launcher's s holds agent ranks r·n … r·n+n−1 of a fleet of
+    /// s·n, so a launcher that starts s processes of n agents each gives every agent its
+    /// own rank. Without a rank the controller chooses each. None when the ranks would
+    /// not fit in 32 bits.
+    pub fn split(&self, n: u32) -> Option<Vec<Placement>> {
+        if n == 1 {
+            return Some(vec![self.clone()]);
+        }
+        let size = match self.size {
+            Some(s) => Some(s.checked_mul(n)?),
+            None => None,
+        };
+        let base = match self.rank {
+            Some(r) => {
+                let first = r.checked_mul(n)?;
+                first.checked_add(n - 1)?; // the last agent's rank fits too
+                Some(first)
+            }
+            None => None,
+        };
+        Some(
+            (0..n)
+                .map(|k| Placement {
+                    rank: base.map(|b| b + k),
+                    size,
+                    from: format!("{} × --agents {n}", self.from),
+                })
+                .collect(),
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,6 +190,48 @@ mod tests {
         assert_eq!(placement(None, &pod, "iofleet").unwrap().rank, None);
         // Outside a pod a host name's number is no rank.
         assert_eq!(placement(None, env(&[]), "node-3").unwrap().rank, None);
+    }
+
+    #[test]
+    fn agents_of_one_process_take_consecutive_ranks_of_the_whole_fleet() {
+        let p = placement(
+            None,
+            env(&[("OMPI_COMM_WORLD_RANK", "2"), ("OMPI_COMM_WORLD_SIZE", "4")]),
+            "h",
+        )
+        .unwrap();
+        let agents = p.split(3).unwrap();
+        let ranks: Vec<_> = agents.iter().map(|a| a.rank.unwrap()).collect();
+        assert_eq!(ranks, [6, 7, 8]);
+        assert!(agents.iter().all(|a| a.size == Some(12)));
+        assert_eq!(agents[0].from, "OMPI_COMM_WORLD_RANK × --agents 3");
+        // Every process's agents together: each rank of the fleet exactly once.
+        let mut all: Vec<u32> = (0..4)
+            .flat_map(|r| {
+                Placement {
+                    rank: Some(r),
+                    size: Some(4),
+                    from: "x".into(),
+                }
+                .split(3)
+                .unwrap()
+                .into_iter()
+                .map(|a| a.rank.unwrap())
+            })
+            .collect();
+        all.sort_unstable();
+        assert_eq!(all, (0..12).collect::<Vec<_>>());
+        // No rank: the controller chooses each; one agent: the placement as it was.
+        let none = placement(None, env(&[]), "h").unwrap();
+        assert!(none.split(5).unwrap().iter().all(|a| a.rank.is_none()));
+        assert_eq!(p.split(1).unwrap(), vec![p.clone()]);
+        // Ranks past 32 bits are refused, not wrapped.
+        let big = Placement {
+            rank: Some(u32::MAX / 2),
+            size: None,
+            from: "x".into(),
+        };
+        assert!(big.split(4).is_none());
     }
 
     #[test]
