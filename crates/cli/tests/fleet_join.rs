@@ -178,20 +178,25 @@ fn hosts(v: &Value) -> Vec<(String, u64)> {
         .collect()
 }
 
-#[test]
-fn joined_agents_are_the_fleets_hosts_and_sum_exactly_as_the_run_in_process() {
-    let d = tempfile::tempdir().unwrap();
-    let even = even_profile(d.path(), 4, "1s");
-    let shape = [
+/// `run` of `profile` on the simulated null engine at 100 IOPS per worker, as JSON.
+fn rated_run(profile: &str) -> [&str; 8] {
+    [
         "run",
-        &even,
+        profile,
         "--engine",
         "null-sim:fixed:50us",
         "--rate",
         "100",
         "--json",
         "--no-save",
-    ];
+    ]
+}
+
+#[test]
+fn joined_agents_are_the_fleets_hosts_and_sum_exactly_as_the_run_in_process() {
+    let d = tempfile::tempdir().unwrap();
+    let even = even_profile(d.path(), 4, "1s");
+    let shape = rated_run(&even);
     let c = Controller::start(d.path(), &shape, 4);
     // Ranks from the launcher's variable, started out of order.
     let agents: Vec<Child> = [3u32, 1, 0, 2]
@@ -238,16 +243,7 @@ fn joined_agents_are_the_fleets_hosts_and_sum_exactly_as_the_run_in_process() {
 fn agents_of_one_process_join_as_hosts_of_their_own_with_consecutive_ranks() {
     let d = tempfile::tempdir().unwrap();
     let even = even_profile(d.path(), 6, "1s");
-    let shape = [
-        "run",
-        &even,
-        "--engine",
-        "null-sim:fixed:50us",
-        "--rate",
-        "100",
-        "--json",
-        "--no-save",
-    ];
+    let shape = rated_run(&even);
     let c = Controller::start(d.path(), &shape, 6);
     let procs: Vec<Child> = [1u32, 0]
         .iter()
