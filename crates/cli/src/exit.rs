@@ -53,7 +53,7 @@ pub(crate) fn ctrl_c_flag() -> Arc<AtomicBool> {
             if s.swap(true, Ordering::SeqCst) {
                 std::process::exit(130);
             }
-            // Idle I/O threads sleep until their next I/O: wake them to see the stop.
+            // Idle I/O threads nap until their next I/O: wake them to see the stop.
             iofleet_engine::wake_sleepers();
         });
         stop

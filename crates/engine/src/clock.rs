@@ -43,10 +43,11 @@ impl MonoClock {
 }
 
 /// Threads napping on the real clock (`Clock::nap_until`), and how often they were
-/// woken: `wake_sleepers` ends every such nap at once. An idle I/O thread sleeps until its next I/O or
-/// interval boundary, and a stop (Ctrl-C, the controller's Stop) rings this bell
-/// instead of every thread waking now and then to look at its stop flag: on a machine
-/// running a thousand agents, those wake-ups were most of what an idle agent cost.
+/// woken: `wake_sleepers` ends every such nap at once. An idle I/O thread naps until
+/// its next I/O or interval boundary, and a stop (Ctrl-C, the controller's Stop) rings
+/// this bell instead of every thread waking now and then to look at its stop flag: on
+/// a machine running a thousand agents, those wake-ups were most of what an idle agent
+/// cost.
 struct Bell {
     rung: AtomicU64,
     sleepers: Mutex<Vec<(ThreadId, Thread)>>,

@@ -10,6 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use iofleet_profile::Plan;
@@ -21,7 +22,6 @@ use iofleet_stats::result::{
 };
 use iofleet_stats::summary::{counts_in_median, median_of};
 use iofleet_stats::{GenSample, HostUsage, OpStats, OpSummary, PackedSample, Sample};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
 
 use crate::observer::{IntervalSnapshot, Observer, Phase};
 use crate::source::{Msg, Timeline, TAKE_OUT_AFTER};

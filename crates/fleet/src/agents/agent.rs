@@ -3,10 +3,10 @@
 //! very same `controller::run` and `ThreadLauncher` as a local run: it prepares, reports
 //! ready, starts at the instant the controller names (on its own clock), and streams
 //! every interval's per-disk samples back, with a heartbeat whenever it has sent nothing
-//! for a quarter of the host timeout, so a frozen host is noticed. One session takes several jobs in turn (a
-//! sweep's steps, a steady state's rounds, a job file's phases: the controller opens the
-//! fleet once per command), each answered with its `Done`, until a Stop or the end of
-//! its input. It never listens on a port, and it stops by itself when its stdin closes
+//! for a quarter of the host timeout, so a frozen host is noticed. One session takes
+//! several jobs in turn (a sweep's steps, a steady state's rounds, a job file's phases:
+//! the controller opens the fleet once per command), each answered with its `Done`,
+//! until a Stop or the end of its input. It never listens on a port, and it stops by itself when its stdin closes
 //! (the controller or the session went away), so no orphan keeps running. A job may
 //! instead carry a one-shot task (`protocol::Task`): verify the host's disks against
 //! their journals, or precondition them; the agent answers with one `Done`, heartbeating
@@ -338,7 +338,7 @@ fn spawn_control(
         let ends = matches!(handed, Control::Stop);
         if ends {
             stop.store(true, Ordering::SeqCst);
-            // Idle I/O threads sleep until their next I/O: wake them to see the stop.
+            // Idle I/O threads nap until their next I/O: wake them to see the stop.
             iofleet_engine::wake_sleepers();
         }
         if tx.send(handed).is_err() || ends {

@@ -34,6 +34,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -45,14 +46,13 @@ use iofleet_stats::result::{Corruption, ErrorDetail, VerifySummary, MAX_CORRUPTI
 use iofleet_stats::{GenSample, Sample};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use std::sync::mpsc::Sender;
 
 use super::gen::StreamGen;
 use crate::source::{Msg, Timeline, TAKE_OUT_AFTER, TAKE_OUT_WINDOW};
 use crate::sys::ThreadMeter;
 
 /// The longest the loop waits for completions without looking at the stop flag (a
-/// device that stopped answering). An idle thread (nothing in flight) sleeps until its
+/// device that stopped answering). An idle thread (nothing in flight) naps until its
 /// next I/O or interval boundary: whoever stops the run rings `wake_sleepers`.
 const STOP_POLL_NS: u64 = 100_000_000;
 /// The latency each sample's histograms are sized for before the start instant (48 KiB
@@ -815,7 +815,8 @@ impl<'a, E: Engine, C: Clock> Driver<'a, E, C> {
     }
 
     /// Wait for a completion, the next arrival, the interval boundary, a stop poll (I/Os
-    /// in flight) or a stop's bell (none), whichever comes first. Returns the time after the wait.
+    /// in flight) or a stop's bell (none in flight), whichever comes first. Returns the
+    /// time after the wait.
     #[inline]
     fn wait(&mut self, now: u64, end: u64) -> Result<u64, EngineError> {
         let poll = if self.inflight == 0 {
