@@ -622,6 +622,19 @@ fn vxrail_rows_in_hcibench_terms() {
             (mib - published_mib).abs() <= 0.04,
             "{row}: {mib} MiB/s, published {published_mib}"
         );
+        // The devices take a fixed 1 ms and no I/O waits, so HCIBench's latencies are
+        // 1 ms in each direction, its deviation 0, and its outstanding I/O the sum of
+        // each VM's IOPS × 1 ms: the row's IOPS ÷ 1,000, not the published column
+        // (which no definition fits: vxrail_published_outstanding_and_deviation_fit_no_definition).
+        for key in ["latency", "read_latency", "write_latency"] {
+            assert!((fig(key) - 1.0).abs() <= 1e-6, "{row}: {key} {}", fig(key));
+        }
+        assert!(fig("latency_stddev").abs() <= 1e-6, "{row}");
+        let outstanding = fig("outstanding_io");
+        assert!(
+            close(outstanding, iops as f64 / 1_000.0, 1e-6),
+            "{row}: {outstanding} outstanding"
+        );
         // The exact MB/s is 4.9% above: 2^20 ÷ 10^6.
         let mbps = v["summary"]["all"]["mbps"].as_f64().unwrap();
         assert!(
@@ -629,6 +642,53 @@ fn vxrail_rows_in_hcibench_terms() {
             "{row}: {mbps} MB/s"
         );
     }
+}
+
+/// docs/reports.md's arithmetic on the VxRail report's ten rows, from the published
+/// figures alone: no definition of "Total Outstanding IO" or "Latency Standard
+/// Deviation" fits all of them.
+/// - Outstanding as IOPS × latency: the printed figure is 0.34 to 1.52 times it, so no
+///   constant factor (a unit) fits; as a sum of in-flight counts it cannot exceed the
+///   threads (VMs × 8 disks × 2), which the Stripe=2 row does.
+/// - Deviation in µs: a VM doing 70% reads and 30% writes has a deviation of at least
+///   √0.21 × |write − read| (the spread between the two means), which six rows' printed
+///   deviation is below; in ms the headline row needs a latency of at least 115 s.
+#[test]
+fn vxrail_published_outstanding_and_deviation_fit_no_definition() {
+    let figures = published();
+    let f = |row: &str, column: &str| pub_value(&figures, &format!("vxrail.{row}.{column}"));
+    let mut ratios = Vec::new();
+    let mut over_threads = Vec::new();
+    let mut below_split = Vec::new();
+    for (row, vms) in VXRAIL_ROWS {
+        let outstanding = f(row, "outstanding");
+        ratios.push(outstanding / (f(row, "iops") * f(row, "lat_ms") / 1_000.0));
+        if outstanding > (vms * 8 * 2) as f64 {
+            over_threads.push(row);
+        }
+        let split = 0.21f64.sqrt() * (f(row, "write_lat_ms") - f(row, "read_lat_ms")).abs();
+        if f(row, "lat_sd") / 1_000.0 < split {
+            below_split.push(row);
+        }
+    }
+    let lo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = ratios.iter().copied().fold(0.0, f64::max);
+    assert!(lo < 0.35 && hi > 1.5, "{ratios:?}");
+    assert_eq!(over_threads, ["t2.stripe2"]);
+    assert_eq!(
+        below_split,
+        [
+            "t1.dg1d1",
+            "t1.dg1d2",
+            "t2.stripe1",
+            "t2.stripe2",
+            "t4.plain",
+            "t4.dedup"
+        ]
+    );
+    let (sd, mean) = (f("t1.dg2", "lat_sd"), f("t1.dg2", "lat_ms"));
+    let max_ms = (sd * sd + mean * mean) / mean;
+    assert!(max_ms > 115_000.0, "{max_ms}");
 }
 
 /// The value of the HCIBench figure `key` of a run printed with `--convention hcibench`.
