@@ -1,8 +1,9 @@
 //! The five published reports replayed by their own method (docs/reports.md): each
 //! report's fleet shape and workload on simulated devices set to its published figures,
-//! then the table the report printed, checked within the report's own rounding. Every
-//! published figure here is quoted from the report in ../shared/seeds/ (the table is
-//! named where it is used). Where a report's figure comes from arithmetic of its tool
+//! then the table the report printed, checked within the report's own rounding. The
+//! published figures come from `report_figures.tsv`, transcribed once from the project's
+//! copies of the reports, which names each figure's report, table, row and column; the
+//! figures the docs quote are marked and checked against it here. Where a report's figure comes from arithmetic of its tool
 //! (HCIBench's latency), the devices are not set to that figure: the fleet is one whose
 //! answer is worked out here from the device alone, so the arithmetic is what is tested.
 //!
