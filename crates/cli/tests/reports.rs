@@ -408,7 +408,9 @@ fn starwind_ceiling_and_efficiency() {
     std::fs::write(&cluster, STARWIND_CLUSTER).unwrap();
     // 576 workers, one disk each, one thread of 16 outstanding I/Os: each disk at its
     // share of 26.8 M.
-    let per_vm: f64 = 26.8e6 / 576.0;
+    let figures = published();
+    let measured = pub_value(&figures, "starwind.stage2.iops_m") * 1e6;
+    let per_vm: f64 = measured / 576.0;
     let ns = (1e9 / (per_vm / 16.0)).round() as u64;
     let engine = format!("sim:servers=16,service={ns}ns,dist=fixed");
     let o = run_in(
@@ -454,10 +456,20 @@ fn starwind_ceiling_and_efficiency() {
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let j: Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(j["ceiling_iops"].as_f64().unwrap(), 26.4e6, "{j}");
+    let ceiling = pub_value(&figures, "starwind.ceiling_iops_m") * 1e6;
+    assert!(
+        (j["ceiling_iops"].as_f64().unwrap() - ceiling).abs() < 0.5,
+        "{j}"
+    );
     let eff = j["efficiency_pct"].as_f64().unwrap();
     // Published: 26.8 M of 26.4 M; 26.8 / 26.4 = 101.5%.
     assert_eq!(format!("{eff:.1}"), "101.5", "{j}");
+    // The report prints the share cut to the whole percent.
+    assert_eq!(
+        eff.floor(),
+        pub_value(&figures, "starwind.stage2.pct"),
+        "{j}"
+    );
 }
 
 /// The vSAN 5.5 report gave its figures as the median of 60 s intervals: 2,024,000 IOPS
