@@ -644,7 +644,7 @@ fn vxrail_rows_in_hcibench_terms() {
         // The devices take a fixed 1 ms and no I/O waits, so HCIBench's latencies are
         // 1 ms in each direction, its deviation 0, and its outstanding I/O the sum of
         // each VM's IOPS × 1 ms: the row's IOPS ÷ 1,000, not the published column
-        // (which no definition fits: vxrail_published_outstanding_and_deviation_fit_no_definition).
+        // (which no definition fits; the next test shows the arithmetic).
         for key in ["latency", "read_latency", "write_latency"] {
             assert!((fig(key) - 1.0).abs() <= 1e-6, "{row}: {key} {}", fig(key));
         }
