@@ -40,9 +40,10 @@ pub enum Command {
     /// List, show, export and delete stored runs (the results store).
     #[command(subcommand)]
     Results(crate::cmd::results::ResultsCmd),
-    /// Run a profile once per value of one setting (`--vary qd=1,2,4,8,16,32`), each step
-    /// saved as a run labelled with its sweep and step, and print the curve: IOPS
-    /// against mean, p50 and p99 latency.
+    /// Run a profile once per value of one setting (`--vary qd=1,2,4,8,16,32`), or per
+    /// combination of several (`--vary bs=4k,64k --vary qd=1,8`), each step saved as a
+    /// run labelled with its sweep, step and values, and print the curve: IOPS against
+    /// mean, p50 and p99 latency.
     Sweep(crate::cmd::sweep::SweepArgs),
     /// Precondition the plan's disks as the SNIA SSS PTS does before steady-state
     /// tests: each disk written twice over with 128 KiB sequential writes of random data,
