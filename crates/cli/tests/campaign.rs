@@ -183,3 +183,273 @@ fn a_matrix_refuses_what_it_cannot_vary_before_anything_runs() {
     // Nothing ran: no target was created.
     assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0);
 }
+
+/// `sweep` of 3 × 2 steps of a second each, in real time, saved in `db` as `name`.
+fn real_time_matrix<'a>(db: &'a str, name: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["sweep"];
+    args.extend(SIM);
+    args.extend([
+        "--real-time",
+        "--vary",
+        "qd=1,2,3",
+        "--vary",
+        "disks=1,2",
+        "--db",
+        db,
+        "--name",
+        name,
+    ]);
+    args.extend(extra);
+    args
+}
+
+/// (step, status, id, campaign) of every run of sweep `name`, oldest first.
+fn steps_of(dir: &std::path::Path, db: &str, name: &str) -> Vec<(String, String, String, String)> {
+    listed(dir, db, &format!("sweep={name}"))
+        .iter()
+        .map(|r| {
+            let s = |v: &serde_json::Value| v.as_str().unwrap_or("-").to_string();
+            (
+                s(&r["labels"]["step"]),
+                s(&r["status"]),
+                s(&r["id"]),
+                s(&r["labels"]["campaign"]),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_matrix_sweep_killed_in_its_fourth_step_resumes_with_steps_four_to_six_only() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("r.db");
+    let db_s = db.to_str().unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_iofleet"))
+        .env("XDG_DATA_HOME", scratch_data_home())
+        .env("PATH", guarded_path())
+        .current_dir(d.path())
+        .args(real_time_matrix(db_s, "k", &[]))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait for the fourth step (step 3 from 0) to begin in the store, then kill.
+    let began = std::time::Instant::now();
+    let fourth_began = || {
+        let o = run_in(
+            d.path(),
+            &[
+                "results", "list", "--json", "--db", db_s, "--label", "step=3",
+            ],
+        );
+        // The store may not exist yet.
+        o.status.success()
+            && serde_json::from_slice::<serde_json::Value>(&o.stdout)
+                .is_ok_and(|v| v.as_array().is_some_and(|a| !a.is_empty()))
+    };
+    while !fourth_began() {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the sweep ended before its fourth step began"
+        );
+        assert!(
+            began.elapsed().as_secs() < 120,
+            "the fourth step never began"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let before = steps_of(d.path(), db_s, "k");
+    let states: Vec<(&str, &str)> = before
+        .iter()
+        .map(|s| (s.0.as_str(), s.1.as_str()))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("0", "complete"),
+            ("1", "complete"),
+            ("2", "complete"),
+            ("3", "incomplete")
+        ]
+    );
+    let campaign = before[0].3.clone();
+    assert!(before.iter().all(|s| s.3 == campaign), "{before:?}");
+
+    let o = run_in(
+        d.path(),
+        &real_time_matrix(db_s, "k", &["--resume", "--json"]),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["campaign"], campaign.as_str());
+    let after = steps_of(d.path(), db_s, "k");
+    // The runs stored before are all still there, unchanged; the new ones are steps 4 to
+    // 6 (3 to 5 from 0), complete and of the same campaign.
+    assert_eq!(after[..before.len()], before[..]);
+    let new: Vec<(&str, &str, &str)> = after[before.len()..]
+        .iter()
+        .map(|s| (s.0.as_str(), s.1.as_str(), s.3.as_str()))
+        .collect();
+    let c = campaign.as_str();
+    assert_eq!(
+        new,
+        [
+            ("3", "complete", c),
+            ("4", "complete", c),
+            ("5", "complete", c)
+        ]
+    );
+    // The curve has all six steps: the first three are the runs stored before the kill.
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 6, "{v}");
+    for (p, s) in points.iter().zip(before.iter().take(3)) {
+        assert!(
+            s.2.starts_with(p["run_id"].as_str().unwrap())
+                || p["run_id"].as_str().unwrap().starts_with(&s.2),
+            "{p} {s:?}"
+        );
+    }
+    for (p, s) in points[3..].iter().zip(&after[before.len()..]) {
+        assert!(p["run_id"].as_str().unwrap().starts_with(&s.2), "{p} {s:?}");
+    }
+    // The campaign ran to its end: there is nothing left to resume.
+    let o = run_in(d.path(), &real_time_matrix(db_s, "k", &["--resume"]));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no unfinished campaign of sweep k"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn resume_refuses_another_profile_flags_or_fleet_naming_what_changed() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("r.db");
+    let db_s = db.to_str().unwrap();
+    let o = run_in(d.path(), &["profiles", "show", "easy-run-4k100r"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let profile = d.path().join("p.toml");
+    std::fs::write(&profile, &o.stdout).unwrap();
+    let p = profile.to_str().unwrap();
+    let sweep = |extra: &[&str]| {
+        let mut args = vec!["sweep", p];
+        args.extend(&SIM[1..]);
+        args.extend(["--vary", "qd=1,2", "--db", db_s, "--name", "r"]);
+        args.extend(extra);
+        run_in(d.path(), &args)
+    };
+    let o = sweep(&[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let id = steps_of(d.path(), db_s, "r")[0].3.clone();
+    assert_eq!(id.len(), 8, "{id}");
+    let resume = format!("--resume={id}");
+    // The same command resumes it (every step finished: nothing runs again).
+    let o = sweep(&[&resume]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(steps_of(d.path(), db_s, "r").len(), 2);
+    for (extra, says) in [
+        (
+            vec!["--read-pct", "50"],
+            "flags: --read-pct '50' was not given",
+        ),
+        (vec!["--seed", "7"], "flags: --seed '7' was not given"),
+        (
+            vec!["--target", "elsewhere"],
+            "fleet: --target 'elsewhere' was not given",
+        ),
+    ] {
+        let mut args = extra.clone();
+        args.push(&resume);
+        let o = sweep(&args);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(
+            e.contains(&format!(
+                "--resume: campaign {id} was begun with another profile, flags or fleet"
+            )) && e.contains(says),
+            "{extra:?}: {e}"
+        );
+    }
+    let mut text = std::fs::read_to_string(&profile).unwrap();
+    text.push_str("# edited\n");
+    std::fs::write(&profile, text).unwrap();
+    let o = sweep(&[&resume]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("profile: the text of {p} changed")),
+        "{}",
+        stderr(&o)
+    );
+    // Nothing was measured by a refused resume.
+    assert_eq!(steps_of(d.path(), db_s, "r").len(), 2);
+    let o = sweep(&["--resume=0000beef"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("no campaign 0000beef of sweep r"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn a_resumed_find_max_replays_its_stored_steps_and_measures_only_the_rest() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("r.db");
+    let db_s = db.to_str().unwrap();
+    let find_max = |extra: &[&str]| {
+        let mut args = vec!["find-max"];
+        args.extend(&SIM[..SIM.len() - 5]);
+        args.extend([
+            "--qd",
+            "512",
+            "--duration",
+            "10s",
+            "--start",
+            "2000",
+            "--slo",
+            "p99<=1500us",
+            "--db",
+            db_s,
+            "--name",
+            "f",
+            "--json",
+            "--quiet",
+        ]);
+        args.extend(extra);
+        let o = run_in(d.path(), &args);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+    };
+    let first = find_max(&[]);
+    let points = first["points"].as_array().unwrap().clone();
+    assert!(points.len() >= 4, "{first}");
+    let id = |p: &serde_json::Value| p["run_id"].as_str().unwrap().to_string();
+    // The search stopped in its last two steps: their runs are gone.
+    for p in &points[points.len() - 2..] {
+        let o = run_in(d.path(), &["results", "delete", &id(p), "--db", db_s]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    }
+    let again = find_max(&["--resume"]);
+    assert_eq!(again["campaign"], first["campaign"]);
+    let replayed = again["points"].as_array().unwrap();
+    // The same steps at the same rates; the stored ones taken as they were, the last
+    // two measured again.
+    let rates = |ps: &[serde_json::Value]| -> Vec<f64> {
+        ps.iter().map(|p| p["rate"].as_f64().unwrap()).collect()
+    };
+    assert_eq!(rates(replayed), rates(&points));
+    let n = points.len();
+    for (a, b) in points[..n - 2].iter().zip(replayed) {
+        assert_eq!(id(a), id(b));
+    }
+    for (a, b) in points[n - 2..].iter().zip(&replayed[n - 2..]) {
+        assert_ne!(id(a), id(b));
+    }
+    assert_eq!(again["max_iops"], first["max_iops"]);
+    let runs = listed(d.path(), db_s, "findmax=f");
+    // The closed-loop step was not started with --start: n steps, each stored once.
+    assert_eq!(runs.len(), n, "{runs:?}");
+}

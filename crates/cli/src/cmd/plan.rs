@@ -248,7 +248,7 @@ fn basis(
         Sizing::FromRun => from_run(c, &run),
         Sizing::AtPeak => at_peak(&run, &name),
         Sizing::Objectives => {
-            let report = find_max(&run, &c.search, &name)?;
+            let report = find_max(&run, &c.search, &name, None)?;
             let code = report.code;
             let found = report.found();
             let b = Basis {

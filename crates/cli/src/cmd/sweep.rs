@@ -24,6 +24,7 @@ use iofleet_stats::result::RunResult;
 
 use crate::args::RunArgs;
 use crate::exit::Exit;
+use crate::run::campaign::{self, Campaign, Fingerprint, ResumeArg};
 use crate::run::resolve::{closed_loop, ctrl_c_flag, exit_code, offered_rate, resolve, with_rate};
 use crate::run::session::Session;
 use crate::run::stepping::check_step_args;
@@ -44,8 +45,10 @@ pub struct SweepArgs {
     /// Instead of --vary: measure the closed-loop maximum, then run open loop (Poisson
     /// arrivals unless the profile says uniform) at 10, 50, 70, 80, 90, 95 and 100% of
     /// it, latency from each I/O's intended issue time.
-    #[arg(long, conflicts_with = "vary")]
+    #[arg(long, conflicts_with_all = ["vary", "resume"])]
     pub rate_curve: bool,
+    #[command(flatten)]
+    pub resume: ResumeArg,
     #[command(flatten)]
     pub run: RunArgs,
 }
@@ -250,6 +253,7 @@ pub fn run(s: SweepArgs) -> Result<i32, Exit> {
     let keys: Vec<String> = axes.iter().map(|a| a.key.clone()).collect();
     let mut own = vec!["sweep", "step", "vary"];
     own.extend(keys.iter().map(String::as_str));
+    own.extend(campaign::LABELS);
     check_step_args(&s.run, &own)?;
     // Every step is checked before the first one runs: a bad value fails fast.
     let mut steps = Vec::new();
@@ -263,15 +267,37 @@ pub fn run(s: SweepArgs) -> Result<i32, Exit> {
         let profile = s.run.profile.as_deref().unwrap_or("flags");
         format!("sweep-{profile}-{}", keys.join("-"))
     });
+    let n = steps.len();
+    let campaign = Campaign::open(
+        &s.run,
+        s.resume.resume.as_deref(),
+        "sweep",
+        &sweep,
+        Fingerprint::of(std::env::args_os()),
+    )?;
+    campaign.announce(&format!("sweep {sweep}, {n} step(s)"), s.run.quiet);
     // One listener and live view for every step (and round).
     let mut live = Session::open(&s.run)?;
     let stop = ctrl_c_flag();
     let mut done: Vec<(Vec<(String, String)>, RunResult)> = Vec::new();
     let mut code = 0;
     let mut failed = None;
-    let n = steps.len();
     for (i, (at, mut a, groups, settings)) in steps.into_iter().enumerate() {
         let label = coords_text(&at);
+        let said: Vec<String> = at.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+        if let Some(r) = campaign.finished(&i.to_string()) {
+            if !a.quiet {
+                let id = r.stored.as_ref().map_or("", |s| s.id.as_str());
+                eprintln!(
+                    "step {}/{n}: {} (finished before: run {id})",
+                    i + 1,
+                    said.join(", ")
+                );
+            }
+            code = code.max(exit_code(&r, &stop));
+            done.push((at, r));
+            continue;
+        }
         a.save.name = Some(step_name(&sweep, &at));
         a.save.labels.extend([
             ("sweep".to_string(), sweep.clone()),
@@ -279,8 +305,8 @@ pub fn run(s: SweepArgs) -> Result<i32, Exit> {
             ("vary".to_string(), keys.join(",")),
         ]);
         a.save.labels.extend(at.iter().cloned());
+        a.save.labels.extend(campaign.labels());
         if !a.quiet {
-            let said: Vec<String> = at.iter().map(|(k, v)| format!("{k} = {v}")).collect();
             eprintln!("step {}/{n}: {}", i + 1, said.join(", "));
         }
         live.announce(&sweep_step(i, n, label, &groups));
@@ -301,8 +327,12 @@ pub fn run(s: SweepArgs) -> Result<i32, Exit> {
             }
         }
     }
+    if failed.is_none() && code != 130 && done.len() == n {
+        let last = done.last().and_then(|(_, r)| r.stored.as_ref());
+        campaign.end(last.map(|s| s.id.as_str()), "done");
+    }
     live.finish();
-    print_curve(&s, &sweep, &keys, &done)?;
+    print_curve(&s, &sweep, &keys, Some(&campaign.id), &done)?;
     match failed {
         Some(e) => Err(e),
         None => Ok(code),
@@ -382,7 +412,7 @@ fn rate_curve(s: &SweepArgs) -> Result<i32, Exit> {
         }
     }
     live.finish();
-    print_curve(s, &sweep, &[KEY.to_string()], &done)?;
+    print_curve(s, &sweep, &[KEY.to_string()], None, &done)?;
     match failed {
         Some(e) => Err(e),
         None => Ok(code),
@@ -407,12 +437,13 @@ fn print_curve(
     s: &SweepArgs,
     sweep: &str,
     keys: &[String],
+    campaign: Option<&str>,
     done: &[(Vec<(String, String)>, RunResult)],
 ) -> Result<(), Exit> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let written = if s.run.json {
-        serde_json::to_writer_pretty(&mut out, &curve_json(sweep, keys, done))
+        serde_json::to_writer_pretty(&mut out, &curve_json(sweep, keys, campaign, done))
             .map_err(std::io::Error::other)
             .and_then(|_| writeln!(out))
     } else {
@@ -429,6 +460,7 @@ fn print_curve(
 fn curve_json(
     sweep: &str,
     keys: &[String],
+    campaign: Option<&str>,
     done: &[(Vec<(String, String)>, RunResult)],
 ) -> serde_json::Value {
     let points: Vec<serde_json::Value> = done
@@ -461,7 +493,11 @@ fn curve_json(
             })
         })
         .collect();
-    serde_json::json!({ "sweep": sweep, "vary": keys.join(","), "keys": keys, "points": points })
+    let mut v = serde_json::json!({ "sweep": sweep, "vary": keys.join(","), "keys": keys, "points": points });
+    if let Some(c) = campaign {
+        v["campaign"] = c.into();
+    }
+    v
 }
 
 /// The curve as a table, one column per key, with each step's IOPS gain over the

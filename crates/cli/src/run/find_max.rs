@@ -17,7 +17,8 @@ use iofleet_stats::slo::{self, Objective};
 
 use crate::args::{objective, RunArgs};
 use crate::exit::Exit;
-use crate::run::resolve::{closed_loop, ctrl_c_flag, resolve, with_rate};
+use crate::run::campaign::{self, Campaign, Fingerprint};
+use crate::run::resolve::{closed_loop, ctrl_c_flag, exit_code, resolve, with_rate};
 use crate::run::search::{self, End, Measured, Outcome, Params};
 use crate::run::session::Session;
 use crate::run::stepping::check_step_args;
@@ -78,6 +79,8 @@ pub(crate) struct StepRecord {
 /// What a search found.
 pub(crate) struct Report {
     pub name: String,
+    /// The campaign's id (`--resume=ID`).
+    pub campaign: String,
     pub objectives: Vec<Objective>,
     /// The closed-loop maximum measured first (absent with --start).
     pub closed: Option<RunResult>,
@@ -99,14 +102,39 @@ impl Report {
 }
 
 /// Labels every find-max step carries.
-const OWN_LABELS: [&str; 6] = ["findmax", "step", "rate", "slo", "repeat", "found"];
+const OWN_LABELS: [&str; 9] = [
+    "findmax",
+    "step",
+    "rate",
+    "slo",
+    "repeat",
+    "found",
+    campaign::ID_LABEL,
+    campaign::FP_LABEL,
+    campaign::END_LABEL,
+];
 
-/// Run the search for `a` under `s`; `name` names the search in the store. The search
-/// has one live session (`--metrics-listen`, `--ui`) for all its steps, each announced.
-pub(crate) fn find_max(a: &RunArgs, s: &SearchArgs, name: &str) -> Result<Report, Exit> {
+/// Run the search for `a` under `s`; `name` names the search in the store. `resume` is
+/// None where the command has no `--resume` (`plan`), else the campaign it continues
+/// (`--resume`: an id or `latest`), if any, and the search announces its campaign. The search has one live
+/// session (`--metrics-listen`, `--ui`) for all its steps, each announced. A resumed
+/// search runs again from its start, each step the store holds finished taken from
+/// there instead of measured: the same measurements make the same decisions, so it
+/// measures from the first step the store lacks.
+pub(crate) fn find_max(
+    a: &RunArgs,
+    s: &SearchArgs,
+    name: &str,
+    resume: Option<Option<&str>>,
+) -> Result<Report, Exit> {
     let groups = checked_groups(a, s)?;
+    let fp = Fingerprint::of(std::env::args_os());
+    let campaign = Campaign::open(a, resume.flatten(), "findmax", name, fp)?;
+    if resume.is_some() {
+        campaign.announce(&format!("find-max {name}"), a.quiet);
+    }
     let mut live = Session::open(a)?;
-    let report = search(a, s, name, groups, &mut live);
+    let report = search(a, s, name, groups, &mut live, &campaign);
     live.finish();
     report
 }
@@ -117,6 +145,7 @@ fn search(
     name: &str,
     groups: Vec<GroupPlan>,
     live: &mut Session,
+    campaign: &Campaign,
 ) -> Result<Report, Exit> {
     let mut run = SearchRun {
         a,
@@ -127,6 +156,7 @@ fn search(
         stop: ctrl_c_flag(),
         code: 0,
         live,
+        campaign,
     };
     let (start, closed) = match s.start {
         Some(r) => (r, None),
@@ -165,8 +195,13 @@ fn search(
     if found.end == End::NoneMet {
         run.code = run.code.max(1);
     }
+    if found.end != End::Interrupted {
+        let last = steps.last().and_then(|s| s.result.stored.as_ref());
+        campaign.end(last.map(|s| s.id.as_str()), end_text(found.end));
+    }
     Ok(Report {
         name: name.to_string(),
+        campaign: campaign.id.clone(),
         objectives: s.slo.clone(),
         closed,
         steps,
@@ -217,17 +252,31 @@ struct SearchRun<'a> {
     stop: Arc<AtomicBool>,
     code: i32,
     live: &'a mut Session,
+    campaign: &'a Campaign,
 }
 
 impl SearchRun<'_> {
     /// The labels of step `step` at `rate`.
     fn labels(&self, step: usize, rate: &str) -> Vec<(String, String)> {
-        vec![
+        let mut l = vec![
             ("findmax".to_string(), self.name.to_string()),
             ("step".to_string(), step.to_string()),
             ("rate".to_string(), rate.to_string()),
             ("slo".to_string(), self.slo_label.clone()),
-        ]
+        ];
+        l.extend(self.campaign.labels());
+        l
+    }
+
+    /// Step `step` at `rate` (`repeat`) as the store holds it finished, when this search
+    /// resumes a campaign that measured it.
+    fn finished(&self, step: usize, rate: &str, repeat: u32) -> Option<RunResult> {
+        let r = self.campaign.finished(&step.to_string())?;
+        let labels = &r.stored.as_ref()?.labels;
+        let stored_repeat = labels.get("repeat").map_or("0", String::as_str);
+        let same = labels.get("rate").map(String::as_str) == Some(rate)
+            && stored_repeat == repeat.to_string();
+        same.then_some(r)
     }
 
     /// Measure the closed-loop maximum, the default start rate: its IOPS and run, or
@@ -236,30 +285,42 @@ impl SearchRun<'_> {
         let (a, name) = (self.a, self.name);
         let mut g = self.groups.clone();
         closed_loop(&mut g, "--start", "; give the first rate with --start")?;
-        if !a.quiet {
-            eprintln!("find-max: measuring the closed-loop maximum");
-        }
-        self.live.announce(&Step {
-            kind: StepKind::FindMax,
-            index: 0,
-            of: None,
-            at_most: false,
-            label: "the closed-loop maximum".into(),
-            rate_iops: None,
-        });
-        let (r, c) = self.live.step(
-            a,
-            &g,
-            format!("{name}/closed-loop"),
-            self.labels(0, "closed-loop"),
-            a.seed,
-            &self.stop,
-        )?;
+        let (r, c) = match self.finished(0, "closed-loop", 0) {
+            Some(r) => {
+                if !a.quiet {
+                    eprintln!("find-max: the closed-loop maximum{}", before(&r));
+                }
+                let c = exit_code(&r, &self.stop);
+                (r, c)
+            }
+            None => {
+                if !a.quiet {
+                    eprintln!("find-max: measuring the closed-loop maximum");
+                }
+                self.live.announce(&Step {
+                    kind: StepKind::FindMax,
+                    index: 0,
+                    of: None,
+                    at_most: false,
+                    label: "the closed-loop maximum".into(),
+                    rate_iops: None,
+                });
+                self.live.step(
+                    a,
+                    &g,
+                    format!("{name}/closed-loop"),
+                    self.labels(0, "closed-loop"),
+                    a.seed,
+                    &self.stop,
+                )?
+            }
+        };
         self.code = self.code.max(c);
         let iops = r.summary.all.iops;
         if c == 130 || iops.is_nan() || iops <= 0.0 {
             return Ok(Err(Report {
                 name: name.to_string(),
+                campaign: self.campaign.id.clone(),
                 objectives: self.s.slo.clone(),
                 closed: Some(r),
                 steps: Vec::new(),
@@ -287,32 +348,41 @@ impl SearchRun<'_> {
         let mut g = self.groups.clone();
         with_rate(&mut g, rate)?;
         let i = results.len() + 1;
-        let mut l = self.labels(i, &format!("{rate:.0}"));
-        if repeat > 0 {
-            l.push(("repeat".to_string(), repeat.to_string()));
-        }
-        if !a.quiet {
-            eprintln!(
-                "find-max step {i}: {rate:.0} IOPS{}",
-                if repeat > 0 { " (again: noisy)" } else { "" }
-            );
-        }
-        self.live.announce(&Step {
-            kind: StepKind::FindMax,
-            index: i as u32,
-            of: None,
-            at_most: false,
-            label: if repeat > 0 { "again: noisy" } else { "" }.into(),
-            rate_iops: Some(rate),
-        });
-        let (r, c) = self.live.step(
-            a,
-            &g,
-            format!("{name}/rate={rate:.0}"),
-            l,
-            a.seed.wrapping_add(repeat as u64),
-            &self.stop,
-        )?;
+        let again = if repeat > 0 { " (again: noisy)" } else { "" };
+        let (r, c) = match self.finished(i, &format!("{rate:.0}"), repeat) {
+            Some(r) => {
+                if !a.quiet {
+                    eprintln!("find-max step {i}: {rate:.0} IOPS{again}{}", before(&r));
+                }
+                let c = exit_code(&r, &self.stop);
+                (r, c)
+            }
+            None => {
+                let mut l = self.labels(i, &format!("{rate:.0}"));
+                if repeat > 0 {
+                    l.push(("repeat".to_string(), repeat.to_string()));
+                }
+                if !a.quiet {
+                    eprintln!("find-max step {i}: {rate:.0} IOPS{again}");
+                }
+                self.live.announce(&Step {
+                    kind: StepKind::FindMax,
+                    index: i as u32,
+                    of: None,
+                    at_most: false,
+                    label: if repeat > 0 { "again: noisy" } else { "" }.into(),
+                    rate_iops: Some(rate),
+                });
+                self.live.step(
+                    a,
+                    &g,
+                    format!("{name}/rate={rate:.0}"),
+                    l,
+                    a.seed.wrapping_add(repeat as u64),
+                    &self.stop,
+                )?
+            }
+        };
         self.code = self.code.max(c);
         let m = Measured {
             iops: r.summary.all.iops,
@@ -323,6 +393,12 @@ impl SearchRun<'_> {
         results.push(r);
         Ok(m)
     }
+}
+
+/// ` (finished before: run ID)`: a step taken from the store.
+fn before(r: &RunResult) -> String {
+    let id = r.stored.as_ref().map_or("", |s| s.id.as_str());
+    format!(" (finished before: run {id})")
 }
 
 /// Label the found step's run `found=true` (a warning if the store refuses).
@@ -392,6 +468,7 @@ pub(crate) fn report_json(r: &Report) -> serde_json::Value {
     let found = r.found();
     serde_json::json!({
         "findmax": r.name,
+        "campaign": r.campaign,
         "objectives": r.objectives.iter().map(|o| o.to_string()).collect::<Vec<_>>(),
         "max_iops": r.max_iops(),
         "rate": found.map(|s| s.point.rate),
