@@ -61,7 +61,8 @@ pub enum Command {
     /// (--from-run), ÷ per-unit IOPS.
     #[command(subcommand)]
     Plan(crate::cmd::plan::PlanCmd),
-    /// Compare stored runs against a baseline, optionally failing on regressions.
+    /// Compare stored runs against a baseline (or the best run of each configuration,
+    /// --best), optionally failing on regressions.
     Compare(crate::cmd::compare::CompareArgs),
     /// Write a self-contained HTML (or Markdown) report of stored runs.
     Report(crate::cmd::report::ReportArgs),

@@ -5,6 +5,10 @@
 mod common;
 use common::*;
 
+/// The tests take it to read, the CPU objective's alone to write: it measures the host's
+/// CPU, which the others' steps would add to.
+static ALONE: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
 /// Runs in the store with `label` (KEY=VALUE), oldest first.
 fn listed(dir: &std::path::Path, db: &str, label: &str) -> Vec<serde_json::Value> {
     let o = run_in(
@@ -37,6 +41,7 @@ const SIM: [&str; 14] = [
 
 #[test]
 fn a_matrix_sweep_runs_every_combination_and_stores_its_coordinates() {
+    let _shared = ALONE.read().unwrap_or_else(|p| p.into_inner());
     let d = tempfile::tempdir().unwrap();
     let db = d.path().join("r.db");
     let db_s = db.to_str().unwrap();
@@ -131,6 +136,7 @@ fn a_matrix_sweep_runs_every_combination_and_stores_its_coordinates() {
 
 #[test]
 fn a_matrix_table_has_a_column_per_key_and_gains_along_the_last() {
+    let _shared = ALONE.read().unwrap_or_else(|p| p.into_inner());
     let d = tempfile::tempdir().unwrap();
     let mut args = vec!["sweep"];
     args.extend(SIM);
@@ -153,6 +159,7 @@ fn a_matrix_table_has_a_column_per_key_and_gains_along_the_last() {
 
 #[test]
 fn a_matrix_refuses_what_it_cannot_vary_before_anything_runs() {
+    let _shared = ALONE.read().unwrap_or_else(|p| p.into_inner());
     let d = tempfile::tempdir().unwrap();
     for (vary, says) in [
         (
@@ -221,6 +228,7 @@ fn steps_of(dir: &std::path::Path, db: &str, name: &str) -> Vec<(String, String,
 
 #[test]
 fn a_matrix_sweep_killed_in_its_fourth_step_resumes_with_steps_four_to_six_only() {
+    let _shared = ALONE.read().unwrap_or_else(|p| p.into_inner());
     let d = tempfile::tempdir().unwrap();
     let db = d.path().join("r.db");
     let db_s = db.to_str().unwrap();
@@ -326,6 +334,7 @@ fn a_matrix_sweep_killed_in_its_fourth_step_resumes_with_steps_four_to_six_only(
 
 #[test]
 fn resume_refuses_another_profile_flags_or_fleet_naming_what_changed() {
+    let _shared = ALONE.read().unwrap_or_else(|p| p.into_inner());
     let d = tempfile::tempdir().unwrap();
     let db = d.path().join("r.db");
     let db_s = db.to_str().unwrap();
@@ -396,6 +405,7 @@ fn resume_refuses_another_profile_flags_or_fleet_naming_what_changed() {
 
 #[test]
 fn a_resumed_find_max_replays_its_stored_steps_and_measures_only_the_rest() {
+    let _shared = ALONE.read().unwrap_or_else(|p| p.into_inner());
     let d = tempfile::tempdir().unwrap();
     let db = d.path().join("r.db");
     let db_s = db.to_str().unwrap();
@@ -452,4 +462,109 @@ fn a_resumed_find_max_replays_its_stored_steps_and_measures_only_the_rest() {
     let runs = listed(d.path(), db_s, "findmax=f");
     // The closed-loop step was not started with --start: n steps, each stored once.
     assert_eq!(runs.len(), n, "{runs:?}");
+}
+
+#[test]
+fn compare_best_picks_the_highest_iops_step_of_each_configuration() {
+    let _shared = ALONE.read().unwrap_or_else(|p| p.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("r.db");
+    let db_s = db.to_str().unwrap();
+    let mut args = vec!["sweep"];
+    args.extend(SIM);
+    args.extend([
+        "--vary",
+        "disks=1,2",
+        "--vary",
+        "qd=3,1,2",
+        "--db",
+        db_s,
+        "--name",
+        "b",
+    ]);
+    let o = run_in(d.path(), &args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = run_in(
+        d.path(),
+        &[
+            "compare",
+            "--label",
+            "sweep=b",
+            "--best",
+            "--best-over",
+            "qd",
+            "--db",
+            db_s,
+            "--json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let best = v["best"].as_array().unwrap();
+    let runs = listed(d.path(), db_s, "sweep=b");
+    // One configuration per disk count, each the highest-IOPS step among its three.
+    assert_eq!(best.len(), 2, "{v}");
+    for (b, disks) in best.iter().zip(["1", "2"]) {
+        assert_eq!(b["configuration"], serde_json::json!({ "disks": disks }));
+        assert_eq!(b["of"], 3);
+        let mine: Vec<&serde_json::Value> = runs
+            .iter()
+            .filter(|r| r["labels"]["disks"] == disks)
+            .collect();
+        let top = mine
+            .iter()
+            .max_by(|a, b| {
+                a["iops"]
+                    .as_f64()
+                    .unwrap()
+                    .total_cmp(&b["iops"].as_f64().unwrap())
+            })
+            .unwrap();
+        assert_eq!(b["run_id"], top["id"], "{v}");
+        // The storage takes up to 4 I/Os at once: qd 3 is the best of 1, 2 and 3.
+        assert_eq!(top["labels"]["qd"], "3");
+    }
+    // The comparison is of the two best runs.
+    assert_eq!(v["runs"].as_array().map(Vec::len), Some(2), "{v}");
+    // As text: the picks, then the comparison.
+    let o = run_in(
+        d.path(),
+        &[
+            "compare",
+            "--label",
+            "sweep=b",
+            "--best",
+            "--best-over",
+            "qd",
+            "--db",
+            db_s,
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.starts_with("best per configuration (highest IOPS over qd):\n  disks=1"),
+        "{out}"
+    );
+    assert!(out.contains("qd=3  best of 3"), "{out}");
+    // A key no run carries is named.
+    let o = run_in(
+        d.path(),
+        &[
+            "compare",
+            "--label",
+            "sweep=b",
+            "--best",
+            "--best-over",
+            "threads",
+            "--db",
+            db_s,
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--best-over threads: none of the runs has a label 'threads'"),
+        "{}",
+        stderr(&o)
+    );
 }

@@ -9,6 +9,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod best;
 pub mod browse;
 pub mod charts;
 pub mod compare;
