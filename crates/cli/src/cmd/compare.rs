@@ -212,17 +212,20 @@ fn select(a: &CompareArgs) -> Result<(Vec<RunData>, usize, Vec<Best>), Exit> {
                 l.join(" --label ")
             )));
         }
-        queries.extend(listed.into_iter().map(|r| r.meta.id));
+        // A run given as a RUN too is compared once.
+        let given: std::collections::BTreeSet<String> = a
+            .runs
+            .iter()
+            .filter_map(|q| store.resolve(q).ok())
+            .collect();
+        queries.extend(
+            listed
+                .into_iter()
+                .map(|r| r.meta.id)
+                .filter(|id| !given.contains(id)),
+        );
     }
     let (runs, baseline) = load_runs_in(&store, &queries, a.baseline.as_deref())?;
-    // A run named twice (as a RUN and by a label) is compared once.
-    let base_of_all = runs[baseline].id.clone();
-    let mut seen = std::collections::BTreeSet::new();
-    let runs: Vec<RunData> = runs
-        .into_iter()
-        .filter(|r| seen.insert(r.id.clone()))
-        .collect();
-    let baseline = runs.iter().position(|r| r.id == base_of_all).unwrap_or(0);
     if !a.best {
         return Ok((runs, baseline, Vec::new()));
     }
