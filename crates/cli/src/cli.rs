@@ -53,8 +53,9 @@ pub enum Command {
     /// per bottleneck (devices, protection, network, bandwidth), and with --run a stored
     /// run's efficiency against it.
     Ceiling(crate::cmd::ceiling::CeilingArgs),
-    /// Find the highest sustained open-loop rate at which every latency objective
-    /// (`--slo 'p99<=3ms'`) holds: bracketing, then bisection; every step saved as a run.
+    /// Find the highest sustained open-loop rate at which every objective (`--slo
+    /// 'p99<=3ms'`, `--slo 'cpu<=40%'`) holds: bracketing, then bisection; every step
+    /// saved as a run.
     FindMax(crate::cmd::find_max::FindMaxArgs),
     /// How many VDI desktops or SQL VMs the storage carries: a phase's profile at peak
     /// (--at-peak), through find-max under objectives (--slo), or a stored run's IOPS

@@ -13,9 +13,9 @@ use std::time::Duration;
 use clap::Args;
 use iofleet_profile::{format_duration, parse_duration, GroupPlan};
 use iofleet_stats::result::RunResult;
-use iofleet_stats::slo::{self, Objective};
+use iofleet_stats::slo::{self, Slo};
 
-use crate::args::{objective, RunArgs};
+use crate::args::RunArgs;
 use crate::exit::Exit;
 use crate::run::campaign::{self, Campaign, Fingerprint};
 use crate::run::resolve::{closed_loop, ctrl_c_flag, exit_code, resolve, with_rate};
@@ -23,6 +23,11 @@ use crate::run::search::{self, End, Measured, Outcome, Params};
 use crate::run::session::Session;
 use crate::run::stepping::check_step_args;
 use crate::web::step::{Step, StepKind};
+
+/// A search objective, latency or host CPU (`iofleet_stats::slo`'s grammar).
+fn search_objective(s: &str) -> Result<Slo, String> {
+    s.parse().map_err(|e: slo::ObjectiveError| e.to_string())
+}
 
 fn duration(s: &str) -> Result<Duration, String> {
     parse_duration(s)
@@ -44,11 +49,13 @@ fn tolerance(s: &str) -> Result<f64, String> {
 /// The search's own flags, shared by `find-max` and `plan`.
 #[derive(Args, Debug, Clone)]
 pub struct SearchArgs {
-    /// A latency objective every step must meet, `[all.|read.|write.]STAT<=LATENCY` with
-    /// STAT one of p50, p90, p95, p99, p99.9, mean, max and a unit ns, us, ms or s, e.g.
-    /// `p99<=3ms`, `read.p95<=2ms` (repeatable; all must hold).
-    #[arg(long = "slo", value_name = "OBJECTIVE", value_parser = objective)]
-    pub slo: Vec<Objective>,
+    /// An objective every step must meet (repeatable; all must hold): latency,
+    /// `[all.|read.|write.]STAT<=LATENCY` with STAT one of p50, p90, p95, p99, p99.9,
+    /// mean, max and a unit ns, us, ms or s (`p99<=3ms`, `read.p95<=2ms`), or host CPU,
+    /// `[workers.|observers.]cpu<=PERCENT%` (`cpu<=40%`: the workers' hosts' busy CPU,
+    /// percent of all cores).
+    #[arg(long = "slo", value_name = "OBJECTIVE", value_parser = search_objective)]
+    pub slo: Vec<Slo>,
     /// The first rate tried, total IOPS over the fleet [default: the profile's
     /// closed-loop maximum, measured first].
     #[arg(long, value_name = "IOPS", allow_negative_numbers = true)]
@@ -81,7 +88,7 @@ pub(crate) struct Report {
     pub name: String,
     /// The campaign's id (`--resume=ID`).
     pub campaign: String,
-    pub objectives: Vec<Objective>,
+    pub objectives: Vec<Slo>,
     /// The closed-loop maximum measured first (absent with --start).
     pub closed: Option<RunResult>,
     pub steps: Vec<StepRecord>,
@@ -168,7 +175,7 @@ fn search(
     let params = Params {
         start,
         tolerance: s.tolerance,
-        limits_us: s.slo.iter().map(|o| o.limit_us).collect(),
+        limits: s.slo.iter().map(Slo::limit).collect(),
         stop_at_knee: s.stop_at_knee,
         max_steps: s.max_steps,
     };
@@ -217,7 +224,7 @@ fn checked_groups(a: &RunArgs, s: &SearchArgs) -> Result<Vec<GroupPlan>, Exit> {
     check_step_args(a, &OWN_LABELS)?;
     if s.slo.is_empty() {
         return Err(Exit::input(
-            "--slo: give at least one latency objective, e.g. --slo 'p99<=3ms'",
+            "--slo: give at least one objective, e.g. --slo 'p99<=3ms' or --slo 'cpu<=40%'",
         ));
     }
     let (groups, _) = resolve(a)?;
@@ -387,7 +394,7 @@ impl SearchRun<'_> {
         let m = Measured {
             iops: r.summary.all.iops,
             mean_us: r.summary.all.latency_us.as_ref().map(|l| l.mean),
-            values: self.s.slo.iter().map(|o| o.value_us(&r.summary)).collect(),
+            values: self.s.slo.iter().map(|o| o.value(&r.summary)).collect(),
             interrupted: c == 130 || r.run.interrupted,
         };
         results.push(r);
@@ -415,7 +422,7 @@ fn mark_found(a: &RunArgs, id: &str) {
     }
 }
 
-fn outcome_text(o: Outcome, objectives: &[Objective]) -> String {
+fn outcome_text(o: Outcome, objectives: &[Slo]) -> String {
     match o {
         Outcome::Pass => "pass".into(),
         Outcome::Missed(i) => format!("missed {}", objectives[i]),
@@ -454,7 +461,12 @@ pub(crate) fn report_json(r: &Report) -> serde_json::Value {
                 "mean_us": lat.map(|l| l.mean),
                 "p50_us": lat.map(|l| l.p50),
                 "p99_us": lat.map(|l| l.p99),
-                "values_us": s.point.measured.values,
+                "values_us": r.objectives.iter().zip(&s.point.measured.values)
+                    .map(|(o, v)| o.latency().and(*v))
+                    .collect::<Vec<_>>(),
+                "values": s.point.measured.values,
+                "cpu_pct": s.result.summary.cpu.as_ref().map(|c| c.host_pct),
+                "observers_cpu_pct": s.result.summary.observers.as_ref().map(|o| o.cpu.host_pct),
                 "outcome": outcome_text(s.point.outcome, &r.objectives),
                 "passed": s.point.outcome.passed(),
                 "noisy": s.point.noisy,
@@ -525,9 +537,18 @@ pub(crate) fn report_table(r: &Report) -> String {
         }
         None => t.push_str(&format!("max: none found; search {}\n", end_text(r.end))),
     }
+    // With a CPU objective, a column of the workers' (or observers') CPU it bounds.
+    let cpu = r.objectives.iter().find(|o| matches!(o, Slo::Cpu(_)));
     t.push_str(&format!(
-        "{:>5} {:>12} {:>12} {:>10} {:>10} {:>10}  {:<24} run\n",
-        "step", "offered", "IOPS", "mean µs", "p50 µs", "p99 µs", "outcome"
+        "{:>5} {:>12} {:>12} {:>10} {:>10} {:>10}{}  {:<24} run\n",
+        "step",
+        "offered",
+        "IOPS",
+        "mean µs",
+        "p50 µs",
+        "p99 µs",
+        if cpu.is_some() { "   CPU %" } else { "" },
+        "outcome"
     ));
     for (i, s) in r.steps.iter().enumerate() {
         let l = s.result.summary.all.latency_us.as_ref();
@@ -536,14 +557,18 @@ pub(crate) fn report_table(r: &Report) -> String {
         if s.point.noisy {
             outcome.push_str(" (noisy)");
         }
+        let cpu_col = cpu.map_or(String::new(), |o| {
+            format!(" {:>7}", fx(o.value(&s.result.summary)))
+        });
         t.push_str(&format!(
-            "{:>5} {:>12.0} {:>12.0} {:>10} {:>10} {:>10}  {:<24} {}{}\n",
+            "{:>5} {:>12.0} {:>12.0} {:>10} {:>10} {:>10}{}  {:<24} {}{}\n",
             s.step,
             s.point.rate,
             s.result.summary.all.iops,
             fx(l.map(|l| l.mean)),
             fx(l.map(|l| l.p50)),
             fx(l.map(|l| l.p99)),
+            cpu_col,
             outcome,
             s.result
                 .stored

@@ -36,7 +36,8 @@ pub const KNEE_FACTOR: f64 = 2.0;
 pub struct Measured {
     pub iops: f64,
     pub mean_us: Option<f64>,
-    /// Per objective, in order: the measured figure (µs), None when no such I/O.
+    /// Per objective, in order: the measured figure (in its unit: µs, or % for CPU), None
+    /// when there is none (no such I/O, CPU not measured).
     pub values: Vec<Option<f64>>,
     /// Ctrl-C ended the step: the search stops without a verdict for it.
     pub interrupted: bool,
@@ -49,8 +50,8 @@ pub struct Params {
     pub start: f64,
     /// Relative width at which bisection stops (0.02 = 2%).
     pub tolerance: f64,
-    /// Per objective: its limit, µs.
-    pub limits_us: Vec<f64>,
+    /// Per objective: its limit, in the objective's unit (µs, or % of all cores).
+    pub limits: Vec<f64>,
     pub stop_at_knee: bool,
     /// At most this many steps in all (repeats and the light step included).
     pub max_steps: usize,
@@ -134,12 +135,12 @@ impl<E> Search<'_, E> {
         let noisy = m
             .values
             .iter()
-            .zip(&self.p.limits_us)
+            .zip(&self.p.limits)
             .any(|(v, l)| v.is_some_and(|v| ((v - l) / l).abs() <= NOISE_BAND));
         if let Some(i) = m
             .values
             .iter()
-            .zip(&self.p.limits_us)
+            .zip(&self.p.limits)
             .position(|(v, l)| v.is_some_and(|v| v > *l))
         {
             return (Outcome::Missed(i), noisy);
@@ -307,7 +308,7 @@ mod tests {
         Params {
             start,
             tolerance: 0.02,
-            limits_us: vec![limit],
+            limits: vec![limit],
             stop_at_knee: false,
             max_steps: 60,
         }
