@@ -11,7 +11,7 @@ use iofleet_stats::slo;
 
 use crate::args::RunArgs;
 use crate::exit::Exit;
-use crate::run::campaign::ResumeArg;
+use crate::run::campaign::{Fingerprint, ResumeArg};
 use crate::run::find_max::{find_max, report_json, report_table, SearchArgs};
 use crate::run::search::End;
 
@@ -30,7 +30,15 @@ pub fn run(f: FindMaxArgs) -> Result<i32, Exit> {
         let profile = f.run.profile.as_deref().unwrap_or("flags");
         format!("findmax-{profile}")
     });
-    let report = find_max(&f.run, &f.search, &name, Some(f.resume.resume.as_deref()))?;
+    let report = find_max(
+        &f.run,
+        &f.search,
+        &name,
+        Some((
+            f.resume.resume.as_deref(),
+            Fingerprint::of::<FindMaxArgs>(std::env::args_os()),
+        )),
+    )?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let written = if f.run.json {

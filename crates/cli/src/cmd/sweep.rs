@@ -273,7 +273,7 @@ pub fn run(s: SweepArgs) -> Result<i32, Exit> {
         s.resume.resume.as_deref(),
         "sweep",
         &sweep,
-        Fingerprint::of(std::env::args_os()),
+        Fingerprint::of::<SweepArgs>(std::env::args_os()),
     )?;
     campaign.announce(&format!("sweep {sweep}, {n} step(s)"), s.run.quiet);
     // One listener and live view for every step (and round).

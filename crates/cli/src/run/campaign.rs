@@ -24,7 +24,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::parser::ValueSource;
-use clap::{Args, CommandFactory};
+use clap::Args;
 use iofleet_stats::result::{RunResult, StoredRun};
 use iofleet_store::{ListFilter, RunListing, RunStatus, Store};
 use sha2::{Digest, Sha256};
@@ -118,21 +118,24 @@ fn text_digest(name: &str) -> Option<String> {
 }
 
 impl Fingerprint {
-    /// The fingerprint of the command line `argv` (program name first), as the command
-    /// parsed it: every argument given on the command line, by its flag.
-    pub fn of(argv: impl IntoIterator<Item = OsString>) -> Fingerprint {
+    /// The fingerprint of the command line `argv` (program name, then the subcommand
+    /// whose arguments are `A`), as `A` parses it: every argument given on the command
+    /// line, by its flag.
+    pub fn of<A: Args>(argv: impl IntoIterator<Item = OsString>) -> Fingerprint {
         let mut fp = Fingerprint::default();
-        let cmd = crate::cli::Cli::command();
-        let Ok(m) = cmd.clone().try_get_matches_from(argv) else {
+        let mut argv = argv.into_iter().skip(1);
+        let Some(name) = argv.next() else {
             return fp;
         };
-        let Some((name, sub)) = m.subcommand() else {
+        let name = name.to_string_lossy().into_owned();
+        let sc = A::augment_args(clap::Command::new("iofleet"));
+        let Ok(sub) = sc
+            .clone()
+            .try_get_matches_from(std::iter::once(OsString::from(&name)).chain(argv))
+        else {
             return fp;
         };
-        let Some(sc) = cmd.find_subcommand(name) else {
-            return fp;
-        };
-        fp.flags.insert("command".into(), name.to_string());
+        fp.flags.insert("command".into(), name);
         for arg in sc.get_arguments() {
             let id = arg.get_id().as_str();
             if sub.value_source(id) != Some(ValueSource::CommandLine) {
@@ -436,8 +439,19 @@ fn stored_result(store: &Store, r: &RunListing) -> Result<RunResult, Exit> {
 mod tests {
     use super::*;
 
+    /// A command's arguments as `sweep` has them.
+    #[derive(clap::Args, Debug)]
+    struct Sweep {
+        #[arg(long)]
+        vary: Vec<String>,
+        #[command(flatten)]
+        resume: ResumeArg,
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
     fn fp(args: &[&str]) -> Fingerprint {
-        Fingerprint::of(
+        Fingerprint::of::<Sweep>(
             std::iter::once("iofleet")
                 .chain(args.iter().copied())
                 .map(OsString::from),

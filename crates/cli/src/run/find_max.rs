@@ -123,7 +123,8 @@ const OWN_LABELS: [&str; 9] = [
 
 /// Run the search for `a` under `s`; `name` names the search in the store. `resume` is
 /// None where the command has no `--resume` (`plan`), else the campaign it continues
-/// (`--resume`: an id or `latest`), if any, and the search announces its campaign. The search has one live
+/// (`--resume`: an id or `latest`), if any, with the command's fingerprint, and the
+/// search announces its campaign. The search has one live
 /// session (`--metrics-listen`, `--ui`) for all its steps, each announced. A resumed
 /// search runs again from its start, each step the store holds finished taken from
 /// there instead of measured: the same measurements make the same decisions, so it
@@ -132,12 +133,13 @@ pub(crate) fn find_max(
     a: &RunArgs,
     s: &SearchArgs,
     name: &str,
-    resume: Option<Option<&str>>,
+    resume: Option<(Option<&str>, Fingerprint)>,
 ) -> Result<Report, Exit> {
     let groups = checked_groups(a, s)?;
-    let fp = Fingerprint::of(std::env::args_os());
-    let campaign = Campaign::open(a, resume.flatten(), "findmax", name, fp)?;
-    if resume.is_some() {
+    let announce = resume.is_some();
+    let (resume, fp) = resume.unwrap_or_default();
+    let campaign = Campaign::open(a, resume, "findmax", name, fp)?;
+    if announce {
         campaign.announce(&format!("find-max {name}"), a.quiet);
     }
     let mut live = Session::open(a)?;
