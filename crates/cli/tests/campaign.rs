@@ -394,6 +394,13 @@ fn resume_refuses_another_profile_flags_or_fleet_naming_what_changed() {
     );
     // Nothing was measured by a refused resume.
     assert_eq!(steps_of(d.path(), db_s, "r").len(), 2);
+    let o = sweep(&[&resume, "--steady-state"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--resume: a campaign measured with --steady-state cannot be resumed"),
+        "{}",
+        stderr(&o)
+    );
     let o = sweep(&["--resume=0000beef"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(

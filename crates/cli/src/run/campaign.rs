@@ -275,6 +275,13 @@ impl Campaign {
                 "--resume: a campaign is resumed from the results store; drop --no-save",
             ));
         };
+        if a.steady_state {
+            return Err(Exit::input(
+                "--resume: a campaign measured with --steady-state cannot be resumed: each \
+                 round of a step is a run of its own, and a step stopped between rounds \
+                 would look finished; run it again without --resume",
+            ));
+        }
         let store = DbArg { db: path.clone() }.open()?;
         let runs = store
             .list(&ListFilter {
