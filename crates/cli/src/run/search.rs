@@ -335,6 +335,50 @@ mod tests {
     }
 
     #[test]
+    fn a_cpu_objective_lands_within_five_points_below_the_limit_and_the_next_step_up_exceeds_it() {
+        // Host CPU rising with the rate, 5% idle plus 1% per 10,000 IOPS (40% at
+        // 350,000), with up to ±1.5 points of deterministic jitter from other work.
+        let cpu = |rate: f64, repeat: u32| {
+            let jitter = ((rate / 997.0 + repeat as f64).sin()) * 1.5;
+            5.0 + rate / 10_000.0 + jitter
+        };
+        let mut dev = |rate: f64, repeat: u32| -> Result<Measured, ()> {
+            Ok(Measured {
+                iops: rate,
+                mean_us: Some(10.0),
+                values: vec![Some(cpu(rate, repeat))],
+                interrupted: false,
+            })
+        };
+        let mut p = params(2_000_000.0, 40.0);
+        p.tolerance = 0.05;
+        let f = find_max(&p, &mut dev).unwrap();
+        assert_eq!(f.end, End::Converged);
+        let (rate, at) = f.best.unwrap();
+        let found = f.points[at].measured.values[0].unwrap();
+        assert!((35.0..=40.0).contains(&found), "{found}% at {rate}");
+        // The next rate up the search tried failed on CPU, by the majority of its
+        // measurements, and lies within the tolerance.
+        let next = f
+            .points
+            .iter()
+            .map(|p| p.rate)
+            .filter(|r| *r > rate)
+            .fold(f64::INFINITY, f64::min);
+        assert!((next - rate) / next <= 0.05, "{rate} {next}");
+        let over: Vec<bool> = f
+            .points
+            .iter()
+            .filter(|p| p.rate == next)
+            .map(|p| p.measured.values[0].unwrap() > 40.0)
+            .collect();
+        assert!(
+            over.iter().filter(|o| **o).count() * 2 > over.len(),
+            "{over:?}"
+        );
+    }
+
+    #[test]
     fn a_rate_the_device_cannot_carry_is_not_sustained() {
         // The limit is loose, but beyond 10,000 IOPS the device falls behind.
         let mut dev = |rate: f64, _| -> Result<Measured, ()> {
