@@ -266,6 +266,10 @@ fn a_matrix_sweep_killed_in_its_fourth_step_resumes_with_steps_four_to_six_only(
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
+    // While it runs, its campaign is not resumed by another command.
+    let o = run_in(d.path(), &real_time_matrix(db_s, "k", &["--resume"]));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("is still running"), "{}", stderr(&o));
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     let before = steps_of(d.path(), db_s, "k");

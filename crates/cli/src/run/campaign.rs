@@ -294,10 +294,17 @@ impl Campaign {
             .iter()
             .filter(|r| r.meta.labels.get(ID_LABEL) == Some(&id))
             .collect();
-        if let Some(r) = mine.iter().find(|r| r.meta.status == RunStatus::Running) {
+        // A run being recorded, or (between two steps) a latest run whose recording
+        // process still lives.
+        let busy = mine
+            .iter()
+            .find(|r| r.meta.status == RunStatus::Running)
+            .or_else(|| mine.last().filter(|r| recorder_alive(r)));
+        if let Some(r) = busy {
             return Err(Exit::input(format!(
-                "--resume: campaign {id} is still running (run {} is being recorded); wait for it or stop it first",
-                r.meta.id
+                "--resume: campaign {id} is still running (its run {} was recorded by process {}, which still runs); wait for it or stop it first",
+                r.meta.id,
+                r.meta.recorder_pid.map_or("?".to_string(), |p| p.to_string())
             )));
         }
         let mut done = BTreeMap::new();
@@ -427,6 +434,20 @@ fn choose(
             "--resume: no unfinished campaign of {kind} {name} in the results store; run without --resume to begin one"
         ))),
     }
+}
+
+/// The process that recorded `r` is an iofleet still running on this host (not this
+/// one): its campaign is under way.
+fn recorder_alive(r: &RunListing) -> bool {
+    let Some(pid) = r.meta.recorder_pid else {
+        return false;
+    };
+    pid != i64::from(std::process::id())
+        && std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
+            c.split(|b| *b == 0)
+                .next()
+                .is_some_and(|a| a.ends_with(b"iofleet"))
+        })
 }
 
 /// A finished step's result as the store recomputes it, with its stored run.
