@@ -11,8 +11,9 @@
 //!
 //! `--resume=ID` continues that campaign, `--resume` alone the latest unfinished one of
 //! the same command and name whose fingerprint is this command's. Either is refused
-//! (exit 2, naming each difference) when the fingerprint differs, and while a run of
-//! the campaign is still being recorded. A step is finished when its run is stored
+//! (exit 2, naming each difference) when the fingerprint differs, and while the campaign
+//! is still under way (a run of it being recorded, or its latest run's recording process
+//! alive). A step is finished when its run is stored
 //! complete (or complete with hosts lost); an interrupted or killed step's run stays in
 //! the store as it is and the step runs again. The commands use `finished` to take a
 //! step's stored result instead of measuring it. This module does not decide which
