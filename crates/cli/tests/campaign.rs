@@ -667,12 +667,12 @@ fn find_max_holds_host_cpu_at_an_objective_on_the_null_engine() {
             other => panic!("a step neither met nor missed the objective ({other}): {p}"),
         }
     }
-    let quiet = before.max(after) <= QUIET_HOST_PCT;
-    if !need::environment(
-        "find_max_holds_host_cpu_at_an_objective_on_the_null_engine",
-        &format!("a host otherwise idle for the 40% figure (it was {before:.0}% busy before the search, {after:.0}% after)"),
-        quiet,
-    ) {
+    if before.max(after) > QUIET_HOST_PCT {
+        eprintln!("the host was {before:.0}% busy before the search and {after:.0}% after");
+        need::unavailable(
+            "find_max_holds_host_cpu_at_an_objective_on_the_null_engine",
+            "a host otherwise idle",
+        );
         return;
     }
     assert_eq!(v["end"], "converged", "{v}");

@@ -189,8 +189,10 @@ fn self_check_flags_a_saturated_generator_not_a_device_bound_run() {
             );
         }
         if !warnings.is_empty() {
+            // The warning's own threshold: another load of at least a quarter of a CPU.
             assert!(
-                g["other_load_cpus"].as_f64().unwrap() >= 0.5,
+                g["other_load_cpus"].as_f64().unwrap()
+                    >= iofleet_stats::generator::OTHER_LOAD_WARN_CPUS,
                 "{extra:?}: warned without another load: {g}"
             );
         }
