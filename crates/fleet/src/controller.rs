@@ -131,6 +131,7 @@ pub fn run<L: Launcher>(
     );
     info.start_skew_ms = late.map(|l| l.as_secs_f64() * 1e3);
     info.prepare_s = Some(prepared_in.as_secs_f64());
+    info.drop_caches = settings.drop_caches.as_ref().map(|d| d.to_string());
     observer.started(&info);
 
     let timeline = crate::source::Timeline::new(
@@ -217,6 +218,7 @@ fn run_info(
         plan: iofleet_profile::RecordedPlan::new(plan, groups),
         prepare_s: None,
         kubernetes: None,
+        drop_caches: None,
     }
 }
 

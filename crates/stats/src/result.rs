@@ -220,6 +220,10 @@ pub struct RunInfo {
     /// A Kubernetes fleet's objects and StorageClass (absent for any other fleet).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kubernetes: Option<KubeRun>,
+    /// How every host emptied its page cache before the start (`--drop-caches`: `local`
+    /// or the command); absent when the caches were left as they were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drop_caches: Option<String>,
 }
 
 /// What a run on a Kubernetes fleet ran on (docs/kubernetes.md).

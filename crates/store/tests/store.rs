@@ -34,6 +34,7 @@ fn info(profile: &str, workers: u32) -> RunInfo {
         plan: recorded_plan(workers),
         prepare_s: None,
         kubernetes: None,
+        drop_caches: None,
     }
 }
 

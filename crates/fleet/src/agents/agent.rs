@@ -499,6 +499,10 @@ fn observe_task(
     let timing = iofleet_profile::combine(&job.groups).timing;
     let timeline = crate::source::Timeline::new(timing.warmup, timing.duration, timing.interval);
     let devices = watched_devices(&job.target);
+    // An observer's host drops its caches too (a storage node's are what matter).
+    if let Some(how) = &job.settings.drop_caches {
+        crate::sys::drop_caches(how)?;
+    }
     let epoch_ns = Arc::new(AtomicU64::new(0));
     let mut gate = Gate {
         out: out.clone(),

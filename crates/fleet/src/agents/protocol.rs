@@ -30,8 +30,9 @@ use serde::{Deserialize, Serialize};
 /// the end of input), so a command opens its fleet once; no frame's layout changed;
 /// 8: agents that join over TLS (`Join`, answered by `Welcome`), and the controller's
 /// heartbeats to a joined agent; 9: a histogram not yet taken is encoded as a taken one
-/// (its V2 header's highest value is its highest bucket's; the buckets are unchanged).
-pub const PROTOCOL_VERSION: u32 = 9;
+/// (its V2 header's highest value is its highest bucket's; the buckets are unchanged);
+/// 10: `RunSettings.drop_caches` (`--drop-caches`).
+pub const PROTOCOL_VERSION: u32 = 10;
 pub const MAGIC: &[u8; 8] = b"IOFLEET1";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -1011,7 +1012,11 @@ mod tests {
         };
         vec![
             Frame::Hello(hello.clone()),
-            Frame::Job(Box::new(job(2, 1, 1, Task::Verify { keep: 3 }))),
+            Frame::Job(Box::new({
+                let mut j = job(2, 1, 1, Task::Verify { keep: 3 });
+                j.settings.drop_caches = Some(crate::settings::DropCaches::Command("sync".into()));
+                j
+            })),
             Frame::Ping(clock.clone()),
             Frame::Pong(clock.clone()),
             Frame::Ready(Ready {
@@ -1070,8 +1075,8 @@ mod tests {
     #[test]
     fn the_frames_bytes_change_only_with_the_protocol_version() {
         const GOLDEN: (u32, &str) = (
-            9,
-            "89ee1deb17f4e5966782432ff6db2ce7428b40b065c1bdf142a9680acee06864",
+            10,
+            "0bc22cf0c1c3a4eb30f55211cc85bff0e7dbfc04241f16ec7d92b004415148b8",
         );
         let mut wire = Vec::new();
         for f in every_kind() {
