@@ -102,6 +102,7 @@ impl HostProbe {
             disk_bytes: d(a.disk_sectors, now.disk_sectors) * 512,
             disk_busy_s: d(a.disk_busy_ms, now.disk_busy_ms) as f64 / 1e3,
             disk_devices: self.devices.len() as u32,
+            storage: Vec::new(),
         };
         self.last = now;
         u

@@ -35,6 +35,7 @@ fn info(profile: &str, workers: u32) -> RunInfo {
         prepare_s: None,
         kubernetes: None,
         drop_caches: None,
+        start_unix_ns: None,
     }
 }
 
@@ -383,6 +384,7 @@ fn host(name: &str, lost_at_s: Option<f64>) -> iofleet_stats::result::HostSummar
         memory: None,
         net: None,
         disk: None,
+        storage: Vec::new(),
         kubernetes: None,
     }
 }
