@@ -373,7 +373,6 @@ fn check_watched(v: &Value, notes: &Notes, name: &str, cgroup: &str) {
                 "{entry}, interval {}: observed {cores:.3} cores, the daemon says {own:.3}",
                 i["index"]
             );
-            assert!(own > 0.1, "the daemon worked: {own}");
             assert_eq!(e["processes"], 1, "{e}");
             assert!(e["memory_mib"].as_f64().unwrap() > 1.0, "{e}");
             assert!(e["ctx_switches_per_s"].as_f64().unwrap() >= 10.0, "{e}");
@@ -382,6 +381,11 @@ fn check_watched(v: &Value, notes: &Notes, name: &str, cgroup: &str) {
             own_cpu += c1 - c0;
             own_bytes += b1 - b0;
         }
+        // It had work to be seen doing, however busy the machine was.
+        assert!(
+            own_cpu > 0.1 && own_bytes > 1e6,
+            "{own_cpu} CPU s, {own_bytes} bytes"
+        );
         assert!(
             (seen_cpu - own_cpu).abs() <= 0.1 * own_cpu,
             "{entry}: observed {seen_cpu:.3} CPU s over the run, the daemon says {own_cpu:.3}"
