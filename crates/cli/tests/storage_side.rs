@@ -118,6 +118,30 @@ fn drop_caches_runs_a_command_on_the_host_and_a_failing_one_is_named() {
     assert_eq!(v["run"]["drop_caches"], cmd.as_str());
     results_common::assert_schema_valid(&v);
 
+    // A sweep drops before each of its steps.
+    let steps = tmp.path().join("steps");
+    let cmd = format!("echo step >> {}", steps.display());
+    let o = run_in(
+        tmp.path(),
+        &[
+            "sweep",
+            "--vary",
+            "qd=1,2,4",
+            "--engine",
+            "null",
+            "--duration",
+            "300ms",
+            "--interval",
+            "300ms",
+            "--drop-caches",
+            &cmd,
+            "--quiet",
+            "--no-save",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&steps).unwrap(), "step\n".repeat(3));
+
     let o = short_run(tmp.path(), &["--drop-caches", "echo no way >&2; exit 3"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let e = stderr(&o);
