@@ -48,6 +48,10 @@ fn engine(s: &str) -> Result<EngineSpec, String> {
     s.parse()
 }
 
+fn drop_caches(s: &str) -> Result<iofleet_fleet::settings::DropCaches, String> {
+    s.parse()
+}
+
 fn min_hosts(s: &str) -> Result<MinHosts, String> {
     s.parse().map_err(|e: MinHostsError| e.to_string())
 }
@@ -157,6 +161,12 @@ pub struct RunArgs {
     /// Remove the disk files this run used when it ends (directory targets only).
     #[arg(long)]
     pub cleanup: bool,
+    /// Empty the page cache of every host (workers and observers) before each run, sweep
+    /// step and steady-state round, after the fill: `local` (sync, then write 3 to
+    /// /proc/sys/vm/drop_caches; needs root) or a command each host runs with `sh -c`.
+    /// It affects the whole host, not only iofleet's files (docs/storage-side.md).
+    #[arg(long, value_name = "local|COMMAND", value_parser = drop_caches)]
+    pub drop_caches: Option<iofleet_fleet::settings::DropCaches>,
     /// I/O engine: auto (io_uring where the kernel allows it, else psync, with one
     /// notice), io_uring, psync (pread/pwrite, one I/O in flight per thread), null
     /// (completes every I/O without touching storage: iofleet's own overhead), or

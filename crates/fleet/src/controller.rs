@@ -131,6 +131,8 @@ pub fn run<L: Launcher>(
     );
     info.start_skew_ms = late.map(|l| l.as_secs_f64() * 1e3);
     info.prepare_s = Some(prepared_in.as_secs_f64());
+    info.drop_caches = settings.drop_caches.as_ref().map(|d| d.to_string());
+    info.start_unix_ns = unix_ns(started_wall);
     observer.started(&info);
 
     let timeline = crate::source::Timeline::new(
@@ -187,6 +189,13 @@ pub fn run<L: Launcher>(
     Ok(result)
 }
 
+/// A wall-clock instant in ns since the Unix epoch (None before it).
+fn unix_ns(t: SystemTime) -> Option<u64> {
+    t.duration_since(UNIX_EPOCH)
+        .ok()
+        .map(|d| d.as_nanos() as u64)
+}
+
 fn run_info(
     plan: &Plan,
     groups: &[GroupPlan],
@@ -217,6 +226,8 @@ fn run_info(
         plan: iofleet_profile::RecordedPlan::new(plan, groups),
         prepare_s: None,
         kubernetes: None,
+        drop_caches: None,
+        start_unix_ns: None,
     }
 }
 

@@ -107,4 +107,7 @@ pub struct HostSpec {
     /// devices listed, or the device under a directory; an empty device list (no target
     /// given) watches every disk of the host.
     pub role: Role,
+    /// An observer's storage software to watch (`observe`: process names,
+    /// `cmdline:TEXT`, `cgroup:/PATH`; see `crate::storage`). Empty elsewhere.
+    pub observe: Vec<String>,
 }

@@ -20,7 +20,8 @@
 //!   (what preconditioning reports). The run path over them: `launcher` (the seam),
 //!   `controller` (plan, materialize, one start instant, collect, finish), `collect`
 //!   (the one fold of intervals into a result), `fleet` (a launcher as a command holds
-//!   it), `sys` (this host's clock, CPUs, devices and usage).
+//!   it), `sys` (this host's clock, CPUs, devices and usage), `storage` (what the
+//!   storage processes or cgroups an observer watches spend).
 //! - **`local/`**: workers as I/O threads of this process (`ThreadLauncher`, and
 //!   `run_local`): the lanes and their loop, the stream generator, filling and
 //!   preconditioning disks, the verify journals, the memory a plan needs.
@@ -55,6 +56,7 @@ pub mod plan;
 pub mod precondition;
 pub mod settings;
 pub mod source;
+pub mod storage;
 pub mod sys;
 
 pub use controller::{run, StartGate, StartNow};

@@ -29,6 +29,56 @@ pub struct RunSettings {
     /// controller's own; agents ignore it).
     #[serde(default = "default_max_uploads")]
     pub max_uploads: u32,
+    /// `--drop-caches`: empty the page cache on every host before each measurement.
+    #[serde(default)]
+    pub drop_caches: Option<DropCaches>,
+}
+
+/// `--drop-caches`: how each host (workers and observers) empties its page cache before
+/// a run, a sweep's step or a steady state's round, after its disks are filled and
+/// before the start. It affects the whole host, not only iofleet's files.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
+pub enum DropCaches {
+    /// `local`: flush dirty pages (sync), then write 3 to /proc/sys/vm/drop_caches
+    /// (page cache, dentries and inodes). Needs root.
+    Local,
+    /// A command run with `sh -c` on each host instead (e.g. through sudo, or one that
+    /// drops the caches of a storage node the workers cannot reach as root).
+    Command(String),
+}
+
+impl std::str::FromStr for DropCaches {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "" => Err("give `local` or a command to run on each host".into()),
+            "local" => Ok(DropCaches::Local),
+            _ => Ok(DropCaches::Command(s.to_string())),
+        }
+    }
+}
+
+impl std::fmt::Display for DropCaches {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DropCaches::Local => f.write_str("local"),
+            DropCaches::Command(c) => f.write_str(c),
+        }
+    }
+}
+
+impl From<DropCaches> for String {
+    fn from(d: DropCaches) -> String {
+        d.to_string()
+    }
+}
+
+impl TryFrom<String> for DropCaches {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        s.parse()
+    }
 }
 
 /// Uploads at a time unless told otherwise: enough to fill a 1-10 GbE link with a
@@ -67,6 +117,7 @@ impl Default for RunSettings {
             cleanup: false,
             host_timeout: Duration::from_secs(30),
             max_uploads: MAX_UPLOADS,
+            drop_caches: None,
         }
     }
 }

@@ -10,6 +10,9 @@ use std::time::Instant;
 
 use iofleet_stats::HostUsage;
 
+use crate::error::FleetError;
+use crate::settings::DropCaches;
+
 /// The kernel's clock tick (USER_HZ), in which /proc reports CPU times.
 fn clock_ticks() -> f64 {
     rustix::param::clock_ticks_per_second() as f64
@@ -99,6 +102,7 @@ impl HostProbe {
             disk_bytes: d(a.disk_sectors, now.disk_sectors) * 512,
             disk_busy_s: d(a.disk_busy_ms, now.disk_busy_ms) as f64 / 1e3,
             disk_devices: self.devices.len() as u32,
+            storage: Vec::new(),
         };
         self.last = now;
         u
@@ -259,6 +263,54 @@ fn read(devices: &[(u32, u32)]) -> Reading {
         }
     }
     r
+}
+
+/// Whether `--drop-caches` can be carried out here: `local` writes
+/// /proc/sys/vm/drop_caches, which only root may; a command is the user's own way (it may
+/// use sudo) and is judged when it runs.
+pub fn check_drop_caches(how: &DropCaches) -> Result<(), FleetError> {
+    if *how == DropCaches::Local && !rustix::process::geteuid().is_root() {
+        return Err(FleetError::Input(format!(
+            "--drop-caches local: needs root on {} (it writes /proc/sys/vm/drop_caches, which \
+             empties the page cache of the whole host); run as root, or give a command that \
+             drops them (--drop-caches 'sudo sysctl vm.drop_caches=3')",
+            hostname()
+        )));
+    }
+    Ok(())
+}
+
+/// Empty this host's page cache as `--drop-caches` says: `local` flushes dirty pages
+/// (sync: dirty pages are not dropped) and writes 3 to /proc/sys/vm/drop_caches (page
+/// cache, dentries and inodes); a command runs with `sh -c`. Either affects the whole
+/// host. A failure names the flag.
+pub fn drop_caches(how: &DropCaches) -> Result<(), FleetError> {
+    check_drop_caches(how)?;
+    let failed = |why: String| FleetError::Setup(format!("--drop-caches {how}: {why}"));
+    match how {
+        DropCaches::Local => {
+            rustix::fs::sync();
+            fs::write("/proc/sys/vm/drop_caches", "3\n")
+                .map_err(|e| failed(format!("cannot write /proc/sys/vm/drop_caches: {e}")))
+        }
+        DropCaches::Command(cmd) => {
+            let out = std::process::Command::new("sh")
+                .args(["-c", cmd])
+                .stdin(std::process::Stdio::null())
+                .output()
+                .map_err(|e| failed(format!("cannot run sh: {e}")))?;
+            if out.status.success() {
+                return Ok(());
+            }
+            let err = String::from_utf8_lossy(&out.stderr);
+            let err: String = err.trim().chars().take(400).collect();
+            Err(failed(format!(
+                "the command failed on {} ({}): {err}",
+                hostname(),
+                out.status
+            )))
+        }
+    }
 }
 
 /// Peak resident set of this process in MiB (VmHWM).

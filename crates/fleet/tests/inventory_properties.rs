@@ -215,6 +215,7 @@ proptest! {
                     }
                 },
                 role: if h.observer { Role::Observer } else { Role::Workers },
+                observe: Vec::new(),
             };
             prop_assert_eq!(r, &want);
         }
@@ -357,6 +358,7 @@ proptest! {
                     }
                 },
                 role: Role::Workers,
+                observe: Vec::new(),
             })
             .collect();
         prop_assert_eq!(read, want);

@@ -82,6 +82,12 @@ pub enum Field {
     ObserverNetRx,
     ObserverNetTx,
     ObserverDiskMbps,
+    /// The storage software the observers watch (`observe`, docs/storage-side.md), every
+    /// entry on every observer summed: CPU, percent of one core; read and written,
+    /// 10^6 bytes/s (run-wide only).
+    StorageCpu,
+    StorageReadMbps,
+    StorageWriteMbps,
 }
 
 /// The unit a metric's values are in.
@@ -153,6 +159,9 @@ const RUN_FIELDS: &[(&str, Field)] = &[
     ("observer_net_rx_mbps", Field::ObserverNetRx),
     ("observer_net_tx_mbps", Field::ObserverNetTx),
     ("observer_disk_mbps", Field::ObserverDiskMbps),
+    ("storage_cpu", Field::StorageCpu),
+    ("storage_read_mbps", Field::StorageReadMbps),
+    ("storage_write_mbps", Field::StorageWriteMbps),
 ];
 
 /// One comparable figure of a run, named by a path such as `read.p99`.
@@ -250,6 +259,9 @@ impl Metric {
             Field::ObserverNetRx => "observer hosts' network received MB/s",
             Field::ObserverNetTx => "observer hosts' network sent MB/s",
             Field::ObserverDiskMbps => "observer hosts' disks MB/s",
+            Field::StorageCpu => "storage software CPU (of one core)",
+            Field::StorageReadMbps => "storage software read MB/s",
+            Field::StorageWriteMbps => "storage software written MB/s",
         };
         match self.scope {
             _ if self.run_wide() => field.to_string(),
@@ -267,8 +279,10 @@ impl Metric {
             | Field::NetTx
             | Field::ObserverNetRx
             | Field::ObserverNetTx
-            | Field::ObserverDiskMbps => Unit::MBps,
-            Field::DiskBusy | Field::ObserverCpu => Unit::Percent,
+            | Field::ObserverDiskMbps
+            | Field::StorageReadMbps
+            | Field::StorageWriteMbps => Unit::MBps,
+            Field::DiskBusy | Field::ObserverCpu | Field::StorageCpu => Unit::Percent,
             Field::Ios | Field::Errors => Unit::Count,
             Field::Outstanding => Unit::Io,
             Field::Cpu | Field::Mem => Unit::Percent,
@@ -358,8 +372,21 @@ impl Metric {
                 .as_ref()
                 .and_then(|o| o.disk.as_ref())
                 .map(|d| d.mbps),
+            Field::StorageCpu => storage_sum(s, |e| e.cpu_pct),
+            Field::StorageReadMbps => storage_sum(s, |e| e.read_mbps),
+            Field::StorageWriteMbps => storage_sum(s, |e| e.write_mbps),
         }
     }
+}
+
+/// A figure of the watched storage software, every entry summed; None when the run's
+/// observers watched none.
+fn storage_sum(
+    s: &iofleet_stats::result::RunSummary,
+    f: impl Fn(&iofleet_stats::StorageRates) -> f64,
+) -> Option<f64> {
+    let o = s.observers.as_ref()?;
+    (!o.storage.is_empty()).then(|| o.storage.iter().map(f).sum())
 }
 
 /// The hosts of `r` that ran workers (observers left out).

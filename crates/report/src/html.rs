@@ -431,6 +431,68 @@ fn hosts_section(h: &mut String, runs: &[RunData], charts: &[Chart]) {
     h.push_str("</section>\n");
 }
 
+/// The storage software the observer hosts watched (`observe`, docs/storage-side.md):
+/// per run, host and entry, its figures over the measured phase and its CPU in every
+/// interval. Nothing when no run watched any.
+fn storage_section(h: &mut String, runs: &[RunData]) {
+    let watched = |r: &RunData| r.result.hosts.iter().any(|x| !x.storage.is_empty());
+    if !runs.iter().any(watched) {
+        return;
+    }
+    h.push_str("<section id=\"storage\"><h2>Storage software</h2>\n<p>What the processes or cgroups each observer host watches spent (docs/storage-side.md): CPU as a share of one core and of the host's cores, memory in use, bytes read from and written to storage, context switches.</p>\n<table id=\"storage-table\">\n<tr><th class=\"l\">#</th><th class=\"l\">host</th><th class=\"l\">watching</th><th>CPU % of one core</th><th>usr %</th><th>sys %</th><th>% of host cores</th><th>memory MiB</th><th>read MB/s</th><th>written MB/s</th><th>switches/s</th><th>processes</th></tr>\n");
+    let mut over_time = String::new();
+    for (i, r) in runs.iter().enumerate() {
+        for (hi, x) in r.result.hosts.iter().enumerate() {
+            for st in &x.storage {
+                let _ = writeln!(
+                    h,
+                    "<tr><td class=\"l\">{}{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td><td>{:.2}</td><td>{:.2}</td><td>{:.0}</td><td>{}</td></tr>",
+                    swatch(i),
+                    i + 1,
+                    escape(&x.host),
+                    escape(&st.name),
+                    st.cpu_pct,
+                    st.usr_pct,
+                    st.sys_pct,
+                    st.host_cpu_pct,
+                    st.memory_mib,
+                    st.read_mbps,
+                    st.write_mbps,
+                    st.ctx_switches_per_s,
+                    st.processes,
+                );
+                let rows = r
+                    .result
+                    .host_intervals
+                    .get(hi)
+                    .map_or(&[][..], |p| &p.rows[..]);
+                let cpu: Vec<String> = rows
+                    .iter()
+                    .map(|row| {
+                        let e = row
+                            .usage
+                            .as_ref()
+                            .and_then(|u| u.storage.iter().find(|e| e.name == st.name));
+                        opt1(e.map(|e| e.cpu_pct))
+                    })
+                    .collect();
+                let _ = writeln!(
+                    over_time,
+                    "<li>{}{} {} <code>{}</code>: {}</li>",
+                    swatch(i),
+                    i + 1,
+                    escape(&x.host),
+                    escape(&st.name),
+                    cpu.join(", ")
+                );
+            }
+        }
+    }
+    h.push_str("</table>\n<p>CPU per interval, % of one core (warm-up included):</p>\n<ul class=\"storage-cpu\">\n");
+    h.push_str(&over_time);
+    h.push_str("</ul>\n</section>\n");
+}
+
 /// Runs on a Kubernetes fleet: what each ran on, and every pod's node and volumes.
 fn kubernetes_section(h: &mut String, runs: &[RunData]) {
     if runs.iter().all(|r| r.result.run.kubernetes.is_none()) {
@@ -886,6 +948,7 @@ pub fn report(
     latency_section(&mut h, runs, &charts);
     spread_section(&mut h, &charts);
     hosts_section(&mut h, runs, &charts);
+    storage_section(&mut h, runs);
     kubernetes_section(&mut h, runs);
     if has_groups(runs) {
         groups_section(&mut h, runs, &charts);

@@ -582,6 +582,10 @@ fn write_interval_table(r: &RunResult, out: &mut dyn Write, max: Option<usize>) 
     // observer hosts' CPU and network.
     let net = r.intervals.iter().any(|i| i.net.is_some());
     let observed = r.intervals.iter().any(|i| i.observers.is_some());
+    let watched = r
+        .intervals
+        .iter()
+        .any(|i| i.observers.as_ref().is_some_and(|o| !o.storage.is_empty()));
     if net {
         heads.extend([("net rx MB/s", false), ("net tx MB/s", false)]);
     }
@@ -591,6 +595,9 @@ fn write_interval_table(r: &RunResult, out: &mut dyn Write, max: Option<usize>) 
             ("obs rx MB/s", false),
             ("obs tx MB/s", false),
         ]);
+    }
+    if watched {
+        heads.push(("storage CPU%", false));
     }
     let mut g = Grid::new(2, &heads);
     let dash = || "-".to_string();
@@ -613,6 +620,11 @@ fn write_interval_table(r: &RunResult, out: &mut dyn Write, max: Option<usize>) 
             cells.push(o.map_or_else(dash, |o| f1(o.cpu.host_pct)));
             cells.push(o.map_or_else(dash, |o| format!("{:.2}", o.net.rx_mbps)));
             cells.push(o.map_or_else(dash, |o| format!("{:.2}", o.net.tx_mbps)));
+        }
+        if watched {
+            // Every watched entry of every observer, % of one core.
+            let cpu = i.observers.as_ref().filter(|o| !o.storage.is_empty());
+            cells.push(cpu.map_or_else(dash, |o| f1(o.storage.iter().map(|s| s.cpu_pct).sum())));
         }
         g.row(cells);
     }
@@ -678,8 +690,30 @@ fn write_fleet_usage(s: &RunSummary, out: &mut dyn Write, max: Option<usize>) ->
             max,
             5,
         )?;
+        for st in &o.storage {
+            wrap(out, &storage_line(st), max, 5)?;
+        }
     }
     Ok(())
+}
+
+/// One watched storage entry over the measured phase (docs/storage-side.md).
+fn storage_line(st: &iofleet_stats::StorageRates) -> String {
+    let count = |n: u32, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    format!(
+        "Storage {}: CPU {:.1}% of one core (usr {:.1}%, sys {:.1}%; {:.1}% of the host's cores), memory {:.1} MiB, read {:.2} MB/s, written {:.2} MB/s, {:.0} context switches/s; {} on {}",
+        st.name,
+        st.cpu_pct,
+        st.usr_pct,
+        st.sys_pct,
+        st.host_cpu_pct,
+        st.memory_mib,
+        st.read_mbps,
+        st.write_mbps,
+        st.ctx_switches_per_s,
+        count(st.processes, "process", "processes"),
+        count(st.hosts, "host", "hosts"),
+    )
 }
 
 /// The generator's self-check and its warnings.

@@ -258,6 +258,7 @@ impl Layout {
                     memory: res.map(|r| r.memory.clone()),
                     net: res.map(|r| r.net.clone()),
                     disk: res.and_then(|r| r.disk.clone()),
+                    storage: res.map(|r| r.storage.clone()).unwrap_or_default(),
                     kubernetes: f.kubernetes.clone(),
                 }
             })

@@ -25,4 +25,7 @@ pub use hist::{LatencyHist, PackedHist};
 pub use ops::{OpStats, PackedSample, Sample, StreamStats};
 pub use series::Series;
 pub use summary::{LatencySummary, OpSummary};
-pub use usage::{rates_of, split_by_role, HostDisk, HostNet, HostResources, HostUsage};
+pub use usage::{
+    rates_of, split_by_role, HostDisk, HostNet, HostResources, HostUsage, StorageRates,
+    StorageUsage,
+};

@@ -220,6 +220,16 @@ pub struct RunInfo {
     /// A Kubernetes fleet's objects and StorageClass (absent for any other fleet).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kubernetes: Option<KubeRun>,
+    /// How every host emptied its page cache before the start (`--drop-caches`: `local`
+    /// or the command); absent when the caches were left as they were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drop_caches: Option<String>,
+    /// The start instant (the timeline's zero: every interval's `t_s` counts from it),
+    /// ns since the Unix epoch on the controller's clock: what series from outside the
+    /// run (a storage daemon's own log, an exporter's timestamps) are aligned by. None
+    /// for a run interrupted before its start, or stored before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_unix_ns: Option<u64>,
 }
 
 /// What a run on a Kubernetes fleet ran on (docs/kubernetes.md).
@@ -718,6 +728,10 @@ pub struct HostSummary {
     /// None also when no block device lies under the host's targets.
     #[serde(default)]
     pub disk: Option<HostDisk>,
+    /// The storage software an observer host watched (`observe`), per entry, over the
+    /// measured phase; absent for other hosts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub storage: Vec<crate::StorageRates>,
     /// A pod of a Kubernetes fleet: its node and volumes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kubernetes: Option<KubePod>,

@@ -1,5 +1,6 @@
 //! What a host spends while it runs workers: iofleet's own CPU, the whole host's CPU,
-//! memory, network and the block devices under its targets. A `HostUsage` covers one
+//! memory, network and the block devices under its targets; on an observer host, also
+//! what the storage software it watches spends (`StorageUsage`, one per `observe` entry). A `HostUsage` covers one
 //! span of wall time (an interval) as raw amounts, so spans add up with `+=` and every
 //! rate is computed once, over the measured phase, in `HostUsage::summary`. Reading
 //! /proc is the fleet crate's job; this module only holds and folds the numbers.
@@ -34,6 +35,134 @@ pub struct HostUsage {
     pub disk_bytes: u64,
     pub disk_busy_s: f64,
     pub disk_devices: u32,
+    /// What each watched storage process set or cgroup spent (an observer's `observe`
+    /// entries, in their order; empty elsewhere).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub storage: Vec<StorageUsage>,
+}
+
+/// What the processes or the cgroup one `observe` entry names spent over a span, as raw
+/// amounts: spans add up with `+=`, rates come from `StorageUsage::rates`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StorageUsage {
+    /// The entry as written: a process name (`ceph-osd`), `cmdline:TEXT` or
+    /// `cgroup:/PATH`.
+    pub name: String,
+    /// CPU time of the matching processes (or the cgroup), user and system, seconds.
+    pub usr_s: f64,
+    pub sys_s: f64,
+    /// Memory in use (resident set, or the cgroup's `memory.current`) in MiB, times the
+    /// span's seconds: a time integral, so spans add up to a time-weighted mean.
+    pub mem_mib_s: f64,
+    /// Bytes the processes had read from and written to storage (not from the page cache).
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    /// Voluntary and involuntary context switches of their threads.
+    pub ctx_switches: u64,
+    /// Processes matching at the span's end (the most over spans added up).
+    pub processes: u32,
+}
+
+impl AddAssign<&StorageUsage> for StorageUsage {
+    fn add_assign(&mut self, o: &StorageUsage) {
+        self.usr_s += o.usr_s;
+        self.sys_s += o.sys_s;
+        self.mem_mib_s += o.mem_mib_s;
+        self.read_bytes += o.read_bytes;
+        self.write_bytes += o.write_bytes;
+        self.ctx_switches += o.ctx_switches;
+        self.processes = self.processes.max(o.processes);
+    }
+}
+
+/// Add `add` into `into`, entry by entry (matched by name; a new name is appended).
+pub fn add_storage(into: &mut Vec<StorageUsage>, add: &[StorageUsage]) {
+    for a in add {
+        match into.iter_mut().find(|x| x.name == a.name) {
+            Some(x) => *x += a,
+            None => into.push(a.clone()),
+        }
+    }
+}
+
+impl StorageUsage {
+    /// Rates over `wall_s` seconds on a host whose CPUs gave `host_total_s` seconds in
+    /// it; None for a span of no time.
+    pub fn rates(&self, wall_s: f64, host_total_s: f64) -> Option<StorageRates> {
+        if wall_s <= 0.0 {
+            return None;
+        }
+        let cpu_s = self.usr_s + self.sys_s;
+        Some(StorageRates {
+            name: self.name.clone(),
+            cpu_pct: cpu_s / wall_s * 100.0,
+            usr_pct: self.usr_s / wall_s * 100.0,
+            sys_pct: self.sys_s / wall_s * 100.0,
+            host_cpu_pct: if host_total_s > 0.0 {
+                cpu_s / host_total_s * 100.0
+            } else {
+                0.0
+            },
+            memory_mib: self.mem_mib_s / wall_s,
+            read_mbps: self.read_bytes as f64 / wall_s / 1e6,
+            write_mbps: self.write_bytes as f64 / wall_s / 1e6,
+            ctx_switches_per_s: self.ctx_switches as f64 / wall_s,
+            processes: self.processes,
+            hosts: 1,
+        })
+    }
+}
+
+/// What the storage software one `observe` entry names spent, as rates: the "vSAN CPU"
+/// of a Linux store.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StorageRates {
+    /// The `observe` entry.
+    pub name: String,
+    /// User + system CPU, percent of one core (200 = two cores busy); `usr_pct` and
+    /// `sys_pct` split it.
+    pub cpu_pct: f64,
+    pub usr_pct: f64,
+    pub sys_pct: f64,
+    /// The same CPU as a share of all the host's cores, percent.
+    pub host_cpu_pct: f64,
+    /// Memory in use, MiB, time-weighted mean.
+    pub memory_mib: f64,
+    /// Read from and written to storage, 10^6 bytes per second.
+    pub read_mbps: f64,
+    pub write_mbps: f64,
+    pub ctx_switches_per_s: f64,
+    /// Processes matching (at the end of the span).
+    pub processes: u32,
+    /// Observer hosts these figures cover.
+    pub hosts: u32,
+}
+
+/// Several hosts' figures of the same entries together: CPU, memory, I/O, switches and
+/// processes summed; the share of the hosts' cores the mean over the hosts.
+fn storage_together<'a>(all: impl IntoIterator<Item = &'a StorageRates>) -> Vec<StorageRates> {
+    let mut out: Vec<StorageRates> = Vec::new();
+    for r in all {
+        match out.iter_mut().find(|x| x.name == r.name) {
+            Some(x) => {
+                // Weighted by hosts, so a mean of means stays the mean over hosts.
+                let n = f64::from(x.hosts + r.hosts);
+                x.host_cpu_pct =
+                    (x.host_cpu_pct * f64::from(x.hosts) + r.host_cpu_pct * f64::from(r.hosts)) / n;
+                x.cpu_pct += r.cpu_pct;
+                x.usr_pct += r.usr_pct;
+                x.sys_pct += r.sys_pct;
+                x.memory_mib += r.memory_mib;
+                x.read_mbps += r.read_mbps;
+                x.write_mbps += r.write_mbps;
+                x.ctx_switches_per_s += r.ctx_switches_per_s;
+                x.processes += r.processes;
+                x.hosts += r.hosts;
+            }
+            None => out.push(r.clone()),
+        }
+    }
+    out
 }
 
 impl AddAssign<&HostUsage> for HostUsage {
@@ -51,6 +180,7 @@ impl AddAssign<&HostUsage> for HostUsage {
         self.disk_bytes += o.disk_bytes;
         self.disk_busy_s += o.disk_busy_s;
         self.disk_devices = self.disk_devices.max(o.disk_devices);
+        add_storage(&mut self.storage, &o.storage);
     }
 }
 
@@ -102,6 +232,9 @@ pub struct HostResources {
     pub net: HostNet,
     /// None when no block device lies under the host's targets (tmpfs, the null engine).
     pub disk: Option<HostDisk>,
+    /// The storage software an observer watches, per `observe` entry (empty: none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub storage: Vec<StorageRates>,
 }
 
 impl HostResources {
@@ -144,6 +277,7 @@ impl HostResources {
                     / devices as f64,
                 devices,
             }),
+            storage: storage_together(hosts.iter().flat_map(|h| h.storage.iter())),
         })
     }
 }
@@ -232,6 +366,11 @@ impl HostUsage {
                 busy_pct: self.disk_busy_s / (w * self.disk_devices as f64) * 100.0,
                 devices: self.disk_devices,
             }),
+            storage: self
+                .storage
+                .iter()
+                .filter_map(|st| st.rates(w, self.host_total_s))
+                .collect(),
         })
     }
 }
@@ -256,6 +395,7 @@ mod tests {
             disk_bytes: 409_600,
             disk_busy_s: 0.5,
             disk_devices: 1,
+            storage: Vec::new(),
         };
         let b = HostUsage {
             wall_s: 3.0,
@@ -285,5 +425,69 @@ mod tests {
         };
         assert!(none.summary().unwrap().disk.is_none());
         assert!(HostUsage::default().summary().is_none());
+    }
+
+    /// A watched entry's spans add up by name into rates over the whole; hosts together
+    /// sum an entry's CPU and I/O and take the mean of its share of the hosts' cores.
+    #[test]
+    fn storage_entries_add_up_by_name_and_hosts_go_together() {
+        let osd = |usr_s: f64, write_bytes: u64| StorageUsage {
+            name: "ceph-osd".into(),
+            usr_s,
+            sys_s: 0.25,
+            mem_mib_s: 100.0,
+            write_bytes,
+            ctx_switches: 50,
+            processes: 2,
+            ..Default::default()
+        };
+        let span = |st: Vec<StorageUsage>| HostUsage {
+            wall_s: 1.0,
+            host_total_s: 4.0,
+            storage: st,
+            ..Default::default()
+        };
+        let mon = StorageUsage {
+            name: "cgroup:/mon".into(),
+            sys_s: 0.5,
+            processes: 1,
+            ..Default::default()
+        };
+        let mut t = span(vec![osd(0.75, 1_000_000)]);
+        t += &span(vec![mon.clone(), osd(0.25, 3_000_000)]);
+        assert_eq!(
+            t.storage
+                .iter()
+                .map(|s| s.name.as_str())
+                .collect::<Vec<_>>(),
+            ["ceph-osd", "cgroup:/mon"]
+        );
+        let r = t.summary().unwrap();
+        let o = &r.storage[0];
+        // 1.5 s of CPU over 2 s: 75% of a core, of 8 CPU-seconds 18.75%.
+        assert_eq!((o.cpu_pct, o.usr_pct, o.sys_pct), (75.0, 50.0, 25.0));
+        assert_eq!(o.host_cpu_pct, 18.75);
+        assert_eq!(
+            (o.memory_mib, o.write_mbps, o.ctx_switches_per_s),
+            (100.0, 2.0, 50.0)
+        );
+        assert_eq!((o.processes, o.hosts), (2, 1));
+        assert_eq!(r.storage[1].cpu_pct, 25.0);
+        // Two hosts: one watching both entries, one only the OSDs at another share.
+        let mut other = r.clone();
+        other.storage.truncate(1);
+        other.storage[0].host_cpu_pct = 6.25;
+        let both = HostResources::together([&r, &other]).unwrap();
+        let o = &both.storage[0];
+        assert_eq!((o.cpu_pct, o.processes, o.hosts), (150.0, 4, 2));
+        assert_eq!(o.host_cpu_pct, 12.5);
+        assert_eq!(both.storage[1].hosts, 1);
+        // No entry watched: nothing, and nothing in the JSON.
+        let plain = HostUsage {
+            wall_s: 1.0,
+            ..Default::default()
+        };
+        assert!(plain.summary().unwrap().storage.is_empty());
+        assert!(!serde_json::to_string(&plain).unwrap().contains("storage"));
     }
 }

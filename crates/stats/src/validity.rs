@@ -225,6 +225,7 @@ mod tests {
             memory: None,
             net: None,
             disk: None,
+            storage: Vec::new(),
             kubernetes: None,
         }
     }

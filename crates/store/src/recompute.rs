@@ -731,6 +731,7 @@ fn host_facts(stored: Option<&RunResult>, name: &str) -> HostFacts {
             memory: memory.clone(),
             net: net.clone(),
             disk: live.disk.clone(),
+            storage: live.storage.clone(),
         }),
         _ => None,
     };

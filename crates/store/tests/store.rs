@@ -34,6 +34,8 @@ fn info(profile: &str, workers: u32) -> RunInfo {
         plan: recorded_plan(workers),
         prepare_s: None,
         kubernetes: None,
+        drop_caches: None,
+        start_unix_ns: None,
     }
 }
 
@@ -382,6 +384,7 @@ fn host(name: &str, lost_at_s: Option<f64>) -> iofleet_stats::result::HostSummar
         memory: None,
         net: None,
         disk: None,
+        storage: Vec::new(),
         kubernetes: None,
     }
 }

@@ -250,6 +250,9 @@ fn host_lines(out: &mut String, h: &HostSpec, share: &HostShare) -> Result<(), E
             h.name
         )
         .ok();
+        if !h.observe.is_empty() {
+            writeln!(out, "#     and watches {}", h.observe.join(", ")).ok();
+        }
         return Ok(());
     }
     if count == 0 {

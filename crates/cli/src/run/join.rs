@@ -91,6 +91,7 @@ pub(crate) fn planned_hosts(a: &RunArgs) -> Vec<HostSpec> {
             iofleet_path: None,
             reach: Reach::Joined { rank, member: 0 },
             role: Role::Workers,
+            observe: Vec::new(),
         })
         .collect()
 }
@@ -129,6 +130,7 @@ fn host_of(a: &RunArgs, m: &Member) -> HostSpec {
             member: m.id,
         },
         role: Role::Workers,
+        observe: Vec::new(),
     }
 }
 

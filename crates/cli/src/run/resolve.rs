@@ -184,6 +184,7 @@ pub(crate) fn resolve(a: &RunArgs) -> Result<(Vec<GroupPlan>, RunSettings), Exit
         cleanup: a.cleanup,
         host_timeout: a.host_timeout,
         max_uploads: a.max_uploads,
+        drop_caches: a.drop_caches.clone(),
     };
     Ok((groups, settings))
 }

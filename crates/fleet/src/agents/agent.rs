@@ -33,6 +33,7 @@ use crate::error::FleetError;
 use crate::launcher::{Launcher, Prepared};
 use crate::local::ThreadLauncher;
 use crate::observer::{IntervalSnapshot, Observer, Silent};
+use crate::storage::StorageProbe;
 
 /// The environment variable the controller's start script sets for the agent: the run's
 /// private directory on the host, where it recorded the agent's process id. The
@@ -499,6 +500,14 @@ fn observe_task(
     let timing = iofleet_profile::combine(&job.groups).timing;
     let timeline = crate::source::Timeline::new(timing.warmup, timing.duration, timing.interval);
     let devices = watched_devices(&job.target);
+    // An observer's host drops its caches too (a storage node's are what matter).
+    if let Some(how) = &job.settings.drop_caches {
+        crate::sys::drop_caches(how)?;
+    }
+    // What it watches is checked before it reports ready: a cgroup that is not there is
+    // the inventory's error.
+    let mut storage =
+        StorageProbe::new(&job.observe).map_err(|m| FleetError::Input(format!("observe: {m}")))?;
     let epoch_ns = Arc::new(AtomicU64::new(0));
     let mut gate = Gate {
         out: out.clone(),
@@ -524,6 +533,7 @@ fn observe_task(
         return Ok(done());
     }
     let mut probe = crate::sys::HostProbe::new(devices);
+    storage.sample(0.0);
     let since_epoch = || Instant::now().saturating_duration_since(epoch).as_nanos() as u64;
     for (k, &end) in timeline.boundaries.iter().skip(1).enumerate() {
         let cut = stopped(epoch + Duration::from_nanos(end));
@@ -537,11 +547,13 @@ fn observe_task(
             let _ = send(out, &Frame::Started(started));
         }
         let at = since_epoch();
+        let mut usage = probe.sample();
+        usage.storage = storage.sample(usage.wall_s);
         let data = IntervalData {
             index: k as u32,
             stopped_at: (cut && at < end).then_some(at),
             samples: Vec::new(),
-            usage: Some(probe.sample()),
+            usage: Some(usage),
             generator: None,
         };
         send(out, &Frame::Interval(data))

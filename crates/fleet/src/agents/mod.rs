@@ -437,6 +437,11 @@ impl AgentLauncher {
                     target: self.hosts[i].target.clone(),
                     settings: self.settings.clone(),
                     task,
+                    observe: if task == Task::Observe {
+                        self.hosts[i].observe.clone()
+                    } else {
+                        Vec::new()
+                    },
                 };
                 Some((i, job))
             })
@@ -1635,6 +1640,7 @@ mod tests {
             target: protocol::TargetArg::Dir("/tmp".into()),
             settings: RunSettings::default(),
             task: Task::Run,
+            observe: Vec::new(),
         });
         let stdout = BufReader::new(child.stdout.take().unwrap());
         session::spawn_reader(3, stdout, Arc::new(Mutex::new(limits)), stdin.clone(), tx);

@@ -30,8 +30,10 @@ use serde::{Deserialize, Serialize};
 /// the end of input), so a command opens its fleet once; no frame's layout changed;
 /// 8: agents that join over TLS (`Join`, answered by `Welcome`), and the controller's
 /// heartbeats to a joined agent; 9: a histogram not yet taken is encoded as a taken one
-/// (its V2 header's highest value is its highest bucket's; the buckets are unchanged).
-pub const PROTOCOL_VERSION: u32 = 9;
+/// (its V2 header's highest value is its highest bucket's; the buckets are unchanged);
+/// 10: `RunSettings.drop_caches` (`--drop-caches`), an observer's `AgentJob.observe` and
+/// the storage figures in its usage (`HostUsage.storage`).
+pub const PROTOCOL_VERSION: u32 = 10;
 pub const MAGIC: &[u8; 8] = b"IOFLEET1";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -100,6 +102,10 @@ pub struct AgentJob {
     /// What to do with the share: run it (the default), or a one-shot task.
     #[serde(default)]
     pub task: Task,
+    /// An observer's `observe` entries: the storage processes or cgroups whose CPU,
+    /// memory, I/O and context switches it reports each interval.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub observe: Vec<String>,
 }
 
 /// What an agent does with its share of the fleet.
@@ -276,6 +282,9 @@ const DIRECTION_FIXED: usize = 3 * 8 + 2 * 16 + 4;
 /// characters in a JSON array).
 const INTERVAL_FIXED: usize = 4 + 8 + 4 + (4 + USAGE_MAX) + (4 + GEN_MAX);
 const USAGE_MAX: usize = 4 << 10;
+/// What one `observe` entry adds to an interval's usage: 8 numbers and keys, plus the
+/// entry's name, each of its bytes at most 6 characters in JSON (`for_job`).
+const STORAGE_FIXED: usize = 512;
 const GEN_MAX: usize = (4 << 10) + 2 * 4 * HIST_MAX;
 /// What a ready, done or error frame may hold besides its per-disk records: messages and
 /// notices.
@@ -328,8 +337,13 @@ impl FrameLimits {
         let per_sample = streams
             .saturating_mul(2 * (DIRECTION_FIXED + HIST_MAX) as u64)
             .saturating_add(SAMPLE_FIXED as u64);
+        let watched: u64 = job
+            .observe
+            .iter()
+            .map(|e| (STORAGE_FIXED + 6 * e.len()) as u64)
+            .sum();
         FrameLimits {
-            interval: bytes(INTERVAL_FIXED, &[(disks, per_sample)]),
+            interval: bytes(INTERVAL_FIXED, &[(disks, per_sample), (1, watched)]),
             report: bytes(
                 REPORT_BASE,
                 &[
@@ -800,6 +814,7 @@ mod tests {
             target: TargetArg::Dir("/tmp".into()),
             settings: RunSettings::default(),
             task,
+            observe: Vec::new(),
         }
     }
 
@@ -1011,7 +1026,12 @@ mod tests {
         };
         vec![
             Frame::Hello(hello.clone()),
-            Frame::Job(Box::new(job(2, 1, 1, Task::Verify { keep: 3 }))),
+            Frame::Job(Box::new({
+                let mut j = job(2, 1, 1, Task::Verify { keep: 3 });
+                j.settings.drop_caches = Some(crate::settings::DropCaches::Command("sync".into()));
+                j.observe = vec!["ceph-osd".into(), "cgroup:/system.slice".into()];
+                j
+            })),
             Frame::Ping(clock.clone()),
             Frame::Pong(clock.clone()),
             Frame::Ready(Ready {
@@ -1027,6 +1047,13 @@ mod tests {
                 samples: vec![(0, 0, s)],
                 usage: Some(HostUsage {
                     wall_s: 0.5,
+                    storage: vec![iofleet_stats::StorageUsage {
+                        name: "ceph-osd".into(),
+                        usr_s: 0.25,
+                        write_bytes: 4096,
+                        processes: 2,
+                        ..Default::default()
+                    }],
                     ..Default::default()
                 }),
                 generator: Some(Box::new(GenSample::thread_span(1_000, 400, Some(30), 12))),
@@ -1064,14 +1091,61 @@ mod tests {
         ]
     }
 
+    /// An observer's interval frame with every `observe` entry's figures at their
+    /// longest fits the limit its job gives, which has room for them beyond a host's usage.
+    #[test]
+    fn an_observers_storage_figures_fit_its_interval_limit() {
+        let mut job = job(0, 1, 1, Task::Observe);
+        job.observe = (0..64)
+            .map(|i| format!("cmdline:\u{1}{i:0>200}\"quoted\""))
+            .collect();
+        let worst = |name: &String| iofleet_stats::StorageUsage {
+            name: name.clone(),
+            usr_s: -f64::MAX,
+            sys_s: -f64::MAX,
+            mem_mib_s: -f64::MAX,
+            read_bytes: u64::MAX,
+            write_bytes: u64::MAX,
+            ctx_switches: u64::MAX,
+            processes: u32::MAX,
+        };
+        let frame = Frame::Interval(IntervalData {
+            index: u32::MAX,
+            stopped_at: Some(u64::MAX - 1),
+            samples: Vec::new(),
+            usage: Some(HostUsage {
+                wall_s: -f64::MAX,
+                storage: job.observe.iter().map(worst).collect(),
+                ..Default::default()
+            }),
+            generator: None,
+        });
+        let mut bytes = Vec::new();
+        write_frame(&mut bytes, &frame).unwrap();
+        let back = read_frame(&mut &bytes[..], &FrameLimits::for_job(&job)).unwrap();
+        assert!(
+            back.as_ref() == Some(&frame),
+            "the frame reads back as it was written"
+        );
+        // The entries need room beyond a host's usage: the job's limit gives it.
+        let Frame::Interval(i) = &frame else {
+            unreachable!()
+        };
+        let usage = serde_json::to_vec(i.usage.as_ref().unwrap()).unwrap().len();
+        assert!(usage > USAGE_MAX, "{usage}");
+        let watching = FrameLimits::for_job(&job).interval;
+        job.observe.clear();
+        assert!(watching >= FrameLimits::for_job(&job).interval + usage - USAGE_MAX);
+    }
+
     /// The frames' bytes, pinned with the protocol version they belong to: a change to
     /// any frame or body fails here until `PROTOCOL_VERSION` is bumped (with its line in
     /// the changelog above it and in docs/fleet.md) and the digest updated with it.
     #[test]
     fn the_frames_bytes_change_only_with_the_protocol_version() {
         const GOLDEN: (u32, &str) = (
-            9,
-            "89ee1deb17f4e5966782432ff6db2ce7428b40b065c1bdf142a9680acee06864",
+            10,
+            "95ca3e24bb9903aec2545f568dcd221c03aeb293ea30f6f7875660c5051bd44d",
         );
         let mut wire = Vec::new();
         for f in every_kind() {

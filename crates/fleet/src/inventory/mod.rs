@@ -18,6 +18,8 @@
 //! transport = "ssh"                          # or "local": run the agent as a local process
 //! role = "workers"                           # or "observer": runs no I/O, reports what
 //!                                            # the host spends (its target: what to watch)
+//! observe = ["ceph-osd", "cgroup:/system.slice/longhorn.service"]  # an observer's
+//!                                            # storage processes or cgroups
 //! ```
 //! Any other file is an Ansible inventory, resolved into hosts and variables by
 //! `ansible-inventory` when it is on PATH, else by the native INI reader (`ini.rs`;
@@ -25,7 +27,7 @@
 //! one function here turns it into hosts: `ansible_host`, `ansible_user`,
 //! `ansible_port`, `ansible_ssh_private_key_file` → SSH destination and options;
 //! `iofleet_workers`, `iofleet_target`, `iofleet_path`, `iofleet_transport`,
-//! `iofleet_role` → the TOML keys of the same names. Any other `iofleet_*` variable is an error.
+//! `iofleet_role`, `iofleet_observe` → the TOML keys of the same names. Any other `iofleet_*` variable is an error.
 //!
 //! In every format, a worker pin is bounded as `fleet.workers` is (the option table's
 //! range), one by one and in sum, and a host's name or address may not be empty or hold
@@ -95,6 +97,8 @@ struct RawHost {
     ssh_options: Vec<String>,
     #[serde(default)]
     role: Role,
+    #[serde(default)]
+    observe: Vec<String>,
 }
 
 /// The ways an inventory may name to reach a host (`transport`, `iofleet_transport`).
@@ -164,13 +168,39 @@ impl Reader {
 }
 
 /// The `iofleet_*` variables an Ansible inventory may set; any other is an error.
-pub const IOFLEET_VARS: [&str; 5] = [
+pub const IOFLEET_VARS: [&str; 6] = [
     "iofleet_workers",
     "iofleet_target",
     "iofleet_path",
     "iofleet_transport",
     "iofleet_role",
+    "iofleet_observe",
 ];
+
+/// The most `observe` entries a host may have.
+pub const MOST_OBSERVED: usize = 64;
+
+/// An observer's `observe` entries, checked: only an observer watches, each entry is a
+/// process name, `cmdline:TEXT` or `cgroup:/PATH`, and there are at most
+/// `MOST_OBSERVED`. The error completes "host 'NAME': KEY".
+fn observe_entries(role: Role, entries: Vec<String>) -> Result<Vec<String>, String> {
+    if entries.is_empty() {
+        return Ok(entries);
+    }
+    if role != Role::Observer {
+        return Err("only an observer host watches storage software (add role = \"observer\", iofleet_role=observer)".into());
+    }
+    if entries.len() > MOST_OBSERVED {
+        return Err(format!(
+            "{} entries, more than the {MOST_OBSERVED} a host may watch",
+            entries.len()
+        ));
+    }
+    for e in &entries {
+        crate::storage::parse_entry(e)?;
+    }
+    Ok(entries)
+}
 
 /// Read an inventory file: TOML when it ends in `.toml`, otherwise an Ansible
 /// inventory, read as `IOFLEET_INVENTORY_READER` says (`Reader::Auto` when unset).
@@ -401,11 +431,14 @@ fn host_spec(h: &Host, text: Option<&str>) -> Result<HostSpec, VarError> {
         .whole("iofleet_workers", 1, most_workers())?
         .map(|w| w as u32);
     let role = vars.role()?;
+    let observe =
+        observe_entries(role, vars.observe()?).map_err(|m| vars.bad("iofleet_observe", m))?;
     Ok(HostSpec {
         name: h.name.clone(),
         destination,
         target: target_arg(target, role),
         role,
+        observe,
         workers,
         labels: BTreeMap::from([("group".to_string(), h.groups.join(","))]),
         iofleet_path: vars.text_of("iofleet_path")?,
@@ -554,6 +587,24 @@ impl HostVars<'_> {
         })
     }
 
+    /// `iofleet_observe`: a list of entries, or one entry as text.
+    fn observe(&self) -> Result<Vec<String>, VarError> {
+        Ok(match self.get("iofleet_observe") {
+            None => Vec::new(),
+            Some(Value::String(s)) => vec![s.clone()],
+            Some(Value::Array(a)) if a.iter().all(Value::is_string) => a
+                .iter()
+                .filter_map(|e| e.as_str().map(String::from))
+                .collect(),
+            Some(v) => {
+                return Err(self.bad(
+                    "iofleet_observe",
+                    format!("{} is neither an entry nor a list of entries", show(v)),
+                ))
+            }
+        })
+    }
+
     /// `iofleet_transport`: ssh (the default) or local.
     fn transport(&self) -> Result<Transport, VarError> {
         Ok(match self.text_of("iofleet_transport")?.as_deref() {
@@ -591,7 +642,10 @@ pub fn parse_toml(text: &str) -> Result<Vec<HostSpec>, String> {
             ssh_options.extend(h.ssh_options);
             // An observer runs no workers: the default pin is not its.
             let observer = h.role == Role::Observer;
+            let observe = observe_entries(h.role, h.observe)
+                .map_err(|m| format!("host '{name}': observe: {m}"))?;
             Ok(HostSpec {
+                observe,
                 name,
                 destination: h.destination,
                 target: target_arg(
@@ -899,6 +953,7 @@ mod tests {
             iofleet_path: None,
             reach: ssh(&[]),
             role: Role::Workers,
+            observe: Vec::new(),
         };
         let hosts = vec![h(None), h(Some(4)), h(None), h(None)];
         let p = place(&hosts, 11).unwrap();

@@ -272,6 +272,7 @@ fn pod_hosts(fleet: &KubeFleet, cluster: &Cluster, disks: u32) -> Vec<HostSpec> 
                 iofleet_path: None,
                 reach: Reach::Kubectl(cluster.address.clone()),
                 role: Role::Workers,
+                observe: Vec::new(),
             }
         })
         .collect()

@@ -388,6 +388,9 @@ impl Launcher for ThreadLauncher {
             TargetSpec::Dirs(v) => v.first().map(|d| d.as_path()),
             TargetSpec::Devices(_) => None,
         };
+        if let Some(how) = &cfg.drop_caches {
+            sys::check_drop_caches(how)?;
+        }
         let engine = cfg.engine.resolve_for_dir(dir, cfg.direct, &mut notices)?;
         let caps = engine.caps();
         check_verify(groups, &engine)?;
@@ -482,6 +485,10 @@ impl Launcher for ThreadLauncher {
             };
             journals = j;
             disks = place_lanes_on_disks(&mut lanes, &plan.placement.layouts);
+        }
+        // The fill is written: now the cache, so the run starts with it empty.
+        if let Some(how) = &plan.settings.drop_caches {
+            sys::drop_caches(how)?;
         }
         let built = Built {
             engine: plan.placement.engine,
