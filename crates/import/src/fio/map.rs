@@ -206,7 +206,8 @@ impl Mapper {
         };
         let working_set_pct = self.size(job, kb, disks, &mut fleet);
         let timing = self.timing(job, kb, &dirs);
-        let (zipf, hot_bands) = self.distribution(job);
+        let (zipf, hot_bands) = self.distribution(job, kb, disks);
+        let align = self.blockalign(job, kb);
         let direct = self.direct(job, run_direct);
         let engine = self.engine(job);
         let stonewall = self.stonewall(job, index);
@@ -223,6 +224,7 @@ impl Mapper {
             weight,
             zipf,
             hot_bands: hot_bands.clone(),
+            align: align.clone(),
             working_set_pct,
             ..RawStream::default()
         };
@@ -305,6 +307,10 @@ impl Mapper {
         for o in &job.options {
             match known(&o.name) {
                 Some(Known::Mapped | Known::Accepted) => {}
+                Some(Known::Noticed(why)) => {
+                    let at = o.at.clone();
+                    self.notice(&at, format!("{} accepted: {why}", o.name));
+                }
                 Some(Known::Unsupported(why)) => self.problem(o, format!("not supported: {why}")),
                 None => self.problem(
                     o,
@@ -664,8 +670,29 @@ impl Mapper {
         t
     }
 
-    /// random_distribution → (zipf, hot_bands).
-    fn distribution(&mut self, job: &FioJob) -> (Option<f64>, Option<String>) {
+    /// `blockalign` (`ba`) → `stream.align`, in bytes; one value for both directions.
+    fn blockalign(&mut self, job: &FioJob, kb: u64) -> Option<String> {
+        let o = job.get(&["blockalign", "ba"])?;
+        let Some(v) = one_value(o.value.as_deref().unwrap_or("")) else {
+            self.problem(o, "per-direction alignments are not supported; give one");
+            return None;
+        };
+        match fio_size(&v, kb) {
+            Ok(0) => {
+                self.problem(o, format!("blockalign={v}: an alignment of 0 bytes"));
+                None
+            }
+            Ok(n) => Some(n.to_string()),
+            Err(e) => {
+                self.problem(o, e);
+                None
+            }
+        }
+    }
+
+    /// random_distribution → (zipf, hot_bands). `zoned_abs` bands (absolute sizes) become
+    /// shares of each disk, so they need a byte `size`.
+    fn distribution(&mut self, job: &FioJob, kb: u64, disks: i64) -> (Option<f64>, Option<String>) {
         let Some(o) = job.get(&["random_distribution"]) else {
             return (None, None);
         };
@@ -684,12 +711,27 @@ impl Mapper {
                     (None, None)
                 }
             },
-            "zoned" => {
-                let bands = arg.trim().to_string();
+            "zoned" | "zoned_abs" => {
+                let disk = job
+                    .get(&["size"])
+                    .and_then(|s| fio_size(s.value.as_deref().unwrap_or(""), kb).ok())
+                    .map(|total| total / disks.max(1) as u64);
+                let bands = if kind.trim() == "zoned" {
+                    zoned(arg)
+                } else {
+                    zoned_abs(arg, disk, kb)
+                };
+                let bands = match bands {
+                    Ok(b) => b,
+                    Err(e) => {
+                        self.problem(o, format!("{kind}:{arg}: {e}"));
+                        return (None, None);
+                    }
+                };
                 match parse_hot_bands(&bands) {
                     Ok(_) => (None, Some(bands)),
                     Err(e) => {
-                        self.problem(o, format!("zoned:{bands}: {e}"));
+                        self.problem(o, format!("{kind}:{}: {e}", arg.trim()));
                         (None, None)
                     }
                 }
@@ -727,6 +769,10 @@ impl Mapper {
         let at = o.at.clone();
         match v.as_str() {
             "io_uring" => Some("io_uring"),
+            "windowsaio" | "solarisaio" => {
+                self.notice(&at, format!("ioengine={v} is that system's asynchronous I/O; on Linux it runs as iofleet's auto engine (io_uring where the kernel allows it, else psync)"));
+                Some("auto")
+            }
             "libaio" | "posixaio" => {
                 self.notice(&at, format!("ioengine={v} runs as iofleet's auto engine (io_uring where the kernel allows it, else psync)"));
                 Some("auto")
@@ -742,7 +788,7 @@ impl Mapper {
             }
             "null" => Some("null"),
             _ => {
-                self.problem(o, format!("ioengine={v} has no iofleet equivalent (io_uring, libaio, posixaio, psync, sync, pvsync, pvsync2, vsync, null)"));
+                self.problem(o, format!("ioengine={v} has no iofleet equivalent (io_uring, libaio, posixaio, windowsaio, solarisaio, psync, sync, pvsync, pvsync2, vsync, null)"));
                 None
             }
         }
@@ -804,6 +850,68 @@ fn split_dirs(v: &str) -> (Option<String>, Option<String>) {
         (!p.is_empty()).then(|| p.to_string())
     });
     (parts.next().flatten(), parts.next().flatten())
+}
+
+/// fio's `zoned` bands (`io%/range%:...`) as iofleet hot bands: an open last band
+/// (`20/`, no range) takes the range the others leave.
+fn zoned(arg: &str) -> Result<String, String> {
+    let bands: Vec<&str> = arg.split(':').map(str::trim).collect();
+    let Some((last, rest)) = bands.split_last() else {
+        return Ok(String::new());
+    };
+    let Some(io) = last.strip_suffix('/') else {
+        return Ok(arg.trim().to_string());
+    };
+    let mut used = 0.0;
+    for band in rest {
+        let range = band.split_once('/').map_or("", |(_, r)| r.trim());
+        used += range
+            .parse::<f64>()
+            .map_err(|_| format!("band '{band}': range% '{range}' is not a number"))?;
+    }
+    let left = 100.0 - used;
+    if left <= 0.0 {
+        return Err(format!(
+            "the open last band '{last}' has no range left (the others take {used}%)"
+        ));
+    }
+    let mut out: Vec<String> = rest.iter().map(|b| b.to_string()).collect();
+    out.push(format!("{io}/{left}"));
+    Ok(out.join(":"))
+}
+
+/// fio's `zoned_abs` bands (`io%/SIZE:...`, sizes from the start of each file) as hot
+/// bands: each size as a share of a disk of `disk` bytes. An open last band takes the
+/// rest of the disk.
+fn zoned_abs(arg: &str, disk: Option<u64>, kb: u64) -> Result<String, String> {
+    let Some(disk) = disk.filter(|d| *d > 0) else {
+        return Err("absolute zones need the job's size in bytes (size=...), to make them shares of each disk".into());
+    };
+    let mut out = Vec::new();
+    let mut used = 0u64;
+    let bands: Vec<&str> = arg.split(':').map(str::trim).collect();
+    for (i, band) in bands.iter().enumerate() {
+        let (io, size) = band
+            .split_once('/')
+            .ok_or_else(|| format!("band '{band}' is not io%/size (e.g. 60/20m)"))?;
+        let bytes = if size.trim().is_empty() && i + 1 == bands.len() {
+            disk.saturating_sub(used)
+        } else {
+            fio_size(size, kb)?
+        };
+        used = used.saturating_add(bytes);
+        if used > disk {
+            return Err(format!(
+                "the zones add up to {used} bytes, more than a disk's {disk}"
+            ));
+        }
+        out.push(format!(
+            "{}/{}",
+            io.trim(),
+            bytes as f64 * 100.0 / disk as f64
+        ));
+    }
+    Ok(out.join(":"))
 }
 
 /// The one value of an option that may be written per direction; None when read and
@@ -1257,5 +1365,92 @@ rate_iops=300
         );
         let e = map("[x]\nrate_iops=100,200\n", &[]).unwrap_err();
         assert!(e.to_string().contains("per-direction"), "{e}");
+    }
+
+    #[test]
+    fn an_open_last_zone_takes_the_rest_and_absolute_zones_become_shares() {
+        let text = "[z]\nrw=randread\nrandom_distribution=zoned:50/5:30/15:20/\nruntime=1\n";
+        let s = &map(text, &[]).unwrap().groups[0].raw.streams[0];
+        assert_eq!(s.hot_bands.as_deref(), Some("50/5:30/15:20/80"));
+        assert_eq!(zoned("60/10:40/"), Ok("60/10:40/90".into()));
+        assert!(zoned("60/100:40/").unwrap_err().contains("no range left"));
+        // zoned_abs: sizes as shares of each disk (size 2g over 2 files: 1 GiB each).
+        let text = "[z]\nrw=randread\nnrfiles=2\nsize=2g\nrandom_distribution=zoned_abs:60/256m:30/512m:10/\nruntime=1\n";
+        let s = &map(text, &[]).unwrap().groups[0].raw.streams[0];
+        assert_eq!(s.hot_bands.as_deref(), Some("60/25:30/50:10/25"));
+        let e = map(
+            "[z]\nrw=randread\nrandom_distribution=zoned_abs:60/1g\n",
+            &[],
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains(
+                "t.fio:3: random_distribution: zoned_abs:60/1g: absolute zones need the job's size"
+            ),
+            "{e}"
+        );
+        let e = zoned_abs("60/2g", Some(1 << 30), 1024).unwrap_err();
+        assert!(e.contains("more than a disk's"), "{e}");
+    }
+
+    #[test]
+    fn options_that_do_not_change_the_io_get_one_notice_each() {
+        let text = "[global]\nwrite_bw_log=bw\ngtod_reduce=1\nio_submit_mode=offload\n[a]\nrw=read\nruntime=1\nlog_avg_msec=1000\n[b]\nrw=write\nruntime=1\n";
+        let imp = map(text, &[]).unwrap();
+        assert_eq!(imp.groups.len(), 2);
+        for (name, line) in [
+            ("write_bw_log", 2),
+            ("gtod_reduce", 3),
+            ("io_submit_mode", 4),
+            ("log_avg_msec", 8),
+        ] {
+            let n: Vec<_> = imp
+                .notices
+                .iter()
+                .filter(|n| n.contains(&format!("{name} accepted")))
+                .collect();
+            assert_eq!(n.len(), 1, "{name}: {:?}", imp.notices);
+            assert!(n[0].starts_with(&format!("fio t.fio:{line}: ")), "{}", n[0]);
+        }
+    }
+
+    #[test]
+    fn windowsaio_runs_native_with_a_notice() {
+        let imp = map("[w]\nioengine=windowsaio\nrw=randread\nruntime=1\n", &[]).unwrap();
+        assert_eq!(imp.groups[0].engine, Some("auto"));
+        let n: Vec<_> = imp
+            .notices
+            .iter()
+            .filter(|n| n.contains("windowsaio"))
+            .collect();
+        assert_eq!(n.len(), 1, "{:?}", imp.notices);
+        assert!(n[0].starts_with("fio t.fio:2: "), "{}", n[0]);
+    }
+
+    #[test]
+    fn blockalign_becomes_the_stream_alignment() {
+        let imp = map("[a]\nrw=randread\nbs=4k\nblockalign=64k\nruntime=1\n", &[]).unwrap();
+        assert_eq!(imp.groups[0].raw.streams[0].align.as_deref(), Some("65536"));
+        let imp = map("[a]\nrw=randread\nba=8k,8k\nruntime=1\n", &[]).unwrap();
+        assert_eq!(imp.groups[0].raw.streams[0].align.as_deref(), Some("8192"));
+        let e = map("[a]\nrw=randread\nba=4k,8k\n", &[]).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("t.fio:3: ba: per-direction alignments"),
+            "{e}"
+        );
+        let e = map("[a]\nrw=randread\nblockalign=0\n", &[]).unwrap_err();
+        assert!(e.to_string().contains("t.fio:3: blockalign:"), "{e}");
+    }
+
+    #[test]
+    fn latency_target_and_ratemin_are_refused_by_name_and_line() {
+        let e = map("[a]\nrw=read\nratemin=10m\nlatency_target=5ms\n", &[]).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("t.fio:3: ratemin: not supported"), "{msg}");
+        assert!(
+            msg.contains("t.fio:4: latency_target: not supported"),
+            "{msg}"
+        );
     }
 }
