@@ -231,8 +231,8 @@ fn published_parameters_are_kept() {
         assert_eq!(p.streams[1].bs.entries[0].0, Bytes(write * 1024), "{name}");
         assert!(p.description.contains("random is assumed"), "{name}");
     }
-    // easy-run's 256k0r: 1 thread per disk; the description names the 4 of the Micron
-    // namespace rows.
+    // easy-run's 256k0r: 1 thread per disk; the description names the 4 of the KIOXIA
+    // reference architecture's namespace rows.
     let p = plan("easy-run-256k0r");
     assert_eq!((p.fleet.threads_per_disk, p.fleet.qd), (1, 1));
     assert!(p.description.contains("--threads 4"));
