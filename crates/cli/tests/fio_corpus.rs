@@ -1,6 +1,6 @@
 //! The fio corpus (`tests/fio_corpus/`, sources in its README): job files written the
-//! way public job files are, each planned (`--dry-run`) and run for 1 s on the null
-//! engine under a temporary `--target`. None may panic, at least 80% must run, and every
+//! way public job files are, each planned (`--dry-run`) and run for 1 s on files (the
+//! `auto` engine) under a temporary `--target`. None may panic, at least 80% must run, and every
 //! refusal exits 2 naming the option and the file and line it was written on. The counts
 //! are printed (docs/fio.md quotes them).
 
@@ -38,7 +38,7 @@ fn iofleet_on(file: &Path, work: &Path, extra: &[&str]) -> std::process::Output 
         "--fio".into(),
         file.to_str().unwrap().into(),
         "--engine".into(),
-        "null".into(),
+        "auto".into(),
         "--target".into(),
         target.to_str().unwrap().into(),
         "--warmup".into(),
