@@ -656,6 +656,49 @@ fn an_invalid_mapped_value_names_the_profile_key_and_the_fio_option() {
     assert!(e.contains("(fio option size)"), "{e}");
 }
 
+/// `verify` on an engine that touches no storage is refused naming its file and line,
+/// whether `--engine null` or the job's own `ioengine=null` chose the engine; on files
+/// the same job runs.
+#[test]
+fn verify_on_the_null_engine_names_the_option_and_line() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("v.fio"),
+        "[global]\nruntime=1\n[v]\nrw=randwrite\nsize=8m\nverify=crc32c\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.path().join("vn.fio"),
+        "[v]\nioengine=null\nrw=randwrite\nsize=8m\nruntime=1\nverify=md5\n",
+    )
+    .unwrap();
+    for (file, extra, line) in [
+        ("v.fio", &["--engine", "null"][..], "v.fio:6: verify: "),
+        ("vn.fio", &[][..], "vn.fio:6: verify: "),
+    ] {
+        let mut args = vec!["run", file, "--target", "data", "--no-save", "--dry-run"];
+        args.extend_from_slice(extra);
+        let o = run_fio(d.path(), &args);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{file}: {e}");
+        assert!(e.contains(line), "{file}: {e}");
+        assert!(e.contains("the null engine touches no storage"), "{e}");
+    }
+    let o = run_fio(
+        d.path(),
+        &[
+            "run",
+            "v.fio",
+            "--engine",
+            "psync",
+            "--target",
+            "data",
+            "--no-save",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
 #[test]
 fn stonewall_phases_of_a_fleet_give_fios_client_shape_with_a_group_per_phase() {
     let d = tempfile::tempdir().unwrap();

@@ -16,6 +16,7 @@ use iofleet_profile::raw::{RawFleet, RawProfile, RawStream, RawTiming};
 use iofleet_profile::{parse_duration, parse_hot_bands};
 
 use super::parse::{known, FioJob, FioOption, Known, Location};
+use super::size::fio_size;
 use super::{FioError, Problem};
 
 /// What a count option must be: a whole number in the range of the profile key it
@@ -52,6 +53,9 @@ pub struct FioGroup {
     /// target, so the CLI decides what becomes of it (the run's target when `--target`
     /// is not given).
     pub directory: Option<FioDirectory>,
+    /// Where the job's `verify` is written, when it turns verification on: a run on an
+    /// engine that touches no storage is refused naming this line.
+    pub verify: Option<Location>,
 }
 
 /// A job's `directory=`.
@@ -195,7 +199,7 @@ impl Mapper {
         let workers = int(self, &["numjobs"], "fleet.workers");
         let qd = int(self, &["iodepth"], "fleet.qd");
         let disks = self.disks(job);
-        let (read_pct, random) = self.rw(job);
+        let (read_pct, random) = self.rw(job, kb);
         let dirs = self.directions(job, kb, random);
         let mut fleet = RawFleet {
             workers,
@@ -212,6 +216,10 @@ impl Mapper {
         let engine = self.engine(job);
         let stonewall = self.stonewall(job, index);
         let directory = self.directory(job);
+        let verify = timing
+            .verify
+            .and_then(|_| job.get(&["verify"]))
+            .map(|o| o.at.clone());
         if self.problems.len() > before {
             return None;
         }
@@ -273,6 +281,7 @@ impl Mapper {
             direct,
             stonewall,
             directory,
+            verify,
         })
     }
 
@@ -375,7 +384,7 @@ impl Mapper {
     }
 
     /// (read %, random) from rw/readwrite and rwmixread/rwmixwrite.
-    fn rw(&mut self, job: &FioJob) -> (f64, bool) {
+    fn rw(&mut self, job: &FioJob, kb: u64) -> (f64, bool) {
         let (mixed, read, random) = match job.get(&["rw", "readwrite"]) {
             None => (false, true, false),
             Some(o) => {
@@ -385,7 +394,7 @@ impl Mapper {
                     None => (v.trim().to_string(), None),
                 };
                 if let Some(s) = suffix {
-                    self.problem(o, format!("the ':{s}' offset modifier of rw={v} is not supported (iofleet's sequential cursor has no holes and random offsets no repeat count)"));
+                    self.rw_modifier(o, &v, kind.starts_with("rand"), s.trim(), kb);
                 }
                 match kind.as_str() {
                     "read" => (false, true, false),
@@ -438,6 +447,34 @@ impl Mapper {
             }
         };
         (read_pct, random)
+    }
+
+    /// The `:N` after `rw`. fio reads it per kind: on a random job, a new random offset
+    /// every N I/Os (sequential in between); on a sequential one, N bytes skipped after
+    /// each I/O. `:1` (random) and `:0` (sequential) are fio's defaults and iofleet's
+    /// behaviour; any other N is refused, since iofleet's sequential cursor has no holes
+    /// and it draws a new random offset for every I/O.
+    fn rw_modifier(&mut self, o: &FioOption, v: &str, random: bool, n: &str, kb: u64) {
+        if random {
+            match n.parse::<u64>() {
+                Ok(1) => {}
+                Ok(0) | Err(_) => self.problem(
+                    o,
+                    format!("rw={v}: ':{n}' is not a count of I/Os of 1 or more"),
+                ),
+                Ok(_) => self.problem(o, format!(
+                    "the ':{n}' offset modifier of rw={v} (a new random offset every {n} I/Os, sequential in between) is not supported: iofleet draws a new random offset for every I/O"
+                )),
+            }
+        } else {
+            match fio_size(n, kb) {
+                Ok(0) => {}
+                Ok(_) => self.problem(o, format!(
+                    "the ':{n}' offset modifier of rw={v} ({n} skipped after each I/O) is not supported: iofleet's sequential cursor has no holes"
+                )),
+                Err(e) => self.problem(o, format!("rw={v}: {e}")),
+            }
+        }
     }
 
     /// Block sizes and random share of reads and of writes; None after a problem.
@@ -543,7 +580,16 @@ impl Mapper {
 
     /// `size` → disk_size (split over the disks) or, as `N%`, working_set_pct.
     fn size(&mut self, job: &FioJob, kb: u64, disks: i64, fleet: &mut RawFleet) -> Option<f64> {
+        let file_size = self.filesize(job, kb, fleet);
         let o = job.get(&["size"])?;
+        if file_size && !o.value.as_deref().unwrap_or("").trim().ends_with('%') {
+            let at = o.at.clone();
+            self.notice(&at, format!(
+                "size={}: with filesize, fio's size only bounds the bytes a job transfers; iofleet runs for a duration, and each disk is filesize",
+                o.value.as_deref().unwrap_or("").trim()
+            ));
+            return None;
+        }
         let v = o.value.clone().unwrap_or_default();
         if let Some(p) = v.trim().strip_suffix('%') {
             return match p.trim().parse::<f64>() {
@@ -572,6 +618,43 @@ impl Mapper {
             Err(e) => self.problem(o, e),
         }
         None
+    }
+
+    /// `filesize`: each file's size, so each disk's (`fleet.disk_size`); `size` then
+    /// only bounds the bytes transferred (a percentage still sets the working set, as
+    /// fio-json writes it). A range of different ends (fio picks each file's size at
+    /// random in it) is refused: iofleet's disks have one size. Whether it was set.
+    fn filesize(&mut self, job: &FioJob, kb: u64, fleet: &mut RawFleet) -> bool {
+        let Some(o) = job.get(&["filesize"]) else {
+            return false;
+        };
+        let v = o.value.clone().unwrap_or_default();
+        let (lo, hi) = v.split_once('-').unwrap_or((&v, &v));
+        match (fio_size(lo, kb), fio_size(hi, kb)) {
+            (Ok(a), Ok(b)) if a == b => {
+                let rounded = a / 4096 * 4096;
+                if rounded != a {
+                    let at = o.at.clone();
+                    self.notice(&at, format!(
+                        "filesize={}: {a} bytes per disk rounded down to {rounded} (disk_size is a multiple of 4 KiB)",
+                        v.trim()
+                    ));
+                }
+                fleet.disk_size = Some(rounded.to_string());
+                true
+            }
+            (Ok(_), Ok(_)) => {
+                self.problem(o, format!(
+                    "filesize={}: a range of file sizes (fio picks each file's size in it at random) is not supported: iofleet's disks have one size; give one",
+                    v.trim()
+                ));
+                true
+            }
+            (Err(e), _) | (_, Err(e)) => {
+                self.problem(o, e);
+                true
+            }
+        }
     }
 
     fn timing(
@@ -929,59 +1012,6 @@ fn one_value(v: &str) -> Option<String> {
     }
 }
 
-/// A fio size: a number with an optional suffix. `k`, `m`, `g`, `t`, `p` (and `kb`...)
-/// are powers of `kb_base`; `ki`/`kib`... are always powers of 1024.
-pub(crate) fn fio_size(text: &str, kb_base: u64) -> Result<u64, String> {
-    let t = text.trim();
-    if t.starts_with('-') {
-        return Err(format!("'{text}' is negative: a size is 0 or more bytes"));
-    }
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, suffix) = t.split_at(split);
-    let suffix = suffix.trim().to_ascii_lowercase();
-    let (letter, binary) = match suffix.as_str() {
-        "" | "b" => ('b', false),
-        s => {
-            let mut c = s.chars();
-            let letter = c.next().unwrap_or('b');
-            let rest: String = c.collect();
-            match rest.as_str() {
-                "" | "b" => (letter, false),
-                "i" | "ib" => (letter, true),
-                _ => {
-                    return Err(format!(
-                        "'{text}' is not a size (examples: 4096, 4k, 64KiB, 10g)"
-                    ))
-                }
-            }
-        }
-    };
-    let base = if binary { 1024 } else { kb_base };
-    let power = match letter {
-        'b' => 0,
-        'k' => 1,
-        'm' => 2,
-        'g' => 3,
-        't' => 4,
-        'p' => 5,
-        _ => {
-            return Err(format!(
-                "'{text}' has an unknown size suffix (k, m, g, t, p)"
-            ))
-        }
-    };
-    let value: f64 = num
-        .parse()
-        .map_err(|_| format!("'{text}' is not a size (examples: 4096, 4k, 64KiB, 10g)"))?;
-    let bytes = value * (base as f64).powi(power);
-    if !bytes.is_finite() || bytes.fract() != 0.0 || bytes > u64::MAX as f64 {
-        return Err(format!("'{text}' is not a whole number of bytes"));
-    }
-    Ok(bytes as u64)
-}
-
 /// One direction of `bssplit` (`4k/10:64k/90`) as an iofleet list (`4096:10,65536:90`).
 /// Parts without a percentage share what the others leave of 100 equally.
 fn bssplit(v: &str, kb: u64) -> Result<String, String> {
@@ -1279,6 +1309,64 @@ rate_iops=300
         );
         assert!(p[0].message.contains("flushes"), "{}", p[0].message);
         assert!(p[3].message.contains("':8'"), "{}", p[3].message);
+        assert!(p[3].message.contains("every 8 I/Os"), "{}", p[3].message);
+    }
+
+    #[test]
+    fn filesize_sets_each_disks_size_and_a_range_is_refused() {
+        // One size per file: each disk is that size, whatever nrfiles; size then only
+        // bounds the bytes transferred (a notice).
+        let text = "[global]\nfilesize=8m\n[a]\nnrfiles=2\nsize=64m\nruntime=1\n";
+        let imp = map(text, &[]).unwrap();
+        let f = &imp.groups[0].raw.fleet;
+        assert_eq!(
+            (f.disks_per_worker, f.disk_size.as_deref()),
+            (Some(2), Some("8388608"))
+        );
+        assert!(
+            imp.notices
+                .iter()
+                .any(|n| n.contains("t.fio:5: size=64m: with filesize")),
+            "{:?}",
+            imp.notices
+        );
+        // size=N% beside filesize is the working set, as fio-json writes it.
+        let g = &map("[a]\nfilesize=16m\nsize=25%\nruntime=1\n", &[])
+            .unwrap()
+            .groups[0];
+        assert_eq!(g.raw.fleet.disk_size.as_deref(), Some("16777216"));
+        assert_eq!(g.raw.streams[0].working_set_pct, Some(25.0));
+        // A range of equal ends is one size; of different ends, refused at its line.
+        let g = &map("[a]\nfilesize=4m-4m\nruntime=1\n", &[]).unwrap().groups[0];
+        assert_eq!(g.raw.fleet.disk_size.as_deref(), Some("4194304"));
+        let FioError::Unsupported(p) = map("[a]\nfilesize=1m-8m\n", &[]).unwrap_err() else {
+            panic!("not Unsupported");
+        };
+        assert_eq!((p[0].at.line, p[0].option.as_str()), (2, "filesize"));
+        assert!(
+            p[0].message.contains("a range of file sizes"),
+            "{}",
+            p[0].message
+        );
+    }
+
+    #[test]
+    fn rw_modifiers_that_are_fios_defaults_map_and_others_are_refused() {
+        for text in ["[a]\nrw=randread:1\n", "[a]\nrw=write:0\n"] {
+            let g = &map(text, &[]).unwrap().groups[0];
+            assert_eq!(g.raw.streams.len(), 1, "{text}");
+        }
+        let g = &map("[a]\nrw=randread:1\n", &[]).unwrap().groups[0];
+        assert_eq!(g.raw.streams[0].random_pct, Some(100.0));
+        let text = "[a]\nrw=randwrite:4\n[b]\nrw=read:64k\n[c]\nrw=randread:0\n";
+        let FioError::Unsupported(p) = map(text, &[]).unwrap_err() else {
+            panic!("not Unsupported");
+        };
+        let got: Vec<(usize, &str)> = p.iter().map(|p| (p.at.line, p.option.as_str())).collect();
+        assert_eq!(got, vec![(2, "rw"), (4, "rw"), (6, "rw")], "{p:?}");
+        assert!(p[0].message.contains("every 4 I/Os"), "{}", p[0].message);
+        assert!(p[1].message.contains("no holes"), "{}", p[1].message);
+        assert!(p[2].message.contains("1 or more"), "{}", p[2].message);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! fio job files as iofleet workloads: `parse` reads fio's job-file grammar into jobs
 //! with located options; `map` turns each job into the raw profile of one worker group,
-//! with notices for every difference and an error for every option iofleet cannot run.
+//! with notices for every difference and an error for every option iofleet cannot run;
+//! `size` is fio's size grammar, which both read.
 //!
 //! This module knows nothing about engines, targets or flags: the engine a job asks for
 //! and its direct-I/O setting come back as plain values for the CLI to apply. Mapping
@@ -8,6 +9,7 @@
 
 mod map;
 mod parse;
+mod size;
 
 pub use map::{import, phases, FioDirectory, FioGroup, FioImport};
 pub use parse::{

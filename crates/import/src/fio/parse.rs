@@ -681,7 +681,7 @@ impl Expr<'_> {
                 let word = std::str::from_utf8(&self.s[start..self.i]).unwrap_or("");
                 match word.parse::<f64>() {
                     Ok(x) => Ok(x),
-                    Err(_) => super::map::fio_size(word, 1024).map(|n| n as f64),
+                    Err(_) => super::size::fio_size(word, 1024).map(|n| n as f64),
                 }
             }
             Some(c) => Err(format!("unexpected '{}'", c as char)),
@@ -736,6 +736,7 @@ const MAPPED: &[&str] = &[
     "iodepth",
     "numjobs",
     "size",
+    "filesize",
     "filename",
     "directory",
     "nrfiles",
@@ -885,7 +886,6 @@ const UNSUPPORTED: &[(&str, &str)] = &[
         "loops",
         "iofleet runs for a duration; repeat runs with `iofleet sweep` or a script",
     ),
-    ("filesize", "give size (per job) instead"),
     ("startdelay", "all groups start together on one timeline"),
     ("ratemin", "iofleet has no minimum-rate abort; check a result's rate afterwards (iofleet compare)"),
     ("latency_target", "iofleet does not lower the queue depth to meet a latency; iofleet find-max --slo searches for the rate that meets one"),
