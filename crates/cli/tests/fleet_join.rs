@@ -178,6 +178,20 @@ fn hosts(v: &Value) -> Vec<(String, u64)> {
         .collect()
 }
 
+/// Joined hosts of this machine, ranks 0..n, each with `ios` I/Os (as `hosts` lists them).
+fn ranked_hosts(n: u32, ios: u64) -> Vec<(String, u64)> {
+    let machine = iofleet_fleet::sys::hostname();
+    (0..n).map(|r| (format!("{machine}-r{r}"), ios)).collect()
+}
+
+/// Every agent process exits 0 (within PATIENCE).
+fn all_exit_0(agents: Vec<Child>) {
+    for a in agents {
+        let (code, err) = agent_exit(a, PATIENCE);
+        assert_eq!(code, Some(0), "{err}");
+    }
+}
+
 /// `run` of `profile` on the simulated null engine at 100 IOPS per worker, as JSON.
 fn rated_run(profile: &str) -> [&str; 8] {
     [
@@ -212,14 +226,9 @@ fn joined_agents_are_the_fleets_hosts_and_sum_exactly_as_the_run_in_process() {
     );
     // 4 workers × 100 I/Os a second × 1 s, one worker per agent, in rank order.
     assert_eq!(v["summary"]["all"]["ios"], 400, "{}", v["summary"]);
-    let machine = iofleet_fleet::sys::hostname();
-    let want: Vec<(String, u64)> = (0..4).map(|r| (format!("{machine}-r{r}"), 100)).collect();
-    assert_eq!(hosts(&v), want);
+    assert_eq!(hosts(&v), ranked_hosts(4, 100));
     assert!(v["run"]["start_skew_ms"].as_f64().is_some(), "{}", v["run"]);
-    for a in agents {
-        let (code, err) = agent_exit(a, PATIENCE);
-        assert_eq!(code, Some(0), "{err}");
-    }
+    all_exit_0(agents);
     // The same run in this process: the same figures.
     let o = run_in(d.path(), &shape[..shape.len()]);
     assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
@@ -266,13 +275,8 @@ fn agents_of_one_process_join_as_hosts_of_their_own_with_consecutive_ranks() {
         "{err}"
     );
     assert_eq!(v["summary"]["all"]["ios"], 600, "{}", v["summary"]);
-    let machine = iofleet_fleet::sys::hostname();
-    let want: Vec<(String, u64)> = (0..6).map(|r| (format!("{machine}-r{r}"), 100)).collect();
-    assert_eq!(hosts(&v), want);
-    for p in procs {
-        let (code, err) = agent_exit(p, PATIENCE);
-        assert_eq!(code, Some(0), "{err}");
-    }
+    assert_eq!(hosts(&v), ranked_hosts(6, 100));
+    all_exit_0(procs);
 }
 
 /// `launcher` (its own arguments given) starting `iofleet agent --join-file FILE`: the
