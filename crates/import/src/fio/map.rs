@@ -12,7 +12,7 @@
 use std::collections::BTreeSet;
 
 use iofleet_profile::options::{int_range, MAX_BLOCK_SIZES};
-use iofleet_profile::raw::{RawFleet, RawProfile, RawStream, RawTiming};
+use iofleet_profile::raw::{RawData, RawFleet, RawProfile, RawStream, RawTiming};
 use iofleet_profile::{parse_duration, parse_hot_bands};
 
 use super::parse::{known, FioJob, FioOption, Known, Location};
@@ -216,6 +216,7 @@ impl Mapper {
         let engine = self.engine(job);
         let stonewall = self.stonewall(job, index);
         let directory = self.directory(job);
+        let write_through = self.sync(job);
         let verify = timing
             .verify
             .and_then(|_| job.get(&["verify"]))
@@ -274,8 +275,11 @@ impl Mapper {
                 fleet,
                 timing,
                 streams,
+                data: RawData {
+                    write_through,
+                    ..RawData::default()
+                },
                 origin: format!("{} [{}]", job.at.file, job.name),
-                ..RawProfile::default()
             },
             engine,
             direct,
@@ -618,6 +622,26 @@ impl Mapper {
             Err(e) => self.problem(o, e),
         }
         None
+    }
+
+    /// `sync`: fio opens the files O_SYNC (`sync`, `1`) or O_DSYNC (`dsync`) →
+    /// `data.write_through` (O_DSYNC). O_SYNC also writes the file's metadata at each
+    /// write, which iofleet's preallocated disks and devices do not change: a notice.
+    fn sync(&mut self, job: &FioJob) -> Option<bool> {
+        let o = job.get(&["sync"])?;
+        match o.value.as_deref().map(str::trim) {
+            Some("none") | Some("0") => None,
+            Some("dsync") => Some(true),
+            None | Some("sync") | Some("1") => {
+                let at = o.at.clone();
+                self.notice(&at, "sync: O_SYNC maps to data.write_through, which opens the disks O_DSYNC (each write durable; the metadata O_SYNC adds does not change on iofleet's preallocated disks)");
+                Some(true)
+            }
+            Some(v) => {
+                self.problem(o, format!("sync={v}: expected none, 0, sync, 1 or dsync"));
+                None
+            }
+        }
     }
 
     /// `filesize`: each file's size, so each disk's (`fleet.disk_size`); `size` then
@@ -1348,6 +1372,34 @@ rate_iops=300
             "{}",
             p[0].message
         );
+    }
+
+    #[test]
+    fn sync_maps_to_write_through() {
+        for (v, want) in [
+            ("dsync", Some(true)),
+            ("1", Some(true)),
+            ("sync", Some(true)),
+            ("0", None),
+            ("none", None),
+        ] {
+            let g = &map(&format!("[a]\nrw=write\nsync={v}\nruntime=1\n"), &[])
+                .unwrap()
+                .groups[0];
+            assert_eq!(g.raw.data.write_through, want, "sync={v}");
+        }
+        let imp = map("[a]\nrw=write\nsync=1\nruntime=1\n", &[]).unwrap();
+        assert!(
+            imp.notices
+                .iter()
+                .any(|n| n.starts_with("fio t.fio:3: sync: O_SYNC")),
+            "{:?}",
+            imp.notices
+        );
+        let FioError::Unsupported(p) = map("[a]\nsync=always\n", &[]).unwrap_err() else {
+            panic!("not Unsupported");
+        };
+        assert_eq!((p[0].at.line, p[0].option.as_str()), (2, "sync"));
     }
 
     #[test]

@@ -737,6 +737,7 @@ const MAPPED: &[&str] = &[
     "numjobs",
     "size",
     "filesize",
+    "sync",
     "filename",
     "directory",
     "nrfiles",
@@ -868,7 +869,7 @@ const ACCEPTED: &[&str] = &[
 
 /// Options iofleet knows but cannot run, with the reason.
 const UNSUPPORTED: &[(&str, &str)] = &[
-    ("fsync", "iofleet issues no flushes"),
+    ("fsync", "iofleet issues no flushes of its own (no fsync calls); sync=dsync (data.write_through) makes each write durable instead"),
     ("fdatasync", "iofleet issues no flushes"),
     ("end_fsync", "iofleet issues no flushes"),
     (
