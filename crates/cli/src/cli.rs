@@ -40,9 +40,10 @@ pub enum Command {
     /// List, show, export and delete stored runs (the results store).
     #[command(subcommand)]
     Results(crate::cmd::results::ResultsCmd),
-    /// Run a profile once per value of one setting (`--vary qd=1,2,4,8,16,32`), each step
-    /// saved as a run labelled with its sweep and step, and print the curve: IOPS
-    /// against mean, p50 and p99 latency.
+    /// Run a profile once per value of one setting (`--vary qd=1,2,4,8,16,32`), or per
+    /// combination of several (`--vary bs=4k,64k --vary qd=1,8`), each step saved as a
+    /// run labelled with its sweep, step and values, and print the curve: IOPS against
+    /// mean, p50 and p99 latency.
     Sweep(crate::cmd::sweep::SweepArgs),
     /// Precondition the plan's disks as the SNIA SSS PTS does before steady-state
     /// tests: each disk written twice over with 128 KiB sequential writes of random data,
@@ -52,15 +53,17 @@ pub enum Command {
     /// per bottleneck (devices, protection, network, bandwidth), and with --run a stored
     /// run's efficiency against it.
     Ceiling(crate::cmd::ceiling::CeilingArgs),
-    /// Find the highest sustained open-loop rate at which every latency objective
-    /// (`--slo 'p99<=3ms'`) holds: bracketing, then bisection; every step saved as a run.
+    /// Find the highest sustained open-loop rate at which every objective (`--slo
+    /// 'p99<=3ms'`, `--slo 'cpu<=40%'`) holds: bracketing, then bisection; every step
+    /// saved as a run.
     FindMax(crate::cmd::find_max::FindMaxArgs),
     /// How many VDI desktops or SQL VMs the storage carries: a phase's profile at peak
     /// (--at-peak), through find-max under objectives (--slo), or a stored run's IOPS
     /// (--from-run), ÷ per-unit IOPS.
     #[command(subcommand)]
     Plan(crate::cmd::plan::PlanCmd),
-    /// Compare stored runs against a baseline, optionally failing on regressions.
+    /// Compare stored runs against a baseline (or the best run of each configuration,
+    /// --best), optionally failing on regressions.
     Compare(crate::cmd::compare::CompareArgs),
     /// Write a self-contained HTML (or Markdown) report of stored runs.
     Report(crate::cmd::report::ReportArgs),

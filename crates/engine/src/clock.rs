@@ -83,6 +83,23 @@ thread_local! {
     static SLEEPER: Sleeper = Sleeper::join();
 }
 
+/// Block until `deadline`, or until `wake_sleepers` is called (`Clock::nap_until`).
+pub fn nap(deadline: Instant) {
+    let rung = BELL.rung.load(Ordering::SeqCst);
+    let mut now = Instant::now();
+    if deadline <= now {
+        return;
+    }
+    // Registered before the bell is looked at again: a ring from here on unparks this
+    // thread, and one before shows in `rung`.
+    SLEEPER.with(|_| {});
+    while now < deadline && BELL.rung.load(Ordering::SeqCst) == rung {
+        // Parking ends at the deadline, on `unpark`, or spuriously: look again.
+        std::thread::park_timeout(deadline - now);
+        now = Instant::now();
+    }
+}
+
 /// End every nap on the real clock now (`Clock::nap_until` returns early): for whoever
 /// sets a run's stop flag, so idle I/O threads see it at once. Naps of every run in
 /// the process end (a thread whose run goes on naps again); sleeps do not.
@@ -106,19 +123,7 @@ impl Clock for MonoClock {
         }
     }
     fn nap_until(&self, t_ns: u64) {
-        let rung = BELL.rung.load(Ordering::SeqCst);
-        let mut now = self.now_ns();
-        if t_ns <= now {
-            return;
-        }
-        // Registered before the bell is looked at again: a ring from here on unparks
-        // this thread, and one before shows in `rung`.
-        SLEEPER.with(|_| {});
-        while now < t_ns && BELL.rung.load(Ordering::SeqCst) == rung {
-            // Parking ends at the deadline, on `unpark`, or spuriously: look again.
-            std::thread::park_timeout(Duration::from_nanos(t_ns - now));
-            now = self.now_ns();
-        }
+        nap(self.epoch + Duration::from_nanos(t_ns));
     }
     #[inline]
     fn instant(&self, t_ns: u64) -> Option<Instant> {

@@ -26,7 +26,7 @@ mod need;
 use std::fs::File;
 use std::time::Duration;
 
-pub use clock::{wake_sleepers, Clock, MonoClock, VirtualClock};
+pub use clock::{nap, wake_sleepers, Clock, MonoClock, VirtualClock};
 pub use pattern::{Pattern, PatternSpec};
 pub use spec::{BuiltEngine, Drive, EngineFile, EngineSpec};
 

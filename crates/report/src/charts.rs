@@ -608,6 +608,23 @@ fn closed_loop_step(r: &RunData) -> bool {
         || r.labels.get("rate_pct").is_some_and(|v| v == "max")
 }
 
+/// The curve of a matrix sweep's step (label `vary` naming several keys): the values of
+/// every key but the last, ` (bs=4k, disks=2)`; empty for a sweep of one key.
+fn matrix_curve(r: &RunData) -> String {
+    let Some(keys) = r.labels.get("vary") else {
+        return String::new();
+    };
+    let keys: Vec<&str> = keys.split(',').collect();
+    if keys.len() < 2 {
+        return String::new();
+    }
+    let at: Vec<String> = keys[..keys.len() - 1]
+        .iter()
+        .map(|k| format!("{k}={}", r.labels.get(*k).map_or("?", String::as_str)))
+        .collect();
+    format!(" ({})", at.join(", "))
+}
+
 /// What [`load_curve`] draws, gathered from the runs.
 struct LoadSteps {
     series: Vec<CurveSeries>,
@@ -625,7 +642,7 @@ fn load_steps(runs: &[RunData]) -> LoadSteps {
     let mut found: Vec<(f64, f64, String)> = Vec::new();
     for r in runs {
         let name = match (r.labels.get("sweep"), r.labels.get("findmax")) {
-            (Some(s), _) => format!("sweep {s}"),
+            (Some(s), _) => format!("sweep {s}{}", matrix_curve(r)),
             (None, Some(f)) => format!("find-max {f}"),
             _ => continue,
         };
@@ -692,7 +709,7 @@ pub fn load_curve(runs: &[RunData]) -> Result<Option<Chart>, ChartError> {
     Ok(Some(Chart {
         id: id.into(),
         title: title.into(),
-        caption: "p99 (solid) and p50 (dashed) latency of all I/O against the IOPS measured, one curve per sweep or find-max among the reported runs (each dot a stored step; the closed-loop maximum a rate curve or find-max starts from is left out); a find-max's objectives as grey dashed lines and the rate it found as a black square; log latency scale.".into(),
+        caption: "p99 (solid) and p50 (dashed) latency of all I/O against the IOPS measured, one curve per sweep (per value of every key but the last of a matrix sweep) or find-max among the reported runs (each dot a stored step; the closed-loop maximum a rate curve or find-max starts from is left out); a find-max's objectives as grey dashed lines and the rate it found as a black square; log latency scale.".into(),
         svg: finish_svg(svg, title),
         legend,
     }))

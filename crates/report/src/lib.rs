@@ -9,6 +9,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod best;
 pub mod browse;
 pub mod charts;
 pub mod compare;
@@ -68,14 +69,24 @@ pub struct RunData {
     pub group_series: Vec<Series>,
 }
 
+/// Labels that tables leave out: a campaign's fingerprint (`campaign.fp`, JSON that
+/// `--resume` compares), kept in the store and in JSON output.
+pub const UNSHOWN_LABELS: [&str; 1] = ["campaign.fp"];
+
+/// `key=value` labels joined by spaces, but the [`UNSHOWN_LABELS`].
+pub fn labels_text<'a>(labels: impl IntoIterator<Item = (&'a String, &'a String)>) -> String {
+    labels
+        .into_iter()
+        .filter(|(k, _)| !UNSHOWN_LABELS.contains(&k.as_str()))
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 impl RunData {
-    /// `key=value` labels joined by spaces.
+    /// `key=value` labels joined by spaces (but the [`UNSHOWN_LABELS`]).
     pub fn labels_text(&self) -> String {
-        self.labels
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(" ")
+        labels_text(&self.labels)
     }
 
     /// What distinguishes this run in a multi-configuration table: its labels, else its

@@ -3,8 +3,11 @@
 //! ever out of range. Merging is exact: the merged histogram equals the histogram of the
 //! union of the samples. Serialises to the compact HDR V2 encoding for storage.
 //!
-//! Two forms hold the same buckets. *Dense* is the HDR counts array, allocated on the
-//! first record, where I/O threads record. *Sparse* is the list of non-empty buckets
+//! Two forms hold the same buckets. *Dense* is HDR's counts array, held in chunks of
+//! 1,024 buckets (8 KiB) each allocated on the first record into it, where I/O threads
+//! record: a latency far above the others (a late start's first I/O, a stalled device)
+//! costs one chunk, not a grown and copied array, and taking an interval's counts walks
+//! only the range recorded. *Sparse* is the list of non-empty buckets
 //! (value, count): what a histogram decoded from the wire or the store becomes, and what
 //! merging sparse histograms gives until it grows past `SPARSE_MAX` buckets. A
 //! controller holding 10,000 workers' intervals and totals thus keeps a few hundred
@@ -13,9 +16,6 @@
 //! either form, bucket for bucket; tests check it against HDR's own.
 
 use std::ops::AddAssign;
-
-use hdrhistogram::serialization::{Serializer, V2Serializer};
-use hdrhistogram::Histogram;
 
 /// Significant decimal digits kept by every latency histogram.
 pub const SIGFIG: u8 = 3;
@@ -50,10 +50,143 @@ fn highest_equivalent(lowest: u64) -> u64 {
     lowest.saturating_add(equivalent_range(lowest)) - 1
 }
 
+/// Buckets per chunk of the dense counts: half an octave of HDR's counts array.
+const CHUNK: usize = SUB_HALF as usize;
+/// Chunks that cover every u64 (the highest counts index is that of `u64::MAX`).
+const CHUNKS: usize = (LEADING_ZERO_BASE + 2) as usize;
+
+/// HDR's counts array (iofleet's geometry), chunk by chunk as recorded into, with the
+/// range of indices that hold counts.
+#[derive(Clone)]
+struct Counts {
+    chunks: [Option<Box<[u64; CHUNK]>>; CHUNKS],
+    total: u64,
+    /// Lowest and highest index with a count (`usize::MAX`, 0 when empty).
+    lo: usize,
+    hi: usize,
+}
+
+impl std::fmt::Debug for Counts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Counts")
+            .field("total", &self.total)
+            .field("buckets", &self.buckets().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+fn zeroed_chunk() -> Box<[u64; CHUNK]> {
+    vec![0u64; CHUNK]
+        .into_boxed_slice()
+        .try_into()
+        .expect("a chunk has CHUNK buckets")
+}
+
+impl Counts {
+    fn new() -> Self {
+        Counts {
+            chunks: std::array::from_fn(|_| None),
+            total: 0,
+            lo: usize::MAX,
+            hi: 0,
+        }
+    }
+
+    #[inline]
+    fn add_at(&mut self, i: usize, n: u64) {
+        let chunk = self.chunks[i / CHUNK].get_or_insert_with(zeroed_chunk);
+        chunk[i % CHUNK] += n;
+        self.total += n;
+        self.lo = self.lo.min(i);
+        self.hi = self.hi.max(i);
+    }
+
+    #[inline]
+    fn record_n(&mut self, value: u64, n: u64) {
+        self.add_at(index_for_value(value) as usize, n);
+    }
+
+    /// (counts index, count) of every non-empty bucket, ascending.
+    fn indexed(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
+        // Empty: `lo` above `hi`, an empty range.
+        (self.lo..=self.hi).filter_map(|i| {
+            let c = self.chunks[i / CHUNK]
+                .as_ref()
+                .map_or(0, |ch| ch[i % CHUNK]);
+            (c > 0).then_some((i, c))
+        })
+    }
+
+    /// (lowest value, count) of every non-empty bucket, ascending.
+    fn buckets(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.indexed().map(|(i, c)| (value_for_index(i as u64), c))
+    }
+
+    /// Empty again; the chunks stay for the next interval, and only the range recorded
+    /// is written.
+    fn reset(&mut self) {
+        if self.total > 0 {
+            for c in self.lo / CHUNK..=self.hi / CHUNK {
+                if let Some(chunk) = self.chunks[c].as_mut() {
+                    let from = if c == self.lo / CHUNK {
+                        self.lo % CHUNK
+                    } else {
+                        0
+                    };
+                    let to = if c == self.hi / CHUNK {
+                        self.hi % CHUNK
+                    } else {
+                        CHUNK - 1
+                    };
+                    chunk[from..=to].fill(0);
+                }
+            }
+        }
+        self.total = 0;
+        self.lo = usize::MAX;
+        self.hi = 0;
+    }
+
+    /// Allocate the chunks for latencies up to `max_ns` and touch their pages.
+    fn reserve(&mut self, max_ns: u64) {
+        for c in 0..=index_for_value(max_ns.max(1)) as usize / CHUNK {
+            let chunk = self.chunks[c].get_or_insert_with(zeroed_chunk);
+            // One write per page, which the compiler cannot drop: the page is faulted
+            // in now rather than at the first record.
+            for k in (0..CHUNK).step_by(512) {
+                *std::hint::black_box(&mut chunk[k]) = 0;
+            }
+        }
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.chunks.iter().flatten().count() * CHUNK * std::mem::size_of::<u64>()
+    }
+}
+
+/// The value at quantile `q` of ascending (lowest value, count) buckets holding `total`
+/// (0 when empty): HDR's definition, the highest value equivalent to the bucket where
+/// the count reaches ⌈q·n⌉ (at least 1); its lowest value for q = 0.
+fn quantile_of(buckets: impl Iterator<Item = (u64, u64)>, total: u64, q: f64) -> u64 {
+    if total == 0 {
+        return 0;
+    }
+    let q = q.min(1.0);
+    let target = ((q * total as f64).ceil() as u64).max(1);
+    let mut seen = 0;
+    for (v, c) in buckets {
+        seen += c;
+        if seen >= target {
+            return if q == 0.0 { v } else { highest_equivalent(v) };
+        }
+    }
+    0
+}
+
 #[derive(Clone, Debug)]
 enum Form {
     Empty,
-    Dense(Box<Histogram<u64>>),
+    Dense(Box<Counts>),
     /// Non-empty buckets as (lowest value, count), ascending; `total` is their sum.
     Sparse {
         buckets: Vec<(u64, u64)>,
@@ -78,39 +211,12 @@ impl PartialEq for LatencyHist {
     }
 }
 
-fn fresh() -> Histogram<u64> {
-    // Auto-resizing from a small initial range: memory follows the largest latency
-    // seen, and recording never fails for being out of range.
-    let mut h = Histogram::<u64>::new(SIGFIG).expect("static histogram bounds are valid");
-    h.auto(true);
-    h
-}
-
-/// The non-empty buckets of a dense histogram as (lowest value, count), ascending.
-fn dense_buckets(h: &Histogram<u64>) -> Vec<(u64, u64)> {
-    h.iter_recorded()
-        .map(|v| {
-            (
-                h.lowest_equivalent(v.value_iterated_to()),
-                v.count_at_value(),
-            )
-        })
-        .collect()
-}
-
-/// Bytes of a dense histogram's counts once it has recorded a latency of `max_ns`: what
-/// each histogram an I/O thread records into may grow to (for planning memory).
+/// Bytes of a dense histogram's counts once it has recorded every latency up to
+/// `max_ns`: what each histogram an I/O thread records into may grow to (for planning
+/// memory).
 pub fn dense_bytes(max_ns: u64) -> u64 {
-    let mut h = fresh();
-    record_n(&mut h, max_ns.max(1), 1);
-    (h.distinct_values() * std::mem::size_of::<u64>()) as u64
-}
-
-fn record_n(h: &mut Histogram<u64>, value: u64, n: u64) {
-    // With auto-resize on, recording only fails if memory cannot be grown; saturate then.
-    if h.record_n(value, n).is_err() {
-        h.saturating_record_n(value, n);
-    }
+    let chunks = index_for_value(max_ns.max(1)) / CHUNK as u64 + 1;
+    chunks * (CHUNK * std::mem::size_of::<u64>()) as u64
 }
 
 impl LatencyHist {
@@ -119,12 +225,12 @@ impl LatencyHist {
     }
 
     /// The dense form, converting to it first.
-    fn dense(&mut self) -> &mut Histogram<u64> {
+    fn dense(&mut self) -> &mut Counts {
         if !matches!(self.form, Form::Dense(_)) {
-            let mut h = fresh();
+            let mut h = Counts::new();
             if let Form::Sparse { buckets, .. } = &self.form {
                 for &(v, c) in buckets {
-                    record_n(&mut h, v, c);
+                    h.record_n(v, c);
                 }
             }
             self.form = Form::Dense(Box::new(h));
@@ -140,9 +246,7 @@ impl LatencyHist {
     /// array (a reallocation and fresh pages) when every host of a fleet starts at once.
     pub fn reserve(&mut self, max_ns: u64) {
         if self.count() == 0 {
-            let h = self.dense();
-            record_n(h, max_ns.max(1), 1);
-            h.reset();
+            self.dense().reserve(max_ns);
         }
     }
 
@@ -153,7 +257,7 @@ impl LatencyHist {
             Form::Dense(h) => h,
             _ => self.dense(),
         };
-        record_n(h, latency_ns.max(1), 1);
+        h.record_n(latency_ns.max(1), 1);
     }
 
     /// Record `n` occurrences of one value in nanoseconds.
@@ -166,13 +270,13 @@ impl LatencyHist {
             Form::Dense(h) => h,
             _ => self.dense(),
         };
-        record_n(h, value_ns.max(1), n);
+        h.record_n(value_ns.max(1), n);
     }
 
     pub fn count(&self) -> u64 {
         match &self.form {
             Form::Empty => 0,
-            Form::Dense(h) => h.len(),
+            Form::Dense(h) => h.total,
             Form::Sparse { total, .. } => *total,
         }
     }
@@ -186,26 +290,15 @@ impl LatencyHist {
     /// ⌈q·n⌉ (at least 1).
     pub fn quantile_ns(&self, q: f64) -> u64 {
         match &self.form {
-            Form::Dense(h) if !h.is_empty() => h.value_at_quantile(q),
-            Form::Sparse { buckets, total } if *total > 0 => {
-                let q = q.min(1.0);
-                let target = ((q * *total as f64).ceil() as u64).max(1);
-                let mut seen = 0;
-                for &(v, c) in buckets {
-                    seen += c;
-                    if seen >= target {
-                        return if q == 0.0 { v } else { highest_equivalent(v) };
-                    }
-                }
-                0
-            }
-            _ => 0,
+            Form::Dense(h) => quantile_of(h.buckets(), h.total, q),
+            Form::Sparse { buckets, total } => quantile_of(buckets.iter().copied(), *total, q),
+            Form::Empty => 0,
         }
     }
 
     pub fn max_ns(&self) -> u64 {
         match &self.form {
-            Form::Dense(h) if !h.is_empty() => h.max(),
+            Form::Dense(h) if h.total > 0 => highest_equivalent(value_for_index(h.hi as u64)),
             Form::Sparse { buckets, .. } => buckets.last().map_or(0, |b| highest_equivalent(b.0)),
             _ => 0,
         }
@@ -213,7 +306,7 @@ impl LatencyHist {
 
     pub fn min_ns(&self) -> u64 {
         match &self.form {
-            Form::Dense(h) if !h.is_empty() => h.min(),
+            Form::Dense(h) if h.total > 0 => value_for_index(h.lo as u64),
             Form::Sparse { buckets, .. } => buckets.first().map_or(0, |b| b.0),
             _ => 0,
         }
@@ -230,12 +323,7 @@ impl LatencyHist {
     pub fn buckets(&self) -> Box<dyn Iterator<Item = (u64, u64)> + '_> {
         match &self.form {
             Form::Empty => Box::new(std::iter::empty()),
-            Form::Dense(h) => Box::new(h.iter_recorded().map(|v| {
-                (
-                    h.highest_equivalent(v.value_iterated_to()),
-                    v.count_at_value(),
-                )
-            })),
+            Form::Dense(h) => Box::new(h.buckets().map(|(v, c)| (highest_equivalent(v), c))),
             Form::Sparse { buckets, .. } => {
                 Box::new(buckets.iter().map(|&(v, c)| (highest_equivalent(v), c)))
             }
@@ -246,7 +334,7 @@ impl LatencyHist {
     fn lowest_buckets(&self) -> Vec<(u64, u64)> {
         match &self.form {
             Form::Empty => Vec::new(),
-            Form::Dense(h) => dense_buckets(h),
+            Form::Dense(h) => h.buckets().collect(),
             Form::Sparse { buckets, .. } => buckets.clone(),
         }
     }
@@ -256,11 +344,7 @@ impl LatencyHist {
     pub fn to_v2_bytes(&self) -> Vec<u8> {
         let mut out = Vec::new();
         match &self.form {
-            Form::Dense(h) if !h.is_empty() => {
-                V2Serializer::new()
-                    .serialize(&**h, &mut out)
-                    .expect("serialising into a Vec cannot fail");
-            }
+            Form::Dense(h) => encode_sparse(&h.buckets().collect::<Vec<_>>(), &mut out),
             Form::Sparse { buckets, .. } => encode_sparse(buckets, &mut out),
             _ => {}
         }
@@ -271,9 +355,9 @@ impl LatencyHist {
     /// array for the next interval: no allocation per interval in the hot loop).
     pub fn take(&mut self) -> LatencyHist {
         let out = match &mut self.form {
-            Form::Dense(h) if !h.is_empty() => {
-                let total = h.len();
-                let buckets = dense_buckets(h);
+            Form::Dense(h) if h.total > 0 => {
+                let total = h.total;
+                let buckets = h.buckets().collect();
                 h.reset();
                 Form::Sparse { buckets, total }
             }
@@ -438,13 +522,13 @@ impl AddAssign<&LatencyHist> for LatencyHist {
         match (&mut self.form, &rhs.form) {
             (Form::Empty, _) => self.form = rhs.form.clone(),
             (Form::Dense(h), Form::Dense(r)) => {
-                // Auto-resize makes `add` infallible except on allocation failure.
-                h.add(&**r)
-                    .expect("auto-resizing histogram accepts any range")
+                for (i, c) in r.indexed() {
+                    h.add_at(i, c);
+                }
             }
             (Form::Dense(h), Form::Sparse { buckets, .. }) => {
                 for &(v, c) in buckets {
-                    record_n(h, v, c);
+                    h.record_n(v, c);
                 }
             }
             (
@@ -470,7 +554,7 @@ impl AddAssign<&LatencyHist> for LatencyHist {
                 let rb = rhs.lowest_buckets();
                 let h = self.dense();
                 for (v, c) in rb {
-                    record_n(h, v, c);
+                    h.record_n(v, c);
                 }
             }
             (_, Form::Empty) => {}
@@ -618,7 +702,7 @@ impl PackedHist {
         self.packed.capacity()
             + match &self.recent.form {
                 Form::Sparse { buckets, .. } => buckets.capacity() * 16,
-                Form::Dense(h) => h.distinct_values() * 8,
+                Form::Dense(h) => h.heap_bytes(),
                 Form::Empty => 0,
             }
     }
@@ -628,7 +712,109 @@ impl PackedHist {
 mod tests {
     use super::*;
     use hdrhistogram::serialization::Deserializer;
+    use hdrhistogram::Histogram;
     use rand::{Rng, SeedableRng};
+
+    /// HDR's own figures of one of its histograms: count, min, max, quantiles and the
+    /// non-empty buckets as (highest equivalent value, count).
+    fn hdr_figures(h: &Histogram<u64>) -> (u64, u64, u64, Vec<u64>, Vec<(u64, u64)>) {
+        let qs = [0.0, 0.001, 0.25, 0.5, 0.9, 0.99, 0.999, 0.9999, 1.0];
+        (
+            h.len(),
+            h.min(),
+            h.max(),
+            qs.iter().map(|&q| h.value_at_quantile(q)).collect(),
+            h.iter_recorded()
+                .map(|v| {
+                    (
+                        h.highest_equivalent(v.value_iterated_to()),
+                        v.count_at_value(),
+                    )
+                })
+                .collect(),
+        )
+    }
+
+    /// The same figures of a `LatencyHist`.
+    fn figures(h: &LatencyHist) -> (u64, u64, u64, Vec<u64>, Vec<(u64, u64)>) {
+        let qs = [0.0, 0.001, 0.25, 0.5, 0.9, 0.99, 0.999, 0.9999, 1.0];
+        (
+            h.count(),
+            h.min_ns(),
+            h.max_ns(),
+            qs.iter().map(|&q| h.quantile_ns(q)).collect(),
+            h.buckets().collect(),
+        )
+    }
+
+    fn hdr() -> Histogram<u64> {
+        let mut h = Histogram::<u64>::new(SIGFIG).unwrap();
+        h.auto(true);
+        h
+    }
+
+    /// The dense form, recorded value by value, gives every figure HDR's own histogram
+    /// of the same values gives, from 1 ns to the top of the u64 range; so does its
+    /// encoding, decoded by HDR; and it stays so after a reset and a reuse.
+    #[test]
+    fn dense_form_gives_every_figure_hdr_gives() {
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(11);
+        let mut ours = LatencyHist::new();
+        ours.reserve(32_000);
+        for round in 0..3 {
+            let mut theirs = hdr();
+            let n = [1usize, 5_000, 40_000][round];
+            for _ in 0..n {
+                let v = match rng.random_range(0..100) {
+                    0 => rng.random_range(1..4_096),
+                    1 => rng.random_range(1u64 << 40..u64::MAX / 2),
+                    2..=5 => rng.random_range(1_000_000..5_000_000_000),
+                    _ => rng.random_range(20_000..400_000),
+                };
+                let k = rng.random_range(1..4);
+                ours.record_count(v, k);
+                theirs.record_n(v, k).unwrap();
+            }
+            assert!(matches!(ours.form, Form::Dense(_)));
+            assert_eq!(figures(&ours), hdr_figures(&theirs), "round {round}");
+            let bytes = ours.to_v2_bytes();
+            let back: Histogram<u64> = Deserializer::new().deserialize(&mut &bytes[..]).unwrap();
+            assert_eq!(hdr_figures(&back), hdr_figures(&theirs), "round {round}");
+            // Taken, it is empty and its copy holds every figure.
+            let taken = ours.take();
+            assert!(ours.is_empty() && ours.buckets().next().is_none());
+            assert_eq!(ours.quantile_ns(0.5), 0);
+            assert_eq!(figures(&taken), hdr_figures(&theirs), "round {round}");
+        }
+        // The extremes of the range: every value has its bucket.
+        let mut ours = LatencyHist::new();
+        for v in [0, 1, 2047, 2048, 2049, u64::MAX / 4, u64::MAX] {
+            ours.record(v);
+        }
+        assert_eq!(ours.count(), 7);
+        assert_eq!(ours.min_ns(), 1);
+        assert_eq!(ours.quantile_ns(0.5), 2049);
+        assert!(ours.max_ns() >= u64::MAX - u64::MAX / 1000);
+    }
+
+    /// A reserved dense histogram holds its first chunks, and a far latency adds one
+    /// chunk, not the range between.
+    #[test]
+    fn a_far_latency_costs_one_chunk() {
+        let mut h = LatencyHist::new();
+        h.reserve(32_000);
+        let Form::Dense(c) = &h.form else {
+            panic!("reserved dense")
+        };
+        let reserved = c.heap_bytes();
+        assert_eq!(reserved as u64, dense_bytes(32_000));
+        h.record(60_000_000);
+        let Form::Dense(c) = &h.form else {
+            panic!("still dense")
+        };
+        assert_eq!(c.heap_bytes(), reserved + CHUNK * 8);
+        assert!(dense_bytes(60_000_000) > 2 * dense_bytes(32_000));
+    }
 
     /// A reserved histogram is empty, and once recorded into holds exactly what a
     /// fresh one would; a reserve after records changes nothing.
@@ -761,13 +947,8 @@ mod tests {
             // decoder and through HDR's own.
             let again = sparse.to_v2_bytes();
             assert_eq!(LatencyHist::from_v2_bytes(&again).unwrap(), dense);
-            let mut hdr: Histogram<u64> = Deserializer::new().deserialize(&mut &again[..]).unwrap();
-            hdr.auto(true);
-            let hdr = LatencyHist {
-                form: Form::Dense(Box::new(hdr)),
-            };
-            assert_eq!(hdr, dense);
-            assert_eq!(hdr.quantile_ns(0.99), dense.quantile_ns(0.99));
+            let hdr: Histogram<u64> = Deserializer::new().deserialize(&mut &again[..]).unwrap();
+            assert_eq!(hdr_figures(&hdr), figures(&dense));
             // Taking a dense histogram leaves it empty and gives its sparse copy.
             let mut d = dense.clone();
             let t = d.take();

@@ -1,12 +1,17 @@
-//! Latency objectives (`p99<=3ms`, `read.p95<=2ms`, `write.mean<=500us`) and their
-//! verdict on a run's summary. This is the one grammar of an objective: `find-max` and
-//! `plan` parse `--slo` with it, the store keeps the text as a label, and the report
-//! parses the label back to draw the objective's line.
+//! Objectives: latency (`p99<=3ms`, `read.p95<=2ms`, `write.mean<=500us`, an
+//! [`Objective`]) and host CPU (`cpu<=40%`, `observers.cpu<=40%`, a [`CpuObjective`]),
+//! either one an [`Slo`], and their figure on a run's summary. This is the one grammar
+//! of an objective: `find-max` and `plan` parse `--slo` with it (latency and CPU), `run`'s
+//! live view takes latency objectives only, the store keeps the text as a label, and the
+//! report parses the label back to draw the latency objectives' lines.
 //!
 //! Grammar: `[all.|read.|write.]STAT<=LATENCY`, where STAT is one of `p50`, `p90`,
 //! `p95`, `p99`, `p99.9`, `mean`, `max`, and LATENCY a number with a unit `ns`, `us`
-//! (or `µs`), `ms` or `s` (a bare number is refused: a latency has no natural unit).
-//! `<` is read as `<=`. Spaces are ignored. It does not evaluate anything but latency.
+//! (or `µs`), `ms` or `s` (a bare number is refused: a latency has no natural unit); or
+//! `[workers.|observers.]cpu<=PERCENT%`, the busy CPU of the workers' hosts (or of the
+//! observer hosts) as a share of all their cores, the mean over the hosts
+//! (`summary.cpu.host_pct`, `summary.observers.cpu.host_pct`), PERCENT above 0 and at
+//! most 100 (the `%` is required). `<` is read as `<=`. Spaces are ignored.
 
 use std::fmt;
 use std::str::FromStr;
@@ -74,7 +79,7 @@ pub struct Objective {
 
 /// Why an objective does not parse (the text and what is wrong).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("'{text}' is not an objective: {why} (write e.g. p99<=3ms or read.p95<=500us)")]
+#[error("'{text}' is not an objective: {why} (write e.g. p99<=3ms, read.p95<=500us or cpu<=40%)")]
 pub struct ObjectiveError {
     pub text: String,
     pub why: String,
@@ -194,8 +199,131 @@ impl Objective {
     }
 }
 
+/// Whose CPU a CPU objective bounds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CpuOf {
+    /// The hosts that run the workers (`summary.cpu`).
+    Workers,
+    /// The observer hosts (`summary.observers`).
+    Observers,
+}
+
+/// A host CPU objective: `of`'s busy CPU, percent of all cores, at most `limit_pct`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CpuObjective {
+    pub of: CpuOf,
+    pub limit_pct: f64,
+}
+
+impl CpuObjective {
+    /// The figure this objective bounds on `s`, percent (None when not measured, or no
+    /// observer host).
+    pub fn value_pct(&self, s: &RunSummary) -> Option<f64> {
+        match self.of {
+            CpuOf::Workers => s.cpu.as_ref().map(|c| c.host_pct),
+            CpuOf::Observers => s.observers.as_ref().map(|o| o.cpu.host_pct),
+        }
+    }
+}
+
+impl fmt::Display for CpuObjective {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let of = match self.of {
+            CpuOf::Workers => "",
+            CpuOf::Observers => "observers.",
+        };
+        write!(f, "{of}cpu<={}%", self.limit_pct)
+    }
+}
+
+/// One objective of `find-max` and `plan`: latency or host CPU.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Slo {
+    Latency(Objective),
+    Cpu(CpuObjective),
+}
+
+impl Slo {
+    /// The limit, in the objective's unit (µs for latency, % for CPU).
+    pub fn limit(&self) -> f64 {
+        match self {
+            Slo::Latency(o) => o.limit_us,
+            Slo::Cpu(c) => c.limit_pct,
+        }
+    }
+
+    /// The objective's unit: `µs` or `%`.
+    pub fn unit(&self) -> &'static str {
+        match self {
+            Slo::Latency(_) => "µs",
+            Slo::Cpu(_) => "%",
+        }
+    }
+
+    /// The figure this objective bounds on `s`, in its unit (None when there is none:
+    /// no I/O of that kind, CPU not measured, no observer host).
+    pub fn value(&self, s: &RunSummary) -> Option<f64> {
+        match self {
+            Slo::Latency(o) => o.value_us(s),
+            Slo::Cpu(c) => c.value_pct(s),
+        }
+    }
+
+    /// The latency objective, if it is one.
+    pub fn latency(&self) -> Option<&Objective> {
+        match self {
+            Slo::Latency(o) => Some(o),
+            Slo::Cpu(_) => None,
+        }
+    }
+}
+
+impl FromStr for Slo {
+    type Err = ObjectiveError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let s: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+        let lhs = s.split('<').next().unwrap_or_default();
+        let of = match lhs {
+            "cpu" | "workers.cpu" => CpuOf::Workers,
+            "observers.cpu" => CpuOf::Observers,
+            _ => return text.parse().map(Slo::Latency),
+        };
+        let err = |why: String| ObjectiveError {
+            text: text.to_string(),
+            why,
+        };
+        let rhs = s[lhs.len()..]
+            .trim_start_matches('<')
+            .trim_start_matches('=');
+        let num = rhs.strip_suffix('%').ok_or_else(|| {
+            err(format!(
+                "'{rhs}' has no '%' (a CPU limit is a percentage of all cores)"
+            ))
+        })?;
+        let v: f64 = num
+            .parse()
+            .map_err(|_| err(format!("'{num}' is not a number")))?;
+        if !(v > 0.0 && v <= 100.0) {
+            return Err(err(format!(
+                "the limit '{rhs}' must be above 0% and at most 100%"
+            )));
+        }
+        Ok(Slo::Cpu(CpuObjective { of, limit_pct: v }))
+    }
+}
+
+impl fmt::Display for Slo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Slo::Latency(o) => o.fmt(f),
+            Slo::Cpu(c) => c.fmt(f),
+        }
+    }
+}
+
 /// A list of objectives as the store keeps them in one label: `p99<=3ms;read.p95<=2ms`.
-pub fn join(objectives: &[Objective]) -> String {
+pub fn join<T: fmt::Display>(objectives: &[T]) -> String {
     objectives
         .iter()
         .map(|o| o.to_string())
@@ -204,11 +332,19 @@ pub fn join(objectives: &[Objective]) -> String {
 }
 
 /// The inverse of [`join`].
-pub fn split(s: &str) -> Result<Vec<Objective>, ObjectiveError> {
+pub fn split_all(s: &str) -> Result<Vec<Slo>, ObjectiveError> {
     s.split(';')
         .filter(|p| !p.trim().is_empty())
         .map(str::parse)
         .collect()
+}
+
+/// The latency objectives of a [`join`]ed list (its CPU objectives left out).
+pub fn split(s: &str) -> Result<Vec<Objective>, ObjectiveError> {
+    Ok(split_all(s)?
+        .into_iter()
+        .filter_map(|o| o.latency().copied())
+        .collect())
 }
 
 #[cfg(test)]
@@ -262,6 +398,83 @@ mod tests {
             let e = bad.parse::<Objective>().unwrap_err().to_string();
             assert!(e.contains(says) && e.contains(bad), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn cpu_objectives_parse_print_back_and_mix_with_latency() {
+        let o: Slo = "cpu<=40%".parse().unwrap();
+        assert_eq!(
+            o,
+            Slo::Cpu(CpuObjective {
+                of: CpuOf::Workers,
+                limit_pct: 40.0
+            })
+        );
+        assert_eq!(
+            (o.limit(), o.unit(), o.to_string().as_str()),
+            (40.0, "%", "cpu<=40%")
+        );
+        let o: Slo = " observers.cpu < 12.5 %".parse().unwrap();
+        assert_eq!(o.to_string(), "observers.cpu<=12.5%");
+        assert_eq!(
+            "workers.cpu<=40%".parse::<Slo>().unwrap().to_string(),
+            "cpu<=40%"
+        );
+        let o: Slo = "read.p99<=2ms".parse().unwrap();
+        assert_eq!((o.limit(), o.unit()), (2000.0, "µs"));
+        let both: Vec<Slo> = vec!["p99<=3ms".parse().unwrap(), "cpu<=40%".parse().unwrap()];
+        let text = join(&both);
+        assert_eq!(text, "p99<=3ms;cpu<=40%");
+        assert_eq!(split_all(&text).unwrap(), both);
+        // The latency objectives alone, for the report's lines.
+        assert_eq!(
+            split(&text).unwrap(),
+            vec!["p99<=3ms".parse::<Objective>().unwrap()]
+        );
+        for (bad, says) in [
+            ("cpu<=40", "has no '%'"),
+            ("cpu<=0%", "above 0% and at most 100%"),
+            ("cpu<=140%", "above 0% and at most 100%"),
+            ("cpu<=x%", "'x' is not a number"),
+            ("gpu<=40%", "'gpu' is not a latency figure"),
+        ] {
+            let e = bad.parse::<Slo>().unwrap_err().to_string();
+            assert!(e.contains(says) && e.contains(bad), "{bad}: {e}");
+        }
+        // `run`'s live view takes latency objectives only.
+        assert!("cpu<=40%".parse::<Objective>().is_err());
+    }
+
+    #[test]
+    fn a_cpu_objective_reads_the_workers_or_the_observers_hosts() {
+        let mut s = RunSummary {
+            all: OpSummary::default(),
+            read: OpSummary::default(),
+            write: OpSummary::default(),
+            iops_median_interval: None,
+            outstanding_io: Default::default(),
+            cpu: None,
+            memory: None,
+            errors: Default::default(),
+            generator: None,
+            verify: None,
+            net: None,
+            observers: None,
+        };
+        let workers: Slo = "cpu<=40%".parse().unwrap();
+        let observers: Slo = "observers.cpu<=40%".parse().unwrap();
+        assert_eq!((workers.value(&s), observers.value(&s)), (None, None));
+        s.cpu = Some(crate::result::CpuSummary {
+            host_pct: 37.5,
+            ..Default::default()
+        });
+        let mut o = crate::HostResources::default();
+        o.cpu.host_pct = 12.0;
+        s.observers = Some(o);
+        assert_eq!(
+            (workers.value(&s), observers.value(&s)),
+            (Some(37.5), Some(12.0))
+        );
     }
 
     #[test]

@@ -11,6 +11,7 @@ use iofleet_stats::slo;
 
 use crate::args::RunArgs;
 use crate::exit::Exit;
+use crate::run::campaign::{Fingerprint, ResumeArg};
 use crate::run::find_max::{find_max, report_json, report_table, SearchArgs};
 use crate::run::search::End;
 
@@ -18,6 +19,8 @@ use crate::run::search::End;
 pub struct FindMaxArgs {
     #[command(flatten)]
     pub search: SearchArgs,
+    #[command(flatten)]
+    pub resume: ResumeArg,
     #[command(flatten)]
     pub run: RunArgs,
 }
@@ -27,7 +30,15 @@ pub fn run(f: FindMaxArgs) -> Result<i32, Exit> {
         let profile = f.run.profile.as_deref().unwrap_or("flags");
         format!("findmax-{profile}")
     });
-    let report = find_max(&f.run, &f.search, &name)?;
+    let report = find_max(
+        &f.run,
+        &f.search,
+        &name,
+        Some((
+            f.resume.resume.as_deref(),
+            Fingerprint::of::<FindMaxArgs>(std::env::args_os()),
+        )),
+    )?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let written = if f.run.json {

@@ -23,7 +23,6 @@ use std::io::Write;
 
 use clap::{Args, Subcommand, ValueEnum};
 use iofleet_profile::{GroupPlan, Plan, RecordedPlan, StreamPlan};
-use iofleet_stats::slo;
 
 use crate::args::RunArgs;
 use crate::exit::Exit;
@@ -248,7 +247,7 @@ fn basis(
         Sizing::FromRun => from_run(c, &run),
         Sizing::AtPeak => at_peak(&run, &name),
         Sizing::Objectives => {
-            let report = find_max(&run, &c.search, &name)?;
+            let report = find_max(&run, &c.search, &name, None)?;
             let code = report.code;
             let found = report.found();
             let b = Basis {
@@ -289,14 +288,11 @@ fn from_run(c: &PlanCommon, needs: &RunArgs) -> Result<(Basis, i32), Exit> {
     }
     // Objectives given with --from-run are checked against the stored run.
     for o in &c.search.slo {
-        if let slo::Verdict::Measured {
-            value_us,
-            met: false,
-        } = o.verdict(&run.result.summary)
-        {
+        if let Some(v) = o.value(&run.result.summary).filter(|v| *v > o.limit()) {
             notices.push(format!(
-                "run {} misses {o} ({value_us:.1} µs): its IOPS are not IOPS at the objective",
-                run.id
+                "run {} misses {o} ({v:.1} {}): its IOPS are not IOPS at the objective",
+                run.id,
+                o.unit()
             ));
         }
     }

@@ -198,14 +198,7 @@ fn list(a: ListArgs) -> Result<i32, Exit> {
     let width = iofleet_report::compare::width;
     let labels: Vec<String> = runs
         .iter()
-        .map(|r| {
-            r.meta
-                .labels
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
+        .map(|r| iofleet_report::labels_text(&r.meta.labels))
         .collect();
     let w = |head: &str, cell: &dyn Fn(&iofleet_store::RunListing) -> String| {
         runs.iter()

@@ -1,7 +1,11 @@
-//! `iofleet sweep PROFILE --vary KEY=V1,V2,…`: the same run once per value of one
-//! setting, each step measured and saved like `iofleet run` (labelled `sweep`, `step` and
-//! the key), then the curve — IOPS against mean, p50 and p99 latency — that shows where
-//! more load stops buying throughput and starts costing latency (the hockey stick).
+//! `iofleet sweep PROFILE --vary KEY=V1,V2,… [--vary KEY=…]`: the same run once per
+//! value of one setting, or per combination of several (a matrix, the first key
+//! outermost), each step measured and saved like `iofleet run` (labelled `sweep`, `step`,
+//! `vary` and each key with its value), then the curve — IOPS against mean, p50 and p99
+//! latency — that shows where more load stops buying throughput and starts costing
+//! latency (the hockey stick). A key is any profile key with a flag, set on each step as
+//! that flag would set it; every step runs on the command's one fleet (`Session`), so
+//! the hosts themselves are not a key.
 //!
 //! `--rate-curve` instead measures the closed-loop maximum, then runs open loop at
 //! [`RATE_CURVE`] percent of it (vdbench's curve), latency counted from each I/O's
@@ -20,6 +24,7 @@ use iofleet_stats::result::RunResult;
 
 use crate::args::RunArgs;
 use crate::exit::Exit;
+use crate::run::campaign::{self, Campaign, Fingerprint, ResumeArg};
 use crate::run::resolve::{closed_loop, ctrl_c_flag, exit_code, offered_rate, resolve, with_rate};
 use crate::run::session::Session;
 use crate::run::stepping::check_step_args;
@@ -27,40 +32,107 @@ use crate::web::step::{Step, StepKind};
 
 #[derive(Args, Debug)]
 pub struct SweepArgs {
-    /// The setting to vary and its values, in order: `qd=1,2,4,8`, `threads=1,2,4`,
-    /// `workers=1,2,4`, `bs=4k,64k,1m`, `read_pct=0,30,70,100` or `rate=1000,2000`.
+    /// A setting to vary and its values, in order: `qd=1,2,4,8`, `bs=4k,64k`,
+    /// `disks=1,4`, `workers=1,2,4`, `read_pct=0,70,100`, `rate=1000,2000`, or any
+    /// profile key that has a flag (`fleet.threads_per_disk=1,2`). Repeat it for a
+    /// matrix: every combination is a step, the first key outermost.
     #[arg(
         long,
         value_name = "KEY=V1,V2,…",
         required_unless_present = "rate_curve"
     )]
-    pub vary: Option<String>,
+    pub vary: Vec<String>,
     /// Instead of --vary: measure the closed-loop maximum, then run open loop (Poisson
     /// arrivals unless the profile says uniform) at 10, 50, 70, 80, 90, 95 and 100% of
     /// it, latency from each I/O's intended issue time.
-    #[arg(long, conflicts_with = "vary")]
+    #[arg(long, conflicts_with_all = ["vary", "resume"])]
     pub rate_curve: bool,
+    #[command(flatten)]
+    pub resume: ResumeArg,
     #[command(flatten)]
     pub run: RunArgs,
 }
 
-/// The settings a sweep can vary.
-const KEYS: [&str; 6] = ["qd", "threads", "workers", "bs", "read_pct", "rate"];
+/// Most steps one sweep may have.
+const MAX_STEPS: usize = 10_000;
 
-/// `KEY=V1,V2,…` into the key and its values.
-fn parse_vary(s: &str) -> Result<(String, Vec<String>), Exit> {
+/// One varied setting: its name in labels and output (the flag without `--`, `-` as
+/// `_`: `qd`, `read_pct`, `disks`), the flag that sets it, and its values in order.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Axis {
+    pub key: String,
+    flag: &'static str,
+    pub values: Vec<String>,
+}
+
+/// The name a key is known by in a sweep: the flag without `--`, `-` as `_`.
+fn flag_key(flag: &str) -> String {
+    flag.trim_start_matches("--").replace('-', "_")
+}
+
+/// The keys a sweep can vary, as [`flag_key`] names them (each flag once).
+fn variable_keys() -> Vec<String> {
+    let mut keys: Vec<String> = Vec::new();
+    for o in iofleet_profile::options::OPTIONS {
+        if let Some(f) = o.flag.filter(|f| *f != "--verify") {
+            let k = flag_key(f);
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+    }
+    keys
+}
+
+/// The flag that sets `key`: a profile key (`fleet.qd`), its last part (`qd`,
+/// `threads_per_disk`) or its flag's name (`threads`, `read-pct`).
+fn flag_of(key: &str) -> Result<&'static str, Exit> {
+    let k = key.replace('-', "_");
+    if matches!(k.as_str(), "hosts" | "fleet.hosts") {
+        return Err(Exit::input(format!(
+            "--vary {key}: a command opens its fleet once and every step runs on it, so the \
+             hosts cannot change between steps; run one sweep per inventory (--hosts) and \
+             compare them (docs/campaigns.md)"
+        )));
+    }
+    let known = || variable_keys().join(", ");
+    let matching = iofleet_profile::options::OPTIONS.iter().filter(|o| {
+        o.key == k
+            || o.key.rsplit('.').next() == Some(k.as_str())
+            || o.flag.is_some_and(|f| flag_key(f) == k)
+    });
+    let mut unflagged = None;
+    for o in matching {
+        match o.flag {
+            Some("--verify") => {
+                return Err(Exit::input(format!(
+                    "--vary {key}: --verify only turns verification on; it has no values to vary"
+                )))
+            }
+            Some(f) => return Ok(f),
+            None => unflagged = Some(o.key),
+        }
+    }
+    Err(Exit::input(match unflagged {
+        Some(o) => format!(
+            "--vary {key}: the profile key {o} has no flag, so a sweep cannot set it; \
+             write one profile per value, or vary one of {}",
+            known()
+        ),
+        None => format!("--vary: '{key}' cannot be varied (one of {})", known()),
+    }))
+}
+
+/// `KEY=V1,V2,…` into its axis.
+fn parse_vary(s: &str) -> Result<Axis, Exit> {
     let (key, values) = s.split_once('=').ok_or_else(|| {
         Exit::input(format!(
             "--vary: '{s}' is not KEY=V1,V2,… (e.g. qd=1,2,4,8)"
         ))
     })?;
-    let key = key.trim().to_string();
-    if !KEYS.contains(&key.as_str()) {
-        return Err(Exit::input(format!(
-            "--vary: '{key}' cannot be varied (one of {})",
-            KEYS.join(", ")
-        )));
-    }
+    let key = key.trim();
+    let flag = flag_of(key)?;
+    let key = flag_key(flag);
     let values: Vec<String> = values
         .split(',')
         .map(|v| v.trim().to_string())
@@ -71,29 +143,102 @@ fn parse_vary(s: &str) -> Result<(String, Vec<String>), Exit> {
             "--vary: give at least two values of {key} (e.g. {key}=1,2,4)"
         )));
     }
-    Ok((key, values))
+    Ok(Axis { key, flag, values })
 }
 
-/// `base` with the varied setting at `value`, checked as the flag itself would be.
-fn step_args(base: &RunArgs, key: &str, value: &str) -> Result<RunArgs, Exit> {
+/// Every `--vary` as its axis: a key given twice (by any of its names) is refused, and
+/// so is a matrix of more than [`MAX_STEPS`] steps.
+pub(crate) fn parse_matrix(vary: &[String]) -> Result<Vec<Axis>, Exit> {
+    let mut axes: Vec<Axis> = Vec::new();
+    for v in vary {
+        let axis = parse_vary(v)?;
+        if axes.iter().any(|a| a.flag == axis.flag) {
+            return Err(Exit::input(format!(
+                "--vary {}: given more than once (each key is one dimension of the matrix)",
+                axis.key
+            )));
+        }
+        axes.push(axis);
+    }
+    let steps = axes
+        .iter()
+        .try_fold(1usize, |n, a| n.checked_mul(a.values.len()))
+        .filter(|n| *n <= MAX_STEPS);
+    if steps.is_none() {
+        return Err(Exit::input(format!(
+            "--vary: the matrix has more than {MAX_STEPS} steps; vary fewer keys or values"
+        )));
+    }
+    Ok(axes)
+}
+
+/// The steps of a matrix in order, each the index of its value on every axis: the
+/// first axis outermost (`--vary bs=4k,64k --vary qd=1,8` runs 4k/1, 4k/8, 64k/1,
+/// 64k/8).
+pub(crate) fn cells(axes: &[Axis]) -> Vec<Vec<usize>> {
+    let mut out: Vec<Vec<usize>> = vec![Vec::new()];
+    for a in axes {
+        out = out
+            .into_iter()
+            .flat_map(|c| {
+                (0..a.values.len()).map(move |i| {
+                    let mut c = c.clone();
+                    c.push(i);
+                    c
+                })
+            })
+            .collect();
+    }
+    out
+}
+
+/// One step's coordinates, `(key, value)` per axis.
+pub(crate) fn coords(axes: &[Axis], cell: &[usize]) -> Vec<(String, String)> {
+    axes.iter()
+        .zip(cell)
+        .map(|(a, i)| (a.key.clone(), a.values[*i].clone()))
+        .collect()
+}
+
+/// `base` with each axis's flag set to the step's value, parsed and checked as the
+/// flag itself is on the command line; what the step does not vary stays as given.
+fn step_args(base: &RunArgs, at: &[(String, String)], axes: &[Axis]) -> Result<RunArgs, Exit> {
+    use clap::FromArgMatches;
     let mut a = base.clone();
-    let bad = |e: String| Exit::input(format!("--vary {key}={value}: {e}"));
-    let int = || {
-        value
-            .parse::<i64>()
-            .map_err(|_| bad("not a whole number".into()))
-    };
-    let num = || value.parse::<f64>().map_err(|_| bad("not a number".into()));
-    match key {
-        "qd" => a.ov.qd = Some(int()?),
-        "threads" => a.ov.threads = Some(int()?),
-        "workers" => a.ov.workers = Some(int()?),
-        "read_pct" => a.ov.read_pct = Some(num()?),
-        "rate" => a.ov.rate = Some(num()?),
-        "bs" => a.ov.bs = Some(iofleet_profile::parse_block_sizes(value).map_err(bad)?),
-        _ => unreachable!("checked by parse_vary"),
+    for ((key, value), axis) in at.iter().zip(axes) {
+        let bad = |e: String| Exit::input(format!("--vary {key}={value}: {e}"));
+        let cmd = iofleet_profile::Overrides::augment_args(
+            clap::Command::new("vary")
+                .no_binary_name(true)
+                .color(clap::ColorChoice::Never),
+        );
+        let m = cmd
+            .try_get_matches_from([format!("{}={value}", axis.flag)])
+            .map_err(|e| {
+                let text = e.render().to_string();
+                let first = text.lines().next().unwrap_or_default();
+                bad(first.trim_start_matches("error: ").to_string())
+            })?;
+        // `--verify` only turns verification on: a step keeps the command's.
+        let verify = a.ov.verify;
+        a.ov.update_from_arg_matches(&m)
+            .map_err(|e| bad(e.to_string()))?;
+        a.ov.verify |= verify;
     }
     Ok(a)
+}
+
+/// `NAME/k1=v1,k2=v2`: a step's run name.
+fn step_name(sweep: &str, at: &[(String, String)]) -> String {
+    format!("{sweep}/{}", coords_text(at))
+}
+
+/// `k1=v1,k2=v2`.
+fn coords_text(at: &[(String, String)]) -> String {
+    at.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// The loads of `--rate-curve`, percent of the measured closed-loop maximum.
@@ -101,47 +246,77 @@ pub const RATE_CURVE: [u32; 7] = [10, 50, 70, 80, 90, 95, 100];
 
 pub fn run(s: SweepArgs) -> Result<i32, Exit> {
     crate::run::steady::check_args(&s.run)?;
-    let Some(vary) = s.vary.as_deref() else {
+    if s.vary.is_empty() {
         return rate_curve(&s);
-    };
-    let (key, values) = parse_vary(vary)?;
-    check_step_args(&s.run, &["sweep", "step", key.as_str()])?;
+    }
+    let axes = parse_matrix(&s.vary)?;
+    let keys: Vec<String> = axes.iter().map(|a| a.key.clone()).collect();
+    let mut own = vec!["sweep", "step", "vary"];
+    own.extend(keys.iter().map(String::as_str));
+    own.extend(campaign::LABELS);
+    check_step_args(&s.run, &own)?;
     // Every step is checked before the first one runs: a bad value fails fast.
-    let mut steps = Vec::with_capacity(values.len());
-    for v in &values {
-        let a = step_args(&s.run, &key, v)?;
+    let mut steps = Vec::new();
+    for cell in cells(&axes) {
+        let at = coords(&axes, &cell);
+        let a = step_args(&s.run, &at, &axes)?;
         let (groups, settings) = resolve(&a)?;
-        steps.push((v.clone(), a, groups, settings));
+        steps.push((at, a, groups, settings));
     }
     let sweep = s.run.save.name.clone().unwrap_or_else(|| {
         let profile = s.run.profile.as_deref().unwrap_or("flags");
-        format!("sweep-{profile}-{key}")
+        format!("sweep-{profile}-{}", keys.join("-"))
     });
+    let n = steps.len();
+    let campaign = Campaign::open(
+        &s.run,
+        s.resume.resume.as_deref(),
+        "sweep",
+        &sweep,
+        Fingerprint::of::<SweepArgs>(std::env::args_os()),
+    )?;
+    campaign.announce(&format!("sweep {sweep}, {n} step(s)"), s.run.quiet);
     // One listener and live view for every step (and round).
     let mut live = Session::open(&s.run)?;
     let stop = ctrl_c_flag();
-    let mut done: Vec<(String, RunResult)> = Vec::new();
+    let mut done: Vec<(Vec<(String, String)>, RunResult)> = Vec::new();
     let mut code = 0;
     let mut failed = None;
-    let n = steps.len();
-    for (i, (value, mut a, groups, settings)) in steps.into_iter().enumerate() {
-        a.save.name = Some(format!("{sweep}/{key}={value}"));
+    for (i, (at, mut a, groups, settings)) in steps.into_iter().enumerate() {
+        let label = coords_text(&at);
+        let said: Vec<String> = at.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+        if let Some(r) = campaign.finished(&i.to_string()) {
+            if !a.quiet {
+                let id = r.stored.as_ref().map_or("", |s| s.id.as_str());
+                eprintln!(
+                    "step {}/{n}: {} (finished before: run {id})",
+                    i + 1,
+                    said.join(", ")
+                );
+            }
+            code = code.max(exit_code(&r, &stop));
+            done.push((at, r));
+            continue;
+        }
+        a.save.name = Some(step_name(&sweep, &at));
         a.save.labels.extend([
             ("sweep".to_string(), sweep.clone()),
             ("step".to_string(), i.to_string()),
-            (key.clone(), value.clone()),
+            ("vary".to_string(), keys.join(",")),
         ]);
+        a.save.labels.extend(at.iter().cloned());
+        a.save.labels.extend(campaign.labels());
         if !a.quiet {
-            eprintln!("step {}/{n}: {key} = {value}", i + 1);
+            eprintln!("step {}/{n}: {}", i + 1, said.join(", "));
         }
-        live.announce(&sweep_step(i, n, format!("{key}={value}"), &groups));
+        live.announce(&sweep_step(i, n, label, &groups));
         match live.measure_step(&a, &groups, settings, &stop) {
             Ok(result) => {
                 // The worst step decides: an invalid step (3) or a failed source (1) in
                 // any step is the sweep's, as in `iofleet run`.
                 let c = exit_code(&result, &stop);
                 code = code.max(c);
-                done.push((value, result));
+                done.push((at, result));
                 if c == 130 {
                     break;
                 }
@@ -152,8 +327,12 @@ pub fn run(s: SweepArgs) -> Result<i32, Exit> {
             }
         }
     }
+    if failed.is_none() && code != 130 && done.len() == n {
+        let last = done.last().and_then(|(_, r)| r.stored.as_ref());
+        campaign.end(last.map(|s| s.id.as_str()), "done");
+    }
     live.finish();
-    print_curve(&s, &sweep, &key, &done)?;
+    print_curve(&s, &sweep, &keys, Some(&campaign.id), &done)?;
     match failed {
         Some(e) => Err(e),
         None => Ok(code),
@@ -187,7 +366,8 @@ fn rate_curve(s: &SweepArgs) -> Result<i32, Exit> {
     if !s.run.quiet {
         eprintln!("step 1/{n}: the closed-loop maximum");
     }
-    let mut done: Vec<(String, RunResult)> = Vec::new();
+    let at = |v: &str| vec![(KEY.to_string(), v.to_string())];
+    let mut done: Vec<(Vec<(String, String)>, RunResult)> = Vec::new();
     live.announce(&sweep_step(0, n, format!("{KEY}=max"), &closed));
     let (max, mut code) = live.step(
         &s.run,
@@ -198,7 +378,7 @@ fn rate_curve(s: &SweepArgs) -> Result<i32, Exit> {
         &stop,
     )?;
     let top = max.summary.all.iops;
-    done.push(("max".into(), max));
+    done.push((at("max"), max));
     let mut failed = None;
     if code != 130 && top > 0.0 {
         for (i, pct) in RATE_CURVE.iter().enumerate() {
@@ -219,7 +399,7 @@ fn rate_curve(s: &SweepArgs) -> Result<i32, Exit> {
             ) {
                 Ok((r, c)) => {
                     code = code.max(c);
-                    done.push((pct.to_string(), r));
+                    done.push((at(&pct.to_string()), r));
                     if c == 130 {
                         break;
                     }
@@ -232,7 +412,7 @@ fn rate_curve(s: &SweepArgs) -> Result<i32, Exit> {
         }
     }
     live.finish();
-    print_curve(s, &sweep, KEY, &done)?;
+    print_curve(s, &sweep, &[KEY.to_string()], None, &done)?;
     match failed {
         Some(e) => Err(e),
         None => Ok(code),
@@ -256,32 +436,46 @@ fn sweep_step(i: usize, n: usize, label: String, groups: &[GroupPlan]) -> Step {
 fn print_curve(
     s: &SweepArgs,
     sweep: &str,
-    key: &str,
-    done: &[(String, RunResult)],
+    keys: &[String],
+    campaign: Option<&str>,
+    done: &[(Vec<(String, String)>, RunResult)],
 ) -> Result<(), Exit> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let written = if s.run.json {
-        serde_json::to_writer_pretty(&mut out, &curve_json(sweep, key, done))
+        serde_json::to_writer_pretty(&mut out, &curve_json(sweep, keys, campaign, done))
             .map_err(std::io::Error::other)
             .and_then(|_| writeln!(out))
     } else {
-        write!(out, "{}", curve_table(sweep, key, done))
+        write!(out, "{}", curve_table(sweep, keys, done))
     };
     written
         .and_then(|_| out.flush())
         .map_err(|e| Exit::failure(format!("writing the curve: {e}")))
 }
 
-/// The curve as JSON: one point per step, with the stored run of each.
-fn curve_json(sweep: &str, key: &str, done: &[(String, RunResult)]) -> serde_json::Value {
+/// The curve as JSON: one point per step, with its coordinates and stored run. `vary`
+/// is the keys joined by commas and `value` the step's values likewise (one key: its
+/// value); `at` maps each key to the step's value.
+fn curve_json(
+    sweep: &str,
+    keys: &[String],
+    campaign: Option<&str>,
+    done: &[(Vec<(String, String)>, RunResult)],
+) -> serde_json::Value {
     let points: Vec<serde_json::Value> = done
         .iter()
-        .map(|(value, r)| {
+        .map(|(at, r)| {
             let all = &r.summary.all;
             let lat = all.latency_us.as_ref();
+            let values: Vec<&str> = at.iter().map(|(_, v)| v.as_str()).collect();
+            let at: serde_json::Map<String, serde_json::Value> = at
+                .iter()
+                .map(|(k, v)| (k.clone(), serde_json::Value::from(v.as_str())))
+                .collect();
             serde_json::json!({
-                "value": value,
+                "value": values.join(","),
+                "at": at,
                 "run_id": r.stored.as_ref().map(|s| s.id.clone()),
                 "iops": all.iops,
                 "mbps": all.mbps,
@@ -299,34 +493,49 @@ fn curve_json(sweep: &str, key: &str, done: &[(String, RunResult)]) -> serde_jso
             })
         })
         .collect();
-    serde_json::json!({ "sweep": sweep, "vary": key, "points": points })
+    let mut v = serde_json::json!({ "sweep": sweep, "vary": keys.join(","), "keys": keys, "points": points });
+    if let Some(c) = campaign {
+        v["campaign"] = c.into();
+    }
+    v
 }
 
-/// The curve as a table, with each step's IOPS gain over the previous one: where the
-/// gain falls towards zero while p99 keeps rising, the knee has passed.
-fn curve_table(sweep: &str, key: &str, done: &[(String, RunResult)]) -> String {
+/// The curve as a table, one column per key, with each step's IOPS gain over the
+/// previous step of the same curve (the same values of every key but the last): where
+/// the gain falls towards zero while p99 keeps rising, the knee has passed.
+fn curve_table(
+    sweep: &str,
+    keys: &[String],
+    done: &[(Vec<(String, String)>, RunResult)],
+) -> String {
+    let widths: Vec<usize> = keys.iter().map(|k| k.chars().count().max(10)).collect();
     let mut t = format!(
-        "sweep {sweep}: {} step(s) of {key}\n{:>10} {:>12} {:>8} {:>10} {:>10} {:>10} {:>9}  run\n",
+        "sweep {sweep}: {} step(s) of {}\n",
         done.len(),
-        key,
-        "IOPS",
-        "MB/s",
-        "mean µs",
-        "p50 µs",
-        "p99 µs",
-        "IOPS Δ"
+        keys.join(" × ")
     );
-    let mut prev: Option<f64> = None;
-    for (value, r) in done {
+    for (k, w) in keys.iter().zip(&widths) {
+        t.push_str(&format!("{k:>w$} "));
+    }
+    t.push_str(&format!(
+        "{:>12} {:>8} {:>10} {:>10} {:>10} {:>9}  run\n",
+        "IOPS", "MB/s", "mean µs", "p50 µs", "p99 µs", "IOPS Δ"
+    ));
+    let indent = widths.iter().sum::<usize>() + widths.len() - 1;
+    let mut prev: Option<(&[(String, String)], f64)> = None;
+    for (at, r) in done {
         let all = &r.summary.all;
         let lat = all.latency_us.as_ref();
+        let outer = &at[..at.len().saturating_sub(1)];
         let gain = prev
-            .filter(|p| *p > 0.0)
-            .map(|p| format!("{:+.0}%", (all.iops - p) / p * 100.0))
+            .filter(|(o, p)| *o == outer && *p > 0.0)
+            .map(|(_, p)| format!("{:+.0}%", (all.iops - p) / p * 100.0))
             .unwrap_or_else(|| "–".into());
+        for ((_, v), w) in at.iter().zip(&widths) {
+            t.push_str(&format!("{v:>w$} "));
+        }
         t.push_str(&format!(
-            "{:>10} {:>12.0} {:>8.1} {:>10} {:>10} {:>10} {:>9}  {}{}\n",
-            value,
+            "{:>12.0} {:>8.1} {:>10} {:>10} {:>10} {:>9}  {}{}\n",
             all.iops,
             all.mbps,
             opt_fixed(lat.map(|l| l.mean), 1),
@@ -342,19 +551,19 @@ fn curve_table(sweep: &str, key: &str, done: &[(String, RunResult)]) -> String {
         ));
         if !r.validity.valid {
             t.push_str(&format!(
-                "{:>10} INVALID: {}\n",
+                "{:>indent$} INVALID: {}\n",
                 "",
                 iofleet_report::text::escape(&r.validity.reasons.join("; "))
             ));
         }
         if let Some(s) = &r.steady_state {
             t.push_str(&format!(
-                "{:>10} {}\n",
+                "{:>indent$} {}\n",
                 "",
                 iofleet_report::table::steady_line(s)
             ));
         }
-        prev = Some(all.iops);
+        prev = Some((outer, all.iops));
     }
     t
 }
@@ -362,20 +571,28 @@ fn curve_table(sweep: &str, key: &str, done: &[(String, RunResult)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser;
+
+    fn ok<T>(r: Result<T, Exit>) -> T {
+        r.unwrap_or_else(|e| panic!("{}", e.message))
+    }
 
     #[test]
     fn vary_names_what_is_wrong() {
-        let Ok((k, v)) = parse_vary("qd=1, 2,4") else {
+        let Ok(a) = parse_vary("qd=1, 2,4") else {
             panic!("a good --vary is refused")
         };
         assert_eq!(
-            (k.as_str(), v),
+            (a.key.as_str(), a.values),
             ("qd", vec!["1".into(), "2".into(), "4".into()])
         );
         for (bad, says) in [
             ("qd", "KEY=V1"),
             ("colour=1,2", "colour"),
             ("qd=4", "at least two"),
+            ("stream.align=4k,8k", "stream.align has no flag"),
+            ("verify=1,2", "no values to vary"),
+            ("hosts=1,2", "hosts cannot change between steps"),
         ] {
             let Err(e) = parse_vary(bad) else {
                 panic!("{bad} is accepted")
@@ -383,5 +600,103 @@ mod tests {
             let e = e.message;
             assert!(e.contains(says) && e.contains("--vary"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn a_key_is_known_by_its_profile_key_its_last_part_or_its_flag() {
+        for (given, key) in [
+            ("fleet.qd", "qd"),
+            ("threads_per_disk", "threads"),
+            ("fleet.disks_per_worker", "disks"),
+            ("disks", "disks"),
+            ("read-pct", "read_pct"),
+            ("stream.read_pct", "read_pct"),
+            ("rate", "rate"),
+            ("timing.rate_iops", "rate"),
+            ("working_set", "working_set"),
+        ] {
+            let a = ok(parse_vary(&format!("{given}=1,2")));
+            assert_eq!(a.key, key, "{given}");
+        }
+        // One key, two names: one dimension.
+        let e = parse_matrix(&["qd=1,2".into(), "fleet.qd=4,8".into()]).unwrap_err();
+        assert!(
+            e.message.contains("--vary qd: given more than once"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn a_matrix_runs_every_combination_first_key_outermost() {
+        let axes = ok(parse_matrix(&["bs=4k,64k".into(), "qd=1,8,32".into()]));
+        let steps: Vec<String> = cells(&axes)
+            .iter()
+            .map(|c| coords_text(&coords(&axes, c)))
+            .collect();
+        assert_eq!(
+            steps,
+            [
+                "bs=4k,qd=1",
+                "bs=4k,qd=8",
+                "bs=4k,qd=32",
+                "bs=64k,qd=1",
+                "bs=64k,qd=8",
+                "bs=64k,qd=32"
+            ]
+        );
+        let big: Vec<String> = (0..5)
+            .map(|i| {
+                format!(
+                    "{}=1,2,3,4,5,6,7",
+                    ["qd", "threads", "workers", "disks", "rate"][i]
+                )
+            })
+            .collect();
+        let e = parse_matrix(&big).unwrap_err();
+        assert!(e.message.contains("more than 10000 steps"), "{}", e.message);
+    }
+
+    #[test]
+    fn a_step_sets_its_keys_and_keeps_every_other_flag() {
+        let cli = crate::cli::Cli::try_parse_from([
+            "iofleet",
+            "sweep",
+            "easy-run-4k100r",
+            "--qd",
+            "8",
+            "--workers",
+            "3",
+            "--verify",
+            "--vary",
+            "bs=4k,64k",
+            "--vary",
+            "disks=1,2",
+        ])
+        .unwrap();
+        let crate::cli::Command::Sweep(s) = cli.command else {
+            panic!("not a sweep")
+        };
+        let axes = ok(parse_matrix(&s.vary));
+        let at = coords(&axes, &[1, 0]);
+        let a = ok(step_args(&s.run, &at, &axes));
+        assert_eq!(a.ov.disks, Some(1));
+        assert_eq!(
+            a.ov.bs,
+            Some(iofleet_profile::parse_block_sizes("64k").unwrap())
+        );
+        assert_eq!(
+            (a.ov.qd, a.ov.workers, a.ov.verify),
+            (Some(8), Some(3), true)
+        );
+        // A bad value names the step's key and value, and what is wrong with it.
+        let bad = vec![("disks".to_string(), "two".to_string())];
+        let e = step_args(&s.run, &bad, &axes[1..]).unwrap_err();
+        assert!(
+            e.message
+                .starts_with("--vary disks=two: invalid value 'two' for '--disks"),
+            "{}",
+            e.message
+        );
     }
 }

@@ -13,15 +13,21 @@ use std::time::Duration;
 use clap::Args;
 use iofleet_profile::{format_duration, parse_duration, GroupPlan};
 use iofleet_stats::result::RunResult;
-use iofleet_stats::slo::{self, Objective};
+use iofleet_stats::slo::{self, Slo};
 
-use crate::args::{objective, RunArgs};
+use crate::args::RunArgs;
 use crate::exit::Exit;
-use crate::run::resolve::{closed_loop, ctrl_c_flag, resolve, with_rate};
+use crate::run::campaign::{self, Campaign, Fingerprint};
+use crate::run::resolve::{closed_loop, ctrl_c_flag, exit_code, resolve, with_rate};
 use crate::run::search::{self, End, Measured, Outcome, Params};
 use crate::run::session::Session;
 use crate::run::stepping::check_step_args;
 use crate::web::step::{Step, StepKind};
+
+/// A search objective, latency or host CPU (`iofleet_stats::slo`'s grammar).
+fn search_objective(s: &str) -> Result<Slo, String> {
+    s.parse().map_err(|e: slo::ObjectiveError| e.to_string())
+}
 
 fn duration(s: &str) -> Result<Duration, String> {
     parse_duration(s)
@@ -43,11 +49,13 @@ fn tolerance(s: &str) -> Result<f64, String> {
 /// The search's own flags, shared by `find-max` and `plan`.
 #[derive(Args, Debug, Clone)]
 pub struct SearchArgs {
-    /// A latency objective every step must meet, `[all.|read.|write.]STAT<=LATENCY` with
-    /// STAT one of p50, p90, p95, p99, p99.9, mean, max and a unit ns, us, ms or s, e.g.
-    /// `p99<=3ms`, `read.p95<=2ms` (repeatable; all must hold).
-    #[arg(long = "slo", value_name = "OBJECTIVE", value_parser = objective)]
-    pub slo: Vec<Objective>,
+    /// An objective every step must meet (repeatable; all must hold): latency,
+    /// `[all.|read.|write.]STAT<=LATENCY` with STAT one of p50, p90, p95, p99, p99.9,
+    /// mean, max and a unit ns, us, ms or s (`p99<=3ms`, `read.p95<=2ms`), or host CPU,
+    /// `[workers.|observers.]cpu<=PERCENT%` (`cpu<=40%`: the workers' hosts' busy CPU,
+    /// percent of all cores).
+    #[arg(long = "slo", value_name = "OBJECTIVE", value_parser = search_objective)]
+    pub slo: Vec<Slo>,
     /// The first rate tried, total IOPS over the fleet [default: the profile's
     /// closed-loop maximum, measured first].
     #[arg(long, value_name = "IOPS", allow_negative_numbers = true)]
@@ -78,7 +86,9 @@ pub(crate) struct StepRecord {
 /// What a search found.
 pub(crate) struct Report {
     pub name: String,
-    pub objectives: Vec<Objective>,
+    /// The campaign's id (`--resume=ID`).
+    pub campaign: String,
+    pub objectives: Vec<Slo>,
     /// The closed-loop maximum measured first (absent with --start).
     pub closed: Option<RunResult>,
     pub steps: Vec<StepRecord>,
@@ -99,14 +109,41 @@ impl Report {
 }
 
 /// Labels every find-max step carries.
-const OWN_LABELS: [&str; 6] = ["findmax", "step", "rate", "slo", "repeat", "found"];
+const OWN_LABELS: [&str; 9] = [
+    "findmax",
+    "step",
+    "rate",
+    "slo",
+    "repeat",
+    "found",
+    campaign::ID_LABEL,
+    campaign::FP_LABEL,
+    campaign::END_LABEL,
+];
 
-/// Run the search for `a` under `s`; `name` names the search in the store. The search
-/// has one live session (`--metrics-listen`, `--ui`) for all its steps, each announced.
-pub(crate) fn find_max(a: &RunArgs, s: &SearchArgs, name: &str) -> Result<Report, Exit> {
+/// Run the search for `a` under `s`; `name` names the search in the store. `resume` is
+/// None where the command has no `--resume` (`plan`), else the campaign it continues
+/// (`--resume`: an id or `latest`), if any, with the command's fingerprint, and the
+/// search announces its campaign. The search has one live
+/// session (`--metrics-listen`, `--ui`) for all its steps, each announced. A resumed
+/// search runs again from its start, each step the store holds finished taken from
+/// there instead of measured: the same measurements make the same decisions, so it
+/// measures from the first step the store lacks.
+pub(crate) fn find_max(
+    a: &RunArgs,
+    s: &SearchArgs,
+    name: &str,
+    resume: Option<(Option<&str>, Fingerprint)>,
+) -> Result<Report, Exit> {
     let groups = checked_groups(a, s)?;
+    let announce = resume.is_some();
+    let (resume, fp) = resume.unwrap_or_default();
+    let campaign = Campaign::open(a, resume, "findmax", name, fp)?;
+    if announce {
+        campaign.announce(&format!("find-max {name}"), a.quiet);
+    }
     let mut live = Session::open(a)?;
-    let report = search(a, s, name, groups, &mut live);
+    let report = search(a, s, name, groups, &mut live, &campaign);
     live.finish();
     report
 }
@@ -117,6 +154,7 @@ fn search(
     name: &str,
     groups: Vec<GroupPlan>,
     live: &mut Session,
+    campaign: &Campaign,
 ) -> Result<Report, Exit> {
     let mut run = SearchRun {
         a,
@@ -127,6 +165,7 @@ fn search(
         stop: ctrl_c_flag(),
         code: 0,
         live,
+        campaign,
     };
     let (start, closed) = match s.start {
         Some(r) => (r, None),
@@ -138,7 +177,7 @@ fn search(
     let params = Params {
         start,
         tolerance: s.tolerance,
-        limits_us: s.slo.iter().map(|o| o.limit_us).collect(),
+        limits: s.slo.iter().map(Slo::limit).collect(),
         stop_at_knee: s.stop_at_knee,
         max_steps: s.max_steps,
     };
@@ -165,8 +204,13 @@ fn search(
     if found.end == End::NoneMet {
         run.code = run.code.max(1);
     }
+    if found.end != End::Interrupted {
+        let last = steps.last().and_then(|s| s.result.stored.as_ref());
+        campaign.end(last.map(|s| s.id.as_str()), end_text(found.end));
+    }
     Ok(Report {
         name: name.to_string(),
+        campaign: campaign.id.clone(),
         objectives: s.slo.clone(),
         closed,
         steps,
@@ -182,7 +226,7 @@ fn checked_groups(a: &RunArgs, s: &SearchArgs) -> Result<Vec<GroupPlan>, Exit> {
     check_step_args(a, &OWN_LABELS)?;
     if s.slo.is_empty() {
         return Err(Exit::input(
-            "--slo: give at least one latency objective, e.g. --slo 'p99<=3ms'",
+            "--slo: give at least one objective, e.g. --slo 'p99<=3ms' or --slo 'cpu<=40%'",
         ));
     }
     let (groups, _) = resolve(a)?;
@@ -217,17 +261,31 @@ struct SearchRun<'a> {
     stop: Arc<AtomicBool>,
     code: i32,
     live: &'a mut Session,
+    campaign: &'a Campaign,
 }
 
 impl SearchRun<'_> {
     /// The labels of step `step` at `rate`.
     fn labels(&self, step: usize, rate: &str) -> Vec<(String, String)> {
-        vec![
+        let mut l = vec![
             ("findmax".to_string(), self.name.to_string()),
             ("step".to_string(), step.to_string()),
             ("rate".to_string(), rate.to_string()),
             ("slo".to_string(), self.slo_label.clone()),
-        ]
+        ];
+        l.extend(self.campaign.labels());
+        l
+    }
+
+    /// Step `step` at `rate` (`repeat`) as the store holds it finished, when this search
+    /// resumes a campaign that measured it.
+    fn finished(&self, step: usize, rate: &str, repeat: u32) -> Option<RunResult> {
+        let r = self.campaign.finished(&step.to_string())?;
+        let labels = &r.stored.as_ref()?.labels;
+        let stored_repeat = labels.get("repeat").map_or("0", String::as_str);
+        let same = labels.get("rate").map(String::as_str) == Some(rate)
+            && stored_repeat == repeat.to_string();
+        same.then_some(r)
     }
 
     /// Measure the closed-loop maximum, the default start rate: its IOPS and run, or
@@ -236,30 +294,42 @@ impl SearchRun<'_> {
         let (a, name) = (self.a, self.name);
         let mut g = self.groups.clone();
         closed_loop(&mut g, "--start", "; give the first rate with --start")?;
-        if !a.quiet {
-            eprintln!("find-max: measuring the closed-loop maximum");
-        }
-        self.live.announce(&Step {
-            kind: StepKind::FindMax,
-            index: 0,
-            of: None,
-            at_most: false,
-            label: "the closed-loop maximum".into(),
-            rate_iops: None,
-        });
-        let (r, c) = self.live.step(
-            a,
-            &g,
-            format!("{name}/closed-loop"),
-            self.labels(0, "closed-loop"),
-            a.seed,
-            &self.stop,
-        )?;
+        let (r, c) = match self.finished(0, "closed-loop", 0) {
+            Some(r) => {
+                if !a.quiet {
+                    eprintln!("find-max: the closed-loop maximum{}", before(&r));
+                }
+                let c = exit_code(&r, &self.stop);
+                (r, c)
+            }
+            None => {
+                if !a.quiet {
+                    eprintln!("find-max: measuring the closed-loop maximum");
+                }
+                self.live.announce(&Step {
+                    kind: StepKind::FindMax,
+                    index: 0,
+                    of: None,
+                    at_most: false,
+                    label: "the closed-loop maximum".into(),
+                    rate_iops: None,
+                });
+                self.live.step(
+                    a,
+                    &g,
+                    format!("{name}/closed-loop"),
+                    self.labels(0, "closed-loop"),
+                    a.seed,
+                    &self.stop,
+                )?
+            }
+        };
         self.code = self.code.max(c);
         let iops = r.summary.all.iops;
         if c == 130 || iops.is_nan() || iops <= 0.0 {
             return Ok(Err(Report {
                 name: name.to_string(),
+                campaign: self.campaign.id.clone(),
                 objectives: self.s.slo.clone(),
                 closed: Some(r),
                 steps: Vec::new(),
@@ -287,42 +357,57 @@ impl SearchRun<'_> {
         let mut g = self.groups.clone();
         with_rate(&mut g, rate)?;
         let i = results.len() + 1;
-        let mut l = self.labels(i, &format!("{rate:.0}"));
-        if repeat > 0 {
-            l.push(("repeat".to_string(), repeat.to_string()));
-        }
-        if !a.quiet {
-            eprintln!(
-                "find-max step {i}: {rate:.0} IOPS{}",
-                if repeat > 0 { " (again: noisy)" } else { "" }
-            );
-        }
-        self.live.announce(&Step {
-            kind: StepKind::FindMax,
-            index: i as u32,
-            of: None,
-            at_most: false,
-            label: if repeat > 0 { "again: noisy" } else { "" }.into(),
-            rate_iops: Some(rate),
-        });
-        let (r, c) = self.live.step(
-            a,
-            &g,
-            format!("{name}/rate={rate:.0}"),
-            l,
-            a.seed.wrapping_add(repeat as u64),
-            &self.stop,
-        )?;
+        let again = if repeat > 0 { " (again: noisy)" } else { "" };
+        let (r, c) = match self.finished(i, &format!("{rate:.0}"), repeat) {
+            Some(r) => {
+                if !a.quiet {
+                    eprintln!("find-max step {i}: {rate:.0} IOPS{again}{}", before(&r));
+                }
+                let c = exit_code(&r, &self.stop);
+                (r, c)
+            }
+            None => {
+                let mut l = self.labels(i, &format!("{rate:.0}"));
+                if repeat > 0 {
+                    l.push(("repeat".to_string(), repeat.to_string()));
+                }
+                if !a.quiet {
+                    eprintln!("find-max step {i}: {rate:.0} IOPS{again}");
+                }
+                self.live.announce(&Step {
+                    kind: StepKind::FindMax,
+                    index: i as u32,
+                    of: None,
+                    at_most: false,
+                    label: if repeat > 0 { "again: noisy" } else { "" }.into(),
+                    rate_iops: Some(rate),
+                });
+                self.live.step(
+                    a,
+                    &g,
+                    format!("{name}/rate={rate:.0}"),
+                    l,
+                    a.seed.wrapping_add(repeat as u64),
+                    &self.stop,
+                )?
+            }
+        };
         self.code = self.code.max(c);
         let m = Measured {
             iops: r.summary.all.iops,
             mean_us: r.summary.all.latency_us.as_ref().map(|l| l.mean),
-            values: self.s.slo.iter().map(|o| o.value_us(&r.summary)).collect(),
+            values: self.s.slo.iter().map(|o| o.value(&r.summary)).collect(),
             interrupted: c == 130 || r.run.interrupted,
         };
         results.push(r);
         Ok(m)
     }
+}
+
+/// ` (finished before: run ID)`: a step taken from the store.
+fn before(r: &RunResult) -> String {
+    let id = r.stored.as_ref().map_or("", |s| s.id.as_str());
+    format!(" (finished before: run {id})")
 }
 
 /// Label the found step's run `found=true` (a warning if the store refuses).
@@ -339,7 +424,7 @@ fn mark_found(a: &RunArgs, id: &str) {
     }
 }
 
-fn outcome_text(o: Outcome, objectives: &[Objective]) -> String {
+fn outcome_text(o: Outcome, objectives: &[Slo]) -> String {
     match o {
         Outcome::Pass => "pass".into(),
         Outcome::Missed(i) => format!("missed {}", objectives[i]),
@@ -378,7 +463,12 @@ pub(crate) fn report_json(r: &Report) -> serde_json::Value {
                 "mean_us": lat.map(|l| l.mean),
                 "p50_us": lat.map(|l| l.p50),
                 "p99_us": lat.map(|l| l.p99),
-                "values_us": s.point.measured.values,
+                "values_us": r.objectives.iter().zip(&s.point.measured.values)
+                    .map(|(o, v)| o.latency().and(*v))
+                    .collect::<Vec<_>>(),
+                "values": s.point.measured.values,
+                "cpu_pct": s.result.summary.cpu.as_ref().map(|c| c.host_pct),
+                "observers_cpu_pct": s.result.summary.observers.as_ref().map(|o| o.cpu.host_pct),
                 "outcome": outcome_text(s.point.outcome, &r.objectives),
                 "passed": s.point.outcome.passed(),
                 "noisy": s.point.noisy,
@@ -392,6 +482,7 @@ pub(crate) fn report_json(r: &Report) -> serde_json::Value {
     let found = r.found();
     serde_json::json!({
         "findmax": r.name,
+        "campaign": r.campaign,
         "objectives": r.objectives.iter().map(|o| o.to_string()).collect::<Vec<_>>(),
         "max_iops": r.max_iops(),
         "rate": found.map(|s| s.point.rate),
@@ -448,9 +539,18 @@ pub(crate) fn report_table(r: &Report) -> String {
         }
         None => t.push_str(&format!("max: none found; search {}\n", end_text(r.end))),
     }
+    // With a CPU objective, a column of the workers' (or observers') CPU it bounds.
+    let cpu = r.objectives.iter().find(|o| matches!(o, Slo::Cpu(_)));
     t.push_str(&format!(
-        "{:>5} {:>12} {:>12} {:>10} {:>10} {:>10}  {:<24} run\n",
-        "step", "offered", "IOPS", "mean µs", "p50 µs", "p99 µs", "outcome"
+        "{:>5} {:>12} {:>12} {:>10} {:>10} {:>10}{}  {:<24} run\n",
+        "step",
+        "offered",
+        "IOPS",
+        "mean µs",
+        "p50 µs",
+        "p99 µs",
+        if cpu.is_some() { "   CPU %" } else { "" },
+        "outcome"
     ));
     for (i, s) in r.steps.iter().enumerate() {
         let l = s.result.summary.all.latency_us.as_ref();
@@ -459,14 +559,18 @@ pub(crate) fn report_table(r: &Report) -> String {
         if s.point.noisy {
             outcome.push_str(" (noisy)");
         }
+        let cpu_col = cpu.map_or(String::new(), |o| {
+            format!(" {:>7}", fx(o.value(&s.result.summary)))
+        });
         t.push_str(&format!(
-            "{:>5} {:>12.0} {:>12.0} {:>10} {:>10} {:>10}  {:<24} {}{}\n",
+            "{:>5} {:>12.0} {:>12.0} {:>10} {:>10} {:>10}{}  {:<24} {}{}\n",
             s.step,
             s.point.rate,
             s.result.summary.all.iops,
             fx(l.map(|l| l.mean)),
             fx(l.map(|l| l.p50)),
             fx(l.map(|l| l.p99)),
+            cpu_col,
             outcome,
             s.result
                 .stored

@@ -6,6 +6,7 @@
 //! not parse a command line (`crate::cmd`) nor serve HTTP (`crate::web`); it uses the
 //! listeners and the results store (`crate::store`), which do not use it.
 
+pub mod campaign;
 pub mod diskspd;
 pub mod dry_run;
 pub mod find_max;

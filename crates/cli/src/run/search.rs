@@ -36,7 +36,8 @@ pub const KNEE_FACTOR: f64 = 2.0;
 pub struct Measured {
     pub iops: f64,
     pub mean_us: Option<f64>,
-    /// Per objective, in order: the measured figure (µs), None when no such I/O.
+    /// Per objective, in order: the measured figure (in its unit: µs, or % for CPU), None
+    /// when there is none (no such I/O, CPU not measured).
     pub values: Vec<Option<f64>>,
     /// Ctrl-C ended the step: the search stops without a verdict for it.
     pub interrupted: bool,
@@ -49,8 +50,8 @@ pub struct Params {
     pub start: f64,
     /// Relative width at which bisection stops (0.02 = 2%).
     pub tolerance: f64,
-    /// Per objective: its limit, µs.
-    pub limits_us: Vec<f64>,
+    /// Per objective: its limit, in the objective's unit (µs, or % of all cores).
+    pub limits: Vec<f64>,
     pub stop_at_knee: bool,
     /// At most this many steps in all (repeats and the light step included).
     pub max_steps: usize,
@@ -134,12 +135,12 @@ impl<E> Search<'_, E> {
         let noisy = m
             .values
             .iter()
-            .zip(&self.p.limits_us)
+            .zip(&self.p.limits)
             .any(|(v, l)| v.is_some_and(|v| ((v - l) / l).abs() <= NOISE_BAND));
         if let Some(i) = m
             .values
             .iter()
-            .zip(&self.p.limits_us)
+            .zip(&self.p.limits)
             .position(|(v, l)| v.is_some_and(|v| v > *l))
         {
             return (Outcome::Missed(i), noisy);
@@ -307,7 +308,7 @@ mod tests {
         Params {
             start,
             tolerance: 0.02,
-            limits_us: vec![limit],
+            limits: vec![limit],
             stop_at_knee: false,
             max_steps: 60,
         }
@@ -331,6 +332,50 @@ mod tests {
                 assert_eq!(pt.outcome.passed(), pt.rate <= 7_500.0, "{pt:?}");
             }
         }
+    }
+
+    #[test]
+    fn a_cpu_objective_lands_within_five_points_below_the_limit_and_the_next_step_up_exceeds_it() {
+        // Host CPU rising with the rate, 5% idle plus 1% per 10,000 IOPS (40% at
+        // 350,000), with up to ±1.5 points of deterministic jitter from other work.
+        let cpu = |rate: f64, repeat: u32| {
+            let jitter = ((rate / 997.0 + repeat as f64).sin()) * 1.5;
+            5.0 + rate / 10_000.0 + jitter
+        };
+        let mut dev = |rate: f64, repeat: u32| -> Result<Measured, ()> {
+            Ok(Measured {
+                iops: rate,
+                mean_us: Some(10.0),
+                values: vec![Some(cpu(rate, repeat))],
+                interrupted: false,
+            })
+        };
+        let mut p = params(2_000_000.0, 40.0);
+        p.tolerance = 0.05;
+        let f = find_max(&p, &mut dev).unwrap();
+        assert_eq!(f.end, End::Converged);
+        let (rate, at) = f.best.unwrap();
+        let found = f.points[at].measured.values[0].unwrap();
+        assert!((35.0..=40.0).contains(&found), "{found}% at {rate}");
+        // The next rate up the search tried failed on CPU, by the majority of its
+        // measurements, and lies within the tolerance.
+        let next = f
+            .points
+            .iter()
+            .map(|p| p.rate)
+            .filter(|r| *r > rate)
+            .fold(f64::INFINITY, f64::min);
+        assert!((next - rate) / next <= 0.05, "{rate} {next}");
+        let over: Vec<bool> = f
+            .points
+            .iter()
+            .filter(|p| p.rate == next)
+            .map(|p| p.measured.values[0].unwrap() > 40.0)
+            .collect();
+        assert!(
+            over.iter().filter(|o| **o).count() * 2 > over.len(),
+            "{over:?}"
+        );
     }
 
     #[test]

@@ -46,9 +46,13 @@ struct Pages {
 }
 
 impl Pages {
-    fn render(regs: &Registries) -> Pages {
-        let mut openmetrics = String::new();
-        let mut text = String::new();
+    /// Both pages, each in a buffer sized from the last pages' lengths (`last`): the
+    /// pages of a large fleet run to megabytes, and growing a buffer by doubling held up
+    /// to three times that at once.
+    fn render(regs: &Registries, last: (usize, usize)) -> Pages {
+        let room = |len: usize| len + len / 16;
+        let mut openmetrics = String::with_capacity(room(last.0));
+        let mut text = String::with_capacity(room(last.1));
         // Writing into a String fails only on an invalid registry, which `Families::new`
         // would have refused; an empty page is the safe answer if it ever happens.
         if text::encode(&mut openmetrics, &regs.openmetrics, TextProfile::default()).is_err() {
@@ -140,7 +144,7 @@ impl Metrics {
         let families = Families::new(&mut registries)?;
         // Until the first interval the page has no samples rather than made-up zeros
         // (the plain gauges would render as 0).
-        let pages = Pages::render(&Registries::default());
+        let pages = Pages::render(&Registries::default(), (0, 0));
         Ok(Metrics {
             pages: Arc::new(Mutex::new(pages)),
             registries,
@@ -166,7 +170,11 @@ impl Observer for Metrics {
         let index = self.intervals_before + snap.row.index;
         self.intervals_seen = index + 1;
         self.families.record(snap, index);
-        let pages = Pages::render(&self.registries);
+        let last = {
+            let shown = self.pages.lock().unwrap_or_else(|p| p.into_inner());
+            (shown.openmetrics.len(), shown.text.len())
+        };
+        let pages = Pages::render(&self.registries, last);
         *self.pages.lock().unwrap_or_else(|p| p.into_inner()) = pages;
     }
 }

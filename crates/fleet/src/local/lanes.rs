@@ -305,9 +305,10 @@ pub struct ThreadWork<'a> {
     pub tables: &'a [Option<Arc<DiskTable>>],
     /// Lanes taken out of the run, shared with the process's other I/O threads.
     pub taken_out: &'a TakenOut,
-    /// Called once the thread's state is built, before its first I/O: waits for the
-    /// start instant. False: the run was stopped meanwhile, nothing is driven.
-    pub at_start: &'a dyn Fn() -> bool,
+    /// Called once the thread's state is built, before its first I/O, with when that
+    /// I/O is due (ns after the start instant; 0 with a closed-loop queue): waits for
+    /// the thread's start. False: the run was stopped meanwhile, nothing is driven.
+    pub at_start: &'a dyn Fn(u64) -> bool,
 }
 
 /// How many I/Os a verified lane's queue draws ahead (`Queue::ahead`): a few passes of
@@ -453,7 +454,7 @@ pub fn run_lanes<E: Engine, C: Clock>(
     // instant, so that threads woken at one instant (many agents on few CPUs, or many
     // I/O threads) do not hold each other up with their set-up.
     let mut driver = Driver::new(engine, clock, work);
-    if !(work.at_start)() {
+    if !(work.at_start)(driver.first_due()) {
         return Ok(0);
     }
     driver.begin();
@@ -701,6 +702,16 @@ impl<'a, E: Engine, C: Clock> Driver<'a, E, C> {
             lap_at: now,
             completed: 0,
             reaped_at: now,
+        }
+    }
+
+    /// When the thread's first I/O is due, ns after the start instant: at once with a
+    /// closed-loop queue, else the earliest open-loop arrival.
+    fn first_due(&self) -> u64 {
+        if self.ready.is_empty() {
+            self.timers.peek().map_or(0, |Reverse((t, _))| *t)
+        } else {
+            0
         }
     }
 
@@ -1155,6 +1166,8 @@ mod tests {
         /// Files whose I/Os fail with this errno: every `fail_period`-th of them (1: all).
         fail: Vec<(u32, i32)>,
         fail_period: usize,
+        /// When the first request came.
+        first_at: Option<u64>,
     }
 
     impl Engine for Recorder {
@@ -1166,6 +1179,7 @@ mod tests {
         }
         fn queue(&mut self, req: IoReq) -> Result<(), EngineError> {
             self.log[req.file as usize].push((req.op, req.offset, req.len));
+            self.first_at.get_or_insert(self.clock.now_ns());
             let due = self.clock.now_ns() + self.lat_ns;
             let nth = self.log[req.file as usize].len();
             let result = match self.fail.iter().find(|f| f.0 == req.file) {
@@ -1222,6 +1236,17 @@ mod tests {
         plan: &Plan,
         tables: &[Option<Arc<DiskTable>>],
     ) -> Vec<Vec<(OpKind, u64, u32)>> {
+        record_starting(all, lanes, plan, tables, &|_| true).log
+    }
+
+    /// `record_verified` with the thread's start hook, returning the engine.
+    fn record_starting(
+        all: &[LaneSpec],
+        lanes: &[usize],
+        plan: &Plan,
+        tables: &[Option<Arc<DiskTable>>],
+        at_start: &dyn Fn(u64) -> bool,
+    ) -> Recorder {
         let spec = IoThreadSpec {
             id: 0,
             lanes: lanes.to_vec(),
@@ -1237,6 +1262,7 @@ mod tests {
             buf: vec![0; 65536],
             fail: Vec::new(),
             fail_period: 1,
+            first_at: None,
         };
         let timeline = Timeline::new(
             Duration::ZERO,
@@ -1256,10 +1282,43 @@ mod tests {
             self_check: false,
             tables,
             taken_out: &taken_out,
-            at_start: &|| true,
+            at_start,
         };
         run_lanes(&mut e, &clock, &work).unwrap();
-        e.log
+        e
+    }
+
+    #[test]
+    fn a_thread_is_told_when_its_first_i_o_is_due() {
+        // A thread with a closed-loop queue is due at once; one whose queues all issue
+        // at a rate, at its earliest first arrival (a random phase of the gap), which is
+        // when it issues its first I/O.
+        let plan = plan(vec![stream("a", 70.0, 100.0), stream("b", 0.0, 0.0)]);
+        let told = std::cell::Cell::new(None);
+        let hook = |first: u64| {
+            told.set(Some(first));
+            true
+        };
+        let closed = [lane(0, 2, Some(500.0)), lane(1, 2, None)];
+        let e = record_starting(&closed, &[0, 1], &plan, &[], &hook);
+        assert_eq!(told.get(), Some(0));
+        assert_eq!(e.first_at, Some(0));
+        let mut firsts = Vec::new();
+        for w in 0..8 {
+            let rated = [lane(w, 2, Some(500.0)), lane(w + 8, 2, Some(400.0))];
+            let e = record_starting(&rated, &[0, 1], &plan, &[], &hook);
+            let first = told.get().unwrap();
+            assert!(
+                first > 0 && first < 2_000_000,
+                "worker {w}: due at {first} ns"
+            );
+            assert_eq!(e.first_at, Some(first), "worker {w}");
+            firsts.push(first);
+        }
+        // The phases differ between workers (their seeds do).
+        firsts.sort_unstable();
+        firsts.dedup();
+        assert_eq!(firsts.len(), 8, "{firsts:?}");
     }
 
     #[test]
@@ -1383,7 +1442,7 @@ mod tests {
             self_check: false,
             tables: &[],
             taken_out: &taken_out,
-            at_start: &|| true,
+            at_start: &|_| true,
         };
         let end = engine.drive(Instant::now(), Go(&work)).unwrap();
         assert_eq!(end, 1_000_000_000);
@@ -1483,6 +1542,7 @@ mod tests {
             buf: vec![0; 65536],
             fail,
             fail_period: period,
+            first_at: None,
         };
         let timeline = Timeline::new(
             Duration::ZERO,
@@ -1502,7 +1562,7 @@ mod tests {
             self_check: false,
             tables: &[],
             taken_out: &taken_out,
-            at_start: &|| true,
+            at_start: &|_| true,
         };
         assert_eq!(run_lanes(&mut e, &clock, &work).unwrap(), timeline.end_ns());
         drop(tx);

@@ -537,12 +537,15 @@ impl Launcher for ThreadLauncher {
         self.gate.open(epoch, tx);
         let job = self.job.as_ref()?;
         // Wait for the last I/O thread to begin (it wakes this one; a thread that sees
-        // a stop at the start counts as begun), at most two seconds after the epoch.
+        // a stop at the start counts as begun), at most two seconds after the latest a
+        // thread begins (`threads::begin_ns`).
         // Not a poll, and not a sleep until the epoch: either way this thread would wake
         // with the I/O threads (here or, on a shared machine, other hosts') and hold
         // some of them up; a poll every 20 ms, on a machine of a thousand agents, kept
         // both CPUs busy from the start frame to the epoch and made hosts start late.
-        let deadline = epoch.max(Instant::now()) + Duration::from_secs(2);
+        let deadline = epoch.max(Instant::now())
+            + Duration::from_nanos(threads::begin_ns(u64::MAX, &job.timeline))
+            + Duration::from_secs(2);
         let (count, all) = &job.started;
         let mut n = count.lock().unwrap_or_else(|p| p.into_inner());
         while *n < job.io_threads.len() && !job.stop.load(Ordering::SeqCst) {

@@ -8,7 +8,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::Sender as MsgSender;
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::Sender;
 use iofleet_engine::target::{open_disk_through, DiskLayout};
@@ -107,7 +107,7 @@ pub(super) struct Loop<'a> {
     i: usize,
     tx: &'a MsgSender<Msg>,
     self_check: bool,
-    at_start: &'a dyn Fn() -> bool,
+    at_start: &'a dyn Fn(u64) -> bool,
 }
 
 impl Drive for Loop<'_> {
@@ -208,12 +208,17 @@ pub(super) fn thread_main(job: &Job, i: usize, gate: &Gate, ready: &Sender<Resul
     // A panic in the loop must still end this source, or the collector waits for ever.
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let simulated = engine.simulated_time();
-        // Called by the loop once its state is built: everyone starts at the same
-        // instant.
-        let at_start = || {
+        // Called by the loop once its state is built, with when its first I/O is due:
+        // it begins then (see `begin_ns`), and how late it woke is its lateness.
+        let at_start = |first_ns: u64| {
             if !simulated {
-                std::thread::sleep(epoch.saturating_duration_since(Instant::now()));
-                let late = Instant::now().saturating_duration_since(epoch).as_nanos() as u64;
+                let begin = epoch + Duration::from_nanos(begin_ns(first_ns, &job.timeline));
+                // Naps: a stop (which rings the bell) ends them; a ring for another run
+                // of this process (agents that share one) does not.
+                while Instant::now() < begin && !job.stop.load(Ordering::SeqCst) {
+                    iofleet_engine::nap(begin);
+                }
+                let late = Instant::now().saturating_duration_since(begin).as_nanos() as u64;
                 job.max_late_ns.fetch_max(late, Ordering::SeqCst);
             }
             count_started();
@@ -252,6 +257,46 @@ pub(super) fn thread_main(job: &Job, i: usize, gate: &Gate, ready: &Sender<Resul
     drop(engine);
 }
 
+/// When an I/O thread whose first I/O is due `first_ns` after the start instant
+/// begins: then, but no later than the first interval boundary or `MAX_DEFER_NS`.
+///
+/// A thread with a closed-loop queue is due at once (0). An open-loop thread's first
+/// arrival lies at a random phase of its gap (`lanes::new_queue`), so a fleet's rated
+/// threads wake spread over their first gap instead of all at the start instant, where
+/// a thousand agents on a few CPUs would hold each other up; and a thread's lateness is
+/// measured against its own schedule. The cap keeps `LocalLauncher::start`, which waits
+/// for every thread to begin, from holding up the first interval.
+pub(super) fn begin_ns(first_ns: u64, timeline: &Timeline) -> u64 {
+    let first_boundary = timeline.boundaries.get(1).copied().unwrap_or(0);
+    first_ns.min(first_boundary).min(MAX_DEFER_NS)
+}
+
+/// The latest an I/O thread begins after the start instant (`begin_ns`).
+pub(super) const MAX_DEFER_NS: u64 = 1_000_000_000;
+
 pub(super) fn mono_now(epoch: Instant) -> u64 {
     Instant::now().saturating_duration_since(epoch).as_nanos() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_thread_begins_when_due_but_within_the_first_interval_and_a_second() {
+        let s = Duration::from_secs;
+        let ms = |n: u64| n * 1_000_000;
+        // 1 s intervals: due at 300 ms, it begins then; due later, at the boundary.
+        let one = Timeline::new(s(0), s(10), s(1));
+        assert_eq!(begin_ns(0, &one), 0);
+        assert_eq!(begin_ns(ms(300), &one), ms(300));
+        assert_eq!(begin_ns(ms(2_500), &one), ms(1_000));
+        // 100 ms intervals (a warm-up's first one too): never past the first boundary.
+        let short = Timeline::new(Duration::from_millis(100), s(1), Duration::from_millis(100));
+        assert_eq!(begin_ns(ms(300), &short), ms(100));
+        // 5 s intervals: never past 1 s.
+        let long = Timeline::new(s(0), s(30), s(5));
+        assert_eq!(begin_ns(ms(2_500), &long), MAX_DEFER_NS);
+        assert_eq!(begin_ns(ms(700), &long), ms(700));
+    }
 }

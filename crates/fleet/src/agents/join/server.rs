@@ -202,7 +202,9 @@ impl JoinServer {
             creds,
             shared: shared.clone(),
             rx,
-            peers: HashMap::new(),
+            // Room for the whole fleet and the candidates at once: growing the table
+            // of ten thousand peers held the old and the new one together.
+            peers: HashMap::with_capacity((settings.expect as usize).min(1 << 16) + MAX_CANDIDATES),
             next: 2,
             candidates: 0,
             heartbeat: (settings.host_timeout / 4)
@@ -469,6 +471,20 @@ struct Peer {
     eof: bool,
 }
 
+/// Give back a peer's buffer once it is empty, if it grew past a few KiB: a job or a
+/// burst of frames would otherwise keep its largest size for the whole command, for each
+/// of thousands of peers. Then at most 1 MiB is kept while a frame is in progress.
+fn release(buf: &mut Vec<u8>) {
+    if buf.is_empty() && buf.capacity() > KEEP_BUFFER {
+        *buf = Vec::new();
+    } else if buf.capacity() > (1 << 20) && buf.len() < (64 << 10) {
+        buf.shrink_to(64 << 10);
+    }
+}
+
+/// The buffer a peer keeps between frames (`release`).
+const KEEP_BUFFER: usize = 4 << 10;
+
 /// Why a connection ends.
 enum End {
     /// Refused as a candidate: logged and counted.
@@ -651,9 +667,7 @@ impl EventLoop {
                     }
                 }
                 p.inbuf.drain(..used);
-                if p.inbuf.capacity() > (1 << 20) && p.inbuf.len() < (64 << 10) {
-                    p.inbuf.shrink_to(64 << 10);
-                }
+                release(&mut p.inbuf);
                 Ok(())
             }
         }
@@ -1013,6 +1027,7 @@ impl Peer {
                 Err(e) => return Err(format!("TLS: {e}")),
             }
         }
+        release(&mut self.out);
         Ok(())
     }
 
@@ -1028,6 +1043,24 @@ impl Peer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_empty_peer_buffer_is_given_back_once_it_grew() {
+        let mut b: Vec<u8> = Vec::with_capacity(64 << 10);
+        b.extend_from_slice(&[1; 100]);
+        release(&mut b);
+        assert_eq!(b.capacity(), 64 << 10, "kept while it holds bytes");
+        b.clear();
+        release(&mut b);
+        assert_eq!(b.capacity(), 0, "given back once empty");
+        let mut small: Vec<u8> = Vec::with_capacity(1 << 10);
+        release(&mut small);
+        assert_eq!(small.capacity(), 1 << 10, "a small one is kept");
+        let mut huge: Vec<u8> = Vec::with_capacity(4 << 20);
+        huge.extend_from_slice(&[1; 100]);
+        release(&mut huge);
+        assert!(huge.capacity() < 1 << 20 && huge.len() == 100);
+    }
     use crate::agents::join::creds::{client_config, server_name};
     use crate::agents::protocol::write_frame;
 
