@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use iofleet_fleet::inventory::{self, HostSpec, InventoryError, Role};
+use iofleet_import::diskspd::{self, DiskspdError};
 use iofleet_import::fio::{self, FioError};
 use iofleet_profile::options::{option, DIRECT_IO_SECTOR, DISK_SIZE_MULTIPLE, MIN_DISK_SIZE};
 use iofleet_profile::{
@@ -372,6 +373,49 @@ pub fn fio_job(input: &str) {
             match resolve(&g.raw, &Overrides::default(), &ctx) {
                 Ok(plan) => check_plan(&plan, &ctx),
                 Err(e) => check_profile_error(&e, &g.raw.origin),
+            }
+        }
+    }
+}
+
+/// A DISKSPD command line through the path `iofleet run --diskspd` takes: read, then
+/// its profile resolved in both contexts. A refusal names only flags the line holds
+/// (as split); a read line has a target per disk and a plan within the table's bounds.
+pub fn diskspd_args(input: &str) {
+    let imp = match diskspd::read(input) {
+        Ok(imp) => imp,
+        Err(DiskspdError::Flags(problems)) => {
+            let words = diskspd::split_args(input).expect("a line refused by flag splits");
+            assert!(!problems.is_empty(), "a refusal of no flag");
+            for p in &problems {
+                assert!(words.contains(&p.flag), "{} is not a word of {input:?}", p.flag);
+                assert!(!p.message.is_empty(), "{} refused without a reason", p.flag);
+            }
+            return;
+        }
+        Err(DiskspdError::Quote) => {
+            assert!(input.contains('"'), "an unclosed quote in a line of none");
+            return;
+        }
+        Err(DiskspdError::NoTarget) => return,
+    };
+    assert!(!imp.targets.is_empty(), "a line of no target was read");
+    assert_eq!(
+        imp.raw.fleet.disks_per_worker,
+        Some(imp.targets.len() as i64),
+        "a disk per target"
+    );
+    for ctx in CONTEXTS {
+        match resolve(&imp.raw, &Overrides::default(), &ctx) {
+            Ok(plan) => check_plan(&plan, &ctx),
+            Err(e) => {
+                check_profile_error(&e, &imp.raw.origin);
+                if let Some(key) = e.key() {
+                    assert!(
+                        diskspd::flag_of_key(key).is_some(),
+                        "{key} names no DISKSPD flag: {e}"
+                    );
+                }
             }
         }
     }

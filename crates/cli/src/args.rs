@@ -103,6 +103,16 @@ pub struct RunArgs {
     /// file whose jobs are separated by stonewall.
     #[arg(long, value_name = "NAME")]
     pub fio_job: Vec<String>,
+    /// Run a DISKSPD command line (quoted, e.g. "-b4K -t1 -o16 -w0 -Sh -L -r -d900
+    /// data.dat"): one worker, a disk per target under --target, -t threads per disk, -o
+    /// I/Os per thread; the flags below still apply on top (docs/diskspd.md).
+    #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
+    pub diskspd: Option<String>,
+    /// With --diskspd: where a `#N` (physical drive) or `X:` (drive letter) target goes,
+    /// e.g. '#1=/dev/nvme1n1' (repeatable). Never guessed; a device is then written as
+    /// any --target device is, with --destroy-data when it holds data.
+    #[arg(long, value_name = "TARGET=PATH")]
+    pub diskspd_map: Vec<String>,
 
     /// Where disks live: a directory (created; one file per disk); repeated, existing
     /// directories (each worker's disks in turn over them, e.g. one mount per SSD) or

@@ -226,12 +226,67 @@ fn usual_flags_apply_on_top_and_dry_run_prints_the_groups() {
     assert!(stderr(&o).contains("--workers"), "{}", stderr(&o));
 }
 
+/// A job file as written for Windows with fio's logging and timing options: it runs, the
+/// engine as iofleet's native one, with one notice for the engine and one per logging
+/// option, an inline comment and an open last zone read as fio reads them.
+#[test]
+fn a_windows_job_with_logging_options_runs_with_one_notice_each() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("win.fio"),
+        "[global]\nioengine=windowsaio ; Windows' native asynchronous I/O\nthread\n\
+         direct=1\ntime_based\ntimeout=900\ngroup_reporting\nwrite_bw_log=bw\n\
+         gtod_reduce=1\nio_submit_mode=offload\nsize=8m\n\
+         [raw]\nblocksize=4k,2048k\nrw=randrw\nrwmixread=90 # the read-heavy run\n\
+         iodepth=8\nnumjobs=2\nrandom_distribution=zoned:50/5:30/15:20/\n",
+    )
+    .unwrap();
+    let o = run_fio(
+        d.path(),
+        &["run", "win.fio", "--target", "data", "--dry-run"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert!(out.contains("hot_bands = \"50/5:30/15:20/80\""), "{out}");
+    assert!(
+        out.contains("read_pct = 100") && out.contains("weight = 90"),
+        "{out}"
+    );
+    for (what, line) in [
+        ("ioengine=windowsaio", 2),
+        ("write_bw_log accepted", 8),
+        ("gtod_reduce accepted", 9),
+        ("io_submit_mode accepted", 10),
+    ] {
+        let n: Vec<&str> = err.lines().filter(|l| l.contains(what)).collect();
+        assert_eq!(n.len(), 1, "{what}: {err}");
+        assert!(n[0].contains(&format!("win.fio:{line}: ")), "{}", n[0]);
+    }
+    let o = run_fio(
+        d.path(),
+        &[
+            "run",
+            "win.fio",
+            "--engine",
+            "null",
+            "--target",
+            "data",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0s",
+            "--no-save",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
 #[test]
 fn an_unsupported_option_names_file_line_and_option() {
     let d = tempfile::tempdir().unwrap();
     std::fs::write(
         d.path().join("bad.fio"),
-        "[global]\nruntime=1\n[a]\nrw=randread\nfsync=4\nwrite_lat_log=lat\n",
+        "[global]\nruntime=1\n[a]\nrw=randread\nfsync=4\nverify_backlog=16\n",
     )
     .unwrap();
     let o = run_fio(
@@ -249,7 +304,7 @@ fn an_unsupported_option_names_file_line_and_option() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let e = stderr(&o);
     assert!(e.contains("bad.fio:5: fsync: not supported"), "{e}");
-    assert!(e.contains("bad.fio:6: write_lat_log: unknown"), "{e}");
+    assert!(e.contains("bad.fio:6: verify_backlog: unknown"), "{e}");
     assert!(!d.path().join("data").exists(), "nothing ran");
 
     // Ignoring both runs, with a notice per option in the result.
@@ -267,7 +322,7 @@ fn an_unsupported_option_names_file_line_and_option() {
             "--fio-ignore",
             "fsync",
             "--fio-ignore",
-            "write_lat_log",
+            "verify_backlog",
         ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -285,7 +340,7 @@ fn an_unsupported_option_names_file_line_and_option() {
     assert!(
         notices
             .iter()
-            .any(|n| n.starts_with("fio bad.fio:6: option write_lat_log ignored")),
+            .any(|n| n.starts_with("fio bad.fio:6: option verify_backlog ignored")),
         "{notices:?}"
     );
     assert!(v["summary"]["all"]["ios"].as_u64().unwrap() > 0);
@@ -599,6 +654,49 @@ fn an_invalid_mapped_value_names_the_profile_key_and_the_fio_option() {
     let e = stderr(&o);
     assert!(e.contains("small.fio [a]: fleet.disk_size: "), "{e}");
     assert!(e.contains("(fio option size)"), "{e}");
+}
+
+/// `verify` on an engine that touches no storage is refused naming its file and line,
+/// whether `--engine null` or the job's own `ioengine=null` chose the engine; on files
+/// the same job runs.
+#[test]
+fn verify_on_the_null_engine_names_the_option_and_line() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("v.fio"),
+        "[global]\nruntime=1\n[v]\nrw=randwrite\nsize=8m\nverify=crc32c\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.path().join("vn.fio"),
+        "[v]\nioengine=null\nrw=randwrite\nsize=8m\nruntime=1\nverify=md5\n",
+    )
+    .unwrap();
+    for (file, extra, line) in [
+        ("v.fio", &["--engine", "null"][..], "v.fio:6: verify: "),
+        ("vn.fio", &[][..], "vn.fio:6: verify: "),
+    ] {
+        let mut args = vec!["run", file, "--target", "data", "--no-save", "--dry-run"];
+        args.extend_from_slice(extra);
+        let o = run_fio(d.path(), &args);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{file}: {e}");
+        assert!(e.contains(line), "{file}: {e}");
+        assert!(e.contains("the null engine touches no storage"), "{e}");
+    }
+    let o = run_fio(
+        d.path(),
+        &[
+            "run",
+            "v.fio",
+            "--engine",
+            "psync",
+            "--target",
+            "data",
+            "--no-save",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
 
 #[test]

@@ -1,6 +1,8 @@
 //! Workloads written for other tools, read into iofleet's profile model: `fio` reads fio
 //! job files into raw profiles (one worker group per job, with a notice for every
-//! difference and an error for every option iofleet cannot run; docs/fio.md), and
+//! difference and an error for every option iofleet cannot run; docs/fio.md),
+//! `diskspd` reads DISKSPD command lines into the profile of one worker (docs/diskspd.md),
+//! and
 //! `trace` fits recorded I/O traces (blkparse, CSV, MSR-Cambridge) into plans that print
 //! as profiles (docs/traces.md).
 //!
@@ -13,5 +15,6 @@
 
 #![forbid(unsafe_code)]
 
+pub mod diskspd;
 pub mod fio;
 pub mod trace;

@@ -63,6 +63,7 @@ pub fn raw_of(plan: &Plan) -> RawProfile {
             dedupe_ratio: Some(plan.data.dedupe_ratio),
             dedupe_unit: Some(plan.data.dedupe_unit.to_string()),
             compress_ratio: Some(plan.data.compress_ratio),
+            write_through: plan.data.write_through.then_some(true),
         },
         streams: plan
             .streams

@@ -266,6 +266,18 @@ pub static OPTIONS: &[OptionDef] = &[
         help: "Bytes of each unit per byte it compresses to (C:1, vdbench's compratio): 2.0 \
                makes each unit half pseudo-random, half zeros. 1.0: incompressible.",
     },
+    OptionDef {
+        key: "data.write_through",
+        required: false,
+        flag: Some("--write-through"),
+        kind: "bool",
+        default: Some("false"),
+        range: None,
+        help: "Write through the device's volatile cache: disks are opened with O_DSYNC, so \
+               each write completes once it is durable (the block layer sends it with FUA, or \
+               a flush after it), as DISKSPD's -Sw/-Sh (docs/diskspd.md) and fio's sync=dsync. Reads are \
+               unchanged.",
+    },
     // [[stream]]
     OptionDef {
         key: "stream.name",

@@ -73,6 +73,9 @@ pub struct Overrides {
     pub dedupe_unit: Option<Bytes>,
     #[arg(long, value_name = "C", allow_negative_numbers = true, help = help("data.compress_ratio"))]
     pub compress_ratio: Option<f64>,
+    /// `--write-through` only ever turns write-through on.
+    #[arg(long, help = help("data.write_through"))]
+    pub write_through: bool,
 }
 
 impl Overrides {

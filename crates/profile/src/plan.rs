@@ -40,6 +40,13 @@ pub struct DataPlan {
     pub dedupe_unit: Bytes,
     /// Bytes of each unit per byte it compresses to (C:1), >= 1.
     pub compress_ratio: f64,
+    /// Writes go through the device's volatile cache (disks opened with O_DSYNC).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub write_through: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl Default for DataPlan {
@@ -49,6 +56,7 @@ impl Default for DataPlan {
             dedupe_ratio: 1.0,
             dedupe_unit: Bytes(4096),
             compress_ratio: 1.0,
+            write_through: false,
         }
     }
 }

@@ -73,6 +73,7 @@ pub struct RawData {
     #[serde(default, deserialize_with = "text_or_number")]
     pub dedupe_unit: Option<String>,
     pub compress_ratio: Option<f64>,
+    pub write_through: Option<bool>,
 }
 
 impl RawData {

@@ -177,6 +177,9 @@ A profile is a TOML file: the fleet shape, the timing, and one or more streams (
 patterns). Give a built-in profile by name or your own file by path (anything ending in
 `.toml` or containing `/`). Most keys can be overridden on the command line; an error
 always names the key (and the flag, if the value came from one) that fixes it.
+Workloads written for other tools resolve to the same keys: fio job files
+([fio.md](fio.md)) and DISKSPD command lines ([diskspd.md](diskspd.md), which also
+sets `data.write_through` from `-Sw`/`-Sh`).
 
 ```toml
 name = "my-oltp"

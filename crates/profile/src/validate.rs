@@ -370,6 +370,7 @@ impl Resolver<'_> {
             dedupe_ratio: dedupe.v,
             dedupe_unit: unit.v,
             compress_ratio: compress.v,
+            write_through: ov.write_through || d.write_through.unwrap_or(false),
         })
     }
 

@@ -1,6 +1,7 @@
-//! `iofleet profiles list|show|reference|from-trace|from-fio` (also spelled `iofleet
-//! profile`). Fitting a trace is `iofleet_import::trace` and mapping a fio job file
-//! `iofleet_import::fio`; this file reads the file and writes the profiles.
+//! `iofleet profiles list|show|reference|from-trace|from-fio|from-diskspd` (also spelled
+//! `iofleet profile`). Fitting a trace is `iofleet_import::trace`, mapping a fio job file
+//! `iofleet_import::fio` and a DISKSPD command line `iofleet_import::diskspd`; this file
+//! reads the input and writes the profiles.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -28,6 +29,18 @@ pub enum ProfilesCmd {
     /// Write the profile(s) iofleet would run for a fio job file: one per job section,
     /// with the `iofleet run --group` line that runs them together (docs/fio.md).
     FromFio(FromFioArgs),
+    /// Print the profile iofleet would run for a DISKSPD command line (docs/diskspd.md).
+    FromDiskspd(FromDiskspdArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct FromDiskspdArgs {
+    /// The DISKSPD command line, quoted as one argument (the program's name may lead).
+    #[arg(value_name = "ARGS", allow_hyphen_values = true)]
+    pub args: String,
+    /// Write the profile to this file. Default: stdout.
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -212,6 +225,32 @@ fn from_fio(a: FromFioArgs) -> Result<i32, Exit> {
     Ok(0)
 }
 
+/// A DISKSPD command line as the profile `iofleet run --diskspd` would resolve (every key
+/// written out), with the direct-I/O flag and the notices as comments.
+fn from_diskspd(a: FromDiskspdArgs) -> Result<i32, Exit> {
+    let imp = crate::run::diskspd::load(&a.args)?;
+    let ctx = iofleet_profile::Context { direct: imp.direct };
+    let plan = crate::run::diskspd::resolve(&imp, &iofleet_profile::Overrides::default(), &ctx)?;
+    let mut text = format!(
+        "# iofleet profile from the DISKSPD command line: {}\n# see docs/diskspd.md; run it with --target DIR{}\n",
+        a.args.split_whitespace().collect::<Vec<_>>().join(" "),
+        if imp.direct { "" } else { " --direct false (DISKSPD caches without -Su/-Sh)" }
+    );
+    for n in &imp.notices {
+        text.push_str(&format!("# note: {n}\n"));
+        eprintln!("note: {n}");
+    }
+    text.push_str(&iofleet_profile::plan_toml(&plan));
+    match &a.output {
+        None => print!("{text}"),
+        Some(out) => {
+            write(out, &text)?;
+            eprintln!("wrote {}", out.display());
+        }
+    }
+    Ok(0)
+}
+
 fn write(path: &PathBuf, text: &str) -> Result<(), Exit> {
     std::fs::write(path, text).map_err(|e| Exit::input(format!("--output {}: {e}", path.display())))
 }
@@ -249,6 +288,7 @@ pub fn run(cmd: ProfilesCmd) -> Result<i32, Exit> {
         ProfilesCmd::Reference => print!("{}", iofleet_profile::reference_markdown()),
         ProfilesCmd::FromTrace(a) => return from_trace(a),
         ProfilesCmd::FromFio(a) => return from_fio(a),
+        ProfilesCmd::FromDiskspd(a) => return from_diskspd(a),
     }
     Ok(0)
 }

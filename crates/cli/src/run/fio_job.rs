@@ -137,6 +137,7 @@ pub(crate) fn phases(a: &RunArgs, ov: &Overrides, path: &Path) -> Result<JobFile
             )));
         }
     }
+    refuse_verify_without_storage(a, &imp)?;
     let ctx = Context { direct: a.direct };
     let mut notices = imp.notices.clone();
     notices.extend(directory_notices(a, &imp));
@@ -153,6 +154,28 @@ pub(crate) fn phases(a: &RunArgs, ov: &Overrides, path: &Path) -> Result<JobFile
         engine: engine_of(&imp),
         notices,
     })
+}
+
+/// A job's `verify` on an engine that touches no storage (`--engine null`, or the jobs'
+/// own `ioengine=null`): refused naming the option's file and line, as every refusal of
+/// a job file is (the run's own check names only `--verify`).
+fn refuse_verify_without_storage(a: &RunArgs, imp: &FioImport) -> Result<(), Exit> {
+    let engine = match (&a.engine, engine_of(imp)) {
+        (EngineSpec::Auto, Some(asked)) => asked,
+        (given, _) => given.clone(),
+    };
+    if engine.caps().needs_target {
+        return Ok(());
+    }
+    match imp.groups.iter().find_map(|g| g.verify.as_ref()) {
+        Some(at) => Err(Exit::input(format!(
+            "fio option iofleet cannot run as written:\n  {at}: verify: the {} engine touches \
+             no storage, so there is no data to verify; run with --engine io_uring, psync or \
+             auto, or --fio-ignore verify",
+            engine.name()
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// Whether every job names a `directory` (a job without one writes where fio runs: one

@@ -7,6 +7,7 @@
 //! listeners and the results store (`crate::store`), which do not use it.
 
 pub mod campaign;
+pub mod diskspd;
 pub mod dry_run;
 pub mod find_max;
 pub mod fio_job;

@@ -146,9 +146,14 @@ fn groups(a: &RunArgs, ov: &Overrides) -> Result<Vec<GroupPlan>, Exit> {
 
 /// The worker groups and run settings the arguments ask for.
 pub(crate) fn resolve(a: &RunArgs) -> Result<(Vec<GroupPlan>, RunSettings), Exit> {
-    let (groups, job_engine) = match crate::run::fio_job::job_file(a) {
-        Some(path) => crate::run::fio_job::groups(a, &a.ov, &path)?,
-        None => {
+    let from_diskspd = crate::run::diskspd::groups(a, &a.ov)?;
+    let (groups, job_engine) = match (from_diskspd, crate::run::fio_job::job_file(a)) {
+        (Some(groups), _) => {
+            crate::run::fio_job::refuse_fio_flags(a)?;
+            (groups, None)
+        }
+        (None, Some(path)) => crate::run::fio_job::groups(a, &a.ov, &path)?,
+        (None, None) => {
             crate::run::fio_job::refuse_fio_flags(a)?;
             (groups(a, &a.ov)?, None)
         }
@@ -198,7 +203,10 @@ pub(crate) fn launcher_for(a: &RunArgs) -> Result<Box<dyn Fleet>, Exit> {
     }
     let target = match a.hosts {
         Some(_) => Vec::new(),
-        None => crate::run::fio_job::target(a)?,
+        None => match crate::run::diskspd::target(a)? {
+            Some(mapped) => mapped,
+            None => crate::run::fio_job::target(a)?,
+        },
     };
     launcher_at(a.hosts.as_deref(), &target)
 }

@@ -662,9 +662,25 @@ pub fn create_files(layout: &[DiskLayout]) -> Result<(), TargetError> {
 /// should not write access times to the storage under test, and checking whether to
 /// costs the kernel work on every read (bench/README.md measures it).
 pub fn open_disk(d: &DiskLayout, direct: bool, write: bool) -> Result<OpenDisk, TargetError> {
+    open_disk_through(d, direct, write, false)
+}
+
+/// [`open_disk`], and with O_DSYNC when `write_through` (the profile's
+/// `data.write_through`): every write completes once it is durable, so the block layer
+/// sends it with FUA (or a flush after it) to a device with a volatile write cache. For
+/// every engine that writes: the flag is on the file, not on each request.
+pub fn open_disk_through(
+    d: &DiskLayout,
+    direct: bool,
+    write: bool,
+    write_through: bool,
+) -> Result<OpenDisk, TargetError> {
     let mut flags = OFlags::empty();
     if direct {
         flags |= OFlags::DIRECT;
+    }
+    if write_through && write {
+        flags |= OFlags::DSYNC;
     }
     if !d.is_device {
         flags |= OFlags::NOFOLLOW;

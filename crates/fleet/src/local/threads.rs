@@ -11,7 +11,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::Sender;
-use iofleet_engine::target::{open_disk, DiskLayout};
+use iofleet_engine::target::{open_disk_through, DiskLayout};
 use iofleet_engine::verify::DiskTable;
 use iofleet_engine::{BuiltEngine, Drive, EngineFile, EngineParams, EngineSpec};
 use iofleet_profile::Plan;
@@ -158,7 +158,10 @@ pub(super) fn open_engine(job: &Job, spec: &IoThreadSpec) -> Result<BuiltEngine,
     for (&l, &f) in spec.lanes.iter().zip(&spec.files) {
         if f as usize == files.len() {
             let disk = match &job.disks[l] {
-                Some(d) => Some(open_disk(d, job.direct, writes).map_err(|e| e.to_string())?),
+                Some(d) => Some(
+                    open_disk_through(d, job.direct, writes, job.plan.data.write_through)
+                        .map_err(|e| e.to_string())?,
+                ),
                 None => None,
             };
             files.push(EngineFile {

@@ -12,10 +12,11 @@
 use std::collections::BTreeSet;
 
 use iofleet_profile::options::{int_range, MAX_BLOCK_SIZES};
-use iofleet_profile::raw::{RawFleet, RawProfile, RawStream, RawTiming};
+use iofleet_profile::raw::{RawData, RawFleet, RawProfile, RawStream, RawTiming};
 use iofleet_profile::{parse_duration, parse_hot_bands};
 
 use super::parse::{known, FioJob, FioOption, Known, Location};
+use super::size::fio_size;
 use super::{FioError, Problem};
 
 /// What a count option must be: a whole number in the range of the profile key it
@@ -52,6 +53,9 @@ pub struct FioGroup {
     /// target, so the CLI decides what becomes of it (the run's target when `--target`
     /// is not given).
     pub directory: Option<FioDirectory>,
+    /// Where the job's `verify` is written, when it turns verification on: a run on an
+    /// engine that touches no storage is refused naming this line.
+    pub verify: Option<Location>,
 }
 
 /// A job's `directory=`.
@@ -195,7 +199,7 @@ impl Mapper {
         let workers = int(self, &["numjobs"], "fleet.workers");
         let qd = int(self, &["iodepth"], "fleet.qd");
         let disks = self.disks(job);
-        let (read_pct, random) = self.rw(job);
+        let (read_pct, random) = self.rw(job, kb);
         let dirs = self.directions(job, kb, random);
         let mut fleet = RawFleet {
             workers,
@@ -206,11 +210,17 @@ impl Mapper {
         };
         let working_set_pct = self.size(job, kb, disks, &mut fleet);
         let timing = self.timing(job, kb, &dirs);
-        let (zipf, hot_bands) = self.distribution(job);
+        let (zipf, hot_bands) = self.distribution(job, kb, disks);
+        let align = self.blockalign(job, kb);
         let direct = self.direct(job, run_direct);
         let engine = self.engine(job);
         let stonewall = self.stonewall(job, index);
         let directory = self.directory(job);
+        let write_through = self.sync(job);
+        let verify = timing
+            .verify
+            .and_then(|_| job.get(&["verify"]))
+            .map(|o| o.at.clone());
         if self.problems.len() > before {
             return None;
         }
@@ -223,6 +233,7 @@ impl Mapper {
             weight,
             zipf,
             hot_bands: hot_bands.clone(),
+            align: align.clone(),
             working_set_pct,
             ..RawStream::default()
         };
@@ -264,13 +275,17 @@ impl Mapper {
                 fleet,
                 timing,
                 streams,
+                data: RawData {
+                    write_through,
+                    ..RawData::default()
+                },
                 origin: format!("{} [{}]", job.at.file, job.name),
-                ..RawProfile::default()
             },
             engine,
             direct,
             stonewall,
             directory,
+            verify,
         })
     }
 
@@ -305,6 +320,10 @@ impl Mapper {
         for o in &job.options {
             match known(&o.name) {
                 Some(Known::Mapped | Known::Accepted) => {}
+                Some(Known::Noticed(why)) => {
+                    let at = o.at.clone();
+                    self.notice(&at, format!("{} accepted: {why}", o.name));
+                }
                 Some(Known::Unsupported(why)) => self.problem(o, format!("not supported: {why}")),
                 None => self.problem(
                     o,
@@ -369,7 +388,7 @@ impl Mapper {
     }
 
     /// (read %, random) from rw/readwrite and rwmixread/rwmixwrite.
-    fn rw(&mut self, job: &FioJob) -> (f64, bool) {
+    fn rw(&mut self, job: &FioJob, kb: u64) -> (f64, bool) {
         let (mixed, read, random) = match job.get(&["rw", "readwrite"]) {
             None => (false, true, false),
             Some(o) => {
@@ -379,7 +398,7 @@ impl Mapper {
                     None => (v.trim().to_string(), None),
                 };
                 if let Some(s) = suffix {
-                    self.problem(o, format!("the ':{s}' offset modifier of rw={v} is not supported (iofleet's sequential cursor has no holes and random offsets no repeat count)"));
+                    self.rw_modifier(o, &v, kind.starts_with("rand"), s.trim(), kb);
                 }
                 match kind.as_str() {
                     "read" => (false, true, false),
@@ -432,6 +451,34 @@ impl Mapper {
             }
         };
         (read_pct, random)
+    }
+
+    /// The `:N` after `rw`. fio reads it per kind: on a random job, a new random offset
+    /// every N I/Os (sequential in between); on a sequential one, N bytes skipped after
+    /// each I/O. `:1` (random) and `:0` (sequential) are fio's defaults and iofleet's
+    /// behaviour; any other N is refused, since iofleet's sequential cursor has no holes
+    /// and it draws a new random offset for every I/O.
+    fn rw_modifier(&mut self, o: &FioOption, v: &str, random: bool, n: &str, kb: u64) {
+        if random {
+            match n.parse::<u64>() {
+                Ok(1) => {}
+                Ok(0) | Err(_) => self.problem(
+                    o,
+                    format!("rw={v}: ':{n}' is not a count of I/Os of 1 or more"),
+                ),
+                Ok(_) => self.problem(o, format!(
+                    "the ':{n}' offset modifier of rw={v} (a new random offset every {n} I/Os, sequential in between) is not supported: iofleet draws a new random offset for every I/O"
+                )),
+            }
+        } else {
+            match fio_size(n, kb) {
+                Ok(0) => {}
+                Ok(_) => self.problem(o, format!(
+                    "the ':{n}' offset modifier of rw={v} ({n} skipped after each I/O) is not supported: iofleet's sequential cursor has no holes"
+                )),
+                Err(e) => self.problem(o, format!("rw={v}: {e}")),
+            }
+        }
     }
 
     /// Block sizes and random share of reads and of writes; None after a problem.
@@ -537,7 +584,16 @@ impl Mapper {
 
     /// `size` → disk_size (split over the disks) or, as `N%`, working_set_pct.
     fn size(&mut self, job: &FioJob, kb: u64, disks: i64, fleet: &mut RawFleet) -> Option<f64> {
+        let file_size = self.filesize(job, kb, fleet);
         let o = job.get(&["size"])?;
+        if file_size && !o.value.as_deref().unwrap_or("").trim().ends_with('%') {
+            let at = o.at.clone();
+            self.notice(&at, format!(
+                "size={}: with filesize, fio's size only bounds the bytes a job transfers; iofleet runs for a duration, and each disk is filesize",
+                o.value.as_deref().unwrap_or("").trim()
+            ));
+            return None;
+        }
         let v = o.value.clone().unwrap_or_default();
         if let Some(p) = v.trim().strip_suffix('%') {
             return match p.trim().parse::<f64>() {
@@ -566,6 +622,63 @@ impl Mapper {
             Err(e) => self.problem(o, e),
         }
         None
+    }
+
+    /// `sync`: fio opens the files O_SYNC (`sync`, `1`) or O_DSYNC (`dsync`) →
+    /// `data.write_through` (O_DSYNC). O_SYNC also writes the file's metadata at each
+    /// write, which iofleet's preallocated disks and devices do not change: a notice.
+    fn sync(&mut self, job: &FioJob) -> Option<bool> {
+        let o = job.get(&["sync"])?;
+        match o.value.as_deref().map(str::trim) {
+            Some("none") | Some("0") => None,
+            Some("dsync") => Some(true),
+            None | Some("sync") | Some("1") => {
+                let at = o.at.clone();
+                self.notice(&at, "sync: O_SYNC maps to data.write_through, which opens the disks O_DSYNC (each write durable; the metadata O_SYNC adds does not change on iofleet's preallocated disks)");
+                Some(true)
+            }
+            Some(v) => {
+                self.problem(o, format!("sync={v}: expected none, 0, sync, 1 or dsync"));
+                None
+            }
+        }
+    }
+
+    /// `filesize`: each file's size, so each disk's (`fleet.disk_size`); `size` then
+    /// only bounds the bytes transferred (a percentage still sets the working set, as
+    /// fio-json writes it). A range of different ends (fio picks each file's size at
+    /// random in it) is refused: iofleet's disks have one size. Whether it was set.
+    fn filesize(&mut self, job: &FioJob, kb: u64, fleet: &mut RawFleet) -> bool {
+        let Some(o) = job.get(&["filesize"]) else {
+            return false;
+        };
+        let v = o.value.clone().unwrap_or_default();
+        let (lo, hi) = v.split_once('-').unwrap_or((&v, &v));
+        match (fio_size(lo, kb), fio_size(hi, kb)) {
+            (Ok(a), Ok(b)) if a == b => {
+                let rounded = a / 4096 * 4096;
+                if rounded != a {
+                    let at = o.at.clone();
+                    self.notice(&at, format!(
+                        "filesize={}: {a} bytes per disk rounded down to {rounded} (disk_size is a multiple of 4 KiB)",
+                        v.trim()
+                    ));
+                }
+                fleet.disk_size = Some(rounded.to_string());
+                true
+            }
+            (Ok(_), Ok(_)) => {
+                self.problem(o, format!(
+                    "filesize={}: a range of file sizes (fio picks each file's size in it at random) is not supported: iofleet's disks have one size; give one",
+                    v.trim()
+                ));
+                true
+            }
+            (Err(e), _) | (_, Err(e)) => {
+                self.problem(o, e);
+                true
+            }
+        }
     }
 
     fn timing(
@@ -664,8 +777,29 @@ impl Mapper {
         t
     }
 
-    /// random_distribution → (zipf, hot_bands).
-    fn distribution(&mut self, job: &FioJob) -> (Option<f64>, Option<String>) {
+    /// `blockalign` (`ba`) → `stream.align`, in bytes; one value for both directions.
+    fn blockalign(&mut self, job: &FioJob, kb: u64) -> Option<String> {
+        let o = job.get(&["blockalign", "ba"])?;
+        let Some(v) = one_value(o.value.as_deref().unwrap_or("")) else {
+            self.problem(o, "per-direction alignments are not supported; give one");
+            return None;
+        };
+        match fio_size(&v, kb) {
+            Ok(0) => {
+                self.problem(o, format!("blockalign={v}: an alignment of 0 bytes"));
+                None
+            }
+            Ok(n) => Some(n.to_string()),
+            Err(e) => {
+                self.problem(o, e);
+                None
+            }
+        }
+    }
+
+    /// random_distribution → (zipf, hot_bands). `zoned_abs` bands (absolute sizes) become
+    /// shares of each disk, so they need a byte `size`.
+    fn distribution(&mut self, job: &FioJob, kb: u64, disks: i64) -> (Option<f64>, Option<String>) {
         let Some(o) = job.get(&["random_distribution"]) else {
             return (None, None);
         };
@@ -684,12 +818,27 @@ impl Mapper {
                     (None, None)
                 }
             },
-            "zoned" => {
-                let bands = arg.trim().to_string();
+            "zoned" | "zoned_abs" => {
+                let disk = job
+                    .get(&["size"])
+                    .and_then(|s| fio_size(s.value.as_deref().unwrap_or(""), kb).ok())
+                    .map(|total| total / disks.max(1) as u64);
+                let bands = if kind.trim() == "zoned" {
+                    zoned(arg)
+                } else {
+                    zoned_abs(arg, disk, kb)
+                };
+                let bands = match bands {
+                    Ok(b) => b,
+                    Err(e) => {
+                        self.problem(o, format!("{kind}:{arg}: {e}"));
+                        return (None, None);
+                    }
+                };
                 match parse_hot_bands(&bands) {
                     Ok(_) => (None, Some(bands)),
                     Err(e) => {
-                        self.problem(o, format!("zoned:{bands}: {e}"));
+                        self.problem(o, format!("{kind}:{}: {e}", arg.trim()));
                         (None, None)
                     }
                 }
@@ -727,6 +876,10 @@ impl Mapper {
         let at = o.at.clone();
         match v.as_str() {
             "io_uring" => Some("io_uring"),
+            "windowsaio" | "solarisaio" => {
+                self.notice(&at, format!("ioengine={v} is that system's asynchronous I/O; on Linux it runs as iofleet's auto engine (io_uring where the kernel allows it, else psync)"));
+                Some("auto")
+            }
             "libaio" | "posixaio" => {
                 self.notice(&at, format!("ioengine={v} runs as iofleet's auto engine (io_uring where the kernel allows it, else psync)"));
                 Some("auto")
@@ -742,7 +895,7 @@ impl Mapper {
             }
             "null" => Some("null"),
             _ => {
-                self.problem(o, format!("ioengine={v} has no iofleet equivalent (io_uring, libaio, posixaio, psync, sync, pvsync, pvsync2, vsync, null)"));
+                self.problem(o, format!("ioengine={v} has no iofleet equivalent (io_uring, libaio, posixaio, windowsaio, solarisaio, psync, sync, pvsync, pvsync2, vsync, null)"));
                 None
             }
         }
@@ -806,6 +959,68 @@ fn split_dirs(v: &str) -> (Option<String>, Option<String>) {
     (parts.next().flatten(), parts.next().flatten())
 }
 
+/// fio's `zoned` bands (`io%/range%:...`) as iofleet hot bands: an open last band
+/// (`20/`, no range) takes the range the others leave.
+fn zoned(arg: &str) -> Result<String, String> {
+    let bands: Vec<&str> = arg.split(':').map(str::trim).collect();
+    let Some((last, rest)) = bands.split_last() else {
+        return Ok(String::new());
+    };
+    let Some(io) = last.strip_suffix('/') else {
+        return Ok(arg.trim().to_string());
+    };
+    let mut used = 0.0;
+    for band in rest {
+        let range = band.split_once('/').map_or("", |(_, r)| r.trim());
+        used += range
+            .parse::<f64>()
+            .map_err(|_| format!("band '{band}': range% '{range}' is not a number"))?;
+    }
+    let left = 100.0 - used;
+    if left <= 0.0 {
+        return Err(format!(
+            "the open last band '{last}' has no range left (the others take {used}%)"
+        ));
+    }
+    let mut out: Vec<String> = rest.iter().map(|b| b.to_string()).collect();
+    out.push(format!("{io}/{left}"));
+    Ok(out.join(":"))
+}
+
+/// fio's `zoned_abs` bands (`io%/SIZE:...`, sizes from the start of each file) as hot
+/// bands: each size as a share of a disk of `disk` bytes. An open last band takes the
+/// rest of the disk.
+fn zoned_abs(arg: &str, disk: Option<u64>, kb: u64) -> Result<String, String> {
+    let Some(disk) = disk.filter(|d| *d > 0) else {
+        return Err("absolute zones need the job's size in bytes (size=...), to make them shares of each disk".into());
+    };
+    let mut out = Vec::new();
+    let mut used = 0u64;
+    let bands: Vec<&str> = arg.split(':').map(str::trim).collect();
+    for (i, band) in bands.iter().enumerate() {
+        let (io, size) = band
+            .split_once('/')
+            .ok_or_else(|| format!("band '{band}' is not io%/size (e.g. 60/20m)"))?;
+        let bytes = if size.trim().is_empty() && i + 1 == bands.len() {
+            disk.saturating_sub(used)
+        } else {
+            fio_size(size, kb)?
+        };
+        used = used.saturating_add(bytes);
+        if used > disk {
+            return Err(format!(
+                "the zones add up to {used} bytes, more than a disk's {disk}"
+            ));
+        }
+        out.push(format!(
+            "{}/{}",
+            io.trim(),
+            bytes as f64 * 100.0 / disk as f64
+        ));
+    }
+    Ok(out.join(":"))
+}
+
 /// The one value of an option that may be written per direction; None when read and
 /// write differ.
 fn one_value(v: &str) -> Option<String> {
@@ -819,59 +1034,6 @@ fn one_value(v: &str) -> Option<String> {
         [first, rest @ ..] if rest.iter().all(|p| p == first) => Some(first.to_string()),
         _ => None,
     }
-}
-
-/// A fio size: a number with an optional suffix. `k`, `m`, `g`, `t`, `p` (and `kb`...)
-/// are powers of `kb_base`; `ki`/`kib`... are always powers of 1024.
-pub(crate) fn fio_size(text: &str, kb_base: u64) -> Result<u64, String> {
-    let t = text.trim();
-    if t.starts_with('-') {
-        return Err(format!("'{text}' is negative: a size is 0 or more bytes"));
-    }
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, suffix) = t.split_at(split);
-    let suffix = suffix.trim().to_ascii_lowercase();
-    let (letter, binary) = match suffix.as_str() {
-        "" | "b" => ('b', false),
-        s => {
-            let mut c = s.chars();
-            let letter = c.next().unwrap_or('b');
-            let rest: String = c.collect();
-            match rest.as_str() {
-                "" | "b" => (letter, false),
-                "i" | "ib" => (letter, true),
-                _ => {
-                    return Err(format!(
-                        "'{text}' is not a size (examples: 4096, 4k, 64KiB, 10g)"
-                    ))
-                }
-            }
-        }
-    };
-    let base = if binary { 1024 } else { kb_base };
-    let power = match letter {
-        'b' => 0,
-        'k' => 1,
-        'm' => 2,
-        'g' => 3,
-        't' => 4,
-        'p' => 5,
-        _ => {
-            return Err(format!(
-                "'{text}' has an unknown size suffix (k, m, g, t, p)"
-            ))
-        }
-    };
-    let value: f64 = num
-        .parse()
-        .map_err(|_| format!("'{text}' is not a size (examples: 4096, 4k, 64KiB, 10g)"))?;
-    let bytes = value * (base as f64).powi(power);
-    if !bytes.is_finite() || bytes.fract() != 0.0 || bytes > u64::MAX as f64 {
-        return Err(format!("'{text}' is not a whole number of bytes"));
-    }
-    Ok(bytes as u64)
 }
 
 /// One direction of `bssplit` (`4k/10:64k/90`) as an iofleet list (`4096:10,65536:90`).
@@ -1171,6 +1333,92 @@ rate_iops=300
         );
         assert!(p[0].message.contains("flushes"), "{}", p[0].message);
         assert!(p[3].message.contains("':8'"), "{}", p[3].message);
+        assert!(p[3].message.contains("every 8 I/Os"), "{}", p[3].message);
+    }
+
+    #[test]
+    fn filesize_sets_each_disks_size_and_a_range_is_refused() {
+        // One size per file: each disk is that size, whatever nrfiles; size then only
+        // bounds the bytes transferred (a notice).
+        let text = "[global]\nfilesize=8m\n[a]\nnrfiles=2\nsize=64m\nruntime=1\n";
+        let imp = map(text, &[]).unwrap();
+        let f = &imp.groups[0].raw.fleet;
+        assert_eq!(
+            (f.disks_per_worker, f.disk_size.as_deref()),
+            (Some(2), Some("8388608"))
+        );
+        assert!(
+            imp.notices
+                .iter()
+                .any(|n| n.contains("t.fio:5: size=64m: with filesize")),
+            "{:?}",
+            imp.notices
+        );
+        // size=N% beside filesize is the working set, as fio-json writes it.
+        let g = &map("[a]\nfilesize=16m\nsize=25%\nruntime=1\n", &[])
+            .unwrap()
+            .groups[0];
+        assert_eq!(g.raw.fleet.disk_size.as_deref(), Some("16777216"));
+        assert_eq!(g.raw.streams[0].working_set_pct, Some(25.0));
+        // A range of equal ends is one size; of different ends, refused at its line.
+        let g = &map("[a]\nfilesize=4m-4m\nruntime=1\n", &[]).unwrap().groups[0];
+        assert_eq!(g.raw.fleet.disk_size.as_deref(), Some("4194304"));
+        let FioError::Unsupported(p) = map("[a]\nfilesize=1m-8m\n", &[]).unwrap_err() else {
+            panic!("not Unsupported");
+        };
+        assert_eq!((p[0].at.line, p[0].option.as_str()), (2, "filesize"));
+        assert!(
+            p[0].message.contains("a range of file sizes"),
+            "{}",
+            p[0].message
+        );
+    }
+
+    #[test]
+    fn sync_maps_to_write_through() {
+        for (v, want) in [
+            ("dsync", Some(true)),
+            ("1", Some(true)),
+            ("sync", Some(true)),
+            ("0", None),
+            ("none", None),
+        ] {
+            let g = &map(&format!("[a]\nrw=write\nsync={v}\nruntime=1\n"), &[])
+                .unwrap()
+                .groups[0];
+            assert_eq!(g.raw.data.write_through, want, "sync={v}");
+        }
+        let imp = map("[a]\nrw=write\nsync=1\nruntime=1\n", &[]).unwrap();
+        assert!(
+            imp.notices
+                .iter()
+                .any(|n| n.starts_with("fio t.fio:3: sync: O_SYNC")),
+            "{:?}",
+            imp.notices
+        );
+        let FioError::Unsupported(p) = map("[a]\nsync=always\n", &[]).unwrap_err() else {
+            panic!("not Unsupported");
+        };
+        assert_eq!((p[0].at.line, p[0].option.as_str()), (2, "sync"));
+    }
+
+    #[test]
+    fn rw_modifiers_that_are_fios_defaults_map_and_others_are_refused() {
+        for text in ["[a]\nrw=randread:1\n", "[a]\nrw=write:0\n"] {
+            let g = &map(text, &[]).unwrap().groups[0];
+            assert_eq!(g.raw.streams.len(), 1, "{text}");
+        }
+        let g = &map("[a]\nrw=randread:1\n", &[]).unwrap().groups[0];
+        assert_eq!(g.raw.streams[0].random_pct, Some(100.0));
+        let text = "[a]\nrw=randwrite:4\n[b]\nrw=read:64k\n[c]\nrw=randread:0\n";
+        let FioError::Unsupported(p) = map(text, &[]).unwrap_err() else {
+            panic!("not Unsupported");
+        };
+        let got: Vec<(usize, &str)> = p.iter().map(|p| (p.at.line, p.option.as_str())).collect();
+        assert_eq!(got, vec![(2, "rw"), (4, "rw"), (6, "rw")], "{p:?}");
+        assert!(p[0].message.contains("every 4 I/Os"), "{}", p[0].message);
+        assert!(p[1].message.contains("no holes"), "{}", p[1].message);
+        assert!(p[2].message.contains("1 or more"), "{}", p[2].message);
     }
 
     #[test]
@@ -1257,5 +1505,92 @@ rate_iops=300
         );
         let e = map("[x]\nrate_iops=100,200\n", &[]).unwrap_err();
         assert!(e.to_string().contains("per-direction"), "{e}");
+    }
+
+    #[test]
+    fn an_open_last_zone_takes_the_rest_and_absolute_zones_become_shares() {
+        let text = "[z]\nrw=randread\nrandom_distribution=zoned:50/5:30/15:20/\nruntime=1\n";
+        let s = &map(text, &[]).unwrap().groups[0].raw.streams[0];
+        assert_eq!(s.hot_bands.as_deref(), Some("50/5:30/15:20/80"));
+        assert_eq!(zoned("60/10:40/"), Ok("60/10:40/90".into()));
+        assert!(zoned("60/100:40/").unwrap_err().contains("no range left"));
+        // zoned_abs: sizes as shares of each disk (size 2g over 2 files: 1 GiB each).
+        let text = "[z]\nrw=randread\nnrfiles=2\nsize=2g\nrandom_distribution=zoned_abs:60/256m:30/512m:10/\nruntime=1\n";
+        let s = &map(text, &[]).unwrap().groups[0].raw.streams[0];
+        assert_eq!(s.hot_bands.as_deref(), Some("60/25:30/50:10/25"));
+        let e = map(
+            "[z]\nrw=randread\nrandom_distribution=zoned_abs:60/1g\n",
+            &[],
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains(
+                "t.fio:3: random_distribution: zoned_abs:60/1g: absolute zones need the job's size"
+            ),
+            "{e}"
+        );
+        let e = zoned_abs("60/2g", Some(1 << 30), 1024).unwrap_err();
+        assert!(e.contains("more than a disk's"), "{e}");
+    }
+
+    #[test]
+    fn options_that_do_not_change_the_io_get_one_notice_each() {
+        let text = "[global]\nwrite_bw_log=bw\ngtod_reduce=1\nio_submit_mode=offload\n[a]\nrw=read\nruntime=1\nlog_avg_msec=1000\n[b]\nrw=write\nruntime=1\n";
+        let imp = map(text, &[]).unwrap();
+        assert_eq!(imp.groups.len(), 2);
+        for (name, line) in [
+            ("write_bw_log", 2),
+            ("gtod_reduce", 3),
+            ("io_submit_mode", 4),
+            ("log_avg_msec", 8),
+        ] {
+            let n: Vec<_> = imp
+                .notices
+                .iter()
+                .filter(|n| n.contains(&format!("{name} accepted")))
+                .collect();
+            assert_eq!(n.len(), 1, "{name}: {:?}", imp.notices);
+            assert!(n[0].starts_with(&format!("fio t.fio:{line}: ")), "{}", n[0]);
+        }
+    }
+
+    #[test]
+    fn windowsaio_runs_native_with_a_notice() {
+        let imp = map("[w]\nioengine=windowsaio\nrw=randread\nruntime=1\n", &[]).unwrap();
+        assert_eq!(imp.groups[0].engine, Some("auto"));
+        let n: Vec<_> = imp
+            .notices
+            .iter()
+            .filter(|n| n.contains("windowsaio"))
+            .collect();
+        assert_eq!(n.len(), 1, "{:?}", imp.notices);
+        assert!(n[0].starts_with("fio t.fio:2: "), "{}", n[0]);
+    }
+
+    #[test]
+    fn blockalign_becomes_the_stream_alignment() {
+        let imp = map("[a]\nrw=randread\nbs=4k\nblockalign=64k\nruntime=1\n", &[]).unwrap();
+        assert_eq!(imp.groups[0].raw.streams[0].align.as_deref(), Some("65536"));
+        let imp = map("[a]\nrw=randread\nba=8k,8k\nruntime=1\n", &[]).unwrap();
+        assert_eq!(imp.groups[0].raw.streams[0].align.as_deref(), Some("8192"));
+        let e = map("[a]\nrw=randread\nba=4k,8k\n", &[]).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("t.fio:3: ba: per-direction alignments"),
+            "{e}"
+        );
+        let e = map("[a]\nrw=randread\nblockalign=0\n", &[]).unwrap_err();
+        assert!(e.to_string().contains("t.fio:3: blockalign:"), "{e}");
+    }
+
+    #[test]
+    fn latency_target_and_ratemin_are_refused_by_name_and_line() {
+        let e = map("[a]\nrw=read\nratemin=10m\nlatency_target=5ms\n", &[]).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("t.fio:3: ratemin: not supported"), "{msg}");
+        assert!(
+            msg.contains("t.fio:4: latency_target: not supported"),
+            "{msg}"
+        );
     }
 }

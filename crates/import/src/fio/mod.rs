@@ -1,6 +1,7 @@
 //! fio job files as iofleet workloads: `parse` reads fio's job-file grammar into jobs
 //! with located options; `map` turns each job into the raw profile of one worker group,
-//! with notices for every difference and an error for every option iofleet cannot run.
+//! with notices for every difference and an error for every option iofleet cannot run;
+//! `size` is fio's size grammar, which both read.
 //!
 //! This module knows nothing about engines, targets or flags: the engine a job asks for
 //! and its direct-I/O setting come back as plain values for the CLI to apply. Mapping
@@ -8,6 +9,7 @@
 
 mod map;
 mod parse;
+mod size;
 
 pub use map::{import, phases, FioDirectory, FioGroup, FioImport};
 pub use parse::{
@@ -70,7 +72,8 @@ pub fn option_of_key(key: &str) -> Option<&'static str> {
         ("timing", "duration") => "runtime",
         ("timing", "warmup") => "ramp_time",
         ("timing", "rate_iops") => "rate_iops or rate",
-        (_, "bs") | (_, "align") => "bs, bssplit or bsrange",
+        (_, "bs") => "bs, bssplit or bsrange",
+        (_, "align") => "blockalign, or bs when it is not given",
         (_, "read_pct") | (_, "weight") => "rwmixread or rwmixwrite",
         (_, "random_pct") => "percentage_random",
         (_, "zipf") | (_, "hot_bands") => "random_distribution",

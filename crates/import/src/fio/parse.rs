@@ -232,11 +232,13 @@ struct Reader<'a> {
     globals: Vec<FioOption>,
     jobs: Vec<FioJob>,
     current: Option<Section>,
+    host: Host,
 }
 
 impl<'a> Reader<'a> {
     fn new(env: &'a dyn Fn(&str) -> Option<String>) -> Self {
         Reader {
+            host: Host::detect(),
             env,
             files: Files::Host,
             globals: Vec::new(),
@@ -321,8 +323,9 @@ impl<'a> Reader<'a> {
                 line: i + 1,
                 included,
             };
-            let line = raw_line.trim();
-            if line.is_empty() || line.starts_with(';') || line.starts_with('#') {
+            // A `;` or `#` after a value starts a comment too, as in fio.
+            let line = strip_comment(raw_line);
+            if line.is_empty() {
                 continue;
             }
             let (name, value) = match line.split_once('=') {
@@ -420,7 +423,18 @@ impl<'a> Reader<'a> {
             ));
         }
         let value = match value {
-            Some(v) => Some(self.expand(v, &at)?),
+            Some(v) => {
+                let v = self.expand(v, &at)?;
+                let value = evaluate(&v, &self.host).map_err(|e| {
+                    if at.included {
+                        // An included file's values are not quoted (module doc).
+                        FioError::syntax(&at, "a value that is not a valid expression (an included file's values are not shown)")
+                    } else {
+                        FioError::syntax(&at, e)
+                    }
+                })?;
+                Some(value)
+            }
             None => None,
         };
         let opt = FioOption {
@@ -489,6 +503,193 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// The line without blanks around it and without a comment: everything from the first
+/// `;` or `#` on (a whole-line comment leaves nothing).
+fn strip_comment(line: &str) -> &str {
+    line.split([';', '#']).next().unwrap_or("").trim()
+}
+
+/// What fio's reserved keywords stand for on this machine: `$ncpus` (online CPUs),
+/// `$mb_memory` (physical memory in MiB) and `$pagesize` (bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Host {
+    pub ncpus: u64,
+    pub mb_memory: u64,
+    pub pagesize: u64,
+}
+
+impl Host {
+    /// This machine's values: the memory from `/proc/meminfo`, the page size from
+    /// `/proc/self/smaps` (4096 when it cannot be read).
+    pub fn detect() -> Host {
+        let ncpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
+        let mb_memory = std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|m| {
+                m.lines()
+                    .find_map(|l| l.strip_prefix("MemTotal:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            })
+            .map_or(1024, |kb| kb / 1024);
+        let pagesize = std::fs::read_to_string("/proc/self/smaps")
+            .ok()
+            .and_then(|m| {
+                m.lines()
+                    .find_map(|l| l.strip_prefix("KernelPageSize:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            })
+            .map_or(4096, |kb| kb * 1024);
+        Host {
+            ncpus,
+            mb_memory,
+            pagesize,
+        }
+    }
+}
+
+/// Most characters an arithmetic expression may have (a bound on the evaluator's work
+/// and recursion).
+const MAX_EXPRESSION: usize = 256;
+
+/// A value with fio's reserved keywords replaced and, when it is an expression, its
+/// result: a value in parentheses, or one in which a keyword was replaced and that holds
+/// an operator (`size=$mb_memory/4`), is evaluated (`+ - * / % ^` and parentheses over
+/// numbers with size suffixes, powers of 1024), the result truncated to a whole number.
+/// Any other value is returned with only its keywords replaced.
+pub(crate) fn evaluate(value: &str, host: &Host) -> Result<String, String> {
+    let mut text = value.to_string();
+    let mut replaced = false;
+    for (word, n) in [
+        ("$ncpus", host.ncpus),
+        ("$mb_memory", host.mb_memory),
+        ("$pagesize", host.pagesize),
+    ] {
+        if text.contains(word) {
+            text = text.replace(word, &n.to_string());
+            replaced = true;
+        }
+    }
+    let t = text.trim();
+    let has_operator = t
+        .char_indices()
+        .any(|(i, c)| "+*/%^()".contains(c) || (c == '-' && i > 0));
+    if !(t.starts_with('(') || (replaced && has_operator)) {
+        return Ok(text);
+    }
+    if t.len() > MAX_EXPRESSION {
+        return Err(format!(
+            "expression '{}...' is longer than {MAX_EXPRESSION} characters",
+            &t[..t.char_indices().nth(40).map_or(t.len(), |(i, _)| i)]
+        ));
+    }
+    let mut e = Expr {
+        s: t.as_bytes(),
+        i: 0,
+    };
+    let x = e.sum().map_err(|why| format!("expression '{t}': {why}"))?;
+    e.blanks();
+    if e.i != e.s.len() {
+        return Err(format!("expression '{t}': unexpected '{}'", &t[e.i..]));
+    }
+    if !x.is_finite() || x < 0.0 || x >= u64::MAX as f64 {
+        return Err(format!(
+            "expression '{t}' gives {x}, not a whole number of 0 or more"
+        ));
+    }
+    Ok((x.trunc() as u64).to_string())
+}
+
+/// A recursive-descent reader of an arithmetic expression (`evaluate`).
+struct Expr<'a> {
+    s: &'a [u8],
+    i: usize,
+}
+
+impl Expr<'_> {
+    fn blanks(&mut self) {
+        while self.s.get(self.i).is_some_and(u8::is_ascii_whitespace) {
+            self.i += 1;
+        }
+    }
+
+    fn peek(&mut self) -> Option<u8> {
+        self.blanks();
+        self.s.get(self.i).copied()
+    }
+
+    fn sum(&mut self) -> Result<f64, String> {
+        let mut x = self.product()?;
+        while let Some(op @ (b'+' | b'-')) = self.peek() {
+            self.i += 1;
+            let y = self.product()?;
+            x = if op == b'+' { x + y } else { x - y };
+        }
+        Ok(x)
+    }
+
+    fn product(&mut self) -> Result<f64, String> {
+        let mut x = self.power()?;
+        while let Some(op @ (b'*' | b'/' | b'%')) = self.peek() {
+            self.i += 1;
+            let y = self.power()?;
+            if op != b'*' && y == 0.0 {
+                return Err("division by zero".into());
+            }
+            x = match op {
+                b'*' => x * y,
+                b'/' => x / y,
+                _ => x % y,
+            };
+        }
+        Ok(x)
+    }
+
+    fn power(&mut self) -> Result<f64, String> {
+        let x = self.unary()?;
+        if self.peek() == Some(b'^') {
+            self.i += 1;
+            let y = self.power()?;
+            return Ok(x.powf(y));
+        }
+        Ok(x)
+    }
+
+    fn unary(&mut self) -> Result<f64, String> {
+        match self.peek() {
+            Some(b'-') => {
+                self.i += 1;
+                Ok(-self.unary()?)
+            }
+            Some(b'(') => {
+                self.i += 1;
+                let x = self.sum()?;
+                if self.peek() != Some(b')') {
+                    return Err("a '(' without its ')'".into());
+                }
+                self.i += 1;
+                Ok(x)
+            }
+            Some(c) if c.is_ascii_digit() || c == b'.' => {
+                let start = self.i;
+                while self
+                    .s
+                    .get(self.i)
+                    .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'.')
+                {
+                    self.i += 1;
+                }
+                let word = std::str::from_utf8(&self.s[start..self.i]).unwrap_or("");
+                match word.parse::<f64>() {
+                    Ok(x) => Ok(x),
+                    Err(_) => super::size::fio_size(word, 1024).map(|n| n as f64),
+                }
+            }
+            Some(c) => Err(format!("unexpected '{}'", c as char)),
+            None => Err("ends where a number was expected".into()),
+        }
+    }
+}
+
 /// What iofleet makes of an option name: the vocabulary this reader needs (to tell a job
 /// file from another file, and whether a name may be quoted) and the mapping gives its
 /// meaning to.
@@ -498,6 +699,9 @@ pub(super) enum Known {
     Mapped,
     /// It has no effect to map: iofleet already behaves as it asks.
     Accepted,
+    /// It does not change the I/O stream (logging, reporting, timing source, engine
+    /// tuning): accepted with one notice, for this reason.
+    Noticed(&'static str),
     /// iofleet cannot run it, for this reason.
     Unsupported(&'static str),
 }
@@ -508,6 +712,8 @@ pub(super) fn known(name: &str) -> Option<Known> {
         Some(Known::Mapped)
     } else if ACCEPTED.contains(&name) {
         Some(Known::Accepted)
+    } else if let Some((_, why)) = NOTICED.iter().find(|(n, _)| *n == name) {
+        Some(Known::Noticed(why))
     } else {
         UNSUPPORTED
             .iter()
@@ -530,6 +736,8 @@ const MAPPED: &[&str] = &[
     "iodepth",
     "numjobs",
     "size",
+    "filesize",
+    "sync",
     "filename",
     "directory",
     "nrfiles",
@@ -550,6 +758,102 @@ const MAPPED: &[&str] = &[
     "verify",
     "stonewall",
     "wait_for_previous",
+    "blockalign",
+    "ba",
+];
+
+const LOGGING: &str = "fio's own logs; iofleet keeps its per-interval series in the result (--interval) and its per-I/O latencies in histograms";
+const REPORTING: &str =
+    "how fio reports; iofleet reports every group and the total, with its own percentiles";
+const CLOCK: &str = "how fio reads the clock; iofleet's timing is its own";
+const ENGINE_TUNING: &str = "how an engine submits or reaps I/O; iofleet's engines keep the queue at iodepth, the offsets and sizes are unchanged";
+const LAYOUT: &str =
+    "how fio creates or removes its files; iofleet lays out its own disks under the target";
+const BUFFERS: &str = "where fio keeps its I/O buffers; iofleet allocates its own aligned buffers, and the written data is set by [data] / --pattern";
+const SCHEDULING: &str =
+    "process scheduling of fio's jobs; run iofleet under nice/ionice/taskset for that";
+
+/// Options that do not change the I/O stream: accepted with one notice each, saying why.
+const NOTICED: &[(&str, &str)] = &[
+    ("write_bw_log", LOGGING),
+    ("write_lat_log", LOGGING),
+    ("write_iops_log", LOGGING),
+    ("write_hist_log", LOGGING),
+    ("write_iolog", LOGGING),
+    ("log_avg_msec", LOGGING),
+    ("log_hist_msec", LOGGING),
+    ("log_hist_coarseness", LOGGING),
+    ("log_max_value", LOGGING),
+    ("log_offset", LOGGING),
+    ("log_prio", LOGGING),
+    ("log_compression", LOGGING),
+    ("log_store_compressed", LOGGING),
+    ("log_unix_epoch", LOGGING),
+    ("log_alternate_epoch", LOGGING),
+    ("per_job_logs", LOGGING),
+    ("clat_percentiles", REPORTING),
+    ("lat_percentiles", REPORTING),
+    ("slat_percentiles", REPORTING),
+    ("percentile_list", REPORTING),
+    ("significant_figures", REPORTING),
+    ("disable_lat", REPORTING),
+    ("disable_clat", REPORTING),
+    ("disable_slat", REPORTING),
+    ("disable_bw_measurement", REPORTING),
+    ("disable_bw", REPORTING),
+    ("unified_rw_reporting", REPORTING),
+    ("stats", REPORTING),
+    ("unit_base", REPORTING),
+    ("disk_util", REPORTING),
+    ("eta", REPORTING),
+    ("eta_newline", REPORTING),
+    ("eta_interval", REPORTING),
+    ("status_interval", REPORTING),
+    ("gtod_reduce", CLOCK),
+    ("gtod_cpu", CLOCK),
+    ("clocksource", CLOCK),
+    ("io_submit_mode", ENGINE_TUNING),
+    ("iodepth_batch", ENGINE_TUNING),
+    ("iodepth_batch_submit", ENGINE_TUNING),
+    ("iodepth_batch_complete", ENGINE_TUNING),
+    ("iodepth_batch_complete_min", ENGINE_TUNING),
+    ("iodepth_batch_complete_max", ENGINE_TUNING),
+    ("iodepth_low", ENGINE_TUNING),
+    ("userspace_reap", ENGINE_TUNING),
+    ("hipri", ENGINE_TUNING),
+    ("fixedbufs", ENGINE_TUNING),
+    ("registerfiles", ENGINE_TUNING),
+    ("sqthread_poll", ENGINE_TUNING),
+    ("sqthread_poll_cpu", ENGINE_TUNING),
+    ("nonvectored", ENGINE_TUNING),
+    ("fadvise_hint", ENGINE_TUNING),
+    ("random_generator", "the generator behind fio's random offsets; iofleet draws them from its seeded generator with the same distribution"),
+    ("allrandrepeat", "iofleet repeats every random sequence of its --seed"),
+    ("create_serialize", LAYOUT),
+    ("create_fsync", LAYOUT),
+    ("create_on_open", LAYOUT),
+    ("allow_file_create", LAYOUT),
+    ("fallocate", LAYOUT),
+    ("overwrite", LAYOUT),
+    ("unlink", LAYOUT),
+    ("unlink_each_loop", LAYOUT),
+    ("mem", BUFFERS),
+    ("iomem", BUFFERS),
+    ("mem_align", BUFFERS),
+    ("iomem_align", BUFFERS),
+    ("lockmem", BUFFERS),
+    ("scramble_buffers", BUFFERS),
+    ("zero_buffers", BUFFERS),
+    ("nice", SCHEDULING),
+    ("prio", SCHEDULING),
+    ("prioclass", SCHEDULING),
+    ("exitall", "iofleet's groups all run the same duration and end together"),
+    ("exitall_on_error", "iofleet does not stop every group at the first I/O error: it takes the failing disk out and exits 5 (docs/data.md)"),
+    ("filename_format", LAYOUT),
+    (
+        "invalidate",
+        "iofleet does not drop the page cache before a run; with direct I/O (its default) reads do not come from it",
+    ),
 ];
 
 /// Options with no effect to map: iofleet already behaves as they ask.
@@ -565,7 +869,7 @@ const ACCEPTED: &[&str] = &[
 
 /// Options iofleet knows but cannot run, with the reason.
 const UNSUPPORTED: &[(&str, &str)] = &[
-    ("fsync", "iofleet issues no flushes"),
+    ("fsync", "iofleet issues no flushes of its own (no fsync calls); sync=dsync (data.write_through) makes each write durable instead"),
     ("fdatasync", "iofleet issues no flushes"),
     ("end_fsync", "iofleet issues no flushes"),
     (
@@ -583,8 +887,16 @@ const UNSUPPORTED: &[(&str, &str)] = &[
         "loops",
         "iofleet runs for a duration; repeat runs with `iofleet sweep` or a script",
     ),
-    ("filesize", "give size (per job) instead"),
     ("startdelay", "all groups start together on one timeline"),
+    ("ratemin", "iofleet has no minimum-rate abort; check a result's rate afterwards (iofleet compare)"),
+    ("latency_target", "iofleet does not lower the queue depth to meet a latency; iofleet find-max --slo searches for the rate that meets one"),
+    ("latency_window", "goes with latency_target (iofleet find-max --slo)"),
+    ("latency_percentile", "goes with latency_target (iofleet find-max --slo)"),
+    ("max_latency", "iofleet does not abort on a latency; iofleet find-max --slo searches for the rate that meets one"),
+    ("thinktime", "iofleet has no pause between I/Os; pace them with rate_iops"),
+    ("read_iolog", "iofleet does not replay fio I/O logs"),
+    ("exec_prerun", "iofleet does not run commands named in a job file"),
+    ("exec_postrun", "iofleet does not run commands named in a job file"),
     ("rate_min", "iofleet has no minimum-rate abort"),
     ("rate_iops_min", "iofleet has no minimum-rate abort"),
     ("zonemode", "zoned devices are not supported"),
@@ -604,10 +916,8 @@ const UNSUPPORTED: &[(&str, &str)] = &[
         "dedupe_percentage",
         "use --dedupe-ratio ([data] dedupe_ratio)",
     ),
-    (
-        "invalidate",
-        "iofleet does not drop the page cache; use direct I/O",
-    ),
+    ("fsync_on_close", "iofleet issues no flushes"),
+    ("create_only", "iofleet lays out its disks and runs; there is no layout-only job"),
 ];
 
 #[cfg(test)]
@@ -746,5 +1056,129 @@ mod tests {
         assert!(e.to_string().contains("'root:x=1' is not an option"), "{e}");
         let jobs = parse_job_text("[a]\nhunter2\n", "t.fio", Path::new("."), &env).unwrap();
         assert_eq!(jobs[0].get(&["hunter2"]).unwrap().shown_name(), "hunter2");
+    }
+
+    #[test]
+    fn a_semicolon_or_hash_after_a_value_starts_a_comment() {
+        let text = "[global]\nbs=4k ; block size\n[a] # the job\nrw=randread# comment\ndirect ;\n";
+        let jobs = parse_job_text(text, "t.fio", Path::new("."), &env).unwrap();
+        assert_eq!(jobs[0].name, "a");
+        assert_eq!(jobs[0].get(&["bs"]).unwrap().value.as_deref(), Some("4k"));
+        assert_eq!(
+            jobs[0].get(&["rw"]).unwrap().value.as_deref(),
+            Some("randread")
+        );
+        assert_eq!(jobs[0].get(&["direct"]).unwrap().value, None);
+        assert_eq!(strip_comment("  ; all comment"), "");
+        assert_eq!(strip_comment("size=1g#x;y"), "size=1g");
+    }
+
+    const HOST: Host = Host {
+        ncpus: 6,
+        mb_memory: 8000,
+        pagesize: 4096,
+    };
+
+    #[test]
+    fn keywords_are_replaced_and_expressions_evaluated() {
+        assert_eq!(evaluate("$ncpus", &HOST).unwrap(), "6");
+        assert_eq!(evaluate("$mb_memory/4", &HOST).unwrap(), "2000");
+        assert_eq!(evaluate("$pagesize", &HOST).unwrap(), "4096");
+        assert_eq!(evaluate("$ncpus*2+1", &HOST).unwrap(), "13");
+        assert_eq!(evaluate("(4k*2)", &HOST).unwrap(), "8192");
+        assert_eq!(evaluate("(2^10 - 24) % 1000", &HOST).unwrap(), "0");
+        assert_eq!(evaluate("(10/4)", &HOST).unwrap(), "2");
+        assert_eq!(evaluate("((1+2)*(3+4))", &HOST).unwrap(), "21");
+        assert_eq!(evaluate("(-3+5)", &HOST).unwrap(), "2");
+        // Values that are not expressions are left as written.
+        assert_eq!(evaluate("4k-64k", &HOST).unwrap(), "4k-64k");
+        assert_eq!(evaluate("4k/10:64k/90", &HOST).unwrap(), "4k/10:64k/90");
+        assert_eq!(evaluate("randread", &HOST).unwrap(), "randread");
+        assert_eq!(evaluate("$ncpus", &HOST).unwrap(), "6");
+        // Errors say what is wrong with the expression.
+        let e = evaluate("(4k/0)", &HOST).unwrap_err();
+        assert!(e.contains("division by zero"), "{e}");
+        let e = evaluate("(1+2", &HOST).unwrap_err();
+        assert!(e.contains("without its ')'"), "{e}");
+        let e = evaluate("(1-2)", &HOST).unwrap_err();
+        assert!(e.contains("not a whole number of 0 or more"), "{e}");
+        let e = evaluate("(1+x)", &HOST).unwrap_err();
+        assert!(e.contains("unexpected 'x'"), "{e}");
+        let long = format!("({})", "1+".repeat(200) + "1");
+        assert!(evaluate(&long, &HOST).unwrap_err().contains("longer than"));
+    }
+
+    #[test]
+    fn an_expression_error_names_the_file_and_line() {
+        let e = parse_job_text("[a]\nsize=(1+)\n", "t.fio", Path::new("."), &env).unwrap_err();
+        assert!(
+            e.to_string().starts_with("t.fio:2: expression '(1+)'"),
+            "{e}"
+        );
+        let jobs =
+            parse_job_text("[a]\nnumjobs=(2*3) ; six\n", "t.fio", Path::new("."), &env).unwrap();
+        assert_eq!(
+            jobs[0].get(&["numjobs"]).unwrap().value.as_deref(),
+            Some("6")
+        );
+    }
+
+    #[test]
+    fn the_host_has_cpus_memory_and_a_page_size() {
+        let h = Host::detect();
+        assert!(
+            h.ncpus >= 1 && h.mb_memory >= 1 && h.pagesize >= 4096,
+            "{h:?}"
+        );
+    }
+
+    #[test]
+    fn logging_options_are_noticed_and_exec_is_refused() {
+        assert!(matches!(known("write_bw_log"), Some(Known::Noticed(_))));
+        assert!(matches!(known("gtod_reduce"), Some(Known::Noticed(_))));
+        assert!(matches!(known("blockalign"), Some(Known::Mapped)));
+        assert!(matches!(known("exec_prerun"), Some(Known::Unsupported(_))));
+        for (n, _) in NOTICED {
+            assert!(
+                !MAPPED.contains(n) && !ACCEPTED.contains(n),
+                "{n} listed twice"
+            );
+            assert!(!UNSUPPORTED.iter().any(|(u, _)| u == n), "{n} listed twice");
+        }
+    }
+
+    /// An expression of small whole numbers, written out, and its value: sums, products
+    /// and differences that stay at 0 or more, so that the value is exact.
+    fn expression() -> impl proptest::strategy::Strategy<Value = (String, i64)> {
+        use proptest::prelude::*;
+        let leaf = (0i64..10).prop_map(|n| (n.to_string(), n));
+        leaf.prop_recursive(3, 8, 2, |inner| {
+            (inner.clone(), inner, 0..3usize).prop_map(|((a, x), (b, y), op)| match op {
+                0 => (format!("({a} + {b})"), x + y),
+                1 => (format!("({a}*{b})"), x * y),
+                _ => (format!("(({a}+{b}) - {b})"), x),
+            })
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn an_expression_evaluates_to_its_value((text, value) in expression()) {
+            let got = evaluate(&format!("({text})"), &HOST);
+            proptest::prop_assert_eq!(got, Ok(value.to_string()));
+        }
+
+        #[test]
+        fn any_value_evaluates_or_is_refused_without_panicking(v in "[-+*/%^()0-9kmg $a-z_.;#]{0,60}") {
+            // Never panics; a value that is not an expression comes back as written.
+            if let Ok(out) = evaluate(&v, &HOST) {
+                let expression = v.trim().starts_with('(') || v.contains('$');
+                proptest::prop_assert!(expression || out == v, "{v} -> {out}");
+            }
+            let line = format!("bs={v}");
+            let kept = strip_comment(&line);
+            proptest::prop_assert!(!kept.contains(';') && !kept.contains('#'));
+            proptest::prop_assert!(line.starts_with(kept));
+        }
     }
 }

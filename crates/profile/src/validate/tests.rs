@@ -696,6 +696,33 @@ fn io_threads_and_cpus_from_profile_or_flags() {
 }
 
 #[test]
+fn write_through_is_off_by_default_and_set_by_the_key_or_the_flag() {
+    assert!(!ok(MIN).data.write_through);
+    let p = ok(&format!("{MIN}[data]\nwrite_through = true\n"));
+    assert!(p.data.write_through);
+    // On its own in [data], and printed back by the dry-run profile.
+    let text = crate::plan_toml(&p);
+    assert!(text.contains("write_through = true"), "{text}");
+    assert!(!crate::plan_toml(&ok(MIN)).contains("write_through"));
+    let ov = Overrides {
+        write_through: true,
+        ..Default::default()
+    };
+    assert!(
+        resolve(&raw(MIN), &ov, &Context::default())
+            .unwrap()
+            .data
+            .write_through
+    );
+    // A recorded plan from before the key reads as off.
+    let mut v = serde_json::to_value(ok(MIN).data).unwrap();
+    assert!(v.get("write_through").is_none(), "{v}");
+    v.as_object_mut().unwrap().remove("write_through");
+    let back: DataPlan = serde_json::from_value(v).unwrap();
+    assert!(!back.write_through);
+}
+
+#[test]
 fn data_table_defaults_values_and_flags() {
     let p = ok(MIN);
     assert_eq!(p.data, DataPlan::default());
