@@ -607,6 +607,42 @@ fn compare_best_picks_the_highest_iops_step_of_each_configuration() {
     );
 }
 
+#[test]
+fn a_cpu_objective_on_observers_without_any_is_refused_not_passed() {
+    let _shared = ALONE.read().unwrap_or_else(|p| p.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("r.db");
+    let o = run_in(
+        d.path(),
+        &[
+            "find-max",
+            "--engine",
+            "null",
+            "--disk-size",
+            "16m",
+            "--prepare",
+            "none",
+            "--warmup",
+            "0s",
+            "--duration",
+            "1s",
+            "--min-step",
+            "1s",
+            "--slo",
+            "observers.cpu<=40%",
+            "--db",
+            db.to_str().unwrap(),
+            "--quiet",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--slo observers.cpu<=40%: the step measured no such CPU figure"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 /// The host's busy CPU over `span`, percent of all cores, from the first line of
 /// /proc/stat (busy = total − idle − iowait, as iofleet counts it).
 fn host_busy_pct(span: std::time::Duration) -> f64 {

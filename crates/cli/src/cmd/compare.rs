@@ -97,7 +97,7 @@ pub fn run(a: CompareArgs) -> Result<i32, Exit> {
         // so no gate to pass: a --fail-if here would pass without being judged.
         if !conditions.is_empty() {
             return Err(Exit::input(
-                "--fail-if: --best found a single configuration, so there is no baseline to judge its best against; drop --fail-if or compare several configurations (--by, --best-over)".into(),
+                "--fail-if: --best found a single configuration, so there is no baseline to judge its best against; drop --fail-if or compare several configurations (--by, --best-over)",
             ));
         }
         return print_best(&a, &runs, &best, true);
