@@ -310,6 +310,19 @@ struct Storage {
     at: Location,
 }
 
+/// What an `rd` asks for: its wds, loops (key without `for`, values), rates, timing
+/// and threads.
+struct Run<'w> {
+    chosen: Vec<&'w Workload>,
+    loops: Vec<(String, Vec<String>)>,
+    rates: Vec<Option<f64>>,
+    timing: RawTiming,
+    threads: Option<i64>,
+}
+
+/// Why a curve is refused.
+const CURVE: &str = "not supported: curve points need the measured maximum first; run `iofleet find-max` or `iofleet sweep --rate` for a load curve";
+
 /// What a `wd` asks for.
 #[derive(Debug, Clone)]
 struct Workload {
@@ -558,106 +571,46 @@ impl Mapper {
         wds: &[Workload],
         data: &RawData,
     ) -> Vec<VdbenchStep> {
-        let wd_names: Vec<&str> = wds.iter().map(|w| w.name.as_str()).collect();
         let mut steps = Vec::new();
         for e in effective(file, Kind::Run) {
             let before = self.problems.len();
-            let mut chosen: Vec<&Workload> = wds.iter().collect();
-            let mut loops: Vec<(String, Vec<String>, Location)> = Vec::new();
-            let mut rates: Vec<Option<f64>> = vec![None];
-            let mut timing = RawTiming {
-                duration: Some(format!("{DEFAULT_ELAPSED}s")),
-                interval: Some(format!("{DEFAULT_INTERVAL}s")),
-                ..RawTiming::default()
-            };
-            let mut threads: Option<i64> = None;
-            for p in &e.params {
-                let mut t = |m: &mut Self| match time(&p.text()) {
-                    Ok(t) => Some(t),
-                    Err(e) => {
-                        m.problem(p, e);
-                        None
-                    }
-                };
-                match p.key.as_str() {
-                    "wd" => match matching(&p.values, &wd_names) {
-                        Ok(v) => chosen = wds.iter().filter(|w| v.contains(&w.name.as_str())).collect(),
-                        Err(e) => self.problem(p, e),
-                    },
-                    "elapsed" => timing.duration = t(self),
-                    "warmup" => timing.warmup = t(self),
-                    "interval" => timing.interval = t(self),
-                    "iorate" => rates = self.iorate(p),
-                    "threads" => match p.text().parse::<i64>() {
-                        Ok(n) if n >= 1 => threads = Some(n),
-                        _ => self.problem(p, "expected a whole number of threads, at least 1"),
-                    },
-                    "distribution" => match p.text().to_ascii_lowercase().as_str() {
-                        "exponential" => timing.arrival = Some("poisson".into()),
-                        "uniform" | "deterministic" => timing.arrival = Some("uniform".into()),
-                        v => self.problem(p, format!("'{v}' is not a distribution (exponential, uniform, deterministic)")),
-                    },
-                    "format" => match p.text().to_ascii_lowercase().as_str() {
-                        "no" => {}
-                        "yes" => {
-                            let at = p.at.clone();
-                            self.notice(&at, "format=yes accepted: iofleet fills its disks before the run (timing.prepare)");
-                        }
-                        _ => self.problem(p, "not supported: only format=yes or no (iofleet fills its disks before the run)"),
-                    },
-                    "forxfersize" | "forrdpct" | "forseekpct" | "forthreads" => {
-                        let key = p.key.trim_start_matches("for").to_string();
-                        loops.push((key, p.values.clone(), p.at.clone()));
-                    }
-                    "maxdata" => self.problem(p, "not supported: ending a run after an amount of data; iofleet runs for elapsed (--duration)"),
-                    "curve" => self.problem(p, "not supported: curve points need the measured maximum first; run `iofleet find-max` or `iofleet sweep --rate` for a load curve"),
-                    "openflags" => {
-                        let (d, wt) = self.openflags(p);
-                        if d || wt {
-                            self.problem(p, "openflags on an rd: give them on the sd (iofleet opens every disk one way)");
-                        }
-                    }
-                    k if k.starts_with("for") => self.problem(p, "not supported: iofleet reads the loops forxfersize, forrdpct, forseekpct and forthreads"),
-                    k => self.common(p, k),
-                }
-            }
-            if chosen.is_empty() {
+            let run = self.run_params(&e, wds);
+            if run.chosen.is_empty() {
                 self.problem_at(&e.def.at, "wd", "the rd runs no wd (none is defined)");
             }
             if self.problems.len() > before {
                 continue;
             }
-            let count = loops
+            let count = run
+                .loops
                 .iter()
-                .fold(rates.len(), |n, (_, v, _)| n.saturating_mul(v.len()));
+                .fold(run.rates.len(), |n, (_, v)| n.saturating_mul(v.len()));
             if count > MAX_STEPS {
                 self.problem_at(&e.def.at, "rd", format!("its loops make {count} steps; iofleet runs at most {MAX_STEPS} from one file"));
                 continue;
             }
-            let combos = combinations(&loops);
-            let several = combos.len() * rates.len() > 1;
+            let combos = combinations(&run.loops);
             for combo in &combos {
-                for rate in &rates {
+                for rate in &run.rates {
                     let mut label: Vec<String> =
                         combo.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                    if rates.len() > 1 {
+                    if run.rates.len() > 1 {
                         label.push(format!(
                             "iorate={}",
                             rate.map_or("max".into(), |r| r.to_string())
                         ));
                     }
-                    let name = if several {
+                    let name = if count > 1 {
                         format!("{}/{}", e.def.name, label.join(","))
                     } else {
                         e.def.name.clone()
                     };
-                    if let Some(raw) = self.step(
-                        &e.def.at, &name, sds, &chosen, combo, threads, *rate, &timing, data,
-                    ) {
+                    let at = &e.def.at;
+                    if let Some(raw) = self.step(at, &name, sds, &run, combo, *rate, data) {
                         steps.push(VdbenchStep {
                             name,
                             rd: e.def.name.clone(),
-                            at: e.def.at.clone(),
+                            at: at.clone(),
                             raw,
                         });
                     }
@@ -667,15 +620,85 @@ impl Mapper {
         steps
     }
 
+    /// An `rd`'s parameters.
+    fn run_params<'w>(&mut self, e: &Effective<'_>, wds: &'w [Workload]) -> Run<'w> {
+        let wd_names: Vec<&str> = wds.iter().map(|w| w.name.as_str()).collect();
+        let mut run = Run {
+            chosen: wds.iter().collect(),
+            loops: Vec::new(),
+            rates: vec![None],
+            timing: RawTiming {
+                duration: Some(format!("{DEFAULT_ELAPSED}s")),
+                interval: Some(format!("{DEFAULT_INTERVAL}s")),
+                ..RawTiming::default()
+            },
+            threads: None,
+        };
+        for p in &e.params {
+            let t = |m: &mut Self| match time(&p.text()) {
+                Ok(t) => Some(t),
+                Err(e) => {
+                    m.problem(p, e);
+                    None
+                }
+            };
+            match p.key.as_str() {
+                "wd" => match matching(&p.values, &wd_names) {
+                    Ok(v) => {
+                        run.chosen = wds
+                            .iter()
+                            .filter(|w| v.contains(&w.name.as_str()))
+                            .collect()
+                    }
+                    Err(e) => self.problem(p, e),
+                },
+                "elapsed" => run.timing.duration = t(self),
+                "warmup" => run.timing.warmup = t(self),
+                "interval" => run.timing.interval = t(self),
+                "iorate" => run.rates = self.iorate(p),
+                "threads" => match p.text().parse::<i64>() {
+                    Ok(n) if n >= 1 => run.threads = Some(n),
+                    _ => self.problem(p, "expected a whole number of threads, at least 1"),
+                },
+                "distribution" => match p.text().to_ascii_lowercase().as_str() {
+                    "exponential" => run.timing.arrival = Some("poisson".into()),
+                    "uniform" | "deterministic" => run.timing.arrival = Some("uniform".into()),
+                    v => self.problem(p, format!("'{v}' is not a distribution (exponential, uniform, deterministic)")),
+                },
+                "format" => match p.text().to_ascii_lowercase().as_str() {
+                    "no" => {}
+                    "yes" => {
+                        let at = p.at.clone();
+                        self.notice(&at, "format=yes accepted: iofleet fills its disks before the run (timing.prepare)");
+                    }
+                    _ => self.problem(p, "not supported: only format=yes or no (iofleet fills its disks before the run)"),
+                },
+                "forxfersize" | "forrdpct" | "forseekpct" | "forthreads" => {
+                    let key = p.key.trim_start_matches("for").to_string();
+                    run.loops.push((key, p.values.clone()));
+                }
+                "maxdata" => self.problem(p, "not supported: ending a run after an amount of data; iofleet runs for elapsed (--duration)"),
+                "curve" => self.problem(p, CURVE),
+                "openflags" => {
+                    let (d, wt) = self.openflags(p);
+                    if d || wt {
+                        self.problem(p, "openflags on an rd: give them on the sd (iofleet opens every disk one way)");
+                    }
+                }
+                k if k.starts_with("for") => self.problem(p, "not supported: iofleet reads the loops forxfersize, forrdpct, forseekpct and forthreads"),
+                k => self.common(p, k),
+            }
+        }
+        run
+    }
+
     /// `iorate`: `max`, a rate, or a list of them (one step each).
     fn iorate(&mut self, p: &Param) -> Vec<Option<f64>> {
         let mut out = Vec::new();
         for v in &p.values {
             match v.to_ascii_lowercase().as_str() {
                 "max" => out.push(None),
-                "curve" => {
-                    self.problem(p, "not supported: curve points need the measured maximum first; run `iofleet find-max` or `iofleet sweep --rate` for a load curve");
-                }
+                "curve" => self.problem(p, CURVE),
                 t => match t.parse::<f64>() {
                     Ok(r) if r > 0.0 && r.is_finite() => out.push(Some(r)),
                     _ => self.problem(
@@ -692,19 +715,17 @@ impl Mapper {
     }
 
     /// One step's profile.
-    #[allow(clippy::too_many_arguments)]
     fn step(
         &mut self,
         at: &Location,
         name: &str,
         sds: &[Storage],
-        wds: &[&Workload],
+        run: &Run<'_>,
         combo: &[(String, String)],
-        threads: Option<i64>,
         rate: Option<f64>,
-        timing: &RawTiming,
         data: &RawData,
     ) -> Option<RawProfile> {
+        let wds = &run.chosen;
         // The disks: the sds the wds use, in sd order.
         let used: Vec<&Storage> = sds
             .iter()
@@ -735,91 +756,17 @@ impl Mapper {
                     return None;
                 }
             },
-            None => threads.or(first.threads).unwrap_or(DEFAULT_THREADS),
+            None => run.threads.or(first.threads).unwrap_or(DEFAULT_THREADS),
         };
-        let skewed = wds.iter().any(|w| w.skew.is_some());
-        if skewed && wds.iter().any(|w| w.sds != wds[0].sds) {
-            self.problem_at(at, "skew", "skew between wds on different sds: iofleet weighs streams per disk; give the wds the same sds");
-        }
-        let given: f64 = wds.iter().filter_map(|w| w.skew).sum();
-        let unskewed = wds.iter().filter(|w| w.skew.is_none()).count();
-        if skewed && (given > 100.0 + 1e-9 || (unskewed == 0 && (given - 100.0).abs() > 1e-9)) {
-            self.problem_at(
-                at,
-                "skew",
-                format!("the wds' skews add up to {given}%, not 100%"),
-            );
-        }
-        let rest = if unskewed > 0 {
-            ((100.0 - given) / unskewed as f64).max(0.0)
-        } else {
-            0.0
-        };
+        let weights = self.weights(at, wds);
         let mut streams = Vec::new();
-        for w in wds {
-            let bs = match looped("xfersize") {
-                Some(x) => match size(&x) {
-                    Ok(b) => b.to_string(),
-                    Err(e) => {
-                        self.problem_at(at, "forxfersize", e);
-                        return None;
-                    }
-                },
-                None => w.bs.clone(),
-            };
-            let read_pct = match looped("rdpct").map(|v| percent(&v)) {
-                Some(Ok(r)) => r,
-                Some(Err(e)) => {
-                    self.problem_at(at, "forrdpct", e);
-                    return None;
-                }
-                None => w.read_pct,
-            };
-            let random_pct = match looped("seekpct").map(|v| seekpct(&v)) {
-                Some(Ok((r, _))) => r,
-                Some(Err(e)) => {
-                    self.problem_at(at, "forseekpct", e);
-                    return None;
-                }
-                None => w.random_pct,
-            };
-            let working_set_pct = match (w.range, first.range) {
-                (Some(a), Some(b)) if a < 100.0 && b < 100.0 => {
-                    self.problem_at(
-                        &w.at,
-                        "range",
-                        "a range on both the wd and its sds: give one",
-                    );
-                    None
-                }
-                (Some(a), _) => Some(a),
-                (None, b) => b,
-            };
-            let disks = (w.sds.len() < used.len()).then(|| {
-                RawDisks::List(
-                    used.iter()
-                        .enumerate()
-                        .filter(|(_, s)| w.sds.contains(&s.name))
-                        .map(|(i, _)| i as i64)
-                        .collect(),
-                )
-            });
-            let weight = skewed.then(|| (w.skew.unwrap_or(rest) * 100.0).round().max(1.0) as i64);
-            streams.push(RawStream {
-                name: Some(w.name.clone()),
-                bs: Some(bs),
-                read_pct: Some(read_pct),
-                random_pct: Some(random_pct),
-                weight,
-                working_set_pct,
-                disks,
-                ..RawStream::default()
-            });
+        for (w, weight) in wds.iter().zip(weights) {
+            streams.push(self.stream(at, w, &used, combo, weight)?);
         }
         if first.size.is_none() {
             self.notice(&first.at, "no size: vdbench would use the whole lun; iofleet makes its disks of fleet.disk_size (default 1g; set --disk-size)");
         }
-        let mut timing = timing.clone();
+        let mut timing = run.timing.clone();
         timing.rate_iops = rate;
         Some(RawProfile {
             name: Some(name.replace('/', "-").replace(['=', ','], "_")),
@@ -841,13 +788,109 @@ impl Mapper {
             origin: format!("{} rd={name}", at.file),
         })
     }
+
+    /// Each wd's `stream.weight` from its skew: None when no wd has one; wds without a
+    /// skew share what the others leave of 100%.
+    fn weights(&mut self, at: &Location, wds: &[&Workload]) -> Vec<Option<i64>> {
+        let skewed = wds.iter().any(|w| w.skew.is_some());
+        if skewed && wds.iter().any(|w| w.sds != wds[0].sds) {
+            self.problem_at(at, "skew", "skew between wds on different sds: iofleet weighs streams per disk; give the wds the same sds");
+        }
+        let given: f64 = wds.iter().filter_map(|w| w.skew).sum();
+        let unskewed = wds.iter().filter(|w| w.skew.is_none()).count();
+        if skewed && (given > 100.0 + 1e-9 || (unskewed == 0 && (given - 100.0).abs() > 1e-9)) {
+            self.problem_at(
+                at,
+                "skew",
+                format!("the wds' skews add up to {given}%, not 100%"),
+            );
+        }
+        let rest = if unskewed > 0 {
+            ((100.0 - given) / unskewed as f64).max(0.0)
+        } else {
+            0.0
+        };
+        wds.iter()
+            .map(|w| skewed.then(|| (w.skew.unwrap_or(rest) * 100.0).round().max(1.0) as i64))
+            .collect()
+    }
+
+    /// One wd's stream on the step's disks `used`, with the loop values of `combo`.
+    fn stream(
+        &mut self,
+        at: &Location,
+        w: &Workload,
+        used: &[&Storage],
+        combo: &[(String, String)],
+        weight: Option<i64>,
+    ) -> Option<RawStream> {
+        let looped = |key: &str| combo.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
+        let bs = match looped("xfersize") {
+            Some(x) => match size(&x) {
+                Ok(b) => b.to_string(),
+                Err(e) => {
+                    self.problem_at(at, "forxfersize", e);
+                    return None;
+                }
+            },
+            None => w.bs.clone(),
+        };
+        let read_pct = match looped("rdpct").map(|v| percent(&v)) {
+            Some(Ok(r)) => r,
+            Some(Err(e)) => {
+                self.problem_at(at, "forrdpct", e);
+                return None;
+            }
+            None => w.read_pct,
+        };
+        let random_pct = match looped("seekpct").map(|v| seekpct(&v)) {
+            Some(Ok((r, _))) => r,
+            Some(Err(e)) => {
+                self.problem_at(at, "forseekpct", e);
+                return None;
+            }
+            None => w.random_pct,
+        };
+        let sd_range = used.first().and_then(|s| s.range);
+        let working_set_pct = match (w.range, sd_range) {
+            (Some(a), Some(b)) if a < 100.0 && b < 100.0 => {
+                self.problem_at(
+                    &w.at,
+                    "range",
+                    "a range on both the wd and its sds: give one",
+                );
+                None
+            }
+            (Some(a), _) => Some(a),
+            (None, b) => b,
+        };
+        let disks = (w.sds.len() < used.len()).then(|| {
+            RawDisks::List(
+                used.iter()
+                    .enumerate()
+                    .filter(|(_, s)| w.sds.contains(&s.name))
+                    .map(|(i, _)| i as i64)
+                    .collect(),
+            )
+        });
+        Some(RawStream {
+            name: Some(w.name.clone()),
+            bs: Some(bs),
+            read_pct: Some(read_pct),
+            random_pct: Some(random_pct),
+            weight,
+            working_set_pct,
+            disks,
+            ..RawStream::default()
+        })
+    }
 }
 
 /// Every combination of the loops' values, the first loop outermost; one empty
 /// combination without loops.
-fn combinations(loops: &[(String, Vec<String>, Location)]) -> Vec<Vec<(String, String)>> {
+fn combinations(loops: &[(String, Vec<String>)]) -> Vec<Vec<(String, String)>> {
     let mut out: Vec<Vec<(String, String)>> = vec![Vec::new()];
-    for (key, values, _) in loops {
+    for (key, values) in loops {
         out = out
             .into_iter()
             .flat_map(|c| {

@@ -28,7 +28,8 @@ const SD: &str = "sd=sd1,lun=/dev/sdb,size=64m\n";
 /// The file HCIBench writes for the workload the VxRail report names
 /// (../shared/seeds/002_3b2e3988706f2153.txt: "vdb-8vmdk-10ws-4k-70rdpct-30randompct-2threads"),
 /// as HCIBench's generator lays it out: comment header, general parameters, one sd per
-/// disk, one wd over all sds, one rd.
+/// disk, one wd over all sds, one rd of the report's test time ("Czas trwania każdego
+/// testu | 10 minut"; HCIBench writes warmup and interval only when they are given).
 pub(crate) const HCIBENCH_VXRAIL: &str = "\
 *Auto Generated VDBench Parameter File
 *8 raw disk, 30% random, 70% read
@@ -46,7 +47,7 @@ sd=sd6,lun=/dev/sdf,openflags=o_direct,hitarea=0,range=(0,10),threads=2
 sd=sd7,lun=/dev/sdg,openflags=o_direct,hitarea=0,range=(0,10),threads=2
 sd=sd8,lun=/dev/sdh,openflags=o_direct,hitarea=0,range=(0,10),threads=2
 wd=wd1,sd=(sd1,sd2,sd3,sd4,sd5,sd6,sd7,sd8),xfersize=4k,rdpct=70,seekpct=30
-rd=run1,wd=wd1,iorate=max,elapsed=3600,warmup=1800,interval=30
+rd=run1,wd=wd1,iorate=max,elapsed=600
 ";
 
 #[test]
@@ -65,9 +66,9 @@ fn hcibench_vxrail_file_is_the_workload_its_name_describes() {
     assert_eq!(s.bs.as_deref(), Some("4096"));
     assert_eq!((s.read_pct, s.random_pct), (Some(70.0), Some(30.0)));
     assert_eq!(s.disks, None, "one wd on every sd drives every disk");
-    assert_eq!(raw.timing.duration.as_deref(), Some("3600s"));
-    assert_eq!(raw.timing.warmup.as_deref(), Some("1800s"));
-    assert_eq!(raw.timing.interval.as_deref(), Some("30s"));
+    assert_eq!(raw.timing.duration.as_deref(), Some("600s"));
+    assert_eq!(raw.timing.warmup, None);
+    assert_eq!(raw.timing.interval.as_deref(), Some("1s"));
     assert_eq!(raw.timing.rate_iops, None);
     assert!(i.direct);
     assert_eq!(i.luns.len(), 8);
