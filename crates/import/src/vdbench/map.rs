@@ -318,6 +318,8 @@ struct Run<'w> {
     rates: Vec<Option<f64>>,
     timing: RawTiming,
     threads: Option<i64>,
+    /// The file's general data settings (compratio, dedupratio) and the sds' openflags.
+    data: RawData,
 }
 
 /// Why a curve is refused.
@@ -574,7 +576,8 @@ impl Mapper {
         let mut steps = Vec::new();
         for e in effective(file, Kind::Run) {
             let before = self.problems.len();
-            let run = self.run_params(&e, wds);
+            let mut run = self.run_params(&e, wds);
+            run.data = data.clone();
             if run.chosen.is_empty() {
                 self.problem_at(&e.def.at, "wd", "the rd runs no wd (none is defined)");
             }
@@ -606,7 +609,7 @@ impl Mapper {
                         e.def.name.clone()
                     };
                     let at = &e.def.at;
-                    if let Some(raw) = self.step(at, &name, sds, &run, combo, *rate, data) {
+                    if let Some(raw) = self.step(at, &name, sds, &run, combo, *rate) {
                         steps.push(VdbenchStep {
                             name,
                             rd: e.def.name.clone(),
@@ -633,6 +636,7 @@ impl Mapper {
                 ..RawTiming::default()
             },
             threads: None,
+            data: RawData::default(),
         };
         for p in &e.params {
             let t = |m: &mut Self| match time(&p.text()) {
@@ -723,7 +727,6 @@ impl Mapper {
         run: &Run<'_>,
         combo: &[(String, String)],
         rate: Option<f64>,
-        data: &RawData,
     ) -> Option<RawProfile> {
         let wds = &run.chosen;
         // The disks: the sds the wds use, in sd order.
@@ -783,7 +786,7 @@ impl Mapper {
                 ..RawFleet::default()
             },
             timing,
-            data: data.clone(),
+            data: run.data.clone(),
             streams,
             origin: format!("{} rd={name}", at.file),
         })
