@@ -485,9 +485,12 @@ impl Mapper {
             return self.problem(p, "not supported: read/write cache hits aimed at a hit area; iofleet's offsets follow random_pct, working_set_pct and hot_bands");
         }
         match NOTICED.iter().find(|(n, _)| *n == key) {
+            // Once per parameter: HCIBench writes `hitarea=0` on every sd line.
             Some((_, why)) => {
-                let at = p.at.clone();
-                self.notice(&at, format!("{key} accepted: {why}"));
+                if self.seen.insert((0, format!("k{key}"))) {
+                    let at = p.at.clone();
+                    self.notice(&at, format!("{key} accepted (here and wherever else it is written): {why}"));
+                }
             }
             None => self.problem(p, "not supported: unknown or unsupported parameter here (docs/vdbench.md lists those iofleet reads)"),
         }

@@ -80,6 +80,9 @@ fn hcibench_vxrail_file_is_the_workload_its_name_describes() {
             i.notices
         );
     }
+    // hitarea is on all eight sd lines, noticed once.
+    let hits = i.notices.iter().filter(|n| n.contains("hitarea")).count();
+    assert_eq!(hits, 1, "{:?}", i.notices);
     let plan = resolve(raw, &Overrides::default(), &Context { direct: true }).unwrap();
     assert_eq!(plan.fleet.disks_per_worker, 8);
     assert_eq!(plan.streams[0].working_set_pct, 10.0);
