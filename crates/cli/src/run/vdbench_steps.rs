@@ -8,14 +8,12 @@
 //! `crate::run::vdbench`'s.
 
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::AtomicBool;
 
 use crate::args::{OutputFormat, RunArgs};
 use crate::exit::Exit;
-use crate::run::resolve::{ctrl_c_flag, resolve};
-use crate::run::session::Session;
+use crate::run::resolve::resolve;
 use crate::run::vdbench::{file as vdbench_file, load, notices_of, refuse_conflicts, selected};
-use crate::web::step::{Step, StepKind};
 
 /// The label each step's stored run carries: its number, from 1.
 pub(crate) const STEP_LABEL: &str = "vdbench-step";
@@ -102,37 +100,10 @@ pub(crate) fn run(a: &RunArgs, file: Stepped) -> Result<i32, Exit> {
         planned.push((pa, groups, settings));
     }
     let heading = |i: usize| format!("vdbench step {}/{n}: rd={}", i + 1, file.steps[i]);
-    if a.dry_run {
-        for (i, (pa, groups, settings)) in planned.into_iter().enumerate() {
-            println!("# {}", iofleet_report::text::escape(&heading(i)));
-            crate::run::output::dry_run(&pa, &groups, settings)?;
-        }
-        return Ok(0);
-    }
-    let mut live = Session::open(a)?;
-    let stop = ctrl_c_flag();
-    let mut code = 0;
-    for (i, (pa, groups, settings)) in planned.into_iter().enumerate() {
-        if stop.load(Ordering::SeqCst) {
-            break;
-        }
-        if !a.quiet {
-            eprintln!("{}", iofleet_report::text::escape(&heading(i)));
-        }
-        live.announce(&Step {
-            kind: StepKind::Phase,
-            index: i as u32 + 1,
-            of: Some(n as u32),
-            at_most: false,
-            label: format!("rd={}", file.steps[i]),
-            rate_iops: crate::run::resolve::offered_rate(&groups),
-        });
-        let r = live.measure_step(&pa, &groups, settings, &stop)?;
-        let c = crate::run::output::print_and_exit_code(&pa, &r, None, &stop)?;
-        if code == 0 {
-            code = c;
-        }
-    }
-    live.finish();
-    Ok(code)
+    let label = |i: usize| format!("rd={}", file.steps[i]);
+    let mut exit = |pa: &RunArgs, r: &iofleet_stats::result::RunResult, stop: &AtomicBool| {
+        crate::run::output::print_and_exit_code(pa, r, None, stop)
+    };
+    let run = crate::run::fio_phases::run_planned(a, planned, &heading, &label, &mut exit)?;
+    Ok(run.map_or(0, |(code, _)| code))
 }
