@@ -43,9 +43,14 @@ def env_for(args, path):
 
 
 def fio(args, job, env):
-    cmd = [args.fio, "--output-format=json", job]
+    # One figure for the whole file: with numjobs > 1 fio reports each job apart unless
+    # its jobs are grouped (the first job alone would be a fraction of the load).
+    cmd = [args.fio, "--output-format=json", "--group_reporting", job]
     out, cpu, _ = run_child(cmd, env)
-    j = json.loads(out)["jobs"][0]
+    jobs = json.loads(out)["jobs"]
+    if len(jobs) != 1:
+        raise SystemExit(f"{job}: fio reported {len(jobs)} groups; give the file one group")
+    j = jobs[0]
     ios = j["read"]["total_ios"] + j["write"]["total_ios"]
     pct = j["read"]["lat_ns"]["percentile"]
     return {"iops": j["read"]["iops"] + j["write"]["iops"],
