@@ -8,7 +8,10 @@
 //! except the keys searched over (`--best-over`). Among the runs of one configuration
 //! the best is the one with the highest IOPS; ties go to the earliest. Only runs that
 //! finished (complete, or complete with hosts lost) and are valid compete: a killed,
-//! interrupted or invalid run is never the best. This module picks; the comparison
+//! interrupted or invalid run is never the best. A `find-max` step competes only when it
+//! is the step the search found (label `found=true`): its other steps are the closed-loop
+//! maximum and rates that broke the SLO, whose higher IOPS the search rejected. This
+//! module picks; the comparison
 //! (`compare`) lays the picked runs out.
 
 use std::collections::BTreeMap;
@@ -47,7 +50,8 @@ impl<'a> Candidate<'a> {
             labels: &r.labels,
             competes: matches!(r.status.as_str(), "complete" | "hosts-lost")
                 && r.result.validity.valid
-                && r.result.summary.all.iops.is_finite(),
+                && r.result.summary.all.iops.is_finite()
+                && search_allows(&r.labels),
             iops: r.result.summary.all.iops,
         }
     }
@@ -83,6 +87,12 @@ impl<'a> Candidate<'a> {
             })
             .collect()
     }
+}
+
+/// A run a `find-max` measured (label `findmax`) may be the best only when it is the
+/// step the search found (`found=true`); any other run may.
+pub fn search_allows(labels: &BTreeMap<String, String>) -> bool {
+    !labels.contains_key("findmax") || labels.get("found").is_some_and(|v| v == "true")
 }
 
 /// The best of `runs` per configuration, configurations in the order their first run
@@ -240,6 +250,34 @@ mod tests {
         }
         let e = best(&runs, &[], &["qd"]).unwrap_err();
         assert!(e.contains("no run finished valid"), "{e}");
+    }
+
+    /// Of a search's steps only the one it found competes: the closed-loop maximum and
+    /// the rates past the SLO have more IOPS and are not what it found.
+    #[test]
+    fn a_search_competes_with_the_step_it_found() {
+        let step = |id: &str, rate: &str, iops: f64, found: bool| {
+            let mut l = vec![("findmax", "s"), ("rate", rate), ("pool", "a")];
+            if found {
+                l.push(("found", "true"));
+            }
+            let mut run = r(id, &l, iops);
+            run.3 = search_allows(&run.1);
+            run
+        };
+        let runs = vec![
+            step("closed", "closed-loop", 900.0, false),
+            step("r400", "400", 400.0, true),
+            step("r800", "800", 780.0, false),
+            r("plain", &[("pool", "b")], 50.0),
+        ];
+        assert_eq!(
+            best(&runs, &["pool"], &[]).unwrap(),
+            [row("pool=a", "r400", 1), row("pool=b", "plain", 1)]
+        );
+        assert!(!search_allows(
+            &[("findmax".to_string(), "s".to_string())].into()
+        ));
     }
 
     #[test]
