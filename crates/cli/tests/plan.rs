@@ -102,6 +102,14 @@ fn tuesday_login_from_a_stored_run_reproduces_the_s2d_sizing() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(stderr(&o).contains("misses p99<=1us"), "{}", stderr(&o));
     assert!(stdout(&o).contains("17,624 desktops"), "{}", stdout(&o));
+    // One it has no figure for (the run had no observer host) is said, not passed.
+    let o = plan(&["--per-desktop-iops", "10", "--slo", "observers.cpu<=40%"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("has no figure for observers.cpu<=40%"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]

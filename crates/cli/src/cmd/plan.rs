@@ -287,13 +287,19 @@ fn from_run(c: &PlanCommon, needs: &RunArgs) -> Result<(Basis, i32), Exit> {
         ));
     }
     // Objectives given with --from-run are checked against the stored run.
+    // An objective the run has no figure for is said, never passed in silence.
     for o in &c.search.slo {
-        if let Some(v) = o.value(&run.result.summary).filter(|v| *v > o.limit()) {
-            notices.push(format!(
+        match o.value(&run.result.summary) {
+            Some(v) if v > o.limit() => notices.push(format!(
                 "run {} misses {o} ({v:.1} {}): its IOPS are not IOPS at the objective",
                 run.id,
                 o.unit()
-            ));
+            )),
+            Some(_) => {}
+            None => notices.push(format!(
+                "run {} has no figure for {o} (no I/O of that kind, CPU not measured, or no observer host): the objective is not checked",
+                run.id
+            )),
         }
     }
     let all = &run.result.summary.all;
