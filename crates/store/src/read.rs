@@ -60,6 +60,11 @@ pub struct RunMeta {
     /// Process recording the run (while `running`).
     #[serde(skip)]
     pub recorder_pid: Option<i64>,
+    /// The process that recorded the run still runs on this machine: the same pid and
+    /// the same start time (so a pid the kernel gave to another process since is not it).
+    /// False for a run recorded on another machine (a shared store): we cannot tell.
+    #[serde(skip)]
+    pub recorder_alive: bool,
 }
 
 /// One line of `iofleet results list`.
@@ -141,6 +146,8 @@ impl Store {
             hosts_lost,
             valid,
             recorder_pid: pid,
+            recorder_alive: host == hostname()
+                && pid.is_some_and(|p| ticks.is_some() && start_ticks(p) == ticks),
         })
     }
 

@@ -283,11 +283,21 @@ fn run_left_running_by_dead_process_is_incomplete() {
     let id = record(&mut store, "killed", &[], 3);
     // While this (live) process records it, the run is running.
     assert_eq!(store.meta(&id).unwrap().status, RunStatus::Running);
+    assert!(store.meta(&id).unwrap().recorder_alive);
     assert!(matches!(
         store.delete(&id),
         Err(StoreError::StillRunning { .. })
     ));
     drop(store);
+    // A pid the kernel gave to another process since (alive, started at another time)
+    // is not the recorder.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute("UPDATE runs SET recorder_pid = 1", [])
+        .unwrap();
+    drop(conn);
+    let m = Store::open_existing(&db).unwrap().meta(&id).unwrap();
+    assert!(!m.recorder_alive);
+    assert_eq!(m.status, RunStatus::Incomplete);
     // Pretend the recorder died: a pid that cannot exist.
     let conn = rusqlite::Connection::open(&db).unwrap();
     conn.execute("UPDATE runs SET recorder_pid = 2147483646", [])

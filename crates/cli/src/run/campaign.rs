@@ -1,10 +1,11 @@
 //! Campaigns: the steps of one `sweep --vary` or `find-max` as one whole that survives a
 //! crash (`--resume`). A campaign has an id (8 hex digits, printed when it begins) and a
 //! fingerprint of what decides its steps: the profile (its name and the digest of its
-//! text, and of every `--group` or `--fio` file), the flags as given, and the fleet
-//! (`--target`, `--hosts` with the digest of the inventory, `--listen`/`--expect`,
-//! `--min-hosts`). Flags that only change how the result is shown or kept (`--quiet`,
-//! `--json`, `--ui`, `--metrics-listen`, `--db`, …) are not part of it. Every step's
+//! text, and of every `--group`, `--fio` or `--vdbench` file), the flags as given, and
+//! the fleet (`--target`, `--hosts` with the digest of the inventory file or directory,
+//! `--listen`/`--expect`, `--min-hosts`); existing paths compared canonical. Flags that
+//! only change how the result is shown or kept (`--quiet`, `--json`, `--ui`,
+//! `--metrics-listen`, `--db`, …) are not part of it. Every step's
 //! stored run carries the id (label `campaign`) and the fingerprint (label
 //! `campaign.fp`); the last step of a campaign that ran to its end is labelled
 //! `campaign.end`.
@@ -70,7 +71,7 @@ pub(crate) struct Fingerprint {
 }
 
 /// Flags that only change how a result is shown or kept, or how long to wait.
-const NOT_PART: [&str; 15] = [
+const NOT_PART: [&str; 21] = [
     "--resume",
     "--quiet",
     "--json",
@@ -86,18 +87,46 @@ const NOT_PART: [&str; 15] = [
     "--join-file",
     "--advertise",
     "--host-timeout",
+    "--output",
+    "--output-format",
+    "--max-uploads",
+    "--cleanup",
+    "--dry-run",
+    "--no-save",
 ];
 /// Flags that say which fleet runs the steps.
-const FLEET: [&str; 6] = [
+const FLEET: [&str; 7] = [
     "--target",
     "--hosts",
     "--listen",
     "--expect",
     "--min-hosts",
     "--tolerate-host-loss",
+    "--diskspd-map",
 ];
 /// Flags (and the positional profile) that name the workload's files.
-const PROFILE: [&str; 5] = ["PROFILE", "--group", "--fio", "--fio-job", "--fio-ignore"];
+const PROFILE: [&str; 8] = [
+    "PROFILE",
+    "--group",
+    "--fio",
+    "--fio-job",
+    "--fio-ignore",
+    "--vdbench",
+    "--vdbench-step",
+    "--diskspd",
+];
+/// Flags whose values are paths: an existing one is taken as its canonical path, so the
+/// same file named from another directory is the same fleet or workload.
+const PATHS: [&str; 6] = [
+    "PROFILE",
+    "--fio",
+    "--vdbench",
+    "--hosts",
+    "--target",
+    "--diskspd-map",
+];
+/// The most bytes of a directory (an inventory's `group_vars/`, `host_vars/`) digested.
+const DIR_DIGEST_MAX: u64 = 64 << 20;
 
 /// The first 16 hex digits of the SHA-256 of `bytes`.
 fn digest(bytes: &[u8]) -> String {
@@ -108,14 +137,62 @@ fn digest(bytes: &[u8]) -> String {
         .collect()
 }
 
-/// The digest of the file a profile, group or inventory names: the file's text, a
-/// built-in profile's text, or none.
+/// The digest of the file a profile, group or inventory names: the file's text, every
+/// file under a directory (an Ansible inventory directory; by relative path, in order),
+/// a built-in profile's text, or none.
 fn text_digest(name: &str) -> Option<String> {
     let path = std::path::Path::new(name);
     if path.is_file() {
         return std::fs::read(path).ok().map(|b| digest(&b));
     }
+    if path.is_dir() {
+        let mut files = Vec::new();
+        collect_files(path, path, &mut files);
+        files.sort();
+        let mut all = Vec::new();
+        let mut total = 0u64;
+        for rel in files {
+            let bytes = std::fs::read(path.join(&rel)).unwrap_or_default();
+            total += bytes.len() as u64;
+            if total > DIR_DIGEST_MAX {
+                break;
+            }
+            all.extend_from_slice(rel.as_bytes());
+            all.push(0);
+            all.extend_from_slice(&digest(&bytes).into_bytes());
+            all.push(b'\n');
+        }
+        return Some(digest(&all));
+    }
     iofleet_profile::builtin_source(name).map(|t| digest(t.as_bytes()))
+}
+
+/// Every regular file under `dir` (not following symbolic links to directories), as
+/// paths relative to `root`.
+fn collect_files(root: &std::path::Path, dir: &std::path::Path, out: &mut Vec<String>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        match e.file_type() {
+            Ok(t) if t.is_dir() => collect_files(root, &p, out),
+            Ok(_) if p.is_file() => {
+                if let Ok(rel) = p.strip_prefix(root) {
+                    out.push(rel.to_string_lossy().into_owned());
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// An existing path as its canonical path; anything else as given.
+fn canonical(value: &str) -> String {
+    std::fs::canonicalize(value)
+        .ok()
+        .and_then(|p| p.to_str().map(str::to_string))
+        .unwrap_or_else(|| value.to_string())
 }
 
 impl Fingerprint {
@@ -166,7 +243,15 @@ impl Fingerprint {
         } else {
             &mut self.flags
         };
-        if matches!(flag, "PROFILE" | "--group" | "--fio" | "--hosts") {
+        let values: Vec<String> = if PATHS.contains(&flag) {
+            values.iter().map(|v| canonical(v)).collect()
+        } else {
+            values
+        };
+        if matches!(
+            flag,
+            "PROFILE" | "--group" | "--fio" | "--hosts" | "--vdbench" | "--diskspd-map"
+        ) {
             for v in &values {
                 // A group is NAME=PROFILE[:WORKERS].
                 let file = match flag {
@@ -437,18 +522,10 @@ fn choose(
     }
 }
 
-/// The process that recorded `r` is an iofleet still running on this host (not this
-/// one): its campaign is under way.
+/// The process that recorded `r` still runs on this machine (the store matches its pid
+/// and start time), and is not this one: its campaign is under way.
 fn recorder_alive(r: &RunListing) -> bool {
-    let Some(pid) = r.meta.recorder_pid else {
-        return false;
-    };
-    pid != i64::from(std::process::id())
-        && std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
-            c.split(|b| *b == 0)
-                .next()
-                .is_some_and(|a| a.ends_with(b"iofleet"))
-        })
+    r.meta.recorder_alive && r.meta.recorder_pid != Some(i64::from(std::process::id()))
 }
 
 /// A finished step's result as the store recomputes it, with its stored run.
@@ -525,6 +602,42 @@ mod tests {
         ]);
         assert_eq!(a, b);
         assert_eq!(Fingerprint::from_json(&a.to_json()), Some(a));
+    }
+
+    /// How hosts are reached and results shown is not part of it (labels are: they tell
+    /// configurations apart in `compare --best`); a path is
+    /// the same path however it is named; a directory is digested by its files.
+    #[test]
+    fn outputs_are_left_out_paths_are_canonical_and_directories_digested() {
+        let d = tempfile::tempdir().unwrap();
+        let inv = d.path().join("inventory");
+        std::fs::create_dir_all(inv.join("group_vars")).unwrap();
+        std::fs::write(inv.join("hosts.ini"), "[fleet]\na\n").unwrap();
+        std::fs::write(inv.join("group_vars/all.yml"), "x: 1\n").unwrap();
+        let inv_s = inv.to_str().unwrap();
+        let roundabout = format!("{}/group_vars/..", inv_s);
+        let base = ["sweep", "easy-run-4k100r", "--vary", "qd=1,2", "--hosts"];
+        let with = |hosts: &str, extra: &[&str]| {
+            let mut a: Vec<&str> = base.to_vec();
+            a.push(hosts);
+            a.extend_from_slice(extra);
+            fp(&a)
+        };
+        let a = with(inv_s, &[]);
+        assert!(a.fleet.keys().any(|k| k.starts_with("text of ")), "{a:?}");
+        let b = with(&roundabout, &["--max-uploads", "4", "--quiet"]);
+        assert_eq!(a, b);
+        // A change inside the directory is a change of the fleet.
+        std::fs::write(inv.join("group_vars/all.yml"), "x: 2\n").unwrap();
+        let c = with(inv_s, &[]);
+        assert_ne!(a, c);
+        assert!(
+            c.changes_since(&a)
+                .iter()
+                .any(|l| l.starts_with("fleet: the text of") && l.ends_with("changed")),
+            "{:?}",
+            c.changes_since(&a)
+        );
     }
 
     #[test]
