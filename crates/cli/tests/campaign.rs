@@ -792,7 +792,7 @@ fn documented_commands(doc: &str, heading: &str) -> Vec<Vec<String>> {
     block
         .lines()
         .filter_map(|l| l.strip_prefix("iofleet "))
-        .map(|l| words(l))
+        .map(words)
         .collect()
 }
 
