@@ -130,7 +130,7 @@ fn every_builtin_fits_a_laptop() {
 fn published_parameters_are_kept() {
     let p = plan("vmfleet-sql");
     let (data, log) = (&p.streams[0], &p.streams[1]);
-    assert_eq!((data.rate_iops, data.qd), (Some(1500.0), Some(32)));
+    assert_eq!((data.rate_iops, data.qd), (Some(6000.0), Some(32)));
     assert_eq!(p.fleet.threads_per_disk, 4);
     assert!(matches!(&data.locality, Locality::HotBands { bands } if bands.len() == 2));
     assert_eq!(
