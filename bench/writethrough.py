@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 
+sys.dont_write_bytecode = True  # no bench/__pycache__ from the import below
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from compare_fio import run  # noqa: E402  (stdout, child CPU, host busy) of a command
 
