@@ -766,3 +766,157 @@ fn find_max_holds_host_cpu_at_an_objective_on_the_null_engine() {
     let c = cpu(found);
     assert!((35.0..=40.0).contains(&c), "{c}% at {rate} IOPS: {v}");
 }
+
+/// The `iofleet` lines of the first `sh` block under `heading` in a doc, each split into
+/// its words as a shell would (single quotes only), without the leading `iofleet`.
+fn documented_commands(doc: &str, heading: &str) -> Vec<Vec<String>> {
+    let text =
+        std::fs::read_to_string(format!("{}/../../{doc}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let section = &text[text
+        .find(heading)
+        .unwrap_or_else(|| panic!("{doc}: no {heading}"))..];
+    let block = &section[section.find("```sh\n").unwrap() + 6..];
+    let block = &block[..block.find("```").unwrap()];
+    let words = |line: &str| {
+        let (mut out, mut word, mut quoted) = (Vec::new(), String::new(), false);
+        for c in line.chars() {
+            match c {
+                '\'' => quoted = !quoted,
+                ' ' if !quoted => out.extend((!word.is_empty()).then(|| std::mem::take(&mut word))),
+                _ => word.push(c),
+            }
+        }
+        out.extend((!word.is_empty()).then_some(word));
+        out
+    };
+    block
+        .lines()
+        .filter_map(|l| l.strip_prefix("iofleet "))
+        .map(words)
+        .collect()
+}
+
+#[test]
+fn vm_fleet_core_workload_commands_run_as_documented() {
+    let _shared = ALONE.read().unwrap_or_else(|p| p.into_inner());
+    let commands = documented_commands("docs/campaigns.md", "## VM Fleet's core workload");
+    let kinds: Vec<&str> = commands.iter().map(|c| c[0].as_str()).collect();
+    assert_eq!(
+        kinds,
+        ["sweep", "sweep", "sweep", "sweep", "run", "find-max", "find-max"]
+    );
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("r.db");
+    let db_s = db.to_str().unwrap();
+    let small = [
+        "--workers",
+        "1",
+        "--disk-size",
+        "16m",
+        "--warmup",
+        "0s",
+        "--duration",
+        "1s",
+    ];
+    // The share of reads and write-through of a stored step.
+    let step = |id: &str| {
+        let o = run_in(d.path(), &["results", "export", id, "--db", db_s]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let s = &r["summary"];
+        let (reads, writes) = (
+            s["read"]["iops"].as_f64().unwrap(),
+            s["write"]["iops"].as_f64().unwrap(),
+        );
+        assert_eq!(r["run"]["plan"]["data"]["write_through"], true, "{id}");
+        100.0 * reads / (reads + writes)
+    };
+    for c in &commands {
+        let mut args: Vec<&str> = c.iter().map(String::as_str).collect();
+        args.extend(small);
+        args.extend(["--db", db_s, "--json", "--quiet"]);
+        if c[0] == "find-max" {
+            // Host CPU is an objective: measured in real time on the null engine, from a
+            // low start so that the few steps allowed pass and fail.
+            args.extend([
+                "--engine",
+                "null",
+                "--io-threads",
+                "1",
+                "--prepare",
+                "none",
+                "--min-step",
+                "1s",
+                "--start",
+                "2000",
+                "--max-steps",
+                "5",
+            ]);
+        } else {
+            args.extend([
+                "--engine",
+                "sim:servers=4,service=1ms,dist=fixed",
+                "--interval",
+                "1s",
+            ]);
+        }
+        let o = run_in(d.path(), &args);
+        let line = c.join(" ");
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|e| panic!("{line}: {e}: {}", stderr(&o)));
+        match c[0].as_str() {
+            "sweep" if c.iter().any(|w| w == "--vary") => {
+                assert_eq!(o.status.code(), Some(0), "{line}: {}", stderr(&o));
+                // VM Fleet's write ratios 0, 10 and 30%: each step reads its share.
+                let points = v["points"].as_array().unwrap();
+                assert_eq!(points.len(), 3, "{line}: {v}");
+                for (p, want) in points.iter().zip([100.0, 90.0, 70.0]) {
+                    assert_eq!(p["at"]["read_pct"].as_str(), Some(&*format!("{want}")));
+                    let got = step(p["run_id"].as_str().unwrap());
+                    assert!((got - want).abs() <= 3.0, "{line}: {got}% reads at {want}");
+                }
+            }
+            "sweep" => {
+                assert_eq!(o.status.code(), Some(0), "{line}: {}", stderr(&o));
+                // The closed-loop maximum, then the open-loop fractions of it.
+                let points = v["points"].as_array().unwrap();
+                assert_eq!(points[0]["value"], "max", "{line}: {v}");
+                assert!(points.len() > 2, "{line}: {v}");
+                let want: f64 = c[c.iter().position(|w| w == "--read-pct").unwrap() + 1]
+                    .parse()
+                    .unwrap();
+                let got = step(points[1]["run_id"].as_str().unwrap());
+                assert!((got - want).abs() <= 3.0, "{line}: {got}% reads at {want}");
+            }
+            "run" => {
+                assert_eq!(o.status.code(), Some(0), "{line}: {}", stderr(&o));
+                assert_eq!(v["run"]["profile"], "vmfleet-peak");
+                assert_eq!(v["run"]["plan"]["streams"][0]["working_set_pct"], 50.0);
+            }
+            _ => {
+                // 1: no rate met the objectives (the host was busy without the search).
+                assert!(
+                    matches!(o.status.code(), Some(0 | 1)),
+                    "{line}: {}",
+                    stderr(&o)
+                );
+                let slo = ["cpu<=40%", "read.mean<=3ms", "write.mean<=3ms"];
+                assert_eq!(v["objectives"], serde_json::json!(slo), "{line}");
+                // Every step was judged by its own host CPU and mean latencies (µs).
+                for p in v["points"].as_array().unwrap() {
+                    let f: Vec<f64> = (0..3).map(|i| p["values"][i].as_f64().unwrap()).collect();
+                    let within = f[0] <= 40.0 && f[1] <= 3000.0 && f[2] <= 3000.0;
+                    match p["outcome"].as_str().unwrap() {
+                        "pass" => assert!(within, "{line}: {p}"),
+                        "not sustained" => {}
+                        missed => {
+                            let i = slo.iter().position(|s| missed == format!("missed {s}"));
+                            let i = i.unwrap_or_else(|| panic!("{line}: {p}"));
+                            assert!(f[i] > [40.0, 3000.0, 3000.0][i], "{line}: {p}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -325,10 +325,10 @@ fn plan_sql_measures_through_find_max() {
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(v["per_vm_iops"], 1800.0);
+    assert_eq!(v["per_vm_iops"], 6300.0);
     let iops = v["iops"].as_f64().unwrap();
     assert!(v["vms"].is_u64(), "{}", v["vms"]);
-    assert_eq!(v["vms"].as_u64().unwrap(), (iops / 1800.0).floor() as u64);
+    assert_eq!(v["vms"].as_u64().unwrap(), (iops / 6300.0).floor() as u64);
     assert_eq!(v["sizing"], "find-max");
     // The IOPS are find-max's answer for vmfleet-sql, and its found run is the basis.
     assert_eq!(v["profile"], "vmfleet-sql");

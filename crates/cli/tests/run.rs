@@ -104,7 +104,7 @@ fn null_engine_json_matches_schema_and_shape() {
         sim["streams"]
     );
     assert_eq!(sim["streams"][1]["all"]["iops"], 900.0);
-    assert_eq!(sim["streams"][0]["all"]["ios"], 3 * 1500 * 2);
+    assert_eq!(sim["streams"][0]["all"]["ios"], 3 * 6000 * 2);
     // No nothing-files were created for the null engine.
     assert!(!d.path().join("iofleet-data").exists());
 }

@@ -41,6 +41,14 @@ static BUILTINS: &[(&str, &str)] = &[
         include_str!("../../../profiles/diskspd-4k-read.toml"),
     ),
     (
+        "vmfleet-general",
+        include_str!("../../../profiles/vmfleet-general.toml"),
+    ),
+    (
+        "vmfleet-peak",
+        include_str!("../../../profiles/vmfleet-peak.toml"),
+    ),
+    (
         "vmfleet-vdi",
         include_str!("../../../profiles/vmfleet-vdi.toml"),
     ),

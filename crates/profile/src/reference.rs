@@ -81,8 +81,25 @@ pub fn reference_markdown() -> String {
         let flat = description.split_whitespace().collect::<Vec<_>>().join(" ");
         out.push_str(&format!("- **{name}** — {flat}\n"));
     }
+    out.push_str(VM_FLEET);
     out
 }
+
+const VM_FLEET: &str = r#"
+### VM Fleet's sweeps
+
+VM Fleet's core measurement runs its General, Peak, VDI and SQL workloads (the four
+`vmfleet-*` profiles) as sweeps and searches; in iofleet each is a command, explained in
+[campaigns.md](campaigns.md#vm-fleets-core-workload):
+
+```sh
+iofleet sweep vmfleet-general --vary read_pct=100,90,70   # write ratios 0, 10, 30%
+iofleet sweep vmfleet-general --read-pct 90 --rate-curve  # IOPS against CPU, per ratio
+iofleet run vmfleet-peak                                  # one unthrottled run
+iofleet find-max vmfleet-vdi --slo 'cpu<=40%' --slo 'read.mean<=3ms' --slo 'write.mean<=3ms'
+iofleet find-max vmfleet-sql --slo 'cpu<=40%' --slo 'read.mean<=3ms' --slo 'write.mean<=3ms'
+```
+"#;
 
 /// TOML literals (`"1g"`, `100`) as code; prose defaults ("fleet.qd") as text.
 fn default_cell(d: &str) -> String {

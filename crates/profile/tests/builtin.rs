@@ -12,6 +12,8 @@ const EXPECTED: &[&str] = &[
     "vsan-2m-read",
     "vsan-7030",
     "diskspd-4k-read",
+    "vmfleet-general",
+    "vmfleet-peak",
     "vmfleet-vdi",
     "vmfleet-sql",
     "xray-vdi-task",
@@ -128,7 +130,7 @@ fn every_builtin_fits_a_laptop() {
 fn published_parameters_are_kept() {
     let p = plan("vmfleet-sql");
     let (data, log) = (&p.streams[0], &p.streams[1]);
-    assert_eq!((data.rate_iops, data.qd), (Some(1500.0), Some(32)));
+    assert_eq!((data.rate_iops, data.qd), (Some(6000.0), Some(32)));
     assert_eq!(p.fleet.threads_per_disk, 4);
     assert!(matches!(&data.locality, Locality::HotBands { bands } if bands.len() == 2));
     assert_eq!(
@@ -250,6 +252,62 @@ fn published_parameters_are_kept() {
             );
         }
     }
+}
+
+/// VM Fleet's four core workloads as read in its Profile.psm1 (microsoft/diskspd, the
+/// commit each description names): unbuffered and write-through, 4 KiB at 1 thread x 32
+/// for General and Peak, the load-file ranges as working sets.
+#[test]
+fn vm_fleet_profiles_keep_its_definitions() {
+    for name in [
+        "vmfleet-general",
+        "vmfleet-peak",
+        "vmfleet-vdi",
+        "vmfleet-sql",
+    ] {
+        let p = plan(name);
+        assert!(p.data.write_through, "{name}: VM Fleet writes through");
+        for cited in [
+            "Frameworks/VMFleet/Profile.psm1",
+            "Get-FleetProfileXml",
+            "c361eed6804607db9bc631a53d499b258c6c6741",
+        ] {
+            assert!(p.description.contains(cited), "{name}: no {cited}");
+        }
+    }
+    let four_k = vec![(Bytes(4096), 1)];
+    let p = plan("vmfleet-general");
+    let s = &p.streams[0];
+    assert_eq!((p.fleet.threads_per_disk, p.fleet.qd), (1, 32));
+    assert_eq!(
+        (s.bs.entries.clone(), s.read_pct, s.random_pct),
+        (four_k.clone(), 100.0, 50.0)
+    );
+    assert!(
+        matches!(&s.locality, Locality::HotBands { bands } if bands.len() == 2
+            && (bands[0].io_pct, bands[0].range_pct) == (95.0, 5.0)
+            && (bands[1].io_pct, bands[1].range_pct) == (4.0, 10.0))
+    );
+    assert_eq!((s.rate_iops, s.working_set_pct), (None, 100.0));
+    let p = plan("vmfleet-peak");
+    let s = &p.streams[0];
+    assert_eq!((p.fleet.threads_per_disk, p.fleet.qd), (1, 32));
+    assert_eq!(
+        (s.bs.entries.clone(), s.read_pct, s.random_pct),
+        (four_k, 100.0, 100.0)
+    );
+    // 5 GiB of the 10 GiB load file, loaded uniformly.
+    assert_eq!((&s.locality, s.working_set_pct), (&Locality::Uniform, 50.0));
+    // VDI: writes over the whole 10 GiB, reads over its first 8 GiB.
+    let p = plan("vmfleet-vdi");
+    let ws: Vec<(&str, f64)> = p
+        .streams
+        .iter()
+        .map(|s| (s.name.as_str(), s.working_set_pct))
+        .collect();
+    assert_eq!(ws, [("write", 100.0), ("read", 80.0)]);
+    // SQL: the log on the first 5 GiB.
+    assert_eq!(plan("vmfleet-sql").streams[1].working_set_pct, 50.0);
 }
 
 #[test]

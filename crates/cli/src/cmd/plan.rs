@@ -17,7 +17,8 @@
 //!   78.5, Monday login 20.7, Tuesday login 14.6 IOPS per desktop;
 //! - VDI steady state, Nutanix X-Ray's personas (read + write IOPS per desktop VM):
 //!   task 8, knowledge 12, power 26;
-//! - SQL: a VM Fleet 2.x SQL VM, 1,500 IOPS of 8K data + 300 IOPS of 32K log = 1,800.
+//! - SQL: a VM Fleet 2.x SQL VM, 6,000 IOPS of 8K data (1,500 on each of 4 threads) +
+//!   300 IOPS of 32K log = 6,300.
 
 use std::io::Write;
 
@@ -52,7 +53,7 @@ pub enum PlanCmd {
     /// Desktops supported in a VDI phase: IOPS ÷ the phase's per-desktop IOPS, the IOPS
     /// at the objectives (find-max), at peak (--at-peak) or of a stored run (--from-run).
     Vdi(VdiArgs),
-    /// SQL VMs supported: IOPS of vmfleet-sql ÷ 1,800 IOPS per VM (VM Fleet's SQL
+    /// SQL VMs supported: IOPS of vmfleet-sql ÷ 6,300 IOPS per VM (VM Fleet's SQL
     /// profile), the IOPS at the objectives (find-max), at peak or of a stored run.
     Sql(SqlArgs),
 }
@@ -101,16 +102,17 @@ pub struct VdiArgs {
 
 #[derive(Args, Debug)]
 pub struct SqlArgs {
-    /// IOPS one SQL VM needs [default: 1800, VM Fleet 2.x's SQL profile: 1,500 data +
-    /// 300 log].
+    /// IOPS one SQL VM needs [default: 6300, VM Fleet 2.x's SQL profile: 6,000 data
+    /// (1,500 per thread x 4) + 300 log].
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub per_vm_iops: Option<f64>,
     #[command(flatten)]
     pub common: PlanCommon,
 }
 
-/// VM Fleet 2.x's SQL VM: 1,500 IOPS of 8K data plus 300 IOPS of 32K log.
-pub const SQL_PER_VM_IOPS: f64 = 1800.0;
+/// VM Fleet 2.x's SQL VM: 6,000 IOPS of 8K data (4 threads throttled to 1,500 each) plus
+/// 300 IOPS of 32K log.
+pub const SQL_PER_VM_IOPS: f64 = 6300.0;
 
 /// `--reference N`: a whole number of units, at least 1.
 fn reference_size(s: &str) -> Result<u64, String> {

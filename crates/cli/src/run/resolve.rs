@@ -392,10 +392,10 @@ mod tests {
         let mut g = groups("easy-run-4k100r", 4);
         assert!(with_rate(&mut g, 10_000.0).is_ok());
         assert_eq!(g[0].plan.timing.rate_iops, Some(2_500.0));
-        // Streams with their own rate (vmfleet-sql: 1,500 + 300 per worker) scale
-        // together, keeping 5:1.
+        // Streams with their own rate (vmfleet-sql: 6,000 + 300 per worker) scale
+        // together, keeping 20:1.
         let mut g = groups("vmfleet-sql", 2);
-        assert!(with_rate(&mut g, 3_600.0).is_ok());
+        assert!(with_rate(&mut g, 12_600.0).is_ok());
         let r: Vec<f64> = g[0]
             .plan
             .streams
@@ -403,10 +403,10 @@ mod tests {
             .map(|s| s.rate_iops.unwrap())
             .collect();
         assert!(
-            (r[0] - 1_500.0).abs() < 1e-9 && (r[1] - 300.0).abs() < 1e-9,
+            (r[0] - 6_000.0).abs() < 1e-9 && (r[1] - 300.0).abs() < 1e-9,
             "{r:?}"
         );
-        assert!(with_rate(&mut g, 360.0).is_ok());
+        assert!(with_rate(&mut g, 1_260.0).is_ok());
         let r: Vec<f64> = g[0]
             .plan
             .streams
@@ -414,7 +414,7 @@ mod tests {
             .map(|s| s.rate_iops.unwrap())
             .collect();
         assert!(
-            (r[0] - 150.0).abs() < 1e-9 && (r[1] - 30.0).abs() < 1e-9,
+            (r[0] - 600.0).abs() < 1e-9 && (r[1] - 30.0).abs() < 1e-9,
             "{r:?}"
         );
     }
@@ -448,7 +448,7 @@ mod tests {
             .iter()
             .all(|s| s.rate_iops.is_none() && s.qd.is_none()));
         let w: Vec<u32> = p.streams.iter().map(|s| s.weight.unwrap()).collect();
-        assert_eq!(w, vec![1000, 200]);
+        assert_eq!(w, vec![1000, 50]);
         // A weighted profile only loses its rate cap.
         let mut g = groups("vdi-boot", 1);
         assert!(closed_loop(&mut g, "--start", "").is_ok());
