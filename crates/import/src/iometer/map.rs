@@ -244,7 +244,7 @@ impl Mapper {
                     Some(q) => s.queue_depths = self.queue_cycle(q),
                     None => self.problem(&t.at, &t.key, "CYCLE_OUTSTANDING_IOS without a 'Queue Depth Cycling setting"),
                 },
-                v @ ("CYCLE_TARGETS" | "CYCLE_WORKERS" | "INCREMENT_TARGETS_PARALLEL" | "INCREMENT_TARGETS_SERIAL" | "CYCLE_WORKERS_AND_TARGETS" | "CYCLE_OUTSTANDING_IOS_AND_TARGETS") => self.problem(&t.at, &t.key, format!("{v}: a test that changes the number of workers or targets between its steps is not read; run each count with iofleet sweep --set disks_per_worker=... or --set workers=...")),
+                v @ ("CYCLE_TARGETS" | "CYCLE_WORKERS" | "INCREMENT_TARGETS_PARALLEL" | "INCREMENT_TARGETS_SERIAL" | "CYCLE_WORKERS_AND_TARGETS" | "CYCLE_OUTSTANDING_IOS_AND_TARGETS") => self.problem(&t.at, &t.key, format!("{v}: a test that changes the number of workers or targets between its steps is not read; run each count with iofleet sweep --vary disks=... or --vary workers=... on the profile profiles from-iometer prints")),
                 v => self.problem(&t.at, &t.key, format!("'{v}' is not an Iometer test type")),
             }
         }
