@@ -269,7 +269,14 @@ impl Mapper {
             );
             return None;
         };
-        let total = h * 3600 + m * 60 + s;
+        let Some(total) = h
+            .checked_mul(3600)
+            .and_then(|t| t.checked_add(m.checked_mul(60)?))
+            .and_then(|t| t.checked_add(*s))
+        else {
+            self.problem(&p.at, &p.key, format!("'{}' is too long a time", p.value));
+            return None;
+        };
         if total == 0 {
             self.notice(&p.at, "Run Time 0: Iometer runs until stopped; iofleet runs for the profile's duration (set --duration)");
             return None;
@@ -682,6 +689,18 @@ impl Mapper {
     /// A specification's streams and the rate its delay sets (None: as fast as the
     /// outstanding I/Os allow).
     fn streams(&mut self, s: &Spec) -> Option<(Vec<RawStream>, Option<f64>)> {
+        // A line Iometer would not load is refused by `check_spec`; nothing more is made of it.
+        let loadable = |l: &SpecLine| {
+            (0..=100).contains(&l.pct)
+                && l.size >= 1
+                && l.burst >= 1
+                && l.delay >= 0
+                && l.align >= 0
+                && l.reply >= 0
+        };
+        if !s.lines.iter().all(loadable) {
+            return None;
+        }
         let before = self.problems.len();
         let lines: Vec<&SpecLine> = s.lines.iter().filter(|l| l.pct > 0).collect();
         for l in s.lines.iter().filter(|l| l.pct == 0) {
@@ -752,11 +771,11 @@ struct Mix {
 fn streams_of(s: &Spec, g: i64) -> Vec<RawStream> {
     let mut mixes: Vec<Mix> = Vec::new();
     for (i, l) in s.lines.iter().enumerate().filter(|(_, l)| l.pct > 0) {
-        let share = l.pct * l.burst / g;
+        let share = l.pct.saturating_mul(l.burst) / g;
         let same = |m: &&mut Mix| (m.reads, m.random, m.align) == (l.reads, l.random, l.align);
         match mixes.iter_mut().find(same) {
             Some(m) => match m.sizes.iter_mut().find(|(b, _)| *b == l.size) {
-                Some((_, w)) => *w += share,
+                Some((_, w)) => *w = w.saturating_add(share),
                 None => m.sizes.push((l.size, share)),
             },
             None => mixes.push(Mix {
@@ -772,7 +791,7 @@ fn streams_of(s: &Spec, g: i64) -> Vec<RawStream> {
     mixes
         .into_iter()
         .map(|m| {
-            let weight: i64 = m.sizes.iter().map(|(_, w)| w).sum();
+            let weight = m.sizes.iter().fold(0i64, |t, (_, w)| t.saturating_add(*w));
             let bs = match m.sizes.as_slice() {
                 [(b, _)] => b.to_string(),
                 _ => m
