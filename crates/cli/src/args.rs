@@ -126,10 +126,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "STEP")]
     pub vdbench_step: Vec<String>,
     /// Run an Iometer configuration file whatever its name (a PROFILE ending in .icf is
-    /// one too): the disk workers with targets and access specifications, a disk per
-    /// target under --target, the worker's outstanding I/Os per disk; each assigned
-    /// access specification (and each queue depth of a cycling test) is a step, run one
-    /// after another; the flags below still apply on top (docs/iometer.md).
+    /// one too): a worker per manager, a disk per target under --target, a thread per
+    /// Iometer worker on it with the worker's outstanding I/Os; each assigned access
+    /// specification (and each queue depth of a cycling test) is a step, run one after
+    /// another; the flags below still apply on top (docs/iometer.md).
     #[arg(long, value_name = "FILE")]
     pub iometer: Option<PathBuf>,
     /// With an Iometer configuration file: run only this step (repeatable), named as

@@ -91,8 +91,10 @@ fn the_vsan_read_workload_runs_on_files_as_the_report_describes() {
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     let plan = &v["run"]["plan"];
     let fleet = &plan["fleet"];
-    assert_eq!(fleet["workers"], 8, "{plan}");
-    assert_eq!(fleet["disks_per_worker"], 1, "{plan}");
+    // The VM's Iometer (one manager) is one worker; its 8 Iometer workers, each on a
+    // vmdk of its own, are 8 disks of one thread each.
+    assert_eq!(fleet["workers"], 1, "{plan}");
+    assert_eq!(fleet["disks_per_worker"], 8, "{plan}");
     assert_eq!(fleet["threads_per_disk"], 1, "{plan}");
     assert_eq!(fleet["qd"], 16, "{plan}");
     let s = &plan["streams"][0];
@@ -141,8 +143,9 @@ fn dry_run_and_from_iometer_show_the_resolved_profiles() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let out = stdout(&o);
     for want in [
-        "workers = 8",
-        "disks_per_worker = 1",
+        "workers = 1",
+        "disks_per_worker = 8",
+        "threads_per_disk = 1",
         "qd = 16",
         "read_pct = 100",
         "random_pct = 80",

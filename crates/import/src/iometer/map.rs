@@ -3,9 +3,10 @@
 //! specifications one after another, each a test of its own), and a test that cycles
 //! the outstanding I/Os is one step per queue depth of each specification.
 //!
-//! The disk workers that have targets and specifications are iofleet's workers, each
-//! target one disk, driven at the worker's `Number of outstanding IOs` (Iometer's
-//! outstanding I/Os per target) by one thread per disk. A specification's lines are
+//! Each manager (an Iometer on one host or VM) whose disk workers have targets and
+//! specifications is an iofleet worker; each distinct target of its workers is a disk,
+//! driven by a thread per Iometer worker on it, each at the workers' `Number of
+//! outstanding IOs` (Iometer's outstanding I/Os per target). A specification's lines are
 //! streams: lines of the same `% reads`, `% random` and `align` form one stream whose
 //! block sizes are weighted by `% of size`, and streams are weighted the same way.
 //! `align` 0 is Iometer's sector alignment (512 bytes). A `delay` before each `burst`
@@ -102,11 +103,13 @@ struct Setup {
     queue_depths: Option<Vec<i64>>,
 }
 
-/// What the workers ask for, the same for each.
+/// What the fleet asks for: an iofleet worker per manager, the same for each.
 #[derive(Debug, Clone, PartialEq)]
 struct Fleet {
     workers: i64,
     disks: i64,
+    /// The Iometer workers on each disk.
+    threads: i64,
     qd: i64,
     /// `Disk maximum size` in bytes (None: the whole disk).
     size: Option<u64>,
@@ -389,42 +392,102 @@ impl Mapper {
         only: &[String],
         names: &[String],
     ) -> Option<Fleet> {
-        let mut active: Vec<(&Worker, Fleet, Location)> = Vec::new();
-        if managers.len() > 1 {
-            self.notice(&managers[1].at, format!("{} managers: iofleet runs all their workers as one fleet, where --hosts (or this host) says", managers.len()));
-        }
         // Specifications named to run go to the workers assigned any (all workers when
         // none is), so that naming an assigned one changes nothing.
         let any_assigned = managers
             .iter()
             .flat_map(|m| &m.workers)
             .any(|w| w.specs.as_ref().is_some_and(|s| !s.is_empty()));
+        let mut active: Vec<(&super::Manager, Fleet)> = Vec::new();
         for mgr in managers {
-            for w in &mgr.workers {
-                if let Some(f) = self.worker(w, only, names, any_assigned) {
-                    active.push((w, f, w.at.clone()));
-                }
+            if let Some(f) = self.manager(mgr, only, names, any_assigned) {
+                active.push((mgr, f));
             }
         }
-        let (first, f0, at0) = active.first()?.clone();
-        for (w, f, at) in &active[1..] {
+        let (m0, f0) = active.first()?.clone();
+        if active.len() > 1 {
+            self.notice(
+                &active[1].0.at,
+                format!(
+                    "{} managers: an iofleet worker each, run where --hosts (or this host) says",
+                    active.len()
+                ),
+            );
+        }
+        for (m, f) in &active[1..] {
             for (what, same) in [
                 ("targets", f.disks == f0.disks),
+                ("workers per target", f.threads == f0.threads),
                 ("Number of outstanding IOs", f.qd == f0.qd),
                 ("Disk maximum size", f.size == f0.size),
                 ("assigned access specs", f.specs == f0.specs),
             ] {
                 if !same {
-                    self.problem(at, what, format!("worker '{}' differs from worker '{}' ({at0}) in its {what}; iofleet gives every worker the same", w.name, first.name));
+                    self.problem(&m.at, what, format!("manager '{}' differs from manager '{}' ({}) in its {what}; iofleet gives every worker the same", m.name, m0.name, m0.at));
                 }
             }
         }
         Some(Fleet {
             workers: active.len() as i64,
-            targets: active
-                .iter()
-                .flat_map(|(_, f, _)| f.targets.clone())
-                .collect(),
+            targets: active.iter().flat_map(|(_, f)| f.targets.clone()).collect(),
+            ..f0
+        })
+    }
+
+    /// A manager's running workers as one iofleet worker: each distinct target one disk,
+    /// driven by as many threads as Iometer workers have it. None when every worker of the
+    /// manager is idle.
+    fn manager(
+        &mut self,
+        mgr: &super::Manager,
+        only: &[String],
+        names: &[String],
+        any_assigned: bool,
+    ) -> Option<Fleet> {
+        let mut active: Vec<(&Worker, Fleet)> = Vec::new();
+        for w in &mgr.workers {
+            if let Some(f) = self.worker(w, only, names, any_assigned) {
+                active.push((w, f));
+            }
+        }
+        let (w0, f0) = active.first()?.clone();
+        for (w, f) in &active[1..] {
+            for (what, same) in [
+                ("Number of outstanding IOs", f.qd == f0.qd),
+                ("Disk maximum size", f.size == f0.size),
+                ("assigned access specs", f.specs == f0.specs),
+            ] {
+                if !same {
+                    self.problem(&w.at, what, format!("worker '{}' differs from worker '{}' ({}) in its {what}; iofleet gives every disk the same", w.name, w0.name, w0.at));
+                }
+            }
+        }
+        // Each distinct target, in the order first named, and the workers on it.
+        // A worker whose targets the file does not hold has a disk of its own, not named.
+        let mut disks: Vec<(String, i64)> = Vec::new();
+        let mut named = Vec::new();
+        for (w, f) in &active {
+            for t in &f.targets {
+                match disks.iter_mut().find(|(n, _)| n.eq_ignore_ascii_case(t)) {
+                    Some((_, k)) => *k += 1,
+                    None => {
+                        disks.push((t.clone(), 1));
+                        if w.targets.is_some() {
+                            named.push(t.clone());
+                        }
+                    }
+                }
+            }
+        }
+        let threads = disks.first().map_or(1, |(_, k)| *k);
+        if let Some((t, k)) = disks.iter().find(|(_, k)| *k != threads) {
+            self.problem(&mgr.at, "Target assignments", format!("manager '{}': {k} worker(s) drive target '{t}' and {threads} drive '{}'; iofleet gives every disk of a worker the same threads", mgr.name, disks[0].0));
+        }
+        Some(Fleet {
+            workers: 1,
+            disks: disks.len() as i64,
+            threads,
+            targets: named,
             ..f0
         })
     }
@@ -492,7 +555,7 @@ impl Mapper {
                         w.name
                     ),
                 );
-                vec![String::new()]
+                vec![format!("(worker {})", w.name)]
             }
         };
         if specs.is_empty() || targets.is_empty() {
@@ -511,6 +574,7 @@ impl Mapper {
         Some(Fleet {
             workers: 1,
             disks: targets.len() as i64,
+            threads: 1,
             qd: settings.qd,
             size: settings.size,
             specs,
@@ -596,10 +660,11 @@ impl Mapper {
             only.to_vec()
         };
         let at = icf.version_at.clone()?;
-        self.notice(&at, "no manager list: each access specification assigned to disk workers by default (ALL or DISK) runs on the test setup's default disk workers (or one), one disk each at 1 outstanding I/O, Iometer's defaults (set --workers, --disks, --qd)");
+        self.notice(&at, "no manager list: each access specification assigned to disk workers by default (ALL or DISK) runs on one disk driven by the test setup's default disk workers (or one), each at 1 outstanding I/O, Iometer's defaults (set --workers, --disks, --threads, --qd)");
         Some(Fleet {
-            workers: setup.default_workers.unwrap_or(1).max(1),
+            workers: 1,
             disks: 1,
+            threads: setup.default_workers.unwrap_or(1).max(1),
             qd: 1,
             size: None,
             specs,
@@ -668,7 +733,7 @@ impl Mapper {
                             workers: Some(f.workers),
                             disks_per_worker: Some(f.disks),
                             disk_size: f.size.map(|b| b.to_string()),
-                            threads_per_disk: Some(1),
+                            threads_per_disk: Some(f.threads),
                             qd: Some(qd.unwrap_or(f.qd)),
                             ..RawFleet::default()
                         },

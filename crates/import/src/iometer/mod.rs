@@ -70,8 +70,9 @@ pub fn read_file_with(
 pub fn parameter_of_key(key: &str) -> Option<&'static str> {
     let last = key.rsplit('.').next().unwrap_or(key);
     Some(match last {
-        "workers" => "the disk workers with targets and access specifications",
-        "disks_per_worker" => "each worker's target assignments",
+        "workers" => "the managers whose disk workers have targets and access specifications",
+        "disks_per_worker" => "the targets of a manager's workers",
+        "threads_per_disk" => "the Iometer workers on each target",
         "disk_size" => "Disk maximum size (512-byte sectors)",
         "qd" => "Number of outstanding IOs",
         "warmup" => "Ramp Up Time",

@@ -19,6 +19,8 @@ struct File<'a> {
     oio: u32,
     sectors: u64,
     assigned: Vec<&'a str>,
+    /// Each worker its own targets (else every worker names the same ones).
+    own_targets: bool,
 }
 
 impl Default for File<'_> {
@@ -34,6 +36,7 @@ impl Default for File<'_> {
             oio: 16,
             sectors: 0,
             assigned: vec!["db"],
+            own_targets: false,
         }
     }
 }
@@ -68,9 +71,10 @@ impl File<'_> {
                     t.push_str(&format!("\t{a}\n"));
                 }
                 t.push_str("'End assigned access specs\n'Target assignments\n");
+                let owner = if self.own_targets { w } else { 0 };
                 for d in 0..self.targets {
                     t.push_str(&format!(
-                        "'Target\n\t{}: \"vol{d}\"\n'Target type\n\tDISK\n'End target\n",
+                        "'Target\n\t{}: \"vol{owner}.{d}\"\n'Target type\n\tDISK\n'End target\n",
                         (b'E' + d as u8) as char
                     ));
                 }
@@ -123,7 +127,9 @@ fn stream(i: &IometerImport) -> &RawStream {
 }
 
 #[test]
-fn workers_targets_and_outstanding_ios_make_the_fleet() {
+fn a_manager_is_a_worker_and_its_iometer_workers_share_each_target_as_threads() {
+    // Three Iometer workers, each on the same two targets: one iofleet worker (the
+    // manager) with two disks, each driven by three threads at the workers' 8 OIO.
     let i = ok(&File {
         workers: Some(3),
         targets: 2,
@@ -132,15 +138,46 @@ fn workers_targets_and_outstanding_ios_make_the_fleet() {
         ..File::default()
     });
     let f = &i.steps[0].raw.fleet;
-    assert_eq!(f.workers, Some(3));
+    assert_eq!(f.workers, Some(1));
     assert_eq!(f.disks_per_worker, Some(2));
+    assert_eq!(f.threads_per_disk, Some(3));
     assert_eq!(f.qd, Some(8));
-    assert_eq!(f.threads_per_disk, Some(1));
     // 16 Mi sectors of 512 bytes: 8 GiB.
     assert_eq!(f.disk_size.as_deref(), Some("8589934592"));
-    // Every running worker's targets, in worker order.
-    assert_eq!(i.targets.len(), 6);
-    assert_eq!(i.targets[..2], ["E: \"vol0\"", "F: \"vol1\""]);
+    assert_eq!(i.targets, ["E: \"vol0.0\"", "F: \"vol0.1\""]);
+}
+
+#[test]
+fn workers_on_targets_of_their_own_are_a_disk_each_with_one_thread() {
+    let i = ok(&File {
+        workers: Some(4),
+        targets: 1,
+        own_targets: true,
+        ..File::default()
+    });
+    let f = &i.steps[0].raw.fleet;
+    assert_eq!(f.workers, Some(1));
+    assert_eq!(f.disks_per_worker, Some(4));
+    assert_eq!(f.threads_per_disk, Some(1));
+    assert_eq!(f.qd, Some(16));
+    assert_eq!(i.targets.len(), 4);
+}
+
+#[test]
+fn targets_driven_by_different_numbers_of_workers_are_refused() {
+    let mut text = File {
+        workers: Some(2),
+        targets: 2,
+        ..File::default()
+    }
+    .text();
+    // The second worker drops its second target.
+    let block = "'Target\n\tF: \"vol0.1\"\n'Target type\n\tDISK\n'End target\n";
+    let last = text.rfind(block).unwrap();
+    text.replace_range(last..last + block.len(), "");
+    let p = refused(&text);
+    assert_eq!(p[0].1, "Target assignments", "{p:?}");
+    assert_eq!(p[0].0, line_of(&text, "1,HOST1"));
 }
 
 #[test]
@@ -409,8 +446,9 @@ fn without_a_manager_list_the_default_assigned_specs_run_on_one_disk() {
         ..File::default()
     });
     assert_eq!(i.steps.len(), 1);
-    assert_eq!(i.steps[0].raw.fleet.disks_per_worker, Some(1));
-    assert_eq!(i.steps[0].raw.fleet.qd, Some(1));
+    let f = &i.steps[0].raw.fleet;
+    assert_eq!((f.workers, f.disks_per_worker), (Some(1), Some(1)));
+    assert_eq!((f.threads_per_disk, f.qd), (Some(1), Some(1)));
 }
 
 #[test]
@@ -515,8 +553,9 @@ proptest! {
         };
         let i = read_text(&f.text(), "p.icf", &[]).unwrap();
         let raw = &i.steps[0].raw;
-        prop_assert_eq!(raw.fleet.workers, Some(i64::from(workers)));
+        prop_assert_eq!(raw.fleet.workers, Some(1));
         prop_assert_eq!(raw.fleet.disks_per_worker, Some(i64::from(targets)));
+        prop_assert_eq!(raw.fleet.threads_per_disk, Some(i64::from(workers)));
         prop_assert_eq!(raw.fleet.qd, Some(i64::from(oio)));
         prop_assert_eq!(raw.streams.len(), 1);
         let s = &raw.streams[0];
