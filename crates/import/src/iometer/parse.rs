@@ -203,7 +203,12 @@ impl<'a> Lines<'a> {
 pub fn parse_text(text: &str, file: &str) -> Result<Icf, IometerError> {
     let mut l = Lines {
         file,
-        lines: text.lines().map(str::trim).collect(),
+        // A byte-order mark, as an editor may save one, is not part of the first line.
+        lines: text
+            .trim_start_matches('\u{feff}')
+            .lines()
+            .map(str::trim)
+            .collect(),
         next: 0,
     };
     let mut icf = Icf::default();

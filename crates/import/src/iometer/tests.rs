@@ -492,6 +492,13 @@ fn a_missing_end_line_is_a_syntax_error() {
 }
 
 #[test]
+fn windows_line_ends_and_a_byte_order_mark_read() {
+    let text = format!("\u{feff}{}", File::default().text().replace('\n', "\r\n"));
+    let i = read_text(&text, "t.icf", &[]).unwrap();
+    assert_eq!(stream(&i).bs.as_deref(), Some("8192"));
+}
+
+#[test]
 fn a_spec_line_with_a_trailing_comma_reads() {
     let i = ok(&spec(&["4096,100,100,0,0,1,0,0,"]));
     assert_eq!(stream(&i).bs.as_deref(), Some("4096"));
