@@ -12,10 +12,11 @@ pub struct Problem {
     pub message: String,
 }
 
-/// Every problem of a `tool`'s file, one per line, then the docs page that explains them.
-pub(crate) fn problems_text(tool: &str, problems: &[Problem], page: &str) -> String {
+/// Every problem of a `tool`'s file, one per line, then the docs page that explains them;
+/// `what` is what the tool calls the things it sets (`parameter`, `setting`).
+pub(crate) fn problems_text(tool: &str, what: &str, problems: &[Problem], page: &str) -> String {
     let mut s = format!(
-        "{} {tool} parameter(s) iofleet cannot run as written:",
+        "{} {tool} {what}(s) iofleet cannot run as written:",
         problems.len()
     );
     for p in problems {

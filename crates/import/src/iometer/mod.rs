@@ -33,7 +33,7 @@ pub enum IometerError {
     #[error("{0}")]
     NoSteps(String),
     /// Every setting iofleet cannot run, each with its file, line and name.
-    #[error("{}", crate::problem::problems_text("Iometer", .0, "docs/iometer.md"))]
+    #[error("{}", crate::problem::problems_text("Iometer", "setting", .0, "docs/iometer.md"))]
     Unsupported(Vec<Problem>),
 }
 

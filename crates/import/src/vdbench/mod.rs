@@ -46,7 +46,7 @@ impl VdbenchError {
 }
 
 fn problems_text(problems: &[Problem]) -> String {
-    crate::problem::problems_text("vdbench", problems, "docs/vdbench.md")
+    crate::problem::problems_text("vdbench", "parameter", problems, "docs/vdbench.md")
 }
 
 /// Read and map the text of a parameter file named `file` (for locations).
