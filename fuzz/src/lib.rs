@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use iofleet_fleet::inventory::{self, HostSpec, InventoryError, Role};
 use iofleet_import::diskspd::{self, DiskspdError};
 use iofleet_import::fio::{self, FioError};
+use iofleet_import::iometer::{self, IometerError};
 use iofleet_import::vdbench::{self, VdbenchError};
 use iofleet_profile::options::{option, DIRECT_IO_SECTOR, DISK_SIZE_MULTIPLE, MIN_DISK_SIZE};
 use iofleet_profile::{
@@ -389,7 +390,11 @@ pub fn diskspd_args(input: &str) {
             let words = diskspd::split_args(input).expect("a line refused by flag splits");
             assert!(!problems.is_empty(), "a refusal of no flag");
             for p in &problems {
-                assert!(words.contains(&p.flag), "{} is not a word of {input:?}", p.flag);
+                assert!(
+                    words.contains(&p.flag),
+                    "{} is not a word of {input:?}",
+                    p.flag
+                );
                 assert!(!p.message.is_empty(), "{} refused without a reason", p.flag);
             }
             return;
@@ -432,13 +437,25 @@ pub fn vdbench_file(input: &str) {
         Err(VdbenchError::Unsupported(problems)) => {
             assert!(!problems.is_empty(), "a refusal of no parameter");
             for p in &problems {
-                assert!((1..=lines).contains(&p.at.line), "line {} of {lines}", p.at.line);
-                assert!(!p.message.is_empty(), "{} refused without a reason", p.parameter);
+                assert!(
+                    (1..=lines).contains(&p.at.line),
+                    "line {} of {lines}",
+                    p.at.line
+                );
+                assert!(
+                    !p.message.is_empty(),
+                    "{} refused without a reason",
+                    p.parameter
+                );
             }
             return;
         }
         Err(VdbenchError::Syntax { at, .. }) => {
-            assert!((1..=lines).contains(&at.line), "line {} of {lines}", at.line);
+            assert!(
+                (1..=lines).contains(&at.line),
+                "line {} of {lines}",
+                at.line
+            );
             return;
         }
         Err(VdbenchError::NoRuns) => return,
@@ -457,6 +474,61 @@ pub fn vdbench_file(input: &str) {
                         assert!(
                             vdbench::parameter_of_key(key).is_some(),
                             "{key} names no vdbench parameter: {e}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// An Iometer configuration file through the path `iofleet run FILE.icf` takes: read,
+/// then each step's profile resolved in both contexts. A refusal names lines the text
+/// has; a read file has at most `MAX_STEPS` steps, each with at least one stream, and a
+/// profile error about a mapped key names the Iometer setting it came from.
+pub fn iometer_file(input: &str) {
+    let lines = input.lines().count().max(1);
+    let imp = match iometer::read_text(input, "fuzz.icf", &[]) {
+        Ok(imp) => imp,
+        Err(IometerError::Unsupported(problems)) => {
+            assert!(!problems.is_empty(), "a refusal of no setting");
+            for p in &problems {
+                assert!(
+                    (1..=lines).contains(&p.at.line),
+                    "line {} of {lines}",
+                    p.at.line
+                );
+                assert!(
+                    !p.message.is_empty(),
+                    "{} refused without a reason",
+                    p.parameter
+                );
+            }
+            return;
+        }
+        Err(IometerError::Syntax { at, .. }) => {
+            assert!(
+                (1..=lines).contains(&at.line),
+                "line {} of {lines}",
+                at.line
+            );
+            return;
+        }
+        Err(IometerError::NoSteps(_)) => return,
+        Err(e @ IometerError::Read { .. }) => panic!("text was given, yet: {e}"),
+    };
+    assert!(!imp.steps.is_empty() && imp.steps.len() <= iometer::MAX_STEPS);
+    for step in &imp.steps {
+        assert!(!step.raw.streams.is_empty(), "a step of no stream");
+        for ctx in CONTEXTS {
+            match resolve(&step.raw, &Overrides::default(), &ctx) {
+                Ok(plan) => check_plan(&plan, &ctx),
+                Err(e) => {
+                    check_profile_error(&e, &step.raw.origin);
+                    if let Some(key) = e.key() {
+                        assert!(
+                            iometer::parameter_of_key(key).is_some(),
+                            "{key} names no Iometer setting: {e}"
                         );
                     }
                 }

@@ -81,8 +81,9 @@ pub struct LiveInputs {
 ))]
 pub struct RunArgs {
     /// Built-in profile name (`iofleet profiles list`), path to a profile .toml file, or
-    /// a fio job file ending in .fio (docs/fio.md), or a vdbench parameter file ending
-    /// in .vdb (docs/vdbench.md). Without one (and without --group),
+    /// a fio job file ending in .fio (docs/fio.md), a vdbench parameter file ending
+    /// in .vdb (docs/vdbench.md), or an Iometer configuration file ending in .icf
+    /// (docs/iometer.md). Without one (and without --group),
     /// the workload flags below apply to a default shape: 1 worker, 1 disk of 1g, 1
     /// thread, qd 1, 4k random reads, 60s (see docs/profiles.md).
     pub profile: Option<String>,
@@ -124,6 +125,18 @@ pub struct RunArgs {
     /// `iofleet profiles from-vdbench` prints them (`run1`, `run1/xfersize=8k`).
     #[arg(long, value_name = "STEP")]
     pub vdbench_step: Vec<String>,
+    /// Run an Iometer configuration file whatever its name (a PROFILE ending in .icf is
+    /// one too): a worker per manager, a disk per target under --target, a thread per
+    /// Iometer worker on it with the worker's outstanding I/Os; each assigned access
+    /// specification (and each queue depth of a cycling test) is a step, run one after
+    /// another; the flags below still apply on top (docs/iometer.md).
+    #[arg(long, value_name = "FILE")]
+    pub iometer: Option<PathBuf>,
+    /// With an Iometer configuration file: run only this step (repeatable), named as
+    /// `iofleet profiles from-iometer` prints them (`Database`, `Database/oio=4`), or any
+    /// access specification of the file on its workers in place of those assigned.
+    #[arg(long, value_name = "STEP")]
+    pub iometer_spec: Vec<String>,
 
     /// Where disks live: a directory (created; one file per disk); repeated, existing
     /// directories (each worker's disks in turn over them, e.g. one mount per SSD) or

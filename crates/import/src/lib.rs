@@ -3,7 +3,8 @@
 //! difference and an error for every option iofleet cannot run; docs/fio.md),
 //! `diskspd` reads DISKSPD command lines into the profile of one worker (docs/diskspd.md),
 //! `vdbench` reads vdbench parameter files into one profile per run step
-//! (docs/vdbench.md), and
+//! (docs/vdbench.md), `iometer` reads Iometer configuration files (.icf) into one
+//! profile per access specification (docs/iometer.md), and
 //! `trace` fits recorded I/O traces (blkparse, CSV, MSR-Cambridge) into plans that print
 //! as profiles (docs/traces.md).
 //!
@@ -18,5 +19,7 @@
 
 pub mod diskspd;
 pub mod fio;
+pub mod iometer;
+mod problem;
 pub mod trace;
 pub mod vdbench;

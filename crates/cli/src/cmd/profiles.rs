@@ -1,7 +1,8 @@
-//! `iofleet profiles list|show|reference|from-trace|from-fio|from-diskspd|from-vdbench`
+//! `iofleet profiles list|show|reference|from-trace|from-fio|from-diskspd|from-vdbench|from-iometer`
 //! (also spelled `iofleet profile`). Fitting a trace is `iofleet_import::trace`, mapping a
 //! fio job file `iofleet_import::fio`, a DISKSPD command line `iofleet_import::diskspd`
-//! and a vdbench parameter file `iofleet_import::vdbench`; this file
+//! a vdbench parameter file `iofleet_import::vdbench` and an Iometer configuration file
+//! `iofleet_import::iometer`; this file
 //! reads the input and writes the profiles.
 
 use std::path::{Path, PathBuf};
@@ -35,6 +36,24 @@ pub enum ProfilesCmd {
     /// Print the profile of each step of a vdbench parameter file, one per rd and loop
     /// value, each under a `# ---- step NAME` line (docs/vdbench.md).
     FromVdbench(FromVdbenchArgs),
+    /// Print the profile of each step of an Iometer configuration file (.icf), one per
+    /// access specification the workers run, each under a `# ---- step NAME` line
+    /// (docs/iometer.md).
+    FromIometer(FromIometerArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct FromIometerArgs {
+    /// The Iometer configuration file.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Print only this step, or this access specification as the file's workers would
+    /// run it in place of those assigned (repeatable).
+    #[arg(long, value_name = "NAME")]
+    pub spec: Vec<String>,
+    /// Write the profiles to this file. Default: stdout.
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -299,6 +318,43 @@ fn from_vdbench(a: FromVdbenchArgs) -> Result<i32, Exit> {
     Ok(0)
 }
 
+/// Each step of an Iometer configuration file as the profile `iofleet run` would resolve
+/// for it (every key written out), with the notices as comments.
+fn from_iometer(a: FromIometerArgs) -> Result<i32, Exit> {
+    let imp = crate::run::iometer::load(&a.file, &a.spec)?;
+    let steps = crate::run::iometer::selected(&a.spec, &imp)?;
+    let ctx = iofleet_profile::Context { direct: true };
+    let mut text = format!(
+        "# iofleet profiles from the Iometer configuration file {}: {} step(s)\n# see docs/iometer.md; run them with iofleet run {} --target DIR\n",
+        a.file.display(),
+        steps.len(),
+        a.file.display(),
+    );
+    for n in crate::run::iometer::notices_of(&imp) {
+        text.push_str(&format!("# note: {n}\n"));
+        eprintln!("note: {n}");
+    }
+    for step in &steps {
+        let plan =
+            crate::run::iometer::resolve(step, &iofleet_profile::Overrides::default(), &ctx)?;
+        if steps.len() > 1 {
+            text.push_str(&format!(
+                "# ---- step {} (access specification at {})\n",
+                step.name, step.at
+            ));
+        }
+        text.push_str(&iofleet_profile::plan_toml(&plan));
+    }
+    match &a.output {
+        None => print!("{text}"),
+        Some(out) => {
+            write(out, &text)?;
+            eprintln!("wrote {}", out.display());
+        }
+    }
+    Ok(0)
+}
+
 fn write(path: &PathBuf, text: &str) -> Result<(), Exit> {
     std::fs::write(path, text).map_err(|e| Exit::input(format!("--output {}: {e}", path.display())))
 }
@@ -338,6 +394,7 @@ pub fn run(cmd: ProfilesCmd) -> Result<i32, Exit> {
         ProfilesCmd::FromFio(a) => return from_fio(a),
         ProfilesCmd::FromDiskspd(a) => return from_diskspd(a),
         ProfilesCmd::FromVdbench(a) => return from_vdbench(a),
+        ProfilesCmd::FromIometer(a) => return from_iometer(a),
     }
     Ok(0)
 }

@@ -3,8 +3,8 @@
 //! either print the launcher's plan (`--dry-run`) or measure once through the session
 //! (in rounds with `--steady-state`) and print the result in the `--output-format`
 //! asked for (`crate::run::output`). A fio job file of several stonewall phases runs
-//! phase by phase (`crate::run::fio_phases`), a vdbench parameter file of several
-//! steps step by step (`crate::run::vdbench_steps`).
+//! phase by phase (`crate::run::fio_phases`), a vdbench parameter file or an Iometer
+//! configuration file of several steps step by step (`fio_phases::run_steps`).
 
 use std::fs::File;
 use std::io::BufWriter;
@@ -17,7 +17,7 @@ use crate::args::{LiveInputs, RunArgs};
 use crate::exit::Exit;
 use crate::run::resolve::{ctrl_c_flag, resolve};
 use crate::run::session::Session;
-use crate::run::{fio_phases, output, steady, vdbench_steps};
+use crate::run::{fio_phases, iometer, output, steady, vdbench};
 
 /// `iofleet run`: the workload and run flags every workload command takes, and what
 /// only `run`'s live view draws.
@@ -40,9 +40,13 @@ pub fn run(c: RunCmd) -> Result<i32, Exit> {
     if let Some(file) = fio_phases::several(&a)? {
         return fio_phases::run(&a, file);
     }
-    // A vdbench parameter file of several steps: one run per step.
-    if let Some(file) = vdbench_steps::several(&a)? {
-        return vdbench_steps::run(&a, file);
+    // A vdbench parameter file or an Iometer configuration file of several steps: one
+    // run per step.
+    if let Some(file) = iometer::several(&a)? {
+        return fio_phases::run_steps(&a, file);
+    }
+    if let Some(file) = vdbench::several(&a)? {
+        return fio_phases::run_steps(&a, file);
     }
     let (groups, settings) = resolve(&a)?;
     if a.dry_run {

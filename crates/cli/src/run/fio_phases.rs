@@ -10,6 +10,9 @@
 //! `--no-save`, are refused before anything runs. `--metrics-listen` (and `--ui`) serve
 //! the whole file: one listener and live view for every phase (`Session`). `sweep`,
 //! `find-max` and `verify` refuse such a file (`fio_job::groups`).
+//!
+//! A vdbench or Iometer file of several steps runs through the same loop
+//! (`run_steps`; what the formats share is `crate::run::file_steps`).
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -20,6 +23,7 @@ use iofleet_stats::result::RunResult;
 
 use crate::args::{OutputFormat, RunArgs};
 use crate::exit::Exit;
+use crate::run::file_steps::{Format, Stepped};
 use crate::run::fio_job::Phase;
 use crate::run::resolve::{ctrl_c_flag, exit_code, resolve};
 use crate::run::session::Session;
@@ -244,4 +248,81 @@ fn print_fio(a: &RunArgs, done: &[(RunArgs, RunResult)]) -> Result<(), Exit> {
     fio_json::export_phases(&runs, flavor, &mut out)
         .and_then(|_| out.flush())
         .map_err(|e| Exit::failure(format!("writing the result: {e}")))
+}
+
+/// Flags that describe one result, and `--no-save`, are refused before anything runs.
+fn refuse_steps(a: &RunArgs, f: &Format, steps: usize) -> Result<(), Exit> {
+    let why = |flag: &str| {
+        Err(Exit::input(format!(
+            "{flag}: the {} has {steps} steps, each run and saved as a run of its own; export each from the results store (iofleet results export), or run one with {} NAME",
+            f.file, f.step_flag
+        )))
+    };
+    if a.output.is_some() {
+        return why("--output");
+    }
+    if a.json
+        || a.output_format
+            .as_ref()
+            .is_some_and(|f| *f != OutputFormat::Table)
+    {
+        return why(if a.json { "--json" } else { "--output-format" });
+    }
+    if a.save.no_save {
+        return why("--no-save");
+    }
+    if a.save.labels.iter().any(|(k, _)| k == f.label) {
+        return Err(Exit::input(format!(
+            "--label {}: set by iofleet on each step of a {} {}",
+            f.label, f.tool, f.file
+        )));
+    }
+    Ok(())
+}
+
+/// Run (or with `--dry-run`, print) every step of a file of steps in order
+/// (`crate::run::file_steps`).
+pub(crate) fn run_steps(a: &RunArgs, file: Stepped) -> Result<i32, Exit> {
+    let f = file.format;
+    let n = file.steps.len();
+    refuse_steps(a, f, n)?;
+    if a.dry_run && !a.quiet {
+        for note in &file.notices {
+            eprintln!("note: {}", iofleet_report::text::escape_lines(note));
+        }
+    }
+    let base = a.save.name.clone().unwrap_or_else(|| {
+        let stem = file
+            .path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned());
+        stem.unwrap_or_else(|| f.tool.to_ascii_lowercase())
+    });
+    // Every step resolves before the first one runs: a bad step fails fast.
+    let mut planned = Vec::with_capacity(n);
+    for (i, name) in file.steps.iter().enumerate() {
+        let mut pa = a.clone();
+        (f.pick)(&mut pa, name);
+        pa.save.name = Some(format!("{base}/{name}"));
+        pa.save.labels.push((f.label.into(), (i + 1).to_string()));
+        let mut q = pa.clone();
+        q.quiet = true;
+        let (groups, settings) = resolve(&q)?;
+        planned.push((pa, groups, settings));
+    }
+    let heading = |i: usize| {
+        format!(
+            "{} step {}/{n}: {}{}",
+            f.tool,
+            i + 1,
+            f.step_word,
+            file.steps[i]
+        )
+    };
+    let label = |i: usize| format!("{}{}", f.step_word, file.steps[i]);
+    let mut exit = |pa: &RunArgs, r: &iofleet_stats::result::RunResult, stop: &AtomicBool| {
+        crate::run::output::print_and_exit_code(pa, r, None, stop)
+    };
+    let run = run_planned(a, planned, &heading, &label, &mut exit)?;
+    Ok(run.map_or(0, |(code, _)| code))
 }

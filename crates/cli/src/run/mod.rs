@@ -9,9 +9,11 @@
 pub mod campaign;
 pub mod diskspd;
 pub mod dry_run;
+pub mod file_steps;
 pub mod find_max;
 pub mod fio_job;
 pub mod fio_phases;
+pub mod iometer;
 pub mod join;
 pub mod live;
 pub mod measure;
@@ -22,4 +24,3 @@ pub mod session;
 pub mod steady;
 pub mod stepping;
 pub mod vdbench;
-pub mod vdbench_steps;

@@ -6,8 +6,8 @@
 //! profile with the command-line overrides into the run's one worker group, and hands
 //! the mapping notices to the result. A file of several steps (several `rd`s, or an
 //! `rd` with loops) runs step by step under `iofleet run`, each a measured run saved in
-//! the results store, as a fio job file's phases are (`vdbench_steps`); every other
-//! command takes one step. See docs/vdbench.md.
+//! the results store, as a fio job file's phases are (`several`, then
+//! `crate::run::file_steps`); every other command takes one step. See docs/vdbench.md.
 
 use std::path::{Path, PathBuf};
 
@@ -16,6 +16,18 @@ use iofleet_profile::{Context, GroupPlan, Overrides, Plan};
 
 use crate::args::RunArgs;
 use crate::exit::Exit;
+use crate::run::file_steps::{self, Format, Stepped};
+
+/// How a parameter file's steps are named and picked, and the label each step's stored
+/// run carries (its number, from 1).
+pub(crate) static FORMAT: Format = Format {
+    tool: "vdbench",
+    file: "parameter file",
+    step_flag: "--vdbench-step",
+    label: "vdbench-step",
+    step_word: "rd=",
+    pick: |a, name| a.vdbench_step = vec![name.to_string()],
+};
 
 /// The parameter file the arguments name: `--vdbench FILE`, or a PROFILE ending in
 /// `.vdb`.
@@ -36,13 +48,15 @@ pub(crate) fn load(path: &Path) -> Result<VdbenchImport, Exit> {
 /// A step's profile resolved with `ov`; an error about a mapped key also names the
 /// vdbench parameter it came from, unless a flag set the value.
 pub(crate) fn resolve(step: &VdbenchStep, ov: &Overrides, ctx: &Context) -> Result<Plan, Exit> {
-    iofleet_profile::resolve(&step.raw, ov, ctx).map_err(|e| {
-        let at = format!("vdbench {} rd={}", step.at, step.name);
-        match e.key().and_then(vdbench::parameter_of_key) {
-            Some(p) if e.flag().is_none() => Exit::input(format!("{at}: {e} (vdbench {p})")),
-            _ => Exit::input(format!("{at}: {e}")),
-        }
-    })
+    let at = format!("vdbench {} rd={}", step.at, step.name);
+    file_steps::resolve_step(
+        &at,
+        &step.raw,
+        ov,
+        ctx,
+        vdbench::parameter_of_key,
+        "vdbench",
+    )
 }
 
 /// The parameter file beside another workload, or `--vdbench-step` without one.
@@ -80,10 +94,7 @@ pub(crate) fn selected<'a>(
         .find(|n| !imp.steps.iter().any(|s| &s.name == *n))
     {
         let names: Vec<&str> = imp.steps.iter().map(|s| s.name.as_str()).collect();
-        return Err(Exit::input(format!(
-            "--vdbench-step {name}: the parameter file has no step {name}; its steps are: {}",
-            names.join(", ")
-        )));
+        return Err(file_steps::no_such_step(&FORMAT, name, &names));
     }
     Ok(imp
         .steps
@@ -104,13 +115,7 @@ pub(crate) fn groups(a: &RunArgs, ov: &Overrides) -> Result<Option<Vec<GroupPlan
     let steps = selected(a, &imp)?;
     let [step] = steps.as_slice() else {
         let names: Vec<&str> = steps.iter().map(|s| s.name.as_str()).collect();
-        return Err(Exit::input(format!(
-            "{}: the parameter file has {} steps ({}); `iofleet run` runs them one after \
-             another, here give one with --vdbench-step NAME",
-            path.display(),
-            steps.len(),
-            names.join(", ")
-        )));
+        return Err(file_steps::one_step_needed(&FORMAT, &path, &names));
     };
     let plan = resolve(step, ov, &Context { direct: a.direct })?;
     if a.dry_run && !a.quiet {
@@ -149,4 +154,21 @@ pub(crate) fn notices(a: &RunArgs) -> Vec<String> {
         Some(Ok(imp)) => notices_of(a, &imp),
         _ => Vec::new(),
     }
+}
+
+/// The parameter file's steps when `iofleet run` has more than one to run.
+pub(crate) fn several(a: &RunArgs) -> Result<Option<Stepped>, Exit> {
+    let Some(path) = file(a) else {
+        return Ok(None);
+    };
+    refuse_conflicts(a, true)?;
+    let imp = load(&path)?;
+    let steps: Vec<String> = selected(a, &imp)?.iter().map(|s| s.name.clone()).collect();
+    let notices = notices_of(a, &imp);
+    Ok((steps.len() > 1).then_some(Stepped {
+        format: &FORMAT,
+        path,
+        steps,
+        notices,
+    }))
 }

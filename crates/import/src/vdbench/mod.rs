@@ -17,16 +17,10 @@ use std::path::Path;
 pub use map::{import, VdbenchImport, VdbenchStep, MAX_STEPS};
 pub use parse::{parse_text, Definition, Kind, Param, ParamFile};
 
+pub use crate::problem::Problem;
+
 use crate::fio::Location;
 use thiserror::Error;
-
-/// One parameter iofleet cannot run, with where it was written.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Problem {
-    pub at: Location,
-    pub parameter: String,
-    pub message: String,
-}
 
 /// Why a parameter file could not be read or mapped.
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -52,15 +46,7 @@ impl VdbenchError {
 }
 
 fn problems_text(problems: &[Problem]) -> String {
-    let mut s = format!(
-        "{} vdbench parameter(s) iofleet cannot run as written:",
-        problems.len()
-    );
-    for p in problems {
-        s.push_str(&format!("\n  {}: {}: {}", p.at, p.parameter, p.message));
-    }
-    s.push_str("\n(see docs/vdbench.md)");
-    s
+    crate::problem::problems_text("vdbench", "parameter", problems, "docs/vdbench.md")
 }
 
 /// Read and map the text of a parameter file named `file` (for locations).
