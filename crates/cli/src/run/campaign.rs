@@ -105,7 +105,7 @@ const FLEET: [&str; 7] = [
     "--diskspd-map",
 ];
 /// Flags (and the positional profile) that name the workload's files.
-const PROFILE: [&str; 8] = [
+const PROFILE: [&str; 10] = [
     "PROFILE",
     "--group",
     "--fio",
@@ -114,13 +114,16 @@ const PROFILE: [&str; 8] = [
     "--vdbench",
     "--vdbench-step",
     "--diskspd",
+    "--iometer",
+    "--iometer-spec",
 ];
 /// Flags whose values are paths: an existing one is taken as its canonical path, so the
 /// same file named from another directory is the same fleet or workload.
-const PATHS: [&str; 6] = [
+const PATHS: [&str; 7] = [
     "PROFILE",
     "--fio",
     "--vdbench",
+    "--iometer",
     "--hosts",
     "--target",
     "--diskspd-map",
@@ -250,7 +253,13 @@ impl Fingerprint {
         };
         if matches!(
             flag,
-            "PROFILE" | "--group" | "--fio" | "--hosts" | "--vdbench" | "--diskspd-map"
+            "PROFILE"
+                | "--group"
+                | "--fio"
+                | "--hosts"
+                | "--vdbench"
+                | "--iometer"
+                | "--diskspd-map"
         ) {
             for v in &values {
                 // A group is NAME=PROFILE[:WORKERS].
