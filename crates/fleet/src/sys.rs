@@ -103,6 +103,7 @@ impl HostProbe {
             disk_busy_s: d(a.disk_busy_ms, now.disk_busy_ms) as f64 / 1e3,
             disk_devices: self.devices.len() as u32,
             storage: Vec::new(),
+            scraped: Vec::new(),
         };
         self.last = now;
         u

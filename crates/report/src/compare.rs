@@ -88,6 +88,9 @@ pub enum Field {
     StorageCpu,
     StorageReadMbps,
     StorageWriteMbps,
+    /// What the storage's own exporter said its IOPS were (`scrape`'s `iops:` metrics,
+    /// docs/storage-side.md), run-wide.
+    StorageSaidIops,
 }
 
 /// The unit a metric's values are in.
@@ -162,6 +165,7 @@ const RUN_FIELDS: &[(&str, Field)] = &[
     ("storage_cpu", Field::StorageCpu),
     ("storage_read_mbps", Field::StorageReadMbps),
     ("storage_write_mbps", Field::StorageWriteMbps),
+    ("storage_said_iops", Field::StorageSaidIops),
 ];
 
 /// One comparable figure of a run, named by a path such as `read.p99`.
@@ -262,6 +266,7 @@ impl Metric {
             Field::StorageCpu => "storage software CPU (of one core)",
             Field::StorageReadMbps => "storage software read MB/s",
             Field::StorageWriteMbps => "storage software written MB/s",
+            Field::StorageSaidIops => "IOPS the storage's exporter said",
         };
         match self.scope {
             _ if self.run_wide() => field.to_string(),
@@ -284,6 +289,7 @@ impl Metric {
             | Field::StorageWriteMbps => Unit::MBps,
             Field::DiskBusy | Field::ObserverCpu | Field::StorageCpu => Unit::Percent,
             Field::Ios | Field::Errors => Unit::Count,
+            Field::StorageSaidIops => Unit::Iops,
             Field::Outstanding => Unit::Io,
             Field::Cpu | Field::Mem => Unit::Percent,
             Field::CpuPerIo => Unit::MicrosPerIo,
@@ -296,7 +302,12 @@ impl Metric {
     pub fn higher_is_better(self) -> bool {
         matches!(
             self.field,
-            Field::Iops | Field::Mbps | Field::IopsMedian | Field::PeakIops | Field::Ios
+            Field::Iops
+                | Field::Mbps
+                | Field::IopsMedian
+                | Field::PeakIops
+                | Field::Ios
+                | Field::StorageSaidIops
         )
     }
 
@@ -375,6 +386,7 @@ impl Metric {
             Field::StorageCpu => storage_sum(s, |e| e.cpu_pct),
             Field::StorageReadMbps => storage_sum(s, |e| e.read_mbps),
             Field::StorageWriteMbps => storage_sum(s, |e| e.write_mbps),
+            Field::StorageSaidIops => s.observers.as_ref().and_then(|o| o.storage_said_iops()),
         }
     }
 }

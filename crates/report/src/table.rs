@@ -586,6 +586,16 @@ fn write_interval_table(r: &RunResult, out: &mut dyn Write, max: Option<usize>) 
         .intervals
         .iter()
         .any(|i| i.observers.as_ref().is_some_and(|o| !o.storage.is_empty()));
+    // What the storage's own exporter said, beside iofleet's IOPS (docs/storage-side.md).
+    let said = r.intervals.iter().any(|i| {
+        i.observers
+            .as_ref()
+            .is_some_and(|o| o.scraped.iter().any(|m| m.iops))
+    });
+    if said {
+        heads.insert(3, ("storage said IOPS", false));
+        heads.insert(4, ("said Δ%", false));
+    }
     if net {
         heads.extend([("net rx MB/s", false), ("net tx MB/s", false)]);
     }
@@ -610,6 +620,11 @@ fn write_interval_table(r: &RunResult, out: &mut dyn Write, max: Option<usize>) 
             d(i.p50_us, 1),
             d(i.p99_us, 1),
         ];
+        if said {
+            let s = i.observers.as_ref().and_then(|o| o.storage_said_iops());
+            cells.insert(3, s.map_or_else(dash, f0));
+            cells.insert(4, s.map_or_else(dash, |s| said_apart(s, i.iops)));
+        }
         if net {
             let n = i.net.as_ref();
             cells.push(n.map_or_else(dash, |n| format!("{:.2}", n.rx_mbps)));
@@ -693,8 +708,47 @@ fn write_fleet_usage(s: &RunSummary, out: &mut dyn Write, max: Option<usize>) ->
         for st in &o.storage {
             wrap(out, &storage_line(st), max, 5)?;
         }
+        if let Some(said) = o.storage_said_iops() {
+            wrap(
+                out,
+                &format!(
+                    "The storage said {said:.0} IOPS; iofleet measured {:.0} ({} apart)",
+                    s.all.iops,
+                    said_apart(said, s.all.iops)
+                ),
+                max,
+                5,
+            )?;
+        }
+        for m in &o.scraped {
+            wrap(out, &scraped_line(m), max, 5)?;
+        }
     }
     Ok(())
+}
+
+/// How far what the storage said lies from iofleet's figure, percent of iofleet's.
+fn said_apart(said: f64, ours: f64) -> String {
+    if ours > 0.0 {
+        format!("{:+.1}%", (said - ours) / ours * 100.0)
+    } else {
+        "-".into()
+    }
+}
+
+/// One scraped exporter metric over the measured phase (docs/storage-side.md).
+fn scraped_line(m: &iofleet_stats::ScrapedRates) -> String {
+    let what = if m.counter { "/s" } else { " (mean)" };
+    match m.value {
+        Some(v) => format!(
+            "Exporter {}: {v:.6}{what} over {:.1} s of its own time, {} sample{}",
+            m.name,
+            m.span_s,
+            m.samples,
+            if m.samples == 1 { "" } else { "s" }
+        ),
+        None => format!("Exporter {}: fewer than two samples in the measured phase", m.name),
+    }
 }
 
 /// One watched storage entry over the measured phase (docs/storage-side.md).

@@ -39,6 +39,124 @@ pub struct HostUsage {
     /// entries, in their order; empty elsewhere).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub storage: Vec<StorageUsage>,
+    /// What the storage's own exporter said (an observer's `scrape`, one per metric, in
+    /// their order; empty elsewhere).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scraped: Vec<ScrapedUsage>,
+}
+
+/// One exporter metric (summed over its label sets) over a span, as raw amounts: spans
+/// add up with `+=`, the figure comes from `ScrapedUsage::rates`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ScrapedUsage {
+    /// The metric's name.
+    pub name: String,
+    /// It counts I/Os (`iops:NAME`): shown beside iofleet's IOPS.
+    #[serde(default)]
+    pub iops: bool,
+    /// Its `# TYPE` is counter: the figure is its increase per second; else (a gauge)
+    /// its time-weighted mean.
+    #[serde(default)]
+    pub counter: bool,
+    /// A counter's increase, or a gauge's value times `span_s`, over the exporter's own
+    /// time between its samples.
+    #[serde(default)]
+    pub amount: f64,
+    /// The exporter's time (its sample timestamps, else the scrapes') the amount covers.
+    #[serde(default)]
+    pub span_s: f64,
+    /// New samples the span holds.
+    #[serde(default)]
+    pub samples: u32,
+    /// The last value seen, and when it was taken (seconds from the run's start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_s: Option<f64>,
+    /// The exporter answered without this metric (at the span's end).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub missing: bool,
+}
+
+impl AddAssign<&ScrapedUsage> for ScrapedUsage {
+    fn add_assign(&mut self, o: &ScrapedUsage) {
+        self.amount += o.amount;
+        self.span_s += o.span_s;
+        self.samples += o.samples;
+        self.counter |= o.counter;
+        if o.last.is_some() {
+            self.last = o.last;
+            self.at_s = o.at_s;
+        }
+        self.missing = o.missing;
+    }
+}
+
+impl ScrapedUsage {
+    /// Its figure: a counter's rate per second, a gauge's mean; None without two samples.
+    pub fn rates(&self) -> ScrapedRates {
+        ScrapedRates {
+            name: self.name.clone(),
+            iops: self.iops,
+            counter: self.counter,
+            // Per second for a counter, the time-weighted mean for a gauge: both are the
+            // amount over the exporter's time.
+            value: (self.span_s > 0.0).then(|| self.amount / self.span_s),
+            span_s: self.span_s,
+            samples: self.samples,
+            hosts: 1,
+        }
+    }
+}
+
+/// What the exporter said about one metric: "the storage said X".
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ScrapedRates {
+    pub name: String,
+    /// It counts I/Os (shown beside iofleet's IOPS).
+    #[serde(default)]
+    pub iops: bool,
+    /// A counter (the value is per second) or a gauge (the value is its mean).
+    #[serde(default)]
+    pub counter: bool,
+    /// None when the exporter gave fewer than two samples in the span.
+    pub value: Option<f64>,
+    /// The exporter's time the value covers, and its new samples in it.
+    pub span_s: f64,
+    pub samples: u32,
+    /// Observer hosts these figures cover (summed over them).
+    pub hosts: u32,
+}
+
+/// Several hosts' exporter figures together: values (and sample counts) summed per
+/// metric name.
+fn scraped_together<'a>(all: impl IntoIterator<Item = &'a ScrapedRates>) -> Vec<ScrapedRates> {
+    let mut out: Vec<ScrapedRates> = Vec::new();
+    for r in all {
+        match out.iter_mut().find(|x| x.name == r.name) {
+            Some(x) => {
+                x.value = match (x.value, r.value) {
+                    (Some(a), Some(b)) => Some(a + b),
+                    (a, b) => a.or(b),
+                };
+                x.span_s = x.span_s.max(r.span_s);
+                x.samples += r.samples;
+                x.hosts += r.hosts;
+            }
+            None => out.push(r.clone()),
+        }
+    }
+    out
+}
+
+/// Add `add` into `into`, metric by metric (matched by name; a new name is appended).
+pub fn add_scraped(into: &mut Vec<ScrapedUsage>, add: &[ScrapedUsage]) {
+    for a in add {
+        match into.iter_mut().find(|x| x.name == a.name) {
+            Some(x) => *x += a,
+            None => into.push(a.clone()),
+        }
+    }
 }
 
 /// What the processes or the cgroup one `observe` entry names spent over a span, as raw
@@ -181,6 +299,7 @@ impl AddAssign<&HostUsage> for HostUsage {
         self.disk_busy_s += o.disk_busy_s;
         self.disk_devices = self.disk_devices.max(o.disk_devices);
         add_storage(&mut self.storage, &o.storage);
+        add_scraped(&mut self.scraped, &o.scraped);
     }
 }
 
@@ -235,9 +354,24 @@ pub struct HostResources {
     /// The storage software an observer watches, per `observe` entry (empty: none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub storage: Vec<StorageRates>,
+    /// What the storage's own exporter said, per scraped metric (empty: none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scraped: Vec<ScrapedRates>,
 }
 
 impl HostResources {
+    /// What the storage's exporter said its IOPS were: the `iops:` metrics' figures
+    /// summed; None when no such metric had two samples.
+    pub fn storage_said_iops(&self) -> Option<f64> {
+        let v: Vec<f64> = self
+            .scraped
+            .iter()
+            .filter(|m| m.iops)
+            .filter_map(|m| m.value)
+            .collect();
+        (!v.is_empty()).then(|| v.iter().sum())
+    }
+
     /// Several hosts' figures together: traffic, I/Os and bytes summed; CPU and memory
     /// shares the mean over the hosts; iofleet's own CPU summed; the largest iofleet
     /// peak; device busy time the mean over all their devices. None for no host.
@@ -278,6 +412,7 @@ impl HostResources {
                 devices,
             }),
             storage: storage_together(hosts.iter().flat_map(|h| h.storage.iter())),
+            scraped: scraped_together(hosts.iter().flat_map(|h| h.scraped.iter())),
         })
     }
 }
@@ -371,6 +506,7 @@ impl HostUsage {
                 .iter()
                 .filter_map(|st| st.rates(w, self.host_total_s))
                 .collect(),
+            scraped: self.scraped.iter().map(ScrapedUsage::rates).collect(),
         })
     }
 }
@@ -396,6 +532,7 @@ mod tests {
             disk_busy_s: 0.5,
             disk_devices: 1,
             storage: Vec::new(),
+            scraped: Vec::new(),
         };
         let b = HostUsage {
             wall_s: 3.0,

@@ -508,6 +508,14 @@ fn observe_task(
     // the inventory's error.
     let mut storage =
         StorageProbe::new(&job.observe).map_err(|m| FleetError::Input(format!("observe: {m}")))?;
+    let mut scraper = job
+        .scrape
+        .as_ref()
+        .map(crate::scrape::Scraper::new)
+        .transpose()
+        .map_err(|m| FleetError::Input(format!("scrape: {m}")))?;
+    // A scrape that fails is a notice for its interval, never the run's end.
+    let mut notices = ScrapeNotices::default();
     let epoch_ns = Arc::new(AtomicU64::new(0));
     let mut gate = Gate {
         out: out.clone(),
@@ -534,6 +542,9 @@ fn observe_task(
     }
     let mut probe = crate::sys::HostProbe::new(devices);
     storage.sample(0.0);
+    if let Some(m) = scraper.as_mut().and_then(|s| s.start()) {
+        notices.push(format!("at the start: {m}"));
+    }
     let since_epoch = || Instant::now().saturating_duration_since(epoch).as_nanos() as u64;
     for (k, &end) in timeline.boundaries.iter().skip(1).enumerate() {
         let cut = stopped(epoch + Duration::from_nanos(end));
@@ -549,6 +560,12 @@ fn observe_task(
         let at = since_epoch();
         let mut usage = probe.sample();
         usage.storage = storage.sample(usage.wall_s);
+        if let Some(s) = scraper.as_mut() {
+            match s.sample() {
+                Ok(v) => usage.scraped = v,
+                Err(m) => notices.push(format!("interval {}: {m}", k + 1)),
+            }
+        }
         let data = IntervalData {
             index: k as u32,
             stopped_at: (cut && at < end).then_some(at),
@@ -561,14 +578,45 @@ fn observe_task(
         if cut {
             return Ok(Done {
                 end_ns: at,
+                notices: notices.take(),
                 ..done()
             });
         }
     }
     Ok(Done {
         end_ns: timeline.end_ns(),
+        notices: notices.take(),
         ..done()
     })
+}
+
+/// The scrape notices of a run: every one up to `MOST`, then a count of the rest (a
+/// long run against a stopped exporter fails at every interval).
+#[derive(Default)]
+struct ScrapeNotices {
+    kept: Vec<String>,
+    more: usize,
+}
+
+impl ScrapeNotices {
+    const MOST: usize = 32;
+
+    fn push(&mut self, m: String) {
+        if self.kept.len() < Self::MOST {
+            // A notice names the address and why; an exporter's own words are cut short.
+            self.kept.push(m.chars().take(400).collect());
+        } else {
+            self.more += 1;
+        }
+    }
+
+    fn take(&mut self) -> Vec<String> {
+        let mut v = std::mem::take(&mut self.kept);
+        if self.more > 0 {
+            v.push(format!("{} more scrapes failed", self.more));
+        }
+        v
+    }
 }
 
 #[cfg(test)]

@@ -442,6 +442,11 @@ impl AgentLauncher {
                     } else {
                         Vec::new()
                     },
+                    scrape: if task == Task::Observe {
+                        self.hosts[i].scrape.clone()
+                    } else {
+                        None
+                    },
                 };
                 Some((i, job))
             })
@@ -1641,6 +1646,7 @@ mod tests {
             settings: RunSettings::default(),
             task: Task::Run,
             observe: Vec::new(),
+            scrape: None,
         });
         let stdout = BufReader::new(child.stdout.take().unwrap());
         session::spawn_reader(3, stdout, Arc::new(Mutex::new(limits)), stdin.clone(), tx);

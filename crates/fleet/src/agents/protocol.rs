@@ -32,8 +32,9 @@ use serde::{Deserialize, Serialize};
 /// heartbeats to a joined agent; 9: a histogram not yet taken is encoded as a taken one
 /// (its V2 header's highest value is its highest bucket's; the buckets are unchanged);
 /// 10: `RunSettings.drop_caches` (`--drop-caches`), an observer's `AgentJob.observe` and
-/// the storage figures in its usage (`HostUsage.storage`).
-pub const PROTOCOL_VERSION: u32 = 10;
+/// the storage figures in its usage (`HostUsage.storage`); 11: an observer's
+/// `AgentJob.scrape` and what its exporter said (`HostUsage.scraped`).
+pub const PROTOCOL_VERSION: u32 = 11;
 pub const MAGIC: &[u8; 8] = b"IOFLEET1";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -106,6 +107,9 @@ pub struct AgentJob {
     /// memory, I/O and context switches it reports each interval.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub observe: Vec<String>,
+    /// An observer's exporter to scrape each interval (`scrape`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scrape: Option<crate::scrape::ScrapeSpec>,
 }
 
 /// What an agent does with its share of the fleet.
@@ -341,6 +345,12 @@ impl FrameLimits {
             .observe
             .iter()
             .map(|e| (STORAGE_FIXED + 6 * e.len()) as u64)
+            .chain(
+                job.scrape
+                    .iter()
+                    .flat_map(|s| &s.metrics)
+                    .map(|m| (STORAGE_FIXED + 6 * m.len()) as u64),
+            )
             .sum();
         FrameLimits {
             interval: bytes(INTERVAL_FIXED, &[(disks, per_sample), (1, watched)]),
@@ -815,6 +825,7 @@ mod tests {
             settings: RunSettings::default(),
             task,
             observe: Vec::new(),
+            scrape: None,
         }
     }
 
@@ -1030,6 +1041,10 @@ mod tests {
                 let mut j = job(2, 1, 1, Task::Verify { keep: 3 });
                 j.settings.drop_caches = Some(crate::settings::DropCaches::Command("sync".into()));
                 j.observe = vec!["ceph-osd".into(), "cgroup:/system.slice".into()];
+                j.scrape = Some(crate::scrape::ScrapeSpec {
+                    url: "http://127.0.0.1:9283/metrics".into(),
+                    metrics: vec!["iops:ceph_osd_op_w".into()],
+                });
                 j
             })),
             Frame::Ping(clock.clone()),
@@ -1053,6 +1068,17 @@ mod tests {
                         write_bytes: 4096,
                         processes: 2,
                         ..Default::default()
+                    }],
+                    scraped: vec![iofleet_stats::ScrapedUsage {
+                        name: "ceph_osd_op_w".into(),
+                        iops: true,
+                        counter: true,
+                        amount: 300.0,
+                        span_s: 1.0,
+                        samples: 1,
+                        last: Some(1000.0),
+                        at_s: Some(0.5),
+                        missing: false,
                     }],
                     ..Default::default()
                 }),
@@ -1144,7 +1170,7 @@ mod tests {
     #[test]
     fn the_frames_bytes_change_only_with_the_protocol_version() {
         const GOLDEN: (u32, &str) = (
-            10,
+            11,
             "95ca3e24bb9903aec2545f568dcd221c03aeb293ea30f6f7875660c5051bd44d",
         );
         let mut wire = Vec::new();

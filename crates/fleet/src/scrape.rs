@@ -1,0 +1,532 @@
+//! The storage's own exporter, scraped by the observer agent at the end of every interval
+//! (`scrape = "http://127.0.0.1:9283/metrics"` on an observer host, docs/storage-side.md):
+//! a plain HTTP/1.1 GET over a `TcpStream`, bounded in time (`SCRAPE_TIMEOUT`) and size
+//! (`SCRAPE_MAX_BYTES`), its body read as the Prometheus text exposition format, the named
+//! metrics summed over their label sets and turned into `ScrapedUsage` spans.
+//!
+//! Alignment: a sample carries the exporter's own timestamp when it gives one (the
+//! optional last field of a sample line, ms since the Unix epoch), else the scrape's
+//! time. A counter's increase between two samples with different timestamps is counted
+//! over the exporter's own time between them, in the interval whose scrape first saw the
+//! later sample; a scrape that sees the same timestamp again (the exporter has not
+//! refreshed) adds nothing, so a rate is never made of a scrape's pace.
+
+use std::io::{Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use iofleet_stats::ScrapedUsage;
+use serde::{Deserialize, Serialize};
+
+/// How long one scrape may take, connect to last byte.
+pub const SCRAPE_TIMEOUT: Duration = Duration::from_secs(2);
+/// The most bytes of one answer (headers and body) read.
+pub const SCRAPE_MAX_BYTES: usize = 4 << 20;
+/// The most metrics one host may scrape.
+pub const MOST_SCRAPED: usize = 64;
+
+/// What an observer scrapes: the exporter's address and its metrics, each `NAME` (a
+/// named series) or `iops:NAME` (I/Os: shown beside iofleet's IOPS).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScrapeSpec {
+    pub url: String,
+    pub metrics: Vec<String>,
+}
+
+/// A named preset's metrics, each from the exporter's own documentation (the pages are
+/// cited in docs/storage-side.md).
+pub fn preset(name: &str) -> Option<Vec<String>> {
+    let m: &[&str] = match name {
+        // docs.ceph.com/en/latest/monitoring/ ("OSD performance").
+        "ceph" => &["iops:ceph_osd_op_r", "iops:ceph_osd_op_w", "ceph_osd_op_w_in_bytes"],
+        // longhorn.io/docs/latest/monitoring/metrics/ (gauges, already per second).
+        "longhorn" => &[
+            "iops:longhorn_volume_read_iops",
+            "iops:longhorn_volume_write_iops",
+            "longhorn_volume_read_latency",
+            "longhorn_volume_write_latency",
+        ],
+        // openebs.io/docs/.../replicated-pv-mayastor/advanced-operations/monitoring
+        // (the pool exporter: capacity only, refreshed every five minutes).
+        "openebs" => &["disk_pool_used_size_bytes", "disk_pool_committed_size_bytes"],
+        _ => return None,
+    };
+    Some(m.iter().map(|s| s.to_string()).collect())
+}
+
+/// The presets' names, for messages.
+pub const PRESETS: &str = "ceph, longhorn, openebs";
+
+/// A metric entry: its name, and whether it counts I/Os.
+pub fn parse_metric(entry: &str) -> Result<(String, bool), String> {
+    let (name, iops) = match entry.strip_prefix("iops:") {
+        Some(n) => (n, true),
+        None => (entry, false),
+    };
+    let ok = !name.is_empty()
+        && name
+            .chars()
+            .enumerate()
+            .all(|(i, c)| c.is_ascii_alphabetic() || c == '_' || c == ':' || (i > 0 && c.is_ascii_digit()));
+    if !ok {
+        return Err(format!(
+            "{entry:?} is not a metric name (letters, digits, '_' and ':', not starting with a digit; iops:NAME marks I/Os)"
+        ));
+    }
+    Ok((name.to_string(), iops))
+}
+
+/// The exporter's host, port and path from an `http://` address. The error completes
+/// "host 'NAME': scrape".
+pub fn parse_url(url: &str) -> Result<(String, u16, String), String> {
+    if url.starts_with("https://") {
+        return Err(format!(
+            "{url:?}: https is not scraped (iofleet has no TLS client for exporters); give the exporter's http:// address on the host's loopback"
+        ));
+    }
+    let rest = url
+        .strip_prefix("http://")
+        .ok_or_else(|| format!("{url:?} is not an http:// address"))?;
+    if url.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return Err(format!("{url:?} holds a space or control character"));
+    }
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((h, p)) if !h.ends_with(']') || h.starts_with('[') => (
+            h,
+            p.parse::<u16>()
+                .ok()
+                .filter(|&p| p > 0)
+                .ok_or_else(|| format!("{url:?}: {p:?} is not a port"))?,
+        ),
+        _ => (authority, 80),
+    };
+    if host.is_empty() || host.contains('@') {
+        return Err(format!("{url:?} names no host"));
+    }
+    Ok((host.trim_matches(['[', ']']).to_string(), port, path.to_string()))
+}
+
+/// One sample line of the exposition format.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sample {
+    pub name: String,
+    /// The labels as written between the braces (not taken apart: metrics are summed
+    /// over their label sets).
+    pub labels: String,
+    pub value: f64,
+    /// The exporter's timestamp, ms since the Unix epoch.
+    pub at_ms: Option<i64>,
+}
+
+/// An exposition: its samples and the metric types its `# TYPE` lines give.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Exposition {
+    pub samples: Vec<Sample>,
+    pub counters: Vec<String>,
+}
+
+/// Read the Prometheus text exposition format (version 0.0.4). The error names the line.
+pub fn parse_exposition(text: &str) -> Result<Exposition, String> {
+    let mut out = Exposition::default();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        if let Some(c) = line.strip_prefix('#') {
+            let mut w = c.split_whitespace();
+            if w.next() == Some("TYPE") {
+                if let (Some(name), Some("counter")) = (w.next(), w.next()) {
+                    out.counters.push(name.to_string());
+                }
+            }
+            continue;
+        }
+        out.samples
+            .push(sample_line(line).map_err(|m| format!("line {}: {m}", n + 1))?);
+    }
+    Ok(out)
+}
+
+fn sample_line(line: &str) -> Result<Sample, String> {
+    let name_end = line
+        .find(|c: char| c == '{' || c.is_whitespace())
+        .ok_or("a sample has a name and a value")?;
+    let name = &line[..name_end];
+    parse_metric(name)?;
+    let mut rest = &line[name_end..];
+    let mut labels = String::new();
+    if rest.starts_with('{') {
+        // Up to the closing brace outside quotes (a label value may hold '}' or '\"').
+        let b = rest.as_bytes();
+        let (mut i, mut quoted) = (1, false);
+        loop {
+            match b.get(i) {
+                None => return Err("a label set is not closed".into()),
+                Some(b'\\') if quoted => i += 1,
+                Some(b'"') => quoted = !quoted,
+                Some(b'}') if !quoted => break,
+                _ => {}
+            }
+            i += 1;
+        }
+        labels = rest[1..i].to_string();
+        rest = &rest[i + 1..];
+    }
+    let mut w = rest.split_whitespace();
+    let value = w.next().ok_or("a sample has a value")?;
+    let value = match value {
+        "+Inf" => f64::INFINITY,
+        "-Inf" => f64::NEG_INFINITY,
+        v => v
+            .parse::<f64>()
+            .map_err(|_| format!("{v:?} is not a number"))?,
+    };
+    let at_ms = match w.next() {
+        None => None,
+        Some(t) => Some(
+            t.parse::<i64>()
+                .map_err(|_| format!("{t:?} is not a timestamp in ms"))?,
+        ),
+    };
+    if w.next().is_some() {
+        return Err("text after the timestamp".into());
+    }
+    Ok(Sample {
+        name: name.to_string(),
+        labels,
+        value,
+        at_ms,
+    })
+}
+
+/// GET the address: its body, or why not. Bounded by `SCRAPE_TIMEOUT` and
+/// `SCRAPE_MAX_BYTES`; only a 200 answer's body is taken.
+pub fn fetch(url: &str) -> Result<String, String> {
+    let (host, port, path) = parse_url(url)?;
+    let deadline = std::time::Instant::now() + SCRAPE_TIMEOUT;
+    let addr = (host.as_str(), port)
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve {host}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("{host} has no address"))?;
+    let mut s = TcpStream::connect_timeout(&addr, SCRAPE_TIMEOUT).map_err(|e| e.to_string())?;
+    let left = || {
+        deadline
+            .saturating_duration_since(std::time::Instant::now())
+            .max(Duration::from_millis(1))
+    };
+    s.set_write_timeout(Some(left())).map_err(|e| e.to_string())?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nAccept: text/plain; version=0.0.4\r\nConnection: close\r\nUser-Agent: iofleet\r\n\r\n"
+    )
+    .map_err(|e| e.to_string())?;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 64 << 10];
+    loop {
+        if std::time::Instant::now() >= deadline {
+            return Err(format!("no whole answer within {:?}", SCRAPE_TIMEOUT));
+        }
+        s.set_read_timeout(Some(left())).map_err(|e| e.to_string())?;
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                got.extend_from_slice(&buf[..n]);
+                if got.len() > SCRAPE_MAX_BYTES {
+                    return Err(format!("the answer is longer than {SCRAPE_MAX_BYTES} bytes"));
+                }
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Err(format!("no whole answer within {:?}", SCRAPE_TIMEOUT))
+            }
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    body_of(&got)
+}
+
+/// The body of a whole HTTP/1.x answer (plain or chunked), or why not.
+pub fn body_of(answer: &[u8]) -> Result<String, String> {
+    let split = answer
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or("the answer has no end of headers")?;
+    let head = std::str::from_utf8(&answer[..split]).map_err(|_| "the headers are not text")?;
+    let mut lines = head.lines();
+    let status = lines.next().unwrap_or_default();
+    let code = status.split_whitespace().nth(1).unwrap_or_default();
+    if code != "200" {
+        return Err(format!("the exporter answered {status:?}"));
+    }
+    let chunked = lines.any(|l| {
+        l.split_once(':').is_some_and(|(k, v)| {
+            k.trim().eq_ignore_ascii_case("transfer-encoding")
+                && v.to_ascii_lowercase().contains("chunked")
+        })
+    });
+    let body = &answer[split + 4..];
+    let body = if chunked { dechunk(body)? } else { body.to_vec() };
+    String::from_utf8(body).map_err(|_| "the body is not UTF-8 text".into())
+}
+
+fn dechunk(mut b: &[u8]) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    loop {
+        let eol = b
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .ok_or("a chunk size line is not ended")?;
+        let size = std::str::from_utf8(&b[..eol])
+            .ok()
+            .and_then(|s| usize::from_str_radix(s.split(';').next()?.trim(), 16).ok())
+            .ok_or("a chunk size is not hexadecimal")?;
+        b = &b[eol + 2..];
+        if size == 0 {
+            return Ok(out);
+        }
+        if b.len() < size + 2 {
+            return Err("a chunk is cut short".into());
+        }
+        out.extend_from_slice(&b[..size]);
+        b = &b[size + 2..];
+    }
+}
+
+/// The last sample of one metric the scraper saw: its value summed over label sets and
+/// its time (ms since the Unix epoch).
+#[derive(Clone, Copy, Debug)]
+struct Seen {
+    value: f64,
+    at_ms: i64,
+}
+
+/// Scrapes one exporter at each interval's end and turns what it saw into spans.
+pub struct Scraper {
+    url: String,
+    metrics: Vec<(String, bool)>,
+    last: Vec<Option<Seen>>,
+    /// The run's start on this host's wall clock, ms since the Unix epoch.
+    start_ms: i64,
+}
+
+/// Now, ms since the Unix epoch.
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+impl Scraper {
+    pub fn new(spec: &ScrapeSpec) -> Result<Scraper, String> {
+        parse_url(&spec.url)?;
+        let metrics = spec
+            .metrics
+            .iter()
+            .map(|m| parse_metric(m))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Scraper {
+            url: spec.url.clone(),
+            last: vec![None; metrics.len()],
+            metrics,
+            start_ms: now_ms(),
+        })
+    }
+
+    /// The run starts now (its first sample is the baseline).
+    pub fn start(&mut self) -> Option<String> {
+        self.start_ms = now_ms();
+        self.sample().err()
+    }
+
+    /// Scrape once: the spans since the last scrape (one per metric, in their order),
+    /// or a notice naming the address and why it failed.
+    pub fn sample(&mut self) -> Result<Vec<ScrapedUsage>, String> {
+        let got = fetch(&self.url)
+            .and_then(|body| parse_exposition(&body))
+            .map_err(|m| format!("scrape {}: {m}", self.url))?;
+        Ok(self.take(&got, now_ms()))
+    }
+
+    /// The spans an exposition read at `now_ms` gives.
+    pub fn take(&mut self, got: &Exposition, now_ms: i64) -> Vec<ScrapedUsage> {
+        let mut out = Vec::with_capacity(self.metrics.len());
+        for (k, (name, iops)) in self.metrics.iter().enumerate() {
+            let counter = got.counters.iter().any(|c| c == name);
+            let mut span = ScrapedUsage {
+                name: name.clone(),
+                iops: *iops,
+                counter,
+                ..Default::default()
+            };
+            let mine: Vec<&Sample> = got.samples.iter().filter(|s| &s.name == name).collect();
+            if mine.is_empty() {
+                span.missing = true;
+                out.push(span);
+                continue;
+            }
+            let now = Seen {
+                value: mine.iter().map(|s| s.value).sum(),
+                at_ms: mine.iter().filter_map(|s| s.at_ms).max().unwrap_or(now_ms),
+            };
+            span.last = Some(now.value);
+            span.at_s = Some((now.at_ms - self.start_ms) as f64 / 1e3);
+            if let Some(prev) = self.last[k] {
+                if now.at_ms > prev.at_ms {
+                    let dt = (now.at_ms - prev.at_ms) as f64 / 1e3;
+                    span.span_s = dt;
+                    span.samples = 1;
+                    // A counter's increase (a reset counts from zero); a gauge's value
+                    // held over the exporter's time since its last sample.
+                    span.amount = if counter {
+                        if now.value >= prev.value {
+                            now.value - prev.value
+                        } else {
+                            now.value
+                        }
+                    } else {
+                        now.value * dt
+                    };
+                }
+            }
+            if self.last[k].is_none_or(|p| now.at_ms > p.at_ms) {
+                self.last[k] = Some(now);
+            }
+            out.push(span);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn the_exposition_format_is_read_with_labels_types_and_timestamps() {
+        let text = "# HELP ops Operations\n# TYPE ops counter\nops{d=\"osd.0\",x=\"a}b\\\"c\"} 10 1700000000000\nops{d=\"osd.1\"} 2.5e1\n\nlat 1.5\nup +Inf\n";
+        let e = parse_exposition(text).unwrap();
+        assert_eq!(e.counters, ["ops"]);
+        assert_eq!(e.samples.len(), 4);
+        assert_eq!(e.samples[0].labels, "d=\"osd.0\",x=\"a}b\\\"c\"");
+        assert_eq!(e.samples[0].at_ms, Some(1_700_000_000_000));
+        assert_eq!(e.samples[1].value, 25.0);
+        assert_eq!(e.samples[3].value, f64::INFINITY);
+        let bad = parse_exposition("ok 1\nops{d=\"x\" 3\n").unwrap_err();
+        assert!(bad.starts_with("line 2:"), "{bad}");
+        assert!(parse_exposition("ops one").unwrap_err().contains("\"one\""));
+        assert!(parse_exposition("ops 1 2 3").is_err());
+    }
+
+    #[test]
+    fn addresses_are_http_only_and_taken_apart() {
+        assert_eq!(
+            parse_url("http://127.0.0.1:9283/metrics").unwrap(),
+            ("127.0.0.1".into(), 9283, "/metrics".into())
+        );
+        assert_eq!(
+            parse_url("http://[::1]:80").unwrap(),
+            ("::1".into(), 80, "/".into())
+        );
+        assert!(parse_url("https://x/metrics").unwrap_err().contains("https"));
+        assert!(parse_url("ftp://x").is_err());
+        assert!(parse_url("http://x:0/").is_err());
+        assert!(parse_url("http:///m").is_err());
+    }
+
+    #[test]
+    fn answers_are_taken_plain_or_chunked_and_only_when_200() {
+        let plain = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nops 1\n";
+        assert_eq!(body_of(plain).unwrap(), "ops 1\n");
+        let chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nops\r\n3\r\n 1\n\r\n0\r\n\r\n";
+        assert_eq!(body_of(chunked).unwrap(), "ops 1\n");
+        let e = body_of(b"HTTP/1.1 503 Busy\r\n\r\n").unwrap_err();
+        assert!(e.contains("503"), "{e}");
+        assert!(body_of(b"HTTP/1.1 200 OK\r\n").is_err());
+    }
+
+    /// A counter's rate is taken over the exporter's own time between two distinct
+    /// samples; a repeated timestamp adds nothing; a missing metric says so.
+    #[test]
+    fn counters_are_aligned_by_the_exporters_timestamps() {
+        let mut s = Scraper::new(&ScrapeSpec {
+            url: "http://127.0.0.1:1/m".into(),
+            metrics: vec!["iops:ops".into(), "gone".into()],
+        })
+        .unwrap();
+        s.start_ms = 1_000;
+        let at = |v: f64, t: i64| Exposition {
+            samples: vec![
+                Sample {
+                    name: "ops".into(),
+                    labels: "a=\"1\"".into(),
+                    value: v,
+                    at_ms: Some(t),
+                },
+                Sample {
+                    name: "ops".into(),
+                    labels: "a=\"2\"".into(),
+                    value: v,
+                    at_ms: Some(t - 10),
+                },
+            ],
+            counters: vec!["ops".into()],
+        };
+        let first = s.take(&at(100.0, 2_000), 5_000);
+        assert_eq!((first[0].samples, first[0].at_s), (0, Some(1.0)));
+        assert!(first[1].missing);
+        let second = s.take(&at(400.0, 4_000), 6_000);
+        // 2 × 300 more over the exporter's 2 s (not the scrape's 1 s).
+        assert_eq!((second[0].amount, second[0].span_s), (600.0, 2.0));
+        assert!(second[0].iops && second[0].counter);
+        let same = s.take(&at(400.0, 4_000), 7_000);
+        assert_eq!((same[0].amount, same[0].span_s, same[0].samples), (0.0, 0.0, 0));
+    }
+
+    #[test]
+    fn presets_name_valid_metrics() {
+        for p in PRESETS.split(", ") {
+            for m in preset(p).unwrap() {
+                parse_metric(&m).unwrap();
+            }
+        }
+        assert!(preset("gluster").is_none());
+        assert!(parse_metric("iops:").is_err());
+        assert!(parse_metric("9lives").is_err());
+    }
+
+    proptest! {
+        /// Any text is read or refused without a panic, and sample lines written from
+        /// parts read back as those parts.
+        #[test]
+        fn the_parser_never_panics_and_reads_back_what_it_is_given(
+            text in "\\PC{0,200}",
+            name in "[a-z_][a-z0-9_]{0,20}",
+            label in "[ -~]{0,20}",
+            value in -1e12f64..1e12,
+            at in proptest::option::of(0i64..4_000_000_000_000),
+        ) {
+            let _ = parse_exposition(&text);
+            let escaped = label.replace('\\', "\\\\").replace('"', "\\\"");
+            let line = match at {
+                Some(t) => format!("{name}{{l=\"{escaped}\"}} {value:e} {t}"),
+                None => format!("{name}{{l=\"{escaped}\"}} {value:e}"),
+            };
+            let e = parse_exposition(&line).unwrap();
+            prop_assert_eq!(e.samples.len(), 1);
+            prop_assert_eq!(&e.samples[0].name, &name);
+            prop_assert_eq!(e.samples[0].value, value);
+            prop_assert_eq!(e.samples[0].at_ms, at);
+        }
+    }
+}
