@@ -375,14 +375,16 @@ impl Scraper {
                 continue;
             }
             let now = Seen {
-                value: mine.iter().map(|s| s.value).sum(),
+                // A NaN or an infinity is no count (and would not survive JSON).
+                value: mine.iter().map(|s| s.value).filter(|v| v.is_finite()).sum(),
                 at_ms: mine.iter().filter_map(|s| s.at_ms).max().unwrap_or(now_ms),
             };
             span.last = Some(now.value);
-            span.at_s = Some((now.at_ms - self.start_ms) as f64 / 1e3);
+            // In f64: an exporter's timestamp may be anything an i64 holds.
+            span.at_s = Some((now.at_ms as f64 - self.start_ms as f64) / 1e3);
             if let Some(prev) = self.last[k] {
                 if now.at_ms > prev.at_ms {
-                    let dt = (now.at_ms - prev.at_ms) as f64 / 1e3;
+                    let dt = (now.at_ms as f64 - prev.at_ms as f64) / 1e3;
                     span.span_s = dt;
                     span.samples = 1;
                     // A counter's increase (a reset counts from zero); a gauge's value
