@@ -400,6 +400,16 @@ impl Scraper {
                     };
                 }
             }
+            // What JSON cannot carry (a sum or product past f64's range) is not counted.
+            if !(span.amount.is_finite() && now.value.is_finite()) {
+                span.amount = 0.0;
+                span.span_s = 0.0;
+                span.samples = 0;
+                span.last = None;
+                span.missing = true;
+                out.push(span);
+                continue;
+            }
             if self.last[k].is_none_or(|p| now.at_ms > p.at_ms) {
                 self.last[k] = Some(now);
             }
