@@ -136,7 +136,10 @@ fn an_observer_scrapes_the_storages_exporter_every_interval_and_it_is_shown_ever
             .as_array()
             .unwrap_or_else(|| panic!("{r}"));
         assert_eq!(m[0]["name"], "test_ops_total");
-        assert_eq!((&m[0]["iops"], &m[0]["counter"]), (&Value::Bool(true), &Value::Bool(true)));
+        assert_eq!(
+            (&m[0]["iops"], &m[0]["counter"]),
+            (&Value::Bool(true), &Value::Bool(true))
+        );
         let rate = m[0]["amount"].as_f64().unwrap() / m[0]["span_s"].as_f64().unwrap();
         assert!((rate - 2000.0).abs() < 1.0, "{r}");
         assert_eq!(m[1]["last"], 3.0, "{r}");
@@ -153,7 +156,11 @@ fn an_observer_scrapes_the_storages_exporter_every_interval_and_it_is_shown_ever
             .as_f64()
             .unwrap()
     };
-    assert!((said(&v["summary"]["observers"]) - 2000.0).abs() < 1.0, "{}", v["summary"]);
+    assert!(
+        (said(&v["summary"]["observers"]) - 2000.0).abs() < 1.0,
+        "{}",
+        v["summary"]
+    );
     let obs = v["hosts"]
         .as_array()
         .unwrap()
@@ -165,10 +172,16 @@ fn an_observer_scrapes_the_storages_exporter_every_interval_and_it_is_shown_ever
     let table = stdout(&o);
     assert!(table.contains("storage said IOPS"), "{table}");
     assert!(table.contains("The storage said 2000 IOPS"), "{table}");
-    assert!(table.contains("Exporter test_queue: 3.000000 (mean)"), "{table}");
+    assert!(
+        table.contains("Exporter test_queue: 3.000000 (mean)"),
+        "{table}"
+    );
 
     // The stored run, compare, the table of the stored run and the report.
-    let o = run_in(tmp.path(), &["results", "export", "scraped", "--db", "r.db"]);
+    let o = run_in(
+        tmp.path(),
+        &["results", "export", "scraped", "--db", "r.db"],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let stored: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!((said(&stored["summary"]["observers"]) - 2000.0).abs() < 1.0);
@@ -190,12 +203,22 @@ fn an_observer_scrapes_the_storages_exporter_every_interval_and_it_is_shown_ever
     let got = c["metrics"][0]["values"][0].as_f64().unwrap();
     assert!((got - 2000.0).abs() < 1.0, "{c}");
     let o = run_in(tmp.path(), &["results", "show", "scraped", "--db", "r.db"]);
-    assert!(stdout(&o).contains("The storage said 2000 IOPS"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("The storage said 2000 IOPS"),
+        "{}",
+        stdout(&o)
+    );
     let o = run_in(tmp.path(), &["report", "scraped", "--db", "r.db"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let html = stdout(&o);
-    assert!(html.contains("<h2>What the storage said</h2>"), "no scraped section");
-    assert!(html.contains("<code>test_ops_total</code> /s</td><td>2000.00</td>"), "{html}");
+    assert!(
+        html.contains("<h2>What the storage said</h2>"),
+        "no scraped section"
+    );
+    assert!(
+        html.contains("<code>test_ops_total</code> /s</td><td>2000.00</td>"),
+        "{html}"
+    );
 }
 
 #[test]
@@ -226,7 +249,12 @@ fn an_exporter_that_stops_gives_a_notice_per_interval_and_a_complete_run() {
         .collect();
     assert!(failed >= 1, "{rows:?}");
     assert_eq!(notices.len(), failed, "{notices:?}");
-    assert!(notices.iter().all(|n| n.starts_with("storage-1: interval ")), "{notices:?}");
+    assert!(
+        notices
+            .iter()
+            .all(|n| n.starts_with("storage-1: interval ")),
+        "{notices:?}"
+    );
     // The intervals before it stopped kept what it said.
     assert!(rows[0]["usage"]["scraped"].is_array(), "{}", rows[0]);
 }

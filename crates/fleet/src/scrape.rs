@@ -38,7 +38,11 @@ pub struct ScrapeSpec {
 pub fn preset(name: &str) -> Option<Vec<String>> {
     let m: &[&str] = match name {
         // docs.ceph.com/en/latest/monitoring/ ("OSD performance").
-        "ceph" => &["iops:ceph_osd_op_r", "iops:ceph_osd_op_w", "ceph_osd_op_w_in_bytes"],
+        "ceph" => &[
+            "iops:ceph_osd_op_r",
+            "iops:ceph_osd_op_w",
+            "ceph_osd_op_w_in_bytes",
+        ],
         // longhorn.io/docs/latest/monitoring/metrics/ (gauges, already per second).
         "longhorn" => &[
             "iops:longhorn_volume_read_iops",
@@ -48,7 +52,10 @@ pub fn preset(name: &str) -> Option<Vec<String>> {
         ],
         // openebs.io/docs/.../replicated-pv-mayastor/advanced-operations/monitoring
         // (the pool exporter: capacity only, refreshed every five minutes).
-        "openebs" => &["disk_pool_used_size_bytes", "disk_pool_committed_size_bytes"],
+        "openebs" => &[
+            "disk_pool_used_size_bytes",
+            "disk_pool_committed_size_bytes",
+        ],
         _ => return None,
     };
     Some(m.iter().map(|s| s.to_string()).collect())
@@ -64,10 +71,9 @@ pub fn parse_metric(entry: &str) -> Result<(String, bool), String> {
         None => (entry, false),
     };
     let ok = !name.is_empty()
-        && name
-            .chars()
-            .enumerate()
-            .all(|(i, c)| c.is_ascii_alphabetic() || c == '_' || c == ':' || (i > 0 && c.is_ascii_digit()));
+        && name.chars().enumerate().all(|(i, c)| {
+            c.is_ascii_alphabetic() || c == '_' || c == ':' || (i > 0 && c.is_ascii_digit())
+        });
     if !ok {
         return Err(format!(
             "{entry:?} is not a metric name (letters, digits, '_' and ':', not starting with a digit; iops:NAME marks I/Os)"
@@ -107,7 +113,11 @@ pub fn parse_url(url: &str) -> Result<(String, u16, String), String> {
     if host.is_empty() || host.contains('@') {
         return Err(format!("{url:?} names no host"));
     }
-    Ok((host.trim_matches(['[', ']']).to_string(), port, path.to_string()))
+    Ok((
+        host.trim_matches(['[', ']']).to_string(),
+        port,
+        path.to_string(),
+    ))
 }
 
 /// One sample line of the exposition format.
@@ -220,7 +230,8 @@ pub fn fetch(url: &str) -> Result<String, String> {
             .saturating_duration_since(std::time::Instant::now())
             .max(Duration::from_millis(1))
     };
-    s.set_write_timeout(Some(left())).map_err(|e| e.to_string())?;
+    s.set_write_timeout(Some(left()))
+        .map_err(|e| e.to_string())?;
     write!(
         s,
         "GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nAccept: text/plain; version=0.0.4\r\nConnection: close\r\nUser-Agent: iofleet\r\n\r\n"
@@ -232,13 +243,16 @@ pub fn fetch(url: &str) -> Result<String, String> {
         if std::time::Instant::now() >= deadline {
             return Err(format!("no whole answer within {:?}", SCRAPE_TIMEOUT));
         }
-        s.set_read_timeout(Some(left())).map_err(|e| e.to_string())?;
+        s.set_read_timeout(Some(left()))
+            .map_err(|e| e.to_string())?;
         match s.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => {
                 got.extend_from_slice(&buf[..n]);
                 if got.len() > SCRAPE_MAX_BYTES {
-                    return Err(format!("the answer is longer than {SCRAPE_MAX_BYTES} bytes"));
+                    return Err(format!(
+                        "the answer is longer than {SCRAPE_MAX_BYTES} bytes"
+                    ));
                 }
             }
             Err(e)
@@ -275,7 +289,11 @@ pub fn body_of(answer: &[u8]) -> Result<String, String> {
         })
     });
     let body = &answer[split + 4..];
-    let body = if chunked { dechunk(body)? } else { body.to_vec() };
+    let body = if chunked {
+        dechunk(body)?
+    } else {
+        body.to_vec()
+    };
     String::from_utf8(body).map_err(|_| "the body is not UTF-8 text".into())
 }
 
@@ -450,7 +468,9 @@ mod tests {
             parse_url("http://[::1]:80").unwrap(),
             ("::1".into(), 80, "/".into())
         );
-        assert!(parse_url("https://x/metrics").unwrap_err().contains("https"));
+        assert!(parse_url("https://x/metrics")
+            .unwrap_err()
+            .contains("https"));
         assert!(parse_url("ftp://x").is_err());
         assert!(parse_url("http://x:0/").is_err());
         assert!(parse_url("http:///m").is_err());
@@ -502,7 +522,10 @@ mod tests {
         assert_eq!((second[0].amount, second[0].span_s), (600.0, 2.0));
         assert!(second[0].iops && second[0].counter);
         let same = s.take(&at(400.0, 4_000), 7_000);
-        assert_eq!((same[0].amount, same[0].span_s, same[0].samples), (0.0, 0.0, 0));
+        assert_eq!(
+            (same[0].amount, same[0].span_s, same[0].samples),
+            (0.0, 0.0, 0)
+        );
     }
 
     #[test]

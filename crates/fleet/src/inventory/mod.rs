@@ -198,10 +198,18 @@ fn scrape_spec(
     use crate::scrape;
     let Some(url) = url else {
         if metrics.is_some() {
-            return Err(("metrics", "name the exporter to scrape too (scrape = \"http://127.0.0.1:PORT/metrics\")".into()));
+            return Err((
+                "metrics",
+                "name the exporter to scrape too (scrape = \"http://127.0.0.1:PORT/metrics\")"
+                    .into(),
+            ));
         }
         if preset.is_some() {
-            return Err(("preset", "name the exporter to scrape too (scrape = \"http://127.0.0.1:PORT/metrics\")".into()));
+            return Err((
+                "preset",
+                "name the exporter to scrape too (scrape = \"http://127.0.0.1:PORT/metrics\")"
+                    .into(),
+            ));
         }
         return Ok(None);
     };
@@ -210,19 +218,31 @@ fn scrape_spec(
     }
     scrape::parse_url(&url).map_err(|m| ("scrape", m))?;
     let metrics = match (metrics, preset) {
-        (Some(_), Some(_)) => {
-            return Err(("preset", "give metrics or a preset, not both".into()))
-        }
+        (Some(_), Some(_)) => return Err(("preset", "give metrics or a preset, not both".into())),
         (Some(m), None) => m,
         (None, Some(p)) => scrape::preset(&p).ok_or_else(|| {
-            ("preset", format!("{p:?} is not a preset (the presets: {})", scrape::PRESETS))
+            (
+                "preset",
+                format!("{p:?} is not a preset (the presets: {})", scrape::PRESETS),
+            )
         })?,
-        (None, None) => {
-            return Err(("metrics", format!("name the metrics to read (metrics = [\"iops:NAME\", \"NAME\"]) or a preset ({})", scrape::PRESETS)))
-        }
+        (None, None) => return Err((
+            "metrics",
+            format!(
+                "name the metrics to read (metrics = [\"iops:NAME\", \"NAME\"]) or a preset ({})",
+                scrape::PRESETS
+            ),
+        )),
     };
     if metrics.is_empty() || metrics.len() > scrape::MOST_SCRAPED {
-        return Err(("metrics", format!("{} metrics; give 1 to {}", metrics.len(), scrape::MOST_SCRAPED)));
+        return Err((
+            "metrics",
+            format!(
+                "{} metrics; give 1 to {}",
+                metrics.len(),
+                scrape::MOST_SCRAPED
+            ),
+        ));
     }
     for m in &metrics {
         scrape::parse_metric(m).map_err(|e| ("metrics", e))?;
