@@ -540,7 +540,7 @@ fn scraped_section(h: &mut String, runs: &[RunData]) {
                             .usage
                             .as_ref()
                             .and_then(|u| u.scraped.iter().find(|e| e.name == m.name));
-                        e.and_then(|e| e.rates().value)
+                        e.and_then(|e| e.value)
                             .map_or_else(|| "-".to_string(), |v| format!("{v:.2}"))
                     })
                     .collect();

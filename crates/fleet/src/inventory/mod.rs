@@ -226,13 +226,15 @@ fn scrape_spec(
                 format!("{p:?} is not a preset (the presets: {})", scrape::PRESETS),
             )
         })?,
-        (None, None) => return Err((
-            "metrics",
-            format!(
+        (None, None) => {
+            return Err((
+                "metrics",
+                format!(
                 "name the metrics to read (metrics = [\"iops:NAME\", \"NAME\"]) or a preset ({})",
                 scrape::PRESETS
             ),
-        )),
+            ))
+        }
     };
     if metrics.is_empty() || metrics.len() > scrape::MOST_SCRAPED {
         return Err((
