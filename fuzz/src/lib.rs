@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use iofleet_fleet::inventory::{self, HostSpec, InventoryError, Role};
 use iofleet_import::diskspd::{self, DiskspdError};
 use iofleet_import::fio::{self, FioError};
+use iofleet_import::vdbench::{self, VdbenchError};
 use iofleet_profile::options::{option, DIRECT_IO_SECTOR, DISK_SIZE_MULTIPLE, MIN_DISK_SIZE};
 use iofleet_profile::{
     parse_toml, plan_toml, resolve, Context, Locality, Overrides, Plan, ProfileError,
@@ -415,6 +416,49 @@ pub fn diskspd_args(input: &str) {
                         diskspd::flag_of_key(key).is_some(),
                         "{key} names no DISKSPD flag: {e}"
                     );
+                }
+            }
+        }
+    }
+}
+
+/// A vdbench parameter file through the path `iofleet run FILE.vdb` takes: read, then
+/// each step's profile resolved in both contexts. A refusal names lines the text has; a
+/// read file has at most `MAX_STEPS` steps, each one worker with a stream per wd.
+pub fn vdbench_file(input: &str) {
+    let lines = input.lines().count().max(1);
+    let imp = match vdbench::read_text(input, "fuzz.vdb") {
+        Ok(imp) => imp,
+        Err(VdbenchError::Unsupported(problems)) => {
+            assert!(!problems.is_empty(), "a refusal of no parameter");
+            for p in &problems {
+                assert!((1..=lines).contains(&p.at.line), "line {} of {lines}", p.at.line);
+                assert!(!p.message.is_empty(), "{} refused without a reason", p.parameter);
+            }
+            return;
+        }
+        Err(VdbenchError::Syntax { at, .. }) => {
+            assert!((1..=lines).contains(&at.line), "line {} of {lines}", at.line);
+            return;
+        }
+        Err(VdbenchError::NoRuns) => return,
+        Err(e @ VdbenchError::Read { .. }) => panic!("text was given, yet: {e}"),
+    };
+    assert!(!imp.steps.is_empty() && imp.steps.len() <= vdbench::MAX_STEPS);
+    for step in &imp.steps {
+        assert_eq!(step.raw.fleet.workers, Some(1), "one worker per step");
+        assert!(!step.raw.streams.is_empty(), "a step of no stream");
+        for ctx in CONTEXTS {
+            match resolve(&step.raw, &Overrides::default(), &ctx) {
+                Ok(plan) => check_plan(&plan, &ctx),
+                Err(e) => {
+                    check_profile_error(&e, &step.raw.origin);
+                    if let Some(key) = e.key() {
+                        assert!(
+                            vdbench::parameter_of_key(key).is_some(),
+                            "{key} names no vdbench parameter: {e}"
+                        );
+                    }
                 }
             }
         }

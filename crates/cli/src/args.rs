@@ -81,7 +81,8 @@ pub struct LiveInputs {
 ))]
 pub struct RunArgs {
     /// Built-in profile name (`iofleet profiles list`), path to a profile .toml file, or
-    /// a fio job file ending in .fio (docs/fio.md). Without one (and without --group),
+    /// a fio job file ending in .fio (docs/fio.md), or a vdbench parameter file ending
+    /// in .vdb (docs/vdbench.md). Without one (and without --group),
     /// the workload flags below apply to a default shape: 1 worker, 1 disk of 1g, 1
     /// thread, qd 1, 4k random reads, 60s (see docs/profiles.md).
     pub profile: Option<String>,
@@ -113,6 +114,16 @@ pub struct RunArgs {
     /// any --target device is, with --destroy-data when it holds data.
     #[arg(long, value_name = "TARGET=PATH")]
     pub diskspd_map: Vec<String>,
+    /// Run a vdbench parameter file whatever its name (a PROFILE ending in .vdb is one
+    /// too): one worker, a disk per sd under --target, the sd's threads per disk, a
+    /// stream per wd; each rd (and each value of its iorate list and for-loops) is a step,
+    /// run one after another; the flags below still apply on top (docs/vdbench.md).
+    #[arg(long, value_name = "FILE")]
+    pub vdbench: Option<PathBuf>,
+    /// With a vdbench parameter file: run only this step (repeatable), named as
+    /// `iofleet profiles from-vdbench` prints them (`run1`, `run1/xfersize=8k`).
+    #[arg(long, value_name = "STEP")]
+    pub vdbench_step: Vec<String>,
 
     /// Where disks live: a directory (created; one file per disk); repeated, existing
     /// directories (each worker's disks in turn over them, e.g. one mount per SSD) or

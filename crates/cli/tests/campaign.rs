@@ -241,35 +241,37 @@ fn a_matrix_sweep_killed_in_its_fourth_step_resumes_with_steps_four_to_six_only(
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    // Wait for the fourth step (step 3 from 0) to begin in the store, then kill.
     let began = std::time::Instant::now();
-    let fourth_began = || {
+    let step_began = |step: u32| {
+        let label = format!("step={step}");
         let o = run_in(
             d.path(),
-            &[
-                "results", "list", "--json", "--db", db_s, "--label", "step=3",
-            ],
+            &["results", "list", "--json", "--db", db_s, "--label", &label],
         );
         // The store may not exist yet.
         o.status.success()
             && serde_json::from_slice::<serde_json::Value>(&o.stdout)
                 .is_ok_and(|v| v.as_array().is_some_and(|a| !a.is_empty()))
     };
-    while !fourth_began() {
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the sweep ended before its fourth step began"
-        );
-        assert!(
-            began.elapsed().as_secs() < 120,
-            "the fourth step never began"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    // While it runs, its campaign is not resumed by another command.
+    let wait_for = |step: u32, child: &mut std::process::Child| {
+        while !step_began(step) {
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "the sweep ended before step {step} began"
+            );
+            assert!(began.elapsed().as_secs() < 120, "step {step} never began");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    };
+    // While it runs, its campaign is not resumed by another command: asked during the
+    // first step, so that however long the refused command takes here, three steps of
+    // the sweep's own remain before the one it is killed in.
+    wait_for(0, &mut child);
     let o = run_in(d.path(), &real_time_matrix(db_s, "k", &["--resume"]));
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("is still running"), "{}", stderr(&o));
+    // Then the fourth step (step 3 from 0) begins in the store, and it is killed.
+    wait_for(3, &mut child);
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     let before = steps_of(d.path(), db_s, "k");
@@ -575,6 +577,67 @@ fn compare_best_picks_the_highest_iops_step_of_each_configuration() {
     assert_eq!(o.status.code(), Some(2));
     assert!(
         stderr(&o).contains("--best-over threads: none of the runs has a label 'threads'"),
+        "{}",
+        stderr(&o)
+    );
+    // One configuration (both keys searched over): a gate would have nothing to judge
+    // the best against, and says so rather than pass.
+    let o = run_in(
+        d.path(),
+        &[
+            "compare",
+            "--label",
+            "sweep=b",
+            "--best",
+            "--best-over",
+            "qd",
+            "--best-over",
+            "disks",
+            "--fail-if",
+            "iops < -5%",
+            "--db",
+            db_s,
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--fail-if: --best found a single configuration"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn a_cpu_objective_on_observers_without_any_is_refused_not_passed() {
+    let _shared = ALONE.read().unwrap_or_else(|p| p.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("r.db");
+    let o = run_in(
+        d.path(),
+        &[
+            "find-max",
+            "--engine",
+            "null",
+            "--disk-size",
+            "16m",
+            "--prepare",
+            "none",
+            "--warmup",
+            "0s",
+            "--duration",
+            "1s",
+            "--min-step",
+            "1s",
+            "--slo",
+            "observers.cpu<=40%",
+            "--db",
+            db.to_str().unwrap(),
+            "--quiet",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--slo observers.cpu<=40%: the step measured no such CPU figure"),
         "{}",
         stderr(&o)
     );

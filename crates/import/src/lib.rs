@@ -2,7 +2,8 @@
 //! job files into raw profiles (one worker group per job, with a notice for every
 //! difference and an error for every option iofleet cannot run; docs/fio.md),
 //! `diskspd` reads DISKSPD command lines into the profile of one worker (docs/diskspd.md),
-//! and
+//! `vdbench` reads vdbench parameter files into one profile per run step
+//! (docs/vdbench.md), and
 //! `trace` fits recorded I/O traces (blkparse, CSV, MSR-Cambridge) into plans that print
 //! as profiles (docs/traces.md).
 //!
@@ -18,3 +19,4 @@
 pub mod diskspd;
 pub mod fio;
 pub mod trace;
+pub mod vdbench;

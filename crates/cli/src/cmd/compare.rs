@@ -93,7 +93,13 @@ pub fn run(a: CompareArgs) -> Result<i32, Exit> {
         .collect::<Result<Vec<_>, _>>()?;
     let (runs, baseline, best) = select(&a)?;
     if a.best && runs.len() < 2 {
-        // One configuration: its best is the answer, with nothing to compare it with.
+        // One configuration: its best is the answer, with nothing to compare it with,
+        // so no gate to pass: a --fail-if here would pass without being judged.
+        if !conditions.is_empty() {
+            return Err(Exit::input(
+                "--fail-if: --best found a single configuration, so there is no baseline to judge its best against; drop --fail-if or compare several configurations (--by, --best-over)",
+            ));
+        }
         return print_best(&a, &runs, &best, true);
     }
     if runs.len() < 2 {

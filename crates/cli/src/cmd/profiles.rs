@@ -1,6 +1,7 @@
-//! `iofleet profiles list|show|reference|from-trace|from-fio|from-diskspd` (also spelled
-//! `iofleet profile`). Fitting a trace is `iofleet_import::trace`, mapping a fio job file
-//! `iofleet_import::fio` and a DISKSPD command line `iofleet_import::diskspd`; this file
+//! `iofleet profiles list|show|reference|from-trace|from-fio|from-diskspd|from-vdbench`
+//! (also spelled `iofleet profile`). Fitting a trace is `iofleet_import::trace`, mapping a
+//! fio job file `iofleet_import::fio`, a DISKSPD command line `iofleet_import::diskspd`
+//! and a vdbench parameter file `iofleet_import::vdbench`; this file
 //! reads the input and writes the profiles.
 
 use std::path::{Path, PathBuf};
@@ -31,6 +32,19 @@ pub enum ProfilesCmd {
     FromFio(FromFioArgs),
     /// Print the profile iofleet would run for a DISKSPD command line (docs/diskspd.md).
     FromDiskspd(FromDiskspdArgs),
+    /// Print the profile of each step of a vdbench parameter file, one per rd and loop
+    /// value, each under a `# ---- step NAME` line (docs/vdbench.md).
+    FromVdbench(FromVdbenchArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct FromVdbenchArgs {
+    /// The vdbench parameter file.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Write the profiles to this file. Default: stdout.
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -251,6 +265,40 @@ fn from_diskspd(a: FromDiskspdArgs) -> Result<i32, Exit> {
     Ok(0)
 }
 
+/// Each step of a vdbench parameter file as the profile `iofleet run` would resolve for
+/// it (every key written out), with the direct-I/O setting and the notices as comments.
+fn from_vdbench(a: FromVdbenchArgs) -> Result<i32, Exit> {
+    let imp = crate::run::vdbench::load(&a.file)?;
+    let ctx = iofleet_profile::Context { direct: imp.direct };
+    let mut text = format!(
+        "# iofleet profiles from the vdbench parameter file {}: {} step(s)\n# see docs/vdbench.md; run them with iofleet run {} --target DIR{}\n",
+        a.file.display(),
+        imp.steps.len(),
+        a.file.display(),
+        if imp.direct { "" } else { " --direct false (vdbench caches without openflags=o_direct)" }
+    );
+    for n in &imp.notices {
+        text.push_str(&format!("# note: {n}\n"));
+        eprintln!("note: {n}");
+    }
+    for step in &imp.steps {
+        let plan =
+            crate::run::vdbench::resolve(step, &iofleet_profile::Overrides::default(), &ctx)?;
+        if imp.steps.len() > 1 {
+            text.push_str(&format!("# ---- step {} (rd at {})\n", step.name, step.at));
+        }
+        text.push_str(&iofleet_profile::plan_toml(&plan));
+    }
+    match &a.output {
+        None => print!("{text}"),
+        Some(out) => {
+            write(out, &text)?;
+            eprintln!("wrote {}", out.display());
+        }
+    }
+    Ok(0)
+}
+
 fn write(path: &PathBuf, text: &str) -> Result<(), Exit> {
     std::fs::write(path, text).map_err(|e| Exit::input(format!("--output {}: {e}", path.display())))
 }
@@ -289,6 +337,7 @@ pub fn run(cmd: ProfilesCmd) -> Result<i32, Exit> {
         ProfilesCmd::FromTrace(a) => return from_trace(a),
         ProfilesCmd::FromFio(a) => return from_fio(a),
         ProfilesCmd::FromDiskspd(a) => return from_diskspd(a),
+        ProfilesCmd::FromVdbench(a) => return from_vdbench(a),
     }
     Ok(0)
 }

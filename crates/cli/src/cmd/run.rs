@@ -3,7 +3,8 @@
 //! either print the launcher's plan (`--dry-run`) or measure once through the session
 //! (in rounds with `--steady-state`) and print the result in the `--output-format`
 //! asked for (`crate::run::output`). A fio job file of several stonewall phases runs
-//! phase by phase (`crate::run::fio_phases`).
+//! phase by phase (`crate::run::fio_phases`), a vdbench parameter file of several
+//! steps step by step (`crate::run::vdbench_steps`).
 
 use std::fs::File;
 use std::io::BufWriter;
@@ -16,7 +17,7 @@ use crate::args::{LiveInputs, RunArgs};
 use crate::exit::Exit;
 use crate::run::resolve::{ctrl_c_flag, resolve};
 use crate::run::session::Session;
-use crate::run::{fio_phases, output, steady};
+use crate::run::{fio_phases, output, steady, vdbench_steps};
 
 /// `iofleet run`: the workload and run flags every workload command takes, and what
 /// only `run`'s live view draws.
@@ -38,6 +39,10 @@ pub fn run(c: RunCmd) -> Result<i32, Exit> {
     // A fio job file of several stonewall phases: one run per phase.
     if let Some(file) = fio_phases::several(&a)? {
         return fio_phases::run(&a, file);
+    }
+    // A vdbench parameter file of several steps: one run per step.
+    if let Some(file) = vdbench_steps::several(&a)? {
+        return vdbench_steps::run(&a, file);
     }
     let (groups, settings) = resolve(&a)?;
     if a.dry_run {

@@ -219,11 +219,14 @@ fn step_args(base: &RunArgs, at: &[(String, String)], axes: &[Axis]) -> Result<R
                 let first = text.lines().next().unwrap_or_default();
                 bad(first.trim_start_matches("error: ").to_string())
             })?;
-        // `--verify` only turns verification on: a step keeps the command's.
-        let verify = a.ov.verify;
+        // The on/off flags (`--verify`, `--write-through`) only turn something on, and
+        // the update sets every one the step does not name back to off: a step keeps
+        // the command's.
+        let (verify, write_through) = (a.ov.verify, a.ov.write_through);
         a.ov.update_from_arg_matches(&m)
             .map_err(|e| bad(e.to_string()))?;
         a.ov.verify |= verify;
+        a.ov.write_through |= write_through;
     }
     Ok(a)
 }
@@ -668,6 +671,7 @@ mod tests {
             "--workers",
             "3",
             "--verify",
+            "--write-through",
             "--vary",
             "bs=4k,64k",
             "--vary",
@@ -686,8 +690,8 @@ mod tests {
             Some(iofleet_profile::parse_block_sizes("64k").unwrap())
         );
         assert_eq!(
-            (a.ov.qd, a.ov.workers, a.ov.verify),
-            (Some(8), Some(3), true)
+            (a.ov.qd, a.ov.workers, a.ov.verify, a.ov.write_through),
+            (Some(8), Some(3), true, true)
         );
         // A bad value names the step's key and value, and what is wrong with it.
         let bad = vec![("disks".to_string(), "two".to_string())];

@@ -393,6 +393,20 @@ impl SearchRun<'_> {
             }
         };
         self.code = self.code.max(c);
+        // A CPU objective the step could not measure (no observer host, or no CPU
+        // figure) cannot be judged: refused, not passed.
+        if let Some(o) = self
+            .s
+            .slo
+            .iter()
+            .find(|o| matches!(o, Slo::Cpu(_)) && o.value(&r.summary).is_none())
+        {
+            if !(c == 130 || r.run.interrupted) {
+                return Err(Exit::input(format!(
+                    "--slo {o}: the step measured no such CPU figure (for observers.cpu: the fleet has no observer host), so the objective cannot be judged"
+                )));
+            }
+        }
         let m = Measured {
             iops: r.summary.all.iops,
             mean_us: r.summary.all.latency_us.as_ref().map(|l| l.mean),

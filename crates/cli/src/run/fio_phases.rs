@@ -13,7 +13,7 @@
 
 use std::io::{self, Write};
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use iofleet_report::fio_json::{self, FioFlavor, FioHists};
 use iofleet_stats::result::RunResult;
@@ -126,20 +126,59 @@ pub(crate) fn run(a: &RunArgs, file: Phased) -> Result<i32, Exit> {
         };
         format!("fio phase {}/{n}{at}: job(s) {}", i + 1, p.jobs.join(", "))
     };
+    let fio = matches!(
+        a.output_format,
+        Some(OutputFormat::FioJson | OutputFormat::FioJsonPlus)
+    );
+    let label = |i: usize| format!("job(s) {}", phases[i].jobs.join(", "));
+    let mut exit = |pa: &RunArgs, r: &RunResult, stop: &AtomicBool| {
+        if fio {
+            Ok(exit_code(r, stop))
+        } else {
+            crate::run::output::print_and_exit_code(pa, r, None, stop)
+        }
+    };
+    let Some((code, done)) = run_planned(a, steps, &heading, &label, &mut exit)? else {
+        return Ok(0);
+    };
+    if fio {
+        print_fio(a, &done)?;
+    }
+    Ok(code)
+}
+
+/// A step measured: its arguments and result.
+pub(crate) type Measured = (RunArgs, RunResult);
+
+/// One resolved step of a file: its arguments, groups and settings.
+pub(crate) type Planned = (
+    RunArgs,
+    Vec<iofleet_profile::GroupPlan>,
+    iofleet_fleet::RunSettings,
+);
+
+/// A file's steps (fio phases, vdbench `rd`s), each resolved: with `--dry-run` each plan
+/// is printed under its `heading` (None); else each is measured in turn in one session,
+/// announced as a phase with its `label`, until Ctrl-C. `exit` prints a step's result as
+/// the format asks and gives its exit code; the first non-zero one is the command's.
+pub(crate) fn run_planned(
+    a: &RunArgs,
+    steps: Vec<Planned>,
+    heading: &dyn Fn(usize) -> String,
+    label: &dyn Fn(usize) -> String,
+    exit: &mut dyn FnMut(&RunArgs, &RunResult, &AtomicBool) -> Result<i32, Exit>,
+) -> Result<Option<(i32, Vec<Measured>)>, Exit> {
     if a.dry_run {
         for (i, (pa, groups, settings)) in steps.into_iter().enumerate() {
             println!("# {}", iofleet_report::text::escape(&heading(i)));
             crate::run::output::dry_run(&pa, &groups, settings)?;
         }
-        return Ok(0);
+        return Ok(None);
     }
+    let n = steps.len();
     let mut live = Session::open(a)?;
     let stop = ctrl_c_flag();
-    let fio = matches!(
-        a.output_format,
-        Some(OutputFormat::FioJson | OutputFormat::FioJsonPlus)
-    );
-    let mut done: Vec<(RunArgs, RunResult)> = Vec::new();
+    let mut done: Vec<Measured> = Vec::new();
     let mut code = 0;
     for (i, (pa, groups, settings)) in steps.into_iter().enumerate() {
         if stop.load(Ordering::SeqCst) {
@@ -153,25 +192,18 @@ pub(crate) fn run(a: &RunArgs, file: Phased) -> Result<i32, Exit> {
             index: i as u32 + 1,
             of: Some(n as u32),
             at_most: false,
-            label: format!("job(s) {}", phases[i].jobs.join(", ")),
+            label: label(i),
             rate_iops: crate::run::resolve::offered_rate(&groups),
         });
         let r = live.measure_step(&pa, &groups, settings, &stop)?;
-        let c = if fio {
-            exit_code(&r, &stop)
-        } else {
-            crate::run::output::print_and_exit_code(&pa, &r, None, &stop)?
-        };
+        let c = exit(&pa, &r, &stop)?;
         if code == 0 {
             code = c;
         }
         done.push((pa, r));
     }
     live.finish();
-    if fio {
-        print_fio(a, &done)?;
-    }
-    Ok(code)
+    Ok(Some((code, done)))
 }
 
 /// One fio document of every phase run, with each run's histograms from the store.

@@ -73,6 +73,7 @@ impl Session {
             // A fio job file's mapping notices, where the run's own notices are.
             r.notices.extend(crate::run::fio_job::notices(a));
             r.notices.extend(crate::run::diskspd::notices(a));
+            r.notices.extend(crate::run::vdbench::notices(a));
             r.notices.extend(closed);
             // Judged here, once for every command that measures, before it is stored.
             r.validity = judge(&r.hosts, a.quorum());

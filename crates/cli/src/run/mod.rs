@@ -21,3 +21,5 @@ pub mod search;
 pub mod session;
 pub mod steady;
 pub mod stepping;
+pub mod vdbench;
+pub mod vdbench_steps;

@@ -146,7 +146,10 @@ fn groups(a: &RunArgs, ov: &Overrides) -> Result<Vec<GroupPlan>, Exit> {
 
 /// The worker groups and run settings the arguments ask for.
 pub(crate) fn resolve(a: &RunArgs) -> Result<(Vec<GroupPlan>, RunSettings), Exit> {
-    let from_diskspd = crate::run::diskspd::groups(a, &a.ov)?;
+    let from_diskspd = match crate::run::vdbench::groups(a, &a.ov)? {
+        Some(groups) => Some(groups),
+        None => crate::run::diskspd::groups(a, &a.ov)?,
+    };
     let (groups, job_engine) = match (from_diskspd, crate::run::fio_job::job_file(a)) {
         (Some(groups), _) => {
             crate::run::fio_job::refuse_fio_flags(a)?;
