@@ -5,7 +5,10 @@
 //!
 //! The exporter is a small HTTP server this test starts on 127.0.0.1: a counter over two
 //! label sets, each at the milliseconds since the server started, stamped with the same
-//! instant, so the exporter itself says 2000 I/Os a second however loaded the machine.
+//! instant, so the exporter itself says 2000 I/Os a second however loaded the machine;
+//! and a latency pair (`_sum` in seconds, `_count`) over two label sets, one at 1 ms per
+//! I/O and one with three times the I/Os at 3 ms, so the mean over its I/Os is 2.5 ms
+//! (a mean of the two means would be 2 ms).
 
 mod common;
 
@@ -49,10 +52,17 @@ fn exporter(answers: Option<usize>) -> (String, Arc<AtomicBool>) {
             }
             let t = now_ms();
             let n = t - base;
+            let (sum_a, sum_b) = (n as f64 * 0.001, 3.0 * n as f64 * 0.003);
             let body = format!(
                 "# HELP test_ops_total I/Os served\n# TYPE test_ops_total counter\n\
                  test_ops_total{{disk=\"a\"}} {n} {t}\ntest_ops_total{{disk=\"b\"}} {n} {t}\n\
-                 # TYPE test_queue gauge\ntest_queue 3\n"
+                 # TYPE test_queue gauge\ntest_queue 3\n\
+                 # TYPE test_op_latency summary\n\
+                 test_op_latency_sum{{disk=\"a\"}} {sum_a:.6} {t}\n\
+                 test_op_latency_count{{disk=\"a\"}} {n} {t}\n\
+                 test_op_latency_sum{{disk=\"b\"}} {sum_b:.6} {t}\n\
+                 test_op_latency_count{{disk=\"b\"}} {} {t}\n",
+                3 * n
             );
             let _ = write!(
                 &s,
@@ -73,7 +83,7 @@ fn inventory(dir: &Path, url: &str) -> String {
         format!(
             "[[host]]\ndestination = \"w1\"\ntransport = \"local\"\ntarget = \"data\"\n\
              [[host]]\ndestination = \"storage-1\"\ntransport = \"local\"\nrole = \"observer\"\n\
-             scrape = {url:?}\nmetrics = [\"iops:test_ops_total\", \"test_queue\", \"test_absent\"]\n"
+             scrape = {url:?}\nmetrics = [\"iops:test_ops_total\", \"test_queue\", \"test_absent\", \"latency:test_op_latency\"]\n"
         ),
     )
     .unwrap();
@@ -142,8 +152,16 @@ fn an_observer_scrapes_the_storages_exporter_every_interval_and_it_is_shown_ever
         );
         let rate = m[0]["value"].as_f64().unwrap();
         assert!((rate - 2000.0).abs() < 1.0, "{r}");
-        assert_eq!(m[1]["value"], 3.0, "{r}");
+        // A gauge's mean: its value times the span over the span (not exact in f64).
+        assert!((m[1]["value"].as_f64().unwrap() - 3.0).abs() < 1e-9, "{r}");
         assert!(m[2]["value"].is_null(), "{r}");
+        // The latency: Δsum over Δcount of both label sets, in ms.
+        assert_eq!(
+            (&m[3]["name"], &m[3]["latency"]),
+            (&Value::from("test_op_latency"), &Value::Bool(true))
+        );
+        let ms = m[3]["value"].as_f64().unwrap();
+        assert!((ms - 2.5).abs() < 1e-3, "{r}");
     }
     // The summary, each interval's observers and the observer host carry it.
     let said = |o: &Value| {
@@ -161,6 +179,21 @@ fn an_observer_scrapes_the_storages_exporter_every_interval_and_it_is_shown_ever
         "{}",
         v["summary"]
     );
+    let said_ms = |o: &Value| {
+        o["scraped"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == "test_op_latency")
+            .unwrap()["value"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(
+        (said_ms(&v["summary"]["observers"]) - 2.5).abs() < 1e-3,
+        "{}",
+        v["summary"]
+    );
     let obs = v["hosts"]
         .as_array()
         .unwrap()
@@ -168,10 +201,21 @@ fn an_observer_scrapes_the_storages_exporter_every_interval_and_it_is_shown_ever
         .find(|h| h["host"] == "storage-1")
         .unwrap();
     assert!((said(obs) - 2000.0).abs() < 1.0, "{obs}");
-    // The table: the storage's IOPS beside iofleet's, per interval and over the run.
+    assert!((said_ms(obs) - 2.5).abs() < 1e-3, "{obs}");
+    // The table: the storage's IOPS and mean latency beside iofleet's, per interval and
+    // over the run.
     let table = stdout(&o);
     assert!(table.contains("storage said IOPS"), "{table}");
-    assert!(table.contains("The storage said 2000 IOPS"), "{table}");
+    assert!(table.contains("storage said mean ms"), "{table}");
+    let said_row = table
+        .lines()
+        .find(|l| l.split_whitespace().nth(1) == Some("measure"))
+        .unwrap_or_else(|| panic!("{table}"));
+    assert!(said_row.contains(" 2.500 "), "{said_row}");
+    assert!(
+        table.contains("The storage said 2000 IOPS at 2.500 ms mean latency; iofleet measured"),
+        "{table}"
+    );
     assert!(
         table.contains("Exporter test_queue: 3.000000 (mean)"),
         "{table}"
@@ -202,9 +246,34 @@ fn an_observer_scrapes_the_storages_exporter_every_interval_and_it_is_shown_ever
     let c: Value = serde_json::from_slice(&o.stdout).unwrap();
     let got = c["metrics"][0]["values"][0].as_f64().unwrap();
     assert!((got - 2000.0).abs() < 1.0, "{c}");
+    // The mean latency it said, compared and gated in ms.
+    let gate = |cond: &str| {
+        run_in(
+            tmp.path(),
+            &[
+                "compare",
+                "scraped",
+                "scraped",
+                "--metric",
+                "storage_said_latency_ms",
+                "--json",
+                "--fail-if",
+                cond,
+                "--db",
+                "r.db",
+            ],
+        )
+    };
+    let o = gate("storage_said_latency_ms > 3ms");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let c: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let got = c["metrics"][0]["values"][0].as_f64().unwrap();
+    assert!((got - 2.5).abs() < 1e-3, "{c}");
+    let o = gate("storage_said_latency_ms > 2000us");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let o = run_in(tmp.path(), &["results", "show", "scraped", "--db", "r.db"]);
     assert!(
-        stdout(&o).contains("The storage said 2000 IOPS"),
+        stdout(&o).contains("The storage said 2000 IOPS at 2.500 ms mean latency"),
         "{}",
         stdout(&o)
     );
@@ -217,6 +286,10 @@ fn an_observer_scrapes_the_storages_exporter_every_interval_and_it_is_shown_ever
     );
     assert!(
         html.contains("<code>test_ops_total</code> /s</td><td>2000.00</td>"),
+        "{html}"
+    );
+    assert!(
+        html.contains("<code>test_op_latency</code> ms (mean latency)</td><td>2.50</td>"),
         "{html}"
     );
 }

@@ -26,7 +26,8 @@ pub const SCRAPE_MAX_BYTES: usize = 4 << 20;
 pub const MOST_SCRAPED: usize = 64;
 
 /// What an observer scrapes: the exporter's address and its metrics, each `NAME` (a
-/// named series) or `iops:NAME` (I/Os: shown beside iofleet's IOPS).
+/// named series), `iops:NAME` (I/Os: shown beside iofleet's IOPS) or `latency:NAME` (a
+/// mean latency, `Kind::Latency`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScrapeSpec {
     pub url: String,
@@ -38,17 +39,23 @@ pub struct ScrapeSpec {
 pub fn preset(name: &str) -> Option<Vec<String>> {
     let m: &[&str] = match name {
         // docs.ceph.com/en/latest/monitoring/ ("OSD performance").
+        // The latencies: a perf counter's "average" is a sum and count pair, the sum in
+        // seconds (docs.ceph.com/en/latest/dev/perf_counters/; IBM Storage Ceph,
+        // "Average count and sum"), exported as NAME_sum and NAME_count.
         "ceph" => &[
             "iops:ceph_osd_op_r",
             "iops:ceph_osd_op_w",
             "ceph_osd_op_w_in_bytes",
+            "latency:ceph_osd_op_r_latency",
+            "latency:ceph_osd_op_w_latency",
         ],
-        // longhorn.io/docs/latest/monitoring/metrics/ (gauges, already per second).
+        // longhorn.io/docs/latest/monitoring/metrics/ (gauges, already per second; the
+        // latencies in ns).
         "longhorn" => &[
             "iops:longhorn_volume_read_iops",
             "iops:longhorn_volume_write_iops",
-            "longhorn_volume_read_latency",
-            "longhorn_volume_write_latency",
+            "latency_ns:longhorn_volume_read_latency",
+            "latency_ns:longhorn_volume_write_latency",
         ],
         // openebs.io/docs/.../replicated-pv-mayastor/advanced-operations/monitoring
         // (the pool exporter: capacity only, refreshed every five minutes).
@@ -64,22 +71,62 @@ pub fn preset(name: &str) -> Option<Vec<String>> {
 /// The presets' names, for messages.
 pub const PRESETS: &str = "ceph, longhorn, openebs";
 
-/// A metric entry: its name, and whether it counts I/Os.
-pub fn parse_metric(entry: &str) -> Result<(String, bool), String> {
-    let (name, iops) = match entry.strip_prefix("iops:") {
-        Some(n) => (n, true),
-        None => (entry, false),
-    };
-    let ok = !name.is_empty()
+/// A Prometheus metric name: letters, digits, `_` and `:`, not starting with a digit.
+fn is_metric_name(name: &str) -> bool {
+    !name.is_empty()
         && name.chars().enumerate().all(|(i, c)| {
             c.is_ascii_alphabetic() || c == '_' || c == ':' || (i > 0 && c.is_ascii_digit())
-        });
-    if !ok {
+        })
+}
+
+/// What a metric entry reads.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Kind {
+    /// `NAME`: a named series.
+    Plain,
+    /// `iops:NAME`: it counts I/Os (shown beside iofleet's IOPS).
+    Iops,
+    /// `latency:NAME` (and `latency_ms:`, `latency_us:`, `latency_ns:`): a mean latency,
+    /// from the pair `NAME_sum`/`NAME_count` when the exporter lists `NAME_count`, else
+    /// from the gauge `NAME`; the sum (or the gauge) is in the unit the prefix names,
+    /// seconds (Prometheus's base unit) for `latency:`. The field is that unit in s.
+    Latency(f64),
+}
+
+/// The latency prefixes and their units in seconds.
+const LATENCY_UNITS: &[(&str, f64)] = &[
+    ("latency:", 1.0),
+    ("latency_ms:", 1e-3),
+    ("latency_us:", 1e-6),
+    ("latency_ns:", 1e-9),
+];
+
+/// A metric entry: its name, and what it reads.
+pub fn parse_metric(entry: &str) -> Result<(String, Kind), String> {
+    let (name, kind) = match entry.strip_prefix("iops:") {
+        Some(n) => (n, Kind::Iops),
+        None => LATENCY_UNITS
+            .iter()
+            .find_map(|(p, unit)| entry.strip_prefix(p).map(|n| (n, Kind::Latency(*unit))))
+            .unwrap_or((entry, Kind::Plain)),
+    };
+    // `latency_ps:NAME` is a legal metric name, but surely a unit iofleet does not know.
+    if kind == Kind::Plain {
+        if let Some((p, _)) = entry
+            .split_once(':')
+            .filter(|(p, _)| p.starts_with("latency"))
+        {
+            return Err(format!(
+                "{entry:?}: {p}: is not a latency's unit; give latency: (seconds), latency_ms:, latency_us: or latency_ns:"
+            ));
+        }
+    }
+    if !is_metric_name(name) {
         return Err(format!(
-            "{entry:?} is not a metric name (letters, digits, '_' and ':', not starting with a digit; iops:NAME marks I/Os)"
+            "{entry:?} is not a metric name (letters, digits, '_' and ':', not starting with a digit; iops:NAME marks I/Os, latency:NAME a mean latency from NAME_sum/NAME_count in seconds, latency_ms:, latency_us: or latency_ns: in that unit)"
         ));
     }
-    Ok((name.to_string(), iops))
+    Ok((name.to_string(), kind))
 }
 
 /// The exporter's host, port and path from an `http://` address. The error completes
@@ -167,7 +214,9 @@ fn sample_line(line: &str) -> Result<Sample, String> {
         .find(|c: char| c == '{' || c.is_whitespace())
         .ok_or("a sample has a name and a value")?;
     let name = &line[..name_end];
-    parse_metric(name)?;
+    if !is_metric_name(name) {
+        return Err(format!("{name:?} is not a metric name"));
+    }
     let mut rest = &line[name_end..];
     let mut labels = String::new();
     if rest.starts_with('{') {
@@ -326,12 +375,15 @@ fn dechunk(mut b: &[u8]) -> Result<Vec<u8>, String> {
 struct Seen {
     value: f64,
     at_ms: i64,
+    /// A latency pair's count (its `value` is then the sum, in seconds); None for a
+    /// single series.
+    count: Option<f64>,
 }
 
 /// Scrapes one exporter at each interval's end and turns what it saw into spans.
 pub struct Scraper {
     url: String,
-    metrics: Vec<(String, bool)>,
+    metrics: Vec<(String, Kind)>,
     last: Vec<Option<Seen>>,
     /// The run's start on this host's wall clock, ms since the Unix epoch.
     start_ms: i64,
@@ -378,11 +430,18 @@ impl Scraper {
     /// The spans an exposition read at `now_ms` gives.
     pub fn take(&mut self, got: &Exposition, now_ms: i64) -> Vec<ScrapedUsage> {
         let mut out = Vec::with_capacity(self.metrics.len());
-        for (k, (name, iops)) in self.metrics.iter().enumerate() {
+        for k in 0..self.metrics.len() {
+            let (name, kind) = &self.metrics[k];
+            if let Kind::Latency(unit) = *kind {
+                let name = name.clone();
+                out.push(self.latency(k, &name, unit, got, now_ms));
+                continue;
+            }
+            let (name, kind) = &self.metrics[k];
             let counter = got.counters.iter().any(|c| c == name);
             let mut span = ScrapedUsage {
                 name: name.clone(),
-                iops: *iops,
+                iops: *kind == Kind::Iops,
                 counter,
                 ..Default::default()
             };
@@ -394,8 +453,9 @@ impl Scraper {
             }
             let now = Seen {
                 // A NaN or an infinity is no count (and would not survive JSON).
-                value: mine.iter().map(|s| s.value).filter(|v| v.is_finite()).sum(),
-                at_ms: mine.iter().filter_map(|s| s.at_ms).max().unwrap_or(now_ms),
+                value: finite_sum(&mine),
+                at_ms: latest(&mine, now_ms),
+                count: None,
             };
             span.last = Some(now.value);
             // In f64: an exporter's timestamp may be anything an i64 holds.
@@ -435,6 +495,105 @@ impl Scraper {
         }
         out
     }
+
+    /// A mean latency's span (`Kind::Latency`, unit in seconds): from the pair
+    /// `NAME_sum`/`NAME_count` (each summed over its label sets) the increase of both
+    /// between two samples of different times, a reset (either going down) counting from
+    /// zero; else from the gauge `NAME` (its mean over label sets) held over the time
+    /// since its last sample, weighted by that time. `amount` is latency in seconds,
+    /// `count` what it is over; nothing new (a repeated time, no I/O counted) adds
+    /// nothing, so an interval without I/O has no latency rather than 0 ms.
+    fn latency(
+        &mut self,
+        k: usize,
+        name: &str,
+        unit: f64,
+        got: &Exposition,
+        now_ms: i64,
+    ) -> ScrapedUsage {
+        let mut span = ScrapedUsage {
+            name: name.to_string(),
+            latency: true,
+            ..Default::default()
+        };
+        let named =
+            |n: &str| -> Vec<&Sample> { got.samples.iter().filter(|s| s.name == n).collect() };
+        let (sums, counts) = (
+            named(&format!("{name}_sum")),
+            named(&format!("{name}_count")),
+        );
+        let gauge = named(name);
+        let now = if !counts.is_empty() && !sums.is_empty() {
+            Seen {
+                value: finite_sum(&sums) * unit,
+                at_ms: latest(&sums, now_ms).max(latest(&counts, now_ms)),
+                count: Some(finite_sum(&counts)),
+            }
+        } else if !gauge.is_empty() {
+            Seen {
+                // A latency does not add up over volumes: their mean.
+                value: finite_sum(&gauge) / finite_count(&gauge).max(1) as f64 * unit,
+                at_ms: latest(&gauge, now_ms),
+                count: None,
+            }
+        } else {
+            span.missing = true;
+            return span;
+        };
+        if !now.value.is_finite() || !now.count.is_none_or(f64::is_finite) {
+            span.missing = true;
+            return span;
+        }
+        // The last value, in ms: the pair's mean since the exporter began, the gauge's.
+        span.last = match now.count {
+            Some(c) => (c > 0.0).then(|| now.value / c * 1e3),
+            None => Some(now.value * 1e3),
+        };
+        span.at_s = Some((now.at_ms as f64 - self.start_ms as f64) / 1e3);
+        match self.last[k] {
+            Some(prev) if now.at_ms > prev.at_ms => {
+                let dt = (now.at_ms as f64 - prev.at_ms as f64) / 1e3;
+                span.span_s = dt;
+                span.samples = 1;
+                match (now.count, prev.count) {
+                    (Some(c), Some(pc)) => {
+                        let (d_sum, d_count) = if now.value < prev.value || c < pc {
+                            (now.value, c)
+                        } else {
+                            (now.value - prev.value, c - pc)
+                        };
+                        // No I/O counted: no latency (a sum that grew alone is not one).
+                        if d_count > 0.0 {
+                            (span.amount, span.count) = (d_sum, d_count);
+                        }
+                    }
+                    (None, None) => (span.amount, span.count) = (now.value * dt, dt),
+                    // The exporter switched between a pair and a gauge: a new baseline.
+                    _ => {}
+                }
+            }
+            Some(_) => return span,
+            None => {}
+        }
+        self.last[k] = Some(now);
+        span
+    }
+}
+
+/// A metric's value summed over its label sets; a NaN or an infinity is no count (and
+/// would not survive JSON).
+fn finite_sum(mine: &[&Sample]) -> f64 {
+    mine.iter().map(|s| s.value).filter(|v| v.is_finite()).sum()
+}
+
+/// How many of a metric's label sets have a finite value.
+fn finite_count(mine: &[&Sample]) -> usize {
+    mine.iter().filter(|s| s.value.is_finite()).count()
+}
+
+/// A metric's time: the latest of its label sets' timestamps, else the scrape's.
+fn latest(mine: &[&Sample], now_ms: i64) -> i64 {
+    mine.iter().filter_map(|s| s.at_ms).max().unwrap_or(now_ms)
 }
 
 #[cfg(test)]
@@ -528,6 +687,76 @@ mod tests {
         );
     }
 
+    /// A latency pair's mean is Δsum over Δcount over every label set (not a mean of
+    /// means); a repeated time adds nothing, no I/O counted gives no latency, a reset
+    /// counts from zero; a latency gauge is its mean over label sets, in its unit.
+    #[test]
+    fn latency_pairs_give_the_mean_of_the_span() {
+        let mut s = Scraper::new(&ScrapeSpec {
+            url: "http://127.0.0.1:1/m".into(),
+            metrics: vec!["latency:op_lat".into(), "latency_ns:vol_lat".into()],
+        })
+        .unwrap();
+        s.start_ms = 0;
+        let sample = |name: &str, l: &str, value: f64, t: i64| Sample {
+            name: name.into(),
+            labels: l.into(),
+            value,
+            at_ms: Some(t),
+        };
+        // Two label sets: (sum a, count a), (sum b, count b), at time t; the gauge at
+        // 1 ms and 3 ms on two volumes.
+        let at = |a: (f64, f64), b: (f64, f64), t: i64| Exposition {
+            samples: vec![
+                sample("op_lat_sum", "d=\"a\"", a.0, t),
+                sample("op_lat_count", "d=\"a\"", a.1, t),
+                sample("op_lat_sum", "d=\"b\"", b.0, t),
+                sample("op_lat_count", "d=\"b\"", b.1, t),
+                sample("vol_lat", "v=\"x\"", 1e6, t),
+                sample("vol_lat", "v=\"y\"", 3e6, t),
+            ],
+            counters: Vec::new(),
+        };
+        let first = s.take(&at((1.0, 100.0), (2.0, 100.0), 1_000), 0);
+        assert_eq!((first[0].samples, first[0].count), (0, 0.0));
+        assert!(first[0].latency && !first[0].missing);
+        // The lifetime mean so far: 3 s over 200 I/Os.
+        assert_eq!(first[0].last, Some(15.0));
+        // 100 I/Os at 1 ms on a, 300 at 3 ms on b: 1.0 s over 400 I/Os, 2.5 ms (a mean
+        // of the two means would say 2 ms).
+        let second = s.take(&at((1.1, 200.0), (2.9, 400.0), 2_000), 0);
+        assert_eq!(second[0].count, 400.0);
+        assert!((second[0].amount - 1.0).abs() < 1e-12);
+        assert!((second[0].rates().value.unwrap() - 2.5).abs() < 1e-9);
+        // The gauge in ns: the volumes' mean, 2 ms, weighted by the 1 s it was held.
+        assert_eq!(second[1].count, 1.0);
+        assert!((second[1].rates().value.unwrap() - 2.0).abs() < 1e-9);
+        // The same time again: nothing, and the next span covers it all.
+        let same = s.take(&at((9.0, 900.0), (9.0, 900.0), 2_000), 0);
+        assert_eq!(
+            (same[0].samples, same[0].count, same[0].amount),
+            (0, 0.0, 0.0)
+        );
+        assert_eq!(same[0].rates().value, None);
+        // No I/O counted: no latency (not 0 ms), though time passed.
+        let idle = s.take(&at((1.1, 200.0), (2.9, 400.0), 3_000), 0);
+        assert_eq!((idle[0].samples, idle[0].span_s), (1, 1.0));
+        assert_eq!(idle[0].rates().value, None);
+        // A reset (the exporter restarted): counted from zero, 0.5 s over 100 I/Os.
+        let reset = s.take(&at((0.25, 50.0), (0.25, 50.0), 4_000), 0);
+        assert_eq!(reset[0].count, 100.0);
+        assert!((reset[0].rates().value.unwrap() - 5.0).abs() < 1e-9);
+        // Spans add up as sums: 1.0 + 0.5 s over 400 + 100 I/Os, 3 ms.
+        let mut all = second[0].clone();
+        for x in [&same[0], &idle[0], &reset[0]] {
+            all += x;
+        }
+        assert!((all.rates().value.unwrap() - 3.0).abs() < 1e-9);
+        // Neither the pair nor the gauge: missing.
+        let none = s.take(&Exposition::default(), 5_000);
+        assert!(none[0].missing && none[1].missing);
+    }
+
     #[test]
     fn presets_name_valid_metrics() {
         for p in PRESETS.split(", ") {
@@ -536,6 +765,15 @@ mod tests {
             }
         }
         assert!(preset("gluster").is_none());
+        assert_eq!(
+            parse_metric("latency_ns:longhorn_volume_read_latency").unwrap(),
+            ("longhorn_volume_read_latency".into(), Kind::Latency(1e-9))
+        );
+        assert_eq!(
+            parse_metric("latency:x").unwrap(),
+            ("x".into(), Kind::Latency(1.0))
+        );
+        assert!(parse_metric("latency_ps:x").is_err());
         assert!(parse_metric("iops:").is_err());
         assert!(parse_metric("9lives").is_err());
     }

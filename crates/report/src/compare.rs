@@ -91,6 +91,7 @@ pub enum Field {
     /// What the storage's own exporter said its IOPS were (`scrape`'s `iops:` metrics,
     /// docs/storage-side.md), run-wide.
     StorageSaidIops,
+    StorageSaidLatencyMs,
 }
 
 /// The unit a metric's values are in.
@@ -103,6 +104,8 @@ pub enum Unit {
     Percent,
     MicrosPerIo,
     Io,
+    /// A latency in ms (the storage exporter's mean, `storage_said_latency_ms`).
+    Millis,
 }
 
 impl Unit {
@@ -113,6 +116,7 @@ impl Unit {
             Unit::Micros => "µs",
             Unit::Percent => "%",
             Unit::MicrosPerIo => "µs",
+            Unit::Millis => "ms",
         }
     }
 
@@ -125,6 +129,7 @@ impl Unit {
             Unit::Percent => "%",
             Unit::MicrosPerIo => "µs/IO",
             Unit::Io => "I/Os",
+            Unit::Millis => "ms",
         }
     }
 }
@@ -166,6 +171,7 @@ const RUN_FIELDS: &[(&str, Field)] = &[
     ("storage_read_mbps", Field::StorageReadMbps),
     ("storage_write_mbps", Field::StorageWriteMbps),
     ("storage_said_iops", Field::StorageSaidIops),
+    ("storage_said_latency_ms", Field::StorageSaidLatencyMs),
 ];
 
 /// One comparable figure of a run, named by a path such as `read.p99`.
@@ -267,6 +273,7 @@ impl Metric {
             Field::StorageReadMbps => "storage software read MB/s",
             Field::StorageWriteMbps => "storage software written MB/s",
             Field::StorageSaidIops => "IOPS the storage's exporter said",
+            Field::StorageSaidLatencyMs => "mean latency the storage's exporter said",
         };
         match self.scope {
             _ if self.run_wide() => field.to_string(),
@@ -290,6 +297,7 @@ impl Metric {
             Field::DiskBusy | Field::ObserverCpu | Field::StorageCpu => Unit::Percent,
             Field::Ios | Field::Errors => Unit::Count,
             Field::StorageSaidIops => Unit::Iops,
+            Field::StorageSaidLatencyMs => Unit::Millis,
             Field::Outstanding => Unit::Io,
             Field::Cpu | Field::Mem => Unit::Percent,
             Field::CpuPerIo => Unit::MicrosPerIo,
@@ -387,6 +395,10 @@ impl Metric {
             Field::StorageReadMbps => storage_sum(s, |e| e.read_mbps),
             Field::StorageWriteMbps => storage_sum(s, |e| e.write_mbps),
             Field::StorageSaidIops => s.observers.as_ref().and_then(|o| o.storage_said_iops()),
+            Field::StorageSaidLatencyMs => s
+                .observers
+                .as_ref()
+                .and_then(|o| o.storage_said_latency_ms()),
         }
     }
 }

@@ -502,16 +502,27 @@ fn scraped_section(h: &mut String, runs: &[RunData]) {
     if !runs.iter().any(scraped) {
         return;
     }
-    h.push_str("<section id=\"scraped\"><h2>What the storage said</h2>\n<p>The storage's own exporter, scraped by each observer host at every interval (docs/storage-side.md): a counter as its increase per second, a gauge as its mean, over the exporter's own time between its samples. For the metrics that count I/Os, iofleet's IOPS beside it and how far apart they are.</p>\n<table id=\"scraped-table\">\n<tr><th class=\"l\">#</th><th class=\"l\">host</th><th class=\"l\">metric</th><th>the storage said</th><th>iofleet IOPS</th><th>apart</th><th>samples</th></tr>\n");
+    h.push_str("<section id=\"scraped\"><h2>What the storage said</h2>\n<p>The storage's own exporter, scraped by each observer host at every interval (docs/storage-side.md): a counter as its increase per second, a gauge as its mean, over the exporter's own time between its samples; a latency (<code>latency:</code>) as its mean in ms, the latency it summed over the I/Os it counted — a mean, not a percentile. For the metrics that count I/Os, iofleet's IOPS beside it, for the latencies iofleet's mean latency, and how far apart they are.</p>\n<table id=\"scraped-table\">\n<tr><th class=\"l\">#</th><th class=\"l\">host</th><th class=\"l\">metric</th><th>the storage said</th><th>iofleet</th><th>apart</th><th>samples</th></tr>\n");
     let mut over_time = String::new();
     for (i, r) in runs.iter().enumerate() {
         let ours = r.result.summary.all.iops;
+        let ours_ms = r
+            .result
+            .summary
+            .all
+            .latency_us
+            .as_ref()
+            .map(|l| l.mean / 1e3);
         for (hi, x) in r.result.hosts.iter().enumerate() {
             for m in &x.scraped {
-                let (iofleet, apart) = match (m.iops, m.value) {
-                    (true, Some(v)) if ours > 0.0 => (
-                        format!("{ours:.0}"),
+                let (iofleet, apart) = match (m.iops, m.latency, m.value, ours_ms) {
+                    (true, _, Some(v), _) if ours > 0.0 => (
+                        format!("{ours:.0} IOPS"),
                         format!("{:+.1}%", (v - ours) / ours * 100.0),
+                    ),
+                    (_, true, Some(v), Some(o)) if o > 0.0 => (
+                        format!("{o:.3} ms mean"),
+                        format!("{:+.1}%", (v - o) / o * 100.0),
                     ),
                     _ => ("-".to_string(), "-".to_string()),
                 };
@@ -522,7 +533,13 @@ fn scraped_section(h: &mut String, runs: &[RunData]) {
                     i + 1,
                     escape(&x.host),
                     escape(&m.name),
-                    if m.counter { " /s" } else { " (mean)" },
+                    if m.latency {
+                        " ms (mean latency)"
+                    } else if m.counter {
+                        " /s"
+                    } else {
+                        " (mean)"
+                    },
                     m.value.map_or_else(|| "-".to_string(), |v| format!("{v:.2}")),
                     iofleet,
                     apart,

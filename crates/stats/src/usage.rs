@@ -76,10 +76,24 @@ pub struct ScrapedUsage {
     /// The exporter answered without this metric (at the span's end).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub missing: bool,
+    /// A mean latency (`latency:NAME`): `amount` is latency summed over the span in
+    /// seconds (a `NAME_sum`/`NAME_count` pair's Δsum, or a latency gauge's value times
+    /// its seconds held) and `count` what it is divided by (the pair's Δcount, the
+    /// I/Os; the gauge's seconds held). The figure is `amount / count`, in ms.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub latency: bool,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub count: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 impl AddAssign<&ScrapedUsage> for ScrapedUsage {
     fn add_assign(&mut self, o: &ScrapedUsage) {
+        self.count += o.count;
+        self.latency |= o.latency;
         self.amount += o.amount;
         self.span_s += o.span_s;
         self.samples += o.samples;
@@ -95,13 +109,22 @@ impl AddAssign<&ScrapedUsage> for ScrapedUsage {
 impl ScrapedUsage {
     /// Its figure: a counter's rate per second, a gauge's mean; None without two samples.
     pub fn rates(&self) -> ScrapedRates {
+        let value = if self.latency {
+            // The summed latency over what it sums (I/Os, or a gauge's seconds), in ms:
+            // a mean of the span, not of the intervals' means; none without an I/O.
+            (self.count > 0.0).then(|| self.amount / self.count * 1e3)
+        } else {
+            // Per second for a counter, the time-weighted mean for a gauge: both are the
+            // amount over the exporter's time.
+            (self.span_s > 0.0).then(|| self.amount / self.span_s)
+        };
         ScrapedRates {
             name: self.name.clone(),
             iops: self.iops,
             counter: self.counter,
-            // Per second for a counter, the time-weighted mean for a gauge: both are the
-            // amount over the exporter's time.
-            value: (self.span_s > 0.0).then(|| self.amount / self.span_s),
+            latency: self.latency,
+            value,
+            count: self.count,
             span_s: self.span_s,
             samples: self.samples,
             hosts: 1,
@@ -119,8 +142,17 @@ pub struct ScrapedRates {
     /// A counter (the value is per second) or a gauge (the value is its mean).
     #[serde(default)]
     pub counter: bool,
-    /// None when the exporter gave fewer than two samples in the span.
+    /// A mean latency (`latency:NAME`): the value is in ms, the mean over `count` (the
+    /// I/Os the exporter counted; for a latency gauge, its seconds held) — a mean, not a
+    /// percentile.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub latency: bool,
+    /// None when the exporter gave fewer than two samples in the span (a latency: or
+    /// counted no I/O in it).
     pub value: Option<f64>,
+    /// What a latency's mean is over (see `latency`); 0 for other metrics.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub count: f64,
     /// The exporter's time the value covers, and its new samples in it.
     pub span_s: f64,
     pub samples: u32,
@@ -136,9 +168,16 @@ fn scraped_together<'a>(all: impl IntoIterator<Item = &'a ScrapedRates>) -> Vec<
         match out.iter_mut().find(|x| x.name == r.name) {
             Some(x) => {
                 x.value = match (x.value, r.value) {
+                    // A mean latency: weighted by what each mean is over, so it is the
+                    // hosts' summed latency over their summed I/Os.
+                    (Some(a), Some(b)) if x.latency => {
+                        let n = x.count + r.count;
+                        (n > 0.0).then(|| (a * x.count + b * r.count) / n)
+                    }
                     (Some(a), Some(b)) => Some(a + b),
                     (a, b) => a.or(b),
                 };
+                x.count += r.count;
                 x.span_s = x.span_s.max(r.span_s);
                 x.samples += r.samples;
                 x.hosts += r.hosts;
@@ -372,6 +411,19 @@ impl HostResources {
         (!v.is_empty()).then(|| v.iter().sum())
     }
 
+    /// What the storage's exporter said its mean latency was, ms: every `latency:`
+    /// metric's summed latency over their summed counts (reads and writes weighted by
+    /// their I/Os); None when none counted an I/O. A mean, not a percentile.
+    pub fn storage_said_latency_ms(&self) -> Option<f64> {
+        let (sum, n) = self
+            .scraped
+            .iter()
+            .filter(|m| m.latency && m.count > 0.0)
+            .filter_map(|m| m.value.map(|v| (v * m.count, m.count)))
+            .fold((0.0, 0.0), |(s, n), (v, c)| (s + v, n + c));
+        (n > 0.0).then(|| sum / n)
+    }
+
     /// Several hosts' figures together: traffic, I/Os and bytes summed; CPU and memory
     /// shares the mean over the hosts; iofleet's own CPU summed; the largest iofleet
     /// peak; device busy time the mean over all their devices. None for no host.
@@ -562,6 +614,46 @@ mod tests {
         };
         assert!(none.summary().unwrap().disk.is_none());
         assert!(HostUsage::default().summary().is_none());
+    }
+
+    /// Two observers' mean latencies together are their summed latency over their
+    /// summed I/Os, not the mean of their means; the storage's mean latency weighs the
+    /// read and write metrics by their I/Os too.
+    #[test]
+    fn said_latencies_go_together_by_their_counts() {
+        let lat = |name: &str, amount: f64, count: f64| ScrapedUsage {
+            name: name.into(),
+            latency: true,
+            amount,
+            count,
+            span_s: 1.0,
+            samples: 1,
+            ..Default::default()
+        };
+        let host = |v: Vec<ScrapedUsage>| {
+            HostUsage {
+                wall_s: 1.0,
+                scraped: v,
+                ..Default::default()
+            }
+            .summary()
+            .unwrap()
+        };
+        // Host a: 100 reads at 1 ms; host b: 300 reads at 3 ms and 100 writes at 10 ms.
+        let a = host(vec![lat("r", 0.1, 100.0)]);
+        let b = host(vec![lat("r", 0.9, 300.0), lat("w", 1.0, 100.0)]);
+        assert_eq!(a.scraped[0].value, Some(1.0));
+        let both = HostResources::together([&a, &b]).unwrap();
+        let r = &both.scraped[0];
+        assert_eq!((r.count, r.hosts), (400.0, 2));
+        assert!((r.value.unwrap() - 2.5).abs() < 1e-9, "{r:?}");
+        // Reads and writes: 2.0 s over 500 I/Os.
+        assert!((both.storage_said_latency_ms().unwrap() - 4.0).abs() < 1e-9);
+        assert_eq!(both.storage_said_iops(), None);
+        // No I/O counted anywhere: no latency.
+        let idle = host(vec![lat("r", 0.0, 0.0)]);
+        assert_eq!(idle.scraped[0].value, None);
+        assert_eq!(idle.storage_said_latency_ms(), None);
     }
 
     /// A watched entry's spans add up by name into rates over the whole; hosts together

@@ -33,8 +33,12 @@ use serde::{Deserialize, Serialize};
 /// (its V2 header's highest value is its highest bucket's; the buckets are unchanged);
 /// 10: `RunSettings.drop_caches` (`--drop-caches`), an observer's `AgentJob.observe` and
 /// the storage figures in its usage (`HostUsage.storage`); 11: an observer's
-/// `AgentJob.scrape` and what its exporter said (`HostUsage.scraped`).
-pub const PROTOCOL_VERSION: u32 = 11;
+/// `AgentJob.scrape` and what its exporter said (`HostUsage.scraped`); 12: a mean
+/// latency from the exporter (`latency:` metrics, `ScrapedUsage.latency` and `count`),
+/// `--drop-caches cmd:COMMAND` (`RunSettings.drop_caches` reads `cmd:` before a
+/// command), and the `DropCaches`/`Dropped` frames: every host drops its caches once
+/// all hosts are ready, before the start.
+pub const PROTOCOL_VERSION: u32 = 12;
 pub const MAGIC: &[u8; 8] = b"IOFLEET1";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -206,6 +210,11 @@ pub enum Frame {
     /// The agent is alive (sent from the job on, whenever it sent nothing else for a
     /// quarter of the host timeout).
     Heartbeat,
+    /// `--drop-caches`: every host of the run has prepared (its fill written) and said
+    /// ready; empty your page cache now, before the start (controller → agent).
+    DropCaches,
+    /// The agent's page cache is emptied (agent → controller; a failure is an `Error`).
+    Dropped,
     Stop,
     Done(Done),
     Error(Failure),
@@ -227,6 +236,8 @@ const K_ERROR: u8 = 11;
 const K_HEARTBEAT: u8 = 12;
 const K_JOIN: u8 = 13;
 const K_WELCOME: u8 = 14;
+const K_DROP_CACHES: u8 = 15;
+const K_DROPPED: u8 = 16;
 
 /// A frame kind with its article, as messages name it ("an interval frame").
 fn a_kind(kind: u8) -> String {
@@ -256,6 +267,8 @@ fn kind_name(kind: u8) -> &'static str {
         K_HEARTBEAT => "heartbeat",
         K_JOIN => "join",
         K_WELCOME => "welcome",
+        K_DROP_CACHES => "drop-caches",
+        K_DROPPED => "dropped",
         _ => "unknown",
     }
 }
@@ -367,7 +380,7 @@ impl FrameLimits {
     /// The largest body a frame of `kind` may have; None for an unknown kind.
     fn of(&self, kind: u8) -> Option<usize> {
         Some(match kind {
-            K_STOP | K_HEARTBEAT => 0,
+            K_STOP | K_HEARTBEAT | K_DROP_CACHES | K_DROPPED => 0,
             K_PING | K_PONG | K_START | K_STARTED => CLOCK_MAX,
             K_HELLO | K_JOIN | K_WELCOME => HELLO_MAX,
             K_JOB => JOB_MAX,
@@ -409,6 +422,8 @@ impl Frame {
             Frame::Started(c) => json(K_STARTED, c),
             Frame::Stop => (K_STOP, Vec::new()),
             Frame::Heartbeat => (K_HEARTBEAT, Vec::new()),
+            Frame::DropCaches => (K_DROP_CACHES, Vec::new()),
+            Frame::Dropped => (K_DROPPED, Vec::new()),
             Frame::Done(d) => json(K_DONE, d),
             Frame::Error(e) => json(K_ERROR, e),
             Frame::Join(j) => json(K_JOIN, j),
@@ -458,6 +473,8 @@ impl Frame {
             K_STARTED => Frame::Started(j(body)?),
             K_STOP => Frame::Stop,
             K_HEARTBEAT => Frame::Heartbeat,
+            K_DROP_CACHES => Frame::DropCaches,
+            K_DROPPED => Frame::Dropped,
             K_DONE => Frame::Done(j(body)?),
             K_ERROR => Frame::Error(j(body)?),
             K_JOIN => Frame::Join(Box::new(j(body)?)),
@@ -1043,7 +1060,10 @@ mod tests {
                 j.observe = vec!["ceph-osd".into(), "cgroup:/system.slice".into()];
                 j.scrape = Some(crate::scrape::ScrapeSpec {
                     url: "http://127.0.0.1:9283/metrics".into(),
-                    metrics: vec!["iops:ceph_osd_op_w".into()],
+                    metrics: vec![
+                        "iops:ceph_osd_op_w".into(),
+                        "latency:ceph_osd_op_r_latency".into(),
+                    ],
                 });
                 j
             })),
@@ -1069,22 +1089,37 @@ mod tests {
                         processes: 2,
                         ..Default::default()
                     }],
-                    scraped: vec![iofleet_stats::ScrapedUsage {
-                        name: "ceph_osd_op_w".into(),
-                        iops: true,
-                        counter: true,
-                        amount: 300.0,
-                        span_s: 1.0,
-                        samples: 1,
-                        last: Some(1000.0),
-                        at_s: Some(0.5),
-                        missing: false,
-                    }],
+                    scraped: vec![
+                        iofleet_stats::ScrapedUsage {
+                            name: "ceph_osd_op_w".into(),
+                            iops: true,
+                            counter: true,
+                            amount: 300.0,
+                            span_s: 1.0,
+                            samples: 1,
+                            last: Some(1000.0),
+                            at_s: Some(0.5),
+                            missing: false,
+                            latency: false,
+                            count: 0.0,
+                        },
+                        iofleet_stats::ScrapedUsage {
+                            name: "ceph_osd_op_r_latency".into(),
+                            latency: true,
+                            amount: 0.75,
+                            count: 300.0,
+                            span_s: 1.0,
+                            samples: 1,
+                            ..Default::default()
+                        },
+                    ],
                     ..Default::default()
                 }),
                 generator: Some(Box::new(GenSample::thread_span(1_000, 400, Some(30), 12))),
             }),
             Frame::Heartbeat,
+            Frame::DropCaches,
+            Frame::Dropped,
             Frame::Stop,
             Frame::Done(Done {
                 end_ns: 9,
@@ -1170,8 +1205,8 @@ mod tests {
     #[test]
     fn the_frames_bytes_change_only_with_the_protocol_version() {
         const GOLDEN: (u32, &str) = (
-            11,
-            "6ffe56703f023c07813a409831deca51c49bd3f03d484fb10bbb876df64ead9e",
+            12,
+            "189051be9350108cd1b8f7958259484cf91cda013929529de7097da7ec94acb9",
         );
         let mut wire = Vec::new();
         for f in every_kind() {
