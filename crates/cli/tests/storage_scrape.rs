@@ -11,6 +11,7 @@
 //! (a mean of the two means would be 2 ms).
 
 mod common;
+mod results_common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
@@ -137,6 +138,7 @@ fn an_observer_scrapes_the_storages_exporter_every_interval_and_it_is_shown_ever
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let v: Value =
         serde_json::from_slice(&std::fs::read(tmp.path().join("result.json")).unwrap()).unwrap();
+    results_common::assert_schema_valid(&v);
     // Every interval after the first scrape: the exporter said 2 × 1000 a second, over
     // its own timestamps.
     let rows = observer_rows(&v);

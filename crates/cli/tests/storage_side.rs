@@ -516,13 +516,27 @@ fn check_stored_and_shown(dir: &Path, name: &str) {
     let o = run_in(dir, &["results", "export", "watched", "--db", "r.db"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let stored: Value = serde_json::from_slice(&o.stdout).unwrap();
-    let cpu: f64 = stored["summary"]["observers"]["storage"]
+    // The daemon is watched by name and by cgroup: each entry shows it, and the whole
+    // (what storage_cpu reads) counts it once, not twice.
+    let entries = stored["summary"]["observers"]["storage"]
         .as_array()
-        .unwrap()
+        .unwrap();
+    let cpu_of = |e: &Value| e["cpu_pct"].as_f64().unwrap();
+    let each = cpu_of(entries.iter().find(|e| e["name"] == name).unwrap());
+    let summed: f64 = entries
         .iter()
-        .map(|e| e["cpu_pct"].as_f64().unwrap())
+        .filter(|e| e.get("total").is_none())
+        .map(cpu_of)
         .sum();
-    assert!(cpu > 10.0, "{}", stored["summary"]);
+    let cpu = cpu_of(
+        entries
+            .iter()
+            .find(|e| e["total"] == true)
+            .unwrap_or_else(|| panic!("{}", stored["summary"])),
+    );
+    assert!(each > 10.0, "{}", stored["summary"]);
+    assert!((cpu - each).abs() < 0.1 * each, "{}", stored["summary"]);
+    assert!(cpu < 0.6 * summed, "{}", stored["summary"]);
     let o = run_in(
         dir,
         &[

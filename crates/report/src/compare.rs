@@ -403,14 +403,14 @@ impl Metric {
     }
 }
 
-/// A figure of the watched storage software, every entry summed; None when the run's
+/// A figure of the watched storage software as a whole, each process once however
+/// many entries match it (`HostResources::storage_whole`); None when the run's
 /// observers watched none.
 fn storage_sum(
     s: &iofleet_stats::result::RunSummary,
     f: impl Fn(&iofleet_stats::StorageRates) -> f64,
 ) -> Option<f64> {
-    let o = s.observers.as_ref()?;
-    (!o.storage.is_empty()).then(|| o.storage.iter().map(f).sum())
+    s.observers.as_ref()?.storage_whole(f)
 }
 
 /// The hosts of `r` that ran workers (observers left out).

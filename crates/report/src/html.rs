@@ -443,7 +443,7 @@ fn storage_section(h: &mut String, runs: &[RunData]) {
     let mut over_time = String::new();
     for (i, r) in runs.iter().enumerate() {
         for (hi, x) in r.result.hosts.iter().enumerate() {
-            for st in &x.storage {
+            for st in iofleet_stats::usage::shown_storage(&x.storage) {
                 let _ = writeln!(
                     h,
                     "<tr><td class=\"l\">{}{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td><td>{:.2}</td><td>{:.2}</td><td>{:.0}</td><td>{}</td></tr>",

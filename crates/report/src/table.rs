@@ -655,9 +655,12 @@ fn write_interval_table(r: &RunResult, out: &mut dyn Write, max: Option<usize>) 
             cells.push(o.map_or_else(dash, |o| format!("{:.2}", o.net.tx_mbps)));
         }
         if watched {
-            // Every watched entry of every observer, % of one core.
-            let cpu = i.observers.as_ref().filter(|o| !o.storage.is_empty());
-            cells.push(cpu.map_or_else(dash, |o| f1(o.storage.iter().map(|s| s.cpu_pct).sum())));
+            // Every watched entry of every observer, each process once, % of one core.
+            let cpu = i
+                .observers
+                .as_ref()
+                .and_then(|o| o.storage_whole(|s| s.cpu_pct));
+            cells.push(cpu.map_or_else(dash, f1));
         }
         g.row(cells);
     }
@@ -723,7 +726,7 @@ fn write_fleet_usage(s: &RunSummary, out: &mut dyn Write, max: Option<usize>) ->
             max,
             5,
         )?;
-        for st in &o.storage {
+        for st in iofleet_stats::usage::shown_storage(&o.storage) {
             wrap(out, &storage_line(st), max, 5)?;
         }
         if let Some(line) = said_line(o, s) {

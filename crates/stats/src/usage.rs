@@ -218,6 +218,11 @@ pub struct StorageUsage {
     pub ctx_switches: u64,
     /// Processes matching at the span's end (the most over spans added up).
     pub processes: u32,
+    /// The whole of an observer's entries, each process once however many entries
+    /// match it (sent after the entries): what `storage_cpu` and the other totals read,
+    /// so entries that overlap are not added up twice.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub total: bool,
 }
 
 impl AddAssign<&StorageUsage> for StorageUsage {
@@ -229,6 +234,7 @@ impl AddAssign<&StorageUsage> for StorageUsage {
         self.write_bytes += o.write_bytes;
         self.ctx_switches += o.ctx_switches;
         self.processes = self.processes.max(o.processes);
+        self.total |= o.total;
     }
 }
 
@@ -266,6 +272,7 @@ impl StorageUsage {
             ctx_switches_per_s: self.ctx_switches as f64 / wall_s,
             processes: self.processes,
             hosts: 1,
+            total: self.total,
         })
     }
 }
@@ -293,6 +300,16 @@ pub struct StorageRates {
     pub processes: u32,
     /// Observer hosts these figures cover.
     pub hosts: u32,
+    /// The whole of the entries, each process once (`StorageUsage::total`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub total: bool,
+}
+
+/// The entries to show: every entry, and the whole (`StorageRates::total`) only beside
+/// two entries or more (beside one it is that entry again).
+pub fn shown_storage(all: &[StorageRates]) -> impl Iterator<Item = &StorageRates> {
+    let entries = all.iter().filter(|e| !e.total).count();
+    all.iter().filter(move |e| !e.total || entries > 1)
 }
 
 /// Several hosts' figures of the same entries together: CPU, memory, I/O, switches and
@@ -399,6 +416,19 @@ pub struct HostResources {
 }
 
 impl HostResources {
+    /// A figure of the watched storage software as a whole: the observers' wholes
+    /// (each process once, however many entries match it), or in a result from before
+    /// they were sent every entry summed; None when no observer watched any.
+    pub fn storage_whole(&self, f: impl Fn(&StorageRates) -> f64) -> Option<f64> {
+        if self.storage.is_empty() {
+            return None;
+        }
+        Some(match self.storage.iter().find(|e| e.total) {
+            Some(whole) => f(whole),
+            None => self.storage.iter().map(f).sum(),
+        })
+    }
+
     /// What the storage's exporter said its IOPS were: the `iops:` metrics' figures
     /// summed; None when no such metric had two samples.
     pub fn storage_said_iops(&self) -> Option<f64> {
@@ -614,6 +644,42 @@ mod tests {
         };
         assert!(none.summary().unwrap().disk.is_none());
         assert!(HostUsage::default().summary().is_none());
+    }
+
+    /// The storage software as a whole is the observers' whole entry when they sent
+    /// one (each process once), else every entry summed; the whole is shown only beside
+    /// two entries or more.
+    #[test]
+    fn the_whole_of_the_storage_entries_is_read_once() {
+        let e = |name: &str, cpu_pct: f64, total: bool| StorageRates {
+            name: name.into(),
+            cpu_pct,
+            hosts: 1,
+            total,
+            ..Default::default()
+        };
+        let of = |storage: Vec<StorageRates>| HostResources {
+            storage,
+            ..Default::default()
+        };
+        // A daemon watched by name and by its cgroup: 40% each, 40% as a whole.
+        let both = of(vec![
+            e("osd", 40.0, false),
+            e("cgroup:/osd", 40.0, false),
+            e("all", 40.0, true),
+        ]);
+        assert_eq!(both.storage_whole(|s| s.cpu_pct), Some(40.0));
+        assert_eq!(shown_storage(&both.storage).count(), 3);
+        // Two hosts' wholes together: summed.
+        let two = HostResources::together([&both, &both]).unwrap();
+        assert_eq!(two.storage_whole(|s| s.cpu_pct), Some(80.0));
+        // One entry: its whole is not shown again.
+        let one = of(vec![e("osd", 40.0, false), e("all", 40.0, true)]);
+        assert_eq!(shown_storage(&one.storage).count(), 1);
+        // A result from before the whole: the entries summed.
+        let old = of(vec![e("osd", 40.0, false), e("mon", 5.0, false)]);
+        assert_eq!(old.storage_whole(|s| s.cpu_pct), Some(45.0));
+        assert_eq!(of(Vec::new()).storage_whole(|s| s.cpu_pct), None);
     }
 
     /// Two observers' mean latencies together are their summed latency over their

@@ -37,7 +37,8 @@ use serde::{Deserialize, Serialize};
 /// latency from the exporter (`latency:` metrics, `ScrapedUsage.latency` and `count`),
 /// `--drop-caches cmd:COMMAND` (`RunSettings.drop_caches` reads `cmd:` before a
 /// command), and the `DropCaches`/`Dropped` frames: every host drops its caches once
-/// all hosts are ready, before the start.
+/// all hosts are ready, before the start; an observer's storage figures end with the
+/// whole of its entries, each process once (`StorageUsage.total`).
 pub const PROTOCOL_VERSION: u32 = 12;
 pub const MAGIC: &[u8; 8] = b"IOFLEET1";
 
@@ -354,9 +355,13 @@ impl FrameLimits {
         let per_sample = streams
             .saturating_mul(2 * (DIRECTION_FIXED + HIST_MAX) as u64)
             .saturating_add(SAMPLE_FIXED as u64);
+        // Each entry, and the whole of them (`storage::TOTAL`) after them.
+        let whole = (!job.observe.is_empty()).then_some(crate::storage::TOTAL);
         let watched: u64 = job
             .observe
             .iter()
+            .map(String::as_str)
+            .chain(whole)
             .map(|e| (STORAGE_FIXED + 6 * e.len()) as u64)
             .chain(
                 job.scrape
@@ -1082,13 +1087,22 @@ mod tests {
                 samples: vec![(0, 0, s)],
                 usage: Some(HostUsage {
                     wall_s: 0.5,
-                    storage: vec![iofleet_stats::StorageUsage {
-                        name: "ceph-osd".into(),
-                        usr_s: 0.25,
-                        write_bytes: 4096,
-                        processes: 2,
-                        ..Default::default()
-                    }],
+                    storage: vec![
+                        iofleet_stats::StorageUsage {
+                            name: "ceph-osd".into(),
+                            usr_s: 0.25,
+                            write_bytes: 4096,
+                            processes: 2,
+                            ..Default::default()
+                        },
+                        iofleet_stats::StorageUsage {
+                            name: crate::storage::TOTAL.into(),
+                            usr_s: 0.25,
+                            processes: 2,
+                            total: true,
+                            ..Default::default()
+                        },
+                    ],
                     scraped: vec![
                         iofleet_stats::ScrapedUsage {
                             name: "ceph_osd_op_w".into(),
@@ -1160,8 +1174,8 @@ mod tests {
         job.observe = (0..64)
             .map(|i| format!("cmdline:\u{1}{i:0>200}\"quoted\""))
             .collect();
-        let worst = |name: &String| iofleet_stats::StorageUsage {
-            name: name.clone(),
+        let worst = |name: &str| iofleet_stats::StorageUsage {
+            name: name.to_string(),
             usr_s: -f64::MAX,
             sys_s: -f64::MAX,
             mem_mib_s: -f64::MAX,
@@ -1169,6 +1183,7 @@ mod tests {
             write_bytes: u64::MAX,
             ctx_switches: u64::MAX,
             processes: u32::MAX,
+            total: name == crate::storage::TOTAL,
         };
         let frame = Frame::Interval(IntervalData {
             index: u32::MAX,
@@ -1176,7 +1191,14 @@ mod tests {
             samples: Vec::new(),
             usage: Some(HostUsage {
                 wall_s: -f64::MAX,
-                storage: job.observe.iter().map(worst).collect(),
+                // Every entry, then the whole of them.
+                storage: job
+                    .observe
+                    .iter()
+                    .map(String::as_str)
+                    .chain([crate::storage::TOTAL])
+                    .map(worst)
+                    .collect(),
                 ..Default::default()
             }),
             generator: None,
@@ -1206,7 +1228,7 @@ mod tests {
     fn the_frames_bytes_change_only_with_the_protocol_version() {
         const GOLDEN: (u32, &str) = (
             12,
-            "189051be9350108cd1b8f7958259484cf91cda013929529de7097da7ec94acb9",
+            "7bfc1ac94dc963692c847639df8d360b73bda5d29f80fd9bc87b89c25b1ba186",
         );
         let mut wire = Vec::new();
         for f in every_kind() {
