@@ -197,9 +197,10 @@ pub struct RunArgs {
     pub cleanup: bool,
     /// Empty the page cache of every host (workers and observers) before each run, sweep
     /// step and steady-state round, after the fill: `local` (sync, then write 3 to
-    /// /proc/sys/vm/drop_caches; needs root) or a command each host runs with `sh -c`.
-    /// It affects the whole host, not only iofleet's files (docs/storage-side.md).
-    #[arg(long, value_name = "local|COMMAND", value_parser = drop_caches)]
+    /// /proc/sys/vm/drop_caches; needs root) or `cmd:COMMAND`, a command each host runs
+    /// with `sh -c`. It affects the whole host, not only iofleet's files
+    /// (docs/storage-side.md).
+    #[arg(long, value_name = "local|cmd:COMMAND", value_parser = drop_caches)]
     pub drop_caches: Option<iofleet_fleet::settings::DropCaches>,
     /// I/O engine: auto (io_uring where the kernel allows it, else psync, with one
     /// notice), io_uring, psync (pread/pwrite, one I/O in flight per thread), null

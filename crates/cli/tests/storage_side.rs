@@ -110,7 +110,7 @@ fn drop_caches_local_empties_the_page_cache_before_the_run_and_is_recorded() {
 fn drop_caches_runs_a_command_on_the_host_and_a_failing_one_is_named() {
     let tmp = scratch();
     let mark = tmp.path().join("dropped");
-    let cmd = format!("echo once >> {}", mark.display());
+    let cmd = format!("cmd:echo once >> {}", mark.display());
     let o = short_run(tmp.path(), &["--drop-caches", &cmd]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(std::fs::read_to_string(&mark).unwrap(), "once\n");
@@ -120,7 +120,7 @@ fn drop_caches_runs_a_command_on_the_host_and_a_failing_one_is_named() {
 
     // A sweep drops before each of its steps.
     let steps = tmp.path().join("steps");
-    let cmd = format!("echo step >> {}", steps.display());
+    let cmd = format!("cmd:echo step >> {}", steps.display());
     let o = run_in(
         tmp.path(),
         &[
@@ -142,16 +142,91 @@ fn drop_caches_runs_a_command_on_the_host_and_a_failing_one_is_named() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(std::fs::read_to_string(&steps).unwrap(), "step\n".repeat(3));
 
-    let o = short_run(tmp.path(), &["--drop-caches", "echo no way >&2; exit 3"]);
+    let o = short_run(
+        tmp.path(),
+        &["--drop-caches", "cmd:echo no way >&2; exit 3"],
+    );
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let e = stderr(&o);
     assert!(
-        e.contains("--drop-caches echo no way") && e.contains("no way"),
+        e.contains("--drop-caches cmd:echo no way") && e.contains("no way"),
         "{e}"
     );
-    let o = short_run(tmp.path(), &["--drop-caches", " "]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("--drop-caches"), "{}", stderr(&o));
+    // Anything but `local` and `cmd:COMMAND` is refused before anything runs, naming
+    // the flag and both forms: a slip is never run as a command.
+    let slip = tmp.path().join("slipped");
+    for bad in [
+        " ".to_string(),
+        "Local".to_string(),
+        "locl".to_string(),
+        "cmd: ".to_string(),
+        format!("touch {}", slip.display()),
+    ] {
+        let o = short_run(tmp.path(), &["--drop-caches", &bad]);
+        assert_eq!(o.status.code(), Some(2), "{bad:?}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(
+            e.contains("--drop-caches") && e.contains("`local`") && e.contains("`cmd:COMMAND`"),
+            "{bad:?}: {e}"
+        );
+    }
+    assert!(!slip.exists(), "a value without cmd: ran as a command");
+}
+
+/// In a fleet every host, the observer too, drops its caches once every host has
+/// written its fill, not when its job arrives: each drop reads the last 4 KiB of the
+/// worker's disk file (random data once the fill reached it, zeros before: the file is
+/// allocated before it is filled) and notes how many of its bytes are not zero.
+#[test]
+fn in_a_fleet_every_host_drops_its_caches_after_every_hosts_fill() {
+    let tmp = scratch();
+    let (inv, marks) = (tmp.path().join("local.toml"), tmp.path().join("marks"));
+    std::fs::write(
+        &inv,
+        "[[host]]\ndestination = \"w1\"\ntransport = \"local\"\ntarget = \"data\"\n\
+         [[host]]\ndestination = \"storage-1\"\ntransport = \"local\"\nrole = \"observer\"\n",
+    )
+    .unwrap();
+    // 64 MiB: the last 4 KiB block is block 16383.
+    let cmd = format!(
+        "cmd:for f in {dir}/data/*; do dd if=\"$f\" bs=4096 skip=16383 count=1 2>/dev/null | tr -d '\\000' | wc -c; done >> {marks}",
+        dir = tmp.path().display(),
+        marks = marks.display()
+    );
+    let o = run_in(
+        tmp.path(),
+        &[
+            "run",
+            "--hosts",
+            inv.to_str().unwrap(),
+            "--engine",
+            "psync",
+            "--direct=false",
+            "--workers",
+            "1",
+            "--disk-size",
+            "64M",
+            "--qd",
+            "1",
+            "--duration",
+            "500ms",
+            "--interval",
+            "500ms",
+            "--drop-caches",
+            &cmd,
+            "--quiet",
+            "--no-save",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let seen = std::fs::read_to_string(&marks).unwrap();
+    let counts: Vec<u32> = seen.lines().map(|l| l.trim().parse().unwrap()).collect();
+    // One disk file, seen by the worker's drop and the observer's.
+    assert_eq!(counts.len(), 2, "{seen}");
+    assert!(
+        counts.iter().all(|&c| c > 3000),
+        "a drop before the fill ended: {seen}"
+    );
 }
 
 /// Not root: `--drop-caches local` is refused before anything is written, exit 2,
@@ -287,7 +362,7 @@ fn an_observer_watches_a_storage_daemon_by_name_and_by_cgroup_as_its_own_rusage_
         ),
     )
     .unwrap();
-    let drop_cmd = format!("echo dropped >> {}", marks.display());
+    let drop_cmd = format!("cmd:echo dropped >> {}", marks.display());
     let o = run_in(
         tmp.path(),
         &[
@@ -441,13 +516,27 @@ fn check_stored_and_shown(dir: &Path, name: &str) {
     let o = run_in(dir, &["results", "export", "watched", "--db", "r.db"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let stored: Value = serde_json::from_slice(&o.stdout).unwrap();
-    let cpu: f64 = stored["summary"]["observers"]["storage"]
+    // The daemon is watched by name and by cgroup: each entry shows it, and the whole
+    // (what storage_cpu reads) counts it once, not twice.
+    let entries = stored["summary"]["observers"]["storage"]
         .as_array()
-        .unwrap()
+        .unwrap();
+    let cpu_of = |e: &Value| e["cpu_pct"].as_f64().unwrap();
+    let each = cpu_of(entries.iter().find(|e| e["name"] == name).unwrap());
+    let summed: f64 = entries
         .iter()
-        .map(|e| e["cpu_pct"].as_f64().unwrap())
+        .filter(|e| e.get("total").is_none())
+        .map(cpu_of)
         .sum();
-    assert!(cpu > 10.0, "{}", stored["summary"]);
+    let cpu = cpu_of(
+        entries
+            .iter()
+            .find(|e| e["total"] == true)
+            .unwrap_or_else(|| panic!("{}", stored["summary"])),
+    );
+    assert!(each > 10.0, "{}", stored["summary"]);
+    assert!((cpu - each).abs() < 0.1 * each, "{}", stored["summary"]);
+    assert!(cpu < 0.6 * summed, "{}", stored["summary"]);
     let o = run_in(
         dir,
         &[

@@ -110,4 +110,7 @@ pub struct HostSpec {
     /// An observer's storage software to watch (`observe`: process names,
     /// `cmdline:TEXT`, `cgroup:/PATH`; see `crate::storage`). Empty elsewhere.
     pub observe: Vec<String>,
+    /// An observer's storage exporter to scrape each interval (`scrape`, `metrics` or
+    /// `preset`; see `crate::scrape`). None elsewhere.
+    pub scrape: Option<crate::scrape::ScrapeSpec>,
 }

@@ -43,18 +43,23 @@ pub enum DropCaches {
     /// `local`: flush dirty pages (sync), then write 3 to /proc/sys/vm/drop_caches
     /// (page cache, dentries and inodes). Needs root.
     Local,
-    /// A command run with `sh -c` on each host instead (e.g. through sudo, or one that
-    /// drops the caches of a storage node the workers cannot reach as root).
+    /// `cmd:COMMAND`: a command run with `sh -c` on each host instead (e.g. through
+    /// sudo, or one that drops the caches of a storage node the workers cannot reach as
+    /// root). Explicit, so that a slip such as `Local` is refused, not run as a command.
     Command(String),
 }
 
 impl std::str::FromStr for DropCaches {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        match s.trim() {
-            "" => Err("give `local` or a command to run on each host".into()),
-            "local" => Ok(DropCaches::Local),
-            _ => Ok(DropCaches::Command(s.to_string())),
+        const FORMS: &str = "give `local` (needs root) or `cmd:COMMAND`, a command each host runs with sh -c (e.g. cmd:'sudo sysctl -q vm.drop_caches=3')";
+        if s.trim() == "local" {
+            return Ok(DropCaches::Local);
+        }
+        match s.trim_start().strip_prefix("cmd:") {
+            Some(c) if !c.trim().is_empty() => Ok(DropCaches::Command(c.to_string())),
+            Some(_) => Err(format!("--drop-caches: cmd: names no command; {FORMS}")),
+            None => Err(format!("--drop-caches: {s:?} is neither form; {FORMS}")),
         }
     }
 }
@@ -63,7 +68,7 @@ impl std::fmt::Display for DropCaches {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             DropCaches::Local => f.write_str("local"),
-            DropCaches::Command(c) => f.write_str(c),
+            DropCaches::Command(c) => write!(f, "cmd:{c}"),
         }
     }
 }

@@ -98,7 +98,7 @@ fn unescape(s: &str) -> String {
 }
 
 /// One process's counters at one reading.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 struct ProcNow {
     /// Start time, clock ticks since boot (with the pid, who the process is).
     start: u64,
@@ -107,7 +107,11 @@ struct ProcNow {
     rss_kib: u64,
     read_bytes: u64,
     write_bytes: u64,
-    ctx_switches: u64,
+    /// Each live thread's context switches (voluntary and involuntary), by thread id,
+    /// in order: the kernel counts them per thread (/proc/PID/task/TID/status; the
+    /// process's own status file shows its first thread's only), so they are followed
+    /// thread by thread.
+    threads: Vec<(u32, u64)>,
 }
 
 /// What a set of processes did between two readings.
@@ -131,20 +135,48 @@ struct CgroupNow {
     io: Option<(u64, u64)>,
 }
 
+/// The name of the whole (`StorageUsage::total`): every entry, each process once.
+pub const TOTAL: &str = "every entry (each process once)";
+
+/// What a cgroup's own counters held beyond its live processes' over a span.
+#[derive(Debug, Clone, Copy, Default)]
+struct Extra {
+    usr_s: f64,
+    sys_s: f64,
+    mem_mib: f64,
+    read_bytes: u64,
+    write_bytes: u64,
+}
+
+impl Extra {
+    fn add(&mut self, o: &Extra) {
+        self.usr_s += o.usr_s;
+        self.sys_s += o.sys_s;
+        self.mem_mib += o.mem_mib;
+        self.read_bytes += o.read_bytes;
+        self.write_bytes += o.write_bytes;
+    }
+}
+
 struct Watched {
     name: String,
     watch: Watch,
     /// The cgroup's directory (cgroups only).
     dir: Option<PathBuf>,
     procs: HashMap<u32, ProcNow>,
-    /// Whether a process (pid, start) matches, decided once per process.
-    matches: HashMap<(u32, u64), bool>,
+    /// Whether a process (pid, start, command name) matches: decided again when its
+    /// command name changes (an exec, a rename), else once per process.
+    matches: HashMap<(u32, u64, String), bool>,
     cgroup: CgroupNow,
+    /// Over the last span, what the cgroup counted beyond its live processes.
+    extra: Extra,
 }
 
 /// Samples what the watched storage software spends, one `StorageUsage` per entry.
 pub struct StorageProbe {
     watched: Vec<Watched>,
+    /// Every entry's processes at the last reading, each once (for `TOTAL`).
+    union: HashMap<u32, ProcNow>,
     /// Seconds since boot at the last reading (to tell processes started since).
     last_uptime_s: f64,
 }
@@ -179,9 +211,11 @@ impl StorageProbe {
                 procs: HashMap::new(),
                 matches: HashMap::new(),
                 cgroup: CgroupNow::default(),
+                extra: Extra::default(),
             });
         }
         let mut p = StorageProbe {
+            union: HashMap::new(),
             watched,
             last_uptime_s: f64::INFINITY,
         };
@@ -199,11 +233,61 @@ impl StorageProbe {
         let uptime = uptime_s();
         let since = self.last_uptime_s;
         let listed = pids();
-        let out = self
+        let mut out: Vec<StorageUsage> = self
             .watched
             .iter_mut()
             .map(|w| w.sample(&listed, since, clk, wall_s))
             .collect();
+        // The whole: each process once however many entries match it (a name and a
+        // cgroup that holds it), so entries that overlap are not added up twice.
+        {
+            let mut union: HashMap<u32, ProcNow> = HashMap::new();
+            for w in &self.watched {
+                for (p, n) in &w.procs {
+                    union.entry(*p).or_insert_with(|| n.clone());
+                }
+            }
+            let d = delta(&self.union, &union, since, clk);
+            self.union = union;
+            // What a cgroup counted beyond its live processes (those that exited), once
+            // per cgroup not inside another watched one.
+            let cgroups: Vec<&str> = self
+                .watched
+                .iter()
+                .filter_map(|w| match &w.watch {
+                    Watch::Cgroup(p) => Some(p.as_str()),
+                    _ => None,
+                })
+                .collect();
+            // Not the same as an earlier entry, nor below another watched cgroup.
+            let outer = |p: &str, k: usize| {
+                !cgroups.iter().enumerate().any(|(j, q)| {
+                    (j < k && *q == p)
+                        || (*q != p && p.starts_with(&format!("{}/", q.trim_end_matches('/'))))
+                })
+            };
+            let mut extra = Extra::default();
+            let cgroup_entries = self
+                .watched
+                .iter()
+                .filter(|w| matches!(w.watch, Watch::Cgroup(_)));
+            for (k, (p, w)) in cgroups.iter().zip(cgroup_entries).enumerate() {
+                if outer(p, k) {
+                    extra.add(&w.extra);
+                }
+            }
+            out.push(StorageUsage {
+                name: TOTAL.into(),
+                total: true,
+                usr_s: d.usr_ticks as f64 / clk + extra.usr_s,
+                sys_s: d.sys_ticks as f64 / clk + extra.sys_s,
+                mem_mib_s: (d.rss_kib as f64 / 1024.0 + extra.mem_mib) * wall_s,
+                read_bytes: d.read_bytes + extra.read_bytes,
+                write_bytes: d.write_bytes + extra.write_bytes,
+                ctx_switches: d.ctx_switches,
+                processes: d.processes,
+            });
+        }
         self.last_uptime_s = uptime;
         out
     }
@@ -239,6 +323,15 @@ impl Watched {
             if let (Some((r0, w0)), Some((r1, w1))) = (self.cgroup.io, c.io) {
                 (read_bytes, write_bytes) = (r1.saturating_sub(r0), w1.saturating_sub(w0));
             }
+            // What the cgroup's counters hold beyond its live processes' (those that
+            // exited): the whole (`TOTAL`) adds it to the processes it counts once.
+            self.extra = Extra {
+                usr_s: (usr_s - d.usr_ticks as f64 / clk).max(0.0),
+                sys_s: (sys_s - d.sys_ticks as f64 / clk).max(0.0),
+                mem_mib: (mem_mib - d.rss_kib as f64 / 1024.0).max(0.0),
+                read_bytes: read_bytes.saturating_sub(d.read_bytes),
+                write_bytes: write_bytes.saturating_sub(d.write_bytes),
+            };
             self.cgroup = c;
         }
         StorageUsage {
@@ -250,10 +343,12 @@ impl Watched {
             write_bytes,
             ctx_switches: d.ctx_switches,
             processes: d.processes,
+            total: false,
         }
     }
 
-    /// The listed processes this name or command line matches (decided once per process).
+    /// The listed processes this name or command line matches (decided again when a
+    /// process's command name changes, else once per process).
     fn matching(&mut self, listed: &[u32]) -> Vec<u32> {
         let own = std::process::id();
         let mut out = Vec::new();
@@ -262,14 +357,15 @@ impl Watched {
             if pid == own {
                 continue;
             }
-            let Some(start) = start_ticks(pid) else {
+            let Some((start, comm)) = identity(pid) else {
                 continue;
             };
-            let hit = *self
-                .matches
-                .entry((pid, start))
-                .or_insert_with(|| process_matches(&self.watch, pid));
-            seen.insert((pid, start), hit);
+            let key = (pid, start, comm);
+            let hit = match self.matches.get(&key) {
+                Some(&hit) => hit,
+                None => process_matches(&self.watch, pid),
+            };
+            seen.insert(key, hit);
             if hit {
                 out.push(pid);
             }
@@ -290,21 +386,39 @@ fn delta(
     clk: f64,
 ) -> ProcDelta {
     let mut d = ProcDelta::default();
+    let fresh = ProcNow::default();
     for (pid, n) in now {
         let base = match last.get(pid) {
-            Some(l) if l.start == n.start => *l,
-            _ if n.start as f64 / clk >= since_s => ProcNow::default(),
-            _ => *n,
+            Some(l) if l.start == n.start => l,
+            _ if n.start as f64 / clk >= since_s => &fresh,
+            _ => n,
         };
         d.usr_ticks += n.usr_ticks.saturating_sub(base.usr_ticks);
         d.sys_ticks += n.sys_ticks.saturating_sub(base.sys_ticks);
         d.read_bytes += n.read_bytes.saturating_sub(base.read_bytes);
         d.write_bytes += n.write_bytes.saturating_sub(base.write_bytes);
-        d.ctx_switches += n.ctx_switches.saturating_sub(base.ctx_switches);
+        d.ctx_switches += thread_delta(&base.threads, &n.threads, std::ptr::eq(base, n));
         d.rss_kib += n.rss_kib;
         d.processes += 1;
     }
     d
+}
+
+/// The context switches of a process's threads since `last`, thread by thread: a thread
+/// in both readings by its difference, a thread new since then in full (the last reading
+/// listed every live thread). What a thread that exited in between did since the last
+/// reading is lost, but it no longer hides the others' (a sum over live threads would go
+/// down). `same`: the reading is its own base (a process first seen now): nothing.
+fn thread_delta(last: &[(u32, u64)], now: &[(u32, u64)], same: bool) -> u64 {
+    if same {
+        return 0;
+    }
+    now.iter()
+        .map(|&(tid, n)| match last.binary_search_by_key(&tid, |t| t.0) {
+            Ok(i) => n.saturating_sub(last[i].1),
+            Err(_) => n,
+        })
+        .sum()
 }
 
 fn process_matches(w: &Watch, pid: u32) -> bool {
@@ -380,9 +494,14 @@ fn stat_fields(pid: u32) -> Option<Vec<u64>> {
     )
 }
 
-/// A process's start time (field 22), clock ticks since boot.
-fn start_ticks(pid: u32) -> Option<u64> {
-    stat_fields(pid)?.get(19).copied()
+/// Who a process is now: its start time (field 22, clock ticks since boot) and its
+/// command name (field 2, which an exec or a rename changes).
+fn identity(pid: u32) -> Option<(u64, String)> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (head, rest) = stat.rsplit_once(')')?;
+    let comm = head.split_once('(')?.1.to_string();
+    let start = rest.split_whitespace().nth(19)?.parse().ok()?;
+    Some((start, comm))
 }
 
 fn read_proc(pid: u32) -> Option<ProcNow> {
@@ -397,23 +516,30 @@ fn read_proc(pid: u32) -> Option<ProcNow> {
         rss_kib: keyed(&status, "VmRSS:").unwrap_or(0),
         read_bytes: keyed(&io, "read_bytes:").unwrap_or(0),
         write_bytes: keyed(&io, "write_bytes:").unwrap_or(0),
-        ctx_switches: thread_switches(pid),
+        threads: thread_switches(pid),
     })
 }
 
-/// Context switches of a process's live threads (each thread counts its own).
-fn thread_switches(pid: u32) -> u64 {
+/// Context switches of each of a process's live threads (each thread counts its own),
+/// by thread id, in order.
+fn thread_switches(pid: u32) -> Vec<(u32, u64)> {
     let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
-        return 0;
+        return Vec::new();
     };
-    tasks
+    let mut v: Vec<(u32, u64)> = tasks
         .flatten()
-        .filter_map(|t| fs::read_to_string(t.path().join("status")).ok())
-        .map(|s| {
-            keyed(&s, "voluntary_ctxt_switches:").unwrap_or(0)
-                + keyed(&s, "nonvoluntary_ctxt_switches:").unwrap_or(0)
+        .filter_map(|t| {
+            let tid = t.file_name().to_str()?.parse().ok()?;
+            let s = fs::read_to_string(t.path().join("status")).ok()?;
+            Some((
+                tid,
+                keyed(&s, "voluntary_ctxt_switches:").unwrap_or(0)
+                    + keyed(&s, "nonvoluntary_ctxt_switches:").unwrap_or(0),
+            ))
         })
-        .sum()
+        .collect();
+    v.sort_unstable();
+    v
 }
 
 /// The number after `key` on the line that starts with it.
@@ -529,6 +655,98 @@ mod tests {
         assert_eq!(d.processes, 4);
     }
 
+    /// Context switches are followed thread by thread: a thread that exited takes its
+    /// count with it without hiding the others' (a sum over live threads would fall from
+    /// 150 to 115, and the span would show none), a new thread counts in full.
+    #[test]
+    fn context_switches_are_counted_thread_by_thread() {
+        let p = |threads: Vec<(u32, u64)>| ProcNow {
+            start: 100,
+            threads,
+            ..Default::default()
+        };
+        let last = HashMap::from([(1, p(vec![(1, 100), (2, 50)]))]);
+        let now = HashMap::from([(1, p(vec![(1, 110), (3, 5)]))]);
+        assert_eq!(delta(&last, &now, 5.0, 100.0).ctx_switches, 10 + 5);
+        // A process first seen now (started before the span) counts from now on.
+        assert_eq!(delta(&HashMap::new(), &now, 5.0, 100.0).ctx_switches, 0);
+    }
+
+    /// A child that spins, named by two entries: each entry shows its CPU, and the
+    /// whole (`TOTAL`) counts it once.
+    #[test]
+    fn the_whole_counts_a_process_two_entries_match_once() {
+        let mark = format!("iofleet-overlap-{}", std::process::id());
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", &format!(": {mark}; while :; do :; done")])
+            .spawn()
+            .unwrap();
+        let entries = [
+            format!("cmdline:{mark}"),
+            format!("cmdline:overlap-{}", std::process::id()),
+        ];
+        let mut probe = StorageProbe::new(&entries).unwrap();
+        let cpu = |u: &StorageUsage| u.usr_s + u.sys_s;
+        let (mut each, mut whole) = (0.0, 0.0);
+        let mut last = Vec::new();
+        // Until the child has had some CPU (however busy the machine is), at most 5 s.
+        for _ in 0..50 {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            last = probe.sample(0.1);
+            assert_eq!(last.len(), 3, "{last:?}");
+            assert_eq!(cpu(&last[0]), cpu(&last[1]), "{last:?}");
+            assert!(last[2].total && last[2].name == TOTAL, "{last:?}");
+            (each, whole) = (each + cpu(&last[0]), whole + cpu(&last[2]));
+            if each >= 0.05 {
+                break;
+            }
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(each >= 0.05, "{last:?}");
+        assert_eq!(whole, each, "{last:?}");
+        assert_eq!(
+            (last[0].processes, last[1].processes, last[2].processes),
+            (1, 1, 1)
+        );
+    }
+
+    /// A process is matched again when its command name changes (an exec): a shell that
+    /// becomes `sleep` is not `sleep` at first, then is.
+    #[test]
+    fn a_process_that_execs_is_matched_again() {
+        let mark = format!("iofleet-exec-{}", std::process::id());
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", &format!("read x; exec sleep 5 # {mark}")])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let mut w = Watched {
+            name: "sleep".into(),
+            watch: Watch::Name("sleep".into()),
+            dir: None,
+            procs: HashMap::new(),
+            matches: HashMap::new(),
+            cgroup: CgroupNow::default(),
+            extra: Extra::default(),
+        };
+        assert!(!w.matching(&[pid]).contains(&pid));
+        use std::io::Write;
+        writeln!(child.stdin.as_mut().unwrap()).unwrap();
+        let mut matched = false;
+        for _ in 0..100 {
+            if w.matching(&[pid]).contains(&pid) {
+                matched = true;
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(matched, "the exec'd process was not matched again");
+    }
+
     /// A process's start time stays as it is while its CPU time grows with the work it
     /// does (fields 22, 14 and 15 of /proc/PID/stat).
     #[test]
@@ -546,11 +764,12 @@ mod tests {
         }
         let b = read_proc(me).unwrap();
         assert_eq!(a.start, b.start);
-        assert_eq!(start_ticks(me), Some(a.start));
+        assert_eq!(identity(me).map(|i| i.0), Some(a.start));
         assert!(
             b.usr_ticks + b.sys_ticks > a.usr_ticks + a.sys_ticks,
             "{a:?} {b:?}"
         );
-        assert!(b.rss_kib > 0 && b.ctx_switches > 0, "{b:?}");
+        let switches: u64 = b.threads.iter().map(|t| t.1).sum();
+        assert!(b.rss_kib > 0 && switches > 0, "{b:?}");
     }
 }

@@ -103,6 +103,7 @@ impl HostProbe {
             disk_busy_s: d(a.disk_busy_ms, now.disk_busy_ms) as f64 / 1e3,
             disk_devices: self.devices.len() as u32,
             storage: Vec::new(),
+            scraped: Vec::new(),
         };
         self.last = now;
         u
@@ -273,7 +274,7 @@ pub fn check_drop_caches(how: &DropCaches) -> Result<(), FleetError> {
         return Err(FleetError::Input(format!(
             "--drop-caches local: needs root on {} (it writes /proc/sys/vm/drop_caches, which \
              empties the page cache of the whole host); run as root, or give a command that \
-             drops them (--drop-caches 'sudo sysctl vm.drop_caches=3')",
+             drops them (--drop-caches 'cmd:sudo sysctl vm.drop_caches=3')",
             hostname()
         )));
     }

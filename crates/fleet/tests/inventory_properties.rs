@@ -216,6 +216,7 @@ proptest! {
                 },
                 role: if h.observer { Role::Observer } else { Role::Workers },
                 observe: Vec::new(),
+                scrape: None,
             };
             prop_assert_eq!(r, &want);
         }
@@ -359,6 +360,7 @@ proptest! {
                 },
                 role: Role::Workers,
                 observe: Vec::new(),
+                scrape: None,
             })
             .collect();
         prop_assert_eq!(read, want);

@@ -88,6 +88,10 @@ pub enum Field {
     StorageCpu,
     StorageReadMbps,
     StorageWriteMbps,
+    /// What the storage's own exporter said its IOPS were (`scrape`'s `iops:` metrics,
+    /// docs/storage-side.md), run-wide.
+    StorageSaidIops,
+    StorageSaidLatencyMs,
 }
 
 /// The unit a metric's values are in.
@@ -100,6 +104,8 @@ pub enum Unit {
     Percent,
     MicrosPerIo,
     Io,
+    /// A latency in ms (the storage exporter's mean, `storage_said_latency_ms`).
+    Millis,
 }
 
 impl Unit {
@@ -110,6 +116,7 @@ impl Unit {
             Unit::Micros => "µs",
             Unit::Percent => "%",
             Unit::MicrosPerIo => "µs",
+            Unit::Millis => "ms",
         }
     }
 
@@ -122,6 +129,7 @@ impl Unit {
             Unit::Percent => "%",
             Unit::MicrosPerIo => "µs/IO",
             Unit::Io => "I/Os",
+            Unit::Millis => "ms",
         }
     }
 }
@@ -162,6 +170,8 @@ const RUN_FIELDS: &[(&str, Field)] = &[
     ("storage_cpu", Field::StorageCpu),
     ("storage_read_mbps", Field::StorageReadMbps),
     ("storage_write_mbps", Field::StorageWriteMbps),
+    ("storage_said_iops", Field::StorageSaidIops),
+    ("storage_said_latency_ms", Field::StorageSaidLatencyMs),
 ];
 
 /// One comparable figure of a run, named by a path such as `read.p99`.
@@ -262,6 +272,8 @@ impl Metric {
             Field::StorageCpu => "storage software CPU (of one core)",
             Field::StorageReadMbps => "storage software read MB/s",
             Field::StorageWriteMbps => "storage software written MB/s",
+            Field::StorageSaidIops => "IOPS the storage's exporter said",
+            Field::StorageSaidLatencyMs => "mean latency the storage's exporter said",
         };
         match self.scope {
             _ if self.run_wide() => field.to_string(),
@@ -284,6 +296,8 @@ impl Metric {
             | Field::StorageWriteMbps => Unit::MBps,
             Field::DiskBusy | Field::ObserverCpu | Field::StorageCpu => Unit::Percent,
             Field::Ios | Field::Errors => Unit::Count,
+            Field::StorageSaidIops => Unit::Iops,
+            Field::StorageSaidLatencyMs => Unit::Millis,
             Field::Outstanding => Unit::Io,
             Field::Cpu | Field::Mem => Unit::Percent,
             Field::CpuPerIo => Unit::MicrosPerIo,
@@ -296,7 +310,12 @@ impl Metric {
     pub fn higher_is_better(self) -> bool {
         matches!(
             self.field,
-            Field::Iops | Field::Mbps | Field::IopsMedian | Field::PeakIops | Field::Ios
+            Field::Iops
+                | Field::Mbps
+                | Field::IopsMedian
+                | Field::PeakIops
+                | Field::Ios
+                | Field::StorageSaidIops
         )
     }
 
@@ -375,18 +394,23 @@ impl Metric {
             Field::StorageCpu => storage_sum(s, |e| e.cpu_pct),
             Field::StorageReadMbps => storage_sum(s, |e| e.read_mbps),
             Field::StorageWriteMbps => storage_sum(s, |e| e.write_mbps),
+            Field::StorageSaidIops => s.observers.as_ref().and_then(|o| o.storage_said_iops()),
+            Field::StorageSaidLatencyMs => s
+                .observers
+                .as_ref()
+                .and_then(|o| o.storage_said_latency_ms()),
         }
     }
 }
 
-/// A figure of the watched storage software, every entry summed; None when the run's
+/// A figure of the watched storage software as a whole, each process once however
+/// many entries match it (`HostResources::storage_whole`); None when the run's
 /// observers watched none.
 fn storage_sum(
     s: &iofleet_stats::result::RunSummary,
     f: impl Fn(&iofleet_stats::StorageRates) -> f64,
 ) -> Option<f64> {
-    let o = s.observers.as_ref()?;
-    (!o.storage.is_empty()).then(|| o.storage.iter().map(f).sum())
+    s.observers.as_ref()?.storage_whole(f)
 }
 
 /// The hosts of `r` that ran workers (observers left out).

@@ -161,12 +161,14 @@ impl FromStr for Condition {
 fn absolute(metric: Metric, n: f64, unit: &str) -> Result<f64, String> {
     let u = unit.to_ascii_lowercase();
     match metric.unit() {
-        Unit::Micros | Unit::MicrosPerIo => {
+        Unit::Micros | Unit::MicrosPerIo | Unit::Millis => {
+            // In µs, then in the metric's own unit.
+            let per = if metric.unit() == Unit::Millis { 1e3 } else { 1.0 };
             let scale = match u.as_str() {
-                "ns" => 1e-3,
-                "us" | "µs" => 1.0,
-                "ms" => 1e3,
-                "s" => 1e6,
+                "ns" => 1e-3 / per,
+                "us" | "µs" => 1.0 / per,
+                "ms" => 1e3 / per,
+                "s" => 1e6 / per,
                 "" => {
                     return Err(format!(
                         "{} is a latency: give a unit (ns, us, ms or s), e.g. '{} > 2ms', or a % change",

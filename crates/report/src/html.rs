@@ -443,7 +443,7 @@ fn storage_section(h: &mut String, runs: &[RunData]) {
     let mut over_time = String::new();
     for (i, r) in runs.iter().enumerate() {
         for (hi, x) in r.result.hosts.iter().enumerate() {
-            for st in &x.storage {
+            for st in iofleet_stats::usage::shown_storage(&x.storage) {
                 let _ = writeln!(
                     h,
                     "<tr><td class=\"l\">{}{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td><td>{:.2}</td><td>{:.2}</td><td>{:.0}</td><td>{}</td></tr>",
@@ -489,6 +489,91 @@ fn storage_section(h: &mut String, runs: &[RunData]) {
         }
     }
     h.push_str("</table>\n<p>CPU per interval, % of one core (warm-up included):</p>\n<ul class=\"storage-cpu\">\n");
+    h.push_str(&over_time);
+    h.push_str("</ul>\n</section>\n");
+}
+
+/// What the storage's own exporter said (`scrape`, docs/storage-side.md): per run, host
+/// and metric, its figure over the measured phase — beside iofleet's IOPS, with the
+/// difference, for the `iops:` metrics — and its figure in every interval. Nothing when
+/// no run scraped one.
+fn scraped_section(h: &mut String, runs: &[RunData]) {
+    let scraped = |r: &RunData| r.result.hosts.iter().any(|x| !x.scraped.is_empty());
+    if !runs.iter().any(scraped) {
+        return;
+    }
+    h.push_str("<section id=\"scraped\"><h2>What the storage said</h2>\n<p>The storage's own exporter, scraped by each observer host at every interval (docs/storage-side.md): a counter as its increase per second, a gauge as its mean, over the exporter's own time between its samples; a latency (<code>latency:</code>) as its mean in ms, the latency it summed over the I/Os it counted — a mean, not a percentile. For the metrics that count I/Os, iofleet's IOPS beside it, for the latencies iofleet's mean latency, and how far apart they are.</p>\n<table id=\"scraped-table\">\n<tr><th class=\"l\">#</th><th class=\"l\">host</th><th class=\"l\">metric</th><th>the storage said</th><th>iofleet</th><th>apart</th><th>samples</th></tr>\n");
+    let mut over_time = String::new();
+    for (i, r) in runs.iter().enumerate() {
+        let ours = r.result.summary.all.iops;
+        let ours_ms = r
+            .result
+            .summary
+            .all
+            .latency_us
+            .as_ref()
+            .map(|l| l.mean / 1e3);
+        for (hi, x) in r.result.hosts.iter().enumerate() {
+            for m in &x.scraped {
+                let (iofleet, apart) = match (m.iops, m.latency, m.value, ours_ms) {
+                    (true, _, Some(v), _) if ours > 0.0 => (
+                        format!("{ours:.0} IOPS"),
+                        format!("{:+.1}%", (v - ours) / ours * 100.0),
+                    ),
+                    (_, true, Some(v), Some(o)) if o > 0.0 => (
+                        format!("{o:.3} ms mean"),
+                        format!("{:+.1}%", (v - o) / o * 100.0),
+                    ),
+                    _ => ("-".to_string(), "-".to_string()),
+                };
+                let _ = writeln!(
+                    h,
+                    "<tr><td class=\"l\">{}{}</td><td class=\"l\">{}</td><td class=\"l\"><code>{}</code>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    swatch(i),
+                    i + 1,
+                    escape(&x.host),
+                    escape(&m.name),
+                    if m.latency {
+                        " ms (mean latency)"
+                    } else if m.counter {
+                        " /s"
+                    } else {
+                        " (mean)"
+                    },
+                    m.value.map_or_else(|| "-".to_string(), |v| format!("{v:.2}")),
+                    iofleet,
+                    apart,
+                    m.samples,
+                );
+                let rows = r
+                    .result
+                    .host_intervals
+                    .get(hi)
+                    .map_or(&[][..], |p| &p.rows[..]);
+                let said: Vec<String> = rows
+                    .iter()
+                    .map(|row| {
+                        let e = row
+                            .usage
+                            .as_ref()
+                            .and_then(|u| u.scraped.iter().find(|e| e.name == m.name));
+                        e.and_then(|e| e.value)
+                            .map_or_else(|| "-".to_string(), |v| format!("{v:.2}"))
+                    })
+                    .collect();
+                let _ = writeln!(
+                    over_time,
+                    "<li>{}{} {} <code>{}</code>: {}</li>",
+                    swatch(i),
+                    i + 1,
+                    escape(&x.host),
+                    escape(&m.name),
+                    said.join(", ")
+                );
+            }
+        }
+    }
+    h.push_str("</table>\n<p>Per interval (warm-up included; - where the exporter gave no new sample):</p>\n<ul class=\"scraped-series\">\n");
     h.push_str(&over_time);
     h.push_str("</ul>\n</section>\n");
 }
@@ -949,6 +1034,7 @@ pub fn report(
     spread_section(&mut h, &charts);
     hosts_section(&mut h, runs, &charts);
     storage_section(&mut h, runs);
+    scraped_section(&mut h, runs);
     kubernetes_section(&mut h, runs);
     if has_groups(runs) {
         groups_section(&mut h, runs, &charts);

@@ -586,6 +586,25 @@ fn write_interval_table(r: &RunResult, out: &mut dyn Write, max: Option<usize>) 
         .intervals
         .iter()
         .any(|i| i.observers.as_ref().is_some_and(|o| !o.storage.is_empty()));
+    // What the storage's own exporter said, beside iofleet's IOPS (docs/storage-side.md).
+    let said = r.intervals.iter().any(|i| {
+        i.observers
+            .as_ref()
+            .is_some_and(|o| o.scraped.iter().any(|m| m.iops))
+    });
+    if said {
+        heads.insert(3, ("storage said IOPS", false));
+        heads.insert(4, ("said Δ%", false));
+    }
+    // Its mean latency (a mean, not a percentile) beside iofleet's mean.
+    let said_latency = r.intervals.iter().any(|i| {
+        i.observers
+            .as_ref()
+            .is_some_and(|o| o.scraped.iter().any(|m| m.latency))
+    });
+    if said_latency {
+        heads.extend([("mean ms", false), ("storage said mean ms", false)]);
+    }
     if net {
         heads.extend([("net rx MB/s", false), ("net tx MB/s", false)]);
     }
@@ -610,6 +629,20 @@ fn write_interval_table(r: &RunResult, out: &mut dyn Write, max: Option<usize>) 
             d(i.p50_us, 1),
             d(i.p99_us, 1),
         ];
+        if said {
+            let s = i.observers.as_ref().and_then(|o| o.storage_said_iops());
+            cells.insert(3, s.map_or_else(dash, f0));
+            cells.insert(4, s.map_or_else(dash, |s| said_apart(s, i.iops)));
+        }
+        if said_latency {
+            let ms = |v: f64| format!("{v:.3}");
+            cells.push(i.all.mean_us.map_or_else(dash, |u| ms(u / 1e3)));
+            let s = i
+                .observers
+                .as_ref()
+                .and_then(|o| o.storage_said_latency_ms());
+            cells.push(s.map_or_else(dash, ms));
+        }
         if net {
             let n = i.net.as_ref();
             cells.push(n.map_or_else(dash, |n| format!("{:.2}", n.rx_mbps)));
@@ -622,9 +655,12 @@ fn write_interval_table(r: &RunResult, out: &mut dyn Write, max: Option<usize>) 
             cells.push(o.map_or_else(dash, |o| format!("{:.2}", o.net.tx_mbps)));
         }
         if watched {
-            // Every watched entry of every observer, % of one core.
-            let cpu = i.observers.as_ref().filter(|o| !o.storage.is_empty());
-            cells.push(cpu.map_or_else(dash, |o| f1(o.storage.iter().map(|s| s.cpu_pct).sum())));
+            // Every watched entry of every observer, each process once, % of one core.
+            let cpu = i
+                .observers
+                .as_ref()
+                .and_then(|o| o.storage_whole(|s| s.cpu_pct));
+            cells.push(cpu.map_or_else(dash, f1));
         }
         g.row(cells);
     }
@@ -690,11 +726,80 @@ fn write_fleet_usage(s: &RunSummary, out: &mut dyn Write, max: Option<usize>) ->
             max,
             5,
         )?;
-        for st in &o.storage {
+        for st in iofleet_stats::usage::shown_storage(&o.storage) {
             wrap(out, &storage_line(st), max, 5)?;
+        }
+        if let Some(line) = said_line(o, s) {
+            wrap(out, &line, max, 5)?;
+        }
+        for m in &o.scraped {
+            wrap(out, &scraped_line(m), max, 5)?;
         }
     }
     Ok(())
+}
+
+/// "The storage said X IOPS at Y ms; iofleet measured A IOPS at B ms": what the
+/// storage's exporter said beside iofleet's figures over the measured phase, the
+/// latencies both means (not percentiles); None when it said neither.
+fn said_line(o: &iofleet_stats::HostResources, s: &RunSummary) -> Option<String> {
+    let (iops, ms) = (o.storage_said_iops(), o.storage_said_latency_ms());
+    if iops.is_none() && ms.is_none() {
+        return None;
+    }
+    let ours_ms = s.all.latency_us.as_ref().map(|l| l.mean / 1e3);
+    let mut said = String::from("The storage said");
+    let mut ours = String::from("iofleet measured");
+    let mut apart = Vec::new();
+    if let Some(v) = iops {
+        said.push_str(&format!(" {v:.0} IOPS"));
+        ours.push_str(&format!(" {:.0} IOPS", s.all.iops));
+        apart.push(format!("IOPS {}", said_apart(v, s.all.iops)));
+    }
+    if let Some(v) = ms {
+        said.push_str(&format!(" at {v:.3} ms mean latency"));
+        match ours_ms {
+            Some(m) => {
+                ours.push_str(&format!(" at {m:.3} ms mean"));
+                apart.push(format!("latency {}", said_apart(v, m)));
+            }
+            None => ours.push_str(" no latency"),
+        }
+    }
+    Some(format!("{said}; {ours} ({} apart)", apart.join(", ")))
+}
+
+/// How far what the storage said lies from iofleet's figure, percent of iofleet's.
+fn said_apart(said: f64, ours: f64) -> String {
+    if ours > 0.0 {
+        format!("{:+.1}%", (said - ours) / ours * 100.0)
+    } else {
+        "-".into()
+    }
+}
+
+/// One scraped exporter metric over the measured phase (docs/storage-side.md).
+fn scraped_line(m: &iofleet_stats::ScrapedRates) -> String {
+    let what = if m.latency {
+        " ms mean latency"
+    } else if m.counter {
+        "/s"
+    } else {
+        " (mean)"
+    };
+    match m.value {
+        Some(v) => format!(
+            "Exporter {}: {v:.6}{what} over {:.1} s of its own time, {} sample{}",
+            m.name,
+            m.span_s,
+            m.samples,
+            if m.samples == 1 { "" } else { "s" }
+        ),
+        None => format!(
+            "Exporter {}: fewer than two samples in the measured phase",
+            m.name
+        ),
+    }
 }
 
 /// One watched storage entry over the measured phase (docs/storage-side.md).

@@ -259,6 +259,7 @@ impl Layout {
                     net: res.map(|r| r.net.clone()),
                     disk: res.and_then(|r| r.disk.clone()),
                     storage: res.map(|r| r.storage.clone()).unwrap_or_default(),
+                    scraped: res.map(|r| r.scraped.clone()).unwrap_or_default(),
                     kubernetes: f.kubernetes.clone(),
                 }
             })

@@ -26,6 +26,6 @@ pub use ops::{OpStats, PackedSample, Sample, StreamStats};
 pub use series::Series;
 pub use summary::{LatencySummary, OpSummary};
 pub use usage::{
-    rates_of, split_by_role, HostDisk, HostNet, HostResources, HostUsage, StorageRates,
-    StorageUsage,
+    rates_of, split_by_role, HostDisk, HostNet, HostResources, HostUsage, ScrapedRates,
+    ScrapedUsage, StorageRates, StorageUsage,
 };

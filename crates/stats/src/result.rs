@@ -732,6 +732,10 @@ pub struct HostSummary {
     /// measured phase; absent for other hosts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub storage: Vec<crate::StorageRates>,
+    /// What the storage's own exporter said (an observer's `scrape`), per metric, over
+    /// the measured phase; absent for other hosts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scraped: Vec<crate::ScrapedRates>,
     /// A pod of a Kubernetes fleet: its node and volumes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kubernetes: Option<KubePod>,

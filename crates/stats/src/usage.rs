@@ -39,6 +39,163 @@ pub struct HostUsage {
     /// entries, in their order; empty elsewhere).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub storage: Vec<StorageUsage>,
+    /// What the storage's own exporter said (an observer's `scrape`, one per metric, in
+    /// their order; empty elsewhere).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scraped: Vec<ScrapedUsage>,
+}
+
+/// One exporter metric (summed over its label sets) over a span, as raw amounts: spans
+/// add up with `+=`, the figure comes from `ScrapedUsage::rates`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ScrapedUsage {
+    /// The metric's name.
+    pub name: String,
+    /// It counts I/Os (`iops:NAME`): shown beside iofleet's IOPS.
+    #[serde(default)]
+    pub iops: bool,
+    /// Its `# TYPE` is counter: the figure is its increase per second; else (a gauge)
+    /// its time-weighted mean.
+    #[serde(default)]
+    pub counter: bool,
+    /// A counter's increase, or a gauge's value times `span_s`, over the exporter's own
+    /// time between its samples.
+    #[serde(default)]
+    pub amount: f64,
+    /// The exporter's time (its sample timestamps, else the scrapes') the amount covers.
+    #[serde(default)]
+    pub span_s: f64,
+    /// New samples the span holds.
+    #[serde(default)]
+    pub samples: u32,
+    /// The last value seen, and when it was taken (seconds from the run's start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_s: Option<f64>,
+    /// The exporter answered without this metric (at the span's end).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub missing: bool,
+    /// A mean latency (`latency:NAME`): `amount` is latency summed over the span in
+    /// seconds (a `NAME_sum`/`NAME_count` pair's Δsum, or a latency gauge's value times
+    /// its seconds held) and `count` what it is divided by (the pair's Δcount, the
+    /// I/Os; the gauge's seconds held). The figure is `amount / count`, in ms.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub latency: bool,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub count: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
+}
+
+impl AddAssign<&ScrapedUsage> for ScrapedUsage {
+    fn add_assign(&mut self, o: &ScrapedUsage) {
+        self.count += o.count;
+        self.latency |= o.latency;
+        self.amount += o.amount;
+        self.span_s += o.span_s;
+        self.samples += o.samples;
+        self.counter |= o.counter;
+        if o.last.is_some() {
+            self.last = o.last;
+            self.at_s = o.at_s;
+        }
+        self.missing = o.missing;
+    }
+}
+
+impl ScrapedUsage {
+    /// Its figure: a counter's rate per second, a gauge's mean; None without two samples.
+    pub fn rates(&self) -> ScrapedRates {
+        let value = if self.latency {
+            // The summed latency over what it sums (I/Os, or a gauge's seconds), in ms:
+            // a mean of the span, not of the intervals' means; none without an I/O.
+            (self.count > 0.0).then(|| self.amount / self.count * 1e3)
+        } else {
+            // Per second for a counter, the time-weighted mean for a gauge: both are the
+            // amount over the exporter's time.
+            (self.span_s > 0.0).then(|| self.amount / self.span_s)
+        };
+        ScrapedRates {
+            name: self.name.clone(),
+            iops: self.iops,
+            counter: self.counter,
+            latency: self.latency,
+            value,
+            count: self.count,
+            span_s: self.span_s,
+            samples: self.samples,
+            hosts: 1,
+        }
+    }
+}
+
+/// What the exporter said about one metric: "the storage said X".
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ScrapedRates {
+    pub name: String,
+    /// It counts I/Os (shown beside iofleet's IOPS).
+    #[serde(default)]
+    pub iops: bool,
+    /// A counter (the value is per second) or a gauge (the value is its mean).
+    #[serde(default)]
+    pub counter: bool,
+    /// A mean latency (`latency:NAME`): the value is in ms, the mean over `count` (the
+    /// I/Os the exporter counted; for a latency gauge, its seconds held) — a mean, not a
+    /// percentile.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub latency: bool,
+    /// None when the exporter gave fewer than two samples in the span (a latency: or
+    /// counted no I/O in it).
+    pub value: Option<f64>,
+    /// What a latency's mean is over (see `latency`); 0 for other metrics.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub count: f64,
+    /// The exporter's time the value covers, and its new samples in it.
+    pub span_s: f64,
+    pub samples: u32,
+    /// Observer hosts these figures cover (summed over them).
+    pub hosts: u32,
+}
+
+/// Several hosts' exporter figures together: values (and sample counts) summed per
+/// metric name.
+fn scraped_together<'a>(all: impl IntoIterator<Item = &'a ScrapedRates>) -> Vec<ScrapedRates> {
+    let mut out: Vec<ScrapedRates> = Vec::new();
+    for r in all {
+        match out.iter_mut().find(|x| x.name == r.name) {
+            Some(x) => {
+                x.value = match (x.value, r.value) {
+                    // A mean latency: weighted by what each mean is over, so it is the
+                    // hosts' summed latency over their summed I/Os.
+                    (Some(a), Some(b)) if x.latency => {
+                        let n = x.count + r.count;
+                        (n > 0.0).then(|| (a * x.count + b * r.count) / n)
+                    }
+                    (Some(a), Some(b)) => Some(a + b),
+                    (a, b) => a.or(b),
+                };
+                x.count += r.count;
+                x.span_s = x.span_s.max(r.span_s);
+                x.samples += r.samples;
+                x.hosts += r.hosts;
+            }
+            None => out.push(r.clone()),
+        }
+    }
+    out
+}
+
+/// Add `add` into `into`, metric by metric (matched by name; a new name is appended).
+pub fn add_scraped(into: &mut Vec<ScrapedUsage>, add: &[ScrapedUsage]) {
+    for a in add {
+        match into.iter_mut().find(|x| x.name == a.name) {
+            Some(x) => *x += a,
+            None => into.push(a.clone()),
+        }
+    }
 }
 
 /// What the processes or the cgroup one `observe` entry names spent over a span, as raw
@@ -61,6 +218,11 @@ pub struct StorageUsage {
     pub ctx_switches: u64,
     /// Processes matching at the span's end (the most over spans added up).
     pub processes: u32,
+    /// The whole of an observer's entries, each process once however many entries
+    /// match it (sent after the entries): what `storage_cpu` and the other totals read,
+    /// so entries that overlap are not added up twice.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub total: bool,
 }
 
 impl AddAssign<&StorageUsage> for StorageUsage {
@@ -72,6 +234,7 @@ impl AddAssign<&StorageUsage> for StorageUsage {
         self.write_bytes += o.write_bytes;
         self.ctx_switches += o.ctx_switches;
         self.processes = self.processes.max(o.processes);
+        self.total |= o.total;
     }
 }
 
@@ -109,6 +272,7 @@ impl StorageUsage {
             ctx_switches_per_s: self.ctx_switches as f64 / wall_s,
             processes: self.processes,
             hosts: 1,
+            total: self.total,
         })
     }
 }
@@ -136,6 +300,16 @@ pub struct StorageRates {
     pub processes: u32,
     /// Observer hosts these figures cover.
     pub hosts: u32,
+    /// The whole of the entries, each process once (`StorageUsage::total`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub total: bool,
+}
+
+/// The entries to show: every entry, and the whole (`StorageRates::total`) only beside
+/// two entries or more (beside one it is that entry again).
+pub fn shown_storage(all: &[StorageRates]) -> impl Iterator<Item = &StorageRates> {
+    let entries = all.iter().filter(|e| !e.total).count();
+    all.iter().filter(move |e| !e.total || entries > 1)
 }
 
 /// Several hosts' figures of the same entries together: CPU, memory, I/O, switches and
@@ -181,6 +355,7 @@ impl AddAssign<&HostUsage> for HostUsage {
         self.disk_busy_s += o.disk_busy_s;
         self.disk_devices = self.disk_devices.max(o.disk_devices);
         add_storage(&mut self.storage, &o.storage);
+        add_scraped(&mut self.scraped, &o.scraped);
     }
 }
 
@@ -235,9 +410,50 @@ pub struct HostResources {
     /// The storage software an observer watches, per `observe` entry (empty: none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub storage: Vec<StorageRates>,
+    /// What the storage's own exporter said, per scraped metric (empty: none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scraped: Vec<ScrapedRates>,
 }
 
 impl HostResources {
+    /// A figure of the watched storage software as a whole: the observers' wholes
+    /// (each process once, however many entries match it), or in a result from before
+    /// they were sent every entry summed; None when no observer watched any.
+    pub fn storage_whole(&self, f: impl Fn(&StorageRates) -> f64) -> Option<f64> {
+        if self.storage.is_empty() {
+            return None;
+        }
+        Some(match self.storage.iter().find(|e| e.total) {
+            Some(whole) => f(whole),
+            None => self.storage.iter().map(f).sum(),
+        })
+    }
+
+    /// What the storage's exporter said its IOPS were: the `iops:` metrics' figures
+    /// summed; None when no such metric had two samples.
+    pub fn storage_said_iops(&self) -> Option<f64> {
+        let v: Vec<f64> = self
+            .scraped
+            .iter()
+            .filter(|m| m.iops)
+            .filter_map(|m| m.value)
+            .collect();
+        (!v.is_empty()).then(|| v.iter().sum())
+    }
+
+    /// What the storage's exporter said its mean latency was, ms: every `latency:`
+    /// metric's summed latency over their summed counts (reads and writes weighted by
+    /// their I/Os); None when none counted an I/O. A mean, not a percentile.
+    pub fn storage_said_latency_ms(&self) -> Option<f64> {
+        let (sum, n) = self
+            .scraped
+            .iter()
+            .filter(|m| m.latency && m.count > 0.0)
+            .filter_map(|m| m.value.map(|v| (v * m.count, m.count)))
+            .fold((0.0, 0.0), |(s, n), (v, c)| (s + v, n + c));
+        (n > 0.0).then(|| sum / n)
+    }
+
     /// Several hosts' figures together: traffic, I/Os and bytes summed; CPU and memory
     /// shares the mean over the hosts; iofleet's own CPU summed; the largest iofleet
     /// peak; device busy time the mean over all their devices. None for no host.
@@ -278,6 +494,7 @@ impl HostResources {
                 devices,
             }),
             storage: storage_together(hosts.iter().flat_map(|h| h.storage.iter())),
+            scraped: scraped_together(hosts.iter().flat_map(|h| h.scraped.iter())),
         })
     }
 }
@@ -371,6 +588,7 @@ impl HostUsage {
                 .iter()
                 .filter_map(|st| st.rates(w, self.host_total_s))
                 .collect(),
+            scraped: self.scraped.iter().map(ScrapedUsage::rates).collect(),
         })
     }
 }
@@ -396,6 +614,7 @@ mod tests {
             disk_busy_s: 0.5,
             disk_devices: 1,
             storage: Vec::new(),
+            scraped: Vec::new(),
         };
         let b = HostUsage {
             wall_s: 3.0,
@@ -425,6 +644,82 @@ mod tests {
         };
         assert!(none.summary().unwrap().disk.is_none());
         assert!(HostUsage::default().summary().is_none());
+    }
+
+    /// The storage software as a whole is the observers' whole entry when they sent
+    /// one (each process once), else every entry summed; the whole is shown only beside
+    /// two entries or more.
+    #[test]
+    fn the_whole_of_the_storage_entries_is_read_once() {
+        let e = |name: &str, cpu_pct: f64, total: bool| StorageRates {
+            name: name.into(),
+            cpu_pct,
+            hosts: 1,
+            total,
+            ..Default::default()
+        };
+        let of = |storage: Vec<StorageRates>| HostResources {
+            storage,
+            ..Default::default()
+        };
+        // A daemon watched by name and by its cgroup: 40% each, 40% as a whole.
+        let both = of(vec![
+            e("osd", 40.0, false),
+            e("cgroup:/osd", 40.0, false),
+            e("all", 40.0, true),
+        ]);
+        assert_eq!(both.storage_whole(|s| s.cpu_pct), Some(40.0));
+        assert_eq!(shown_storage(&both.storage).count(), 3);
+        // Two hosts' wholes together: summed.
+        let two = HostResources::together([&both, &both]).unwrap();
+        assert_eq!(two.storage_whole(|s| s.cpu_pct), Some(80.0));
+        // One entry: its whole is not shown again.
+        let one = of(vec![e("osd", 40.0, false), e("all", 40.0, true)]);
+        assert_eq!(shown_storage(&one.storage).count(), 1);
+        // A result from before the whole: the entries summed.
+        let old = of(vec![e("osd", 40.0, false), e("mon", 5.0, false)]);
+        assert_eq!(old.storage_whole(|s| s.cpu_pct), Some(45.0));
+        assert_eq!(of(Vec::new()).storage_whole(|s| s.cpu_pct), None);
+    }
+
+    /// Two observers' mean latencies together are their summed latency over their
+    /// summed I/Os, not the mean of their means; the storage's mean latency weighs the
+    /// read and write metrics by their I/Os too.
+    #[test]
+    fn said_latencies_go_together_by_their_counts() {
+        let lat = |name: &str, amount: f64, count: f64| ScrapedUsage {
+            name: name.into(),
+            latency: true,
+            amount,
+            count,
+            span_s: 1.0,
+            samples: 1,
+            ..Default::default()
+        };
+        let host = |v: Vec<ScrapedUsage>| {
+            HostUsage {
+                wall_s: 1.0,
+                scraped: v,
+                ..Default::default()
+            }
+            .summary()
+            .unwrap()
+        };
+        // Host a: 100 reads at 1 ms; host b: 300 reads at 3 ms and 100 writes at 10 ms.
+        let a = host(vec![lat("r", 0.1, 100.0)]);
+        let b = host(vec![lat("r", 0.9, 300.0), lat("w", 1.0, 100.0)]);
+        assert_eq!(a.scraped[0].value, Some(1.0));
+        let both = HostResources::together([&a, &b]).unwrap();
+        let r = &both.scraped[0];
+        assert_eq!((r.count, r.hosts), (400.0, 2));
+        assert!((r.value.unwrap() - 2.5).abs() < 1e-9, "{r:?}");
+        // Reads and writes: 2.0 s over 500 I/Os.
+        assert!((both.storage_said_latency_ms().unwrap() - 4.0).abs() < 1e-9);
+        assert_eq!(both.storage_said_iops(), None);
+        // No I/O counted anywhere: no latency.
+        let idle = host(vec![lat("r", 0.0, 0.0)]);
+        assert_eq!(idle.scraped[0].value, None);
+        assert_eq!(idle.storage_said_latency_ms(), None);
     }
 
     /// A watched entry's spans add up by name into rates over the whole; hosts together

@@ -226,6 +226,7 @@ mod tests {
             net: None,
             disk: None,
             storage: Vec::new(),
+            scraped: Vec::new(),
             kubernetes: None,
         }
     }

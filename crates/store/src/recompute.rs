@@ -732,6 +732,7 @@ fn host_facts(stored: Option<&RunResult>, name: &str) -> HostFacts {
             net: net.clone(),
             disk: live.disk.clone(),
             storage: live.storage.clone(),
+            scraped: live.scraped.clone(),
         }),
         _ => None,
     };

@@ -395,6 +395,7 @@ fn host(name: &str, lost_at_s: Option<f64>) -> iofleet_stats::result::HostSummar
         net: None,
         disk: None,
         storage: Vec::new(),
+        scraped: Vec::new(),
         kubernetes: None,
     }
 }

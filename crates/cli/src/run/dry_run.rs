@@ -253,6 +253,15 @@ fn host_lines(out: &mut String, h: &HostSpec, share: &HostShare) -> Result<(), E
         if !h.observe.is_empty() {
             writeln!(out, "#     and watches {}", h.observe.join(", ")).ok();
         }
+        if let Some(s) = &h.scrape {
+            writeln!(
+                out,
+                "#     and scrapes {} for {}",
+                s.url,
+                s.metrics.join(", ")
+            )
+            .ok();
+        }
         return Ok(());
     }
     if count == 0 {

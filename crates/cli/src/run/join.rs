@@ -92,6 +92,7 @@ pub(crate) fn planned_hosts(a: &RunArgs) -> Vec<HostSpec> {
             reach: Reach::Joined { rank, member: 0 },
             role: Role::Workers,
             observe: Vec::new(),
+            scrape: None,
         })
         .collect()
 }
@@ -131,6 +132,7 @@ fn host_of(a: &RunArgs, m: &Member) -> HostSpec {
         },
         role: Role::Workers,
         observe: Vec::new(),
+        scrape: None,
     }
 }
 

@@ -33,6 +33,7 @@ use crate::error::FleetError;
 use crate::launcher::{Launcher, Prepared};
 use crate::local::ThreadLauncher;
 use crate::observer::{IntervalSnapshot, Observer, Silent};
+use crate::settings::DropCaches;
 use crate::storage::StorageProbe;
 
 /// The environment variable the controller's start script sets for the agent: the run's
@@ -90,6 +91,8 @@ fn send(out: &Out, f: &Frame) -> io::Result<()> {
 /// What the stdin reader hands over.
 enum Control {
     Job(Box<AgentJob>),
+    /// Every host is ready: empty the page cache (`--drop-caches`) before the start.
+    DropCaches,
     Start(u64),
     /// Stop frame or end of input: the session ends.
     Stop,
@@ -100,6 +103,9 @@ struct Gate {
     control: Receiver<Control>,
     /// The start instant on this host's clock, for the streamer's `Started` report.
     epoch_ns: Arc<AtomicU64>,
+    /// `--drop-caches`: how to empty the page cache when the controller says every host
+    /// is ready (after every host's fill, before the start; workers and observers alike).
+    drop_caches: Option<DropCaches>,
 }
 
 impl StartGate for Gate {
@@ -114,19 +120,32 @@ impl StartGate for Gate {
 
 impl Gate {
     /// Report `ready` and wait for the controller's start instant (on this host's clock).
+    /// With `--drop-caches`, the controller first says when every host is ready: the
+    /// page cache is emptied then, once no host of the run writes its fill any more.
     fn ready_as(&mut self, ready: Ready) -> Result<Instant, FleetError> {
-        send(&self.out, &Frame::Ready(ready))
-            .map_err(|e| FleetError::Setup(format!("cannot reach the controller: {e}")))?;
-        match self.control.recv() {
-            Ok(Control::Start(epoch_ns)) => {
-                self.epoch_ns.store(epoch_ns, Ordering::SeqCst);
-                let now = mono_ns();
-                let ahead = Duration::from_nanos(epoch_ns.saturating_sub(now));
-                Ok(Instant::now() + ahead)
+        let unreachable =
+            |e: std::io::Error| FleetError::Setup(format!("cannot reach the controller: {e}"));
+        send(&self.out, &Frame::Ready(ready)).map_err(unreachable)?;
+        loop {
+            match self.control.recv() {
+                Ok(Control::DropCaches) => {
+                    if let Some(how) = &self.drop_caches {
+                        crate::sys::drop_caches(how)?;
+                    }
+                    send(&self.out, &Frame::Dropped).map_err(unreachable)?;
+                }
+                Ok(Control::Start(epoch_ns)) => {
+                    self.epoch_ns.store(epoch_ns, Ordering::SeqCst);
+                    let now = mono_ns();
+                    let ahead = Duration::from_nanos(epoch_ns.saturating_sub(now));
+                    return Ok(Instant::now() + ahead);
+                }
+                _ => {
+                    return Err(FleetError::Setup(
+                        "the controller stopped the run before it started".into(),
+                    ))
+                }
             }
-            _ => Err(FleetError::Setup(
-                "the controller stopped the run before it started".into(),
-            )),
         }
     }
 }
@@ -291,6 +310,9 @@ fn session(input: BufReader<Box<dyn Read + Send>>, out: Out) -> i32 {
             // The controller closed the session or stopped it between jobs.
             Ok(Control::Stop) | Err(_) => return 0,
             Ok(Control::Start(_)) => return fail(&out, "a start before any job".into(), false),
+            Ok(Control::DropCaches) => {
+                return fail(&out, "a drop-caches before any job".into(), false)
+            }
         };
         if stop.load(Ordering::SeqCst) {
             return 0;
@@ -331,6 +353,7 @@ fn spawn_control(
             }
             Ok(Some(Frame::Job(job))) => Control::Job(job),
             Ok(Some(Frame::Start(s))) => Control::Start(s.epoch_ns),
+            Ok(Some(Frame::DropCaches)) => Control::DropCaches,
             Ok(Some(Frame::Stop)) => Control::Stop,
             Ok(Some(_)) => continue,
             // The end of input (or what cannot be read): the controller is gone.
@@ -431,10 +454,19 @@ fn run_task(
     let (target, label) = target(job);
     let mut launcher = ThreadLauncher::new(target, label);
     let epoch_ns = Arc::new(AtomicU64::new(0));
+    // The caches are dropped when the controller says every host is ready (the gate),
+    // not after this host's own fill: another host may still be writing its fill to
+    // the storage. Whether this host may is checked before anything is written.
+    let mut settings = job.settings.clone();
+    let drop_caches = settings.drop_caches.take();
+    if let Some(how) = &drop_caches {
+        crate::sys::check_drop_caches(how)?;
+    }
     let mut gate = Gate {
         out: out.clone(),
         control,
         epoch_ns: epoch_ns.clone(),
+        drop_caches,
     };
     let mut streamer = Streamer {
         out: out.clone(),
@@ -445,7 +477,7 @@ fn run_task(
     };
     let result = run(
         &job.groups,
-        &job.settings,
+        &settings,
         &mut launcher,
         &mut gate,
         stop,
@@ -500,19 +532,30 @@ fn observe_task(
     let timing = iofleet_profile::combine(&job.groups).timing;
     let timeline = crate::source::Timeline::new(timing.warmup, timing.duration, timing.interval);
     let devices = watched_devices(&job.target);
-    // An observer's host drops its caches too (a storage node's are what matter).
+    // An observer's host drops its caches too (a storage node's are what matter), at
+    // the gate with every other host: once all are ready, so after every fill. Whether
+    // it may is checked now.
     if let Some(how) = &job.settings.drop_caches {
-        crate::sys::drop_caches(how)?;
+        crate::sys::check_drop_caches(how)?;
     }
     // What it watches is checked before it reports ready: a cgroup that is not there is
     // the inventory's error.
     let mut storage =
         StorageProbe::new(&job.observe).map_err(|m| FleetError::Input(format!("observe: {m}")))?;
+    let mut scraper = job
+        .scrape
+        .as_ref()
+        .map(crate::scrape::Scraper::new)
+        .transpose()
+        .map_err(|m| FleetError::Input(format!("scrape: {m}")))?;
+    // A scrape that fails is a notice for its interval, never the run's end.
+    let mut notices = ScrapeNotices::default();
     let epoch_ns = Arc::new(AtomicU64::new(0));
     let mut gate = Gate {
         out: out.clone(),
         control,
         epoch_ns: epoch_ns.clone(),
+        drop_caches: job.settings.drop_caches.clone(),
     };
     let epoch = gate.ready_as(Ready {
         notices: Vec::new(),
@@ -534,6 +577,9 @@ fn observe_task(
     }
     let mut probe = crate::sys::HostProbe::new(devices);
     storage.sample(0.0);
+    if let Some(m) = scraper.as_mut().and_then(|s| s.start()) {
+        notices.push(format!("at the start: {m}"));
+    }
     let since_epoch = || Instant::now().saturating_duration_since(epoch).as_nanos() as u64;
     for (k, &end) in timeline.boundaries.iter().skip(1).enumerate() {
         let cut = stopped(epoch + Duration::from_nanos(end));
@@ -549,6 +595,12 @@ fn observe_task(
         let at = since_epoch();
         let mut usage = probe.sample();
         usage.storage = storage.sample(usage.wall_s);
+        if let Some(s) = scraper.as_mut() {
+            match s.sample() {
+                Ok(v) => usage.scraped = v,
+                Err(m) => notices.push(format!("interval {}: {m}", k + 1)),
+            }
+        }
         let data = IntervalData {
             index: k as u32,
             stopped_at: (cut && at < end).then_some(at),
@@ -561,14 +613,45 @@ fn observe_task(
         if cut {
             return Ok(Done {
                 end_ns: at,
+                notices: notices.take(),
                 ..done()
             });
         }
     }
     Ok(Done {
         end_ns: timeline.end_ns(),
+        notices: notices.take(),
         ..done()
     })
+}
+
+/// The scrape notices of a run: every one up to `MOST`, then a count of the rest (a
+/// long run against a stopped exporter fails at every interval).
+#[derive(Default)]
+struct ScrapeNotices {
+    kept: Vec<String>,
+    more: usize,
+}
+
+impl ScrapeNotices {
+    const MOST: usize = 32;
+
+    fn push(&mut self, m: String) {
+        if self.kept.len() < Self::MOST {
+            // A notice names the address and why; an exporter's own words are cut short.
+            self.kept.push(m.chars().take(400).collect());
+        } else {
+            self.more += 1;
+        }
+    }
+
+    fn take(&mut self) -> Vec<String> {
+        let mut v = std::mem::take(&mut self.kept);
+        if self.more > 0 {
+            v.push(format!("{} more scrapes failed", self.more));
+        }
+        v
+    }
 }
 
 #[cfg(test)]

@@ -442,6 +442,11 @@ impl AgentLauncher {
                     } else {
                         Vec::new()
                     },
+                    scrape: if task == Task::Observe {
+                        self.hosts[i].scrape.clone()
+                    } else {
+                        None
+                    },
                 };
                 Some((i, job))
             })
@@ -606,11 +611,78 @@ impl AgentLauncher {
         let names: Vec<&str> = self.conns.iter().map(|c| c.name.as_str()).collect();
         notices.extend(fold_host_notices(&names, said.clone()));
         self.ready_notices = said;
+        // Every host has written its fill and is ready: now every host, workers and
+        // observers alike, empties its page cache, and the start waits for all of them.
+        if self.settings.drop_caches.is_some() {
+            match self.drop_caches_everywhere(&ev_rx, active_hosts, stop) {
+                Ok(true) => {}
+                Ok(false) => {
+                    self.shutdown();
+                    return Ok(None);
+                }
+                Err(e) => {
+                    self.shutdown();
+                    return Err(e);
+                }
+            }
+        }
         if let Err(e) = self.refine_clocks(&ev_rx, active_hosts) {
             self.shutdown();
             return Err(e);
         }
         Ok(Some((engines, configured)))
+    }
+
+    /// `--drop-caches`: tell every host to empty its page cache and wait until each
+    /// says it did; a host that fails (its `Error` names the flag and the host), closes
+    /// or falls silent for --host-timeout is an error. False when `stop` was set.
+    fn drop_caches_everywhere(
+        &self,
+        ev_rx: &Receiver<Event>,
+        hosts: &[HostSpec],
+        stop: &AtomicBool,
+    ) -> Result<bool, FleetError> {
+        let n = self.conns.len();
+        for (h, (c, host)) in self.conns.iter().zip(hosts).enumerate() {
+            send_to(&c.stdin, &Frame::DropCaches)
+                .map_err(|_| self.closed_while_preparing(host, h, None))?;
+        }
+        let mut dropped = vec![false; n];
+        let mut heard = vec![Instant::now(); n];
+        let timeout = self.settings.host_timeout;
+        while !dropped.iter().all(|&d| d) {
+            let ev = match ev_rx.recv_timeout(Duration::from_millis(100)) {
+                Ok(ev) => Some(ev),
+                Err(_) if stop.load(Ordering::SeqCst) => return Ok(false),
+                Err(_) => None,
+            };
+            match ev {
+                Some(Event::Frame(h, f)) => {
+                    heard[h] = Instant::now();
+                    match f {
+                        Frame::Dropped => dropped[h] = true,
+                        Frame::Error(f) => return Err(agent_failure(&hosts[h], f)),
+                        _ => {}
+                    }
+                }
+                Some(Event::Pong(h, ..)) => heard[h] = Instant::now(),
+                Some(Event::Closed(h, reason)) => {
+                    return Err(self.closed_while_preparing(&hosts[h], h, reason))
+                }
+                None => {
+                    if let Some(h) = heard.iter().position(|t| t.elapsed() >= timeout) {
+                        return Err(host_err(
+                            &hosts[h],
+                            format!(
+                                "lost while dropping its caches: nothing heard from it for {} s (--host-timeout)",
+                                timeout.as_secs_f64()
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(true)
     }
 
     fn closed_while_preparing(
@@ -1641,6 +1713,7 @@ mod tests {
             settings: RunSettings::default(),
             task: Task::Run,
             observe: Vec::new(),
+            scrape: None,
         });
         let stdout = BufReader::new(child.stdout.take().unwrap());
         session::spawn_reader(3, stdout, Arc::new(Mutex::new(limits)), stdin.clone(), tx);

@@ -32,8 +32,14 @@ use serde::{Deserialize, Serialize};
 /// heartbeats to a joined agent; 9: a histogram not yet taken is encoded as a taken one
 /// (its V2 header's highest value is its highest bucket's; the buckets are unchanged);
 /// 10: `RunSettings.drop_caches` (`--drop-caches`), an observer's `AgentJob.observe` and
-/// the storage figures in its usage (`HostUsage.storage`).
-pub const PROTOCOL_VERSION: u32 = 10;
+/// the storage figures in its usage (`HostUsage.storage`); 11: an observer's
+/// `AgentJob.scrape` and what its exporter said (`HostUsage.scraped`); 12: a mean
+/// latency from the exporter (`latency:` metrics, `ScrapedUsage.latency` and `count`),
+/// `--drop-caches cmd:COMMAND` (`RunSettings.drop_caches` reads `cmd:` before a
+/// command), and the `DropCaches`/`Dropped` frames: every host drops its caches once
+/// all hosts are ready, before the start; an observer's storage figures end with the
+/// whole of its entries, each process once (`StorageUsage.total`).
+pub const PROTOCOL_VERSION: u32 = 12;
 pub const MAGIC: &[u8; 8] = b"IOFLEET1";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -106,6 +112,9 @@ pub struct AgentJob {
     /// memory, I/O and context switches it reports each interval.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub observe: Vec<String>,
+    /// An observer's exporter to scrape each interval (`scrape`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scrape: Option<crate::scrape::ScrapeSpec>,
 }
 
 /// What an agent does with its share of the fleet.
@@ -202,6 +211,11 @@ pub enum Frame {
     /// The agent is alive (sent from the job on, whenever it sent nothing else for a
     /// quarter of the host timeout).
     Heartbeat,
+    /// `--drop-caches`: every host of the run has prepared (its fill written) and said
+    /// ready; empty your page cache now, before the start (controller → agent).
+    DropCaches,
+    /// The agent's page cache is emptied (agent → controller; a failure is an `Error`).
+    Dropped,
     Stop,
     Done(Done),
     Error(Failure),
@@ -223,6 +237,8 @@ const K_ERROR: u8 = 11;
 const K_HEARTBEAT: u8 = 12;
 const K_JOIN: u8 = 13;
 const K_WELCOME: u8 = 14;
+const K_DROP_CACHES: u8 = 15;
+const K_DROPPED: u8 = 16;
 
 /// A frame kind with its article, as messages name it ("an interval frame").
 fn a_kind(kind: u8) -> String {
@@ -252,6 +268,8 @@ fn kind_name(kind: u8) -> &'static str {
         K_HEARTBEAT => "heartbeat",
         K_JOIN => "join",
         K_WELCOME => "welcome",
+        K_DROP_CACHES => "drop-caches",
+        K_DROPPED => "dropped",
         _ => "unknown",
     }
 }
@@ -337,10 +355,20 @@ impl FrameLimits {
         let per_sample = streams
             .saturating_mul(2 * (DIRECTION_FIXED + HIST_MAX) as u64)
             .saturating_add(SAMPLE_FIXED as u64);
+        // Each entry, and the whole of them (`storage::TOTAL`) after them.
+        let whole = (!job.observe.is_empty()).then_some(crate::storage::TOTAL);
         let watched: u64 = job
             .observe
             .iter()
+            .map(String::as_str)
+            .chain(whole)
             .map(|e| (STORAGE_FIXED + 6 * e.len()) as u64)
+            .chain(
+                job.scrape
+                    .iter()
+                    .flat_map(|s| &s.metrics)
+                    .map(|m| (STORAGE_FIXED + 6 * m.len()) as u64),
+            )
             .sum();
         FrameLimits {
             interval: bytes(INTERVAL_FIXED, &[(disks, per_sample), (1, watched)]),
@@ -357,7 +385,7 @@ impl FrameLimits {
     /// The largest body a frame of `kind` may have; None for an unknown kind.
     fn of(&self, kind: u8) -> Option<usize> {
         Some(match kind {
-            K_STOP | K_HEARTBEAT => 0,
+            K_STOP | K_HEARTBEAT | K_DROP_CACHES | K_DROPPED => 0,
             K_PING | K_PONG | K_START | K_STARTED => CLOCK_MAX,
             K_HELLO | K_JOIN | K_WELCOME => HELLO_MAX,
             K_JOB => JOB_MAX,
@@ -399,6 +427,8 @@ impl Frame {
             Frame::Started(c) => json(K_STARTED, c),
             Frame::Stop => (K_STOP, Vec::new()),
             Frame::Heartbeat => (K_HEARTBEAT, Vec::new()),
+            Frame::DropCaches => (K_DROP_CACHES, Vec::new()),
+            Frame::Dropped => (K_DROPPED, Vec::new()),
             Frame::Done(d) => json(K_DONE, d),
             Frame::Error(e) => json(K_ERROR, e),
             Frame::Join(j) => json(K_JOIN, j),
@@ -448,6 +478,8 @@ impl Frame {
             K_STARTED => Frame::Started(j(body)?),
             K_STOP => Frame::Stop,
             K_HEARTBEAT => Frame::Heartbeat,
+            K_DROP_CACHES => Frame::DropCaches,
+            K_DROPPED => Frame::Dropped,
             K_DONE => Frame::Done(j(body)?),
             K_ERROR => Frame::Error(j(body)?),
             K_JOIN => Frame::Join(Box::new(j(body)?)),
@@ -815,6 +847,7 @@ mod tests {
             settings: RunSettings::default(),
             task,
             observe: Vec::new(),
+            scrape: None,
         }
     }
 
@@ -1030,6 +1063,13 @@ mod tests {
                 let mut j = job(2, 1, 1, Task::Verify { keep: 3 });
                 j.settings.drop_caches = Some(crate::settings::DropCaches::Command("sync".into()));
                 j.observe = vec!["ceph-osd".into(), "cgroup:/system.slice".into()];
+                j.scrape = Some(crate::scrape::ScrapeSpec {
+                    url: "http://127.0.0.1:9283/metrics".into(),
+                    metrics: vec![
+                        "iops:ceph_osd_op_w".into(),
+                        "latency:ceph_osd_op_r_latency".into(),
+                    ],
+                });
                 j
             })),
             Frame::Ping(clock.clone()),
@@ -1047,18 +1087,53 @@ mod tests {
                 samples: vec![(0, 0, s)],
                 usage: Some(HostUsage {
                     wall_s: 0.5,
-                    storage: vec![iofleet_stats::StorageUsage {
-                        name: "ceph-osd".into(),
-                        usr_s: 0.25,
-                        write_bytes: 4096,
-                        processes: 2,
-                        ..Default::default()
-                    }],
+                    storage: vec![
+                        iofleet_stats::StorageUsage {
+                            name: "ceph-osd".into(),
+                            usr_s: 0.25,
+                            write_bytes: 4096,
+                            processes: 2,
+                            ..Default::default()
+                        },
+                        iofleet_stats::StorageUsage {
+                            name: crate::storage::TOTAL.into(),
+                            usr_s: 0.25,
+                            processes: 2,
+                            total: true,
+                            ..Default::default()
+                        },
+                    ],
+                    scraped: vec![
+                        iofleet_stats::ScrapedUsage {
+                            name: "ceph_osd_op_w".into(),
+                            iops: true,
+                            counter: true,
+                            amount: 300.0,
+                            span_s: 1.0,
+                            samples: 1,
+                            last: Some(1000.0),
+                            at_s: Some(0.5),
+                            missing: false,
+                            latency: false,
+                            count: 0.0,
+                        },
+                        iofleet_stats::ScrapedUsage {
+                            name: "ceph_osd_op_r_latency".into(),
+                            latency: true,
+                            amount: 0.75,
+                            count: 300.0,
+                            span_s: 1.0,
+                            samples: 1,
+                            ..Default::default()
+                        },
+                    ],
                     ..Default::default()
                 }),
                 generator: Some(Box::new(GenSample::thread_span(1_000, 400, Some(30), 12))),
             }),
             Frame::Heartbeat,
+            Frame::DropCaches,
+            Frame::Dropped,
             Frame::Stop,
             Frame::Done(Done {
                 end_ns: 9,
@@ -1099,8 +1174,8 @@ mod tests {
         job.observe = (0..64)
             .map(|i| format!("cmdline:\u{1}{i:0>200}\"quoted\""))
             .collect();
-        let worst = |name: &String| iofleet_stats::StorageUsage {
-            name: name.clone(),
+        let worst = |name: &str| iofleet_stats::StorageUsage {
+            name: name.to_string(),
             usr_s: -f64::MAX,
             sys_s: -f64::MAX,
             mem_mib_s: -f64::MAX,
@@ -1108,6 +1183,7 @@ mod tests {
             write_bytes: u64::MAX,
             ctx_switches: u64::MAX,
             processes: u32::MAX,
+            total: name == crate::storage::TOTAL,
         };
         let frame = Frame::Interval(IntervalData {
             index: u32::MAX,
@@ -1115,7 +1191,14 @@ mod tests {
             samples: Vec::new(),
             usage: Some(HostUsage {
                 wall_s: -f64::MAX,
-                storage: job.observe.iter().map(worst).collect(),
+                // Every entry, then the whole of them.
+                storage: job
+                    .observe
+                    .iter()
+                    .map(String::as_str)
+                    .chain([crate::storage::TOTAL])
+                    .map(worst)
+                    .collect(),
                 ..Default::default()
             }),
             generator: None,
@@ -1144,8 +1227,8 @@ mod tests {
     #[test]
     fn the_frames_bytes_change_only_with_the_protocol_version() {
         const GOLDEN: (u32, &str) = (
-            10,
-            "95ca3e24bb9903aec2545f568dcd221c03aeb293ea30f6f7875660c5051bd44d",
+            12,
+            "7bfc1ac94dc963692c847639df8d360b73bda5d29f80fd9bc87b89c25b1ba186",
         );
         let mut wire = Vec::new();
         for f in every_kind() {

@@ -20,6 +20,8 @@
 //!                                            # the host spends (its target: what to watch)
 //! observe = ["ceph-osd", "cgroup:/system.slice/longhorn.service"]  # an observer's
 //!                                            # storage processes or cgroups
+//! scrape = "http://127.0.0.1:9283/metrics"   # an observer's storage exporter, with
+//! metrics = ["iops:ceph_osd_op_w"]           # its metrics or preset = "ceph"
 //! ```
 //! Any other file is an Ansible inventory, resolved into hosts and variables by
 //! `ansible-inventory` when it is on PATH, else by the native INI reader (`ini.rs`;
@@ -27,7 +29,7 @@
 //! one function here turns it into hosts: `ansible_host`, `ansible_user`,
 //! `ansible_port`, `ansible_ssh_private_key_file` → SSH destination and options;
 //! `iofleet_workers`, `iofleet_target`, `iofleet_path`, `iofleet_transport`,
-//! `iofleet_role`, `iofleet_observe` → the TOML keys of the same names. Any other `iofleet_*` variable is an error.
+//! `iofleet_role`, `iofleet_observe`, `iofleet_scrape`, `iofleet_metrics`, `iofleet_preset` → the TOML keys of the same names. Any other `iofleet_*` variable is an error.
 //!
 //! In every format, a worker pin is bounded as `fleet.workers` is (the option table's
 //! range), one by one and in sum, and a host's name or address may not be empty or hold
@@ -99,6 +101,9 @@ struct RawHost {
     role: Role,
     #[serde(default)]
     observe: Vec<String>,
+    scrape: Option<String>,
+    metrics: Option<Vec<String>>,
+    preset: Option<String>,
 }
 
 /// The ways an inventory may name to reach a host (`transport`, `iofleet_transport`).
@@ -168,14 +173,84 @@ impl Reader {
 }
 
 /// The `iofleet_*` variables an Ansible inventory may set; any other is an error.
-pub const IOFLEET_VARS: [&str; 6] = [
+pub const IOFLEET_VARS: [&str; 9] = [
     "iofleet_workers",
     "iofleet_target",
     "iofleet_path",
     "iofleet_transport",
     "iofleet_role",
     "iofleet_observe",
+    "iofleet_scrape",
+    "iofleet_metrics",
+    "iofleet_preset",
 ];
+
+/// An observer's exporter (`scrape` with `metrics` or `preset`), checked: only an
+/// observer scrapes, the address is http://, the metrics are names (at most
+/// `scrape::MOST_SCRAPED`), a preset is one iofleet knows. The error is `(key, what)`,
+/// the key as the TOML names it.
+fn scrape_spec(
+    role: Role,
+    url: Option<String>,
+    metrics: Option<Vec<String>>,
+    preset: Option<String>,
+) -> Result<Option<crate::scrape::ScrapeSpec>, (&'static str, String)> {
+    use crate::scrape;
+    let Some(url) = url else {
+        if metrics.is_some() {
+            return Err((
+                "metrics",
+                "name the exporter to scrape too (scrape = \"http://127.0.0.1:PORT/metrics\")"
+                    .into(),
+            ));
+        }
+        if preset.is_some() {
+            return Err((
+                "preset",
+                "name the exporter to scrape too (scrape = \"http://127.0.0.1:PORT/metrics\")"
+                    .into(),
+            ));
+        }
+        return Ok(None);
+    };
+    if role != Role::Observer {
+        return Err(("scrape", "only an observer host scrapes an exporter (add role = \"observer\", iofleet_role=observer)".into()));
+    }
+    scrape::parse_url(&url).map_err(|m| ("scrape", m))?;
+    let metrics = match (metrics, preset) {
+        (Some(_), Some(_)) => return Err(("preset", "give metrics or a preset, not both".into())),
+        (Some(m), None) => m,
+        (None, Some(p)) => scrape::preset(&p).ok_or_else(|| {
+            (
+                "preset",
+                format!("{p:?} is not a preset (the presets: {})", scrape::PRESETS),
+            )
+        })?,
+        (None, None) => {
+            return Err((
+                "metrics",
+                format!(
+                "name the metrics to read (metrics = [\"iops:NAME\", \"NAME\"]) or a preset ({})",
+                scrape::PRESETS
+            ),
+            ))
+        }
+    };
+    if metrics.is_empty() || metrics.len() > scrape::MOST_SCRAPED {
+        return Err((
+            "metrics",
+            format!(
+                "{} metrics; give 1 to {}",
+                metrics.len(),
+                scrape::MOST_SCRAPED
+            ),
+        ));
+    }
+    for m in &metrics {
+        scrape::parse_metric(m).map_err(|e| ("metrics", e))?;
+    }
+    Ok(Some(scrape::ScrapeSpec { url, metrics }))
+}
 
 /// The most `observe` entries a host may have.
 pub const MOST_OBSERVED: usize = 64;
@@ -433,7 +508,15 @@ fn host_spec(h: &Host, text: Option<&str>) -> Result<HostSpec, VarError> {
     let role = vars.role()?;
     let observe =
         observe_entries(role, vars.observe()?).map_err(|m| vars.bad("iofleet_observe", m))?;
+    let scrape = scrape_spec(
+        role,
+        vars.text_of("iofleet_scrape")?,
+        vars.list_of("iofleet_metrics")?,
+        vars.text_of("iofleet_preset")?,
+    )
+    .map_err(|(k, m)| vars.bad(&format!("iofleet_{k}"), m))?;
     Ok(HostSpec {
+        scrape,
         name: h.name.clone(),
         destination,
         target: target_arg(target, role),
@@ -589,8 +672,13 @@ impl HostVars<'_> {
 
     /// `iofleet_observe`: a list of entries, or one entry as text.
     fn observe(&self) -> Result<Vec<String>, VarError> {
-        Ok(match self.get("iofleet_observe") {
-            None => Vec::new(),
+        Ok(self.list_of("iofleet_observe")?.unwrap_or_default())
+    }
+
+    /// A variable holding a list of texts, or one text.
+    fn list_of(&self, k: &str) -> Result<Option<Vec<String>>, VarError> {
+        Ok(Some(match self.get(k) {
+            None => return Ok(None),
             Some(Value::String(s)) => vec![s.clone()],
             Some(Value::Array(a)) if a.iter().all(Value::is_string) => a
                 .iter()
@@ -598,11 +686,11 @@ impl HostVars<'_> {
                 .collect(),
             Some(v) => {
                 return Err(self.bad(
-                    "iofleet_observe",
+                    k,
                     format!("{} is neither an entry nor a list of entries", show(v)),
                 ))
             }
-        })
+        }))
     }
 
     /// `iofleet_transport`: ssh (the default) or local.
@@ -644,7 +732,10 @@ pub fn parse_toml(text: &str) -> Result<Vec<HostSpec>, String> {
             let observer = h.role == Role::Observer;
             let observe = observe_entries(h.role, h.observe)
                 .map_err(|m| format!("host '{name}': observe: {m}"))?;
+            let scrape = scrape_spec(h.role, h.scrape, h.metrics, h.preset)
+                .map_err(|(k, m)| format!("host '{name}': {k}: {m}"))?;
             Ok(HostSpec {
+                scrape,
                 observe,
                 name,
                 destination: h.destination,
@@ -954,6 +1045,7 @@ mod tests {
             reach: ssh(&[]),
             role: Role::Workers,
             observe: Vec::new(),
+            scrape: None,
         };
         let hosts = vec![h(None), h(Some(4)), h(None), h(None)];
         let p = place(&hosts, 11).unwrap();

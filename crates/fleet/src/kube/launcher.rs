@@ -273,6 +273,7 @@ fn pod_hosts(fleet: &KubeFleet, cluster: &Cluster, disks: u32) -> Vec<HostSpec> 
                 reach: Reach::Kubectl(cluster.address.clone()),
                 role: Role::Workers,
                 observe: Vec::new(),
+                scrape: None,
             }
         })
         .collect()
