@@ -132,11 +132,11 @@ pub fn newc(entries: &[Entry]) -> Vec<u8> {
         out.extend_from_slice(header.as_bytes());
         out.extend_from_slice(path.as_bytes());
         out.push(0);
-        while out.len() % 4 != 0 {
+        while !out.len().is_multiple_of(4) {
             out.push(0);
         }
         out.extend_from_slice(data);
-        while out.len() % 4 != 0 {
+        while !out.len().is_multiple_of(4) {
             out.push(0);
         }
     };
@@ -343,7 +343,7 @@ kernel/drivers/virtio/virtio_ring.ko:
             modules: vec![("virtio.ko".into(), b"mod".to_vec())],
             join: b"{\"token\":\"t\"}",
         });
-        assert_eq!(a.len() % 4, 0);
+        assert!(a.len().is_multiple_of(4));
         let d = tempfile::tempdir().unwrap();
         let mut child = std::process::Command::new("cpio")
             .args(["-idm", "--quiet"])
