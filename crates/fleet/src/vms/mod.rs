@@ -31,6 +31,7 @@
 //! # or image = "/var/lib/libvirt/images/debian-12.qcow2" (cloud-init NoCloud seed)
 //! ```
 
+pub mod guest;
 pub mod initramfs;
 pub mod xml;
 
