@@ -100,6 +100,10 @@ fn man(subcommand: Option<&str>) -> Result<i32, Exit> {
 }
 
 fn main() {
+    // In a worker VM iofleet built, this binary is the guest's /init (process 1).
+    if iofleet_fleet::vms::guest::is_guest_init(&std::env::args().next().unwrap_or_default()) {
+        iofleet_fleet::vms::guest::main();
+    }
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Run(c) => cmd::run::run(c),

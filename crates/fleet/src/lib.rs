@@ -59,6 +59,7 @@ pub mod settings;
 pub mod source;
 pub mod storage;
 pub mod sys;
+pub mod vms;
 
 pub use controller::{run, StartGate, StartNow};
 pub use error::FleetError;

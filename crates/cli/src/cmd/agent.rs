@@ -67,6 +67,7 @@ pub fn run(a: AgentArgs) -> Result<i32, Exit> {
         placement,
         target: target.clone(),
         join_timeout: a.join_timeout,
+        channel: None,
     });
     Ok(join::join_all(requests.collect()))
 }

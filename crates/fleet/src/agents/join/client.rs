@@ -12,11 +12,16 @@
 //! A connection refused or reset before the handshake (the controller not listening
 //! yet, or over its candidates) is tried again until `--join-timeout`; a refusal is
 //! final.
+//!
+//! A worker VM joins the same way over its virtio-serial channel instead of TCP
+//! (`JoinRequest::channel`, see `vms`): the port is opened once the hypervisor's end is
+//! connected, and TLS, the join and the session run over it as over a socket.
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream, ToSocketAddrs};
 use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -39,6 +44,43 @@ pub struct JoinRequest {
     pub target: Option<TargetArg>,
     /// How long to keep trying to reach the controller.
     pub join_timeout: Duration,
+    /// A virtio-serial port to join over instead of the address's endpoint (a worker
+    /// VM's channel, whose other end the controller holds).
+    pub channel: Option<PathBuf>,
+}
+
+/// What a join runs over: a TCP connection, or a VM's virtio-serial port.
+trait Link: Read + Write + AsFd + Send {
+    /// Bound blocking reads (None: unbounded), where the link can.
+    fn limit_reads(&self, t: Option<Duration>) -> io::Result<()>;
+    /// Bound blocking writes, where the link can.
+    fn limit_writes(&self, t: Option<Duration>) -> io::Result<()>;
+    /// End it both ways.
+    fn end(&self);
+}
+
+impl Link for TcpStream {
+    fn limit_reads(&self, t: Option<Duration>) -> io::Result<()> {
+        self.set_read_timeout(t)
+    }
+    fn limit_writes(&self, t: Option<Duration>) -> io::Result<()> {
+        self.set_write_timeout(t)
+    }
+    fn end(&self) {
+        let _ = self.shutdown(Shutdown::Both);
+    }
+}
+
+/// A character device (a virtio-serial port): no timeouts of its own; the hypervisor's
+/// end going away reads as the end of input.
+impl Link for std::fs::File {
+    fn limit_reads(&self, _: Option<Duration>) -> io::Result<()> {
+        Ok(())
+    }
+    fn limit_writes(&self, _: Option<Duration>) -> io::Result<()> {
+        Ok(())
+    }
+    fn end(&self) {}
 }
 
 /// Why a join attempt failed.
@@ -51,21 +93,32 @@ enum Attempt {
 
 /// Join, serve the controller, and return the process exit code.
 pub fn join(req: JoinRequest) -> i32 {
+    match req.channel.clone() {
+        Some(port) => join_over(&req, || open_channel(&port)),
+        None => join_over(&req, || connect_tcp(&req)),
+    }
+}
+
+/// Join over what `connect` opens, trying again until the join timeout; then serve.
+fn join_over<S: Link>(req: &JoinRequest, connect: impl Fn() -> Result<S, Attempt>) -> i32 {
     let config = match client_config(&req.address.fingerprint) {
         Ok(c) => c,
         Err(e) => return say(&e, 2),
     };
     let deadline = Instant::now() + req.join_timeout;
     let mut wait = Duration::from_millis(50);
-    let (tcp, tls, welcome) = loop {
-        match attempt(&req, &config) {
+    let where_to = match &req.channel {
+        Some(p) => p.display().to_string(),
+        None => req.address.endpoint.clone(),
+    };
+    let (link, tls, welcome) = loop {
+        match connect().and_then(|s| attempt(req, &config, s)) {
             Ok(joined) => break joined,
             Err(Attempt::Final(e, code)) => return say(&e, code),
             Err(Attempt::Again(e)) if Instant::now() >= deadline => {
                 return say(
                     &format!(
-                        "could not join {} within --join-timeout {} s: {e}",
-                        req.address.endpoint,
+                        "could not join {where_to} within --join-timeout {} s: {e}",
                         req.join_timeout.as_secs_f64()
                     ),
                     1,
@@ -79,7 +132,7 @@ pub fn join(req: JoinRequest) -> i32 {
             }
         }
     };
-    bridge(tcp, tls, &welcome)
+    bridge(link, tls, &welcome)
 }
 
 /// Join as every agent of `requests`, each on a thread of its own with its own
@@ -115,11 +168,8 @@ fn say(message: &str, code: i32) -> i32 {
     code
 }
 
-/// One try: connect, TLS, join, and the controller's answer.
-fn attempt(
-    req: &JoinRequest,
-    config: &Arc<ClientConfig>,
-) -> Result<(TcpStream, ClientConnection, Welcome), Attempt> {
+/// A TCP connection to the join address.
+fn connect_tcp(req: &JoinRequest) -> Result<TcpStream, Attempt> {
     let again = |e: io::Error| Attempt::Again(e.to_string());
     let addrs: Vec<_> = req
         .address
@@ -128,19 +178,51 @@ fn attempt(
         .map_err(|e| Attempt::Again(format!("cannot resolve {}: {e}", req.address.endpoint)))?
         .collect();
     let mut last = Attempt::Again(format!("{} resolves to no address", req.address.endpoint));
-    let mut tcp = None;
     for a in &addrs {
         match TcpStream::connect_timeout(a, Duration::from_secs(10)) {
             Ok(s) => {
-                tcp = Some(s);
-                break;
+                let _ = s.set_nodelay(true);
+                return Ok(s);
             }
             Err(e) => last = again(e),
         }
     }
-    let Some(mut tcp) = tcp else { return Err(last) };
-    let _ = tcp.set_nodelay(true);
-    tcp.set_read_timeout(Some(Duration::from_secs(30)))
+    Err(last)
+}
+
+/// The virtio-serial port, once the hypervisor's end of it is open (until then the
+/// port reads as closed and reports a hang-up).
+fn open_channel(port: &std::path::Path) -> Result<std::fs::File, Attempt> {
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(port)
+        .map_err(|e| Attempt::Again(format!("{}: {e}", port.display())))?;
+    let mut fds = [PollFd::from_borrowed_fd(f.as_fd(), PollFlags::OUT)];
+    let tick = Timespec {
+        tv_sec: 0,
+        tv_nsec: 100_000_000,
+    };
+    let _ = poll(&mut fds, Some(&tick));
+    let r = fds[0].revents();
+    if r.contains(PollFlags::HUP) || !r.contains(PollFlags::OUT) {
+        return Err(Attempt::Again(format!(
+            "{}: the hypervisor's end of the channel is not open yet",
+            port.display()
+        )));
+    }
+    Ok(f)
+}
+
+/// One try over an open link: TLS, join, and the controller's answer.
+fn attempt<S: Link>(
+    req: &JoinRequest,
+    config: &Arc<ClientConfig>,
+    mut tcp: S,
+) -> Result<(S, ClientConnection, Welcome), Attempt> {
+    let again = |e: io::Error| Attempt::Again(e.to_string());
+    tcp.limit_reads(Some(Duration::from_secs(30)))
         .map_err(again)?;
     let mut tls = ClientConnection::new(config.clone(), server_name())
         .map_err(|e| Attempt::Final(format!("TLS: {e}"), 1))?;
@@ -169,7 +251,7 @@ fn attempt(
     match answer {
         Some(Frame::Welcome(w)) => {
             check_hello(&hello, &w.hello, "the controller").map_err(|e| Attempt::Final(e, 2))?;
-            tcp.set_read_timeout(None).map_err(again)?;
+            tcp.limit_reads(None).map_err(again)?;
             Ok((tcp, tls, w))
         }
         Some(Frame::Error(f)) => Err(Attempt::Final(
@@ -190,7 +272,7 @@ fn attempt(
 /// one end of a socket pair, this thread moves bytes between the other end and TLS, and
 /// ends the session's input when the controller closes or is silent for the host
 /// timeout. The session's exit code.
-fn bridge(mut tcp: TcpStream, mut tls: ClientConnection, welcome: &Welcome) -> i32 {
+fn bridge<S: Link>(mut tcp: S, mut tls: ClientConnection, welcome: &Welcome) -> i32 {
     let (mut mine, theirs) = match UnixStream::pair() {
         Ok(p) => p,
         Err(e) => return say(&format!("cannot make a socket pair: {e}"), 1),
@@ -204,7 +286,7 @@ fn bridge(mut tcp: TcpStream, mut tls: ClientConnection, welcome: &Welcome) -> i
     });
     let silence = Duration::from_millis(welcome.host_timeout_ms.max(1000));
     // A controller that stops reading must not hold this thread in a write forever.
-    let _ = tcp.set_write_timeout(Some(silence));
+    let _ = tcp.limit_writes(Some(silence));
     let mut heard = Instant::now();
     let mut silent = false;
     let mut buf = vec![0u8; 64 << 10];
@@ -277,7 +359,7 @@ fn bridge(mut tcp: TcpStream, mut tls: ClientConnection, welcome: &Welcome) -> i
     let _ = mine.shutdown(Shutdown::Both);
     tls.send_close_notify();
     let _ = write_out(&mut tls, &mut tcp);
-    let _ = tcp.shutdown(Shutdown::Both);
+    tcp.end();
     if !why.is_empty() {
         eprintln!("iofleet agent: {why}");
     }
@@ -311,7 +393,7 @@ fn drain_plaintext(
 }
 
 /// Write every TLS record waiting (blocking, bounded by the socket's write timeout).
-fn write_out(tls: &mut ClientConnection, tcp: &mut TcpStream) -> io::Result<()> {
+fn write_out(tls: &mut ClientConnection, tcp: &mut impl Write) -> io::Result<()> {
     while tls.wants_write() {
         tls.write_tls(tcp)?;
     }
@@ -378,8 +460,9 @@ mod tests {
             },
             target: None,
             join_timeout: Duration::from_secs(30),
+            channel: None,
         };
-        match attempt(&req, &config) {
+        match connect_tcp(&req).and_then(|s| attempt(&req, &config, s)) {
             Err(Attempt::Final(e, code)) => {
                 assert_eq!(code, 2);
                 assert!(
