@@ -31,6 +31,10 @@ command -v mpirun >/dev/null || need+=(openmpi-bin)                      # agent
 { command -v srun && command -v slurmctld && command -v slurmd; } >/dev/null || need+=(slurm-wlm)  # ... and by srun
 { command -v munged && command -v mungekey; } >/dev/null || need+=(munge) # Slurm's authentication
 command -v pdsh >/dev/null || need+=(pdsh)                               # ... and by pdsh
+command -v cpio >/dev/null || need+=(cpio)                               # worker VMs: the guest's initramfs read back
+command -v objcopy >/dev/null || need+=(binutils)                        # ... the agent stripped for a guest
+{ command -v virt-xml-validate && command -v xmllint; } >/dev/null || need+=(libvirt-clients libxml2-utils)  # ... domain XML against libvirt's schemas
+ls /boot/vmlinuz-* >/dev/null 2>&1 || need+=(linux-image-cloud-amd64)    # ... a guest kernel with its virtio modules
 
 if [ ${#need[@]} -gt 0 ]; then
   sudo=""
@@ -50,6 +54,26 @@ if [ ${#need[@]} -gt 0 ]; then
       $sudo service "$svc" stop >/dev/null 2>&1 || $sudo "/etc/init.d/$svc" stop >/dev/null 2>&1 || true
     fi
   done
+fi
+
+# QEMU for the worker-VM tests (software emulation). On Debian 12 this machine's
+# qemu-utils comes from bookworm-backports, so QEMU must come from there too (bookworm's
+# own qemu-system-x86 conflicts with it).
+if ! command -v qemu-system-x86_64 >/dev/null && command -v apt-get >/dev/null \
+   && [ "$(id -u)" = 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  if grep -q '^VERSION_CODENAME=bookworm' /etc/os-release 2>/dev/null; then
+    if ! grep -rqs bookworm-backports /etc/apt/sources.list /etc/apt/sources.list.d/; then
+      printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+        > /etc/apt/sources.list.d/iofleet-backports.sources
+    fi
+    echo "test.sh: installing qemu-system-x86 (bookworm-backports)" >&2
+    apt-get update -qq
+    apt-get install -y -qq -t bookworm-backports qemu-system-x86 >/dev/null
+  else
+    echo "test.sh: installing qemu-system-x86" >&2
+    apt-get install -y -qq qemu-system-x86 >/dev/null
+  fi
 fi
 
 # Python tools from PyPI: the offline validator of Kubernetes manifests against the
