@@ -306,29 +306,7 @@ fn check(r: RawVms) -> Result<VmFleet, String> {
     }
     let spread = r.spread.unwrap_or(Spread::Even);
     let per_host = at_least_one("vms_per_host", r.vms_per_host, MAX_VMS)?;
-    let n_hosts = hypervisors.len() as u32;
-    let vms = match (at_least_one("vms", r.vms, MAX_VMS)?, per_host) {
-        (Some(v), None) => v,
-        (None, Some(k)) => k
-            .checked_mul(n_hosts)
-            .filter(|&v| v <= MAX_VMS)
-            .ok_or(format!("vms.vms_per_host: more than {MAX_VMS} VMs in all"))?,
-        (Some(v), Some(k)) => {
-            if v > k.saturating_mul(n_hosts) {
-                return Err(format!(
-                    "vms.vms: {v} VMs do not fit {k} per hypervisor on {n_hosts} hypervisor(s)"
-                ));
-            }
-            v
-        }
-        (None, None) => return Err("vms.vms: how many VMs (or vms_per_host)".into()),
-    };
-    if spread == Spread::Fill && per_host.is_none() {
-        return Err(
-            "vms.spread: \"fill\" fills each hypervisor with vms_per_host VMs: give vms_per_host"
-                .into(),
-        );
-    }
+    let vms = vm_count(r.vms, per_host, hypervisors.len() as u32, spread)?;
     let vcpus = at_least_one("vcpus", r.vcpus, 256)?.unwrap_or(1);
     let memory_bytes = match r.memory {
         None => 512 << 20,
@@ -367,33 +345,7 @@ fn check(r: RawVms) -> Result<VmFleet, String> {
             cache.name()
         ));
     }
-    let guest =
-        match r.guest {
-            None => Guest::Builtin { kernel: None },
-            Some(RawGuest {
-                kernel: Some(_),
-                image: Some(_),
-            }) => return Err(
-                "vms.guest: a kernel (booted with iofleet's own initramfs) or an image, not both"
-                    .into(),
-            ),
-            Some(RawGuest {
-                kernel,
-                image: None,
-            }) => {
-                if let Some(k) = &kernel {
-                    absolute("guest.kernel", k)?;
-                }
-                Guest::Builtin { kernel }
-            }
-            Some(RawGuest {
-                kernel: None,
-                image: Some(path),
-            }) => {
-                absolute("guest.image", &path)?;
-                Guest::Image { path }
-            }
-        };
+    let guest = guest(r.guest)?;
     let boot_timeout = match r.boot_timeout {
         None => Duration::from_secs(300),
         Some(t) => match parse_duration(&t) {
@@ -421,6 +373,71 @@ fn check(r: RawVms) -> Result<VmFleet, String> {
         guest,
         keep: r.keep.unwrap_or(false),
         boot_timeout,
+    })
+}
+
+/// The VMs in all: `vms`, or `vms_per_host` on each of `n_hosts` hypervisors (both: the
+/// VMs must fit).
+fn vm_count(
+    vms: Option<u32>,
+    per_host: Option<u32>,
+    n_hosts: u32,
+    spread: Spread,
+) -> Result<u32, String> {
+    let vms = match (at_least_one("vms", vms, MAX_VMS)?, per_host) {
+        (Some(v), None) => v,
+        (None, Some(k)) => k
+            .checked_mul(n_hosts)
+            .filter(|&v| v <= MAX_VMS)
+            .ok_or(format!("vms.vms_per_host: more than {MAX_VMS} VMs in all"))?,
+        (Some(v), Some(k)) => {
+            if v > k.saturating_mul(n_hosts) {
+                return Err(format!(
+                    "vms.vms: {v} VMs do not fit {k} per hypervisor on {n_hosts} hypervisor(s)"
+                ));
+            }
+            v
+        }
+        (None, None) => return Err("vms.vms: how many VMs (or vms_per_host)".into()),
+    };
+    if spread == Spread::Fill && per_host.is_none() {
+        return Err(
+            "vms.spread: \"fill\" fills each hypervisor with vms_per_host VMs: give vms_per_host"
+                .into(),
+        );
+    }
+    Ok(vms)
+}
+
+/// What the guest boots: iofleet's own initramfs with a kernel, or an image.
+fn guest(g: Option<RawGuest>) -> Result<Guest, String> {
+    Ok(match g {
+        None => Guest::Builtin { kernel: None },
+        Some(RawGuest {
+            kernel: Some(_),
+            image: Some(_),
+        }) => {
+            return Err(
+                "vms.guest: a kernel (booted with iofleet's own initramfs) or an image, not both"
+                    .into(),
+            )
+        }
+        Some(RawGuest {
+            kernel,
+            image: None,
+        }) => {
+            if let Some(k) = &kernel {
+                absolute("guest.kernel", k)?;
+            }
+            Guest::Builtin { kernel }
+        }
+        Some(RawGuest {
+            kernel: None,
+            image: Some(path),
+        }) => {
+            absolute("guest.image", &path)?;
+            Guest::Image { path }
+        }
     })
 }
 
