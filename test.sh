@@ -75,6 +75,14 @@ if ! command -v qemu-system-x86_64 >/dev/null && command -v apt-get >/dev/null \
     apt-get install -y -qq qemu-system-x86 >/dev/null
   fi
 fi
+# libvirt's daemons for the worker-VM tests, which start and stop them themselves. Without
+# recommends: the packaged default network (a bridge and dnsmasq) is not wanted.
+if ! { command -v libvirtd && command -v virtlogd; } >/dev/null && command -v apt-get >/dev/null \
+   && [ "$(id -u)" = 0 ]; then
+  echo "test.sh: installing libvirt-daemon-system" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    libvirt-daemon-system libvirt-daemon-driver-qemu libvirt-clients >/dev/null
+fi
 
 # Python tools from PyPI: the offline validator of Kubernetes manifests against the
 # Kubernetes OpenAPI schemas (tests/kubernetes.rs), and fio-plot, a reader of fio's JSON

@@ -7,6 +7,8 @@
 //! power off by itself.
 
 mod common;
+#[path = "support/libvirt.rs"]
+mod libvirt;
 
 use std::io::Read;
 use std::os::unix::net::UnixListener;
@@ -36,6 +38,54 @@ fn guest_kernel() -> Option<(PathBuf, String)> {
     found.pop()
 }
 
+/// An initramfs of this build's iofleet (debug symbols stripped), its libraries, the
+/// kernel `version`'s virtio modules and a join file for rank `rank` with `disks` disks
+/// (a certificate and token no controller has: these tests read the guest's first TLS
+/// bytes, no join completes).
+fn build_initramfs(version: &str, scratch: &Path, rank: u32, disks: u32, out: &Path) {
+    let agent = scratch.join("iofleet");
+    let o = std::process::Command::new("objcopy")
+        .args(["--strip-debug", env!("CARGO_BIN_EXE_iofleet")])
+        .arg(&agent)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let libs = initramfs::linked_libraries(&agent)
+        .unwrap()
+        .into_iter()
+        .map(|(g, h)| (g, std::fs::read(h).unwrap()))
+        .collect();
+    let mods = Path::new("/lib/modules").join(version);
+    let dep = std::fs::read_to_string(mods.join("modules.dep")).unwrap();
+    let builtin = std::fs::read_to_string(mods.join("modules.builtin")).unwrap_or_default();
+    let modules = initramfs::module_order(&dep, &builtin, &GUEST_DRIVERS)
+        .unwrap()
+        .into_iter()
+        .map(|rel| {
+            let name = rel.rsplit('/').next().unwrap().to_string();
+            (name, std::fs::read(mods.join(&rel)).unwrap())
+        })
+        .collect();
+    let join = serde_json::to_vec(&GuestJoin {
+        fingerprint: "00".repeat(32),
+        token: "t".repeat(64),
+        rank,
+        disks,
+        join_timeout_s: 3,
+    })
+    .unwrap();
+    std::fs::write(
+        out,
+        initramfs::archive(&Contents {
+            iofleet: &std::fs::read(&agent).unwrap(),
+            libs,
+            modules,
+            join: &join,
+        }),
+    )
+    .unwrap();
+}
+
 #[test]
 fn the_builtin_guest_finds_its_disks_and_channel_and_opens_tls_over_it() {
     let test = "the_builtin_guest_finds_its_disks_and_channel_and_opens_tls_over_it";
@@ -50,49 +100,8 @@ fn the_builtin_guest_finds_its_disks_and_channel_and_opens_tls_over_it() {
         return;
     };
     let d = tempfile::tempdir().unwrap();
-    // The debug build is large: its symbols are not needed in a guest.
-    let agent = d.path().join("iofleet");
-    let o = std::process::Command::new("objcopy")
-        .args(["--strip-debug", env!("CARGO_BIN_EXE_iofleet")])
-        .arg(&agent)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let libs = initramfs::linked_libraries(&agent)
-        .unwrap()
-        .into_iter()
-        .map(|(g, h)| (g, std::fs::read(h).unwrap()))
-        .collect();
-    let mods = Path::new("/lib/modules").join(&version);
-    let dep = std::fs::read_to_string(mods.join("modules.dep")).unwrap();
-    let builtin = std::fs::read_to_string(mods.join("modules.builtin")).unwrap_or_default();
-    let modules = initramfs::module_order(&dep, &builtin, &GUEST_DRIVERS)
-        .unwrap()
-        .into_iter()
-        .map(|rel| {
-            let name = rel.rsplit('/').next().unwrap().to_string();
-            (name, std::fs::read(mods.join(&rel)).unwrap())
-        })
-        .collect();
-    let join = serde_json::to_vec(&GuestJoin {
-        fingerprint: "00".repeat(32),
-        token: "t".repeat(64),
-        rank: 3,
-        disks: 2,
-        join_timeout_s: 3,
-    })
-    .unwrap();
     let initrd = d.path().join("initrd");
-    std::fs::write(
-        &initrd,
-        initramfs::archive(&Contents {
-            iofleet: &std::fs::read(&agent).unwrap(),
-            libs,
-            modules,
-            join: &join,
-        }),
-    )
-    .unwrap();
+    build_initramfs(&version, d.path(), 3, 2, &initrd);
     // Two data disks, attached so that the first the guest sees is disk 1.
     let disks: Vec<PathBuf> = (0..2).map(|k| d.path().join(format!("d{k}.raw"))).collect();
     for p in &disks {
@@ -183,4 +192,113 @@ fn the_builtin_guest_finds_its_disks_and_channel_and_opens_tls_over_it() {
         joined_after.as_secs_f64(),
         began.elapsed().as_secs_f64()
     );
+}
+
+/// Through real libvirt (daemons started here, a directory pool in a temp dir): two data
+/// disks created as volumes, the domain iofleet writes defined and started under
+/// software emulation, its join channel found in the live domain and carrying the
+/// guest's TLS, the hypervisor's own request counts readable per disk; then destroyed,
+/// undefined and its volumes deleted, leaving no domain, volume or QEMU process.
+#[test]
+fn a_guest_defined_through_libvirt_reaches_its_channel_and_leaves_nothing() {
+    let test = "a_guest_defined_through_libvirt_reaches_its_channel_and_leaves_nothing";
+    if !need::need(
+        test,
+        &[
+            "root",
+            "qemu-system-x86_64",
+            "virsh",
+            "libvirtd",
+            "virtlogd",
+            "objcopy",
+        ],
+    ) {
+        return;
+    }
+    let Some((kernel, version)) = guest_kernel() else {
+        need::skip(
+            "a kernel in /boot with its modules (linux-image-cloud-amd64)",
+            test,
+        );
+        return;
+    };
+    use iofleet_fleet::vms::hypervisor::{Hypervisor, Virsh};
+    use iofleet_fleet::vms::xml::{domain_xml, volume_xml, Boot};
+    let lv = libvirt::Libvirt::start("iofleet-test-vms");
+    let d = tempfile::tempdir().unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let initrd = d.path().join("initrd");
+    build_initramfs(&version, d.path(), 0, 2, &initrd);
+    let fleet = iofleet_fleet::vms::parse(&format!(
+        "[vms]\nname = \"lvtest\"\nvms = 1\nmemory = \"512m\"\npool = \"{}\"\ndomain_type = \"qemu\"\n",
+        lv.pool
+    ))
+    .unwrap();
+    let slot = &fleet.layout(2)[0];
+    let hv = Virsh::new(libvirt::URI);
+    // Whatever happens below, nothing of the guest stays.
+    struct Cleanup<'a>(&'a Virsh, &'a iofleet_fleet::vms::VmSlot, &'a str);
+    impl Drop for Cleanup<'_> {
+        fn drop(&mut self) {
+            let _ = self.0.destroy(&self.1.domain);
+            let _ = self.0.undefine(&self.1.domain);
+            for v in &self.1.volumes {
+                let _ = self.0.delete_volume(self.2, v);
+            }
+            // libvirt keeps each domain's QEMU log after it is gone.
+            let _ = std::fs::remove_file(format!("/var/log/libvirt/qemu/{}.log", self.1.domain));
+        }
+    }
+    let cleanup = Cleanup(&hv, slot, &lv.pool);
+    for v in &slot.volumes {
+        let path = hv
+            .create_volume(&lv.pool, &volume_xml(v, 16 << 20))
+            .unwrap();
+        assert!(path.ends_with(v.as_str()), "{path}");
+    }
+    let cmdline = "console=ttyS0 quiet panic=-1";
+    let xml = domain_xml(
+        &fleet,
+        slot,
+        "qemu",
+        &Boot::Kernel {
+            kernel: kernel.to_str().unwrap(),
+            initrd: initrd.to_str().unwrap(),
+            cmdline,
+        },
+    );
+    let began = Instant::now();
+    hv.define(&xml).unwrap();
+    hv.start(&slot.domain).unwrap();
+    let channel = hv.channel(&slot.domain).unwrap();
+    assert!(
+        channel.ends_with(iofleet_fleet::vms::CHANNEL_NAME),
+        "{}",
+        channel.display()
+    );
+    let mut ch = std::os::unix::net::UnixStream::connect(&channel).unwrap();
+    ch.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
+    let mut first = [0u8; 3];
+    ch.read_exact(&mut first).unwrap();
+    assert_eq!((first[0], first[1]), (0x16, 0x03), "TLS: {first:?}");
+    eprintln!(
+        "through libvirt: the guest's first TLS bytes {:.1} s after define",
+        began.elapsed().as_secs_f64()
+    );
+    // The guest read its disks' partition tables at boot: the hypervisor counted it.
+    let (reads, _writes) = hv.disk_requests(&slot.domain, "vda").unwrap();
+    assert!(reads > 0, "{reads}");
+    drop(ch);
+    drop(cleanup);
+    assert_eq!(lv.domains("iofleet-lvtest-"), Vec::<String>::new());
+    assert_eq!(lv.volumes(), Vec::<String>::new());
+    let began = Instant::now();
+    while libvirt::Libvirt::qemu_processes("iofleet-lvtest-") > 0 {
+        assert!(
+            began.elapsed() < Duration::from_secs(10),
+            "a QEMU process stays"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }

@@ -32,6 +32,7 @@
 //! ```
 
 pub mod guest;
+pub mod hypervisor;
 pub mod initramfs;
 pub mod xml;
 

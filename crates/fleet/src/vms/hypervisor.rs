@@ -1,0 +1,206 @@
+//! The seam between a VM fleet and what runs its guests: a `Hypervisor` defines a guest,
+//! starts it, says where its join channel is, destroys it, and keeps its data disks as
+//! volumes. `Virsh` is libvirt's, through its command-line client (`virsh -c URI`), so
+//! a remote hypervisor (`qemu+ssh://`) is reached as libvirt reaches it. Another
+//! platform (Proxmox's API, vSphere through `govc`, Hyper-V) is another implementation
+//! of the same few calls (docs/vms.md says what each would need).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+/// What a VM fleet needs of a hypervisor. Errors are messages naming the hypervisor
+/// and what failed.
+pub trait Hypervisor {
+    /// The hypervisor as the description names it (for messages).
+    fn name(&self) -> &str;
+    /// Create a volume in `pool` from its XML (`xml::volume_xml`); its path there.
+    fn create_volume(&self, pool: &str, xml: &str) -> Result<String, String>;
+    /// Delete volume `name` of `pool`.
+    fn delete_volume(&self, pool: &str, name: &str) -> Result<(), String>;
+    /// The volumes of `pool`.
+    fn volumes(&self, pool: &str) -> Result<Vec<String>, String>;
+    /// Define a domain from its XML (`xml::domain_xml`).
+    fn define(&self, xml: &str) -> Result<(), String>;
+    fn start(&self, domain: &str) -> Result<(), String>;
+    /// Where the running domain's join channel is (its Unix socket on the hypervisor),
+    /// read from the live domain: libvirt chooses it.
+    fn channel(&self, domain: &str) -> Result<PathBuf, String>;
+    /// Power the domain off at once (a no-op for one not running).
+    fn destroy(&self, domain: &str) -> Result<(), String>;
+    fn undefine(&self, domain: &str) -> Result<(), String>;
+    /// Every domain defined, running or not.
+    fn domains(&self) -> Result<Vec<String>, String>;
+    /// A disk's completed requests as the hypervisor counted them: (reads, writes).
+    fn disk_requests(&self, domain: &str, dev: &str) -> Result<(u64, u64), String>;
+}
+
+/// libvirt through `virsh`.
+pub struct Virsh {
+    pub uri: String,
+}
+
+impl Virsh {
+    pub fn new(uri: &str) -> Virsh {
+        Virsh {
+            uri: uri.to_string(),
+        }
+    }
+
+    /// Run `virsh -c URI ARGS` with `input` on its standard input; its output.
+    fn run(&self, args: &[&str], input: Option<&str>) -> Result<String, String> {
+        let mut c = Command::new("virsh");
+        c.args(["-q", "-c", &self.uri])
+            .args(args)
+            .stdin(if input.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = c
+            .spawn()
+            .map_err(|e| format!("{}: cannot run virsh: {e}", self.uri))?;
+        if let Some(text) = input {
+            if let Some(mut w) = child.stdin.take() {
+                w.write_all(text.as_bytes())
+                    .map_err(|e| format!("{}: virsh: {e}", self.uri))?;
+            }
+        }
+        let o = child
+            .wait_with_output()
+            .map_err(|e| format!("{}: virsh: {e}", self.uri))?;
+        if !o.status.success() {
+            return Err(format!(
+                "{}: virsh {}: {}",
+                self.uri,
+                args.first().copied().unwrap_or_default(),
+                String::from_utf8_lossy(&o.stderr).trim()
+            ));
+        }
+        Ok(String::from_utf8_lossy(&o.stdout).into_owned())
+    }
+}
+
+/// The words of each non-empty line of virsh's quiet (`-q`) listings.
+fn rows(text: &str) -> impl Iterator<Item = Vec<&str>> {
+    text.lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|w| !w.is_empty())
+}
+
+/// The `path` of the `<source>` of the unix channel whose target is `name`, in a live
+/// domain's XML.
+pub fn channel_path(domain_xml: &str, name: &str) -> Option<PathBuf> {
+    let mut rest = domain_xml;
+    while let Some(i) = rest.find("<channel type='unix'>") {
+        let block = &rest[i..];
+        let end = block.find("</channel>")?;
+        let block = &block[..end];
+        if block.contains(&format!("name='{name}'")) {
+            let p = block.split("path='").nth(1)?;
+            return Some(PathBuf::from(p.split('\'').next()?));
+        }
+        rest = &rest[i + end..];
+    }
+    None
+}
+
+impl Hypervisor for Virsh {
+    fn name(&self) -> &str {
+        &self.uri
+    }
+
+    fn create_volume(&self, pool: &str, xml: &str) -> Result<String, String> {
+        self.run(&["vol-create", pool, "/dev/stdin"], Some(xml))?;
+        let name = xml
+            .split("<name>")
+            .nth(1)
+            .and_then(|s| s.split("</name>").next())
+            .unwrap_or_default();
+        Ok(self
+            .run(&["vol-path", name, "--pool", pool], None)?
+            .trim()
+            .to_string())
+    }
+
+    fn delete_volume(&self, pool: &str, name: &str) -> Result<(), String> {
+        self.run(&["vol-delete", name, "--pool", pool], None)
+            .map(drop)
+    }
+
+    fn volumes(&self, pool: &str) -> Result<Vec<String>, String> {
+        Ok(rows(&self.run(&["vol-list", pool], None)?)
+            .map(|w| w[0].to_string())
+            .collect())
+    }
+
+    fn define(&self, xml: &str) -> Result<(), String> {
+        self.run(&["define", "/dev/stdin"], Some(xml)).map(drop)
+    }
+
+    fn start(&self, domain: &str) -> Result<(), String> {
+        self.run(&["start", domain], None).map(drop)
+    }
+
+    fn channel(&self, domain: &str) -> Result<PathBuf, String> {
+        let xml = self.run(&["dumpxml", domain], None)?;
+        channel_path(&xml, super::CHANNEL_NAME).ok_or_else(|| {
+            format!(
+                "{}: domain {domain} has no {} channel socket",
+                self.uri,
+                super::CHANNEL_NAME
+            )
+        })
+    }
+
+    fn destroy(&self, domain: &str) -> Result<(), String> {
+        match self.run(&["destroy", domain], None) {
+            Ok(_) => Ok(()),
+            Err(e) if e.contains("not running") => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn undefine(&self, domain: &str) -> Result<(), String> {
+        self.run(&["undefine", domain], None).map(drop)
+    }
+
+    fn domains(&self) -> Result<Vec<String>, String> {
+        Ok(rows(&self.run(&["list", "--all", "--name"], None)?)
+            .map(|w| w[0].to_string())
+            .collect())
+    }
+
+    fn disk_requests(&self, domain: &str, dev: &str) -> Result<(u64, u64), String> {
+        let text = self.run(&["domblkstat", domain, dev], None)?;
+        let field = |f: &str| {
+            rows(&text)
+                .find(|w| w.len() == 3 && w[1] == f)
+                .and_then(|w| w[2].parse::<u64>().ok())
+                .ok_or_else(|| format!("{}: domblkstat {domain} {dev}: no {f}", self.uri))
+        };
+        Ok((field("rd_req")?, field("wr_req")?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_channel_socket_is_read_from_the_live_domain() {
+        let xml = "<domain><devices>\
+<channel type='unix'><source mode='bind' path='/var/lib/libvirt/qemu/channel/target/domain-1-x/org.qemu.guest_agent.0'/><target type='virtio' name='org.qemu.guest_agent.0'/></channel>\
+<channel type='unix'>\n  <source mode='bind' path='/var/lib/libvirt/qemu/channel/target/domain-1-x/org.iofleet.join'/>\n  <target type='virtio' name='org.iofleet.join' state='connected'/>\n</channel>\
+</devices></domain>";
+        assert_eq!(
+            channel_path(xml, "org.iofleet.join"),
+            Some(PathBuf::from(
+                "/var/lib/libvirt/qemu/channel/target/domain-1-x/org.iofleet.join"
+            ))
+        );
+        assert_eq!(channel_path(xml, "other"), None);
+    }
+}
