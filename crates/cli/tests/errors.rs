@@ -523,3 +523,36 @@ fn step_commands_refuse_the_flags_of_a_single_run() {
     }
     assert!(!d.path().join("r.json").exists());
 }
+
+/// A `[vms]` file is checked (a bad key is named) and then refused: its launcher is not
+/// built yet, and the refusal says where to read what is.
+#[test]
+fn a_vms_description_is_checked_then_refused_naming_the_docs() {
+    let d = tempfile::tempdir().unwrap();
+    let good = d.path().join("vms.toml");
+    std::fs::write(&good, "[vms]\nvms = 2\npool = \"default\"\n").unwrap();
+    let bad = d.path().join("bad.toml");
+    std::fs::write(&bad, "[vms]\nvms = 2\ncache = \"writeback\"\n").unwrap();
+    expect_input_error(
+        d.path(),
+        &[
+            "run",
+            "easy-run-4k70r",
+            "--hosts",
+            good.to_str().unwrap(),
+            "--dry-run",
+        ],
+        &["vms.toml", "cannot launch it yet", "docs/vms.md"],
+    );
+    expect_input_error(
+        d.path(),
+        &[
+            "run",
+            "easy-run-4k70r",
+            "--hosts",
+            bad.to_str().unwrap(),
+            "--dry-run",
+        ],
+        &["bad.toml", "vms.io", "QEMU refuses it"],
+    );
+}

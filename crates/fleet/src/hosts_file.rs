@@ -29,6 +29,13 @@ pub fn read(
     };
     if path.extension().is_some_and(|e| e == "toml") {
         let text = read(path).map_err(|e| fail(e.to_string()))?;
+        if crate::vms::describes_vms(&text) {
+            // Read and checked, so a description is right before its launcher lands.
+            crate::vms::parse(&text).map_err(fail)?;
+            return Err(fail(
+                "a [vms] fleet (worker VMs through libvirt) is described correctly, but this iofleet cannot launch it yet: docs/vms.md says what is built".into(),
+            ));
+        }
         if inventory::describes_kubernetes(&text) {
             return kube::parse(&text)
                 .map(|f| HostsFile::Kubernetes(Box::new(f)))
