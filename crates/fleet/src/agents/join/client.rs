@@ -71,6 +71,19 @@ impl Link for TcpStream {
     }
 }
 
+/// A Unix socket (a channel handed over in-process; the tests' stand-in for a port).
+impl Link for UnixStream {
+    fn limit_reads(&self, t: Option<Duration>) -> io::Result<()> {
+        self.set_read_timeout(t)
+    }
+    fn limit_writes(&self, t: Option<Duration>) -> io::Result<()> {
+        self.set_write_timeout(t)
+    }
+    fn end(&self) {
+        let _ = self.shutdown(Shutdown::Both);
+    }
+}
+
 /// A character device (a virtio-serial port): no timeouts of its own; the hypervisor's
 /// end going away reads as the end of input.
 impl Link for std::fs::File {
@@ -444,6 +457,53 @@ mod tests {
             let _ = s.read(&mut chunk);
         });
         (address, token)
+    }
+
+    /// A channel the controller opened itself (as it will a worker VM's) and handed to its
+    /// join port: the agent at the other end joins through it as over TCP, and is a
+    /// member known by the channel's name.
+    #[test]
+    fn an_agent_joins_over_a_channel_the_port_adopted() {
+        use crate::agents::join::server::{JoinServer, JoinSettings, PeerAddr};
+        let port = JoinServer::open(
+            "127.0.0.1:0",
+            None,
+            JoinSettings {
+                expect: 1,
+                host_timeout: Duration::from_secs(30),
+                handshake_timeout: Duration::from_secs(10),
+            },
+        )
+        .unwrap();
+        let (theirs, mine) = UnixStream::pair().unwrap();
+        port.adopt(theirs, "channel of iofleet-t-0").unwrap();
+        let req = JoinRequest {
+            address: port.address.clone(),
+            token: port.token().to_string(),
+            placement: Placement {
+                rank: Some(0),
+                size: None,
+                from: "the VM's index".into(),
+            },
+            target: None,
+            join_timeout: Duration::from_secs(10),
+            channel: None,
+        };
+        let config = client_config(&port.address.fingerprint).unwrap();
+        let joined = std::thread::spawn(move || match attempt(&req, &config, mine) {
+            Ok((link, _, welcome)) => Ok((link, welcome.rank)),
+            Err(Attempt::Again(e) | Attempt::Final(e, _)) => Err(e),
+        });
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let members = port.wait(1, Duration::from_secs(10), &stop).unwrap();
+        assert_eq!(members.len(), 1);
+        assert_eq!(
+            members[0].peer,
+            PeerAddr::Channel("channel of iofleet-t-0".into())
+        );
+        assert_eq!(members[0].rank_from, "the VM's index");
+        let (_link, rank) = joined.join().unwrap().unwrap();
+        assert_eq!(rank, 0);
     }
 
     #[test]

@@ -16,4 +16,4 @@ pub mod server;
 
 pub use address::{JoinAddress, JoinFile};
 pub use client::{join, join_all, JoinRequest};
-pub use server::{JoinServer, JoinSettings, JoinedLink, Member};
+pub use server::{JoinServer, JoinSettings, JoinedLink, Member, PeerAddr};

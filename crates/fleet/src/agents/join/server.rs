@@ -2,6 +2,10 @@
 //! serving every connection on it, so a joined host costs a socket and its TLS state,
 //! not a process and threads.
 //!
+//! Connections arrive on the port, or are handed to it by the command itself
+//! (`JoinServer::adopt`: a worker VM's virtio-serial channel, whose socket the command
+//! connected to on the hypervisor); both are the same from then on.
+//!
 //! A connection is first a candidate: its TLS handshake, then the agent's magic and
 //! `Join` frame (version, rank, token), all within `handshake_timeout`. A candidate is
 //! refused — answered with an `Error` frame where TLS allows, logged with its address,
@@ -28,7 +32,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{unbounded, Receiver, Sender};
-use mio::net::{TcpListener, TcpStream};
+use mio::net::{TcpListener, TcpStream, UnixStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 use rustls::{ServerConfig, ServerConnection};
 
@@ -58,6 +62,83 @@ const EXPIRY_CHECK: Duration = Duration::from_millis(100);
 /// counted, and the counts told at the end).
 const TOLD_PER_REASON: u32 = 3;
 
+/// Where a connection came from: an address on the network, or a channel the command
+/// opened itself (a worker VM's virtio-serial socket, `JoinServer::adopt`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum PeerAddr {
+    Net(SocketAddr),
+    Channel(String),
+}
+
+impl std::fmt::Display for PeerAddr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PeerAddr::Net(a) => write!(f, "{a}"),
+            PeerAddr::Channel(c) => write!(f, "{c}"),
+        }
+    }
+}
+
+/// A connection on the loop: TCP from the port, or a Unix socket handed over.
+enum Conn {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl Conn {
+    fn shutdown(&self) {
+        let _ = match self {
+            Conn::Tcp(s) => s.shutdown(std::net::Shutdown::Both),
+            Conn::Unix(s) => s.shutdown(std::net::Shutdown::Both),
+        };
+    }
+}
+
+impl Read for Conn {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Conn::Tcp(s) => s.read(buf),
+            Conn::Unix(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Conn {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Conn::Tcp(s) => s.write(buf),
+            Conn::Unix(s) => s.write(buf),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Conn::Tcp(s) => s.flush(),
+            Conn::Unix(s) => s.flush(),
+        }
+    }
+}
+
+impl mio::event::Source for Conn {
+    fn register(&mut self, r: &mio::Registry, t: Token, i: Interest) -> io::Result<()> {
+        match self {
+            Conn::Tcp(s) => s.register(r, t, i),
+            Conn::Unix(s) => s.register(r, t, i),
+        }
+    }
+    fn reregister(&mut self, r: &mio::Registry, t: Token, i: Interest) -> io::Result<()> {
+        match self {
+            Conn::Tcp(s) => s.reregister(r, t, i),
+            Conn::Unix(s) => s.reregister(r, t, i),
+        }
+    }
+    fn deregister(&mut self, r: &mio::Registry) -> io::Result<()> {
+        match self {
+            Conn::Tcp(s) => s.deregister(r),
+            Conn::Unix(s) => s.deregister(r),
+        }
+    }
+}
+
 /// How the join port behaves.
 #[derive(Debug, Clone)]
 pub struct JoinSettings {
@@ -77,7 +158,7 @@ pub struct Member {
     pub rank: u32,
     pub hostname: String,
     pub pid: u32,
-    pub peer: SocketAddr,
+    pub peer: PeerAddr,
     pub rank_from: String,
     pub target: Option<TargetArg>,
 }
@@ -85,7 +166,7 @@ pub struct Member {
 /// The refusals so far, by reason: how many, and the first peer.
 #[derive(Debug, Default)]
 struct Refusals {
-    by_reason: BTreeMap<String, (u32, SocketAddr)>,
+    by_reason: BTreeMap<String, (u32, PeerAddr)>,
 }
 
 #[derive(Default)]
@@ -102,11 +183,11 @@ struct Shared {
 }
 
 impl Shared {
-    fn refuse(&self, peer: SocketAddr, reason: &str) {
+    fn refuse(&self, peer: PeerAddr, reason: &str) {
         // A reason without the details that vary per peer, to count by.
         let kind = reason.split(':').next().unwrap_or(reason).to_string();
         let mut r = self.refusals.lock().unwrap_or_else(|p| p.into_inner());
-        let entry = r.by_reason.entry(kind).or_insert((0, peer));
+        let entry = r.by_reason.entry(kind).or_insert((0, peer.clone()));
         entry.0 += 1;
         if entry.0 <= TOLD_PER_REASON {
             eprintln!("iofleet: join port: refused {peer}: {reason}");
@@ -115,6 +196,8 @@ impl Shared {
 }
 
 enum Cmd {
+    /// A connection the command opened itself, to take as a candidate.
+    Adopt(UnixStream, String),
     Send(u64, Vec<u8>),
     Close(u64),
     Attach(u64, Attached),
@@ -228,6 +311,23 @@ impl JoinServer {
     /// The token agents prove (for the join file; never printed).
     pub fn token(&self) -> &str {
         &self.token
+    }
+
+    /// Take a connection the command opened itself (a worker VM's channel, connected to
+    /// its socket on the hypervisor) as if it had arrived on the port: the agent at its
+    /// other end joins through it with TLS, its magic and token like any other, within
+    /// the handshake timeout. `label` names it in messages (`channel of iofleet-b-0`).
+    pub fn adopt(
+        &self,
+        stream: std::os::unix::net::UnixStream,
+        label: &str,
+    ) -> Result<(), FleetError> {
+        stream
+            .set_nonblocking(true)
+            .map_err(|e| FleetError::Setup(format!("join port: {label}: {e}")))?;
+        self.link
+            .send(Cmd::Adopt(UnixStream::from_std(stream), label.to_string()));
+        Ok(())
     }
 
     /// Wait until `expect` agents have joined (ranks 0..expect), then refuse further
@@ -455,9 +555,9 @@ enum Phase {
 struct Peer {
     /// Its token's number: a member's `Member::id`.
     id: u64,
-    tcp: TcpStream,
+    tcp: Conn,
     tls: ServerConnection,
-    addr: SocketAddr,
+    addr: PeerAddr,
     phase: Phase,
     /// Plaintext read and not yet taken as frames.
     inbuf: Vec<u8>,
@@ -551,56 +651,63 @@ impl EventLoop {
 
     fn accept(&mut self) {
         loop {
-            let (mut tcp, addr) = match self.listener.accept() {
+            let (tcp, addr) = match self.listener.accept() {
                 Ok(x) => x,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 // Out of file descriptors and the like: try again at the next event.
                 Err(_) => return,
             };
-            if self.candidates >= MAX_CANDIDATES {
-                self.shared.refuse(
-                    addr,
-                    &format!("over {MAX_CANDIDATES} connections in their handshake at once: closed at accept"),
-                );
-                continue;
-            }
-            let tls = match ServerConnection::new(self.config.clone()) {
-                Ok(t) => t,
-                Err(_) => continue,
-            };
-            let token = Token(self.next);
-            self.next += 1;
-            if self
-                .poll
-                .registry()
-                .register(&mut tcp, token, Interest::READABLE)
-                .is_err()
-            {
-                continue;
-            }
             let _ = tcp.set_nodelay(true);
-            let mut tls = tls;
-            tls.set_buffer_limit(Some(TLS_BUFFER));
-            self.candidates += 1;
-            self.peers.insert(
-                token,
-                Peer {
-                    id: token.0 as u64,
-                    tcp,
-                    tls,
-                    addr,
-                    phase: Phase::Candidate {
-                        deadline: Instant::now() + self.settings.handshake_timeout,
-                    },
-                    inbuf: Vec::new(),
-                    out: Vec::new(),
-                    writing: false,
-                    told: false,
-                    eof: false,
-                },
-            );
+            self.candidate(Conn::Tcp(tcp), PeerAddr::Net(addr));
         }
+    }
+
+    /// Take a connection as a candidate: it must join within the handshake timeout.
+    fn candidate(&mut self, mut conn: Conn, addr: PeerAddr) {
+        if self.candidates >= MAX_CANDIDATES {
+            self.shared.refuse(
+                addr,
+                &format!(
+                    "over {MAX_CANDIDATES} connections in their handshake at once: closed at accept"
+                ),
+            );
+            return;
+        }
+        let Ok(mut tls) = ServerConnection::new(self.config.clone()) else {
+            return;
+        };
+        let token = Token(self.next);
+        self.next += 1;
+        if self
+            .poll
+            .registry()
+            .register(&mut conn, token, Interest::READABLE)
+            .is_err()
+        {
+            return;
+        }
+        tls.set_buffer_limit(Some(TLS_BUFFER));
+        self.candidates += 1;
+        self.peers.insert(
+            token,
+            Peer {
+                id: token.0 as u64,
+                tcp: conn,
+                tls,
+                addr,
+                phase: Phase::Candidate {
+                    deadline: Instant::now() + self.settings.handshake_timeout,
+                },
+                inbuf: Vec::new(),
+                out: Vec::new(),
+                writing: false,
+                told: false,
+                eof: false,
+            },
+        );
+        // What it sent before it was registered is read now (readiness is edge-triggered).
+        self.serve(token, true);
     }
 
     /// Read and write what the socket allows; take the frames read.
@@ -734,7 +841,7 @@ impl EventLoop {
             rank,
             hostname: join.hello.hostname.clone(),
             pid: join.hello.pid,
-            peer: p.addr,
+            peer: p.addr.clone(),
             rank_from: join.rank_from.clone(),
             target: join.target.clone(),
         };
@@ -814,6 +921,9 @@ impl EventLoop {
                     }
                 }
             }
+            Cmd::Adopt(stream, label) => {
+                self.candidate(Conn::Unix(stream), PeerAddr::Channel(label))
+            }
             Cmd::Shutdown => return false,
         }
         true
@@ -870,7 +980,7 @@ impl EventLoop {
         match end {
             End::Refused(why) => {
                 self.candidates -= 1;
-                self.shared.refuse(p.addr, &why);
+                self.shared.refuse(p.addr.clone(), &why);
             }
             End::Closed(why) => self.left(&p, why),
         }
@@ -1036,7 +1146,7 @@ impl Peer {
         let _ = self.write();
         self.tls.send_close_notify();
         let _ = self.write();
-        let _ = self.tcp.shutdown(std::net::Shutdown::Both);
+        self.tcp.shutdown();
     }
 }
 
