@@ -200,6 +200,21 @@ pub fn parse_text(text: &str, file: &str) -> Result<ParamFile, VdbenchError> {
                         ))
                     }
                 };
+                // A name defined twice would make two streams or disks of one name.
+                if let Some(first) = out.definitions.iter().find(|d| {
+                    d.kind == kind
+                        && d.keyword == first.key
+                        && d.name == name
+                        && !name.eq_ignore_ascii_case("default")
+                }) {
+                    return Err(VdbenchError::syntax(
+                        &at,
+                        format!(
+                            "{}={name}: defined again (first at line {}); each {} needs a name of its own",
+                            first.keyword, first.at.line, first.keyword
+                        ),
+                    ));
+                }
                 out.definitions.push(Definition {
                     kind,
                     keyword: first.key.clone(),

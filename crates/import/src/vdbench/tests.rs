@@ -395,6 +395,9 @@ fn syntax_errors_name_the_line() {
         ("sd=sd1,lun=(a\n", 1),
         ("sd=sd1,lun=a\nwd=wd1,sd=sd1,nonsense\n", 2),
         ("sd=sd1,lun=a)\n", 1),
+        // A name defined twice (found by the fuzz target: two streams of one name).
+        ("sd=sd1,lun=a\nwd=w,sd=sd1\nwd=w,sd=sd1\nrd=r,wd=w\n", 3),
+        ("sd=sd1,lun=a\nsd=sd1,lun=b\nwd=w,sd=sd1\nrd=r,wd=w\n", 2),
     ] {
         match read_text(text, "t.vdb") {
             Err(VdbenchError::Syntax { at, .. }) => assert_eq!(at.line, line, "{text}"),
@@ -402,6 +405,15 @@ fn syntax_errors_name_the_line() {
         }
     }
     assert_eq!(read_text(SD, "t.vdb"), Err(VdbenchError::NoRuns));
+    let e = read_text(
+        "sd=sd1,lun=a\nwd=w,sd=sd1\nwd=w,sd=sd1\nrd=r,wd=w\n",
+        "t.vdb",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("wd=w: defined again (first at line 2)"), "{e}");
+    // Defaults may be given again: each sets what the definitions after it leave out.
+    ok("sd=default,size=8m\nsd=sd1,lun=a\nsd=default,size=16m\nwd=w,sd=sd1\nrd=r,wd=w\n");
 }
 
 #[test]
