@@ -9,6 +9,7 @@
 
 pub mod buf;
 pub mod clock;
+pub mod mmc;
 pub mod null;
 pub mod pattern;
 pub mod psync;
