@@ -1,0 +1,442 @@
+//! The fleet's size as the variable (`sweep --vary hosts=…`, `find-max --over hosts`):
+//! agents of one `iofleet agent --agents N` process join a controller once, and each
+//! step runs the first K of them, every one an open-loop client at the same rate on one
+//! simulated device they all share (`sim:…,shared=NAME`, on the wall clock). That device
+//! is an M/M/1 queue fed by K Poisson streams, so the most clients whose p99 holds is
+//! known from queueing theory (`iofleet_engine::mmc`) and the search is checked against
+//! it. Bad fleet sizes are refused before any agent is waited for.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use common::*;
+use iofleet_engine::mmc;
+use serde_json::Value;
+
+/// A bound for a loaded machine, not a timing claim.
+const PATIENCE: Duration = Duration::from_secs(120);
+
+/// Most the host may be busy without the test for the model's answer to be checked: a
+/// busier machine wakes the clients' threads late, and each wake-up is part of an I/O's
+/// latency (the rule each step was judged by is checked whatever the load).
+const QUIET_HOST_PCT: f64 = 10.0;
+
+/// The host's busy CPU over `span`, percent of all cores, from the first line of
+/// /proc/stat (busy = total − idle − iowait, as iofleet counts it).
+fn host_busy_pct(span: Duration) -> f64 {
+    let read = || -> (u64, u64) {
+        let stat = std::fs::read_to_string("/proc/stat").unwrap();
+        let f: Vec<u64> = stat
+            .lines()
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .skip(1)
+            .take(8)
+            .map(|x| x.parse().unwrap())
+            .collect();
+        let total: u64 = f.iter().sum();
+        (total - f[3] - f[4], total)
+    };
+    let (b0, t0) = read();
+    std::thread::sleep(span);
+    let (b1, t1) = read();
+    100.0 * (b1 - b0) as f64 / (t1 - t0).max(1) as f64
+}
+
+/// The real-time tests measure latency on the wall clock: one test at a time, so that
+/// another does not load the same cores meanwhile.
+static WALL_CLOCK: Mutex<()> = Mutex::new(());
+
+/// One server, exponential service of mean 250 µs (μ = 4000/s).
+const SERVICE_S: f64 = 250e-6;
+/// Each client's rate, IOPS (Poisson arrivals: the profile's default).
+const RATE: u32 = 400;
+/// The objective: p99 <= 3 ms.
+const P99_S: f64 = 3e-3;
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_iofleet"));
+    c.env("XDG_DATA_HOME", scratch_data_home())
+        .env("PATH", guarded_path());
+    c
+}
+
+/// The engine of every client: one shared device named `name`.
+fn device(name: &str) -> String {
+    format!(
+        "sim:servers=1,service={}us,dist=exp,clock=real,shared={name}",
+        SERVICE_S * 1e6
+    )
+}
+
+/// Run `args` as the controller of a fleet of `hosts` agents that join (its join file
+/// in `dir`), and one `iofleet agent --agents HOSTS` process that joins it: the
+/// command's exit code, stdout and stderr, once the agents have ended with it.
+fn with_agents(dir: &Path, args: &[&str], hosts: u32) -> (Option<i32>, String, String) {
+    let join_file = dir.join(format!("j{}.join", rand::random::<u32>()));
+    let (out, err) = (dir.join("c.out"), dir.join("c.err"));
+    let n = hosts.to_string();
+    let mut controller = bin()
+        .current_dir(dir)
+        .args(args)
+        .args(["--listen", "127.0.0.1:0", "--expect", &n])
+        .arg("--join-file")
+        .arg(&join_file)
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while !join_file.exists() {
+        if let Some(s) = controller.try_wait().unwrap() {
+            panic!("exited {s} before waiting for agents: {}", read(&err));
+        }
+        assert!(t0.elapsed() < PATIENCE, "no join file: {}", read(&err));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut agents: Child = bin()
+        .arg("agent")
+        .arg("--join-file")
+        .arg(&join_file)
+        .args(["--agents", &n])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let status = controller.wait().unwrap();
+    // The agents end with the command that they joined.
+    let t0 = Instant::now();
+    while agents.try_wait().unwrap().is_none() {
+        if t0.elapsed() > PATIENCE {
+            let _ = agents.kill();
+            panic!("the agents did not end with the command");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (status.code(), read(&out), read(&err))
+}
+
+fn read(p: &PathBuf) -> String {
+    std::fs::read_to_string(p).unwrap_or_default()
+}
+
+/// The workload flags: one worker per host (8 workers over `hosts`), one disk, one
+/// thread, each an open-loop client at [`RATE`] IOPS with room in its queue.
+fn clients<'a>(hosts: &'a str, rate: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut a = vec![
+        "easy-run-4k100r",
+        "--workers",
+        hosts,
+        "--disks",
+        "1",
+        "--threads",
+        "1",
+        "--qd",
+        "64",
+        "--rate",
+        rate,
+        "--warmup",
+        "500ms",
+        "--interval",
+        "500ms",
+        "--quiet",
+    ];
+    a.extend_from_slice(extra);
+    a
+}
+
+#[test]
+fn the_model_gives_six_clients_at_the_objective() {
+    // What the search below is checked against: K clients offer λ = 400·K to one server
+    // of μ = 4000/s, whose p99 is ln(100)/(μ − λ): 2.88 ms at 6 clients, 3.84 at 7.
+    let mu = 1.0 / SERVICE_S;
+    let most = mmc::max_rate(0.99, P99_S, 1, mu) / RATE as f64;
+    assert_eq!(most.floor(), 6.0, "{most}");
+    let p99 = |k: u32| mmc::response_quantile(0.99, (RATE * k) as f64, 1, mu);
+    assert!((p99(6) - 100f64.ln() / (mu - 2400.0)).abs() < 1e-9);
+    assert!(p99(6) <= P99_S && p99(7) > P99_S);
+}
+
+#[test]
+fn find_max_over_hosts_finds_the_most_clients_the_shared_device_carries() {
+    let _one = WALL_CLOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("r.db");
+    let engine = device(&format!("fm{}", rand::random::<u32>()));
+    let data = d.path().join("data");
+    let mut args = vec!["find-max"];
+    let rate = RATE.to_string();
+    args.extend(clients("8", &rate, &[]));
+    args.extend([
+        "--engine",
+        &engine,
+        "--duration",
+        "2s",
+        "--min-step",
+        "2s",
+        "--over",
+        "hosts",
+        "--slo",
+        "p99<=3ms",
+        "--json",
+        "--db",
+        db.to_str().unwrap(),
+        "--target",
+        data.to_str().unwrap(),
+    ]);
+    let before = host_busy_pct(Duration::from_secs(1));
+    let (code, out, err) = with_agents(d.path(), &args, 8);
+    let after = host_busy_pct(Duration::from_secs(1));
+    // 1: not even one host met the objective (a loaded machine wakes its I/O threads
+    // late, and the wake-up counts in each I/O's latency).
+    assert!(matches!(code, Some(0 | 1)), "{err}");
+    // Joined once, for the whole search.
+    assert_eq!(err.matches("agent(s) joined from").count(), 1, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
+    assert_eq!(
+        (v["over"].as_str(), v["hosts"].as_u64()),
+        (Some("hosts"), Some(8))
+    );
+    let points = v["points"].as_array().unwrap();
+    let found = v["max_hosts"].as_f64();
+    for p in points {
+        let k = p["hosts"].as_f64().unwrap();
+        // Each step ran its hosts' load: K clients at 400 IOPS (the device keeps up
+        // with all 8: 3,200 of 4,000).
+        let iops = p["iops"].as_f64().unwrap();
+        let offered = k * RATE as f64;
+        assert!(
+            (iops - offered).abs() / offered < 0.15,
+            "{k} hosts: {iops} IOPS\n{v}"
+        );
+        // Each step was judged by its own p99, and none with more hosts than the
+        // answer passed.
+        let p99 = p["p99_us"].as_f64().unwrap();
+        assert_eq!(p["values"][0].as_f64(), Some(p99), "{p}");
+        assert_eq!(p["passed"] == true, p99 <= 3_000.0, "{p}");
+        if found.is_none_or(|f| k > f) {
+            assert_eq!(p["passed"], false, "{p}");
+        }
+    }
+    if before.max(after) > QUIET_HOST_PCT {
+        eprintln!("the host was {before:.0}% busy before the search and {after:.0}% after");
+        need::unavailable(
+            "find_max_over_hosts_finds_the_most_clients_the_shared_device_carries",
+            "a host otherwise idle",
+        );
+        return;
+    }
+    // On a quiet host the wake-ups are small beside the queue: the answer is the
+    // model's, within one step.
+    assert_eq!(code, Some(0), "{err}");
+    let analytic = (mmc::max_rate(0.99, P99_S, 1, 1.0 / SERVICE_S) / RATE as f64).floor();
+    let found = found.unwrap_or_else(|| panic!("{v}"));
+    assert!(
+        (found - analytic).abs() <= 1.0,
+        "find-max: {found} clients; the M/M/1 model: {analytic}\n{v}"
+    );
+    // The latency grows with the clients: at 8 hosts, well above 1 host's.
+    let p99_at = |k: f64| {
+        points
+            .iter()
+            .find(|p| p["hosts"].as_f64() == Some(k))
+            .and_then(|p| p["p99_us"].as_f64())
+    };
+    let (one, eight) = (p99_at(1.0).unwrap(), p99_at(8.0).unwrap());
+    assert!(
+        eight > 2.0 * one,
+        "p99 {one} µs at 1 host, {eight} at 8\n{v}"
+    );
+    // Every step is a stored run labelled with its hosts.
+    let o = run_in(
+        d.path(),
+        &["results", "list", "--json", "--db", db.to_str().unwrap()],
+    );
+    let runs: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let labelled = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["labels"]["hosts"].is_string())
+        .count();
+    assert_eq!(labelled, points.len(), "{runs}");
+}
+
+#[test]
+fn a_sweep_over_hosts_runs_each_step_on_one_joined_fleet() {
+    let _one = WALL_CLOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    let engine = device(&format!("sw{}", rand::random::<u32>()));
+    let data = d.path().join("data");
+    let mut args = vec!["sweep"];
+    args.extend(clients("4", "200", &[]));
+    args.extend([
+        "--engine",
+        &engine,
+        "--duration",
+        "1s",
+        "--vary",
+        "hosts=1,2,4",
+        "--slo",
+        "p99<=3ms",
+        "--json",
+        "--no-save",
+        "--target",
+        data.to_str().unwrap(),
+    ]);
+    let (code, out, err) = with_agents(d.path(), &args, 4);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(err.matches("agent(s) joined from").count(), 1, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
+    let points = v["points"].as_array().unwrap();
+    let hosts: Vec<&str> = points
+        .iter()
+        .map(|p| p["at"]["hosts"].as_str().unwrap())
+        .collect();
+    assert_eq!(hosts, ["1", "2", "4"], "{v}");
+    // Each step's load is its hosts' (200 IOPS each).
+    for p in points {
+        let k: f64 = p["value"].as_str().unwrap().parse().unwrap();
+        let iops = p["iops"].as_f64().unwrap();
+        assert!((iops - 200.0 * k).abs() / (200.0 * k) < 0.15, "{p}");
+    }
+    assert!(v["knee_hosts"].is_u64(), "{v}");
+    // Each step was held to the objective by its own p99, and the max clients at SLO is
+    // the most hosts up to which every step passed. (By the model every step passes,
+    // 1.44 ms at 800 IOPS on a device of 4,000, but a loaded machine's late wake-ups
+    // count in the latency, so the rule is what is checked here.)
+    let passed: Vec<bool> = points.iter().map(|p| p["passed"] == true).collect();
+    for p in points {
+        assert_eq!(
+            p["passed"] == true,
+            p["p99_us"].as_f64().unwrap() <= 3_000.0,
+            "{p}"
+        );
+    }
+    let most = ["1", "2", "4"]
+        .iter()
+        .zip(&passed)
+        .take_while(|(_, ok)| **ok)
+        .last()
+        .map(|(k, _)| k.parse::<u64>().unwrap());
+    assert_eq!(v["max_hosts_at_slo"].as_u64(), most, "{v}");
+}
+
+#[test]
+fn bad_fleet_sizes_are_refused_naming_the_flag() {
+    let _one = WALL_CLOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    let engine = device("refused");
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec![
+                "sweep",
+                "--vary",
+                "hosts=0,1",
+                "--listen",
+                "127.0.0.1:0",
+                "--expect",
+                "2",
+            ],
+            "--vary hosts=0: a fleet size is at least 1 host",
+        ),
+        (
+            vec![
+                "sweep",
+                "--vary",
+                "hosts=1,3",
+                "--listen",
+                "127.0.0.1:0",
+                "--expect",
+                "2",
+            ],
+            "--vary hosts=3: the fleet has 2 host(s) that run workers, so at most 2",
+        ),
+        (
+            vec!["sweep", "--vary", "hosts=1,2"],
+            "--vary hosts: a fleet-size step needs a fleet of hosts",
+        ),
+        (
+            vec![
+                "find-max",
+                "--over",
+                "hosts",
+                "--slo",
+                "p99<=3ms",
+                "--min-step",
+                "1s",
+            ],
+            "--over hosts: a fleet-size step needs a fleet of hosts",
+        ),
+        (
+            vec![
+                "find-max",
+                "--over",
+                "hosts",
+                "--slo",
+                "p99<=3ms",
+                "--min-step",
+                "1s",
+                "--listen",
+                "127.0.0.1:0",
+                "--expect",
+                "3",
+            ],
+            "--over hosts: each host carries its share",
+        ),
+        (
+            vec![
+                "sweep",
+                "--vary",
+                "pods=1,2",
+                "--listen",
+                "127.0.0.1:0",
+                "--expect",
+                "2",
+            ],
+            "--vary pods: a fleet's pods (and a VM fleet's VMs) are its hosts",
+        ),
+        (
+            vec!["sweep", "--vary", "qd=1,2", "--slo", "p99<=3ms"],
+            "--slo: a sweep holds its steps to objectives with --vary hosts alone",
+        ),
+    ];
+    for (args, says) in cases {
+        let mut a = args.clone();
+        a.extend([
+            "--workers",
+            "2",
+            "--duration",
+            "1s",
+            "--engine",
+            &engine,
+            "--no-save",
+        ]);
+        let o = run_in(d.path(), &a);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+    }
+    // A shared device on simulated time cannot be: one queue, many engines' clocks.
+    let o = run_in(
+        d.path(),
+        &[
+            "run",
+            "--engine",
+            "sim:shared=x",
+            "--duration",
+            "1s",
+            "--no-save",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--engine sim:") && stderr(&o).contains("runs on the wall clock only"),
+        "{}",
+        stderr(&o)
+    );
+}
