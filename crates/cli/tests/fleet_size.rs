@@ -440,3 +440,78 @@ fn bad_fleet_sizes_are_refused_naming_the_flag() {
         stderr(&o)
     );
 }
+
+#[test]
+fn an_inventory_grows_by_its_first_hosts_in_order() {
+    // Three local hosts of an inventory, two workers each when all run, at 100 IOPS per
+    // worker in simulated time: every step completes exactly its hosts' share.
+    let _one = WALL_CLOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    let inv = d.path().join("local.toml");
+    std::fs::write(
+        &inv,
+        (1..=3)
+            .map(|i| format!("[[host]]\ndestination = \"l{i}\"\ntransport = \"local\"\ntarget = \"data{i}\"\n"))
+            .collect::<String>(),
+    )
+    .unwrap();
+    // Evenly spaced arrivals: a rate of R issues exactly R I/Os a second of simulated time.
+    let profile = d.path().join("even.toml");
+    std::fs::write(
+        &profile,
+        "name = \"even\"\n[fleet]\nworkers = 6\ndisks_per_worker = 1\ndisk_size = \"16m\"\n\
+         [timing]\nwarmup = \"0s\"\nduration = \"2s\"\ninterval = \"500ms\"\narrival = \"uniform\"\n\
+         [[stream]]\nbs = \"4k\"\nread_pct = 100\nrandom_pct = 100\n",
+    )
+    .unwrap();
+    let o = run_in(
+        d.path(),
+        &[
+            "sweep",
+            profile.to_str().unwrap(),
+            "--engine",
+            "null-sim:fixed:50us",
+            "--rate",
+            "100",
+            "--vary",
+            "hosts=1,3,2",
+            "--hosts",
+            inv.to_str().unwrap(),
+            "--no-save",
+            "--json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let iops: Vec<f64> = v["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["iops"].as_f64().unwrap())
+        .collect();
+    assert_eq!(iops, [200.0, 600.0, 400.0], "{v}");
+    // Two workers over three hosts leave one without a share: refused when planned.
+    let o = run_in(
+        d.path(),
+        &[
+            "sweep",
+            "--engine",
+            "null-sim:fixed:50us",
+            "--workers",
+            "2",
+            "--duration",
+            "1s",
+            "--vary",
+            "hosts=1,2",
+            "--hosts",
+            inv.to_str().unwrap(),
+            "--no-save",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("leave host l3 without any: give --workers as a multiple of 3"),
+        "{}",
+        stderr(&o)
+    );
+}

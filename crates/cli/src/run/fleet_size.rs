@@ -30,7 +30,7 @@ pub(crate) fn hosts_in(a: &RunArgs, workers: u32, flag: &str) -> Result<u32, Exi
         )));
     }
     if let Some(n) = a.join.expect {
-        if n == 0 || workers % n != 0 {
+        if !workers.is_multiple_of(n) {
             return Err(Exit::input(format!(
                 "{flag}: each host carries its share of the whole fleet's workers, and {workers} worker(s) (--workers) do not divide over --expect {n} hosts: give a multiple of {n}"
             )));

@@ -367,13 +367,14 @@ pub fn find_max_count<E>(
     Ok(done(s, Some((lo as f64, lo_at)), End::Converged))
 }
 
-/// The knee of a curve of mean latency against load, in the order measured as the load
-/// grows: the last point before the first whose mean latency exceeds [`KNEE_FACTOR`]
-/// times the first point's (None when even the second does; the last point when none
-/// does). Points without a latency are skipped.
+/// The knee of a curve of mean latency against load, in the order of the load: the last
+/// point before the first whose mean latency exceeds [`KNEE_FACTOR`] times the first
+/// point's (the first when even the second does; the last when none does). Points
+/// without a latency are skipped; fewer than two: no curve, no knee.
 pub fn knee<T: Copy>(points: &[(T, Option<f64>)]) -> Option<T> {
     let mut with = points.iter().filter_map(|(x, m)| m.map(|m| (*x, m)));
     let (first, light) = with.next()?;
+    with.clone().next()?;
     let mut knee = first;
     for (x, m) in with {
         if m > KNEE_FACTOR * light {
@@ -449,6 +450,7 @@ mod tests {
             Some(2)
         );
         assert_eq!(knee::<u32>(&[]), None);
+        assert_eq!(knee(&[(1, Some(100.0)), (2, None)]), None);
     }
 
     /// A device whose p99 is `base / (1 - rate/cap)` µs and that completes at most
