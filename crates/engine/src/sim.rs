@@ -177,6 +177,25 @@ impl SimDevice {
     }
 }
 
+/// What the grammar refuses of a shared device: simulated time asked for explicitly
+/// (`clock=sim`; without `clock`, `--real-time` may still set it: `SimDevice::check`),
+/// and more than [`MAX_SHARED_SERVERS`] servers.
+fn check_shared(d: &SimDevice, clock_given: bool) -> Result<(), String> {
+    if d.shared.is_none() {
+        return Ok(());
+    }
+    if clock_given {
+        d.check()?;
+    }
+    if d.servers > MAX_SHARED_SERVERS {
+        return Err(format!(
+            "sim: a shared device has at most {MAX_SHARED_SERVERS} servers, not {}",
+            d.servers
+        ));
+    }
+    Ok(())
+}
+
 /// A shared device's name: 1 to 64 of `A-Z a-z 0-9 _ . -`.
 fn parse_shared_name(v: &str) -> Result<String, String> {
     let ok = !v.is_empty()
@@ -296,17 +315,7 @@ impl FromStr for SimDevice {
                 }
             }
         }
-        if d.shared.is_some() {
-            if clock_given && !d.real_time {
-                d.check()?;
-            }
-            if d.servers > MAX_SHARED_SERVERS {
-                return Err(format!(
-                    "sim: a shared device has at most {MAX_SHARED_SERVERS} servers, not {}",
-                    d.servers
-                ));
-            }
-        }
+        check_shared(&d, clock_given)?;
         d.drift = match (drift, settle, ramp) {
             (None, None, None) => None,
             (None, _, _) => return Err("sim: settle and ramp go with drift=P% only".into()),
