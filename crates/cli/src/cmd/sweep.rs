@@ -660,7 +660,7 @@ fn curve_table(
     if let Some(k) = hosts_knee(keys, done) {
         let first = done.first().map_or("", |(at, _)| at[0].1.as_str());
         t.push_str(&format!(
-            "knee: {k} host(s) (the most before mean latency passes twice that of {first})\n"
+            "knee: {k} host(s) (the most before mean latency passes twice that of {first} host(s))\n"
         ));
     }
     if !objectives.is_empty() {
