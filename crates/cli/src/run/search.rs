@@ -435,6 +435,25 @@ mod tests {
     }
 
     #[test]
+    fn the_count_search_holds_each_count_to_twice_the_mean_latency_of_one() {
+        // Mean = 1/(μ − λ): 222 µs at 1 client (μ = 5000, λ = 500); twice that is passed
+        // beyond λ = 2750, from 6 clients on, whatever the loose objective says.
+        let mut p = params(1.0, 1e12);
+        p.stop_at_knee = true;
+        let offered = |k: u32| Some(500.0 * k as f64);
+        let f = find_max_count(&p, 16, &offered, &mut clients(5_000.0)).unwrap();
+        assert_eq!((f.best.unwrap().0, f.end), (5.0, End::Converged));
+        assert_eq!(f.points[0].outcome, Outcome::Pass);
+        let past: Vec<f64> = f
+            .points
+            .iter()
+            .filter(|p| p.outcome == Outcome::PastKnee)
+            .map(|p| p.rate)
+            .collect();
+        assert_eq!(past, vec![8.0, 6.0]);
+    }
+
+    #[test]
     fn the_knee_is_the_last_load_before_latency_doubles() {
         let curve = [
             (1, Some(100.0)),
