@@ -106,10 +106,45 @@ fn device(name: &str, service_us: u32) -> String {
     format!("sim:servers=1,service={service_us}us,dist=exp,clock=real,shared={name}")
 }
 
+/// A shared device's name, new to this test; its queue's file in /dev/shm removed when
+/// the name is dropped.
+struct Device(String);
+
+impl Device {
+    fn new(tag: &str) -> Device {
+        Device(format!("{tag}{}", rand::random::<u32>()))
+    }
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        let prefix = format!("iofleet-sim-{}-", self.0);
+        for e in std::fs::read_dir("/dev/shm")
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if e.file_name().to_string_lossy().starts_with(&prefix) {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+}
+
 /// Run `args` as the controller of a fleet of `hosts` agents that join (its join file
 /// in `dir`), and one `iofleet agent --agents HOSTS` process that joins it: the
 /// command's exit code, stdout and stderr, once the agents have ended with it.
 fn with_agents(dir: &Path, args: &[&str], hosts: u32) -> (Option<i32>, String, String) {
+    with_agent_processes(dir, args, hosts, 1)
+}
+
+/// [`with_agents`] with the agents in `processes` processes of `hosts / processes` each.
+fn with_agent_processes(
+    dir: &Path,
+    args: &[&str],
+    hosts: u32,
+    processes: u32,
+) -> (Option<i32>, String, String) {
     let join_file = dir.join(format!("j{}.join", rand::random::<u32>()));
     let (out, err) = (dir.join("c.out"), dir.join("c.err"));
     let n = hosts.to_string();
@@ -131,24 +166,31 @@ fn with_agents(dir: &Path, args: &[&str], hosts: u32) -> (Option<i32>, String, S
         assert!(t0.elapsed() < PATIENCE, "no join file: {}", read(&err));
         std::thread::sleep(Duration::from_millis(20));
     }
-    let mut agents: Child = bin()
-        .arg("agent")
-        .arg("--join-file")
-        .arg(&join_file)
-        .args(["--agents", &n])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let each = (hosts / processes).to_string();
+    let mut agents: Vec<Child> = (0..processes)
+        .map(|_| {
+            bin()
+                .arg("agent")
+                .arg("--join-file")
+                .arg(&join_file)
+                .args(["--agents", &each])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
     let status = controller.wait().unwrap();
     // The agents end with the command that they joined.
     let t0 = Instant::now();
-    while agents.try_wait().unwrap().is_none() {
-        if t0.elapsed() > PATIENCE {
-            let _ = agents.kill();
-            panic!("the agents did not end with the command");
+    for a in &mut agents {
+        while a.try_wait().unwrap().is_none() {
+            if t0.elapsed() > PATIENCE {
+                let _ = a.kill();
+                panic!("the agents did not end with the command");
+            }
+            std::thread::sleep(Duration::from_millis(20));
         }
-        std::thread::sleep(Duration::from_millis(20));
     }
     (status.code(), read(&out), read(&err))
 }
@@ -199,7 +241,8 @@ fn the_model_gives_three_clients_at_the_objective() {
 fn search_clients(m: &Model) -> (Option<i32>, Value, String) {
     let d = tempfile::tempdir().unwrap();
     let db = d.path().join("r.db");
-    let engine = device(&format!("fm{}", rand::random::<u32>()), m.service_us);
+    let name = Device::new("fm");
+    let engine = device(&name.0, m.service_us);
     let data = d.path().join("data");
     let rate = m.rate.to_string();
     let slo = format!("p99<={}ms", m.p99_ms);
@@ -328,7 +371,8 @@ fn find_max_over_hosts_matches_the_model_ten_times_slower_whatever_else_runs() {
 fn a_sweep_over_hosts_runs_each_step_on_one_joined_fleet() {
     let _one = WALL_CLOCK.lock().unwrap_or_else(|p| p.into_inner());
     let d = tempfile::tempdir().unwrap();
-    let engine = device(&format!("sw{}", rand::random::<u32>()), 250);
+    let name = Device::new("sw");
+    let engine = device(&name.0, 250);
     let data = d.path().join("data");
     let mut args = vec!["sweep"];
     args.extend(clients("4", "200", &[]));
@@ -571,4 +615,34 @@ fn an_inventory_grows_by_its_first_hosts_in_order() {
         "{}",
         stderr(&o)
     );
+}
+
+#[test]
+fn agents_of_separate_processes_share_one_device() {
+    let _one = WALL_CLOCK.lock().unwrap_or_else(|p| p.into_inner());
+    // Four clients at 85 IOPS, two agents in each of two processes, on one server of
+    // 2.5 ms: λ = 340 of μ = 400, p99 = ln(100)/60 s = 77 ms by the model. Had each
+    // process a device of its own (λ = 170 each), 20 ms.
+    let d = tempfile::tempdir().unwrap();
+    let name = Device::new("xp");
+    let engine = device(&name.0, 2_500);
+    let data = d.path().join("data");
+    let mut args = vec!["run"];
+    args.extend(clients("4", "85", &[]));
+    args.extend([
+        "--engine",
+        &engine,
+        "--duration",
+        "5s",
+        "--json",
+        "--no-save",
+        "--target",
+        data.to_str().unwrap(),
+    ]);
+    let (code, out, err) = with_agent_processes(d.path(), &args, 4, 2);
+    assert_eq!(code, Some(0), "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
+    let p99 = v["summary"]["all"]["latency_us"]["p99"].as_f64().unwrap();
+    // Above their geometric mean, 39 ms: one queue, not two.
+    assert!(p99 > 39_000.0, "p99 {p99} µs\n{v}");
 }

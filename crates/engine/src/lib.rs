@@ -14,6 +14,7 @@ pub mod null;
 pub mod pattern;
 pub mod psync;
 pub mod sim;
+pub mod sim_shared;
 pub mod spec;
 pub mod target;
 pub mod uring;

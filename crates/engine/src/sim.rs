@@ -25,31 +25,30 @@
 //! how long the device has already served: steady-state rounds are separate runs, and
 //! each round's device carries on where the previous one left off.
 //!
-//! A device can be *shared* (`shared=NAME`): every disk of every engine in this process
+//! A device can be *shared* (`shared=NAME`): every disk of every engine on this machine
 //! that names the same device passes through ONE queue of `servers` servers — the
-//! agents of one `iofleet agent --agents N` process, or the I/O threads of a local run.
-//! That is the storage many clients load together, whose latency rises with the number
-//! of clients (`docs/fleet.md`, "Fleet size as a sweep dimension"); `crate::mmc` is its
-//! analytic model. A shared device runs on the wall clock only (`clock=real`, or
-//! `--real-time`): simulated time is each engine's own, jumping to its next completion,
-//! and several engines cannot share one queue in it. Its servers' next free times are
-//! atomics in a process-wide registry (`SharedQueue`), taken by compare-and-swap, so
-//! no lock is held per I/O. Agents in different processes do not share a device: each
-//! process has its own of that name.
+//! agents of one `iofleet agent --agents N` process or of several processes, or the I/O
+//! threads of a local run. That is the storage many clients load together, whose
+//! latency rises with the number of clients (`docs/fleet.md`, "Fleet size as a sweep
+//! dimension"); `crate::mmc` is its analytic model. A shared device runs on the wall
+//! clock only (`clock=real`, or `--real-time`): simulated time is each engine's own,
+//! jumping to its next completion, and several engines cannot share one queue in it.
+//! Its servers' next free times are atomics in a file of /dev/shm (`crate::sim_shared`),
+//! taken by compare-and-swap, so no lock is held per I/O.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
 use std::fmt;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
 use crate::buf::BufferPool;
 use crate::null::{parse_ns, reap_due, Due, LatencyModel};
+pub use crate::sim_shared::SharedQueue;
 use crate::{Caps, Clock, Completion, Engine, EngineError, EngineParams, IoReq};
 
 /// Service-time distribution of a simulated device.
@@ -400,76 +399,6 @@ struct DiskQueue {
     seq: u64,
 }
 
-/// One device that many engines share: each server's next free time, ns of the queue's
-/// own clock (`now_ns`, from an instant common to the process), taken by
-/// compare-and-swap.
-#[derive(Debug)]
-pub struct SharedQueue {
-    /// The device as it was first asked for (a different one of the same name is refused).
-    model: String,
-    free: Box<[AtomicU64]>,
-}
-
-impl SharedQueue {
-    fn new(model: String, servers: u32) -> SharedQueue {
-        SharedQueue {
-            model,
-            free: (0..servers).map(|_| AtomicU64::new(0)).collect(),
-        }
-    }
-
-    /// The queue's clock: ns since an instant common to the process.
-    pub fn now_ns() -> u64 {
-        static BASE: OnceLock<Instant> = OnceLock::new();
-        BASE.get_or_init(Instant::now).elapsed().as_nanos() as u64
-    }
-
-    /// An I/O arriving at `now` and needing `service(start)` ns once a server takes it
-    /// at `start`: first come, first served on the server free earliest. Returns
-    /// (start, done).
-    pub fn serve(&self, now: u64, service: impl Fn(u64) -> u64) -> (u64, u64) {
-        loop {
-            let (i, free) = self
-                .free
-                .iter()
-                .map(|f| f.load(Ordering::Acquire))
-                .enumerate()
-                .min_by_key(|&(_, f)| f)
-                .expect("a device has at least one server");
-            let start = free.max(now);
-            let done = start.saturating_add(service(start));
-            // Another I/O took this server meanwhile: look again.
-            if self.free[i]
-                .compare_exchange(free, done, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-            {
-                return (start, done);
-            }
-        }
-    }
-
-    /// The device named `name` in this process, made as `device` describes at its first
-    /// ask; another description under the same name is refused.
-    pub fn named(name: &str, device: &SimDevice) -> Result<Arc<SharedQueue>, EngineError> {
-        static REGISTRY: OnceLock<Mutex<HashMap<String, Arc<SharedQueue>>>> = OnceLock::new();
-        let model = device.to_string();
-        let mut all = REGISTRY
-            .get_or_init(Default::default)
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        let q = all
-            .entry(name.to_string())
-            .or_insert_with(|| Arc::new(SharedQueue::new(model.clone(), device.servers)));
-        if q.model != model {
-            return Err(EngineError::Setup(format!(
-                "sim: shared device {name} is already in use in this process as {}, not {model}",
-                q.model
-            )));
-        }
-        Ok(q.clone())
-    }
-}
-
 /// A simulated device per file (or one shared device), on clock `C` (simulated or real
 /// time).
 #[derive(Debug)]
@@ -501,7 +430,11 @@ impl<C: Clock> SimEngine<C> {
         model.validate()?;
         device.check().map_err(EngineError::Setup)?;
         let shared = match &device.shared {
-            Some(name) => Some(SharedQueue::named(name, &device)?),
+            Some(name) => Some(SharedQueue::named(
+                name,
+                &device.to_string(),
+                device.servers,
+            )?),
             None => None,
         };
         let disks = disk_seeds
@@ -706,45 +639,31 @@ mod tests {
     }
 
     #[test]
-    fn a_shared_queue_serves_everyone_first_come_first_served() {
-        // One server of 100 µs: three I/Os arriving together finish one after another,
-        // whoever queues them; one arriving once the server is idle starts at once.
-        let q = SharedQueue::new("test".into(), 1);
-        let fixed = |_| 100_000;
-        assert_eq!(q.serve(1_000, fixed), (1_000, 101_000));
-        assert_eq!(q.serve(1_000, fixed), (101_000, 201_000));
-        assert_eq!(q.serve(2_000, fixed), (201_000, 301_000));
-        assert_eq!(q.serve(500_000, fixed), (500_000, 600_000));
-        // Two servers: the earliest free one takes the next I/O.
-        let q = SharedQueue::new("test".into(), 2);
-        assert_eq!(q.serve(0, |_| 300), (0, 300));
-        assert_eq!(q.serve(0, |_| 100), (0, 100));
-        assert_eq!(q.serve(50, |_| 10), (100, 110));
-        assert_eq!(q.serve(50, |_| 10), (110, 120));
-    }
-
-    #[test]
     fn engines_naming_one_shared_device_get_the_same_queue() {
-        let d: SimDevice = "servers=1,service=1ms,clock=real,shared=unit-test-a"
-            .parse()
-            .unwrap();
-        let a = SharedQueue::named("unit-test-a", &d).unwrap();
-        let b = SharedQueue::named("unit-test-a", &d).unwrap();
+        // Named by this process, so that another run of the tests meanwhile is not
+        // this device; its files removed at the end.
+        let pid = std::process::id();
+        let spec = |s: &str, name: &str| format!("{s},clock=real,shared=unit-test-{name}-{pid}");
+        let d: SimDevice = spec("servers=1,service=1ms", "a").parse().unwrap();
+        let d_a = d.clone();
+        let name = format!("unit-test-a-{pid}");
+        let named = |d: &SimDevice| SharedQueue::named(&name, &d.to_string(), d.servers);
+        let a = named(&d).unwrap();
+        let b = named(&d).unwrap();
         assert!(Arc::ptr_eq(&a, &b));
-        let other: SimDevice = "servers=2,service=1ms,clock=real,shared=unit-test-a"
-            .parse()
-            .unwrap();
-        let e = SharedQueue::named("unit-test-a", &other).unwrap_err();
+        let other: SimDevice = spec("servers=2,service=1ms", "a").parse().unwrap();
+        let e = named(&other).unwrap_err();
         assert!(e.to_string().contains("already in use"), "{e}");
         // Two engines of one device: an I/O of the second waits for the first's.
         let params = EngineParams {
             slots: 1,
             max_bs: 4096,
         };
-        let d: SimDevice = "servers=1,service=50ms,dist=fixed,clock=real,shared=unit-test-b"
+        let d: SimDevice = spec("servers=1,service=50ms,dist=fixed", "b")
             .parse()
             .unwrap();
-        let clock = crate::MonoClock::new(Instant::now());
+        let d_b = d.clone();
+        let clock = crate::MonoClock::new(std::time::Instant::now());
         let mut one = SimEngine::new(d.clone(), params, 1, &[0], clock).unwrap();
         let mut two = SimEngine::new(d, params, 2, &[1], clock).unwrap();
         one.queue(req(0, 0, 4096)).unwrap();
@@ -754,6 +673,10 @@ mod tests {
         // The second completes a service time after the first, not beside it (half of
         // one allows for the moments between reading the two clocks).
         assert!(b > a + 25_000_000, "{a} {b}");
+        for d in [&d_a, &d_b] {
+            let name = d.shared.as_deref().unwrap();
+            std::fs::remove_file(crate::sim_shared::path_of(name, &d.to_string())).unwrap();
+        }
     }
 
     #[test]
