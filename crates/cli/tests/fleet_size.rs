@@ -91,7 +91,7 @@ const AT_30MS: Model = Model {
     service_us: 2_500,
     rate: 75,
     p99_ms: 30,
-    duration: "6s",
+    duration: "5s",
 };
 
 fn bin() -> Command {
@@ -633,7 +633,7 @@ fn agents_of_separate_processes_share_one_device() {
         "--engine",
         &engine,
         "--duration",
-        "5s",
+        "4s",
         "--json",
         "--no-save",
         "--target",
