@@ -646,3 +646,95 @@ fn agents_of_separate_processes_share_one_device() {
     // Above their geometric mean, 39 ms: one queue, not two.
     assert!(p99 > 39_000.0, "p99 {p99} µs\n{v}");
 }
+
+#[test]
+fn a_fleet_size_sweep_killed_in_its_second_step_resumes_from_it() {
+    let _one = WALL_CLOCK.lock().unwrap_or_else(|p| p.into_inner());
+    // An inventory of three local hosts, a step of each size, on the wall clock (so
+    // that the sweep can be killed during a step).
+    let d = tempfile::tempdir().unwrap();
+    let inv = d.path().join("local.toml");
+    std::fs::write(
+        &inv,
+        (1..=3)
+            .map(|i| format!("[[host]]\ndestination = \"l{i}\"\ntransport = \"local\"\ntarget = \"data{i}\"\n"))
+            .collect::<String>(),
+    )
+    .unwrap();
+    let db = d.path().join("r.db");
+    let (inv_s, db_s) = (inv.to_str().unwrap(), db.to_str().unwrap());
+    let sweep = |extra: &[&'static str]| -> Vec<String> {
+        let mut a: Vec<String> = [
+            "sweep",
+            "--engine",
+            "null",
+            "--workers",
+            "3",
+            "--rate",
+            "100",
+            "--warmup",
+            "0s",
+            "--duration",
+            "2s",
+            "--prepare",
+            "none",
+            "--disk-size",
+            "16m",
+            "--vary",
+            "hosts=1,2,3",
+            "--hosts",
+            inv_s,
+            "--db",
+            db_s,
+        ]
+        .map(String::from)
+        .to_vec();
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    let mut child = bin()
+        .current_dir(d.path())
+        .args(sweep(&["--quiet"]))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed once its second step (hosts=2) is recorded as begun.
+    let t0 = Instant::now();
+    loop {
+        let o = run_in(
+            d.path(),
+            &[
+                "results", "list", "--json", "--db", db_s, "--label", "hosts=2",
+            ],
+        );
+        let begun = o.status.success()
+            && serde_json::from_slice::<Value>(&o.stdout)
+                .is_ok_and(|v| v.as_array().is_some_and(|a| !a.is_empty()));
+        if begun {
+            break;
+        }
+        assert!(child.try_wait().unwrap().is_none(), "the sweep ended first");
+        assert!(t0.elapsed() < PATIENCE, "step 2 never began");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let args = sweep(&["--resume", "--json"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = run_in(d.path(), &args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("1 finished step(s) taken from the store"),
+        "{}",
+        stderr(&o)
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let hosts: Vec<&str> = v["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["at"]["hosts"].as_str().unwrap())
+        .collect();
+    assert_eq!(hosts, ["1", "2", "3"], "{v}");
+}
