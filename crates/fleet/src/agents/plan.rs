@@ -244,6 +244,7 @@ mod tests {
                 reach: Reach::Local,
                 role: Role::Workers,
                 observe: Vec::new(),
+                scrape: None,
             })
             .collect()
     }
