@@ -506,6 +506,10 @@ fn bad_fleet_sizes_are_refused_naming_the_flag() {
             vec!["sweep", "--vary", "qd=1,2", "--slo", "p99<=3ms"],
             "--slo: a sweep holds its steps to objectives with --vary hosts alone",
         ),
+        (
+            vec!["sweep", "--vary", "hosts=1,2", "--slo", "cpu<=40%"],
+            "a sweep holds its steps to latency objectives",
+        ),
     ];
     for (args, says) in cases {
         let mut a = args.clone();

@@ -54,7 +54,7 @@ pub struct SweepArgs {
     /// With --vary hosts alone: an objective every step is held to (repeatable; all must
     /// hold), `[all.|read.|write.]STAT<=LATENCY` as find-max's (`p99<=3ms`); the curve
     /// then says the most clients at which every objective held.
-    #[arg(long = "slo", value_name = "OBJECTIVE", value_parser = objective)]
+    #[arg(long = "slo", value_name = "OBJECTIVE", value_parser = objective, conflicts_with = "rate_curve")]
     pub slo: Vec<Slo>,
     #[command(flatten)]
     pub resume: ResumeArg,
@@ -62,9 +62,15 @@ pub struct SweepArgs {
     pub run: RunArgs,
 }
 
-/// A latency objective (`iofleet_stats::slo`'s grammar).
+/// A latency objective (`iofleet_stats::slo`'s grammar; a CPU one is find-max's).
 fn objective(s: &str) -> Result<Slo, String> {
-    s.parse().map_err(|e: slo::ObjectiveError| e.to_string())
+    let o: Slo = s.parse().map_err(|e: slo::ObjectiveError| e.to_string())?;
+    match o.latency() {
+        Some(_) => Ok(o),
+        None => Err(format!(
+            "'{s}': a sweep holds its steps to latency objectives (p99<=3ms); a CPU objective is find-max's"
+        )),
+    }
 }
 
 /// Most steps one sweep may have.
