@@ -170,6 +170,11 @@ pub struct RunArgs {
     /// elsewhere.
     #[arg(skip)]
     pub live: LiveInputs,
+    /// A fleet-size step's number of active hosts (`sweep --vary hosts=K`, `find-max
+    /// --over hosts`): the first K hosts run, each its share of the whole fleet; None
+    /// elsewhere.
+    #[arg(skip)]
+    pub active_hosts: Option<u32>,
     /// Agents that join this command's port (--listen, --expect) as the fleet's hosts.
     #[command(flatten)]
     pub join: JoinArgs,

@@ -168,7 +168,7 @@ fn a_matrix_refuses_what_it_cannot_vary_before_anything_runs() {
         ),
         (
             ["qd=1,2", "hosts=1,2"],
-            "--vary hosts: a command opens its fleet once",
+            "--vary hosts: a fleet-size step needs a fleet of hosts",
         ),
         (
             ["qd=1,2", "stream.zipf=1,2"],

@@ -9,10 +9,12 @@
 
 pub mod buf;
 pub mod clock;
+pub mod mmc;
 pub mod null;
 pub mod pattern;
 pub mod psync;
 pub mod sim;
+pub mod sim_shared;
 pub mod spec;
 pub mod target;
 pub mod uring;

@@ -24,11 +24,23 @@
 //! it settles, which the steady-state rule (`--steady-state`) must detect. `age=T` is
 //! how long the device has already served: steady-state rounds are separate runs, and
 //! each round's device carries on where the previous one left off.
+//!
+//! A device can be *shared* (`shared=NAME`): every disk of every engine on this machine
+//! that names the same device passes through ONE queue of `servers` servers — the
+//! agents of one `iofleet agent --agents N` process or of several processes, or the I/O
+//! threads of a local run. That is the storage many clients load together, whose
+//! latency rises with the number of clients (`docs/fleet.md`, "Fleet size as a sweep
+//! dimension"); `crate::mmc` is its analytic model. A shared device runs on the wall
+//! clock only (`clock=real`, or `--real-time`): simulated time is each engine's own,
+//! jumping to its next completion, and several engines cannot share one queue in it.
+//! Its servers' next free times are atomics in a file of /dev/shm (`crate::sim_shared`),
+//! taken by compare-and-swap, so no lock is held per I/O.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rand::rngs::SmallRng;
@@ -36,6 +48,7 @@ use rand::SeedableRng;
 
 use crate::buf::BufferPool;
 use crate::null::{parse_ns, reap_due, Due, LatencyModel};
+pub use crate::sim_shared::SharedQueue;
 use crate::{Caps, Clock, Completion, Engine, EngineError, EngineParams, IoReq};
 
 /// Service-time distribution of a simulated device.
@@ -95,7 +108,14 @@ pub struct SimDevice {
     pub drift: Option<Drift>,
     /// Device time already served when the run starts, ns (where a drift stands).
     pub age_ns: u64,
+    /// The name of the one device every engine of this process naming it shares
+    /// (`shared=NAME`); None: a device per disk.
+    pub shared: Option<String>,
 }
+
+/// Most servers a shared device may have: each I/O looks at every server's next free
+/// time to take the earliest.
+pub const MAX_SHARED_SERVERS: u32 = 1024;
 
 impl Default for SimDevice {
     fn default() -> Self {
@@ -107,6 +127,7 @@ impl Default for SimDevice {
             real_time: false,
             drift: None,
             age_ns: 0,
+            shared: None,
         }
     }
 }
@@ -143,6 +164,49 @@ impl SimDevice {
         };
         self.servers as f64 * 1e9 / (mean + self.transfer_ns(bs) as f64)
     }
+
+    /// What makes this device unusable as it is set: a shared device in simulated time.
+    pub fn check(&self) -> Result<(), String> {
+        match &self.shared {
+            Some(name) if !self.real_time => Err(format!(
+                "sim: shared={name} runs on the wall clock only (simulated time is each engine's own, and several engines cannot share one queue in it): add clock=real to the device, or --real-time"
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// What the grammar refuses of a shared device: simulated time asked for explicitly
+/// (`clock=sim`; without `clock`, `--real-time` may still set it: `SimDevice::check`),
+/// and more than [`MAX_SHARED_SERVERS`] servers.
+fn check_shared(d: &SimDevice, clock_given: bool) -> Result<(), String> {
+    if d.shared.is_none() {
+        return Ok(());
+    }
+    if clock_given {
+        d.check()?;
+    }
+    if d.servers > MAX_SHARED_SERVERS {
+        return Err(format!(
+            "sim: a shared device has at most {MAX_SHARED_SERVERS} servers, not {}",
+            d.servers
+        ));
+    }
+    Ok(())
+}
+
+/// A shared device's name: 1 to 64 of `A-Z a-z 0-9 _ . -`.
+fn parse_shared_name(v: &str) -> Result<String, String> {
+    let ok = !v.is_empty()
+        && v.len() <= 64
+        && v.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
+    match ok {
+        true => Ok(v.to_string()),
+        false => Err(format!(
+            "sim: shared names a device with 1 to 64 letters, digits, '_', '.' or '-', not '{v}'"
+        )),
+    }
 }
 
 /// A time span: ns, or with `ns`, `us`, `ms` or `s`.
@@ -173,8 +237,9 @@ fn parse_drift_pct(v: &str) -> Result<f64, String> {
 }
 
 /// `servers=N,service=T,dist=fixed|exp|lognormal,sigma=S,max_mbps=M,clock=sim|real`,
-/// `drift=±P%,settle=T|never,ramp=T` and `age=T`, every key optional (defaults: 8
-/// servers, 200us, exp, no bandwidth limit, simulated time, no drift, age 0).
+/// `drift=±P%,settle=T|never,ramp=T`, `age=T` and `shared=NAME`, every key optional
+/// (defaults: 8 servers, 200us, exp, no bandwidth limit, simulated time, no drift, age
+/// 0, a device per disk).
 impl FromStr for SimDevice {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
@@ -185,6 +250,7 @@ impl FromStr for SimDevice {
         // None: not given; Some(None): never.
         let mut settle: Option<Option<u64>> = None;
         let mut ramp: Option<u64> = None;
+        let mut clock_given = false;
         for kv in s.split(',').map(str::trim).filter(|kv| !kv.is_empty()) {
             let (k, v) = kv
                 .split_once('=')
@@ -232,7 +298,9 @@ impl FromStr for SimDevice {
                 "age" => d.age_ns = parse_span_ns(v).map_err(|e| format!("sim: age: {e}"))?,
                 "sigma" => sigma = Some(num(v)?),
                 "max_mbps" => d.max_mbps = Some(num(v)?),
+                "shared" => d.shared = Some(parse_shared_name(v)?),
                 "clock" => {
+                    clock_given = true;
                     d.real_time = match v {
                         "sim" => false,
                         "real" => true,
@@ -241,11 +309,12 @@ impl FromStr for SimDevice {
                 }
                 _ => {
                     return Err(format!(
-                        "sim: unknown key '{k}' (servers, service, dist, sigma, max_mbps, clock, drift, settle, ramp, age)"
+                        "sim: unknown key '{k}' (servers, service, dist, sigma, max_mbps, clock, drift, settle, ramp, age, shared)"
                     ))
                 }
             }
         }
+        check_shared(&d, clock_given)?;
         d.drift = match (drift, settle, ramp) {
             (None, None, None) => None,
             (None, _, _) => return Err("sim: settle and ramp go with drift=P% only".into()),
@@ -314,6 +383,9 @@ impl fmt::Display for SimDevice {
         if self.age_ns > 0 {
             write!(f, ",age={}ns", self.age_ns)?;
         }
+        if let Some(name) = &self.shared {
+            write!(f, ",shared={name}")?;
+        }
         Ok(())
     }
 }
@@ -327,7 +399,8 @@ struct DiskQueue {
     seq: u64,
 }
 
-/// A simulated device per file, on clock `C` (simulated or real time).
+/// A simulated device per file (or one shared device), on clock `C` (simulated or real
+/// time).
 #[derive(Debug)]
 pub struct SimEngine<C: Clock> {
     pool: BufferPool,
@@ -337,6 +410,8 @@ pub struct SimEngine<C: Clock> {
     clock: C,
     in_flight: BinaryHeap<Due>,
     seq: u64,
+    /// The device every disk passes through, when shared (`shared=NAME`).
+    shared: Option<Arc<SharedQueue>>,
 }
 
 impl<C: Clock> SimEngine<C> {
@@ -353,6 +428,15 @@ impl<C: Clock> SimEngine<C> {
         }
         let model = device.model();
         model.validate()?;
+        device.check().map_err(EngineError::Setup)?;
+        let shared = match &device.shared {
+            Some(name) => Some(SharedQueue::named(
+                name,
+                &device.to_string(),
+                device.servers,
+            )?),
+            None => None,
+        };
         let disks = disk_seeds
             .iter()
             .map(|&s| DiskQueue {
@@ -369,6 +453,7 @@ impl<C: Clock> SimEngine<C> {
             clock,
             in_flight: BinaryHeap::with_capacity(params.slots as usize),
             seq: 0,
+            shared,
         })
     }
 
@@ -401,18 +486,37 @@ impl<C: Clock> Engine for SimEngine<C> {
             return Err(crate::bad_file(&req, n));
         };
         let now = self.clock.now_ns();
-        let Reverse(free) = d.free.pop().expect("a device has at least one server");
-        let start = free.max(now);
-        let mut drawn = self.model.sample(&mut d.rng, d.seq);
-        if let Some(drift) = &self.device.drift {
-            // The service time of the moment this I/O starts being served.
-            let f = drift.factor(self.device.age_ns.saturating_add(start));
-            drawn = (drawn as f64 * f).round() as u64;
-        }
-        let service = drawn + self.device.transfer_ns(req.len);
+        let drawn = self.model.sample(&mut d.rng, d.seq);
         d.seq += 1;
-        let done = start.saturating_add(service);
-        d.free.push(Reverse(done));
+        let (device, len) = (&self.device, req.len);
+        // The service time of the moment this I/O starts being served (`start` in the
+        // device's time, which a drift follows).
+        let service = |start: u64| {
+            let drawn = match &device.drift {
+                Some(drift) => {
+                    let f = drift.factor(device.age_ns.saturating_add(start));
+                    (drawn as f64 * f).round() as u64
+                }
+                None => drawn,
+            };
+            drawn + device.transfer_ns(len)
+        };
+        let done = match &self.shared {
+            Some(q) => {
+                // The queue's clock is the process's, this engine's its run's: the
+                // completion lies as far ahead on both.
+                let q_now = SharedQueue::now_ns();
+                let (_, q_done) = q.serve(q_now, service);
+                now.saturating_add(q_done - q_now)
+            }
+            None => {
+                let Reverse(free) = d.free.pop().expect("a device has at least one server");
+                let start = free.max(now);
+                let done = start.saturating_add(service(start));
+                d.free.push(Reverse(done));
+                done
+            }
+        };
         self.in_flight
             .push(Reverse((done, self.seq, req.slot, req.len as i32)));
         self.seq += 1;
@@ -476,6 +580,7 @@ mod tests {
             "servers=4,service=80000ns,dist=lognormal,sigma=0.3,clock=real",
             "servers=8,service=200000ns,dist=fixed,drift=+100%,settle=30000000000ns",
             "servers=8,service=200000ns,dist=exp,drift=-50%,settle=never,ramp=1000000000ns,age=5000ns",
+            "servers=2,service=500000ns,dist=exp,clock=real,shared=array-1",
         ] {
             let d: SimDevice = s.parse().unwrap();
             assert_eq!(d.to_string(), s);
@@ -503,9 +608,74 @@ mod tests {
             ("drift=+50%,settle=10s,ramp=1s", "settle=never only"),
             ("drift=+50%,settle=never,ramp=0", "ramp"),
             ("age=old", "age"),
+            ("shared=", "shared"),
+            ("shared=a/b", "shared"),
+            ("shared=a,clock=sim", "wall clock"),
+            ("clock=sim,shared=a", "wall clock"),
+            ("shared=a,clock=real,servers=2000", "at most 1024"),
         ] {
             let e = bad.parse::<SimDevice>().unwrap_err();
             assert!(e.contains(names), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_shared_device_needs_the_wall_clock() {
+        // Without a clock it parses (--real-time may still set it), but cannot be built.
+        let d: SimDevice = "shared=x".parse().unwrap();
+        assert!(d.check().unwrap_err().contains("clock=real"));
+        let e = SimEngine::new(
+            d,
+            EngineParams {
+                slots: 1,
+                max_bs: 4096,
+            },
+            1,
+            &[0],
+            crate::VirtualClock::new(),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("wall clock"), "{e}");
+    }
+
+    #[test]
+    fn engines_naming_one_shared_device_get_the_same_queue() {
+        // Named by this process, so that another run of the tests meanwhile is not
+        // this device; its files removed at the end.
+        let pid = std::process::id();
+        let spec = |s: &str, name: &str| format!("{s},clock=real,shared=unit-test-{name}-{pid}");
+        let d: SimDevice = spec("servers=1,service=1ms", "a").parse().unwrap();
+        let d_a = d.clone();
+        let name = format!("unit-test-a-{pid}");
+        let named = |d: &SimDevice| SharedQueue::named(&name, &d.to_string(), d.servers);
+        let a = named(&d).unwrap();
+        let b = named(&d).unwrap();
+        assert!(Arc::ptr_eq(&a, &b));
+        let other: SimDevice = spec("servers=2,service=1ms", "a").parse().unwrap();
+        let e = named(&other).unwrap_err();
+        assert!(e.to_string().contains("already in use"), "{e}");
+        // Two engines of one device: an I/O of the second waits for the first's.
+        let params = EngineParams {
+            slots: 1,
+            max_bs: 4096,
+        };
+        let d: SimDevice = spec("servers=1,service=50ms,dist=fixed", "b")
+            .parse()
+            .unwrap();
+        let d_b = d.clone();
+        let clock = crate::MonoClock::new(std::time::Instant::now());
+        let mut one = SimEngine::new(d.clone(), params, 1, &[0], clock).unwrap();
+        let mut two = SimEngine::new(d, params, 2, &[1], clock).unwrap();
+        one.queue(req(0, 0, 4096)).unwrap();
+        two.queue(req(0, 0, 4096)).unwrap();
+        let due = |e: &SimEngine<crate::MonoClock>| e.in_flight.peek().map(|Reverse(d)| d.0);
+        let (a, b) = (due(&one).unwrap(), due(&two).unwrap());
+        // The second completes a service time after the first, not beside it (half of
+        // one allows for the moments between reading the two clocks).
+        assert!(b > a + 25_000_000, "{a} {b}");
+        for d in [&d_a, &d_b] {
+            let name = d.shared.as_deref().unwrap();
+            std::fs::remove_file(crate::sim_shared::path_of(name, &d.to_string())).unwrap();
         }
     }
 

@@ -32,6 +32,11 @@ pub struct RunSettings {
     /// `--drop-caches`: empty the page cache on every host before each measurement.
     #[serde(default)]
     pub drop_caches: Option<DropCaches>,
+    /// A fleet-size step (`--vary hosts=K`, `find-max --over hosts`): only the first K
+    /// worker hosts run, each its share of the whole fleet's workers; None: every host.
+    /// The controller's own: not sent to agents.
+    #[serde(skip)]
+    pub active_hosts: Option<u32>,
 }
 
 /// `--drop-caches`: how each host (workers and observers) empties its page cache before
@@ -123,6 +128,7 @@ impl Default for RunSettings {
             host_timeout: Duration::from_secs(30),
             max_uploads: MAX_UPLOADS,
             drop_caches: None,
+            active_hosts: None,
         }
     }
 }

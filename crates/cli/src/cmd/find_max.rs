@@ -1,6 +1,6 @@
 //! `iofleet find-max PROFILE --slo 'p99<=3ms' [--slo …]`: the highest sustained
-//! open-loop rate at which every latency objective holds (see `find_max`), printed as a
-//! table or JSON.
+//! open-loop rate at which every latency objective holds (see `find_max`), or with
+//! `--over hosts` the most clients (hosts of the fleet), printed as a table or JSON.
 //!
 //! Rates here are totals over the fleet (IOPS), unlike `--rate`, which is per worker.
 
@@ -51,7 +51,12 @@ pub fn run(f: FindMaxArgs) -> Result<i32, Exit> {
     written
         .and_then(|_| out.flush())
         .map_err(|e| Exit::failure(format!("writing the result: {e}")))?;
-    if report.end == End::NoneMet {
+    if report.end == End::NoneMet && report.hosts.is_some() {
+        eprintln!(
+            "error: no fleet size tried meets {} (not even 1 host)",
+            slo::join(&report.objectives)
+        );
+    } else if report.end == End::NoneMet {
         eprintln!(
             "error: no rate tried meets {} (lowest tried: {:.0} IOPS)",
             slo::join(&report.objectives),

@@ -249,6 +249,11 @@ fn basis(
         Sizing::FromRun => from_run(c, &run),
         Sizing::AtPeak => at_peak(&run, &name),
         Sizing::Objectives => {
+            if c.search.over == crate::run::find_max::Over::Hosts {
+                return Err(Exit::input(
+                    "--over hosts: plan sizes a cluster from the rate its storage sustains; search the clients with `iofleet find-max --over hosts`",
+                ));
+            }
             let report = find_max(&run, &c.search, &name, None)?;
             let code = report.code;
             let found = report.found();

@@ -4,8 +4,10 @@
 //! `vary` and each key with its value), then the curve — IOPS against mean, p50 and p99
 //! latency — that shows where more load stops buying throughput and starts costing
 //! latency (the hockey stick). A key is any profile key with a flag, set on each step as
-//! that flag would set it; every step runs on the command's one fleet (`Session`), so
-//! the hosts themselves are not a key.
+//! that flag would set it; every step runs on the command's one fleet (`Session`). The
+//! fleet's size is a key too (`hosts=1,2,4,8`, `run::fleet_size`): each step runs the
+//! first K hosts of that one fleet, each with its share of the whole fleet's load, and
+//! the curve then shows where more clients stop buying throughput (its knee).
 //!
 //! `--rate-curve` instead measures the closed-loop maximum, then runs open loop at
 //! [`RATE_CURVE`] percent of it (vdbench's curve), latency counted from each I/O's
@@ -21,10 +23,12 @@ use clap::Args;
 use iofleet_profile::GroupPlan;
 use iofleet_report::compare::opt_fixed;
 use iofleet_stats::result::RunResult;
+use iofleet_stats::slo::{self, Slo};
 
 use crate::args::RunArgs;
 use crate::exit::Exit;
 use crate::run::campaign::{self, Campaign, Fingerprint, ResumeArg};
+use crate::run::fleet_size;
 use crate::run::resolve::{closed_loop, ctrl_c_flag, exit_code, offered_rate, resolve, with_rate};
 use crate::run::session::Session;
 use crate::run::stepping::check_step_args;
@@ -47,14 +51,33 @@ pub struct SweepArgs {
     /// it, latency from each I/O's intended issue time.
     #[arg(long, conflicts_with_all = ["vary", "resume"])]
     pub rate_curve: bool,
+    /// With --vary hosts alone: an objective every step is held to (repeatable; all must
+    /// hold), `[all.|read.|write.]STAT<=LATENCY` as find-max's (`p99<=3ms`); the curve
+    /// then says the most clients at which every objective held.
+    #[arg(long = "slo", value_name = "OBJECTIVE", value_parser = objective, conflicts_with = "rate_curve")]
+    pub slo: Vec<Slo>,
     #[command(flatten)]
     pub resume: ResumeArg,
     #[command(flatten)]
     pub run: RunArgs,
 }
 
+/// A latency objective (`iofleet_stats::slo`'s grammar; a CPU one is find-max's).
+fn objective(s: &str) -> Result<Slo, String> {
+    let o: Slo = s.parse().map_err(|e: slo::ObjectiveError| e.to_string())?;
+    match o.latency() {
+        Some(_) => Ok(o),
+        None => Err(format!(
+            "'{s}': a sweep holds its steps to latency objectives (p99<=3ms); a CPU objective is find-max's"
+        )),
+    }
+}
+
 /// Most steps one sweep may have.
 const MAX_STEPS: usize = 10_000;
+
+/// The fleet-size axis's "flag": no flag sets it, the step's `active_hosts` does.
+const HOSTS_FLAG: &str = "hosts";
 
 /// One varied setting: its name in labels and output (the flag without `--`, `-` as
 /// `_`: `qd`, `read_pct`, `disks`), the flag that sets it, and its values in order.
@@ -88,11 +111,9 @@ fn variable_keys() -> Vec<String> {
 /// `threads_per_disk`) or its flag's name (`threads`, `read-pct`).
 fn flag_of(key: &str) -> Result<&'static str, Exit> {
     let k = key.replace('-', "_");
-    if matches!(k.as_str(), "hosts" | "fleet.hosts") {
+    if matches!(k.as_str(), "pods" | "vms") {
         return Err(Exit::input(format!(
-            "--vary {key}: a command opens its fleet once and every step runs on it, so the \
-             hosts cannot change between steps; run one sweep per inventory (--hosts) and \
-             compare them (docs/campaigns.md)"
+            "--vary {key}: a fleet's pods (and a VM fleet's VMs) are its hosts: vary hosts=1,2,4,… (docs/campaigns.md)"
         )));
     }
     let known = || variable_keys().join(", ");
@@ -131,7 +152,10 @@ fn parse_vary(s: &str) -> Result<Axis, Exit> {
         ))
     })?;
     let key = key.trim();
-    let flag = flag_of(key)?;
+    let flag = match key {
+        fleet_size::KEY | "fleet.hosts" => HOSTS_FLAG,
+        _ => flag_of(key)?,
+    };
     let key = flag_key(flag);
     let values: Vec<String> = values
         .split(',')
@@ -206,6 +230,11 @@ fn step_args(base: &RunArgs, at: &[(String, String)], axes: &[Axis]) -> Result<R
     use clap::FromArgMatches;
     let mut a = base.clone();
     for ((key, value), axis) in at.iter().zip(axes) {
+        if axis.flag == HOSTS_FLAG {
+            // Checked against the fleet in `run`, before the first step.
+            a.active_hosts = Some(fleet_size::count("--vary hosts", value, u32::MAX)?);
+            continue;
+        }
         let bad = |e: String| Exit::input(format!("--vary {key}={value}: {e}"));
         let cmd = iofleet_profile::Overrides::augment_args(
             clap::Command::new("vary")
@@ -258,6 +287,19 @@ pub fn run(s: SweepArgs) -> Result<i32, Exit> {
     own.extend(keys.iter().map(String::as_str));
     own.extend(campaign::LABELS);
     check_step_args(&s.run, &own)?;
+    if !s.slo.is_empty() && keys != [fleet_size::KEY] {
+        return Err(Exit::input(
+            "--slo: a sweep holds its steps to objectives with --vary hosts alone (the most clients at SLO); find-max searches the rate at an objective",
+        ));
+    }
+    if let Some(hosts) = axes.iter().find(|a| a.flag == HOSTS_FLAG) {
+        let (groups, _) = resolve(&s.run)?;
+        let workers = groups.iter().map(|g| g.plan.fleet.workers).sum();
+        let most = fleet_size::hosts_in(&s.run, workers, "--vary hosts")?;
+        for v in &hosts.values {
+            fleet_size::count("--vary hosts", v, most)?;
+        }
+    }
     // Every step is checked before the first one runs: a bad value fails fast.
     let mut steps = Vec::new();
     for cell in cells(&axes) {
@@ -446,11 +488,11 @@ fn print_curve(
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let written = if s.run.json {
-        serde_json::to_writer_pretty(&mut out, &curve_json(sweep, keys, campaign, done))
+        serde_json::to_writer_pretty(&mut out, &curve_json(sweep, keys, campaign, &s.slo, done))
             .map_err(std::io::Error::other)
             .and_then(|_| writeln!(out))
     } else {
-        write!(out, "{}", curve_table(sweep, keys, done))
+        write!(out, "{}", curve_table(sweep, keys, &s.slo, done))
     };
     written
         .and_then(|_| out.flush())
@@ -464,6 +506,7 @@ fn curve_json(
     sweep: &str,
     keys: &[String],
     campaign: Option<&str>,
+    objectives: &[Slo],
     done: &[(Vec<(String, String)>, RunResult)],
 ) -> serde_json::Value {
     let points: Vec<serde_json::Value> = done
@@ -500,7 +543,58 @@ fn curve_json(
     if let Some(c) = campaign {
         v["campaign"] = c.into();
     }
+    if let Some(k) = hosts_knee(keys, done) {
+        v["knee_hosts"] = k.into();
+    }
+    if !objectives.is_empty() {
+        v["objectives"] = objectives.iter().map(|o| o.to_string()).collect();
+        v["max_hosts_at_slo"] = hosts_at_slo(objectives, done).into();
+        for (p, (_, r)) in v["points"].as_array_mut().into_iter().flatten().zip(done) {
+            p["passed"] = meets(objectives, r).into();
+        }
+    }
     v
+}
+
+/// Whether step `r` meets every objective (one it has no figure for, such as reads of a
+/// write-only mix, is not missed) and was not interrupted.
+fn meets(objectives: &[Slo], r: &RunResult) -> bool {
+    !r.run.interrupted
+        && objectives
+            .iter()
+            .all(|o| o.value(&r.summary).is_none_or(|v| v <= o.limit()))
+}
+
+/// The most hosts at which every objective held, every smaller count of the sweep too
+/// (None when even the fewest missed).
+fn hosts_at_slo(objectives: &[Slo], done: &[(Vec<(String, String)>, RunResult)]) -> Option<u32> {
+    let mut steps: Vec<(u32, bool)> = done
+        .iter()
+        .filter_map(|(at, r)| Some((at.first()?.1.parse().ok()?, meets(objectives, r))))
+        .collect();
+    steps.sort_by_key(|(k, _)| *k);
+    steps
+        .iter()
+        .take_while(|(_, ok)| *ok)
+        .last()
+        .map(|(k, _)| *k)
+}
+
+/// A fleet-size curve's knee (`search::knee`): the most hosts before the mean latency
+/// passes twice that of the fewest. Only for a sweep of the hosts alone.
+fn hosts_knee(keys: &[String], done: &[(Vec<(String, String)>, RunResult)]) -> Option<u32> {
+    if keys != [fleet_size::KEY] {
+        return None;
+    }
+    let curve: Vec<(u32, Option<f64>)> = done
+        .iter()
+        .filter(|(_, r)| !r.run.interrupted)
+        .filter_map(|(at, r)| {
+            let k = at.first()?.1.parse().ok()?;
+            Some((k, r.summary.all.latency_us.as_ref().map(|l| l.mean)))
+        })
+        .collect();
+    crate::run::search::knee(&curve)
 }
 
 /// The curve as a table, one column per key, with each step's IOPS gain over the
@@ -509,6 +603,7 @@ fn curve_json(
 fn curve_table(
     sweep: &str,
     keys: &[String],
+    objectives: &[Slo],
     done: &[(Vec<(String, String)>, RunResult)],
 ) -> String {
     let widths: Vec<usize> = keys.iter().map(|k| k.chars().count().max(10)).collect();
@@ -568,6 +663,19 @@ fn curve_table(
         }
         prev = Some((outer, all.iops));
     }
+    if let Some(k) = hosts_knee(keys, done) {
+        let first = done.first().map_or("", |(at, _)| at[0].1.as_str());
+        t.push_str(&format!(
+            "knee: {k} host(s) (the most before mean latency passes twice that of {first} host(s))\n"
+        ));
+    }
+    if !objectives.is_empty() {
+        let at = slo::join(objectives).replace(';', ", ");
+        t.push_str(&match hosts_at_slo(objectives, done) {
+            Some(k) => format!("max clients at SLO ({at}): {k} host(s)\n"),
+            None => format!("max clients at SLO ({at}): none (the fewest hosts missed)\n"),
+        });
+    }
     t
 }
 
@@ -595,7 +703,7 @@ mod tests {
             ("qd=4", "at least two"),
             ("stream.align=4k,8k", "stream.align has no flag"),
             ("verify=1,2", "no values to vary"),
-            ("hosts=1,2", "hosts cannot change between steps"),
+            ("pods=1,2", "are its hosts: vary hosts"),
         ] {
             let Err(e) = parse_vary(bad) else {
                 panic!("{bad} is accepted")

@@ -5,6 +5,11 @@
 //! the objectives `iofleet_stats::slo`'s.
 //!
 //! Rates here are totals over the fleet (IOPS), unlike `--rate`, which is per worker.
+//!
+//! `--over hosts` searches the fleet's size instead (`search::find_max_count`): each
+//! step runs the first K hosts of the command's one fleet (`run::fleet_size`), each
+//! with its share of the profile's load, and the answer is the most clients at which
+//! every objective holds.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -18,7 +23,8 @@ use iofleet_stats::slo::{self, Slo};
 use crate::args::RunArgs;
 use crate::exit::Exit;
 use crate::run::campaign::{self, Campaign, Fingerprint};
-use crate::run::resolve::{closed_loop, ctrl_c_flag, exit_code, resolve, with_rate};
+use crate::run::fleet_size;
+use crate::run::resolve::{closed_loop, ctrl_c_flag, exit_code, offered_rate, resolve, with_rate};
 use crate::run::search::{self, End, Measured, Outcome, Params};
 use crate::run::session::Session;
 use crate::run::stepping::check_step_args;
@@ -46,9 +52,25 @@ fn tolerance(s: &str) -> Result<f64, String> {
     Ok(v / 100.0)
 }
 
+/// What a search varies.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Over {
+    /// The offered open-loop rate (total IOPS).
+    #[default]
+    Rate,
+    /// The number of clients: the first K hosts of the fleet, each with its share of
+    /// the profile's load.
+    Hosts,
+}
+
 /// The search's own flags, shared by `find-max` and `plan`.
 #[derive(Args, Debug, Clone)]
 pub struct SearchArgs {
+    /// What the search varies: `rate`, the offered open-loop rate, or `hosts`, the
+    /// number of clients (the first K hosts of the fleet, `--listen`/`--expect` or
+    /// `--hosts`, each running its share of the profile's load as given).
+    #[arg(long, value_enum, default_value = "rate", value_name = "rate|hosts")]
+    pub over: Over,
     /// An objective every step must meet (repeatable; all must hold): latency,
     /// `[all.|read.|write.]STAT<=LATENCY` with STAT one of p50, p90, p95, p99, p99.9,
     /// mean, max and a unit ns, us, ms or s (`p99<=3ms`, `read.p95<=2ms`), or host CPU,
@@ -96,11 +118,32 @@ pub(crate) struct Report {
     pub found: Option<usize>,
     pub end: End,
     pub code: i32,
+    /// With `--over hosts`: the fleet's hosts (the most a step may run).
+    pub hosts: Option<u32>,
 }
 
 impl Report {
     pub fn found(&self) -> Option<&StepRecord> {
         self.found.map(|i| &self.steps[i])
+    }
+    /// With `--over hosts`: the most hosts at which every objective held.
+    pub fn max_hosts(&self) -> Option<u32> {
+        self.hosts.and(self.found().map(|s| s.point.rate as u32))
+    }
+    /// With `--over hosts`: the knee of the measured curve (`search::knee`), in hosts.
+    pub fn knee_hosts(&self) -> Option<u32> {
+        self.hosts?;
+        let mut curve: Vec<(u32, Option<f64>)> = self
+            .steps
+            .iter()
+            .filter(|s| s.point.repeat == 0 && s.point.outcome != Outcome::Interrupted)
+            .map(|s| {
+                let mean = s.result.summary.all.latency_us.as_ref().map(|l| l.mean);
+                (s.point.rate as u32, mean)
+            })
+            .collect();
+        curve.sort_by_key(|(k, _)| *k);
+        search::knee(&curve)
     }
     /// The measured IOPS at the found rate.
     pub fn max_iops(&self) -> Option<f64> {
@@ -109,10 +152,11 @@ impl Report {
 }
 
 /// Labels every find-max step carries.
-const OWN_LABELS: [&str; 9] = [
+const OWN_LABELS: [&str; 10] = [
     "findmax",
     "step",
     "rate",
+    fleet_size::KEY,
     "slo",
     "repeat",
     "found",
@@ -135,7 +179,7 @@ pub(crate) fn find_max(
     name: &str,
     resume: Option<(Option<&str>, Fingerprint)>,
 ) -> Result<Report, Exit> {
-    let groups = checked_groups(a, s)?;
+    let (groups, hosts) = checked_groups(a, s)?;
     let announce = resume.is_some();
     let (resume, fp) = resume.unwrap_or_default();
     let campaign = Campaign::open(a, resume, "findmax", name, fp)?;
@@ -143,7 +187,10 @@ pub(crate) fn find_max(
         campaign.announce(&format!("find-max {name}"), a.quiet);
     }
     let mut live = Session::open(a)?;
-    let report = search(a, s, name, groups, &mut live, &campaign);
+    let report = match hosts {
+        Some(most) => search_hosts(a, s, name, groups, most, &mut live, &campaign),
+        None => search(a, s, name, groups, &mut live, &campaign),
+    };
     live.finish();
     report
 }
@@ -156,17 +203,7 @@ fn search(
     live: &mut Session,
     campaign: &Campaign,
 ) -> Result<Report, Exit> {
-    let mut run = SearchRun {
-        a,
-        s,
-        name,
-        groups,
-        slo_label: slo::join(&s.slo),
-        stop: ctrl_c_flag(),
-        code: 0,
-        live,
-        campaign,
-    };
+    let mut run = SearchRun::new(a, s, name, groups, live, campaign);
     let (start, closed) = match s.start {
         Some(r) => (r, None),
         None => match run.closed_loop()? {
@@ -185,44 +222,91 @@ fn search(
     let found = search::find_max(&params, &mut |rate: f64, repeat: u32| {
         run.measure_at(&mut results, rate, repeat)
     })?;
-    let steps: Vec<StepRecord> = found
-        .points
-        .into_iter()
-        .zip(results)
-        .enumerate()
-        .map(|(i, (point, result))| StepRecord {
-            step: i + 1,
-            point,
-            result,
-        })
-        .collect();
-    let found_at = found.best.map(|(_, i)| i);
-    // Mark the answer in the store, now that it is known.
-    if let Some(id) = found_at.and_then(|i| steps[i].result.stored.as_ref().map(|s| s.id.clone())) {
-        mark_found(a, &id);
+    Ok(run.report(found, results, closed, None))
+}
+
+/// `--over hosts`: the most hosts, 1 to `most`, whose step meets every objective.
+fn search_hosts(
+    a: &RunArgs,
+    s: &SearchArgs,
+    name: &str,
+    groups: Vec<GroupPlan>,
+    most: u32,
+    live: &mut Session,
+    campaign: &Campaign,
+) -> Result<Report, Exit> {
+    // Each host's share of the whole fleet's offered rate (None: closed loop).
+    let per_host = offered_rate(&groups).map(|r| r / f64::from(most));
+    let mut run = SearchRun::new(a, s, name, groups, live, campaign);
+    let params = Params {
+        start: 1.0,
+        tolerance: s.tolerance,
+        limits: s.slo.iter().map(Slo::limit).collect(),
+        stop_at_knee: s.stop_at_knee,
+        max_steps: s.max_steps,
+    };
+    let mut results: Vec<RunResult> = Vec::new();
+    let offered = |k: u32| per_host.map(|r| r * f64::from(k));
+    let found = search::find_max_count(&params, most, &offered, &mut |k: u32, repeat: u32| {
+        run.measure_hosts(&mut results, k, repeat)
+    })?;
+    Ok(run.report(found, results, None, Some(most)))
+}
+
+impl SearchRun<'_> {
+    /// The search's report from what it found and measured (`hosts`: the fleet's, with
+    /// `--over hosts`); the found step marked in the store, the campaign ended.
+    fn report(
+        &mut self,
+        found: search::Found,
+        results: Vec<RunResult>,
+        closed: Option<RunResult>,
+        hosts: Option<u32>,
+    ) -> Report {
+        let (a, name, campaign) = (self.a, self.name, self.campaign);
+        let steps: Vec<StepRecord> = found
+            .points
+            .into_iter()
+            .zip(results)
+            .enumerate()
+            .map(|(i, (point, result))| StepRecord {
+                step: i + 1,
+                point,
+                result,
+            })
+            .collect();
+        let found_at = found.best.map(|(_, i)| i);
+        // Mark the answer in the store, now that it is known.
+        if let Some(id) =
+            found_at.and_then(|i| steps[i].result.stored.as_ref().map(|s| s.id.clone()))
+        {
+            mark_found(a, &id);
+        }
+        if found.end == End::NoneMet {
+            self.code = self.code.max(1);
+        }
+        if found.end != End::Interrupted {
+            let last = steps.last().and_then(|s| s.result.stored.as_ref());
+            campaign.end(last.map(|s| s.id.as_str()), end_text(found.end));
+        }
+        Report {
+            name: name.to_string(),
+            campaign: campaign.id.clone(),
+            objectives: self.s.slo.clone(),
+            closed,
+            steps,
+            found: found_at,
+            end: found.end,
+            code: self.code,
+            hosts,
+        }
     }
-    if found.end == End::NoneMet {
-        run.code = run.code.max(1);
-    }
-    if found.end != End::Interrupted {
-        let last = steps.last().and_then(|s| s.result.stored.as_ref());
-        campaign.end(last.map(|s| s.id.as_str()), end_text(found.end));
-    }
-    Ok(Report {
-        name: name.to_string(),
-        campaign: campaign.id.clone(),
-        objectives: s.slo.clone(),
-        closed,
-        steps,
-        found: found_at,
-        end: found.end,
-        code: run.code,
-    })
 }
 
 /// The run's groups, once the step flags, the objectives, the step length, the start
-/// rate and the rate arithmetic are checked (before anything runs).
-fn checked_groups(a: &RunArgs, s: &SearchArgs) -> Result<Vec<GroupPlan>, Exit> {
+/// rate and the rate arithmetic are checked (before anything runs); with `--over
+/// hosts`, the fleet's hosts too.
+fn checked_groups(a: &RunArgs, s: &SearchArgs) -> Result<(Vec<GroupPlan>, Option<u32>), Exit> {
     check_step_args(a, &OWN_LABELS)?;
     if s.slo.is_empty() {
         return Err(Exit::input(
@@ -245,9 +329,19 @@ fn checked_groups(a: &RunArgs, s: &SearchArgs) -> Result<Vec<GroupPlan>, Exit> {
             )));
         }
     }
+    if s.over == Over::Hosts {
+        if s.start.is_some() {
+            return Err(Exit::input(
+                "--start: a search --over hosts starts at 1 host; each host runs the profile's own rate",
+            ));
+        }
+        let workers = groups.iter().map(|g| g.plan.fleet.workers).sum();
+        let most = fleet_size::hosts_in(a, workers, "--over hosts")?;
+        return Ok((groups, Some(most)));
+    }
     // The rate arithmetic is checked before anything runs.
     with_rate(&mut groups.clone(), 1.0)?;
-    Ok(groups)
+    Ok((groups, None))
 }
 
 /// A search under way: what every step runs and is labelled with, and the worst exit
@@ -264,7 +358,28 @@ struct SearchRun<'a> {
     campaign: &'a Campaign,
 }
 
-impl SearchRun<'_> {
+impl<'a> SearchRun<'a> {
+    fn new(
+        a: &'a RunArgs,
+        s: &'a SearchArgs,
+        name: &'a str,
+        groups: Vec<GroupPlan>,
+        live: &'a mut Session,
+        campaign: &'a Campaign,
+    ) -> Self {
+        SearchRun {
+            a,
+            s,
+            name,
+            groups,
+            slo_label: slo::join(&s.slo),
+            stop: ctrl_c_flag(),
+            code: 0,
+            live,
+            campaign,
+        }
+    }
+
     /// The labels of step `step` at `rate`.
     fn labels(&self, step: usize, rate: &str) -> Vec<(String, String)> {
         let mut l = vec![
@@ -277,13 +392,13 @@ impl SearchRun<'_> {
         l
     }
 
-    /// Step `step` at `rate` (`repeat`) as the store holds it finished, when this search
-    /// resumes a campaign that measured it.
-    fn finished(&self, step: usize, rate: &str, repeat: u32) -> Option<RunResult> {
+    /// Step `step` at `key` = `value` (`rate` or `hosts`; `repeat`) as the store holds
+    /// it finished, when this search resumes a campaign that measured it.
+    fn finished(&self, step: usize, key: &str, value: &str, repeat: u32) -> Option<RunResult> {
         let r = self.campaign.finished(&step.to_string())?;
         let labels = &r.stored.as_ref()?.labels;
         let stored_repeat = labels.get("repeat").map_or("0", String::as_str);
-        let same = labels.get("rate").map(String::as_str) == Some(rate)
+        let same = labels.get(key).map(String::as_str) == Some(value)
             && stored_repeat == repeat.to_string();
         same.then_some(r)
     }
@@ -294,7 +409,7 @@ impl SearchRun<'_> {
         let (a, name) = (self.a, self.name);
         let mut g = self.groups.clone();
         closed_loop(&mut g, "--start", "; give the first rate with --start")?;
-        let (r, c) = match self.finished(0, "closed-loop", 0) {
+        let (r, c) = match self.finished(0, "rate", "closed-loop", 0) {
             Some(r) => {
                 if !a.quiet {
                     eprintln!("find-max: the closed-loop maximum{}", before(&r));
@@ -340,6 +455,7 @@ impl SearchRun<'_> {
                     End::NoneMet
                 },
                 code: self.code.max(1),
+                hosts: None,
             }));
         }
         Ok(Ok((iops, r)))
@@ -358,7 +474,7 @@ impl SearchRun<'_> {
         with_rate(&mut g, rate)?;
         let i = results.len() + 1;
         let again = if repeat > 0 { " (again: noisy)" } else { "" };
-        let (r, c) = match self.finished(i, &format!("{rate:.0}"), repeat) {
+        let (r, c) = match self.finished(i, "rate", &format!("{rate:.0}"), repeat) {
             Some(r) => {
                 if !a.quiet {
                     eprintln!("find-max step {i}: {rate:.0} IOPS{again}{}", before(&r));
@@ -392,6 +508,69 @@ impl SearchRun<'_> {
                 )?
             }
         };
+        self.judged(results, r, c)
+    }
+
+    /// Step `i` of `--over hosts`: the first `k` hosts (its `repeat`-th repeat), kept
+    /// in `results`, judged as `measure_at` judges a rate.
+    fn measure_hosts(
+        &mut self,
+        results: &mut Vec<RunResult>,
+        k: u32,
+        repeat: u32,
+    ) -> Result<Measured, Exit> {
+        let (a, name) = (self.a, self.name);
+        let i = results.len() + 1;
+        let again = if repeat > 0 { " (again: noisy)" } else { "" };
+        let key = fleet_size::KEY;
+        let (r, c) = match self.finished(i, key, &k.to_string(), repeat) {
+            Some(r) => {
+                if !a.quiet {
+                    eprintln!("find-max step {i}: {k} host(s){again}{}", before(&r));
+                }
+                let c = exit_code(&r, &self.stop);
+                (r, c)
+            }
+            None => {
+                let mut l = self.labels(i, "profile");
+                l.push((key.to_string(), k.to_string()));
+                if repeat > 0 {
+                    l.push(("repeat".to_string(), repeat.to_string()));
+                }
+                if !a.quiet {
+                    eprintln!("find-max step {i}: {k} host(s){again}");
+                }
+                let mut at = a.clone();
+                at.active_hosts = Some(k);
+                let groups = self.groups.clone();
+                self.live.announce(&Step {
+                    kind: StepKind::FindMax,
+                    index: i as u32,
+                    of: None,
+                    at_most: false,
+                    label: format!("{k} host(s){again}"),
+                    rate_iops: None,
+                });
+                self.live.step(
+                    &at,
+                    &groups,
+                    format!("{name}/{key}={k}"),
+                    l,
+                    a.seed.wrapping_add(repeat as u64),
+                    &self.stop,
+                )?
+            }
+        };
+        self.judged(results, r, c)
+    }
+
+    /// What the search judges a step `r` (exit code `c`) by; the step kept in `results`.
+    fn judged(
+        &mut self,
+        results: &mut Vec<RunResult>,
+        r: RunResult,
+        c: i32,
+    ) -> Result<Measured, Exit> {
         self.code = self.code.max(c);
         // A CPU objective the step could not measure (no observer host, or no CPU
         // figure) cannot be judged: refused, not passed.
@@ -460,6 +639,9 @@ fn end_text(e: End) -> &'static str {
 }
 
 pub(crate) fn report_json(r: &Report) -> serde_json::Value {
+    if r.hosts.is_some() {
+        return hosts_json(r);
+    }
     let lat_json = |res: &RunResult| {
         serde_json::to_value(&res.summary.all.latency_us).unwrap_or(serde_json::Value::Null)
     };
@@ -505,11 +687,141 @@ pub(crate) fn report_json(r: &Report) -> serde_json::Value {
         "latency_us": found.map(|s| lat_json(&s.result)),
         "end": end_text(r.end),
         "closed_loop_iops": r.closed.as_ref().map(|c| c.summary.all.iops),
+        "over": "rate",
         "points": points,
     })
 }
 
+/// `--over hosts` as JSON: the most hosts, the knee, and per step its hosts and figures.
+fn hosts_json(r: &Report) -> serde_json::Value {
+    let points: Vec<serde_json::Value> = r
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let all = &s.result.summary.all;
+            let lat = all.latency_us.as_ref();
+            serde_json::json!({
+                "step": s.step,
+                "hosts": s.point.rate as u32,
+                "repeat": s.point.repeat,
+                "iops": all.iops,
+                "mbps": all.mbps,
+                "mean_us": lat.map(|l| l.mean),
+                "p50_us": lat.map(|l| l.p50),
+                "p99_us": lat.map(|l| l.p99),
+                "values": s.point.measured.values,
+                "outcome": outcome_text(s.point.outcome, &r.objectives),
+                "passed": s.point.outcome.passed(),
+                "noisy": s.point.noisy,
+                "found": r.found == Some(i),
+                "valid": s.result.validity.valid,
+                "invalid_reasons": s.result.validity.reasons,
+                "run_id": s.result.stored.as_ref().map(|x| x.id.clone()),
+            })
+        })
+        .collect();
+    let found = r.found();
+    serde_json::json!({
+        "findmax": r.name,
+        "campaign": r.campaign,
+        "over": "hosts",
+        "hosts": r.hosts,
+        "objectives": r.objectives.iter().map(|o| o.to_string()).collect::<Vec<_>>(),
+        "max_hosts": r.max_hosts(),
+        "knee_hosts": r.knee_hosts(),
+        "max_iops": r.max_iops(),
+        "found_step": found.map(|s| s.step),
+        "run_id": found.and_then(|s| s.result.stored.as_ref().map(|x| x.id.clone())),
+        "latency_us": found.map(|s| serde_json::to_value(&s.result.summary.all.latency_us).unwrap_or(serde_json::Value::Null)),
+        "end": end_text(r.end),
+        "points": points,
+    })
+}
+
+/// `--over hosts` as a table: the most clients at the objectives, the knee, each step.
+fn hosts_table(r: &Report, most: u32) -> String {
+    let objectives = slo::join(&r.objectives).replace(';', ", ");
+    let mut t = format!(
+        "find-max {} over hosts (1 to {most}): {objectives}\n",
+        r.name
+    );
+    let fx = |v: Option<f64>| v.map_or("–".into(), |v| format!("{v:.1}"));
+    match r.found() {
+        Some(s) => {
+            let all = &s.result.summary.all;
+            let l = all.latency_us.as_ref();
+            t.push_str(&format!(
+                "max clients at SLO: {} host(s), {:.0} IOPS, {:.1} MB/s (step {}, run {}); search {}\n\
+                 latency there µs: mean {} p50 {} p99 {} max {}\n",
+                s.point.rate as u32,
+                all.iops,
+                all.mbps,
+                s.step,
+                s.result.stored.as_ref().map_or("not saved", |x| x.id.as_str()),
+                end_text(r.end),
+                fx(l.map(|l| l.mean)),
+                fx(l.map(|l| l.p50)),
+                fx(l.map(|l| l.p99)),
+                fx(l.map(|l| l.max)),
+            ));
+        }
+        None => t.push_str(&format!(
+            "max clients at SLO: none found; search {}\n",
+            end_text(r.end)
+        )),
+    }
+    if let Some(k) = r.knee_hosts() {
+        t.push_str(&format!(
+            "knee: {k} host(s) (the most before mean latency passes twice that of 1 host)\n"
+        ));
+    }
+    t.push_str(&format!(
+        "{:>5} {:>6} {:>12} {:>8} {:>10} {:>10} {:>10}  {:<24} run\n",
+        "step", "hosts", "IOPS", "MB/s", "mean µs", "p50 µs", "p99 µs", "outcome"
+    ));
+    for (i, s) in r.steps.iter().enumerate() {
+        let all = &s.result.summary.all;
+        let l = all.latency_us.as_ref();
+        let mut outcome = outcome_text(s.point.outcome, &r.objectives);
+        if s.point.noisy {
+            outcome.push_str(" (noisy)");
+        }
+        t.push_str(&format!(
+            "{:>5} {:>6} {:>12.0} {:>8.1} {:>10} {:>10} {:>10}  {:<24} {}{}\n",
+            s.step,
+            s.point.rate as u32,
+            all.iops,
+            all.mbps,
+            fx(l.map(|l| l.mean)),
+            fx(l.map(|l| l.p50)),
+            fx(l.map(|l| l.p99)),
+            outcome,
+            s.result
+                .stored
+                .as_ref()
+                .map_or("(not saved)", |x| x.id.as_str()),
+            if r.found == Some(i) {
+                "  ← found"
+            } else {
+                ""
+            }
+        ));
+        if !s.result.validity.valid {
+            t.push_str(&format!(
+                "{:>5} INVALID: {}\n",
+                "",
+                iofleet_report::text::escape(&s.result.validity.reasons.join("; "))
+            ));
+        }
+    }
+    t
+}
+
 pub(crate) fn report_table(r: &Report) -> String {
+    if let Some(most) = r.hosts {
+        return hosts_table(r, most);
+    }
     let objectives = slo::join(&r.objectives);
     let mut t = format!("find-max {}: {}\n", r.name, objectives.replace(';', ", "));
     if let Some(c) = &r.closed {

@@ -13,6 +13,7 @@ pub mod file_steps;
 pub mod find_max;
 pub mod fio_job;
 pub mod fio_phases;
+pub mod fleet_size;
 pub mod iometer;
 pub mod join;
 pub mod live;

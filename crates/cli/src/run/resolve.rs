@@ -186,6 +186,11 @@ pub(crate) fn resolve(a: &RunArgs) -> Result<(Vec<GroupPlan>, RunSettings), Exit
         (_, true) => return Err(Exit::input("--real-time needs --engine sim")),
         (engine, false) => engine,
     };
+    if let EngineSpec::Sim(device) = &engine {
+        device
+            .check()
+            .map_err(|e| Exit::input(format!("--engine {engine}: {e}")))?;
+    }
     let settings = RunSettings {
         engine,
         direct: a.direct,
@@ -196,6 +201,7 @@ pub(crate) fn resolve(a: &RunArgs) -> Result<(Vec<GroupPlan>, RunSettings), Exit
         host_timeout: a.host_timeout,
         max_uploads: a.max_uploads,
         drop_caches: a.drop_caches.clone(),
+        active_hosts: a.active_hosts,
     };
     Ok((groups, settings))
 }

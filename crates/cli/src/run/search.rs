@@ -19,6 +19,12 @@
 //! - **The knee** (`stop_at_knee`): a light step at [`KNEE_LIGHT`] of the start rate
 //!   gives the unloaded mean latency; a step whose mean latency exceeds [`KNEE_FACTOR`]
 //!   times it is past the knee and fails (in an M/M/1 queue that is 50% utilisation).
+//!
+//! [`find_max_count`] searches a whole number instead (the hosts of `find-max --over
+//! hosts`): from 1, doubling until a step fails or the most is reached, then bisection
+//! until the highest passing and lowest failing count are neighbours. The same judge
+//! decides each step, the sustained rule against the load offered at that count, and the
+//! knee's light step is the count 1.
 
 /// A step is sustained when it completed at least this share of the offered rate.
 pub const SUSTAINED: f64 = 0.9;
@@ -80,6 +86,7 @@ impl Outcome {
 /// One step the search measured.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Point {
+    /// The value searched: the offered total IOPS, or the count of [`find_max_count`].
     pub rate: f64,
     /// 0 for the first measurement of a rate, 1 and 2 for repeats of a noisy one.
     pub repeat: u32,
@@ -114,6 +121,9 @@ pub struct Found {
 struct Search<'a, E> {
     p: &'a Params,
     measure: &'a mut dyn FnMut(f64, u32) -> Result<Measured, E>,
+    /// The total IOPS offered at a searched value (None: closed loop, nothing to
+    /// sustain).
+    offered: &'a dyn Fn(f64) -> Option<f64>,
     points: Vec<Point>,
     light_mean_us: Option<f64>,
 }
@@ -145,7 +155,7 @@ impl<E> Search<'_, E> {
         {
             return (Outcome::Missed(i), noisy);
         }
-        if m.iops < SUSTAINED * rate {
+        if (self.offered)(rate).is_some_and(|offered| m.iops < SUSTAINED * offered) {
             return (Outcome::NotSustained, noisy);
         }
         if let (Some(light), Some(mean)) = (self.light_mean_us, m.mean_us) {
@@ -205,6 +215,7 @@ pub fn find_max<E>(
     let mut s = Search {
         p,
         measure,
+        offered: &|rate: f64| Some(rate),
         points: Vec::new(),
         light_mean_us: None,
     };
@@ -285,9 +296,181 @@ pub fn find_max<E>(
     Ok(done(s, Some((lo, lo_at)), End::Converged))
 }
 
+/// Search the highest count from 1 to `most` (hosts) whose step passes. `measure(k,
+/// repeat)` runs one step at count `k`; `offered(k)` is the total IOPS it offers (None:
+/// closed loop). `p.start` and `p.tolerance` do not apply: the counts are whole, and
+/// the search ends when the highest pass and the lowest failure are neighbours. With
+/// `p.stop_at_knee`, the step of count 1 is the light one whose mean latency the others
+/// are held to (it is judged as well).
+pub fn find_max_count<E>(
+    p: &Params,
+    most: u32,
+    offered: &dyn Fn(u32) -> Option<f64>,
+    measure: &mut dyn FnMut(u32, u32) -> Result<Measured, E>,
+) -> Result<Found, E> {
+    let mut as_count = |k: f64, repeat: u32| measure(k as u32, repeat);
+    let offered_at = |k: f64| offered(k as u32);
+    let mut s = Search {
+        p,
+        measure: &mut as_count,
+        offered: &offered_at,
+        points: Vec::new(),
+        light_mean_us: None,
+    };
+    let done = |s: Search<'_, E>, best, end| Found {
+        best,
+        points: s.points,
+        end,
+    };
+    let mut best: Option<(u32, usize)> = None;
+    let mut k = 1u32;
+    let most = most.max(1);
+    // Bracketing: 1, 2, 4, … up to `most`, until a count fails.
+    let mut hi = loop {
+        let step = s.step(k as f64)?;
+        if p.stop_at_knee && s.light_mean_us.is_none() {
+            s.light_mean_us = s.points.first().and_then(|pt| pt.measured.mean_us);
+        }
+        match step {
+            Step::Stop(end) => return Ok(done(s, best.map(|(k, i)| (k as f64, i)), end)),
+            Step::Verdict {
+                passed: true,
+                first,
+            } => {
+                best = Some((k, first));
+                if k == most {
+                    return Ok(done(s, Some((k as f64, first)), End::NoFailure));
+                }
+                k = (k * 2).min(most);
+            }
+            Step::Verdict { passed: false, .. } => break k,
+        }
+    };
+    let Some((mut lo, mut lo_at)) = best else {
+        return Ok(done(s, None, End::NoneMet));
+    };
+    // Bisection on whole counts.
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        match s.step(mid as f64)? {
+            Step::Stop(end) => return Ok(done(s, Some((lo as f64, lo_at)), end)),
+            Step::Verdict {
+                passed: true,
+                first,
+            } => {
+                lo = mid;
+                lo_at = first;
+            }
+            Step::Verdict { passed: false, .. } => hi = mid,
+        }
+    }
+    Ok(done(s, Some((lo as f64, lo_at)), End::Converged))
+}
+
+/// The knee of a curve of mean latency against load, in the order of the load: the last
+/// point before the first whose mean latency exceeds [`KNEE_FACTOR`] times the first
+/// point's (the first when even the second does; the last when none does). Points
+/// without a latency are skipped; fewer than two: no curve, no knee.
+pub fn knee<T: Copy>(points: &[(T, Option<f64>)]) -> Option<T> {
+    let mut with = points.iter().filter_map(|(x, m)| m.map(|m| (*x, m)));
+    let (first, light) = with.next()?;
+    with.clone().next()?;
+    let mut knee = first;
+    for (x, m) in with {
+        if m > KNEE_FACTOR * light {
+            return Some(knee);
+        }
+        knee = x;
+    }
+    Some(knee)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `clients` open-loop clients of 500 IOPS each on one M/M/1 device of `mu`/s: the
+    /// p99 (µs) is ln(100)/(μ − λ), sustained while λ < μ.
+    fn clients(mu: f64) -> impl FnMut(u32, u32) -> Result<Measured, ()> {
+        move |k, _| {
+            let lambda = 500.0 * k as f64;
+            let (iops, p99) = match lambda < mu {
+                true => (lambda, 100f64.ln() / (mu - lambda) * 1e6),
+                false => (mu, 1e9),
+            };
+            Ok(Measured {
+                iops,
+                mean_us: Some(p99 / 100f64.ln()),
+                values: vec![Some(p99)],
+                interrupted: false,
+            })
+        }
+    }
+
+    #[test]
+    fn the_count_search_finds_the_most_clients_at_the_objective() {
+        // μ = 5000: p99 <= 3 ms ⇔ λ <= 5000 − 1535 = 3465 ⇔ 6 clients (7 give 3.07 ms,
+        // 6 give 2.3 ms).
+        let offered = |k: u32| Some(500.0 * k as f64);
+        let f = find_max_count(&params(1.0, 3_000.0), 16, &offered, &mut clients(5_000.0)).unwrap();
+        assert_eq!(f.end, End::Converged);
+        assert_eq!(f.best.unwrap().0, 6.0);
+        let tried: Vec<f64> = f.points.iter().map(|p| p.rate).collect();
+        // 7 is within 5% of the limit: noisy, measured three times (always the same).
+        assert_eq!(tried, vec![1.0, 2.0, 4.0, 8.0, 6.0, 7.0, 7.0]);
+        // Every count passes on an idle device: the most is the answer.
+        let f = find_max_count(&params(1.0, 3_000.0), 5, &offered, &mut clients(1e6)).unwrap();
+        assert_eq!((f.best.map(|b| b.0), f.end), (Some(5.0), End::NoFailure));
+        let tried: Vec<f64> = f.points.iter().map(|p| p.rate).collect();
+        assert_eq!(tried, vec![1.0, 2.0, 4.0, 5.0]);
+        // Even one client misses: none met.
+        let f = find_max_count(&params(1.0, 3_000.0), 8, &offered, &mut clients(1_000.0)).unwrap();
+        assert_eq!((f.best, f.end), (None, End::NoneMet));
+        // A device that cannot keep up fails on what it sustains.
+        let mut p = params(1.0, 1e12);
+        p.limits = vec![1e12];
+        let f = find_max_count(&p, 16, &offered, &mut clients(2_600.0)).unwrap();
+        assert_eq!(f.best.unwrap().0, 5.0);
+        assert!(f.points.iter().any(|p| p.outcome == Outcome::NotSustained));
+    }
+
+    #[test]
+    fn the_count_search_holds_each_count_to_twice_the_mean_latency_of_one() {
+        // Mean = 1/(μ − λ): 222 µs at 1 client (μ = 5000, λ = 500); twice that is passed
+        // beyond λ = 2750, from 6 clients on, whatever the loose objective says.
+        let mut p = params(1.0, 1e12);
+        p.stop_at_knee = true;
+        let offered = |k: u32| Some(500.0 * k as f64);
+        let f = find_max_count(&p, 16, &offered, &mut clients(5_000.0)).unwrap();
+        assert_eq!((f.best.unwrap().0, f.end), (5.0, End::Converged));
+        assert_eq!(f.points[0].outcome, Outcome::Pass);
+        let past: Vec<f64> = f
+            .points
+            .iter()
+            .filter(|p| p.outcome == Outcome::PastKnee)
+            .map(|p| p.rate)
+            .collect();
+        assert_eq!(past, vec![8.0, 6.0]);
+    }
+
+    #[test]
+    fn the_knee_is_the_last_load_before_latency_doubles() {
+        let curve = [
+            (1, Some(100.0)),
+            (2, Some(150.0)),
+            (4, Some(199.0)),
+            (8, Some(450.0)),
+        ];
+        assert_eq!(knee(&curve), Some(4));
+        assert_eq!(knee(&curve[..3]), Some(4));
+        assert_eq!(knee(&[(1, Some(100.0)), (2, Some(201.0))]), Some(1));
+        assert_eq!(
+            knee(&[(1, None), (2, Some(10.0)), (4, Some(30.0))]),
+            Some(2)
+        );
+        assert_eq!(knee::<u32>(&[]), None);
+        assert_eq!(knee(&[(1, Some(100.0)), (2, None)]), None);
+    }
 
     /// A device whose p99 is `base / (1 - rate/cap)` µs and that completes at most
     /// `cap` IOPS: a simple hockey stick.

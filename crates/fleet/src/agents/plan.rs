@@ -24,7 +24,10 @@ pub fn plan(
     settings: &RunSettings,
 ) -> Result<LaunchPlan<Hosts>, FleetError> {
     check_verify(groups, &settings.engine)?;
-    let plan = plan_hosts(hosts, groups)?;
+    let mut plan = plan_hosts(hosts, groups)?;
+    if let Some(k) = settings.active_hosts {
+        plan = first_hosts(plan, hosts, k)?;
+    }
     check_memory(hosts, &plan, settings)?;
     Ok(LaunchPlan {
         groups: plan.groups,
@@ -118,6 +121,65 @@ pub fn plan_hosts(hosts: &[HostSpec], groups: &[GroupPlan]) -> Result<HostPlan, 
     })
 }
 
+/// A fleet-size step: of `plan` (the whole fleet's), only the first `k` worker hosts
+/// run, each its share of the whole fleet's workers; the others (and their agents) wait.
+/// So the step of every host is the whole fleet's run, and each step's load grows with
+/// its hosts. Refused: no host, more than the fleet has, several worker groups (a
+/// prefix of the hosts would run some groups and not others), and a fleet where some
+/// host has no share (a host that adds no load is not a client).
+pub fn first_hosts(mut plan: HostPlan, hosts: &[HostSpec], k: u32) -> Result<HostPlan, FleetError> {
+    let workers: Vec<usize> = (0..hosts.len())
+        .filter(|&i| hosts[i].role == Role::Workers)
+        .collect();
+    let n = workers.len();
+    if k == 0 || k as usize > n {
+        return Err(FleetError::Input(format!(
+            "a fleet-size step of {k} host(s): the fleet has {n} host(s) that run workers, so give 1 to {n}"
+        )));
+    }
+    if plan.groups.len() > 1 {
+        return Err(FleetError::Input(
+            "a fleet-size step runs one profile on each host: worker groups (--group) would run on some hosts and not others".into(),
+        ));
+    }
+    if let Some(&i) = workers.iter().find(|&&i| plan.hosts[i].count == 0) {
+        let total: u32 = plan.hosts.iter().map(|h| h.count).sum();
+        return Err(FleetError::Input(format!(
+            "a fleet-size step gives each host its share of the whole fleet's workers, but {total} worker(s) over {n} hosts leave host {} without any: give --workers as a multiple of {n}",
+            hosts[i].name
+        )));
+    }
+    let active = &workers[..k as usize];
+    let kept: u32 = active.iter().map(|&i| plan.hosts[i].count).sum();
+    for (i, share) in plan.hosts.iter_mut().enumerate() {
+        if !active.contains(&i) {
+            share.base = kept;
+            share.count = 0;
+            for g in &mut share.groups {
+                g.worker_base = kept;
+                g.plan.fleet.workers = 0;
+            }
+        }
+    }
+    plan.groups[0].plan.fleet.workers = kept;
+    let mut counts: Vec<u32> = active.iter().map(|&i| plan.hosts[i].count).collect();
+    counts.dedup();
+    let each = match counts.as_slice() {
+        [one] => format!("{one} worker(s) each"),
+        _ => format!("{kept} workers in all"),
+    };
+    let waiting = n - k as usize;
+    plan.notices.push(match waiting {
+        0 => format!("fleet size {k}: every host runs, {each}"),
+        w => format!(
+            "fleet size {k}: the first {k} of {n} hosts run ({} to {}), {each}; the other {w} wait",
+            hosts[active[0]].name,
+            hosts[active[k as usize - 1]].name
+        ),
+    });
+    Ok(plan)
+}
+
 /// The fleet's totals, bounded (`FleetTotals::of`), as an input error.
 fn fleet_totals(groups: &[GroupPlan]) -> Result<FleetTotals, FleetError> {
     FleetTotals::of(groups).map_err(|e| FleetError::Input(e.to_string()))
@@ -162,4 +224,95 @@ fn check_memory(
         n => format!("this machine (the controller and {n} local host(s))"),
     };
     need.check(footprint::available(), &whose)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures;
+    use crate::host::TargetArg;
+
+    fn hosts(n: usize) -> Vec<HostSpec> {
+        (0..n)
+            .map(|i| HostSpec {
+                name: format!("h{i}"),
+                destination: format!("h{i}"),
+                target: TargetArg::Dir("/t".into()),
+                workers: None,
+                labels: Default::default(),
+                iofleet_path: None,
+                reach: Reach::Local,
+                role: Role::Workers,
+                observe: Vec::new(),
+                scrape: None,
+            })
+            .collect()
+    }
+
+    fn groups(workers: u32) -> Vec<GroupPlan> {
+        GroupPlan::single(
+            fixtures::plan(
+                fixtures::fleet(workers, 1, 1, 1),
+                vec![fixtures::stream("s", 100.0)],
+            ),
+            0,
+        )
+    }
+
+    #[test]
+    fn a_fleet_size_step_runs_the_first_hosts_each_with_its_whole_fleet_share() {
+        let h = hosts(4);
+        let full = plan_hosts(&h, &groups(8)).unwrap();
+        let two = first_hosts(full.clone(), &h, 2).unwrap();
+        assert_eq!(two.groups[0].plan.fleet.workers, 4);
+        let counts: Vec<(u32, u32)> = two.hosts.iter().map(|s| (s.base, s.count)).collect();
+        assert_eq!(counts, vec![(0, 2), (2, 2), (4, 0), (4, 0)]);
+        assert_eq!(two.hosts[1].groups[0].worker_base, 2);
+        assert_eq!(two.hosts[3].groups[0].plan.fleet.workers, 0);
+        assert!(
+            two.notices.iter().any(|n| n
+                .contains("first 2 of 4 hosts run (h0 to h1), 2 worker(s) each; the other 2 wait")),
+            "{:?}",
+            two.notices
+        );
+        // Every host: the whole fleet's run.
+        let all = first_hosts(full.clone(), &h, 4).unwrap();
+        assert_eq!(all.hosts, full.hosts);
+        assert_eq!(all.groups, full.groups);
+        // An observer is not a client: the first worker hosts run.
+        let mut h = hosts(3);
+        h[0].role = Role::Observer;
+        let p = first_hosts(plan_hosts(&h, &groups(2)).unwrap(), &h, 1).unwrap();
+        let counts: Vec<u32> = p.hosts.iter().map(|s| s.count).collect();
+        assert_eq!(counts, vec![0, 1, 0]);
+    }
+
+    #[test]
+    fn a_fleet_size_step_refuses_what_it_cannot_run() {
+        let h = hosts(4);
+        let full = plan_hosts(&h, &groups(8)).unwrap();
+        for (k, says) in [(0, "give 1 to 4"), (5, "give 1 to 4")] {
+            let Err(FleetError::Input(e)) = first_hosts(full.clone(), &h, k) else {
+                panic!("{k} accepted")
+            };
+            assert!(e.contains(says), "{e}");
+        }
+        let Err(FleetError::Input(e)) = first_hosts(plan_hosts(&h, &groups(2)).unwrap(), &h, 1)
+        else {
+            panic!("a host without a share accepted")
+        };
+        assert!(
+            e.contains("leave host h2 without any") && e.contains("multiple of 4"),
+            "{e}"
+        );
+        let mut two = groups(4);
+        two.extend(groups(4).into_iter().map(|mut g| {
+            g.worker_base = 4;
+            g
+        }));
+        let Err(FleetError::Input(e)) = first_hosts(plan_hosts(&h, &two).unwrap(), &h, 2) else {
+            panic!("groups accepted")
+        };
+        assert!(e.contains("--group"), "{e}");
+    }
 }
