@@ -691,6 +691,14 @@ mod tests {
                 .spawn()
                 .unwrap(),
         );
+        // Until the child runs the shell (a process read before its exec is the test's).
+        let cmdline = format!("/proc/{}/cmdline", child.0.id());
+        for _ in 0..500 {
+            if std::fs::read(&cmdline).is_ok_and(|c| String::from_utf8_lossy(&c).contains(&mark)) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
         let entries = [
             format!("cmdline:{mark}"),
             format!("cmdline:overlap-{}", std::process::id()),
