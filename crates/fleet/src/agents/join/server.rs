@@ -80,6 +80,8 @@ pub struct Member {
     pub peer: SocketAddr,
     pub rank_from: String,
     pub target: Option<TargetArg>,
+    /// When it was accepted (the controller's clock).
+    pub joined_at: Instant,
 }
 
 /// The refusals so far, by reason: how many, and the first peer.
@@ -285,6 +287,13 @@ impl JoinServer {
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
         }
+    }
+
+    /// The agents that have joined so far, in rank order (without waiting, and without
+    /// closing the fleet to further joins as `wait` does).
+    pub fn members(&self) -> Vec<Member> {
+        let roster = self.shared.roster.lock().unwrap_or_else(|p| p.into_inner());
+        roster.members.values().cloned().collect()
     }
 
     fn refusal_note(&self) -> String {
@@ -737,6 +746,7 @@ impl EventLoop {
             peer: p.addr,
             rank_from: join.rank_from.clone(),
             target: join.target.clone(),
+            joined_at: Instant::now(),
         };
         roster.members.insert(rank, member);
         drop(roster);
