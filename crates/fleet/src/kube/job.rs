@@ -16,9 +16,12 @@
 //!   tolerations and spread as the StatefulSet mode. Each pod's rank is its completion
 //!   index (`JOB_COMPLETION_INDEX`, which Kubernetes sets).
 
+use std::collections::BTreeMap;
+
 use serde_json::{json, Value};
 
 use super::{KubeFleet, Mode, VolumeMode};
+use crate::host::{HostSpec, Reach, Role, TargetArg};
 
 /// The Secret's keys: the join address and the token.
 pub const SECRET_JOIN: &str = "join";
@@ -234,6 +237,50 @@ pub fn containerfile() -> String {
          ENTRYPOINT [\"/usr/local/bin/iofleet\"]\n",
         base = super::DEFAULT_IMAGE
     )
+}
+
+/// The fleet's pods as the dry run and the plan see them: one per rank, named by the
+/// host name Kubernetes gives an Indexed Job's pod (`JOB-INDEX`), reached by its join.
+pub(super) fn planned_hosts(fleet: &KubeFleet, disks: u32) -> Vec<HostSpec> {
+    (0..fleet.pods)
+        .map(|rank| {
+            joined_host(
+                fleet,
+                disks,
+                format!("{}-{rank}", fleet.object_name()),
+                rank,
+                0,
+                "joins".into(),
+            )
+        })
+        .collect()
+}
+
+pub(super) fn joined_host(
+    fleet: &KubeFleet,
+    disks: u32,
+    name: String,
+    rank: u32,
+    member: u64,
+    destination: String,
+) -> HostSpec {
+    let paths: Vec<String> = (0..disks).map(|k| fleet.disk_path(k)).collect();
+    let mut labels = BTreeMap::new();
+    labels.insert("rank".to_string(), rank.to_string());
+    HostSpec {
+        name,
+        destination,
+        target: match fleet.volume_mode {
+            VolumeMode::Filesystem => TargetArg::Dirs(paths),
+            VolumeMode::Block => TargetArg::Devices(paths),
+        },
+        workers: None,
+        labels,
+        iofleet_path: None,
+        reach: Reach::Joined { rank, member },
+        role: Role::Workers,
+        observe: Vec::new(),
+    }
 }
 
 #[cfg(test)]

@@ -13,13 +13,14 @@ use std::time::{Duration, Instant};
 use iofleet_stats::result::{KubeRun, PodTimeline};
 use serde_json::Value;
 
-use super::cluster::{pod_facts, PodState};
+use super::cluster::{pod_facts, ClaimState, PodState};
+use super::job::{self, joined_host};
 use super::launcher::{KubeLauncher, POLL};
-use super::{job, KubeFleet, VolumeMode};
+use super::KubeFleet;
 use crate::agents::join::{JoinServer, JoinSettings, Member};
 use crate::agents::AgentLauncher;
 use crate::error::FleetError;
-use crate::host::{HostSpec, Reach, Role, TargetArg};
+use crate::host::HostSpec;
 use crate::launcher::{Launcher, Prepared};
 use crate::observer::Observer;
 use crate::plan::{Hosts, LaunchPlan, Pods};
@@ -27,50 +28,6 @@ use crate::settings::RunSettings;
 
 /// How long an agent has from its connection to its join.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The fleet's pods as the dry run and the plan see them: one per rank, named by the
-/// host name Kubernetes gives an Indexed Job's pod (`JOB-INDEX`), reached by its join.
-pub(super) fn planned_hosts(fleet: &KubeFleet, disks: u32) -> Vec<HostSpec> {
-    (0..fleet.pods)
-        .map(|rank| {
-            joined_host(
-                fleet,
-                disks,
-                format!("{}-{rank}", fleet.object_name()),
-                rank,
-                0,
-                "joins".into(),
-            )
-        })
-        .collect()
-}
-
-fn joined_host(
-    fleet: &KubeFleet,
-    disks: u32,
-    name: String,
-    rank: u32,
-    member: u64,
-    destination: String,
-) -> HostSpec {
-    let paths: Vec<String> = (0..disks).map(|k| fleet.disk_path(k)).collect();
-    let mut labels = BTreeMap::new();
-    labels.insert("rank".to_string(), rank.to_string());
-    HostSpec {
-        name,
-        destination,
-        target: match fleet.volume_mode {
-            VolumeMode::Filesystem => TargetArg::Dirs(paths),
-            VolumeMode::Block => TargetArg::Devices(paths),
-        },
-        workers: None,
-        labels,
-        iofleet_path: None,
-        reach: Reach::Joined { rank, member },
-        role: Role::Workers,
-        observe: Vec::new(),
-    }
-}
 
 /// What the wait for the pods saw: each rank's pod (name, state) and way.
 struct Seen {
@@ -127,26 +84,7 @@ impl KubeLauncher {
         notices: &mut Vec<String>,
     ) -> Result<Option<()>, FleetError> {
         let setup = FleetError::Setup;
-        let (listen, host) = self.fleet.join_endpoints();
-        let key = if self.fleet.listen.is_some() {
-            "kubernetes.listen"
-        } else {
-            "kubernetes.controller"
-        };
-        let port = JoinServer::open(
-            &listen,
-            Some(&host),
-            JoinSettings {
-                expect: self.fleet.pods,
-                host_timeout: settings.host_timeout,
-                handshake_timeout: HANDSHAKE_TIMEOUT.min(settings.host_timeout),
-            },
-        )
-        .map_err(|e| match e {
-            FleetError::Input(m) => FleetError::Input(m.replace("--listen", key)),
-            FleetError::Setup(m) => FleetError::Setup(m.replace("--listen", key)),
-            e => e,
-        })?;
+        let port = self.open_port(settings)?;
         if let Some(w) = job::api_warning(self.fleet.pods, self.fleet.pods) {
             notices.push(w);
         }
@@ -182,11 +120,50 @@ impl KubeLauncher {
             return Ok(None);
         };
         let members = port.wait(self.fleet.pods, Duration::ZERO, stop)?;
+        let hosts = self.record_joined(seen, &members, disks, t0, notices)?;
+        self.agents = AgentLauncher::joined(hosts, port);
+        Ok(Some(()))
+    }
+
+    /// The join port, at `controller` (or `listen`), for the fleet's pods.
+    fn open_port(&self, settings: &RunSettings) -> Result<JoinServer, FleetError> {
+        let (listen, host) = self.fleet.join_endpoints();
+        let key = if self.fleet.listen.is_some() {
+            "kubernetes.listen"
+        } else {
+            "kubernetes.controller"
+        };
+        JoinServer::open(
+            &listen,
+            Some(&host),
+            JoinSettings {
+                expect: self.fleet.pods,
+                host_timeout: settings.host_timeout,
+                handshake_timeout: HANDSHAKE_TIMEOUT.min(settings.host_timeout),
+            },
+        )
+        .map_err(|e| match e {
+            FleetError::Input(m) => FleetError::Input(m.replace("--listen", key)),
+            FleetError::Setup(m) => FleetError::Setup(m.replace("--listen", key)),
+            e => e,
+        })
+    }
+
+    /// The Kubernetes facts of the joined fleet (`seen` while waiting, `members` in rank
+    /// order, the objects applied at `t0`), kept for the runs' results: its hosts.
+    fn record_joined(
+        &mut self,
+        seen: Seen,
+        members: &[Member],
+        disks: u32,
+        t0: Instant,
+        notices: &mut Vec<String>,
+    ) -> Result<Vec<HostSpec>, FleetError> {
         let joined_after_s = members
             .iter()
             .map(|m| m.joined_at.saturating_duration_since(t0).as_secs_f64())
             .fold(0.0, f64::max);
-        let (_, claim_states) = self.cluster.states().map_err(setup)?;
+        let (_, claim_states) = self.cluster.states().map_err(FleetError::Setup)?;
         let (volumes, classes) = self.cluster.volume_facts(&claim_states, notices);
         let names: Vec<String> = (0..self.fleet.pods)
             .map(|r| {
@@ -255,8 +232,7 @@ impl KubeLauncher {
             },
             pods,
         ));
-        self.agents = AgentLauncher::joined(hosts, port);
-        Ok(Some(()))
+        Ok(hosts)
     }
 
     /// Look at the fleet's pods and claims every half second, and at the join port,
@@ -326,12 +302,34 @@ impl KubeLauncher {
             if members.len() as u32 >= n {
                 return Ok(Some(seen));
             }
-            let joined = |r: u32| members.iter().any(|m| m.rank == r);
-            if let Some((rank, (name, s))) = seen.pods.iter().find(|(r, (_, s))| {
-                matches!(s.phase.as_str(), "Failed" | "Succeeded") && !joined(**r)
-            }) {
-                let events = self.cluster.events("Pod", name);
-                return Err(FleetError::Setup(format!(
+            if let Some(e) = self.stuck(&seen, &members, &claim_states, port, disks, t0) {
+                return Err(e);
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+
+    /// Why the wait cannot go on, if it cannot: a pod that ended before its agent
+    /// joined, a claim not bound within `bind_timeout`, a pod not Ready or its agent
+    /// not joined within `ready_timeout` (each named).
+    fn stuck(
+        &self,
+        seen: &Seen,
+        members: &[Member],
+        claim_states: &BTreeMap<String, ClaimState>,
+        port: &JoinServer,
+        disks: u32,
+        t0: Instant,
+    ) -> Option<FleetError> {
+        let n = self.fleet.pods;
+        let joined = |r: u32| members.iter().any(|m| m.rank == r);
+        if let Some((rank, (name, s))) = seen
+            .pods
+            .iter()
+            .find(|(r, (_, s))| matches!(s.phase.as_str(), "Failed" | "Succeeded") && !joined(**r))
+        {
+            let events = self.cluster.events("Pod", name);
+            return Some(FleetError::Setup(format!(
                     "kubernetes: pod {name} (rank {rank}) ended before its agent joined (phase {}{}); does image {} carry iofleet {} (`iofleet kube containerfile`), and can the pods reach {}? {}",
                     s.phase,
                     s.terminated.as_ref().map_or(String::new(), |t| format!(", {t}")),
@@ -344,41 +342,41 @@ impl KubeLauncher {
                         format!("Its events: {}", events.join("; "))
                     }
                 )));
+        }
+        let waited = t0.elapsed();
+        if waited >= self.fleet.bind_timeout {
+            if let Some((_, (name, _))) = seen
+                .pods
+                .iter()
+                .find(|(r, _)| seen.timeline.get(r).is_some_and(|t| t.bound_s.is_none()))
+            {
+                let claim = (0..disks)
+                    .map(|k| KubeFleet::ephemeral_claim(name, k))
+                    .find(|c| !claim_states.get(c).is_some_and(|c| c.bound))
+                    .unwrap_or_else(|| KubeFleet::ephemeral_claim(name, 0));
+                return Some(self.not_ready(
+                    "PersistentVolumeClaim",
+                    &claim,
+                    "bound",
+                    "bind_timeout",
+                ));
             }
-            let waited = t0.elapsed();
-            if waited >= self.fleet.bind_timeout {
-                if let Some((_, (name, _))) = seen
-                    .pods
-                    .iter()
-                    .find(|(r, _)| seen.timeline.get(r).is_some_and(|t| t.bound_s.is_none()))
-                {
-                    let claim = (0..disks)
-                        .map(|k| KubeFleet::ephemeral_claim(name, k))
-                        .find(|c| !claim_states.get(c).is_some_and(|c| c.bound))
-                        .unwrap_or_else(|| KubeFleet::ephemeral_claim(name, 0));
-                    return Err(self.not_ready(
-                        "PersistentVolumeClaim",
-                        &claim,
-                        "bound",
-                        "bind_timeout",
-                    ));
-                }
+        }
+        if waited >= self.fleet.ready_timeout {
+            if let Some((_, (name, _))) = seen.pods.iter().find(|(_, (_, s))| !s.ready) {
+                return Some(self.not_ready("Pod", name, "Ready", "ready_timeout"));
             }
-            if waited >= self.fleet.ready_timeout {
-                if let Some((_, (name, _))) = seen.pods.iter().find(|(_, (_, s))| !s.ready) {
-                    return Err(self.not_ready("Pod", name, "Ready", "ready_timeout"));
-                }
-                let missing: Vec<String> = (0..n)
-                    .filter(|r| !joined(*r))
-                    .map(|r| {
-                        seen.pods.get(&r).map_or_else(
-                            || format!("rank {r} (no pod)"),
-                            |(p, _)| format!("rank {r} ({p})"),
-                        )
-                    })
-                    .collect();
-                let refused = port.refusals();
-                return Err(FleetError::Setup(format!(
+            let missing: Vec<String> = (0..n)
+                .filter(|r| !joined(*r))
+                .map(|r| {
+                    seen.pods.get(&r).map_or_else(
+                        || format!("rank {r} (no pod)"),
+                        |(p, _)| format!("rank {r} ({p})"),
+                    )
+                })
+                .collect();
+            let refused = port.refusals();
+            return Some(FleetError::Setup(format!(
                     "kubernetes: not every pod's agent joined {} within {} (kubernetes.ready_timeout): missing {}{}",
                     port.address.endpoint,
                     iofleet_profile::units::format_duration(self.fleet.ready_timeout),
@@ -389,8 +387,7 @@ impl KubeLauncher {
                         format!("; {}", refused.join("; "))
                     }
                 )));
-            }
-            std::thread::sleep(POLL);
         }
+        None
     }
 }

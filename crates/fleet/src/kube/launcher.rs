@@ -305,7 +305,7 @@ impl Launcher for KubeLauncher {
         let disks = group.plan.fleet.disks_per_worker;
         let hosts = match self.fleet.mode {
             Mode::StatefulSet => pod_hosts(&self.fleet, &self.cluster, disks),
-            Mode::Job => super::joined::planned_hosts(&self.fleet, disks),
+            Mode::Job => super::job::planned_hosts(&self.fleet, disks),
         };
         let mut plan = plan::plan(&hosts, &[group], settings)?;
         notices.append(&mut plan.notices);
