@@ -415,3 +415,61 @@ fn the_stand_in_plays_indexed_jobs_and_their_ephemeral_volumes() {
     assert!(o.status.success(), "{}", stderr(&o));
     nothing_left(&k, "the Job deleted");
 }
+
+#[test]
+fn an_image_without_iofleet_fails_naming_the_pod_and_a_killed_commands_fleet_is_cleaned() {
+    let Some(k) = job_cluster("an_image_without_iofleet", 4) else {
+        return;
+    };
+    // The image is not mapped to an iofleet: the pods' command is not found.
+    let kube = k.fleet(
+        "noagent",
+        "mode = \"job\"\ncontroller = \"127.0.0.1:0\"\nimage = \"plain:1\"\npods = 2\nstorage_class = \"fast\"\n",
+    );
+    let o = k.iofleet(&run_args(&kube, "1", &["--engine", "null"]), &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("ended before its agent joined"), "{e}");
+    assert!(
+        e.contains("exit code 127") && e.contains("image plain:1"),
+        "{e}"
+    );
+    nothing_left(&k, "an image without iofleet");
+
+    // A command killed outright leaves its fleet; `kube clean` finds it by its labels.
+    let kube = job_fleet(&k, "killed", "pods = 2\n");
+    let addr = free_addr();
+    let args = run_args(
+        &kube,
+        "1",
+        &[
+            "--duration",
+            "30s",
+            "--engine",
+            "null",
+            "--metrics-listen",
+            &addr,
+        ],
+    );
+    let mut child = k.spawn(&args, &[]);
+    k.wait_for(
+        "an interval measured",
+        || metrics_gauge(&addr, "iofleet_interval_index").is_some_and(|i| i >= 1.0),
+        &mut child,
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let o = k.iofleet(&["kube", "clean", "--hosts", &kube, "--dry-run"], &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let listed = stdout(&o);
+    for kind in [
+        "job.batch/iofleet-killed",
+        "secret/iofleet-killed",
+        "service/iofleet-killed",
+    ] {
+        assert!(listed.contains(kind), "{listed}");
+    }
+    let o = k.iofleet(&["kube", "clean", "--hosts", &kube], &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    nothing_left(&k, "kube clean");
+}
