@@ -175,7 +175,9 @@ fn pods_of_an_indexed_job_join_run_report_their_way_and_leave_nothing() {
         "blk4",
         "pods = 4\nvolume_mode = \"block\"\nspread = \"soft\"\n",
     );
-    let o = k.iofleet(&run_args(&kube, "1", &["--duration", "1s"]), &[]);
+    let mut args = run_args(&kube, "1", &["--duration", "1s"]);
+    args.retain(|a| *a != "--no-save");
+    let o = k.iofleet(&args, &[]);
     assert_eq!(o.status.code(), Some(0), "{:?} {}", o.status, stderr(&o));
     let v = json_of(&o);
     check_joined_run(&v, "blk4", 4, 1, true);
@@ -183,6 +185,32 @@ fn pods_of_an_indexed_job_join_run_report_their_way_and_leave_nothing() {
         assert!(h["disk"]["iops"].as_f64().unwrap() > 0.0, "{h}");
     }
     nothing_left(&k, "blk4");
+    // The stored run keeps each pod's way; the table and the report show it.
+    let id = v["stored"]["id"].as_str().unwrap();
+    let o = k.iofleet(&["results", "export", id, "--format", "json"], &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let stored = json_of(&o);
+    assert_eq!(stored["run"]["kubernetes"], v["run"]["kubernetes"]);
+    assert_eq!(
+        stored["hosts"][3]["kubernetes"],
+        v["hosts"][3]["kubernetes"]
+    );
+    let o = k.iofleet(&["results", "show", id], &[]);
+    let table = stdout(&o);
+    assert!(
+        table.contains(
+            "Job mode: an Indexed Job whose pods' agents joined the controller, all 4 in"
+        ),
+        "{table}"
+    );
+    assert!(table.contains("joined s"), "{table}");
+    let html = k.dir.path().join("r.html");
+    let o = k.iofleet(&["report", id, "-o", html.to_str().unwrap()], &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<table class=\"kube-pods\">"), "{page}");
+    let pod = v["hosts"][0]["kubernetes"]["pod"].as_str().unwrap();
+    assert!(page.contains(&format!("{pod}-disk-0")), "{pod}");
 }
 
 #[test]
