@@ -437,6 +437,73 @@ fn bad_kubernetes_values_exit_2_naming_the_key() {
         assert!(err.contains("kube.toml"), "{body}: {err}");
         assert!(!err.contains("panicked"), "{err}");
     }
+    // --listen with --hosts: only a Job-mode fleet's pods join, and they are its agents.
+    let job = "[kubernetes]\npods = 2\nmode = \"job\"\ncontroller = \"h:1\"\n";
+    for (body, flags, says) in [
+        (
+            job,
+            &["--listen", "0.0.0.0:7070", "--expect", "2"][..],
+            "--expect",
+        ),
+        (job, &["--listen", "nowhere"][..], "--listen \"nowhere\""),
+        (
+            "[kubernetes]\npods = 2\n",
+            &["--listen", "0.0.0.0:7070"][..],
+            "only a fleet in Job mode",
+        ),
+    ] {
+        let kube = write(d.path(), "kube.toml", body);
+        let mut args = vec!["run", "easy-run-4k70r", "--hosts", &kube, "--dry-run"];
+        args.extend_from_slice(flags);
+        let o = run_in(d.path(), &args);
+        assert_eq!(o.status.code(), Some(2), "{flags:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{flags:?}: {}", stderr(&o));
+    }
+    let inventory = write(
+        d.path(),
+        "hosts.toml",
+        "[[host]]\ndestination = \"a.invalid\"\n",
+    );
+    let o = run_in(
+        d.path(),
+        &[
+            "run",
+            "easy-run-4k70r",
+            "--hosts",
+            &inventory,
+            "--listen",
+            "0.0.0.0:7070",
+            "--dry-run",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("is an inventory of hosts"),
+        "{}",
+        stderr(&o)
+    );
+    // --advertise names the host the pods dial, at the port listened on.
+    let kube = write(d.path(), "kube.toml", job);
+    let o = run_in(
+        d.path(),
+        &[
+            "run",
+            "easy-run-4k70r",
+            "--hosts",
+            &kube,
+            "--dry-run",
+            "--listen",
+            "0.0.0.0:7071",
+            "--advertise",
+            "ctl.lab",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("join: iofleet://ctl.lab:7071/(made when the run starts)"),
+        "{}",
+        stdout(&o)
+    );
     // Hosts beside [kubernetes]: one or the other.
     let kube = write(
         d.path(),

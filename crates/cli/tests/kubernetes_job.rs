@@ -232,6 +232,11 @@ fn a_pod_killed_mid_run_is_a_lost_host() {
             "3s",
             "--metrics-listen",
             &addr,
+            // The command line's join port over the file's: the pods join "localhost".
+            "--listen",
+            "127.0.0.1:0",
+            "--advertise",
+            "localhost",
         ],
     );
     let mut child = k.spawn(&args, &[]);
@@ -245,6 +250,11 @@ fn a_pod_killed_mid_run_is_a_lost_host() {
     assert!(o.status.success(), "{}", stderr(&o));
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("its 2 pod(s) join iofleet://localhost:"),
+        "{}",
+        stderr(&o)
+    );
     let v = json_of(&o);
     let lost: Vec<&Value> = v["hosts"]
         .as_array()

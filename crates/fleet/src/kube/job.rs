@@ -113,6 +113,36 @@ impl KubeFleet {
         (listen, host)
     }
 
+    /// The command line's `--listen` (where the join port listens) and `--advertise`
+    /// (the host the pods reach it at), over the description's `listen` and
+    /// `controller`. Only Job mode's pods join.
+    pub fn join_at(&mut self, listen: Option<&str>, advertise: Option<&str>) -> Result<(), String> {
+        if self.mode != Mode::Job {
+            return Err(
+                "--listen: only a fleet in Job mode (mode = \"job\") has pods that join".into(),
+            );
+        }
+        if let Some(l) = listen {
+            if l.parse::<std::net::SocketAddr>().is_err() {
+                return Err(format!(
+                    "--listen {l:?}: not an address and port (e.g. 0.0.0.0:7070)"
+                ));
+            }
+            self.listen = Some(l.to_string());
+        }
+        if let Some(host) = advertise {
+            let port = self
+                .listen
+                .as_deref()
+                .or(self.controller.as_deref())
+                .and_then(|a| a.rsplit_once(':'))
+                .map_or("0", |(_, p)| p)
+                .to_string();
+            self.controller = Some(format!("{host}:{port}"));
+        }
+        Ok(())
+    }
+
     /// The Secret the agents read the join address and token from; `joined` is the
     /// run's (address, token), None for a dry run.
     pub fn secret(&self, meta: &Value, joined: Option<(&str, &str)>) -> Value {
