@@ -355,6 +355,28 @@ mod tests {
     }
 
     #[test]
+    fn the_command_lines_join_port_overrides_the_descriptions() {
+        let mut f =
+            parse("[kubernetes]\npods = 2\nmode = \"job\"\ncontroller = \"10.0.0.5:7070\"\n")
+                .unwrap();
+        f.join_at(Some("0.0.0.0:7071"), Some("bastion.lab"))
+            .unwrap();
+        assert_eq!(
+            f.join_endpoints(),
+            ("0.0.0.0:7071".into(), "bastion.lab".into())
+        );
+        assert!(f
+            .join_at(Some("nowhere"), None)
+            .unwrap_err()
+            .contains("--listen"));
+        let mut sts = parse("[kubernetes]\npods = 2\n").unwrap();
+        assert!(sts
+            .join_at(Some("0.0.0.0:1"), None)
+            .unwrap_err()
+            .contains("only a fleet in Job mode"));
+    }
+
+    #[test]
     fn the_api_servers_warning_for_large_indexed_jobs() {
         assert!(api_warning(100_000, 100_000).is_none());
         assert!(api_warning(100_001, 10_000).is_none());
