@@ -41,8 +41,6 @@ pub struct PodState {
     /// Why its container is not running yet (`ImagePullBackOff: ...`), if it says.
     pub waiting: Option<String>,
     pub node: Option<String>,
-    /// When the API server made it.
-    pub created: Option<String>,
     /// A Job's pod: its completion index (the agent's rank).
     pub index: Option<u32>,
     /// Why its container ended, when it did (`Error, exit code 137`).
@@ -134,8 +132,8 @@ impl Cluster {
             .map(drop)
     }
 
-    /// Whether the fleet's StatefulSet is there already (kept by an earlier run, or
-    /// left by a killed one).
+    /// Whether the fleet's StatefulSet (or Job) is there already (kept by an earlier
+    /// run, or left by a killed one).
     pub fn exists(&self) -> Result<bool, String> {
         let kind = match self.mode {
             Mode::StatefulSet => "statefulset",
@@ -279,8 +277,9 @@ impl Cluster {
         (volumes, classes)
     }
 
-    /// Delete the fleet's StatefulSet and Service (by name, waiting for its pods to
-    /// go) and its claims (by the fleet's labels). Objects already gone are no error.
+    /// Delete the fleet's StatefulSet (or Job and Secret) and Service (by name, waiting
+    /// for its pods to go) and its claims (by the fleet's labels). Objects already gone
+    /// are no error.
     pub fn delete(&self) -> Result<(), String> {
         let service = format!("service/{}", self.object);
         let (owner, secret) = match self.mode {
@@ -376,7 +375,6 @@ fn pod_state(item: &Value) -> PodState {
         phase: text(&item["status"]["phase"]).unwrap_or_else(|| "Pending".into()),
         waiting,
         node: text(&item["spec"]["nodeName"]),
-        created: text(&item["metadata"]["creationTimestamp"]),
         index: text(&item["metadata"]["labels"][INDEX_LABEL]).and_then(|i| i.parse().ok()),
         terminated,
     }
