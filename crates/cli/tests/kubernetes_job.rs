@@ -269,7 +269,13 @@ fn a_pod_killed_mid_run_is_a_lost_host() {
 
 /// Ctrl-C (SIGINT to iofleet) once `at` holds: exit 130, and nothing left behind.
 fn interrupt(k: &Cluster, name: &str, extra: &[&str], env: &[(&str, &str)], at: &str) -> Value {
-    let kube = job_fleet(k, name, "pods = 2\n");
+    // One pod when filling: the fill allocates its whole disk on this machine's disk.
+    let pods = if at == "preparing" {
+        "pods = 1\n"
+    } else {
+        "pods = 2\n"
+    };
+    let kube = job_fleet(k, name, pods);
     let addr = free_addr();
     let mut args = vec![
         "run",
@@ -345,7 +351,7 @@ fn ctrl_c_while_creating_filling_or_measuring_leaves_nothing() {
     let v = interrupt(
         &k,
         "cc-fill",
-        &["--disk-size", "8g", "--duration", "5s"],
+        &["--disk-size", "4g", "--duration", "5s"],
         &[],
         "preparing",
     );
