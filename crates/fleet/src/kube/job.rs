@@ -310,6 +310,7 @@ pub(super) fn joined_host(
         reach: Reach::Joined { rank, member },
         role: Role::Workers,
         observe: Vec::new(),
+        scrape: None,
     }
 }
 
