@@ -310,13 +310,10 @@ pub enum OutputFormat {
 pub struct JoinArgs {
     /// Open a join port on ADDR (HOST:PORT; port 0 picks a free one) for this command:
     /// the fleet's hosts are the agents that join it over TLS, started by any launcher
-    /// (mpirun, srun, pdsh, ssh). Prints the join line; needs --expect.
-    #[arg(
-        long,
-        value_name = "ADDR",
-        conflicts_with = "hosts",
-        requires = "expect"
-    )]
+    /// (mpirun, srun, pdsh, ssh). Prints the join line; needs --expect. With --hosts
+    /// naming a Kubernetes fleet in Job mode: where its pods' join port listens
+    /// (instead of the file's listen or controller).
+    #[arg(long, value_name = "ADDR")]
     pub listen: Option<String>,
     /// With --listen: how many agents the fleet takes (ranks 0 to N-1); the first run
     /// starts once all have joined.

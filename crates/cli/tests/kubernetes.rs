@@ -196,6 +196,161 @@ fn manifests_for_every_volume_mode_spread_and_keep() {
     }
 }
 
+/// Whether the offline validator accepts `yaml` for Kubernetes `version` (strict).
+fn validates_for(dir: &Path, yaml: &str, version: &str) -> (bool, String) {
+    let f = write(dir, "manifests.yaml", yaml);
+    let o = Command::new("kubernetes-validate")
+        .args(["--strict", "--no-warn", "-k", version, &f])
+        .output()
+        .expect("kubernetes-validate runs");
+    (
+        o.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+    )
+}
+
+#[test]
+fn job_mode_manifests_for_both_volume_modes_valid_for_1_32_and_the_newest_schema() {
+    let validator = need::need(
+        "job_mode_manifests_for_both_volume_modes",
+        &["kubernetes-validate"],
+    );
+    let d = tempfile::tempdir().unwrap();
+    for (mode, spread) in [
+        ("filesystem", "node"),
+        ("block", "soft"),
+        ("filesystem", "none"),
+    ] {
+        let kube = write(
+            d.path(),
+            "kube.toml",
+            &format!(
+                "[kubernetes]\nmode = \"job\"\ncontroller = \"10.0.0.5:7070\"\nnamespace = \"bench\"\n\
+                 name = \"j1\"\npods = 3\nstorage_class = \"fast.ssd\"\nvolume_mode = \"{mode}\"\n\
+                 spread = \"{spread}\"\nimage = \"registry.lab/iofleet:1\"\ncpu_request = \"500m\"\n\
+                 [kubernetes.node_selector]\n\"disktype\" = \"nvme\"\n[[kubernetes.tolerations]]\n\
+                 key = \"storage\"\noperator = \"Exists\"\neffect = \"NoSchedule\"\n"
+            ),
+        );
+        let yaml = dry_run(d.path(), &kube, &["--disks", "2", "--disk-size", "1g"]);
+        let docs = documents(&yaml);
+        let kinds: Vec<&str> = docs.iter().map(|d| d["kind"].as_str().unwrap()).collect();
+        assert_eq!(kinds, ["Service", "Secret", "Job"], "{yaml}");
+        let (secret, job) = (&docs[1], &docs[2]);
+        for o in &docs {
+            assert_eq!(o["metadata"]["name"], "iofleet-j1");
+            assert_eq!(o["metadata"]["namespace"], "bench");
+            assert_eq!(o["metadata"]["labels"]["iofleet.io/fleet"], "j1");
+        }
+        // The token is made by the run: the dry run shows where it goes, not a value.
+        assert_eq!(secret["stringData"]["token"], "(made when the run starts)");
+        let spec = &job["spec"];
+        assert_eq!(spec["completionMode"], "Indexed");
+        assert_eq!(spec["completions"], 3);
+        assert_eq!(spec["parallelism"], 3);
+        // No retries: a failed pod is a lost host, and the others go on.
+        assert_eq!(spec["backoffLimitPerIndex"], 0);
+        assert_eq!(spec["maxFailedIndexes"], 3);
+        let pod = &spec["template"]["spec"];
+        assert_eq!(pod["restartPolicy"], "Never");
+        assert_eq!(pod["subdomain"], "iofleet-j1");
+        assert_eq!(pod["nodeSelector"]["disktype"], "nvme");
+        assert_eq!(pod["tolerations"][0]["key"], "storage");
+        let c = &pod["containers"][0];
+        assert_eq!(c["image"], "registry.lab/iofleet:1");
+        assert_eq!(c["command"], serde_json::json!(["iofleet"]));
+        let args: Vec<&str> = c["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        let (root, key) = if mode == "block" {
+            ("/dev/iofleet", "volumeDevices")
+        } else {
+            ("/iofleet", "volumeMounts")
+        };
+        let disk0 = format!("{root}/disk-0");
+        let disk1 = format!("{root}/disk-1");
+        assert_eq!(
+            args,
+            [
+                "agent",
+                "--join",
+                "$(IOFLEET_JOIN)",
+                "--target",
+                disk0.as_str(),
+                "--target",
+                disk1.as_str()
+            ]
+        );
+        // The token reaches the agent from the Secret, never on its command line.
+        let env = c["env"].as_array().unwrap();
+        let token = env
+            .iter()
+            .find(|e| e["name"] == "IOFLEET_JOIN_TOKEN")
+            .unwrap();
+        assert_eq!(token["valueFrom"]["secretKeyRef"]["name"], "iofleet-j1");
+        assert_eq!(token["valueFrom"]["secretKeyRef"]["key"], "token");
+        assert!(!yaml.contains("IOFLEET_JOIN_TOKEN=") && !args.iter().any(|a| a.contains("token")));
+        assert_eq!(c[key].as_array().unwrap().len(), 2, "{yaml}");
+        // One generic ephemeral volume per disk, of the volume mode, from the class.
+        let volumes = pod["volumes"].as_array().unwrap();
+        assert_eq!(volumes.len(), 2);
+        for (k, v) in volumes.iter().enumerate() {
+            assert_eq!(v["name"], format!("disk-{k}"));
+            let t = &v["ephemeral"]["volumeClaimTemplate"];
+            assert_eq!(t["metadata"]["labels"]["iofleet.io/fleet"], "j1");
+            assert_eq!(t["spec"]["storageClassName"], "fast.ssd");
+            assert_eq!(
+                t["spec"]["volumeMode"],
+                if mode == "block" {
+                    "Block"
+                } else {
+                    "Filesystem"
+                }
+            );
+        }
+        match spread {
+            "node" => assert!(pod["affinity"]["podAntiAffinity"].is_object(), "{yaml}"),
+            "soft" => assert_eq!(
+                pod["topologySpreadConstraints"][0]["whenUnsatisfiable"],
+                "ScheduleAnyway"
+            ),
+            _ => assert!(pod.get("affinity").is_none(), "{yaml}"),
+        }
+        // The pods as hosts: each rank the agent that joins.
+        assert!(yaml.contains("#   pod iofleet-j1-2: worker 2"), "{yaml}");
+        if validator {
+            let (ok, said) = validates_for(d.path(), &yaml, "1.32.0");
+            assert!(ok, "{mode}/{spread} for 1.32: {said}\n{yaml}");
+            // The newest schema the validator has (its default), whatever it is.
+            let (ok, said) = validates(d.path(), &yaml);
+            assert!(ok, "{mode}/{spread} for the newest: {said}\n{yaml}");
+            let broken = yaml.replacen("completions: 3", "completions: three", 1);
+            assert!(!validates_for(d.path(), &broken, "1.32.0").0);
+        }
+    }
+}
+
+#[test]
+fn kube_containerfile_carries_this_iofleet() {
+    let d = tempfile::tempdir().unwrap();
+    let o = run_in(d.path(), &["kube", "containerfile"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains(env!("CARGO_PKG_VERSION")), "{text}");
+    assert!(
+        text.contains("COPY iofleet /usr/local/bin/iofleet"),
+        "{text}"
+    );
+    assert!(text.lines().any(|l| l.starts_with("FROM ")), "{text}");
+}
+
 #[test]
 fn bad_kubernetes_values_exit_2_naming_the_key() {
     let d = tempfile::tempdir().unwrap();
@@ -255,6 +410,21 @@ fn bad_kubernetes_values_exit_2_naming_the_key() {
             "pods = 2\n[[kubernetes.tolerations]]\nkey = \"a\"\nefect = \"NoSchedule\"\n",
             "efect",
         ),
+        ("pods = 2\nmode = \"cronjob\"\n", "mode"),
+        ("pods = 2\nmode = \"job\"\n", "kubernetes.controller"),
+        (
+            "pods = 2\nmode = \"job\"\ncontroller = \"10.0.0.5\"\n",
+            "kubernetes.controller: '10.0.0.5' is not HOST:PORT",
+        ),
+        (
+            "pods = 2\nmode = \"job\"\ncontroller = \"h:1\"\nlisten = \"everywhere\"\n",
+            "kubernetes.listen",
+        ),
+        (
+            "pods = 2\nmode = \"job\"\ncontroller = \"h:1\"\nkeep = true\n",
+            "kubernetes.keep",
+        ),
+        ("pods = 2\ncontroller = \"h:1\"\n", "kubernetes.controller"),
     ] {
         let kube = write(d.path(), "kube.toml", &format!("[kubernetes]\n{body}"));
         let o = run_in(
@@ -267,6 +437,73 @@ fn bad_kubernetes_values_exit_2_naming_the_key() {
         assert!(err.contains("kube.toml"), "{body}: {err}");
         assert!(!err.contains("panicked"), "{err}");
     }
+    // --listen with --hosts: only a Job-mode fleet's pods join, and they are its agents.
+    let job = "[kubernetes]\npods = 2\nmode = \"job\"\ncontroller = \"h:1\"\n";
+    for (body, flags, says) in [
+        (
+            job,
+            &["--listen", "0.0.0.0:7070", "--expect", "2"][..],
+            "--expect",
+        ),
+        (job, &["--listen", "nowhere"][..], "--listen \"nowhere\""),
+        (
+            "[kubernetes]\npods = 2\n",
+            &["--listen", "0.0.0.0:7070"][..],
+            "only a fleet in Job mode",
+        ),
+    ] {
+        let kube = write(d.path(), "kube.toml", body);
+        let mut args = vec!["run", "easy-run-4k70r", "--hosts", &kube, "--dry-run"];
+        args.extend_from_slice(flags);
+        let o = run_in(d.path(), &args);
+        assert_eq!(o.status.code(), Some(2), "{flags:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{flags:?}: {}", stderr(&o));
+    }
+    let inventory = write(
+        d.path(),
+        "hosts.toml",
+        "[[host]]\ndestination = \"a.invalid\"\n",
+    );
+    let o = run_in(
+        d.path(),
+        &[
+            "run",
+            "easy-run-4k70r",
+            "--hosts",
+            &inventory,
+            "--listen",
+            "0.0.0.0:7070",
+            "--dry-run",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("is an inventory of hosts"),
+        "{}",
+        stderr(&o)
+    );
+    // --advertise names the host the pods dial, at the port listened on.
+    let kube = write(d.path(), "kube.toml", job);
+    let o = run_in(
+        d.path(),
+        &[
+            "run",
+            "easy-run-4k70r",
+            "--hosts",
+            &kube,
+            "--dry-run",
+            "--listen",
+            "0.0.0.0:7071",
+            "--advertise",
+            "ctl.lab",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("join: iofleet://ctl.lab:7071/(made when the run starts)"),
+        "{}",
+        stdout(&o)
+    );
     // Hosts beside [kubernetes]: one or the other.
     let kube = write(
         d.path(),

@@ -597,6 +597,25 @@ fn kubernetes_section(h: &mut String, runs: &[RunData]) {
         for line in crate::kube::fleet_lines(k, pods.len()) {
             let _ = writeln!(h, "<p>{}{} {}</p>", swatch(i), i + 1, escape(&line));
         }
+        if pods.iter().any(|p| p.timeline.is_some()) {
+            // Job mode: each pod's way, seconds from creating the objects.
+            h.push_str("<table class=\"kube-pods\">\n<tr><th class=\"l\">pod</th><th class=\"l\">node</th><th>created s</th><th>bound s</th><th>ready s</th><th>joined s</th></tr>\n");
+            let s = |x: Option<f64>| x.map_or_else(|| "-".to_string(), |s| format!("{s:.1}"));
+            for p in &pods {
+                let t = p.timeline.clone().unwrap_or_default();
+                let _ = writeln!(
+                    h,
+                    "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    escape(&p.pod),
+                    escape(p.node.as_deref().unwrap_or("-")),
+                    s(t.created_s),
+                    s(t.bound_s),
+                    s(t.ready_s),
+                    s(t.joined_s),
+                );
+            }
+            h.push_str("</table>\n");
+        }
         h.push_str("<table class=\"kube-volumes\">\n<tr><th class=\"l\">pod</th><th class=\"l\">node</th><th class=\"l\">claim</th><th class=\"l\">volume</th><th class=\"l\">StorageClass</th><th class=\"l\">provisioner</th><th>bound after s</th></tr>\n");
         for p in pods {
             for v in &p.volumes {

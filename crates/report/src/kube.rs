@@ -51,6 +51,16 @@ pub fn fleet_lines(k: &KubeRun, pods: usize) -> Vec<String> {
         }
         None => "StorageClass: not readable (see the notices)".into(),
     });
+    if k.mode.as_deref() == Some("job") {
+        lines.insert(
+            1,
+            format!(
+                "Job mode: an Indexed Job whose pods' agents joined the controller{}",
+                k.joined_after_s
+                    .map_or(String::new(), |s| format!(", all {pods} in {s:.1} s"))
+            ),
+        );
+    }
     lines
 }
 

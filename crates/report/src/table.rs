@@ -1011,23 +1011,31 @@ fn write_kubernetes(r: &RunResult, out: &mut dyn Write, max: Option<usize>) -> i
     for line in crate::kube::fleet_lines(k, pods.len()) {
         wrap(out, &line, max, 2)?;
     }
-    let mut g = Grid::new(
-        1,
-        &[
-            ("pod", true),
-            ("node", true),
-            ("volumes", false),
-            ("bound after s", false),
-            ("provisioner", true),
-        ],
-    );
+    // Job mode: each pod's way, seconds from creating the objects.
+    let timelines = pods.iter().any(|p| p.timeline.is_some());
+    let mut columns = vec![
+        ("pod", true),
+        ("node", true),
+        ("volumes", false),
+        ("bound after s", false),
+        ("provisioner", true),
+    ];
+    if timelines {
+        columns.extend([
+            ("created s", false),
+            ("bound s", false),
+            ("ready s", false),
+            ("joined s", false),
+        ]);
+    }
+    let mut g = Grid::new(1, &columns);
     for p in pods {
         let provisioners: std::collections::BTreeSet<&str> = p
             .volumes
             .iter()
             .filter_map(|v| v.provisioner.as_deref())
             .collect();
-        g.row(vec![
+        let mut row = vec![
             p.pod.clone(),
             p.node.clone().unwrap_or_else(|| "-".into()),
             p.volumes.len().to_string(),
@@ -1037,7 +1045,14 @@ fn write_kubernetes(r: &RunResult, out: &mut dyn Write, max: Option<usize>) -> i
                 None => "-".into(),
             },
             provisioners.into_iter().collect::<Vec<_>>().join(","),
-        ]);
+        ];
+        if timelines {
+            let t = p.timeline.clone().unwrap_or_default();
+            for s in [t.created_s, t.bound_s, t.ready_s, t.joined_s] {
+                row.push(s.map_or_else(|| "-".into(), |s| format!("{s:.1}")));
+            }
+        }
+        g.row(row);
     }
     g.print(out, max)
 }

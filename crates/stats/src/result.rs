@@ -252,6 +252,12 @@ pub struct KubeRun {
     pub storage_class: Option<StorageClassFacts>,
     /// Kept for the next run (`keep = true`), else deleted at the end.
     pub kept: bool,
+    /// `job` for an Indexed Job whose pods' agents joined (absent: the StatefulSet mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// Job mode: seconds from creating the objects to every pod's agent joined.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub joined_after_s: Option<f64>,
 }
 
 /// A StorageClass as the cluster describes it.
@@ -272,6 +278,21 @@ pub struct KubePod {
     /// The node it was scheduled on.
     pub node: Option<String>,
     pub volumes: Vec<KubeVolume>,
+    /// Job mode: when the pod was seen created, its claims bound, it Ready, and when its
+    /// agent joined, in seconds from creating the objects (absent: the StatefulSet mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<PodTimeline>,
+}
+
+/// A pod's way to the fleet, seconds from creating the objects by the controller's
+/// clock: `created`, `bound` and `ready` as its polls of the cluster (every half second)
+/// first saw them, `joined` when the join port accepted its agent.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PodTimeline {
+    pub created_s: Option<f64>,
+    pub bound_s: Option<f64>,
+    pub ready_s: Option<f64>,
+    pub joined_s: Option<f64>,
 }
 
 /// One volume of a pod: its claim and the volume bound to it.

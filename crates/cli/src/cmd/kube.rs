@@ -2,7 +2,8 @@
 //! fleet — its StatefulSet, Service, pods and volume claims, found by the fleet's name
 //! and labels, and nothing else. For a fleet kept with `keep = true`, or left behind by
 //! a run that was killed before it could delete them. Lists what it deletes; `--dry-run`
-//! only lists.
+//! only lists. `iofleet kube containerfile`: a minimal Containerfile for the pods' image
+//! in Job mode (this iofleet in a glibc base).
 
 use std::path::PathBuf;
 
@@ -16,6 +17,9 @@ use crate::exit::Exit;
 pub enum KubeCmd {
     /// Delete every object iofleet made for the fleet described in FILE.
     Clean(KubeCleanArgs),
+    /// Print a minimal Containerfile for the pods' image in Job mode (mode = "job"):
+    /// this iofleet, the controller's own version, in a glibc base.
+    Containerfile,
 }
 
 #[derive(Args, Debug)]
@@ -29,7 +33,13 @@ pub struct KubeCleanArgs {
 }
 
 pub fn run(cmd: KubeCmd) -> Result<i32, Exit> {
-    let KubeCmd::Clean(a) = cmd;
+    let a = match cmd {
+        KubeCmd::Clean(a) => a,
+        KubeCmd::Containerfile => {
+            print!("{}", iofleet_fleet::kube::job::containerfile());
+            return Ok(0);
+        }
+    };
     let not_kube = || {
         Exit::input(format!(
             "--hosts {}: not a Kubernetes fleet description (a TOML file with a [kubernetes] table)",

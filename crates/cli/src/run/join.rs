@@ -11,6 +11,7 @@ use std::time::Duration;
 use iofleet_fleet::agents::join::{JoinFile, JoinServer, JoinSettings, Member};
 use iofleet_fleet::agents::AgentLauncher;
 use iofleet_fleet::host::{HostSpec, Reach, Role, TargetArg};
+use iofleet_fleet::hosts_file::HostsFile;
 use iofleet_fleet::inventory::DEFAULT_REMOTE_TARGET;
 use iofleet_fleet::Fleet;
 
@@ -26,7 +27,8 @@ pub(crate) fn joined_fleet(a: &RunArgs) -> Result<Box<dyn Fleet>, Exit> {
     let j = &a.join;
     let (listen, expect) = (
         j.listen.as_deref().expect("called with --listen"),
-        j.expect.expect("clap: --listen requires --expect"),
+        j.expect
+            .expect("check_join_flags: --listen without --hosts has --expect"),
     );
     let port = JoinServer::open(
         listen,
@@ -76,6 +78,44 @@ pub(crate) fn joined_fleet(a: &RunArgs) -> Result<Box<dyn Fleet>, Exit> {
         rank_sources(&members)
     );
     Ok(Box::new(AgentLauncher::joined(hosts, port)))
+}
+
+/// --listen with --expect (agents that join), or with --hosts naming a Kubernetes fleet
+/// in Job mode (its pods are the agents, as many as its pods).
+pub(crate) fn check_join_flags(a: &RunArgs) -> Result<(), Exit> {
+    match (&a.join.listen, &a.hosts, a.join.expect) {
+        (Some(_), None, None) => Err(Exit::input(
+            "--listen: needs --expect N (how many agents the fleet takes)",
+        )),
+        (Some(_), Some(_), Some(_)) => Err(Exit::input(
+            "--expect: with --hosts, the fleet's pods are the agents (kubernetes.pods); give --listen without --expect",
+        )),
+        (Some(_), Some(_), None) if a.join.join_file.is_some() => Err(Exit::input(
+            "--join-file: a Kubernetes fleet's pods read the join address and token from its Secret",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// `--hosts FILE --listen ADDR [--advertise HOST]`: the Kubernetes fleet of FILE, in Job
+/// mode, its join port where the flags say.
+pub(crate) fn kube_job_fleet(a: &RunArgs, path: &std::path::Path) -> Result<Box<dyn Fleet>, Exit> {
+    let HostsFile::Kubernetes(fleet) =
+        iofleet_fleet::hosts_file::read(path, &crate::inputs::text).map_err(Exit::input)?
+    else {
+        return Err(Exit::input(format!(
+            "--listen: with --hosts, only the pods of a Kubernetes fleet in Job mode join (mode = \"job\"); {} is an inventory of hosts",
+            path.display()
+        )));
+    };
+    let mut fleet = *fleet;
+    fleet
+        .join_at(a.join.listen.as_deref(), a.join.advertise.as_deref())
+        .map_err(|e| Exit::input(format!("{e} ({})", path.display())))?;
+    Ok(Box::new(iofleet_fleet::kube::KubeLauncher::new(
+        fleet,
+        path.to_path_buf(),
+    )))
 }
 
 /// The hosts a dry run plans on: one per expected rank, none contacted.

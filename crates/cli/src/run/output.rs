@@ -27,11 +27,12 @@ pub(crate) fn dry_run(
     settings: RunSettings,
 ) -> Result<i32, Exit> {
     // A joined fleet plans on its expected ranks; nothing listens in a dry run.
-    let fleet: Box<dyn iofleet_fleet::Fleet> = match a.join.listen {
-        Some(_) => Box::new(iofleet_fleet::agents::AgentLauncher::new(
+    crate::run::join::check_join_flags(a)?;
+    let fleet: Box<dyn iofleet_fleet::Fleet> = match (&a.join.listen, &a.hosts) {
+        (Some(_), None) => Box::new(iofleet_fleet::agents::AgentLauncher::new(
             crate::run::join::planned_hosts(a),
         )),
-        None => launcher_for(a)?,
+        _ => launcher_for(a)?,
     };
     let plan = fleet.plan(groups, &settings).map_err(fleet_exit)?;
     dry_run::print(&plan)

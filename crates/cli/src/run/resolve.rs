@@ -210,8 +210,11 @@ pub(crate) fn resolve(a: &RunArgs) -> Result<(Vec<GroupPlan>, RunSettings), Exit
 /// from the inventory), else threads of this process on the run's target
 /// (`fio_job::target`).
 pub(crate) fn launcher_for(a: &RunArgs) -> Result<Box<dyn Fleet>, Exit> {
-    if a.join.listen.is_some() {
-        return crate::run::join::joined_fleet(a);
+    crate::run::join::check_join_flags(a)?;
+    match (&a.join.listen, &a.hosts) {
+        (Some(_), None) => return crate::run::join::joined_fleet(a),
+        (Some(_), Some(path)) => return crate::run::join::kube_job_fleet(a, path),
+        _ => {}
     }
     let target = match a.hosts {
         Some(_) => Vec::new(),

@@ -286,6 +286,48 @@ impl Cluster {
             .count()
     }
 
+    /// The pod whose name starts with `prefix` (a Job's pods end in a random suffix),
+    /// in any context and namespace.
+    pub fn pod_named(&self, prefix: &str) -> Option<String> {
+        self.objects()
+            .into_iter()
+            .filter_map(|k| k.strip_prefix("Pod/").map(str::to_string))
+            .filter_map(|k| k.split_once('/').map(|(_, n)| n.to_string()))
+            .find(|n| n.starts_with(prefix))
+    }
+
+    /// The pods' containers (the stand-in's runs of a Job pod's command) that still have
+    /// a live process, by pod: none once a fleet is gone.
+    pub fn running_containers(&self) -> Vec<String> {
+        let launched =
+            std::fs::read_to_string(self.state().join("launched.jsonl")).unwrap_or_default();
+        let alive_groups: std::collections::BTreeSet<i64> = std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
+            .filter_map(|stat| {
+                let rest: Vec<String> = stat
+                    .rsplit_once(')')?
+                    .1
+                    .split_whitespace()
+                    .map(str::to_string)
+                    .collect();
+                (rest.first()? != "Z").then(|| rest.get(2)?.parse().ok())?
+            })
+            .collect();
+        launched
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|c| {
+                c["pgid"]
+                    .as_i64()
+                    .is_some_and(|g| alive_groups.contains(&g))
+            })
+            .map(|c| c["pod"].as_str().unwrap_or("").to_string())
+            .collect()
+    }
+
     pub fn wait_for(&self, what: &str, mut ready: impl FnMut() -> bool, child: &mut Child) {
         let t0 = Instant::now();
         while !ready() {

@@ -14,7 +14,7 @@ use std::process::{Command, Stdio};
 use iofleet_stats::result::{KubePod, KubeVolume, StorageClassFacts};
 use serde_json::{json, Value};
 
-use super::{KubeFleet, FLEET_LABEL, MANAGED_BY};
+use super::{KubeFleet, Mode, FLEET_LABEL, MANAGED_BY};
 use crate::agents::transport::kubectl;
 use crate::host::PodAddress;
 
@@ -28,6 +28,8 @@ pub struct Cluster {
     pub object: String,
     /// The label selector that finds the fleet's objects, and only them.
     pub selector: String,
+    /// What runs the pods (the kinds to delete and look for).
+    pub mode: Mode,
 }
 
 /// A pod as the wait for readiness sees it.
@@ -39,7 +41,14 @@ pub struct PodState {
     /// Why its container is not running yet (`ImagePullBackOff: ...`), if it says.
     pub waiting: Option<String>,
     pub node: Option<String>,
+    /// A Job's pod: its completion index (the agent's rank).
+    pub index: Option<u32>,
+    /// Why its container ended, when it did (`Error, exit code 137`).
+    pub terminated: Option<String>,
 }
+
+/// The label a Job's pod carries with its completion index.
+pub const INDEX_LABEL: &str = "batch.kubernetes.io/job-completion-index";
 
 /// The fleet's pods and claims, by name.
 pub type States = (BTreeMap<String, PodState>, BTreeMap<String, ClaimState>);
@@ -67,6 +76,7 @@ impl Cluster {
                 "{}={},{FLEET_LABEL}={}",
                 MANAGED_BY.0, MANAGED_BY.1, fleet.name
             ),
+            mode: fleet.mode,
         }
     }
 
@@ -122,13 +132,17 @@ impl Cluster {
             .map(drop)
     }
 
-    /// Whether the fleet's StatefulSet is there already (kept by an earlier run, or
-    /// left by a killed one).
+    /// Whether the fleet's StatefulSet (or Job) is there already (kept by an earlier
+    /// run, or left by a killed one).
     pub fn exists(&self) -> Result<bool, String> {
+        let kind = match self.mode {
+            Mode::StatefulSet => "statefulset",
+            Mode::Job => "job",
+        };
         let out = self.call(
             &[
                 "get",
-                "statefulset",
+                kind,
                 &self.object,
                 "--ignore-not-found",
                 "-o",
@@ -263,22 +277,23 @@ impl Cluster {
         (volumes, classes)
     }
 
-    /// Delete the fleet's StatefulSet and Service (by name, waiting for its pods to
-    /// go) and its claims (by the fleet's labels). Objects already gone are no error.
+    /// Delete the fleet's StatefulSet (or Job and Secret) and Service (by name, waiting
+    /// for its pods to go) and its claims (by the fleet's labels). Objects already gone
+    /// are no error.
     pub fn delete(&self) -> Result<(), String> {
-        let set = format!("statefulset/{}", self.object);
         let service = format!("service/{}", self.object);
-        self.call(
-            &[
-                "delete",
-                &set,
-                &service,
-                "--ignore-not-found",
-                "--cascade=foreground",
-                "--wait=true",
-            ],
-            None,
-        )?;
+        let (owner, secret) = match self.mode {
+            Mode::StatefulSet => (format!("statefulset/{}", self.object), None),
+            // The Job's pods go with it (foreground), their ephemeral claims with them.
+            Mode::Job => (
+                format!("job/{}", self.object),
+                Some(format!("secret/{}", self.object)),
+            ),
+        };
+        let mut args = vec!["delete", owner.as_str(), service.as_str()];
+        args.extend(secret.as_deref());
+        args.extend(["--ignore-not-found", "--cascade=foreground", "--wait=true"]);
+        self.call(&args, None)?;
         self.call(
             &[
                 "delete",
@@ -294,12 +309,15 @@ impl Cluster {
     }
 
     /// What `iofleet kube clean` would remove, or removes: every object of the fleet
-    /// (StatefulSet, Service, pods, claims), as `kind/name`.
+    /// (StatefulSet or Job and Secret, Service, pods, claims), as `kind/name`.
     pub fn leftovers(&self) -> Result<Vec<String>, String> {
         let out = self.call(
             &[
                 "get",
-                "statefulsets,services,pods,persistentvolumeclaims",
+                match self.mode {
+                    Mode::StatefulSet => "statefulsets,services,pods,persistentvolumeclaims",
+                    Mode::Job => "jobs,secrets,services,pods,persistentvolumeclaims",
+                },
                 "-l",
                 &self.selector,
                 "-o",
@@ -337,12 +355,28 @@ fn pod_state(item: &Value) -> PodState {
                 None => r,
             })
         });
+    let terminated = item["status"]["containerStatuses"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find_map(|c| {
+            let t = &c["state"]["terminated"];
+            t.is_object().then(|| {
+                format!(
+                    "{}, exit code {}",
+                    text(&t["reason"]).unwrap_or_else(|| "terminated".into()),
+                    t["exitCode"]
+                )
+            })
+        });
     PodState {
         exists: true,
         ready,
         phase: text(&item["status"]["phase"]).unwrap_or_else(|| "Pending".into()),
         waiting,
         node: text(&item["spec"]["nodeName"]),
+        index: text(&item["metadata"]["labels"][INDEX_LABEL]).and_then(|i| i.parse().ok()),
+        terminated,
     }
 }
 
@@ -361,6 +395,7 @@ pub fn seconds_of(t: &str) -> Option<i64> {
 /// Each pod's facts for the result: its node and volumes, its claims in disk order.
 pub fn pod_facts(
     pod_names: &[String],
+    claim_of: impl Fn(u32, &str) -> String,
     disks: u32,
     pods: &BTreeMap<String, PodState>,
     claims: &BTreeMap<String, ClaimState>,
@@ -374,7 +409,7 @@ pub fn pod_facts(
             node: pods.get(pod).and_then(|p| p.node.clone()),
             volumes: (0..disks)
                 .map(|k| {
-                    let claim = claim_name(k, pod);
+                    let claim = claim_of(k, pod);
                     let c = claims.get(&claim).cloned().unwrap_or_default();
                     let pv = c.volume.as_ref().and_then(|v| volumes.get(v));
                     let provisioner = pv
@@ -413,6 +448,7 @@ pub fn pod_facts(
                     }
                 })
                 .collect(),
+            timeline: None,
         })
         .collect()
 }

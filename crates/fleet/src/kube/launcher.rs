@@ -20,7 +20,7 @@ use iofleet_stats::result::{KubePod, KubeRun};
 use std::sync::mpsc::Sender;
 
 use super::cluster::{claim_name, pod_facts, Cluster, States};
-use super::{KubeFleet, VolumeMode};
+use super::{KubeFleet, Mode, VolumeMode};
 use crate::agents::{plan, AgentLauncher};
 use crate::error::FleetError;
 use crate::host::{HostSpec, Reach, Role, TargetArg};
@@ -32,20 +32,20 @@ use crate::settings::RunSettings;
 use crate::source::Msg;
 
 /// How often the pods and claims are looked at while waiting for them.
-const POLL: Duration = Duration::from_millis(500);
+pub(super) const POLL: Duration = Duration::from_millis(500);
 
 pub struct KubeLauncher {
-    fleet: KubeFleet,
+    pub(super) fleet: KubeFleet,
     /// The description's file, for the clean-up command in messages.
     file: PathBuf,
-    cluster: Cluster,
+    pub(super) cluster: Cluster,
     /// The pods' agents: made for the pods of the first run, and again when a run's
     /// pods differ (their disks follow the profile).
-    agents: AgentLauncher,
+    pub(super) agents: AgentLauncher,
     /// The objects this command applied (they may exist: deleted at its end unless
     /// `keep`), and whether the cluster had them already.
-    applied: Option<(Vec<serde_json::Value>, bool)>,
-    facts: Option<(KubeRun, Vec<KubePod>)>,
+    pub(super) applied: Option<(Vec<serde_json::Value>, bool)>,
+    pub(super) facts: Option<(KubeRun, Vec<KubePod>)>,
 }
 
 impl KubeLauncher {
@@ -73,6 +73,10 @@ impl KubeLauncher {
             ));
         }
         Some(match self.cluster.delete() {
+            Ok(()) if self.fleet.mode == Mode::Job => format!(
+                "kubernetes: deleted Job {0}, Service {0}, Secret {0}, its pods and their volume claims",
+                self.cluster.object
+            ),
             Ok(()) => format!(
                 "kubernetes: deleted StatefulSet {0}, Service {0}, its pods and its volume claims",
                 self.cluster.object
@@ -133,7 +137,15 @@ impl KubeLauncher {
         };
         let ready_after_s = t0.elapsed().as_secs_f64();
         let (volumes, classes) = self.cluster.volume_facts(&claim_states, notices);
-        let pods = pod_facts(&pods, disks, &pod_states, &claim_states, &volumes, &classes);
+        let pods = pod_facts(
+            &pods,
+            claim_name,
+            disks,
+            &pod_states,
+            &claim_states,
+            &volumes,
+            &classes,
+        );
         let class = claim_states
             .values()
             .find_map(|c| c.storage_class.as_ref())
@@ -148,6 +160,8 @@ impl KubeLauncher {
             ready_after_s,
             storage_class: class,
             kept: self.fleet.keep,
+            mode: None,
+            joined_after_s: None,
         };
         notices.push(format!(
             "kubernetes: {} pods Ready in {:.1} s{}",
@@ -234,7 +248,7 @@ impl KubeLauncher {
 
     /// The error for an object that did not become `what` within `key`, with its
     /// events.
-    fn not_ready(&self, kind: &str, name: &str, what: &str, key: &str) -> FleetError {
+    pub(super) fn not_ready(&self, kind: &str, name: &str, what: &str, key: &str) -> FleetError {
         let limit = match key {
             "bind_timeout" => self.fleet.bind_timeout,
             _ => self.fleet.ready_timeout,
@@ -289,7 +303,10 @@ impl Launcher for KubeLauncher {
     ) -> Result<LaunchPlan<Pods>, FleetError> {
         let (group, mut notices) = self.fleet.group(groups)?;
         let disks = group.plan.fleet.disks_per_worker;
-        let hosts = pod_hosts(&self.fleet, &self.cluster, disks);
+        let hosts = match self.fleet.mode {
+            Mode::StatefulSet => pod_hosts(&self.fleet, &self.cluster, disks),
+            Mode::Job => super::job::planned_hosts(&self.fleet, disks),
+        };
         let mut plan = plan::plan(&hosts, &[group], settings)?;
         notices.append(&mut plan.notices);
         plan.notices = notices;
@@ -320,6 +337,9 @@ impl Launcher for KubeLauncher {
     ) -> Result<Option<Prepared>, FleetError> {
         let objects = std::mem::take(&mut plan.placement.objects);
         let disks = plan.groups[0].plan.fleet.disks_per_worker;
+        if self.fleet.mode == Mode::Job {
+            return self.materialize_job(plan, objects, disks, stop, observer, notices);
+        }
         if self
             .provision(objects, disks, stop, observer, notices)?
             .is_none()

@@ -42,6 +42,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 pub mod cluster;
+pub mod job;
+mod joined;
 mod launcher;
 
 pub use launcher::KubeLauncher;
@@ -73,6 +75,25 @@ impl VolumeMode {
         match self {
             VolumeMode::Filesystem => "filesystem",
             VolumeMode::Block => "block",
+        }
+    }
+}
+
+/// What runs the pods: a StatefulSet whose pods idle until iofleet executes its agent in
+/// each through `kubectl exec`, or an Indexed Job whose pods run `iofleet agent --join`
+/// and connect back to the command's join port (docs/kubernetes.md, "Job mode").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    StatefulSet,
+    Job,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::StatefulSet => "statefulset",
+            Mode::Job => "job",
         }
     }
 }
@@ -113,6 +134,9 @@ struct RawFile {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawKube {
+    mode: Option<Mode>,
+    controller: Option<String>,
+    listen: Option<String>,
     context: Option<String>,
     namespace: Option<String>,
     name: Option<String>,
@@ -141,6 +165,13 @@ struct RawKube {
 /// A checked `[kubernetes]` description.
 #[derive(Debug, Clone, PartialEq)]
 pub struct KubeFleet {
+    /// StatefulSet (driven over `kubectl exec`) or Indexed Job (agents that join).
+    pub mode: Mode,
+    /// Job mode: the address the pods reach this controller's join port at
+    /// (`HOST:PORT`; port 0 picks a free one).
+    pub controller: Option<String>,
+    /// Job mode: where the join port listens, when not at `controller` (behind NAT).
+    pub listen: Option<String>,
     pub context: Option<String>,
     pub namespace: String,
     /// The fleet's name; its objects are `iofleet-NAME`.
@@ -277,7 +308,13 @@ fn check(r: RawKube) -> Result<KubeFleet, String> {
             "kubernetes.image: '{image}' is not an image reference"
         ));
     }
+    let mode = r.mode.unwrap_or(Mode::StatefulSet);
+    let keep = r.keep.unwrap_or(false);
+    job::check_mode(mode, r.controller.as_deref(), r.listen.as_deref(), keep)?;
     Ok(KubeFleet {
+        mode,
+        controller: r.controller,
+        listen: r.listen,
         context: r.context,
         namespace,
         name,
@@ -295,7 +332,7 @@ fn check(r: RawKube) -> Result<KubeFleet, String> {
         cpu_limit: r.cpu_limit,
         memory_request: r.memory_request,
         memory_limit: r.memory_limit,
-        keep: r.keep.unwrap_or(false),
+        keep,
         bind_timeout: timeout("bind_timeout", r.bind_timeout, Duration::from_secs(300))?,
         ready_timeout: timeout("ready_timeout", r.ready_timeout, Duration::from_secs(600))?,
     })
@@ -468,7 +505,7 @@ impl KubeFleet {
     }
 
     /// The labels every object carries.
-    fn labels(&self) -> Value {
+    pub(crate) fn labels(&self) -> Value {
         json!({
             MANAGED_BY.0: MANAGED_BY.1,
             "app.kubernetes.io/name": "iofleet",
@@ -477,7 +514,7 @@ impl KubeFleet {
     }
 
     /// The labels that select the fleet's pods.
-    fn selector(&self) -> Value {
+    pub(crate) fn selector(&self) -> Value {
         json!({ "matchLabels": { FLEET_LABEL: self.name } })
     }
 
@@ -498,6 +535,9 @@ impl KubeFleet {
                 "selector": { FLEET_LABEL: self.name },
             },
         });
+        if self.mode == Mode::Job {
+            return vec![service, self.secret(&meta, None), self.job(meta, plan)];
+        }
         let claims = self.claims(disks, plan.fleet.disk_size.get());
         vec![
             service,
@@ -507,7 +547,7 @@ impl KubeFleet {
 
     /// The pod's one container: the agent's image, idle, with the pod's `disks` volumes
     /// mounted (filesystem) or attached (block) and the resources asked for.
-    fn container(&self, disks: u32) -> Value {
+    pub(crate) fn container(&self, disks: u32) -> Value {
         let mut container = json!({
             "name": "agent",
             "image": self.image,
@@ -548,7 +588,7 @@ impl KubeFleet {
 
     /// The pods' spec: the container, where the pods may go (node selector,
     /// tolerations) and how they spread over the nodes.
-    fn pod_spec(&self, disks: u32) -> Value {
+    pub(crate) fn pod_spec(&self, disks: u32) -> Value {
         let mut pod_spec = json!({
             "containers": [self.container(disks)],
             // The agent ends with its session; nothing to drain.
@@ -621,7 +661,7 @@ impl KubeFleet {
 
     /// The volume claim templates: `disks` volumes per pod, each of `volume_bytes` for a
     /// disk of `disk_size` bytes.
-    fn claims(&self, disks: u32, disk_size: u64) -> Vec<Value> {
+    pub(crate) fn claims(&self, disks: u32, disk_size: u64) -> Vec<Value> {
         let size = format!("{}Mi", self.volume_bytes(disk_size) >> 20);
         let labels = self.labels();
         (0..disks)

@@ -161,6 +161,8 @@ pub struct Member {
     pub peer: PeerAddr,
     pub rank_from: String,
     pub target: Option<TargetArg>,
+    /// When it was accepted (the controller's clock).
+    pub joined_at: Instant,
 }
 
 /// The refusals so far, by reason: how many, and the first peer.
@@ -385,6 +387,13 @@ impl JoinServer {
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
         }
+    }
+
+    /// The agents that have joined so far, in rank order (without waiting, and without
+    /// closing the fleet to further joins as `wait` does).
+    pub fn members(&self) -> Vec<Member> {
+        let roster = self.shared.roster.lock().unwrap_or_else(|p| p.into_inner());
+        roster.members.values().cloned().collect()
     }
 
     fn refusal_note(&self) -> String {
@@ -844,6 +853,7 @@ impl EventLoop {
             peer: p.addr.clone(),
             rank_from: join.rank_from.clone(),
             target: join.target.clone(),
+            joined_at: Instant::now(),
         };
         roster.members.insert(rank, member);
         drop(roster);
