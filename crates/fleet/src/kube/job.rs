@@ -29,10 +29,10 @@ pub const SECRET_TOKEN: &str = "token";
 /// What a dry run's Secret says in place of what only a run makes.
 pub const NOT_YET: &str = "(made when the run starts)";
 
-/// The API server's own limit on an Indexed Job's parallelism, and where it warns: an
-/// Indexed Job of more than 10^5 completions with a parallelism over 10^4 may not keep
-/// its completed and failed indexes within 64 KiB (Kubernetes API reference, JobSpec
-/// `completionMode`; KEP-2214 "Indexed Job").
+/// The API server's own limit on an Indexed Job's parallelism (10^5, kubernetes#98812),
+/// and the soft limit its validation sets for high completion counts: more than 10^5
+/// completions with a parallelism over 10^4 (KEP-2214 "Indexed Job"). The warning's
+/// words are iofleet's.
 pub const MAX_INDEXED_PARALLELISM: u32 = 100_000;
 const WARN_COMPLETIONS: u32 = 100_000;
 const WARN_PARALLELISM: u32 = 10_000;
@@ -42,7 +42,7 @@ const WARN_PARALLELISM: u32 = 10_000;
 pub fn api_warning(completions: u32, parallelism: u32) -> Option<String> {
     (completions > WARN_COMPLETIONS && parallelism > WARN_PARALLELISM).then(|| {
         format!(
-            "kubernetes: an Indexed Job of {completions} completions with parallelism {parallelism} is past what the API server warns about (over 100,000 completions with over 10,000 in parallel: its completed and failed indexes may not fit in 64 KiB)"
+            "kubernetes: an Indexed Job of {completions} completions with parallelism {parallelism} is past the API server's soft limit for Indexed Jobs (over 100,000 completions with over 10,000 in parallel)"
         )
     })
 }
