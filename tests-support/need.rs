@@ -141,3 +141,27 @@ pub fn unavailable(test: &str, what: &str) {
     eprintln!("skipped: {test}: {what} ({why})");
     log(what, test, true);
 }
+
+/// The host's busy CPU over `span`, percent of all cores, from the first line of
+/// /proc/stat (busy = total − idle − iowait, as iofleet counts it): what decides whether
+/// a test that needs "a host otherwise idle" (`CI_CANNOT_PROVIDE`) can judge.
+pub fn host_busy_pct(span: std::time::Duration) -> f64 {
+    let read = || -> (u64, u64) {
+        let stat = std::fs::read_to_string("/proc/stat").unwrap();
+        let f: Vec<u64> = stat
+            .lines()
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .skip(1)
+            .take(8)
+            .map(|x| x.parse().unwrap())
+            .collect();
+        let total: u64 = f.iter().sum();
+        (total - f[3] - f[4], total)
+    };
+    let (b0, t0) = read();
+    std::thread::sleep(span);
+    let (b1, t1) = read();
+    100.0 * (b1 - b0) as f64 / (t1 - t0).max(1) as f64
+}

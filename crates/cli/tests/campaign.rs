@@ -643,29 +643,6 @@ fn a_cpu_objective_on_observers_without_any_is_refused_not_passed() {
     );
 }
 
-/// The host's busy CPU over `span`, percent of all cores, from the first line of
-/// /proc/stat (busy = total − idle − iowait, as iofleet counts it).
-fn host_busy_pct(span: std::time::Duration) -> f64 {
-    let read = || -> (u64, u64) {
-        let stat = std::fs::read_to_string("/proc/stat").unwrap();
-        let f: Vec<u64> = stat
-            .lines()
-            .next()
-            .unwrap()
-            .split_whitespace()
-            .skip(1)
-            .take(8)
-            .map(|x| x.parse().unwrap())
-            .collect();
-        let total: u64 = f.iter().sum();
-        (total - f[3] - f[4], total)
-    };
-    let (b0, t0) = read();
-    std::thread::sleep(span);
-    let (b1, t1) = read();
-    100.0 * (b1 - b0) as f64 / (t1 - t0).max(1) as f64
-}
-
 /// Most the host may be busy without iofleet for the CPU search's figure to be its own.
 const QUIET_HOST_PCT: f64 = 10.0;
 
@@ -679,7 +656,7 @@ fn find_max_holds_host_cpu_at_an_objective_on_the_null_engine() {
     // search's own measurements decide, and this checks the rule they were judged by.
     let d = tempfile::tempdir().unwrap();
     let db = d.path().join("r.db");
-    let before = host_busy_pct(std::time::Duration::from_secs(1));
+    let before = need::host_busy_pct(std::time::Duration::from_secs(1));
     let o = run_in(
         d.path(),
         &[
@@ -714,7 +691,7 @@ fn find_max_holds_host_cpu_at_an_objective_on_the_null_engine() {
             "--quiet",
         ],
     );
-    let after = host_busy_pct(std::time::Duration::from_secs(1));
+    let after = need::host_busy_pct(std::time::Duration::from_secs(1));
     // 1: no rate met the objective (the host was busier than 40% without it).
     assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();

@@ -28,29 +28,6 @@ const PATIENCE: Duration = Duration::from_secs(120);
 /// latency (the rule each step was judged by is checked whatever the load).
 const QUIET_HOST_PCT: f64 = 10.0;
 
-/// The host's busy CPU over `span`, percent of all cores, from the first line of
-/// /proc/stat (busy = total − idle − iowait, as iofleet counts it).
-fn host_busy_pct(span: Duration) -> f64 {
-    let read = || -> (u64, u64) {
-        let stat = std::fs::read_to_string("/proc/stat").unwrap();
-        let f: Vec<u64> = stat
-            .lines()
-            .next()
-            .unwrap()
-            .split_whitespace()
-            .skip(1)
-            .take(8)
-            .map(|x| x.parse().unwrap())
-            .collect();
-        let total: u64 = f.iter().sum();
-        (total - f[3] - f[4], total)
-    };
-    let (b0, t0) = read();
-    std::thread::sleep(span);
-    let (b1, t1) = read();
-    100.0 * (b1 - b0) as f64 / (t1 - t0).max(1) as f64
-}
-
 /// The real-time tests measure latency on the wall clock: one test at a time, so that
 /// another does not load the same cores meanwhile.
 static WALL_CLOCK: Mutex<()> = Mutex::new(());
@@ -345,9 +322,9 @@ fn matches_the_model(m: &Model, code: Option<i32>, v: &Value, err: &str) {
 #[test]
 fn find_max_over_hosts_finds_the_most_clients_the_shared_device_carries() {
     let _one = WALL_CLOCK.lock().unwrap_or_else(|p| p.into_inner());
-    let before = host_busy_pct(Duration::from_secs(1));
+    let before = need::host_busy_pct(Duration::from_secs(1));
     let (code, v, err) = search_clients(&AT_3MS);
-    let after = host_busy_pct(Duration::from_secs(1));
+    let after = need::host_busy_pct(Duration::from_secs(1));
     if before.max(after) > QUIET_HOST_PCT {
         eprintln!("the host was {before:.0}% busy before the search and {after:.0}% after");
         need::unavailable(
