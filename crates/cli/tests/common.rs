@@ -251,3 +251,31 @@ pub fn metrics_gauge(addr: &str, name: &str) -> Option<f64> {
         .parse()
         .ok()
 }
+
+/// A loopback address with a port free now (for `--metrics-listen`, `--listen`).
+pub fn free_addr() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    format!("127.0.0.1:{}", l.local_addr().unwrap().port())
+}
+
+/// A command's JSON output, or a failure that says why there is none.
+pub fn json_of(o: &Output) -> serde_json::Value {
+    assert!(
+        !o.stdout.is_empty(),
+        "no output; exit {:?}: {}",
+        o.status.code(),
+        stderr(o)
+    );
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(o)))
+}
+
+/// What docs/result.schema.json finds wrong with a result (none: it is valid).
+pub fn schema_problems(v: &serde_json::Value) -> Vec<String> {
+    let schema = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/result.schema.json"
+    ))
+    .unwrap();
+    let schema = jsonschema::validator_for(&serde_json::from_str(&schema).unwrap()).unwrap();
+    schema.iter_errors(v).map(|e| e.to_string()).collect()
+}

@@ -516,16 +516,6 @@ fn host_agent(c: &Cluster, i: usize) -> Vec<u32> {
     found
 }
 
-/// A free loopback port's address.
-fn free_addr() -> String {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    format!("127.0.0.1:{port}")
-}
-
 /// Every event of the live view's `/events` stream at `addr`, with when it arrived,
 /// sent on as they come (a thread reads the stream until the run ends it).
 fn follow_events(addr: &str) -> std::sync::mpsc::Receiver<(Instant, Value)> {

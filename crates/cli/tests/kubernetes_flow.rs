@@ -14,38 +14,12 @@ mod common;
 #[path = "support/kube_cluster.rs"]
 mod kube_cluster;
 
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::*;
 use kube_cluster::Cluster;
 use serde_json::{json, Value};
-
-/// A loopback address with a port free now, for `--metrics-listen`.
-fn free_addr() -> String {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    format!("127.0.0.1:{}", l.local_addr().unwrap().port())
-}
-
-fn json_of(o: &Output) -> Value {
-    assert!(
-        !o.stdout.is_empty(),
-        "no output; exit {:?}: {}",
-        o.status.code(),
-        stderr(o)
-    );
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(o)))
-}
-
-fn schema_problems(v: &Value) -> Vec<String> {
-    let schema = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../docs/result.schema.json"
-    ))
-    .unwrap();
-    let schema = jsonschema::validator_for(&serde_json::from_str(&schema).unwrap()).unwrap();
-    schema.iter_errors(v).map(|e| e.to_string()).collect()
-}
 
 const SHORT: [&str; 6] = ["--duration", "2s", "--warmup", "0s", "--interval", "500ms"];
 
