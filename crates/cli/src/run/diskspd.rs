@@ -34,15 +34,7 @@ pub(crate) fn resolve(imp: &DiskspdImport, ov: &Overrides, ctx: &Context) -> Res
 
 /// `--diskspd` beside another workload, or `--diskspd-map` without it: refused.
 fn refuse_conflicts(a: &RunArgs) -> Result<(), Exit> {
-    let other = if a.profile.is_some() {
-        Some("a profile")
-    } else if a.fio.is_some() {
-        Some("--fio")
-    } else if !a.group.is_empty() {
-        Some("--group")
-    } else {
-        None
-    };
+    let other = super::file_steps::other_workload(a, "--diskspd");
     match (a.diskspd.is_some(), other) {
         (true, Some(o)) => Err(Exit::input(format!(
             "--diskspd is the run's workload; give either it or {o}"

@@ -35,6 +35,29 @@ pub(crate) struct Format {
     pub pick: fn(&mut RunArgs, &str),
 }
 
+/// Another workload given beside a workload flag's own (`own`: `--diskspd`, `--vdbench`,
+/// `--iometer`): the first of a profile (when the workload came by its flag, not as the
+/// PROFILE itself), `--fio`, `--diskspd`, `--vdbench`, `--iometer`, `--group`.
+pub(crate) fn other_workload(a: &RunArgs, own: &str) -> Option<&'static str> {
+    let own_given = match own {
+        "--diskspd" => a.diskspd.is_some(),
+        "--vdbench" => a.vdbench.is_some(),
+        "--iometer" => a.iometer.is_some(),
+        _ => false,
+    };
+    [
+        ("a profile", own_given && a.profile.is_some()),
+        ("--fio", a.fio.is_some()),
+        ("--diskspd", a.diskspd.is_some()),
+        ("--vdbench", a.vdbench.is_some()),
+        ("--iometer", a.iometer.is_some()),
+        ("--group", !a.group.is_empty()),
+    ]
+    .into_iter()
+    .find(|&(name, given)| given && name != own)
+    .map(|(name, _)| name)
+}
+
 /// A file of several steps: its format, path, steps' names and mapping notices.
 pub(crate) struct Stepped {
     pub format: &'static Format,

@@ -72,19 +72,7 @@ pub(crate) fn resolve(step: &IometerStep, ov: &Overrides, ctx: &Context) -> Resu
 
 /// The configuration file beside another workload, or `--iometer-spec` without one.
 pub(crate) fn refuse_conflicts(a: &RunArgs, icf: bool) -> Result<(), Exit> {
-    let other = if a.iometer.is_some() && a.profile.is_some() {
-        Some("a profile")
-    } else if a.fio.is_some() {
-        Some("--fio")
-    } else if a.diskspd.is_some() {
-        Some("--diskspd")
-    } else if a.vdbench.is_some() {
-        Some("--vdbench")
-    } else if !a.group.is_empty() {
-        Some("--group")
-    } else {
-        None
-    };
+    let other = file_steps::other_workload(a, "--iometer");
     match (icf, other) {
         (true, Some(o)) => Err(Exit::input(format!(
             "an Iometer configuration file is the run's workload; give either it or {o}"

@@ -61,17 +61,7 @@ pub(crate) fn resolve(step: &VdbenchStep, ov: &Overrides, ctx: &Context) -> Resu
 
 /// The parameter file beside another workload, or `--vdbench-step` without one.
 pub(crate) fn refuse_conflicts(a: &RunArgs, vdb: bool) -> Result<(), Exit> {
-    let other = if a.vdbench.is_some() && a.profile.is_some() {
-        Some("a profile")
-    } else if a.fio.is_some() {
-        Some("--fio")
-    } else if a.diskspd.is_some() {
-        Some("--diskspd")
-    } else if !a.group.is_empty() {
-        Some("--group")
-    } else {
-        None
-    };
+    let other = file_steps::other_workload(a, "--vdbench");
     match (vdb, other) {
         (true, Some(o)) => Err(Exit::input(format!(
             "a vdbench parameter file is the run's workload; give either it or {o}"
