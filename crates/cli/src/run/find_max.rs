@@ -253,6 +253,37 @@ fn search_hosts(
     Ok(run.report(found, results, None, Some(most)))
 }
 
+/// What one step of a search varies: the rate, or how many hosts run (`--over hosts`).
+#[derive(Clone, Copy)]
+enum Point {
+    Rate(f64),
+    Hosts(u32),
+}
+
+impl Point {
+    /// The label the step's value is stored under.
+    fn key(self) -> &'static str {
+        match self {
+            Point::Rate(_) => "rate",
+            Point::Hosts(_) => fleet_size::KEY,
+        }
+    }
+    /// Its value as labels and step names write it.
+    fn value(self) -> String {
+        match self {
+            Point::Rate(r) => format!("{r:.0}"),
+            Point::Hosts(k) => k.to_string(),
+        }
+    }
+    /// How the step is announced (`1500 IOPS`, `4 host(s)`).
+    fn said(self) -> String {
+        match self {
+            Point::Rate(r) => format!("{r:.0} IOPS"),
+            Point::Hosts(k) => format!("{k} host(s)"),
+        }
+    }
+}
+
 impl SearchRun<'_> {
     /// The search's report from what it found and measured (`hosts`: the fleet's, with
     /// `--over hosts`); the found step marked in the store, the campaign ended.
@@ -469,46 +500,7 @@ impl<'a> SearchRun<'a> {
         rate: f64,
         repeat: u32,
     ) -> Result<Measured, Exit> {
-        let (a, name) = (self.a, self.name);
-        let mut g = self.groups.clone();
-        with_rate(&mut g, rate)?;
-        let i = results.len() + 1;
-        let again = if repeat > 0 { " (again: noisy)" } else { "" };
-        let (r, c) = match self.finished(i, "rate", &format!("{rate:.0}"), repeat) {
-            Some(r) => {
-                if !a.quiet {
-                    eprintln!("find-max step {i}: {rate:.0} IOPS{again}{}", before(&r));
-                }
-                let c = exit_code(&r, &self.stop);
-                (r, c)
-            }
-            None => {
-                let mut l = self.labels(i, &format!("{rate:.0}"));
-                if repeat > 0 {
-                    l.push(("repeat".to_string(), repeat.to_string()));
-                }
-                if !a.quiet {
-                    eprintln!("find-max step {i}: {rate:.0} IOPS{again}");
-                }
-                self.live.announce(&Step {
-                    kind: StepKind::FindMax,
-                    index: i as u32,
-                    of: None,
-                    at_most: false,
-                    label: if repeat > 0 { "again: noisy" } else { "" }.into(),
-                    rate_iops: Some(rate),
-                });
-                self.live.step(
-                    a,
-                    &g,
-                    format!("{name}/rate={rate:.0}"),
-                    l,
-                    a.seed.wrapping_add(repeat as u64),
-                    &self.stop,
-                )?
-            }
-        };
-        self.judged(results, r, c)
+        self.measure_point(results, Point::Rate(rate), repeat)
     }
 
     /// Step `i` of `--over hosts`: the first `k` hosts (its `repeat`-th repeat), kept
@@ -519,42 +511,64 @@ impl<'a> SearchRun<'a> {
         k: u32,
         repeat: u32,
     ) -> Result<Measured, Exit> {
+        self.measure_point(results, Point::Hosts(k), repeat)
+    }
+
+    /// One step at `point` (its `repeat`-th repeat): taken from the store when a resumed
+    /// campaign measured it, else measured; kept in `results` and judged.
+    fn measure_point(
+        &mut self,
+        results: &mut Vec<RunResult>,
+        point: Point,
+        repeat: u32,
+    ) -> Result<Measured, Exit> {
         let (a, name) = (self.a, self.name);
         let i = results.len() + 1;
         let again = if repeat > 0 { " (again: noisy)" } else { "" };
-        let key = fleet_size::KEY;
-        let (r, c) = match self.finished(i, key, &k.to_string(), repeat) {
+        let (key, value) = (point.key(), point.value());
+        let said = point.said();
+        let (r, c) = match self.finished(i, key, &value, repeat) {
             Some(r) => {
                 if !a.quiet {
-                    eprintln!("find-max step {i}: {k} host(s){again}{}", before(&r));
+                    eprintln!("find-max step {i}: {said}{again}{}", before(&r));
                 }
                 let c = exit_code(&r, &self.stop);
                 (r, c)
             }
             None => {
-                let mut l = self.labels(i, "profile");
-                l.push((key.to_string(), k.to_string()));
+                let mut at = a.clone();
+                let mut g = self.groups.clone();
+                let (mut l, label, rate_iops) = match point {
+                    Point::Rate(rate) => {
+                        with_rate(&mut g, rate)?;
+                        let label = if repeat > 0 { "again: noisy" } else { "" };
+                        (self.labels(i, &value), label.to_string(), Some(rate))
+                    }
+                    Point::Hosts(k) => {
+                        at.active_hosts = Some(k);
+                        let mut l = self.labels(i, "profile");
+                        l.push((key.to_string(), value.clone()));
+                        (l, format!("{said}{again}"), None)
+                    }
+                };
                 if repeat > 0 {
                     l.push(("repeat".to_string(), repeat.to_string()));
                 }
                 if !a.quiet {
-                    eprintln!("find-max step {i}: {k} host(s){again}");
+                    eprintln!("find-max step {i}: {said}{again}");
                 }
-                let mut at = a.clone();
-                at.active_hosts = Some(k);
-                let groups = self.groups.clone();
                 self.live.announce(&Step {
                     kind: StepKind::FindMax,
                     index: i as u32,
                     of: None,
                     at_most: false,
-                    label: format!("{k} host(s){again}"),
-                    rate_iops: None,
+                    label,
+                    rate_iops,
                 });
                 self.live.step(
                     &at,
-                    &groups,
-                    format!("{name}/{key}={k}"),
+                    &g,
+                    format!("{name}/{key}={value}"),
                     l,
                     a.seed.wrapping_add(repeat as u64),
                     &self.stop,
