@@ -18,12 +18,13 @@ pub(crate) use iofleet_stats::fold::GroupRange;
 use iofleet_stats::fold::{Folded, HostFacts, Layout};
 use iofleet_stats::result::{
     CpuSummary, DiskErrors, ErrorDetail, ErrorSummary, IntervalRow, MemorySummary, Outstanding,
-    PartIntervals, RunInfo, RunResult, RunSummary, VerifySummary, SCHEMA_VERSION,
+    PartIntervals, PartRow, RunInfo, RunResult, RunSummary, VerifySummary, SCHEMA_VERSION,
 };
 use iofleet_stats::summary::{counts_in_median, median_of};
 use iofleet_stats::{GenSample, HostUsage, OpStats, OpSummary, PackedSample, Sample};
 
-use crate::observer::{IntervalSnapshot, Observer, Phase};
+use crate::observer::{IntervalSnapshot, Observer, Phase, RelayedParts};
+use crate::relay::RelayedInterval;
 use crate::source::{Msg, Timeline, TAKE_OUT_AFTER};
 use crate::sys::{self, HostProbe};
 
@@ -65,6 +66,9 @@ pub(crate) struct CollectSpec<'a> {
     /// collector whenever the threads get there, so what the hosts spent is kept over
     /// every interval, warm-up included (CPU over the real time the simulation took).
     pub simulated_time: bool,
+    /// Per relay source, the hosts below it (its own host is `source_host`): they report
+    /// through it (`Msg::Relayed`), and are lost with it.
+    pub below: BTreeMap<usize, Vec<usize>>,
 }
 
 /// Everything the collection produced, ready to be summarised.
@@ -98,6 +102,10 @@ pub(crate) struct Collected {
     pub io_threads: u32,
     /// What verified reads found (None: the run did not verify).
     pub verify: Option<VerifySummary>,
+    /// Per group, the measured intervals of the relays whose totals never came (lost
+    /// with what was below them): the fleet's and the groups' totals count them, as a
+    /// flat fleet counts a lost host's intervals before its loss.
+    pub unsent_groups: Vec<Sample>,
 }
 
 impl CollectSpec<'_> {
@@ -152,6 +160,7 @@ pub(crate) fn collect(
         }
     }
     observer.phase(Phase::Done, 0.0);
+    c.unsent_totals();
     c.out
 }
 
@@ -177,6 +186,7 @@ impl Collected {
             generator: GenSample::default(),
             io_threads: 0,
             verify: spec.plan.timing.verify.then(VerifySummary::default),
+            unsent_groups: Vec::new(),
         }
     }
 }
@@ -202,6 +212,11 @@ struct Collector<'a> {
     last_heard: Vec<Instant>,
     /// Per pending interval: per local worker, per disk.
     pending: BTreeMap<u32, Vec<Vec<Sample>>>,
+    /// Per pending interval: what relays merged for the hosts below them.
+    pending_relayed: BTreeMap<u32, RelayedParts>,
+    /// Per relay source whose totals have not come yet: its measured intervals per
+    /// group (what the totals count if the relay is lost first).
+    relay_measured: BTreeMap<u32, Vec<Sample>>,
     /// Per interval: the latest stop inside it a source reported.
     cuts: BTreeMap<u32, u64>,
     /// Intervals some source reported in full: a stop elsewhere must not shorten them.
@@ -253,6 +268,8 @@ impl<'a> Collector<'a> {
             done,
             last_heard,
             pending: BTreeMap::new(),
+            pending_relayed: BTreeMap::new(),
+            relay_measured: BTreeMap::new(),
             cuts: BTreeMap::new(),
             ran_through: BTreeSet::new(),
             pending_gen: BTreeMap::new(),
@@ -332,8 +349,20 @@ impl<'a> Collector<'a> {
                 self.keep_errors(errors, &disks);
                 self.on_done(source, end_ns, error, lost);
             }
+            Ok(Msg::Relayed { source, interval })
+                if interval.index < self.n_intervals && (source as usize) < self.n_sources =>
+            {
+                self.on_relayed(source, *interval)
+            }
+            Ok(Msg::RelayTotals { source, totals }) => self.on_relay_totals(source, &totals),
+            Ok(Msg::HostLost {
+                source: _,
+                host,
+                at_ns,
+                reason,
+            }) => self.on_host_lost(host as usize, at_ns, reason),
             // An interval beyond the timeline (or from an unknown source) is ignored.
-            Ok(Msg::Interval { .. }) => {}
+            Ok(Msg::Interval { .. } | Msg::Relayed { .. }) => {}
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => self.done.iter_mut().for_each(|d| *d = true),
         }
@@ -373,18 +402,105 @@ impl<'a> Collector<'a> {
                 .or_insert_with(|| vec![None; self.spec.hosts.len()]);
             per_host[self.spec.source_host[source as usize]] = Some(u);
         }
-        match stopped_at {
-            Some(t) => {
-                let cut = self.cuts.entry(index).or_insert(0);
-                *cut = (*cut).max(t);
-            }
-            None => {
-                self.ran_through.insert(index);
-            }
-        }
+        self.note_cut(index, stopped_at, stopped_at.is_none());
         self.merge_samples(index, samples);
         let r = &mut self.reported_next[source as usize];
         *r = (*r).max(index + 1);
+    }
+
+    /// Interval `index` was cut short at `stopped_at` by some source, or `ran_through`
+    /// by some source (or both, from a relay's merge).
+    fn note_cut(&mut self, index: u32, stopped_at: Option<u64>, ran_through: bool) {
+        if let Some(t) = stopped_at {
+            let cut = self.cuts.entry(index).or_insert(0);
+            *cut = (*cut).max(t);
+        }
+        if ran_through {
+            self.ran_through.insert(index);
+        }
+    }
+
+    /// Take in a relay's merged interval: as every host below it had reported it.
+    fn on_relayed(&mut self, source: u32, r: RelayedInterval) {
+        let index = r.index;
+        if let Some(g) = r.generator {
+            *self.pending_gen.entry(index).or_default() += &g;
+        }
+        self.note_cut(index, r.stopped_at, r.ran_through);
+        let (n_hosts, n_groups, streams) =
+            (self.spec.hosts.len(), self.spec.groups.len(), self.streams);
+        let parts = self
+            .pending_relayed
+            .entry(index)
+            .or_insert_with(|| RelayedParts {
+                groups: vec![Sample::new(streams); n_groups],
+                hosts: Vec::new(),
+            });
+        let measured = index >= self.spec.timeline.warmup_intervals;
+        for (g, s) in &r.groups {
+            let Some(sum) = parts.groups.get_mut(*g as usize) else {
+                continue; // a group this run does not have
+            };
+            *sum += s;
+            self.out.error_count += s.errors();
+            if measured {
+                self.relay_measured
+                    .entry(source)
+                    .or_insert_with(|| vec![Sample::new(streams); n_groups])[*g as usize] += s;
+            }
+        }
+        for mut b in r.hosts.into_iter().filter(|b| (b.host as usize) < n_hosts) {
+            if let Some(u) = b.usage.take() {
+                self.pending_usage
+                    .entry(index)
+                    .or_insert_with(|| vec![None; n_hosts])[b.host as usize] = Some(u);
+            }
+            parts.hosts.push(b);
+        }
+        let next = &mut self.reported_next[source as usize];
+        *next = (*next).max(index + 1);
+    }
+
+    /// A relay's totals of the (worker, disk)s below it: they join the run's totals
+    /// as if measured here, and what the relay's intervals said is no longer needed.
+    fn on_relay_totals(&mut self, source: u32, totals: &[(u32, u32, Sample)]) {
+        let streams = self.streams;
+        for (worker, disk, s) in totals {
+            let local = worker.wrapping_sub(self.spec.worker_base) as usize;
+            let d = *disk as usize;
+            if let Some(tot) = self
+                .out
+                .worker_totals
+                .get_mut(local)
+                .filter(|_| d < MAX_DISKS)
+            {
+                if tot.len() <= d {
+                    tot.resize(d + 1, PackedSample::new(streams));
+                }
+                tot[d].add(s);
+            }
+        }
+        self.relay_measured.remove(&source);
+    }
+
+    /// A host below a relay was lost at `at_ns`: the relay goes on without it.
+    fn on_host_lost(&mut self, host: usize, at_ns: u64, reason: String) {
+        if let Some(lost) = self.out.host_lost_ns.get_mut(host) {
+            lost.get_or_insert(at_ns);
+            self.out.lost_reasons.push(reason);
+        }
+    }
+
+    /// Source `s` is lost at `at_ns` (as its host is): so is every host below it, a
+    /// relay's, at the same instant.
+    fn lose_source(&mut self, s: usize, at_ns: u64) {
+        let h = self.spec.source_host[s];
+        self.out.host_lost_ns[h].get_or_insert(at_ns);
+        for &b in self.spec.below.get(&s).into_iter().flatten() {
+            if let Some(lost) = self.out.host_lost_ns.get_mut(b) {
+                lost.get_or_insert(at_ns);
+            }
+        }
     }
 
     /// Add samples to pending interval `index`, per local worker and disk; a worker not
@@ -426,8 +542,7 @@ impl<'a> Collector<'a> {
         if lost {
             // A lost host is reported in `hosts` and in a notice, not as a
             // failed source: the run goes on without it.
-            let h = self.spec.source_host[s];
-            self.out.host_lost_ns[h].get_or_insert(end_ns);
+            self.lose_source(s, end_ns);
             self.out
                 .lost_reasons
                 .push(error.unwrap_or_else(|| format!("{} lost", self.spec.source_names[s])));
@@ -464,8 +579,7 @@ impl<'a> Collector<'a> {
             let heard_ns = self.last_heard[s]
                 .saturating_duration_since(self.spec.epoch)
                 .as_nanos() as u64;
-            let h = self.spec.source_host[s];
-            self.out.host_lost_ns[h].get_or_insert(heard_ns.min(self.spec.timeline.end_ns()));
+            self.lose_source(s, heard_ns.min(self.spec.timeline.end_ns()));
             let name = &self.spec.source_names[s];
             self.out
                 .lost_reasons
@@ -493,16 +607,26 @@ impl<'a> Collector<'a> {
         {
             let k = self.next_emit;
             self.next_emit += 1;
-            let Some(per_disk) = self.pending.remove(&k) else {
-                continue; // every source had ended before this interval
+            let relayed = self.pending_relayed.remove(&k);
+            let per_disk = match (self.pending.remove(&k), &relayed) {
+                (Some(p), _) => p,
+                // Only relays reported it: no worker here did.
+                (None, Some(_)) => vec![Vec::new(); self.spec.workers],
+                (None, None) => continue, // every source had ended before this interval
             };
-            self.emit_interval(k, per_disk, observer);
+            self.emit_interval(k, per_disk, relayed, observer);
         }
     }
 
     /// Merge complete interval `k` per worker into its fleet, host and group rows, fold
     /// it into the totals when measured, and hand it to the observer.
-    fn emit_interval(&mut self, k: u32, per_disk: Vec<Vec<Sample>>, observer: &mut dyn Observer) {
+    fn emit_interval(
+        &mut self,
+        k: u32,
+        per_disk: Vec<Vec<Sample>>,
+        relayed: Option<RelayedParts>,
+        observer: &mut dyn Observer,
+    ) {
         let streams = self.streams;
         let per_worker: Vec<Sample> = per_disk
             .iter()
@@ -518,6 +642,8 @@ impl<'a> Collector<'a> {
         let warmup = k < self.spec.timeline.warmup_intervals;
         let mut fleet = Sample::new(streams);
         per_worker.iter().for_each(|w| fleet += w);
+        let relayed = relayed.unwrap_or_default();
+        relayed.groups.iter().for_each(|g| fleet += g);
         let host_lost_s: Vec<Option<f64>> = self
             .out
             .host_lost_ns
@@ -535,15 +661,7 @@ impl<'a> Collector<'a> {
         );
         let rates = iofleet_stats::rates_of(&usage);
         (row.net, row.observers) = iofleet_stats::split_by_role(&rates, &self.spec.observers);
-        self.layout.push_part_rows(
-            k,
-            dur_ns as f64 / 1e9,
-            &per_worker,
-            &rates,
-            streams,
-            &mut self.out.host_rows,
-            &mut self.out.group_rows,
-        );
+        self.push_part_rows(k, dur_ns as f64 / 1e9, &per_worker, &relayed, &rates);
         let gen = self.pending_gen.remove(&k).filter(|g| g.threads > 0);
         if let Some(g) = &gen {
             let workers = self.spec.worker_hosts(&usage).filter_map(Option::as_ref);
@@ -569,8 +687,45 @@ impl<'a> Collector<'a> {
             generator: gen.as_ref(),
             host_lost_s: &host_lost_s,
             layout: &self.layout,
+            relayed: &relayed,
         });
         self.out.rows.push(row);
+    }
+
+    /// Interval `k`'s rows per host and per group: the workers reported here merged
+    /// per host and group, with what relays merged for the hosts and groups below them.
+    fn push_part_rows(
+        &mut self,
+        k: u32,
+        duration_s: f64,
+        per_worker: &[Sample],
+        relayed: &RelayedParts,
+        rates: &[Option<iofleet_stats::HostResources>],
+    ) {
+        let (per_host, mut per_group) = self.layout.sums(per_worker, self.streams);
+        for (sum, g) in per_group.iter_mut().zip(&relayed.groups) {
+            *sum += g;
+        }
+        let mut host_rows: Vec<PartRow> = per_host
+            .iter()
+            .map(|s| PartRow::from_sample(k, duration_s, s))
+            .collect();
+        for b in &relayed.hosts {
+            host_rows[b.host as usize] = b.row(k, duration_s);
+        }
+        for (row, r) in host_rows.iter_mut().zip(rates) {
+            row.usage = r.clone();
+        }
+        let group_rows = per_group
+            .iter()
+            .map(|s| PartRow::from_sample(k, duration_s, s))
+            .collect();
+        self.layout.push_rows(
+            host_rows,
+            group_rows,
+            &mut self.out.host_rows,
+            &mut self.out.group_rows,
+        );
     }
 
     /// Per host, its usage over interval `k`: as reported, and this machine's probe as
@@ -639,10 +794,26 @@ impl<'a> Collector<'a> {
         }
     }
 
+    /// What relays lost before their totals came measured, per group, for the fleet's
+    /// and the groups' totals.
+    fn unsent_totals(&mut self) {
+        let n = self.spec.groups.len();
+        let mut unsent = vec![Sample::new(self.streams); n];
+        for per_group in std::mem::take(&mut self.relay_measured).values() {
+            for (sum, g) in unsent.iter_mut().zip(per_group) {
+                *sum += g;
+            }
+        }
+        if unsent.iter().any(|g| g.ios() + g.errors() > 0) {
+            self.out.unsent_groups = unsent;
+        }
+    }
+
     /// Every source has ended, and no interval is left to emit.
     fn finished(&self) -> bool {
         self.done.iter().all(|&d| d)
-            && (self.next_emit >= self.n_intervals || self.pending.is_empty())
+            && (self.next_emit >= self.n_intervals
+                || (self.pending.is_empty() && self.pending_relayed.is_empty()))
     }
 }
 
@@ -684,10 +855,11 @@ pub(crate) fn summarize(
         hosts,
         groups,
         ..
-    } = layout.fold(
+    } = layout.fold_with(
         col.worker_totals
             .iter()
             .map(|disks| worker_total(disks, n_streams)),
+        &col.unsent_groups,
         &facts,
         elapsed_s,
     );
@@ -939,6 +1111,7 @@ mod tests {
             silence_grace: None,
             probe: None,
             simulated_time: false,
+            below: BTreeMap::new(),
         };
         let worker_totals = ios
             .iter()
@@ -969,8 +1142,18 @@ mod tests {
             generator: GenSample::default(),
             io_threads: 0,
             verify: None,
+            unsent_groups: Vec::new(),
         };
-        let info: RunInfo = serde_json::from_value(serde_json::json!({
+        let r = summarize(&spec, col, run_info(), 3, &[], Vec::new());
+        assert_eq!(
+            r.hosts.iter().map(|h| h.all.ios).sum::<u64>(),
+            ios.iter().sum::<u64>()
+        );
+        r.hosts.iter().map(|h| h.straggler).collect()
+    }
+
+    fn run_info() -> RunInfo {
+        serde_json::from_value(serde_json::json!({
             "profile": "p", "description": "", "engine": "null", "started_at": "",
             "duration_s": 0.0, "warmup_s": 0.0, "interval_s": 1.0, "interrupted": false,
             "direct": true, "target": "none", "hostname": "h", "iofleet_version": "0",
@@ -982,13 +1165,238 @@ mod tests {
                 &[],
             )
         }))
-        .unwrap();
-        let r = summarize(&spec, col, info, 3, &[], Vec::new());
+        .unwrap()
+    }
+
+    /// Four hosts of three workers of two disks (12 workers, two groups: 0–4 and 5–11,
+    /// so host 1 holds both), two streams, one warm-up and three measured intervals of
+    /// 1 s; per interval and host, its samples (random I/Os, latencies over five
+    /// decades).
+    struct TreeRun {
+        plan: Plan,
+        timeline: Timeline,
+        reports: Vec<Vec<Vec<(u32, u32, Sample)>>>,
+    }
+
+    impl TreeRun {
+        fn new(seed: u64) -> TreeRun {
+            use rand::{Rng, SeedableRng};
+            let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
+            let mut plan = crate::fixtures::plan(
+                crate::fixtures::fleet(12, 2, 1, 1),
+                vec![
+                    crate::fixtures::stream("r", 100.0),
+                    crate::fixtures::stream("w", 0.0),
+                ],
+            );
+            plan.timing.warmup = Duration::from_secs(1);
+            plan.timing.duration = Duration::from_secs(3);
+            let timeline = Timeline::new(
+                plan.timing.warmup,
+                plan.timing.duration,
+                plan.timing.interval,
+            );
+            let mut reports = Vec::new();
+            for _k in 0..4 {
+                let mut hosts = Vec::new();
+                for h in 0..4u32 {
+                    let mut samples = Vec::new();
+                    for w in h * 3..h * 3 + 3 {
+                        for d in 0..2u32 {
+                            let mut s = Sample::new(2);
+                            for _ in 0..rng.random_range(0..300) {
+                                let lat = 10f64.powf(rng.random_range(3.0..8.0)) as u64;
+                                let st = &mut s.streams[rng.random_range(0..2)];
+                                if rng.random_bool(0.4) {
+                                    st.write.record(lat, 8192);
+                                } else {
+                                    st.read.record(lat, 4096);
+                                }
+                            }
+                            samples.push((w, d, s));
+                        }
+                    }
+                    hosts.push(samples);
+                }
+                reports.push(hosts);
+            }
+            TreeRun {
+                plan,
+                timeline,
+                reports,
+            }
+        }
+
+        /// The spec with `sources` reporting, on hosts `source_host`, relays' hosts
+        /// below them in `below`.
+        fn spec(
+            &self,
+            source_host: Vec<usize>,
+            below: BTreeMap<usize, Vec<usize>>,
+        ) -> CollectSpec<'_> {
+            CollectSpec {
+                plan: &self.plan,
+                timeline: &self.timeline,
+                worker_base: 0,
+                groups: vec![range(0, 5, None), range(5, 7, None)],
+                workers: 12,
+                source_names: source_host.iter().map(|h| format!("s{h}")).collect(),
+                hosts: (0..4).map(|h| format!("h{h}")).collect(),
+                worker_host: (0..12).map(|w| w / 3).collect(),
+                observers: Vec::new(),
+                source_host,
+                epoch: Instant::now(),
+                silence_grace: None,
+                probe: None,
+                simulated_time: false,
+                below,
+            }
+        }
+
+        /// Every host its own source, as a flat fleet; hosts in `lost` stop reporting
+        /// after interval 2 and are lost at 3 s.
+        fn flat(&self, lost: &[u32]) -> RunResult {
+            let spec = self.spec(vec![0, 1, 2, 3], BTreeMap::new());
+            let (tx, rx) = std::sync::mpsc::channel();
+            for (k, hosts) in self.reports.iter().enumerate() {
+                for (h, samples) in hosts.iter().enumerate() {
+                    if k == 3 && lost.contains(&(h as u32)) {
+                        continue;
+                    }
+                    tx.send(Msg::Interval {
+                        source: h as u32,
+                        index: k as u32,
+                        samples: samples.clone(),
+                        errors: Vec::new(),
+                        disks: Vec::new(),
+                        stopped_at: None,
+                        usage: None,
+                        generator: None,
+                    })
+                    .unwrap();
+                }
+            }
+            for h in 0..4u32 {
+                let lost = lost.contains(&h);
+                tx.send(Msg::Done {
+                    source: h,
+                    end_ns: if lost { 3_000_000_000 } else { 4_000_000_000 },
+                    error: lost.then(|| format!("h{h} lost")),
+                    errors: Vec::new(),
+                    disks: Vec::new(),
+                    lost,
+                })
+                .unwrap();
+            }
+            drop(tx);
+            self.result(&spec, &rx)
+        }
+
+        /// Relays on hosts 0 and 2, each with the next host below it; the relay on
+        /// host 2 is lost after interval 2 (before its totals) when `lose` is set.
+        fn relayed(&self, lose: bool) -> RunResult {
+            let below = BTreeMap::from([(0, vec![1]), (1, vec![3])]);
+            let spec = self.spec(vec![0, 2], below);
+            let (tx, rx) = std::sync::mpsc::channel();
+            let groups = spec.groups.clone();
+            for (r, hosts) in [[0u32, 1], [2, 3]].iter().enumerate() {
+                let lost = lose && r == 1;
+                let mut totals = crate::relay::SubtreeTotals::new(1, 4, 2);
+                for (k, reports) in self.reports.iter().enumerate() {
+                    if k == 3 && lost {
+                        break;
+                    }
+                    let children = hosts.iter().map(|&h| crate::relay::ChildInterval {
+                        host: h,
+                        samples: &reports[h as usize],
+                        stopped_at: None,
+                        usage: None,
+                        generator: None,
+                    });
+                    let merged = crate::relay::merge_interval(k as u32, children, &groups, 2);
+                    tx.send(Msg::Relayed {
+                        source: r as u32,
+                        interval: Box::new(merged),
+                    })
+                    .unwrap();
+                    for &h in hosts {
+                        totals.add(k as u32, &reports[h as usize]);
+                    }
+                }
+                if !lost {
+                    tx.send(Msg::RelayTotals {
+                        source: r as u32,
+                        totals: totals.samples(),
+                    })
+                    .unwrap();
+                }
+                tx.send(Msg::Done {
+                    source: r as u32,
+                    end_ns: if lost { 3_000_000_000 } else { 4_000_000_000 },
+                    error: lost.then(|| "the relay on h2 lost".to_string()),
+                    errors: Vec::new(),
+                    disks: Vec::new(),
+                    lost,
+                })
+                .unwrap();
+            }
+            drop(tx);
+            self.result(&spec, &rx)
+        }
+
+        fn result(&self, spec: &CollectSpec<'_>, rx: &Receiver<Msg>) -> RunResult {
+            let stop = std::sync::atomic::AtomicBool::new(false);
+            let col = collect(rx, spec, &mut crate::Silent, &stop, &mut |_| {});
+            summarize(spec, col, run_info(), 1, &[], Vec::new())
+        }
+    }
+
+    #[test]
+    fn relays_give_the_flat_result_figure_for_figure() {
+        let run = TreeRun::new(17);
+        let (mut flat, mut tree) = (run.flat(&[]), run.relayed(false));
+        // This process's memory, read at each summary: not a figure of the merge.
+        (flat.summary.memory, tree.summary.memory) = (None, None);
+        assert!(flat.summary.all.ios > 1000, "{}", flat.summary.all.ios);
+        assert_eq!(tree.intervals, flat.intervals, "the fleet's interval rows");
+        assert_eq!(tree.host_intervals, flat.host_intervals, "each host's rows");
         assert_eq!(
-            r.hosts.iter().map(|h| h.all.ios).sum::<u64>(),
-            ios.iter().sum::<u64>()
+            tree.group_intervals, flat.group_intervals,
+            "each group's rows"
         );
-        r.hosts.iter().map(|h| h.straggler).collect()
+        assert_eq!(tree.summary, flat.summary);
+        assert_eq!(tree.streams, flat.streams);
+        assert_eq!(
+            tree.workers, flat.workers,
+            "every worker's and disk's totals"
+        );
+        assert_eq!(tree.hosts, flat.hosts);
+        assert_eq!(tree.groups, flat.groups);
+    }
+
+    #[test]
+    fn a_lost_relay_loses_the_hosts_below_it_at_once_and_the_totals_keep_their_work() {
+        let run = TreeRun::new(23);
+        let (flat, tree) = (run.flat(&[2, 3]), run.relayed(true));
+        assert_eq!(
+            tree.intervals, flat.intervals,
+            "hosts_lost counts both hosts"
+        );
+        assert_eq!(tree.intervals[3].hosts_lost, 2);
+        let lost_at: Vec<Option<f64>> = tree.hosts.iter().map(|h| h.lost_at_s).collect();
+        assert_eq!(lost_at, [None, None, Some(3.0), Some(3.0)]);
+        assert_eq!(
+            lost_at,
+            flat.hosts.iter().map(|h| h.lost_at_s).collect::<Vec<_>>()
+        );
+        // What the lost hosts did before the loss counts in the fleet's and groups'
+        // totals, as in a flat fleet; the hosts' own totals went with their relay.
+        assert_eq!(tree.summary.all, flat.summary.all);
+        assert_eq!(tree.streams, flat.streams);
+        assert_eq!(tree.groups, flat.groups);
+        assert_eq!(tree.hosts[..2], flat.hosts[..2]);
+        assert!(flat.hosts[2].all.ios > 0);
+        assert_eq!(tree.hosts[2].all.ios, 0);
     }
 
     #[test]
@@ -1016,6 +1424,7 @@ mod tests {
             silence_grace: None,
             probe: None,
             simulated_time: false,
+            below: BTreeMap::new(),
         };
         let (tx, rx) = std::sync::mpsc::channel();
         let interval = |source: u32, index: u32, stopped_at: Option<u64>| Msg::Interval {
@@ -1101,6 +1510,7 @@ mod tests {
             silence_grace: None,
             probe: None,
             simulated_time: false,
+            below: BTreeMap::new(),
         };
         let reads = |n: u64| {
             let mut s = Sample::new(1);
@@ -1170,6 +1580,7 @@ mod tests {
             silence_grace: Some(Duration::from_millis(200)),
             probe: None,
             simulated_time: false,
+            below: BTreeMap::new(),
         };
         // The sender stays alive and silent, as a frozen host's connection would.
         let (_tx, rx) = std::sync::mpsc::channel::<Msg>();
@@ -1229,6 +1640,7 @@ mod tests {
             silence_grace: None,
             probe: None,
             simulated_time,
+            below: BTreeMap::new(),
         };
         let (tx, rx) = std::sync::mpsc::channel();
         // (real seconds, CPU seconds) per interval: one core busy throughout.

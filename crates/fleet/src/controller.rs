@@ -155,6 +155,7 @@ pub fn run<L: Launcher>(
         silence_grace: prep.silence_grace,
         probe,
         simulated_time: prep.simulated_time,
+        below: prep.below.clone(),
     };
     let collected = collect(&rx, &spec, observer, &stop, &mut |s| launcher.give_up(s));
     let mut finished = launcher.finish();
@@ -324,6 +325,7 @@ mod tests {
                 silence_grace: self.grace,
                 probe: None,
                 simulated_time: false,
+                below: Default::default(),
             }))
         }
 

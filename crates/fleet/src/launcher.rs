@@ -77,6 +77,9 @@ pub struct Prepared {
     pub probe: Option<HostProbe>,
     /// The engine runs in simulated time (see `CollectSpec::simulated_time`).
     pub simulated_time: bool,
+    /// Per relay source (index into `sources`), the hosts below it, which report
+    /// merged through it (`crate::relay`) and are lost with it; empty without relays.
+    pub below: std::collections::BTreeMap<usize, Vec<usize>>,
 }
 
 /// Facts a launcher learns during the run.

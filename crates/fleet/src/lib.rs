@@ -54,6 +54,7 @@ pub mod local;
 pub mod observer;
 pub mod plan;
 pub mod precondition;
+pub mod relay;
 pub mod scrape;
 pub mod settings;
 pub mod source;

@@ -36,6 +36,17 @@ pub struct IntervalSnapshot<'a> {
     /// Where the workers live (hosts, groups, global worker numbers): what
     /// `Layout::interval_parts` needs to judge hosts and sum groups.
     pub layout: &'a Layout,
+    /// What relays merged for the hosts below them (their workers are absent from
+    /// `workers` and `disks`): empty in a fleet without relays.
+    pub relayed: &'a RelayedParts,
+}
+
+/// What relays sent of one interval for the hosts below them (`crate::relay`): per
+/// group (the run's order) their workers' samples merged, and per host its brief.
+#[derive(Debug, Clone, Default)]
+pub struct RelayedParts {
+    pub groups: Vec<iofleet_stats::Sample>,
+    pub hosts: Vec<crate::relay::HostBrief>,
 }
 
 pub trait Observer {

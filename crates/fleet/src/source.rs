@@ -103,6 +103,26 @@ pub enum Msg {
         source: u32,
         summary: Box<VerifySummary>,
     },
+    /// A relay's interval: the hosts below it merged (`relay`), in place of their own
+    /// interval messages.
+    Relayed {
+        source: u32,
+        interval: Box<crate::relay::RelayedInterval>,
+    },
+    /// A relay's totals of every (worker, disk) below it over the measured intervals,
+    /// sent once, before its `Done`.
+    RelayTotals {
+        source: u32,
+        totals: Vec<(u32, u32, Sample)>,
+    },
+    /// A relay lost one of the hosts below it (`host`, as the controller numbers them)
+    /// at `at_ns` since the epoch; the relay goes on without it.
+    HostLost {
+        source: u32,
+        host: u32,
+        at_ns: u64,
+        reason: String,
+    },
 }
 
 impl Msg {
@@ -112,7 +132,10 @@ impl Msg {
             Msg::Interval { source, .. }
             | Msg::Done { source, .. }
             | Msg::Heartbeat { source }
-            | Msg::Verify { source, .. } => *source,
+            | Msg::Verify { source, .. }
+            | Msg::Relayed { source, .. }
+            | Msg::RelayTotals { source, .. }
+            | Msg::HostLost { source, .. } => *source,
         }
     }
 }

@@ -113,6 +113,19 @@ impl Layout {
         facts: &[HostFacts],
         elapsed_s: f64,
     ) -> Folded {
+        self.fold_with(totals, &[], facts, elapsed_s)
+    }
+
+    /// `fold`, with `groups` (per group, in layout order; fewer entries: nothing more)
+    /// added to the fleet's and the groups' totals but to no worker's or host's: what
+    /// relays measured for hosts lost with them before their totals came.
+    pub fn fold_with(
+        &self,
+        totals: impl IntoIterator<Item = (Sample, Vec<Sample>)>,
+        groups: &[Sample],
+        facts: &[HostFacts],
+        elapsed_s: f64,
+    ) -> Folded {
         let mut sums = self.empty_sums();
         let mut workers = Vec::new();
         for (w, (s, disks)) in totals.into_iter().enumerate() {
@@ -120,6 +133,10 @@ impl Layout {
             let h = self.worker_host.get(w).copied().unwrap_or(0);
             workers.push(self.worker_summary(global, h, &s, &disks, elapsed_s));
             self.add_to_sums(&mut sums, global, h, &s);
+        }
+        for (sum, g) in sums.group_totals.iter_mut().zip(groups) {
+            *sum += g;
+            sums.fleet += g;
         }
         let streams = self.stream_summaries(&sums.fleet, elapsed_s);
         let hosts = self.host_summaries(&sums, facts, elapsed_s);
@@ -355,6 +372,32 @@ impl Layout {
         hosts: &mut Vec<PartIntervals>,
         groups: &mut Vec<PartIntervals>,
     ) {
+        let (per_host, per_group) = self.sums(per_worker, n_streams);
+        let host_rows = per_host
+            .iter()
+            .enumerate()
+            .map(|(h, s)| {
+                let mut row = PartRow::from_sample(index, duration_s, s);
+                row.usage = rates.get(h).cloned().flatten();
+                row
+            })
+            .collect();
+        let group_rows = per_group
+            .iter()
+            .map(|s| PartRow::from_sample(index, duration_s, s))
+            .collect();
+        self.push_rows(host_rows, group_rows, hosts, groups);
+    }
+
+    /// Append one interval's rows, per host and per group in layout order, to `hosts`
+    /// and `groups` (created on first use, named as the layout names them).
+    pub fn push_rows(
+        &self,
+        host_rows: Vec<PartRow>,
+        group_rows: Vec<PartRow>,
+        hosts: &mut Vec<PartIntervals>,
+        groups: &mut Vec<PartIntervals>,
+    ) {
         let named = |names: Vec<String>| {
             names
                 .into_iter()
@@ -370,14 +413,11 @@ impl Layout {
         if groups.len() != self.groups.len() {
             *groups = named(self.groups.iter().map(|g| g.name.clone()).collect());
         }
-        let (per_host, per_group) = self.sums(per_worker, n_streams);
-        for (h, (part, s)) in hosts.iter_mut().zip(&per_host).enumerate() {
-            let mut row = PartRow::from_sample(index, duration_s, s);
-            row.usage = rates.get(h).cloned().flatten();
+        for (part, row) in hosts.iter_mut().zip(host_rows) {
             part.rows.push(row);
         }
-        for (part, s) in groups.iter_mut().zip(&per_group) {
-            part.rows.push(PartRow::from_sample(index, duration_s, s));
+        for (part, row) in groups.iter_mut().zip(group_rows) {
+            part.rows.push(row);
         }
     }
 

@@ -601,6 +601,7 @@ mod tests {
                 generator: None,
                 host_lost_s: &[None, None],
                 layout: &Layout::default(),
+                relayed: &Default::default(),
             });
         }
         let p = m.pages();

@@ -920,6 +920,7 @@ impl Launcher for AgentLauncher {
             silence_grace: Some(self.settings.host_timeout),
             probe: None,
             simulated_time: self.settings.engine.caps().simulated_time,
+            below: Default::default(),
         }))
     }
 

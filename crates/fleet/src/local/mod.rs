@@ -337,6 +337,7 @@ impl ThreadLauncher {
                 Vec::new()
             })),
             simulated_time: job.engine.caps().simulated_time,
+            below: Default::default(),
         }
     }
 
