@@ -688,6 +688,8 @@ impl<'a> Collector<'a> {
             host_lost_s: &host_lost_s,
             layout: &self.layout,
             relayed: &relayed,
+            stopped_at: self.cuts.get(&k).copied(),
+            ran_through: self.ran_through.contains(&k),
         });
         self.out.rows.push(row);
     }
@@ -1176,6 +1178,8 @@ mod tests {
         plan: Plan,
         timeline: Timeline,
         reports: Vec<Vec<Vec<(u32, u32, Sample)>>>,
+        /// Per host: where a stop cut its last interval (None: it ran through).
+        stops: Vec<Option<u64>>,
     }
 
     impl TreeRun {
@@ -1224,6 +1228,7 @@ mod tests {
                 plan,
                 timeline,
                 reports,
+                stops: vec![None; 4],
             }
         }
 
@@ -1269,7 +1274,7 @@ mod tests {
                         samples: samples.clone(),
                         errors: Vec::new(),
                         disks: Vec::new(),
-                        stopped_at: None,
+                        stopped_at: self.stops[h].filter(|_| k == 3),
                         usage: None,
                         generator: None,
                     })
@@ -1280,7 +1285,7 @@ mod tests {
                 let lost = lost.contains(&h);
                 tx.send(Msg::Done {
                     source: h,
-                    end_ns: if lost { 3_000_000_000 } else { 4_000_000_000 },
+                    end_ns: self.end_ns(h, lost),
                     error: lost.then(|| format!("h{h} lost")),
                     errors: Vec::new(),
                     disks: Vec::new(),
@@ -1290,6 +1295,14 @@ mod tests {
             }
             drop(tx);
             self.result(&spec, &rx)
+        }
+
+        fn end_ns(&self, h: u32, lost: bool) -> u64 {
+            match (lost, self.stops[h as usize]) {
+                (true, _) => 3_000_000_000,
+                (false, Some(t)) => t,
+                (false, None) => 4_000_000_000,
+            }
         }
 
         /// Relays on hosts 0 and 2, each with the next host below it; the relay on
@@ -1311,7 +1324,6 @@ mod tests {
                         samples: &reports[h as usize],
                         stopped_at: None,
                         usage: None,
-                        generator: None,
                     });
                     let merged = crate::relay::merge_interval(k as u32, children, &groups, 2);
                     tx.send(Msg::Relayed {
@@ -1337,6 +1349,101 @@ mod tests {
                     errors: Vec::new(),
                     disks: Vec::new(),
                     lost,
+                })
+                .unwrap();
+            }
+            drop(tx);
+            self.result(&spec, &rx)
+        }
+
+        /// Relays on hosts 0 and 2 as they run: each relay's own collector over its
+        /// two hosts (their agents' messages), its `Forwarder` sending up what the
+        /// controller's collector then takes in. Host 3 stops after interval 2 and is
+        /// lost at 3 s when `lose_host3` is set; its relay goes on.
+        fn relayed_through_collectors(&self, lose_host3: bool) -> RunResult {
+            use crate::relay::{Forwarder, SubtreeTotals, Upward};
+            let below = BTreeMap::from([(0, vec![1]), (1, vec![3])]);
+            let spec = self.spec(vec![0, 2], below);
+            let (tx, rx) = std::sync::mpsc::channel();
+            for (r, hosts) in [[0u32, 1], [2, 3]].iter().enumerate() {
+                let mut relay_spec = self.spec(vec![0, 1], BTreeMap::new());
+                relay_spec.worker_base = r as u32 * 6;
+                relay_spec.workers = 6;
+                relay_spec.hosts = hosts.iter().map(|h| format!("h{h}")).collect();
+                relay_spec.worker_host = vec![0, 0, 0, 1, 1, 1];
+                let (ctx, crx) = std::sync::mpsc::channel();
+                for (k, reports) in self.reports.iter().enumerate() {
+                    for (local, &h) in hosts.iter().enumerate() {
+                        if lose_host3 && h == 3 && k == 3 {
+                            continue;
+                        }
+                        ctx.send(Msg::Interval {
+                            source: local as u32,
+                            index: k as u32,
+                            samples: reports[h as usize].clone(),
+                            errors: Vec::new(),
+                            disks: Vec::new(),
+                            stopped_at: self.stops[h as usize].filter(|_| k == 3),
+                            usage: None,
+                            generator: None,
+                        })
+                        .unwrap();
+                    }
+                }
+                for (local, &h) in hosts.iter().enumerate() {
+                    let lost = lose_host3 && h == 3;
+                    ctx.send(Msg::Done {
+                        source: local as u32,
+                        end_ns: self.end_ns(h, lost),
+                        error: lost.then(|| format!("h{h} lost")),
+                        errors: Vec::new(),
+                        disks: Vec::new(),
+                        lost,
+                    })
+                    .unwrap();
+                }
+                drop(ctx);
+                let mut up = Vec::new();
+                let mut fwd = Forwarder::new(
+                    hosts.to_vec(),
+                    relay_spec.groups.clone(),
+                    SubtreeTotals::new(1, 4, 2),
+                    |u| up.push(u),
+                );
+                let stop = std::sync::atomic::AtomicBool::new(false);
+                collect(&crx, &relay_spec, &mut fwd, &stop, &mut |_| {});
+                let totals = fwd.totals.samples();
+                for u in up {
+                    tx.send(match u {
+                        Upward::Interval(interval) => Msg::Relayed {
+                            source: r as u32,
+                            interval,
+                        },
+                        Upward::HostLost {
+                            host,
+                            at_ns,
+                            reason,
+                        } => Msg::HostLost {
+                            source: r as u32,
+                            host,
+                            at_ns,
+                            reason,
+                        },
+                    })
+                    .unwrap();
+                }
+                tx.send(Msg::RelayTotals {
+                    source: r as u32,
+                    totals,
+                })
+                .unwrap();
+                tx.send(Msg::Done {
+                    source: r as u32,
+                    end_ns: hosts.iter().map(|&h| self.end_ns(h, false)).max().unwrap(),
+                    error: None,
+                    errors: Vec::new(),
+                    disks: Vec::new(),
+                    lost: false,
                 })
                 .unwrap();
             }
@@ -1372,6 +1479,51 @@ mod tests {
         );
         assert_eq!(tree.hosts, flat.hosts);
         assert_eq!(tree.groups, flat.groups);
+    }
+
+    #[test]
+    fn relays_running_their_own_collectors_give_the_flat_result() {
+        // Each relay's collector decides completeness and loss below it; its forwarder
+        // sends the merge up. Whole, and with a host lost below a relay that goes on.
+        for (lose, stops) in [
+            (false, [None; 4]),
+            (true, [None; 4]),
+            // A stop inside the last interval: it ends at the latest host's stop...
+            (
+                false,
+                [3_400_000_000, 3_600_000_000, 3_500_000_000, 3_450_000_000].map(Some),
+            ),
+            // ... unless one ran through it.
+            (
+                false,
+                [
+                    Some(3_400_000_000),
+                    None,
+                    Some(3_500_000_000),
+                    Some(3_450_000_000),
+                ],
+            ),
+        ] {
+            let mut run = TreeRun::new(29);
+            run.stops = stops.to_vec();
+            let lost: &[u32] = if lose { &[3] } else { &[] };
+            let (mut flat, mut tree) = (run.flat(lost), run.relayed_through_collectors(lose));
+            (flat.summary.memory, tree.summary.memory) = (None, None);
+            assert!(flat.summary.all.ios > 1000);
+            assert_eq!(tree.intervals, flat.intervals, "lose {lose}");
+            assert_eq!(tree.host_intervals, flat.host_intervals, "lose {lose}");
+            assert_eq!(tree.group_intervals, flat.group_intervals, "lose {lose}");
+            assert_eq!(tree.summary, flat.summary, "lose {lose}");
+            assert_eq!(tree.workers, flat.workers, "lose {lose}");
+            assert_eq!(tree.hosts, flat.hosts, "lose {lose}");
+            assert_eq!(tree.groups, flat.groups, "lose {lose}");
+            assert_eq!(tree.intervals[3].hosts_lost, lost.len() as u32);
+            let last = tree.intervals[3].duration_s;
+            match stops {
+                [Some(_), Some(_), ..] => assert!((last - 0.6).abs() < 1e-9, "{last}"),
+                _ => assert!((last - 1.0).abs() < 1e-9, "{last}"),
+            }
+        }
     }
 
     #[test]

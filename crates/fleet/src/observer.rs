@@ -39,6 +39,11 @@ pub struct IntervalSnapshot<'a> {
     /// What relays merged for the hosts below them (their workers are absent from
     /// `workers` and `disks`): empty in a fleet without relays.
     pub relayed: &'a RelayedParts,
+    /// The stop rule's facts behind `row.duration_s`: the latest stop inside the
+    /// interval a source reported (ns since the epoch), and whether some source ran
+    /// through it (what a relay passes up, so the controller cuts as it would flat).
+    pub stopped_at: Option<u64>,
+    pub ran_through: bool,
 }
 
 /// What relays sent of one interval for the hosts below them (`crate::relay`): per

@@ -150,12 +150,12 @@ pub struct ChildInterval<'a> {
     pub samples: &'a [(u32, u32, Sample)],
     pub stopped_at: Option<u64>,
     pub usage: Option<&'a HostUsage>,
-    pub generator: Option<&'a GenSample>,
 }
 
 /// Merge the reports of interval `index` of every host below a relay that reported it:
 /// per group `+=` (a worker in no group counts in none, as in the flat fold), per host
-/// its brief, the stop rule's facts and the generator figures folded.
+/// its brief, and the stop rule's facts. The generator figures are the caller's to set
+/// (the relay's collector folded them already).
 pub fn merge_interval<'a>(
     index: u32,
     children: impl IntoIterator<Item = ChildInterval<'a>>,
@@ -186,9 +186,6 @@ pub fn merge_interval<'a>(
         match c.stopped_at {
             Some(t) => out.stopped_at = Some(out.stopped_at.map_or(t, |m| m.max(t))),
             None => out.ran_through = true,
-        }
-        if let Some(g) = c.generator {
-            **out.generator.get_or_insert_with(Default::default) += g;
         }
     }
     out.groups = merged.into_iter().collect();
@@ -236,6 +233,95 @@ impl SubtreeTotals {
             .iter()
             .map(|(&(w, d), p)| (w, d, p.to_sample()))
             .collect()
+    }
+}
+
+/// What a relay sends up while its subtree runs, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Upward {
+    /// A host below was lost (`host` as the controller numbers them) at `at_ns` since
+    /// the epoch; sent before the first interval that counts it lost.
+    HostLost {
+        host: u32,
+        at_ns: u64,
+        reason: String,
+    },
+    Interval(Box<RelayedInterval>),
+}
+
+/// The relay's observer: its own collector (the one `collect`, over the hosts below
+/// it) decides when an interval is complete, who is lost and where a stop cuts; this
+/// turns each complete interval into one `Upward::Interval`, each newly lost host into
+/// an `Upward::HostLost` before it, and keeps the measured totals for the end.
+pub struct Forwarder<F: FnMut(Upward)> {
+    /// The controller's number of each host of the relay's collector (its `hosts`).
+    pub hosts: Vec<u32>,
+    /// The run's groups, as the controller has them (global worker numbers).
+    pub groups: Vec<GroupRange>,
+    pub totals: SubtreeTotals,
+    lost_sent: Vec<bool>,
+    up: F,
+}
+
+impl<F: FnMut(Upward)> Forwarder<F> {
+    pub fn new(hosts: Vec<u32>, groups: Vec<GroupRange>, totals: SubtreeTotals, up: F) -> Self {
+        let n = hosts.len();
+        Forwarder {
+            hosts,
+            groups,
+            totals,
+            lost_sent: vec![false; n],
+            up,
+        }
+    }
+}
+
+impl<F: FnMut(Upward)> crate::observer::Observer for Forwarder<F> {
+    fn interval(&mut self, snap: &crate::observer::IntervalSnapshot<'_>) {
+        let k = snap.row.index;
+        for (h, lost) in snap.host_lost_s.iter().enumerate() {
+            let (Some(t), Some(&host)) = (lost, self.hosts.get(h)) else {
+                continue;
+            };
+            if !std::mem::replace(&mut self.lost_sent[h], true) {
+                (self.up)(Upward::HostLost {
+                    host,
+                    at_ns: (t * 1e9).round() as u64,
+                    reason: format!("{} lost (below a relay)", snap.hosts[h]),
+                });
+            }
+        }
+        // Each host's (global worker, disk, sample)s, as its agent reported them.
+        let mut per_host: Vec<Vec<(u32, u32, Sample)>> = vec![Vec::new(); self.hosts.len()];
+        for (w, disks) in snap.disks.iter().enumerate() {
+            let Some(h) = snap.worker_host.get(w).filter(|&&h| h < per_host.len()) else {
+                continue;
+            };
+            let worker = snap.layout.worker_base + w as u32;
+            for (d, s) in disks.iter().enumerate() {
+                per_host[*h].push((worker, d as u32, s.clone()));
+            }
+        }
+        for samples in &per_host {
+            self.totals.add(k, samples);
+        }
+        let streams = self.totals.streams;
+        let children = per_host
+            .iter()
+            .enumerate()
+            .filter(|(h, s)| !s.is_empty() || snap.usage.get(*h).is_some_and(Option::is_some))
+            .map(|(h, samples)| ChildInterval {
+                host: self.hosts[h],
+                samples,
+                stopped_at: None,
+                usage: snap.usage.get(h).and_then(Option::as_ref),
+            });
+        let mut merged = merge_interval(k, children, &self.groups, streams);
+        // The collector's own stop facts: what every report below said, folded.
+        merged.stopped_at = snap.stopped_at;
+        merged.ran_through = snap.ran_through;
+        merged.generator = snap.generator.cloned().map(Box::new);
+        (self.up)(Upward::Interval(Box::new(merged)));
     }
 }
 
@@ -373,7 +459,6 @@ mod tests {
                 samples: s,
                 stopped_at: None,
                 usage: None,
-                generator: None,
             })
             .collect()
     }
@@ -480,13 +565,12 @@ mod tests {
         let mut rng = SmallRng::seed_from_u64(9);
         let r = reports(&mut rng);
         let mut c = children(&r);
-        let gen = GenSample {
+        c[3].stopped_at = Some(12345);
+        let mut m = merge_interval(4, c, &groups(), STREAMS);
+        m.generator = Some(Box::new(GenSample {
             threads: 3,
             ..Default::default()
-        };
-        c[1].generator = Some(&gen);
-        c[3].stopped_at = Some(12345);
-        let m = merge_interval(4, c, &groups(), STREAMS);
+        }));
         let mut b = Vec::new();
         encode(&m, &mut b);
         assert_eq!(decode(&b).unwrap(), m);

@@ -602,6 +602,8 @@ mod tests {
                 host_lost_s: &[None, None],
                 layout: &Layout::default(),
                 relayed: &Default::default(),
+                stopped_at: None,
+                ran_through: true,
             });
         }
         let p = m.pages();
