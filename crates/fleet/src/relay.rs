@@ -403,6 +403,9 @@ mod tests {
 
     const STREAMS: usize = 2;
 
+    /// A host's report of one interval: the host and its (worker, disk, sample)s.
+    type Report = (u32, Vec<(u32, u32, Sample)>);
+
     /// A sample of `n` random I/Os over both streams and directions, latencies spread
     /// over five decades so the histograms hold many buckets.
     fn sample(rng: &mut SmallRng, n: u32) -> Sample {
@@ -437,7 +440,7 @@ mod tests {
 
     /// Twelve workers of two disks each on four hosts (three workers per host, so host
     /// 1 holds workers of both groups).
-    fn reports(rng: &mut SmallRng) -> Vec<(u32, Vec<(u32, u32, Sample)>)> {
+    fn reports(rng: &mut SmallRng) -> Vec<Report> {
         let mut out = Vec::new();
         for h in 0..4u32 {
             let mut samples = Vec::new();
@@ -452,7 +455,7 @@ mod tests {
         out
     }
 
-    fn children(r: &[(u32, Vec<(u32, u32, Sample)>)]) -> Vec<ChildInterval<'_>> {
+    fn children(r: &[Report]) -> Vec<ChildInterval<'_>> {
         r.iter()
             .map(|(h, s)| ChildInterval {
                 host: *h,
