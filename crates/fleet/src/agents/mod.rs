@@ -447,6 +447,7 @@ impl AgentLauncher {
                     } else {
                         None
                     },
+                    below: Vec::new(),
                 };
                 Some((i, job))
             })
@@ -1713,6 +1714,7 @@ mod tests {
             target: protocol::TargetArg::Dir("/tmp".into()),
             settings: RunSettings::default(),
             task: Task::Run,
+            below: Vec::new(),
             observe: Vec::new(),
             scrape: None,
         });

@@ -38,8 +38,12 @@ use serde::{Deserialize, Serialize};
 /// `--drop-caches cmd:COMMAND` (`RunSettings.drop_caches` reads `cmd:` before a
 /// command), and the `DropCaches`/`Dropped` frames: every host drops its caches once
 /// all hosts are ready, before the start; an observer's storage figures end with the
-/// whole of its entries, each process once (`StorageUsage.total`).
-pub const PROTOCOL_VERSION: u32 = 12;
+/// whole of its entries, each process once (`StorageUsage.total`); 13: relays
+/// (`--relay-fanout`): a relay's `Join.relay` (where the agents below it join it) and
+/// `Welcome.below` (their ranks), a `Redirect` to the relay for an agent below one,
+/// `AgentJob.below` (the jobs of the hosts below a relay), and the relay's `Relayed`,
+/// `HostLost` and `RelayTotals` frames (`crate::relay`).
+pub const PROTOCOL_VERSION: u32 = 13;
 pub const MAGIC: &[u8; 8] = b"IOFLEET1";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -83,6 +87,48 @@ pub struct Join {
     /// controller's target).
     pub target: Option<TargetArg>,
     pub token: String,
+    /// Where the agents below it may join it, when it can relay (`--relay-fanout`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relay: Option<RelayListen>,
+}
+
+/// Where a relay's own join port listens: the port on its host (the controller sends
+/// agents to the address the relay's connection came from), and the SHA-256
+/// fingerprint of the certificate it presents there, which they pin.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RelayListen {
+    pub port: u16,
+    pub fingerprint: String,
+}
+
+/// The controller's answer to an agent that joins below a relay: join the relay at
+/// `endpoint` (pinning `fingerprint`) with the same join; or, while that relay has not
+/// joined yet (`endpoint` None), ask again after `after_ms`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Redirect {
+    pub rank: u32,
+    pub endpoint: Option<String>,
+    pub fingerprint: Option<String>,
+    pub after_ms: u64,
+}
+
+/// A relay's word that a host below it was lost (`crate::relay::Upward::HostLost`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostLost {
+    /// The host, as the controller numbers them.
+    pub host: u32,
+    /// When, ns since the run's epoch.
+    pub at_ns: u64,
+    pub reason: String,
+}
+
+/// One host's job below a relay, with who it is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BelowJob {
+    /// The host, as the controller numbers them, and the rank it joined with.
+    pub host: u32,
+    pub rank: u32,
+    pub job: AgentJob,
 }
 
 /// The controller's answer to an accepted `Join`: its own hello, the rank it is, and
@@ -94,6 +140,9 @@ pub struct Welcome {
     pub rank: u32,
     pub host_timeout_ms: u64,
     pub heartbeat_ms: u64,
+    /// A relay's: the ranks of the agents that join below it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub below: Vec<u32>,
 }
 
 /// What one agent runs: its share of the fleet.
@@ -115,6 +164,10 @@ pub struct AgentJob {
     /// An observer's exporter to scrape each interval (`scrape`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scrape: Option<crate::scrape::ScrapeSpec>,
+    /// A relay's: the jobs of the hosts below it, which it passes on, and whose
+    /// intervals it merges (`crate::relay`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub below: Vec<BelowJob>,
 }
 
 /// What an agent does with its share of the fleet.
@@ -221,6 +274,12 @@ pub enum Frame {
     Error(Failure),
     Join(Box<Join>),
     Welcome(Welcome),
+    Redirect(Redirect),
+    /// A relay's merged interval of the hosts below it.
+    Relayed(Box<crate::relay::RelayedInterval>),
+    HostLost(HostLost),
+    /// A relay's totals of every (worker, disk) below it, before its `Done`.
+    RelayTotals(Vec<(u32, u32, Sample)>),
 }
 
 const K_HELLO: u8 = 1;
@@ -239,6 +298,10 @@ const K_JOIN: u8 = 13;
 const K_WELCOME: u8 = 14;
 const K_DROP_CACHES: u8 = 15;
 const K_DROPPED: u8 = 16;
+const K_REDIRECT: u8 = 17;
+const K_RELAYED: u8 = 18;
+const K_HOST_LOST: u8 = 19;
+const K_RELAY_TOTALS: u8 = 20;
 
 /// A frame kind with its article, as messages name it ("an interval frame").
 fn a_kind(kind: u8) -> String {
@@ -270,6 +333,10 @@ fn kind_name(kind: u8) -> &'static str {
         K_WELCOME => "welcome",
         K_DROP_CACHES => "drop-caches",
         K_DROPPED => "dropped",
+        K_REDIRECT => "redirect",
+        K_RELAYED => "relayed",
+        K_HOST_LOST => "host-lost",
+        K_RELAY_TOTALS => "relay-totals",
         _ => "unknown",
     }
 }
@@ -300,6 +367,9 @@ const DIRECTION_FIXED: usize = 3 * 8 + 2 * 16 + 4;
 /// characters in a JSON array).
 const INTERVAL_FIXED: usize = 4 + 8 + 4 + (4 + USAGE_MAX) + (4 + GEN_MAX);
 const USAGE_MAX: usize = 4 << 10;
+/// A host's brief in a relayed frame, in JSON: its number, three directions' counters
+/// and quantiles (9 numbers each).
+const BRIEF_MAX: u64 = 2 << 10;
 /// What one `observe` entry adds to an interval's usage: 8 numbers and keys, plus the
 /// entry's name, each of its bytes at most 6 characters in JSON (`for_job`).
 const STORAGE_FIXED: usize = 512;
@@ -321,9 +391,9 @@ pub const REPORT_PER_CORRUPTION: usize = 8 << 10;
 /// with no disk. docs/fleet.md lists them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FrameLimits {
-    /// Interval frames.
+    /// Interval frames (and a relay's relayed frames).
     pub interval: usize,
-    /// Ready, done and error frames.
+    /// Ready, done and error frames (and a relay's totals).
     pub report: usize,
 }
 
@@ -342,6 +412,9 @@ impl FrameLimits {
     /// stream and direction at its largest; a done frame a record per (worker, disk)
     /// and the corruptions kept in detail.
     pub fn for_job(job: &AgentJob) -> Self {
+        if !job.below.is_empty() {
+            return Self::for_relay(job);
+        }
         let (mut disks, mut streams) = (0u64, 0u64);
         for g in &job.groups {
             let f = &g.plan.fleet;
@@ -382,15 +455,59 @@ impl FrameLimits {
         }
     }
 
+    /// What the controller accepts from a relay running `job` (its own share, if any,
+    /// and `job.below`): a relayed frame holds a sample per group of the run and a
+    /// brief (and usage) per host below; its totals a sample per (worker, disk) below;
+    /// its done frame what its hosts' done frames would hold together.
+    fn for_relay(job: &AgentJob) -> Self {
+        let (mut interval, mut report) = (INTERVAL_FIXED as u64, REPORT_BASE as u64);
+        for j in std::iter::once(job).chain(job.below.iter().map(|b| &b.job)) {
+            let own = AgentJob {
+                below: Vec::new(),
+                ..j.clone()
+            };
+            let l = Self::for_job(&own);
+            // Its samples (a group's merge is no larger than its parts), its brief.
+            interval = interval
+                .saturating_add((l.interval - INTERVAL_FIXED) as u64)
+                .saturating_add(BRIEF_MAX);
+            // Its done frame's records, and its totals.
+            report = report
+                .saturating_add((l.report - REPORT_BASE) as u64)
+                .saturating_add(Self::disks(&own).saturating_mul(Self::sample_bytes(&own)));
+        }
+        let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        FrameLimits {
+            interval: size(interval),
+            report: size(report),
+        }
+    }
+
+    /// (worker, disk)s of a job's share.
+    fn disks(job: &AgentJob) -> u64 {
+        job.groups
+            .iter()
+            .map(|g| g.plan.fleet.workers as u64 * g.plan.fleet.disks_per_worker as u64)
+            .sum()
+    }
+
+    /// One (worker, disk) sample of a job's streams at its largest.
+    fn sample_bytes(job: &AgentJob) -> u64 {
+        let streams: u64 = job.groups.iter().map(|g| g.plan.streams.len() as u64).sum();
+        streams
+            .saturating_mul(2 * (DIRECTION_FIXED + HIST_MAX) as u64)
+            .saturating_add(SAMPLE_FIXED as u64)
+    }
+
     /// The largest body a frame of `kind` may have; None for an unknown kind.
     fn of(&self, kind: u8) -> Option<usize> {
         Some(match kind {
             K_STOP | K_HEARTBEAT | K_DROP_CACHES | K_DROPPED => 0,
             K_PING | K_PONG | K_START | K_STARTED => CLOCK_MAX,
-            K_HELLO | K_JOIN | K_WELCOME => HELLO_MAX,
+            K_HELLO | K_JOIN | K_WELCOME | K_REDIRECT | K_HOST_LOST => HELLO_MAX,
             K_JOB => JOB_MAX,
-            K_INTERVAL => self.interval,
-            K_READY | K_DONE | K_ERROR => self.report,
+            K_INTERVAL | K_RELAYED => self.interval,
+            K_READY | K_DONE | K_ERROR | K_RELAY_TOTALS => self.report,
             _ => return None,
         })
     }
@@ -433,6 +550,23 @@ impl Frame {
             Frame::Error(e) => json(K_ERROR, e),
             Frame::Join(j) => json(K_JOIN, j),
             Frame::Welcome(w) => json(K_WELCOME, w),
+            Frame::Redirect(r) => json(K_REDIRECT, r),
+            Frame::HostLost(l) => json(K_HOST_LOST, l),
+            Frame::Relayed(r) => {
+                let mut b = Vec::new();
+                crate::relay::encode(r, &mut b);
+                (K_RELAYED, b)
+            }
+            Frame::RelayTotals(t) => {
+                let mut b = Vec::with_capacity(4 + t.len() * 256);
+                b.extend_from_slice(&(t.len() as u32).to_le_bytes());
+                for (w, d, s) in t {
+                    b.extend_from_slice(&w.to_le_bytes());
+                    b.extend_from_slice(&d.to_le_bytes());
+                    s.encode(&mut b);
+                }
+                (K_RELAY_TOTALS, b)
+            }
             Frame::Interval(i) => {
                 let mut b = Vec::with_capacity(64 + i.samples.len() * 256);
                 b.extend_from_slice(&i.index.to_le_bytes());
@@ -484,6 +618,26 @@ impl Frame {
             K_ERROR => Frame::Error(j(body)?),
             K_JOIN => Frame::Join(Box::new(j(body)?)),
             K_WELCOME => Frame::Welcome(j(body)?),
+            K_REDIRECT => Frame::Redirect(j(body)?),
+            K_HOST_LOST => Frame::HostLost(j(body)?),
+            K_RELAYED => Frame::Relayed(Box::new(crate::relay::decode(body)?)),
+            K_RELAY_TOTALS => {
+                let mut i = body;
+                let n = take_u32(&mut i)? as usize;
+                let mut t = Vec::with_capacity(n.min(i.len() / SAMPLE_FIXED));
+                for _ in 0..n {
+                    let w = take_u32(&mut i)?;
+                    let d = take_u32(&mut i)?;
+                    t.push((w, d, Sample::decode(&mut i).map_err(bad)?));
+                }
+                if !i.is_empty() {
+                    return Err(bad(format!(
+                        "a relay-totals frame with {} bytes past its end",
+                        i.len()
+                    )));
+                }
+                Frame::RelayTotals(t)
+            }
             K_INTERVAL => {
                 fn take<'a>(i: &mut &'a [u8], n: usize) -> io::Result<&'a [u8]> {
                     if i.len() < n {
@@ -540,6 +694,16 @@ impl Frame {
 
 fn bad(msg: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, msg)
+}
+
+/// A little-endian u32 from the front of `i`, advancing it.
+fn take_u32(i: &mut &[u8]) -> io::Result<u32> {
+    if i.len() < 4 {
+        return Err(bad("truncated frame".into()));
+    }
+    let (a, b) = i.split_at(4);
+    *i = b;
+    Ok(u32::from_le_bytes(a.try_into().expect("4 bytes")))
 }
 
 /// Write one frame and flush.
@@ -848,6 +1012,7 @@ mod tests {
             task,
             observe: Vec::new(),
             scrape: None,
+            below: Vec::new(),
         }
     }
 
@@ -1044,6 +1209,36 @@ mod tests {
         );
     }
 
+    /// A relay's limits hold what it sends for its own share and every host below it:
+    /// their interval frames' room and a brief each, their done frames' room and a
+    /// total per (worker, disk) at its largest.
+    #[test]
+    fn a_relays_limits_hold_its_subtrees_frames() {
+        let host = job(2, 3, 2, Task::Run);
+        let one = FrameLimits::for_job(&host);
+        let mut relay = job(1, 1, 2, Task::Run);
+        let own = FrameLimits::for_job(&relay);
+        relay.below = (0..4)
+            .map(|h| BelowJob {
+                host: h + 1,
+                rank: h + 1,
+                job: host.clone(),
+            })
+            .collect();
+        let tree = FrameLimits::for_job(&relay);
+        let per_sample = (2 * 2 * (DIRECTION_FIXED + HIST_MAX) + SAMPLE_FIXED) as u64;
+        assert_eq!(
+            tree.interval as u64,
+            own.interval as u64 + 4 * (one.interval - INTERVAL_FIXED) as u64 + 5 * BRIEF_MAX
+        );
+        assert_eq!(
+            tree.report as u64,
+            own.report as u64
+                + per_sample // the relay's own (worker, disk) total
+                + 4 * ((one.report - REPORT_BASE) as u64 + 6 * per_sample)
+        );
+    }
+
     /// One frame of every kind, with fixed contents, as the wire carries them.
     fn every_kind() -> Vec<Frame> {
         let mut s = Sample::new(2);
@@ -1070,6 +1265,11 @@ mod tests {
                         "latency:ceph_osd_op_r_latency".into(),
                     ],
                 });
+                j.below = vec![BelowJob {
+                    host: 1,
+                    rank: 4,
+                    job: job(1, 2, 2, Task::Run),
+                }];
                 j
             })),
             Frame::Ping(clock.clone()),
@@ -1084,7 +1284,7 @@ mod tests {
             Frame::Interval(IntervalData {
                 index: 1,
                 stopped_at: Some(2),
-                samples: vec![(0, 0, s)],
+                samples: vec![(0, 0, s.clone())],
                 usage: Some(HostUsage {
                     wall_s: 0.5,
                     storage: vec![
@@ -1156,13 +1356,38 @@ mod tests {
                 rank_from: "OMPI_COMM_WORLD_RANK".into(),
                 target: Some(TargetArg::Dir("/d".into())),
                 token: "t".into(),
+                relay: Some(RelayListen {
+                    port: 7071,
+                    fingerprint: "ab".repeat(32),
+                }),
             })),
             Frame::Welcome(Welcome {
                 hello,
                 rank: 3,
                 host_timeout_ms: 30_000,
                 heartbeat_ms: 1_000,
+                below: vec![4, 5, 6],
             }),
+            Frame::Redirect(Redirect {
+                rank: 5,
+                endpoint: Some("10.0.0.3:7071".into()),
+                fingerprint: Some("cd".repeat(32)),
+                after_ms: 0,
+            }),
+            Frame::HostLost(HostLost {
+                host: 5,
+                at_ns: 3_000_000_000,
+                reason: "rank 5 lost".into(),
+            }),
+            Frame::Relayed(Box::new(crate::relay::RelayedInterval {
+                index: 2,
+                stopped_at: Some(7),
+                ran_through: true,
+                groups: vec![(0, s.clone())],
+                hosts: vec![crate::relay::HostBrief::of(4, &s, None)],
+                generator: None,
+            })),
+            Frame::RelayTotals(vec![(0, 0, s.clone()), (1, 2, Sample::new(2))]),
         ]
     }
 
@@ -1227,8 +1452,8 @@ mod tests {
     #[test]
     fn the_frames_bytes_change_only_with_the_protocol_version() {
         const GOLDEN: (u32, &str) = (
-            12,
-            "7bfc1ac94dc963692c847639df8d360b73bda5d29f80fd9bc87b89c25b1ba186",
+            13,
+            "1fceaf3e6422055d1db0656d2d71abd4daae4cc8cb5b932b291d11e0b43e3185",
         );
         let mut wire = Vec::new();
         for f in every_kind() {

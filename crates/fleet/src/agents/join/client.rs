@@ -247,6 +247,7 @@ fn attempt<S: Link>(
         rank_from: req.placement.from.clone(),
         target: req.target.clone(),
         token: req.token.clone(),
+        relay: None,
     }));
     let answer = {
         let mut s = rustls::Stream::new(&mut tls, &mut tcp);
@@ -451,6 +452,7 @@ mod tests {
                 rank: join.rank.unwrap_or(0),
                 host_timeout_ms: 30_000,
                 heartbeat_ms: 1_000,
+                below: Vec::new(),
             });
             write_frame(&mut s, &welcome).unwrap();
             // Hold the connection until the agent has read the welcome and gone.

@@ -865,6 +865,7 @@ impl EventLoop {
             rank,
             host_timeout_ms: self.settings.host_timeout.as_millis() as u64,
             heartbeat_ms: self.heartbeat.as_millis() as u64,
+            below: Vec::new(),
         })));
         Ok(())
     }
@@ -1217,6 +1218,7 @@ mod tests {
             rank_from: "test".into(),
             target: None,
             token: port.token().into(),
+            relay: None,
         }));
         write_frame(&mut s, &join).unwrap();
         let welcome = crate::agents::protocol::read_frame(&mut s, &FrameLimits::greeting());
