@@ -395,6 +395,7 @@ fn join_frame(token: &str, rank: Option<u32>, protocol: Option<u32>) -> Vec<u8> 
             rank_from: "test".into(),
             target: None,
             token: token.into(),
+            relay: None,
         })),
     )
     .unwrap();

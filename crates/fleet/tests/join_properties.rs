@@ -9,7 +9,8 @@
 
 use iofleet_fleet::agents::join::server::candidate_join;
 use iofleet_fleet::agents::protocol::{
-    frame_bytes, read_frame, take_frame, Frame, FrameLimits, Hello, Join, TargetArg, MAGIC,
+    frame_bytes, read_frame, take_frame, Frame, FrameLimits, Hello, Join, RelayListen, TargetArg,
+    MAGIC,
 };
 use proptest::prelude::*;
 
@@ -32,20 +33,24 @@ fn a_join() -> impl Strategy<Value = Join> {
         "[A-Z_]{0,24}",
         proptest::option::of(proptest::collection::vec("/[a-z0-9/]{1,30}", 1..4)),
         "[0-9a-f]{64}",
+        proptest::option::of((any::<u16>(), "[0-9a-f]{64}")),
     )
         .prop_map(
-            |(protocol, version, hostname, pid, rank, size, rank_from, target, token)| Join {
-                hello: Hello {
-                    protocol,
-                    version,
-                    hostname,
-                    pid,
-                },
-                rank,
-                size,
-                rank_from,
-                target: target.and_then(TargetArg::from_paths),
-                token,
+            |(protocol, version, hostname, pid, rank, size, rank_from, target, token, relay)| {
+                Join {
+                    hello: Hello {
+                        protocol,
+                        version,
+                        hostname,
+                        pid,
+                    },
+                    rank,
+                    size,
+                    rank_from,
+                    target: target.and_then(TargetArg::from_paths),
+                    token,
+                    relay: relay.map(|(port, fingerprint)| RelayListen { port, fingerprint }),
+                }
             },
         )
 }
