@@ -333,6 +333,13 @@ pub struct JoinArgs {
     /// 0.0.0.0 or [::]).
     #[arg(long, value_name = "HOST", requires = "listen")]
     pub advertise: Option<String>,
+    /// With --listen and --expect: a tree of relays, each taking K agents below it
+    /// (ranks 0, K+1, 2(K+1), ... relay; the K ranks after each join it instead of this
+    /// controller): one connection and one merged interval per relay. Relays run no
+    /// I/O of their own; every agent needs its rank from its launcher (docs/fleet.md
+    /// "Relays").
+    #[arg(long, value_name = "K", requires = "expect", value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
+    pub relay_fanout: Option<u32>,
 }
 
 /// `iofleet agent`: serve a controller on stdin/stdout (as `run --hosts` starts it), or

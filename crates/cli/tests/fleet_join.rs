@@ -1268,3 +1268,205 @@ fn pdsh_an_ssh_loop_and_ansible_start_agents_that_join() {
             .unwrap()
     });
 }
+
+/// Relays (`--relay-fanout`): ranks 0, 3 and 6 relay for the two ranks after each,
+/// which the port sends to them. Each relay merges the intervals of the hosts below it
+/// and runs none of its own: the hosts below hold every worker, and the counts are the
+/// exact ones of a flat fleet (simulated time at a fixed rate), as is the same run in
+/// this process, latencies included.
+#[test]
+fn relays_run_the_hosts_below_them_and_the_merge_is_exact() {
+    let d = tempfile::tempdir().unwrap();
+    let even = even_profile(d.path(), 6, "1s");
+    let shape = rated_run(&even);
+    let mut args = shape.to_vec();
+    args.extend(["--relay-fanout", "2"]);
+    let c = Controller::start(d.path(), &args, 9);
+    let agents: Vec<Child> = [8u32, 4, 0, 1, 6, 5, 2, 7, 3]
+        .iter()
+        .map(|r| agent(&c.join_file, &["--rank", &r.to_string()], &[]))
+        .collect();
+    let (code, out, err) = c.finish();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("3 relay(s) joined; the 6 agent(s) below them join the relays"),
+        "{err}"
+    );
+    let v = json(&out, &err);
+    // 6 workers × 100 I/Os a second × 1 s, one on each host below a relay.
+    assert_eq!(v["summary"]["all"]["ios"], 600, "{}", v["summary"]);
+    let want: Vec<(String, u64)> = ranked_hosts(9, 100)
+        .into_iter()
+        .enumerate()
+        .map(|(r, (name, ios))| (name, if r % 3 == 0 { 0 } else { ios }))
+        .collect();
+    assert_eq!(hosts(&v), want);
+    // Each host below a relay has its interval rows, summing to its total.
+    for (h, (name, ios)) in want.iter().enumerate() {
+        let rows = &v["host_intervals"][h];
+        assert_eq!(rows["name"], name.as_str());
+        let sum: u64 = rows["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["all"]["ios"].as_u64().unwrap())
+            .sum();
+        assert_eq!(sum, *ios, "{name}: {rows}");
+    }
+    let workers: Vec<&str> = v["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["host"].as_str().unwrap())
+        .collect();
+    let below: Vec<&str> = want
+        .iter()
+        .filter(|(_, ios)| *ios > 0)
+        .map(|(n, _)| n.as_str())
+        .collect();
+    assert_eq!(workers, below);
+    assert!(
+        v["notices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().starts_with("3 relay(s) (")),
+        "{}",
+        v["notices"]
+    );
+    all_exit_0(agents);
+    let o = run_in(d.path(), &shape);
+    assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
+    let here: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(here["summary"]["all"], v["summary"]["all"]);
+}
+
+/// A relay killed mid-run: the hosts below it are lost with it, at the same instant;
+/// the other relay's hosts run to the end, and the agents below the killed relay stop
+/// by themselves.
+#[test]
+fn a_lost_relay_takes_the_hosts_below_it_at_the_same_instant() {
+    let d = tempfile::tempdir().unwrap();
+    let machine = iofleet_fleet::sys::hostname();
+    let (w, _, mut agents) = watched_run(
+        d.path(),
+        6,
+        &["--host-timeout", "3s", "--relay-fanout", "2"],
+    );
+    w.wait_for("iofleet_interval_index", |i| i >= 2.0, PATIENCE);
+    signal(agents[3].id(), "-KILL");
+    let o = w.finish();
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains(&format!(
+            "host {machine}-r3 lost: its agent's connection closed"
+        )),
+        "{err}"
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let lost: Vec<(usize, f64)> = v["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .filter_map(|(i, h)| h["lost_at_s"].as_f64().map(|t| (i, t)))
+        .collect();
+    assert_eq!(
+        lost.iter().map(|l| l.0).collect::<Vec<_>>(),
+        vec![3, 4, 5],
+        "{}",
+        v["hosts"]
+    );
+    assert!(lost.iter().all(|l| l.1 == lost[0].1), "{lost:?}");
+    // The hosts of the other relay ran the whole 8 s; the lost ones did not.
+    let ios: Vec<u64> = hosts(&v).iter().map(|h| h.1).collect();
+    assert!(ios[1] > 0 && ios[2] > 0, "{ios:?}");
+    let last = v["intervals"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["hosts_lost"], 3, "{last}");
+    let _ = agents.remove(3).wait();
+    for (r, a) in agents.into_iter().enumerate() {
+        // Below the killed relay: their relay went away; they stop by themselves.
+        let (code, e) = agent_exit(a, PATIENCE);
+        if r < 3 {
+            assert_eq!(code, Some(0), "rank {r}: {e}");
+        }
+    }
+}
+
+/// Relays need each agent's rank (the port must know where to send it), take no
+/// fan-out of 0, and refuse what they cannot pass on, each naming the flag.
+#[test]
+fn relays_refuse_what_they_cannot_do_naming_the_flag() {
+    let d = tempfile::tempdir().unwrap();
+    for (args, says) in [
+        (
+            vec![
+                "run",
+                "--duration",
+                "1s",
+                "--listen",
+                "127.0.0.1:0",
+                "--expect",
+                "3",
+                "--relay-fanout",
+                "0",
+            ],
+            "--relay-fanout",
+        ),
+        (
+            vec![
+                "run",
+                "--duration",
+                "1s",
+                "--listen",
+                "127.0.0.1:0",
+                "--relay-fanout",
+                "2",
+            ],
+            "--expect",
+        ),
+        (
+            vec![
+                "run",
+                "--duration",
+                "1s",
+                "--listen",
+                "127.0.0.1:0",
+                "--expect",
+                "3",
+                "--relay-fanout",
+                "2",
+                "--drop-caches",
+                "local",
+            ],
+            "--drop-caches: not with --relay-fanout",
+        ),
+    ] {
+        let o = run_in(d.path(), &args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", common::stderr(&o));
+        assert!(
+            common::stderr(&o).contains(says),
+            "{args:?}: {}",
+            common::stderr(&o)
+        );
+    }
+    // An agent without a rank is refused, saying why; the fleet goes on waiting.
+    let even = even_profile(d.path(), 2, "1s");
+    let mut args = rated_run(&even).to_vec();
+    args.extend(["--relay-fanout", "2"]);
+    let c = Controller::start(d.path(), &args, 3);
+    let (code, e) = agent_exit(agent(&c.join_file, &[], &[]), PATIENCE);
+    assert_eq!(code, Some(2), "{e}");
+    assert!(
+        e.contains("no rank: with --relay-fanout 2 every agent needs its rank"),
+        "{e}"
+    );
+    let agents: Vec<Child> = (0..3u32)
+        .map(|r| agent(&c.join_file, &["--rank", &r.to_string()], &[]))
+        .collect();
+    let (code, out, err) = c.finish();
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(json(&out, &err)["summary"]["all"]["ios"], 200);
+    all_exit_0(agents);
+}

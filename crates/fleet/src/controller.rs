@@ -26,7 +26,7 @@ use crate::settings::RunSettings;
 use crate::sys;
 
 /// Each group's worker range and scheduled rate, for per-group results and stragglers.
-fn group_ranges(groups: &[GroupPlan]) -> Vec<GroupRange> {
+pub(crate) fn group_ranges(groups: &[GroupPlan]) -> Vec<GroupRange> {
     groups
         .iter()
         .map(|g| GroupRange {

@@ -37,6 +37,8 @@ pub(crate) fn joined_fleet(a: &RunArgs) -> Result<Box<dyn Fleet>, Exit> {
             expect,
             host_timeout: a.host_timeout,
             handshake_timeout: HANDSHAKE_TIMEOUT.min(a.host_timeout),
+            fanout: j.relay_fanout.unwrap_or(0),
+            ..Default::default()
         },
     )
     .map_err(fleet_exit)?;
@@ -64,6 +66,9 @@ pub(crate) fn joined_fleet(a: &RunArgs) -> Result<Box<dyn Fleet>, Exit> {
         file.display(),
         port.address
     );
+    if let Some(k) = j.relay_fanout {
+        return relayed_fleet(a, port, expect, k, removed);
+    }
     let members = port
         .wait(expect, j.join_timeout, &ctrl_c_flag())
         .map_err(fleet_exit)?;
@@ -80,6 +85,89 @@ pub(crate) fn joined_fleet(a: &RunArgs) -> Result<Box<dyn Fleet>, Exit> {
     Ok(Box::new(AgentLauncher::joined(hosts, port)))
 }
 
+/// A relayed fleet (`--relay-fanout K`): the relays join this port; the agents below
+/// them join the relays, which wait for them at their first job. Its hosts are every
+/// rank: the relays as they joined, the others by rank until their relays name them.
+fn relayed_fleet(
+    a: &RunArgs,
+    port: JoinServer,
+    expect: u32,
+    fanout: u32,
+    removed: RemoveFile,
+) -> Result<Box<dyn Fleet>, Exit> {
+    use iofleet_fleet::agents::relays::{is_relay, RelayLauncher};
+    let ranks: Vec<u32> = (0..expect).filter(|&r| is_relay(r, fanout)).collect();
+    let members = port
+        .wait_for(&ranks, a.join.join_timeout, &ctrl_c_flag())
+        .map_err(fleet_exit)?;
+    let mut all = planned_hosts(a);
+    for m in &members {
+        all[m.rank as usize] = host_of(a, m);
+    }
+    eprintln!(
+        "iofleet: {} relay(s) joined; the {} agent(s) below them join the relays (--relay-fanout {fanout})",
+        members.len(),
+        expect as usize - members.len()
+    );
+    // The file stays while the agents below the relays may still start and read it
+    // (they ask this port first); it goes with the fleet.
+    Ok(Box::new(KeepFile {
+        fleet: Box::new(RelayLauncher::new(all, fanout, port)),
+        _file: removed,
+    }))
+}
+
+/// A fleet that keeps a file (its join file) until the fleet goes.
+struct KeepFile {
+    fleet: Box<dyn Fleet>,
+    _file: RemoveFile,
+}
+
+impl Fleet for KeepFile {
+    fn plan(
+        &self,
+        groups: &[iofleet_profile::GroupPlan],
+        settings: &iofleet_fleet::settings::RunSettings,
+    ) -> Result<iofleet_fleet::plan::LaunchPlan, iofleet_fleet::error::FleetError> {
+        self.fleet.plan(groups, settings)
+    }
+
+    fn measure(
+        &mut self,
+        groups: &[iofleet_profile::GroupPlan],
+        settings: &iofleet_fleet::settings::RunSettings,
+        gate: &mut dyn iofleet_fleet::controller::StartGate,
+        stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+        observer: &mut dyn iofleet_fleet::observer::Observer,
+    ) -> Result<iofleet_stats::result::RunResult, iofleet_fleet::error::FleetError> {
+        self.fleet.measure(groups, settings, gate, stop, observer)
+    }
+
+    fn verify(
+        &mut self,
+        groups: &[iofleet_profile::GroupPlan],
+        settings: &iofleet_fleet::settings::RunSettings,
+        keep: usize,
+    ) -> Result<Vec<iofleet_fleet::launcher::HostVerified>, iofleet_fleet::error::FleetError> {
+        self.fleet.verify(groups, settings, keep)
+    }
+
+    fn precondition(
+        &mut self,
+        groups: &[iofleet_profile::GroupPlan],
+        settings: &iofleet_fleet::settings::RunSettings,
+        stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
+        observer: &mut dyn iofleet_fleet::observer::Observer,
+    ) -> Result<Option<iofleet_fleet::precondition::Preconditioned>, iofleet_fleet::error::FleetError>
+    {
+        self.fleet.precondition(groups, settings, stop, observer)
+    }
+
+    fn close(&mut self) -> Vec<String> {
+        self.fleet.close()
+    }
+}
+
 /// --listen with --expect (agents that join), or with --hosts naming a Kubernetes fleet
 /// in Job mode (its pods are the agents, as many as its pods).
 pub(crate) fn check_join_flags(a: &RunArgs) -> Result<(), Exit> {
@@ -92,6 +180,12 @@ pub(crate) fn check_join_flags(a: &RunArgs) -> Result<(), Exit> {
         )),
         (Some(_), Some(_), None) if a.join.join_file.is_some() => Err(Exit::input(
             "--join-file: a Kubernetes fleet's pods read the join address and token from its Secret",
+        )),
+        _ if a.join.relay_fanout.is_some() && a.drop_caches.is_some() => Err(Exit::input(
+            "--drop-caches: not with --relay-fanout yet (every host must drop its caches at one moment, which relays do not pass on)",
+        )),
+        (Some(_), Some(_), None) if a.join.relay_fanout.is_some() => Err(Exit::input(
+            "--relay-fanout: with --listen and --expect only (a Kubernetes fleet's pods join the controller directly)",
         )),
         _ => Ok(()),
     }

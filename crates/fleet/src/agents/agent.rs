@@ -24,16 +24,26 @@ use crossbeam_channel::{bounded, unbounded, Receiver, RecvTimeoutError};
 use iofleet_engine::target::TargetSpec;
 use iofleet_stats::result::RunInfo;
 
+use std::collections::BTreeMap;
+
+use iofleet_profile::GroupPlan;
+
+use crate::agents::join::client::RelayPort;
 use crate::agents::protocol::{
-    check_hello, mono_ns, read_frame, write_frame, AgentJob, Clock, Done, Failure, Frame,
+    check_hello, mono_ns, read_frame, write_frame, AgentJob, BelowJob, Clock, Done, Failure, Frame,
     FrameLimits, Hello, IntervalData, Ready, TargetArg, Task, MAGIC,
 };
+use crate::agents::AgentLauncher;
 use crate::controller::{run, StartGate};
 use crate::error::FleetError;
+use crate::host::{HostSpec, Reach, Role};
 use crate::launcher::{Launcher, Prepared};
 use crate::local::ThreadLauncher;
 use crate::observer::{IntervalSnapshot, Observer, Silent};
+use crate::plan::{HostShare, Hosts, LaunchPlan};
+use crate::relay::{Forwarder, SubtreeTotals, Upward};
 use crate::settings::DropCaches;
+use crate::settings::RunSettings;
 use crate::storage::StorageProbe;
 
 /// The environment variable the controller's start script sets for the agent: the run's
@@ -106,6 +116,8 @@ struct Gate {
     /// `--drop-caches`: how to empty the page cache when the controller says every host
     /// is ready (after every host's fill, before the start; workers and observers alike).
     drop_caches: Option<DropCaches>,
+    /// A relay's: the names of the hosts below it (`Ready::below`).
+    below_names: Vec<String>,
 }
 
 impl StartGate for Gate {
@@ -114,6 +126,7 @@ impl StartGate for Gate {
             notices: notices.to_vec(),
             engine: prepared.engine.clone(),
             configured_outstanding: prepared.configured_outstanding,
+            below: self.below_names.clone(),
         })
     }
 }
@@ -274,14 +287,29 @@ pub fn serve(input: Box<dyn Read + Send>, output_w: Box<dyn Write + Send>) -> i3
         }
         _ => return fail(&out, "expected the controller's hello".into(), false),
     }
-    session(input, out)
+    session(input, out, None)
 }
 
 /// Serve a controller that already greeted this agent (a joined agent: `join`), from
 /// its first job on.
 pub fn serve_greeted(input: Box<dyn Read + Send>, output_w: Box<dyn Write + Send>) -> i32 {
     let out = output(output_w);
-    session(BufReader::new(input), out)
+    session(BufReader::new(input), out, None)
+}
+
+/// `serve_greeted` for a relay (`--relay-fanout`): its jobs carry the jobs of the
+/// agents below it, which join `relay`'s port; it runs them and sends up their merge.
+pub fn serve_relay(
+    input: Box<dyn Read + Send>,
+    output_w: Box<dyn Write + Send>,
+    relay: RelayPort,
+) -> i32 {
+    let out = output(output_w);
+    session(
+        BufReader::new(input),
+        out,
+        Some(Relay::Waiting(Box::new(relay))),
+    )
 }
 
 /// Say why the agent ends (an `Error` frame): its exit code, 2 for the user's input.
@@ -295,7 +323,7 @@ fn fail(out: &Out, message: String, input: bool) -> i32 {
 }
 
 /// The session after the greeting: jobs until a Stop or the end of input.
-fn session(input: BufReader<Box<dyn Read + Send>>, out: Out) -> i32 {
+fn session(input: BufReader<Box<dyn Read + Send>>, out: Out, mut relay: Option<Relay>) -> i32 {
     let limits = FrameLimits::greeting();
     // One thread reads every frame after the hello, for the whole session: clock pings
     // are answered at once, jobs, starts and stops are handed over, and the end of input
@@ -317,7 +345,7 @@ fn session(input: BufReader<Box<dyn Read + Send>>, out: Out) -> i32 {
         if stop.load(Ordering::SeqCst) {
             return 0;
         }
-        match serve_job(&job, &out, &control, &stop) {
+        match serve_job(&job, &out, &control, &stop, &mut relay) {
             Ok(done) => {
                 if send(&out, &Frame::Done(done)).is_err() {
                     return 1;
@@ -378,6 +406,7 @@ fn serve_job(
     out: &Out,
     control: &Receiver<Control>,
     stop: &Arc<AtomicBool>,
+    relay: &mut Option<Relay>,
 ) -> Result<Done, FleetError> {
     let interval = job
         .groups
@@ -391,6 +420,16 @@ fn serve_job(
         quit,
     );
     let outcome = match job.task {
+        _ if !job.below.is_empty() && job.task != Task::Run => Err(FleetError::Input(
+            "verify and precondition run on every host directly: not through relays (--relay-fanout)"
+                .into(),
+        )),
+        Task::Run if !job.below.is_empty() => match relay {
+            Some(r) => relay_task(job, out, control.clone(), stop.clone(), r),
+            None => Err(FleetError::Setup(
+                "a job for the hosts below a relay came to an agent that is not one".into(),
+            )),
+        },
         Task::Verify { keep } => verify_task(job, keep),
         Task::Precondition => precondition_task(job, stop),
         Task::Run => run_task(job, out, control.clone(), stop.clone(), interval),
@@ -467,6 +506,7 @@ fn run_task(
         control,
         epoch_ns: epoch_ns.clone(),
         drop_caches,
+        below_names: Vec::new(),
     };
     let mut streamer = Streamer {
         out: out.clone(),
@@ -484,7 +524,294 @@ fn run_task(
         &mut streamer,
     );
     streamer.send_started();
+    Ok(done_of(&result?))
+}
+
+/// A relay's hosts below: their port until the first job, then their agents as a
+/// joined fleet (for every job of the session).
+pub enum Relay {
+    Waiting(Box<RelayPort>),
+    Joined(Box<Subtree>),
+}
+
+/// The agents below a relay, and the plan the controller made for them (the jobs it
+/// sent), which the relay runs as it is: `plan` hands it over instead of planning.
+pub struct Subtree {
+    agents: AgentLauncher,
+    /// Each host below, by rank.
+    hosts: BTreeMap<u32, HostSpec>,
+    next: Option<LaunchPlan<Hosts>>,
+}
+
+impl Relay {
+    /// The hosts below, joined (waiting for them on the first job, within the join
+    /// timeout): an error names the ranks that did not join.
+    fn subtree(&mut self, stop: &AtomicBool) -> Result<&mut Subtree, FleetError> {
+        if let Relay::Waiting(r) = self {
+            let members = r.port.wait_for(&r.below, r.join_timeout, stop)?;
+            let hosts: Vec<HostSpec> = members.iter().map(below_host).collect();
+            let by_rank = members.iter().map(|m| m.rank).zip(hosts.clone()).collect();
+            let Relay::Waiting(r) = std::mem::replace(
+                self,
+                Relay::Joined(Box::new(Subtree {
+                    agents: AgentLauncher::new(Vec::new()),
+                    hosts: BTreeMap::new(),
+                    next: None,
+                })),
+            ) else {
+                unreachable!("matched above")
+            };
+            let Relay::Joined(sub) = self else {
+                unreachable!("set above")
+            };
+            sub.agents = AgentLauncher::joined(hosts, r.port);
+            sub.hosts = by_rank;
+        }
+        match self {
+            Relay::Joined(sub) => Ok(sub),
+            Relay::Waiting(_) => unreachable!("joined above"),
+        }
+    }
+}
+
+/// A host below a relay, as the relay's launcher holds it: named as the controller
+/// names a joined agent (`machine-rRANK`), its own target if it named one.
+fn below_host(m: &crate::agents::join::Member) -> HostSpec {
+    let mut labels = BTreeMap::new();
+    labels.insert("rank".to_string(), m.rank.to_string());
+    labels.insert("machine".to_string(), m.hostname.clone());
+    HostSpec {
+        name: format!("{}-r{}", m.hostname, m.rank),
+        destination: m.peer.to_string(),
+        // Replaced by the job's target unless the agent named its own.
+        target: m.target.clone().unwrap_or(TargetArg::Dirs(Vec::new())),
+        workers: None,
+        labels,
+        iofleet_path: None,
+        reach: Reach::Joined {
+            rank: m.rank,
+            member: m.id,
+        },
+        role: Role::Workers,
+        observe: Vec::new(),
+        scrape: None,
+    }
+}
+
+impl Launcher for Subtree {
+    type Where = Hosts;
+
+    fn plan(&self, _: &[GroupPlan], _: &RunSettings) -> Result<LaunchPlan<Hosts>, FleetError> {
+        self.next
+            .clone()
+            .ok_or_else(|| FleetError::Setup("a relay's run without the controller's plan".into()))
+    }
+
+    fn materialize(
+        &mut self,
+        plan: LaunchPlan<Hosts>,
+        stop: &Arc<AtomicBool>,
+        observer: &mut dyn Observer,
+        notices: &mut Vec<String>,
+    ) -> Result<Option<Prepared>, FleetError> {
+        self.agents.materialize(plan, stop, observer, notices)
+    }
+
+    fn verify(
+        &mut self,
+        plan: LaunchPlan<Hosts>,
+        keep: usize,
+    ) -> Result<Vec<crate::launcher::HostVerified>, FleetError> {
+        self.agents.verify(plan, keep)
+    }
+
+    fn precondition(
+        &mut self,
+        plan: LaunchPlan<Hosts>,
+        stop: &Arc<AtomicBool>,
+        observer: &mut dyn Observer,
+    ) -> Result<Option<crate::precondition::Preconditioned>, FleetError> {
+        self.agents.precondition(plan, stop, observer)
+    }
+
+    fn start(
+        &mut self,
+        epoch: Instant,
+        tx: std::sync::mpsc::Sender<crate::source::Msg>,
+    ) -> Option<Duration> {
+        self.agents.start(epoch, tx)
+    }
+
+    fn give_up(&mut self, source: usize) {
+        self.agents.give_up(source)
+    }
+
+    fn finish(&mut self) -> crate::launcher::Finished {
+        self.agents.finish()
+    }
+
+    fn close(&mut self) -> Vec<String> {
+        self.agents.close()
+    }
+}
+
+/// The run's groups as the hosts below a relay hold them: per group (the run's order,
+/// which every share keeps), its workers below and the first of them.
+fn subtree_groups(below: &[BelowJob]) -> Result<Vec<GroupPlan>, FleetError> {
+    let first = below
+        .first()
+        .ok_or_else(|| FleetError::Setup("a relay's job with no host below".into()))?;
+    let mut groups = first.job.groups.clone();
+    for (g, group) in groups.iter_mut().enumerate() {
+        let parts = below.iter().filter_map(|b| b.job.groups.get(g));
+        let with: Vec<&GroupPlan> = parts.filter(|p| p.plan.fleet.workers > 0).collect();
+        group.plan.fleet.workers = with.iter().map(|p| p.plan.fleet.workers).sum();
+        if let Some(base) = with.iter().map(|p| p.worker_base).min() {
+            group.worker_base = base;
+        }
+    }
+    Ok(groups)
+}
+
+/// A share as the controller placed it: its first worker and how many.
+fn share_of(job: &AgentJob) -> HostShare {
+    let with = job.groups.iter().filter(|g| g.plan.fleet.workers > 0);
+    HostShare {
+        base: with.clone().map(|g| g.worker_base).min().unwrap_or(0),
+        count: with.map(|g| g.plan.fleet.workers).sum(),
+        groups: job.groups.clone(),
+    }
+}
+
+/// The observer of a relay's run: what its own collector makes of the hosts below
+/// goes up (`crate::relay::Forwarder`), after the start report, as a host's streamer
+/// sends its intervals.
+struct RelayStreamer<F: FnMut(Upward)> {
+    forward: Forwarder<F>,
+    out: Out,
+    epoch_ns: Arc<AtomicU64>,
+    started_ns: Option<u64>,
+}
+
+impl<F: FnMut(Upward)> Observer for RelayStreamer<F> {
+    fn started(&mut self, info: &RunInfo) {
+        self.started_ns = Some(
+            self.epoch_ns.load(Ordering::SeqCst) + (info.start_skew_ms.unwrap_or(0.0) * 1e6) as u64,
+        );
+    }
+
+    fn interval(&mut self, snap: &IntervalSnapshot<'_>) {
+        if let Some(t) = self.started_ns.take() {
+            let _ = send(&self.out, &Frame::Started(Clock { seq: 0, t_ns: t }));
+        }
+        self.forward.interval(snap);
+    }
+}
+
+/// `Task::Run` on a relay: the jobs below it run as the controller placed them, through
+/// the one run path over the agents that joined it; each interval their merge goes up,
+/// each lost host is named, and before the `Done` their totals.
+fn relay_task(
+    job: &AgentJob,
+    out: &Out,
+    control: Receiver<Control>,
+    stop: Arc<AtomicBool>,
+    relay: &mut Relay,
+) -> Result<Done, FleetError> {
+    if job.settings.drop_caches.is_some() {
+        return Err(FleetError::Input(
+            "--drop-caches: not with relays (--relay-fanout) yet".into(),
+        ));
+    }
+    let sub = relay.subtree(&stop)?;
+    let groups = subtree_groups(&job.below)?;
+    let mut placement = Vec::new();
+    for b in &job.below {
+        let mut host =
+            sub.hosts.get(&b.rank).cloned().ok_or_else(|| {
+                FleetError::Setup(format!("rank {} is not below this relay", b.rank))
+            })?;
+        if !sub
+            .hosts
+            .get(&b.rank)
+            .is_some_and(|h| !matches!(&h.target, TargetArg::Dirs(v) if v.is_empty()))
+        {
+            host.target = b.job.target.clone();
+        }
+        placement.push((host, share_of(&b.job)));
+    }
+    sub.next = Some(LaunchPlan {
+        groups: groups.clone(),
+        engine: job.settings.engine.to_string(),
+        direct: job.settings.direct,
+        placement: Hosts(placement),
+        notices: Vec::new(),
+        settings: job.settings.clone(),
+    });
+    let plan = iofleet_profile::combine(&groups);
+    let timeline = crate::source::Timeline::new(
+        plan.timing.warmup,
+        plan.timing.duration,
+        plan.timing.interval,
+    );
+    let epoch_ns = Arc::new(AtomicU64::new(0));
+    let mut gate = Gate {
+        out: out.clone(),
+        control,
+        epoch_ns: epoch_ns.clone(),
+        drop_caches: None,
+        below_names: job
+            .below
+            .iter()
+            .map(|b| {
+                sub.hosts
+                    .get(&b.rank)
+                    .map_or_else(|| format!("rank-{}", b.rank), |h| h.name.clone())
+            })
+            .collect(),
+    };
+    let up = out.clone();
+    let mut streamer = RelayStreamer {
+        forward: Forwarder::new(
+            job.below.iter().map(|b| b.host).collect(),
+            crate::controller::group_ranges(&groups),
+            SubtreeTotals::new(
+                timeline.warmup_intervals,
+                timeline.intervals(),
+                plan.streams.len(),
+            ),
+            move |u| {
+                let f = match u {
+                    Upward::Interval(i) => Frame::Relayed(i),
+                    Upward::HostLost {
+                        host,
+                        at_ns,
+                        reason,
+                    } => Frame::HostLost(crate::agents::protocol::HostLost {
+                        host,
+                        at_ns,
+                        reason,
+                    }),
+                };
+                let _ = send(&up, &f);
+            },
+        ),
+        out: out.clone(),
+        epoch_ns,
+        started_ns: None,
+    };
+    let result = run(&groups, &job.settings, sub, &mut gate, stop, &mut streamer);
+    if let Some(t) = streamer.started_ns.take() {
+        let _ = send(out, &Frame::Started(Clock { seq: 0, t_ns: t }));
+    }
     let result = result?;
+    send(out, &Frame::RelayTotals(streamer.forward.totals.samples()))
+        .map_err(|e| FleetError::Setup(format!("cannot reach the controller: {e}")))?;
+    Ok(done_of(&result))
+}
+
+/// The `Done` of a measured run: when it ended and what went wrong.
+fn done_of(result: &iofleet_stats::result::RunResult) -> Done {
     let end_ns = if result.run.interrupted {
         result
             .intervals
@@ -494,7 +821,7 @@ fn run_task(
     } else {
         ((result.run.warmup_s + result.run.duration_s) * 1e9).round() as u64
     };
-    Ok(Done {
+    Done {
         end_ns,
         failures: result.summary.errors.failed_threads.clone(),
         errors: result.summary.errors.first.clone(),
@@ -502,7 +829,7 @@ fn run_task(
         verify: result.summary.verify.clone(),
         disks: result.summary.errors.disks.clone(),
         ..done()
-    })
+    }
 }
 
 /// The block devices an observer watches: the devices its target lists, the device
@@ -556,11 +883,13 @@ fn observe_task(
         control,
         epoch_ns: epoch_ns.clone(),
         drop_caches: job.settings.drop_caches.clone(),
+        below_names: Vec::new(),
     };
     let epoch = gate.ready_as(Ready {
         notices: Vec::new(),
         engine: "observer".into(),
         configured_outstanding: 0,
+        below: Vec::new(),
     })?;
     let stopped = |until: Instant| {
         while Instant::now() < until {

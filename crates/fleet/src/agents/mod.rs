@@ -31,6 +31,7 @@ mod event;
 pub mod join;
 pub mod plan;
 pub mod protocol;
+pub mod relays;
 mod scripts;
 mod session;
 pub mod transport;
@@ -193,6 +194,10 @@ pub struct AgentLauncher {
     parked_events: Receiver<Event>,
     /// Joined hosts lost in an earlier run of the command (inventory indexes).
     lost: BTreeSet<usize>,
+    /// Per relay (inventory index), the jobs of the hosts below it in the run under
+    /// way (`relays::RelayLauncher`), and the names it gave them when ready.
+    below: BTreeMap<usize, Vec<protocol::BelowJob>>,
+    below_names: BTreeMap<usize, Vec<String>>,
 }
 
 impl AgentLauncher {
@@ -213,6 +218,8 @@ impl AgentLauncher {
             parked_tx,
             parked_events,
             lost: BTreeSet::new(),
+            below: BTreeMap::new(),
+            below_names: BTreeMap::new(),
             hosts,
             settings: RunSettings::default(),
             conns: Vec::new(),
@@ -245,6 +252,18 @@ impl AgentLauncher {
     /// The hosts of the inventory.
     pub fn hosts(&self) -> &[HostSpec] {
         &self.hosts
+    }
+
+    /// The jobs of the hosts below each relay (inventory index) for the next run: a
+    /// relay gets its job with them, even with no work of its own.
+    pub fn set_below(&mut self, below: BTreeMap<usize, Vec<protocol::BelowJob>>) {
+        self.below = below;
+    }
+
+    /// The names relay `i` (inventory index) gave the hosts below it when it was ready,
+    /// in the order of its jobs below.
+    pub fn below_names(&self, i: usize) -> Option<&[String]> {
+        self.below_names.get(&i).map(Vec::as_slice)
     }
 
     /// Stop every agent, wait (bounded) for them to exit, kill what is left. The copies
@@ -426,10 +445,11 @@ impl AgentLauncher {
             .iter()
             .enumerate()
             .filter_map(|(i, share)| {
+                let below = self.below.get(&i).cloned().unwrap_or_default();
                 let task = match self.hosts[i].role {
                     Role::Observer if observe => Task::Observe,
                     Role::Observer => return None,
-                    Role::Workers if share.count == 0 => return None,
+                    Role::Workers if share.count == 0 && below.is_empty() => return None,
                     Role::Workers => task,
                 };
                 let job = AgentJob {
@@ -447,7 +467,7 @@ impl AgentLauncher {
                     } else {
                         None
                     },
-                    below: Vec::new(),
+                    below,
                 };
                 Some((i, job))
             })
@@ -574,6 +594,9 @@ impl AgentLauncher {
                     match f {
                         Frame::Ready(r) => {
                             ready[h] = true;
+                            if !r.below.is_empty() {
+                                self.below_names.insert(self.open[h], r.below);
+                            }
                             engines[h] = r.engine;
                             configured += r.configured_outstanding;
                             said.extend(r.notices.into_iter().map(|n| (h, n)));
@@ -899,9 +922,18 @@ impl Launcher for AgentLauncher {
             worker_host.extend(std::iter::repeat_n(h, shares[i].count as usize));
         }
         let max_rtt = self.conns.iter().map(|c| c.rtt_ns).max().unwrap_or(0);
+        // The first worker of the hosts with work (0 for a whole fleet; a relay's hosts
+        // below it start further on).
+        let worker_base = active
+            .iter()
+            .map(|&i| &shares[i])
+            .filter(|s| s.count > 0)
+            .map(|s| s.base)
+            .min()
+            .unwrap_or(0);
         Ok(Some(Prepared {
             groups,
-            worker_base: 0,
+            worker_base,
             hosts: self.conns.iter().map(|c| c.name.clone()).collect(),
             worker_host,
             observers,
@@ -1125,6 +1157,20 @@ fn route(
                 stopped_at: d.stopped_at,
                 usage: d.usage,
                 generator: d.generator,
+            },
+            Event::Frame(h, Frame::Relayed(interval)) => Msg::Relayed {
+                source: h as u32,
+                interval,
+            },
+            Event::Frame(h, Frame::HostLost(l)) => Msg::HostLost {
+                source: h as u32,
+                host: l.host,
+                at_ns: l.at_ns,
+                reason: l.reason,
+            },
+            Event::Frame(h, Frame::RelayTotals(totals)) => Msg::RelayTotals {
+                source: h as u32,
+                totals,
             },
             Event::Frame(h, Frame::Started(c)) => {
                 let ctrl = (c.t_ns as i64 - offsets[h]).max(0) as u64;

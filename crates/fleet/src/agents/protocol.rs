@@ -200,6 +200,9 @@ pub struct Ready {
     pub engine: String,
     /// I/Os the agent's threads keep outstanding when every lane is full.
     pub configured_outstanding: u64,
+    /// A relay's: the names of the hosts below it, in the order of its job's `below`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub below: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -1278,6 +1281,7 @@ mod tests {
                 notices: vec!["n".into()],
                 engine: "null".into(),
                 configured_outstanding: 4,
+                below: vec!["h-r4".into()],
             }),
             Frame::Start(Start { epoch_ns: 5 }),
             Frame::Started(clock),

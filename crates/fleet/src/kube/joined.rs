@@ -140,6 +140,7 @@ impl KubeLauncher {
                 expect: self.fleet.pods,
                 host_timeout: settings.host_timeout,
                 handshake_timeout: HANDSHAKE_TIMEOUT.min(settings.host_timeout),
+                ..Default::default()
             },
         )
         .map_err(|e| match e {

@@ -31,8 +31,10 @@ use rustls::{ClientConfig, ClientConnection};
 use super::address::JoinAddress;
 use super::creds::{client_config, server_name};
 use super::rank::Placement;
+use super::server::{JoinServer, JoinSettings};
 use crate::agents::protocol::{
-    check_hello, read_frame, write_frame, Frame, FrameLimits, Hello, Join, Welcome, MAGIC,
+    check_hello, read_frame, write_frame, Frame, FrameLimits, Hello, Join, Redirect, RelayListen,
+    Welcome, MAGIC,
 };
 use crate::host::TargetArg;
 
@@ -100,6 +102,9 @@ impl Link for std::fs::File {
 enum Attempt {
     /// Worth trying again (not reached, reset before the handshake).
     Again(String),
+    /// The controller sends this agent to its relay (`--relay-fanout`), or asks it to
+    /// come back once the relay is there.
+    Redirect(Redirect),
     /// A refusal or a mismatch: say it and exit with this code.
     Final(String, i32),
 }
@@ -125,9 +130,18 @@ fn join_over<S: Link>(req: &JoinRequest, connect: impl Fn() -> Result<S, Attempt
         None => req.address.endpoint.clone(),
     };
     let (link, tls, welcome) = loop {
-        match connect().and_then(|s| attempt(req, &config, s)) {
+        let outcome = match connect().and_then(|s| attempt(req, &config, s)) {
+            // Below a relay: join it instead, once the controller says where it is.
+            Err(Attempt::Redirect(r)) => match join_relay(req, &r) {
+                Ok((tcp, tls, welcome)) => return bridge(tcp, tls, &welcome, None),
+                Err(e) => Err(e),
+            },
+            other => other,
+        };
+        match outcome {
             Ok(joined) => break joined,
             Err(Attempt::Final(e, code)) => return say(&e, code),
+            Err(Attempt::Redirect(_)) => unreachable!("a redirect is followed above"),
             Err(Attempt::Again(e)) if Instant::now() >= deadline => {
                 return say(
                     &format!(
@@ -145,7 +159,90 @@ fn join_over<S: Link>(req: &JoinRequest, connect: impl Fn() -> Result<S, Attempt
             }
         }
     };
-    bridge(link, tls, &welcome)
+    // A relay opens its own join port for the agents below it and says where, before
+    // its first job.
+    let relay = if welcome.below.is_empty() {
+        None
+    } else {
+        match open_relay_port(req, &welcome) {
+            Ok(port) => Some(port),
+            Err(e) => return say(&e, 1),
+        }
+    };
+    bridge(link, tls, &welcome, relay)
+}
+
+/// Join the relay `r` names (pinning its certificate) with the same join; while it has
+/// not said where it listens, wait as the controller asked and try the controller again.
+fn join_relay(
+    req: &JoinRequest,
+    r: &Redirect,
+) -> Result<(TcpStream, ClientConnection, Welcome), Attempt> {
+    let (Some(endpoint), Some(fingerprint)) = (&r.endpoint, &r.fingerprint) else {
+        std::thread::sleep(Duration::from_millis(r.after_ms.min(5_000)));
+        return Err(Attempt::Again(format!(
+            "rank {}: its relay has not joined yet",
+            r.rank
+        )));
+    };
+    let config = client_config(fingerprint).map_err(|e| Attempt::Final(e, 1))?;
+    let relay = JoinRequest {
+        address: JoinAddress {
+            endpoint: endpoint.clone(),
+            fingerprint: fingerprint.clone(),
+        },
+        token: req.token.clone(),
+        placement: req.placement.clone(),
+        target: req.target.clone(),
+        join_timeout: req.join_timeout,
+        channel: None,
+    };
+    let tcp = connect_tcp(&relay)?;
+    match attempt(&relay, &config, tcp) {
+        Err(Attempt::Redirect(_)) => Err(Attempt::Final(
+            format!("the relay at {endpoint} sent this agent on again"),
+            1,
+        )),
+        other => other,
+    }
+}
+
+/// A relay's join port for the agents below it (`welcome.below`): any address, a port
+/// the system picks, this command's token; its port and certificate are said to the
+/// controller, which sends those agents here.
+fn open_relay_port(req: &JoinRequest, welcome: &Welcome) -> Result<RelayPort, String> {
+    let first = welcome.below[0];
+    let port = JoinServer::open(
+        "0.0.0.0:0",
+        None,
+        JoinSettings {
+            expect: welcome.below.len() as u32,
+            first_rank: first,
+            fleet_size: req.placement.size,
+            host_timeout: Duration::from_millis(welcome.host_timeout_ms),
+            handshake_timeout: Duration::from_secs(10),
+            token: Some(req.token.clone()),
+            ..Default::default()
+        },
+    )
+    .map_err(|e| format!("cannot open the relay's join port: {e}"))?;
+    Ok(RelayPort {
+        announce: Join {
+            hello: Hello::ours(),
+            rank: Some(welcome.rank),
+            size: req.placement.size,
+            rank_from: req.placement.from.clone(),
+            target: req.target.clone(),
+            token: req.token.clone(),
+            relay: Some(RelayListen {
+                port: port.local_addr.port(),
+                fingerprint: port.address.fingerprint.clone(),
+            }),
+        },
+        port,
+        below: welcome.below.clone(),
+        join_timeout: req.join_timeout,
+    })
 }
 
 /// Join as every agent of `requests`, each on a thread of its own with its own
@@ -268,6 +365,7 @@ fn attempt<S: Link>(
             tcp.limit_reads(None).map_err(again)?;
             Ok((tcp, tls, w))
         }
+        Some(Frame::Redirect(r)) => Err(Attempt::Redirect(r)),
         Some(Frame::Error(f)) => Err(Attempt::Final(
             format!("the controller refused this agent: {}", f.message),
             if f.input { 2 } else { 1 },
@@ -286,7 +384,26 @@ fn attempt<S: Link>(
 /// one end of a socket pair, this thread moves bytes between the other end and TLS, and
 /// ends the session's input when the controller closes or is silent for the host
 /// timeout. The session's exit code.
-fn bridge<S: Link>(mut tcp: S, mut tls: ClientConnection, welcome: &Welcome) -> i32 {
+fn bridge<S: Link>(
+    mut tcp: S,
+    mut tls: ClientConnection,
+    welcome: &Welcome,
+    relay: Option<RelayPort>,
+) -> i32 {
+    if let Some(r) = &relay {
+        // Where the agents below join, before anything else of the session.
+        let said = write_plain(
+            &mut tls,
+            &mut tcp,
+            &Frame::Join(Box::new(r.announce.clone())),
+        );
+        if let Err(e) = said {
+            return say(
+                &format!("cannot tell the controller where this relay listens: {e}"),
+                1,
+            );
+        }
+    }
     let (mut mine, theirs) = match UnixStream::pair() {
         Ok(p) => p,
         Err(e) => return say(&format!("cannot make a socket pair: {e}"), 1),
@@ -295,8 +412,9 @@ fn bridge<S: Link>(mut tcp: S, mut tls: ClientConnection, welcome: &Welcome) -> 
         Ok(s) => s,
         Err(e) => return say(&format!("cannot clone a socket: {e}"), 1),
     };
-    let session = std::thread::spawn(move || {
-        crate::agents::agent::serve_greeted(Box::new(session_in), Box::new(theirs))
+    let session = std::thread::spawn(move || match relay {
+        Some(r) => crate::agents::agent::serve_relay(Box::new(session_in), Box::new(theirs), r),
+        None => crate::agents::agent::serve_greeted(Box::new(session_in), Box::new(theirs)),
     });
     let silence = Duration::from_millis(welcome.host_timeout_ms.max(1000));
     // A controller that stops reading must not hold this thread in a write forever.
@@ -406,6 +524,23 @@ fn drain_plaintext(
     }
 }
 
+/// One frame through TLS, written out at once.
+fn write_plain(tls: &mut ClientConnection, tcp: &mut impl Write, f: &Frame) -> io::Result<()> {
+    write_frame(&mut tls.writer(), f)?;
+    write_out(tls, tcp)
+}
+
+/// A relay's join port, for its session: the agents below it join here.
+pub struct RelayPort {
+    pub port: JoinServer,
+    /// Their ranks.
+    pub below: Vec<u32>,
+    /// How long they have to join once the first job comes.
+    pub join_timeout: Duration,
+    /// The relay's second join, which says where it listens.
+    announce: Join,
+}
+
 /// Write every TLS record waiting (blocking, bounded by the socket's write timeout).
 fn write_out(tls: &mut ClientConnection, tcp: &mut impl Write) -> io::Result<()> {
     while tls.wants_write() {
@@ -474,6 +609,7 @@ mod tests {
                 expect: 1,
                 host_timeout: Duration::from_secs(30),
                 handshake_timeout: Duration::from_secs(10),
+                ..Default::default()
             },
         )
         .unwrap();
@@ -495,6 +631,7 @@ mod tests {
         let joined = std::thread::spawn(move || match attempt(&req, &config, mine) {
             Ok((link, _, welcome)) => Ok((link, welcome.rank)),
             Err(Attempt::Again(e) | Attempt::Final(e, _)) => Err(e),
+            Err(Attempt::Redirect(r)) => Err(format!("sent on: {r:?}")),
         });
         let stop = std::sync::atomic::AtomicBool::new(false);
         let members = port.wait(1, Duration::from_secs(10), &stop).unwrap();
@@ -541,6 +678,7 @@ mod tests {
                 );
             }
             Err(Attempt::Again(e)) => panic!("tried again: {e}"),
+            Err(Attempt::Redirect(r)) => panic!("sent on: {r:?}"),
             Ok(_) => panic!("joined a controller of protocol 99"),
         }
     }

@@ -41,7 +41,7 @@ use super::creds::Credentials;
 use crate::agents::event::Event;
 use crate::agents::protocol::{
     check_hello, frame_bytes, mono_ns, take_frame, take_join, Failure, Frame, FrameLimits, Hello,
-    Join, Welcome, HELLO_MAX, JOB_MAX, MAGIC,
+    Join, Redirect, Welcome, HELLO_MAX, JOB_MAX, MAGIC,
 };
 use crate::error::FleetError;
 use crate::host::TargetArg;
@@ -140,15 +140,55 @@ impl mio::event::Source for Conn {
 }
 
 /// How the join port behaves.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct JoinSettings {
-    /// Agents the fleet takes (ranks 0..expect).
+    /// Agents the port takes: ranks `first_rank..first_rank + expect`.
     pub expect: u32,
+    pub first_rank: u32,
+    /// The fleet's size a launcher may state (`Join.size`), when not `expect`: a
+    /// relay's port takes part of a larger fleet.
+    pub fleet_size: Option<u32>,
+    /// `--relay-fanout`: rank r relays for the `fanout` ranks after it when r is a
+    /// multiple of `fanout + 1`; the port takes only relays, and sends each other agent
+    /// to its relay (`Redirect`). 0: no relays.
+    pub fanout: u32,
+    /// The token agents prove, when not a fresh one (a relay's port: the command's).
+    pub token: Option<String>,
     /// How long an agent may hear nothing before it stops by itself (told in the
     /// welcome; the controller sends a heartbeat at least every quarter of it).
     pub host_timeout: Duration,
     /// A candidate must have joined within this.
     pub handshake_timeout: Duration,
+}
+
+impl JoinSettings {
+    /// Whether `rank` relays for others.
+    pub fn is_relay(&self, rank: u32) -> bool {
+        self.fanout > 0 && rank.is_multiple_of(self.fanout + 1)
+    }
+
+    /// The ranks this port takes as members: every rank of its range, or with relays
+    /// only the relays'.
+    pub fn ranks(&self) -> Vec<u32> {
+        (self.first_rank..self.first_rank + self.expect)
+            .filter(|&r| self.fanout == 0 || self.is_relay(r))
+            .collect()
+    }
+
+    /// Whether `rank` joins a relay rather than this port.
+    pub fn below_a_relay(&self, rank: u32) -> bool {
+        self.fanout > 0 && !self.is_relay(rank)
+    }
+
+    /// The ranks relay `rank` takes below it.
+    pub fn below(&self, rank: u32) -> Vec<u32> {
+        if !self.is_relay(rank) {
+            return Vec::new();
+        }
+        (rank + 1..=rank + self.fanout)
+            .filter(|&r| r < self.first_rank + self.expect)
+            .collect()
+    }
 }
 
 /// An accepted agent.
@@ -176,6 +216,11 @@ struct Roster {
     members: BTreeMap<u32, Member>,
     /// Set once the fleet is complete: later joins are refused.
     armed: bool,
+    /// Per relay rank, where the agents below it join it (endpoint, fingerprint).
+    relays: BTreeMap<u32, (String, String)>,
+    /// Relays welcomed that have not yet said where they listen: members once they
+    /// have (a run must not start before the agents below them can be sent there).
+    announcing: BTreeMap<u32, Member>,
 }
 
 struct Shared {
@@ -185,6 +230,12 @@ struct Shared {
 }
 
 impl Shared {
+    /// Whether member `id` is a relay that has not yet said where it listens.
+    fn announcing(&self, id: u64) -> bool {
+        let roster = self.roster.lock().unwrap_or_else(|p| p.into_inner());
+        roster.announcing.values().any(|m| m.id == id)
+    }
+
     fn refuse(&self, peer: PeerAddr, reason: &str) {
         // A reason without the details that vary per peer, to count by.
         let kind = reason.split(':').next().unwrap_or(reason).to_string();
@@ -255,7 +306,10 @@ impl JoinServer {
         let local_addr = listener
             .local_addr()
             .map_err(|e| FleetError::Setup(format!("--listen {listen}: {e}")))?;
-        let creds = Credentials::generate()?;
+        let mut creds = Credentials::generate()?;
+        if let Some(t) = &settings.token {
+            creds.token = t.clone();
+        }
         let config = creds.server_config()?;
         let poll = Poll::new().map_err(|e| FleetError::Setup(format!("join port: {e}")))?;
         poll.registry()
@@ -341,6 +395,26 @@ impl JoinServer {
         timeout: Duration,
         stop: &AtomicBool,
     ) -> Result<Vec<Member>, FleetError> {
+        let ranks: Vec<u32> = (0..expect).collect();
+        self.wait_for(&ranks, timeout, stop)
+    }
+
+    /// Where the agents below relay `rank` join it, once it said (endpoint,
+    /// fingerprint).
+    pub fn relay_at(&self, rank: u32) -> Option<(String, String)> {
+        let roster = self.shared.roster.lock().unwrap_or_else(|p| p.into_inner());
+        roster.relays.get(&rank).cloned()
+    }
+
+    /// `wait` for the members of `ranks` (a relayed fleet's relays; a relay's ranks
+    /// below it).
+    pub fn wait_for(
+        &self,
+        ranks: &[u32],
+        timeout: Duration,
+        stop: &AtomicBool,
+    ) -> Result<Vec<Member>, FleetError> {
+        let expect = ranks.len() as u32;
         let deadline = Instant::now() + timeout;
         let mut roster = self.shared.roster.lock().unwrap_or_else(|p| p.into_inner());
         // Progress as agents join: at the first, then at most once a second.
@@ -357,7 +431,9 @@ impl JoinServer {
             }
             let now = Instant::now();
             if now >= deadline || stop.load(Ordering::SeqCst) {
-                let missing: Vec<u32> = (0..expect)
+                let missing: Vec<u32> = ranks
+                    .iter()
+                    .copied()
                     .filter(|r| !roster.members.contains_key(r))
                     .collect();
                 let hosts: BTreeMap<&str, u32> =
@@ -598,6 +674,8 @@ const KEEP_BUFFER: usize = 4 << 10;
 enum End {
     /// Refused as a candidate: logged and counted.
     Refused(String),
+    /// A candidate below a relay, sent to it: neither refused nor a member.
+    Redirected,
     /// A member's connection closed (None) or was ended over what it sent.
     Closed(Option<String>),
 }
@@ -755,6 +833,9 @@ impl EventLoop {
                 };
                 self.admit(t, join)
             }
+            Phase::Member { attached: None } if self.shared.announcing(p.id) => {
+                self.relay_listens(t)
+            }
             Phase::Member { attached: None } => {
                 // Nothing is expected before the first job; what comes is kept (within
                 // the greeting's limits) until the member is attached.
@@ -806,35 +887,59 @@ impl EventLoop {
             p.say_error(&e, true);
             return Err(End::Refused(format!("protocol version mismatch: {e}")));
         }
-        let expect = self.settings.expect;
+        let (expect, first) = (self.settings.expect, self.settings.first_rank);
+        let size = self.settings.fleet_size.unwrap_or(expect);
         let mut roster = self.shared.roster.lock().unwrap_or_else(|p| p.into_inner());
-        let refusal = if let Some(size) = join.size.filter(|&s| s != expect) {
+        let refusal = if let Some(n) = join.size.filter(|&n| n != size) {
             Some(format!(
-                "fleet size mismatch: its launcher started {size} ({}), this command expects {expect} (--expect)",
+                "fleet size mismatch: its launcher started {n} ({}), this command expects {size} (--expect)",
                 join.rank_from
             ))
-        } else if let Some(r) = join.rank.filter(|&r| r >= expect) {
+        } else if let Some(r) = join.rank.filter(|&r| r < first || r >= first + expect) {
             Some(format!(
-                "rank outside the fleet: rank {r} ({}) is outside ranks 0-{} (--expect {expect})",
+                "rank outside the fleet: rank {r} ({}) is outside ranks {first}-{} (--expect {size})",
                 join.rank_from,
-                expect - 1
+                first + expect - 1
             ))
-        } else if roster.armed {
+        } else if self.settings.fanout > 0 && join.rank.is_none() {
+            Some(format!(
+                "no rank: with --relay-fanout {} every agent needs its rank from its launcher (an MPI or Slurm rank variable, or --rank)",
+                self.settings.fanout
+            ))
+        } else if roster.armed && !join.rank.is_some_and(|r| self.settings.below_a_relay(r)) {
             Some(format!(
                 "the fleet is complete: all {expect} agents have joined"
             ))
         } else {
-            join.rank.and_then(|r| roster.members.get(&r)).map(|m| {
-                format!(
-                    "duplicate rank: rank {} has already joined from {} ({})",
-                    m.rank, m.peer, m.hostname
-                )
-            })
+            join.rank
+                .and_then(|r| roster.members.get(&r).or_else(|| roster.announcing.get(&r)))
+                .map(|m| {
+                    format!(
+                        "duplicate rank: rank {} has already joined from {} ({})",
+                        m.rank, m.peer, m.hostname
+                    )
+                })
         };
         if let Some(why) = refusal {
             drop(roster);
             p.say_error(&why, true);
             return Err(End::Refused(why));
+        }
+        // An agent below a relay is sent to it (or told to ask again until its relay
+        // has said where it listens); it is never a member here.
+        if let Some(r) = join.rank.filter(|&r| self.settings.below_a_relay(r)) {
+            let relay = r - r % (self.settings.fanout + 1);
+            let at = roster.relays.get(&relay).cloned();
+            drop(roster);
+            p.queue(&frame_bytes(&Frame::Redirect(Redirect {
+                rank: r,
+                endpoint: at.as_ref().map(|a| a.0.clone()),
+                fingerprint: at.map(|a| a.1),
+                after_ms: 500,
+            })));
+            let _ = p.write();
+            p.tls.send_close_notify();
+            return Err(End::Redirected);
         }
         let Some(rank) = join
             .rank
@@ -855,7 +960,11 @@ impl EventLoop {
             target: join.target.clone(),
             joined_at: Instant::now(),
         };
-        roster.members.insert(rank, member);
+        if !self.settings.below(rank).is_empty() {
+            roster.announcing.insert(rank, member);
+        } else {
+            roster.members.insert(rank, member);
+        }
         drop(roster);
         self.shared.changed.notify_all();
         p.phase = Phase::Member { attached: None };
@@ -865,8 +974,48 @@ impl EventLoop {
             rank,
             host_timeout_ms: self.settings.host_timeout.as_millis() as u64,
             heartbeat_ms: self.heartbeat.as_millis() as u64,
-            below: Vec::new(),
+            below: self.settings.below(rank),
         })));
+        Ok(())
+    }
+
+    /// A relay member says where the agents below it join it (its second `Join`, with
+    /// `relay` set): the endpoint is the address its connection came from, at the port
+    /// it names.
+    fn relay_listens(&mut self, t: Token) -> Result<(), End> {
+        let p = self.peers.get_mut(&t).expect("a live peer");
+        let Some((join, used)) = crate::agents::protocol::take_join(&p.inbuf)
+            .map_err(|e| End::Closed(Some(e.to_string())))?
+        else {
+            return Ok(());
+        };
+        p.inbuf.drain(..used);
+        let (Some(relay), PeerAddr::Net(addr)) = (join.relay, &p.addr) else {
+            return Err(End::Closed(Some(
+                "a relay's second join must say where it listens, over the network".into(),
+            )));
+        };
+        let endpoint = match addr.ip() {
+            std::net::IpAddr::V6(ip) => format!("[{ip}]:{}", relay.port),
+            ip => format!("{ip}:{}", relay.port),
+        };
+        let id = p.id;
+        let mut roster = self.shared.roster.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(rank) = roster
+            .announcing
+            .values()
+            .find(|m| m.id == id)
+            .map(|m| m.rank)
+        else {
+            return Err(End::Closed(Some(
+                "a relay said twice where it listens".into(),
+            )));
+        };
+        let member = roster.announcing.remove(&rank).expect("found above");
+        roster.members.insert(rank, member);
+        roster.relays.insert(rank, (endpoint, relay.fingerprint));
+        drop(roster);
+        self.shared.changed.notify_all();
         Ok(())
     }
 
@@ -993,6 +1142,10 @@ impl EventLoop {
                 self.candidates -= 1;
                 self.shared.refuse(p.addr.clone(), &why);
             }
+            End::Redirected => {
+                self.candidates -= 1;
+                p.tcp.shutdown();
+            }
             End::Closed(why) => self.left(&p, why),
         }
     }
@@ -1010,6 +1163,7 @@ impl EventLoop {
                 if !roster.armed {
                     roster.members.retain(|_, m| m.id != id);
                 }
+                roster.announcing.retain(|_, m| m.id != id);
                 drop(roster);
                 self.shared.changed.notify_all();
             }
@@ -1193,6 +1347,7 @@ mod tests {
                 expect,
                 host_timeout: Duration::from_secs(30),
                 handshake_timeout: Duration::from_secs(10),
+                ..Default::default()
             },
         )
         .unwrap()
