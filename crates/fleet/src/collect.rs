@@ -149,6 +149,9 @@ pub(crate) fn collect(
     let mut c = Collector::new(spec, observer);
     loop {
         let msg = c.receive(rx);
+        if let Ok(Msg::RelayTotals { totals, .. }) = &msg {
+            observer.relay_totals(totals);
+        }
         c.dispatch(msg);
         let now = Instant::now();
         c.note_stop(now, stop);
@@ -161,6 +164,9 @@ pub(crate) fn collect(
     }
     observer.phase(Phase::Done, 0.0);
     c.unsent_totals();
+    if !c.out.unsent_groups.is_empty() {
+        observer.unsent_groups(&c.out.unsent_groups);
+    }
     c.out
 }
 

@@ -66,6 +66,13 @@ pub trait Observer {
     /// Kubernetes fleet's pods and volumes), as one line that replaces the last.
     fn status(&mut self, _line: &str) {}
     fn interval(&mut self, _snap: &IntervalSnapshot<'_>) {}
+    /// A relay's totals of the (worker, disk)s below it over the measured intervals
+    /// (`crate::relay`), as they arrive at its end: with the intervals' own samples they
+    /// make every total of the run.
+    fn relay_totals(&mut self, _totals: &[(u32, u32, iofleet_stats::Sample)]) {}
+    /// At the end, per group (the run's order): what relays lost before their totals
+    /// came measured, which the fleet's and the groups' totals count (`fold_with`).
+    fn unsent_groups(&mut self, _groups: &[iofleet_stats::Sample]) {}
 }
 
 /// An observer that ignores everything.
@@ -95,5 +102,11 @@ impl Observer for Fanout<'_> {
     }
     fn interval(&mut self, snap: &IntervalSnapshot<'_>) {
         self.0.iter_mut().for_each(|o| o.interval(snap));
+    }
+    fn relay_totals(&mut self, totals: &[(u32, u32, iofleet_stats::Sample)]) {
+        self.0.iter_mut().for_each(|o| o.relay_totals(totals));
+    }
+    fn unsent_groups(&mut self, groups: &[iofleet_stats::Sample]) {
+        self.0.iter_mut().for_each(|o| o.unsent_groups(groups));
     }
 }
