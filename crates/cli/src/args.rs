@@ -373,4 +373,10 @@ pub struct AgentArgs {
     /// machines, as a benchmark of the controller or a rehearsal of a large fleet.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub agents: u32,
+    /// Benchmarks of the controller only (bench/relays.py): run no I/O; at the end of
+    /// each interval send one fixed, pre-encoded interval per worker (the job's rate
+    /// per worker, latencies spread 50–400 µs), so many agents cost their machine
+    /// little and the merged result is known exactly.
+    #[arg(long)]
+    pub replay: bool,
 }

@@ -16,9 +16,9 @@ pub const TOKEN_ENV: &str = "IOFLEET_JOIN_TOKEN";
 
 pub fn run(a: AgentArgs) -> Result<i32, Exit> {
     if a.join.is_none() && a.join_file.is_none() {
-        if a.rank.is_some() || !a.target.is_empty() || a.agents != 1 {
+        if a.rank.is_some() || !a.target.is_empty() || a.agents != 1 || a.replay {
             return Err(Exit::input(
-                "--rank, --target and --agents are for an agent that joins: give --join-file FILE or --join ADDRESS",
+                "--rank, --target, --agents and --replay are for an agent that joins: give --join-file FILE or --join ADDRESS",
             ));
         }
         return Ok(iofleet_fleet::agents::agent::serve(
@@ -68,6 +68,7 @@ pub fn run(a: AgentArgs) -> Result<i32, Exit> {
         target: target.clone(),
         join_timeout: a.join_timeout,
         channel: None,
+        replay: a.replay,
     });
     Ok(join::join_all(requests.collect()))
 }

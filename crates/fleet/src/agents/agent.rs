@@ -312,6 +312,13 @@ pub fn serve_relay(
     )
 }
 
+/// `serve_greeted` for `iofleet agent --replay` (benchmarks of the controller): every
+/// measured job runs no I/O and sends fixed, pre-encoded intervals (`replay_task`).
+pub fn serve_replay(input: Box<dyn Read + Send>, output_w: Box<dyn Write + Send>) -> i32 {
+    let out = output(output_w);
+    session(BufReader::new(input), out, Some(Relay::Replay))
+}
+
 /// Say why the agent ends (an `Error` frame): its exit code, 2 for the user's input.
 fn fail(out: &Out, message: String, input: bool) -> i32 {
     let _ = send(out, &Frame::Error(Failure { message, input }));
@@ -424,6 +431,7 @@ fn serve_job(
             "verify and precondition run on every host directly: not through relays (--relay-fanout)"
                 .into(),
         )),
+        Task::Run if matches!(relay, Some(Relay::Replay)) => replay_task(job, out, control.clone(), stop),
         Task::Run if !job.below.is_empty() => match relay {
             Some(r) => relay_task(job, out, control.clone(), stop.clone(), r),
             None => Err(FleetError::Setup(
@@ -532,6 +540,8 @@ fn run_task(
 pub enum Relay {
     Waiting(Box<RelayPort>),
     Joined(Box<Subtree>),
+    /// Not a relay: an agent that replays fixed intervals (`--replay`).
+    Replay,
 }
 
 /// The agents below a relay, and the plan the controller made for them (the jobs it
@@ -570,6 +580,9 @@ impl Relay {
         match self {
             Relay::Joined(sub) => Ok(sub),
             Relay::Waiting(_) => unreachable!("joined above"),
+            Relay::Replay => Err(FleetError::Setup(
+                "a job for the hosts below a relay came to an agent that replays".into(),
+            )),
         }
     }
 }
@@ -808,6 +821,109 @@ fn relay_task(
     send(out, &Frame::RelayTotals(streamer.forward.totals.samples()))
         .map_err(|e| FleetError::Setup(format!("cannot reach the controller: {e}")))?;
     Ok(done_of(&result))
+}
+
+/// One (worker, disk)'s replayed interval (`--replay`): the rate per worker of the
+/// job's first group (1 I/O a second without one) over the interval, spread over the
+/// worker's disks (at least one I/O each), latencies 50, 100, ..., 400 µs in turn, the
+/// first stream's largest block; reads unless the stream only writes.
+pub fn replay_sample(plan: &iofleet_profile::Plan) -> iofleet_stats::Sample {
+    let mut s = iofleet_stats::Sample::new(plan.streams.len().max(1));
+    let rate = plan.timing.rate_iops.unwrap_or(1.0);
+    let disks = plan.fleet.disks_per_worker.max(1) as f64;
+    let ios = ((rate * plan.timing.interval.as_secs_f64() / disks).round() as u64).max(1);
+    let (bytes, reads) = plan
+        .streams
+        .first()
+        .map_or((4096, true), |st| (st.bs.max().0, st.read_pct > 0.0));
+    for i in 0..ios {
+        let lat = 50_000 * (1 + i % 8);
+        let st = &mut s.streams[0];
+        if reads {
+            st.read.record(lat, bytes);
+        } else {
+            st.write.record(lat, bytes);
+        }
+    }
+    s
+}
+
+/// `Task::Run` with `--replay`: ready at once, then at the end of each interval of the
+/// run's timeline one interval frame of the share's (worker, disk)s, each
+/// `replay_sample`, encoded once; a stop ends it at the next boundary.
+fn replay_task(
+    job: &AgentJob,
+    out: &Out,
+    control: Receiver<Control>,
+    stop: &AtomicBool,
+) -> Result<Done, FleetError> {
+    let plan = iofleet_profile::combine(&job.groups);
+    let timeline = crate::source::Timeline::new(
+        plan.timing.warmup,
+        plan.timing.duration,
+        plan.timing.interval,
+    );
+    let one = replay_sample(&plan);
+    let mut samples = Vec::new();
+    for g in &job.groups {
+        for w in g.worker_base..g.worker_base + g.plan.fleet.workers {
+            for d in 0..g.plan.fleet.disks_per_worker {
+                samples.push((w, d, one.clone()));
+            }
+        }
+    }
+    let mut frame = crate::agents::protocol::frame_bytes(&Frame::Interval(IntervalData {
+        index: 0,
+        stopped_at: None,
+        samples,
+        usage: None,
+        generator: None,
+    }));
+    let epoch_ns = Arc::new(AtomicU64::new(0));
+    let mut gate = Gate {
+        out: out.clone(),
+        control,
+        epoch_ns: epoch_ns.clone(),
+        drop_caches: None,
+        below_names: Vec::new(),
+    };
+    let epoch = gate.ready_as(Ready {
+        notices: Vec::new(),
+        engine: "replay".into(),
+        configured_outstanding: 0,
+        below: Vec::new(),
+    })?;
+    let unreachable = |e: io::Error| FleetError::Setup(format!("cannot reach the controller: {e}"));
+    for k in 0..timeline.intervals() {
+        let due = epoch + Duration::from_nanos(timeline.boundaries[k as usize + 1]);
+        while Instant::now() < due {
+            if stop.load(Ordering::SeqCst) {
+                return Ok(done());
+            }
+            std::thread::sleep(
+                due.saturating_duration_since(Instant::now())
+                    .min(Duration::from_millis(200)),
+            );
+        }
+        if k == 0 {
+            let started = Clock {
+                seq: 0,
+                t_ns: epoch_ns.load(Ordering::SeqCst),
+            };
+            send(out, &Frame::Started(started)).map_err(unreachable)?;
+        }
+        // The index is the body's first field: after the length and the kind.
+        frame[5..9].copy_from_slice(&k.to_le_bytes());
+        let mut w = out.w.lock().unwrap_or_else(|p| p.into_inner());
+        w.write_all(&frame)
+            .and_then(|()| w.flush())
+            .map_err(unreachable)?;
+        out.last_ns.store(mono_ns(), Ordering::Relaxed);
+    }
+    Ok(Done {
+        end_ns: timeline.end_ns(),
+        ..done()
+    })
 }
 
 /// The `Done` of a measured run: when it ended and what went wrong.

@@ -49,6 +49,8 @@ pub struct JoinRequest {
     /// A virtio-serial port to join over instead of the address's endpoint (a worker
     /// VM's channel, whose other end the controller holds).
     pub channel: Option<PathBuf>,
+    /// `--replay`: run no I/O, send fixed intervals (benchmarks of the controller).
+    pub replay: bool,
 }
 
 /// What a join runs over: a TCP connection, or a VM's virtio-serial port.
@@ -133,7 +135,7 @@ fn join_over<S: Link>(req: &JoinRequest, connect: impl Fn() -> Result<S, Attempt
         let outcome = match connect().and_then(|s| attempt(req, &config, s)) {
             // Below a relay: join it instead, once the controller says where it is.
             Err(Attempt::Redirect(r)) => match join_relay(req, &r) {
-                Ok((tcp, tls, welcome)) => return bridge(tcp, tls, &welcome, None),
+                Ok((tcp, tls, welcome)) => return bridge(tcp, tls, &welcome, None, req.replay),
                 Err(e) => Err(e),
             },
             other => other,
@@ -169,7 +171,7 @@ fn join_over<S: Link>(req: &JoinRequest, connect: impl Fn() -> Result<S, Attempt
             Err(e) => return say(&e, 1),
         }
     };
-    bridge(link, tls, &welcome, relay)
+    bridge(link, tls, &welcome, relay, req.replay)
 }
 
 /// Join the relay `r` names (pinning its certificate) with the same join; while it has
@@ -196,6 +198,7 @@ fn join_relay(
         target: req.target.clone(),
         join_timeout: req.join_timeout,
         channel: None,
+        replay: req.replay,
     };
     let tcp = connect_tcp(&relay)?;
     match attempt(&relay, &config, tcp) {
@@ -389,6 +392,7 @@ fn bridge<S: Link>(
     mut tls: ClientConnection,
     welcome: &Welcome,
     relay: Option<RelayPort>,
+    replay: bool,
 ) -> i32 {
     if let Some(r) = &relay {
         // Where the agents below join, before anything else of the session.
@@ -414,6 +418,9 @@ fn bridge<S: Link>(
     };
     let session = std::thread::spawn(move || match relay {
         Some(r) => crate::agents::agent::serve_relay(Box::new(session_in), Box::new(theirs), r),
+        None if replay => {
+            crate::agents::agent::serve_replay(Box::new(session_in), Box::new(theirs))
+        }
         None => crate::agents::agent::serve_greeted(Box::new(session_in), Box::new(theirs)),
     });
     let silence = Duration::from_millis(welcome.host_timeout_ms.max(1000));
@@ -626,6 +633,7 @@ mod tests {
             target: None,
             join_timeout: Duration::from_secs(10),
             channel: None,
+            replay: false,
         };
         let config = client_config(&port.address.fingerprint).unwrap();
         let joined = std::thread::spawn(move || match attempt(&req, &config, mine) {
@@ -660,6 +668,7 @@ mod tests {
             target: None,
             join_timeout: Duration::from_secs(30),
             channel: None,
+            replay: false,
         };
         match connect_tcp(&req).and_then(|s| attempt(&req, &config, s)) {
             Err(Attempt::Final(e, code)) => {
