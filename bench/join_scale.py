@@ -17,6 +17,17 @@ agent at `--rate` IOPS, 1 s intervals), as a launcher would start them. Reports:
 
 `--per-process K` runs K agents in each process (`iofleet agent --agents K`), each with
 its own connection and rank.
+
+`--relay-fanout K` puts the agents in a tree (`run --relay-fanout K`): every (K+1)-th
+rank relays for the K after it and runs no worker, so the fleet has one worker per agent
+below a relay. `--replay` makes the agents send fixed, pre-encoded intervals instead of
+running I/O (`iofleet agent --replay`): the machine's two cores then measure the
+controller and the relays, not fifty thousand I/O threads, and the merged result is
+known exactly — every count is checked against it, and the latency figures against a
+one-agent run of the same replay (the oracle: every worker replays the same sample).
+
+    python3 bench/join_scale.py --agents 10000 --per-process 500 --interval 5s --rate 1 \
+        --seconds 30 --relay-fanout 100 --replay
 """
 
 import argparse
@@ -65,7 +76,18 @@ def main():
     ap.add_argument("--per-process", type=int, default=1,
                     help="agents per process (`iofleet agent --agents K`), each with its own "
                          "connection and rank")
+    ap.add_argument("--relay-fanout", type=int, default=0,
+                    help="agents below each relay (`run --relay-fanout K`); 0: no relays")
+    ap.add_argument("--ramp", type=float, default=0.0,
+                    help="spread the agent processes' starts over this many seconds (a "
+                         "fleet of machines starts its agents on their own cores; on two "
+                         "cores, tens of thousands of TLS handshakes at one instant starve "
+                         "each other)")
+    ap.add_argument("--replay", action="store_true",
+                    help="agents send fixed intervals instead of running I/O (`agent --replay`)")
     args = ap.parse_args()
+    relays = (-(-args.agents // (args.relay_fanout + 1))) if args.relay_fanout else 0
+    workers = args.agents - relays
     if args.agents % args.per_process:
         sys.exit("--agents must be a multiple of --per-process")
     procs = args.agents // args.per_process
@@ -100,13 +122,18 @@ def main():
                 'arrival = "uniform"\n'
                 '[[stream]]\nname = "read"\nbs = "4k"\nread_pct = 100\nrandom_pct = 100\n')
     cmd = [
-        binary, "run", profile, "--engine", "null", "--workers", str(args.agents), "--disks", "1",
+        binary, "run", profile, "--engine", "null", "--workers", str(workers), "--disks", "1",
         "--threads", "1", "--qd", "1", "--rate", str(args.rate), "--warmup", "0s",
         f"--duration={args.seconds}s", "--interval", args.interval, "--json", "--no-save",
         "--metrics-listen", f"127.0.0.1:{port}", "--listen", "127.0.0.1:0",
         "--expect", str(args.agents), "--join-file", join_file, "--target", tmp,
         "--host-timeout", "60s",
-    ]
+    ] + (["--relay-fanout", str(args.relay_fanout)] if args.relay_fanout else [])
+    oracle = None
+    if args.replay:
+        # The oracle: one agent replaying the same sample, flat; every worker of the
+        # fleet replays it, so the fleet's latency figures are its own.
+        oracle = one_agent_replay(binary, profile, args, tmp)
     out_f = tempfile.TemporaryFile()
     err_path = os.path.join(tmp, "controller.err")
     err_f = open(err_path, "wb")
@@ -117,12 +144,14 @@ def main():
             sys.exit(open(err_path).read())
         time.sleep(0.05)
     t_launch = time.time()
-    agents = [
-        subprocess.Popen([binary, "agent", "--join-file", join_file,
-                          "--agents", str(args.per_process)],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for _ in range(procs)
-    ]
+    agents = []
+    for p in range(procs):
+        if args.ramp and p:
+            time.sleep(args.ramp / procs)
+        agents.append(subprocess.Popen(
+            [binary, "agent", "--join-file", join_file, "--agents", str(args.per_process),
+             "--rank", str(p)] + (["--replay"] if args.replay else []),
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     t_spawned = time.time()
     joined_at = None
     seen = {}
@@ -136,7 +165,8 @@ def main():
         hwm = max(hwm, vm_hwm_kib(ctrl.pid))
         if joined_at is None:
             with open(err_path) as f:
-                if f"{args.agents} agent(s) joined from" in f.read():
+                text = f.read()
+                if f"{args.agents} agent(s) joined from" in text or "relay(s) joined" in text:
                     joined_at = time.time()
         k = interval_index(port)
         if k is not None:
@@ -172,7 +202,19 @@ def main():
           f"{first - t_launch:.1f} s after the first agent started")
     print(f"hosts {len(hosts)}, lost {lost}, stragglers {stragglers}, start skew "
           f"{r['run']['start_skew_ms']:.1f} ms; ios {r['summary']['all']['ios']} "
-          f"(planned {args.agents * args.rate * args.seconds}), fleet {r['summary']['all']['iops']:.0f} IOPS")
+          f"(planned {workers * args.rate * args.seconds}), fleet {r['summary']['all']['iops']:.0f} IOPS")
+    if args.relay_fanout:
+        print(f"{relays} relays of {args.relay_fanout} agents each; {workers} workers below them")
+    if oracle is not None:
+        planned = workers * args.rate * args.seconds
+        exact = r["summary"]["all"]["ios"] == planned and all(
+            row["ios"] == workers * args.rate * interval_s for row in r["intervals"])
+        same = r["summary"]["all"]["latency_us"] == oracle["summary"]["all"]["latency_us"]
+        print(f"exact against the replay: counts {'identical' if exact else 'DIFFERENT'} "
+              f"(every interval {workers * args.rate * interval_s:.0f} I/Os), latency figures "
+              f"{'identical' if same else 'DIFFERENT'} to the one-agent oracle "
+              f"(p50 {oracle['summary']['all']['latency_us']['p50']} µs, "
+              f"p99 {oracle['summary']['all']['latency_us']['p99']} µs)")
     print(f"controller: peak RSS {hwm / 1024:.1f} MiB (rusage {rusage.ru_maxrss / 1024:.1f} MiB), "
           f"CPU {cpu_s:.1f} s over {wall:.1f} s wall ({100 * cpu_s / wall:.1f}% of one core); "
           f"agents' summed peak RSS {agents_hwm / 1024:.0f} MiB (shared pages once per process), "
@@ -191,6 +233,24 @@ def main():
     notices = [n for n in r.get("notices", []) if "refused" in n]
     if notices:
         print("refusals:", notices)
+
+
+def one_agent_replay(binary, profile, args, tmp):
+    """The same run on one agent replaying flat: its result (JSON)."""
+    join_file = os.path.join(tmp, "oracle.json")
+    ctrl = subprocess.Popen(
+        [binary, "run", profile, "--engine", "null", "--workers", "1", "--disks", "1",
+         "--rate", str(args.rate), "--warmup", "0s", f"--duration={args.seconds}s",
+         "--interval", args.interval, "--json", "--no-save", "--listen", "127.0.0.1:0",
+         "--expect", "1", "--join-file", join_file, "--target", tmp],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    while not os.path.exists(join_file):
+        time.sleep(0.05)
+    agent = subprocess.Popen([binary, "agent", "--join-file", join_file, "--replay"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    out, _ = ctrl.communicate()
+    agent.wait(timeout=60)
+    return json.loads(out)
 
 
 if __name__ == "__main__":

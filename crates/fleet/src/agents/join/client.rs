@@ -181,7 +181,11 @@ fn join_relay(
     r: &Redirect,
 ) -> Result<(TcpStream, ClientConnection, Welcome), Attempt> {
     let (Some(endpoint), Some(fingerprint)) = (&r.endpoint, &r.fingerprint) else {
-        std::thread::sleep(Duration::from_millis(r.after_ms.min(5_000)));
+        // Spread the agents of one relay over the wait, so they do not come back at once.
+        let wait = r.after_ms.min(10_000);
+        std::thread::sleep(Duration::from_millis(
+            wait + rand::rng().random_range(0..=wait),
+        ));
         return Err(Attempt::Again(format!(
             "rank {}: its relay has not joined yet",
             r.rank

@@ -56,6 +56,10 @@ const OUT_MAX: usize = 2 * JOB_MAX + (1 << 20);
 const TLS_BUFFER: usize = 256 << 10;
 /// Plaintext read from one connection before its frames are taken.
 const READ_BUDGET: usize = 1 << 20;
+/// How long an agent below a relay that has not joined yet waits before it asks again
+/// (with as much again at random): long enough that thousands of them waiting cost the
+/// port little.
+const RELAY_WAIT_MS: u64 = 2_000;
 /// How often candidates are checked against their deadline.
 const EXPIRY_CHECK: Duration = Duration::from_millis(100);
 /// How many refusals of each reason are told on stderr as they happen (all are
@@ -935,7 +939,7 @@ impl EventLoop {
                 rank: r,
                 endpoint: at.as_ref().map(|a| a.0.clone()),
                 fingerprint: at.map(|a| a.1),
-                after_ms: 500,
+                after_ms: RELAY_WAIT_MS,
             })));
             let _ = p.write();
             p.tls.send_close_notify();
