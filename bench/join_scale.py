@@ -83,11 +83,20 @@ def main():
                          "fleet of machines starts its agents on their own cores; on two "
                          "cores, tens of thousands of TLS handshakes at one instant starve "
                          "each other)")
+    ap.add_argument("--virtual-leaves", action="store_true",
+                    help="with --relay-fanout: start only the relays, each sending what its "
+                         "agents below would send if they replayed (`agent --replay-below`): "
+                         "the controller gets the frames of the whole fleet from a machine "
+                         "that could not start it")
     ap.add_argument("--replay", action="store_true",
                     help="agents send fixed intervals instead of running I/O (`agent --replay`)")
     args = ap.parse_args()
     relays = (-(-args.agents // (args.relay_fanout + 1))) if args.relay_fanout else 0
     workers = args.agents - relays
+    if args.virtual_leaves and not args.relay_fanout:
+        sys.exit("--virtual-leaves needs --relay-fanout")
+    if args.virtual_leaves:
+        args.replay = True
     if args.agents % args.per_process:
         sys.exit("--agents must be a multiple of --per-process")
     procs = args.agents // args.per_process
@@ -145,12 +154,18 @@ def main():
         time.sleep(0.05)
     t_launch = time.time()
     agents = []
-    for p in range(procs):
-        if args.ramp and p:
+    if args.virtual_leaves:
+        starts = [["--agents", "1", "--rank", str(r), "--replay-below"]
+                  for r in range(0, args.agents, args.relay_fanout + 1)]
+    else:
+        starts = [["--agents", str(args.per_process), "--rank", str(p)]
+                  + (["--replay"] if args.replay else []) for p in range(procs)]
+    procs = len(starts)
+    for i, extra in enumerate(starts):
+        if args.ramp and i:
             time.sleep(args.ramp / procs)
         agents.append(subprocess.Popen(
-            [binary, "agent", "--join-file", join_file, "--agents", str(args.per_process),
-             "--rank", str(p)] + (["--replay"] if args.replay else []),
+            [binary, "agent", "--join-file", join_file] + extra,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     t_spawned = time.time()
     joined_at = None

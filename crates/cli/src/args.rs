@@ -379,4 +379,10 @@ pub struct AgentArgs {
     /// little and the merged result is known exactly.
     #[arg(long)]
     pub replay: bool,
+    /// Benchmarks of the controller only (bench/join_scale.py --virtual-leaves): as a
+    /// relay, send what the hosts below it would send if each ran with --replay, without
+    /// them (they need not be started), so one machine can load a controller with the
+    /// frames of a fleet it could not start.
+    #[arg(long)]
+    pub replay_below: bool,
 }

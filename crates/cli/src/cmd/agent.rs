@@ -16,9 +16,9 @@ pub const TOKEN_ENV: &str = "IOFLEET_JOIN_TOKEN";
 
 pub fn run(a: AgentArgs) -> Result<i32, Exit> {
     if a.join.is_none() && a.join_file.is_none() {
-        if a.rank.is_some() || !a.target.is_empty() || a.agents != 1 || a.replay {
+        if a.rank.is_some() || !a.target.is_empty() || a.agents != 1 || a.replay || a.replay_below {
             return Err(Exit::input(
-                "--rank, --target, --agents and --replay are for an agent that joins: give --join-file FILE or --join ADDRESS",
+                "--rank, --target, --agents, --replay and --replay-below are for an agent that joins: give --join-file FILE or --join ADDRESS",
             ));
         }
         return Ok(iofleet_fleet::agents::agent::serve(
@@ -69,6 +69,7 @@ pub fn run(a: AgentArgs) -> Result<i32, Exit> {
         join_timeout: a.join_timeout,
         channel: None,
         replay: a.replay,
+        replay_below: a.replay_below,
     });
     Ok(join::join_all(requests.collect()))
 }

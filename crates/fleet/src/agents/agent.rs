@@ -319,6 +319,13 @@ pub fn serve_replay(input: Box<dyn Read + Send>, output_w: Box<dyn Write + Send>
     session(BufReader::new(input), out, Some(Relay::Replay))
 }
 
+/// `serve_greeted` for a relay started with `--replay` (benchmarks of the controller at
+/// scales one machine cannot start for real): see `virtual_relay_task`.
+pub fn serve_virtual_relay(input: Box<dyn Read + Send>, output_w: Box<dyn Write + Send>) -> i32 {
+    let out = output(output_w);
+    session(BufReader::new(input), out, Some(Relay::Virtual))
+}
+
 /// Say why the agent ends (an `Error` frame): its exit code, 2 for the user's input.
 fn fail(out: &Out, message: String, input: bool) -> i32 {
     let _ = send(out, &Frame::Error(Failure { message, input }));
@@ -432,6 +439,9 @@ fn serve_job(
                 .into(),
         )),
         Task::Run if matches!(relay, Some(Relay::Replay)) => replay_task(job, out, control.clone(), stop),
+        Task::Run if matches!(relay, Some(Relay::Virtual)) => {
+            virtual_relay_task(job, out, control.clone(), stop)
+        }
         Task::Run if !job.below.is_empty() => match relay {
             Some(r) => relay_task(job, out, control.clone(), stop.clone(), r),
             None => Err(FleetError::Setup(
@@ -542,6 +552,9 @@ pub enum Relay {
     Joined(Box<Subtree>),
     /// Not a relay: an agent that replays fixed intervals (`--replay`).
     Replay,
+    /// A relay that replays (`--replay`): the hosts below it need not exist; it sends
+    /// what it would send for them if each replayed (`virtual_relay_task`).
+    Virtual,
 }
 
 /// The agents below a relay, and the plan the controller made for them (the jobs it
@@ -554,33 +567,37 @@ pub struct Subtree {
 }
 
 impl Relay {
-    /// The hosts below, joined (waiting for them on the first job, within the join
-    /// timeout): an error names the ranks that did not join.
-    fn subtree(&mut self, stop: &AtomicBool) -> Result<&mut Subtree, FleetError> {
+    /// The hosts below, joined: on the first job, waiting for them within the join
+    /// timeout (an error names the ranks that did not join), each with its own target
+    /// if it named one, else the one its job names (the controller's target for it).
+    fn subtree(&mut self, below: &[BelowJob], stop: &AtomicBool) -> Result<&mut Subtree, FleetError> {
         if let Relay::Waiting(r) = self {
             let members = r.port.wait_for(&r.below, r.join_timeout, stop)?;
-            let hosts: Vec<HostSpec> = members.iter().map(below_host).collect();
+            let job_target = |rank: u32| {
+                below
+                    .iter()
+                    .find(|b| b.rank == rank)
+                    .map(|b| b.job.target.clone())
+            };
+            let hosts: Vec<HostSpec> = members
+                .iter()
+                .map(|m| below_host(m, job_target(m.rank)))
+                .collect();
             let by_rank = members.iter().map(|m| m.rank).zip(hosts.clone()).collect();
-            let Relay::Waiting(r) = std::mem::replace(
-                self,
-                Relay::Joined(Box::new(Subtree {
-                    agents: AgentLauncher::new(Vec::new()),
-                    hosts: BTreeMap::new(),
-                    next: None,
-                })),
-            ) else {
+            // The port moves into the launcher: take it out of the waiting state.
+            let Relay::Waiting(r) = std::mem::replace(self, Relay::Replay) else {
                 unreachable!("matched above")
             };
-            let Relay::Joined(sub) = self else {
-                unreachable!("set above")
-            };
-            sub.agents = AgentLauncher::joined(hosts, r.port);
-            sub.hosts = by_rank;
+            *self = Relay::Joined(Box::new(Subtree {
+                agents: AgentLauncher::joined(hosts, r.port),
+                hosts: by_rank,
+                next: None,
+            }));
         }
         match self {
             Relay::Joined(sub) => Ok(sub),
             Relay::Waiting(_) => unreachable!("joined above"),
-            Relay::Replay => Err(FleetError::Setup(
+            Relay::Replay | Relay::Virtual => Err(FleetError::Setup(
                 "a job for the hosts below a relay came to an agent that replays".into(),
             )),
         }
@@ -588,16 +605,20 @@ impl Relay {
 }
 
 /// A host below a relay, as the relay's launcher holds it: named as the controller
-/// names a joined agent (`machine-rRANK`), its own target if it named one.
-fn below_host(m: &crate::agents::join::Member) -> HostSpec {
+/// names a joined agent (`machine-rRANK`), its own target if it named one, else
+/// `target` (its job's; an empty list of directories when it has none).
+fn below_host(m: &crate::agents::join::Member, target: Option<TargetArg>) -> HostSpec {
     let mut labels = BTreeMap::new();
     labels.insert("rank".to_string(), m.rank.to_string());
     labels.insert("machine".to_string(), m.hostname.clone());
     HostSpec {
         name: format!("{}-r{}", m.hostname, m.rank),
         destination: m.peer.to_string(),
-        // Replaced by the job's target unless the agent named its own.
-        target: m.target.clone().unwrap_or(TargetArg::Dirs(Vec::new())),
+        target: m
+            .target
+            .clone()
+            .or(target)
+            .unwrap_or(TargetArg::Dirs(Vec::new())),
         workers: None,
         labels,
         iofleet_path: None,
@@ -736,21 +757,13 @@ fn relay_task(
             "--drop-caches: not with relays (--relay-fanout) yet".into(),
         ));
     }
-    let sub = relay.subtree(&stop)?;
+    let sub = relay.subtree(&job.below, &stop)?;
     let groups = subtree_groups(&job.below)?;
     let mut placement = Vec::new();
     for b in &job.below {
-        let mut host =
-            sub.hosts.get(&b.rank).cloned().ok_or_else(|| {
-                FleetError::Setup(format!("rank {} is not below this relay", b.rank))
-            })?;
-        if !sub
-            .hosts
-            .get(&b.rank)
-            .is_some_and(|h| !matches!(&h.target, TargetArg::Dirs(v) if v.is_empty()))
-        {
-            host.target = b.job.target.clone();
-        }
+        let host = sub.hosts.get(&b.rank).cloned().ok_or_else(|| {
+            FleetError::Setup(format!("rank {} is not below this relay", b.rank))
+        })?;
         placement.push((host, share_of(&b.job)));
     }
     sub.next = Some(LaunchPlan {
@@ -920,6 +933,94 @@ fn replay_task(
             .map_err(unreachable)?;
         out.last_ns.store(mono_ns(), Ordering::Relaxed);
     }
+    Ok(Done {
+        end_ns: timeline.end_ns(),
+        ..done()
+    })
+}
+
+/// `Task::Run` of a relay started with `--replay`: what it would send if every host
+/// below it replayed (`replay_sample` per (worker, disk), `replay_task`) and joined it,
+/// without them — one relayed frame per interval (their merge, encoded once), their
+/// totals, their names by rank. The controller gets from it exactly what it gets from a
+/// relay of replaying agents, so one machine can measure the controller at fleet sizes
+/// it could not start (bench/join_scale.py --virtual-leaves).
+fn virtual_relay_task(
+    job: &AgentJob,
+    out: &Out,
+    control: Receiver<Control>,
+    stop: &AtomicBool,
+) -> Result<Done, FleetError> {
+    let groups = subtree_groups(&job.below)?;
+    let plan = iofleet_profile::combine(&groups);
+    let timeline =
+        crate::source::Timeline::new(plan.timing.warmup, plan.timing.duration, plan.timing.interval);
+    let one = replay_sample(&plan);
+    let per_host: Vec<(u32, Vec<(u32, u32, iofleet_stats::Sample)>)> = job
+        .below
+        .iter()
+        .map(|b| {
+            let mut samples = Vec::new();
+            for g in &b.job.groups {
+                for w in g.worker_base..g.worker_base + g.plan.fleet.workers {
+                    for d in 0..g.plan.fleet.disks_per_worker {
+                        samples.push((w, d, one.clone()));
+                    }
+                }
+            }
+            (b.host, samples)
+        })
+        .collect();
+    let children = per_host.iter().map(|(host, samples)| crate::relay::ChildInterval {
+        host: *host,
+        samples,
+        stopped_at: None,
+        usage: None,
+    });
+    let ranges = crate::controller::group_ranges(&groups);
+    let merged = crate::relay::merge_interval(0, children, &ranges, plan.streams.len());
+    let mut frame = crate::agents::protocol::frame_bytes(&Frame::Relayed(Box::new(merged)));
+    let mut totals = SubtreeTotals::new(timeline.warmup_intervals, timeline.intervals(), plan.streams.len());
+    let epoch_ns = Arc::new(AtomicU64::new(0));
+    let mut gate = Gate {
+        out: out.clone(),
+        control,
+        epoch_ns: epoch_ns.clone(),
+        drop_caches: None,
+        below_names: job.below.iter().map(|b| format!("virtual-r{}", b.rank)).collect(),
+    };
+    let epoch = gate.ready_as(Ready {
+        notices: Vec::new(),
+        engine: "replay".into(),
+        configured_outstanding: 0,
+        below: gate.below_names.clone(),
+    })?;
+    let unreachable =
+        |e: io::Error| FleetError::Setup(format!("cannot reach the controller: {e}"));
+    for k in 0..timeline.intervals() {
+        let due = epoch + Duration::from_nanos(timeline.boundaries[k as usize + 1]);
+        while Instant::now() < due {
+            if stop.load(Ordering::SeqCst) {
+                return Ok(done());
+            }
+            std::thread::sleep(due.saturating_duration_since(Instant::now()).min(Duration::from_millis(200)));
+        }
+        if k == 0 {
+            let started = Clock {
+                seq: 0,
+                t_ns: epoch_ns.load(Ordering::SeqCst),
+            };
+            send(out, &Frame::Started(started)).map_err(unreachable)?;
+        }
+        for (_, samples) in &per_host {
+            totals.add(k, samples);
+        }
+        frame[5..9].copy_from_slice(&k.to_le_bytes());
+        let mut w = out.w.lock().unwrap_or_else(|p| p.into_inner());
+        w.write_all(&frame).and_then(|()| w.flush()).map_err(unreachable)?;
+        out.last_ns.store(mono_ns(), Ordering::Relaxed);
+    }
+    send(out, &Frame::RelayTotals(totals.samples())).map_err(unreachable)?;
     Ok(Done {
         end_ns: timeline.end_ns(),
         ..done()

@@ -232,6 +232,7 @@ fn run_guest() -> Result<i32, String> {
         join_timeout: Duration::from_secs(join.join_timeout_s),
         channel: Some(found.channel),
         replay: false,
+        replay_below: false,
     };
     Ok(crate::agents::join::join(req))
 }

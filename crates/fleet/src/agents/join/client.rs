@@ -51,6 +51,9 @@ pub struct JoinRequest {
     pub channel: Option<PathBuf>,
     /// `--replay`: run no I/O, send fixed intervals (benchmarks of the controller).
     pub replay: bool,
+    /// `--replay-below`: as a relay, send what the hosts below would send if each
+    /// replayed, without them (benchmarks of the controller).
+    pub replay_below: bool,
 }
 
 /// What a join runs over: a TCP connection, or a VM's virtio-serial port.
@@ -135,7 +138,9 @@ fn join_over<S: Link>(req: &JoinRequest, connect: impl Fn() -> Result<S, Attempt
         let outcome = match connect().and_then(|s| attempt(req, &config, s)) {
             // Below a relay: join it instead, once the controller says where it is.
             Err(Attempt::Redirect(r)) => match join_relay(req, &r) {
-                Ok((tcp, tls, welcome)) => return bridge(tcp, tls, &welcome, None, req.replay),
+                Ok((tcp, tls, welcome)) => {
+                    return bridge(tcp, tls, &welcome, None, req.replay, false)
+                }
                 Err(e) => Err(e),
             },
             other => other,
@@ -171,7 +176,7 @@ fn join_over<S: Link>(req: &JoinRequest, connect: impl Fn() -> Result<S, Attempt
             Err(e) => return say(&e, 1),
         }
     };
-    bridge(link, tls, &welcome, relay, req.replay)
+    bridge(link, tls, &welcome, relay, req.replay, req.replay_below)
 }
 
 /// Join the relay `r` names (pinning its certificate) with the same join; while it has
@@ -203,6 +208,7 @@ fn join_relay(
         join_timeout: req.join_timeout,
         channel: None,
         replay: req.replay,
+        replay_below: false,
     };
     let tcp = connect_tcp(&relay)?;
     match attempt(&relay, &config, tcp) {
@@ -397,6 +403,7 @@ fn bridge<S: Link>(
     welcome: &Welcome,
     relay: Option<RelayPort>,
     replay: bool,
+    replay_below: bool,
 ) -> i32 {
     if let Some(r) = &relay {
         // Where the agents below join, before anything else of the session.
@@ -421,6 +428,10 @@ fn bridge<S: Link>(
         Err(e) => return say(&format!("cannot clone a socket: {e}"), 1),
     };
     let session = std::thread::spawn(move || match relay {
+        // A replaying relay's hosts below need not come (benchmarks only).
+        Some(_) if replay_below => {
+            crate::agents::agent::serve_virtual_relay(Box::new(session_in), Box::new(theirs))
+        }
         Some(r) => crate::agents::agent::serve_relay(Box::new(session_in), Box::new(theirs), r),
         None if replay => {
             crate::agents::agent::serve_replay(Box::new(session_in), Box::new(theirs))
@@ -638,6 +649,7 @@ mod tests {
             join_timeout: Duration::from_secs(10),
             channel: None,
             replay: false,
+            replay_below: false,
         };
         let config = client_config(&port.address.fingerprint).unwrap();
         let joined = std::thread::spawn(move || match attempt(&req, &config, mine) {
@@ -673,6 +685,7 @@ mod tests {
             join_timeout: Duration::from_secs(30),
             channel: None,
             replay: false,
+            replay_below: false,
         };
         match connect_tcp(&req).and_then(|s| attempt(&req, &config, s)) {
             Err(Attempt::Final(e, code)) => {
