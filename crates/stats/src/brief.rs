@@ -151,6 +151,34 @@ impl HostBrief {
     }
 }
 
+/// What relays sent of one interval for the hosts below them: per group (the run's
+/// order) their workers' merged sample, and per host below a relay its brief. Empty in
+/// a run without relays.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Relayed<'a> {
+    pub groups: &'a [Sample],
+    pub hosts: &'a [HostBrief],
+}
+
+/// Per host, the brief of its merged sample (`per_host`), or the one `relayed` holds
+/// for it (a host below a relay).
+pub fn briefs_of(per_host: &[Sample], relayed: &[HostBrief]) -> Vec<HostBrief> {
+    let mut briefs: Vec<HostBrief> = per_host
+        .iter()
+        .enumerate()
+        .map(|(h, s)| HostBrief::of(h as u32, s, None))
+        .collect();
+    for b in relayed {
+        if let Some(slot) = briefs.get_mut(b.host as usize) {
+            *slot = HostBrief {
+                usage: None,
+                ..b.clone()
+            };
+        }
+    }
+    briefs
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -159,7 +187,10 @@ mod tests {
     #[test]
     fn a_briefs_rows_are_its_samples_rows() {
         let mut s = Sample::new(2);
-        for (i, ns) in [61_013u64, 97_021, 1_900_043, 250_019, 52_003].iter().enumerate() {
+        for (i, ns) in [61_013u64, 97_021, 1_900_043, 250_019, 52_003]
+            .iter()
+            .enumerate()
+        {
             s.streams[i % 2].read.record(*ns, 4096);
             s.streams[1].write.record(ns * 3, 8192);
         }

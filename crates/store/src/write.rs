@@ -9,8 +9,8 @@
 
 use std::collections::BTreeMap;
 
-use iofleet_stats::result::{IntervalRow, RunInfo, RunResult};
 use iofleet_stats::brief::HostBrief;
+use iofleet_stats::result::{IntervalRow, RunInfo, RunResult};
 use iofleet_stats::{HostUsage, OpStats, Sample};
 use rusqlite::types::Value;
 use rusqlite::{params, params_from_iter, OptionalExtension, Transaction};
@@ -271,7 +271,12 @@ impl Store {
                 let Some(local) = worker.checked_sub(worker_base) else {
                     continue; // not a worker of this run (the live run ignores it too)
                 };
-                let key = [Value::Text(id.into()), batch.into(), local.into(), (*disk).into()];
+                let key = [
+                    Value::Text(id.into()),
+                    batch.into(),
+                    local.into(),
+                    (*disk).into(),
+                ];
                 insert_streams(tx, "relay_totals", "batch, worker, disk", key, sample)?;
             }
             Ok(())

@@ -27,6 +27,7 @@ use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use iofleet_fleet::{IntervalSnapshot, Observer, Phase};
+use iofleet_stats::brief::{HostBrief, Relayed};
 use iofleet_stats::result::RunInfo;
 use iofleet_stats::slo::{Objective, Ops};
 use serde_json::json;
@@ -356,28 +357,39 @@ impl Observer for LiveWeb {
 /// behind its peers: `Layout::interval_parts`, the result's straggler rule over this
 /// interval) and per worker group (IOPS, p99, workers) when the run has several.
 fn hosts_event(snap: &IntervalSnapshot<'_>) -> serde_json::Value {
-    let n_streams = snap.workers.first().map_or(0, |w| w.streams.len());
+    let n_streams = snap.layout.streams.len();
     let secs = snap.row.duration_s;
     let lost: Vec<bool> = snap.host_lost_s.iter().map(Option::is_some).collect();
+    let relayed = Relayed {
+        groups: &snap.relayed.groups,
+        hosts: &snap.relayed.hosts,
+    };
     let parts = snap
         .layout
-        .interval_parts(snap.workers, n_streams, &lost, secs);
-    let figures = |s: &iofleet_stats::Sample| {
-        let all = s.all();
-        let iops = if secs > 0.0 {
-            all.ios as f64 / secs
+        .interval_parts(snap.workers, relayed, n_streams, &lost, secs);
+    let iops = |ios: u64| {
+        if secs > 0.0 {
+            ios as f64 / secs
         } else {
             0.0
-        };
+        }
+    };
+    let figures = |s: &iofleet_stats::Sample| {
+        let all = s.all();
         let p99 = (!all.hist.is_empty()).then(|| all.hist.quantile_ns(0.99) as f64 / 1e3);
-        (iops, p99)
+        (iops(all.ios), p99)
+    };
+    // A host's figures come from its brief: of its workers' sample, or its relay's.
+    let brief_figures = |b: &HostBrief| {
+        let p99 = (b.all.ios > 0).then(|| b.all.p99_ns as f64 / 1e3);
+        (iops(b.all.ios), p99)
     };
     let hosts: Vec<serde_json::Value> = snap
         .hosts
         .iter()
         .enumerate()
         .map(|(i, name)| {
-            let (iops, p99) = parts.hosts.get(i).map_or((0.0, None), figures);
+            let (iops, p99) = parts.briefs.get(i).map_or((0.0, None), brief_figures);
             json!({
                 "name": name,
                 "workers": snap.worker_host.iter().filter(|&&h| h == i).count(),
