@@ -11,7 +11,6 @@ use std::io::IsTerminal;
 use indicatif::{BinaryBytes, MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use iofleet_fleet::{IntervalSnapshot, Observer, Phase};
 use iofleet_stats::result::IntervalRow;
-use iofleet_stats::Sample;
 
 pub struct LiveView {
     multi: Option<MultiProgress>,
