@@ -226,7 +226,14 @@ mod tests {
     use super::*;
 
     fn row(index: u32, t_s: f64, warmup: bool) -> IntervalRow {
-        IntervalRow::from_sample(index, t_s, 1.0, warmup, 0, &Sample::default())
+        IntervalRow::from_sample(
+            index,
+            t_s,
+            1.0,
+            warmup,
+            0,
+            &iofleet_stats::Sample::default(),
+        )
     }
 
     /// The clock field of the line: "3/4" of "measure     3/4 s [...]".

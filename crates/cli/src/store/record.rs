@@ -1,6 +1,7 @@
 //! Saving runs to the results store: the `--db/--no-save/--name/--label` flags of
 //! `iofleet run`, the `--db` flag of the reading commands, and `StoreRecorder`, an
-//! `Observer` that writes each interval to the store as the controller hands it over.
+//! `Observer` that writes each interval to the store as the controller hands it over
+//! (in a run with relays, with what they sent of it, and their totals at the end).
 //!
 //! A store that other runs are writing is waited for (the store's writes retry while it
 //! is locked). A store that truly fails in the middle of a run (disk full, read-only,

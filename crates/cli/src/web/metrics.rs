@@ -452,7 +452,7 @@ impl Families {
                     host: name.clone(),
                     direction,
                 };
-                self.host.record(&labels, &s, secs);
+                self.host.record(&labels, s, secs);
             }
         }
         self.interval_index.set(i64::from(index));
