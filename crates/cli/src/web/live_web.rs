@@ -629,4 +629,76 @@ mod tests {
         assert!(all[0].1.contains("\"objectives\""), "{}", all[0].1);
         assert_eq!(all.len(), MAX_EVENTS + 1);
     }
+
+    /// Hosts b and c below a relay (their workers zero here, the group's sample and
+    /// their briefs relayed): the live view's host and group strips are the flat ones.
+    #[test]
+    fn hosts_below_a_relay_have_the_flat_strips() {
+        use iofleet_fleet::observer::RelayedParts;
+        use iofleet_stats::fold::{GroupRange, Layout};
+        use iofleet_stats::result::IntervalRow;
+        use iofleet_stats::Sample;
+        let reads = |ios: u64, lat_ns: u64| {
+            let mut s = Sample::new(1);
+            (0..ios).for_each(|_| s.streams[0].read.record(lat_ns, 4096));
+            s
+        };
+        let group = |name: &str, first: u32| GroupRange {
+            name: name.into(),
+            profile: "p".into(),
+            first,
+            workers: 2,
+            rate_per_worker: None,
+        };
+        let layout = Layout {
+            streams: vec!["s".into()],
+            hosts: vec!["a".into(), "b".into(), "c".into()],
+            worker_base: 0,
+            worker_host: vec![0, 1, 2, 2],
+            groups: vec![group("g", 0), group("h", 2)],
+        };
+        // Host b delivers half of what a does: a straggler in group g.
+        let workers = [
+            reads(100, 1_000),
+            reads(50, 2_000),
+            reads(80, 3_000),
+            reads(90, 9_000),
+        ];
+        let mut below = vec![workers[0].clone()];
+        below.resize(4, Sample::new(1));
+        let (g, mut h) = (workers[1].clone(), workers[2].clone());
+        h += &workers[3];
+        let relayed = RelayedParts {
+            groups: vec![g, h.clone()],
+            hosts: vec![
+                HostBrief::of(1, &workers[1], None),
+                HostBrief::of(2, &h, None),
+            ],
+        };
+        let row = IntervalRow::from_sample(3, 1.5, 0.5, false, 0, &Sample::new(1));
+        let hosts = layout.hosts.clone();
+        let snap = |workers, relayed| IntervalSnapshot {
+            row: &row,
+            workers,
+            disks: &[],
+            hosts: &hosts,
+            worker_host: &layout.worker_host,
+            usage: &[],
+            generator: None,
+            host_lost_s: &[None, None, None],
+            layout: &layout,
+            relayed,
+            stopped_at: None,
+            ran_through: false,
+        };
+        let (workers, below): (&[Sample], &[Sample]) = (&workers, &below);
+        let nothing = RelayedParts::default();
+        let flat = hosts_event(&snap(workers, &nothing));
+        let tree = hosts_event(&snap(below, &relayed));
+        assert_eq!(tree, flat);
+        assert_eq!(tree["hosts"][1]["iops"], 100.0);
+        assert_eq!(tree["hosts"][1]["straggler"], true);
+        assert_eq!(tree["hosts"][2]["workers"], 2);
+        assert_eq!(tree["groups"][1]["iops"], 340.0);
+    }
 }
