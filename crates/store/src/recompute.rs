@@ -19,7 +19,10 @@
 //! `fold_with`), so every figure but one equals the live run's. The exception is a host
 //! below a relay over time: its interval rows are the ones its brief gives (counters,
 //! mean and the rows' quantiles, as the live run showed them); the store never had that
-//! host's histogram per interval, so nothing else of it can be recomputed.
+//! host's histogram per interval, so nothing else of it can be recomputed. A relayed
+//! run without a final result may lack its relays' totals (they come at its end): its
+//! fleet and groups count what the relays sent per measured interval, and its workers
+//! and hosts below relays have no totals, with a notice.
 
 use std::collections::BTreeMap;
 
@@ -106,7 +109,17 @@ impl Store {
             &relayed,
             walk,
         )?;
-        walk.add_relay_totals(&relayed.totals);
+        // A run that ended records its relays' totals (and what lost relays measured)
+        // before its final result. Without one, the relays' totals may never have come:
+        // the fleet and the groups count what relays sent per measured interval, and the
+        // workers below them have nothing.
+        let unsent = match &stored {
+            Some(_) => {
+                walk.add_relay_totals(&relayed.totals);
+                relayed.unsent.clone()
+            }
+            None => std::mem::take(&mut walk.relayed_measured),
+        };
         let elapsed_s = walk.measured_ns as f64 / 1e9;
         let Folded {
             fleet,
@@ -122,7 +135,7 @@ impl Store {
                     .into_iter()
                     .chain(std::iter::repeat(Vec::new())),
             ),
-            &relayed.unsent,
+            &unsent,
             &facts,
             elapsed_s,
         );
@@ -146,6 +159,11 @@ impl Store {
         }
         if meta.status == RunStatus::Running {
             notices.push("the run is still being recorded: figures so far".into());
+        }
+        if stored.is_none() && !unsent.is_empty() {
+            notices.push(
+                "the workers and hosts below relays have no totals (their relays send them at the run's end): the fleet's and the groups' totals count what the relays sent per interval".into(),
+            );
         }
         let (configured, cpu, memory, errors) = summary_extra;
         let result = RunResult {
@@ -581,6 +599,8 @@ struct Walk {
     group_intervals: Vec<PartIntervals>,
     rows: Vec<IntervalRow>,
     measured_ns: u64,
+    /// Per group, what relays sent of the measured intervals (empty without relays).
+    relayed_measured: Vec<Sample>,
     interval_iops: Vec<f64>,
     error_count: u64,
     /// Per layout host: an observer (as the stored result says), whose usage is kept
@@ -614,6 +634,7 @@ impl Walk {
             rows: Vec::with_capacity(n_intervals),
             measured_ns: 0,
             interval_iops: Vec::new(),
+            relayed_measured: Vec::new(),
             error_count: 0,
             observers: Vec::new(),
         }
@@ -651,6 +672,14 @@ impl Walk {
             .and_then(|x| x.generator.clone());
         if !iv.warmup {
             self.add_to_totals(per_worker, per_disk);
+            if self.relayed_measured.len() < relayed.groups.len() {
+                let n_streams = self.n_streams;
+                self.relayed_measured
+                    .resize(relayed.groups.len(), Sample::new(n_streams));
+            }
+            for (sum, g) in self.relayed_measured.iter_mut().zip(relayed.groups) {
+                *sum += g;
+            }
             let dur_ns = (iv.duration_s * 1e9).round() as u64;
             self.measured_ns += dur_ns;
             if counts_in_median(dur_ns, self.nominal_ns) {

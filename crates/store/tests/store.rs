@@ -734,11 +734,13 @@ fn read_only_store_reads_and_never_writes_or_migrates() {
 /// Record `data` (3 workers of one disk: worker 0 on h1, workers 1 and 2 on h2) as a
 /// new run: flat, or with h2 below a relay (its workers' samples only as the group's
 /// merged sample and h2's brief per interval, then, when `totals`, the relay's
-/// per-(worker, disk) totals, else what the relay measured as unsent).
+/// per-(worker, disk) totals, else what the relay measured as unsent); with a final
+/// result when `finish` (one whose figures are bogus: recomputation ignores them).
 fn record_relayed(
     store: &mut Store,
     data: &[(IntervalRow, Vec<Sample>)],
     relay: Option<bool>,
+    finish: bool,
 ) -> String {
     let labels = BTreeMap::new();
     let (info, env) = (info("synthetic", 3), environment("0.1.0", "none"));
@@ -791,6 +793,9 @@ fn record_relayed(
             .unwrap(),
         None => {}
     }
+    if finish {
+        store.finish_run(&id, &fake_final(info)).unwrap();
+    }
     id
 }
 
@@ -805,8 +810,8 @@ fn a_relayed_run_recomputes_as_the_flat_one() {
     let db = dir.path().join("r.db");
     let mut store = Store::open(&db).unwrap();
     let data = synthetic(3, 5, 11);
-    let flat_id = record_relayed(&mut store, &data, None);
-    let tree_id = record_relayed(&mut store, &data, Some(true));
+    let flat_id = record_relayed(&mut store, &data, None, true);
+    let tree_id = record_relayed(&mut store, &data, Some(true), true);
     let flat = store.analyze(&flat_id).unwrap();
     let tree = store.analyze(&tree_id).unwrap();
     let (f, t) = (&flat.result, &tree.result);
@@ -848,7 +853,7 @@ fn a_relayed_run_recomputes_as_the_flat_one() {
     assert_eq!(moved.result.host_intervals, f.host_intervals);
 
     // The relay lost before its totals: fleet and group as flat, its workers empty.
-    let lost_id = record_relayed(&mut store, &data, Some(false));
+    let lost_id = record_relayed(&mut store, &data, Some(false), true);
     let lost = store.analyze(&lost_id).unwrap().result;
     assert_eq!(lost.summary.all, f.summary.all);
     assert_eq!(lost.streams, f.streams);
@@ -859,9 +864,34 @@ fn a_relayed_run_recomputes_as_the_flat_one() {
     assert_eq!(lost.workers[1].all.ios + lost.workers[2].all.ios, 0);
     assert_eq!(lost.hosts[1].all.ios, 0);
 
+    // Killed before its end (no final result, no relay totals): its fleet and group
+    // count what the relay sent per interval, its workers below the relay nothing, as
+    // a notice says; the same run killed flat has the same fleet and groups.
+    let killed_id = record_relayed(&mut store, &data, Some(true), false);
+    let killed_flat_id = record_relayed(&mut store, &data, None, false);
+    store.abandon_run(&killed_id).unwrap();
+    store.abandon_run(&killed_flat_id).unwrap();
+    conn.execute("DELETE FROM relay_totals WHERE run_id = ?1", [&killed_id])
+        .unwrap();
+    let killed = store.analyze(&killed_id).unwrap().result;
+    let killed_flat = store.analyze(&killed_flat_id).unwrap().result;
+    assert_eq!(killed.summary.all, killed_flat.summary.all);
+    assert_eq!(killed.streams, killed_flat.streams);
+    assert_eq!(killed.groups, killed_flat.groups);
+    assert_eq!(killed.intervals, killed_flat.intervals);
+    assert_eq!(killed.workers[0], killed_flat.workers[0]);
+    assert_eq!(killed.workers[1].all.ios + killed.workers[2].all.ios, 0);
+    assert!(
+        killed
+            .notices
+            .iter()
+            .any(|n| n.contains("below relays have no totals")),
+        "{:?}",
+        killed.notices
+    );
+
     // Deleting the runs deletes what the relays sent.
-    for id in [&flat_id, &tree_id, &lost_id] {
-        store.abandon_run(id).unwrap();
+    for id in [&flat_id, &tree_id, &lost_id, &killed_id, &killed_flat_id] {
         store.delete(id).unwrap();
     }
     for table in [
