@@ -890,6 +890,28 @@ fn a_relayed_run_recomputes_as_the_flat_one() {
         killed.notices
     );
 
+    // A brief that cannot be read back is a damaged run, named with its host and
+    // interval; a brief of a host the run does not have is ignored.
+    conn.execute(
+        "UPDATE relayed_hosts SET host = 'elsewhere' WHERE run_id = ?1 AND idx = 1",
+        [&tree_id],
+    )
+    .unwrap();
+    let a = store.analyze(&tree_id).unwrap().result;
+    assert_eq!(a.host_intervals[1].rows[1].all.ios, 0);
+    assert_eq!(a.host_intervals[1].rows[2], f.host_intervals[1].rows[2]);
+    conn.execute(
+        "UPDATE relayed_hosts SET brief = '{\"host\": 1' WHERE run_id = ?1 AND idx = 2",
+        [&tree_id],
+    )
+    .unwrap();
+    let e = store.analyze(&tree_id).unwrap_err();
+    assert!(matches!(e, StoreError::Corrupt { .. }), "{e:?}");
+    assert!(
+        e.to_string().contains("brief of host h2 in interval 2"),
+        "{e}"
+    );
+
     // Deleting the runs deletes what the relays sent.
     for id in [&flat_id, &tree_id, &lost_id, &killed_id, &killed_flat_id] {
         store.delete(id).unwrap();
