@@ -78,12 +78,15 @@ pub(crate) const OPS_COLUMNS: &str =
     "read_ios, read_bytes, read_errors, read_lat_sum_ns, read_lat_sq_sum_ns2, read_hist, \
      write_ios, write_bytes, write_errors, write_lat_sum_ns, write_lat_sq_sum_ns2, write_hist";
 
-/// One direction's values for `OPS_COLUMNS`.
-fn op_values(what: &str, o: &OpStats) -> Result<[Value; 6], StoreError> {
+/// One direction's values for `OPS_COLUMNS` (`dir`: "read" or "write").
+fn op_values(dir: &str, o: &OpStats) -> Result<[Value; 6], StoreError> {
+    let count = |field: &str, v: u64| {
+        i64::try_from(v).map_err(|_| StoreError::Overflow(format!("{dir} {field} = {v}")))
+    };
     Ok([
-        to_i64(&format!("{what} ios"), o.ios)?.into(),
-        to_i64(&format!("{what} bytes"), o.bytes)?.into(),
-        to_i64(&format!("{what} errors"), o.errors)?.into(),
+        count("ios", o.ios)?.into(),
+        count("bytes", o.bytes)?.into(),
+        count("errors", o.errors)?.into(),
         o.latency_sum_ns.to_le_bytes().to_vec().into(),
         o.latency_sq_sum_ns2.to_le_bytes().to_vec().into(),
         hist_blob(o).map_or(Value::Null, Value::Blob),
