@@ -912,6 +912,26 @@ fn a_relayed_run_recomputes_as_the_flat_one() {
         "{e}"
     );
 
+    // A count beyond what SQLite holds is refused, naming it, and nothing is written.
+    let mut huge = Sample::new(2);
+    huge.streams[1].write.ios = u64::MAX;
+    let e = store
+        .record_relay_totals(&killed_id, 0, &[(0, 0, huge)])
+        .unwrap_err();
+    assert!(matches!(e, StoreError::Overflow(_)), "{e:?}");
+    assert!(
+        e.to_string().contains(&format!("write ios = {}", u64::MAX)),
+        "{e}"
+    );
+    let kept: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM relay_totals WHERE run_id = ?1",
+            [&killed_id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(kept, 0);
+
     // Deleting the runs deletes what the relays sent.
     for id in [&flat_id, &tree_id, &lost_id, &killed_id, &killed_flat_id] {
         store.delete(id).unwrap();
