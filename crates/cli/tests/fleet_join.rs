@@ -665,12 +665,23 @@ fn a_thousand_bogus_connections_leave_the_run_exact_and_its_memory_bounded() {
 /// fixed rate) watched through its metrics endpoint, with `extra` flags: the watched
 /// controller, its join file, and the agents by rank.
 fn watched_run(d: &Path, expect: u32, extra: &[&str]) -> (Watched, PathBuf, Vec<Child>) {
+    watched_run_saving(d, expect, extra, &["--no-save"])
+}
+
+/// `watched_run` with the store flags `save` (`--no-save`, or `--db PATH`).
+fn watched_run_saving(
+    d: &Path,
+    expect: u32,
+    extra: &[&str],
+    save: &[&str],
+) -> (Watched, PathBuf, Vec<Child>) {
     let even = even_profile(d, expect, "8s");
     let join_file = d.join(format!("w{}.join", rand::random::<u32>()));
     let mut c = bin();
     c.current_dir(d)
         .args(["run", &even, "--engine", "null", "--rate", "200", "--json"])
-        .args(["--no-save", "--metrics-listen", "127.0.0.1:0"])
+        .args(save)
+        .args(["--metrics-listen", "127.0.0.1:0"])
         .args(["--listen", "127.0.0.1:0", "--expect", &expect.to_string()])
         .arg("--join-file")
         .arg(&join_file)
@@ -1392,6 +1403,100 @@ fn a_lost_relay_takes_the_hosts_below_it_at_the_same_instant() {
             assert_eq!(code, Some(0), "rank {r}: {e}");
         }
     }
+}
+
+/// Run `id` of the store `db` recomputed from what it stored (`results export`).
+fn stored_export(db: &Path, id: &str) -> Value {
+    let o = bin()
+        .args(["results", "export", id, "--format", "json", "--db"])
+        .arg(db)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// The recomputed result equals the live one, part by part (for a readable failure),
+/// then whole.
+fn assert_recomputed_as_live(rec: &Value, live: &Value) {
+    for part in [
+        "summary",
+        "streams",
+        "workers",
+        "hosts",
+        "groups",
+        "intervals",
+        "host_intervals",
+        "group_intervals",
+    ] {
+        assert_eq!(rec[part], live[part], "{part}");
+    }
+    assert_eq!(rec, live);
+}
+
+/// A relayed run saved to the store: nothing of the hosts below the relays was
+/// recorded per (worker, disk) per interval, yet `results export` recomputes, from what
+/// the relays sent (the groups' interval samples, each host's briefs, the relays'
+/// totals), the live result figure for figure: fleet, streams, workers, hosts, groups
+/// and every interval row.
+#[test]
+fn a_relayed_run_in_the_store_recomputes_as_it_ran() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("results.db");
+    let db_arg = db.to_string_lossy().into_owned();
+    let even = even_profile(d.path(), 6, "1s");
+    let mut args = rated_run(&even).to_vec();
+    args.retain(|a| *a != "--no-save");
+    args.extend(["--db", &db_arg, "--relay-fanout", "2"]);
+    let c = Controller::start(d.path(), &args, 9);
+    let agents: Vec<Child> = (0..9u32)
+        .map(|r| agent(&c.join_file, &["--rank", &r.to_string()], &[]))
+        .collect();
+    let (code, out, err) = c.finish();
+    assert_eq!(code, Some(0), "{err}");
+    all_exit_0(agents);
+    let live = json(&out, &err);
+    assert_eq!(live["summary"]["all"]["ios"], 600, "{}", live["summary"]);
+    let id = live["stored"]["id"].as_str().expect("saved");
+    assert_recomputed_as_live(&stored_export(&db, id), &live);
+}
+
+/// A relay killed mid-run: what it had sent of its hosts' intervals is stored, and
+/// what it measured before its totals could come is stored per group (the fleet and
+/// its group count it, the workers below it cannot); the recomputed result is still
+/// the live one, figure for figure.
+#[test]
+fn a_lost_relay_s_run_in_the_store_recomputes_as_it_ran() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("results.db");
+    let db_arg = db.to_string_lossy().into_owned();
+    let (w, _, mut agents) = watched_run_saving(
+        d.path(),
+        6,
+        &["--host-timeout", "3s", "--relay-fanout", "2"],
+        &["--db", &db_arg],
+    );
+    w.wait_for("iofleet_interval_index", |i| i >= 2.0, PATIENCE);
+    signal(agents[3].id(), "-KILL");
+    let o = w.finish();
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    let live: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let _ = agents.remove(3).wait();
+    for a in agents {
+        let _ = agent_exit(a, PATIENCE);
+    }
+    // The lost relay's measured intervals count in the fleet, not in its workers.
+    let workers: u64 = live["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["all"]["ios"].as_u64().unwrap())
+        .sum();
+    let fleet = live["summary"]["all"]["ios"].as_u64().unwrap();
+    assert!(workers < fleet, "workers {workers}, fleet {fleet}");
+    let id = live["stored"]["id"].as_str().expect("saved");
+    assert_recomputed_as_live(&stored_export(&db, id), &live);
 }
 
 /// Relays need each agent's rank (the port must know where to send it), take no

@@ -20,109 +20,11 @@ use std::collections::BTreeMap;
 use std::io;
 
 use iofleet_stats::fold::GroupRange;
-use iofleet_stats::result::{IntervalOps, PartRow};
-use iofleet_stats::{GenSample, HostUsage, OpStats, PackedSample, Sample};
-use serde::{Deserialize, Serialize};
+use iofleet_stats::{GenSample, HostUsage, PackedSample, Sample};
 
-/// One direction (or both) of a host's interval, as the interval rows need it: the
-/// counters, the latency sum, and the quantiles `IntervalOps` shows, in ns, from the
-/// host's merged histogram.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct OpsBrief {
-    pub ios: u64,
-    pub bytes: u64,
-    pub errors: u64,
-    pub latency_sum_ns: u128,
-    pub p50_ns: u64,
-    pub p90_ns: u64,
-    pub p99_ns: u64,
-    pub p99_9_ns: u64,
-    pub max_ns: u64,
-}
-
-impl OpsBrief {
-    pub fn of(o: &OpStats) -> Self {
-        OpsBrief {
-            ios: o.ios,
-            bytes: o.bytes,
-            errors: o.errors,
-            latency_sum_ns: o.latency_sum_ns,
-            p50_ns: o.hist.quantile_ns(0.5),
-            p90_ns: o.hist.quantile_ns(0.9),
-            p99_ns: o.hist.quantile_ns(0.99),
-            p99_9_ns: o.hist.quantile_ns(0.999),
-            max_ns: o.hist.max_ns(),
-        }
-    }
-
-    /// The row figures over an interval of `duration_s` seconds: what
-    /// `IntervalOps::from_ops` gives for the sample this brief was taken from.
-    pub fn interval_ops(&self, duration_s: f64) -> IntervalOps {
-        let rate = |x: u64| {
-            if duration_s > 0.0 {
-                x as f64 / duration_s
-            } else {
-                0.0
-            }
-        };
-        let us = |ns: u64| ns as f64 / 1000.0;
-        let known = self.ios > 0;
-        IntervalOps {
-            ios: self.ios,
-            iops: rate(self.ios),
-            mbps: rate(self.bytes) / 1e6,
-            mean_us: known.then(|| self.latency_sum_ns as f64 / self.ios as f64 / 1000.0),
-            p50_us: known.then(|| us(self.p50_ns)),
-            p90_us: known.then(|| us(self.p90_ns)),
-            p99_us: known.then(|| us(self.p99_ns)),
-            p99_9_us: known.then(|| us(self.p99_9_ns)),
-            max_us: known.then(|| us(self.max_ns)),
-        }
-    }
-}
-
-/// One host's interval below a relay.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct HostBrief {
-    /// The host, as the controller numbers them (`Prepared::hosts`).
-    pub host: u32,
-    pub all: OpsBrief,
-    pub read: OpsBrief,
-    pub write: OpsBrief,
-    /// What the host spent over the interval, when it said.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<HostUsage>,
-}
-
-impl HostBrief {
-    /// The brief of `host`'s merged sample `s`.
-    pub fn of(host: u32, s: &Sample, usage: Option<HostUsage>) -> Self {
-        let (read, write) = (s.read(), s.write());
-        let mut all = read.clone();
-        all += &write;
-        HostBrief {
-            host,
-            all: OpsBrief::of(&all),
-            read: OpsBrief::of(&read),
-            write: OpsBrief::of(&write),
-            usage,
-        }
-    }
-}
-
-impl HostBrief {
-    /// The host's row of interval `index`, `duration_s` long as the collector cut it:
-    /// what `PartRow::from_sample` gives for the host's merged sample.
-    pub fn row(&self, index: u32, duration_s: f64) -> PartRow {
-        PartRow {
-            index,
-            all: self.all.interval_ops(duration_s),
-            read: self.read.interval_ops(duration_s),
-            write: self.write.interval_ops(duration_s),
-            usage: None,
-        }
-    }
-}
+/// A host's brief lives in the statistics crate, so the results store keeps it as the
+/// type it is.
+pub use iofleet_stats::brief::{HostBrief, OpsBrief};
 
 /// One interval of a relay's subtree, merged: one frame up instead of one per host.
 #[derive(Debug, Clone, PartialEq)]
@@ -398,6 +300,7 @@ pub fn decode(body: &[u8]) -> io::Result<RelayedInterval> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use iofleet_stats::result::PartRow;
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
 

@@ -4,6 +4,7 @@
 //! both call [`Layout::fold`], so a stored run recomputed from its histograms and the
 //! live result cannot drift apart: same sums, same percentiles, same straggler rule.
 
+use crate::brief::{briefs_of, HostBrief, Relayed};
 use crate::result::{
     is_straggler, DiskSummary, GroupSummary, HostSummary, PartIntervals, PartRow, StreamSummary,
     WorkerSummary,
@@ -73,9 +74,11 @@ pub struct Folded {
 /// One interval per host and per group (`Layout::interval_parts`).
 #[derive(Debug, Clone)]
 pub struct IntervalParts {
-    /// Per host (layout order): its workers' samples merged, its workers, and whether
-    /// it fell behind its peers over the interval.
+    /// Per host (layout order): its workers' samples merged (empty for a host below a
+    /// relay), its brief (of that sample, or as its relay sent it: every host's figures),
+    /// its workers, and whether it fell behind its peers over the interval.
     pub hosts: Vec<Sample>,
+    pub briefs: Vec<HostBrief>,
     pub host_workers: Vec<u32>,
     pub straggler: Vec<bool>,
     /// Per group (layout order): its workers' samples merged.
@@ -320,14 +323,30 @@ impl Layout {
         (hosts, groups)
     }
 
+    /// One interval's brief per host (layout order): of its workers' merged sample, or,
+    /// for a host below a relay, the one its relay sent (`relayed`, by host index).
+    pub fn host_briefs(
+        &self,
+        per_worker: &[Sample],
+        relayed: &[HostBrief],
+        n_streams: usize,
+    ) -> Vec<HostBrief> {
+        let per_host = sum_by_host(per_worker, &self.worker_host, self.hosts.len(), n_streams);
+        briefs_of(&per_host, relayed)
+    }
+
     /// One interval's worker samples merged per host and per group, with each host's
     /// workers and its straggler verdict over that interval alone: the rule `fold` applies
     /// to the whole run (per worker, per group, lost hosts are not peers), without the
     /// start lateness, which is a fact of the whole run. `lost` is indexed like `hosts`
-    /// (missing entries: not lost). The live view's host and group strips.
+    /// (missing entries: not lost). In a relayed run the groups add what relays merged
+    /// (`relayed.groups`), and a host below a relay counts with its brief's I/Os when
+    /// its workers are of one group (else it is judged on nothing: no straggler). The
+    /// live view's host and group strips.
     pub fn interval_parts(
         &self,
         per_worker: &[Sample],
+        relayed: Relayed<'_>,
         n_streams: usize,
         lost: &[bool],
         elapsed_s: f64,
@@ -343,6 +362,22 @@ impl Layout {
             let h = self.worker_host.get(w).copied().unwrap_or(usize::MAX);
             self.add_to_sums(&mut sums, self.worker_base + w as u32, h, s);
         }
+        for (sum, g) in sums.group_totals.iter_mut().zip(relayed.groups) {
+            *sum += g;
+        }
+        for b in relayed.hosts {
+            let Some(hg) = sums.host_group.get_mut(b.host as usize) else {
+                continue;
+            };
+            if hg.iter().filter(|(_, n)| *n > 0).count() == 1 {
+                let one = hg.iter_mut().find(|(_, n)| *n > 0).expect("counted");
+                one.0 += b.all.ios;
+            } else {
+                // Its I/Os cannot be split between its groups: no peer, no verdict.
+                hg.iter_mut().for_each(|x| *x = (0, 0));
+            }
+        }
+        let briefs = briefs_of(&sums.host_totals, relayed.hosts);
         let lost: Vec<bool> = (0..self.hosts.len())
             .map(|h| lost.get(h).copied().unwrap_or(false))
             .collect();
@@ -352,6 +387,7 @@ impl Layout {
             .collect();
         IntervalParts {
             hosts: sums.host_totals,
+            briefs,
             host_workers: sums.host_workers,
             straggler,
             groups: sums.group_totals,
@@ -555,7 +591,7 @@ mod tests {
             sample(100, 1),
         ];
         let l = layout(None);
-        let p = l.interval_parts(&totals, 1, &[], 1.0);
+        let p = l.interval_parts(&totals, Relayed::default(), 1, &[], 1.0);
         let folded = l.fold(whole(&totals), &[], 1.0);
         let verdicts: Vec<bool> = folded.hosts.iter().map(|h| h.straggler).collect();
         assert_eq!(p.straggler, verdicts);
@@ -567,11 +603,86 @@ mod tests {
         );
         assert_eq!(p.groups[0].ios(), 350);
         // A lost host is no peer and no straggler: with b lost, nobody is behind.
-        let p = l.interval_parts(&totals, 1, &[false, true], 1.0);
+        let p = l.interval_parts(&totals, Relayed::default(), 1, &[false, true], 1.0);
         assert_eq!(p.straggler, [false, false, false]);
         // Host a lost: b (50 per worker) is still under 80% of the median of b and c (75).
-        let p = l.interval_parts(&totals, 1, &[true], 1.0);
+        let p = l.interval_parts(&totals, Relayed::default(), 1, &[true], 1.0);
         assert_eq!(p.straggler, [false, true, false]);
+    }
+
+    /// Hosts b and c below a relay (their workers zero here, their groups' sum and
+    /// briefs relayed): the same figures, briefs and verdicts as the flat interval.
+    #[test]
+    fn an_interval_s_parts_with_relayed_hosts_are_the_flat_ones() {
+        let totals = vec![
+            sample(100, 1_000),
+            sample(50, 2_000),
+            sample(100, 3_000),
+            sample(100, 4_000),
+        ];
+        let l = layout(None);
+        let flat = l.interval_parts(&totals, Relayed::default(), 1, &[], 1.0);
+        let mut below = vec![totals[0].clone()];
+        below.resize(4, Sample::new(1));
+        let mut group = Sample::new(1);
+        totals[1..].iter().for_each(|s| group += s);
+        let briefs = [
+            HostBrief::of(1, &totals[1], None),
+            HostBrief::of(2, &flat.hosts[2], None),
+        ];
+        let relayed = Relayed {
+            groups: std::slice::from_ref(&group),
+            hosts: &briefs,
+        };
+        let tree = l.interval_parts(&below, relayed, 1, &[], 1.0);
+        assert_eq!(tree.briefs, flat.briefs);
+        assert_eq!(tree.briefs[2].all.ios, 200);
+        assert_eq!(tree.straggler, flat.straggler);
+        assert_eq!(tree.straggler, [false, true, false]);
+        assert_eq!(tree.host_workers, flat.host_workers);
+        assert_eq!(tree.groups, flat.groups);
+        assert_eq!(
+            tree.hosts[2].ios(),
+            0,
+            "a relayed host's sample is not here"
+        );
+        assert_eq!(
+            l.host_briefs(&below, &briefs, 1),
+            flat.briefs,
+            "host_briefs gives the same"
+        );
+    }
+
+    /// A host whose workers are in two groups cannot split its brief between them: it
+    /// is judged on nothing (no straggler), and its figures are still its brief's.
+    #[test]
+    fn a_relayed_host_of_two_groups_is_no_straggler() {
+        let mut l = layout(None);
+        l.groups = vec![
+            GroupRange {
+                name: "g".into(),
+                profile: "p".into(),
+                first: 0,
+                workers: 3,
+                rate_per_worker: None,
+            },
+            GroupRange {
+                name: "h".into(),
+                profile: "p".into(),
+                first: 3,
+                workers: 1,
+                rate_per_worker: Some(1_000.0),
+            },
+        ];
+        let zero = vec![Sample::new(1); 4];
+        let slow = HostBrief::of(2, &sample(1, 1_000), None);
+        let relayed = Relayed {
+            groups: &[],
+            hosts: std::slice::from_ref(&slow),
+        };
+        let p = l.interval_parts(&zero, relayed, 1, &[], 1.0);
+        assert!(!p.straggler[2]);
+        assert_eq!(p.briefs[2], slow);
     }
 
     #[test]

@@ -8,6 +8,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod brief;
 pub mod fold;
 pub mod generator;
 pub mod hist;

@@ -41,7 +41,7 @@ pub use transfer::Imported;
 pub const WRITE_DEADLINE: Duration = Duration::from_secs(120);
 /// SQLite's own wait for a lock, per attempt.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
-pub use write::NewRun;
+pub use write::{NewRun, Relayed};
 
 /// Everything that can go wrong with the results store. Messages name the flag that
 /// selects the database (`--db`) or the run argument the user typed.

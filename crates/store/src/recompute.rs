@@ -11,18 +11,32 @@
 //! (CPU, memory, error details, configured outstanding I/O, start skew across hosts)
 //! come from the stored final result when there is one, and are unknown (None) with a
 //! notice otherwise.
+//!
+//! A relayed run (`--relay-fanout`) stores no per-disk samples per interval for the
+//! workers below relays: their groups' merged samples join each interval's fleet and
+//! group rows, and their totals come from the relays' per-(worker, disk) totals (and,
+//! for relays lost before sending them, per-group unsent totals, folded with
+//! `fold_with`), so every figure but one equals the live run's. The exception is a host
+//! below a relay over time: its interval rows are the ones its brief gives (counters,
+//! mean and the rows' quantiles, as the live run showed them); the store never had that
+//! host's histogram per interval, so nothing else of it can be recomputed. A relayed
+//! run without a final result may lack its relays' totals (they come at its end): its
+//! fleet and groups count what the relays sent per measured interval, and its workers
+//! and hosts below relays have no totals, with a notice.
 
 use std::collections::BTreeMap;
 
+use iofleet_stats::brief::HostBrief;
 use iofleet_stats::fold::{Folded, GroupRange, HostFacts, Layout};
 use iofleet_stats::result::{
-    CpuSummary, ErrorSummary, IntervalRow, MemorySummary, Outstanding, PartIntervals, RunInfo,
-    RunResult, RunSummary, StoredRun, SCHEMA_VERSION,
+    CpuSummary, ErrorSummary, IntervalRow, MemorySummary, Outstanding, PartIntervals, PartRow,
+    RunInfo, RunResult, RunSummary, StoredRun, SCHEMA_VERSION,
 };
 use iofleet_stats::summary::{counts_in_median, median_of};
 use iofleet_stats::{HostResources, HostUsage, LatencyHist, OpStats, OpSummary, Sample, Series};
 
 use crate::read::{RunMeta, RunStatus};
+use crate::write::OPS_COLUMNS;
 use crate::{Environment, Store, StoreError};
 
 /// A stored run with figures recomputed from its histograms.
@@ -83,9 +97,29 @@ impl Store {
             .iter()
             .map(|name| host_facts(stored.as_ref(), name))
             .collect();
+        let relayed = self.relayed_run(id, &layout)?;
         let mut walk = Walk::new(&layout, n_streams, n_workers, intervals.len(), nominal_ns);
         walk.observers = facts.iter().map(|f| f.observer).collect();
-        let walk = self.walk_intervals(id, &intervals, &layout, &usage, stored.as_ref(), walk)?;
+        let mut walk = self.walk_intervals(
+            id,
+            &intervals,
+            &layout,
+            &usage,
+            stored.as_ref(),
+            &relayed,
+            walk,
+        )?;
+        // A run that ended records its relays' totals (and what lost relays measured)
+        // before its final result. Without one, the relays' totals may never have come:
+        // the fleet and the groups count what relays sent per measured interval, and the
+        // workers below them have nothing.
+        let unsent = match &stored {
+            Some(_) => {
+                walk.add_relay_totals(&relayed.totals);
+                relayed.unsent.clone()
+            }
+            None => std::mem::take(&mut walk.relayed_measured),
+        };
         let elapsed_s = walk.measured_ns as f64 / 1e9;
         let Folded {
             fleet,
@@ -95,12 +129,13 @@ impl Store {
             groups: group_summaries,
             host_totals,
             group_totals,
-        } = layout.fold(
+        } = layout.fold_with(
             walk.worker_totals.into_iter().zip(
                 walk.disk_totals
                     .into_iter()
                     .chain(std::iter::repeat(Vec::new())),
             ),
+            &unsent,
             &facts,
             elapsed_s,
         );
@@ -124,6 +159,11 @@ impl Store {
         }
         if meta.status == RunStatus::Running {
             notices.push("the run is still being recorded: figures so far".into());
+        }
+        if stored.is_none() && !unsent.is_empty() {
+            notices.push(
+                "the workers and hosts below relays have no totals (their relays send them at the run's end): the fleet's and the groups' totals count what the relays sent per interval".into(),
+            );
         }
         let (configured, cpu, memory, errors) = summary_extra;
         let result = RunResult {
@@ -281,6 +321,7 @@ impl Store {
 
     /// Stream the run's samples (per worker and per disk) interval by interval in one
     /// query, merging each interval's into `walk`.
+    #[allow(clippy::too_many_arguments)]
     fn walk_intervals(
         &self,
         id: &str,
@@ -288,6 +329,7 @@ impl Store {
         layout: &Layout,
         usage: &BTreeMap<(u32, String), HostUsage>,
         stored: Option<&RunResult>,
+        relayed: &RelayedRun,
         mut walk: Walk,
     ) -> Result<Walk, StoreError> {
         let mut st = self.conn.prepare(
@@ -318,9 +360,92 @@ impl Store {
                 &mut per_disk,
                 id,
             )?;
-            walk.add_interval(iv, layout, usage, stored, &per_worker, &per_disk);
+            let this = Relayed {
+                groups: relayed.groups.get(&iv.idx).map_or(&[], Vec::as_slice),
+                hosts: relayed.hosts.get(&iv.idx).map_or(&[], Vec::as_slice),
+            };
+            walk.add_interval(iv, layout, usage, stored, &per_worker, &per_disk, &this);
         }
         Ok(walk)
+    }
+
+    /// What relays sent of run `id`, placed on `layout` (a brief of a host the layout
+    /// does not have, or a group it does not have, is ignored).
+    fn relayed_run(&self, id: &str, layout: &Layout) -> Result<RelayedRun, StoreError> {
+        let n_streams = layout.streams.len();
+        let n_groups = layout.groups.len();
+        let mut out = RelayedRun::default();
+        self.each_stored_sample(id, "relayed_samples", "idx, grp", |k, s, ops| {
+            let groups = out
+                .groups
+                .entry(k[0] as u32)
+                .or_insert_with(|| vec![Sample::new(n_streams); n_groups]);
+            if let Some(g) = groups.get_mut(k[1] as usize) {
+                ops.add_to(g, s);
+            }
+        })?;
+        self.each_stored_sample(id, "relay_totals", "worker, disk", |k, s, ops| {
+            let mut sample = Sample::new(n_streams);
+            ops.add_to(&mut sample, s);
+            out.totals.push((k[0] as usize, k[1] as usize, sample));
+        })?;
+        let mut unsent = vec![Sample::new(n_streams); n_groups];
+        let mut any = false;
+        self.each_stored_sample(id, "unsent_groups", "grp", |k, s, ops| {
+            if let Some(g) = unsent.get_mut(k[0] as usize) {
+                ops.add_to(g, s);
+                any = true;
+            }
+        })?;
+        if any {
+            out.unsent = unsent;
+        }
+        let mut st = self
+            .conn
+            .prepare("SELECT idx, host, brief FROM relayed_hosts WHERE run_id = ?1 ORDER BY idx")?;
+        let rows = st.query_map([id], |r| {
+            Ok((
+                r.get::<_, u32>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+            ))
+        })?;
+        for row in rows {
+            let (idx, host, text) = row?;
+            let brief: HostBrief =
+                serde_json::from_str(&text).map_err(|e| StoreError::Corrupt {
+                    id: id.into(),
+                    detail: format!("brief of host {host} in interval {idx}: {e}"),
+                })?;
+            if let Some(h) = layout.hosts.iter().position(|n| *n == host) {
+                out.hosts.entry(idx).or_default().push((h, brief));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Call `f` with every stored stream row of run `id` in `table`: the `keys`
+    /// columns' values (integers), the stream and its figures.
+    fn each_stored_sample(
+        &self,
+        id: &str,
+        table: &str,
+        keys: &str,
+        mut f: impl FnMut(&[i64], usize, StreamOps),
+    ) -> Result<(), StoreError> {
+        let n_keys = keys.split(',').count();
+        let mut st = self.conn.prepare(&format!(
+            "SELECT {keys}, stream, {OPS_COLUMNS} FROM {table} WHERE run_id = ?1"
+        ))?;
+        let mut rows = st.query([id])?;
+        while let Some(r) = rows.next()? {
+            let k: Vec<i64> = (0..n_keys)
+                .map(|i| r.get::<_, i64>(i))
+                .collect::<Result<_, _>>()?;
+            let s = r.get::<_, i64>(n_keys)? as usize;
+            f(&k, s, stream_ops(r, n_keys + 1, id)?);
+        }
+        Ok(())
     }
 
     /// What each host spent per interval, keyed by (interval, host).
@@ -361,6 +486,17 @@ type SampleRow = (u32, usize, i64, usize, StreamOps);
 
 /// One row of the samples query.
 fn sample_row(r: &rusqlite::Row<'_>, id: &str) -> Result<SampleRow, StoreError> {
+    Ok((
+        r.get(0)?,
+        r.get::<_, i64>(1)? as usize,
+        r.get::<_, i64>(15)?,
+        r.get::<_, i64>(2)? as usize,
+        stream_ops(r, 3, id)?,
+    ))
+}
+
+/// A stream's read and write figures, stored in the `OPS_COLUMNS` from column `base`.
+fn stream_ops(r: &rusqlite::Row<'_>, base: usize, id: &str) -> Result<StreamOps, StoreError> {
     let corrupt = corrupt_run(id);
     let op = |base: usize| -> Result<OpStats, StoreError> {
         let blob = |i: usize| -> Result<Vec<u8>, StoreError> { Ok(r.get(i)?) };
@@ -379,16 +515,32 @@ fn sample_row(r: &rusqlite::Row<'_>, id: &str) -> Result<SampleRow, StoreError> 
             },
         })
     };
-    Ok((
-        r.get(0)?,
-        r.get::<_, i64>(1)? as usize,
-        r.get::<_, i64>(15)?,
-        r.get::<_, i64>(2)? as usize,
-        StreamOps {
-            read: op(3)?,
-            write: op(9)?,
-        },
-    ))
+    Ok(StreamOps {
+        read: op(base)?,
+        write: op(base + 6)?,
+    })
+}
+
+impl StreamOps {
+    /// Add these figures to stream `s` of `sample` (grown as needed).
+    fn add_to(&self, sample: &mut Sample, s: usize) {
+        if sample.streams.len() <= s {
+            sample.streams.resize(s + 1, Default::default());
+        }
+        sample.streams[s].read += &self.read;
+        sample.streams[s].write += &self.write;
+    }
+}
+
+/// What relays sent of a relayed run (`--relay-fanout`), as stored: per interval the
+/// groups' merged samples and the briefs of the hosts below relays (by layout host),
+/// the relays' (local worker, disk) totals, and per group what lost relays measured.
+#[derive(Default)]
+struct RelayedRun {
+    groups: BTreeMap<u32, Vec<Sample>>,
+    hosts: BTreeMap<u32, Vec<(usize, HostBrief)>>,
+    totals: Vec<(usize, usize, Sample)>,
+    unsent: Vec<Sample>,
 }
 
 /// Merge every sample of interval `idx` into `per_worker` and `per_disk` (grown as
@@ -420,20 +572,13 @@ fn read_interval_samples(
             per_worker.resize(w + 1, Sample::new(n_streams));
             per_disk.resize(w + 1, Vec::new());
         }
-        let add = |sample: &mut Sample| {
-            if sample.streams.len() <= s {
-                sample.streams.resize(s + 1, Default::default());
-            }
-            sample.streams[s].read += &ops.read;
-            sample.streams[s].write += &ops.write;
-        };
-        add(&mut per_worker[w]);
+        ops.add_to(&mut per_worker[w], s);
         if let Ok(d) = usize::try_from(d) {
             let disks = &mut per_disk[w];
             if disks.len() <= d {
                 disks.resize(d + 1, Sample::new(n_streams));
             }
-            add(&mut disks[d]);
+            ops.add_to(&mut disks[d], s);
         }
     }
     Ok(())
@@ -454,6 +599,8 @@ struct Walk {
     group_intervals: Vec<PartIntervals>,
     rows: Vec<IntervalRow>,
     measured_ns: u64,
+    /// Per group, what relays sent of the measured intervals (empty without relays).
+    relayed_measured: Vec<Sample>,
     interval_iops: Vec<f64>,
     error_count: u64,
     /// Per layout host: an observer (as the stored result says), whose usage is kept
@@ -487,6 +634,7 @@ impl Walk {
             rows: Vec::with_capacity(n_intervals),
             measured_ns: 0,
             interval_iops: Vec::new(),
+            relayed_measured: Vec::new(),
             error_count: 0,
             observers: Vec::new(),
         }
@@ -494,6 +642,7 @@ impl Walk {
 
     /// Add one interval's merged samples: its rows per host and group, its fleet row
     /// and, for a measured interval, its share of the totals.
+    #[allow(clippy::too_many_arguments)]
     fn add_interval(
         &mut self,
         iv: &StoredInterval,
@@ -502,6 +651,7 @@ impl Walk {
         stored: Option<&RunResult>,
         per_worker: &[Sample],
         per_disk: &[Vec<Sample>],
+        relayed: &Relayed<'_>,
     ) {
         let by_host: Vec<Option<HostUsage>> = layout
             .hosts
@@ -509,9 +659,10 @@ impl Walk {
             .map(|h| usage.get(&(iv.idx, h.clone())).cloned())
             .collect();
         let rates = iofleet_stats::rates_of(&by_host);
-        self.push_parts(iv, layout, usage, &rates, per_worker);
+        self.push_parts(iv, layout, usage, &rates, per_worker, relayed);
         let mut fleet = Sample::new(self.n_streams);
         per_worker.iter().for_each(|w| fleet += w);
+        relayed.groups.iter().for_each(|g| fleet += g);
         self.error_count += fleet.errors();
         let mut row = interval_row(iv, &fleet);
         (row.net, row.observers) = iofleet_stats::split_by_role(&rates, &self.observers);
@@ -521,6 +672,14 @@ impl Walk {
             .and_then(|x| x.generator.clone());
         if !iv.warmup {
             self.add_to_totals(per_worker, per_disk);
+            if self.relayed_measured.len() < relayed.groups.len() {
+                let n_streams = self.n_streams;
+                self.relayed_measured
+                    .resize(relayed.groups.len(), Sample::new(n_streams));
+            }
+            for (sum, g) in self.relayed_measured.iter_mut().zip(relayed.groups) {
+                *sum += g;
+            }
             let dur_ns = (iv.duration_s * 1e9).round() as u64;
             self.measured_ns += dur_ns;
             if counts_in_median(dur_ns, self.nominal_ns) {
@@ -530,7 +689,9 @@ impl Walk {
         self.rows.push(row);
     }
 
-    /// One interval's rows per host (with its CPU) and per group: parts and series.
+    /// One interval's rows per host (with its CPU) and per group: parts and series. As
+    /// the live run does, the groups add what relays merged, and a host below a relay
+    /// has the rows of its brief.
     fn push_parts(
         &mut self,
         iv: &StoredInterval,
@@ -538,24 +699,44 @@ impl Walk {
         usage: &BTreeMap<(u32, String), HostUsage>,
         rates: &[Option<iofleet_stats::HostResources>],
         per_worker: &[Sample],
+        relayed: &Relayed<'_>,
     ) {
-        layout.push_part_rows(
-            iv.idx,
-            iv.duration_s,
-            per_worker,
-            rates,
-            self.n_streams,
+        let (per_host, mut per_group) = layout.sums(per_worker, self.n_streams);
+        for (sum, g) in per_group.iter_mut().zip(relayed.groups) {
+            *sum += g;
+        }
+        let mut host_rows: Vec<PartRow> = per_host
+            .iter()
+            .map(|s| PartRow::from_sample(iv.idx, iv.duration_s, s))
+            .collect();
+        let mut series_rows: Vec<IntervalRow> =
+            per_host.iter().map(|s| interval_row(iv, s)).collect();
+        for (h, b) in relayed.hosts {
+            if let (Some(row), Some(series)) = (host_rows.get_mut(*h), series_rows.get_mut(*h)) {
+                *row = b.row(iv.idx, iv.duration_s);
+                *series = b.interval_row(iv.idx, iv.t_s, iv.duration_s, iv.warmup, iv.hosts_lost);
+            }
+        }
+        for (row, r) in host_rows.iter_mut().zip(rates) {
+            row.usage = r.clone();
+        }
+        let group_rows = per_group
+            .iter()
+            .map(|s| PartRow::from_sample(iv.idx, iv.duration_s, s))
+            .collect();
+        layout.push_rows(
+            host_rows,
+            group_rows,
             &mut self.host_intervals,
             &mut self.group_intervals,
         );
-        let (per_host, per_group) = layout.sums(per_worker, self.n_streams);
-        for ((series, sample), name) in self
+        for ((series, row), name) in self
             .host_series
             .iter_mut()
-            .zip(&per_host)
+            .zip(series_rows)
             .zip(&layout.hosts)
         {
-            series.rows.push(interval_row(iv, sample));
+            series.rows.push(row);
             series.cpu.push(
                 usage
                     .get(&(iv.idx, name.clone()))
@@ -565,6 +746,23 @@ impl Walk {
         }
         for (series, sample) in self.group_series.iter_mut().zip(&per_group) {
             series.rows.push(interval_row(iv, sample));
+        }
+    }
+
+    /// The relays' totals of the (worker, disk)s below them, added to the totals.
+    fn add_relay_totals(&mut self, totals: &[(usize, usize, Sample)]) {
+        let n_streams = self.n_streams;
+        for (w, d, s) in totals {
+            if self.worker_totals.len() <= *w {
+                self.worker_totals.resize(w + 1, Sample::new(n_streams));
+                self.disk_totals.resize(w + 1, Vec::new());
+            }
+            self.worker_totals[*w] += s;
+            let disks = &mut self.disk_totals[*w];
+            if disks.len() <= *d {
+                disks.resize(d + 1, Sample::new(n_streams));
+            }
+            disks[*d] += s;
         }
     }
 
@@ -748,4 +946,11 @@ fn host_facts(stored: Option<&RunResult>, name: &str) -> HostFacts {
 struct StreamOps {
     read: OpStats,
     write: OpStats,
+}
+
+/// What relays sent of one interval: per group its merged sample, per layout host
+/// below a relay its brief.
+struct Relayed<'a> {
+    groups: &'a [Sample],
+    hosts: &'a [(usize, HostBrief)],
 }

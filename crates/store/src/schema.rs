@@ -114,6 +114,78 @@ pub const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (run_id, idx, worker, disk, stream)
     );
     ",
+    // 5: a relayed run (`--relay-fanout`). The workers below relays have no per-disk
+    // samples per interval: per interval and group (index in the run's groups) the
+    // relays' merged sample, and per interval and host below a relay its brief
+    // (`HostBrief` JSON); at the end, the relays' per-(worker, disk) totals over the
+    // measured intervals (`batch`: the n-th relay to send them), and per group what
+    // relays lost before sending their totals had measured.
+    "
+    CREATE TABLE relayed_samples (
+        run_id              TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        idx                 INTEGER NOT NULL,
+        grp                 INTEGER NOT NULL,
+        stream              INTEGER NOT NULL,
+        read_ios            INTEGER NOT NULL,
+        read_bytes          INTEGER NOT NULL,
+        read_errors         INTEGER NOT NULL,
+        read_lat_sum_ns     BLOB NOT NULL,
+        read_lat_sq_sum_ns2 BLOB NOT NULL,
+        read_hist           BLOB,
+        write_ios           INTEGER NOT NULL,
+        write_bytes         INTEGER NOT NULL,
+        write_errors        INTEGER NOT NULL,
+        write_lat_sum_ns    BLOB NOT NULL,
+        write_lat_sq_sum_ns2 BLOB NOT NULL,
+        write_hist          BLOB,
+        PRIMARY KEY (run_id, idx, grp, stream)
+    );
+    CREATE TABLE relayed_hosts (
+        run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        idx    INTEGER NOT NULL,
+        host   TEXT NOT NULL,
+        brief  TEXT NOT NULL,
+        PRIMARY KEY (run_id, idx, host)
+    );
+    CREATE TABLE relay_totals (
+        run_id              TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        batch               INTEGER NOT NULL,
+        worker              INTEGER NOT NULL,
+        disk                INTEGER NOT NULL,
+        stream              INTEGER NOT NULL,
+        read_ios            INTEGER NOT NULL,
+        read_bytes          INTEGER NOT NULL,
+        read_errors         INTEGER NOT NULL,
+        read_lat_sum_ns     BLOB NOT NULL,
+        read_lat_sq_sum_ns2 BLOB NOT NULL,
+        read_hist           BLOB,
+        write_ios           INTEGER NOT NULL,
+        write_bytes         INTEGER NOT NULL,
+        write_errors        INTEGER NOT NULL,
+        write_lat_sum_ns    BLOB NOT NULL,
+        write_lat_sq_sum_ns2 BLOB NOT NULL,
+        write_hist          BLOB,
+        PRIMARY KEY (run_id, batch, worker, disk, stream)
+    );
+    CREATE TABLE unsent_groups (
+        run_id              TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        grp                 INTEGER NOT NULL,
+        stream              INTEGER NOT NULL,
+        read_ios            INTEGER NOT NULL,
+        read_bytes          INTEGER NOT NULL,
+        read_errors         INTEGER NOT NULL,
+        read_lat_sum_ns     BLOB NOT NULL,
+        read_lat_sq_sum_ns2 BLOB NOT NULL,
+        read_hist           BLOB,
+        write_ios           INTEGER NOT NULL,
+        write_bytes         INTEGER NOT NULL,
+        write_errors        INTEGER NOT NULL,
+        write_lat_sum_ns    BLOB NOT NULL,
+        write_lat_sq_sum_ns2 BLOB NOT NULL,
+        write_hist          BLOB,
+        PRIMARY KEY (run_id, grp, stream)
+    );
+    ",
 ];
 
 /// The schema version this build writes.

@@ -2,7 +2,7 @@
 //! cannot be written (`pull_run`, `push_run`), that copy saved to a private file
 //! (`save_to`, `save_aside`), and `iofleet results import FILE` putting such a file — or
 //! any other store of this schema version — back (`import`). A run moves with every row it owns (the run, its labels,
-//! workers, intervals, samples and host usage) in one transaction, so a reader never sees
+//! workers, intervals, samples, host usage and, for a relayed run, what the relays sent) in one transaction, so a reader never sees
 //! half of one. Nothing here interprets a run's figures.
 
 use std::path::Path;
@@ -21,6 +21,10 @@ const RUN_TABLES: &[(&str, &str)] = &[
     ("samples", "run_id"),
     ("disk_samples", "run_id"),
     ("host_usage", "run_id"),
+    ("relayed_samples", "run_id"),
+    ("relayed_hosts", "run_id"),
+    ("relay_totals", "run_id"),
+    ("unsent_groups", "run_id"),
 ];
 
 /// What `import` did with each run of the file.

@@ -1,15 +1,19 @@
 //! The write path, used while a run happens: `begin_run` creates the run as `running`,
 //! `record_interval` commits one interval (its row and every worker's per-disk,
 //! per-stream raw counters and histograms) in one transaction, `record_usage` adds what each host spent
-//! in it, `finish_run` stores the final result and
+//! in it; a run with relays records what they sent of each interval with it
+//! (`record_relayed_interval`) and, at the end, their totals (`record_relay_totals`)
+//! and what lost relays had measured (`record_unsent_groups`); `finish_run` stores the final result and
 //! marks the run `complete` or `interrupted`. Nothing is buffered across intervals, so a
 //! killed process loses at most the interval it was writing.
 
 use std::collections::BTreeMap;
 
+use iofleet_stats::brief::HostBrief;
 use iofleet_stats::result::{IntervalRow, RunInfo, RunResult};
 use iofleet_stats::{HostUsage, OpStats, Sample};
-use rusqlite::{params, OptionalExtension};
+use rusqlite::types::Value;
+use rusqlite::{params, params_from_iter, OptionalExtension, Transaction};
 
 use crate::env::Environment;
 use crate::{Store, StoreError};
@@ -57,6 +61,66 @@ fn to_i64(what: &str, v: u64) -> Result<i64, StoreError> {
 
 fn hist_blob(s: &OpStats) -> Option<Vec<u8>> {
     (!s.hist.is_empty()).then(|| s.hist.to_v2_bytes())
+}
+
+/// What relays sent of one interval for the hosts below them (`--relay-fanout`): per
+/// group (the run's order) the merged sample of their workers, and per host below a
+/// relay its brief (`brief.host` indexes `host_names`). Empty in a run without relays.
+#[derive(Default)]
+pub struct Relayed<'a> {
+    pub groups: &'a [Sample],
+    pub hosts: &'a [HostBrief],
+    pub host_names: &'a [String],
+}
+
+/// The counter and histogram columns of a stream's figures, in table order.
+pub(crate) const OPS_COLUMNS: &str =
+    "read_ios, read_bytes, read_errors, read_lat_sum_ns, read_lat_sq_sum_ns2, read_hist, \
+     write_ios, write_bytes, write_errors, write_lat_sum_ns, write_lat_sq_sum_ns2, write_hist";
+
+/// One direction's values for `OPS_COLUMNS` (`dir`: "read" or "write").
+fn op_values(dir: &str, o: &OpStats) -> Result<[Value; 6], StoreError> {
+    let count = |field: &str, v: u64| {
+        i64::try_from(v).map_err(|_| StoreError::Overflow(format!("{dir} {field} = {v}")))
+    };
+    Ok([
+        count("ios", o.ios)?.into(),
+        count("bytes", o.bytes)?.into(),
+        count("errors", o.errors)?.into(),
+        o.latency_sum_ns.to_le_bytes().to_vec().into(),
+        o.latency_sq_sum_ns2.to_le_bytes().to_vec().into(),
+        hist_blob(o).map_or(Value::Null, Value::Blob),
+    ])
+}
+
+/// Insert (or replace) a sample's streams into `table`, one row per stream that did
+/// anything (absent rows read back as zero): `run_id` and the `keys` columns take `key`.
+fn insert_streams<const N: usize>(
+    tx: &Transaction<'_>,
+    table: &str,
+    keys: &str,
+    key: [Value; N],
+    sample: &Sample,
+) -> Result<(), StoreError> {
+    let slots: Vec<String> = (1..=N + 13).map(|i| format!("?{i}")).collect();
+    let mut ins = tx.prepare_cached(&format!(
+        "INSERT OR REPLACE INTO {table} (run_id, {keys}, stream, {OPS_COLUMNS}) VALUES ({})",
+        slots.join(", ")
+    ))?;
+    for (s, st) in sample.streams.iter().enumerate() {
+        let (r, w) = (&st.read, &st.write);
+        if r.ios + r.errors + w.ios + w.errors == 0 {
+            continue;
+        }
+        let values = key
+            .iter()
+            .cloned()
+            .chain([Value::from(s as i64)])
+            .chain(op_values("read", r)?)
+            .chain(op_values("write", w)?);
+        ins.execute(params_from_iter(values))?;
+    }
+    Ok(())
 }
 
 impl Store {
@@ -133,65 +197,104 @@ impl Store {
         row: &IntervalRow,
         disks: &[Vec<Sample>],
     ) -> Result<(), StoreError> {
+        self.record_relayed_interval(id, row, disks, &Relayed::default())
+    }
+
+    /// `record_interval` of a run with relays: with the interval, in the same
+    /// transaction, what the relays sent of it (`relayed`).
+    pub fn record_relayed_interval(
+        &mut self,
+        id: &str,
+        row: &IntervalRow,
+        disks: &[Vec<Sample>],
+        relayed: &Relayed<'_>,
+    ) -> Result<(), StoreError> {
         let mut fleet = Sample::default();
         disks.iter().flatten().for_each(|d| fleet += d);
+        relayed.groups.iter().for_each(|g| fleet += g);
         let all = fleet.all();
-        self.write(|tx| {
-        tx.execute(
-            "INSERT OR REPLACE INTO intervals (run_id, idx, t_s, duration_s, warmup, ios, bytes, errors, hosts_lost)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            params![
-                id,
-                row.index,
-                row.t_s,
-                row.duration_s,
-                row.warmup,
-                to_i64("ios", all.ios)?,
-                to_i64("bytes", all.bytes)?,
-                to_i64("errors", all.errors)?,
-                row.hosts_lost
-            ],
-        )?;
-        {
-            let mut ins = tx.prepare_cached(
-                "INSERT OR REPLACE INTO disk_samples (run_id, idx, worker, disk, stream,
-                    read_ios, read_bytes, read_errors, read_lat_sum_ns, read_lat_sq_sum_ns2, read_hist,
-                    write_ios, write_bytes, write_errors, write_lat_sum_ns, write_lat_sq_sum_ns2, write_hist)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
-            )?;
-            let parts = disks
-                .iter()
-                .enumerate()
-                .flat_map(|(w, ds)| ds.iter().enumerate().map(move |(d, s)| (w, d, s)));
-            for (w, d, sample) in parts {
-                for (s, st) in sample.streams.iter().enumerate() {
-                    let (r, wr) = (&st.read, &st.write);
-                    if r.ios + r.errors + wr.ios + wr.errors == 0 {
-                        continue; // nothing happened: absent rows read back as zero
-                    }
-                    ins.execute(params![
-                        id,
-                        row.index,
-                        w as i64,
-                        d as i64,
-                        s as i64,
-                        to_i64("read ios", r.ios)?,
-                        to_i64("read bytes", r.bytes)?,
-                        to_i64("read errors", r.errors)?,
-                        r.latency_sum_ns.to_le_bytes().to_vec(),
-                        r.latency_sq_sum_ns2.to_le_bytes().to_vec(),
-                        hist_blob(r),
-                        to_i64("write ios", wr.ios)?,
-                        to_i64("write bytes", wr.bytes)?,
-                        to_i64("write errors", wr.errors)?,
-                        wr.latency_sum_ns.to_le_bytes().to_vec(),
-                        wr.latency_sq_sum_ns2.to_le_bytes().to_vec(),
-                        hist_blob(wr),
-                    ])?;
-                }
+        let mut briefs = Vec::with_capacity(relayed.hosts.len());
+        for b in relayed.hosts {
+            if let Some(name) = relayed.host_names.get(b.host as usize) {
+                briefs.push((name, serde_json::to_string(b)?));
             }
         }
-        Ok(())
+        self.write(|tx| {
+            tx.execute(
+                "INSERT OR REPLACE INTO intervals (run_id, idx, t_s, duration_s, warmup, ios, bytes, errors, hosts_lost)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                params![
+                    id,
+                    row.index,
+                    row.t_s,
+                    row.duration_s,
+                    row.warmup,
+                    to_i64("ios", all.ios)?,
+                    to_i64("bytes", all.bytes)?,
+                    to_i64("errors", all.errors)?,
+                    row.hosts_lost
+                ],
+            )?;
+            for (w, ds) in disks.iter().enumerate() {
+                for (d, sample) in ds.iter().enumerate() {
+                    let key = [Value::Text(id.into()), row.index.into(), (w as i64).into(), (d as i64).into()];
+                    insert_streams(tx, "disk_samples", "idx, worker, disk", key, sample)?;
+                }
+            }
+            for (g, sample) in relayed.groups.iter().enumerate() {
+                let key = [Value::Text(id.into()), row.index.into(), (g as i64).into()];
+                insert_streams(tx, "relayed_samples", "idx, grp", key, sample)?;
+            }
+            let mut ins = tx.prepare_cached(
+                "INSERT OR REPLACE INTO relayed_hosts (run_id, idx, host, brief) VALUES (?1, ?2, ?3, ?4)",
+            )?;
+            for (name, brief) in &briefs {
+                ins.execute(params![id, row.index, name, brief])?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Commit one relay's totals of the (worker, disk)s below it over the measured
+    /// intervals, with global worker numbers (`worker_base`: the run's first), as one
+    /// more batch: with the intervals they make every worker's total.
+    pub fn record_relay_totals(
+        &mut self,
+        id: &str,
+        worker_base: u32,
+        totals: &[(u32, u32, Sample)],
+    ) -> Result<(), StoreError> {
+        self.write(|tx| {
+            let batch: i64 = tx.query_row(
+                "SELECT COALESCE(MAX(batch) + 1, 0) FROM relay_totals WHERE run_id = ?1",
+                [id],
+                |r| r.get(0),
+            )?;
+            for (worker, disk, sample) in totals {
+                let Some(local) = worker.checked_sub(worker_base) else {
+                    continue; // not a worker of this run (the live run ignores it too)
+                };
+                let key = [
+                    Value::Text(id.into()),
+                    batch.into(),
+                    local.into(),
+                    (*disk).into(),
+                ];
+                insert_streams(tx, "relay_totals", "batch, worker, disk", key, sample)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Commit, per group (the run's order), what relays lost before their totals came
+    /// had measured: the fleet's and the groups' totals count it (`fold_with`).
+    pub fn record_unsent_groups(&mut self, id: &str, groups: &[Sample]) -> Result<(), StoreError> {
+        self.write(|tx| {
+            for (g, sample) in groups.iter().enumerate() {
+                let key = [Value::Text(id.into()), (g as i64).into()];
+                insert_streams(tx, "unsent_groups", "grp", key, sample)?;
+            }
+            Ok(())
         })
     }
 

@@ -6,13 +6,14 @@
 
 use std::collections::BTreeMap;
 
+use iofleet_stats::brief::HostBrief;
 use iofleet_stats::result::{
     CpuSummary, ErrorSummary, IntervalRow, MemorySummary, Outstanding, RunInfo, RunResult,
     RunSummary, SCHEMA_VERSION,
 };
 use iofleet_stats::summary::median;
 use iofleet_stats::{OpSummary, Sample};
-use iofleet_store::{environment, ListFilter, NewRun, RunStatus, Store, StoreError};
+use iofleet_store::{environment, ListFilter, NewRun, Relayed, RunStatus, Store, StoreError};
 use rand::{Rng, SeedableRng};
 use serde_json::json;
 
@@ -728,4 +729,222 @@ fn read_only_store_reads_and_never_writes_or_migrates() {
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
     assert_eq!(v, 1, "a read-only open migrates nothing");
+}
+
+/// Record `data` (3 workers of one disk: worker 0 on h1, workers 1 and 2 on h2) as a
+/// new run: flat, or with h2 below a relay (its workers' samples only as the group's
+/// merged sample and h2's brief per interval, then, when `totals`, the relay's
+/// per-(worker, disk) totals, else what the relay measured as unsent); with a final
+/// result when `finish` (one whose figures are bogus: recomputation ignores them).
+fn record_relayed(
+    store: &mut Store,
+    data: &[(IntervalRow, Vec<Sample>)],
+    relay: Option<bool>,
+    finish: bool,
+) -> String {
+    let labels = BTreeMap::new();
+    let (info, env) = (info("synthetic", 3), environment("0.1.0", "none"));
+    let new = NewRun {
+        name: None,
+        labels: &labels,
+        info: &info,
+        environment: &env,
+    };
+    let id = store.begin_run(&new).unwrap();
+    let hosts = ["h1".to_string(), "h2".to_string()];
+    store.set_worker_hosts(&id, &hosts, &[0, 1, 1]).unwrap();
+    let (mut below, mut measured) = (vec![Sample::new(2); 2], Sample::new(2));
+    for (row, samples) in data {
+        if relay.is_none() {
+            store.record_interval(&id, row, &one_disk(samples)).unwrap();
+            continue;
+        }
+        let mut group = Sample::new(2);
+        samples[1..].iter().for_each(|s| group += s);
+        if !row.warmup {
+            below[0] += &samples[1];
+            below[1] += &samples[2];
+            measured += &group;
+        }
+        let briefs = [HostBrief::of(1, &group, None)];
+        let relayed = Relayed {
+            groups: std::slice::from_ref(&group),
+            hosts: &briefs,
+            host_names: &hosts,
+        };
+        let disks = vec![vec![samples[0].clone()], Vec::new(), Vec::new()];
+        store
+            .record_relayed_interval(&id, row, &disks, &relayed)
+            .unwrap();
+    }
+    match relay {
+        Some(true) => {
+            // Global worker numbers from 10: the store keeps them local.
+            let totals: Vec<(u32, u32, Sample)> = below
+                .into_iter()
+                .enumerate()
+                .map(|(w, s)| (11 + w as u32, 0, s))
+                .collect();
+            store.record_relay_totals(&id, 10, &totals[..1]).unwrap();
+            store.record_relay_totals(&id, 10, &totals[1..]).unwrap();
+        }
+        Some(false) => store
+            .record_unsent_groups(&id, std::slice::from_ref(&measured))
+            .unwrap(),
+        None => {}
+    }
+    if finish {
+        store.finish_run(&id, &fake_final(info)).unwrap();
+    }
+    id
+}
+
+/// A relayed run recomputes as the same run recorded flat: fleet, streams, workers,
+/// hosts, groups, every interval row, the hosts' and groups' rows and series and their
+/// histograms; it moves between stores with what the relays sent, and is deleted with
+/// it. With the relay lost before its totals, the fleet and the group still count what
+/// it measured, and its workers have nothing.
+#[test]
+fn a_relayed_run_recomputes_as_the_flat_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let mut store = Store::open(&db).unwrap();
+    let data = synthetic(3, 5, 11);
+    let flat_id = record_relayed(&mut store, &data, None, true);
+    let tree_id = record_relayed(&mut store, &data, Some(true), true);
+    let flat = store.analyze(&flat_id).unwrap();
+    let tree = store.analyze(&tree_id).unwrap();
+    let (f, t) = (&flat.result, &tree.result);
+    assert_eq!(t.summary, f.summary);
+    assert_eq!(t.streams, f.streams);
+    assert_eq!(t.workers, f.workers);
+    assert_eq!(t.hosts, f.hosts);
+    assert_eq!(t.groups, f.groups);
+    assert_eq!(t.intervals, f.intervals);
+    assert_eq!(t.host_intervals, f.host_intervals);
+    assert_eq!(t.group_intervals, f.group_intervals);
+    assert_eq!(tree.host_series, flat.host_series);
+    assert_eq!(tree.group_series, flat.group_series);
+    assert_eq!(tree.host_hists, flat.host_hists);
+    assert_eq!(tree.group_hists, flat.group_hists);
+    assert_eq!(
+        (tree.read_hist, tree.write_hist),
+        (flat.read_hist, flat.write_hist)
+    );
+    assert!(f.hosts[1].all.ios > 0 && f.workers[2].all.ios > 0);
+    // The listing's interval counts include the relayed group.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let ios = |id: &str| -> i64 {
+        conn.query_row(
+            "SELECT SUM(ios) FROM intervals WHERE run_id = ?1",
+            [id],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    assert_eq!(ios(&tree_id), ios(&flat_id));
+
+    // Moved to another store with everything the relays sent.
+    let other = dir.path().join("other.db");
+    Store::open(&other).unwrap();
+    store.push_run(&other, &tree_id).unwrap();
+    let moved = Store::open(&other).unwrap().analyze(&tree_id).unwrap();
+    assert_eq!(moved.result.workers, f.workers);
+    assert_eq!(moved.result.host_intervals, f.host_intervals);
+
+    // The relay lost before its totals: fleet and group as flat, its workers empty.
+    let lost_id = record_relayed(&mut store, &data, Some(false), true);
+    let lost = store.analyze(&lost_id).unwrap().result;
+    assert_eq!(lost.summary.all, f.summary.all);
+    assert_eq!(lost.streams, f.streams);
+    assert_eq!(lost.groups, f.groups);
+    assert_eq!(lost.intervals, f.intervals);
+    assert_eq!(lost.workers[0], f.workers[0]);
+    assert_eq!(lost.hosts[0], f.hosts[0]);
+    assert_eq!(lost.workers[1].all.ios + lost.workers[2].all.ios, 0);
+    assert_eq!(lost.hosts[1].all.ios, 0);
+
+    // Killed before its end (no final result, no relay totals): its fleet and group
+    // count what the relay sent per interval, its workers below the relay nothing, as
+    // a notice says; the same run killed flat has the same fleet and groups.
+    let killed_id = record_relayed(&mut store, &data, Some(true), false);
+    let killed_flat_id = record_relayed(&mut store, &data, None, false);
+    store.abandon_run(&killed_id).unwrap();
+    store.abandon_run(&killed_flat_id).unwrap();
+    conn.execute("DELETE FROM relay_totals WHERE run_id = ?1", [&killed_id])
+        .unwrap();
+    let killed = store.analyze(&killed_id).unwrap().result;
+    let killed_flat = store.analyze(&killed_flat_id).unwrap().result;
+    assert_eq!(killed.summary.all, killed_flat.summary.all);
+    assert_eq!(killed.streams, killed_flat.streams);
+    assert_eq!(killed.groups, killed_flat.groups);
+    assert_eq!(killed.intervals, killed_flat.intervals);
+    assert_eq!(killed.workers[0], killed_flat.workers[0]);
+    assert_eq!(killed.workers[1].all.ios + killed.workers[2].all.ios, 0);
+    assert!(
+        killed
+            .notices
+            .iter()
+            .any(|n| n.contains("below relays have no totals")),
+        "{:?}",
+        killed.notices
+    );
+
+    // A brief that cannot be read back is a damaged run, named with its host and
+    // interval; a brief of a host the run does not have is ignored.
+    conn.execute(
+        "UPDATE relayed_hosts SET host = 'elsewhere' WHERE run_id = ?1 AND idx = 1",
+        [&tree_id],
+    )
+    .unwrap();
+    let a = store.analyze(&tree_id).unwrap().result;
+    assert_eq!(a.host_intervals[1].rows[1].all.ios, 0);
+    assert_eq!(a.host_intervals[1].rows[2], f.host_intervals[1].rows[2]);
+    conn.execute(
+        "UPDATE relayed_hosts SET brief = '{\"host\": 1' WHERE run_id = ?1 AND idx = 2",
+        [&tree_id],
+    )
+    .unwrap();
+    let e = store.analyze(&tree_id).unwrap_err();
+    assert!(matches!(e, StoreError::Corrupt { .. }), "{e:?}");
+    assert!(
+        e.to_string().contains("brief of host h2 in interval 2"),
+        "{e}"
+    );
+
+    // A count beyond what SQLite holds is refused, naming it, and nothing is written.
+    let mut huge = Sample::new(2);
+    huge.streams[1].write.ios = u64::MAX;
+    let e = store
+        .record_relay_totals(&killed_id, 0, &[(0, 0, huge)])
+        .unwrap_err();
+    assert!(matches!(e, StoreError::Overflow(_)), "{e:?}");
+    assert!(
+        e.to_string().contains(&format!("write ios = {}", u64::MAX)),
+        "{e}"
+    );
+    let kept: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM relay_totals WHERE run_id = ?1",
+            [&killed_id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(kept, 0);
+
+    // Deleting the runs deletes what the relays sent.
+    for id in [&flat_id, &tree_id, &lost_id, &killed_id, &killed_flat_id] {
+        store.delete(id).unwrap();
+    }
+    for table in [
+        "relayed_samples",
+        "relayed_hosts",
+        "relay_totals",
+        "unsent_groups",
+    ] {
+        let left: i64 = conn
+            .query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(left, 0, "{table}");
+    }
 }

@@ -11,7 +11,6 @@ use std::io::IsTerminal;
 use indicatif::{BinaryBytes, MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use iofleet_fleet::{IntervalSnapshot, Observer, Phase};
 use iofleet_stats::result::IntervalRow;
-use iofleet_stats::Sample;
 
 pub struct LiveView {
     multi: Option<MultiProgress>,
@@ -67,21 +66,23 @@ impl LiveView {
             row.set_style(ProgressStyle::with_template("{msg}").expect("static template"));
             self.host_rows.push(row);
         }
-        let mut per_host = vec![Sample::default(); snap.hosts.len()];
-        for (w, s) in snap.workers.iter().enumerate() {
-            if let Some(&h) = snap.worker_host.get(w) {
-                per_host[h] += s;
-            }
-        }
+        // Each host's brief: of its workers' sample, or, below a relay, its relay's.
+        let n_streams = snap.layout.streams.len();
+        let per_host = iofleet_stats::fold::sum_by_host(
+            snap.workers,
+            snap.worker_host,
+            snap.hosts.len(),
+            n_streams,
+        );
+        let briefs = iofleet_stats::brief::briefs_of(&per_host, &snap.relayed.hosts);
         let secs = snap.row.duration_s.max(1e-9);
-        for ((row, name), s) in self.host_rows.iter().zip(snap.hosts).zip(&per_host) {
-            let all = s.all();
+        for ((row, name), b) in self.host_rows.iter().zip(snap.hosts).zip(&briefs) {
             row.set_message(format!(
                 "  {:<16} {:>10.0} IOPS {:>8.1} MB/s  p99 {:>9.1} µs",
                 name.chars().take(16).collect::<String>(),
-                all.ios as f64 / secs,
-                all.bytes as f64 / secs / 1e6,
-                all.hist.quantile_ns(0.99) as f64 / 1000.0
+                b.all.ios as f64 / secs,
+                b.all.bytes as f64 / secs / 1e6,
+                b.all.p99_ns as f64 / 1000.0
             ));
         }
     }
@@ -225,7 +226,14 @@ mod tests {
     use super::*;
 
     fn row(index: u32, t_s: f64, warmup: bool) -> IntervalRow {
-        IntervalRow::from_sample(index, t_s, 1.0, warmup, 0, &Sample::default())
+        IntervalRow::from_sample(
+            index,
+            t_s,
+            1.0,
+            warmup,
+            0,
+            &iofleet_stats::Sample::default(),
+        )
     }
 
     /// The clock field of the line: "3/4" of "measure     3/4 s [...]".

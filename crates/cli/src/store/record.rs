@@ -1,6 +1,7 @@
 //! Saving runs to the results store: the `--db/--no-save/--name/--label` flags of
 //! `iofleet run`, the `--db` flag of the reading commands, and `StoreRecorder`, an
-//! `Observer` that writes each interval to the store as the controller hands it over.
+//! `Observer` that writes each interval to the store as the controller hands it over
+//! (in a run with relays, with what they sent of it, and their totals at the end).
 //!
 //! A store that other runs are writing is waited for (the store's writes retry while it
 //! is locked). A store that truly fails in the middle of a run (disk full, read-only,
@@ -19,7 +20,8 @@ use std::path::PathBuf;
 use clap::Args;
 use iofleet_fleet::{IntervalSnapshot, Observer};
 use iofleet_stats::result::{RunInfo, RunResult, StoredRun};
-use iofleet_store::{environment, NewRun, Store, StoreError};
+use iofleet_stats::Sample;
+use iofleet_store::{environment, NewRun, Relayed, Store, StoreError};
 
 use crate::exit::Exit;
 
@@ -125,6 +127,8 @@ pub struct StoreRecorder {
     broken: bool,
     quiet: bool,
     hosts_recorded: bool,
+    /// The run's first global worker number (relays name workers by it).
+    worker_base: u32,
 }
 
 impl StoreRecorder {
@@ -154,6 +158,7 @@ impl StoreRecorder {
             broken: false,
             quiet,
             hosts_recorded: false,
+            worker_base: 0,
         }))
     }
 
@@ -217,6 +222,20 @@ impl StoreRecorder {
         );
         self.spill = Some(mem);
         true
+    }
+
+    /// Record what the run hears at its end (relays' totals, unsent groups) with
+    /// `write`: on the store, or in memory once it failed.
+    fn record_end(&mut self, mut write: impl FnMut(&mut Store, &str) -> Result<(), StoreError>) {
+        if self.broken {
+            return;
+        }
+        let Some(id) = self.id.clone() else { return };
+        while let Err(e) = write(self.active(), &id) {
+            if !self.fail(e) {
+                return;
+            }
+        }
     }
 
     fn begin(&mut self, info: &RunInfo) {
@@ -364,6 +383,7 @@ impl Observer for StoreRecorder {
             return;
         }
         let Some(id) = self.id.clone() else { return };
+        self.worker_base = snap.layout.worker_base;
         loop {
             let mut outcome = Ok(());
             if !self.hosts_recorded {
@@ -372,7 +392,13 @@ impl Observer for StoreRecorder {
                     .set_worker_hosts(&id, snap.hosts, snap.worker_host);
             }
             let outcome = outcome.and_then(|_| {
-                self.active().record_interval(&id, snap.row, snap.disks)?;
+                let relayed = Relayed {
+                    groups: &snap.relayed.groups,
+                    hosts: &snap.relayed.hosts,
+                    host_names: snap.hosts,
+                };
+                self.active()
+                    .record_relayed_interval(&id, snap.row, snap.disks, &relayed)?;
                 self.active()
                     .record_usage(&id, snap.row.index, snap.hosts, snap.usage)
             });
@@ -391,6 +417,15 @@ impl Observer for StoreRecorder {
                 }
             }
         }
+    }
+
+    fn relay_totals(&mut self, totals: &[(u32, u32, Sample)]) {
+        let base = self.worker_base;
+        self.record_end(|store, id| store.record_relay_totals(id, base, totals));
+    }
+
+    fn unsent_groups(&mut self, groups: &[Sample]) {
+        self.record_end(|store, id| store.record_unsent_groups(id, groups));
     }
 }
 

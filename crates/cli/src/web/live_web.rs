@@ -27,6 +27,7 @@ use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use iofleet_fleet::{IntervalSnapshot, Observer, Phase};
+use iofleet_stats::brief::{HostBrief, Relayed};
 use iofleet_stats::result::RunInfo;
 use iofleet_stats::slo::{Objective, Ops};
 use serde_json::json;
@@ -356,28 +357,39 @@ impl Observer for LiveWeb {
 /// behind its peers: `Layout::interval_parts`, the result's straggler rule over this
 /// interval) and per worker group (IOPS, p99, workers) when the run has several.
 fn hosts_event(snap: &IntervalSnapshot<'_>) -> serde_json::Value {
-    let n_streams = snap.workers.first().map_or(0, |w| w.streams.len());
+    let n_streams = snap.layout.streams.len();
     let secs = snap.row.duration_s;
     let lost: Vec<bool> = snap.host_lost_s.iter().map(Option::is_some).collect();
+    let relayed = Relayed {
+        groups: &snap.relayed.groups,
+        hosts: &snap.relayed.hosts,
+    };
     let parts = snap
         .layout
-        .interval_parts(snap.workers, n_streams, &lost, secs);
-    let figures = |s: &iofleet_stats::Sample| {
-        let all = s.all();
-        let iops = if secs > 0.0 {
-            all.ios as f64 / secs
+        .interval_parts(snap.workers, relayed, n_streams, &lost, secs);
+    let iops = |ios: u64| {
+        if secs > 0.0 {
+            ios as f64 / secs
         } else {
             0.0
-        };
+        }
+    };
+    let figures = |s: &iofleet_stats::Sample| {
+        let all = s.all();
         let p99 = (!all.hist.is_empty()).then(|| all.hist.quantile_ns(0.99) as f64 / 1e3);
-        (iops, p99)
+        (iops(all.ios), p99)
+    };
+    // A host's figures come from its brief: of its workers' sample, or its relay's.
+    let brief_figures = |b: &HostBrief| {
+        let p99 = (b.all.ios > 0).then(|| b.all.p99_ns as f64 / 1e3);
+        (iops(b.all.ios), p99)
     };
     let hosts: Vec<serde_json::Value> = snap
         .hosts
         .iter()
         .enumerate()
         .map(|(i, name)| {
-            let (iops, p99) = parts.hosts.get(i).map_or((0.0, None), figures);
+            let (iops, p99) = parts.briefs.get(i).map_or((0.0, None), brief_figures);
             json!({
                 "name": name,
                 "workers": snap.worker_host.iter().filter(|&&h| h == i).count(),
@@ -616,5 +628,77 @@ mod tests {
         let all = h.since(0);
         assert!(all[0].1.contains("\"objectives\""), "{}", all[0].1);
         assert_eq!(all.len(), MAX_EVENTS + 1);
+    }
+
+    /// Hosts b and c below a relay (their workers zero here, the group's sample and
+    /// their briefs relayed): the live view's host and group strips are the flat ones.
+    #[test]
+    fn hosts_below_a_relay_have_the_flat_strips() {
+        use iofleet_fleet::observer::RelayedParts;
+        use iofleet_stats::fold::{GroupRange, Layout};
+        use iofleet_stats::result::IntervalRow;
+        use iofleet_stats::Sample;
+        let reads = |ios: u64, lat_ns: u64| {
+            let mut s = Sample::new(1);
+            (0..ios).for_each(|_| s.streams[0].read.record(lat_ns, 4096));
+            s
+        };
+        let group = |name: &str, first: u32| GroupRange {
+            name: name.into(),
+            profile: "p".into(),
+            first,
+            workers: 2,
+            rate_per_worker: None,
+        };
+        let layout = Layout {
+            streams: vec!["s".into()],
+            hosts: vec!["a".into(), "b".into(), "c".into()],
+            worker_base: 0,
+            worker_host: vec![0, 1, 2, 2],
+            groups: vec![group("g", 0), group("h", 2)],
+        };
+        // Host b delivers half of what a does: a straggler in group g.
+        let workers = [
+            reads(100, 1_000),
+            reads(50, 2_000),
+            reads(80, 3_000),
+            reads(90, 9_000),
+        ];
+        let mut below = vec![workers[0].clone()];
+        below.resize(4, Sample::new(1));
+        let (g, mut h) = (workers[1].clone(), workers[2].clone());
+        h += &workers[3];
+        let relayed = RelayedParts {
+            groups: vec![g, h.clone()],
+            hosts: vec![
+                HostBrief::of(1, &workers[1], None),
+                HostBrief::of(2, &h, None),
+            ],
+        };
+        let row = IntervalRow::from_sample(3, 1.5, 0.5, false, 0, &Sample::new(1));
+        let hosts = layout.hosts.clone();
+        let snap = |workers, relayed| IntervalSnapshot {
+            row: &row,
+            workers,
+            disks: &[],
+            hosts: &hosts,
+            worker_host: &layout.worker_host,
+            usage: &[],
+            generator: None,
+            host_lost_s: &[None, None, None],
+            layout: &layout,
+            relayed,
+            stopped_at: None,
+            ran_through: false,
+        };
+        let (workers, below): (&[Sample], &[Sample]) = (&workers, &below);
+        let nothing = RelayedParts::default();
+        let flat = hosts_event(&snap(workers, &nothing));
+        let tree = hosts_event(&snap(below, &relayed));
+        assert_eq!(tree, flat);
+        assert_eq!(tree["hosts"][1]["iops"], 100.0);
+        assert_eq!(tree["hosts"][1]["straggler"], true);
+        assert_eq!(tree["hosts"][2]["workers"], 2);
+        assert_eq!(tree["groups"][1]["iops"], 340.0);
     }
 }

@@ -24,7 +24,8 @@ use fastmetrics::raw::quantile::Quantile;
 use fastmetrics::raw::{LabelSetSchema, MetricLabelSet, MetricType, TypedMetric};
 use fastmetrics::registry::{Metric, Registry, Unit};
 use iofleet_fleet::{IntervalSnapshot, Observer};
-use iofleet_stats::{OpStats, Sample};
+use iofleet_stats::brief::OpsBrief;
+use iofleet_stats::Sample;
 
 use crate::exit::Exit;
 use crate::web::access::Access;
@@ -233,15 +234,17 @@ struct SummaryState {
 }
 
 impl Summary {
-    fn record(&self, s: &OpStats) {
+    fn record(&self, s: &OpsBrief) {
         let mut st = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let quantiles_ns = [s.p50_ns, s.p90_ns, s.p99_ns, s.p99_9_ns];
         st.quantiles = QUANTILES
             .iter()
-            .map(|&q| {
-                let v = if s.hist.is_empty() {
+            .zip(quantiles_ns)
+            .map(|(&q, ns)| {
+                let v = if s.ios == 0 {
                     f64::NAN
                 } else {
-                    s.hist.quantile_ns(q) as f64 / 1e9
+                    ns as f64 / 1e9
                 };
                 Quantile::new(q, v)
             })
@@ -332,7 +335,9 @@ where
         Ok(io)
     }
 
-    fn record(&self, labels: &L, s: &OpStats, secs: f64) {
+    /// Fold in one interval's figures of one direction (a brief: every quantile the
+    /// summary shows, exact, and the counters), `secs` long.
+    fn record(&self, labels: &L, s: &OpsBrief, secs: f64) {
         let rate = |x: u64| {
             if secs > 0.0 {
                 x as f64 / secs
@@ -424,25 +429,30 @@ impl Families {
     /// when it is the command's only run).
     fn record(&self, snap: &IntervalSnapshot<'_>, index: u32) {
         let secs = snap.row.duration_s;
+        // The fleet: every worker reported here, and what relays merged per group.
         let mut fleet = Sample::default();
         snap.workers.iter().for_each(|w| fleet += w);
+        snap.relayed.groups.iter().for_each(|g| fleet += g);
         for (direction, s) in [("read", fleet.read()), ("write", fleet.write())] {
-            self.fleet.record(&FleetLabels { direction }, &s, secs);
+            self.fleet
+                .record(&FleetLabels { direction }, &OpsBrief::of(&s), secs);
         }
-        let n_streams = snap.workers.first().map_or(0, |w| w.streams.len());
+        // Each host: its workers' brief, or, below a relay, the one its relay sent.
+        let n_streams = snap.layout.streams.len();
         let per_host = iofleet_stats::fold::sum_by_host(
             snap.workers,
             snap.worker_host,
             snap.hosts.len(),
             n_streams,
         );
-        for (name, host) in snap.hosts.iter().zip(&per_host) {
-            for (direction, s) in [("read", host.read()), ("write", host.write())] {
+        let briefs = iofleet_stats::brief::briefs_of(&per_host, &snap.relayed.hosts);
+        for (name, host) in snap.hosts.iter().zip(&briefs) {
+            for (direction, s) in [("read", &host.read), ("write", &host.write)] {
                 let labels = HostLabels {
                     host: name.clone(),
                     direction,
                 };
-                self.host.record(&labels, &s, secs);
+                self.host.record(&labels, s, secs);
             }
         }
         self.interval_index.set(i64::from(index));
@@ -518,6 +528,7 @@ fn wants_openmetrics(accept: Option<&str>) -> bool {
 mod tests {
     use super::*;
 
+    use iofleet_fleet::observer::RelayedParts;
     use iofleet_stats::fold::Layout;
     use iofleet_stats::result::IntervalRow;
     use iofleet_stats::StreamStats;
@@ -674,5 +685,64 @@ mod tests {
             txt.contains("# TYPE iofleet_latency_seconds summary"),
             "{txt}"
         );
+    }
+
+    /// Host c below a relay (its worker zero here; its sample in the relayed group and
+    /// its brief): the same page, counters, gauges and quantiles, as the flat run's.
+    #[test]
+    fn hosts_below_a_relay_are_served_as_flat_ones() {
+        let hosts = ["a".to_string(), "c".to_string()];
+        let workers = [reads(10, 4096, 1_000_000), reads(30, 8192, 3_000_000)];
+        let below = [workers[0].clone(), Sample::new(1)];
+        let (workers, below): (&[Sample], &[Sample]) = (&workers, &below);
+        let relayed = RelayedParts {
+            groups: vec![workers[1].clone()],
+            hosts: vec![iofleet_stats::brief::HostBrief::of(1, &workers[1], None)],
+        };
+        let (mut flat, mut tree) = (Metrics::new().unwrap(), Metrics::new().unwrap());
+        let layout = Layout::default();
+        let snap = |row, workers, relayed| IntervalSnapshot {
+            row,
+            workers,
+            disks: &[],
+            hosts: &hosts,
+            worker_host: &[0, 1],
+            usage: &[None, None],
+            generator: None,
+            host_lost_s: &[None, None],
+            layout: &layout,
+            relayed,
+            stopped_at: None,
+            ran_through: true,
+        };
+        let nothing = RelayedParts::default();
+        let rows = [row(0), row(1)];
+        for r in &rows {
+            flat.interval(&snap(r, workers, &nothing));
+            tree.interval(&snap(r, below, &relayed));
+        }
+        let (flat, tree) = (flat.pages(), tree.pages());
+        // Series come in hash order: compare the pages' lines as sets.
+        let lines = |page: &str| {
+            let mut l: Vec<String> = page.lines().map(str::to_string).collect();
+            l.sort();
+            l
+        };
+        assert_eq!(lines(&tree.openmetrics), lines(&flat.openmetrics));
+        assert_eq!(lines(&tree.text), lines(&flat.text));
+        let om = &tree.openmetrics;
+        assert_eq!(value(om, "iofleet_ios_total{direction=\"read\"}"), 80.0);
+        assert_eq!(
+            value(
+                om,
+                "iofleet_host_io_bytes_total{host=\"c\",direction=\"read\"}"
+            ),
+            60.0 * 8192.0
+        );
+        let p99 = value(
+            om,
+            "iofleet_host_latency_seconds{host=\"c\",direction=\"read\",quantile=\"0.99\"}",
+        );
+        assert!((p99 - 0.003).abs() < 0.0002, "{p99}");
     }
 }
