@@ -44,6 +44,10 @@ pub struct RelayedInterval {
     pub generator: Option<Box<GenSample>>,
 }
 
+/// A host's (global worker, disk, sample)s of one interval, as an interval frame
+/// carries them.
+pub type DiskSamples = Vec<(u32, u32, Sample)>;
+
 /// One host's report of an interval, as a relay takes it in.
 pub struct ChildInterval<'a> {
     /// The host, as the controller numbers them.

@@ -39,6 +39,13 @@ pub const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
 /// Latency quantiles of the summaries.
 const QUANTILES: [f64; 4] = [0.5, 0.9, 0.99, 0.999];
 
+/// Fleets of more hosts get no per-host series: fourteen series a host make 50,000
+/// hosts' page about 86 MB, rendered every interval and read whole by every scrape —
+/// more than the run's own merge costs — and more series than a Prometheus server
+/// wants from one target. The fleet's series and `iofleet_hosts` stay; per-host figures
+/// are in the result and the live view.
+pub const MAX_HOST_SERIES: usize = 1_000;
+
 /// The latest rendering in both formats.
 #[derive(Debug, Clone)]
 struct Pages {
@@ -438,6 +445,10 @@ impl Families {
                 .record(&FleetLabels { direction }, &OpsBrief::of(&s), secs);
         }
         // Each host: its workers' brief, or, below a relay, the one its relay sent.
+        if snap.hosts.len() > MAX_HOST_SERIES {
+            self.interval_gauges(snap, index);
+            return;
+        }
         let n_streams = snap.layout.streams.len();
         let per_host = iofleet_stats::fold::sum_by_host(
             snap.workers,
@@ -455,6 +466,11 @@ impl Families {
                 self.host.record(&labels, s, secs);
             }
         }
+        self.interval_gauges(snap, index);
+    }
+
+    /// The gauges of interval `index`: where the run is, its hosts, its generator.
+    fn interval_gauges(&self, snap: &IntervalSnapshot<'_>, index: u32) {
         self.interval_index.set(i64::from(index));
         self.warmup.set(i64::from(snap.row.warmup));
         self.hosts.set(snap.hosts.len() as i64);
@@ -689,6 +705,41 @@ mod tests {
 
     /// Host c below a relay (its worker zero here; its sample in the relayed group and
     /// its brief): the same page, counters, gauges and quantiles, as the flat run's.
+    /// Past `MAX_HOST_SERIES` hosts the page keeps the fleet's series and gauges, and
+    /// serves no host's series; at the limit it serves every host's.
+    #[test]
+    fn a_fleet_past_the_host_limit_has_no_per_host_series() {
+        for (n, per_host) in [(MAX_HOST_SERIES, true), (MAX_HOST_SERIES + 1, false)] {
+            let mut m = Metrics::new().unwrap();
+            let hosts: Vec<String> = (0..n).map(|h| format!("h{h}")).collect();
+            let workers = vec![reads(2, 4096, 1_000_000); n];
+            let worker_host: Vec<usize> = (0..n).collect();
+            m.interval(&IntervalSnapshot {
+                row: &row(0),
+                workers: &workers,
+                disks: &[],
+                hosts: &hosts,
+                worker_host: &worker_host,
+                usage: &vec![None; n],
+                generator: None,
+                host_lost_s: &vec![None; n],
+                layout: &Layout::default(),
+                relayed: &Default::default(),
+                stopped_at: None,
+                ran_through: true,
+            });
+            let om = m.pages().openmetrics;
+            assert_eq!(value(&om, "iofleet_hosts"), n as f64);
+            assert_eq!(value(&om, "iofleet_interval_index"), 0.0);
+            assert_eq!(
+                value(&om, "iofleet_ios_total{direction=\"read\"}"),
+                2.0 * n as f64,
+                "the fleet's series stay"
+            );
+            assert_eq!(om.contains("host=\"h0\""), per_host, "{n} hosts");
+        }
+    }
+
     #[test]
     fn hosts_below_a_relay_are_served_as_flat_ones() {
         let hosts = ["a".to_string(), "c".to_string()];

@@ -570,7 +570,11 @@ impl Relay {
     /// The hosts below, joined: on the first job, waiting for them within the join
     /// timeout (an error names the ranks that did not join), each with its own target
     /// if it named one, else the one its job names (the controller's target for it).
-    fn subtree(&mut self, below: &[BelowJob], stop: &AtomicBool) -> Result<&mut Subtree, FleetError> {
+    fn subtree(
+        &mut self,
+        below: &[BelowJob],
+        stop: &AtomicBool,
+    ) -> Result<&mut Subtree, FleetError> {
         if let Relay::Waiting(r) = self {
             let members = r.port.wait_for(&r.below, r.join_timeout, stop)?;
             let job_target = |rank: u32| {
@@ -761,9 +765,10 @@ fn relay_task(
     let groups = subtree_groups(&job.below)?;
     let mut placement = Vec::new();
     for b in &job.below {
-        let host = sub.hosts.get(&b.rank).cloned().ok_or_else(|| {
-            FleetError::Setup(format!("rank {} is not below this relay", b.rank))
-        })?;
+        let host =
+            sub.hosts.get(&b.rank).cloned().ok_or_else(|| {
+                FleetError::Setup(format!("rank {} is not below this relay", b.rank))
+            })?;
         placement.push((host, share_of(&b.job)));
     }
     sub.next = Some(LaunchPlan {
@@ -953,10 +958,13 @@ fn virtual_relay_task(
 ) -> Result<Done, FleetError> {
     let groups = subtree_groups(&job.below)?;
     let plan = iofleet_profile::combine(&groups);
-    let timeline =
-        crate::source::Timeline::new(plan.timing.warmup, plan.timing.duration, plan.timing.interval);
+    let timeline = crate::source::Timeline::new(
+        plan.timing.warmup,
+        plan.timing.duration,
+        plan.timing.interval,
+    );
     let one = replay_sample(&plan);
-    let per_host: Vec<(u32, Vec<(u32, u32, iofleet_stats::Sample)>)> = job
+    let per_host: Vec<(u32, crate::relay::DiskSamples)> = job
         .below
         .iter()
         .map(|b| {
@@ -971,23 +979,33 @@ fn virtual_relay_task(
             (b.host, samples)
         })
         .collect();
-    let children = per_host.iter().map(|(host, samples)| crate::relay::ChildInterval {
-        host: *host,
-        samples,
-        stopped_at: None,
-        usage: None,
-    });
+    let children = per_host
+        .iter()
+        .map(|(host, samples)| crate::relay::ChildInterval {
+            host: *host,
+            samples,
+            stopped_at: None,
+            usage: None,
+        });
     let ranges = crate::controller::group_ranges(&groups);
     let merged = crate::relay::merge_interval(0, children, &ranges, plan.streams.len());
     let mut frame = crate::agents::protocol::frame_bytes(&Frame::Relayed(Box::new(merged)));
-    let mut totals = SubtreeTotals::new(timeline.warmup_intervals, timeline.intervals(), plan.streams.len());
+    let mut totals = SubtreeTotals::new(
+        timeline.warmup_intervals,
+        timeline.intervals(),
+        plan.streams.len(),
+    );
     let epoch_ns = Arc::new(AtomicU64::new(0));
     let mut gate = Gate {
         out: out.clone(),
         control,
         epoch_ns: epoch_ns.clone(),
         drop_caches: None,
-        below_names: job.below.iter().map(|b| format!("virtual-r{}", b.rank)).collect(),
+        below_names: job
+            .below
+            .iter()
+            .map(|b| format!("virtual-r{}", b.rank))
+            .collect(),
     };
     let epoch = gate.ready_as(Ready {
         notices: Vec::new(),
@@ -995,15 +1013,17 @@ fn virtual_relay_task(
         configured_outstanding: 0,
         below: gate.below_names.clone(),
     })?;
-    let unreachable =
-        |e: io::Error| FleetError::Setup(format!("cannot reach the controller: {e}"));
+    let unreachable = |e: io::Error| FleetError::Setup(format!("cannot reach the controller: {e}"));
     for k in 0..timeline.intervals() {
         let due = epoch + Duration::from_nanos(timeline.boundaries[k as usize + 1]);
         while Instant::now() < due {
             if stop.load(Ordering::SeqCst) {
                 return Ok(done());
             }
-            std::thread::sleep(due.saturating_duration_since(Instant::now()).min(Duration::from_millis(200)));
+            std::thread::sleep(
+                due.saturating_duration_since(Instant::now())
+                    .min(Duration::from_millis(200)),
+            );
         }
         if k == 0 {
             let started = Clock {
@@ -1017,7 +1037,9 @@ fn virtual_relay_task(
         }
         frame[5..9].copy_from_slice(&k.to_le_bytes());
         let mut w = out.w.lock().unwrap_or_else(|p| p.into_inner());
-        w.write_all(&frame).and_then(|()| w.flush()).map_err(unreachable)?;
+        w.write_all(&frame)
+            .and_then(|()| w.flush())
+            .map_err(unreachable)?;
         out.last_ns.store(mono_ns(), Ordering::Relaxed);
     }
     send(out, &Frame::RelayTotals(totals.samples())).map_err(unreachable)?;

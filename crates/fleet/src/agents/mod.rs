@@ -438,14 +438,17 @@ impl AgentLauncher {
     }
 
     /// Each host with work, and its agent job.
-    fn host_jobs(&self, shares: &[HostShare], task: Task) -> Vec<(usize, AgentJob)> {
+    fn host_jobs(&mut self, shares: &[HostShare], task: Task) -> Vec<(usize, AgentJob)> {
+        // The jobs below relays go into their relays' jobs once (a fleet of 50,000
+        // hosts' jobs are held once, not copied).
+        let mut below_all = std::mem::take(&mut self.below);
         // Observers take part in a measured run only; one-shot tasks are the disks'.
         let observe = task == Task::Run;
         shares
             .iter()
             .enumerate()
             .filter_map(|(i, share)| {
-                let below = self.below.get(&i).cloned().unwrap_or_default();
+                let below = below_all.remove(&i).unwrap_or_default();
                 let task = match self.hosts[i].role {
                     Role::Observer if observe => Task::Observe,
                     Role::Observer => return None,

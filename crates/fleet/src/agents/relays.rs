@@ -99,10 +99,17 @@ impl Launcher for RelayLauncher {
                 .iter()
                 .any(|r| n.starts_with(&format!("host {r} has no worker")))
         });
+        const NAMED: usize = 5;
+        let more = relays.len().saturating_sub(NAMED);
         plan.notices.push(format!(
-            "{} relay(s) ({}) run no workers of their own: each merges the intervals of the hosts below it",
+            "{} relay(s) ({}{}) run no workers of their own: each merges the intervals of the hosts below it",
             relays.len(),
-            relays.join(", ")
+            relays[..relays.len().min(NAMED)].join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
         ));
         Ok(plan)
     }
@@ -137,21 +144,26 @@ impl Launcher for RelayLauncher {
                 },
             });
         }
-        self.agents.set_below(below.clone());
+        // Which hosts each relay has below it, for after the jobs are handed over.
+        let below_hosts: BTreeMap<usize, Vec<usize>> = below
+            .iter()
+            .map(|(&r, jobs)| (r, jobs.iter().map(|b| b.host as usize).collect()))
+            .collect();
+        self.agents.set_below(below);
         let relays = plan.map(|_| Hosts(self.relays.iter().map(|&r| placed[r].clone()).collect()));
         let Some(mut prep) = self.agents.materialize(relays, stop, observer, notices)? else {
             return Ok(None);
         };
         // The relays with work below them are the run's sources, in order.
         let active: Vec<usize> = (0..self.relays.len())
-            .filter(|i| below.contains_key(i))
+            .filter(|i| below_hosts.contains_key(i))
             .collect();
         self.sources = active.iter().map(|&i| self.relays[i]).collect();
         let mut names: Vec<String> = self.all.iter().map(|h| h.name.clone()).collect();
         for &i in &active {
             if let Some(said) = self.agents.below_names(i) {
-                for (b, name) in below[&i].iter().zip(said) {
-                    names[b.host as usize] = name.clone();
+                for (&h, name) in below_hosts[&i].iter().zip(said) {
+                    names[h] = name.clone();
                 }
             }
         }
@@ -171,7 +183,7 @@ impl Launcher for RelayLauncher {
         prep.below = active
             .iter()
             .enumerate()
-            .map(|(s, i)| (s, below[i].iter().map(|b| b.host as usize).collect()))
+            .map(|(s, i)| (s, below_hosts[i].clone()))
             .collect();
         Ok(Some(prep))
     }
