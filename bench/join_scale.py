@@ -18,9 +18,9 @@ agent at `--rate` IOPS, 1 s intervals), as a launcher would start them. Reports:
 `--per-process K` runs K agents in each process (`iofleet agent --agents K`), each with
 its own connection and rank.
 
-`--relay-fanout K` puts the agents in a tree (`run --relay-fanout K`): every (K+1)-th
-rank relays for the K after it and runs no worker, so the fleet has one worker per agent
-below a relay. `--replay` makes the agents send fixed, pre-encoded intervals instead of
+`--relay-fanout K` puts the agents in a tree (`run --relay-fanout K --relay-dedicated`):
+every (K+1)-th rank relays for the K after it and runs no worker, so the fleet has one
+worker per agent below a relay. `--replay` makes the agents send fixed, pre-encoded intervals instead of
 running I/O (`iofleet agent --replay`): the machine's two cores then measure the
 controller and the relays, not fifty thousand I/O threads, and the merged result is
 known exactly — every count is checked against it, and the latency figures against a
@@ -137,7 +137,8 @@ def main():
         "--metrics-listen", f"127.0.0.1:{port}", "--listen", "127.0.0.1:0",
         "--expect", str(args.agents), "--join-file", join_file, "--target", tmp,
         "--host-timeout", "60s",
-    ] + (["--relay-fanout", str(args.relay_fanout)] if args.relay_fanout else [])
+    ] + (["--relay-fanout", str(args.relay_fanout), "--relay-dedicated"]
+         if args.relay_fanout else [])
     oracle = None
     if args.replay:
         # The oracle: one agent replaying the same sample, flat; every worker of the

@@ -335,11 +335,15 @@ pub struct JoinArgs {
     pub advertise: Option<String>,
     /// With --listen and --expect: a tree of relays, each taking K agents below it
     /// (ranks 0, K+1, 2(K+1), ... relay; the K ranks after each join it instead of this
-    /// controller): one connection and one merged interval per relay. Relays run no
-    /// I/O of their own; every agent needs its rank from its launcher (docs/fleet.md
-    /// "Relays").
+    /// controller): one connection and one merged interval per relay. Every agent needs
+    /// its rank from its launcher (docs/fleet.md "Relays").
     #[arg(long, value_name = "K", requires = "expect", value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
     pub relay_fanout: Option<u32>,
+    /// With --relay-fanout: relays run no workers of their own, only merge (where a
+    /// relay's merging would disturb its own measurement). By default each relay runs
+    /// a share like any host.
+    #[arg(long, requires = "relay_fanout")]
+    pub relay_dedicated: bool,
 }
 
 /// `iofleet agent`: serve a controller on stdin/stdout (as `run --hosts` starts it), or

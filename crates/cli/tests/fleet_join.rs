@@ -1282,74 +1282,81 @@ fn pdsh_an_ssh_loop_and_ansible_start_agents_that_join() {
 
 /// Relays (`--relay-fanout`): ranks 0, 3 and 6 relay for the two ranks after each,
 /// which the port sends to them. Each relay merges the intervals of the hosts below it
-/// and runs none of its own: the hosts below hold every worker, and the counts are the
+/// and its own (or, `--relay-dedicated`, runs none of its own), and the counts are the
 /// exact ones of a flat fleet (simulated time at a fixed rate), as is the same run in
 /// this process, latencies included.
 #[test]
 fn relays_run_the_hosts_below_them_and_the_merge_is_exact() {
     let d = tempfile::tempdir().unwrap();
-    let even = even_profile(d.path(), 6, "1s");
-    let shape = rated_run(&even);
-    let mut args = shape.to_vec();
-    args.extend(["--relay-fanout", "2"]);
-    let c = Controller::start(d.path(), &args, 9);
-    let agents: Vec<Child> = [8u32, 4, 0, 1, 6, 5, 2, 7, 3]
-        .iter()
-        .map(|r| agent(&c.join_file, &["--rank", &r.to_string()], &[]))
-        .collect();
-    let (code, out, err) = c.finish();
-    assert_eq!(code, Some(0), "{err}");
-    assert!(
-        err.contains("3 relay(s) joined; the 6 agent(s) below them join the relays"),
-        "{err}"
-    );
-    let v = json(&out, &err);
-    // 6 workers × 100 I/Os a second × 1 s, one on each host below a relay.
-    assert_eq!(v["summary"]["all"]["ios"], 600, "{}", v["summary"]);
-    let want: Vec<(String, u64)> = ranked_hosts(9, 100)
-        .into_iter()
-        .enumerate()
-        .map(|(r, (name, ios))| (name, if r % 3 == 0 { 0 } else { ios }))
-        .collect();
-    assert_eq!(hosts(&v), want);
-    // Each host below a relay has its interval rows, summing to its total.
-    for (h, (name, ios)) in want.iter().enumerate() {
-        let rows = &v["host_intervals"][h];
-        assert_eq!(rows["name"], name.as_str());
-        let sum: u64 = rows["rows"]
+    for (dedicated, workers) in [(false, 9u32), (true, 6)] {
+        let even = even_profile(d.path(), workers, "1s");
+        let shape = rated_run(&even);
+        let mut args = shape.to_vec();
+        args.extend(["--relay-fanout", "2"]);
+        if dedicated {
+            args.push("--relay-dedicated");
+        }
+        let c = Controller::start(d.path(), &args, 9);
+        let agents: Vec<Child> = [8u32, 4, 0, 1, 6, 5, 2, 7, 3]
+            .iter()
+            .map(|r| agent(&c.join_file, &["--rank", &r.to_string()], &[]))
+            .collect();
+        let (code, out, err) = c.finish();
+        assert_eq!(code, Some(0), "{err}");
+        assert!(
+            err.contains("3 relay(s) joined; the 6 agent(s) below them join the relays"),
+            "{err}"
+        );
+        let v = json(&out, &err);
+        // One worker on each host that runs any, 100 I/Os a second × 1 s each.
+        assert_eq!(
+            v["summary"]["all"]["ios"],
+            100 * workers as u64,
+            "{}",
+            v["summary"]
+        );
+        let want: Vec<(String, u64)> = ranked_hosts(9, 100)
+            .into_iter()
+            .enumerate()
+            .map(|(r, (name, ios))| (name, if dedicated && r % 3 == 0 { 0 } else { ios }))
+            .collect();
+        assert_eq!(hosts(&v), want, "dedicated {dedicated}");
+        // Each host has its interval rows, summing to its total.
+        for (h, (name, ios)) in want.iter().enumerate() {
+            let rows = &v["host_intervals"][h];
+            assert_eq!(rows["name"], name.as_str());
+            let sum: u64 = rows["rows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["all"]["ios"].as_u64().unwrap())
+                .sum();
+            assert_eq!(sum, *ios, "{name}: {rows}");
+        }
+        let on: Vec<&str> = v["workers"]
             .as_array()
             .unwrap()
             .iter()
-            .map(|r| r["all"]["ios"].as_u64().unwrap())
-            .sum();
-        assert_eq!(sum, *ios, "{name}: {rows}");
+            .map(|w| w["host"].as_str().unwrap())
+            .collect();
+        let with: Vec<&str> = want
+            .iter()
+            .filter(|(_, ios)| *ios > 0)
+            .map(|(n, _)| n.as_str())
+            .collect();
+        assert_eq!(on, with);
+        let said = v["notices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().starts_with("3 relay(s) ("));
+        assert_eq!(said, dedicated, "{}", v["notices"]);
+        all_exit_0(agents);
+        let o = run_in(d.path(), &shape);
+        assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
+        let here: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(here["summary"]["all"], v["summary"]["all"]);
     }
-    let workers: Vec<&str> = v["workers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| w["host"].as_str().unwrap())
-        .collect();
-    let below: Vec<&str> = want
-        .iter()
-        .filter(|(_, ios)| *ios > 0)
-        .map(|(n, _)| n.as_str())
-        .collect();
-    assert_eq!(workers, below);
-    assert!(
-        v["notices"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|n| n.as_str().unwrap().starts_with("3 relay(s) (")),
-        "{}",
-        v["notices"]
-    );
-    all_exit_0(agents);
-    let o = run_in(d.path(), &shape);
-    assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
-    let here: Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(here["summary"]["all"], v["summary"]["all"]);
 }
 
 /// A relay killed mid-run: the hosts below it are lost with it, at the same instant;

@@ -38,6 +38,7 @@ pub(crate) fn joined_fleet(a: &RunArgs) -> Result<Box<dyn Fleet>, Exit> {
             host_timeout: a.host_timeout,
             handshake_timeout: HANDSHAKE_TIMEOUT.min(a.host_timeout),
             fanout: j.relay_fanout.unwrap_or(0),
+            dedicated: j.relay_dedicated,
             ..Default::default()
         },
     )
@@ -112,7 +113,12 @@ fn relayed_fleet(
     // The file stays while the agents below the relays may still start and read it
     // (they ask this port first); it goes with the fleet.
     Ok(Box::new(KeepFile {
-        fleet: Box::new(RelayLauncher::new(all, fanout, port)),
+        fleet: Box::new(RelayLauncher::new(
+            all,
+            fanout,
+            a.join.relay_dedicated,
+            port,
+        )),
         _file: removed,
     }))
 }

@@ -48,17 +48,22 @@ pub struct RelayLauncher {
     agents: AgentLauncher,
     /// Per source of the run under way: its relay (index into `all`).
     sources: Vec<usize>,
+    /// Relays run no share of their own (`--relay-dedicated`).
+    dedicated: bool,
 }
 
 impl RelayLauncher {
     /// The fleet of `all` (every rank, in order; the relays' entries are the agents
-    /// that joined `port`), `fanout` ranks below each relay.
-    pub fn new(mut all: Vec<HostSpec>, fanout: u32, port: JoinServer) -> Self {
+    /// that joined `port`), `fanout` ranks below each relay; `dedicated` relays run no
+    /// share of their own.
+    pub fn new(mut all: Vec<HostSpec>, fanout: u32, dedicated: bool, port: JoinServer) -> Self {
         let relays: Vec<usize> = (0..all.len())
             .filter(|&r| is_relay(r as u32, fanout))
             .collect();
-        for &r in &relays {
-            all[r].workers = Some(0);
+        if dedicated {
+            for &r in &relays {
+                all[r].workers = Some(0);
+            }
         }
         let above = (0..all.len())
             .map(|r| (!is_relay(r as u32, fanout)).then(|| r - r % (fanout as usize + 1)))
@@ -70,6 +75,7 @@ impl RelayLauncher {
             relays,
             agents,
             sources: Vec::new(),
+            dedicated,
         }
     }
 }
@@ -88,6 +94,9 @@ impl Launcher for RelayLauncher {
             ));
         }
         let mut plan = super::plan::plan(&self.all, groups, settings)?;
+        if !self.dedicated {
+            return Ok(plan);
+        }
         // A relay has no worker of its own by design: not worth a notice each.
         let relays: Vec<&str> = self
             .relays
@@ -122,10 +131,15 @@ impl Launcher for RelayLauncher {
         notices: &mut Vec<String>,
     ) -> Result<Option<Prepared>, FleetError> {
         let placed = plan.placement.0.clone();
-        // Each host with work below a relay: its job, in the relay's.
+        // Each host with work below a relay (and a relay's own share): its job, in the
+        // relay's.
         let mut below: BTreeMap<usize, Vec<BelowJob>> = BTreeMap::new();
         for (i, (spec, share)) in placed.iter().enumerate() {
-            let Some(r) = self.above[i] else { continue };
+            let r = match self.above[i] {
+                Some(r) => r,
+                None if !self.dedicated => i,
+                None => continue,
+            };
             if share.count == 0 {
                 continue;
             }

@@ -225,6 +225,7 @@ fn join_relay(
 /// controller, which sends those agents here.
 fn open_relay_port(req: &JoinRequest, welcome: &Welcome) -> Result<RelayPort, String> {
     let first = welcome.below[0];
+    let own = welcome.below.contains(&welcome.rank);
     let port = JoinServer::open(
         "0.0.0.0:0",
         None,
@@ -239,6 +240,32 @@ fn open_relay_port(req: &JoinRequest, welcome: &Welcome) -> Result<RelayPort, St
         },
     )
     .map_err(|e| format!("cannot open the relay's join port: {e}"))?;
+    if own {
+        // The relay's own share runs as an agent of its own port, in this process,
+        // joined over a socket pair: measured, lost and merged as any host below it.
+        let (ours, theirs) = UnixStream::pair()
+            .map_err(|e| format!("cannot make the relay's own agent a socket: {e}"))?;
+        port.adopt(ours, "this relay's own agent")
+            .map_err(|e| e.to_string())?;
+        let own_req = JoinRequest {
+            address: port.address.clone(),
+            token: req.token.clone(),
+            placement: Placement {
+                rank: Some(welcome.rank),
+                size: req.placement.size,
+                from: "the relay's own rank".into(),
+            },
+            target: req.target.clone(),
+            join_timeout: req.join_timeout,
+            channel: None,
+            replay: req.replay,
+            replay_below: false,
+        };
+        std::thread::Builder::new()
+            .name("relay's own agent".into())
+            .spawn(move || join_stream(&own_req, theirs))
+            .map_err(|e| format!("cannot start the relay's own agent: {e}"))?;
+    }
     Ok(RelayPort {
         announce: Join {
             hello: Hello::ours(),
@@ -255,6 +282,18 @@ fn open_relay_port(req: &JoinRequest, welcome: &Welcome) -> Result<RelayPort, St
         port,
         below: welcome.below.clone(),
         join_timeout: req.join_timeout,
+    })
+}
+
+/// Join over `stream`, a socket whose other end the join port took (`adopt`): once,
+/// with no second try; then serve.
+pub fn join_stream(req: &JoinRequest, stream: UnixStream) -> i32 {
+    let once = std::sync::Mutex::new(Some(stream));
+    join_over(req, || {
+        once.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .ok_or_else(|| Attempt::Final("the socket to the port was used already".into(), 1))
     })
 }
 

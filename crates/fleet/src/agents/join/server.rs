@@ -158,6 +158,9 @@ pub struct JoinSettings {
     pub fanout: u32,
     /// The token agents prove, when not a fresh one (a relay's port: the command's).
     pub token: Option<String>,
+    /// `--relay-dedicated`: relays run no share of their own (else each runs one, as
+    /// an agent of its own port, and is the first of the ranks it takes).
+    pub dedicated: bool,
     /// How long an agent may hear nothing before it stops by itself (told in the
     /// welcome; the controller sends a heartbeat at least every quarter of it).
     pub host_timeout: Duration,
@@ -184,12 +187,15 @@ impl JoinSettings {
         self.fanout > 0 && !self.is_relay(rank)
     }
 
-    /// The ranks relay `rank` takes below it.
+    /// The ranks relay `rank` takes on its own port: the ones below it, and first its
+    /// own unless relays are dedicated.
     pub fn below(&self, rank: u32) -> Vec<u32> {
         if !self.is_relay(rank) {
             return Vec::new();
         }
-        (rank + 1..=rank + self.fanout)
+        let own = (!self.dedicated).then_some(rank);
+        own.into_iter()
+            .chain(rank + 1..=rank + self.fanout)
             .filter(|&r| r < self.first_rank + self.expect)
             .collect()
     }
