@@ -51,7 +51,7 @@ pub struct IntervalSnapshot<'a> {
 #[derive(Debug, Clone, Default)]
 pub struct RelayedParts {
     pub groups: Vec<iofleet_stats::Sample>,
-    pub hosts: Vec<crate::relay::HostBrief>,
+    pub hosts: Vec<iofleet_stats::brief::HostBrief>,
 }
 
 pub trait Observer {

@@ -109,17 +109,7 @@ impl Store {
             &relayed,
             walk,
         )?;
-        // A run that ended records its relays' totals (and what lost relays measured)
-        // before its final result. Without one, the relays' totals may never have come:
-        // the fleet and the groups count what relays sent per measured interval, and the
-        // workers below them have nothing.
-        let unsent = match &stored {
-            Some(_) => {
-                walk.add_relay_totals(&relayed.totals);
-                relayed.unsent.clone()
-            }
-            None => std::mem::take(&mut walk.relayed_measured),
-        };
+        let unsent = walk.close_relays(stored.is_some(), &relayed);
         let elapsed_s = walk.measured_ns as f64 / 1e9;
         let Folded {
             fleet,
@@ -143,29 +133,15 @@ impl Store {
         let (read, write) = (fleet.read(), fleet.write());
         let measured_mean =
             (walk.measured_ns > 0).then(|| all.latency_sum_ns as f64 / walk.measured_ns as f64);
-        let (summary_extra, mut notices, mut run) = not_recomputed(
+        let ((configured, cpu, memory, errors), notices, run) = recomputed_run(
             stored.as_ref(),
             &info,
             &meta,
-            walk.error_count,
-            walk.rows.len(),
+            (walk.error_count, walk.rows.len()),
+            elapsed_s,
+            host_summaries.len(),
+            !unsent.is_empty(),
         );
-        if stored.is_none() || meta.status == RunStatus::Running {
-            run.duration_s = elapsed_s;
-        }
-        if stored.is_none() && host_summaries.len() > 1 {
-            // Across hosts the skew is computed from the hosts' start reports at the end.
-            run.start_skew_ms = None;
-        }
-        if meta.status == RunStatus::Running {
-            notices.push("the run is still being recorded: figures so far".into());
-        }
-        if stored.is_none() && !unsent.is_empty() {
-            notices.push(
-                "the workers and hosts below relays have no totals (their relays send them at the run's end): the fleet's and the groups' totals count what the relays sent per interval".into(),
-            );
-        }
-        let (configured, cpu, memory, errors) = summary_extra;
         let result = RunResult {
             schema_version: SCHEMA_VERSION,
             stored: Some(StoredRun {
@@ -750,6 +726,19 @@ impl Walk {
     }
 
     /// The relays' totals of the (worker, disk)s below them, added to the totals.
+    /// What the relays' totals leave to the fleet's and groups' totals: a run that
+    /// ended records its relays' totals (and what lost relays measured) before its
+    /// final result; without one they may never have come, and the fleet and the groups
+    /// count what relays sent per measured interval, the workers below them nothing.
+    fn close_relays(&mut self, ended: bool, relayed: &RelayedRun) -> Vec<Sample> {
+        if ended {
+            self.add_relay_totals(&relayed.totals);
+            relayed.unsent.clone()
+        } else {
+            std::mem::take(&mut self.relayed_measured)
+        }
+    }
+
     fn add_relay_totals(&mut self, totals: &[(usize, usize, Sample)]) {
         let n_streams = self.n_streams;
         for (w, d, s) in totals {
@@ -801,6 +790,38 @@ type SummaryExtra = (
 /// What histograms cannot give: the summary's extra figures, the notices and the run,
 /// from the stored result; without one, unknowns (errors only counted), a notice why
 /// (unless still running) and the run as started, marked interrupted.
+/// The run's facts and the summary's figures histograms cannot give (`not_recomputed`),
+/// with what a run not (or not yet) ended changes in them, and the notices saying so.
+#[allow(clippy::too_many_arguments)]
+fn recomputed_run(
+    stored: Option<&RunResult>,
+    info: &RunInfo,
+    meta: &RunMeta,
+    (error_count, n_intervals): (u64, usize),
+    elapsed_s: f64,
+    hosts: usize,
+    relays_unsent: bool,
+) -> (SummaryExtra, Vec<String>, RunInfo) {
+    let (extra, mut notices, mut run) =
+        not_recomputed(stored, info, meta, error_count, n_intervals);
+    if stored.is_none() || meta.status == RunStatus::Running {
+        run.duration_s = elapsed_s;
+    }
+    if stored.is_none() && hosts > 1 {
+        // Across hosts the skew is computed from the hosts' start reports at the end.
+        run.start_skew_ms = None;
+    }
+    if meta.status == RunStatus::Running {
+        notices.push("the run is still being recorded: figures so far".into());
+    }
+    if stored.is_none() && relays_unsent {
+        notices.push(
+            "the workers and hosts below relays have no totals (their relays send them at the run's end): the fleet's and the groups' totals count what the relays sent per interval".into(),
+        );
+    }
+    (extra, notices, run)
+}
+
 fn not_recomputed(
     stored: Option<&RunResult>,
     info: &RunInfo,

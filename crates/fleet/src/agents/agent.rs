@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 
 use iofleet_profile::GroupPlan;
 
-use crate::agents::join::client::RelayPort;
+use crate::agents::join::JoinServer;
 use crate::agents::protocol::{
     check_hello, mono_ns, read_frame, write_frame, AgentJob, BelowJob, Clock, Done, Failure, Frame,
     FrameLimits, Hello, IntervalData, Ready, TargetArg, Task, MAGIC,
@@ -543,6 +543,17 @@ fn run_task(
     );
     streamer.send_started();
     Ok(done_of(&result?))
+}
+
+/// A relay's join port, for its session: the agents below it join here.
+pub struct RelayPort {
+    pub port: JoinServer,
+    /// Their ranks.
+    pub below: Vec<u32>,
+    /// How long they have to join once the first job comes.
+    pub join_timeout: Duration,
+    /// The relay's second join, which says where it listens.
+    pub(crate) announce: crate::agents::protocol::Join,
 }
 
 /// A relay's hosts below: their port until the first job, then their agents as a

@@ -32,6 +32,7 @@ use super::address::JoinAddress;
 use super::creds::{client_config, server_name};
 use super::rank::Placement;
 use super::server::{JoinServer, JoinSettings};
+use crate::agents::agent::{self, RelayPort};
 use crate::agents::protocol::{
     check_hello, read_frame, write_frame, Frame, FrameLimits, Hello, Join, Redirect, RelayListen,
     Welcome, MAGIC,
@@ -458,25 +459,10 @@ fn bridge<S: Link>(
             );
         }
     }
-    let (mut mine, theirs) = match UnixStream::pair() {
-        Ok(p) => p,
-        Err(e) => return say(&format!("cannot make a socket pair: {e}"), 1),
-    };
-    let session_in = match theirs.try_clone() {
+    let (mut mine, session) = match start_session(relay, replay, replay_below) {
         Ok(s) => s,
-        Err(e) => return say(&format!("cannot clone a socket: {e}"), 1),
+        Err(e) => return say(&e, 1),
     };
-    let session = std::thread::spawn(move || match relay {
-        // A replaying relay's hosts below need not come (benchmarks only).
-        Some(_) if replay_below => {
-            crate::agents::agent::serve_virtual_relay(Box::new(session_in), Box::new(theirs))
-        }
-        Some(r) => crate::agents::agent::serve_relay(Box::new(session_in), Box::new(theirs), r),
-        None if replay => {
-            crate::agents::agent::serve_replay(Box::new(session_in), Box::new(theirs))
-        }
-        None => crate::agents::agent::serve_greeted(Box::new(session_in), Box::new(theirs)),
-    });
     let silence = Duration::from_millis(welcome.host_timeout_ms.max(1000));
     // A controller that stops reading must not hold this thread in a write forever.
     let _ = tcp.limit_writes(Some(silence));
@@ -566,6 +552,30 @@ fn bridge<S: Link>(
     }
 }
 
+/// The session of a joined agent, on a thread of its own at one end of a socket pair:
+/// the other end, for the bridge, and the thread (its exit code).
+fn start_session(
+    relay: Option<RelayPort>,
+    replay: bool,
+    replay_below: bool,
+) -> Result<(UnixStream, std::thread::JoinHandle<i32>), String> {
+    let (mine, theirs) =
+        UnixStream::pair().map_err(|e| format!("cannot make a socket pair: {e}"))?;
+    let session_in = theirs
+        .try_clone()
+        .map_err(|e| format!("cannot clone a socket: {e}"))?;
+    let (input, output): (Box<dyn Read + Send>, Box<dyn Write + Send>) =
+        (Box::new(session_in), Box::new(theirs));
+    let session = std::thread::spawn(move || match relay {
+        // A replaying relay's hosts below need not come (benchmarks only).
+        Some(_) if replay_below => agent::serve_virtual_relay(input, output),
+        Some(r) => agent::serve_relay(input, output, r),
+        None if replay => agent::serve_replay(input, output),
+        None => agent::serve_greeted(input, output),
+    });
+    Ok((mine, session))
+}
+
 /// Move the plaintext rustls holds to the session; false once the controller closed
 /// its TLS session.
 fn drain_plaintext(
@@ -589,17 +599,6 @@ fn drain_plaintext(
 fn write_plain(tls: &mut ClientConnection, tcp: &mut impl Write, f: &Frame) -> io::Result<()> {
     write_frame(&mut tls.writer(), f)?;
     write_out(tls, tcp)
-}
-
-/// A relay's join port, for its session: the agents below it join here.
-pub struct RelayPort {
-    pub port: JoinServer,
-    /// Their ranks.
-    pub below: Vec<u32>,
-    /// How long they have to join once the first job comes.
-    pub join_timeout: Duration,
-    /// The relay's second join, which says where it listens.
-    announce: Join,
 }
 
 /// Write every TLS record waiting (blocking, bounded by the socket's write timeout).
