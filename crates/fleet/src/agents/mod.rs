@@ -1110,6 +1110,7 @@ impl Launcher for AgentLauncher {
                 fold_host_notices(&names, new)
             },
             kubernetes: None,
+            vms: None,
         }
     }
 
