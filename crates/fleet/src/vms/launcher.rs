@@ -45,8 +45,6 @@ pub const QEMU_LOG_DIR: &str = "/var/log/libvirt/qemu";
 pub const CMDLINE: &str = "console=ttyS0 quiet panic=-1";
 /// How often the domains and the port are looked at while the VMs boot.
 const POLL: Duration = Duration::from_millis(200);
-/// How long an agent has from its connection to its join.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The kernel the guests boot and its version (its modules' directory).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -212,11 +210,7 @@ pub struct VmLauncher {
 impl VmLauncher {
     /// A launcher that drives each hypervisor of `fleet` through `virsh`.
     pub fn new(fleet: VmFleet, file: PathBuf) -> Self {
-        let hypervisors = fleet
-            .hypervisors
-            .iter()
-            .map(|u| Box::new(Virsh::new(u)) as Box<dyn Hypervisor>)
-            .collect();
+        let hypervisors = virsh_all(&fleet);
         Self::with(fleet, file, hypervisors)
     }
 
@@ -361,7 +355,9 @@ impl VmLauncher {
             JoinSettings {
                 expect: n,
                 host_timeout: settings.host_timeout,
-                handshake_timeout: HANDSHAKE_TIMEOUT.min(settings.host_timeout),
+                // A channel is connected when its VM starts: its agent joins once the
+                // guest has booted.
+                handshake_timeout: self.fleet.boot_timeout,
             },
         )?;
         let guest = GuestParts::read(&kernel)?;
@@ -895,6 +891,110 @@ impl Drop for VmLauncher {
     }
 }
 
+/// `name` is one of fleet `fleet`'s objects: the domain `iofleet-FLEET-I`, its data disk
+/// `iofleet-FLEET-I-dK` or its initramfs `iofleet-FLEET-I.initrd`, and nothing of a
+/// fleet whose name merely starts the same (`iofleet-FLEET-2-…` of fleet `FLEET-2`).
+pub fn is_fleet_object(fleet: &str, name: &str) -> bool {
+    let Some(rest) = name.strip_prefix(&format!("iofleet-{fleet}-")) else {
+        return false;
+    };
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let rest = rest.strip_suffix(".initrd").unwrap_or(rest);
+    match rest.split_once("-d") {
+        Some((i, k)) => digits(i) && digits(k),
+        None => digits(rest),
+    }
+}
+
+/// What `iofleet vms clean` found of a fleet: per hypervisor, its domains and volumes;
+/// and the initramfs files here.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Leftovers {
+    /// (hypervisor index, domain)
+    pub domains: Vec<(usize, String)>,
+    /// (hypervisor index, volume)
+    pub volumes: Vec<(usize, String)>,
+    pub files: Vec<PathBuf>,
+}
+
+impl Leftovers {
+    pub fn is_empty(&self) -> bool {
+        self.domains.is_empty() && self.volumes.is_empty() && self.files.is_empty()
+    }
+}
+
+/// Every object of `fleet` on its hypervisors (by name, `is_fleet_object`), whoever made
+/// it. An error names the hypervisor or pool that could not be listed.
+pub fn leftovers(fleet: &VmFleet, hvs: &[Box<dyn Hypervisor>]) -> Result<Leftovers, String> {
+    let mut found = Leftovers::default();
+    for (h, hv) in hvs.iter().enumerate() {
+        let domains = hv
+            .domains()
+            .map_err(|e| format!("vms.hypervisors: '{}' cannot be reached: {e}", hv.name()))?;
+        found.domains.extend(
+            domains
+                .into_iter()
+                .filter(|d| is_fleet_object(&fleet.name, d))
+                .map(|d| (h, d)),
+        );
+        let volumes = hv
+            .volumes(&fleet.pool)
+            .map_err(|e| format!("vms.pool: '{}' on {}: {e}", fleet.pool, hv.name()))?;
+        found.volumes.extend(
+            volumes
+                .into_iter()
+                .filter(|v| is_fleet_object(&fleet.name, v))
+                .map(|v| (h, v)),
+        );
+    }
+    if let Ok(dir) = std::fs::read_dir(BOOT_DIR) {
+        let mut files: Vec<PathBuf> = dir
+            .flatten()
+            .filter(|e| {
+                let n = e.file_name().to_string_lossy().into_owned();
+                n.ends_with(".initrd") && is_fleet_object(&fleet.name, &n)
+            })
+            .map(|e| e.path())
+            .collect();
+        files.sort();
+        found.files = files;
+    }
+    Ok(found)
+}
+
+/// Remove what `leftovers` found: domains destroyed and undefined (their QEMU logs
+/// removed), volumes deleted, files removed. What could not be removed.
+pub fn remove(fleet: &VmFleet, hvs: &[Box<dyn Hypervisor>], found: &Leftovers) -> Vec<String> {
+    let mut failed = Vec::new();
+    for (h, d) in &found.domains {
+        let hv = &hvs[*h];
+        if let Err(e) = hv.destroy(d).and_then(|_| hv.undefine(d)) {
+            failed.push(e);
+        }
+        let _ = std::fs::remove_file(Path::new(QEMU_LOG_DIR).join(format!("{d}.log")));
+    }
+    for (h, v) in &found.volumes {
+        if let Err(e) = hvs[*h].delete_volume(&fleet.pool, v) {
+            failed.push(e);
+        }
+    }
+    for f in &found.files {
+        if let Err(e) = std::fs::remove_file(f) {
+            failed.push(format!("{}: {e}", f.display()));
+        }
+    }
+    failed
+}
+
+/// libvirt's `Virsh` for each hypervisor of `fleet`, in order.
+pub fn virsh_all(fleet: &VmFleet) -> Vec<Box<dyn Hypervisor>> {
+    fleet
+        .hypervisors
+        .iter()
+        .map(|u| Box::new(Virsh::new(u)) as Box<dyn Hypervisor>)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -909,6 +1009,26 @@ mod tests {
             initrd_path("iofleet-a-0"),
             Path::new("/var/lib/libvirt/boot/iofleet-a-0.initrd")
         );
+    }
+
+    #[test]
+    fn a_fleet_s_objects_are_told_from_another_fleet_s_by_name() {
+        for n in ["iofleet-a-0", "iofleet-a-12-d3", "iofleet-a-7.initrd"] {
+            assert!(is_fleet_object("a", n), "{n}");
+        }
+        for n in [
+            "iofleet-a-2-0",
+            "iofleet-a-b-0",
+            "iofleet-a-",
+            "iofleet-a-0-d",
+            "iofleet-a-0-x1",
+            "iofleet-ab-0",
+            "other-a-0",
+            "iofleet-a-0.qcow2",
+        ] {
+            assert!(!is_fleet_object("a", n), "{n}");
+        }
+        assert!(is_fleet_object("a-2", "iofleet-a-2-0"));
     }
 
     #[test]
