@@ -146,6 +146,9 @@ fn domstats_writes(domain: &str) -> u64 {
         .sum()
 }
 
+/// Whether a run watched has reached a phase.
+type Reached<'a> = dyn Fn(&Watched) -> bool + 'a;
+
 fn wait_until(what: &str, ok: impl Fn() -> bool) {
     let t0 = Instant::now();
     while !ok() {
@@ -185,7 +188,9 @@ fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_ever
     // disk's requests over the run matches iofleet's.
     let f = fleet_file(d.path(), "vf", 2, &pool, "");
     let t0 = Instant::now();
-    let o = run(d.path(), &run_args(&f, "2", "16m", "3s"));
+    let mut args = run_args(&f, "2", "16m", "3s");
+    args.retain(|a| a != "--no-save");
+    let o = run(d.path(), &args);
     let err = common::stderr(&o);
     assert_eq!(o.status.code(), Some(0), "{err}");
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -272,6 +277,34 @@ fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_ever
         }
     }
     nothing_left(&lv, "vf");
+    // The stored run keeps the facts; the table and the report show them.
+    let id = v["stored"]["id"].as_str().unwrap();
+    let o = run(
+        d.path(),
+        &["results", "export", id, "--format", "json"].map(String::from),
+    );
+    let stored: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(stored["run"]["vms"], v["run"]["vms"]);
+    let o = run(d.path(), &["results", "show", id].map(String::from));
+    let table = common::stdout(&o);
+    assert!(
+        table.contains("VMs: fleet vf, 2 VM(s) (qemu: software emulation)"),
+        "{table}"
+    );
+    assert!(
+        table.contains(&format!("{pool}/iofleet-vf-1-d1")),
+        "{table}"
+    );
+    assert!(table.contains("virtio-blk cache=none io=native"), "{table}");
+    let html = d.path().join("r.html");
+    let o = run(
+        d.path(),
+        &["report", id, "-o", html.to_str().unwrap()].map(String::from),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<section id=\"vms\">"), "{page}");
+    assert!(page.contains("iofleet-vf-0-d1"));
 
     // 2. A VM destroyed mid-run is lost at once (its channel closes); one suspended is
     // lost at the host timeout.
@@ -310,7 +343,7 @@ fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_ever
     // during the measurement: nothing is left.
     let f = fleet_file(d.path(), "vc", 1, &pool, "");
     let args = run_args(&f, "2", "256m", "30s");
-    let phases: [(&str, &dyn Fn(&Watched) -> bool); 4] = [
+    let phases: [(&str, &Reached); 4] = [
         ("define", &|_| !lv.volumes().is_empty()),
         ("boot", &|_| {
             libvirt::virsh(&["domstate", "iofleet-vc-0"]).is_ok_and(|s| s.trim() == "running")

@@ -359,7 +359,14 @@ impl VmLauncher {
                 // guest has booted.
                 handshake_timeout: self.fleet.boot_timeout,
             },
-        )?;
+        )
+        .map_err(|e| {
+            // Its TCP side listens on loopback only, for no one: the VMs come by channel.
+            FleetError::Setup(
+                e.to_string()
+                    .replace("--listen 127.0.0.1:0", "vms: the join port (127.0.0.1)"),
+            )
+        })?;
         let guest = GuestParts::read(&kernel)?;
         let layout = self.fleet.layout(disks);
         let t0 = Instant::now();
