@@ -588,4 +588,17 @@ fn a_vms_description_is_checked_naming_the_key() {
         ],
         &["bad.toml", "vms.io", "QEMU refuses it"],
     );
+    // `vms clean` takes a fleet of VMs only, and checks it as `run` does.
+    let inv = d.path().join("hosts.toml");
+    std::fs::write(&inv, "[[host]]\ndestination = \"a\"\n").unwrap();
+    expect_input_error(
+        d.path(),
+        &["vms", "clean", "--hosts", inv.to_str().unwrap()],
+        &["--hosts", "hosts.toml: not a fleet of VMs"],
+    );
+    expect_input_error(
+        d.path(),
+        &["vms", "clean", "--hosts", bad.to_str().unwrap()],
+        &["bad.toml", "vms.io"],
+    );
 }

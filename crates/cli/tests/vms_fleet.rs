@@ -434,6 +434,34 @@ fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_ever
     }
     libvirt::virsh(&["vol-create-as", &pool, "keepme", "1M"]).unwrap();
     std::fs::write("/var/lib/libvirt/boot/iofleet-vk-1.initrd", "x").unwrap();
+    // A run of the fleet finds them in its way, says so and touches none of them.
+    let o = run(d.path(), &run_args(&mine, "1", "4m", "1s"));
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    let said = err
+        .split("vms: fleet vk is there already (")
+        .nth(1)
+        .and_then(|r| r.split(':').next())
+        .unwrap_or_else(|| panic!("{err}"));
+    let mut said: Vec<&str> = said.split(", ").collect();
+    said.sort();
+    assert_eq!(
+        said,
+        [
+            "/var/lib/libvirt/boot/iofleet-vk-1.initrd",
+            "iofleet-vk-0",
+            "iofleet-vk-0-d0",
+            "iofleet-vk-1",
+            "iofleet-vk-1-d0"
+        ],
+        "{err}"
+    );
+    assert!(err.contains("`iofleet vms clean --hosts"), "{err}");
+    assert_eq!(
+        lv.domains("iofleet-vk-").len(),
+        3,
+        "a refused run removes nothing"
+    );
     let o = run(
         d.path(),
         &[

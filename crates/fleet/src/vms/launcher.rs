@@ -348,6 +348,20 @@ impl VmLauncher {
         let kernel = guest_kernel(&self.fleet)?;
         let dtype = domain_type(self.fleet.domain_type);
         self.check_hypervisors()?;
+        // Names are fixed: what a kept fleet or a killed command left is in the way,
+        // and is not this command's to remove.
+        let found = leftovers(&self.fleet, &self.hypervisors).map_err(setup)?;
+        if !found.is_empty() {
+            let mut names: Vec<String> = found.domains.iter().map(|d| d.1.clone()).collect();
+            names.extend(found.volumes.iter().map(|v| v.1.clone()));
+            names.extend(found.files.iter().map(|f| f.display().to_string()));
+            return Err(setup(format!(
+                "vms: fleet {} is there already ({}: kept with keep = true, or left by a command that was killed); `iofleet vms clean --hosts {}` removes it",
+                self.fleet.name,
+                names.join(", "),
+                self.file.display()
+            )));
+        }
         let n = self.fleet.vms;
         let port = JoinServer::open(
             "127.0.0.1:0",
@@ -433,8 +447,20 @@ impl VmLauncher {
             "iofleet: {n} VM(s) of fleet {} started ({dtype}); waiting for them to join",
             self.fleet.name
         );
-        let Some(members) = self.await_joined(&port, &layout, &mut timeline, t0, stop, observer)?
-        else {
+        let waited = self.await_joined(&port, &layout, &mut timeline, t0, stop, observer);
+        let waited = match waited {
+            Err(FleetError::Setup(m)) if dtype == "kvm" && m.starts_with("vms.boot_timeout") => {
+                Err(FleetError::Setup(format!(
+                    "{m}; the domains ran under KVM (vms.domain_type = \"{}\"): where a guest hangs under this hypervisor's KVM, domain_type = \"qemu\" boots it under software emulation",
+                    match self.fleet.domain_type {
+                        DomainType::Auto => "auto",
+                        _ => "kvm",
+                    }
+                )))
+            }
+            w => w,
+        };
+        let Some(members) = waited? else {
             return Ok(None);
         };
         let joined_after_s = t0.elapsed().as_secs_f64();
