@@ -372,6 +372,7 @@ impl VmLauncher {
                 // A channel is connected when its VM starts: its agent joins once the
                 // guest has booted.
                 handshake_timeout: self.fleet.boot_timeout,
+                ..Default::default()
             },
         )
         .map_err(|e| {
