@@ -79,6 +79,11 @@ pub enum Command {
     /// iofleet made for it (kept with `keep = true`, or left by a killed run).
     #[command(subcommand)]
     Kube(crate::cmd::kube::KubeCmd),
+    /// Look after a fleet of worker VMs: `vms clean --hosts FILE` removes every domain,
+    /// volume and initramfs iofleet made for it (kept with `keep = true`, or left by a
+    /// killed run).
+    #[command(subcommand)]
+    Vms(crate::cmd::vms::VmsCmd),
     /// Print the version, result schema version and io_uring availability.
     Version,
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout,

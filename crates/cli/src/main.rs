@@ -120,6 +120,7 @@ fn main() {
         Command::Serve(s) => cmd::serve::run(s),
         Command::Hosts(h) => cmd::hosts::run(h),
         Command::Kube(k) => cmd::kube::run(k),
+        Command::Vms(v) => cmd::vms::run(v),
         Command::Agent(a) => cmd::agent::run(a),
         Command::Completions { shell } => {
             let mut cmd = Cli::command();

@@ -524,13 +524,46 @@ fn step_commands_refuse_the_flags_of_a_single_run() {
     assert!(!d.path().join("r.json").exists());
 }
 
-/// A `[vms]` file is checked (a bad key is named) and then refused: its launcher is not
-/// built yet, and the refusal says where to read what is.
+/// A `[vms]` file is checked when it is read (a bad key is named), and what can be known
+/// before any hypervisor is contacted is checked by the plan: a kernel that does not
+/// exist, a guest image (not built), a remote hypervisor (not built).
 #[test]
-fn a_vms_description_is_checked_then_refused_naming_the_docs() {
+fn a_vms_description_is_checked_naming_the_key() {
     let d = tempfile::tempdir().unwrap();
     let good = d.path().join("vms.toml");
-    std::fs::write(&good, "[vms]\nvms = 2\npool = \"default\"\n").unwrap();
+    std::fs::write(
+        &good,
+        "[vms]\nvms = 2\npool = \"default\"\n[vms.guest]\nkernel = \"/nonexistent/vmlinuz-0\"\n",
+    )
+    .unwrap();
+    let image = d.path().join("image.toml");
+    std::fs::write(
+        &image,
+        "[vms]\nvms = 2\n[vms.guest]\nimage = \"/var/lib/libvirt/images/x.qcow2\"\n",
+    )
+    .unwrap();
+    let remote = d.path().join("remote.toml");
+    std::fs::write(
+        &remote,
+        "[vms]\nvms = 2\nhypervisors = [\"qemu+ssh://kvm1/system\"]\n",
+    )
+    .unwrap();
+    for (file, says) in [
+        (&image, "vms.guest.image"),
+        (&remote, "vms.hypervisors: 'qemu+ssh://kvm1/system'"),
+    ] {
+        expect_input_error(
+            d.path(),
+            &[
+                "run",
+                "easy-run-4k70r",
+                "--hosts",
+                file.to_str().unwrap(),
+                "--dry-run",
+            ],
+            &[says, "not built yet"],
+        );
+    }
     let bad = d.path().join("bad.toml");
     std::fs::write(&bad, "[vms]\nvms = 2\ncache = \"writeback\"\n").unwrap();
     expect_input_error(
@@ -542,7 +575,7 @@ fn a_vms_description_is_checked_then_refused_naming_the_docs() {
             good.to_str().unwrap(),
             "--dry-run",
         ],
-        &["vms.toml", "cannot launch it yet", "docs/vms.md"],
+        &["vms.guest.kernel: /nonexistent/vmlinuz-0 does not exist"],
     );
     expect_input_error(
         d.path(),
@@ -554,5 +587,18 @@ fn a_vms_description_is_checked_then_refused_naming_the_docs() {
             "--dry-run",
         ],
         &["bad.toml", "vms.io", "QEMU refuses it"],
+    );
+    // `vms clean` takes a fleet of VMs only, and checks it as `run` does.
+    let inv = d.path().join("hosts.toml");
+    std::fs::write(&inv, "[[host]]\ndestination = \"a\"\n").unwrap();
+    expect_input_error(
+        d.path(),
+        &["vms", "clean", "--hosts", inv.to_str().unwrap()],
+        &["--hosts", "hosts.toml: not a fleet of VMs"],
+    );
+    expect_input_error(
+        d.path(),
+        &["vms", "clean", "--hosts", bad.to_str().unwrap()],
+        &["bad.toml", "vms.io"],
     );
 }

@@ -160,6 +160,7 @@ pub fn run<L: Launcher>(
     let collected = collect(&rx, &spec, observer, &stop, &mut |s| launcher.give_up(s));
     let mut finished = launcher.finish();
     let kubernetes = finished.kubernetes.take();
+    let vms = finished.vms.take();
     for n in finished.notices {
         if !notices.contains(&n) {
             notices.push(n);
@@ -187,6 +188,7 @@ pub fn run<L: Launcher>(
             h.kubernetes = pods.iter().find(|p| p.pod == h.host).cloned();
         }
     }
+    result.run.vms = vms;
     Ok(result)
 }
 
@@ -227,6 +229,7 @@ fn run_info(
         plan: iofleet_profile::RecordedPlan::new(plan, groups),
         prepare_s: None,
         kubernetes: None,
+        vms: None,
         drop_caches: None,
         start_unix_ns: None,
     }

@@ -1,5 +1,6 @@
 //! `--hosts FILE`: the one place where a file's kind is decided. A TOML file with a
-//! `[kubernetes]` table describes a Kubernetes fleet (pods iofleet creates); any other
+//! `[kubernetes]` table describes a Kubernetes fleet (pods iofleet creates), one with a
+//! `[vms]` table a fleet of worker VMs (guests iofleet creates through libvirt); any other
 //! file is an inventory of hosts (iofleet's TOML, or an Ansible inventory). The file is
 //! read once, by the reader the caller hands (a command reads each input once).
 
@@ -15,6 +16,8 @@ pub enum HostsFile {
     Inventory(Vec<HostSpec>),
     /// A Kubernetes fleet's description: its pods are the hosts.
     Kubernetes(Box<KubeFleet>),
+    /// A fleet of worker VMs' description: the VMs iofleet creates are the hosts.
+    Vms(Box<crate::vms::VmFleet>),
 }
 
 /// Read `path` (its text through `read`) and decide what it names.
@@ -30,11 +33,9 @@ pub fn read(
     if path.extension().is_some_and(|e| e == "toml") {
         let text = read(path).map_err(|e| fail(e.to_string()))?;
         if crate::vms::describes_vms(&text) {
-            // Read and checked, so a description is right before its launcher lands.
-            crate::vms::parse(&text).map_err(fail)?;
-            return Err(fail(
-                "a [vms] fleet (worker VMs through libvirt) is described correctly, but this iofleet cannot launch it yet: docs/vms.md says what is built".into(),
-            ));
+            return crate::vms::parse(&text)
+                .map(|f| HostsFile::Vms(Box::new(f)))
+                .map_err(fail);
         }
         if inventory::describes_kubernetes(&text) {
             return kube::parse(&text)

@@ -91,6 +91,8 @@ pub struct Finished {
     pub notices: Vec<String>,
     /// A Kubernetes fleet's facts: the run's, and each pod's (by host name).
     pub kubernetes: Option<(KubeRun, Vec<KubePod>)>,
+    /// A fleet of worker VMs' facts (`vms::VmLauncher`).
+    pub vms: Option<iofleet_stats::result::VmRun>,
 }
 
 pub trait Launcher {

@@ -76,6 +76,8 @@ pub enum Placement {
     Hosts(Vec<(HostSpec, HostShare)>),
     /// A Kubernetes fleet: the objects to create and the pods they make, as hosts.
     Pods(Pods),
+    /// A fleet of worker VMs: the volumes and domains to create, the VMs as hosts.
+    Vms(Vms),
 }
 
 /// The agents' half of a plan: every inventory host, in its order, with its share of
@@ -122,5 +124,25 @@ pub struct Pods {
 impl From<Pods> for Placement {
     fn from(p: Pods) -> Self {
         Placement::Pods(p)
+    }
+}
+
+/// A fleet of worker VMs' half of a plan: what `materialize` creates through each
+/// hypervisor (shown by a dry run, which contacts none), and the VMs as hosts.
+#[derive(Debug, Clone)]
+pub struct Vms {
+    /// Each domain: its hypervisor (libvirt URI), name and XML, in VM order.
+    pub domains: Vec<(String, String, String)>,
+    /// Each data disk's volume: hypervisor, pool, name, bytes and its XML.
+    pub volumes: Vec<(String, String, String, u64, String)>,
+    /// The guest's kernel and the initramfs file iofleet writes per VM, by domain.
+    pub boot: Vec<(String, String)>,
+    /// The VMs in order, as hosts (their disks the data disks), with their shares.
+    pub hosts: Vec<(HostSpec, HostShare)>,
+}
+
+impl From<Vms> for Placement {
+    fn from(v: Vms) -> Self {
+        Placement::Vms(v)
     }
 }

@@ -637,6 +637,49 @@ fn kubernetes_section(h: &mut String, runs: &[RunData]) {
     h.push_str("</section>\n");
 }
 
+/// Runs on a fleet of worker VMs: what each ran on, every VM's way and data disks.
+fn vms_section(h: &mut String, runs: &[RunData]) {
+    if runs.iter().all(|r| r.result.run.vms.is_none()) {
+        return;
+    }
+    h.push_str("<section id=\"vms\"><h2>Worker VMs</h2>\n");
+    for (i, r) in runs.iter().enumerate() {
+        let Some(v) = &r.result.run.vms else {
+            continue;
+        };
+        let _ = writeln!(
+            h,
+            "<p>{}{} {}</p>",
+            swatch(i),
+            i + 1,
+            escape(&crate::vms::fleet_line(v))
+        );
+        h.push_str("<table class=\"vms\">\n<tr><th class=\"l\">VM</th><th class=\"l\">hypervisor</th><th class=\"l\">size</th><th>defined s</th><th>running s</th><th>joined s</th><th class=\"l\">disk</th><th class=\"l\">volume</th><th class=\"l\">attached</th><th>hypervisor requests</th></tr>\n");
+        for vm in &v.vms {
+            let t = &vm.timeline;
+            for d in &vm.disks {
+                let _ = writeln!(
+                    h,
+                    "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}/{}</td><td class=\"l\">{}</td><td>{}</td></tr>",
+                    escape(&vm.domain),
+                    escape(&vm.hypervisor),
+                    escape(&crate::vms::size(vm)),
+                    crate::vms::secs(t.defined_s),
+                    crate::vms::secs(t.running_s),
+                    crate::vms::secs(t.joined_s),
+                    escape(&d.target),
+                    escape(&d.pool),
+                    escape(&d.volume),
+                    escape(&crate::vms::attachment(d)),
+                    crate::vms::requests(d),
+                );
+            }
+        }
+        h.push_str("</table>\n");
+    }
+    h.push_str("</section>\n");
+}
+
 fn groups_section(h: &mut String, runs: &[RunData], charts: &[Chart]) {
     let chart = |id: &str| charts.iter().find(|c| c.id == id);
     h.push_str("<section id=\"groups\"><h2>Worker groups</h2>\n<table id=\"group-table\">\n<tr><th class=\"l\">group</th><th class=\"l\">#</th><th class=\"l\">profile</th><th>workers</th><th>IOPS</th><th>MB/s</th><th>read mean µs</th><th>read p99 µs</th><th>write mean µs</th><th>write p99 µs</th></tr>\n");
@@ -1055,6 +1098,7 @@ pub fn report(
     storage_section(&mut h, runs);
     scraped_section(&mut h, runs);
     kubernetes_section(&mut h, runs);
+    vms_section(&mut h, runs);
     if has_groups(runs) {
         groups_section(&mut h, runs, &charts);
     }

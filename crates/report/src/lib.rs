@@ -25,6 +25,7 @@ pub mod markdown;
 pub mod markup;
 pub mod table;
 pub mod text;
+pub mod vms;
 pub mod workload;
 
 use std::collections::BTreeMap;

@@ -1057,6 +1057,50 @@ fn write_kubernetes(r: &RunResult, out: &mut dyn Write, max: Option<usize>) -> i
     g.print(out, max)
 }
 
+/// A fleet of worker VMs: what it ran on, and each VM's way and data disks.
+fn write_vms(r: &RunResult, out: &mut dyn Write, max: Option<usize>) -> io::Result<()> {
+    let Some(v) = &r.run.vms else {
+        return Ok(());
+    };
+    writeln!(out)?;
+    wrap(out, &crate::vms::fleet_line(v), max, 2)?;
+    let mut g = Grid::new(
+        1,
+        &[
+            ("VM", true),
+            ("hypervisor", true),
+            ("size", true),
+            ("defined s", false),
+            ("running s", false),
+            ("joined s", false),
+            ("disk", true),
+            ("volume", true),
+            ("attached", true),
+            ("hypervisor requests", false),
+        ],
+    );
+    for vm in &v.vms {
+        let t = &vm.timeline;
+        for (k, d) in vm.disks.iter().enumerate() {
+            let first = k == 0;
+            let or_blank = |s: String| if first { s } else { String::new() };
+            g.row(vec![
+                or_blank(vm.domain.clone()),
+                or_blank(vm.hypervisor.clone()),
+                or_blank(crate::vms::size(vm)),
+                or_blank(crate::vms::secs(t.defined_s)),
+                or_blank(crate::vms::secs(t.running_s)),
+                or_blank(crate::vms::secs(t.joined_s)),
+                d.target.clone(),
+                format!("{}/{}", d.pool, d.volume),
+                crate::vms::attachment(d),
+                crate::vms::requests(d),
+            ]);
+        }
+    }
+    g.print(out, max)
+}
+
 /// What each host spent: CPU, memory, network and the devices under the target.
 fn write_host_resources(r: &RunResult, out: &mut dyn Write, max: Option<usize>) -> io::Result<()> {
     writeln!(out)?;
@@ -1219,6 +1263,7 @@ impl TableExporter {
             }
         }
         write_kubernetes(r, out, max)?;
+        write_vms(r, out, max)?;
         write_errors(&r.summary.errors, out, max)?;
         if let Some(v) = &r.summary.verify {
             write_verify(v, out, max)?;

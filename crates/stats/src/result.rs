@@ -220,6 +220,10 @@ pub struct RunInfo {
     /// A Kubernetes fleet's objects and StorageClass (absent for any other fleet).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kubernetes: Option<KubeRun>,
+    /// A fleet of worker VMs iofleet created through libvirt, and each VM (absent for
+    /// every other fleet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vms: Option<VmRun>,
     /// How every host emptied its page cache before the start (`--drop-caches`: `local`
     /// or the command); absent when the caches were left as they were.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -258,6 +262,71 @@ pub struct KubeRun {
     /// Job mode: seconds from creating the objects to every pod's agent joined.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub joined_after_s: Option<f64>,
+}
+
+/// What a run on a fleet of worker VMs ran on (docs/vms.md).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VmRun {
+    /// The fleet's name: its domains are `iofleet-NAME-I`.
+    pub fleet: String,
+    /// `qemu` (software emulation) or `kvm`.
+    pub domain_type: String,
+    /// What the guests booted: the kernel, with the initramfs iofleet built.
+    pub guest: String,
+    /// Seconds from the first volume created to every VM's agent joined.
+    pub joined_after_s: f64,
+    /// Kept for the next command (`keep = true`), else removed at its end.
+    pub kept: bool,
+    /// Each VM, in rank order (its domain is its host's name).
+    pub vms: Vec<VmHost>,
+}
+
+/// One worker VM: where it ran, its size, its data disks and its way to the fleet.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VmHost {
+    /// The libvirt URI of its hypervisor.
+    pub hypervisor: String,
+    pub domain: String,
+    pub vcpus: u32,
+    pub memory_bytes: u64,
+    pub disks: Vec<VmDisk>,
+    pub timeline: VmTimeline,
+}
+
+/// One data disk of a VM: its volume and how the hypervisor attaches it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VmDisk {
+    pub pool: String,
+    pub volume: String,
+    pub bytes: u64,
+    /// `virtio-blk` or `virtio-scsi`.
+    pub bus: String,
+    /// QEMU's cache and I/O modes.
+    pub cache: String,
+    pub io: String,
+    /// The disk's name in the domain (`vda`, `sdb`).
+    pub target: String,
+    /// The requests the hypervisor completed for it over the run (`virsh domstats
+    /// --block` after the fill and at the end); None when it could not be read (a VM
+    /// lost).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests: Option<VmDiskRequests>,
+}
+
+/// A disk's completed requests as the hypervisor counted them.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VmDiskRequests {
+    pub reads: u64,
+    pub writes: u64,
+}
+
+/// A VM's way to the fleet, seconds from the first volume created by the controller's
+/// clock: defined, running (started), and joined (the join port accepted its agent).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct VmTimeline {
+    pub defined_s: Option<f64>,
+    pub running_s: Option<f64>,
+    pub joined_s: Option<f64>,
 }
 
 /// A StorageClass as the cluster describes it.

@@ -35,6 +35,7 @@ fn info(profile: &str, workers: u32) -> RunInfo {
         plan: recorded_plan(workers),
         prepare_s: None,
         kubernetes: None,
+        vms: None,
         drop_caches: None,
         start_unix_ns: None,
     }

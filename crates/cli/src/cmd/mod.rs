@@ -19,3 +19,4 @@ pub mod run;
 pub mod serve;
 pub mod sweep;
 pub mod verify;
+pub mod vms;

@@ -17,7 +17,7 @@ use std::path::PathBuf;
 
 use iofleet_engine::target::{DiskLayout, TargetSpec, MARKER_LEN};
 use iofleet_fleet::host::{HostSpec, Reach, Role, TargetArg};
-use iofleet_fleet::plan::{HostShare, LaunchPlan, Placement, Pods};
+use iofleet_fleet::plan::{HostShare, LaunchPlan, Placement, Pods, Vms};
 use iofleet_profile::{plan_toml, Bytes, FleetTotals, GroupPlan};
 
 use crate::exit::Exit;
@@ -33,6 +33,8 @@ pub fn print(plan: &LaunchPlan) -> Result<i32, Exit> {
     let mut out = String::new();
     if let Placement::Pods(pods) = &plan.placement {
         pods_lines(&mut out, plan, pods)?;
+    } else if let Placement::Vms(vms) = &plan.placement {
+        vms_lines(&mut out, plan, vms)?;
     } else {
         plan_lines(&mut out, groups);
         fleet_lines(&mut out, plan)?;
@@ -70,7 +72,7 @@ pub fn print(plan: &LaunchPlan) -> Result<i32, Exit> {
                 host_lines(&mut out, h, share)?;
             }
         }
-        Placement::Pods(_) => {}
+        Placement::Pods(_) | Placement::Vms(_) => {}
     }
     for n in &plan.notices {
         writeln!(out, "# note: {n}").ok();
@@ -334,6 +336,68 @@ fn host_lines(out: &mut String, h: &HostSpec, share: &HostShare) -> Result<(), E
 
 /// A Kubernetes fleet's plan: the objects iofleet would create, as YAML that `kubectl
 /// apply -f -` accepts, then the resolved plan and each pod's share as YAML comments.
+/// A fleet of worker VMs: every volume's and domain's XML as libvirt takes it, each
+/// after a `# ---- ` line naming it and the hypervisor, then the profile and the fleet
+/// as comments.
+fn vms_lines(out: &mut String, plan: &LaunchPlan, vms: &Vms) -> Result<(), Exit> {
+    let [group] = plan.groups.as_slice() else {
+        return Err(Exit::failure("a fleet of VMs' plan has one group"));
+    };
+    writeln!(
+        out,
+        "# iofleet run --dry-run on worker VMs: the volumes and domains iofleet would create\n\
+         # through libvirt, each document after its '# ---- ' line. Nothing was created and no\n\
+         # hypervisor was contacted."
+    )
+    .ok();
+    for (uri, pool, name, bytes, doc) in &vms.volumes {
+        writeln!(
+            out,
+            "# ---- volume {name}: {} MiB in pool {pool} on {uri} (virsh vol-create {pool} FILE) ----",
+            bytes >> 20
+        )
+        .ok();
+        out.push_str(doc);
+    }
+    for ((uri, name, doc), (kernel, initrd)) in vms.domains.iter().zip(&vms.boot) {
+        writeln!(
+            out,
+            "# ---- domain {name} on {uri} (virsh define FILE): kernel {kernel}, initramfs {initrd} written by iofleet ----"
+        )
+        .ok();
+        out.push_str(doc);
+    }
+    writeln!(out, "# ---- end ----").ok();
+    let mut rest = String::new();
+    plan_lines(&mut rest, std::slice::from_ref(group));
+    for line in rest.lines() {
+        if line.starts_with('#') || line.is_empty() {
+            writeln!(out, "{line}").ok();
+        } else {
+            writeln!(out, "# {line}").ok();
+        }
+    }
+    let f = &group.plan.fleet;
+    writeln!(out, "# Fleet").ok();
+    writeln!(
+        out,
+        "#   VMs:         {} (each a host running one worker, joining over its channel)",
+        vms.hosts.len()
+    )
+    .ok();
+    writeln!(
+        out,
+        "#   disks:       {} per VM, {} of {} each, {} thread(s) per disk, qd {}",
+        f.disks_per_worker,
+        vms.hosts.len() as u64 * f.disks_per_worker as u64,
+        f.disk_size,
+        f.threads_per_disk,
+        f.qd
+    )
+    .ok();
+    Ok(())
+}
+
 fn pods_lines(out: &mut String, plan: &LaunchPlan, pods: &Pods) -> Result<(), Exit> {
     let [group] = plan.groups.as_slice() else {
         return Err(Exit::failure("a Kubernetes fleet's plan has one group"));

@@ -48,6 +48,7 @@ pub(crate) fn hosts_in(a: &RunArgs, workers: u32, flag: &str) -> Result<u32, Exi
                 hosts.iter().filter(|h| h.role == Role::Workers).count() as u32
             }
             HostsFile::Kubernetes(fleet) => fleet.pods,
+            HostsFile::Vms(fleet) => fleet.vms,
         },
     )
 }

@@ -1113,6 +1113,7 @@ impl Launcher for AgentLauncher {
                 fold_host_notices(&names, new)
             },
             kubernetes: None,
+            vms: None,
         }
     }
 

@@ -33,6 +33,66 @@ pub trait Hypervisor {
     fn domains(&self) -> Result<Vec<String>, String>;
     /// A disk's completed requests as the hypervisor counted them: (reads, writes).
     fn disk_requests(&self, domain: &str, dev: &str) -> Result<(u64, u64), String>;
+    /// Every disk's completed requests of the running `domains`, in one call: (domain,
+    /// disk) → (reads, writes). A domain not running has none.
+    fn block_requests(&self, domains: &[String]) -> Result<RequestCounts, String>;
+    /// The domain's state as the hypervisor words it (`running`, `paused`, `shut off`).
+    fn state(&self, domain: &str) -> Result<String, String>;
+}
+
+/// Requests per (domain, disk): (reads, writes).
+pub type RequestCounts = std::collections::BTreeMap<(String, String), (u64, u64)>;
+
+/// `virsh domstats --block`'s text as request counts per (domain, disk).
+pub fn parse_domstats(text: &str) -> RequestCounts {
+    let mut out = RequestCounts::new();
+    let mut domain = String::new();
+    let mut names: std::collections::BTreeMap<String, String> = Default::default();
+    let mut counts: std::collections::BTreeMap<String, (u64, u64)> = Default::default();
+    let flush = |domain: &str,
+                 names: &mut std::collections::BTreeMap<String, String>,
+                 counts: &mut std::collections::BTreeMap<String, (u64, u64)>,
+                 out: &mut RequestCounts| {
+        for (i, c) in std::mem::take(counts) {
+            if let Some(n) = names.get(&i) {
+                out.insert((domain.to_string(), n.clone()), c);
+            }
+        }
+        names.clear();
+    };
+    for line in text.lines() {
+        let line = line.trim();
+        if let Some(d) = line.strip_prefix("Domain: ") {
+            flush(&domain, &mut names, &mut counts, &mut out);
+            domain = d.trim_matches(|c| c == '\'' || c == '"').to_string();
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
+        let mut parts = key.splitn(3, '.');
+        let (Some("block"), Some(i), Some(field)) = (parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        match field {
+            "name" => {
+                names.insert(i.to_string(), value.to_string());
+            }
+            "rd.reqs" | "wr.reqs" => {
+                let v = value.parse().unwrap_or(0);
+                let c = counts.entry(i.to_string()).or_default();
+                if field == "rd.reqs" {
+                    c.0 = v
+                } else {
+                    c.1 = v
+                }
+            }
+            _ => {}
+        }
+    }
+    flush(&domain, &mut names, &mut counts, &mut out);
+    out
 }
 
 /// libvirt through `virsh`.
@@ -183,6 +243,19 @@ impl Hypervisor for Virsh {
         };
         Ok((field("rd_req")?, field("wr_req")?))
     }
+
+    fn block_requests(&self, domains: &[String]) -> Result<RequestCounts, String> {
+        if domains.is_empty() {
+            return Ok(RequestCounts::new());
+        }
+        let mut args = vec!["domstats", "--block"];
+        args.extend(domains.iter().map(String::as_str));
+        Ok(parse_domstats(&self.run(&args, None)?))
+    }
+
+    fn state(&self, domain: &str) -> Result<String, String> {
+        Ok(self.run(&["domstate", domain], None)?.trim().to_string())
+    }
 }
 
 #[cfg(test)]
@@ -202,5 +275,14 @@ mod tests {
             ))
         );
         assert_eq!(channel_path(xml, "other"), None);
+    }
+
+    #[test]
+    fn block_requests_are_read_per_domain_and_disk() {
+        let text = "Domain: 'iofleet-a-0'\n  block.count=2\n  block.0.name=vda\n  block.0.rd.reqs=10\n  block.0.wr.reqs=3\n  block.1.name=vdb\n  block.1.rd.reqs=7\n  block.1.wr.reqs=0\n\nDomain: 'iofleet-a-1'\n  block.count=1\n  block.0.name=vda\n  block.0.rd.reqs=1\n  block.0.wr.reqs=2\n";
+        let c = parse_domstats(text);
+        assert_eq!(c.len(), 3, "{c:?}");
+        assert_eq!(c[&("iofleet-a-0".to_string(), "vdb".to_string())], (7, 0));
+        assert_eq!(c[&("iofleet-a-1".to_string(), "vda".to_string())], (1, 2));
     }
 }

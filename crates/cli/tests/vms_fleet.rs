@@ -1,0 +1,616 @@
+//! A fleet of worker VMs on real libvirt and QEMU (issue 40): `--hosts` naming a `[vms]`
+//! file creates the VMs, they join over their channels and run the workload, and
+//! nothing is left. One libvirt for the binary (its daemons started here when none runs,
+//! a directory pool in a temp dir), guests under software emulation with 256 MiB, short
+//! workloads: one test walks every case in turn, so the daemons start and stop once and
+//! no two fleets boot at once on this machine's two cores.
+//!
+//! `--dry-run` is tested without a hypervisor: every document it prints is valid against
+//! libvirt's own schemas (`virt-xml-validate`).
+
+mod common;
+#[path = "support/libvirt.rs"]
+mod libvirt;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+use common::{need, Watched};
+use serde_json::Value;
+
+/// Bound for a loaded machine (a guest boots in about 7 s under emulation), not a
+/// timing claim.
+const PATIENCE: Duration = Duration::from_secs(120);
+
+/// A kernel in /boot with its modules: the guest iofleet builds needs one.
+fn have_kernel() -> bool {
+    std::fs::read_dir("/boot").is_ok_and(|d| {
+        d.flatten().any(|e| {
+            e.file_name()
+                .to_str()
+                .and_then(|n| n.strip_prefix("vmlinuz-"))
+                .is_some_and(|v| {
+                    Path::new("/lib/modules")
+                        .join(v)
+                        .join("modules.dep")
+                        .is_file()
+                })
+        })
+    })
+}
+
+/// A `[vms]` file for fleet `name` of `vms` VMs in `pool`, with `extra` keys.
+fn fleet_file(dir: &Path, name: &str, vms: u32, pool: &str, extra: &str) -> PathBuf {
+    let p = dir.join(format!("{name}.toml"));
+    let boot = if extra.contains("boot_timeout") {
+        ""
+    } else {
+        "boot_timeout = \"100s\"\n"
+    };
+    std::fs::write(
+        &p,
+        format!(
+            "[vms]\nname = \"{name}\"\nvms = {vms}\nmemory = \"256m\"\npool = \"{pool}\"\ndomain_type = \"qemu\"\n{boot}{extra}"
+        ),
+    )
+    .unwrap();
+    p
+}
+
+/// `iofleet run easy-run-4k70r --hosts FILE` with `disks` disks of `size`, for
+/// `duration`, its result as JSON on stdout.
+fn run_args(file: &Path, disks: &str, size: &str, duration: &str) -> Vec<String> {
+    [
+        "run",
+        "easy-run-4k70r",
+        "--hosts",
+        file.to_str().unwrap(),
+        "--disks",
+        disks,
+        "--disk-size",
+        size,
+        "--duration",
+        duration,
+        "--warmup",
+        "0s",
+        "--interval",
+        "1s",
+        "--output-format",
+        "json",
+        "--no-save",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+fn run(dir: &Path, args: &[String]) -> Output {
+    common::iofleet()
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// The same run watched through its metrics endpoint.
+fn watched(dir: &Path, args: &[String], extra: &[&str]) -> Watched {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_iofleet"));
+    c.current_dir(dir)
+        .env("XDG_DATA_HOME", common::scratch_data_home())
+        .env("PATH", common::guarded_path())
+        .args(args)
+        .args(["--metrics-listen", "127.0.0.1:0"])
+        .args(extra);
+    Watched::spawn(c)
+}
+
+/// Nothing of fleet `name` is left: no domain, volume, initramfs, QEMU log or QEMU
+/// process.
+fn nothing_left(lv: &libvirt::Libvirt, name: &str) {
+    let prefix = format!("iofleet-{name}-");
+    assert_eq!(lv.domains(&prefix), Vec::<String>::new());
+    let vols: Vec<String> = lv
+        .volumes()
+        .into_iter()
+        .filter(|v| v.starts_with(&prefix))
+        .collect();
+    assert_eq!(vols, Vec::<String>::new());
+    for dir in ["/var/lib/libvirt/boot", "/var/log/libvirt/qemu"] {
+        let left: Vec<String> = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(&prefix))
+            .collect();
+        assert_eq!(left, Vec::<String>::new(), "{dir}");
+    }
+    let t0 = Instant::now();
+    while libvirt::Libvirt::qemu_processes(&prefix) > 0 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "a QEMU process stays"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn domstats_writes(domain: &str) -> u64 {
+    libvirt::virsh(&["domstats", "--block", domain])
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let (k, v) = l.trim().split_once('=')?;
+            (k.starts_with("block.") && k.ends_with(".wr.reqs")).then(|| v.parse::<u64>().ok())?
+        })
+        .sum()
+}
+
+/// Whether a run watched has reached a phase.
+type Reached<'a> = dyn Fn(&Watched) -> bool + 'a;
+
+fn wait_until(what: &str, ok: impl Fn() -> bool) {
+    let t0 = Instant::now();
+    while !ok() {
+        assert!(t0.elapsed() < PATIENCE, "never: {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_every_path() {
+    let test =
+        "a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_every_path";
+    if !need::need(
+        test,
+        &[
+            "root",
+            "qemu-system-x86_64",
+            "virsh",
+            "libvirtd",
+            "virtlogd",
+        ],
+    ) {
+        return;
+    }
+    if !have_kernel() {
+        need::skip(
+            "a kernel in /boot with its modules (linux-image-cloud-amd64)",
+            test,
+        );
+        return;
+    }
+    let lv = libvirt::Libvirt::start("iofleet-test-vmfleet");
+    let d = tempfile::tempdir().unwrap();
+    let pool = lv.pool.clone();
+
+    // 1. Two VMs with two data disks each join and run; the hypervisor's count of each
+    // disk's requests over the run matches iofleet's.
+    let f = fleet_file(d.path(), "vf", 2, &pool, "");
+    let t0 = Instant::now();
+    let mut args = run_args(&f, "2", "16m", "3s");
+    args.retain(|a| a != "--no-save");
+    let o = run(d.path(), &args);
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(common::schema_problems(&v), Vec::<String>::new());
+    eprintln!("two VMs: the run took {:.1} s", t0.elapsed().as_secs_f64());
+    let hosts: Vec<&str> = v["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["host"].as_str().unwrap())
+        .collect();
+    assert_eq!(hosts, ["iofleet-vf-0", "iofleet-vf-1"]);
+    let vms = &v["run"]["vms"];
+    assert_eq!(vms["domain_type"], "qemu");
+    assert!(
+        err.contains("vms: destroyed and undefined 2 domain(s), deleted 4 volume(s)"),
+        "{err}"
+    );
+    let plan = &v["run"]["plan"]["fleet"];
+    let lanes = plan["threads_per_disk"].as_u64().unwrap() * plan["qd"].as_u64().unwrap();
+    for (i, vm) in vms["vms"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(vm["domain"], hosts[i]);
+        assert_eq!(vm["hypervisor"], libvirt::URI);
+        assert_eq!(
+            (vm["vcpus"].as_u64(), vm["memory_bytes"].as_u64()),
+            (Some(1), Some(256 << 20))
+        );
+        let t = &vm["timeline"];
+        let (df, rn, jn) = (
+            t["defined_s"].as_f64().unwrap(),
+            t["running_s"].as_f64().unwrap(),
+            t["joined_s"].as_f64().unwrap(),
+        );
+        assert!(df <= rn && rn <= jn, "{t}");
+        let worker = v["workers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["host"] == hosts[i])
+            .unwrap();
+        let disks = vm["disks"].as_array().unwrap();
+        assert_eq!(disks.len(), 2);
+        for (k, disk) in disks.iter().enumerate() {
+            assert_eq!(disk["pool"], pool.as_str());
+            assert_eq!(disk["volume"], format!("{}-d{k}", hosts[i]));
+            assert_eq!(
+                (&disk["bus"], &disk["cache"], &disk["io"]),
+                (
+                    &Value::from("virtio-blk"),
+                    &Value::from("none"),
+                    &Value::from("native")
+                )
+            );
+            let ours = &worker["disks"][k];
+            let (r, w) = (
+                ours["read"]["ios"].as_u64().unwrap(),
+                ours["write"]["ios"].as_u64().unwrap(),
+            );
+            let hv = &disk["requests"];
+            let (hr, hw) = (
+                hv["reads"].as_u64().unwrap(),
+                hv["writes"].as_u64().unwrap(),
+            );
+            assert!(r + w > 0, "{ours}");
+            // Every request iofleet counted reached the hypervisor as one request
+            // (scheduler none, nomerges 2, O_DIRECT), and nothing else did, but the
+            // I/Os in flight when the measured phase ended: issued, completed at the
+            // hypervisor, outside iofleet's count (at most one per lane).
+            assert!(
+                hr >= r && hw >= w,
+                "disk {k} of {}: hypervisor {hv}, iofleet {r} reads {w} writes",
+                hosts[i]
+            );
+            assert!(
+                hr + hw <= r + w + lanes,
+                "disk {k} of {}: hypervisor {hv}, iofleet {r} reads {w} writes",
+                hosts[i]
+            );
+            eprintln!(
+                "{} d{k}: hypervisor {hr}+{hw}, iofleet {r}+{w} (in flight at the end: {})",
+                hosts[i],
+                hr + hw - r - w
+            );
+        }
+    }
+    nothing_left(&lv, "vf");
+    // The stored run keeps the facts; the table and the report show them.
+    let id = v["stored"]["id"].as_str().unwrap();
+    let o = run(
+        d.path(),
+        &["results", "export", id, "--format", "json"].map(String::from),
+    );
+    let stored: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(stored["run"]["vms"], v["run"]["vms"]);
+    let o = run(d.path(), &["results", "show", id].map(String::from));
+    let table = common::stdout(&o);
+    assert!(
+        table.contains("VMs: fleet vf, 2 VM(s) (qemu: software emulation)"),
+        "{table}"
+    );
+    assert!(
+        table.contains(&format!("{pool}/iofleet-vf-1-d1")),
+        "{table}"
+    );
+    assert!(table.contains("virtio-blk cache=none io=native"), "{table}");
+    let html = d.path().join("r.html");
+    let o = run(
+        d.path(),
+        &["report", id, "-o", html.to_str().unwrap()].map(String::from),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<section id=\"vms\">"), "{page}");
+    assert!(page.contains("iofleet-vf-0-d1"));
+
+    // 2. A VM destroyed mid-run is lost at once (its channel closes); one suspended is
+    // lost at the host timeout.
+    let f = fleet_file(d.path(), "vl", 2, &pool, "");
+    let w = watched(
+        d.path(),
+        &run_args(&f, "1", "16m", "30s"),
+        &["--host-timeout", "3s"],
+    );
+    w.wait_for("iofleet_interval_index", |i| i >= 1.0, PATIENCE);
+    libvirt::virsh(&["destroy", "iofleet-vl-1"]).unwrap();
+    w.wait_for("iofleet_interval_index", |i| i >= 3.0, PATIENCE);
+    libvirt::virsh(&["suspend", "iofleet-vl-0"]).unwrap();
+    let o = w.finish();
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("host iofleet-vl-1 lost: its agent's connection closed"),
+        "{err}"
+    );
+    assert!(
+        err.contains("host iofleet-vl-0 stopped responding: nothing heard from it for 3 s"),
+        "{err}"
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let lost: Vec<f64> = v["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["lost_at_s"].as_f64().unwrap())
+        .collect();
+    assert!(lost[1] < lost[0], "the destroyed VM first: {lost:?}");
+    nothing_left(&lv, "vl");
+
+    // 3. Ctrl-C while the domains are defined, while they boot, during the fill and
+    // during the measurement: nothing is left.
+    let f = fleet_file(d.path(), "vc", 1, &pool, "");
+    let args = run_args(&f, "2", "256m", "30s");
+    let phases: [(&str, &Reached); 4] = [
+        ("define", &|_| !lv.volumes().is_empty()),
+        ("boot", &|_| {
+            libvirt::virsh(&["domstate", "iofleet-vc-0"]).is_ok_and(|s| s.trim() == "running")
+        }),
+        ("fill", &|w| {
+            w.gauge("iofleet_interval_index").is_none() && domstats_writes("iofleet-vc-0") > 0
+        }),
+        ("measurement", &|w| {
+            w.gauge("iofleet_interval_index").is_some_and(|i| i >= 1.0)
+        }),
+    ];
+    for (phase, reached) in phases {
+        let w = watched(d.path(), &args, &[]);
+        wait_until(phase, || reached(&w));
+        w.signal("-INT");
+        let o = w.finish();
+        let err = common::stderr(&o);
+        assert_ne!(o.status.code(), Some(0), "Ctrl-C during {phase}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+        nothing_left(&lv, "vc");
+        eprintln!("Ctrl-C during {phase}: exit {:?}", o.status.code());
+    }
+
+    // 4. Errors name the key, exit non-zero and leave nothing: a pool that does not
+    // exist, a hypervisor that cannot be reached, VMs that do not join in time.
+    for (file, says) in [
+        (
+            fleet_file(d.path(), "ve", 1, "no-such-pool", ""),
+            "vms.pool: 'no-such-pool'",
+        ),
+        (
+            {
+                let p = d.path().join("unreachable.toml");
+                std::fs::write(
+                    &p,
+                    "[vms]\nname = \"ve\"\nvms = 1\nhypervisors = [\"qemu:///system?socket=/nonexistent/libvirt-sock\"]\n",
+                )
+                .unwrap();
+                p
+            },
+            "vms.hypervisors: 'qemu:///system?socket=/nonexistent/libvirt-sock' cannot be reached",
+        ),
+        (
+            fleet_file(d.path(), "vt", 1, &pool, "boot_timeout = \"1s\"\n"),
+            "vms.boot_timeout: 1 of 1 VM(s) did not join within 1s: iofleet-vt-0 (rank 0)",
+        ),
+    ] {
+        let o = run(d.path(), &run_args(&file, "1", "16m", "2s"));
+        let err = common::stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert!(err.contains(says), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    nothing_left(&lv, "ve");
+    nothing_left(&lv, "vt");
+
+    // 5. `iofleet vms clean` removes this fleet's leftovers and nothing else: the
+    // domains and volumes a dry run describes, made by hand, beside a fleet whose name
+    // starts the same and a volume of nobody's.
+    let mine = fleet_file(d.path(), "vk", 2, &pool, "");
+    let theirs = fleet_file(d.path(), "vk-2", 1, &pool, "");
+    for f in [&mine, &theirs] {
+        let o = run(
+            d.path(),
+            &[
+                "run",
+                "easy-run-4k70r",
+                "--hosts",
+                f.to_str().unwrap(),
+                "--disks",
+                "1",
+                "--disk-size",
+                "4m",
+                "--dry-run",
+            ]
+            .map(String::from),
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
+        for (kind, doc) in documents(&common::stdout(&o)) {
+            let file = d.path().join("doc.xml");
+            std::fs::write(&file, &doc).unwrap();
+            let file = file.to_str().unwrap();
+            match kind.as_str() {
+                "volume" => libvirt::virsh(&["vol-create", &pool, file]).unwrap(),
+                _ => libvirt::virsh(&["define", file]).unwrap(),
+            };
+        }
+    }
+    libvirt::virsh(&["vol-create-as", &pool, "keepme", "1M"]).unwrap();
+    std::fs::write("/var/lib/libvirt/boot/iofleet-vk-1.initrd", "x").unwrap();
+    // A run of the fleet finds them in its way, says so and touches none of them.
+    let o = run(d.path(), &run_args(&mine, "1", "4m", "1s"));
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    let said = err
+        .split("vms: fleet vk is there already (")
+        .nth(1)
+        .and_then(|r| r.split(':').next())
+        .unwrap_or_else(|| panic!("{err}"));
+    let mut said: Vec<&str> = said.split(", ").collect();
+    said.sort();
+    assert_eq!(
+        said,
+        [
+            "/var/lib/libvirt/boot/iofleet-vk-1.initrd",
+            "iofleet-vk-0",
+            "iofleet-vk-0-d0",
+            "iofleet-vk-1",
+            "iofleet-vk-1-d0"
+        ],
+        "{err}"
+    );
+    assert!(err.contains("`iofleet vms clean --hosts"), "{err}");
+    assert_eq!(
+        lv.domains("iofleet-vk-").len(),
+        3,
+        "a refused run removes nothing"
+    );
+    let o = run(
+        d.path(),
+        &[
+            "vms",
+            "clean",
+            "--hosts",
+            mine.to_str().unwrap(),
+            "--dry-run",
+        ]
+        .map(String::from),
+    );
+    let out = common::stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
+    for line in [
+        "would remove domain iofleet-vk-0 on qemu:///system",
+        "would remove domain iofleet-vk-1 on qemu:///system",
+        &format!("would remove volume iofleet-vk-1-d0 of pool {pool} on qemu:///system"),
+        "would remove /var/lib/libvirt/boot/iofleet-vk-1.initrd",
+    ] {
+        assert!(out.contains(line), "{line}: {out}");
+    }
+    assert_eq!(out.lines().count(), 5, "{out}");
+    assert_eq!(
+        lv.domains("iofleet-vk-").len(),
+        3,
+        "a dry run removes nothing"
+    );
+    let o = run(
+        d.path(),
+        &["vms", "clean", "--hosts", mine.to_str().unwrap()].map(String::from),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
+    assert!(common::stdout(&o).contains("vms: fleet vk removed"));
+    assert_eq!(lv.domains("iofleet-vk-"), ["iofleet-vk-2-0"]);
+    let mut vols = lv.volumes();
+    vols.sort();
+    assert_eq!(vols, ["iofleet-vk-2-0-d0", "keepme"]);
+    assert!(!Path::new("/var/lib/libvirt/boot/iofleet-vk-1.initrd").exists());
+    let o = run(
+        d.path(),
+        &["vms", "clean", "--hosts", theirs.to_str().unwrap()].map(String::from),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
+    libvirt::virsh(&["vol-delete", "keepme", "--pool", &pool]).unwrap();
+    nothing_left(&lv, "vk");
+    let o = run(
+        d.path(),
+        &["vms", "clean", "--hosts", mine.to_str().unwrap()].map(String::from),
+    );
+    assert!(common::stdout(&o).contains("vms: nothing of fleet vk is there"));
+}
+
+/// The documents of a `--dry-run` on a `[vms]` file: (volume or domain, its XML).
+fn documents(out: &str) -> Vec<(String, String)> {
+    let mut docs: Vec<(String, String)> = Vec::new();
+    for line in out.lines() {
+        if let Some(rest) = line.strip_prefix("# ---- ") {
+            let kind = rest.split_whitespace().next().unwrap_or_default();
+            if kind == "end" {
+                break;
+            }
+            docs.push((kind.to_string(), String::new()));
+        } else if let Some((_, doc)) = docs.last_mut() {
+            doc.push_str(line);
+            doc.push('\n');
+        }
+    }
+    docs
+}
+
+/// `--dry-run` prints every volume's and domain's XML, as libvirt's own schemas accept
+/// them, and contacts no hypervisor (the one named does not exist).
+#[test]
+fn a_dry_run_prints_every_volume_and_domain_valid_for_libvirt() {
+    let test = "a_dry_run_prints_every_volume_and_domain_valid_for_libvirt";
+    if !need::need(test, &["virt-xml-validate"]) {
+        return;
+    }
+    if !have_kernel() {
+        need::skip("a kernel in /boot with its modules", test);
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("f.toml");
+    std::fs::write(
+        &f,
+        "[vms]\nname = \"dry\"\nvms = 3\npool = \"nowhere\"\nbus = \"virtio-scsi\"\nqueues = 2\nhypervisors = [\"qemu:///system?socket=/nonexistent/sock\"]\n",
+    )
+    .unwrap();
+    let o = run(
+        d.path(),
+        &[
+            "run",
+            "easy-run-4k70r",
+            "--hosts",
+            f.to_str().unwrap(),
+            "--disks",
+            "2",
+            "--disk-size",
+            "64m",
+            "--dry-run",
+        ]
+        .map(String::from),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
+    let out = common::stdout(&o);
+    let docs = documents(&out);
+    let kinds: Vec<&str> = docs.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(
+        kinds,
+        [vec!["volume"; 6], vec!["domain"; 3]].concat(),
+        "{out}"
+    );
+    for (i, (kind, doc)) in docs.iter().enumerate() {
+        let file = d.path().join(format!("{i}.xml"));
+        std::fs::write(&file, doc).unwrap();
+        let schema = if kind == "volume" {
+            "storagevol"
+        } else {
+            "domain"
+        };
+        let v = std::process::Command::new("virt-xml-validate")
+            .arg(&file)
+            .arg(schema)
+            .output()
+            .unwrap();
+        assert!(
+            v.status.success(),
+            "{}{}\n{doc}",
+            common::stdout(&v),
+            common::stderr(&v)
+        );
+    }
+    assert!(docs[5].1.contains("<name>iofleet-dry-2-d1</name>"), "{out}");
+    // 64 MiB and the fill marker, in whole MiB.
+    assert!(
+        docs[0].1.contains(&format!(
+            "<capacity unit='bytes'>{}</capacity>",
+            65u64 << 20
+        )),
+        "{out}"
+    );
+    assert!(docs[8].1.contains("<name>iofleet-dry-2</name>"), "{out}");
+    assert!(
+        docs[8]
+            .1
+            .contains("/var/lib/libvirt/boot/iofleet-dry-2.initrd"),
+        "{out}"
+    );
+    assert!(out.contains("#   VMs:         3"), "{out}");
+    assert!(!out.contains("token"), "{out}");
+}

@@ -1,0 +1,1082 @@
+//! The worker-VM launcher: on the first run of a command it opens the join port, writes
+//! each VM's initramfs (the agent, its libraries, the virtio modules, a join file with
+//! the VM's rank and the port's token), creates the data disks' volumes in the pool,
+//! defines and starts each domain, connects to each domain's join channel (its socket
+//! read from the live domain) and hands it to the port, and waits until every VM has
+//! joined (per VM: defined → running → joined, timed). The joined agents are then the
+//! fleet's hosts (`AgentLauncher::joined`) for every run of the command. `close`, and
+//! dropping the launcher on any other path (an error, Ctrl-C), destroys and undefines
+//! the domains, deletes the volumes and initramfs files and removes libvirt's log of
+//! each domain, unless `keep`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use iofleet_profile::GroupPlan;
+use iofleet_stats::result::{VmDisk, VmDiskRequests, VmHost, VmRun, VmTimeline};
+
+use super::guest::GuestJoin;
+use super::hypervisor::{Hypervisor, RequestCounts, Virsh};
+use super::initramfs::{self, Contents, GUEST_DRIVERS};
+use super::xml::{self, Boot};
+use super::{DomainType, Guest, VmFleet, VmSlot};
+use crate::agents::join::{JoinServer, JoinSettings, Member};
+use crate::agents::{plan, AgentLauncher};
+use crate::error::FleetError;
+use crate::host::{HostSpec, Reach, Role, TargetArg};
+use crate::launcher::{Finished, HostVerified, Launcher, Prepared};
+use crate::observer::Observer;
+use crate::plan::{Hosts, LaunchPlan, Vms};
+use crate::precondition::Preconditioned;
+use crate::settings::RunSettings;
+use crate::source::Msg;
+
+/// Where each VM's initramfs is written on the hypervisor (Debian's libvirt makes it,
+/// for boot files of its guests).
+pub const BOOT_DIR: &str = "/var/lib/libvirt/boot";
+/// libvirt's log of each domain's QEMU, kept after the domain is gone.
+pub const QEMU_LOG_DIR: &str = "/var/log/libvirt/qemu";
+/// The guest's kernel command line: its console on the first serial port, quiet, and a
+/// panic ends the guest at once.
+pub const CMDLINE: &str = "console=ttyS0 quiet panic=-1";
+/// How often the domains and the port are looked at while the VMs boot.
+const POLL: Duration = Duration::from_millis(200);
+
+/// The kernel the guests boot and its version (its modules' directory).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kernel {
+    pub path: PathBuf,
+    pub version: String,
+}
+
+/// The guest's kernel: the one `vms.guest.kernel` names, else the newest
+/// `/boot/vmlinuz-*` with its modules under `/lib/modules`; with its version. An error
+/// names the key.
+pub fn guest_kernel(fleet: &VmFleet) -> Result<Kernel, FleetError> {
+    let named = match &fleet.guest {
+        Guest::Builtin { kernel } => kernel.clone(),
+        Guest::Image { path } => {
+            return Err(FleetError::Input(format!(
+                "vms.guest.image = {path:?}: a guest booted from an image (cloud-init NoCloud) is not built yet; leave [vms.guest] out (or name a kernel) for the guest iofleet builds itself (docs/vms.md)"
+            )))
+        }
+    };
+    let modules = |v: &str| Path::new("/lib/modules").join(v).join("modules.dep");
+    match named {
+        Some(k) => {
+            let path = PathBuf::from(&k);
+            if !path.is_file() {
+                return Err(FleetError::Input(format!(
+                    "vms.guest.kernel: {k} does not exist on the hypervisor"
+                )));
+            }
+            let version = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_prefix("vmlinuz-"))
+                .map(str::to_string)
+                .ok_or_else(|| {
+                    FleetError::Input(format!(
+                        "vms.guest.kernel: {k} is not named vmlinuz-VERSION, so its modules (/lib/modules/VERSION) cannot be found"
+                    ))
+                })?;
+            if !modules(&version).is_file() {
+                return Err(FleetError::Input(format!(
+                    "vms.guest.kernel: {k} has no modules ({} is missing)",
+                    modules(&version).display()
+                )));
+            }
+            Ok(Kernel { path, version })
+        }
+        None => {
+            let mut found: Vec<(PathBuf, String)> = std::fs::read_dir("/boot")
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter_map(|e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    let v = name.strip_prefix("vmlinuz-")?.to_string();
+                    modules(&v).is_file().then(|| (e.path(), v))
+                })
+                .collect();
+            found.sort();
+            let (path, version) = found.pop().ok_or_else(|| {
+                FleetError::Input(
+                    "vms.guest.kernel: there is no kernel in /boot with its modules under /lib/modules (install one, e.g. Debian's linux-image-cloud-amd64, or name one)".into(),
+                )
+            })?;
+            Ok(Kernel { path, version })
+        }
+    }
+}
+
+/// The domain type a fleet runs: `kvm` or `qemu`; `auto` is KVM where `/dev/kvm`
+/// opens, else software emulation.
+pub fn domain_type(t: DomainType) -> &'static str {
+    match t {
+        DomainType::Kvm => "kvm",
+        DomainType::Qemu => "qemu",
+        DomainType::Auto => {
+            let kvm = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open("/dev/kvm")
+                .is_ok();
+            if kvm {
+                "kvm"
+            } else {
+                "qemu"
+            }
+        }
+    }
+}
+
+/// The initramfs file of VM `domain`.
+pub fn initrd_path(domain: &str) -> PathBuf {
+    Path::new(BOOT_DIR).join(format!("{domain}.initrd"))
+}
+
+/// A data disk's volume size: the profile's disk size and its fill marker (or
+/// `vms.disk_size`), rounded up to whole MiB.
+pub fn volume_bytes(fleet: &VmFleet, disk_size: u64) -> u64 {
+    const MIB: u64 = 1 << 20;
+    let want = fleet
+        .disk_size
+        .unwrap_or(disk_size + iofleet_engine::target::MARKER_LEN);
+    want.div_ceil(MIB) * MIB
+}
+
+/// The VMs as the plan and a dry run see them: one host per VM, named by its domain,
+/// its disks the data disks by the names the domain gives them.
+fn vm_host(fleet: &VmFleet, slot: &VmSlot, member: u64, target: TargetArg) -> HostSpec {
+    let mut labels = BTreeMap::new();
+    labels.insert("rank".to_string(), slot.index.to_string());
+    labels.insert(
+        "hypervisor".to_string(),
+        fleet.hypervisors[slot.hypervisor].clone(),
+    );
+    HostSpec {
+        name: slot.domain.clone(),
+        destination: format!("channel of {}", slot.domain),
+        target,
+        workers: None,
+        labels,
+        iofleet_path: None,
+        reach: Reach::Joined {
+            rank: slot.index,
+            member,
+        },
+        role: Role::Workers,
+        observe: Vec::new(),
+        scrape: None,
+    }
+}
+
+fn planned_target(fleet: &VmFleet, disks: u32) -> TargetArg {
+    TargetArg::Devices(
+        (0..disks)
+            .map(|k| format!("/dev/{}", xml::target_dev(fleet.bus, k)))
+            .collect(),
+    )
+}
+
+/// What this command created, so that exactly that is removed.
+#[derive(Debug, Default)]
+struct Created {
+    /// (hypervisor index, pool, volume)
+    volumes: Vec<(usize, String, String)>,
+    /// (hypervisor index, domain)
+    domains: Vec<(usize, String)>,
+    initrds: Vec<PathBuf>,
+}
+
+pub struct VmLauncher {
+    fleet: VmFleet,
+    /// The description's file, for the clean-up command in messages.
+    file: PathBuf,
+    hypervisors: Vec<Box<dyn Hypervisor>>,
+    agents: AgentLauncher,
+    created: Created,
+    /// The fleet that joined: its disks per VM, and the facts of it for the results.
+    joined: Option<(u32, VmRun)>,
+    /// The hypervisors' request counts per disk when the workers were ready.
+    before: RequestCounts,
+}
+
+impl VmLauncher {
+    /// A launcher that drives each hypervisor of `fleet` through `virsh`.
+    pub fn new(fleet: VmFleet, file: PathBuf) -> Self {
+        let hypervisors = virsh_all(&fleet);
+        Self::with(fleet, file, hypervisors)
+    }
+
+    /// A launcher over the given hypervisors (one per `fleet.hypervisors`, in order).
+    pub fn with(fleet: VmFleet, file: PathBuf, hypervisors: Vec<Box<dyn Hypervisor>>) -> Self {
+        VmLauncher {
+            fleet,
+            file,
+            hypervisors,
+            agents: AgentLauncher::new(Vec::new()),
+            created: Created::default(),
+            joined: None,
+            before: RequestCounts::new(),
+        }
+    }
+
+    /// The group as a VM fleet runs it: one worker per VM, `vms.disks` data disks and
+    /// `vms.disk_size` when given.
+    fn group(&self, groups: &[GroupPlan]) -> Result<(GroupPlan, Vec<String>), FleetError> {
+        let [group] = groups else {
+            return Err(FleetError::Input(
+                "--group: a fleet of VMs runs one profile (one worker per VM)".into(),
+            ));
+        };
+        let mut group = group.clone();
+        let mut notices = self.fleet.notices();
+        let f = &mut group.plan.fleet;
+        if f.workers != self.fleet.vms {
+            notices.push(format!(
+                "one worker per VM: running {} workers, not the profile's {}",
+                self.fleet.vms, f.workers
+            ));
+            f.workers = self.fleet.vms;
+        }
+        if let Some(d) = self.fleet.disks {
+            f.disks_per_worker = d;
+        }
+        if let Some(s) = self.fleet.disk_size {
+            // The volume also holds the disk's fill marker after its data.
+            let data = s
+                .checked_sub(iofleet_engine::target::MARKER_LEN)
+                .filter(|d| *d >= 1 << 20)
+                .ok_or_else(|| {
+                    FleetError::Input(format!(
+                        "vms.disk_size: {s} bytes leave no room for a disk and its fill marker"
+                    ))
+                })?;
+            f.disk_size = iofleet_profile::Bytes(data / 4096 * 4096);
+        }
+        Ok((group, notices))
+    }
+
+    /// Everything this command created goes (unless `keep`): what was done, for the
+    /// user, or what failed and how to finish the job.
+    fn clean_up(&mut self) -> Option<String> {
+        let c = std::mem::take(&mut self.created);
+        if c.domains.is_empty() && c.volumes.is_empty() && c.initrds.is_empty() {
+            return None;
+        }
+        self.joined = None;
+        if self.fleet.keep {
+            return Some(format!(
+                "vms: kept {} domain(s) and {} volume(s) (keep = true); `iofleet vms clean --hosts {}` removes them",
+                c.domains.len(),
+                c.volumes.len(),
+                self.file.display()
+            ));
+        }
+        let mut failed = Vec::new();
+        for (h, d) in &c.domains {
+            let hv = &self.hypervisors[*h];
+            if let Err(e) = hv.destroy(d) {
+                failed.push(e);
+            }
+            if let Err(e) = hv.undefine(d) {
+                failed.push(e);
+            }
+            let _ = std::fs::remove_file(Path::new(QEMU_LOG_DIR).join(format!("{d}.log")));
+        }
+        for (h, pool, v) in &c.volumes {
+            if let Err(e) = self.hypervisors[*h].delete_volume(pool, v) {
+                failed.push(e);
+            }
+        }
+        for f in &c.initrds {
+            let _ = std::fs::remove_file(f);
+        }
+        Some(if failed.is_empty() {
+            format!(
+                "vms: destroyed and undefined {} domain(s), deleted {} volume(s)",
+                c.domains.len(),
+                c.volumes.len()
+            )
+        } else {
+            format!(
+                "vms: not everything could be removed ({}); `iofleet vms clean --hosts {}` removes the rest",
+                failed.join("; "),
+                self.file.display()
+            )
+        })
+    }
+
+    /// Each hypervisor answers and has the pool: an error naming the key otherwise.
+    fn check_hypervisors(&self) -> Result<(), FleetError> {
+        for hv in &self.hypervisors {
+            hv.domains().map_err(|e| {
+                FleetError::Setup(format!(
+                    "vms.hypervisors: '{}' cannot be reached: {e}",
+                    hv.name()
+                ))
+            })?;
+            hv.volumes(&self.fleet.pool).map_err(|e| {
+                FleetError::Setup(format!(
+                    "vms.pool: '{}' on {}: {e}",
+                    self.fleet.pool,
+                    hv.name()
+                ))
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Create the fleet and wait until every VM joined: its hosts. `Ok(None)` when
+    /// `stop` was set first (what was created goes at `close` or drop).
+    fn provision(
+        &mut self,
+        disks: u32,
+        volume_bytes: u64,
+        settings: &RunSettings,
+        stop: &AtomicBool,
+        observer: &mut dyn Observer,
+        notices: &mut Vec<String>,
+    ) -> Result<Option<()>, FleetError> {
+        let setup = FleetError::Setup;
+        let kernel = guest_kernel(&self.fleet)?;
+        let dtype = domain_type(self.fleet.domain_type);
+        self.check_hypervisors()?;
+        // Names are fixed: what a kept fleet or a killed command left is in the way,
+        // and is not this command's to remove.
+        let found = leftovers(&self.fleet, &self.hypervisors).map_err(setup)?;
+        if !found.is_empty() {
+            let mut names: Vec<String> = found.domains.iter().map(|d| d.1.clone()).collect();
+            names.extend(found.volumes.iter().map(|v| v.1.clone()));
+            names.extend(found.files.iter().map(|f| f.display().to_string()));
+            return Err(setup(format!(
+                "vms: fleet {} is there already ({}: kept with keep = true, or left by a command that was killed); `iofleet vms clean --hosts {}` removes it",
+                self.fleet.name,
+                names.join(", "),
+                self.file.display()
+            )));
+        }
+        let n = self.fleet.vms;
+        let port = JoinServer::open(
+            "127.0.0.1:0",
+            None,
+            JoinSettings {
+                expect: n,
+                host_timeout: settings.host_timeout,
+                // A channel is connected when its VM starts: its agent joins once the
+                // guest has booted.
+                handshake_timeout: self.fleet.boot_timeout,
+                ..Default::default()
+            },
+        )
+        .map_err(|e| {
+            // Its TCP side listens on loopback only, for no one: the VMs come by channel.
+            FleetError::Setup(
+                e.to_string()
+                    .replace("--listen 127.0.0.1:0", "vms: the join port (127.0.0.1)"),
+            )
+        })?;
+        let guest = GuestParts::read(&kernel)?;
+        let layout = self.fleet.layout(disks);
+        let t0 = Instant::now();
+        let mut timeline: Vec<VmTimeline> = vec![VmTimeline::default(); n as usize];
+        for slot in &layout {
+            if stop.load(Ordering::SeqCst) {
+                return Ok(None);
+            }
+            let h = slot.hypervisor;
+            let pool = self.fleet.pool.clone();
+            for v in &slot.volumes {
+                self.hypervisors[h]
+                    .create_volume(&pool, &xml::volume_xml(v, volume_bytes))
+                    .map_err(|e| setup(format!("vms.pool: '{pool}': volume {v}: {e}")))?;
+                self.created.volumes.push((h, pool.clone(), v.clone()));
+            }
+            let initrd = initrd_path(&slot.domain);
+            self.created.initrds.push(initrd.clone());
+            guest.write(
+                &initrd,
+                &GuestJoin {
+                    fingerprint: port.address.fingerprint.clone(),
+                    token: port.token().to_string(),
+                    rank: slot.index,
+                    disks,
+                    join_timeout_s: self.fleet.boot_timeout.as_secs().max(1),
+                },
+            )?;
+            let doc = xml::domain_xml(
+                &self.fleet,
+                slot,
+                dtype,
+                &Boot::Kernel {
+                    kernel: &kernel.path.to_string_lossy(),
+                    initrd: &initrd.to_string_lossy(),
+                    cmdline: CMDLINE,
+                },
+            );
+            let hv = &self.hypervisors[h];
+            hv.define(&doc).map_err(setup)?;
+            self.created.domains.push((h, slot.domain.clone()));
+            timeline[slot.index as usize].defined_s = Some(t0.elapsed().as_secs_f64());
+            observer.status(&format!("vms: {} defined", slot.domain));
+        }
+        for slot in &layout {
+            if stop.load(Ordering::SeqCst) {
+                return Ok(None);
+            }
+            let hv = &self.hypervisors[slot.hypervisor];
+            hv.start(&slot.domain).map_err(setup)?;
+            timeline[slot.index as usize].running_s = Some(t0.elapsed().as_secs_f64());
+            let channel = hv.channel(&slot.domain).map_err(setup)?;
+            let stream = std::os::unix::net::UnixStream::connect(&channel).map_err(|e| {
+                setup(format!(
+                    "vms: {}: cannot connect to its join channel {}: {e}",
+                    slot.domain,
+                    channel.display()
+                ))
+            })?;
+            port.adopt(stream, &format!("channel of {}", slot.domain))?;
+            observer.status(&format!("vms: {} running", slot.domain));
+        }
+        eprintln!(
+            "iofleet: {n} VM(s) of fleet {} started ({dtype}); waiting for them to join",
+            self.fleet.name
+        );
+        let waited = self.await_joined(&port, &layout, &mut timeline, t0, stop, observer);
+        let waited = match waited {
+            Err(FleetError::Setup(m)) if dtype == "kvm" && m.starts_with("vms.boot_timeout") => {
+                Err(FleetError::Setup(format!(
+                    "{m}; the domains ran under KVM (vms.domain_type = \"{}\"): where a guest hangs under this hypervisor's KVM, domain_type = \"qemu\" boots it under software emulation",
+                    match self.fleet.domain_type {
+                        DomainType::Auto => "auto",
+                        _ => "kvm",
+                    }
+                )))
+            }
+            w => w,
+        };
+        let Some(members) = waited? else {
+            return Ok(None);
+        };
+        let joined_after_s = t0.elapsed().as_secs_f64();
+        let hosts: Vec<HostSpec> = members
+            .iter()
+            .map(|m| {
+                let slot = &layout[m.rank as usize];
+                let target = m
+                    .target
+                    .clone()
+                    .unwrap_or_else(|| planned_target(&self.fleet, disks));
+                let mut h = vm_host(&self.fleet, slot, m.id, target);
+                h.destination = m.peer.to_string();
+                h
+            })
+            .collect();
+        let vms = layout
+            .iter()
+            .map(|slot| VmHost {
+                hypervisor: self.fleet.hypervisors[slot.hypervisor].clone(),
+                domain: slot.domain.clone(),
+                vcpus: self.fleet.vcpus,
+                memory_bytes: self.fleet.memory_bytes,
+                disks: slot
+                    .volumes
+                    .iter()
+                    .enumerate()
+                    .map(|(k, v)| VmDisk {
+                        pool: self.fleet.pool.clone(),
+                        volume: v.clone(),
+                        bytes: volume_bytes,
+                        bus: self.fleet.bus.name().into(),
+                        cache: self.fleet.cache.name().into(),
+                        io: self.fleet.io.name().into(),
+                        target: xml::target_dev(self.fleet.bus, k as u32),
+                        requests: None,
+                    })
+                    .collect(),
+                timeline: timeline[slot.index as usize].clone(),
+            })
+            .collect();
+        notices.push(format!(
+            "vms: {n} VM(s) of fleet {} joined in {joined_after_s:.1} s ({dtype}, kernel {})",
+            self.fleet.name,
+            kernel.path.display()
+        ));
+        self.joined = Some((
+            disks,
+            VmRun {
+                fleet: self.fleet.name.clone(),
+                domain_type: dtype.into(),
+                guest: format!("{} with iofleet's initramfs", kernel.path.display()),
+                joined_after_s,
+                kept: self.fleet.keep,
+                vms,
+            },
+        ));
+        self.agents = AgentLauncher::joined(hosts, port);
+        Ok(Some(()))
+    }
+
+    /// Wait until every VM's agent has joined `port`: the members in rank order. A VM
+    /// that stopped before joining is an error at once; one not joined within
+    /// `boot_timeout` an error naming it. `Ok(None)` when `stop` was set first.
+    fn await_joined(
+        &self,
+        port: &JoinServer,
+        layout: &[VmSlot],
+        timeline: &mut [VmTimeline],
+        t0: Instant,
+        stop: &AtomicBool,
+        observer: &mut dyn Observer,
+    ) -> Result<Option<Vec<Member>>, FleetError> {
+        let n = layout.len() as u32;
+        let mut last_state = Instant::now();
+        loop {
+            if stop.load(Ordering::SeqCst) {
+                return Ok(None);
+            }
+            let members = port.members();
+            for m in &members {
+                if let Some(t) = timeline.get_mut(m.rank as usize) {
+                    t.joined_s
+                        .get_or_insert(m.joined_at.saturating_duration_since(t0).as_secs_f64());
+                }
+            }
+            observer.status(&format!(
+                "vms: {}/{n} VMs joined, {:.0} s",
+                members.len(),
+                t0.elapsed().as_secs_f64()
+            ));
+            if members.len() as u32 >= n {
+                return port.wait(n, Duration::ZERO, stop).map(Some);
+            }
+            let missing: Vec<&VmSlot> = layout
+                .iter()
+                .filter(|s| !members.iter().any(|m| m.rank == s.index))
+                .collect();
+            if last_state.elapsed() >= Duration::from_secs(1) {
+                last_state = Instant::now();
+                for s in &missing {
+                    let state = self.hypervisors[s.hypervisor]
+                        .state(&s.domain)
+                        .unwrap_or_default();
+                    if !state.is_empty() && state != "running" && state != "paused" {
+                        return Err(FleetError::Setup(format!(
+                            "vms: {} (rank {}) is {state} and never joined{}",
+                            s.domain,
+                            s.index,
+                            qemu_log_tail(&s.domain)
+                        )));
+                    }
+                }
+            }
+            if t0.elapsed() >= self.fleet.boot_timeout {
+                let names: Vec<String> = missing
+                    .iter()
+                    .map(|s| format!("{} (rank {})", s.domain, s.index))
+                    .collect();
+                let refused = port.refusals();
+                return Err(FleetError::Setup(format!(
+                    "vms.boot_timeout: {} of {n} VM(s) did not join within {}: {}{}{}",
+                    missing.len(),
+                    iofleet_profile::units::format_duration(self.fleet.boot_timeout),
+                    names.join(", "),
+                    if refused.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; {}", refused.join("; "))
+                    },
+                    missing
+                        .first()
+                        .map_or(String::new(), |s| qemu_log_tail(&s.domain))
+                )));
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+
+    /// The hypervisors' request counts of every VM's disks now.
+    fn requests_now(&self) -> RequestCounts {
+        let mut out = RequestCounts::new();
+        let Some((_, run)) = &self.joined else {
+            return out;
+        };
+        for (h, hv) in self.hypervisors.iter().enumerate() {
+            let uri = &self.fleet.hypervisors[h];
+            let domains: Vec<String> = run
+                .vms
+                .iter()
+                .filter(|v| &v.hypervisor == uri)
+                .map(|v| v.domain.clone())
+                .collect();
+            // One domain at a time when the call for all fails (a VM gone).
+            match hv.block_requests(&domains) {
+                Ok(c) => out.extend(c),
+                Err(_) => {
+                    for d in domains {
+                        out.extend(hv.block_requests(&[d]).unwrap_or_default());
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The last lines of libvirt's log of `domain`'s QEMU, for an error.
+fn qemu_log_tail(domain: &str) -> String {
+    let p = Path::new(QEMU_LOG_DIR).join(format!("{domain}.log"));
+    let Ok(text) = std::fs::read_to_string(&p) else {
+        return String::new();
+    };
+    let lines: Vec<&str> = text.lines().rev().take(3).collect();
+    let lines: Vec<&str> = lines.into_iter().rev().collect();
+    format!("; {}: {}", p.display(), lines.join(" | "))
+}
+
+/// What every VM's initramfs holds but its join file: the agent (this very iofleet,
+/// its debug symbols stripped when `objcopy` is there), its libraries and the kernel's
+/// virtio modules.
+struct GuestParts {
+    iofleet: Vec<u8>,
+    libs: Vec<(String, Vec<u8>)>,
+    modules: Vec<(String, Vec<u8>)>,
+}
+
+impl GuestParts {
+    fn read(kernel: &Kernel) -> Result<GuestParts, FleetError> {
+        let fail = |e: String| FleetError::Setup(format!("vms: the guest's initramfs: {e}"));
+        let exe = std::env::current_exe().map_err(|e| fail(format!("this iofleet: {e}")))?;
+        let stripped = std::env::temp_dir().join(format!("iofleet-guest-{}", std::process::id()));
+        let ok = std::process::Command::new("objcopy")
+            .arg("--strip-debug")
+            .arg(&exe)
+            .arg(&stripped)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        let agent = if ok { stripped } else { exe };
+        let iofleet = std::fs::read(&agent).map_err(|e| fail(format!("{}: {e}", agent.display())));
+        let libs = initramfs::linked_libraries(&agent);
+        if ok {
+            let _ = std::fs::remove_file(&agent);
+        }
+        let iofleet = iofleet?;
+        let libs = libs
+            .map_err(fail)?
+            .into_iter()
+            .map(|(g, h)| {
+                std::fs::read(&h)
+                    .map(|b| (g, b))
+                    .map_err(|e| fail(format!("{}: {e}", h.display())))
+            })
+            .collect::<Result<_, _>>()?;
+        let mods = Path::new("/lib/modules").join(&kernel.version);
+        let dep = std::fs::read_to_string(mods.join("modules.dep"))
+            .map_err(|e| fail(format!("{}: {e}", mods.display())))?;
+        let builtin = std::fs::read_to_string(mods.join("modules.builtin")).unwrap_or_default();
+        let modules = initramfs::module_order(&dep, &builtin, &GUEST_DRIVERS)
+            .map_err(|e| FleetError::Input(format!("vms.guest.kernel: {e}")))?
+            .into_iter()
+            .map(|rel| {
+                let name = rel.rsplit('/').next().unwrap_or(&rel).to_string();
+                std::fs::read(mods.join(&rel))
+                    .map(|b| (name, b))
+                    .map_err(|e| fail(format!("{rel}: {e}")))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(GuestParts {
+            iofleet,
+            libs,
+            modules,
+        })
+    }
+
+    /// Write one VM's initramfs at `path` (readable by its owner only: the token).
+    fn write(&self, path: &Path, join: &GuestJoin) -> Result<(), FleetError> {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let join = serde_json::to_vec(join).map_err(|e| FleetError::Setup(e.to_string()))?;
+        let data = initramfs::archive(&Contents {
+            iofleet: &self.iofleet,
+            libs: self.libs.clone(),
+            modules: self.modules.clone(),
+            join: &join,
+        });
+        let fail = |e: std::io::Error| {
+            FleetError::Setup(format!(
+                "vms: the guest's initramfs {}: {e}",
+                path.display()
+            ))
+        };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(fail)?;
+        }
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(path)
+            .map_err(fail)?;
+        f.write_all(&data).map_err(fail)
+    }
+}
+
+impl Launcher for VmLauncher {
+    type Where = Vms;
+
+    fn plan(
+        &self,
+        groups: &[GroupPlan],
+        settings: &RunSettings,
+    ) -> Result<LaunchPlan<Vms>, FleetError> {
+        for h in &self.fleet.hypervisors {
+            if !h.starts_with("qemu:///") {
+                return Err(FleetError::Input(format!(
+                    "vms.hypervisors: '{h}': a remote hypervisor (its join channel carried over ssh) is not built yet; iofleet launches VMs on this machine's libvirt (qemu:///system)"
+                )));
+            }
+        }
+        let kernel = guest_kernel(&self.fleet)?;
+        let (group, mut notices) = self.group(groups)?;
+        let disks = group.plan.fleet.disks_per_worker;
+        if disks > super::MAX_DISKS {
+            return Err(FleetError::Input(format!(
+                "vms.disks: {disks} data disks per VM, at most {}",
+                super::MAX_DISKS
+            )));
+        }
+        let bytes = volume_bytes(&self.fleet, group.plan.fleet.disk_size.get());
+        let layout = self.fleet.layout(disks);
+        let hosts: Vec<HostSpec> = layout
+            .iter()
+            .map(|s| vm_host(&self.fleet, s, 0, planned_target(&self.fleet, disks)))
+            .collect();
+        let mut plan = plan::plan(&hosts, &[group], settings)?;
+        notices.append(&mut plan.notices);
+        plan.notices = notices;
+        let dtype = domain_type(self.fleet.domain_type);
+        let fleet = &self.fleet;
+        let kernel_path = kernel.path.to_string_lossy().into_owned();
+        Ok(plan.map(|hosts| {
+            let uri = |s: &VmSlot| fleet.hypervisors[s.hypervisor].clone();
+            Vms {
+                domains: layout
+                    .iter()
+                    .map(|s| {
+                        let initrd = initrd_path(&s.domain);
+                        let doc = xml::domain_xml(
+                            fleet,
+                            s,
+                            dtype,
+                            &Boot::Kernel {
+                                kernel: &kernel_path,
+                                initrd: &initrd.to_string_lossy(),
+                                cmdline: CMDLINE,
+                            },
+                        );
+                        (uri(s), s.domain.clone(), doc)
+                    })
+                    .collect(),
+                volumes: layout
+                    .iter()
+                    .flat_map(|s| {
+                        s.volumes.iter().map(move |v| {
+                            (
+                                uri(s),
+                                fleet.pool.clone(),
+                                v.clone(),
+                                bytes,
+                                xml::volume_xml(v, bytes),
+                            )
+                        })
+                    })
+                    .collect(),
+                boot: layout
+                    .iter()
+                    .map(|s| {
+                        (
+                            kernel_path.clone(),
+                            initrd_path(&s.domain).display().to_string(),
+                        )
+                    })
+                    .collect(),
+                hosts: hosts.0,
+            }
+        }))
+    }
+
+    fn materialize(
+        &mut self,
+        plan: LaunchPlan<Vms>,
+        stop: &Arc<AtomicBool>,
+        observer: &mut dyn Observer,
+        notices: &mut Vec<String>,
+    ) -> Result<Option<Prepared>, FleetError> {
+        let disks = plan.groups[0].plan.fleet.disks_per_worker;
+        let bytes = plan.placement.volumes.first().map_or(0, |v| v.3);
+        match &self.joined {
+            Some((d, run))
+                if *d == disks && run.vms[0].disks.first().is_none_or(|x| x.bytes == bytes) => {}
+            Some(_) => {
+                // The VMs' disks differ from this run's: a new fleet.
+                notices.extend(self.agents.close());
+                self.agents = AgentLauncher::new(Vec::new());
+                notices.extend(self.clean_up());
+                notices.push(
+                    "vms: this run's data disks differ from the command's earlier runs' (disks per VM or their size): the fleet was removed and created again".into(),
+                );
+                if self
+                    .provision(disks, bytes, &plan.settings, stop, observer, notices)?
+                    .is_none()
+                {
+                    return Ok(None);
+                }
+            }
+            None => {
+                if self
+                    .provision(disks, bytes, &plan.settings, stop, observer, notices)?
+                    .is_none()
+                {
+                    return Ok(None);
+                }
+            }
+        }
+        let plan = plan.map(|v| Hosts(v.hosts));
+        let prepared = self.agents.materialize(plan, stop, observer, notices)?;
+        self.before = self.requests_now();
+        Ok(prepared)
+    }
+
+    fn verify(
+        &mut self,
+        _plan: LaunchPlan<Vms>,
+        _keep: usize,
+    ) -> Result<Vec<HostVerified>, FleetError> {
+        Err(FleetError::Input(
+            "a fleet of VMs runs `iofleet run` only (verify: not built yet)".into(),
+        ))
+    }
+
+    fn precondition(
+        &mut self,
+        _plan: LaunchPlan<Vms>,
+        _stop: &Arc<AtomicBool>,
+        _observer: &mut dyn Observer,
+    ) -> Result<Option<Preconditioned>, FleetError> {
+        Err(FleetError::Input(
+            "a fleet of VMs runs `iofleet run` only (precondition: not built yet)".into(),
+        ))
+    }
+
+    fn start(&mut self, epoch: Instant, tx: Sender<Msg>) -> Option<Duration> {
+        self.agents.start(epoch, tx)
+    }
+
+    fn give_up(&mut self, source: usize) {
+        self.agents.give_up(source)
+    }
+
+    fn finish(&mut self) -> Finished {
+        let mut finished = self.agents.finish();
+        let after = self.requests_now();
+        let before = std::mem::take(&mut self.before);
+        finished.vms = self.joined.as_ref().map(|(_, run)| {
+            let mut run = run.clone();
+            for vm in &mut run.vms {
+                for d in &mut vm.disks {
+                    let key = (vm.domain.clone(), d.target.clone());
+                    d.requests = match (before.get(&key), after.get(&key)) {
+                        (Some(b), Some(a)) => Some(VmDiskRequests {
+                            reads: a.0.saturating_sub(b.0),
+                            writes: a.1.saturating_sub(b.1),
+                        }),
+                        _ => None,
+                    };
+                }
+            }
+            run
+        });
+        finished
+    }
+
+    fn close(&mut self) -> Vec<String> {
+        // The agents first: they run in the VMs about to go.
+        let mut notices = self.agents.close();
+        notices.extend(self.clean_up());
+        notices
+    }
+}
+
+impl Drop for VmLauncher {
+    /// A command that ended before `close` (an error, Ctrl-C while the VMs boot) still
+    /// removes what it created.
+    fn drop(&mut self) {
+        if let Some(n) = self.clean_up() {
+            eprintln!("note: {n}");
+        }
+    }
+}
+
+/// `name` is one of fleet `fleet`'s objects: the domain `iofleet-FLEET-I`, its data disk
+/// `iofleet-FLEET-I-dK` or its initramfs `iofleet-FLEET-I.initrd`, and nothing of a
+/// fleet whose name merely starts the same (`iofleet-FLEET-2-…` of fleet `FLEET-2`).
+pub fn is_fleet_object(fleet: &str, name: &str) -> bool {
+    let Some(rest) = name.strip_prefix(&format!("iofleet-{fleet}-")) else {
+        return false;
+    };
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let rest = rest.strip_suffix(".initrd").unwrap_or(rest);
+    match rest.split_once("-d") {
+        Some((i, k)) => digits(i) && digits(k),
+        None => digits(rest),
+    }
+}
+
+/// What `iofleet vms clean` found of a fleet: per hypervisor, its domains and volumes;
+/// and the initramfs files here.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Leftovers {
+    /// (hypervisor index, domain)
+    pub domains: Vec<(usize, String)>,
+    /// (hypervisor index, volume)
+    pub volumes: Vec<(usize, String)>,
+    pub files: Vec<PathBuf>,
+}
+
+impl Leftovers {
+    pub fn is_empty(&self) -> bool {
+        self.domains.is_empty() && self.volumes.is_empty() && self.files.is_empty()
+    }
+}
+
+/// Every object of `fleet` on its hypervisors (by name, `is_fleet_object`), whoever made
+/// it. An error names the hypervisor or pool that could not be listed.
+pub fn leftovers(fleet: &VmFleet, hvs: &[Box<dyn Hypervisor>]) -> Result<Leftovers, String> {
+    let mut found = Leftovers::default();
+    for (h, hv) in hvs.iter().enumerate() {
+        let domains = hv
+            .domains()
+            .map_err(|e| format!("vms.hypervisors: '{}' cannot be reached: {e}", hv.name()))?;
+        found.domains.extend(
+            domains
+                .into_iter()
+                .filter(|d| is_fleet_object(&fleet.name, d))
+                .map(|d| (h, d)),
+        );
+        let volumes = hv
+            .volumes(&fleet.pool)
+            .map_err(|e| format!("vms.pool: '{}' on {}: {e}", fleet.pool, hv.name()))?;
+        found.volumes.extend(
+            volumes
+                .into_iter()
+                .filter(|v| is_fleet_object(&fleet.name, v))
+                .map(|v| (h, v)),
+        );
+    }
+    if let Ok(dir) = std::fs::read_dir(BOOT_DIR) {
+        let mut files: Vec<PathBuf> = dir
+            .flatten()
+            .filter(|e| {
+                let n = e.file_name().to_string_lossy().into_owned();
+                n.ends_with(".initrd") && is_fleet_object(&fleet.name, &n)
+            })
+            .map(|e| e.path())
+            .collect();
+        files.sort();
+        found.files = files;
+    }
+    Ok(found)
+}
+
+/// Remove what `leftovers` found: domains destroyed and undefined (their QEMU logs
+/// removed), volumes deleted, files removed. What could not be removed.
+pub fn remove(fleet: &VmFleet, hvs: &[Box<dyn Hypervisor>], found: &Leftovers) -> Vec<String> {
+    let mut failed = Vec::new();
+    for (h, d) in &found.domains {
+        let hv = &hvs[*h];
+        if let Err(e) = hv.destroy(d).and_then(|_| hv.undefine(d)) {
+            failed.push(e);
+        }
+        let _ = std::fs::remove_file(Path::new(QEMU_LOG_DIR).join(format!("{d}.log")));
+    }
+    for (h, v) in &found.volumes {
+        if let Err(e) = hvs[*h].delete_volume(&fleet.pool, v) {
+            failed.push(e);
+        }
+    }
+    for f in &found.files {
+        if let Err(e) = std::fs::remove_file(f) {
+            failed.push(format!("{}: {e}", f.display()));
+        }
+    }
+    failed
+}
+
+/// libvirt's `Virsh` for each hypervisor of `fleet`, in order.
+pub fn virsh_all(fleet: &VmFleet) -> Vec<Box<dyn Hypervisor>> {
+    fleet
+        .hypervisors
+        .iter()
+        .map(|u| Box::new(Virsh::new(u)) as Box<dyn Hypervisor>)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn volumes_hold_the_disk_and_its_marker_in_whole_mib() {
+        let f = super::super::parse("[vms]\nvms = 1").unwrap();
+        assert_eq!(volume_bytes(&f, 64 << 20), 65 << 20);
+        let f = super::super::parse("[vms]\nvms = 1\ndisk_size = \"100m\"").unwrap();
+        assert_eq!(volume_bytes(&f, 64 << 20), 100 << 20);
+        assert_eq!(
+            initrd_path("iofleet-a-0"),
+            Path::new("/var/lib/libvirt/boot/iofleet-a-0.initrd")
+        );
+    }
+
+    #[test]
+    fn a_fleet_s_objects_are_told_from_another_fleet_s_by_name() {
+        for n in ["iofleet-a-0", "iofleet-a-12-d3", "iofleet-a-7.initrd"] {
+            assert!(is_fleet_object("a", n), "{n}");
+        }
+        for n in [
+            "iofleet-a-2-0",
+            "iofleet-a-b-0",
+            "iofleet-a-",
+            "iofleet-a-0-d",
+            "iofleet-a-0-x1",
+            "iofleet-ab-0",
+            "other-a-0",
+            "iofleet-a-0.qcow2",
+        ] {
+            assert!(!is_fleet_object("a", n), "{n}");
+        }
+        assert!(is_fleet_object("a-2", "iofleet-a-2-0"));
+    }
+
+    #[test]
+    fn a_missing_kernel_or_an_image_is_an_error_naming_the_key() {
+        let f =
+            super::super::parse("[vms]\nvms = 1\n[vms.guest]\nkernel = \"/nonexistent/vmlinuz-1\"")
+                .unwrap();
+        let e = guest_kernel(&f).unwrap_err().to_string();
+        assert!(
+            e.contains("vms.guest.kernel: /nonexistent/vmlinuz-1 does not exist"),
+            "{e}"
+        );
+        let f = super::super::parse("[vms]\nvms = 1\n[vms.guest]\nimage = \"/i.qcow2\"").unwrap();
+        let e = guest_kernel(&f).unwrap_err().to_string();
+        assert!(e.contains("vms.guest.image"), "{e}");
+    }
+}
