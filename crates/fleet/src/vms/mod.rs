@@ -34,6 +34,7 @@
 pub mod guest;
 pub mod hypervisor;
 pub mod initramfs;
+pub mod nocloud;
 pub mod xml;
 
 use std::time::Duration;
