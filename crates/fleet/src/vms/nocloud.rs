@@ -66,7 +66,7 @@ pub fn user_data() -> String {
          && umount {dir}/seed \\\n  \
          && {dir}/iofleet agent --guest-join {dir}/join.json\n\
          echo \"iofleet guest: the agent ended ($?); powering off\"\n\
-         systemctl poweroff\n",
+         poweroff\n",
         dir = GUEST_DIR
     );
     let mut out = String::from(
@@ -184,7 +184,7 @@ fn short_name(long: &str, index: usize) -> [u8; 11] {
 /// The checksum of a short name that each of its long-name entries carries.
 fn short_name_checksum(name: &[u8; 11]) -> u8 {
     name.iter()
-        .fold(0u8, |sum, &b| (sum >> 1 | sum << 7).wrapping_add(b))
+        .fold(0u8, |sum, &b| sum.rotate_right(1).wrapping_add(b))
 }
 
 /// The directory entries of one file: its long-name entries, last part first, then
@@ -193,10 +193,10 @@ fn dir_entries(long: &str, index: usize, cluster: u16, len: u32) -> Vec<[u8; 32]
     let short = short_name(long, index);
     let sum = short_name_checksum(&short);
     let mut units: Vec<u16> = long.encode_utf16().collect();
-    if units.len() % 13 != 0 {
+    if !units.len().is_multiple_of(13) {
         units.push(0);
     }
-    while units.len() % 13 != 0 {
+    while !units.len().is_multiple_of(13) {
         units.push(0xFFFF);
     }
     let parts = units.len() / 13;
