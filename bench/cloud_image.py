@@ -185,9 +185,15 @@ def boot_once(args, scratch, seed, round_no):
         ch.close()
         qemu.wait(timeout=args.timeout)
         off = time.monotonic() - began
+        for line in open(console, errors="replace"):
+            if "iofleet guest:" in line or "running 'modules:final'" in line:
+                print("  console: " + line.strip())
         return joined, off, qemu.returncode
     except Exception:
+        keep = os.path.join(CACHE, "last-console.log")
+        shutil.copyfile(console, keep)
         print(open(console, errors="replace").read()[-4000:], file=sys.stderr)
+        print(f"the whole console: {keep}", file=sys.stderr)
         raise
     finally:
         if qemu.poll() is None:
@@ -199,8 +205,6 @@ def boot_once(args, scratch, seed, round_no):
 def measure(args):
     if not os.path.exists(STAMP):
         sys.exit(f"no image in {CACHE}: run `{sys.argv[0]} build` first")
-    while os.path.exists("/work/scratch/quiet"):
-        time.sleep(10)
     scratch = tempfile.mkdtemp(prefix="iofleet-cloud-")
     try:
         seed = make_seed(args, scratch)

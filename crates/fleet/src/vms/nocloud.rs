@@ -29,8 +29,8 @@ pub const SEED_LABEL: &str = "cidata";
 pub const SEED_AGENT: &str = "iofleet";
 /// The command's join file on the seed (`GuestJoin` as JSON).
 pub const SEED_JOIN: &str = "iofleet-join.json";
-/// Where the guest mounts the seed, and keeps the agent and its join file (a tmpfs:
-/// nothing is written to the image).
+/// Where the guest mounts the seed, and keeps the agent and its join file: a tmpfs of
+/// its own (nothing is written to the image; systemd mounts `/run` itself `noexec`).
 pub const GUEST_DIR: &str = "/run/iofleet";
 
 /// What one VM's seed holds.
@@ -59,8 +59,9 @@ pub fn meta_data(domain: &str) -> String {
 /// off when it ends, as the guest iofleet builds does.
 pub fn user_data() -> String {
     let script = format!(
-        "mkdir -p {dir}/seed\n\
-         mount -o ro LABEL={SEED_LABEL} {dir}/seed \\\n  \
+        "mkdir -p {dir}\n\
+         mount -t tmpfs -o mode=0700 iofleet {dir} && mkdir {dir}/seed \\\n  \
+         && mount -o ro LABEL={SEED_LABEL} {dir}/seed \\\n  \
          && install -m 0755 {dir}/seed/{SEED_AGENT} {dir}/iofleet \\\n  \
          && install -m 0600 {dir}/seed/{SEED_JOIN} {dir}/join.json \\\n  \
          && umount {dir}/seed \\\n  \
