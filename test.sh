@@ -35,6 +35,8 @@ command -v cpio >/dev/null || need+=(cpio)                               # worke
 command -v objcopy >/dev/null || need+=(binutils)                        # ... the agent stripped for a guest
 { command -v virt-xml-validate && command -v xmllint; } >/dev/null || need+=(libvirt-clients libxml2-utils)  # ... domain XML against libvirt's schemas
 ls /boot/vmlinuz-* >/dev/null 2>&1 || need+=(linux-image-cloud-amd64)    # ... a guest kernel with its virtio modules
+{ command -v mdir && command -v mtype && command -v mcopy; } >/dev/null || need+=(mtools)  # ... a cloud image's seed read back
+command -v fsck.fat >/dev/null || need+=(dosfstools)                     # ... and checked
 
 if [ ${#need[@]} -gt 0 ]; then
   sudo=""

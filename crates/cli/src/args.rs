@@ -357,6 +357,11 @@ pub struct AgentArgs {
     /// Join the controller whose join file (address and token) this is.
     #[arg(long, value_name = "FILE")]
     pub join_file: Option<PathBuf>,
+    /// Inside a worker VM booted from a cloud image (its seed's cloud-init starts this,
+    /// docs/vms.md): join over the VM's channel with this join file of the seed's,
+    /// its data disks found by their serials.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["join", "join_file"])]
+    pub guest_join: Option<PathBuf>,
     /// With --join: read the token from this file (`-`: standard input) instead of
     /// IOFLEET_JOIN_TOKEN.
     #[arg(long, value_name = "FILE", requires = "join")]

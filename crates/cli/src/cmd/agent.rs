@@ -1,7 +1,8 @@
 //! `iofleet agent`: the far end of a fleet. Without flags it serves a controller on
 //! stdin/stdout, as `run --hosts` and Kubernetes fleets start it; with `--join-file` or
 //! `--join` it connects to a controller's join port (`run --listen`), as any launcher
-//! starts it (docs/fleet.md "Agents that join").
+//! starts it (docs/fleet.md "Agents that join"); with `--guest-join` it is the agent of
+//! a worker VM booted from a cloud image (docs/vms.md).
 
 use std::io::Read;
 
@@ -15,6 +16,16 @@ use crate::exit::Exit;
 pub const TOKEN_ENV: &str = "IOFLEET_JOIN_TOKEN";
 
 pub fn run(a: AgentArgs) -> Result<i32, Exit> {
+    if let Some(file) = &a.guest_join {
+        if a.rank.is_some() || !a.target.is_empty() || a.agents != 1 || a.replay {
+            return Err(Exit::input(
+                "--guest-join: the VM's join file gives its rank and its disks give the target: drop --rank, --target, --agents and --replay",
+            ));
+        }
+        use iofleet_fleet::vms::guest;
+        let join = guest::read_join(file).map_err(|e| Exit::input(format!("--guest-join: {e}")))?;
+        return guest::join_as_guest(join).map_err(|e| Exit::failure(format!("--guest-join: {e}")));
+    }
     if a.join.is_none() && a.join_file.is_none() {
         if a.rank.is_some() || !a.target.is_empty() || a.agents != 1 || a.replay || a.replay_below {
             return Err(Exit::input(

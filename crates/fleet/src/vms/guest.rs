@@ -209,11 +209,25 @@ pub fn main() -> ! {
 
 fn run_guest() -> Result<i32, String> {
     mount_all()?;
-    let join_text =
-        std::fs::read(format!("/{JOIN_FILE}")).map_err(|e| format!("/{JOIN_FILE}: {e}"))?;
-    let join: GuestJoin =
-        serde_json::from_slice(&join_text).map_err(|e| format!("/{JOIN_FILE}: {e}"))?;
+    join_as_guest(read_join(&Path::new("/").join(JOIN_FILE))?)
+}
+
+/// A guest's join file; the error names it.
+pub fn read_join(file: &Path) -> Result<GuestJoin, String> {
+    let name = file.display();
+    let text = std::fs::read(file).map_err(|e| format!("{name}: {e}"))?;
+    serde_json::from_slice(&text).map_err(|e| format!("{name}: {e}"))
+}
+
+/// The agent of a worker VM once the guest's system is up, in the guest iofleet builds
+/// (after `mount_all`) or in a cloud image (`iofleet agent --guest-join FILE`, started
+/// by the seed's cloud-init, `nocloud`): find the channel and the data disks, join as
+/// the VM's rank and run until the controller is done. Its exit code; an error says
+/// what was not found.
+pub fn join_as_guest(join: GuestJoin) -> Result<i32, String> {
     let mut found = boot(join.disks)?;
+    // Scheduler none and no merging on the data disks: one request of the agent is one
+    // of the hypervisor's.
     found
         .notes
         .extend(one_to_one(Path::new("/sys"), &found.disks));

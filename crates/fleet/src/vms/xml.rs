@@ -48,7 +48,8 @@ pub enum Boot<'a> {
         cmdline: &'a str,
     },
     Image {
-        /// The image (copied per VM, see the launcher) and the NoCloud seed ISO.
+        /// The image (copied per VM, see the launcher) and the NoCloud seed
+        /// (`nocloud::Seed::write`).
         disk: &'a str,
         seed: &'a str,
     },
@@ -104,8 +105,10 @@ pub fn domain_xml(fleet: &VmFleet, slot: &VmSlot, domain_type: &str, boot: &Boot
             "    <disk type='file' device='disk'>\n      <driver name='qemu' type='qcow2'/>\n      <source file='{}'/>\n      <target dev='vdz' bus='virtio'/>\n      <boot order='1'/>\n    </disk>\n",
             escape(disk)
         ));
+        // The seed is a FAT file system of 512-byte sectors (`nocloud`): a disk, since a
+        // CD-ROM's 2048-byte sectors cannot hold it.
         x.push_str(&format!(
-            "    <disk type='file' device='cdrom'>\n      <driver name='qemu' type='raw'/>\n      <source file='{}'/>\n      <target dev='sdz' bus='sata'/>\n      <readonly/>\n    </disk>\n",
+            "    <disk type='file' device='disk'>\n      <driver name='qemu' type='raw'/>\n      <source file='{}'/>\n      <target dev='vdy' bus='virtio'/>\n      <readonly/>\n    </disk>\n",
             escape(seed)
         ));
     }
@@ -224,17 +227,19 @@ mod tests {
             "kvm",
             &Boot::Image {
                 disk: "/var/lib/libvirt/images/iofleet-t-0.qcow2",
-                seed: "/var/lib/libvirt/images/iofleet-t-0-seed.iso",
+                seed: "/var/lib/libvirt/images/iofleet-t-0-seed.img",
             },
         );
         assert_eq!(x.matches("model='virtio-scsi'").count(), 1, "{x}");
         assert!(x.contains("<driver queues='4'/>"), "{x}");
         assert!(x.contains("<target dev='sdc' bus='scsi'/>"), "{x}");
         assert!(x.contains("cache='directsync' io='native'/>"), "{x}");
+        assert!(x.contains("<boot order='1'/>"), "{x}");
         assert!(
-            x.contains("<boot order='1'/>") && x.contains("device='cdrom'"),
-            "{x}"
+            x.contains("<source file='/var/lib/libvirt/images/iofleet-t-0-seed.img'/>\n      <target dev='vdy' bus='virtio'/>\n      <readonly/>"),
+            "the seed, a read-only disk: {x}"
         );
+        assert!(!x.contains("cdrom"), "{x}");
         validate("domain", &x);
     }
 }
