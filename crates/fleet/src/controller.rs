@@ -159,8 +159,7 @@ pub fn run<L: Launcher>(
     };
     let collected = collect(&rx, &spec, observer, &stop, &mut |s| launcher.give_up(s));
     let mut finished = launcher.finish();
-    let kubernetes = finished.kubernetes.take();
-    let vms = finished.vms.take();
+    let (kubernetes, vms) = (finished.kubernetes.take(), finished.vms.take());
     for n in finished.notices {
         if !notices.contains(&n) {
             notices.push(n);

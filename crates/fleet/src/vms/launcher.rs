@@ -348,40 +348,9 @@ impl VmLauncher {
         let kernel = guest_kernel(&self.fleet)?;
         let dtype = domain_type(self.fleet.domain_type);
         self.check_hypervisors()?;
-        // Names are fixed: what a kept fleet or a killed command left is in the way,
-        // and is not this command's to remove.
-        let found = leftovers(&self.fleet, &self.hypervisors).map_err(setup)?;
-        if !found.is_empty() {
-            let mut names: Vec<String> = found.domains.iter().map(|d| d.1.clone()).collect();
-            names.extend(found.volumes.iter().map(|v| v.1.clone()));
-            names.extend(found.files.iter().map(|f| f.display().to_string()));
-            return Err(setup(format!(
-                "vms: fleet {} is there already ({}: kept with keep = true, or left by a command that was killed); `iofleet vms clean --hosts {}` removes it",
-                self.fleet.name,
-                names.join(", "),
-                self.file.display()
-            )));
-        }
+        self.refuse_leftovers()?;
         let n = self.fleet.vms;
-        let port = JoinServer::open(
-            "127.0.0.1:0",
-            None,
-            JoinSettings {
-                expect: n,
-                host_timeout: settings.host_timeout,
-                // A channel is connected when its VM starts: its agent joins once the
-                // guest has booted.
-                handshake_timeout: self.fleet.boot_timeout,
-                ..Default::default()
-            },
-        )
-        .map_err(|e| {
-            // Its TCP side listens on loopback only, for no one: the VMs come by channel.
-            FleetError::Setup(
-                e.to_string()
-                    .replace("--listen 127.0.0.1:0", "vms: the join port (127.0.0.1)"),
-            )
-        })?;
+        let port = self.open_port(settings)?;
         let guest = GuestParts::read(&kernel)?;
         let layout = self.fleet.layout(disks);
         let t0 = Instant::now();
@@ -449,19 +418,7 @@ impl VmLauncher {
             self.fleet.name
         );
         let waited = self.await_joined(&port, &layout, &mut timeline, t0, stop, observer);
-        let waited = match waited {
-            Err(FleetError::Setup(m)) if dtype == "kvm" && m.starts_with("vms.boot_timeout") => {
-                Err(FleetError::Setup(format!(
-                    "{m}; the domains ran under KVM (vms.domain_type = \"{}\"): where a guest hangs under this hypervisor's KVM, domain_type = \"qemu\" boots it under software emulation",
-                    match self.fleet.domain_type {
-                        DomainType::Auto => "auto",
-                        _ => "kvm",
-                    }
-                )))
-            }
-            w => w,
-        };
-        let Some(members) = waited? else {
+        let Some(members) = self.kvm_hint(waited, dtype)? else {
             return Ok(None);
         };
         let joined_after_s = t0.elapsed().as_secs_f64();
@@ -478,7 +435,90 @@ impl VmLauncher {
                 h
             })
             .collect();
-        let vms = layout
+        let vms = self.vm_facts(&layout, &timeline, volume_bytes);
+        notices.push(format!(
+            "vms: {n} VM(s) of fleet {} joined in {joined_after_s:.1} s ({dtype}, kernel {})",
+            self.fleet.name,
+            kernel.path.display()
+        ));
+        self.joined = Some((
+            disks,
+            VmRun {
+                fleet: self.fleet.name.clone(),
+                domain_type: dtype.into(),
+                guest: format!("{} with iofleet's initramfs", kernel.path.display()),
+                joined_after_s,
+                kept: self.fleet.keep,
+                vms,
+            },
+        ));
+        self.agents = AgentLauncher::joined(hosts, port);
+        Ok(Some(()))
+    }
+
+    /// Names are fixed: what a kept fleet or a killed command left is in the way, and is
+    /// not this command's to remove; an error names it and `iofleet vms clean`.
+    fn refuse_leftovers(&self) -> Result<(), FleetError> {
+        let found = leftovers(&self.fleet, &self.hypervisors).map_err(FleetError::Setup)?;
+        if found.is_empty() {
+            return Ok(());
+        }
+        let mut names: Vec<String> = found.domains.iter().map(|d| d.1.clone()).collect();
+        names.extend(found.volumes.iter().map(|v| v.1.clone()));
+        names.extend(found.files.iter().map(|f| f.display().to_string()));
+        Err(FleetError::Setup(format!(
+            "vms: fleet {} is there already ({}: kept with keep = true, or left by a command that was killed); `iofleet vms clean --hosts {}` removes it",
+            self.fleet.name,
+            names.join(", "),
+            self.file.display()
+        )))
+    }
+
+    /// The fleet's join port: its TCP side on loopback only, for no one (the VMs come
+    /// by channel); a VM's handshake may take its whole boot.
+    fn open_port(&self, settings: &RunSettings) -> Result<JoinServer, FleetError> {
+        JoinServer::open(
+            "127.0.0.1:0",
+            None,
+            JoinSettings {
+                expect: self.fleet.vms,
+                host_timeout: settings.host_timeout,
+                handshake_timeout: self.fleet.boot_timeout,
+                ..Default::default()
+            },
+        )
+        .map_err(|e| {
+            FleetError::Setup(
+                e.to_string()
+                    .replace("--listen 127.0.0.1:0", "vms: the join port (127.0.0.1)"),
+            )
+        })
+    }
+
+    /// A boot timeout under KVM says how to fall back to software emulation.
+    fn kvm_hint<T>(&self, waited: Result<T, FleetError>, dtype: &str) -> Result<T, FleetError> {
+        match waited {
+            Err(FleetError::Setup(m)) if dtype == "kvm" && m.starts_with("vms.boot_timeout") => {
+                Err(FleetError::Setup(format!(
+                    "{m}; the domains ran under KVM (vms.domain_type = \"{}\"): where a guest hangs under this hypervisor's KVM, domain_type = \"qemu\" boots it under software emulation",
+                    match self.fleet.domain_type {
+                        DomainType::Auto => "auto",
+                        _ => "kvm",
+                    }
+                )))
+            }
+            w => w,
+        }
+    }
+
+    /// Each VM's facts for the result: where it runs, its size, its disks, its way.
+    fn vm_facts(
+        &self,
+        layout: &[VmSlot],
+        timeline: &[VmTimeline],
+        volume_bytes: u64,
+    ) -> Vec<VmHost> {
+        layout
             .iter()
             .map(|slot| VmHost {
                 hypervisor: self.fleet.hypervisors[slot.hypervisor].clone(),
@@ -502,25 +542,7 @@ impl VmLauncher {
                     .collect(),
                 timeline: timeline[slot.index as usize].clone(),
             })
-            .collect();
-        notices.push(format!(
-            "vms: {n} VM(s) of fleet {} joined in {joined_after_s:.1} s ({dtype}, kernel {})",
-            self.fleet.name,
-            kernel.path.display()
-        ));
-        self.joined = Some((
-            disks,
-            VmRun {
-                fleet: self.fleet.name.clone(),
-                domain_type: dtype.into(),
-                guest: format!("{} with iofleet's initramfs", kernel.path.display()),
-                joined_after_s,
-                kept: self.fleet.keep,
-                vms,
-            },
-        ));
-        self.agents = AgentLauncher::joined(hosts, port);
-        Ok(Some(()))
+            .collect()
     }
 
     /// Wait until every VM's agent has joined `port`: the members in rank order. A VM
