@@ -887,12 +887,17 @@ fn bad_join_input_is_refused_naming_the_flag() {
         (
             vec!["agent", "--rank", "3"],
             None,
-            "--rank, --target and --agents are for an agent that joins",
+            "--rank, --target, --agents, --replay and --replay-below are for an agent that joins",
+        ),
+        (
+            vec!["agent", "--replay-below"],
+            None,
+            "--rank, --target, --agents, --replay and --replay-below are for an agent that joins",
         ),
         (
             vec!["agent", "--agents", "2"],
             None,
-            "--rank, --target and --agents are for an agent that joins",
+            "--rank, --target, --agents, --replay and --replay-below are for an agent that joins",
         ),
         (vec!["agent", "--agents", "0"], None, "--agents"),
         (
