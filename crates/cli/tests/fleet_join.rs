@@ -1587,3 +1587,41 @@ fn relays_refuse_what_they_cannot_do_naming_the_flag() {
     assert_eq!(json(&out, &err)["summary"]["all"]["ios"], 200);
     all_exit_0(agents);
 }
+
+/// The benchmarks' agents (`--replay`, `--replay-below`): agents that run no I/O and
+/// send one fixed sample per worker each interval (the job's rate, latencies 50–400
+/// µs), and a relay that sends what its agents below would without them, give the
+/// same exact counts and the same latency figures.
+#[test]
+fn replaying_agents_and_a_replaying_relay_send_what_replaying_agents_would() {
+    let d = tempfile::tempdir().unwrap();
+    let even = even_profile(d.path(), 2, "1s");
+    let shape = rated_run(&even);
+    // Two agents replaying, flat.
+    let c = Controller::start(d.path(), &shape, 2);
+    let agents: Vec<Child> = (0..2u32)
+        .map(|r| agent(&c.join_file, &["--rank", &r.to_string(), "--replay"], &[]))
+        .collect();
+    let (code, out, err) = c.finish();
+    assert_eq!(code, Some(0), "{err}");
+    let flat = json(&out, &err);
+    all_exit_0(agents);
+    // 100 I/Os a second per worker over two intervals of 0.5 s.
+    assert_eq!(flat["summary"]["all"]["ios"], 200, "{}", flat["summary"]);
+    let lat = &flat["summary"]["all"]["latency_us"];
+    assert!((lat["min"].as_f64().unwrap() - 50.0).abs() < 0.1, "{lat}");
+    assert!((lat["max"].as_f64().unwrap() - 400.0).abs() < 0.5, "{lat}");
+    // A dedicated relay with the two below it, replaying them without them.
+    let mut args = shape.to_vec();
+    args.extend(["--relay-fanout", "2", "--relay-dedicated"]);
+    let c = Controller::start(d.path(), &args, 3);
+    let relay = agent(&c.join_file, &["--rank", "0", "--replay-below"], &[]);
+    let (code, out, err) = c.finish();
+    assert_eq!(code, Some(0), "{err}");
+    let tree = json(&out, &err);
+    all_exit_0(vec![relay]);
+    assert_eq!(tree["summary"]["all"], flat["summary"]["all"]);
+    assert_eq!(tree["intervals"][1]["ios"], flat["intervals"][1]["ios"]);
+    let names: Vec<String> = hosts(&tree).into_iter().map(|h| h.0).collect();
+    assert_eq!(names[1..], ["virtual-r1", "virtual-r2"]);
+}

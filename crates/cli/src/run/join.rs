@@ -253,27 +253,11 @@ fn controller_target(a: &RunArgs) -> TargetArg {
 /// A joined agent as a host: named by its machine and rank, its rank and machine as
 /// labels (so groups and pins can address it).
 fn host_of(a: &RunArgs, m: &Member) -> HostSpec {
-    let mut labels = std::collections::BTreeMap::new();
-    labels.insert("rank".to_string(), m.rank.to_string());
-    labels.insert("machine".to_string(), m.hostname.clone());
-    HostSpec {
-        name: format!("{}-r{}", m.hostname, m.rank),
-        destination: m.peer.to_string(),
-        target: m
-            .target
+    m.host(
+        m.target
             .clone()
             .unwrap_or_else(|| controller_target(a).under(&format!("rank-{}", m.rank))),
-        workers: None,
-        labels,
-        iofleet_path: None,
-        reach: Reach::Joined {
-            rank: m.rank,
-            member: m.id,
-        },
-        role: Role::Workers,
-        observe: Vec::new(),
-        scrape: None,
-    }
+    )
 }
 
 /// "OMPI_COMM_WORLD_RANK (16)", or several sources with their counts.

@@ -36,7 +36,7 @@ use crate::agents::protocol::{
 use crate::agents::AgentLauncher;
 use crate::controller::{run, StartGate};
 use crate::error::FleetError;
-use crate::host::{HostSpec, Reach, Role};
+use crate::host::HostSpec;
 use crate::launcher::{Launcher, Prepared};
 use crate::local::ThreadLauncher;
 use crate::observer::{IntervalSnapshot, Observer, Silent};
@@ -623,28 +623,12 @@ impl Relay {
 /// names a joined agent (`machine-rRANK`), its own target if it named one, else
 /// `target` (its job's; an empty list of directories when it has none).
 fn below_host(m: &crate::agents::join::Member, target: Option<TargetArg>) -> HostSpec {
-    let mut labels = BTreeMap::new();
-    labels.insert("rank".to_string(), m.rank.to_string());
-    labels.insert("machine".to_string(), m.hostname.clone());
-    HostSpec {
-        name: format!("{}-r{}", m.hostname, m.rank),
-        destination: m.peer.to_string(),
-        target: m
-            .target
+    m.host(
+        m.target
             .clone()
             .or(target)
             .unwrap_or(TargetArg::Dirs(Vec::new())),
-        workers: None,
-        labels,
-        iofleet_path: None,
-        reach: Reach::Joined {
-            rank: m.rank,
-            member: m.id,
-        },
-        role: Role::Workers,
-        observe: Vec::new(),
-        scrape: None,
-    }
+    )
 }
 
 impl Launcher for Subtree {
@@ -901,54 +885,16 @@ fn replay_task(
             }
         }
     }
-    let mut frame = crate::agents::protocol::frame_bytes(&Frame::Interval(IntervalData {
+    let frame = crate::agents::protocol::frame_bytes(&Frame::Interval(IntervalData {
         index: 0,
         stopped_at: None,
         samples,
         usage: None,
         generator: None,
     }));
-    let epoch_ns = Arc::new(AtomicU64::new(0));
-    let mut gate = Gate {
-        out: out.clone(),
-        control,
-        epoch_ns: epoch_ns.clone(),
-        drop_caches: None,
-        below_names: Vec::new(),
+    let Some(()) = replay_frames(out, control, Vec::new(), &timeline, frame, stop, |_| {})? else {
+        return Ok(done());
     };
-    let epoch = gate.ready_as(Ready {
-        notices: Vec::new(),
-        engine: "replay".into(),
-        configured_outstanding: 0,
-        below: Vec::new(),
-    })?;
-    let unreachable = |e: io::Error| FleetError::Setup(format!("cannot reach the controller: {e}"));
-    for k in 0..timeline.intervals() {
-        let due = epoch + Duration::from_nanos(timeline.boundaries[k as usize + 1]);
-        while Instant::now() < due {
-            if stop.load(Ordering::SeqCst) {
-                return Ok(done());
-            }
-            std::thread::sleep(
-                due.saturating_duration_since(Instant::now())
-                    .min(Duration::from_millis(200)),
-            );
-        }
-        if k == 0 {
-            let started = Clock {
-                seq: 0,
-                t_ns: epoch_ns.load(Ordering::SeqCst),
-            };
-            send(out, &Frame::Started(started)).map_err(unreachable)?;
-        }
-        // The index is the body's first field: after the length and the kind.
-        frame[5..9].copy_from_slice(&k.to_le_bytes());
-        let mut w = out.w.lock().unwrap_or_else(|p| p.into_inner());
-        w.write_all(&frame)
-            .and_then(|()| w.flush())
-            .map_err(unreachable)?;
-        out.last_ns.store(mono_ns(), Ordering::Relaxed);
-    }
     Ok(Done {
         end_ns: timeline.end_ns(),
         ..done()
@@ -1000,36 +946,67 @@ fn virtual_relay_task(
         });
     let ranges = crate::controller::group_ranges(&groups);
     let merged = crate::relay::merge_interval(0, children, &ranges, plan.streams.len());
-    let mut frame = crate::agents::protocol::frame_bytes(&Frame::Relayed(Box::new(merged)));
+    let frame = crate::agents::protocol::frame_bytes(&Frame::Relayed(Box::new(merged)));
     let mut totals = SubtreeTotals::new(
         timeline.warmup_intervals,
         timeline.intervals(),
         plan.streams.len(),
     );
+    let names = job
+        .below
+        .iter()
+        .map(|b| format!("virtual-r{}", b.rank))
+        .collect();
+    let each = |k: u32| {
+        for (_, samples) in &per_host {
+            totals.add(k, samples);
+        }
+    };
+    let Some(()) = replay_frames(out, control, names, &timeline, frame, stop, each)? else {
+        return Ok(done());
+    };
+    send(out, &Frame::RelayTotals(totals.samples()))
+        .map_err(|e| FleetError::Setup(format!("cannot reach the controller: {e}")))?;
+    Ok(Done {
+        end_ns: timeline.end_ns(),
+        ..done()
+    })
+}
+
+/// Replaying (`--replay`, `--replay-below`): say ready (with `names` below, for a
+/// relay) and, at the end of each interval of `timeline` after the controller's start,
+/// send `frame` (an interval or relayed frame, encoded once) with that interval's index,
+/// `each` told of it first; the start report with the first. None when a stop came
+/// first.
+fn replay_frames(
+    out: &Out,
+    control: Receiver<Control>,
+    names: Vec<String>,
+    timeline: &crate::source::Timeline,
+    mut frame: Vec<u8>,
+    stop: &AtomicBool,
+    mut each: impl FnMut(u32),
+) -> Result<Option<()>, FleetError> {
     let epoch_ns = Arc::new(AtomicU64::new(0));
     let mut gate = Gate {
         out: out.clone(),
         control,
         epoch_ns: epoch_ns.clone(),
         drop_caches: None,
-        below_names: job
-            .below
-            .iter()
-            .map(|b| format!("virtual-r{}", b.rank))
-            .collect(),
+        below_names: names.clone(),
     };
     let epoch = gate.ready_as(Ready {
         notices: Vec::new(),
         engine: "replay".into(),
         configured_outstanding: 0,
-        below: gate.below_names.clone(),
+        below: names,
     })?;
     let unreachable = |e: io::Error| FleetError::Setup(format!("cannot reach the controller: {e}"));
     for k in 0..timeline.intervals() {
         let due = epoch + Duration::from_nanos(timeline.boundaries[k as usize + 1]);
         while Instant::now() < due {
             if stop.load(Ordering::SeqCst) {
-                return Ok(done());
+                return Ok(None);
             }
             std::thread::sleep(
                 due.saturating_duration_since(Instant::now())
@@ -1043,9 +1020,8 @@ fn virtual_relay_task(
             };
             send(out, &Frame::Started(started)).map_err(unreachable)?;
         }
-        for (_, samples) in &per_host {
-            totals.add(k, samples);
-        }
+        each(k);
+        // The index is the body's first field: after the length and the kind.
         frame[5..9].copy_from_slice(&k.to_le_bytes());
         let mut w = out.w.lock().unwrap_or_else(|p| p.into_inner());
         w.write_all(&frame)
@@ -1053,11 +1029,7 @@ fn virtual_relay_task(
             .map_err(unreachable)?;
         out.last_ns.store(mono_ns(), Ordering::Relaxed);
     }
-    send(out, &Frame::RelayTotals(totals.samples())).map_err(unreachable)?;
-    Ok(Done {
-        end_ns: timeline.end_ns(),
-        ..done()
-    })
+    Ok(Some(()))
 }
 
 /// The `Done` of a measured run: when it ended and what went wrong.

@@ -215,6 +215,31 @@ pub struct Member {
     pub joined_at: Instant,
 }
 
+impl Member {
+    /// This agent as a host of the fleet, running its share on `target`: named
+    /// `machine-rRANK`, labelled with its rank and machine, reached by its membership.
+    pub fn host(&self, target: TargetArg) -> crate::host::HostSpec {
+        let mut labels = BTreeMap::new();
+        labels.insert("rank".to_string(), self.rank.to_string());
+        labels.insert("machine".to_string(), self.hostname.clone());
+        crate::host::HostSpec {
+            name: format!("{}-r{}", self.hostname, self.rank),
+            destination: self.peer.to_string(),
+            target,
+            workers: None,
+            labels,
+            iofleet_path: None,
+            reach: crate::host::Reach::Joined {
+                rank: self.rank,
+                member: self.id,
+            },
+            role: crate::host::Role::Workers,
+            observe: Vec::new(),
+            scrape: None,
+        }
+    }
+}
+
 /// The refusals so far, by reason: how many, and the first peer.
 #[derive(Debug, Default)]
 struct Refusals {
