@@ -31,10 +31,7 @@ use crate::precondition::Preconditioned;
 use crate::settings::RunSettings;
 use crate::source::Msg;
 
-/// Whether rank `r` relays, with `fanout` ranks below each relay.
-pub fn is_relay(r: u32, fanout: u32) -> bool {
-    r.is_multiple_of(fanout + 1)
-}
+pub use super::join::server::is_relay;
 
 /// The controller's launcher of a relayed fleet.
 pub struct RelayLauncher {

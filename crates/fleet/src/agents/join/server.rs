@@ -168,18 +168,16 @@ pub struct JoinSettings {
     pub handshake_timeout: Duration,
 }
 
+/// Whether rank `r` relays, with `fanout` ranks below each relay (`--relay-fanout`):
+/// every (fanout + 1)-th rank from 0.
+pub fn is_relay(r: u32, fanout: u32) -> bool {
+    r.is_multiple_of(fanout + 1)
+}
+
 impl JoinSettings {
     /// Whether `rank` relays for others.
     pub fn is_relay(&self, rank: u32) -> bool {
-        self.fanout > 0 && rank.is_multiple_of(self.fanout + 1)
-    }
-
-    /// The ranks this port takes as members: every rank of its range, or with relays
-    /// only the relays'.
-    pub fn ranks(&self) -> Vec<u32> {
-        (self.first_rank..self.first_rank + self.expect)
-            .filter(|&r| self.fanout == 0 || self.is_relay(r))
-            .collect()
+        self.fanout > 0 && is_relay(rank, self.fanout)
     }
 
     /// Whether `rank` joins a relay rather than this port.
@@ -432,13 +430,6 @@ impl JoinServer {
     ) -> Result<Vec<Member>, FleetError> {
         let ranks: Vec<u32> = (0..expect).collect();
         self.wait_for(&ranks, timeout, stop)
-    }
-
-    /// Where the agents below relay `rank` join it, once it said (endpoint,
-    /// fingerprint).
-    pub fn relay_at(&self, rank: u32) -> Option<(String, String)> {
-        let roster = self.shared.roster.lock().unwrap_or_else(|p| p.into_inner());
-        roster.relays.get(&rank).cloned()
     }
 
     /// `wait` for the members of `ranks` (a relayed fleet's relays; a relay's ranks
