@@ -244,10 +244,7 @@ fn open_relay_port(req: &JoinRequest, welcome: &Welcome) -> Result<RelayPort, St
     if own {
         // The relay's own share runs as an agent of its own port, in this process,
         // joined over a socket pair: measured, lost and merged as any host below it.
-        let (ours, theirs) = UnixStream::pair()
-            .map_err(|e| format!("cannot make the relay's own agent a socket: {e}"))?;
-        port.adopt(ours, "this relay's own agent")
-            .map_err(|e| e.to_string())?;
+        let adopter = port.adopter();
         let own_req = JoinRequest {
             address: port.address.clone(),
             token: req.token.clone(),
@@ -264,7 +261,7 @@ fn open_relay_port(req: &JoinRequest, welcome: &Welcome) -> Result<RelayPort, St
         };
         std::thread::Builder::new()
             .name("relay's own agent".into())
-            .spawn(move || join_stream(&own_req, theirs))
+            .spawn(move || join_adopted(&own_req, &adopter))
             .map_err(|e| format!("cannot start the relay's own agent: {e}"))?;
     }
     Ok(RelayPort {
@@ -286,15 +283,13 @@ fn open_relay_port(req: &JoinRequest, welcome: &Welcome) -> Result<RelayPort, St
     })
 }
 
-/// Join over `stream`, a socket whose other end the join port took (`adopt`): once,
-/// with no second try; then serve.
-pub fn join_stream(req: &JoinRequest, stream: UnixStream) -> i32 {
-    let once = std::sync::Mutex::new(Some(stream));
+/// Join a port of this process through a socket pair whose other end the port takes
+/// (`Adopter`), a new pair for each try until the join timeout; then serve.
+pub fn join_adopted(req: &JoinRequest, adopter: &super::server::Adopter) -> i32 {
     join_over(req, || {
-        once.lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-            .ok_or_else(|| Attempt::Final("the socket to the port was used already".into(), 1))
+        adopter
+            .connect("this relay's own agent")
+            .map_err(|e| Attempt::Again(e.to_string()))
     })
 }
 

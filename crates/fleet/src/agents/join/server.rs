@@ -199,6 +199,38 @@ impl JoinSettings {
     }
 }
 
+/// Takes connections for a join port from another thread (`JoinServer::adopter`): a
+/// relay's own agent connects to its relay's port this way, again after a failed try.
+#[derive(Clone)]
+pub struct Adopter {
+    link: Arc<LoopLink>,
+}
+
+impl Adopter {
+    /// A new socket pair: one end taken by the port as a candidate (labelled `label`),
+    /// the other returned, to join through.
+    pub fn connect(&self, label: &str) -> Result<std::os::unix::net::UnixStream, FleetError> {
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair()
+            .map_err(|e| FleetError::Setup(format!("join port: {label}: {e}")))?;
+        self.adopt(ours, label)?;
+        Ok(theirs)
+    }
+
+    /// Take `stream` as if it had arrived on the port (`JoinServer::adopt`).
+    pub fn adopt(
+        &self,
+        stream: std::os::unix::net::UnixStream,
+        label: &str,
+    ) -> Result<(), FleetError> {
+        stream
+            .set_nonblocking(true)
+            .map_err(|e| FleetError::Setup(format!("join port: {label}: {e}")))?;
+        self.link
+            .send(Cmd::Adopt(UnixStream::from_std(stream), label.to_string()));
+        Ok(())
+    }
+}
+
 /// An accepted agent.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Member {
@@ -411,12 +443,15 @@ impl JoinServer {
         stream: std::os::unix::net::UnixStream,
         label: &str,
     ) -> Result<(), FleetError> {
-        stream
-            .set_nonblocking(true)
-            .map_err(|e| FleetError::Setup(format!("join port: {label}: {e}")))?;
-        self.link
-            .send(Cmd::Adopt(UnixStream::from_std(stream), label.to_string()));
-        Ok(())
+        self.adopter().adopt(stream, label)
+    }
+
+    /// A handle that takes connections for this port from any thread (`adopt`), for as
+    /// long as the port is open.
+    pub fn adopter(&self) -> Adopter {
+        Adopter {
+            link: self.link.clone(),
+        }
     }
 
     /// Wait until `expect` agents have joined (ranks 0..expect), then refuse further
