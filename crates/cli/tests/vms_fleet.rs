@@ -185,11 +185,14 @@ fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_ever
     let pool = lv.pool.clone();
 
     // 1. Two VMs with two data disks each join and run; the hypervisor's count of each
-    // disk's requests over the run matches iofleet's.
+    // disk's requests over the run (a warm-up, the measured phase, the drain) equals
+    // iofleet's.
     let f = fleet_file(d.path(), "vf", 2, &pool, "");
     let t0 = Instant::now();
     let mut args = run_args(&f, "2", "16m", "3s");
     args.retain(|a| a != "--no-save");
+    let w = args.iter().position(|a| a == "--warmup").unwrap();
+    args[w + 1] = "1s".into();
     let o = run(d.path(), &args);
     let err = common::stderr(&o);
     assert_eq!(o.status.code(), Some(0), "{err}");
@@ -211,6 +214,7 @@ fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_ever
     );
     let plan = &v["run"]["plan"]["fleet"];
     let lanes = plan["threads_per_disk"].as_u64().unwrap() * plan["qd"].as_u64().unwrap();
+    let n = |x: &Value| x.as_u64().unwrap();
     for (i, vm) in vms["vms"].as_array().unwrap().iter().enumerate() {
         assert_eq!(vm["domain"], hosts[i]);
         assert_eq!(vm["hypervisor"], libvirt::URI);
@@ -245,34 +249,36 @@ fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_ever
                 )
             );
             let ours = &worker["disks"][k];
-            let (r, w) = (
-                ours["read"]["ios"].as_u64().unwrap(),
-                ours["write"]["ios"].as_u64().unwrap(),
+            let u = &ours["unmeasured"];
+            let (warm, after) = (
+                n(&u["warmup_reads"]) + n(&u["warmup_writes"]),
+                n(&u["after_reads"]) + n(&u["after_writes"]),
             );
+            // Every request iofleet sent reached the hypervisor as one request
+            // (scheduler none, nomerges 2, O_DIRECT) and nothing else did: the measured
+            // I/Os and errors, the warm-up's, and those in flight when the measured
+            // phase ended (at most one per lane), drained before the count was read.
+            let r = n(&ours["read"]["ios"])
+                + n(&ours["read"]["errors"])
+                + n(&u["warmup_reads"])
+                + n(&u["after_reads"]);
+            let w = n(&ours["write"]["ios"])
+                + n(&ours["write"]["errors"])
+                + n(&u["warmup_writes"])
+                + n(&u["after_writes"]);
             let hv = &disk["requests"];
-            let (hr, hw) = (
-                hv["reads"].as_u64().unwrap(),
-                hv["writes"].as_u64().unwrap(),
-            );
-            assert!(r + w > 0, "{ours}");
-            // Every request iofleet counted reached the hypervisor as one request
-            // (scheduler none, nomerges 2, O_DIRECT), and nothing else did, but the
-            // I/Os in flight when the measured phase ended: issued, completed at the
-            // hypervisor, outside iofleet's count (at most one per lane).
-            assert!(
-                hr >= r && hw >= w,
-                "disk {k} of {}: hypervisor {hv}, iofleet {r} reads {w} writes",
-                hosts[i]
-            );
-            assert!(
-                hr + hw <= r + w + lanes,
-                "disk {k} of {}: hypervisor {hv}, iofleet {r} reads {w} writes",
+            let (hr, hw) = (n(&hv["reads"]), n(&hv["writes"]));
+            assert!(warm > 0, "{ours}");
+            assert!((1..=lanes).contains(&after), "{ours}");
+            assert_eq!(
+                (hr, hw),
+                (r, w),
+                "disk {k} of {}: hypervisor {hv}, iofleet {ours}",
                 hosts[i]
             );
             eprintln!(
-                "{} d{k}: hypervisor {hr}+{hw}, iofleet {r}+{w} (in flight at the end: {})",
-                hosts[i],
-                hr + hw - r - w
+                "{} d{k}: hypervisor {hr}+{hw} = iofleet {r}+{w} (warm-up {warm}, in flight at the end {after})",
+                hosts[i]
             );
         }
     }
@@ -296,6 +302,12 @@ fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_ever
         "{table}"
     );
     assert!(table.contains("virtio-blk cache=none io=native"), "{table}");
+    // Each disk shows the hypervisor's count and iofleet's, equal (the grid is split
+    // in two to fit the width: once in each part).
+    let hv = &v["run"]["vms"]["vms"][1]["disks"][1]["requests"];
+    let counted = format!("{}+{}", hv["reads"], hv["writes"]);
+    assert_eq!(table.matches(&counted).count(), 2, "{counted}: {table}");
+    assert!(table.contains("iofleet requests"), "{table}");
     let html = d.path().join("r.html");
     let o = run(
         d.path(),
