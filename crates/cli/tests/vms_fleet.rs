@@ -9,11 +9,13 @@
 //! libvirt's own schemas (`virt-xml-validate`).
 
 mod common;
+#[path = "support/iscsi.rs"]
+mod iscsi;
 #[path = "support/libvirt.rs"]
 mod libvirt;
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use common::{need, Watched};
@@ -169,6 +171,9 @@ fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_ever
             "virsh",
             "libvirtd",
             "virtlogd",
+            "tgtd",
+            "tgtadm",
+            "mkfs.ext4",
         ],
     ) {
         return;
@@ -176,6 +181,13 @@ fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_ever
     if !have_kernel() {
         need::skip(
             "a kernel in /boot with its modules (linux-image-cloud-amd64)",
+            test,
+        );
+        return;
+    }
+    if !Path::new(ISCSI_DIRECT).exists() {
+        need::skip(
+            "libvirt's iscsi-direct pools (libvirt-daemon-driver-storage-iscsi-direct)",
             test,
         );
         return;
@@ -524,7 +536,99 @@ fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_ever
         &["vms", "clean", "--hosts", mine.to_str().unwrap()].map(String::from),
     );
     assert!(common::stdout(&o).contains("vms: nothing of fleet vk is there"));
+
+    // 6. A pool of existing LUNs (iSCSI, through libvirt's iscsi-direct pool over a
+    // user-space target on loopback): its LUNs are the data disks as they are, under
+    // the device rule (one carrying a file system is refused without --destroy-data),
+    // and nothing is created or deleted in it.
+    let lun_bytes = 64 << 20;
+    let luns = iscsi::Iscsi::start("iofleet-test-luns", 2, lun_bytes);
+    let ext4 = Command::new("mkfs.ext4")
+        .args(["-q", "-F"])
+        .arg(&luns.luns[1])
+        .status()
+        .unwrap();
+    assert!(ext4.success());
+    let superblock = || {
+        let b = std::fs::read(&luns.luns[1]).unwrap();
+        u16::from_le_bytes([b[1080], b[1081]])
+    };
+    assert_eq!(superblock(), 0xEF53);
+    let lu = fleet_file(d.path(), "lu", 1, &luns.pool, "");
+    let o = run(d.path(), &run_args(&lu, "2", "16m", "2s"));
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("ext4") && err.contains("pass --destroy-data to overwrite it"),
+        "{err}"
+    );
+    assert_eq!(superblock(), 0xEF53, "the refused LUN is untouched");
+    nothing_left(&lv, "lu");
+    // Two VMs need four LUNs: refused before anything is made, naming the key.
+    let lu2 = fleet_file(d.path(), "lu", 2, &luns.pool, "");
+    let o = run(d.path(), &run_args(&lu2, "2", "16m", "2s"));
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("vms.pool: 'iofleet-test-luns' on qemu:///system is a iscsi-direct pool")
+            && err.contains("it has 2 LUN(s), the fleet's 2 VM(s) there need 4"),
+        "{err}"
+    );
+    nothing_left(&lv, "lu");
+    let lu = fleet_file(d.path(), "lu", 1, &luns.pool, "");
+    let mut args = run_args(&lu, "2", "16m", "2s");
+    args.push("--destroy-data".into());
+    let o = run(d.path(), &args);
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("the data disks are unit:0:0:1, unit:0:0:2 as they are"),
+        "{err}"
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let vm = &v["run"]["vms"]["vms"][0];
+    let worker = &v["workers"][0];
+    for (k, disk) in vm["disks"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(disk["pool"], luns.pool.as_str());
+        assert_eq!(disk["volume"], format!("unit:0:0:{}", k + 1));
+        let bytes = disk["bytes"].as_u64().unwrap();
+        assert!(bytes > lun_bytes - 4096 && bytes <= lun_bytes, "{disk}");
+        // The hypervisor's count equals iofleet's here too.
+        let (ours, u, hv) = (
+            &worker["disks"][k],
+            &worker["disks"][k]["unmeasured"],
+            &disk["requests"],
+        );
+        // `unmeasured` is absent when nothing completed outside the measured phase.
+        let n = |x: &Value| x.as_u64().unwrap_or(0);
+        assert!(ours["read"]["ios"].as_u64().unwrap() > 0, "{ours}");
+        assert_eq!(
+            n(&hv["reads"]),
+            n(&ours["read"]["ios"])
+                + n(&ours["read"]["errors"])
+                + n(&u["warmup_reads"])
+                + n(&u["after_reads"]),
+            "{hv} {ours}"
+        );
+        assert_eq!(
+            n(&hv["writes"]),
+            n(&ours["write"]["ios"])
+                + n(&ours["write"]["errors"])
+                + n(&u["warmup_writes"])
+                + n(&u["after_writes"]),
+            "{hv} {ours}"
+        );
+    }
+    assert_ne!(superblock(), 0xEF53, "overwritten with --destroy-data");
+    assert_eq!(luns.volumes(), ["unit:0:0:0", "unit:0:0:1", "unit:0:0:2"]);
+    assert!(err.contains("deleted 0 volume(s)"), "{err}");
+    nothing_left(&lv, "lu");
 }
+
+/// libvirt's storage backend for `iscsi-direct` pools (Debian's
+/// libvirt-daemon-driver-storage-iscsi-direct).
+const ISCSI_DIRECT: &str =
+    "/usr/lib/x86_64-linux-gnu/libvirt/storage-backend/libvirt_storage_backend_iscsi-direct.so";
 
 /// The documents of a `--dry-run` on a `[vms]` file: (volume or domain, its XML).
 fn documents(out: &str) -> Vec<(String, String)> {

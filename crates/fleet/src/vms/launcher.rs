@@ -22,6 +22,7 @@ use iofleet_stats::result::{VmDisk, VmDiskRequests, VmHost, VmRun, VmTimeline};
 use super::guest::GuestJoin;
 use super::hypervisor::{Hypervisor, RequestCounts, Virsh};
 use super::initramfs::{self, Contents, GUEST_DRIVERS};
+use super::luns;
 use super::xml::{self, Boot};
 use super::{DomainType, Guest, VmFleet, VmSlot};
 use crate::agents::join::{JoinServer, JoinSettings, Member};
@@ -352,7 +353,15 @@ impl VmLauncher {
         let n = self.fleet.vms;
         let port = self.open_port(settings)?;
         let guest = GuestParts::read(&kernel)?;
-        let layout = self.fleet.layout(disks);
+        let mut layout = self.fleet.layout(disks);
+        let luns = luns::assign(
+            &mut layout,
+            &self.hypervisors,
+            &self.fleet.pool,
+            volume_bytes,
+        )
+        .map_err(setup)?;
+        notices.extend(luns::notices(&luns, &self.hypervisors, &self.fleet.pool));
         let t0 = Instant::now();
         let mut timeline: Vec<VmTimeline> = vec![VmTimeline::default(); n as usize];
         for slot in &layout {
@@ -361,7 +370,7 @@ impl VmLauncher {
             }
             let h = slot.hypervisor;
             let pool = self.fleet.pool.clone();
-            for v in &slot.volumes {
+            for v in slot.volumes.iter().filter(|_| luns[h].is_none()) {
                 self.hypervisors[h]
                     .create_volume(&pool, &xml::volume_xml(v, volume_bytes))
                     .map_err(|e| setup(format!("vms.pool: '{pool}': volume {v}: {e}")))?;
@@ -395,23 +404,11 @@ impl VmLauncher {
             timeline[slot.index as usize].defined_s = Some(t0.elapsed().as_secs_f64());
             observer.status(&format!("vms: {} defined", slot.domain));
         }
-        for slot in &layout {
-            if stop.load(Ordering::SeqCst) {
-                return Ok(None);
-            }
-            let hv = &self.hypervisors[slot.hypervisor];
-            hv.start(&slot.domain).map_err(setup)?;
-            timeline[slot.index as usize].running_s = Some(t0.elapsed().as_secs_f64());
-            let channel = hv.channel(&slot.domain).map_err(setup)?;
-            let stream = std::os::unix::net::UnixStream::connect(&channel).map_err(|e| {
-                setup(format!(
-                    "vms: {}: cannot connect to its join channel {}: {e}",
-                    slot.domain,
-                    channel.display()
-                ))
-            })?;
-            port.adopt(stream, &format!("channel of {}", slot.domain))?;
-            observer.status(&format!("vms: {} running", slot.domain));
+        if self
+            .start_domains(&layout, &port, (&mut timeline, t0), stop, observer)?
+            .is_none()
+        {
+            return Ok(None);
         }
         eprintln!(
             "iofleet: {n} VM(s) of fleet {} started ({dtype}); waiting for them to join",
@@ -435,7 +432,7 @@ impl VmLauncher {
                 h
             })
             .collect();
-        let vms = self.vm_facts(&layout, &timeline, volume_bytes);
+        let vms = self.vm_facts(&layout, &timeline, volume_bytes, &luns);
         notices.push(format!(
             "vms: {n} VM(s) of fleet {} joined in {joined_after_s:.1} s ({dtype}, kernel {})",
             self.fleet.name,
@@ -453,6 +450,38 @@ impl VmLauncher {
             },
         ));
         self.agents = AgentLauncher::joined(hosts, port);
+        Ok(Some(()))
+    }
+
+    /// Start each domain and hand its join channel to `port`, noting when it ran.
+    /// `Ok(None)` when `stop` was set first.
+    fn start_domains(
+        &self,
+        layout: &[VmSlot],
+        port: &JoinServer,
+        (timeline, t0): (&mut [VmTimeline], Instant),
+        stop: &AtomicBool,
+        observer: &mut dyn Observer,
+    ) -> Result<Option<()>, FleetError> {
+        let setup = FleetError::Setup;
+        for slot in layout {
+            if stop.load(Ordering::SeqCst) {
+                return Ok(None);
+            }
+            let hv = &self.hypervisors[slot.hypervisor];
+            hv.start(&slot.domain).map_err(setup)?;
+            timeline[slot.index as usize].running_s = Some(t0.elapsed().as_secs_f64());
+            let channel = hv.channel(&slot.domain).map_err(setup)?;
+            let stream = std::os::unix::net::UnixStream::connect(&channel).map_err(|e| {
+                setup(format!(
+                    "vms: {}: cannot connect to its join channel {}: {e}",
+                    slot.domain,
+                    channel.display()
+                ))
+            })?;
+            port.adopt(stream, &format!("channel of {}", slot.domain))?;
+            observer.status(&format!("vms: {} running", slot.domain));
+        }
         Ok(Some(()))
     }
 
@@ -517,6 +546,7 @@ impl VmLauncher {
         layout: &[VmSlot],
         timeline: &[VmTimeline],
         volume_bytes: u64,
+        luns: &[Option<BTreeMap<String, u64>>],
     ) -> Vec<VmHost> {
         layout
             .iter()
@@ -532,7 +562,10 @@ impl VmLauncher {
                     .map(|(k, v)| VmDisk {
                         pool: self.fleet.pool.clone(),
                         volume: v.clone(),
-                        bytes: volume_bytes,
+                        bytes: luns[slot.hypervisor]
+                            .as_ref()
+                            .and_then(|l| l.get(v).copied())
+                            .unwrap_or(volume_bytes),
                         bus: self.fleet.bus.name().into(),
                         cache: self.fleet.cache.name().into(),
                         io: self.fleet.io.name().into(),
