@@ -151,14 +151,6 @@ fn domstats_writes(domain: &str) -> u64 {
 /// Whether a run watched has reached a phase.
 type Reached<'a> = dyn Fn(&Watched) -> bool + 'a;
 
-fn wait_until(what: &str, ok: impl Fn() -> bool) {
-    let t0 = Instant::now();
-    while !ok() {
-        assert!(t0.elapsed() < PATIENCE, "never: {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 #[test]
 fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_every_path() {
     let test =
@@ -381,7 +373,15 @@ fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_ever
     ];
     for (phase, reached) in phases {
         let w = watched(d.path(), &args, &[]);
-        wait_until(phase, || reached(&w));
+        let t0 = Instant::now();
+        while !reached(&w) {
+            assert!(
+                t0.elapsed() < PATIENCE,
+                "never: {phase}: {}",
+                w.stderr_now()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
         w.signal("-INT");
         let o = w.finish();
         let err = common::stderr(&o);
@@ -623,6 +623,42 @@ fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_ever
     assert_eq!(luns.volumes(), ["unit:0:0:0", "unit:0:0:1", "unit:0:0:2"]);
     assert!(err.contains("deleted 0 volume(s)"), "{err}");
     nothing_left(&lv, "lu");
+    drop(luns);
+
+    // 7. `keep = true`: the fleet stays after the command and the next one reuses it,
+    // its disk filled once; a run asking for other disks is refused, naming `vms clean`.
+    let kp = fleet_file(d.path(), "kp", 1, &pool, "keep = true\n");
+    let o = run(d.path(), &run_args(&kp, "1", "16m", "1s"));
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("vms: kept 1 domain(s) and 1 volume(s)"),
+        "{err}"
+    );
+    assert!(!err.contains("already carry a valid fill marker"), "{err}");
+    assert_eq!(lv.domains("iofleet-kp-"), ["iofleet-kp-0"]);
+    assert!(lv.volumes().contains(&"iofleet-kp-0-d0".to_string()));
+    let o = run(d.path(), &run_args(&kp, "1", "16m", "1s"));
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("vms: the kept fleet kp is reused"), "{err}");
+    assert!(
+        err.contains("1 of 1 disks already carry a valid fill marker"),
+        "{err}"
+    );
+    let o = run(d.path(), &run_args(&kp, "2", "16m", "1s"));
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("is not the fleet this run would keep") && err.contains("vms clean"),
+        "{err}"
+    );
+    let o = run(
+        d.path(),
+        &["vms", "clean", "--hosts", kp.to_str().unwrap()].map(String::from),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
+    nothing_left(&lv, "kp");
 }
 
 /// libvirt's storage backend for `iscsi-direct` pools (Debian's

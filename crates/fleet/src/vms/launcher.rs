@@ -202,8 +202,9 @@ pub struct VmLauncher {
     hypervisors: Vec<Box<dyn Hypervisor>>,
     agents: AgentLauncher,
     created: Created,
-    /// The fleet that joined: its disks per VM, and the facts of it for the results.
-    joined: Option<(u32, VmRun)>,
+    /// The fleet that joined: its disks per VM and the bytes asked of each, and the
+    /// facts of it for the results.
+    joined: Option<(u32, u64, VmRun)>,
     /// The hypervisors' request counts per disk when the workers were ready.
     before: RequestCounts,
 }
@@ -264,15 +265,15 @@ impl VmLauncher {
         Ok((group, notices))
     }
 
-    /// Everything this command created goes (unless `keep`): what was done, for the
-    /// user, or what failed and how to finish the job.
-    fn clean_up(&mut self) -> Option<String> {
+    /// Everything this command created goes (unless `keep`, the fleet's own at the
+    /// command's end): what was done, for the user, or what failed and how to finish.
+    fn clean_up(&mut self, keep: bool) -> Option<String> {
         let c = std::mem::take(&mut self.created);
         if c.domains.is_empty() && c.volumes.is_empty() && c.initrds.is_empty() {
             return None;
         }
         self.joined = None;
-        if self.fleet.keep {
+        if keep {
             return Some(format!(
                 "vms: kept {} domain(s) and {} volume(s) (keep = true); `iofleet vms clean --hosts {}` removes them",
                 c.domains.len(),
@@ -349,7 +350,6 @@ impl VmLauncher {
         let kernel = guest_kernel(&self.fleet)?;
         let dtype = domain_type(self.fleet.domain_type);
         self.check_hypervisors()?;
-        self.refuse_leftovers()?;
         let n = self.fleet.vms;
         let port = self.open_port(settings)?;
         let guest = GuestParts::read(&kernel)?;
@@ -362,6 +362,7 @@ impl VmLauncher {
         )
         .map_err(setup)?;
         notices.extend(luns::notices(&luns, &self.hypervisors, &self.fleet.pool));
+        let reuse = self.kept_fleet(&layout, &luns, volume_bytes, notices)?;
         let t0 = Instant::now();
         let mut timeline: Vec<VmTimeline> = vec![VmTimeline::default(); n as usize];
         for slot in &layout {
@@ -371,9 +372,11 @@ impl VmLauncher {
             let h = slot.hypervisor;
             let pool = self.fleet.pool.clone();
             for v in slot.volumes.iter().filter(|_| luns[h].is_none()) {
-                self.hypervisors[h]
-                    .create_volume(&pool, &xml::volume_xml(v, volume_bytes))
-                    .map_err(|e| setup(format!("vms.pool: '{pool}': volume {v}: {e}")))?;
+                if !reuse {
+                    self.hypervisors[h]
+                        .create_volume(&pool, &xml::volume_xml(v, volume_bytes))
+                        .map_err(|e| setup(format!("vms.pool: '{pool}': volume {v}: {e}")))?;
+                }
                 self.created.volumes.push((h, pool.clone(), v.clone()));
             }
             let initrd = initrd_path(&slot.domain);
@@ -440,6 +443,7 @@ impl VmLauncher {
         ));
         self.joined = Some((
             disks,
+            volume_bytes,
             VmRun {
                 fleet: self.fleet.name.clone(),
                 domain_type: dtype.into(),
@@ -485,18 +489,94 @@ impl VmLauncher {
         Ok(Some(()))
     }
 
-    /// Names are fixed: what a kept fleet or a killed command left is in the way, and is
-    /// not this command's to remove; an error names it and `iofleet vms clean`.
-    fn refuse_leftovers(&self) -> Result<(), FleetError> {
+    /// Names are fixed: what a kept fleet or a killed command left is in the way. With
+    /// `keep = true`, a fleet of exactly `layout`'s domains and volumes (each volume at
+    /// least `volume_bytes`) is reused: `Ok(true)`, its running domains powered off to
+    /// start again with this command's join file, its volumes as they are (a disk
+    /// filled before is not filled again). Anything else there is not this command's to
+    /// remove: an error names it and `iofleet vms clean`.
+    fn kept_fleet(
+        &self,
+        layout: &[VmSlot],
+        luns: &[Option<BTreeMap<String, u64>>],
+        volume_bytes: u64,
+        notices: &mut Vec<String>,
+    ) -> Result<bool, FleetError> {
         let found = leftovers(&self.fleet, &self.hypervisors).map_err(FleetError::Setup)?;
         if found.is_empty() {
-            return Ok(());
+            return Ok(false);
         }
+        let mut domains: Vec<(usize, String)> = layout
+            .iter()
+            .map(|s| (s.hypervisor, s.domain.clone()))
+            .collect();
+        let mut volumes: Vec<(usize, String)> = layout
+            .iter()
+            .filter(|s| luns[s.hypervisor].is_none())
+            .flat_map(|s| s.volumes.iter().map(move |v| (s.hypervisor, v.clone())))
+            .collect();
+        domains.sort();
+        volumes.sort();
+        let (mut fd, mut fv) = (found.domains.clone(), found.volumes.clone());
+        fd.sort();
+        fv.sort();
+        if self.fleet.keep && fd == domains && fv == volumes {
+            let sizes = self.kept_sizes(&volumes)?;
+            if let Some((v, size)) = sizes.iter().find(|(_, size)| *size < volume_bytes) {
+                return Err(FleetError::Setup(format!(
+                    "vms: the kept fleet {}'s volume {v} holds {size} bytes, less than the {volume_bytes} this run's disks need; `iofleet vms clean --hosts {}` removes the fleet, to be created again",
+                    self.fleet.name,
+                    self.file.display()
+                )));
+            }
+            for (h, d) in &domains {
+                let _ = self.hypervisors[*h].destroy(d);
+            }
+            notices.push(format!(
+                "vms: the kept fleet {} is reused: {} domain(s) started again with this command's join file, {} volume(s) as they are (disks filled before are not filled again)",
+                self.fleet.name,
+                domains.len(),
+                volumes.len()
+            ));
+            return Ok(true);
+        }
+        self.refuse(&found)
+    }
+
+    /// The capacity of each of `volumes` (hypervisor, name) in the fleet's pool.
+    fn kept_sizes(&self, volumes: &[(usize, String)]) -> Result<Vec<(String, u64)>, FleetError> {
+        let mut out = Vec::new();
+        for (h, hv) in self.hypervisors.iter().enumerate() {
+            if !volumes.iter().any(|(vh, _)| *vh == h) {
+                continue;
+            }
+            let all = hv.volume_sizes(&self.fleet.pool).map_err(|e| {
+                FleetError::Setup(format!(
+                    "vms.pool: '{}' on {}: {e}",
+                    self.fleet.pool,
+                    hv.name()
+                ))
+            })?;
+            out.extend(
+                all.into_iter()
+                    .filter(|(v, _)| volumes.iter().any(|(vh, n)| *vh == h && n == v)),
+            );
+        }
+        Ok(out)
+    }
+
+    /// Leftovers in the way, refused with their names and `iofleet vms clean`.
+    fn refuse(&self, found: &Leftovers) -> Result<bool, FleetError> {
         let mut names: Vec<String> = found.domains.iter().map(|d| d.1.clone()).collect();
         names.extend(found.volumes.iter().map(|v| v.1.clone()));
         names.extend(found.files.iter().map(|f| f.display().to_string()));
+        let differs = if self.fleet.keep {
+            " and is not the fleet this run would keep (other VMs or disks), so it is not reused"
+        } else {
+            ""
+        };
         Err(FleetError::Setup(format!(
-            "vms: fleet {} is there already ({}: kept with keep = true, or left by a command that was killed); `iofleet vms clean --hosts {}` removes it",
+            "vms: fleet {} is there already ({}: kept with keep = true, or left by a command that was killed){differs}; `iofleet vms clean --hosts {}` removes it",
             self.fleet.name,
             names.join(", "),
             self.file.display()
@@ -659,7 +739,7 @@ impl VmLauncher {
     /// The hypervisors' request counts of every VM's disks now.
     fn requests_now(&self) -> RequestCounts {
         let mut out = RequestCounts::new();
-        let Some((_, run)) = &self.joined else {
+        let Some((_, _, run)) = &self.joined else {
             return out;
         };
         for (h, hv) in self.hypervisors.iter().enumerate() {
@@ -878,13 +958,13 @@ impl Launcher for VmLauncher {
         let disks = plan.groups[0].plan.fleet.disks_per_worker;
         let bytes = plan.placement.volumes.first().map_or(0, |v| v.3);
         match &self.joined {
-            Some((d, run))
-                if *d == disks && run.vms[0].disks.first().is_none_or(|x| x.bytes == bytes) => {}
+            Some((d, b, _)) if (*d, *b) == (disks, bytes) => {}
             Some(_) => {
-                // The VMs' disks differ from this run's: a new fleet.
+                // The VMs' disks differ from this run's: a new fleet (kept or not, the
+                // old one cannot serve this run).
                 notices.extend(self.agents.close());
                 self.agents = AgentLauncher::new(Vec::new());
-                notices.extend(self.clean_up());
+                notices.extend(self.clean_up(false));
                 notices.push(
                     "vms: this run's data disks differ from the command's earlier runs' (disks per VM or their size): the fleet was removed and created again".into(),
                 );
@@ -943,7 +1023,7 @@ impl Launcher for VmLauncher {
         let mut finished = self.agents.finish();
         let after = self.requests_now();
         let before = std::mem::take(&mut self.before);
-        finished.vms = self.joined.as_ref().map(|(_, run)| {
+        finished.vms = self.joined.as_ref().map(|(_, _, run)| {
             let mut run = run.clone();
             for vm in &mut run.vms {
                 for d in &mut vm.disks {
@@ -965,7 +1045,7 @@ impl Launcher for VmLauncher {
     fn close(&mut self) -> Vec<String> {
         // The agents first: they run in the VMs about to go.
         let mut notices = self.agents.close();
-        notices.extend(self.clean_up());
+        notices.extend(self.clean_up(self.fleet.keep));
         notices
     }
 }
@@ -974,7 +1054,7 @@ impl Drop for VmLauncher {
     /// A command that ended before `close` (an error, Ctrl-C while the VMs boot) still
     /// removes what it created.
     fn drop(&mut self) {
-        if let Some(n) = self.clean_up() {
+        if let Some(n) = self.clean_up(self.fleet.keep) {
             eprintln!("note: {n}");
         }
     }
