@@ -36,6 +36,7 @@ pub mod hypervisor;
 pub mod initramfs;
 pub mod launcher;
 pub mod nocloud;
+pub mod remote;
 pub mod xml;
 
 use std::time::Duration;
@@ -283,6 +284,9 @@ fn hypervisor(uri: &str) -> Result<(), String> {
     }
     if uri.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return Err(format!("vms.hypervisors: '{uri}' holds a space"));
+    }
+    if let Some(target) = remote::SshTarget::parse(uri) {
+        target?;
     }
     Ok(())
 }
