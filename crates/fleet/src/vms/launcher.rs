@@ -956,10 +956,13 @@ pub fn is_fleet_object(fleet: &str, name: &str) -> bool {
         return false;
     };
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    let rest = rest
+    // A VM's boot files carry its index alone.
+    if let Some(i) = rest
         .strip_suffix(".initrd")
         .or_else(|| rest.strip_suffix(".kernel"))
-        .unwrap_or(rest);
+    {
+        return digits(i);
+    }
     match rest.split_once("-d") {
         Some((i, k)) => digits(i) && digits(k),
         None => digits(rest),
@@ -1093,6 +1096,7 @@ mod tests {
             "other-a-0",
             "iofleet-a-0.qcow2",
             "iofleet-a-0-d1.kernel",
+            "iofleet-a-0-d1.initrd",
             "iofleet-a-x.kernel",
         ] {
             assert!(!is_fleet_object("a", n), "{n}");

@@ -499,7 +499,7 @@ mod tests {
         assert_eq!(t.destination(), "root@127.0.0.2");
 
         let t = target("qemu+ssh://kvm2/system");
-        assert_eq!((t.user, t.port, t.keyfile), (None, None, None));
+        assert_eq!((&t.user, t.port, &t.keyfile), (&None, None, &None));
         assert_eq!(t.destination(), "kvm2");
         assert!(!t.no_verify);
         let t = target("qemu+ssh://admin@[fe80::1]:22/system?no_verify=0");
