@@ -580,11 +580,12 @@ fn remote_hypervisor(lv: &libvirt::Libvirt, dir: &Path, pool: &str) {
     let o = w.finish();
     let err = common::stderr(&o);
     assert_eq!(o.status.code(), Some(0), "{err}");
-    eprintln!(
-        "a VM on a remote hypervisor: the run took {:.1} s",
-        t0.elapsed().as_secs_f64()
-    );
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    eprintln!(
+        "a VM on a remote hypervisor: the run took {:.1} s, joined after {} s",
+        t0.elapsed().as_secs_f64(),
+        v["run"]["vms"]["joined_after_s"]
+    );
     assert_eq!(v["hosts"][0]["host"], "iofleet-vr-0");
     let vm = &v["run"]["vms"]["vms"][0];
     assert_eq!(vm["hypervisor"], remote.as_str());
@@ -605,9 +606,56 @@ fn remote_hypervisor(lv: &libvirt::Libvirt, dir: &Path, pool: &str) {
         "{err}"
     );
     nothing_left(lv, "vr");
-    wait_until("no ssh process of the remote hypervisor", || {
-        ssh_processes(&key).is_empty() && cluster.session_pids(0).is_empty()
+    let no_ssh = || ssh_processes(&key).is_empty() && cluster.session_pids(0).is_empty();
+    wait_until("no ssh process of the remote hypervisor", no_ssh);
+
+    // What a killed command left on the remote hypervisor's file system is found there
+    // by name (over ssh): a run refuses it, `vms clean` removes it.
+    let left = Path::new("/var/lib/libvirt/boot/iofleet-vr-0.kernel");
+    std::fs::write(left, "x").unwrap();
+    let o = run(dir, &run_args(&f, "1", "16m", "1s"));
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "vms: fleet vr is there already ({}:",
+            left.display()
+        )),
+        "{err}"
+    );
+    let clean = |extra: &[&str]| {
+        let mut a = vec!["vms", "clean", "--hosts", f.to_str().unwrap()];
+        a.extend(extra);
+        run(dir, &a.into_iter().map(String::from).collect::<Vec<_>>())
+    };
+    let o = clean(&["--dry-run"]);
+    assert_eq!(
+        common::stdout(&o).trim(),
+        format!("would remove {} on {remote}", left.display())
+    );
+    assert!(left.exists());
+    let o = clean(&[]);
+    assert!(
+        common::stdout(&o).contains("vms: fleet vr removed"),
+        "{o:?}"
+    );
+    assert!(!left.exists());
+
+    // Ctrl-C while the VM boots, its channel forwarded: nothing is left, no ssh either.
+    let w = watched(dir, &run_args(&f, "1", "16m", "2s"), &[]);
+    wait_until("the remote VM boots, its channel forwarded", || {
+        libvirt::virsh(&["domstate", "iofleet-vr-0"]).is_ok_and(|s| s.trim() == "running")
+            && ssh_processes(&key)
+                .iter()
+                .any(|c| c.contains("ControlMaster=yes"))
     });
+    w.signal("-INT");
+    let o = w.finish();
+    let err = common::stderr(&o);
+    assert_ne!(o.status.code(), Some(0), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    nothing_left(lv, "vr");
+    wait_until("no ssh process after Ctrl-C", no_ssh);
 
     // A remote hypervisor nobody answers for (a port nobody listens on).
     let port = std::net::TcpListener::bind((host.addr.as_str(), 0))
