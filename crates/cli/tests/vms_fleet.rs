@@ -677,16 +677,6 @@ fn remote_hypervisor(lv: &libvirt::Libvirt, dir: &Path, pool: &str) {
     assert_eq!(ssh_processes(&key), Vec::<String>::new());
 }
 
-/// The remote case alone (while developing).
-#[test]
-#[ignore]
-fn remote_only() {
-    let lv = libvirt::Libvirt::start("iofleet-test-vmremote");
-    let d = tempfile::tempdir().unwrap();
-    let pool = lv.pool.clone();
-    remote_hypervisor(&lv, d.path(), &pool);
-}
-
 /// The documents of a `--dry-run` on a `[vms]` file: (volume or domain, its XML).
 fn documents(out: &str) -> Vec<(String, String)> {
     let mut docs: Vec<(String, String)> = Vec::new();

@@ -570,4 +570,27 @@ mod tests {
         assert!(!a.contains(&"-p".to_string()) && !a.contains(&"-i".to_string()));
         assert_eq!(quote(Path::new("/a'b")), r"'/a'\''b'");
     }
+
+    #[test]
+    fn an_ssh_that_fails_or_is_missing_is_an_error_naming_the_key_and_the_host() {
+        let uri = "qemu+ssh://root@h9/system?command=/bin/false";
+        let ssh = Ssh::new(target(uri));
+        let e = ssh.write(Path::new("/b/x"), b"x").unwrap_err();
+        assert!(
+            e.starts_with(&format!(
+                "vms.hypervisors: '{uri}': ssh to h9: the connection failed"
+            )),
+            "{e}"
+        );
+        let e = ssh.list(Path::new("/b")).unwrap_err();
+        assert!(e.contains("the connection failed"), "{e}");
+        let e = ssh
+            .connect(Path::new("/var/lib/q/s"), "iofleet-a-0")
+            .unwrap_err();
+        assert!(e.contains("the connection failed"), "{e}");
+        assert_eq!(ssh.tail(Path::new("/l"), 3), None);
+        let ssh = Ssh::new(target("qemu+ssh://h9/system?command=/nonexistent/ssh"));
+        let e = ssh.remove(Path::new("/b/x")).unwrap_err();
+        assert!(e.contains("ssh to h9: cannot run /nonexistent/ssh"), "{e}");
+    }
 }
