@@ -538,6 +538,7 @@ fn ssh_processes(key: &Path) -> Vec<String> {
 /// on the hypervisor or here, no ssh process either; a hypervisor nobody answers for is
 /// an error naming `vms.hypervisors`.
 fn remote_hypervisor(lv: &libvirt::Libvirt, dir: &Path, pool: &str) {
+    let began = Instant::now();
     let Some(cluster) = sshd::Cluster::start_forwarding(1) else {
         return;
     };
@@ -675,6 +676,10 @@ fn remote_hypervisor(lv: &libvirt::Libvirt, dir: &Path, pool: &str) {
     assert!(!err.contains("panicked"), "{err}");
     nothing_left(lv, "vu");
     assert_eq!(ssh_processes(&key), Vec::<String>::new());
+    eprintln!(
+        "the remote hypervisor's cases took {:.1} s",
+        began.elapsed().as_secs_f64()
+    );
 }
 
 /// The documents of a `--dry-run` on a `[vms]` file: (volume or domain, its XML).
