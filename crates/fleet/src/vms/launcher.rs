@@ -73,7 +73,7 @@ pub fn guest_kernel(fleet: &VmFleet) -> Result<Kernel, FleetError> {
             let path = PathBuf::from(&k);
             if !path.is_file() {
                 return Err(FleetError::Input(format!(
-                    "vms.guest.kernel: {k} does not exist on the hypervisor"
+                    "vms.guest.kernel: {k} does not exist here (the guests boot a copy of the controller's kernel)"
                 )));
             }
             let version = path

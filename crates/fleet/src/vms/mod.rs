@@ -27,7 +27,7 @@
 //! keep = false                        # keep domains and volumes for the next run
 //! boot_timeout = "5m"
 //! [vms.guest]
-//! kernel = "/boot/vmlinuz-6.1.0-57-cloud-amd64"   # default: the newest on the hypervisor
+//! kernel = "/boot/vmlinuz-6.1.0-57-cloud-amd64"   # default: the newest here (copied to each hypervisor)
 //! # or image = "/var/lib/libvirt/images/debian-12.qcow2" (cloud-init NoCloud seed)
 //! ```
 
@@ -142,8 +142,9 @@ pub enum Spread {
 /// What the guest boots.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Guest {
-    /// A kernel of the hypervisor booted directly with an initramfs iofleet builds from
-    /// its own agent (None: the newest `/boot/vmlinuz-*` there).
+    /// A kernel of the controller, copied to each hypervisor and booted directly with an
+    /// initramfs iofleet builds from its own agent (None: the newest `/boot/vmlinuz-*`
+    /// here with its modules).
     Builtin { kernel: Option<String> },
     /// A disk image the user names, booted with a cloud-init NoCloud seed that starts
     /// the agent.
