@@ -779,6 +779,13 @@ fn a_dry_run_prints_every_volume_and_domain_valid_for_libvirt() {
             .contains("/var/lib/libvirt/boot/iofleet-dry-2.initrd"),
         "{out}"
     );
+    // Its kernel: the controller's, copied beside the initramfs.
+    assert!(
+        docs[8]
+            .1
+            .contains("<kernel>/var/lib/libvirt/boot/iofleet-dry-2.kernel</kernel>"),
+        "{out}"
+    );
     assert!(out.contains("#   VMs:         3"), "{out}");
     assert!(!out.contains("token"), "{out}");
 }

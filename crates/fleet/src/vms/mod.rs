@@ -611,6 +611,10 @@ hypervisors = ["qemu:///system", "qemu+ssh://a/system"]"#,
                 "names no host",
             ),
             (
+                "vms = 1\nhypervisors = [\"qemu+ssh://root@h:port/system\"]",
+                "vms.hypervisors: 'qemu+ssh://root@h:port/system': 'port' is not a port",
+            ),
+            (
                 "vms = 1\nhypervisors = [\"qemu:///system\", \"qemu:///system\"]",
                 "named twice",
             ),
