@@ -414,15 +414,13 @@ impl Drop for Ssh {
 impl HostFiles for Ssh {
     fn write(&self, path: &Path, data: &[u8]) -> Result<(), String> {
         let dir = path.parent().unwrap_or(Path::new("/"));
-        let tmp = path.with_extension("part");
         // umask: the file is its owner's only from its first byte (an initramfs holds
-        // the join token).
+        // the join token). Written under its own name, so that a write cut short is
+        // found by name and removed like the whole file.
         self.run(
             &format!(
-                "umask 077 && mkdir -p {} && cat > {} && mv -f {} {}",
+                "umask 077 && mkdir -p {} && cat > {}",
                 quote(dir),
-                quote(&tmp),
-                quote(&tmp),
                 quote(path)
             ),
             Some(data),
