@@ -88,6 +88,23 @@ if ! { command -v libvirtd && command -v virtlogd && command -v virt-ssh-helper;
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
     libvirt-daemon-system libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients >/dev/null
 fi
+# A pool of existing LUNs for the worker-VM tests: Debian's user-space iSCSI target and
+# libvirt's iscsi-direct pools (QEMU reaches the LUNs through libiscsi, qemu-block-extra,
+# which comes with QEMU).
+if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+  luns=()
+  command -v tgtd >/dev/null || luns+=(tgt)
+  [ -e /usr/lib/x86_64-linux-gnu/libvirt/storage-backend/libvirt_storage_backend_iscsi-direct.so ] \
+    || luns+=(libvirt-daemon-driver-storage-iscsi-direct)
+  if [ ${#luns[@]} -gt 0 ]; then
+    echo "test.sh: installing ${luns[*]}" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${luns[@]}" >/dev/null
+    # The package may start its own target on every address; the tests start theirs.
+    if [ -x /etc/init.d/tgt ] && pgrep -x tgtd >/dev/null; then
+      service tgt stop >/dev/null 2>&1 || /etc/init.d/tgt stop >/dev/null 2>&1 || true
+    fi
+  fi
+fi
 
 # Python tools from PyPI: the offline validator of Kubernetes manifests against the
 # Kubernetes OpenAPI schemas (tests/kubernetes.rs), and fio-plot, a reader of fio's JSON

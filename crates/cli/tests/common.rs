@@ -199,6 +199,11 @@ impl Watched {
         }
     }
 
+    /// What the run wrote on stderr so far.
+    pub fn stderr_now(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
     /// Send `signal` (`-INT`, `-STOP`, ...) to the run.
     pub fn signal(&self, signal: &str) {
         assert!(std::process::Command::new("kill")

@@ -30,6 +30,9 @@ fn recomputed_export_equals_live_result() {
         assert_eq!(rec["summary"], live["summary"]);
         assert_eq!(rec["intervals"], live["intervals"]);
         assert_eq!(rec["workers"], live["workers"]);
+        // What each disk completed outside the measured phase is kept with the run.
+        let u = &live["workers"][0]["disks"][0]["unmeasured"];
+        assert!(u["warmup_reads"].as_u64().unwrap() > 0, "{u}");
         assert_eq!(&rec, live);
     }
 }

@@ -13,13 +13,15 @@
 //! libvirt's own schemas (`virt-xml-validate`).
 
 mod common;
+#[path = "support/iscsi.rs"]
+mod iscsi;
 #[path = "support/libvirt.rs"]
 mod libvirt;
 #[path = "support/sshd.rs"]
 mod sshd;
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use common::{need, Watched};
@@ -155,14 +157,6 @@ fn domstats_writes(domain: &str) -> u64 {
 /// Whether a run watched has reached a phase.
 type Reached<'a> = dyn Fn(&Watched) -> bool + 'a;
 
-fn wait_until(what: &str, ok: impl Fn() -> bool) {
-    let t0 = Instant::now();
-    while !ok() {
-        assert!(t0.elapsed() < PATIENCE, "never: {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 #[test]
 fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_every_path() {
     let test =
@@ -175,6 +169,9 @@ fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_ever
             "virsh",
             "libvirtd",
             "virtlogd",
+            "tgtd",
+            "tgtadm",
+            "mkfs.ext4",
         ],
     ) {
         return;
@@ -186,16 +183,26 @@ fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_ever
         );
         return;
     }
+    if !Path::new(ISCSI_DIRECT).exists() {
+        need::skip(
+            "libvirt's iscsi-direct pools (libvirt-daemon-driver-storage-iscsi-direct)",
+            test,
+        );
+        return;
+    }
     let lv = libvirt::Libvirt::start("iofleet-test-vmfleet");
     let d = tempfile::tempdir().unwrap();
     let pool = lv.pool.clone();
 
     // 1. Two VMs with two data disks each join and run; the hypervisor's count of each
-    // disk's requests over the run matches iofleet's.
+    // disk's requests over the run (a warm-up, the measured phase, the drain) equals
+    // iofleet's.
     let f = fleet_file(d.path(), "vf", 2, &pool, "");
     let t0 = Instant::now();
     let mut args = run_args(&f, "2", "16m", "3s");
     args.retain(|a| a != "--no-save");
+    let w = args.iter().position(|a| a == "--warmup").unwrap();
+    args[w + 1] = "1s".into();
     let o = run(d.path(), &args);
     let err = common::stderr(&o);
     assert_eq!(o.status.code(), Some(0), "{err}");
@@ -217,6 +224,7 @@ fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_ever
     );
     let plan = &v["run"]["plan"]["fleet"];
     let lanes = plan["threads_per_disk"].as_u64().unwrap() * plan["qd"].as_u64().unwrap();
+    let n = |x: &Value| x.as_u64().unwrap();
     for (i, vm) in vms["vms"].as_array().unwrap().iter().enumerate() {
         assert_eq!(vm["domain"], hosts[i]);
         assert_eq!(vm["hypervisor"], libvirt::URI);
@@ -251,34 +259,36 @@ fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_ever
                 )
             );
             let ours = &worker["disks"][k];
-            let (r, w) = (
-                ours["read"]["ios"].as_u64().unwrap(),
-                ours["write"]["ios"].as_u64().unwrap(),
+            let u = &ours["unmeasured"];
+            let (warm, after) = (
+                n(&u["warmup_reads"]) + n(&u["warmup_writes"]),
+                n(&u["after_reads"]) + n(&u["after_writes"]),
             );
+            // Every request iofleet sent reached the hypervisor as one request
+            // (scheduler none, nomerges 2, O_DIRECT) and nothing else did: the measured
+            // I/Os and errors, the warm-up's, and those in flight when the measured
+            // phase ended (at most one per lane), drained before the count was read.
+            let r = n(&ours["read"]["ios"])
+                + n(&ours["read"]["errors"])
+                + n(&u["warmup_reads"])
+                + n(&u["after_reads"]);
+            let w = n(&ours["write"]["ios"])
+                + n(&ours["write"]["errors"])
+                + n(&u["warmup_writes"])
+                + n(&u["after_writes"]);
             let hv = &disk["requests"];
-            let (hr, hw) = (
-                hv["reads"].as_u64().unwrap(),
-                hv["writes"].as_u64().unwrap(),
-            );
-            assert!(r + w > 0, "{ours}");
-            // Every request iofleet counted reached the hypervisor as one request
-            // (scheduler none, nomerges 2, O_DIRECT), and nothing else did, but the
-            // I/Os in flight when the measured phase ended: issued, completed at the
-            // hypervisor, outside iofleet's count (at most one per lane).
-            assert!(
-                hr >= r && hw >= w,
-                "disk {k} of {}: hypervisor {hv}, iofleet {r} reads {w} writes",
-                hosts[i]
-            );
-            assert!(
-                hr + hw <= r + w + lanes,
-                "disk {k} of {}: hypervisor {hv}, iofleet {r} reads {w} writes",
+            let (hr, hw) = (n(&hv["reads"]), n(&hv["writes"]));
+            assert!(warm > 0, "{ours}");
+            assert!((1..=lanes).contains(&after), "{ours}");
+            assert_eq!(
+                (hr, hw),
+                (r, w),
+                "disk {k} of {}: hypervisor {hv}, iofleet {ours}",
                 hosts[i]
             );
             eprintln!(
-                "{} d{k}: hypervisor {hr}+{hw}, iofleet {r}+{w} (in flight at the end: {})",
-                hosts[i],
-                hr + hw - r - w
+                "{} d{k}: hypervisor {hr}+{hw} = iofleet {r}+{w} (warm-up {warm}, in flight at the end {after})",
+                hosts[i]
             );
         }
     }
@@ -302,6 +312,12 @@ fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_ever
         "{table}"
     );
     assert!(table.contains("virtio-blk cache=none io=native"), "{table}");
+    // Each disk shows the hypervisor's count and iofleet's, equal (the grid is split
+    // in two to fit the width: once in each part).
+    let hv = &v["run"]["vms"]["vms"][1]["disks"][1]["requests"];
+    let counted = format!("{}+{}", hv["reads"], hv["writes"]);
+    assert_eq!(table.matches(&counted).count(), 2, "{counted}: {table}");
+    assert!(table.contains("iofleet requests"), "{table}");
     let html = d.path().join("r.html");
     let o = run(
         d.path(),
@@ -363,7 +379,15 @@ fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_ever
     ];
     for (phase, reached) in phases {
         let w = watched(d.path(), &args, &[]);
-        wait_until(phase, || reached(&w));
+        let t0 = Instant::now();
+        while !reached(&w) {
+            assert!(
+                t0.elapsed() < PATIENCE,
+                "never: {phase}: {}",
+                w.stderr_now()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
         w.signal("-INT");
         let o = w.finish();
         let err = common::stderr(&o);
@@ -519,8 +543,140 @@ fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_ever
     );
     assert!(common::stdout(&o).contains("vms: nothing of fleet vk is there"));
 
-    // 6. A remote hypervisor, reached over ssh.
+    // 6. A pool of existing LUNs (iSCSI, through libvirt's iscsi-direct pool over a
+    // user-space target on loopback): its LUNs are the data disks as they are, under
+    // the device rule (one carrying a file system is refused without --destroy-data),
+    // and nothing is created or deleted in it.
+    let lun_bytes = 64 << 20;
+    let luns = iscsi::Iscsi::start("iofleet-test-luns", 2, lun_bytes);
+    let ext4 = Command::new("mkfs.ext4")
+        .args(["-q", "-F"])
+        .arg(&luns.luns[1])
+        .status()
+        .unwrap();
+    assert!(ext4.success());
+    let superblock = || {
+        let b = std::fs::read(&luns.luns[1]).unwrap();
+        u16::from_le_bytes([b[1080], b[1081]])
+    };
+    assert_eq!(superblock(), 0xEF53);
+    let lu = fleet_file(d.path(), "lu", 1, &luns.pool, "");
+    let o = run(d.path(), &run_args(&lu, "2", "16m", "2s"));
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("ext4") && err.contains("pass --destroy-data to overwrite it"),
+        "{err}"
+    );
+    assert_eq!(superblock(), 0xEF53, "the refused LUN is untouched");
+    nothing_left(&lv, "lu");
+    // Two VMs need four LUNs: refused before anything is made, naming the key.
+    let lu2 = fleet_file(d.path(), "lu", 2, &luns.pool, "");
+    let o = run(d.path(), &run_args(&lu2, "2", "16m", "2s"));
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("vms.pool: 'iofleet-test-luns' on qemu:///system is a iscsi-direct pool")
+            && err.contains("it has 2 LUN(s), the fleet's 2 VM(s) there need 4"),
+        "{err}"
+    );
+    nothing_left(&lv, "lu");
+    let lu = fleet_file(d.path(), "lu", 1, &luns.pool, "");
+    let mut args = run_args(&lu, "2", "16m", "2s");
+    args.push("--destroy-data".into());
+    let o = run(d.path(), &args);
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("the data disks are unit:0:0:1, unit:0:0:2 as they are"),
+        "{err}"
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let vm = &v["run"]["vms"]["vms"][0];
+    let worker = &v["workers"][0];
+    for (k, disk) in vm["disks"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(disk["pool"], luns.pool.as_str());
+        assert_eq!(disk["volume"], format!("unit:0:0:{}", k + 1));
+        let bytes = disk["bytes"].as_u64().unwrap();
+        assert!(bytes > lun_bytes - 4096 && bytes <= lun_bytes, "{disk}");
+        // The hypervisor's count equals iofleet's here too.
+        let (ours, u, hv) = (
+            &worker["disks"][k],
+            &worker["disks"][k]["unmeasured"],
+            &disk["requests"],
+        );
+        // `unmeasured` is absent when nothing completed outside the measured phase.
+        let n = |x: &Value| x.as_u64().unwrap_or(0);
+        assert!(ours["read"]["ios"].as_u64().unwrap() > 0, "{ours}");
+        assert_eq!(
+            n(&hv["reads"]),
+            n(&ours["read"]["ios"])
+                + n(&ours["read"]["errors"])
+                + n(&u["warmup_reads"])
+                + n(&u["after_reads"]),
+            "{hv} {ours}"
+        );
+        assert_eq!(
+            n(&hv["writes"]),
+            n(&ours["write"]["ios"])
+                + n(&ours["write"]["errors"])
+                + n(&u["warmup_writes"])
+                + n(&u["after_writes"]),
+            "{hv} {ours}"
+        );
+    }
+    assert_ne!(superblock(), 0xEF53, "overwritten with --destroy-data");
+    assert_eq!(luns.volumes(), ["unit:0:0:0", "unit:0:0:1", "unit:0:0:2"]);
+    assert!(err.contains("deleted 0 volume(s)"), "{err}");
+    nothing_left(&lv, "lu");
+    drop(luns);
+
+    // 7. `keep = true`: the fleet stays after the command and the next one reuses it,
+    // its disk filled once; a run asking for other disks is refused, naming `vms clean`.
+    let kp = fleet_file(d.path(), "kp", 1, &pool, "keep = true\n");
+    let o = run(d.path(), &run_args(&kp, "1", "16m", "1s"));
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("vms: kept 1 domain(s) and 1 volume(s)"),
+        "{err}"
+    );
+    assert!(!err.contains("already carry a valid fill marker"), "{err}");
+    assert_eq!(lv.domains("iofleet-kp-"), ["iofleet-kp-0"]);
+    assert!(lv.volumes().contains(&"iofleet-kp-0-d0".to_string()));
+    let o = run(d.path(), &run_args(&kp, "1", "16m", "1s"));
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("vms: the kept fleet kp is reused"), "{err}");
+    assert!(
+        err.contains("1 of 1 disks already carry a valid fill marker"),
+        "{err}"
+    );
+    let o = run(d.path(), &run_args(&kp, "2", "16m", "1s"));
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("is not the fleet this run would keep") && err.contains("vms clean"),
+        "{err}"
+    );
+    let o = run(
+        d.path(),
+        &["vms", "clean", "--hosts", kp.to_str().unwrap()].map(String::from),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
+    nothing_left(&lv, "kp");
+
+    // 8. A remote hypervisor, reached over ssh.
     remote_hypervisor(&lv, d.path(), &pool);
+}
+
+/// Wait until `ok`, at most `PATIENCE`.
+fn wait_until(what: &str, ok: impl Fn() -> bool) {
+    let t0 = Instant::now();
+    while !ok() {
+        assert!(t0.elapsed() < PATIENCE, "never: {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// The ssh processes of a remote hypervisor's URI (libvirt's transport and iofleet's
@@ -681,6 +837,11 @@ fn remote_hypervisor(lv: &libvirt::Libvirt, dir: &Path, pool: &str) {
         began.elapsed().as_secs_f64()
     );
 }
+
+/// libvirt's storage backend for `iscsi-direct` pools (Debian's
+/// libvirt-daemon-driver-storage-iscsi-direct).
+const ISCSI_DIRECT: &str =
+    "/usr/lib/x86_64-linux-gnu/libvirt/storage-backend/libvirt_storage_backend_iscsi-direct.so";
 
 /// The documents of a `--dry-run` on a `[vms]` file: (volume or domain, its XML).
 fn documents(out: &str) -> Vec<(String, String)> {

@@ -17,8 +17,9 @@ use iofleet_profile::Plan;
 pub(crate) use iofleet_stats::fold::GroupRange;
 use iofleet_stats::fold::{Folded, HostFacts, Layout};
 use iofleet_stats::result::{
-    CpuSummary, DiskErrors, ErrorDetail, ErrorSummary, IntervalRow, MemorySummary, Outstanding,
-    PartIntervals, PartRow, RunInfo, RunResult, RunSummary, VerifySummary, SCHEMA_VERSION,
+    CpuSummary, DiskErrors, DiskUnmeasured, ErrorDetail, ErrorSummary, IntervalRow, MemorySummary,
+    Outstanding, PartIntervals, PartRow, RunInfo, RunResult, RunSummary, Unmeasured, VerifySummary,
+    SCHEMA_VERSION,
 };
 use iofleet_stats::summary::{counts_in_median, median_of};
 use iofleet_stats::{GenSample, HostUsage, OpStats, OpSummary, PackedSample, Sample};
@@ -86,6 +87,9 @@ pub(crate) struct Collected {
     pub error_count: u64,
     /// I/O errors per disk, sorted by (worker, disk).
     pub disks: Vec<DiskErrors>,
+    /// What completed outside the measured phase, per (worker, disk): a map, since
+    /// every disk of a large fleet has an entry, arriving in any order.
+    pub unmeasured: BTreeMap<(u32, u32), Unmeasured>,
     pub failures: Vec<String>,
     pub max_end_ns: u64,
     /// Per host: when it was lost (ns since the epoch).
@@ -183,6 +187,7 @@ impl Collected {
             errors: Vec::new(),
             error_count: 0,
             disks: Vec::new(),
+            unmeasured: BTreeMap::new(),
             failures: Vec::new(),
             max_end_ns: 0,
             host_lost_ns: vec![None; spec.hosts.len()],
@@ -327,6 +332,11 @@ impl<'a> Collector<'a> {
     fn dispatch(&mut self, msg: Result<Msg, RecvTimeoutError>) {
         match msg {
             Ok(Msg::Heartbeat { .. }) => {}
+            Ok(Msg::Unmeasured { source: _, disks }) => {
+                for d in disks {
+                    *self.out.unmeasured.entry((d.worker, d.disk)).or_default() += &d.ios;
+                }
+            }
             Ok(Msg::Verify {
                 source,
                 mut summary,
@@ -859,7 +869,7 @@ pub(crate) fn summarize(
     let Folded {
         fleet,
         streams,
-        workers,
+        mut workers,
         hosts,
         groups,
         ..
@@ -871,6 +881,12 @@ pub(crate) fn summarize(
         &facts,
         elapsed_s,
     );
+    let unmeasured: Vec<DiskUnmeasured> = col
+        .unmeasured
+        .iter()
+        .map(|(&(worker, disk), &ios)| DiskUnmeasured { worker, disk, ios })
+        .collect();
+    DiskUnmeasured::fill(&mut workers, &unmeasured);
     let all = fleet.all();
     let usage_ios = col.usage_ios as f64;
     let per_io = |s: f64| (usage_ios > 0.0).then(|| s * 1e6 / usage_ios);
@@ -1141,6 +1157,7 @@ mod tests {
             errors: Vec::new(),
             error_count: 0,
             disks: Vec::new(),
+            unmeasured: BTreeMap::new(),
             failures: Vec::new(),
             max_end_ns: 1_000_000_000,
             host_lost_ns: vec![None, None],

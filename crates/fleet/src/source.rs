@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use iofleet_stats::result::{DiskErrors, ErrorDetail, VerifySummary};
+use iofleet_stats::result::{DiskErrors, DiskUnmeasured, ErrorDetail, VerifySummary};
 use iofleet_stats::{GenSample, Sample};
 
 /// Failed I/Os in a row, with no success between, after which a lane's disk is taken
@@ -103,6 +103,12 @@ pub enum Msg {
         source: u32,
         summary: Box<VerifySummary>,
     },
+    /// Per disk of the source, what completed outside the measured phase (the warm-up,
+    /// and after its end), sent before `Done`.
+    Unmeasured {
+        source: u32,
+        disks: Vec<DiskUnmeasured>,
+    },
     /// A relay's interval: the hosts below it merged (`relay`), in place of their own
     /// interval messages.
     Relayed {
@@ -133,6 +139,7 @@ impl Msg {
             | Msg::Done { source, .. }
             | Msg::Heartbeat { source }
             | Msg::Verify { source, .. }
+            | Msg::Unmeasured { source, .. }
             | Msg::Relayed { source, .. }
             | Msg::RelayTotals { source, .. }
             | Msg::HostLost { source, .. } => *source,

@@ -654,13 +654,13 @@ fn vms_section(h: &mut String, runs: &[RunData]) {
             i + 1,
             escape(&crate::vms::fleet_line(v))
         );
-        h.push_str("<table class=\"vms\">\n<tr><th class=\"l\">VM</th><th class=\"l\">hypervisor</th><th class=\"l\">size</th><th>defined s</th><th>running s</th><th>joined s</th><th class=\"l\">disk</th><th class=\"l\">volume</th><th class=\"l\">attached</th><th>hypervisor requests</th></tr>\n");
+        h.push_str("<table class=\"vms\">\n<tr><th class=\"l\">VM</th><th class=\"l\">hypervisor</th><th class=\"l\">size</th><th>defined s</th><th>running s</th><th>joined s</th><th class=\"l\">disk</th><th class=\"l\">volume</th><th class=\"l\">attached</th><th>hypervisor requests</th><th>iofleet requests</th></tr>\n");
         for vm in &v.vms {
             let t = &vm.timeline;
-            for d in &vm.disks {
+            for (k, d) in vm.disks.iter().enumerate() {
                 let _ = writeln!(
                     h,
-                    "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}/{}</td><td class=\"l\">{}</td><td>{}</td></tr>",
+                    "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}/{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td></tr>",
                     escape(&vm.domain),
                     escape(&vm.hypervisor),
                     escape(&crate::vms::size(vm)),
@@ -672,6 +672,7 @@ fn vms_section(h: &mut String, runs: &[RunData]) {
                     escape(&d.volume),
                     escape(&crate::vms::attachment(d)),
                     crate::vms::requests(d),
+                    crate::vms::iofleet_requests(&r.result, vm, k),
                 );
             }
         }

@@ -1077,6 +1077,7 @@ fn write_vms(r: &RunResult, out: &mut dyn Write, max: Option<usize>) -> io::Resu
             ("volume", true),
             ("attached", true),
             ("hypervisor requests", false),
+            ("iofleet requests", false),
         ],
     );
     for vm in &v.vms {
@@ -1095,6 +1096,7 @@ fn write_vms(r: &RunResult, out: &mut dyn Write, max: Option<usize>) -> io::Resu
                 format!("{}/{}", d.pool, d.volume),
                 crate::vms::attachment(d),
                 crate::vms::requests(d),
+                crate::vms::iofleet_requests(r, vm, k),
             ]);
         }
     }

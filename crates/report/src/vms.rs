@@ -1,9 +1,9 @@
 //! How a run on a fleet of worker VMs is described in the table and the HTML report:
 //! what it ran on (the fleet, domain type, guest) and, per VM, its hypervisor, size, way
 //! to the fleet (defined, running, joined) and each data disk's volume, attachment and
-//! the requests the hypervisor counted for it.
+//! the requests the hypervisor counted for it, beside iofleet's own count of them.
 
-use iofleet_stats::result::{VmDisk, VmHost, VmRun};
+use iofleet_stats::result::{RunResult, VmDisk, VmHost, VmRun};
 
 /// The fleet in one line.
 pub fn fleet_line(v: &VmRun) -> String {
@@ -41,6 +41,29 @@ pub fn requests(d: &VmDisk) -> String {
     d.requests
         .as_ref()
         .map_or_else(|| "-".into(), |r| format!("{}+{}", r.reads, r.writes))
+}
+
+/// The requests iofleet sent data disk `k` of `vm` from the start instant on,
+/// "reads+writes": the measured I/Os and errors and what completed outside the measured
+/// phase (`unmeasured`), the figure the hypervisor's count is matched against ("-":
+/// unknown, a result from before `unmeasured` was recorded).
+pub fn iofleet_requests(r: &RunResult, vm: &VmHost, k: usize) -> String {
+    let disk = r
+        .workers
+        .iter()
+        .find(|w| w.host == vm.domain)
+        .and_then(|w| w.disks.get(k));
+    match disk {
+        Some(d) if d.unmeasured.is_some() => {
+            let u = d.unmeasured.unwrap_or_default();
+            format!(
+                "{}+{}",
+                d.read.ios + d.read.errors + u.warmup_reads + u.after_reads,
+                d.write.ios + d.write.errors + u.warmup_writes + u.after_writes
+            )
+        }
+        _ => "-".into(),
+    }
 }
 
 /// Seconds, one decimal ("-": unknown).

@@ -199,6 +199,7 @@ impl Layout {
                         all,
                         read,
                         write,
+                        unmeasured: None,
                     }
                 })
                 .collect(),

@@ -869,6 +869,84 @@ pub struct DiskSummary {
     pub all: OpSummary,
     pub read: OpSummary,
     pub write: OpSummary,
+    /// What the disk completed outside the measured phase, which the figures above
+    /// leave out but the device (or hypervisor, or array) counted too. None in results
+    /// from before it was recorded, and for workers below a relay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unmeasured: Option<Unmeasured>,
+}
+
+/// I/Os of one disk that completed outside the measured phase: during the warm-up,
+/// and after the measured phase ended (in flight at its end, completed while the
+/// threads drained). Failed I/Os count too: they were requests all the same. With the
+/// measured figures' I/Os and errors they add up to every request the disk was sent
+/// from the start instant on, so a counter read before the warm-up and after the run
+/// (`/proc/diskstats`, a hypervisor's, an array's) can be matched exactly.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unmeasured {
+    pub warmup_reads: u64,
+    pub warmup_writes: u64,
+    pub after_reads: u64,
+    pub after_writes: u64,
+}
+
+impl Unmeasured {
+    pub fn is_zero(&self) -> bool {
+        *self == Unmeasured::default()
+    }
+}
+
+impl std::ops::AddAssign<&Unmeasured> for Unmeasured {
+    fn add_assign(&mut self, o: &Unmeasured) {
+        self.warmup_reads += o.warmup_reads;
+        self.warmup_writes += o.warmup_writes;
+        self.after_reads += o.after_reads;
+        self.after_writes += o.after_writes;
+    }
+}
+
+/// One disk's `Unmeasured`, as a source reports it at its end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiskUnmeasured {
+    pub worker: u32,
+    pub disk: u32,
+    pub ios: Unmeasured,
+}
+
+impl DiskUnmeasured {
+    /// Each listed disk's counts into `workers`' per-disk summaries (a disk the
+    /// summaries do not list, or a worker they do not hold, is left out).
+    pub fn fill(workers: &mut [WorkerSummary], all: &[DiskUnmeasured]) {
+        let at: std::collections::HashMap<u32, usize> = workers
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (w.worker, i))
+            .collect();
+        for d in all {
+            let Some(&i) = at.get(&d.worker) else {
+                continue;
+            };
+            if let Some(s) = workers[i].disks.iter_mut().find(|s| s.disk == d.disk) {
+                *s.unmeasured.get_or_insert_with(Unmeasured::default) += &d.ios;
+            }
+        }
+    }
+
+    /// The per-disk counts `workers`' summaries carry, as a list.
+    pub fn of(workers: &[WorkerSummary]) -> Vec<DiskUnmeasured> {
+        workers
+            .iter()
+            .flat_map(|w| {
+                w.disks.iter().filter_map(move |d| {
+                    d.unmeasured.map(|ios| DiskUnmeasured {
+                        worker: w.worker,
+                        disk: d.disk,
+                        ios,
+                    })
+                })
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]

@@ -8,9 +8,9 @@
 //! come from the controller's own fold (`iofleet_stats::fold`) over those totals. For
 //! a run that finished, the result equals the live one; for a run whose process died,
 //! it is what the committed intervals add up to. Figures that histograms cannot give
-//! (CPU, memory, error details, configured outstanding I/O, start skew across hosts)
-//! come from the stored final result when there is one, and are unknown (None) with a
-//! notice otherwise.
+//! (CPU, memory, error details, configured outstanding I/O, start skew across hosts, what
+//! each disk completed outside the measured phase) come from the stored final result when
+//! there is one, and are unknown (None) with a notice otherwise.
 //!
 //! A relayed run (`--relay-fanout`) stores no per-disk samples per interval for the
 //! workers below relays: their groups' merged samples join each interval's fleet and
@@ -29,8 +29,8 @@ use std::collections::BTreeMap;
 use iofleet_stats::brief::HostBrief;
 use iofleet_stats::fold::{Folded, GroupRange, HostFacts, Layout};
 use iofleet_stats::result::{
-    CpuSummary, ErrorSummary, IntervalRow, MemorySummary, Outstanding, PartIntervals, PartRow,
-    RunInfo, RunResult, RunSummary, StoredRun, SCHEMA_VERSION,
+    CpuSummary, DiskUnmeasured, ErrorSummary, IntervalRow, MemorySummary, Outstanding,
+    PartIntervals, PartRow, RunInfo, RunResult, RunSummary, StoredRun, SCHEMA_VERSION,
 };
 use iofleet_stats::summary::{counts_in_median, median_of};
 use iofleet_stats::{HostResources, HostUsage, LatencyHist, OpStats, OpSummary, Sample, Series};
@@ -114,7 +114,7 @@ impl Store {
         let Folded {
             fleet,
             streams,
-            workers,
+            mut workers,
             hosts: host_summaries,
             groups: group_summaries,
             host_totals,
@@ -129,6 +129,11 @@ impl Store {
             &facts,
             elapsed_s,
         );
+        // What completed outside the measured phase is not in the samples: it comes
+        // from the final result.
+        if let Some(r) = &stored {
+            DiskUnmeasured::fill(&mut workers, &DiskUnmeasured::of(&r.workers));
+        }
         let all = fleet.all();
         let (read, write) = (fleet.read(), fleet.write());
         let measured_mean =

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, unbounded, Receiver, RecvTimeoutError};
 use iofleet_engine::target::TargetSpec;
-use iofleet_stats::result::RunInfo;
+use iofleet_stats::result::{DiskUnmeasured, RunInfo};
 
 use std::collections::BTreeMap;
 
@@ -467,6 +467,7 @@ fn done() -> Done {
         verify: None,
         disks_checked: 0,
         disks: Vec::new(),
+        unmeasured: Vec::new(),
         preconditioned: None,
     }
 }
@@ -833,7 +834,12 @@ fn relay_task(
     let result = result?;
     send(out, &Frame::RelayTotals(streamer.forward.totals.samples()))
         .map_err(|e| FleetError::Setup(format!("cannot reach the controller: {e}")))?;
-    Ok(done_of(&result))
+    // What completed outside the measured phase stays below a relay, which merges per
+    // group (docs/results.md).
+    Ok(Done {
+        unmeasured: Vec::new(),
+        ..done_of(&result)
+    })
 }
 
 /// One (worker, disk)'s replayed interval (`--replay`): the rate per worker of the
@@ -1050,6 +1056,7 @@ fn done_of(result: &iofleet_stats::result::RunResult) -> Done {
         notices: result.notices.clone(),
         verify: result.summary.verify.clone(),
         disks: result.summary.errors.disks.clone(),
+        unmeasured: DiskUnmeasured::of(&result.workers),
         ..done()
     }
 }

@@ -1193,6 +1193,12 @@ fn route(
                         summary: Box::new(v),
                     });
                 }
+                if !d.unmeasured.is_empty() {
+                    let _ = tx.send(Msg::Unmeasured {
+                        source: h as u32,
+                        disks: d.unmeasured,
+                    });
+                }
                 // What the host said by its end (`finish` drops what it said when
                 // ready, and folds the rest over hosts).
                 late_notices

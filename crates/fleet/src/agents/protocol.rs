@@ -18,7 +18,9 @@ use iofleet_profile::GroupPlan;
 
 pub use crate::host::TargetArg;
 use crate::settings::RunSettings;
-use iofleet_stats::result::{DiskErrors, ErrorDetail, VerifySummary, MAX_CORRUPTION_DETAILS};
+use iofleet_stats::result::{
+    DiskErrors, DiskUnmeasured, ErrorDetail, VerifySummary, MAX_CORRUPTION_DETAILS,
+};
 use iofleet_stats::{GenSample, HostUsage, Sample};
 use serde::{Deserialize, Serialize};
 
@@ -43,8 +45,9 @@ use serde::{Deserialize, Serialize};
 /// `Welcome.below` (their ranks), a `Redirect` to the relay for an agent below one,
 /// `AgentJob.below` (the jobs of the hosts below a relay), `Ready.below` (their names
 /// as the relay knows them), and the relay's `Relayed`,
-/// `HostLost` and `RelayTotals` frames (`crate::relay`).
-pub const PROTOCOL_VERSION: u32 = 13;
+/// `HostLost` and `RelayTotals` frames (`crate::relay`); 14: per disk, what completed
+/// outside the measured phase (`Done.unmeasured`).
+pub const PROTOCOL_VERSION: u32 = 14;
 pub const MAGIC: &[u8; 8] = b"IOFLEET1";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -228,6 +231,10 @@ pub struct Done {
     /// Per-disk I/O errors of the agent's disks (absent from older agents).
     #[serde(default)]
     pub disks: Vec<DiskErrors>,
+    /// Per disk of the agent: what completed outside the measured phase (none from a
+    /// relay).
+    #[serde(default)]
+    pub unmeasured: Vec<DiskUnmeasured>,
     /// What preconditioning wrote (`Task::Precondition`).
     #[serde(default)]
     pub preconditioned: Option<Box<crate::precondition::Preconditioned>>,
@@ -382,7 +389,8 @@ const GEN_MAX: usize = (4 << 10) + 2 * 4 * HIST_MAX;
 /// notices.
 pub const REPORT_BASE: usize = 1 << 20;
 /// Per (worker, disk) of the host, in a done frame: its I/O-error record with its first
-/// failures, its threads' failure messages, its preconditioning record and a notice.
+/// failures, its threads' failure messages, its preconditioning record, its counts
+/// outside the measured phase and a notice.
 pub const REPORT_PER_DISK: usize = 16 << 10;
 /// Per corruption a done frame keeps in detail (host, paths, expected and found).
 pub const REPORT_PER_CORRUPTION: usize = 8 << 10;
@@ -897,6 +905,7 @@ pub fn mono_ns() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use iofleet_stats::result::Unmeasured;
     use sha2::Digest;
 
     #[test]
@@ -941,6 +950,14 @@ mod tests {
                     count: 40,
                     taken_out_s: Some(1.5),
                     ..DiskErrors::new(3, 1)
+                }],
+                unmeasured: vec![DiskUnmeasured {
+                    worker: 3,
+                    disk: 1,
+                    ios: Unmeasured {
+                        after_writes: 2,
+                        ..Default::default()
+                    },
                 }],
                 preconditioned: None,
             }),
@@ -1348,6 +1365,16 @@ mod tests {
                 verify: None,
                 disks_checked: 1,
                 disks: vec![DiskErrors::new(0, 0)],
+                unmeasured: vec![DiskUnmeasured {
+                    worker: 0,
+                    disk: 0,
+                    ios: Unmeasured {
+                        warmup_reads: 1,
+                        warmup_writes: 2,
+                        after_reads: 3,
+                        after_writes: 4,
+                    },
+                }],
                 preconditioned: None,
             }),
             Frame::Error(Failure {
@@ -1457,8 +1484,8 @@ mod tests {
     #[test]
     fn the_frames_bytes_change_only_with_the_protocol_version() {
         const GOLDEN: (u32, &str) = (
-            13,
-            "d91615facbe7656ea4d4ce82fdebaafc2541826c2a528e928f662f7517ac224b",
+            14,
+            "fdf21433d094b043333262bc927e9c860a3e67810caace725989e16fd613386e",
         );
         let mut wire = Vec::new();
         for f in every_kind() {

@@ -41,8 +41,8 @@ use std::time::Duration;
 use iofleet_engine::verify::{check_unit, stamp_units, DiskTable, Fault, UnitSnap, UNIT};
 use iofleet_engine::{Clock, Completion, Engine, EngineError, IoReq, OpKind, Pattern, PatternSpec};
 use iofleet_profile::{Arrival, Plan};
-use iofleet_stats::result::DiskErrors;
 use iofleet_stats::result::{Corruption, ErrorDetail, VerifySummary, MAX_CORRUPTION_DETAILS};
+use iofleet_stats::result::{DiskErrors, DiskUnmeasured, Unmeasured};
 use iofleet_stats::{GenSample, Sample};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -460,7 +460,9 @@ pub fn run_lanes<E: Engine, C: Clock>(
     driver.begin();
     let stopped_at = driver.drive()?;
     driver.drain();
-    Ok(driver.hand_over(stopped_at))
+    let stopped = driver.hand_over(stopped_at);
+    driver.send_unmeasured();
+    Ok(stopped)
 }
 
 /// One I/O thread's state while it drives its lanes. Its loop (`drive`) reads: issue
@@ -495,6 +497,8 @@ struct Driver<'a, E: Engine, C: Clock> {
     error_details_left: usize,
     /// This thread's I/O errors per disk, sorted by (worker, disk); sent at the end.
     disk_errs: Vec<DiskErrors>,
+    /// Per sample (as `samples`): what completed outside the measured phase.
+    unmeasured: Vec<Unmeasured>,
     /// The self-check: CPU and run-queue delay per interval, and the issue lag of
     /// open-loop I/Os whose slot was free.
     meter: Option<ThreadMeter>,
@@ -678,7 +682,9 @@ impl<'a, E: Engine, C: Clock> Driver<'a, E, C> {
             }
         }
         let now = clock.now_ns();
+        let unmeasured = vec![Unmeasured::default(); parts.len()];
         Driver {
+            unmeasured,
             write_data: engine.caps().needs_target,
             engine,
             clock,
@@ -916,7 +922,9 @@ impl<'a, E: Engine, C: Clock> Driver<'a, E, C> {
             check_completion(self.engine, table, &sl, c, ls, &mut self.checks, t);
         }
         if t >= end {
-            return; // completed after the timeline: not part of any interval
+            // Completed after the timeline: not part of any interval.
+            self.count_after(li, sl.op);
+            return;
         }
         self.completed += 1;
         let lane = &mut self.lanes[li];
@@ -1006,9 +1014,45 @@ impl<'a, E: Engine, C: Clock> Driver<'a, E, C> {
         }
     }
 
+    /// An I/O of lane `li` completed after the measured phase.
+    #[cold]
+    fn count_after(&mut self, li: usize, op: OpKind) {
+        let u = &mut self.unmeasured[self.lanes[li].sample];
+        match op {
+            OpKind::Read => u.after_reads += 1,
+            OpKind::Write => u.after_writes += 1,
+        }
+    }
+
+    /// Send, per (worker, disk) of the thread, what completed outside the measured
+    /// phase (nothing when nothing did).
+    fn send_unmeasured(&mut self) {
+        let disks: Vec<DiskUnmeasured> = self
+            .samples
+            .iter()
+            .zip(&self.unmeasured)
+            .filter(|(_, u)| !u.is_zero())
+            .map(|(&(worker, disk, _), &ios)| DiskUnmeasured { worker, disk, ios })
+            .collect();
+        if !disks.is_empty() {
+            let _ = self.work.tx.send(Msg::Unmeasured {
+                source: self.work.spec.id,
+                disks,
+            });
+        }
+    }
+
     /// Send interval `idx` (its samples, errors and the generator's figures) and start
     /// the next one.
     fn flush(&mut self, idx: u32, stopped_at: Option<u64>, disks: Vec<DiskErrors>) {
+        if idx < self.work.timeline.warmup_intervals {
+            for ((_, _, s), u) in self.samples.iter().zip(&mut self.unmeasured) {
+                for st in &s.streams {
+                    u.warmup_reads += st.read.ios + st.read.errors;
+                    u.warmup_writes += st.write.ios + st.write.errors;
+                }
+            }
+        }
         let generator = self.meter.as_mut().map(|m| {
             let now = self.clock.now_ns();
             let lap = m.lap();
@@ -1065,15 +1109,19 @@ impl<'a, E: Engine, C: Clock> Driver<'a, E, C> {
                 break;
             }
             self.inflight -= self.out.len() as u32;
-            for c in self.out.drain(..) {
+            let mut out = std::mem::take(&mut self.out);
+            for c in out.drain(..) {
                 let sl = self.slots[c.slot as usize];
-                let lane = &self.lanes[self.queues[sl.queue as usize].lane as usize];
+                let li = self.queues[sl.queue as usize].lane as usize;
+                self.count_after(li, sl.op);
+                let lane = &self.lanes[li];
                 if let Some(table) = &lane.table {
                     let ls = &self.work.lanes[lane.global];
                     let t = self.clock.now_ns();
                     check_completion(self.engine, table, &sl, &c, ls, &mut self.checks, t);
                 }
             }
+            self.out = out;
         }
         if self.lanes.iter().any(|l| l.table.is_some()) {
             let _ = self.work.tx.send(Msg::Verify {
@@ -1508,13 +1556,32 @@ mod tests {
         run_failing_every(n, fail, 1)
     }
 
+    /// The thread's last interval (what it reported outside the measured phase follows).
+    fn last_interval(msgs: &[Msg]) -> Option<&Msg> {
+        msgs.iter()
+            .rev()
+            .find(|m| matches!(m, Msg::Interval { .. }))
+    }
+
     /// [`run_failing`], failing every `period`-th I/O of the files in `fail`.
     fn run_failing_every(
         n: u32,
         fail: Vec<(u32, i32)>,
         period: usize,
     ) -> (Vec<Msg>, Vec<IoLog>, u64) {
-        let mut plan = plan(vec![stream("w", 0.0, 100.0)]);
+        run_logged(n, fail, period, Duration::ZERO, 0.0)
+    }
+
+    /// `n` lanes of one worker each (qd 3, 4 KiB, `read_pct`), files `fail` failing every
+    /// `period`-th I/O, over `warmup` and 20 ms measured in 5 ms intervals.
+    fn run_logged(
+        n: u32,
+        fail: Vec<(u32, i32)>,
+        period: usize,
+        warmup: Duration,
+        read_pct: f64,
+    ) -> (Vec<Msg>, Vec<IoLog>, u64) {
+        let mut plan = plan(vec![stream("w", read_pct, 100.0)]);
         plan.streams[0].bs = BlockSizes::fixed(Bytes(4096));
         let all: Vec<LaneSpec> = (0..n)
             .map(|w| LaneSpec {
@@ -1544,11 +1611,7 @@ mod tests {
             fail_period: period,
             first_at: None,
         };
-        let timeline = Timeline::new(
-            Duration::ZERO,
-            Duration::from_millis(20),
-            Duration::from_millis(5),
-        );
+        let timeline = Timeline::new(warmup, Duration::from_millis(20), Duration::from_millis(5));
         let (tx, rx) = std::sync::mpsc::channel();
         let stop = AtomicBool::new(false);
         let taken_out = TakenOut::new(all.len());
@@ -1567,6 +1630,70 @@ mod tests {
         assert_eq!(run_lanes(&mut e, &clock, &work).unwrap(), timeline.end_ns());
         drop(tx);
         (rx.iter().collect(), e.log, clock.now_ns())
+    }
+
+    #[test]
+    fn every_request_is_measured_or_counted_outside_the_measured_phase() {
+        // Reads and writes, a warm-up, one disk failing now and then: per disk, what the
+        // engine was sent is the measured intervals' I/Os and errors plus what the
+        // thread reported outside them (the warm-up, and what was in flight at the end).
+        let warmup = Duration::from_millis(10);
+        let (msgs, log, _) = run_logged(2, vec![(1, 5)], 7, warmup, 50.0);
+        let warmup_intervals = 2;
+        let mut measured = [[0u64; 2]; 2];
+        let mut in_warmup = [[0u64; 2]; 2];
+        let mut outside: Vec<DiskUnmeasured> = Vec::new();
+        for m in &msgs {
+            match m {
+                Msg::Interval { index, samples, .. } => {
+                    for (w, _, s) in samples {
+                        let into = if *index < warmup_intervals {
+                            &mut in_warmup[*w as usize]
+                        } else {
+                            &mut measured[*w as usize]
+                        };
+                        for st in &s.streams {
+                            into[0] += st.read.ios + st.read.errors;
+                            into[1] += st.write.ios + st.write.errors;
+                        }
+                    }
+                }
+                Msg::Unmeasured { disks, .. } => outside.extend(disks),
+                _ => {}
+            }
+        }
+        assert_eq!(outside.len(), 2, "{outside:?}");
+        for (w, d) in outside.iter().enumerate() {
+            assert_eq!((d.worker, d.disk), (w as u32, 0));
+            let u = d.ios;
+            assert_eq!([u.warmup_reads, u.warmup_writes], in_warmup[w]);
+            assert!(in_warmup[w][0] > 0 && in_warmup[w][1] > 0, "{u:?}");
+            // Closed loop at qd 3: the slots in flight when the timeline ended.
+            assert!((1..=3).contains(&(u.after_reads + u.after_writes)), "{u:?}");
+            let sent = |op: OpKind| log[w].iter().filter(|r| r.0 == op).count() as u64;
+            assert_eq!(
+                measured[w][0] + u.warmup_reads + u.after_reads,
+                sent(OpKind::Read),
+                "disk of worker {w}"
+            );
+            assert_eq!(
+                measured[w][1] + u.warmup_writes + u.after_writes,
+                sent(OpKind::Write),
+                "disk of worker {w}"
+            );
+        }
+        // The failing disk's errors are among what was counted.
+        let errors: u64 = msgs
+            .iter()
+            .filter_map(|m| match m {
+                Msg::Interval { samples, .. } => Some(samples),
+                _ => None,
+            })
+            .flatten()
+            .filter(|(w, _, _)| *w == 1)
+            .map(|(_, _, s)| s.errors())
+            .sum();
+        assert!(errors > 0);
     }
 
     #[test]
@@ -1627,7 +1754,7 @@ mod tests {
         // 16 failures: the disk stays in.
         for (period, out) in [(2, true), (4, false)] {
             let (msgs, log, _) = run_failing_every(2, vec![(1, 5)], period);
-            let Some(Msg::Interval { disks, .. }) = msgs.last() else {
+            let Some(Msg::Interval { disks, .. }) = last_interval(&msgs) else {
                 panic!("the last message is an interval");
             };
             assert_eq!(disks.len(), 1, "period {period}");
@@ -1668,7 +1795,7 @@ mod tests {
             .count();
         assert_eq!(intervals, 4);
         assert!(ended < 5_000_000, "the thread went on until {ended} ns");
-        let Some(Msg::Interval { disks, .. }) = msgs.last() else {
+        let Some(Msg::Interval { disks, .. }) = last_interval(&msgs) else {
             panic!("the last message is an interval");
         };
         assert_eq!(disks.len(), 2);

@@ -98,6 +98,10 @@ pub trait Hypervisor {
     fn delete_volume(&self, pool: &str, name: &str) -> Result<(), String>;
     /// The volumes of `pool`.
     fn volumes(&self, pool: &str) -> Result<Vec<String>, String>;
+    /// The pool's type as libvirt names it (`dir`, `logical`, `iscsi-direct`, …).
+    fn pool_type(&self, pool: &str) -> Result<String, String>;
+    /// The volumes of `pool` with their capacities in bytes.
+    fn volume_sizes(&self, pool: &str) -> Result<Vec<(String, u64)>, String>;
     /// Define a domain from its XML (`xml::domain_xml`).
     fn define(&self, xml: &str) -> Result<(), String>;
     fn start(&self, domain: &str) -> Result<(), String>;
@@ -254,6 +258,25 @@ pub fn channel_path(domain_xml: &str, name: &str) -> Option<PathBuf> {
     None
 }
 
+/// The type of a pool from its XML (`<pool type='dir'>`).
+pub fn pool_type_of(pool_xml: &str) -> Option<String> {
+    let head = pool_xml.split("<pool").nth(1)?.split('>').next()?;
+    let t = head.split("type=").nth(1)?;
+    let q = t.chars().next()?;
+    Some(t[1..].split(q).next()?.to_string())
+}
+
+/// A volume's capacity in bytes from `virsh vol-info --bytes` (`Capacity: N bytes`).
+pub fn capacity_of(vol_info: &str) -> Option<u64> {
+    vol_info
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Capacity:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
 impl Hypervisor for Virsh {
     fn name(&self) -> &str {
         &self.uri
@@ -285,6 +308,24 @@ impl Hypervisor for Virsh {
         Ok(rows(&self.run(&["vol-list", pool], None)?)
             .map(|w| w[0].to_string())
             .collect())
+    }
+
+    fn pool_type(&self, pool: &str) -> Result<String, String> {
+        let xml = self.run(&["pool-dumpxml", pool], None)?;
+        pool_type_of(&xml).ok_or_else(|| format!("{}: pool {pool}: no type in its XML", self.uri))
+    }
+
+    fn volume_sizes(&self, pool: &str) -> Result<Vec<(String, u64)>, String> {
+        self.volumes(pool)?
+            .into_iter()
+            .map(|v| {
+                let info = self.run(&["vol-info", "--bytes", "--pool", pool, &v], None)?;
+                let size = capacity_of(&info).ok_or_else(|| {
+                    format!("{}: vol-info {v}: no capacity in {info:?}", self.uri)
+                })?;
+                Ok((v, size))
+            })
+            .collect()
     }
 
     fn define(&self, xml: &str) -> Result<(), String> {
@@ -352,6 +393,19 @@ impl Hypervisor for Virsh {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pool_s_type_and_a_volume_s_capacity_are_read() {
+        assert_eq!(
+            pool_type_of("<pool type='iscsi-direct'>\n  <name>p</name>").as_deref(),
+            Some("iscsi-direct")
+        );
+        assert_eq!(pool_type_of("<pool type=\"dir\">").as_deref(), Some("dir"));
+        assert_eq!(pool_type_of("<volume type='file'>"), None);
+        let info = "Name:           unit:0:0:1\nType:           network\nCapacity:       67108352 bytes\nAllocation:     67108352 bytes\n";
+        assert_eq!(capacity_of(info), Some(67108352));
+        assert_eq!(capacity_of("Name: x\n"), None);
+    }
 
     #[test]
     fn the_channel_socket_is_read_from_the_live_domain() {

@@ -24,6 +24,7 @@ use iofleet_stats::result::{VmDisk, VmDiskRequests, VmHost, VmRun, VmTimeline};
 use super::guest::GuestJoin;
 use super::hypervisor::{Hypervisor, RequestCounts, Virsh};
 use super::initramfs::{self, Contents, GUEST_DRIVERS};
+use super::luns;
 use super::xml::{self, Boot};
 use super::{DomainType, Guest, VmFleet, VmSlot};
 use crate::agents::join::{JoinServer, JoinSettings, Member};
@@ -216,8 +217,9 @@ pub struct VmLauncher {
     hypervisors: Vec<Box<dyn Hypervisor>>,
     agents: AgentLauncher,
     created: Created,
-    /// The fleet that joined: its disks per VM, and the facts of it for the results.
-    joined: Option<(u32, VmRun)>,
+    /// The fleet that joined: its disks per VM and the bytes asked of each, and the
+    /// facts of it for the results.
+    joined: Option<(u32, u64, VmRun)>,
     /// The hypervisors' request counts per disk when the workers were ready.
     before: RequestCounts,
 }
@@ -278,15 +280,15 @@ impl VmLauncher {
         Ok((group, notices))
     }
 
-    /// Everything this command created goes (unless `keep`): what was done, for the
-    /// user, or what failed and how to finish the job.
-    fn clean_up(&mut self) -> Option<String> {
+    /// Everything this command created goes (unless `keep`, the fleet's own at the
+    /// command's end): what was done, for the user, or what failed and how to finish.
+    fn clean_up(&mut self, keep: bool) -> Option<String> {
         let c = std::mem::take(&mut self.created);
         if c.domains.is_empty() && c.volumes.is_empty() && c.files.is_empty() {
             return None;
         }
         self.joined = None;
-        if self.fleet.keep {
+        if keep {
             return Some(format!(
                 "vms: kept {} domain(s) and {} volume(s) (keep = true); `iofleet vms clean --hosts {}` removes them",
                 c.domains.len(),
@@ -365,14 +367,22 @@ impl VmLauncher {
         let kernel = guest_kernel(&self.fleet)?;
         let dtype = domain_type(self.fleet.domain_type);
         self.check_hypervisors()?;
-        self.refuse_leftovers()?;
         let n = self.fleet.vms;
         let port = self.open_port(settings)?;
         let guest = GuestParts::read(&kernel)?;
         let kernel_bytes = std::fs::read(&kernel.path).map_err(|e| {
             FleetError::Input(format!("vms.guest.kernel: {}: {e}", kernel.path.display()))
         })?;
-        let layout = self.fleet.layout(disks);
+        let mut layout = self.fleet.layout(disks);
+        let luns = luns::assign(
+            &mut layout,
+            &self.hypervisors,
+            &self.fleet.pool,
+            volume_bytes,
+        )
+        .map_err(setup)?;
+        notices.extend(luns::notices(&luns, &self.hypervisors, &self.fleet.pool));
+        let reuse = self.kept_fleet(&layout, &luns, volume_bytes, notices)?;
         let t0 = Instant::now();
         let mut timeline: Vec<VmTimeline> = vec![VmTimeline::default(); n as usize];
         for slot in &layout {
@@ -381,10 +391,12 @@ impl VmLauncher {
             }
             let h = slot.hypervisor;
             let pool = self.fleet.pool.clone();
-            for v in &slot.volumes {
-                self.hypervisors[h]
-                    .create_volume(&pool, &xml::volume_xml(v, volume_bytes))
-                    .map_err(|e| setup(format!("vms.pool: '{pool}': volume {v}: {e}")))?;
+            for v in slot.volumes.iter().filter(|_| luns[h].is_none()) {
+                if !reuse {
+                    self.hypervisors[h]
+                        .create_volume(&pool, &xml::volume_xml(v, volume_bytes))
+                        .map_err(|e| setup(format!("vms.pool: '{pool}': volume {v}: {e}")))?;
+                }
                 self.created.volumes.push((h, pool.clone(), v.clone()));
             }
             let initrd = initrd_path(&slot.domain);
@@ -419,23 +431,11 @@ impl VmLauncher {
             timeline[slot.index as usize].defined_s = Some(t0.elapsed().as_secs_f64());
             observer.status(&format!("vms: {} defined", slot.domain));
         }
-        for slot in &layout {
-            if stop.load(Ordering::SeqCst) {
-                return Ok(None);
-            }
-            let hv = &self.hypervisors[slot.hypervisor];
-            hv.start(&slot.domain).map_err(setup)?;
-            timeline[slot.index as usize].running_s = Some(t0.elapsed().as_secs_f64());
-            let channel = hv.channel(&slot.domain).map_err(setup)?;
-            let stream = hv.files().connect(&channel, &slot.domain).map_err(|e| {
-                setup(format!(
-                    "vms: {}: cannot connect to its join channel {}: {e}",
-                    slot.domain,
-                    channel.display()
-                ))
-            })?;
-            port.adopt(stream, &format!("channel of {}", slot.domain))?;
-            observer.status(&format!("vms: {} running", slot.domain));
+        if self
+            .start_domains(&layout, &port, (&mut timeline, t0), stop, observer)?
+            .is_none()
+        {
+            return Ok(None);
         }
         eprintln!(
             "iofleet: {n} VM(s) of fleet {} started ({dtype}); waiting for them to join",
@@ -459,7 +459,7 @@ impl VmLauncher {
                 h
             })
             .collect();
-        let vms = self.vm_facts(&layout, &timeline, volume_bytes);
+        let vms = self.vm_facts(&layout, &timeline, volume_bytes, &luns);
         notices.push(format!(
             "vms: {n} VM(s) of fleet {} joined in {joined_after_s:.1} s ({dtype}, kernel {})",
             self.fleet.name,
@@ -467,6 +467,7 @@ impl VmLauncher {
         ));
         self.joined = Some((
             disks,
+            volume_bytes,
             VmRun {
                 fleet: self.fleet.name.clone(),
                 domain_type: dtype.into(),
@@ -480,18 +481,126 @@ impl VmLauncher {
         Ok(Some(()))
     }
 
-    /// Names are fixed: what a kept fleet or a killed command left is in the way, and is
-    /// not this command's to remove; an error names it and `iofleet vms clean`.
-    fn refuse_leftovers(&self) -> Result<(), FleetError> {
+    /// Start each domain and hand its join channel to `port`, noting when it ran.
+    /// `Ok(None)` when `stop` was set first.
+    fn start_domains(
+        &self,
+        layout: &[VmSlot],
+        port: &JoinServer,
+        (timeline, t0): (&mut [VmTimeline], Instant),
+        stop: &AtomicBool,
+        observer: &mut dyn Observer,
+    ) -> Result<Option<()>, FleetError> {
+        let setup = FleetError::Setup;
+        for slot in layout {
+            if stop.load(Ordering::SeqCst) {
+                return Ok(None);
+            }
+            let hv = &self.hypervisors[slot.hypervisor];
+            hv.start(&slot.domain).map_err(setup)?;
+            timeline[slot.index as usize].running_s = Some(t0.elapsed().as_secs_f64());
+            let channel = hv.channel(&slot.domain).map_err(setup)?;
+            let stream = hv.files().connect(&channel, &slot.domain).map_err(|e| {
+                setup(format!(
+                    "vms: {}: cannot connect to its join channel {}: {e}",
+                    slot.domain,
+                    channel.display()
+                ))
+            })?;
+            port.adopt(stream, &format!("channel of {}", slot.domain))?;
+            observer.status(&format!("vms: {} running", slot.domain));
+        }
+        Ok(Some(()))
+    }
+
+    /// Names are fixed: what a kept fleet or a killed command left is in the way. With
+    /// `keep = true`, a fleet of exactly `layout`'s domains and volumes (each volume at
+    /// least `volume_bytes`) is reused: `Ok(true)`, its running domains powered off to
+    /// start again with this command's join file, its volumes as they are (a disk
+    /// filled before is not filled again). Anything else there is not this command's to
+    /// remove: an error names it and `iofleet vms clean`.
+    fn kept_fleet(
+        &self,
+        layout: &[VmSlot],
+        luns: &[Option<BTreeMap<String, u64>>],
+        volume_bytes: u64,
+        notices: &mut Vec<String>,
+    ) -> Result<bool, FleetError> {
         let found = leftovers(&self.fleet, &self.hypervisors).map_err(FleetError::Setup)?;
         if found.is_empty() {
-            return Ok(());
+            return Ok(false);
         }
+        let mut domains: Vec<(usize, String)> = layout
+            .iter()
+            .map(|s| (s.hypervisor, s.domain.clone()))
+            .collect();
+        let mut volumes: Vec<(usize, String)> = layout
+            .iter()
+            .filter(|s| luns[s.hypervisor].is_none())
+            .flat_map(|s| s.volumes.iter().map(move |v| (s.hypervisor, v.clone())))
+            .collect();
+        domains.sort();
+        volumes.sort();
+        let (mut fd, mut fv) = (found.domains.clone(), found.volumes.clone());
+        fd.sort();
+        fv.sort();
+        if self.fleet.keep && fd == domains && fv == volumes {
+            let sizes = self.kept_sizes(&volumes)?;
+            if let Some((v, size)) = sizes.iter().find(|(_, size)| *size < volume_bytes) {
+                return Err(FleetError::Setup(format!(
+                    "vms: the kept fleet {}'s volume {v} holds {size} bytes, less than the {volume_bytes} this run's disks need; `iofleet vms clean --hosts {}` removes the fleet, to be created again",
+                    self.fleet.name,
+                    self.file.display()
+                )));
+            }
+            for (h, d) in &domains {
+                let _ = self.hypervisors[*h].destroy(d);
+            }
+            notices.push(format!(
+                "vms: the kept fleet {} is reused: {} domain(s) started again with this command's join file, {} volume(s) as they are (disks filled before are not filled again)",
+                self.fleet.name,
+                domains.len(),
+                volumes.len()
+            ));
+            return Ok(true);
+        }
+        self.refuse(&found)
+    }
+
+    /// The capacity of each of `volumes` (hypervisor, name) in the fleet's pool.
+    fn kept_sizes(&self, volumes: &[(usize, String)]) -> Result<Vec<(String, u64)>, FleetError> {
+        let mut out = Vec::new();
+        for (h, hv) in self.hypervisors.iter().enumerate() {
+            if !volumes.iter().any(|(vh, _)| *vh == h) {
+                continue;
+            }
+            let all = hv.volume_sizes(&self.fleet.pool).map_err(|e| {
+                FleetError::Setup(format!(
+                    "vms.pool: '{}' on {}: {e}",
+                    self.fleet.pool,
+                    hv.name()
+                ))
+            })?;
+            out.extend(
+                all.into_iter()
+                    .filter(|(v, _)| volumes.iter().any(|(vh, n)| *vh == h && n == v)),
+            );
+        }
+        Ok(out)
+    }
+
+    /// Leftovers in the way, refused with their names and `iofleet vms clean`.
+    fn refuse(&self, found: &Leftovers) -> Result<bool, FleetError> {
         let mut names: Vec<String> = found.domains.iter().map(|d| d.1.clone()).collect();
         names.extend(found.volumes.iter().map(|v| v.1.clone()));
         names.extend(found.files.iter().map(|f| f.1.display().to_string()));
+        let differs = if self.fleet.keep {
+            " and is not the fleet this run would keep (other VMs or disks), so it is not reused"
+        } else {
+            ""
+        };
         Err(FleetError::Setup(format!(
-            "vms: fleet {} is there already ({}: kept with keep = true, or left by a command that was killed); `iofleet vms clean --hosts {}` removes it",
+            "vms: fleet {} is there already ({}: kept with keep = true, or left by a command that was killed){differs}; `iofleet vms clean --hosts {}` removes it",
             self.fleet.name,
             names.join(", "),
             self.file.display()
@@ -541,6 +650,7 @@ impl VmLauncher {
         layout: &[VmSlot],
         timeline: &[VmTimeline],
         volume_bytes: u64,
+        luns: &[Option<BTreeMap<String, u64>>],
     ) -> Vec<VmHost> {
         layout
             .iter()
@@ -556,7 +666,10 @@ impl VmLauncher {
                     .map(|(k, v)| VmDisk {
                         pool: self.fleet.pool.clone(),
                         volume: v.clone(),
-                        bytes: volume_bytes,
+                        bytes: luns[slot.hypervisor]
+                            .as_ref()
+                            .and_then(|l| l.get(v).copied())
+                            .unwrap_or(volume_bytes),
                         bus: self.fleet.bus.name().into(),
                         cache: self.fleet.cache.name().into(),
                         io: self.fleet.io.name().into(),
@@ -660,7 +773,7 @@ impl VmLauncher {
     /// The hypervisors' request counts of every VM's disks now.
     fn requests_now(&self) -> RequestCounts {
         let mut out = RequestCounts::new();
-        let Some((_, run)) = &self.joined else {
+        let Some((_, _, run)) = &self.joined else {
             return out;
         };
         for (h, hv) in self.hypervisors.iter().enumerate() {
@@ -845,13 +958,13 @@ impl Launcher for VmLauncher {
         let disks = plan.groups[0].plan.fleet.disks_per_worker;
         let bytes = plan.placement.volumes.first().map_or(0, |v| v.3);
         match &self.joined {
-            Some((d, run))
-                if *d == disks && run.vms[0].disks.first().is_none_or(|x| x.bytes == bytes) => {}
+            Some((d, b, _)) if (*d, *b) == (disks, bytes) => {}
             Some(_) => {
-                // The VMs' disks differ from this run's: a new fleet.
+                // The VMs' disks differ from this run's: a new fleet (kept or not, the
+                // old one cannot serve this run).
                 notices.extend(self.agents.close());
                 self.agents = AgentLauncher::new(Vec::new());
-                notices.extend(self.clean_up());
+                notices.extend(self.clean_up(false));
                 notices.push(
                     "vms: this run's data disks differ from the command's earlier runs' (disks per VM or their size): the fleet was removed and created again".into(),
                 );
@@ -910,7 +1023,7 @@ impl Launcher for VmLauncher {
         let mut finished = self.agents.finish();
         let after = self.requests_now();
         let before = std::mem::take(&mut self.before);
-        finished.vms = self.joined.as_ref().map(|(_, run)| {
+        finished.vms = self.joined.as_ref().map(|(_, _, run)| {
             let mut run = run.clone();
             for vm in &mut run.vms {
                 for d in &mut vm.disks {
@@ -932,7 +1045,7 @@ impl Launcher for VmLauncher {
     fn close(&mut self) -> Vec<String> {
         // The agents first: they run in the VMs about to go.
         let mut notices = self.agents.close();
-        notices.extend(self.clean_up());
+        notices.extend(self.clean_up(self.fleet.keep));
         notices
     }
 }
@@ -941,7 +1054,7 @@ impl Drop for VmLauncher {
     /// A command that ended before `close` (an error, Ctrl-C while the VMs boot) still
     /// removes what it created.
     fn drop(&mut self) {
-        if let Some(n) = self.clean_up() {
+        if let Some(n) = self.clean_up(self.fleet.keep) {
             eprintln!("note: {n}");
         }
     }

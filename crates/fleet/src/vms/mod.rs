@@ -35,6 +35,7 @@ pub mod guest;
 pub mod hypervisor;
 pub mod initramfs;
 pub mod launcher;
+pub mod luns;
 pub mod nocloud;
 pub mod remote;
 pub mod xml;
