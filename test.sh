@@ -78,12 +78,15 @@ if ! command -v qemu-system-x86_64 >/dev/null && command -v apt-get >/dev/null \
   fi
 fi
 # libvirt's daemons for the worker-VM tests, which start and stop them themselves. Without
-# recommends: the packaged default network (a bridge and dnsmasq) is not wanted.
-if ! { command -v libvirtd && command -v virtlogd; } >/dev/null && command -v apt-get >/dev/null \
-   && [ "$(id -u)" = 0 ]; then
+# recommends: the packaged default network (a bridge and dnsmasq) is not wanted. A remote
+# hypervisor (qemu+ssh://, reached through a loopback sshd) needs the remote side of
+# libvirt's ssh transport: virt-ssh-helper (package libvirt-daemon in Debian 12; libvirt
+# falls back to `nc -U` without it).
+if ! { command -v libvirtd && command -v virtlogd && command -v virt-ssh-helper; } >/dev/null \
+   && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
   echo "test.sh: installing libvirt-daemon-system" >&2
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    libvirt-daemon-system libvirt-daemon-driver-qemu libvirt-clients >/dev/null
+    libvirt-daemon-system libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients >/dev/null
 fi
 # A pool of existing LUNs for the worker-VM tests: Debian's user-space iSCSI target and
 # libvirt's iscsi-direct pools (QEMU reaches the LUNs through libiscsi, qemu-block-extra,

@@ -5,6 +5,10 @@
 //! workloads: one test walks every case in turn, so the daemons start and stop once and
 //! no two fleets boot at once on this machine's two cores.
 //!
+//! A remote hypervisor (`qemu+ssh://`) is this machine's libvirt reached through a
+//! loopback sshd: virsh goes through libvirt's ssh transport, iofleet's files and the
+//! VM's join channel through iofleet's own ssh connection.
+//!
 //! `--dry-run` is tested without a hypervisor: every document it prints is valid against
 //! libvirt's own schemas (`virt-xml-validate`).
 
@@ -13,6 +17,8 @@ mod common;
 mod iscsi;
 #[path = "support/libvirt.rs"]
 mod libvirt;
+#[path = "support/sshd.rs"]
+mod sshd;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -659,6 +665,177 @@ fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_ever
     );
     assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
     nothing_left(&lv, "kp");
+
+    // 8. A remote hypervisor, reached over ssh.
+    remote_hypervisor(&lv, d.path(), &pool);
+}
+
+/// Wait until `ok`, at most `PATIENCE`.
+fn wait_until(what: &str, ok: impl Fn() -> bool) {
+    let t0 = Instant::now();
+    while !ok() {
+        assert!(t0.elapsed() < PATIENCE, "never: {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The ssh processes of a remote hypervisor's URI (libvirt's transport and iofleet's
+/// connection name its key).
+fn ssh_processes(key: &Path) -> Vec<String> {
+    sshd::pids_matching(key.to_str().unwrap())
+        .into_iter()
+        .map(sshd::cmdline)
+        .filter(|c| !c.is_empty())
+        .collect()
+}
+
+/// A `qemu+ssh://` hypervisor through a loopback sshd (this machine's libvirt again):
+/// one VM joins through its channel forwarded over ssh, runs, and nothing is left of it
+/// on the hypervisor or here, no ssh process either; a hypervisor nobody answers for is
+/// an error naming `vms.hypervisors`.
+fn remote_hypervisor(lv: &libvirt::Libvirt, dir: &Path, pool: &str) {
+    let began = Instant::now();
+    let Some(cluster) = sshd::Cluster::start_forwarding(1) else {
+        return;
+    };
+    let host = &cluster.hosts[0];
+    let key = cluster.client_key.clone();
+    // The ssh binary both libvirt and iofleet run (`command=`): the machine's, with
+    // the throwaway servers' host keys kept out of root's known_hosts.
+    let ssh = dir.join("ssh-loopback");
+    std::fs::write(
+        &ssh,
+        "#!/bin/sh\nexec ssh -o UserKnownHostsFile=/dev/null -o GlobalKnownHostsFile=/dev/null -o LogLevel=ERROR \"$@\"\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&ssh, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let uri = |port: u16| {
+        format!(
+            "qemu+ssh://root@{}:{port}/system?keyfile={}&no_verify=1&command={}",
+            host.addr,
+            key.display(),
+            ssh.display()
+        )
+    };
+    let remote = uri(host.port);
+    let f = fleet_file(dir, "vr", 1, pool, &format!("hypervisors = [{remote:?}]\n"));
+    let t0 = Instant::now();
+    let w = watched(dir, &run_args(&f, "1", "16m", "2s"), &[]);
+    w.wait_for("iofleet_interval_index", |i| i >= 1.0, PATIENCE);
+    // The run goes through one ssh connection of iofleet's (its control master, which
+    // carries the channel) beside libvirt's own.
+    let masters: Vec<String> = ssh_processes(&key)
+        .into_iter()
+        .filter(|c| c.contains("ControlMaster=yes"))
+        .collect();
+    assert_eq!(masters.len(), 1, "{masters:?}");
+    assert!(
+        masters[0].contains(&format!("-p {} -i {}", host.port, key.display())),
+        "{masters:?}"
+    );
+    let o = w.finish();
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    eprintln!(
+        "a VM on a remote hypervisor: the run took {:.1} s, joined after {} s",
+        t0.elapsed().as_secs_f64(),
+        v["run"]["vms"]["joined_after_s"]
+    );
+    assert_eq!(v["hosts"][0]["host"], "iofleet-vr-0");
+    let vm = &v["run"]["vms"]["vms"][0];
+    assert_eq!(vm["hypervisor"], remote.as_str());
+    let disk = &vm["disks"][0];
+    assert_eq!(disk["volume"], "iofleet-vr-0-d0");
+    let ours = &v["workers"][0]["disks"][0];
+    let (r, w) = (
+        ours["read"]["ios"].as_u64().unwrap(),
+        ours["write"]["ios"].as_u64().unwrap(),
+    );
+    let (hr, hw) = (
+        disk["requests"]["reads"].as_u64().unwrap(),
+        disk["requests"]["writes"].as_u64().unwrap(),
+    );
+    assert!(r + w > 0 && hr >= r && hw >= w, "{disk} {ours}");
+    assert!(
+        err.contains("vms: destroyed and undefined 1 domain(s), deleted 1 volume(s)"),
+        "{err}"
+    );
+    nothing_left(lv, "vr");
+    let no_ssh = || ssh_processes(&key).is_empty() && cluster.session_pids(0).is_empty();
+    wait_until("no ssh process of the remote hypervisor", no_ssh);
+
+    // What a killed command left on the remote hypervisor's file system is found there
+    // by name (over ssh): a run refuses it, `vms clean` removes it.
+    let left = Path::new("/var/lib/libvirt/boot/iofleet-vr-0.kernel");
+    std::fs::write(left, "x").unwrap();
+    let o = run(dir, &run_args(&f, "1", "16m", "1s"));
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "vms: fleet vr is there already ({}:",
+            left.display()
+        )),
+        "{err}"
+    );
+    let clean = |extra: &[&str]| {
+        let mut a = vec!["vms", "clean", "--hosts", f.to_str().unwrap()];
+        a.extend(extra);
+        run(dir, &a.into_iter().map(String::from).collect::<Vec<_>>())
+    };
+    let o = clean(&["--dry-run"]);
+    assert_eq!(
+        common::stdout(&o).trim(),
+        format!("would remove {} on {remote}", left.display())
+    );
+    assert!(left.exists());
+    let o = clean(&[]);
+    assert!(
+        common::stdout(&o).contains("vms: fleet vr removed"),
+        "{o:?}"
+    );
+    assert!(!left.exists());
+
+    // Ctrl-C while the VM boots, its channel forwarded: nothing is left, no ssh either.
+    let w = watched(dir, &run_args(&f, "1", "16m", "2s"), &[]);
+    wait_until("the remote VM boots, its channel forwarded", || {
+        libvirt::virsh(&["domstate", "iofleet-vr-0"]).is_ok_and(|s| s.trim() == "running")
+            && ssh_processes(&key)
+                .iter()
+                .any(|c| c.contains("ControlMaster=yes"))
+    });
+    w.signal("-INT");
+    let o = w.finish();
+    let err = common::stderr(&o);
+    assert_ne!(o.status.code(), Some(0), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    nothing_left(lv, "vr");
+    wait_until("no ssh process after Ctrl-C", no_ssh);
+
+    // A remote hypervisor nobody answers for (a port nobody listens on).
+    let port = std::net::TcpListener::bind((host.addr.as_str(), 0))
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let gone = uri(port);
+    let f = fleet_file(dir, "vu", 1, pool, &format!("hypervisors = [{gone:?}]\n"));
+    let o = run(dir, &run_args(&f, "1", "16m", "2s"));
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("vms.hypervisors: '{gone}' cannot be reached")),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    nothing_left(lv, "vu");
+    assert_eq!(ssh_processes(&key), Vec::<String>::new());
+    eprintln!(
+        "the remote hypervisor's cases took {:.1} s",
+        began.elapsed().as_secs_f64()
+    );
 }
 
 /// libvirt's storage backend for `iscsi-direct` pools (Debian's
@@ -761,6 +938,13 @@ fn a_dry_run_prints_every_volume_and_domain_valid_for_libvirt() {
         docs[8]
             .1
             .contains("/var/lib/libvirt/boot/iofleet-dry-2.initrd"),
+        "{out}"
+    );
+    // Its kernel: the controller's, copied beside the initramfs.
+    assert!(
+        docs[8]
+            .1
+            .contains("<kernel>/var/lib/libvirt/boot/iofleet-dry-2.kernel</kernel>"),
         "{out}"
     );
     assert!(out.contains("#   VMs:         3"), "{out}");

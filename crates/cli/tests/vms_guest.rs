@@ -236,7 +236,7 @@ fn a_guest_defined_through_libvirt_reaches_its_channel_and_leaves_nothing() {
     ))
     .unwrap();
     let slot = &fleet.layout(2)[0];
-    let hv = Virsh::new(libvirt::URI);
+    let hv = Virsh::new(libvirt::URI).unwrap();
     // Whatever happens below, nothing of the guest stays.
     struct Cleanup<'a>(&'a Virsh, &'a iofleet_fleet::vms::VmSlot, &'a str);
     impl Drop for Cleanup<'_> {

@@ -43,7 +43,7 @@ pub fn run(cmd: VmsCmd) -> Result<i32, Exit> {
             )))
         }
     };
-    let hvs = virsh_all(&fleet);
+    let hvs = virsh_all(&fleet).map_err(Exit::input)?;
     let found = leftovers(&fleet, &hvs).map_err(Exit::failure)?;
     if found.is_empty() {
         println!("vms: nothing of fleet {} is there", fleet.name);
@@ -63,8 +63,8 @@ pub fn run(cmd: VmsCmd) -> Result<i32, Exit> {
             fleet.pool, fleet.hypervisors[*h]
         );
     }
-    for f in &found.files {
-        println!("{verb} {}", f.display());
+    for (h, f) in &found.files {
+        println!("{verb} {} on {}", f.display(), fleet.hypervisors[*h]);
     }
     if a.dry_run {
         return Ok(0);
@@ -83,8 +83,12 @@ pub fn run(cmd: VmsCmd) -> Result<i32, Exit> {
         for v in &left.volumes {
             eprintln!("error: still there: volume {}", v.1);
         }
-        for f in &left.files {
-            eprintln!("error: still there: {}", f.display());
+        for (h, f) in &left.files {
+            eprintln!(
+                "error: still there: {} on {}",
+                f.display(),
+                fleet.hypervisors[*h]
+            );
         }
         Ok(1)
     }

@@ -239,10 +239,10 @@ pub(crate) fn launcher_at(
                 *fleet,
                 path.to_path_buf(),
             )),
-            HostsFile::Vms(fleet) => Box::new(iofleet_fleet::vms::launcher::VmLauncher::new(
-                *fleet,
-                path.to_path_buf(),
-            )),
+            HostsFile::Vms(fleet) => Box::new(
+                iofleet_fleet::vms::launcher::VmLauncher::new(*fleet, path.to_path_buf())
+                    .map_err(Exit::input)?,
+            ),
             HostsFile::Inventory(hosts) => Box::new(AgentLauncher::new(hosts)),
         },
         None => {

@@ -152,6 +152,17 @@ impl Cluster {
     /// Start `n` hosts, or return `None` after printing why they cannot run here (see the
     /// module docs for when that panics instead). Panics if a server fails to come up.
     pub fn start(n: usize) -> Option<Cluster> {
+        Self::start_with(n, false)
+    }
+
+    /// [`Cluster::start`] with local forwarding allowed (`ssh -L`, Unix sockets
+    /// included: this OpenSSH refuses a Unix socket's forwarding under
+    /// `AllowTcpForwarding no`).
+    pub fn start_forwarding(n: usize) -> Option<Cluster> {
+        Self::start_with(n, true)
+    }
+
+    fn start_with(n: usize, forwarding: bool) -> Option<Cluster> {
         assert!(
             (1..=250).contains(&n),
             "Cluster::start: 1..=250 hosts, not {n}"
@@ -188,7 +199,7 @@ impl Cluster {
         };
         for i in 0..n {
             // From here on a panic drops `cluster`, which kills the hosts started so far.
-            let host = cluster.spawn_host(&sshd, i, &authorized_keys);
+            let host = cluster.spawn_host(&sshd, i, &authorized_keys, forwarding);
             cluster.hosts.push(host);
         }
         fs::write(&cluster.ssh_config, cluster.render_ssh_config()).expect("write ssh_config");
@@ -317,7 +328,7 @@ impl Cluster {
         all
     }
 
-    fn spawn_host(&self, sshd: &Path, i: usize, authorized_keys: &Path) -> Host {
+    fn spawn_host(&self, sshd: &Path, i: usize, authorized_keys: &Path, forwarding: bool) -> Host {
         let d = self.dir.path();
         let n = i + 1;
         let addr = Ipv4Addr::new(127, 0, 0, 2 + i as u8);
@@ -339,6 +350,9 @@ impl Cluster {
                 .port();
             let mut text =
                 sshd_config_text(addr, port, &host_key, authorized_keys, &pid_file, true);
+            if forwarding {
+                text = text.replace("AllowTcpForwarding no", "AllowTcpForwarding local");
+            }
             fs::write(&sshd_config, &text).expect("write sshd_config");
             let check = run(Command::new(sshd).arg("-t").arg("-f").arg(&sshd_config));
             if !check.status.success()
@@ -346,6 +360,9 @@ impl Cluster {
             {
                 // Older than OpenSSH 9.8: no penalties to switch off.
                 text = sshd_config_text(addr, port, &host_key, authorized_keys, &pid_file, false);
+                if forwarding {
+                    text = text.replace("AllowTcpForwarding no", "AllowTcpForwarding local");
+                }
                 fs::write(&sshd_config, &text).expect("write sshd_config");
             }
             let check = run(Command::new(sshd).arg("-t").arg("-f").arg(&sshd_config));

@@ -4,16 +4,94 @@
 //! a remote hypervisor (`qemu+ssh://`) is reached as libvirt reaches it. Another
 //! platform (Proxmox's API, vSphere through `govc`, Hyper-V) is another implementation
 //! of the same few calls (docs/vms.md says what each would need).
+//!
+//! Where the hypervisor's files and sockets live is a sibling seam, `HostFiles`: this
+//! machine's (`Local`, for `qemu:///…`) or another's over ssh (`remote::Ssh`, for
+//! `qemu+ssh://…`); the launcher writes, lists and removes the guests' boot files and
+//! connects to their channels through it, never asking which one it has.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+
+use super::remote::{Ssh, SshTarget};
+
+/// The hypervisor's machine as the launcher uses it: the guests' boot files it writes
+/// there, libvirt's logs it reads and removes, the channel sockets it connects to.
+/// Errors are messages naming the hypervisor.
+pub trait HostFiles {
+    /// Write `data` at `path` (its directory made if need be), readable by its owner
+    /// only (a guest's initramfs holds the join token).
+    fn write(&self, path: &Path, data: &[u8]) -> Result<(), String>;
+    /// Remove `path`; one that is not there is no error.
+    fn remove(&self, path: &Path) -> Result<(), String>;
+    /// The names in directory `dir` (none when it does not exist).
+    fn list(&self, dir: &Path) -> Result<Vec<String>, String>;
+    /// The last `lines` lines of text file `path`, if it can be read.
+    fn tail(&self, path: &Path, lines: usize) -> Option<String>;
+    /// A connection to the Unix socket `socket` (a domain's channel; `name` is the
+    /// domain's, for the local end of a forwarding).
+    fn connect(&self, socket: &Path, name: &str) -> Result<UnixStream, String>;
+}
+
+/// This machine's files: the hypervisor runs here (`qemu:///system`).
+pub struct Local;
+
+impl HostFiles for Local {
+    fn write(&self, path: &Path, data: &[u8]) -> Result<(), String> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let fail = |e: std::io::Error| format!("{}: {e}", path.display());
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(fail)?;
+        }
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(path)
+            .and_then(|mut f| f.write_all(data))
+            .map_err(fail)
+    }
+
+    fn remove(&self, path: &Path) -> Result<(), String> {
+        match std::fs::remove_file(path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(format!("{}: {e}", path.display()))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn list(&self, dir: &Path) -> Result<Vec<String>, String> {
+        Ok(std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect())
+    }
+
+    fn tail(&self, path: &Path, lines: usize) -> Option<String> {
+        let text = std::fs::read_to_string(path).ok()?;
+        let mut last: Vec<&str> = text.lines().rev().take(lines).collect();
+        last.reverse();
+        Some(last.join("\n"))
+    }
+
+    fn connect(&self, socket: &Path, _name: &str) -> Result<UnixStream, String> {
+        UnixStream::connect(socket).map_err(|e| format!("{}: {e}", socket.display()))
+    }
+}
 
 /// What a VM fleet needs of a hypervisor. Errors are messages naming the hypervisor
 /// and what failed.
 pub trait Hypervisor {
     /// The hypervisor as the description names it (for messages).
     fn name(&self) -> &str;
+    /// Its machine's files and sockets.
+    fn files(&self) -> &dyn HostFiles;
     /// Create a volume in `pool` from its XML (`xml::volume_xml`); its path there.
     fn create_volume(&self, pool: &str, xml: &str) -> Result<String, String>;
     /// Delete volume `name` of `pool`.
@@ -99,16 +177,25 @@ pub fn parse_domstats(text: &str) -> RequestCounts {
     out
 }
 
-/// libvirt through `virsh`.
+/// libvirt through `virsh`, and its machine's files: here, or over ssh for a
+/// `qemu+ssh://` URI.
 pub struct Virsh {
     pub uri: String,
+    files: Box<dyn HostFiles>,
 }
 
 impl Virsh {
-    pub fn new(uri: &str) -> Virsh {
-        Virsh {
+    /// libvirt at `uri`; an error names `vms.hypervisors` (a `qemu+ssh://` URI ssh
+    /// cannot use).
+    pub fn new(uri: &str) -> Result<Virsh, String> {
+        let files: Box<dyn HostFiles> = match SshTarget::parse(uri) {
+            Some(target) => Box::new(Ssh::new(target?)),
+            None => Box::new(Local),
+        };
+        Ok(Virsh {
             uri: uri.to_string(),
-        }
+            files,
+        })
     }
 
     /// Run `virsh -c URI ARGS` with `input` on its standard input; its output.
@@ -193,6 +280,10 @@ pub fn capacity_of(vol_info: &str) -> Option<u64> {
 impl Hypervisor for Virsh {
     fn name(&self) -> &str {
         &self.uri
+    }
+
+    fn files(&self) -> &dyn HostFiles {
+        self.files.as_ref()
     }
 
     fn create_volume(&self, pool: &str, xml: &str) -> Result<String, String> {

@@ -6,8 +6,10 @@
 //! joined (per VM: defined → running → joined, timed). The joined agents are then the
 //! fleet's hosts (`AgentLauncher::joined`) for every run of the command. `close`, and
 //! dropping the launcher on any other path (an error, Ctrl-C), destroys and undefines
-//! the domains, deletes the volumes and initramfs files and removes libvirt's log of
-//! each domain, unless `keep`.
+//! the domains, deletes the volumes, the kernel and initramfs files and libvirt's log of
+//! each domain, unless `keep`. Every file on a hypervisor's machine is written, read and
+//! removed through its `HostFiles` (here, or over ssh for a remote hypervisor), and
+//! each channel is connected through it too (a remote one forwarded over ssh).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -36,8 +38,8 @@ use crate::precondition::Preconditioned;
 use crate::settings::RunSettings;
 use crate::source::Msg;
 
-/// Where each VM's initramfs is written on the hypervisor (Debian's libvirt makes it,
-/// for boot files of its guests).
+/// Where each VM's kernel and initramfs are written on the hypervisor (Debian's libvirt
+/// makes it, for boot files of its guests).
 pub const BOOT_DIR: &str = "/var/lib/libvirt/boot";
 /// libvirt's log of each domain's QEMU, kept after the domain is gone.
 pub const QEMU_LOG_DIR: &str = "/var/log/libvirt/qemu";
@@ -72,7 +74,7 @@ pub fn guest_kernel(fleet: &VmFleet) -> Result<Kernel, FleetError> {
             let path = PathBuf::from(&k);
             if !path.is_file() {
                 return Err(FleetError::Input(format!(
-                    "vms.guest.kernel: {k} does not exist on the hypervisor"
+                    "vms.guest.kernel: {k} does not exist here (the guests boot a copy of the controller's kernel)"
                 )));
             }
             let version = path
@@ -141,6 +143,18 @@ pub fn initrd_path(domain: &str) -> PathBuf {
     Path::new(BOOT_DIR).join(format!("{domain}.initrd"))
 }
 
+/// VM `domain`'s kernel on its hypervisor: a copy of the controller's guest kernel
+/// beside its initramfs (the guest is iofleet's: the controller's kernel with its
+/// modules in the initramfs, on every hypervisor, here or remote).
+pub fn kernel_path(domain: &str) -> PathBuf {
+    Path::new(BOOT_DIR).join(format!("{domain}.kernel"))
+}
+
+/// libvirt's log of `domain`'s QEMU on its hypervisor.
+fn qemu_log(domain: &str) -> PathBuf {
+    Path::new(QEMU_LOG_DIR).join(format!("{domain}.log"))
+}
+
 /// A data disk's volume size: the profile's disk size and its fill marker (or
 /// `vms.disk_size`), rounded up to whole MiB.
 pub fn volume_bytes(fleet: &VmFleet, disk_size: u64) -> u64 {
@@ -192,7 +206,8 @@ struct Created {
     volumes: Vec<(usize, String, String)>,
     /// (hypervisor index, domain)
     domains: Vec<(usize, String)>,
-    initrds: Vec<PathBuf>,
+    /// (hypervisor index, kernel or initramfs)
+    files: Vec<(usize, PathBuf)>,
 }
 
 pub struct VmLauncher {
@@ -211,9 +226,9 @@ pub struct VmLauncher {
 
 impl VmLauncher {
     /// A launcher that drives each hypervisor of `fleet` through `virsh`.
-    pub fn new(fleet: VmFleet, file: PathBuf) -> Self {
-        let hypervisors = virsh_all(&fleet);
-        Self::with(fleet, file, hypervisors)
+    pub fn new(fleet: VmFleet, file: PathBuf) -> Result<Self, String> {
+        let hypervisors = virsh_all(&fleet)?;
+        Ok(Self::with(fleet, file, hypervisors))
     }
 
     /// A launcher over the given hypervisors (one per `fleet.hypervisors`, in order).
@@ -269,7 +284,7 @@ impl VmLauncher {
     /// command's end): what was done, for the user, or what failed and how to finish.
     fn clean_up(&mut self, keep: bool) -> Option<String> {
         let c = std::mem::take(&mut self.created);
-        if c.domains.is_empty() && c.volumes.is_empty() && c.initrds.is_empty() {
+        if c.domains.is_empty() && c.volumes.is_empty() && c.files.is_empty() {
             return None;
         }
         self.joined = None;
@@ -290,15 +305,17 @@ impl VmLauncher {
             if let Err(e) = hv.undefine(d) {
                 failed.push(e);
             }
-            let _ = std::fs::remove_file(Path::new(QEMU_LOG_DIR).join(format!("{d}.log")));
+            let _ = hv.files().remove(&qemu_log(d));
         }
         for (h, pool, v) in &c.volumes {
             if let Err(e) = self.hypervisors[*h].delete_volume(pool, v) {
                 failed.push(e);
             }
         }
-        for f in &c.initrds {
-            let _ = std::fs::remove_file(f);
+        for (h, f) in &c.files {
+            if let Err(e) = self.hypervisors[*h].files().remove(f) {
+                failed.push(e);
+            }
         }
         Some(if failed.is_empty() {
             format!(
@@ -353,6 +370,9 @@ impl VmLauncher {
         let n = self.fleet.vms;
         let port = self.open_port(settings)?;
         let guest = GuestParts::read(&kernel)?;
+        let kernel_bytes = std::fs::read(&kernel.path).map_err(|e| {
+            FleetError::Input(format!("vms.guest.kernel: {}: {e}", kernel.path.display()))
+        })?;
         let mut layout = self.fleet.layout(disks);
         let luns = luns::assign(
             &mut layout,
@@ -380,23 +400,27 @@ impl VmLauncher {
                 self.created.volumes.push((h, pool.clone(), v.clone()));
             }
             let initrd = initrd_path(&slot.domain);
-            self.created.initrds.push(initrd.clone());
-            guest.write(
-                &initrd,
-                &GuestJoin {
-                    fingerprint: port.address.fingerprint.clone(),
-                    token: port.token().to_string(),
-                    rank: slot.index,
-                    disks,
-                    join_timeout_s: self.fleet.boot_timeout.as_secs().max(1),
-                },
-            )?;
+            let initramfs = guest.archive(&GuestJoin {
+                fingerprint: port.address.fingerprint.clone(),
+                token: port.token().to_string(),
+                rank: slot.index,
+                disks,
+                join_timeout_s: self.fleet.boot_timeout.as_secs().max(1),
+            })?;
+            let own_kernel = kernel_path(&slot.domain);
+            for (path, data) in [(&initrd, &initramfs), (&own_kernel, &kernel_bytes)] {
+                self.created.files.push((h, path.clone()));
+                self.hypervisors[h]
+                    .files()
+                    .write(path, data)
+                    .map_err(|e| setup(format!("vms: {}: {e}", slot.domain)))?;
+            }
             let doc = xml::domain_xml(
                 &self.fleet,
                 slot,
                 dtype,
                 &Boot::Kernel {
-                    kernel: &kernel.path.to_string_lossy(),
+                    kernel: &own_kernel.to_string_lossy(),
                     initrd: &initrd.to_string_lossy(),
                     cmdline: CMDLINE,
                 },
@@ -476,7 +500,7 @@ impl VmLauncher {
             hv.start(&slot.domain).map_err(setup)?;
             timeline[slot.index as usize].running_s = Some(t0.elapsed().as_secs_f64());
             let channel = hv.channel(&slot.domain).map_err(setup)?;
-            let stream = std::os::unix::net::UnixStream::connect(&channel).map_err(|e| {
+            let stream = hv.files().connect(&channel, &slot.domain).map_err(|e| {
                 setup(format!(
                     "vms: {}: cannot connect to its join channel {}: {e}",
                     slot.domain,
@@ -573,7 +597,7 @@ impl VmLauncher {
     fn refuse(&self, found: &Leftovers) -> Result<bool, FleetError> {
         let mut names: Vec<String> = found.domains.iter().map(|d| d.1.clone()).collect();
         names.extend(found.volumes.iter().map(|v| v.1.clone()));
-        names.extend(found.files.iter().map(|f| f.display().to_string()));
+        names.extend(found.files.iter().map(|f| f.1.display().to_string()));
         let differs = if self.fleet.keep {
             " and is not the fleet this run would keep (other VMs or disks), so it is not reused"
         } else {
@@ -710,7 +734,7 @@ impl VmLauncher {
                             "vms: {} (rank {}) is {state} and never joined{}",
                             s.domain,
                             s.index,
-                            qemu_log_tail(&s.domain)
+                            self.qemu_log_tail(s)
                         )));
                     }
                 }
@@ -733,10 +757,20 @@ impl VmLauncher {
                     },
                     missing
                         .first()
-                        .map_or(String::new(), |s| qemu_log_tail(&s.domain))
+                        .map_or(String::new(), |s| self.qemu_log_tail(s))
                 )));
             }
             std::thread::sleep(POLL);
+        }
+    }
+
+    /// The last lines of libvirt's log of VM `slot`'s QEMU on its hypervisor, for an
+    /// error.
+    fn qemu_log_tail(&self, slot: &VmSlot) -> String {
+        let p = qemu_log(&slot.domain);
+        match self.hypervisors[slot.hypervisor].files().tail(&p, 3) {
+            Some(text) => format!("; {}: {}", p.display(), text.replace('\n', " | ")),
+            None => String::new(),
         }
     }
 
@@ -766,17 +800,6 @@ impl VmLauncher {
         }
         out
     }
-}
-
-/// The last lines of libvirt's log of `domain`'s QEMU, for an error.
-fn qemu_log_tail(domain: &str) -> String {
-    let p = Path::new(QEMU_LOG_DIR).join(format!("{domain}.log"));
-    let Ok(text) = std::fs::read_to_string(&p) else {
-        return String::new();
-    };
-    let lines: Vec<&str> = text.lines().rev().take(3).collect();
-    let lines: Vec<&str> = lines.into_iter().rev().collect();
-    format!("; {}: {}", p.display(), lines.join(" | "))
 }
 
 /// What every VM's initramfs holds but its join file: the agent (this very iofleet,
@@ -837,34 +860,15 @@ impl GuestParts {
         })
     }
 
-    /// Write one VM's initramfs at `path` (readable by its owner only: the token).
-    fn write(&self, path: &Path, join: &GuestJoin) -> Result<(), FleetError> {
-        use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
+    /// One VM's initramfs: these parts and its join file.
+    fn archive(&self, join: &GuestJoin) -> Result<Vec<u8>, FleetError> {
         let join = serde_json::to_vec(join).map_err(|e| FleetError::Setup(e.to_string()))?;
-        let data = initramfs::archive(&Contents {
+        Ok(initramfs::archive(&Contents {
             iofleet: &self.iofleet,
             libs: self.libs.clone(),
             modules: self.modules.clone(),
             join: &join,
-        });
-        let fail = |e: std::io::Error| {
-            FleetError::Setup(format!(
-                "vms: the guest's initramfs {}: {e}",
-                path.display()
-            ))
-        };
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(fail)?;
-        }
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(path)
-            .map_err(fail)?;
-        f.write_all(&data).map_err(fail)
+        }))
     }
 }
 
@@ -876,13 +880,6 @@ impl Launcher for VmLauncher {
         groups: &[GroupPlan],
         settings: &RunSettings,
     ) -> Result<LaunchPlan<Vms>, FleetError> {
-        for h in &self.fleet.hypervisors {
-            if !h.starts_with("qemu:///") {
-                return Err(FleetError::Input(format!(
-                    "vms.hypervisors: '{h}': a remote hypervisor (its join channel carried over ssh) is not built yet; iofleet launches VMs on this machine's libvirt (qemu:///system)"
-                )));
-            }
-        }
         let kernel = guest_kernel(&self.fleet)?;
         let (group, mut notices) = self.group(groups)?;
         let disks = group.plan.fleet.disks_per_worker;
@@ -916,7 +913,7 @@ impl Launcher for VmLauncher {
                             s,
                             dtype,
                             &Boot::Kernel {
-                                kernel: &kernel_path,
+                                kernel: &self::kernel_path(&s.domain).to_string_lossy(),
                                 initrd: &initrd.to_string_lossy(),
                                 cmdline: CMDLINE,
                             },
@@ -942,7 +939,10 @@ impl Launcher for VmLauncher {
                     .iter()
                     .map(|s| {
                         (
-                            kernel_path.clone(),
+                            format!(
+                                "{} (a copy of {kernel_path})",
+                                self::kernel_path(&s.domain).display()
+                            ),
                             initrd_path(&s.domain).display().to_string(),
                         )
                     })
@@ -1065,29 +1065,37 @@ impl Drop for VmLauncher {
 }
 
 /// `name` is one of fleet `fleet`'s objects: the domain `iofleet-FLEET-I`, its data disk
-/// `iofleet-FLEET-I-dK` or its initramfs `iofleet-FLEET-I.initrd`, and nothing of a
+/// `iofleet-FLEET-I-dK`, its initramfs `iofleet-FLEET-I.initrd` or its kernel
+/// `iofleet-FLEET-I.kernel`, and nothing of a
 /// fleet whose name merely starts the same (`iofleet-FLEET-2-…` of fleet `FLEET-2`).
 pub fn is_fleet_object(fleet: &str, name: &str) -> bool {
     let Some(rest) = name.strip_prefix(&format!("iofleet-{fleet}-")) else {
         return false;
     };
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    let rest = rest.strip_suffix(".initrd").unwrap_or(rest);
+    // A VM's boot files carry its index alone.
+    if let Some(i) = rest
+        .strip_suffix(".initrd")
+        .or_else(|| rest.strip_suffix(".kernel"))
+    {
+        return digits(i);
+    }
     match rest.split_once("-d") {
         Some((i, k)) => digits(i) && digits(k),
         None => digits(rest),
     }
 }
 
-/// What `iofleet vms clean` found of a fleet: per hypervisor, its domains and volumes;
-/// and the initramfs files here.
+/// What `iofleet vms clean` found of a fleet: per hypervisor, its domains, volumes and
+/// boot files.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Leftovers {
     /// (hypervisor index, domain)
     pub domains: Vec<(usize, String)>,
     /// (hypervisor index, volume)
     pub volumes: Vec<(usize, String)>,
-    pub files: Vec<PathBuf>,
+    /// (hypervisor index, kernel or initramfs)
+    pub files: Vec<(usize, PathBuf)>,
 }
 
 impl Leftovers {
@@ -1119,18 +1127,19 @@ pub fn leftovers(fleet: &VmFleet, hvs: &[Box<dyn Hypervisor>]) -> Result<Leftove
                 .filter(|v| is_fleet_object(&fleet.name, v))
                 .map(|v| (h, v)),
         );
-    }
-    if let Ok(dir) = std::fs::read_dir(BOOT_DIR) {
-        let mut files: Vec<PathBuf> = dir
-            .flatten()
-            .filter(|e| {
-                let n = e.file_name().to_string_lossy().into_owned();
-                n.ends_with(".initrd") && is_fleet_object(&fleet.name, &n)
+        let mut files: Vec<String> = hv
+            .files()
+            .list(Path::new(BOOT_DIR))?
+            .into_iter()
+            .filter(|n| {
+                (n.ends_with(".initrd") || n.ends_with(".kernel"))
+                    && is_fleet_object(&fleet.name, n)
             })
-            .map(|e| e.path())
             .collect();
         files.sort();
-        found.files = files;
+        found
+            .files
+            .extend(files.into_iter().map(|n| (h, Path::new(BOOT_DIR).join(n))));
     }
     Ok(found)
 }
@@ -1144,27 +1153,27 @@ pub fn remove(fleet: &VmFleet, hvs: &[Box<dyn Hypervisor>], found: &Leftovers) -
         if let Err(e) = hv.destroy(d).and_then(|_| hv.undefine(d)) {
             failed.push(e);
         }
-        let _ = std::fs::remove_file(Path::new(QEMU_LOG_DIR).join(format!("{d}.log")));
+        let _ = hv.files().remove(&qemu_log(d));
     }
     for (h, v) in &found.volumes {
         if let Err(e) = hvs[*h].delete_volume(&fleet.pool, v) {
             failed.push(e);
         }
     }
-    for f in &found.files {
-        if let Err(e) = std::fs::remove_file(f) {
-            failed.push(format!("{}: {e}", f.display()));
+    for (h, f) in &found.files {
+        if let Err(e) = hvs[*h].files().remove(f) {
+            failed.push(e);
         }
     }
     failed
 }
 
 /// libvirt's `Virsh` for each hypervisor of `fleet`, in order.
-pub fn virsh_all(fleet: &VmFleet) -> Vec<Box<dyn Hypervisor>> {
+pub fn virsh_all(fleet: &VmFleet) -> Result<Vec<Box<dyn Hypervisor>>, String> {
     fleet
         .hypervisors
         .iter()
-        .map(|u| Box::new(Virsh::new(u)) as Box<dyn Hypervisor>)
+        .map(|u| Virsh::new(u).map(|v| Box::new(v) as Box<dyn Hypervisor>))
         .collect()
 }
 
@@ -1186,7 +1195,12 @@ mod tests {
 
     #[test]
     fn a_fleet_s_objects_are_told_from_another_fleet_s_by_name() {
-        for n in ["iofleet-a-0", "iofleet-a-12-d3", "iofleet-a-7.initrd"] {
+        for n in [
+            "iofleet-a-0",
+            "iofleet-a-12-d3",
+            "iofleet-a-7.initrd",
+            "iofleet-a-7.kernel",
+        ] {
             assert!(is_fleet_object("a", n), "{n}");
         }
         for n in [
@@ -1198,6 +1212,9 @@ mod tests {
             "iofleet-ab-0",
             "other-a-0",
             "iofleet-a-0.qcow2",
+            "iofleet-a-0-d1.kernel",
+            "iofleet-a-0-d1.initrd",
+            "iofleet-a-x.kernel",
         ] {
             assert!(!is_fleet_object("a", n), "{n}");
         }

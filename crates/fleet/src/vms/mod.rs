@@ -27,7 +27,7 @@
 //! keep = false                        # keep domains and volumes for the next run
 //! boot_timeout = "5m"
 //! [vms.guest]
-//! kernel = "/boot/vmlinuz-6.1.0-57-cloud-amd64"   # default: the newest on the hypervisor
+//! kernel = "/boot/vmlinuz-6.1.0-57-cloud-amd64"   # default: the newest here (copied to each hypervisor)
 //! # or image = "/var/lib/libvirt/images/debian-12.qcow2" (cloud-init NoCloud seed)
 //! ```
 
@@ -37,6 +37,7 @@ pub mod initramfs;
 pub mod launcher;
 pub mod luns;
 pub mod nocloud;
+pub mod remote;
 pub mod xml;
 
 use std::time::Duration;
@@ -142,8 +143,9 @@ pub enum Spread {
 /// What the guest boots.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Guest {
-    /// A kernel of the hypervisor booted directly with an initramfs iofleet builds from
-    /// its own agent (None: the newest `/boot/vmlinuz-*` there).
+    /// A kernel of the controller, copied to each hypervisor and booted directly with an
+    /// initramfs iofleet builds from its own agent (None: the newest `/boot/vmlinuz-*`
+    /// here with its modules).
     Builtin { kernel: Option<String> },
     /// A disk image the user names, booted with a cloud-init NoCloud seed that starts
     /// the agent.
@@ -284,6 +286,9 @@ fn hypervisor(uri: &str) -> Result<(), String> {
     }
     if uri.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return Err(format!("vms.hypervisors: '{uri}' holds a space"));
+    }
+    if let Some(target) = remote::SshTarget::parse(uri) {
+        target?;
     }
     Ok(())
 }
@@ -605,6 +610,10 @@ hypervisors = ["qemu:///system", "qemu+ssh://a/system"]"#,
             (
                 "vms = 1\nhypervisors = [\"qemu+ssh:///system\"]",
                 "names no host",
+            ),
+            (
+                "vms = 1\nhypervisors = [\"qemu+ssh://root@h:port/system\"]",
+                "vms.hypervisors: 'qemu+ssh://root@h:port/system': 'port' is not a port",
             ),
             (
                 "vms = 1\nhypervisors = [\"qemu:///system\", \"qemu:///system\"]",
