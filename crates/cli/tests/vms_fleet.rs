@@ -664,6 +664,7 @@ fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_ever
     // joins. While the run waits, its copy of the image holds the image's bytes and its
     // seed is the cidata FAT naming the domain, attached read-only; the run ends with the
     // boot timeout and leaves nothing.
+    let t6 = Instant::now();
     let image = stand_in_image(d.path());
     let f = fleet_file(
         d.path(),
@@ -774,6 +775,7 @@ fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_ever
         Vec::<String>::new(),
         "the seed's upload file is gone"
     );
+    eprintln!("an image guest: {:.1} s", t6.elapsed().as_secs_f64());
 }
 
 /// A stand-in cloud image: 8 MiB of qcow2 holding a pattern in its first MiB and no
