@@ -432,7 +432,7 @@ mod tests {
             let cap = capacity(agent as u64).unwrap();
             assert!(written <= cap, "{agent}: {written} > {cap}");
             assert!(
-                cap % (1 << 20) == 0 && cap - written <= 3 << 20,
+                cap.is_multiple_of(1 << 20) && cap - written <= 3 << 20,
                 "{agent}: {cap}"
             );
         }
