@@ -426,8 +426,9 @@ fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_ever
     nothing_left(&lv, "vt");
 
     // 5. `iofleet vms clean` removes this fleet's leftovers and nothing else: the
-    // domains and volumes a dry run describes, made by hand, beside a fleet whose name
-    // starts the same and a volume of nobody's.
+    // domains and volumes a dry run describes, made by hand (and an image guest's seed),
+    // beside a fleet whose name starts the same (with an image guest's copy) and a
+    // volume of nobody's.
     let mine = fleet_file(d.path(), "vk", 2, &pool, "");
     let theirs = fleet_file(d.path(), "vk-2", 1, &pool, "");
     for f in [&mine, &theirs] {
@@ -458,6 +459,9 @@ fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_ever
         }
     }
     libvirt::virsh(&["vol-create-as", &pool, "keepme", "1M"]).unwrap();
+    // An image guest's seed of this fleet, and a copy of an image of the other.
+    libvirt::virsh(&["vol-create-as", &pool, "iofleet-vk-1-seed", "1M"]).unwrap();
+    libvirt::virsh(&["vol-create-as", &pool, "iofleet-vk-2-0-boot", "1M"]).unwrap();
     std::fs::write("/var/lib/libvirt/boot/iofleet-vk-1.initrd", "x").unwrap();
     // A run of the fleet finds them in its way, says so and touches none of them.
     let o = run(d.path(), &run_args(&mine, "1", "4m", "1s"));
@@ -477,7 +481,8 @@ fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_ever
             "iofleet-vk-0",
             "iofleet-vk-0-d0",
             "iofleet-vk-1",
-            "iofleet-vk-1-d0"
+            "iofleet-vk-1-d0",
+            "iofleet-vk-1-seed"
         ],
         "{err}"
     );
@@ -504,11 +509,12 @@ fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_ever
         "would remove domain iofleet-vk-0 on qemu:///system",
         "would remove domain iofleet-vk-1 on qemu:///system",
         &format!("would remove volume iofleet-vk-1-d0 of pool {pool} on qemu:///system"),
+        &format!("would remove volume iofleet-vk-1-seed of pool {pool} on qemu:///system"),
         "would remove /var/lib/libvirt/boot/iofleet-vk-1.initrd",
     ] {
         assert!(out.contains(line), "{line}: {out}");
     }
-    assert_eq!(out.lines().count(), 5, "{out}");
+    assert_eq!(out.lines().count(), 6, "{out}");
     assert_eq!(
         lv.domains("iofleet-vk-").len(),
         3,
@@ -523,7 +529,7 @@ fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_ever
     assert_eq!(lv.domains("iofleet-vk-"), ["iofleet-vk-2-0"]);
     let mut vols = lv.volumes();
     vols.sort();
-    assert_eq!(vols, ["iofleet-vk-2-0-d0", "keepme"]);
+    assert_eq!(vols, ["iofleet-vk-2-0-boot", "iofleet-vk-2-0-d0", "keepme"]);
     assert!(!Path::new("/var/lib/libvirt/boot/iofleet-vk-1.initrd").exists());
     let o = run(
         d.path(),
