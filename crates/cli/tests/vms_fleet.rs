@@ -691,9 +691,11 @@ fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_ever
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    wait_until("the image VM runs", || {
-        libvirt::virsh(&["domstate", "iofleet-vi-0"]).is_ok_and(|s| s.trim() == "running")
-    });
+    let waited = Instant::now();
+    while !libvirt::virsh(&["domstate", "iofleet-vi-0"]).is_ok_and(|s| s.trim() == "running") {
+        assert!(waited.elapsed() < PATIENCE, "the image VM never ran");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let mut vols = lv.volumes();
     vols.retain(|v| v.starts_with("iofleet-vi-"));
     vols.sort();
