@@ -647,8 +647,12 @@ impl VmLauncher {
                     self.file.display()
                 )));
             }
+            // Defined again below, from this description: the old definition goes (its
+            // volumes stay).
             for (h, d) in &domains {
-                let _ = self.hypervisors[*h].destroy(d);
+                let hv = &self.hypervisors[*h];
+                let _ = hv.destroy(d);
+                hv.undefine(d).map_err(FleetError::Setup)?;
             }
             notices.push(format!(
                 "vms: the kept fleet {} is reused: {} domain(s) started again with this command's join file, {} volume(s) as they are (disks filled before are not filled again)",
