@@ -19,9 +19,22 @@ agent's first bytes on the channel (its TLS ClientHello: the join arriving). Nob
 answers, so the agent gives up after its join timeout and the guest powers off; the
 time to QEMU's exit is reported too. The image is never written (`snapshot=on`).
 
+`fleet` is the real thing, through iofleet's launcher and real libvirt: one
+`iofleet run easy-run-4k70r --hosts vms.toml` per fleet size on a `[vms]` fleet whose
+`[vms.guest]` is that image (booted directly: its kernel, initrd and command line), 1
+and then 2 VMs under software emulation (`domain_type = "qemu"`), one 16 MiB data disk
+each, a 2 s workload. iofleet copies the image into each VM's boot volume and writes
+its seed volume (vol-create, vol-upload), defines and starts the domains, and waits
+until every agent joined over its channel; from the result's timeline (`run.vms`),
+per VM, boot to joined = joined_s - running_s (the domain started to its agent joined)
+and the copy (the first volume created to the domain defined). libvirtd and virtlogd
+are started when none runs and stopped after; the pool lives in a temp dir.
+
     python3 bench/cloud_image.py build
     cargo build -p iofleet --bin iofleet && cargo build -p iofleet-fleet --example nocloud_seed
     python3 bench/cloud_image.py measure --iofleet target/debug/iofleet --rounds 3
+    cargo build --release -p iofleet
+    python3 bench/cloud_image.py fleet --iofleet target/release/iofleet --vms 1,2
 
 Run as root (debootstrap). Timing claims go to bench/README.md ("Worker VMs: boot to
 joined").
@@ -32,6 +45,7 @@ import glob
 import json
 import os
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -225,6 +239,95 @@ def measure(args):
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+URI = "qemu:///system"
+CMDLINE = "root=LABEL=iofleet-root rw console=ttyS0 panic=-1"
+
+
+def virsh(*args, check=True):
+    return subprocess.run(["virsh", "-q", "-c", URI, *args], check=check,
+                          capture_output=True, text=True).stdout
+
+
+def pid_of(pidfile):
+    try:
+        pid = int(open(pidfile).read().strip())
+        os.kill(pid, 0)
+        return pid
+    except (OSError, ValueError):
+        return None
+
+
+def fleet(args):
+    """Fleets of 1, then 2, VMs booted from the image through iofleet and libvirt."""
+    if not os.path.exists(STAMP):
+        sys.exit(f"no image in {CACHE}: run `{sys.argv[0]} build` first")
+    started = []
+    for daemon, pidfile in [("virtlogd", "/run/virtlogd.pid"),
+                            ("libvirtd", "/run/libvirtd.pid")]:
+        if not pid_of(pidfile):
+            subprocess.run([daemon, "-d"], check=True)
+            started.append(pidfile)
+    for _ in range(300):
+        if subprocess.run(["virsh", "-c", URI, "version"],
+                          capture_output=True).returncode == 0:
+            break
+        time.sleep(0.1)
+    pool = "iofleet-bench-cloud"
+    image_mib = os.path.getsize(IMAGE) >> 20
+    print(f"image {IMAGE} ({image_mib} MiB file, {json.load(open(STAMP))['kernel']}); "
+          f"iofleet {args.iofleet}; TCG, {args.vcpus} vCPU, {args.memory} per VM")
+    print("VMs  round  fleet joined s  copy s (per VM)  boot to joined s (per VM)  "
+          "run wall s")
+    try:
+        with tempfile.TemporaryDirectory(prefix="iofleet-cloud-fleet-") as d:
+            os.chmod(d, 0o755)
+            virsh("pool-destroy", pool, check=False)
+            virsh("pool-undefine", pool, check=False)
+            virsh("pool-define-as", pool, "dir", "--target", d)
+            virsh("pool-start", pool)
+            try:
+                for n in [int(x) for x in args.vms.split(",")]:
+                    for r in range(args.rounds):
+                        fleet_once(args, d, pool, n, r)
+            finally:
+                virsh("pool-destroy", pool, check=False)
+                virsh("pool-undefine", pool, check=False)
+    finally:
+        for pidfile in reversed(started):
+            pid = pid_of(pidfile)
+            if pid:
+                os.kill(pid, signal.SIGTERM)
+                for _ in range(100):
+                    if not pid_of(pidfile):
+                        break
+                    time.sleep(0.1)
+
+
+def fleet_once(args, d, pool, n, r):
+    hosts = os.path.join(d, "vms.toml")
+    with open(hosts, "w") as f:
+        f.write(f'[vms]\nname = "cloud"\nvms = {n}\nvcpus = {args.vcpus}\n'
+                f'memory = "{args.memory}"\npool = "{pool}"\ndomain_type = "qemu"\n'
+                f'boot_timeout = "{args.timeout}s"\n'
+                f'[vms.guest]\nimage = "{IMAGE}"\nkernel = "{KERNEL}"\n'
+                f'initrd = "{INITRD}"\ncmdline = "{CMDLINE}"\n')
+    t0 = time.monotonic()
+    o = subprocess.run([args.iofleet, "run", "easy-run-4k70r", "--hosts", hosts,
+                        "--disks", "1", "--disk-size", "16m", "--duration", "2s",
+                        "--warmup", "0s", "--output-format", "json", "--no-save",
+                        "--quiet"], capture_output=True, text=True)
+    wall = time.monotonic() - t0
+    if o.returncode != 0:
+        sys.exit(f"iofleet exit {o.returncode}: {o.stderr}")
+    v = json.loads(o.stdout)["run"]["vms"]
+    copy = [vm["timeline"]["defined_s"] for vm in v["vms"]]
+    boot = [vm["timeline"]["joined_s"] - vm["timeline"]["running_s"] for vm in v["vms"]]
+    print(f"{n:3d}  {r + 1:5d}  {v['joined_after_s']:14.1f}  "
+          f"{', '.join(f'{c:.1f}' for c in copy):>15}  "
+          f"{', '.join(f'{b:.1f}' for b in boot):>25}  {wall:10.1f}", flush=True)
+    print(f"     guest: {v['guest']}", flush=True)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -239,8 +342,15 @@ def main():
     m.add_argument("--memory", type=int, default=1024, help="MiB")
     m.add_argument("--join-timeout", type=int, default=3, help="the agent's, seconds")
     m.add_argument("--timeout", type=float, default=600, help="per boot, seconds")
+    f = sub.add_parser("fleet")
+    f.add_argument("--iofleet", default="target/release/iofleet")
+    f.add_argument("--vms", default="1,2")
+    f.add_argument("--rounds", type=int, default=1)
+    f.add_argument("--vcpus", type=int, default=1)
+    f.add_argument("--memory", default="1g")
+    f.add_argument("--timeout", type=int, default=600, help="boot_timeout, seconds")
     a = p.parse_args()
-    build(a) if a.cmd == "build" else measure(a)
+    {"build": build, "measure": measure, "fleet": fleet}[a.cmd](a)
 
 
 if __name__ == "__main__":

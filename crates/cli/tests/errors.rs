@@ -525,8 +525,8 @@ fn step_commands_refuse_the_flags_of_a_single_run() {
 }
 
 /// A `[vms]` file is checked when it is read (a bad key is named), and what can be known
-/// before any hypervisor is contacted is checked by the plan: a kernel that does not
-/// exist, a guest image (not built), a remote hypervisor (not built).
+/// before any hypervisor is contacted is checked by the plan: a kernel or a guest image
+/// that does not exist, a remote hypervisor (not built).
 #[test]
 fn a_vms_description_is_checked_naming_the_key() {
     let d = tempfile::tempdir().unwrap();
@@ -549,8 +549,14 @@ fn a_vms_description_is_checked_naming_the_key() {
     )
     .unwrap();
     for (file, says) in [
-        (&image, "vms.guest.image"),
-        (&remote, "vms.hypervisors: 'qemu+ssh://kvm1/system'"),
+        (
+            &image,
+            "vms.guest.image: /var/lib/libvirt/images/x.qcow2: does not exist",
+        ),
+        (
+            &remote,
+            "vms.hypervisors: 'qemu+ssh://kvm1/system': a remote hypervisor (its join channel carried over ssh) is not built yet",
+        ),
     ] {
         expect_input_error(
             d.path(),
@@ -561,9 +567,27 @@ fn a_vms_description_is_checked_naming_the_key() {
                 file.to_str().unwrap(),
                 "--dry-run",
             ],
-            &[says, "not built yet"],
+            &[says],
         );
     }
+    // An image's boot keys: initrd and cmdline only with a kernel to boot it directly.
+    let direct = d.path().join("direct.toml");
+    std::fs::write(
+        &direct,
+        "[vms]\nvms = 2\n[vms.guest]\nimage = \"/i.qcow2\"\ninitrd = \"/boot/initrd.img\"\n",
+    )
+    .unwrap();
+    expect_input_error(
+        d.path(),
+        &[
+            "run",
+            "easy-run-4k70r",
+            "--hosts",
+            direct.to_str().unwrap(),
+            "--dry-run",
+        ],
+        &["direct.toml", "vms.guest.initrd", "vms.guest.kernel"],
+    );
     let bad = d.path().join("bad.toml");
     std::fs::write(&bad, "[vms]\nvms = 2\ncache = \"writeback\"\n").unwrap();
     expect_input_error(

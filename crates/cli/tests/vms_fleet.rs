@@ -172,6 +172,7 @@ fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_ever
             "tgtd",
             "tgtadm",
             "mkfs.ext4",
+            "qemu-img",
         ],
     ) {
         return;
@@ -431,8 +432,9 @@ fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_ever
     nothing_left(&lv, "vt");
 
     // 5. `iofleet vms clean` removes this fleet's leftovers and nothing else: the
-    // domains and volumes a dry run describes, made by hand, beside a fleet whose name
-    // starts the same and a volume of nobody's.
+    // domains and volumes a dry run describes, made by hand (and an image guest's seed),
+    // beside a fleet whose name starts the same (with an image guest's copy) and a
+    // volume of nobody's.
     let mine = fleet_file(d.path(), "vk", 2, &pool, "");
     let theirs = fleet_file(d.path(), "vk-2", 1, &pool, "");
     for f in [&mine, &theirs] {
@@ -463,6 +465,9 @@ fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_ever
         }
     }
     libvirt::virsh(&["vol-create-as", &pool, "keepme", "1M"]).unwrap();
+    // An image guest's seed of this fleet, and a copy of an image of the other.
+    libvirt::virsh(&["vol-create-as", &pool, "iofleet-vk-1-seed", "1M"]).unwrap();
+    libvirt::virsh(&["vol-create-as", &pool, "iofleet-vk-2-0-boot", "1M"]).unwrap();
     std::fs::write("/var/lib/libvirt/boot/iofleet-vk-1.initrd", "x").unwrap();
     // A run of the fleet finds them in its way, says so and touches none of them.
     let o = run(d.path(), &run_args(&mine, "1", "4m", "1s"));
@@ -482,7 +487,8 @@ fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_ever
             "iofleet-vk-0",
             "iofleet-vk-0-d0",
             "iofleet-vk-1",
-            "iofleet-vk-1-d0"
+            "iofleet-vk-1-d0",
+            "iofleet-vk-1-seed"
         ],
         "{err}"
     );
@@ -509,11 +515,12 @@ fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_ever
         "would remove domain iofleet-vk-0 on qemu:///system",
         "would remove domain iofleet-vk-1 on qemu:///system",
         &format!("would remove volume iofleet-vk-1-d0 of pool {pool} on qemu:///system"),
+        &format!("would remove volume iofleet-vk-1-seed of pool {pool} on qemu:///system"),
         "would remove /var/lib/libvirt/boot/iofleet-vk-1.initrd",
     ] {
         assert!(out.contains(line), "{line}: {out}");
     }
-    assert_eq!(out.lines().count(), 5, "{out}");
+    assert_eq!(out.lines().count(), 6, "{out}");
     assert_eq!(
         lv.domains("iofleet-vk-").len(),
         3,
@@ -528,7 +535,7 @@ fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_ever
     assert_eq!(lv.domains("iofleet-vk-"), ["iofleet-vk-2-0"]);
     let mut vols = lv.volumes();
     vols.sort();
-    assert_eq!(vols, ["iofleet-vk-2-0-d0", "keepme"]);
+    assert_eq!(vols, ["iofleet-vk-2-0-boot", "iofleet-vk-2-0-d0", "keepme"]);
     assert!(!Path::new("/var/lib/libvirt/boot/iofleet-vk-1.initrd").exists());
     let o = run(
         d.path(),
@@ -668,6 +675,125 @@ fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_ever
 
     // 8. A remote hypervisor, reached over ssh.
     remote_hypervisor(&lv, d.path(), &pool);
+
+    // 9. A guest booted from an image: a stand-in qcow2 with no boot loader, so it never
+    // joins. While the run waits, its copy of the image holds the image's bytes and its
+    // seed is the cidata FAT naming the domain, attached read-only; the run ends with the
+    // boot timeout and leaves nothing.
+    let t6 = Instant::now();
+    let image = stand_in_image(d.path());
+    let f = fleet_file(
+        d.path(),
+        "vi",
+        1,
+        &pool,
+        &format!(
+            "boot_timeout = \"10s\"\n[vms.guest]\nimage = \"{}\"\n",
+            image.display()
+        ),
+    );
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_iofleet"))
+        .env("XDG_DATA_HOME", common::scratch_data_home())
+        .env("PATH", common::guarded_path())
+        .current_dir(d.path())
+        .args(run_args(&f, "1", "4m", "1s"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let waited = Instant::now();
+    while !libvirt::virsh(&["domstate", "iofleet-vi-0"]).is_ok_and(|s| s.trim() == "running") {
+        assert!(waited.elapsed() < PATIENCE, "the image VM never ran");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut vols = lv.volumes();
+    vols.retain(|v| v.starts_with("iofleet-vi-"));
+    vols.sort();
+    assert_eq!(
+        vols,
+        ["iofleet-vi-0-boot", "iofleet-vi-0-d0", "iofleet-vi-0-seed"]
+    );
+    let copy = d.path().join("boot.copy");
+    libvirt::virsh(&[
+        "vol-download",
+        "--pool",
+        &pool,
+        "iofleet-vi-0-boot",
+        copy.to_str().unwrap(),
+    ])
+    .unwrap();
+    assert!(
+        std::fs::read(&copy).unwrap() == std::fs::read(&image).unwrap(),
+        "the boot volume holds the image's bytes"
+    );
+    let info = libvirt::virsh(&["vol-dumpxml", "--pool", &pool, "iofleet-vi-0-boot"]).unwrap();
+    assert!(info.contains("<format type='qcow2'/>"), "{info}");
+    assert!(
+        info.contains(&format!("<capacity unit='bytes'>{}</capacity>", 8u64 << 20)),
+        "the image's virtual size: {info}"
+    );
+    // The seed's first MiB: its boot sector labels it cidata, and meta-data (its first
+    // file) names the domain.
+    let seed = d.path().join("seed.head");
+    libvirt::virsh(&[
+        "vol-download",
+        "--pool",
+        &pool,
+        "iofleet-vi-0-seed",
+        seed.to_str().unwrap(),
+        "--length",
+        "1048576",
+    ])
+    .unwrap();
+    let head = std::fs::read(&seed).unwrap();
+    assert_eq!(&head[43..54], b"cidata     ", "the seed's label");
+    assert_eq!(&head[54..62], b"FAT16   ");
+    let text = String::from_utf8_lossy(&head);
+    assert!(
+        text.contains("instance-id: \"iofleet-vi-0\"\nlocal-hostname: \"iofleet-vi-0\"\n"),
+        "the seed's meta-data names the domain"
+    );
+    assert!(
+        text.contains("--guest-join /run/iofleet/join.json"),
+        "the seed's user-data starts the agent"
+    );
+    let live = libvirt::virsh(&["dumpxml", "iofleet-vi-0"]).unwrap();
+    let seed_disk = live
+        .split("<disk ")
+        .find(|d| d.contains("volume='iofleet-vi-0-seed'"))
+        .unwrap_or_else(|| panic!("no seed disk: {live}"));
+    assert!(seed_disk.contains("<readonly/>"), "{seed_disk}");
+    let boot_disk = live
+        .split("<disk ")
+        .find(|d| d.contains("volume='iofleet-vi-0-boot'"))
+        .unwrap_or_else(|| panic!("no boot disk: {live}"));
+    assert!(
+        boot_disk.contains("type='qcow2'") && boot_disk.contains("<boot order='1'/>"),
+        "{boot_disk}"
+    );
+    let o = child.wait_with_output().unwrap();
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(
+            "vms.boot_timeout: 1 of 1 VM(s) did not join within 10s: iofleet-vi-0 (rank 0)"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    nothing_left(&lv, "vi");
+    let seeds: Vec<String> = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("iofleet-seed-") && n.ends_with("-iofleet-vi-0"))
+        .collect();
+    assert_eq!(
+        seeds,
+        Vec::<String>::new(),
+        "the seed's upload file is gone"
+    );
+    eprintln!("an image guest: {:.1} s", t6.elapsed().as_secs_f64());
 }
 
 /// Wait until `ok`, at most `PATIENCE`.
@@ -838,6 +964,32 @@ fn remote_hypervisor(lv: &libvirt::Libvirt, dir: &Path, pool: &str) {
     );
 }
 
+/// A stand-in cloud image: 8 MiB of qcow2 holding a pattern in its first MiB and no
+/// boot loader (a guest that never joins), made by `qemu-img`.
+fn stand_in_image(dir: &Path) -> PathBuf {
+    let raw = dir.join("image.raw");
+    let pattern: Vec<u8> = (0..1u32 << 20).map(|i| (i % 251) as u8).collect();
+    std::fs::write(&raw, pattern).unwrap();
+    let image = dir.join("image.qcow2");
+    let o = std::process::Command::new("qemu-img")
+        .args(["convert", "-q", "-f", "raw", "-O", "qcow2"])
+        .arg(&raw)
+        .arg(&image)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let o = std::process::Command::new("qemu-img")
+        .args(["resize", "-q"])
+        .arg(&image)
+        .arg("8M")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    // QEMU runs as its own user and reads the copy, not this file; libvirt's upload
+    // reads it as root.
+    image
+}
+
 /// libvirt's storage backend for `iscsi-direct` pools (Debian's
 /// libvirt-daemon-driver-storage-iscsi-direct).
 const ISCSI_DIRECT: &str =
@@ -866,14 +1018,123 @@ fn documents(out: &str) -> Vec<(String, String)> {
 #[test]
 fn a_dry_run_prints_every_volume_and_domain_valid_for_libvirt() {
     let test = "a_dry_run_prints_every_volume_and_domain_valid_for_libvirt";
-    if !need::need(test, &["virt-xml-validate"]) {
+    if !need::need(test, &["virt-xml-validate", "qemu-img"]) {
         return;
     }
+    let d = tempfile::tempdir().unwrap();
+
+    // A guest booted from an image, directly from a kernel: per VM its copy of the
+    // image and its seed, then its data disks; the domain boots the copy.
+    let image = stand_in_image(d.path());
+    let (kernel, initrd) = (d.path().join("vmlinuz"), d.path().join("initrd.img"));
+    std::fs::write(&kernel, "k").unwrap();
+    std::fs::write(&initrd, "i").unwrap();
+    let f = d.path().join("image.toml");
+    std::fs::write(
+        &f,
+        format!(
+            "[vms]\nname = \"dri\"\nvms = 2\npool = \"nowhere\"\nhypervisors = [\"qemu:///system?socket=/nonexistent/sock\"]\n[vms.guest]\nimage = \"{}\"\nkernel = \"{}\"\ninitrd = \"{}\"\ncmdline = \"root=LABEL=iofleet-root console=ttyS0\"\n",
+            image.display(),
+            kernel.display(),
+            initrd.display()
+        ),
+    )
+    .unwrap();
+    let o = run(
+        d.path(),
+        &[
+            "run",
+            "easy-run-4k70r",
+            "--hosts",
+            f.to_str().unwrap(),
+            "--disks",
+            "1",
+            "--disk-size",
+            "16m",
+            "--dry-run",
+        ]
+        .map(String::from),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
+    let out = common::stdout(&o);
+    let docs = documents(&out);
+    let names: Vec<String> = docs
+        .iter()
+        .map(|(k, doc)| {
+            let name = doc
+                .split("<name>")
+                .nth(1)
+                .and_then(|r| r.split("</name>").next())
+                .unwrap_or_default();
+            format!("{k} {name}")
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "volume iofleet-dri-0-boot",
+            "volume iofleet-dri-0-seed",
+            "volume iofleet-dri-0-d0",
+            "volume iofleet-dri-1-boot",
+            "volume iofleet-dri-1-seed",
+            "volume iofleet-dri-1-d0",
+            "domain iofleet-dri-0",
+            "domain iofleet-dri-1",
+        ],
+        "{out}"
+    );
+    validate_all(d.path(), &docs);
+    assert!(docs[0].1.contains("<format type='qcow2'/>"), "{out}");
+    assert!(
+        docs[0]
+            .1
+            .contains(&format!("<capacity unit='bytes'>{}</capacity>", 8u64 << 20)),
+        "the image's virtual size: {out}"
+    );
+    let dom = &docs[7].1;
+    assert!(
+        dom.contains(&format!("<kernel>{}</kernel>", kernel.display())),
+        "{dom}"
+    );
+    assert!(
+        dom.contains("<cmdline>root=LABEL=iofleet-root console=ttyS0</cmdline>"),
+        "{dom}"
+    );
+    assert!(dom.contains("volume='iofleet-dri-1-seed'/>\n      <target dev='vdy' bus='virtio'/>\n      <readonly/>"), "{dom}");
+    assert!(
+        out.contains(&format!(
+            "# ---- domain iofleet-dri-1 on qemu:///system?socket=/nonexistent/sock (virsh define FILE): boots volume iofleet-dri-1-boot (a copy of {}, qcow2, vol-upload)",
+            image.display()
+        )),
+        "{out}"
+    );
+    // The image must exist: an error names the key, before anything is planned.
+    std::fs::remove_file(&image).unwrap();
+    let o = run(
+        d.path(),
+        &[
+            "run",
+            "easy-run-4k70r",
+            "--hosts",
+            f.to_str().unwrap(),
+            "--dry-run",
+        ]
+        .map(String::from),
+    );
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "vms.guest.image: {}: does not exist",
+            image.display()
+        )),
+        "{err}"
+    );
+
     if !have_kernel() {
         need::skip("a kernel in /boot with its modules", test);
         return;
     }
-    let d = tempfile::tempdir().unwrap();
     let f = d.path().join("f.toml");
     std::fs::write(
         &f,
@@ -904,26 +1165,7 @@ fn a_dry_run_prints_every_volume_and_domain_valid_for_libvirt() {
         [vec!["volume"; 6], vec!["domain"; 3]].concat(),
         "{out}"
     );
-    for (i, (kind, doc)) in docs.iter().enumerate() {
-        let file = d.path().join(format!("{i}.xml"));
-        std::fs::write(&file, doc).unwrap();
-        let schema = if kind == "volume" {
-            "storagevol"
-        } else {
-            "domain"
-        };
-        let v = std::process::Command::new("virt-xml-validate")
-            .arg(&file)
-            .arg(schema)
-            .output()
-            .unwrap();
-        assert!(
-            v.status.success(),
-            "{}{}\n{doc}",
-            common::stdout(&v),
-            common::stderr(&v)
-        );
-    }
+    validate_all(d.path(), &docs);
     assert!(docs[5].1.contains("<name>iofleet-dry-2-d1</name>"), "{out}");
     // 64 MiB and the fill marker, in whole MiB.
     assert!(
@@ -949,4 +1191,28 @@ fn a_dry_run_prints_every_volume_and_domain_valid_for_libvirt() {
     );
     assert!(out.contains("#   VMs:         3"), "{out}");
     assert!(!out.contains("token"), "{out}");
+}
+
+/// Each document valid against libvirt's schema for its kind (`virt-xml-validate`).
+fn validate_all(dir: &Path, docs: &[(String, String)]) {
+    for (i, (kind, doc)) in docs.iter().enumerate() {
+        let file = dir.join(format!("{i}.xml"));
+        std::fs::write(&file, doc).unwrap();
+        let schema = if kind == "volume" {
+            "storagevol"
+        } else {
+            "domain"
+        };
+        let v = std::process::Command::new("virt-xml-validate")
+            .arg(&file)
+            .arg(schema)
+            .output()
+            .unwrap();
+        assert!(
+            v.status.success(),
+            "{}{}\n{doc}",
+            common::stdout(&v),
+            common::stderr(&v)
+        );
+    }
 }

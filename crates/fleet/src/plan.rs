@@ -135,8 +135,9 @@ pub struct Vms {
     pub domains: Vec<(String, String, String)>,
     /// Each data disk's volume: hypervisor, pool, name, bytes and its XML.
     pub volumes: Vec<(String, String, String, u64, String)>,
-    /// The guest's kernel and the initramfs file iofleet writes per VM, by domain.
-    pub boot: Vec<(String, String)>,
+    /// How each VM boots, by domain, in words (its kernel and the initramfs iofleet
+    /// writes, or its copy of the image and its seed).
+    pub boot: Vec<String>,
     /// The VMs in order, as hosts (their disks the data disks), with their shares.
     pub hosts: Vec<(HostSpec, HostShare)>,
 }

@@ -359,10 +359,10 @@ fn vms_lines(out: &mut String, plan: &LaunchPlan, vms: &Vms) -> Result<(), Exit>
         .ok();
         out.push_str(doc);
     }
-    for ((uri, name, doc), (kernel, initrd)) in vms.domains.iter().zip(&vms.boot) {
+    for ((uri, name, doc), boot) in vms.domains.iter().zip(&vms.boot) {
         writeln!(
             out,
-            "# ---- domain {name} on {uri} (virsh define FILE): kernel {kernel}, initramfs {initrd} written by iofleet ----"
+            "# ---- domain {name} on {uri} (virsh define FILE): {boot} ----"
         )
         .ok();
         out.push_str(doc);

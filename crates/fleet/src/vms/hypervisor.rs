@@ -94,6 +94,9 @@ pub trait Hypervisor {
     fn files(&self) -> &dyn HostFiles;
     /// Create a volume in `pool` from its XML (`xml::volume_xml`); its path there.
     fn create_volume(&self, pool: &str, xml: &str) -> Result<String, String>;
+    /// Write `file`'s bytes (on the controller) into volume `name` of `pool` from its
+    /// start, over the hypervisor's own connection (so a remote one gets them too).
+    fn upload_volume(&self, pool: &str, name: &str, file: &Path) -> Result<(), String>;
     /// Delete volume `name` of `pool`.
     fn delete_volume(&self, pool: &str, name: &str) -> Result<(), String>;
     /// The volumes of `pool`.
@@ -297,6 +300,14 @@ impl Hypervisor for Virsh {
             .run(&["vol-path", name, "--pool", pool], None)?
             .trim()
             .to_string())
+    }
+
+    fn upload_volume(&self, pool: &str, name: &str, file: &Path) -> Result<(), String> {
+        let file = file
+            .to_str()
+            .ok_or_else(|| format!("{}: {} is not UTF-8", self.uri, file.display()))?;
+        self.run(&["vol-upload", "--pool", pool, name, file], None)
+            .map(drop)
     }
 
     fn delete_volume(&self, pool: &str, name: &str) -> Result<(), String> {

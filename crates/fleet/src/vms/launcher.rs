@@ -3,7 +3,9 @@
 //! the VM's rank and the port's token), creates the data disks' volumes in the pool,
 //! defines and starts each domain, connects to each domain's join channel (its socket
 //! read from the live domain) and hands it to the port, and waits until every VM has
-//! joined (per VM: defined → running → joined, timed). The joined agents are then the
+//! joined (per VM: defined → running → joined, timed). A guest booted from an image
+//! gets, instead of the initramfs, a copy of the image and a NoCloud seed as volumes
+//! (`image`). The joined agents are then the
 //! fleet's hosts (`AgentLauncher::joined`) for every run of the command. `close`, and
 //! dropping the launcher on any other path (an error, Ctrl-C), destroys and undefines
 //! the domains, deletes the volumes, the kernel and initramfs files and libvirt's log of
@@ -23,8 +25,10 @@ use iofleet_stats::result::{VmDisk, VmDiskRequests, VmHost, VmRun, VmTimeline};
 
 use super::guest::GuestJoin;
 use super::hypervisor::{Hypervisor, RequestCounts, Virsh};
+use super::image::Image;
 use super::initramfs::{self, Contents, GUEST_DRIVERS};
 use super::luns;
+use super::nocloud::Seed;
 use super::xml::{self, Boot};
 use super::{DomainType, Guest, VmFleet, VmSlot};
 use crate::agents::join::{JoinServer, JoinSettings, Member};
@@ -62,9 +66,10 @@ pub struct Kernel {
 pub fn guest_kernel(fleet: &VmFleet) -> Result<Kernel, FleetError> {
     let named = match &fleet.guest {
         Guest::Builtin { kernel } => kernel.clone(),
-        Guest::Image { path } => {
+        Guest::Image(g) => {
             return Err(FleetError::Input(format!(
-                "vms.guest.image = {path:?}: a guest booted from an image (cloud-init NoCloud) is not built yet; leave [vms.guest] out (or name a kernel) for the guest iofleet builds itself (docs/vms.md)"
+                "vms.guest.image = {:?}: the image boots its own kernel, not iofleet's initramfs",
+                g.path
             )))
         }
     };
@@ -115,6 +120,87 @@ pub fn guest_kernel(fleet: &VmFleet) -> Result<Kernel, FleetError> {
             Ok(Kernel { path, version })
         }
     }
+}
+
+/// What the guests boot, found and checked (a plan's and a run's): a kernel with
+/// iofleet's initramfs, or an image with a seed.
+#[derive(Debug, Clone)]
+pub enum GuestBoot {
+    Builtin(Kernel),
+    Image(Image),
+}
+
+impl GuestBoot {
+    /// The guest `fleet` describes: an error names the key.
+    pub fn find(fleet: &VmFleet) -> Result<GuestBoot, FleetError> {
+        match &fleet.guest {
+            Guest::Image(g) => {
+                let exe = std::env::current_exe()
+                    .and_then(std::fs::metadata)
+                    .map_err(|e| FleetError::Setup(format!("vms: this iofleet: {e}")))?;
+                Image::inspect(g, exe.len()).map(GuestBoot::Image)
+            }
+            Guest::Builtin { .. } => guest_kernel(fleet).map(GuestBoot::Builtin),
+        }
+    }
+
+    /// VM `slot`'s domain.
+    fn domain_xml(&self, fleet: &VmFleet, slot: &VmSlot, domain_type: &str) -> String {
+        match self {
+            GuestBoot::Builtin(_) => xml::domain_xml(
+                fleet,
+                slot,
+                domain_type,
+                &Boot::Kernel {
+                    kernel: &kernel_path(&slot.domain).to_string_lossy(),
+                    initrd: &initrd_path(&slot.domain).to_string_lossy(),
+                    cmdline: CMDLINE,
+                },
+            ),
+            GuestBoot::Image(i) => i.domain_xml(fleet, slot, domain_type),
+        }
+    }
+
+    /// How VM `domain` boots, for a dry run.
+    fn boot_line(&self, domain: &str) -> String {
+        match self {
+            GuestBoot::Builtin(k) => format!(
+                "kernel {} (a copy of {}), initramfs {} written by iofleet",
+                kernel_path(domain).display(),
+                k.path.display(),
+                initrd_path(domain).display()
+            ),
+            GuestBoot::Image(i) => format!(
+                "boots volume {} (a copy of {}, {}, vol-upload) with the NoCloud seed {} written by iofleet (vol-upload), read-only{}",
+                super::image::boot_volume(domain),
+                i.path.display(),
+                i.format.name(),
+                super::image::seed_volume(domain),
+                i.kernel
+                    .as_ref()
+                    .map_or(String::new(), |k| format!("; directly from kernel {k}"))
+            ),
+        }
+    }
+
+    /// The guest, for the result.
+    fn describe(&self) -> String {
+        match self {
+            GuestBoot::Builtin(k) => format!("{} with iofleet's initramfs", k.path.display()),
+            GuestBoot::Image(i) => i.describe(),
+        }
+    }
+}
+
+/// What the guests carry: each VM's initramfs but its join file, or the agent its seed
+/// holds.
+enum Payload {
+    /// The initramfs's parts, and the kernel copied beside it on each hypervisor.
+    Initramfs {
+        parts: GuestParts,
+        kernel: Vec<u8>,
+    },
+    Seed(Vec<u8>),
 }
 
 /// The domain type a fleet runs: `kvm` or `qemu`; `auto` is KVM where `/dev/kvm`
@@ -364,15 +450,24 @@ impl VmLauncher {
         notices: &mut Vec<String>,
     ) -> Result<Option<()>, FleetError> {
         let setup = FleetError::Setup;
-        let kernel = guest_kernel(&self.fleet)?;
+        let guest = GuestBoot::find(&self.fleet)?;
         let dtype = domain_type(self.fleet.domain_type);
         self.check_hypervisors()?;
         let n = self.fleet.vms;
         let port = self.open_port(settings)?;
-        let guest = GuestParts::read(&kernel)?;
-        let kernel_bytes = std::fs::read(&kernel.path).map_err(|e| {
-            FleetError::Input(format!("vms.guest.kernel: {}: {e}", kernel.path.display()))
-        })?;
+        let payload = match &guest {
+            GuestBoot::Builtin(kernel) => Payload::Initramfs {
+                parts: GuestParts::read(kernel)?,
+                kernel: std::fs::read(&kernel.path).map_err(|e| {
+                    FleetError::Input(format!("vms.guest.kernel: {}: {e}", kernel.path.display()))
+                })?,
+            },
+            GuestBoot::Image(_) => Payload::Seed(
+                this_agent(|_| ())
+                    .map_err(|e| setup(format!("vms: the seed's agent: {e}")))?
+                    .0,
+            ),
+        };
         let mut layout = self.fleet.layout(disks);
         let luns = luns::assign(
             &mut layout,
@@ -382,7 +477,7 @@ impl VmLauncher {
         )
         .map_err(setup)?;
         notices.extend(luns::notices(&luns, &self.hypervisors, &self.fleet.pool));
-        let reuse = self.kept_fleet(&layout, &luns, volume_bytes, notices)?;
+        let reuse = self.kept_fleet(&layout, &luns, volume_bytes, &guest, notices)?;
         let t0 = Instant::now();
         let mut timeline: Vec<VmTimeline> = vec![VmTimeline::default(); n as usize];
         for slot in &layout {
@@ -399,32 +494,15 @@ impl VmLauncher {
                 }
                 self.created.volumes.push((h, pool.clone(), v.clone()));
             }
-            let initrd = initrd_path(&slot.domain);
-            let initramfs = guest.archive(&GuestJoin {
+            let join = GuestJoin {
                 fingerprint: port.address.fingerprint.clone(),
                 token: port.token().to_string(),
                 rank: slot.index,
                 disks,
                 join_timeout_s: self.fleet.boot_timeout.as_secs().max(1),
-            })?;
-            let own_kernel = kernel_path(&slot.domain);
-            for (path, data) in [(&initrd, &initramfs), (&own_kernel, &kernel_bytes)] {
-                self.created.files.push((h, path.clone()));
-                self.hypervisors[h]
-                    .files()
-                    .write(path, data)
-                    .map_err(|e| setup(format!("vms: {}: {e}", slot.domain)))?;
-            }
-            let doc = xml::domain_xml(
-                &self.fleet,
-                slot,
-                dtype,
-                &Boot::Kernel {
-                    kernel: &own_kernel.to_string_lossy(),
-                    initrd: &initrd.to_string_lossy(),
-                    cmdline: CMDLINE,
-                },
-            );
+            };
+            self.write_boot(slot, &guest, &payload, &join)?;
+            let doc = guest.domain_xml(&self.fleet, slot, dtype);
             let hv = &self.hypervisors[h];
             hv.define(&doc).map_err(setup)?;
             self.created.domains.push((h, slot.domain.clone()));
@@ -461,9 +539,12 @@ impl VmLauncher {
             .collect();
         let vms = self.vm_facts(&layout, &timeline, volume_bytes, &luns);
         notices.push(format!(
-            "vms: {n} VM(s) of fleet {} joined in {joined_after_s:.1} s ({dtype}, kernel {})",
+            "vms: {n} VM(s) of fleet {} joined in {joined_after_s:.1} s ({dtype}, {})",
             self.fleet.name,
-            kernel.path.display()
+            match &guest {
+                GuestBoot::Builtin(k) => format!("kernel {}", k.path.display()),
+                GuestBoot::Image(i) => format!("image {}", i.path.display()),
+            }
         ));
         self.joined = Some((
             disks,
@@ -471,7 +552,7 @@ impl VmLauncher {
             VmRun {
                 fleet: self.fleet.name.clone(),
                 domain_type: dtype.into(),
-                guest: format!("{} with iofleet's initramfs", kernel.path.display()),
+                guest: guest.describe(),
                 joined_after_s,
                 kept: self.fleet.keep,
                 vms,
@@ -479,6 +560,48 @@ impl VmLauncher {
         ));
         self.agents = AgentLauncher::joined(hosts, port);
         Ok(Some(()))
+    }
+
+    /// VM `slot`'s boot files: its initramfs written here, or its copy of the image and
+    /// its seed created in the pool (each recorded as created as soon as it exists).
+    fn write_boot(
+        &mut self,
+        slot: &VmSlot,
+        guest: &GuestBoot,
+        payload: &Payload,
+        join: &GuestJoin,
+    ) -> Result<(), FleetError> {
+        match (guest, payload) {
+            (GuestBoot::Image(image), Payload::Seed(agent)) => {
+                let h = slot.hypervisor;
+                let pool = self.fleet.pool.clone();
+                let seed = Seed {
+                    domain: &slot.domain,
+                    iofleet: agent,
+                    join,
+                };
+                let created = &mut self.created.volumes;
+                image.create(&*self.hypervisors[h], &pool, &seed, &mut |v| {
+                    created.push((h, pool.clone(), v))
+                })
+            }
+            (_, Payload::Initramfs { parts, kernel }) => {
+                let h = slot.hypervisor;
+                let initramfs = parts.archive(join)?;
+                let (initrd, own_kernel) = (initrd_path(&slot.domain), kernel_path(&slot.domain));
+                for (path, data) in [(&initrd, &initramfs), (&own_kernel, kernel)] {
+                    self.created.files.push((h, path.clone()));
+                    self.hypervisors[h]
+                        .files()
+                        .write(path, data)
+                        .map_err(|e| FleetError::Setup(format!("vms: {}: {e}", slot.domain)))?;
+                }
+                Ok(())
+            }
+            (GuestBoot::Builtin(_), Payload::Seed(_)) => Err(FleetError::Setup(
+                "vms: a seed for a guest booted from a kernel".into(),
+            )),
+        }
     }
 
     /// Start each domain and hand its join channel to `port`, noting when it ran.
@@ -517,18 +640,24 @@ impl VmLauncher {
     /// `keep = true`, a fleet of exactly `layout`'s domains and volumes (each volume at
     /// least `volume_bytes`) is reused: `Ok(true)`, its running domains powered off to
     /// start again with this command's join file, its volumes as they are (a disk
-    /// filled before is not filled again). Anything else there is not this command's to
-    /// remove: an error names it and `iofleet vms clean`.
+    /// filled before is not filled again). A kept fleet booted from an image is not
+    /// reused: cloud-init runs the seed's `runcmd` once per instance, so its agents would
+    /// not start again. Anything else there is not this command's to remove: an error
+    /// names it and `iofleet vms clean`.
     fn kept_fleet(
         &self,
         layout: &[VmSlot],
         luns: &[Option<BTreeMap<String, u64>>],
         volume_bytes: u64,
+        guest: &GuestBoot,
         notices: &mut Vec<String>,
     ) -> Result<bool, FleetError> {
         let found = leftovers(&self.fleet, &self.hypervisors).map_err(FleetError::Setup)?;
         if found.is_empty() {
             return Ok(false);
+        }
+        if matches!(guest, GuestBoot::Image(_)) {
+            return self.refuse(&found, true);
         }
         let mut domains: Vec<(usize, String)> = layout
             .iter()
@@ -568,7 +697,7 @@ impl VmLauncher {
             ));
             return Ok(true);
         }
-        self.refuse(&found)
+        self.refuse(&found, false)
     }
 
     /// The capacity of each of `volumes` (hypervisor, name) in the fleet's pool.
@@ -594,11 +723,13 @@ impl VmLauncher {
     }
 
     /// Leftovers in the way, refused with their names and `iofleet vms clean`.
-    fn refuse(&self, found: &Leftovers) -> Result<bool, FleetError> {
+    fn refuse(&self, found: &Leftovers, image: bool) -> Result<bool, FleetError> {
         let mut names: Vec<String> = found.domains.iter().map(|d| d.1.clone()).collect();
         names.extend(found.volumes.iter().map(|v| v.1.clone()));
         names.extend(found.files.iter().map(|f| f.1.display().to_string()));
-        let differs = if self.fleet.keep {
+        let differs = if self.fleet.keep && image {
+            " and is not reused: its guests boot from an image, whose cloud-init starts the agent once per instance"
+        } else if self.fleet.keep {
             " and is not the fleet this run would keep (other VMs or disks), so it is not reused"
         } else {
             ""
@@ -802,6 +933,27 @@ impl VmLauncher {
     }
 }
 
+/// The agent a guest runs: this very iofleet, its debug symbols stripped when `objcopy`
+/// is there; its bytes, and what `also` makes of a file holding them.
+fn this_agent<T>(also: impl FnOnce(&Path) -> T) -> Result<(Vec<u8>, T), String> {
+    let exe = std::env::current_exe().map_err(|e| format!("this iofleet: {e}"))?;
+    let stripped = std::env::temp_dir().join(format!("iofleet-guest-{}", std::process::id()));
+    let ok = std::process::Command::new("objcopy")
+        .arg("--strip-debug")
+        .arg(&exe)
+        .arg(&stripped)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    let agent = if ok { stripped } else { exe };
+    let bytes = std::fs::read(&agent).map_err(|e| format!("{}: {e}", agent.display()));
+    let made = also(&agent);
+    if ok {
+        let _ = std::fs::remove_file(&agent);
+    }
+    Ok((bytes?, made))
+}
+
 /// What every VM's initramfs holds but its join file: the agent (this very iofleet,
 /// its debug symbols stripped when `objcopy` is there), its libraries and the kernel's
 /// virtio modules.
@@ -814,22 +966,7 @@ struct GuestParts {
 impl GuestParts {
     fn read(kernel: &Kernel) -> Result<GuestParts, FleetError> {
         let fail = |e: String| FleetError::Setup(format!("vms: the guest's initramfs: {e}"));
-        let exe = std::env::current_exe().map_err(|e| fail(format!("this iofleet: {e}")))?;
-        let stripped = std::env::temp_dir().join(format!("iofleet-guest-{}", std::process::id()));
-        let ok = std::process::Command::new("objcopy")
-            .arg("--strip-debug")
-            .arg(&exe)
-            .arg(&stripped)
-            .stderr(std::process::Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        let agent = if ok { stripped } else { exe };
-        let iofleet = std::fs::read(&agent).map_err(|e| fail(format!("{}: {e}", agent.display())));
-        let libs = initramfs::linked_libraries(&agent);
-        if ok {
-            let _ = std::fs::remove_file(&agent);
-        }
-        let iofleet = iofleet?;
+        let (iofleet, libs) = this_agent(initramfs::linked_libraries).map_err(fail)?;
         let libs = libs
             .map_err(fail)?
             .into_iter()
@@ -880,7 +1017,7 @@ impl Launcher for VmLauncher {
         groups: &[GroupPlan],
         settings: &RunSettings,
     ) -> Result<LaunchPlan<Vms>, FleetError> {
-        let kernel = guest_kernel(&self.fleet)?;
+        let guest = GuestBoot::find(&self.fleet)?;
         let (group, mut notices) = self.group(groups)?;
         let disks = group.plan.fleet.disks_per_worker;
         if disks > super::MAX_DISKS {
@@ -900,53 +1037,33 @@ impl Launcher for VmLauncher {
         plan.notices = notices;
         let dtype = domain_type(self.fleet.domain_type);
         let fleet = &self.fleet;
-        let kernel_path = kernel.path.to_string_lossy().into_owned();
         Ok(plan.map(|hosts| {
             let uri = |s: &VmSlot| fleet.hypervisors[s.hypervisor].clone();
             Vms {
                 domains: layout
                     .iter()
-                    .map(|s| {
-                        let initrd = initrd_path(&s.domain);
-                        let doc = xml::domain_xml(
-                            fleet,
-                            s,
-                            dtype,
-                            &Boot::Kernel {
-                                kernel: &self::kernel_path(&s.domain).to_string_lossy(),
-                                initrd: &initrd.to_string_lossy(),
-                                cmdline: CMDLINE,
-                            },
-                        );
-                        (uri(s), s.domain.clone(), doc)
-                    })
+                    .map(|s| (uri(s), s.domain.clone(), guest.domain_xml(fleet, s, dtype)))
                     .collect(),
+                // Per VM: an image guest's copy and seed, then the data disks.
                 volumes: layout
                     .iter()
                     .flat_map(|s| {
-                        s.volumes.iter().map(move |v| {
-                            (
-                                uri(s),
-                                fleet.pool.clone(),
-                                v.clone(),
-                                bytes,
-                                xml::volume_xml(v, bytes),
-                            )
-                        })
+                        let image = match &guest {
+                            GuestBoot::Image(i) => i.volumes(&s.domain).to_vec(),
+                            GuestBoot::Builtin(_) => Vec::new(),
+                        };
+                        let data = s
+                            .volumes
+                            .iter()
+                            .map(|v| (v.clone(), bytes, xml::volume_xml(v, bytes)));
+                        image
+                            .into_iter()
+                            .chain(data)
+                            .map(|(v, b, x)| (uri(s), fleet.pool.clone(), v, b, x))
+                            .collect::<Vec<_>>()
                     })
                     .collect(),
-                boot: layout
-                    .iter()
-                    .map(|s| {
-                        (
-                            format!(
-                                "{} (a copy of {kernel_path})",
-                                self::kernel_path(&s.domain).display()
-                            ),
-                            initrd_path(&s.domain).display().to_string(),
-                        )
-                    })
-                    .collect(),
+                boot: layout.iter().map(|s| guest.boot_line(&s.domain)).collect(),
                 hosts: hosts.0,
             }
         }))
@@ -960,7 +1077,7 @@ impl Launcher for VmLauncher {
         notices: &mut Vec<String>,
     ) -> Result<Option<Prepared>, FleetError> {
         let disks = plan.groups[0].plan.fleet.disks_per_worker;
-        let bytes = plan.placement.volumes.first().map_or(0, |v| v.3);
+        let bytes = volume_bytes(&self.fleet, plan.groups[0].plan.fleet.disk_size.get());
         match &self.joined {
             Some((d, b, _)) if (*d, *b) == (disks, bytes) => {}
             Some(_) => {
@@ -1066,17 +1183,18 @@ impl Drop for VmLauncher {
 
 /// `name` is one of fleet `fleet`'s objects: the domain `iofleet-FLEET-I`, its data disk
 /// `iofleet-FLEET-I-dK`, its initramfs `iofleet-FLEET-I.initrd` or its kernel
-/// `iofleet-FLEET-I.kernel`, and nothing of a
-/// fleet whose name merely starts the same (`iofleet-FLEET-2-…` of fleet `FLEET-2`).
+/// `iofleet-FLEET-I.kernel`, or an image guest's copy of the image `iofleet-FLEET-I-boot`
+/// and seed `iofleet-FLEET-I-seed`, and nothing of a fleet whose name merely starts the
+/// same (`iofleet-FLEET-2-…` of fleet `FLEET-2`).
 pub fn is_fleet_object(fleet: &str, name: &str) -> bool {
     let Some(rest) = name.strip_prefix(&format!("iofleet-{fleet}-")) else {
         return false;
     };
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    // A VM's boot files carry its index alone.
-    if let Some(i) = rest
-        .strip_suffix(".initrd")
-        .or_else(|| rest.strip_suffix(".kernel"))
+    // A VM's boot files and volumes carry its index alone.
+    if let Some(i) = [".initrd", ".kernel", "-boot", "-seed"]
+        .iter()
+        .find_map(|s| rest.strip_suffix(s))
     {
         return digits(i);
     }
@@ -1200,6 +1318,8 @@ mod tests {
             "iofleet-a-12-d3",
             "iofleet-a-7.initrd",
             "iofleet-a-7.kernel",
+            "iofleet-a-3-boot",
+            "iofleet-a-3-seed",
         ] {
             assert!(is_fleet_object("a", n), "{n}");
         }
@@ -1215,6 +1335,10 @@ mod tests {
             "iofleet-a-0-d1.kernel",
             "iofleet-a-0-d1.initrd",
             "iofleet-a-x.kernel",
+            "iofleet-a-boot",
+            "iofleet-a-0-d1-boot",
+            "iofleet-a-0-seed.img",
+            "iofleet-a-2-0-seed",
         ] {
             assert!(!is_fleet_object("a", n), "{n}");
         }
@@ -1234,5 +1358,10 @@ mod tests {
         let f = super::super::parse("[vms]\nvms = 1\n[vms.guest]\nimage = \"/i.qcow2\"").unwrap();
         let e = guest_kernel(&f).unwrap_err().to_string();
         assert!(e.contains("vms.guest.image"), "{e}");
+        let e = GuestBoot::find(&f).unwrap_err().to_string();
+        assert!(
+            e.contains("vms.guest.image: /i.qcow2: does not exist"),
+            "{e}"
+        );
     }
 }

@@ -28,11 +28,13 @@
 //! boot_timeout = "5m"
 //! [vms.guest]
 //! kernel = "/boot/vmlinuz-6.1.0-57-cloud-amd64"   # default: the newest here (copied to each hypervisor)
-//! # or image = "/var/lib/libvirt/images/debian-12.qcow2" (cloud-init NoCloud seed)
+//! # or image = "/var/lib/libvirt/images/debian-12.qcow2" (cloud-init NoCloud seed),
+//! # booted by its own boot loader, or directly with kernel (and initrd, cmdline)
 //! ```
 
 pub mod guest;
 pub mod hypervisor;
+pub mod image;
 pub mod initramfs;
 pub mod launcher;
 pub mod luns;
@@ -147,9 +149,19 @@ pub enum Guest {
     /// initramfs iofleet builds from its own agent (None: the newest `/boot/vmlinuz-*`
     /// here with its modules).
     Builtin { kernel: Option<String> },
-    /// A disk image the user names, booted with a cloud-init NoCloud seed that starts
-    /// the agent.
-    Image { path: String },
+    /// A disk image the user names (raw or qcow2, on the controller), copied per VM and
+    /// booted with a cloud-init NoCloud seed that starts the agent (`image`).
+    Image(ImageGuest),
+}
+
+/// `[vms.guest] image` and how it boots: by its own boot loader, or (with `kernel`)
+/// directly from a kernel and initrd on the hypervisor with `cmdline`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageGuest {
+    pub path: String,
+    pub kernel: Option<String>,
+    pub initrd: Option<String>,
+    pub cmdline: Option<String>,
 }
 
 /// A checked `[vms]` description.
@@ -213,6 +225,8 @@ struct RawVms {
 struct RawGuest {
     kernel: Option<String>,
     image: Option<String>,
+    initrd: Option<String>,
+    cmdline: Option<String>,
 }
 
 /// The file describes a VM fleet (a top-level `[vms]` table).
@@ -418,36 +432,51 @@ fn vm_count(
     Ok(vms)
 }
 
-/// What the guest boots: iofleet's own initramfs with a kernel, or an image.
+/// What the guest boots: iofleet's own initramfs with a kernel, or an image (booted
+/// by its boot loader, or directly with `kernel`, `initrd` and `cmdline`).
 fn guest(g: Option<RawGuest>) -> Result<Guest, String> {
-    Ok(match g {
-        None => Guest::Builtin { kernel: None },
-        Some(RawGuest {
-            kernel: Some(_),
-            image: Some(_),
-        }) => {
-            return Err(
-                "vms.guest: a kernel (booted with iofleet's own initramfs) or an image, not both"
-                    .into(),
-            )
-        }
-        Some(RawGuest {
-            kernel,
-            image: None,
-        }) => {
-            if let Some(k) = &kernel {
-                absolute("guest.kernel", k)?;
+    let Some(g) = g else {
+        return Ok(Guest::Builtin { kernel: None });
+    };
+    if let Some(k) = &g.kernel {
+        absolute("guest.kernel", k)?;
+    }
+    let Some(path) = g.image else {
+        for (key, v) in [("initrd", &g.initrd), ("cmdline", &g.cmdline)] {
+            if v.is_some() {
+                return Err(format!(
+                    "vms.guest.{key}: only with vms.guest.image (the guest iofleet builds boots its own initramfs with its own command line)"
+                ));
             }
-            Guest::Builtin { kernel }
         }
-        Some(RawGuest {
-            kernel: None,
-            image: Some(path),
-        }) => {
-            absolute("guest.image", &path)?;
-            Guest::Image { path }
+        return Ok(Guest::Builtin { kernel: g.kernel });
+    };
+    absolute("guest.image", &path)?;
+    if g.kernel.is_none() {
+        for (key, v) in [("initrd", &g.initrd), ("cmdline", &g.cmdline)] {
+            if v.is_some() {
+                return Err(format!(
+                    "vms.guest.{key}: the image boots by its own boot loader unless vms.guest.kernel names a kernel to boot it directly"
+                ));
+            }
         }
-    })
+    }
+    if let Some(i) = &g.initrd {
+        absolute("guest.initrd", i)?;
+    }
+    if let Some(c) = &g.cmdline {
+        if c.trim().is_empty() || c.chars().any(|c| c.is_control()) {
+            return Err(format!(
+                "vms.guest.cmdline: {c:?} is not a kernel command line (one line, not empty)"
+            ));
+        }
+    }
+    Ok(Guest::Image(ImageGuest {
+        path,
+        kernel: g.kernel,
+        initrd: g.initrd,
+        cmdline: g.cmdline,
+    }))
 }
 
 /// A path on the hypervisor: absolute, no space (it goes into domain XML and commands).
@@ -568,7 +597,27 @@ image = "/var/lib/libvirt/images/debian.qcow2"
         assert_eq!(f.domain_type, DomainType::Qemu);
         assert!(f.keep);
         assert_eq!(f.boot_timeout, Duration::from_secs(120));
-        assert!(matches!(f.guest, Guest::Image { .. }));
+        assert_eq!(
+            f.guest,
+            Guest::Image(ImageGuest {
+                path: "/var/lib/libvirt/images/debian.qcow2".into(),
+                kernel: None,
+                initrd: None,
+                cmdline: None,
+            })
+        );
+        let direct = parse_ok(
+            "vms = 1\n[vms.guest]\nimage = \"/i.qcow2\"\nkernel = \"/k\"\ninitrd = \"/i\"\ncmdline = \"root=LABEL=r console=ttyS0\"",
+        );
+        assert_eq!(
+            direct.guest,
+            Guest::Image(ImageGuest {
+                path: "/i.qcow2".into(),
+                kernel: Some("/k".into()),
+                initrd: Some("/i".into()),
+                cmdline: Some("root=LABEL=r console=ttyS0".into()),
+            })
+        );
         let n = f.notices();
         assert!(n[0].contains("page cache"), "{n:?}");
         // fill: three on the first hypervisor, then three on the second.
@@ -634,8 +683,40 @@ hypervisors = ["qemu:///system", "qemu+ssh://a/system"]"#,
             ),
             ("vms = 1\ncolor = \"red\"", "unknown field `color`"),
             (
-                "vms = 1\n[vms.guest]\nkernel = \"/boot/k\"\nimage = \"/i.qcow2\"",
-                "not both",
+                "vms = 1\n[vms.guest]\nimage = \"i.qcow2\"",
+                "vms.guest.image: 'i.qcow2' is not an absolute path",
+            ),
+            (
+                "vms = 1\n[vms.guest]\ninitrd = \"/boot/i\"",
+                "vms.guest.initrd: only with vms.guest.image",
+            ),
+            (
+                "vms = 1\n[vms.guest]\nkernel = \"/boot/k\"\ncmdline = \"quiet\"",
+                "vms.guest.cmdline: only with vms.guest.image",
+            ),
+            (
+                "vms = 1\n[vms.guest]\nimage = \"/i.qcow2\"\ninitrd = \"/boot/i\"",
+                "vms.guest.initrd: the image boots by its own boot loader unless vms.guest.kernel",
+            ),
+            (
+                "vms = 1\n[vms.guest]\nimage = \"/i.qcow2\"\ncmdline = \"root=/dev/vda\"",
+                "vms.guest.cmdline: the image boots by its own boot loader",
+            ),
+            (
+                "vms = 1\n[vms.guest]\nimage = \"/i.qcow2\"\nkernel = \"/k\"\ninitrd = \"i\"",
+                "vms.guest.initrd: 'i' is not an absolute path",
+            ),
+            (
+                "vms = 1\n[vms.guest]\nimage = \"/i.qcow2\"\nkernel = \"/k\"\ncmdline = \"a\\nb\"",
+                "vms.guest.cmdline: \"a\\nb\" is not a kernel command line",
+            ),
+            (
+                "vms = 1\n[vms.guest]\nimage = \"/i.qcow2\"\nkernel = \"vmlinuz\"",
+                "vms.guest.kernel: 'vmlinuz' is not an absolute path",
+            ),
+            (
+                "vms = 1\n[vms.guest]\nimage = \"/i.qcow2\"\nsize = \"2g\"",
+                "unknown field `size`",
             ),
             (
                 "vms = 1\n[vms.guest]\nkernel = \"vmlinuz\"",

@@ -103,6 +103,16 @@ impl Seed<'_> {
     }
 }
 
+/// The seed volume's capacity for an agent of `agent_bytes`: at least what any VM's
+/// seed takes (its names, join file and the agent), whole MiB, with a MiB to spare, so
+/// that a plan knows it before a seed is written.
+pub fn capacity(agent_bytes: u64) -> Result<u64, String> {
+    const MIB: u64 = 1 << 20;
+    // meta-data names the domain (at most 60 characters), the join file is short.
+    let layout = Layout::for_files(&[1024, user_data().len() as u64, 4096, agent_bytes])?;
+    Ok((layout.total_sectors() * SECTOR).div_ceil(MIB) * MIB + MIB)
+}
+
 const SECTOR: u64 = 512;
 const ROOT_ENTRIES: u64 = 512;
 const ROOT_SECTORS: u64 = ROOT_ENTRIES * 32 / SECTOR;
@@ -399,6 +409,34 @@ mod tests {
             let e = write_vfat(&mut out, label, &files).unwrap_err();
             assert!(e.contains(want), "{e}");
         }
+    }
+
+    #[test]
+    fn a_seed_fits_the_capacity_planned_for_its_agent() {
+        let join = GuestJoin {
+            fingerprint: "ab".repeat(32),
+            token: "t".repeat(64),
+            rank: 4095,
+            disks: 24,
+            join_timeout_s: 86400,
+        };
+        let domain = format!("iofleet-{}-4095", "n".repeat(40));
+        for agent in [0usize, 1, 33 << 20, (33 << 20) + 511, 70 << 20] {
+            let bytes = vec![7u8; agent];
+            let seed = Seed {
+                domain: &domain,
+                iofleet: &bytes,
+                join: &join,
+            };
+            let written = seed.write(&mut std::io::sink()).unwrap();
+            let cap = capacity(agent as u64).unwrap();
+            assert!(written <= cap, "{agent}: {written} > {cap}");
+            assert!(
+                cap.is_multiple_of(1 << 20) && cap - written <= 3 << 20,
+                "{agent}: {cap}"
+            );
+        }
+        assert!(capacity(3 << 30).is_err());
     }
 
     #[test]

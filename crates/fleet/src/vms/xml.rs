@@ -32,9 +32,15 @@ pub const METADATA_NS: &str = "https://iofleet.dev/xmlns/vms/1";
 /// A data disk's volume in the pool: raw, `bytes` long, allocated as the pool does
 /// (sparse where it can; the fill writes every block before a measured run).
 pub fn volume_xml(name: &str, bytes: u64) -> String {
+    volume_xml_as(name, bytes, "raw")
+}
+
+/// A volume of `format` (`raw` or `qcow2`) and `bytes` of capacity in the pool.
+pub fn volume_xml_as(name: &str, bytes: u64, format: &str) -> String {
     format!(
-        "<volume>\n  <name>{}</name>\n  <capacity unit='bytes'>{bytes}</capacity>\n  <target>\n    <format type='raw'/>\n  </target>\n</volume>\n",
-        escape(name)
+        "<volume>\n  <name>{}</name>\n  <capacity unit='bytes'>{bytes}</capacity>\n  <target>\n    <format type='{}'/>\n  </target>\n</volume>\n",
+        escape(name),
+        escape(format)
     )
 }
 
@@ -48,12 +54,30 @@ pub enum Boot<'a> {
         cmdline: &'a str,
     },
     Image {
-        /// The image (copied per VM, see the launcher) and the NoCloud seed
-        /// (`nocloud::Seed::write`).
+        /// The VM's copy of the image: a volume of the fleet's pool, and its format
+        /// (`raw` or `qcow2`).
         disk: &'a str,
+        format: &'a str,
+        /// The NoCloud seed's volume (`nocloud::Seed::write`), attached read-only.
         seed: &'a str,
+        /// Booted directly from a kernel on the hypervisor (with its initrd and command
+        /// line), else by the image's own boot loader.
+        direct: Option<Direct<'a>>,
     },
 }
+
+/// A kernel booted directly, with an initrd and a command line when given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Direct<'a> {
+    pub kernel: &'a str,
+    pub initrd: Option<&'a str>,
+    pub cmdline: Option<&'a str>,
+}
+
+/// The domain's names of an image guest's boot disk and seed: past every data disk's
+/// (`vda`…`vdx`, `MAX_DISKS`).
+pub const BOOT_DEV: &str = "vdz";
+pub const SEED_DEV: &str = "vdy";
 
 /// The guest's disk name for data disk `k` on `bus` (`vda`…, `sda`…), 0 ≤ k < 26.
 pub fn target_dev(bus: Bus, k: u32) -> String {
@@ -94,21 +118,47 @@ pub fn domain_xml(fleet: &VmFleet, slot: &VmSlot, domain_type: &str, boot: &Boot
             x.push_str(&format!("    <initrd>{}</initrd>\n", escape(initrd)));
             x.push_str(&format!("    <cmdline>{}</cmdline>\n", escape(cmdline)));
         }
-        Boot::Image { .. } => x.push_str("    <boot dev='hd'/>\n"),
+        Boot::Image {
+            direct: Some(d), ..
+        } => {
+            x.push_str(&format!("    <kernel>{}</kernel>\n", escape(d.kernel)));
+            if let Some(i) = d.initrd {
+                x.push_str(&format!("    <initrd>{}</initrd>\n", escape(i)));
+            }
+            if let Some(c) = d.cmdline {
+                x.push_str(&format!("    <cmdline>{}</cmdline>\n", escape(c)));
+            }
+        }
+        // The image's boot loader, from its disk (`<boot order='1'/>` there: libvirt
+        // refuses `<os><boot dev=…/>` beside a device's boot order).
+        Boot::Image { direct: None, .. } => {}
     }
     x.push_str("  </os>\n  <features>\n    <acpi/>\n  </features>\n");
     // A guest that stops is gone: nothing restarts it behind the run's back.
     x.push_str("  <on_poweroff>destroy</on_poweroff>\n  <on_reboot>destroy</on_reboot>\n  <on_crash>destroy</on_crash>\n");
     x.push_str("  <devices>\n");
-    if let Boot::Image { disk, seed } = boot {
+    if let Boot::Image {
+        disk,
+        format,
+        seed,
+        direct,
+    } = boot
+    {
+        let pool = escape(&fleet.pool);
         x.push_str(&format!(
-            "    <disk type='file' device='disk'>\n      <driver name='qemu' type='qcow2'/>\n      <source file='{}'/>\n      <target dev='vdz' bus='virtio'/>\n      <boot order='1'/>\n    </disk>\n",
-            escape(disk)
+            "    <disk type='volume' device='disk'>\n      <driver name='qemu' type='{}'/>\n      <source pool='{pool}' volume='{}'/>\n      <target dev='{BOOT_DEV}' bus='virtio'/>\n{}    </disk>\n",
+            escape(format),
+            escape(disk),
+            if direct.is_none() {
+                "      <boot order='1'/>\n"
+            } else {
+                ""
+            }
         ));
         // The seed is a FAT file system of 512-byte sectors (`nocloud`): a disk, since a
         // CD-ROM's 2048-byte sectors cannot hold it.
         x.push_str(&format!(
-            "    <disk type='file' device='disk'>\n      <driver name='qemu' type='raw'/>\n      <source file='{}'/>\n      <target dev='vdy' bus='virtio'/>\n      <readonly/>\n    </disk>\n",
+            "    <disk type='volume' device='disk'>\n      <driver name='qemu' type='raw'/>\n      <source pool='{pool}' volume='{}'/>\n      <target dev='{SEED_DEV}' bus='virtio'/>\n      <readonly/>\n    </disk>\n",
             escape(seed)
         ));
     }
@@ -219,27 +269,86 @@ mod tests {
 
     #[test]
     fn a_virtio_scsi_domain_from_an_image_has_one_controller_with_the_queues() {
-        let f = fleet("bus = \"virtio-scsi\"\nqueues = 4\ncache = \"directsync\"");
+        let f = fleet("bus = \"virtio-scsi\"\nqueues = 4\ncache = \"directsync\"\npool = \"p1\"");
         let slot = &f.layout(3)[0];
         let x = domain_xml(
             &f,
             slot,
             "kvm",
             &Boot::Image {
-                disk: "/var/lib/libvirt/images/iofleet-t-0.qcow2",
-                seed: "/var/lib/libvirt/images/iofleet-t-0-seed.img",
+                disk: "iofleet-t-0-boot",
+                format: "qcow2",
+                seed: "iofleet-t-0-seed",
+                direct: None,
             },
         );
         assert_eq!(x.matches("model='virtio-scsi'").count(), 1, "{x}");
         assert!(x.contains("<driver queues='4'/>"), "{x}");
         assert!(x.contains("<target dev='sdc' bus='scsi'/>"), "{x}");
         assert!(x.contains("cache='directsync' io='native'/>"), "{x}");
-        assert!(x.contains("<boot order='1'/>"), "{x}");
         assert!(
-            x.contains("<source file='/var/lib/libvirt/images/iofleet-t-0-seed.img'/>\n      <target dev='vdy' bus='virtio'/>\n      <readonly/>"),
+            x.contains("<driver name='qemu' type='qcow2'/>\n      <source pool='p1' volume='iofleet-t-0-boot'/>\n      <target dev='vdz' bus='virtio'/>\n      <boot order='1'/>"),
+            "the copy of the image, booted by its boot loader: {x}"
+        );
+        assert!(!x.contains("<kernel>") && !x.contains("<boot dev="), "{x}");
+        assert!(
+            x.contains("<source pool='p1' volume='iofleet-t-0-seed'/>\n      <target dev='vdy' bus='virtio'/>\n      <readonly/>"),
             "the seed, a read-only disk: {x}"
         );
         assert!(!x.contains("cdrom"), "{x}");
         validate("domain", &x);
+        validate(
+            "storagevol",
+            &volume_xml_as("iofleet-t-0-boot", 1 << 30, "qcow2"),
+        );
+    }
+
+    #[test]
+    fn an_image_booted_directly_has_its_kernel_and_no_boot_order() {
+        let f = fleet("");
+        let slot = &f.layout(1)[1];
+        let x = domain_xml(
+            &f,
+            slot,
+            "qemu",
+            &Boot::Image {
+                disk: "iofleet-t-1-boot",
+                format: "raw",
+                seed: "iofleet-t-1-seed",
+                direct: Some(Direct {
+                    kernel: "/var/tmp/img/vmlinuz",
+                    initrd: Some("/var/tmp/img/initrd.img"),
+                    cmdline: Some("root=LABEL=iofleet-root console=ttyS0 a<b"),
+                }),
+            },
+        );
+        assert!(x.contains("<kernel>/var/tmp/img/vmlinuz</kernel>\n    <initrd>/var/tmp/img/initrd.img</initrd>\n    <cmdline>root=LABEL=iofleet-root console=ttyS0 a&lt;b</cmdline>"), "{x}");
+        assert!(!x.contains("<boot "), "{x}");
+        assert!(
+            x.contains("<driver name='qemu' type='raw'/>\n      <source pool='default' volume='iofleet-t-1-boot'/>"),
+            "{x}"
+        );
+        validate("domain", &x);
+        let bare = domain_xml(
+            &f,
+            slot,
+            "qemu",
+            &Boot::Image {
+                disk: "iofleet-t-1-boot",
+                format: "raw",
+                seed: "iofleet-t-1-seed",
+                direct: Some(Direct {
+                    kernel: "/k",
+                    initrd: None,
+                    cmdline: None,
+                }),
+            },
+        );
+        assert!(bare.contains("<kernel>/k</kernel>\n  </os>"), "{bare}");
+        assert!(
+            !bare.contains("<initrd>") && !bare.contains("<cmdline>"),
+            "{bare}"
+        );
+        validate("domain", &bare);
     }
 }
