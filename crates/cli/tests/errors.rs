@@ -545,7 +545,7 @@ fn a_vms_description_is_checked_naming_the_key() {
     let remote = d.path().join("remote.toml");
     std::fs::write(
         &remote,
-        "[vms]\nvms = 2\nhypervisors = [\"qemu+ssh://kvm1/system\"]\n",
+        "[vms]\nvms = 2\nhypervisors = [\"qemu+ssh://kvm1:ssh/system\"]\n",
     )
     .unwrap();
     for (file, says) in [
@@ -553,10 +553,7 @@ fn a_vms_description_is_checked_naming_the_key() {
             &image,
             "vms.guest.image: /var/lib/libvirt/images/x.qcow2: does not exist",
         ),
-        (
-            &remote,
-            "vms.hypervisors: 'qemu+ssh://kvm1/system': a remote hypervisor (its join channel carried over ssh) is not built yet",
-        ),
+        (&remote, "vms.hypervisors: 'qemu+ssh://kvm1:ssh/system'"),
     ] {
         expect_input_error(
             d.path(),

@@ -203,6 +203,25 @@ enum Payload {
     Seed(Vec<u8>),
 }
 
+impl Payload {
+    /// What `guest`'s VMs carry, read once for the fleet.
+    fn read(guest: &GuestBoot) -> Result<Payload, FleetError> {
+        Ok(match guest {
+            GuestBoot::Builtin(kernel) => Payload::Initramfs {
+                parts: GuestParts::read(kernel)?,
+                kernel: std::fs::read(&kernel.path).map_err(|e| {
+                    FleetError::Input(format!("vms.guest.kernel: {}: {e}", kernel.path.display()))
+                })?,
+            },
+            GuestBoot::Image(_) => Payload::Seed(
+                this_agent(|_| ())
+                    .map_err(|e| FleetError::Setup(format!("vms: the seed's agent: {e}")))?
+                    .0,
+            ),
+        })
+    }
+}
+
 /// The domain type a fleet runs: `kvm` or `qemu`; `auto` is KVM where `/dev/kvm`
 /// opens, else software emulation.
 pub fn domain_type(t: DomainType) -> &'static str {
@@ -455,19 +474,7 @@ impl VmLauncher {
         self.check_hypervisors()?;
         let n = self.fleet.vms;
         let port = self.open_port(settings)?;
-        let payload = match &guest {
-            GuestBoot::Builtin(kernel) => Payload::Initramfs {
-                parts: GuestParts::read(kernel)?,
-                kernel: std::fs::read(&kernel.path).map_err(|e| {
-                    FleetError::Input(format!("vms.guest.kernel: {}: {e}", kernel.path.display()))
-                })?,
-            },
-            GuestBoot::Image(_) => Payload::Seed(
-                this_agent(|_| ())
-                    .map_err(|e| setup(format!("vms: the seed's agent: {e}")))?
-                    .0,
-            ),
-        };
+        let payload = Payload::read(&guest)?;
         let mut layout = self.fleet.layout(disks);
         let luns = luns::assign(
             &mut layout,

@@ -32,6 +32,7 @@
 //! # booted by its own boot loader, or directly with kernel (and initrd, cmdline)
 //! ```
 
+pub mod files;
 pub mod guest;
 pub mod hypervisor;
 pub mod image;

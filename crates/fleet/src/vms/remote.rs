@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::hypervisor::HostFiles;
+use super::files::HostFiles;
 
 /// How long the ssh connection may take to come up (its `ConnectTimeout` and the
 /// authentication after it).
