@@ -891,6 +891,10 @@ impl<'a, E: Engine, C: Clock> Driver<'a, E, C> {
     #[inline]
     fn account(&mut self, t: u64, end: u64) {
         let mut out = std::mem::take(&mut self.out);
+        if t >= end {
+            // Completed after the timeline: counted apart, in no interval.
+            self.count_after_all(&out);
+        }
         for c in out.drain(..) {
             self.complete(&c, t, end);
         }
@@ -922,9 +926,7 @@ impl<'a, E: Engine, C: Clock> Driver<'a, E, C> {
             check_completion(self.engine, table, &sl, c, ls, &mut self.checks, t);
         }
         if t >= end {
-            // Completed after the timeline: not part of any interval.
-            self.count_after(li, sl.op);
-            return;
+            return; // completed after the timeline: not part of any interval
         }
         self.completed += 1;
         let lane = &mut self.lanes[li];
@@ -1014,8 +1016,17 @@ impl<'a, E: Engine, C: Clock> Driver<'a, E, C> {
         }
     }
 
-    /// An I/O of lane `li` completed after the measured phase.
+    /// What completed in one wait that ended after the measured phase.
     #[cold]
+    fn count_after_all(&mut self, done: &[Completion]) {
+        for c in done {
+            let sl = self.slots[c.slot as usize];
+            let li = self.queues[sl.queue as usize].lane as usize;
+            self.count_after(li, sl.op);
+        }
+    }
+
+    /// An I/O of lane `li` completed after the measured phase.
     fn count_after(&mut self, li: usize, op: OpKind) {
         let u = &mut self.unmeasured[self.lanes[li].sample];
         match op {
