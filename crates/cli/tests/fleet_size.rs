@@ -300,22 +300,25 @@ fn matches_the_model(m: &Model, code: Option<i32>, v: &Value, err: &str) {
         (found - analytic).abs() <= 1.0,
         "find-max: {found} clients; the M/M/1 model: {analytic}\n{v}"
     );
-    // At the most hosts measured, p99 well above 1 host's (by the model 3.2 times).
+    // At the most hosts measured, latency well above 1 host's: an M/M/1 sojourn time is
+    // exponential with rate μ − λ, so its mean and its p99 grow alike (by the model 3.2
+    // times). The mean is compared: one run's p99 at 1 host swings with this machine's
+    // load (2.8 ms once, beside the suite's other tests on two cores), its mean less.
     let points = v["points"].as_array().unwrap();
-    let p99_at = |k: f64| {
+    let mean_at = |k: f64| {
         points
             .iter()
             .find(|p| p["hosts"].as_f64() == Some(k))
-            .and_then(|p| p["p99_us"].as_f64())
+            .and_then(|p| p["mean_us"].as_f64())
     };
     let top = points
         .iter()
         .filter_map(|p| p["hosts"].as_f64())
         .fold(0.0, f64::max);
-    let (one, most) = (p99_at(1.0).unwrap(), p99_at(top).unwrap());
+    let (one, most) = (mean_at(1.0).unwrap(), mean_at(top).unwrap());
     assert!(
         most > 2.0 * one,
-        "p99 {one} µs at 1 host, {most} at {top}\n{v}"
+        "mean {one} µs at 1 host, {most} at {top}\n{v}"
     );
 }
 
