@@ -438,23 +438,7 @@ fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_ever
     let mine = fleet_file(d.path(), "vk", 2, &pool, "");
     let theirs = fleet_file(d.path(), "vk-2", 1, &pool, "");
     for f in [&mine, &theirs] {
-        let o = run(
-            d.path(),
-            &[
-                "run",
-                "easy-run-4k70r",
-                "--hosts",
-                f.to_str().unwrap(),
-                "--disks",
-                "1",
-                "--disk-size",
-                "4m",
-                "--dry-run",
-            ]
-            .map(String::from),
-        );
-        assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
-        for (kind, doc) in documents(&common::stdout(&o)) {
+        for (kind, doc) in dry_run(d.path(), f, "1", "4m").1 {
             let file = d.path().join("doc.xml");
             std::fs::write(&file, &doc).unwrap();
             let file = file.to_str().unwrap();
@@ -995,6 +979,30 @@ fn stand_in_image(dir: &Path) -> PathBuf {
 const ISCSI_DIRECT: &str =
     "/usr/lib/x86_64-linux-gnu/libvirt/storage-backend/libvirt_storage_backend_iscsi-direct.so";
 
+/// `iofleet run easy-run-4k70r --hosts FILE --disks N --disk-size SIZE --dry-run`,
+/// which must succeed: what it printed, and its documents.
+fn dry_run(dir: &Path, file: &Path, disks: &str, size: &str) -> (String, Vec<(String, String)>) {
+    let o = run(
+        dir,
+        &[
+            "run",
+            "easy-run-4k70r",
+            "--hosts",
+            file.to_str().unwrap(),
+            "--disks",
+            disks,
+            "--disk-size",
+            size,
+            "--dry-run",
+        ]
+        .map(String::from),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
+    let out = common::stdout(&o);
+    let docs = documents(&out);
+    (out, docs)
+}
+
 /// The documents of a `--dry-run` on a `[vms]` file: (volume or domain, its XML).
 fn documents(out: &str) -> Vec<(String, String)> {
     let mut docs: Vec<(String, String)> = Vec::new();
@@ -1040,24 +1048,7 @@ fn a_dry_run_prints_every_volume_and_domain_valid_for_libvirt() {
         ),
     )
     .unwrap();
-    let o = run(
-        d.path(),
-        &[
-            "run",
-            "easy-run-4k70r",
-            "--hosts",
-            f.to_str().unwrap(),
-            "--disks",
-            "1",
-            "--disk-size",
-            "16m",
-            "--dry-run",
-        ]
-        .map(String::from),
-    );
-    assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
-    let out = common::stdout(&o);
-    let docs = documents(&out);
+    let (out, docs) = dry_run(d.path(), &f, "1", "16m");
     let names: Vec<String> = docs
         .iter()
         .map(|(k, doc)| {
@@ -1141,24 +1132,7 @@ fn a_dry_run_prints_every_volume_and_domain_valid_for_libvirt() {
         "[vms]\nname = \"dry\"\nvms = 3\npool = \"nowhere\"\nbus = \"virtio-scsi\"\nqueues = 2\nhypervisors = [\"qemu:///system?socket=/nonexistent/sock\"]\n",
     )
     .unwrap();
-    let o = run(
-        d.path(),
-        &[
-            "run",
-            "easy-run-4k70r",
-            "--hosts",
-            f.to_str().unwrap(),
-            "--disks",
-            "2",
-            "--disk-size",
-            "64m",
-            "--dry-run",
-        ]
-        .map(String::from),
-    );
-    assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
-    let out = common::stdout(&o);
-    let docs = documents(&out);
+    let (out, docs) = dry_run(d.path(), &f, "2", "64m");
     let kinds: Vec<&str> = docs.iter().map(|(k, _)| k.as_str()).collect();
     assert_eq!(
         kinds,
