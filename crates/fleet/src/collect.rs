@@ -881,12 +881,12 @@ pub(crate) fn summarize(
         &facts,
         elapsed_s,
     );
-    let unmeasured: Vec<DiskUnmeasured> = col
-        .unmeasured
-        .iter()
-        .map(|(&(worker, disk), &ios)| DiskUnmeasured { worker, disk, ios })
-        .collect();
-    DiskUnmeasured::fill(&mut workers, &unmeasured);
+    DiskUnmeasured::fill(
+        &mut workers,
+        col.unmeasured
+            .iter()
+            .map(|(&(worker, disk), &ios)| DiskUnmeasured { worker, disk, ios }),
+    );
     let all = fleet.all();
     let usage_ios = col.usage_ios as f64;
     let per_io = |s: f64| (usage_ios > 0.0).then(|| s * 1e6 / usage_ios);

@@ -916,7 +916,7 @@ pub struct DiskUnmeasured {
 impl DiskUnmeasured {
     /// Each listed disk's counts into `workers`' per-disk summaries (a disk the
     /// summaries do not list, or a worker they do not hold, is left out).
-    pub fn fill(workers: &mut [WorkerSummary], all: &[DiskUnmeasured]) {
+    pub fn fill(workers: &mut [WorkerSummary], all: impl IntoIterator<Item = DiskUnmeasured>) {
         let at: std::collections::HashMap<u32, usize> = workers
             .iter()
             .enumerate()

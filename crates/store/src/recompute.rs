@@ -132,7 +132,7 @@ impl Store {
         // What completed outside the measured phase is not in the samples: it comes
         // from the final result.
         if let Some(r) = &stored {
-            DiskUnmeasured::fill(&mut workers, &DiskUnmeasured::of(&r.workers));
+            DiskUnmeasured::fill(&mut workers, DiskUnmeasured::of(&r.workers));
         }
         let all = fleet.all();
         let (read, write) = (fleet.read(), fleet.write());

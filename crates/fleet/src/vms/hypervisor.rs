@@ -35,8 +35,15 @@ pub trait Hypervisor {
     fn volumes(&self, pool: &str) -> Result<Vec<String>, String>;
     /// The pool's type as libvirt names it (`dir`, `logical`, `iscsi-direct`, …).
     fn pool_type(&self, pool: &str) -> Result<String, String>;
+    /// The capacity of volume `name` of `pool`, in bytes.
+    fn volume_size(&self, pool: &str, name: &str) -> Result<u64, String>;
     /// The volumes of `pool` with their capacities in bytes.
-    fn volume_sizes(&self, pool: &str) -> Result<Vec<(String, u64)>, String>;
+    fn volume_sizes(&self, pool: &str) -> Result<Vec<(String, u64)>, String> {
+        self.volumes(pool)?
+            .into_iter()
+            .map(|v| self.volume_size(pool, &v).map(|size| (v, size)))
+            .collect()
+    }
     /// Define a domain from its XML (`xml::domain_xml`).
     fn define(&self, xml: &str) -> Result<(), String>;
     fn start(&self, domain: &str) -> Result<(), String>;
@@ -258,17 +265,10 @@ impl Hypervisor for Virsh {
         pool_type_of(&xml).ok_or_else(|| format!("{}: pool {pool}: no type in its XML", self.uri))
     }
 
-    fn volume_sizes(&self, pool: &str) -> Result<Vec<(String, u64)>, String> {
-        self.volumes(pool)?
-            .into_iter()
-            .map(|v| {
-                let info = self.run(&["vol-info", "--bytes", "--pool", pool, &v], None)?;
-                let size = capacity_of(&info).ok_or_else(|| {
-                    format!("{}: vol-info {v}: no capacity in {info:?}", self.uri)
-                })?;
-                Ok((v, size))
-            })
-            .collect()
+    fn volume_size(&self, pool: &str, name: &str) -> Result<u64, String> {
+        let info = self.run(&["vol-info", "--bytes", "--pool", pool, name], None)?;
+        capacity_of(&info)
+            .ok_or_else(|| format!("{}: vol-info {name}: no capacity in {info:?}", self.uri))
     }
 
     fn define(&self, xml: &str) -> Result<(), String> {

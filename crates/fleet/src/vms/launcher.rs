@@ -709,24 +709,18 @@ impl VmLauncher {
 
     /// The capacity of each of `volumes` (hypervisor, name) in the fleet's pool.
     fn kept_sizes(&self, volumes: &[(usize, String)]) -> Result<Vec<(String, u64)>, FleetError> {
-        let mut out = Vec::new();
-        for (h, hv) in self.hypervisors.iter().enumerate() {
-            if !volumes.iter().any(|(vh, _)| *vh == h) {
-                continue;
-            }
-            let all = hv.volume_sizes(&self.fleet.pool).map_err(|e| {
-                FleetError::Setup(format!(
-                    "vms.pool: '{}' on {}: {e}",
-                    self.fleet.pool,
-                    hv.name()
-                ))
-            })?;
-            out.extend(
-                all.into_iter()
-                    .filter(|(v, _)| volumes.iter().any(|(vh, n)| *vh == h && n == v)),
-            );
-        }
-        Ok(out)
+        let pool = &self.fleet.pool;
+        volumes
+            .iter()
+            .map(|(h, v)| {
+                let hv = &self.hypervisors[*h];
+                hv.volume_size(pool, v)
+                    .map(|size| (v.clone(), size))
+                    .map_err(|e| {
+                        FleetError::Setup(format!("vms.pool: '{pool}' on {}: {e}", hv.name()))
+                    })
+            })
+            .collect()
     }
 
     /// Leftovers in the way, refused with their names and `iofleet vms clean`.
