@@ -9,6 +9,10 @@ use std::process::{Child, Command};
 use std::sync::Mutex;
 
 use common::*;
+use iofleet_stats::generator::{
+    BUSY_WARN, CONTENDED_RUNQ, LAG_WARN_NS, NEIGHBOUR_WARN_CPUS, OTHER_LOAD_WARN_CPUS,
+    RUNQ_SHARE_WARN,
+};
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
@@ -169,8 +173,14 @@ fn self_check_flags_a_saturated_generator_not_a_device_bound_run() {
         let v = run_json(disk.path(), &a);
         let g = &v["summary"]["generator"];
         // The I/O thread's own CPU time (CLOCK_THREAD_CPUTIME_ID) is what a neighbour
-        // cannot inflate: a thread that waits for the device uses little of it.
-        assert!(g["busy_pct"].as_f64().unwrap() < 50.0, "{extra:?}: {g}");
+        // cannot inflate: a thread that waits for the device is on a CPU well short of
+        // the busy threshold. (Short, not "little": this is the unoptimised build, whose
+        // CPU per I/O at queue depth 1 was 44% of a fast disk's time here, so a faster
+        // disk or slower CPU elsewhere moves it; the saturated run above is at 100%.)
+        assert!(
+            g["busy_pct"].as_f64().unwrap() < BUSY_WARN * 100.0,
+            "{extra:?}: {g}"
+        );
         // Running *or waiting for a CPU* (max_busy_pct) a neighbour can inflate: the
         // suite may run beside other work (a CI machine's own, a CPU hog, what an earlier
         // test binary's processes still leave to the kernel). So the thread is never
@@ -188,12 +198,27 @@ fn self_check_flags_a_saturated_generator_not_a_device_bound_run() {
                 "{extra:?}: {g}"
             );
         }
-        if !warnings.is_empty() {
-            // The warning's own threshold: another load of at least a quarter of a CPU.
+        // A loaded host may still earn the run a warning of another kind (its I/O
+        // threads kept from a CPU, open-loop I/Os issued late): each warning given must
+        // be one the self-check's own figures call for, at the product's thresholds.
+        let f = |k: &str| g[k].as_f64().unwrap_or(0.0);
+        for w in &warnings {
+            let called_for = if w.contains("I/O thread was busy") {
+                f("max_busy_pct") > BUSY_WARN * 100.0
+            } else if w.starts_with("another load used") && w.contains("absorbed") {
+                other_load >= OTHER_LOAD_WARN_CPUS && f("runq_pct") > CONTENDED_RUNQ * 100.0
+            } else if w.starts_with("another load used") {
+                other_load >= NEIGHBOUR_WARN_CPUS
+            } else if w.starts_with("the I/O threads waited for a CPU") {
+                f("runq_pct") > RUNQ_SHARE_WARN * 100.0
+            } else if w.starts_with("open-loop I/Os were issued") {
+                f("issue_lag_p99_us") * 1e3 > LAG_WARN_NS as f64
+            } else {
+                false
+            };
             assert!(
-                g["other_load_cpus"].as_f64().unwrap()
-                    >= iofleet_stats::generator::OTHER_LOAD_WARN_CPUS,
-                "{extra:?}: warned without another load: {g}"
+                called_for,
+                "{extra:?}: a warning its figures do not call for: {w}\n{g}"
             );
         }
         // Every completion was reaped by a real thread: the reap-wait bound is measured,

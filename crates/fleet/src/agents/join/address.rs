@@ -60,18 +60,31 @@ pub struct JoinFile {
 
 impl JoinFile {
     /// Write it readable by its owner only (created so: never readable by others, not
-    /// even for a moment); an existing file is replaced.
+    /// even for a moment); an existing file is replaced. The file appears whole: it is
+    /// written under a temporary name beside it and renamed into place, so an agent
+    /// that a launcher started early never reads half of it.
     pub fn write(&self, path: &Path) -> std::io::Result<()> {
         use std::io::Write;
         use std::os::unix::fs::OpenOptionsExt;
-        let _ = std::fs::remove_file(path);
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(path)?;
-        f.write_all(serde_json::to_string(self).expect("serialises").as_bytes())?;
-        f.write_all(b"\n")
+        let mut name = path.file_name().unwrap_or_default().to_os_string();
+        name.push(format!(".{}.tmp", std::process::id()));
+        let tmp = path.with_file_name(name);
+        let _ = std::fs::remove_file(&tmp);
+        let written = (|| {
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&tmp)?;
+            f.write_all(serde_json::to_string(self).expect("serialises").as_bytes())?;
+            f.write_all(b"\n")?;
+            f.sync_all()?;
+            std::fs::rename(&tmp, path)
+        })();
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        written
     }
 
     pub fn read(path: &Path) -> Result<Self, String> {
@@ -129,6 +142,20 @@ mod tests {
         f.write(&path).unwrap();
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
+        assert_eq!(JoinFile::read(&path).unwrap(), f);
+        // It appeared whole under its own name: nothing else is left beside it.
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["join"]);
+        // A symbolic link in its place is replaced, never followed.
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::write(&elsewhere, "keep").unwrap();
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &path).unwrap();
+        f.write(&path).unwrap();
+        assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "keep");
         assert_eq!(JoinFile::read(&path).unwrap(), f);
         std::fs::write(&path, "{\"join\":\"x\",\"token\":\"t\"}").unwrap();
         assert!(JoinFile::read(&path)
