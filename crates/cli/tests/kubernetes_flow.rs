@@ -322,11 +322,50 @@ fn a_kept_fleet_is_reused_without_refilling_and_kube_clean_removes_it() {
         return;
     };
     let kube = k.fleet("keep2", "pods = 2\nstorage_class = \"fast\"\nkeep = true\n");
+    // `iofleet precondition` creates the kept fleet and writes each pod's volume twice;
+    // the run after it reuses the fleet, and its volumes are not filled again.
+    let o = k.iofleet(
+        &[
+            "precondition",
+            "easy-run-4k70r",
+            "--hosts",
+            &kube,
+            "--disks",
+            "1",
+            "--disk-size",
+            "16m",
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("kept StatefulSet iofleet-keep2"),
+        "{}",
+        stderr(&o)
+    );
+    let pre: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(pre["complete"], true, "{pre}");
+    let mut hosts: Vec<&str> = pre["disks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["host"].as_str().unwrap())
+        .collect();
+    hosts.sort();
+    assert_eq!(hosts, ["iofleet-keep2-0", "iofleet-keep2-1"], "{pre}");
     let o = k.iofleet(&run_args(&kube, "1", &["--no-save"]), &[]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let first = json_of(&o);
-    assert_eq!(first["run"]["kubernetes"]["reused"], false);
+    assert_eq!(first["run"]["kubernetes"]["reused"], true);
     assert_eq!(first["run"]["kubernetes"]["kept"], true);
+    assert!(
+        first["notices"]
+            .to_string()
+            .contains("already carry a valid fill marker and were not refilled"),
+        "{}",
+        first["notices"]
+    );
     let notices = first["notices"].to_string();
     assert!(
         notices.contains("kept StatefulSet iofleet-keep2"),
@@ -635,21 +674,24 @@ fn kube_clean_refuses_what_is_not_a_kubernetes_fleet() {
     );
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("kubernetes.pods"), "{}", stderr(&o));
-    // Other commands take a Kubernetes fleet only through run (nothing is contacted).
+    // Other commands take a Kubernetes fleet only through run, and precondition a kept
+    // one (nothing is contacted).
     let good = dir.path().join("good.toml");
     std::fs::write(&good, "[kubernetes]\npods = 1\n").unwrap();
     let good = good.to_str().unwrap();
-    for args in [
-        vec!["precondition", "easy-run-4k70r", "--hosts", good],
-        vec!["verify", "easy-run-4k70r", "--hosts", good],
+    for (args, says) in [
+        (
+            vec!["precondition", "easy-run-4k70r", "--hosts", good],
+            "kubernetes.keep: fleet 'fleet' is deleted when this command ends",
+        ),
+        (
+            vec!["verify", "easy-run-4k70r", "--hosts", good],
+            "runs `iofleet run` and, kept, `iofleet precondition`",
+        ),
     ] {
         let o = run_in(dir.path(), &args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
-        assert!(
-            stderr(&o).contains("runs `iofleet run` only"),
-            "{args:?}: {}",
-            stderr(&o)
-        );
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
     }
     let o = run_in(dir.path(), &["hosts", "clean", "--hosts", good]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));

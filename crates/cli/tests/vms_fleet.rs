@@ -428,8 +428,30 @@ fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_ever
         assert!(err.contains(says), "{err}");
         assert!(!err.contains("panicked"), "{err}");
     }
+    // Preconditioning a fleet that goes at the end, or verifying one, is refused before
+    // anything is made (exit 2).
+    let gone = fleet_file(d.path(), "vp", 1, &pool, "");
+    for (cmd, says) in [
+        (
+            "precondition",
+            "vms.keep: fleet 'vp' is removed when this command ends",
+        ),
+        (
+            "verify",
+            "a fleet of VMs cannot be verified by a later command",
+        ),
+    ] {
+        let o = run(
+            d.path(),
+            &[cmd, "--hosts", gone.to_str().unwrap(), "--disks", "1"].map(String::from),
+        );
+        let err = common::stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{cmd}: {err}");
+        assert!(err.contains(says), "{cmd}: {err}");
+    }
     nothing_left(&lv, "ve");
     nothing_left(&lv, "vt");
+    nothing_left(&lv, "vp");
 
     // 5. `iofleet vms clean` removes this fleet's leftovers and nothing else: the
     // domains and volumes a dry run describes, made by hand (and an image guest's seed),
@@ -622,17 +644,36 @@ fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_ever
     nothing_left(&lv, "lu");
     drop(luns);
 
-    // 7. `keep = true`: the fleet stays after the command and the next one reuses it,
-    // its disk filled once; a run asking for other disks is refused, naming `vms clean`.
+    // 7. `keep = true`: `iofleet precondition` makes the fleet, writes its disk twice
+    // and keeps it; the next command reuses it, the disk's fill marker with it (not
+    // filled again); a run asking for other disks is refused, naming `vms clean`.
     let kp = fleet_file(d.path(), "kp", 1, &pool, "keep = true\n");
-    let o = run(d.path(), &run_args(&kp, "1", "16m", "1s"));
+    let o = run(
+        d.path(),
+        &[
+            "precondition",
+            "easy-run-4k70r",
+            "--hosts",
+            kp.to_str().unwrap(),
+            "--disks",
+            "1",
+            "--disk-size",
+            "16m",
+            "--json",
+        ]
+        .map(String::from),
+    );
     let err = common::stderr(&o);
     assert_eq!(o.status.code(), Some(0), "{err}");
     assert!(
         err.contains("vms: kept 1 domain(s) and 1 volume(s)"),
         "{err}"
     );
-    assert!(!err.contains("already carry a valid fill marker"), "{err}");
+    let pre: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(pre["complete"], true, "{pre}");
+    let written = &pre["disks"][0];
+    assert_eq!(written["host"], "iofleet-kp-0", "{pre}");
+    assert_eq!(written["bytes_written"], 2 * (16 << 20), "{pre}");
     assert_eq!(lv.domains("iofleet-kp-"), ["iofleet-kp-0"]);
     assert!(lv.volumes().contains(&"iofleet-kp-0-d0".to_string()));
     let o = run(d.path(), &run_args(&kp, "1", "16m", "1s"));
@@ -907,6 +948,38 @@ fn remote_hypervisor(lv: &libvirt::Libvirt, dir: &Path, pool: &str) {
         "{o:?}"
     );
     assert!(!left.exists());
+
+    // An image guest's direct-boot kernel is a file of the remote hypervisor: looked for
+    // there, over ssh, before anything is created (a dry run, which opens nothing, does
+    // not look).
+    let sub = dir.join("remote-image");
+    std::fs::create_dir_all(&sub).unwrap();
+    let image = stand_in_image(&sub);
+    let fi = fleet_file(
+        dir,
+        "vri",
+        1,
+        pool,
+        &format!(
+            "hypervisors = [{remote:?}]\n[vms.guest]\nimage = \"{}\"\nkernel = \"/nonexistent/vmlinuz\"\n",
+            image.display()
+        ),
+    );
+    let (out, _) = dry_run(dir, &fi, "1", "16m");
+    assert!(
+        out.contains("directly from kernel /nonexistent/vmlinuz"),
+        "{out}"
+    );
+    let o = run(dir, &run_args(&fi, "1", "16m", "1s"));
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "vms.guest.kernel: /nonexistent/vmlinuz does not exist on hypervisor {remote}"
+        )),
+        "{err}"
+    );
+    nothing_left(lv, "vri");
 
     // A remote hypervisor nobody answers for (a port nobody listens on).
     let port = std::net::TcpListener::bind((host.addr.as_str(), 0))

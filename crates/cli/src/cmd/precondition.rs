@@ -107,7 +107,10 @@ pub fn run(a: PreconditionArgs) -> Result<i32, Exit> {
         eprintln!("error: interrupted before anything was written");
         return Ok(130);
     };
-    for n in &done.notices {
+    // What the launcher opened for the command goes now (a kept VM fleet stays, and
+    // says so); on an error or Ctrl-C above, dropping it does the same.
+    let closed = launcher.close();
+    for n in done.notices.iter().chain(&closed) {
         eprintln!("note: {n}");
     }
     print_outcome(&a, &done)?;

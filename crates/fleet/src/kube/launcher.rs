@@ -293,6 +293,39 @@ fn pod_hosts(fleet: &KubeFleet, cluster: &Cluster, disks: u32) -> Vec<HostSpec> 
         .collect()
 }
 
+impl KubeLauncher {
+    /// The StatefulSet's pods `plan` runs on, created (or found kept) and ready, with
+    /// agents for them: the plan over those hosts. `Ok(None)` when `stop` was set first.
+    fn pods_for(
+        &mut self,
+        mut plan: LaunchPlan<Pods>,
+        stop: &Arc<AtomicBool>,
+        observer: &mut dyn Observer,
+        notices: &mut Vec<String>,
+    ) -> Result<Option<LaunchPlan<Hosts>>, FleetError> {
+        let objects = std::mem::take(&mut plan.placement.objects);
+        let disks = plan.groups[0].plan.fleet.disks_per_worker;
+        if self
+            .provision(objects, disks, stop, observer, notices)?
+            .is_none()
+        {
+            return Ok(None);
+        }
+        let plan = plan.map(|pods| Hosts(pods.hosts));
+        // The pods' agents stay for the command's later runs while the pods are the same.
+        if !self
+            .agents
+            .hosts()
+            .iter()
+            .eq(plan.placement.0.iter().map(|(h, _)| h))
+        {
+            let hosts = plan.placement.0.iter().map(|(h, _)| h.clone()).collect();
+            self.agents = AgentLauncher::new(hosts);
+        }
+        Ok(Some(plan))
+    }
+}
+
 impl Launcher for KubeLauncher {
     type Where = Pods;
 
@@ -335,28 +368,14 @@ impl Launcher for KubeLauncher {
         observer: &mut dyn Observer,
         notices: &mut Vec<String>,
     ) -> Result<Option<Prepared>, FleetError> {
-        let objects = std::mem::take(&mut plan.placement.objects);
-        let disks = plan.groups[0].plan.fleet.disks_per_worker;
         if self.fleet.mode == Mode::Job {
+            let objects = std::mem::take(&mut plan.placement.objects);
+            let disks = plan.groups[0].plan.fleet.disks_per_worker;
             return self.materialize_job(plan, objects, disks, stop, observer, notices);
         }
-        if self
-            .provision(objects, disks, stop, observer, notices)?
-            .is_none()
-        {
+        let Some(plan) = self.pods_for(plan, stop, observer, notices)? else {
             return Ok(None);
-        }
-        let plan = plan.map(|pods| Hosts(pods.hosts));
-        // The pods' agents stay for the command's later runs while the pods are the same.
-        if !self
-            .agents
-            .hosts()
-            .iter()
-            .eq(plan.placement.0.iter().map(|(h, _)| h))
-        {
-            let hosts = plan.placement.0.iter().map(|(h, _)| h.clone()).collect();
-            self.agents = AgentLauncher::new(hosts);
-        }
+        };
         self.agents.materialize(plan, stop, observer, notices)
     }
 
@@ -366,19 +385,34 @@ impl Launcher for KubeLauncher {
         _keep: usize,
     ) -> Result<Vec<HostVerified>, FleetError> {
         Err(FleetError::Input(
-            "a Kubernetes fleet runs `iofleet run` only (verify a kept fleet's volumes: not built yet)".into(),
+            "a Kubernetes fleet runs `iofleet run` and, kept, `iofleet precondition` (verify a kept fleet's volumes: not built yet)".into(),
         ))
     }
 
     fn precondition(
         &mut self,
-        _plan: LaunchPlan<Pods>,
-        _stop: &Arc<AtomicBool>,
-        _observer: &mut dyn Observer,
+        plan: LaunchPlan<Pods>,
+        stop: &Arc<AtomicBool>,
+        observer: &mut dyn Observer,
     ) -> Result<Option<Preconditioned>, FleetError> {
-        Err(FleetError::Input(
-            "a Kubernetes fleet runs `iofleet run` only (precondition: not built yet)".into(),
-        ))
+        // Preconditioned volumes serve the runs of later commands: only a kept fleet,
+        // which the next command reuses, carries them there (`keep` is refused with
+        // mode = "job": a Job's pods never stay).
+        if !self.fleet.keep {
+            return Err(FleetError::Input(format!(
+                "kubernetes.keep: fleet '{}' is deleted when this command ends, its preconditioned volumes with it: set keep = true, and the next command reuses the fleet and its filled volumes",
+                self.fleet.name
+            )));
+        }
+        let mut notices = Vec::new();
+        let Some(plan) = self.pods_for(plan, stop, observer, &mut notices)? else {
+            return Ok(None);
+        };
+        let found = self.agents.precondition(plan, stop, observer)?;
+        Ok(found.map(|mut f| {
+            f.notices.splice(0..0, notices);
+            f
+        }))
     }
 
     fn start(&mut self, epoch: Instant, tx: Sender<Msg>) -> Option<Duration> {

@@ -15,6 +15,8 @@ pub trait HostFiles {
     fn write(&self, path: &Path, data: &[u8]) -> Result<(), String>;
     /// Remove `path`; one that is not there is no error.
     fn remove(&self, path: &Path) -> Result<(), String>;
+    /// Whether `path` is a regular file (following links), e.g. a kernel to boot.
+    fn is_file(&self, path: &Path) -> Result<bool, String>;
     /// The names in directory `dir` (none when it does not exist).
     fn list(&self, dir: &Path) -> Result<Vec<String>, String>;
     /// The last `lines` lines of text file `path`, if it can be read.
@@ -51,6 +53,10 @@ impl HostFiles for Local {
             }
             _ => Ok(()),
         }
+    }
+
+    fn is_file(&self, path: &Path) -> Result<bool, String> {
+        Ok(path.is_file())
     }
 
     fn list(&self, dir: &Path) -> Result<Vec<String>, String> {

@@ -16,6 +16,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use super::files::HostFiles;
 use super::hypervisor::Hypervisor;
 use super::nocloud::{self, Seed};
 use super::xml::{self, Boot, Direct};
@@ -92,16 +93,6 @@ pub fn parse_info(json: &str) -> Result<(Format, u64), String> {
 }
 
 /// A file on the hypervisor `key` names (where the hypervisor is this machine).
-fn existing(key: &str, path: &str) -> Result<(), FleetError> {
-    if Path::new(path).is_file() {
-        Ok(())
-    } else {
-        Err(FleetError::Input(format!(
-            "vms.guest.{key}: {path} does not exist (or is not a file)"
-        )))
-    }
-}
-
 impl Image {
     /// The image `guest` names, its format and size read by `qemu-img info`, and the
     /// kernel and initrd it boots directly there; `agent_bytes`, the size of the agent
@@ -128,11 +119,6 @@ impl Image {
         }
         let (format, virtual_bytes) =
             parse_info(&String::from_utf8_lossy(&o.stdout)).map_err(bad)?;
-        for (key, p) in [("kernel", &guest.kernel), ("initrd", &guest.initrd)] {
-            if let Some(p) = p {
-                existing(key, p)?;
-            }
-        }
         let seed_bytes = nocloud::capacity(agent_bytes)
             .map_err(|e| FleetError::Setup(format!("vms: the seed: {e}")))?;
         Ok(Image {
@@ -144,6 +130,28 @@ impl Image {
             cmdline: guest.cmdline.clone(),
             seed_bytes,
         })
+    }
+
+    /// The direct boot's kernel and initrd, files on the hypervisor: an error names the
+    /// key and, through `files`, the hypervisor `name` where one is missing.
+    pub fn check_direct_boot(&self, files: &dyn HostFiles, name: &str) -> Result<(), FleetError> {
+        for (key, p) in [("kernel", &self.kernel), ("initrd", &self.initrd)] {
+            let Some(p) = p else { continue };
+            match files.is_file(Path::new(p)) {
+                Ok(true) => {}
+                Ok(false) => {
+                    return Err(FleetError::Input(format!(
+                    "vms.guest.{key}: {p} does not exist on hypervisor {name} (or is not a file)"
+                )))
+                }
+                Err(e) => {
+                    return Err(FleetError::Setup(format!(
+                        "vms.guest.{key}: {p} on hypervisor {name}: {e}"
+                    )))
+                }
+            }
+        }
+        Ok(())
     }
 
     /// VM `domain`'s volumes before its data disks: (name, capacity, XML) of its copy
@@ -269,6 +277,7 @@ impl Drop for SeedFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::vms::files::Local;
 
     #[test]
     fn qemu_img_info_gives_the_format_and_virtual_size() {
@@ -288,6 +297,34 @@ mod tests {
         ] {
             let e = parse_info(json).unwrap_err();
             assert!(e.contains(says), "{json}: {e}");
+        }
+    }
+
+    /// Another machine's files: only these paths are files there.
+    struct Elsewhere(Vec<String>);
+
+    impl HostFiles for Elsewhere {
+        fn write(&self, _: &Path, _: &[u8]) -> Result<(), String> {
+            Err("read-only".into())
+        }
+        fn remove(&self, _: &Path) -> Result<(), String> {
+            Err("read-only".into())
+        }
+        fn is_file(&self, path: &Path) -> Result<bool, String> {
+            Ok(self.0.iter().any(|p| Path::new(p) == path))
+        }
+        fn list(&self, _: &Path) -> Result<Vec<String>, String> {
+            Ok(Vec::new())
+        }
+        fn tail(&self, _: &Path, _: usize) -> Option<String> {
+            None
+        }
+        fn connect(
+            &self,
+            socket: &Path,
+            _: &str,
+        ) -> Result<std::os::unix::net::UnixStream, String> {
+            Err(format!("{}: not here", socket.display()))
         }
     }
 
@@ -334,19 +371,34 @@ mod tests {
         assert_eq!(seed, "iofleet-a-1-seed");
         assert!(sx.contains("<format type='raw'/>"), "{sx}");
         assert!(i.describe().contains("(qcow2, 3 MiB)"), "{}", i.describe());
+        // The direct boot's files are the hypervisor's: asked of its files, here or
+        // over ssh, and an error names the key and the hypervisor.
         g.kernel = Some("/nonexistent/vmlinuz".into());
-        let e = Image::inspect(&g, 1).unwrap_err().to_string();
+        let i = Image::inspect(&g, 1).unwrap();
+        let e = i
+            .check_direct_boot(&Local, "qemu:///system")
+            .unwrap_err()
+            .to_string();
         assert!(
-            e.contains("vms.guest.kernel: /nonexistent/vmlinuz does not exist"),
+            e.contains("vms.guest.kernel: /nonexistent/vmlinuz does not exist on hypervisor qemu:///system"),
             "{e}"
         );
+        let there = Elsewhere(vec!["/nonexistent/vmlinuz".into()]);
+        i.check_direct_boot(&there, "qemu+ssh://kvm2/system")
+            .unwrap();
         g.kernel = Some(img.to_str().unwrap().into());
         g.initrd = Some("/nonexistent/initrd".into());
-        let e = Image::inspect(&g, 1).unwrap_err().to_string();
+        let i = Image::inspect(&g, 1).unwrap();
+        let e = i.check_direct_boot(&Local, "here").unwrap_err().to_string();
         assert!(
-            e.contains("vms.guest.initrd: /nonexistent/initrd does not exist"),
+            e.contains("vms.guest.initrd: /nonexistent/initrd does not exist on hypervisor here"),
             "{e}"
         );
+        let e = i
+            .check_direct_boot(&there, "qemu+ssh://kvm2/system")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("vms.guest.kernel:") && e.contains("kvm2"), "{e}");
         // Not an image qemu-img reads as raw or qcow2: a directory is not a file.
         let e = Image::inspect(&guest(d.path().to_str().unwrap()), 1)
             .unwrap_err()

@@ -138,7 +138,13 @@ impl GuestBoot {
                 let exe = std::env::current_exe()
                     .and_then(std::fs::metadata)
                     .map_err(|e| FleetError::Setup(format!("vms: this iofleet: {e}")))?;
-                Image::inspect(g, exe.len()).map(GuestBoot::Image)
+                let image = Image::inspect(g, exe.len())?;
+                // A hypervisor on this machine is checked now, a dry run's too; a remote
+                // one when the run reaches it (`check_hypervisors`).
+                if fleet.hypervisors.iter().any(|uri| !super::is_remote(uri)) {
+                    image.check_direct_boot(&super::hypervisor::Local, "on this machine")?;
+                }
+                Ok(GuestBoot::Image(image))
             }
             Guest::Builtin { .. } => guest_kernel(fleet).map(GuestBoot::Builtin),
         }
@@ -438,8 +444,11 @@ impl VmLauncher {
     }
 
     /// Each hypervisor answers and has the pool: an error naming the key otherwise.
-    fn check_hypervisors(&self) -> Result<(), FleetError> {
+    fn check_hypervisors(&self, guest: &GuestBoot) -> Result<(), FleetError> {
         for hv in &self.hypervisors {
+            if let GuestBoot::Image(image) = guest {
+                image.check_direct_boot(hv.files(), hv.name())?;
+            }
             hv.domains().map_err(|e| {
                 FleetError::Setup(format!(
                     "vms.hypervisors: '{}' cannot be reached: {e}",
@@ -457,6 +466,35 @@ impl VmLauncher {
         Ok(())
     }
 
+    /// The fleet `plan` runs on, joined: the one this command made for its earlier runs
+    /// when their disks were the same, else (removing one that differs) a new one.
+    /// `Ok(None)` when `stop` was set first.
+    fn fleet_for(
+        &mut self,
+        plan: &LaunchPlan<Vms>,
+        stop: &AtomicBool,
+        observer: &mut dyn Observer,
+        notices: &mut Vec<String>,
+    ) -> Result<Option<()>, FleetError> {
+        let disks = plan.groups[0].plan.fleet.disks_per_worker;
+        let bytes = volume_bytes(&self.fleet, plan.groups[0].plan.fleet.disk_size.get());
+        match &self.joined {
+            Some((d, b, _)) if (*d, *b) == (disks, bytes) => return Ok(Some(())),
+            Some(_) => {
+                // The VMs' disks differ from this run's: a new fleet (kept or not, the
+                // old one cannot serve this run).
+                notices.extend(self.agents.close());
+                self.agents = AgentLauncher::new(Vec::new());
+                notices.extend(self.clean_up(false));
+                notices.push(
+                    "vms: this run's data disks differ from the command's earlier runs' (disks per VM or their size): the fleet was removed and created again".into(),
+                );
+            }
+            None => {}
+        }
+        self.provision(disks, bytes, &plan.settings, stop, observer, notices)
+    }
+
     /// Create the fleet and wait until every VM joined: its hosts. `Ok(None)` when
     /// `stop` was set first (what was created goes at `close` or drop).
     fn provision(
@@ -471,7 +509,7 @@ impl VmLauncher {
         let setup = FleetError::Setup;
         let guest = GuestBoot::find(&self.fleet)?;
         let dtype = domain_type(self.fleet.domain_type);
-        self.check_hypervisors()?;
+        self.check_hypervisors(&guest)?;
         let n = self.fleet.vms;
         let port = self.open_port(settings)?;
         let payload = Payload::read(&guest)?;
@@ -1077,34 +1115,8 @@ impl Launcher for VmLauncher {
         observer: &mut dyn Observer,
         notices: &mut Vec<String>,
     ) -> Result<Option<Prepared>, FleetError> {
-        let disks = plan.groups[0].plan.fleet.disks_per_worker;
-        let bytes = volume_bytes(&self.fleet, plan.groups[0].plan.fleet.disk_size.get());
-        match &self.joined {
-            Some((d, b, _)) if (*d, *b) == (disks, bytes) => {}
-            Some(_) => {
-                // The VMs' disks differ from this run's: a new fleet (kept or not, the
-                // old one cannot serve this run).
-                notices.extend(self.agents.close());
-                self.agents = AgentLauncher::new(Vec::new());
-                notices.extend(self.clean_up(false));
-                notices.push(
-                    "vms: this run's data disks differ from the command's earlier runs' (disks per VM or their size): the fleet was removed and created again".into(),
-                );
-                if self
-                    .provision(disks, bytes, &plan.settings, stop, observer, notices)?
-                    .is_none()
-                {
-                    return Ok(None);
-                }
-            }
-            None => {
-                if self
-                    .provision(disks, bytes, &plan.settings, stop, observer, notices)?
-                    .is_none()
-                {
-                    return Ok(None);
-                }
-            }
+        if self.fleet_for(&plan, stop, observer, notices)?.is_none() {
+            return Ok(None);
         }
         let plan = plan.map(|v| Hosts(v.hosts));
         let prepared = self.agents.materialize(plan, stop, observer, notices)?;
@@ -1118,19 +1130,43 @@ impl Launcher for VmLauncher {
         _keep: usize,
     ) -> Result<Vec<HostVerified>, FleetError> {
         Err(FleetError::Input(
-            "a fleet of VMs runs `iofleet run` only (verify: not built yet)".into(),
+            "a fleet of VMs cannot be verified by a later command: each guest keeps its disks' verify journals in its own memory, gone when it stops (a run's --verify checks every read as it goes)".into(),
         ))
     }
 
     fn precondition(
         &mut self,
-        _plan: LaunchPlan<Vms>,
-        _stop: &Arc<AtomicBool>,
-        _observer: &mut dyn Observer,
+        plan: LaunchPlan<Vms>,
+        stop: &Arc<AtomicBool>,
+        observer: &mut dyn Observer,
     ) -> Result<Option<Preconditioned>, FleetError> {
-        Err(FleetError::Input(
-            "a fleet of VMs runs `iofleet run` only (precondition: not built yet)".into(),
-        ))
+        // Preconditioned disks serve the runs of later commands: only a fleet that
+        // stays, and that a later command reuses, can carry them there.
+        if !self.fleet.keep {
+            return Err(FleetError::Input(format!(
+                "vms.keep: fleet '{}' is removed when this command ends, its preconditioned disks with it: set keep = true, and the next command reuses the fleet and its filled disks",
+                self.fleet.name
+            )));
+        }
+        if let Guest::Image(_) = self.fleet.guest {
+            return Err(FleetError::Input(
+                "vms.guest.image: a fleet booted from an image is not reused by a later command (see \"Kept fleets run once per instance\" in docs/vms.md), so its preconditioned disks would serve no run".into(),
+            ));
+        }
+        let mut notices = Vec::new();
+        if self
+            .fleet_for(&plan, stop, observer, &mut notices)?
+            .is_none()
+        {
+            return Ok(None);
+        }
+        let found = self
+            .agents
+            .precondition(plan.map(|v| Hosts(v.hosts)), stop, observer)?;
+        Ok(found.map(|mut f| {
+            f.notices.splice(0..0, notices);
+            f
+        }))
     }
 
     fn start(&mut self, epoch: Instant, tx: Sender<Msg>) -> Option<Duration> {

@@ -308,6 +308,12 @@ fn hypervisor(uri: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether hypervisor `uri` is another machine's (reached over ssh): its files are
+/// there, not here.
+pub fn is_remote(uri: &str) -> bool {
+    remote::SshTarget::parse(uri).is_some()
+}
+
 fn check(r: RawVms) -> Result<VmFleet, String> {
     let name = r.name.unwrap_or_else(|| "fleet".into());
     // iofleet-NAME-IIII-dKK stays a short, valid volume and domain name.

@@ -244,13 +244,41 @@ impl PrivateDir {
     fn new() -> std::io::Result<PrivateDir> {
         use std::os::unix::fs::DirBuilderExt;
         static N: AtomicU32 = AtomicU32::new(0);
-        let p = std::env::temp_dir().join(format!(
+        let tmp = std::env::temp_dir();
+        if N.load(Ordering::SeqCst) == 0 {
+            sweep_stale(&tmp);
+        }
+        let p = tmp.join(format!(
             "iofleet-ssh-{}-{}",
             std::process::id(),
             N.fetch_add(1, Ordering::SeqCst)
         ));
         std::fs::DirBuilder::new().mode(0o700).create(&p)?;
         Ok(PrivateDir(p))
+    }
+}
+
+/// Remove what an iofleet killed outright (SIGKILL: no drop ran) left in `tmp`: the
+/// private directories of processes that no longer run, this user's only. Their
+/// sockets are dead (the master's session ended with its stdin); a directory of a
+/// process that runs, or of another user, is left alone.
+fn sweep_stale(tmp: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let me = std::fs::metadata("/proc/self").map(|m| m.uid()).ok();
+    for entry in std::fs::read_dir(tmp).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix("iofleet-ssh-")
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, n)| n.parse::<u32>().ok().and(pid.parse::<u32>().ok()))
+        else {
+            continue;
+        };
+        let ours = std::fs::symlink_metadata(entry.path())
+            .is_ok_and(|m| m.is_dir() && Some(m.uid()) == me);
+        if ours && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
     }
 }
 
@@ -432,6 +460,14 @@ impl HostFiles for Ssh {
         self.run(&format!("rm -f {}", quote(path)), None).map(drop)
     }
 
+    fn is_file(&self, path: &Path) -> Result<bool, String> {
+        let out = self.run(
+            &format!("if [ -f {} ]; then echo file; fi", quote(path)),
+            None,
+        )?;
+        Ok(out.trim() == "file")
+    }
+
     fn list(&self, dir: &Path) -> Result<Vec<String>, String> {
         let out = self.run(
             &format!("if [ -d {0} ]; then ls -1A {0}; fi", quote(dir)),
@@ -480,6 +516,43 @@ mod tests {
 
     fn target(uri: &str) -> SshTarget {
         SshTarget::parse(uri).unwrap().unwrap()
+    }
+
+    #[test]
+    fn a_killed_iofleet_s_private_directories_are_swept_and_nothing_else() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut gone = Command::new("true").spawn().unwrap();
+        let dead = gone.id();
+        gone.wait().unwrap();
+        let mut alive = Command::new("sleep").arg("30").spawn().unwrap();
+        let names = [
+            format!("iofleet-ssh-{dead}-0"),
+            format!("iofleet-ssh-{}-3", alive.id()),
+            format!("iofleet-ssh-{dead}-x"),
+            format!("other-{dead}-0"),
+        ];
+        for n in &names {
+            std::fs::create_dir(tmp.path().join(n)).unwrap();
+        }
+        std::fs::write(tmp.path().join(&names[0]).join("control"), "").unwrap();
+        // A file of that name is not a directory of ours.
+        std::fs::write(tmp.path().join(format!("iofleet-ssh-{dead}-1")), "").unwrap();
+        sweep_stale(tmp.path());
+        let _ = alive.kill();
+        let _ = alive.wait();
+        let mut left: Vec<String> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        let mut want = vec![
+            names[1].clone(),
+            names[2].clone(),
+            names[3].clone(),
+            format!("iofleet-ssh-{dead}-1"),
+        ];
+        want.sort();
+        assert_eq!(left, want);
     }
 
     #[test]
