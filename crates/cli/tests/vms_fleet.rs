@@ -428,6 +428,32 @@ fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_ever
         assert!(err.contains(says), "{err}");
         assert!(!err.contains("panicked"), "{err}");
     }
+    // `domain_type = "auto"` asks libvirt: here it lists KVM (which hangs guests on this
+    // kind of machine), so the VM never joins and the boot timeout says the domain ran
+    // under KVM; where libvirt lists none, it ran under emulation and the hint is absent.
+    let auto = d.path().join("va.toml");
+    std::fs::write(
+        &auto,
+        format!("[vms]\nname = \"va\"\nvms = 1\nmemory = \"256m\"\npool = \"{pool}\"\nboot_timeout = \"1s\"\n"),
+    )
+    .unwrap();
+    let o = run(d.path(), &run_args(&auto, "1", "16m", "1s"));
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("vms.boot_timeout: 1 of 1 VM(s)"), "{err}");
+    let caps = libvirt::virsh(&["capabilities"]).unwrap();
+    let x86 = caps
+        .split("<arch name='x86_64'>")
+        .nth(1)
+        .unwrap_or_default();
+    let x86 = x86.split("</arch>").next().unwrap_or_default();
+    assert_eq!(
+        err.contains("the domains ran under KVM (vms.domain_type = \"auto\")"),
+        x86.contains("<domain type='kvm'"),
+        "{err}"
+    );
+    nothing_left(&lv, "va");
+
     // Preconditioning a fleet that goes at the end, or verifying one, is refused before
     // anything is made (exit 2).
     let gone = fleet_file(d.path(), "vp", 1, &pool, "");

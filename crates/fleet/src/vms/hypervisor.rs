@@ -44,6 +44,9 @@ pub trait Hypervisor {
             .map(|v| self.volume_size(pool, &v).map(|size| (v, size)))
             .collect()
     }
+    /// Whether the hypervisor runs x86-64 guests under KVM (its capabilities list a
+    /// `kvm` domain for that architecture), asked of its libvirt, wherever it is.
+    fn kvm(&self) -> Result<bool, String>;
     /// Define a domain from its XML (`xml::domain_xml`).
     fn define(&self, xml: &str) -> Result<(), String>;
     fn start(&self, domain: &str) -> Result<(), String>;
@@ -176,6 +179,14 @@ impl Virsh {
     }
 }
 
+/// Whether libvirt's capabilities XML lists a `kvm` domain for an `x86_64` guest.
+pub fn offers_kvm(capabilities: &str) -> bool {
+    capabilities.split("<guest>").skip(1).any(|guest| {
+        let guest = guest.split("</guest>").next().unwrap_or_default();
+        guest.contains("<arch name='x86_64'>") && guest.contains("<domain type='kvm'")
+    })
+}
+
 /// The words of each non-empty line of virsh's quiet (`-q`) listings.
 fn rows(text: &str) -> impl Iterator<Item = Vec<&str>> {
     text.lines()
@@ -226,6 +237,10 @@ impl Hypervisor for Virsh {
 
     fn files(&self) -> &dyn HostFiles {
         self.files.as_ref()
+    }
+
+    fn kvm(&self) -> Result<bool, String> {
+        Ok(offers_kvm(&self.run(&["capabilities"], None)?))
     }
 
     fn create_volume(&self, pool: &str, xml: &str) -> Result<String, String> {
@@ -336,6 +351,26 @@ impl Hypervisor for Virsh {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kvm_is_what_the_capabilities_list_for_an_x86_64_guest() {
+        let caps = |domains: &str, arch: &str| {
+            format!(
+                "<capabilities><host><cpu><arch>x86_64</arch></cpu></host><guest><os_type>hvm</os_type><arch name='{arch}'><wordsize>64</wordsize><emulator>/usr/bin/qemu-system-{arch}</emulator>{domains}</arch></guest></capabilities>"
+            )
+        };
+        assert!(offers_kvm(&caps(
+            "<domain type='qemu'/><domain type='kvm'/>",
+            "x86_64"
+        )));
+        assert!(!offers_kvm(&caps("<domain type='qemu'/>", "x86_64")));
+        // KVM for another architecture's guests is not KVM for ours.
+        assert!(!offers_kvm(&caps(
+            "<domain type='qemu'/><domain type='kvm'/>",
+            "aarch64"
+        )));
+        assert!(!offers_kvm("not xml"));
+    }
 
     #[test]
     fn a_pool_s_type_and_a_volume_s_capacity_are_read() {

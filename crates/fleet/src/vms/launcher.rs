@@ -249,6 +249,64 @@ pub fn domain_type(t: DomainType) -> &'static str {
     }
 }
 
+/// The domain type of a run: `auto` asked of each hypervisor's libvirt (`auto_type`).
+fn run_domain_type(
+    t: DomainType,
+    hypervisors: &[Box<dyn Hypervisor>],
+) -> Result<&'static str, FleetError> {
+    if t != DomainType::Auto {
+        return Ok(domain_type(t));
+    }
+    let answers = hypervisors
+        .iter()
+        .map(|hv| hv.kvm().map(|kvm| (hv.name().to_string(), kvm)))
+        .collect::<Result<Vec<_>, String>>()
+        .map_err(|e| {
+            FleetError::Setup(format!(
+                "vms.domain_type: \"auto\" asks each hypervisor whether it offers KVM: {e}"
+            ))
+        })?;
+    auto_type(&answers)
+}
+
+/// `auto` from each hypervisor's answer (name, offers KVM): `kvm` when every one offers
+/// it, `qemu` when none does. Hypervisors that differ are refused, naming
+/// `vms.domain_type`: one fleet's guests under KVM and under software emulation would
+/// give figures that cannot be summed.
+fn auto_type(answers: &[(String, bool)]) -> Result<&'static str, FleetError> {
+    let names = |kvm: bool| -> Vec<&str> {
+        answers
+            .iter()
+            .filter(|(_, k)| *k == kvm)
+            .map(|(n, _)| n.as_str())
+            .collect()
+    };
+    let (with, without) = (names(true), names(false));
+    match (with.is_empty(), without.is_empty()) {
+        (_, true) => Ok("kvm"),
+        (true, false) => Ok("qemu"),
+        (false, false) => Err(FleetError::Input(format!(
+            "vms.domain_type: \"auto\": {} offer(s) KVM and {} do(es) not; one fleet runs under one domain type: set domain_type = \"qemu\" (software emulation on every hypervisor) or leave out those without KVM",
+            with.join(", "),
+            without.join(", ")
+        ))),
+    }
+}
+
+/// The domain type a plan (a dry run, which contacts no hypervisor) shows, and for
+/// `auto` with a remote hypervisor the notice that the run decides it there.
+fn planned_domain_type(fleet: &VmFleet) -> (&'static str, Option<String>) {
+    if fleet.domain_type == DomainType::Auto
+        && fleet.hypervisors.iter().any(|h| super::is_remote(h))
+    {
+        return (
+            "kvm",
+            Some("vms.domain_type = \"auto\": the domains show type 'kvm'; the run asks each hypervisor's libvirt (virsh capabilities) and uses 'qemu', software emulation, where none offers KVM".into()),
+        );
+    }
+    (domain_type(fleet.domain_type), None)
+}
+
 /// The initramfs file of VM `domain`.
 pub fn initrd_path(domain: &str) -> PathBuf {
     Path::new(BOOT_DIR).join(format!("{domain}.initrd"))
@@ -508,8 +566,8 @@ impl VmLauncher {
     ) -> Result<Option<()>, FleetError> {
         let setup = FleetError::Setup;
         let guest = GuestBoot::find(&self.fleet)?;
-        let dtype = domain_type(self.fleet.domain_type);
         self.check_hypervisors(&guest)?;
+        let dtype = run_domain_type(self.fleet.domain_type, &self.hypervisors)?;
         let n = self.fleet.vms;
         let port = self.open_port(settings)?;
         let payload = Payload::read(&guest)?;
@@ -1073,8 +1131,9 @@ impl Launcher for VmLauncher {
             .collect();
         let mut plan = plan::plan(&hosts, &[group], settings)?;
         notices.append(&mut plan.notices);
+        let (dtype, auto) = planned_domain_type(&self.fleet);
+        notices.extend(auto);
         plan.notices = notices;
-        let dtype = domain_type(self.fleet.domain_type);
         let fleet = &self.fleet;
         Ok(plan.map(|hosts| {
             let uri = |s: &VmSlot| fleet.hypervisors[s.hypervisor].clone();
@@ -1335,6 +1394,44 @@ pub fn virsh_all(fleet: &VmFleet) -> Result<Vec<Box<dyn Hypervisor>>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn auto_is_one_domain_type_for_the_whole_fleet_asked_of_each_hypervisor() {
+        let a = |v: &[(&str, bool)]| -> Vec<(String, bool)> {
+            v.iter().map(|(n, k)| (n.to_string(), *k)).collect()
+        };
+        assert_eq!(auto_type(&a(&[("h1", true), ("h2", true)])).unwrap(), "kvm");
+        assert_eq!(
+            auto_type(&a(&[("h1", false), ("h2", false)])).unwrap(),
+            "qemu"
+        );
+        let e = auto_type(&a(&[("h1", true), ("h2", false), ("h3", true)]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("vms.domain_type: \"auto\": h1, h3 offer(s) KVM and h2 do(es) not"),
+            "{e}"
+        );
+        // A dry run with a remote hypervisor shows kvm and says the run decides there;
+        // one with only this machine's decides here, with nothing to say.
+        let remote = super::super::parse(
+            "[vms]\nvms = 1\nhypervisors = [\"qemu:///system\", \"qemu+ssh://kvm2/system\"]",
+        )
+        .unwrap();
+        let (t, notice) = planned_domain_type(&remote);
+        assert_eq!(t, "kvm");
+        assert!(notice.unwrap().contains("virsh capabilities"));
+        let here = super::super::parse("[vms]\nvms = 1").unwrap();
+        assert_eq!(
+            planned_domain_type(&here),
+            (domain_type(DomainType::Auto), None)
+        );
+        let fixed = super::super::parse(
+            "[vms]\nvms = 1\ndomain_type = \"qemu\"\nhypervisors = [\"qemu+ssh://kvm2/system\"]",
+        )
+        .unwrap();
+        assert_eq!(planned_domain_type(&fixed), ("qemu", None));
+    }
 
     #[test]
     fn volumes_hold_the_disk_and_its_marker_in_whole_mib() {
