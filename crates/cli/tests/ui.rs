@@ -870,10 +870,23 @@ fn live_view_shows_the_rounds_in_a_real_browser() {
         &["--no-save", "--steady-state"],
     );
     // Opened in round 2 (round 1 is intervals 0..=11: 4 of warm-up, 8 measured),
-    // through localhost (the other live test goes through 127.0.0.1).
-    wait_for_interval(&addr, 13);
+    // through localhost (the other live test goes through 127.0.0.1). Chromium starts
+    // at once and opens the page when told: its start-up (seconds on a loaded host)
+    // must not use up the rounds the page is to see change (CI saw it open in the last).
+    let go = dir.path().join("go");
     let localhost = addr.replace("127.0.0.1:", "localhost:");
-    let o = live_browser(&localhost, dir.path(), &["--steps"]);
+    let browser = live_browser_cmd(
+        &localhost,
+        dir.path(),
+        &["--steps", "--go", go.to_str().unwrap()],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    wait_for_interval(&addr, 13);
+    std::fs::write(&go, "").unwrap();
+    let o = browser.wait_with_output().unwrap();
     let result = finish(run, &result_file);
     let seen = browser_saw(&o);
     let rounds = result["steady_state"]["rounds"].as_u64().unwrap();
@@ -1287,17 +1300,21 @@ fn one_live_session_spans_the_steps_of_a_sweep() {
 /// The live page's browser script (tests/ui/live_browser.py) against the run serving
 /// `addr`, screenshots in `dir`, with `args`; at most 300 s.
 fn live_browser(addr: &str, dir: &Path, args: &[&str]) -> std::process::Output {
+    live_browser_cmd(addr, dir, args).output().unwrap()
+}
+
+/// The command that runs the live page's browser script (`live_browser`).
+fn live_browser_cmd(addr: &str, dir: &Path, args: &[&str]) -> Command {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/ui/live_browser.py");
-    Command::new("timeout")
-        .args(["300", "python3", script, "--base"])
+    let mut c = Command::new("timeout");
+    c.args(["300", "python3", script, "--base"])
         .arg(format!("http://{addr}"))
         .arg("--out")
         .arg(dir)
         // Chromium's own scratch folders go where the test cleans up, not in /tmp.
         .env("TMPDIR", dir)
-        .args(args)
-        .output()
-        .unwrap()
+        .args(args);
+    c
 }
 
 /// What a browser script saw: its one JSON line, once it exited 0.

@@ -122,11 +122,18 @@ def main():
     p.add_argument("--groups", help="the worker groups that must have strips, comma-separated")
     p.add_argument("--steps", action="store_true", help="the run has rounds or steps")
     p.add_argument("--ready", help="a file to write once the page shows its first intervals")
+    p.add_argument("--go", help="open the page only once this file exists (the browser is"
+                   " started first, so its start-up is not part of the wait)")
     p.add_argument("--chromium", default="/usr/bin/chromium")
     p.add_argument("--chromedriver", default="/usr/bin/chromedriver")
     a = p.parse_args()
     d = browser(a.chromium, a.chromedriver)
     try:
+        if a.go:
+            t0 = time.time()
+            while not os.path.exists(a.go):
+                check(time.time() - t0 < 120, f"the go file {a.go} appeared within 120 s")
+                time.sleep(0.05)
         groups = a.groups.split(",") if a.groups else []
         print(json.dumps(follow(Session(d, a.base, a.out), a.objectives, groups, a.steps, a.ready)))
     except Failed as e:
