@@ -261,7 +261,8 @@ impl PrivateDir {
 /// Remove what an iofleet killed outright (SIGKILL: no drop ran) left in `tmp`: the
 /// private directories of processes that no longer run, this user's only. Their
 /// sockets are dead (the master's session ended with its stdin); a directory of a
-/// process that runs, or of another user, is left alone.
+/// process that runs, of another user, or whose control socket still answers (a
+/// process of another PID namespace sharing this `tmp`) is left alone.
 fn sweep_stale(tmp: &Path) {
     use std::os::unix::fs::MetadataExt;
     let me = std::fs::metadata("/proc/self").map(|m| m.uid()).ok();
@@ -276,7 +277,8 @@ fn sweep_stale(tmp: &Path) {
         };
         let ours = std::fs::symlink_metadata(entry.path())
             .is_ok_and(|m| m.is_dir() && Some(m.uid()) == me);
-        if ours && !Path::new(&format!("/proc/{pid}")).exists() {
+        let answers = || UnixStream::connect(entry.path().join("ctl")).is_ok();
+        if ours && !Path::new(&format!("/proc/{pid}")).exists() && !answers() {
             let _ = std::fs::remove_dir_all(entry.path());
         }
     }
@@ -535,6 +537,13 @@ mod tests {
             std::fs::create_dir(tmp.path().join(n)).unwrap();
         }
         std::fs::write(tmp.path().join(&names[0]).join("control"), "").unwrap();
+        // A dead PID's directory whose control socket still answers is in use (another
+        // PID namespace): left.
+        let listening = format!("iofleet-ssh-{dead}-2");
+        std::fs::create_dir(tmp.path().join(&listening)).unwrap();
+        let _master =
+            std::os::unix::net::UnixListener::bind(tmp.path().join(&listening).join("ctl"))
+                .unwrap();
         // A file of that name is not a directory of ours.
         std::fs::write(tmp.path().join(format!("iofleet-ssh-{dead}-1")), "").unwrap();
         sweep_stale(tmp.path());
@@ -550,6 +559,7 @@ mod tests {
             names[2].clone(),
             names[3].clone(),
             format!("iofleet-ssh-{dead}-1"),
+            listening,
         ];
         want.sort();
         assert_eq!(left, want);
