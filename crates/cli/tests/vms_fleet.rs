@@ -1182,6 +1182,30 @@ fn a_dry_run_prints_every_volume_and_domain_valid_for_libvirt() {
         )),
         "{out}"
     );
+    // The direct boot's files must be on a hypervisor of this machine: checked when the
+    // plan is made, an error naming the key and the hypervisor.
+    std::fs::remove_file(&initrd).unwrap();
+    let o = run(
+        d.path(),
+        &[
+            "run",
+            "easy-run-4k70r",
+            "--hosts",
+            f.to_str().unwrap(),
+            "--dry-run",
+        ]
+        .map(String::from),
+    );
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "vms.guest.initrd: {} does not exist on hypervisor qemu:///system?socket=/nonexistent/sock",
+            initrd.display()
+        )),
+        "{err}"
+    );
+
     // The image must exist: an error names the key, before anything is planned.
     std::fs::remove_file(&image).unwrap();
     let o = run(

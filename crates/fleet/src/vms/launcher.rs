@@ -141,8 +141,8 @@ impl GuestBoot {
                 let image = Image::inspect(g, exe.len())?;
                 // A hypervisor on this machine is checked now, a dry run's too; a remote
                 // one when the run reaches it (`check_hypervisors`).
-                if fleet.hypervisors.iter().any(|uri| !super::is_remote(uri)) {
-                    image.check_direct_boot(&super::hypervisor::Local, "on this machine")?;
+                if let Some(here) = fleet.hypervisors.iter().find(|u| !super::is_remote(u)) {
+                    image.check_direct_boot(&super::hypervisor::Local, here)?;
                 }
                 Ok(GuestBoot::Image(image))
             }
