@@ -800,8 +800,13 @@ fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_ever
     assert_eq!(&head[43..54], b"cidata     ", "the seed's label");
     assert_eq!(&head[54..62], b"FAT16   ");
     let text = String::from_utf8_lossy(&head);
+    let instance = instance_id(&text);
     assert!(
-        text.contains("instance-id: \"iofleet-vi-0\"\nlocal-hostname: \"iofleet-vi-0\"\n"),
+        instance.starts_with("iofleet-vi-0-") && instance.len() == "iofleet-vi-0-".len() + 12,
+        "the seed's instance-id is the domain's and the command's: {instance}"
+    );
+    assert!(
+        text.contains("local-hostname: \"iofleet-vi-0\"\n"),
         "the seed's meta-data names the domain"
     );
     assert!(
@@ -845,6 +850,111 @@ fn a_fleet_of_vms_joins_runs_counts_as_the_hypervisor_and_leaves_nothing_on_ever
         "the seed's upload file is gone"
     );
     eprintln!("an image guest: {:.1} s", t6.elapsed().as_secs_f64());
+
+    // 10. A kept image fleet is reused by the next command: each VM's copy as it is (not
+    // copied again: a stand-in put there between the commands stays), its seed made
+    // again with a new instance-id (so cloud-init would start the agent again); a copy
+    // of another image's size is refused, naming `vms clean`.
+    let t7 = Instant::now();
+    let kept = fleet_file(
+        d.path(),
+        "vj",
+        1,
+        &pool,
+        &format!(
+            "keep = true\nboot_timeout = \"2s\"\n[vms.guest]\nimage = \"{}\"\n",
+            image.display()
+        ),
+    );
+    let seed_instance = || {
+        let head = d.path().join("vj-seed.head");
+        libvirt::virsh(&[
+            "vol-download",
+            "--pool",
+            &pool,
+            "iofleet-vj-0-seed",
+            head.to_str().unwrap(),
+            "--length",
+            "1048576",
+        ])
+        .unwrap();
+        instance_id(&String::from_utf8_lossy(&std::fs::read(&head).unwrap()))
+    };
+    let o = run(d.path(), &run_args(&kept, "1", "4m", "1s"));
+    assert_eq!(o.status.code(), Some(1), "{}", common::stderr(&o));
+    let first = seed_instance();
+    // Another copy of the same virtual size in its place, as if the guest had changed
+    // it: what the next command must boot, not a new copy of the image.
+    let replace = |virtual_size: &str| {
+        // Kept running (the stand-in never boots): powered off first, as a guest would be.
+        let _ = libvirt::virsh(&["destroy", "iofleet-vj-0"]);
+        libvirt::virsh(&["vol-delete", "--pool", &pool, "iofleet-vj-0-boot"]).unwrap();
+        libvirt::virsh(&[
+            "vol-create-as",
+            &pool,
+            "iofleet-vj-0-boot",
+            virtual_size,
+            "--format",
+            "qcow2",
+        ])
+        .unwrap();
+    };
+    let boot_bytes = || {
+        let copy = d.path().join("vj-boot.copy");
+        let _ = std::fs::remove_file(&copy);
+        libvirt::virsh(&[
+            "vol-download",
+            "--pool",
+            &pool,
+            "iofleet-vj-0-boot",
+            copy.to_str().unwrap(),
+        ])
+        .unwrap();
+        std::fs::read(&copy).unwrap()
+    };
+    replace("8M");
+    let before = boot_bytes();
+    assert_ne!(before, std::fs::read(&image).unwrap());
+    let o = run(d.path(), &run_args(&kept, "1", "4m", "1s"));
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    // Reused (an error ends the run, so its notices are not printed): the boot timeout,
+    // not the refusal of a fleet in the way.
+    assert!(err.contains("vms.boot_timeout: 1 of 1 VM(s)"), "{err}");
+    let second = seed_instance();
+    assert!(
+        second.starts_with("iofleet-vj-0-") && second != first,
+        "{first} {second}"
+    );
+    assert!(boot_bytes() == before, "the kept copy was not copied again");
+    replace("4M");
+    let o = run(d.path(), &run_args(&kept, "1", "4m", "1s"));
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "vms: the kept fleet vj's copy iofleet-vj-0-boot holds an image of {} bytes, not {}",
+            4u64 << 20,
+            8u64 << 20
+        )) && err.contains("vms clean"),
+        "{err}"
+    );
+    let o = run(
+        d.path(),
+        &["vms", "clean", "--hosts", kept.to_str().unwrap()].map(String::from),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
+    nothing_left(&lv, "vj");
+    eprintln!("a kept image fleet: {:.1} s", t7.elapsed().as_secs_f64());
+}
+
+/// The instance-id in a seed's `meta-data` (the text of its first MiB).
+fn instance_id(seed: &str) -> String {
+    seed.split("instance-id: \"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("no instance-id in the seed"))
+        .to_string()
 }
 
 /// Wait until `ok`, at most `PATIENCE`.

@@ -94,7 +94,7 @@ fn the_seed_is_a_cidata_fat_file_system_with_every_file() {
 
     assert_eq!(
         String::from_utf8(mtype(&img, "meta-data")).unwrap(),
-        "instance-id: \"iofleet-bench-5\"\nlocal-hostname: \"iofleet-bench-5\"\n"
+        "instance-id: \"iofleet-bench-5-abababababab\"\nlocal-hostname: \"iofleet-bench-5\"\n"
     );
     // The user-data is cloud-config whose runcmd starts the agent from the seed.
     let user = String::from_utf8(mtype(&img, "user-data")).unwrap();

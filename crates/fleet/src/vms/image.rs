@@ -211,22 +211,30 @@ impl Image {
 
     /// Create VM `domain`'s copy of the image and its seed in `pool` of `hv` and fill
     /// them; `created` learns each volume as soon as it exists (so that a failure
-    /// after it still removes it).
+    /// after it still removes it). A kept VM's (`kept`) copy stays as its guest left
+    /// it; its seed, which holds the command's token, is made again.
     pub fn create(
         &self,
         hv: &dyn Hypervisor,
         pool: &str,
         seed: &Seed<'_>,
+        kept: bool,
         created: &mut dyn FnMut(String),
     ) -> Result<(), FleetError> {
         let setup =
             |v: &str, e: String| FleetError::Setup(format!("vms.pool: '{pool}': volume {v}: {e}"));
         let [(boot, _, boot_xml), (seed_name, seed_cap, seed_xml)] = self.volumes(seed.domain);
-        hv.create_volume(pool, &boot_xml)
-            .map_err(|e| setup(&boot, e))?;
-        created(boot.clone());
-        hv.upload_volume(pool, &boot, &self.path)
-            .map_err(|e| setup(&boot, e))?;
+        if kept {
+            created(boot.clone());
+            hv.delete_volume(pool, &seed_name)
+                .map_err(|e| setup(&seed_name, e))?;
+        } else {
+            hv.create_volume(pool, &boot_xml)
+                .map_err(|e| setup(&boot, e))?;
+            created(boot.clone());
+            hv.upload_volume(pool, &boot, &self.path)
+                .map_err(|e| setup(&boot, e))?;
+        }
         hv.create_volume(pool, &seed_xml)
             .map_err(|e| setup(&seed_name, e))?;
         created(seed_name.clone());

@@ -604,7 +604,7 @@ impl VmLauncher {
                 disks,
                 join_timeout_s: self.fleet.boot_timeout.as_secs().max(1),
             };
-            self.write_boot(slot, &guest, &payload, &join)?;
+            self.write_boot(slot, (&guest, reuse), &payload, &join)?;
             let doc = guest.domain_xml(&self.fleet, slot, dtype);
             let hv = &self.hypervisors[h];
             hv.define(&doc).map_err(setup)?;
@@ -670,7 +670,7 @@ impl VmLauncher {
     fn write_boot(
         &mut self,
         slot: &VmSlot,
-        guest: &GuestBoot,
+        (guest, kept): (&GuestBoot, bool),
         payload: &Payload,
         join: &GuestJoin,
     ) -> Result<(), FleetError> {
@@ -684,7 +684,7 @@ impl VmLauncher {
                     join,
                 };
                 let created = &mut self.created.volumes;
-                image.create(&*self.hypervisors[h], &pool, &seed, &mut |v| {
+                image.create(&*self.hypervisors[h], &pool, &seed, kept, &mut |v| {
                     created.push((h, pool.clone(), v))
                 })
             }
@@ -743,10 +743,11 @@ impl VmLauncher {
     /// `keep = true`, a fleet of exactly `layout`'s domains and volumes (each volume at
     /// least `volume_bytes`) is reused: `Ok(true)`, its running domains powered off to
     /// start again with this command's join file, its volumes as they are (a disk
-    /// filled before is not filled again). A kept fleet booted from an image is not
-    /// reused: cloud-init runs the seed's `runcmd` once per instance, so its agents would
-    /// not start again. Anything else there is not this command's to remove: an error
-    /// names it and `iofleet vms clean`.
+    /// filled before is not filled again). A kept fleet booted from an image also keeps
+    /// each VM's copy of the image and gets a new seed (this command's token, and an
+    /// instance-id of this command's, so cloud-init starts the agent again). Anything
+    /// else there is not this command's to remove: an error names it and `iofleet vms
+    /// clean`.
     fn kept_fleet(
         &self,
         layout: &[VmSlot],
@@ -759,24 +760,42 @@ impl VmLauncher {
         if found.is_empty() {
             return Ok(false);
         }
-        if matches!(guest, GuestBoot::Image(_)) {
-            return self.refuse(&found, true);
-        }
         let mut domains: Vec<(usize, String)> = layout
             .iter()
             .map(|s| (s.hypervisor, s.domain.clone()))
             .collect();
-        let mut volumes: Vec<(usize, String)> = layout
+        let volumes: Vec<(usize, String)> = layout
             .iter()
             .filter(|s| luns[s.hypervisor].is_none())
             .flat_map(|s| s.volumes.iter().map(move |v| (s.hypervisor, v.clone())))
             .collect();
+        // An image guest's copy and seed, per VM.
+        let image = match guest {
+            GuestBoot::Image(i) => Some(i),
+            GuestBoot::Builtin(_) => None,
+        };
+        let copies: Vec<(usize, String)> = layout
+            .iter()
+            .filter(|_| image.is_some())
+            .map(|s| (s.hypervisor, super::image::boot_volume(&s.domain)))
+            .collect();
+        let mut expected = volumes.clone();
+        expected.extend(copies.iter().cloned());
+        expected.extend(
+            layout
+                .iter()
+                .filter(|_| image.is_some())
+                .map(|s| (s.hypervisor, super::image::seed_volume(&s.domain))),
+        );
         domains.sort();
-        volumes.sort();
+        expected.sort();
         let (mut fd, mut fv) = (found.domains.clone(), found.volumes.clone());
         fd.sort();
         fv.sort();
-        if self.fleet.keep && fd == domains && fv == volumes {
+        if self.fleet.keep && fd == domains && fv == expected {
+            if let Some(i) = image {
+                self.kept_copies(i, &copies)?;
+            }
             let sizes = self.kept_sizes(&volumes)?;
             if let Some((v, size)) = sizes.iter().find(|(_, size)| *size < volume_bytes) {
                 return Err(FleetError::Setup(format!(
@@ -793,14 +812,36 @@ impl VmLauncher {
                 hv.undefine(d).map_err(FleetError::Setup)?;
             }
             notices.push(format!(
-                "vms: the kept fleet {} is reused: {} domain(s) started again with this command's join file, {} volume(s) as they are (disks filled before are not filled again)",
+                "vms: the kept fleet {} is reused: {} domain(s) started again with this command's join file, {} volume(s) as they are (disks filled before are not filled again){}",
                 self.fleet.name,
                 domains.len(),
-                volumes.len()
+                volumes.len(),
+                image.map_or(String::new(), |i| format!(
+                    "; each VM's copy of {} as its guest left it (not copied again), its seed made again",
+                    i.path.display()
+                ))
             ));
             return Ok(true);
         }
-        self.refuse(&found, false)
+        self.refuse(&found)
+    }
+
+    /// A kept fleet's copies of image `i` hold an image of its virtual size: one made
+    /// from another image (the description changed since) is refused, naming it and
+    /// `vms clean`. (Their bytes are the guests' by now, not compared.)
+    fn kept_copies(&self, i: &Image, copies: &[(usize, String)]) -> Result<(), FleetError> {
+        for (v, size) in self.kept_sizes(copies)? {
+            if size != i.virtual_bytes {
+                return Err(FleetError::Setup(format!(
+                    "vms: the kept fleet {}'s copy {v} holds an image of {size} bytes, not {} ({}'s virtual size): it was made from another image; `iofleet vms clean --hosts {}` removes the fleet, to be created again",
+                    self.fleet.name,
+                    i.virtual_bytes,
+                    i.path.display(),
+                    self.file.display()
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// The capacity of each of `volumes` (hypervisor, name) in the fleet's pool.
@@ -820,13 +861,11 @@ impl VmLauncher {
     }
 
     /// Leftovers in the way, refused with their names and `iofleet vms clean`.
-    fn refuse(&self, found: &Leftovers, image: bool) -> Result<bool, FleetError> {
+    fn refuse(&self, found: &Leftovers) -> Result<bool, FleetError> {
         let mut names: Vec<String> = found.domains.iter().map(|d| d.1.clone()).collect();
         names.extend(found.volumes.iter().map(|v| v.1.clone()));
         names.extend(found.files.iter().map(|f| f.1.display().to_string()));
-        let differs = if self.fleet.keep && image {
-            " and is not reused: its guests boot from an image, whose cloud-init starts the agent once per instance"
-        } else if self.fleet.keep {
+        let differs = if self.fleet.keep {
             " and is not the fleet this run would keep (other VMs or disks), so it is not reused"
         } else {
             ""
@@ -1206,11 +1245,6 @@ impl Launcher for VmLauncher {
                 "vms.keep: fleet '{}' is removed when this command ends, its preconditioned disks with it: set keep = true, and the next command reuses the fleet and its filled disks",
                 self.fleet.name
             )));
-        }
-        if let Guest::Image(_) = self.fleet.guest {
-            return Err(FleetError::Input(
-                "vms.guest.image: a fleet booted from an image is not reused by a later command (see \"Kept fleets run once per instance\" in docs/vms.md), so its preconditioned disks would serve no run".into(),
-            ));
         }
         let mut notices = Vec::new();
         if self

@@ -36,7 +36,8 @@ pub const GUEST_DIR: &str = "/run/iofleet";
 /// What one VM's seed holds.
 #[derive(Debug, Clone)]
 pub struct Seed<'a> {
-    /// The domain's name: cloud-init's instance-id and the guest's host name.
+    /// The domain's name: the guest's host name, and with the command's join
+    /// fingerprint cloud-init's instance-id (`meta_data`).
     pub domain: &'a str,
     /// The iofleet executable the guest runs as its agent.
     pub iofleet: &'a [u8],
@@ -48,10 +49,17 @@ fn yaml_string(text: &str) -> String {
     serde_json::to_string(text).expect("a string serialises")
 }
 
-/// The seed's `meta-data`: the instance-id and host name are the domain's name.
-pub fn meta_data(domain: &str) -> String {
-    let d = yaml_string(domain);
-    format!("instance-id: {d}\nlocal-hostname: {d}\n")
+/// The seed's `meta-data`: the host name is the domain's name; the instance-id is the
+/// domain's name and the command's (the start of its join certificate's fingerprint,
+/// fresh per command), so that a kept VM booted by a later command is a new instance
+/// to cloud-init and runs the seed's `runcmd`, its agent, again.
+pub fn meta_data(domain: &str, fingerprint: &str) -> String {
+    let command: String = fingerprint.chars().take(12).collect();
+    format!(
+        "instance-id: {}\nlocal-hostname: {}\n",
+        yaml_string(&format!("{domain}-{command}")),
+        yaml_string(domain)
+    )
 }
 
 /// The seed's `user-data`: at the end of the first boot (cloud-init's `runcmd`), mount
@@ -85,7 +93,10 @@ impl Seed<'_> {
     /// The seed's files, by name, in the order they are written.
     pub fn files(&self) -> Vec<(&'static str, Vec<u8>)> {
         vec![
-            ("meta-data", meta_data(self.domain).into_bytes()),
+            (
+                "meta-data",
+                meta_data(self.domain, &self.join.fingerprint).into_bytes(),
+            ),
             ("user-data", user_data().into_bytes()),
             (
                 SEED_JOIN,
@@ -452,8 +463,8 @@ mod tests {
             "{u}"
         );
         assert_eq!(
-            meta_data("iofleet-a-0"),
-            "instance-id: \"iofleet-a-0\"\nlocal-hostname: \"iofleet-a-0\"\n"
+            meta_data("iofleet-a-0", "0123456789abcdef0123"),
+            "instance-id: \"iofleet-a-0-0123456789ab\"\nlocal-hostname: \"iofleet-a-0\"\n"
         );
     }
 }
