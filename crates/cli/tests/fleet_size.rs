@@ -248,7 +248,7 @@ fn search_clients(m: &Model) -> (Option<i32>, Value, String) {
     assert!(matches!(code, Some(0 | 1)), "{err}");
     // Joined once, for the whole search.
     assert_eq!(err.matches("agent(s) joined from").count(), 1, "{err}");
-    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
+    let mut v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
     assert_eq!(
         (v["over"].as_str(), v["hosts"].as_u64()),
         (Some("hosts"), Some(8))
@@ -287,6 +287,35 @@ fn search_clients(m: &Model) -> (Option<i32>, Value, String) {
         .filter(|r| r["labels"]["hosts"].is_string())
         .count();
     assert_eq!(labelled, points.len(), "{runs}");
+    // What each step's own self-check saw of the host: another load's CPUs, and its
+    // warnings (I/O threads kept from a CPU, open-loop I/Os issued late).
+    let mut seen = Vec::new();
+    for p in points {
+        let id = p["run_id"].as_str().unwrap();
+        let o = run_in(
+            d.path(),
+            &[
+                "results",
+                "export",
+                id,
+                "--format",
+                "json",
+                "--db",
+                db.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let g = &r["summary"]["generator"];
+        let other = g["other_load_cpus"].as_f64().unwrap_or(0.0);
+        if other >= iofleet_stats::generator::OTHER_LOAD_WARN_CPUS {
+            seen.push(format!("step {id}: another load used {other:.2} CPUs"));
+        }
+        for w in g["warnings"].as_array().into_iter().flatten() {
+            seen.push(format!("step {id}: {w}"));
+        }
+    }
+    v["host_seen"] = serde_json::json!(seen);
     (code, v, err)
 }
 
@@ -328,8 +357,15 @@ fn find_max_over_hosts_finds_the_most_clients_the_shared_device_carries() {
     let before = need::host_busy_pct(Duration::from_secs(1));
     let (code, v, err) = search_clients(&AT_3MS);
     let after = need::host_busy_pct(Duration::from_secs(1));
-    if before.max(after) > QUIET_HOST_PCT {
-        eprintln!("the host was {before:.0}% busy before the search and {after:.0}% after");
+    // Quiet before and after, and during: no step's self-check saw another load or
+    // flagged the generator (CI once saw a step's p99 at 9.6 ms, 2 clients, with the
+    // host idle on both sides of the search).
+    let during = v["host_seen"].as_array().map_or(0, Vec::len);
+    if before.max(after) > QUIET_HOST_PCT || during > 0 {
+        eprintln!(
+            "the host was {before:.0}% busy before the search and {after:.0}% after; during it: {}",
+            v["host_seen"]
+        );
         need::unavailable(
             "find_max_over_hosts_finds_the_most_clients_the_shared_device_carries",
             "a host otherwise idle",
