@@ -826,14 +826,15 @@ impl VmLauncher {
         self.refuse(&found)
     }
 
-    /// A kept fleet's copies of image `i` hold an image of its virtual size: one made
-    /// from another image (the description changed since) is refused, naming it and
-    /// `vms clean`. (Their bytes are the guests' by now, not compared.)
+    /// A kept fleet's copies of image `i` can hold it: one smaller than its virtual size
+    /// was made from another image (the description changed since) and is refused,
+    /// naming it and `vms clean`. (Larger is no proof of another image: a pool of
+    /// block volumes rounds sizes up. Their bytes are the guests' by now, not compared.)
     fn kept_copies(&self, i: &Image, copies: &[(usize, String)]) -> Result<(), FleetError> {
         for (v, size) in self.kept_sizes(copies)? {
-            if size != i.virtual_bytes {
+            if size < i.virtual_bytes {
                 return Err(FleetError::Setup(format!(
-                    "vms: the kept fleet {}'s copy {v} holds an image of {size} bytes, not {} ({}'s virtual size): it was made from another image; `iofleet vms clean --hosts {}` removes the fleet, to be created again",
+                    "vms: the kept fleet {}'s copy {v} holds an image of {size} bytes, less than {} ({}'s virtual size): it was made from another image; `iofleet vms clean --hosts {}` removes the fleet, to be created again",
                     self.fleet.name,
                     i.virtual_bytes,
                     i.path.display(),
