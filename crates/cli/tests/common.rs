@@ -71,6 +71,25 @@ pub fn run_json(dir: &Path, args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).expect("stdout is JSON")
 }
 
+/// Stored run `run` of the store `db`, as `iofleet results export --format json` gives
+/// it (the result JSON).
+pub fn exported(dir: &Path, db: &Path, run: &str) -> serde_json::Value {
+    let o = run_in(
+        dir,
+        &[
+            "results",
+            "export",
+            run,
+            "--format",
+            "json",
+            "--db",
+            db.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    serde_json::from_slice(&o.stdout).expect("stdout is JSON")
+}
+
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }

@@ -393,23 +393,8 @@ fn a_host_lost_in_a_sweep_step_is_reconnected_for_the_next_step() {
         .is_some_and(|r| r.starts_with("1 of 2 hosts lost (l")));
     assert_eq!(points[1]["valid"], true, "{curve}");
     // Each step as stored: the first lost a host, the second ran on both.
-    let stored = |i: usize| -> Value {
-        let id = points[i]["run_id"].as_str().unwrap();
-        let o = run_in(
-            tmp.path(),
-            &[
-                "results",
-                "export",
-                id,
-                "--format",
-                "json",
-                "--db",
-                db.to_str().unwrap(),
-            ],
-        );
-        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-        serde_json::from_slice(&o.stdout).unwrap()
-    };
+    let stored =
+        |i: usize| -> Value { exported(tmp.path(), &db, points[i]["run_id"].as_str().unwrap()) };
     let (one, two) = (stored(0), stored(1));
     let lost = |v: &Value| -> usize {
         v["hosts"]

@@ -292,20 +292,7 @@ fn search_clients(m: &Model) -> (Option<i32>, Value, String) {
     let mut seen = Vec::new();
     for p in points {
         let id = p["run_id"].as_str().unwrap();
-        let o = run_in(
-            d.path(),
-            &[
-                "results",
-                "export",
-                id,
-                "--format",
-                "json",
-                "--db",
-                db.to_str().unwrap(),
-            ],
-        );
-        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-        let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let r = exported(d.path(), &db, id);
         let g = &r["summary"]["generator"];
         let other = g["other_load_cpus"].as_f64().unwrap_or(0.0);
         if other >= iofleet_stats::generator::OTHER_LOAD_WARN_CPUS {

@@ -1174,6 +1174,24 @@ const ISCSI_DIRECT: &str =
 
 /// `iofleet run easy-run-4k70r --hosts FILE --disks N --disk-size SIZE --dry-run`,
 /// which must succeed: what it printed, and its documents.
+/// The stderr of a dry run of `file` that is refused as bad input (exit 2).
+fn refused_dry_run(dir: &Path, file: &Path) -> String {
+    let o = run(
+        dir,
+        &[
+            "run",
+            "easy-run-4k70r",
+            "--hosts",
+            file.to_str().unwrap(),
+            "--dry-run",
+        ]
+        .map(String::from),
+    );
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    err
+}
+
 fn dry_run(dir: &Path, file: &Path, disks: &str, size: &str) -> (String, Vec<(String, String)>) {
     let o = run(
         dir,
@@ -1295,19 +1313,7 @@ fn a_dry_run_prints_every_volume_and_domain_valid_for_libvirt() {
     // The direct boot's files must be on a hypervisor of this machine: checked when the
     // plan is made, an error naming the key and the hypervisor.
     std::fs::remove_file(&initrd).unwrap();
-    let o = run(
-        d.path(),
-        &[
-            "run",
-            "easy-run-4k70r",
-            "--hosts",
-            f.to_str().unwrap(),
-            "--dry-run",
-        ]
-        .map(String::from),
-    );
-    let err = common::stderr(&o);
-    assert_eq!(o.status.code(), Some(2), "{err}");
+    let err = refused_dry_run(d.path(), &f);
     assert!(
         err.contains(&format!(
             "vms.guest.initrd: {} does not exist on hypervisor qemu:///system?socket=/nonexistent/sock",
@@ -1318,19 +1324,7 @@ fn a_dry_run_prints_every_volume_and_domain_valid_for_libvirt() {
 
     // The image must exist: an error names the key, before anything is planned.
     std::fs::remove_file(&image).unwrap();
-    let o = run(
-        d.path(),
-        &[
-            "run",
-            "easy-run-4k70r",
-            "--hosts",
-            f.to_str().unwrap(),
-            "--dry-run",
-        ]
-        .map(String::from),
-    );
-    let err = common::stderr(&o);
-    assert_eq!(o.status.code(), Some(2), "{err}");
+    let err = refused_dry_run(d.path(), &f);
     assert!(
         err.contains(&format!(
             "vms.guest.image: {}: does not exist",
